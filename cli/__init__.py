@@ -1,0 +1,1 @@
+"""The click layer: turns library calls and typed errors into commands."""

@@ -1,0 +1,59 @@
+/* Thread pool of executor teams.
+ *
+ * A pool owns n_teams x threads_per_team threads. A team is an executor: the
+ * unit the engine schedules ops onto. Thread 0 of a team is its master; it
+ * runs the team's loop and forks work to the team's other threads with
+ * hwt_team_parallel() (a low-overhead fork-join: workers spin briefly on a
+ * padded generation counter, then sleep on a futex).
+ *
+ * Pinning: with pin=1 every thread is bound to one CPU of the allowed set
+ * (sched_getaffinity), teams get disjoint, topologically adjacent CPUs (cores
+ * sharing an L2 stay in one team). A refused pin is not fatal: the pool keeps
+ * running unpinned and hwt_pool_pinned() reports 0.
+ *
+ * The caller's thread is the master of team 0 while inside
+ * hwt_pool_run_teams(); no thread sits idle as a dedicated scheduler.
+ */
+#ifndef HWTUNE_POOL_H
+#define HWTUNE_POOL_H
+#include <stddef.h>
+#include "hwtune/api.h"
+
+typedef struct hwt_pool hwt_pool;
+
+/* Runs on threads tid = 0..nth-1 of a team. */
+typedef void (*hwt_task_fn)(void *arg, int tid, int nth);
+/* Runs on the master thread of each team. */
+typedef void (*hwt_team_fn)(void *arg, int team);
+
+typedef struct {
+  int n_teams;           /* >= 1 */
+  int threads_per_team;  /* >= 1; n_teams * threads_per_team <= allowed CPUs if pin */
+  int pin;               /* 1: bind threads to disjoint CPUs; 0: leave placement to the OS */
+  const int *cpus;       /* optional explicit CPU order (length n_cpus); NULL: derive from topology */
+  int n_cpus;
+} hwt_pool_config;
+
+/* Returns NULL on failure and writes a one-line reason into err. */
+HWT_API hwt_pool *hwt_pool_create(const hwt_pool_config *cfg, char *err, size_t errlen);
+HWT_API void hwt_pool_destroy(hwt_pool *p);
+HWT_API int hwt_pool_n_teams(const hwt_pool *p);
+HWT_API int hwt_pool_team_size(const hwt_pool *p);
+HWT_API int hwt_pool_pinned(const hwt_pool *p);           /* 1 only if every pin succeeded */
+HWT_API int hwt_pool_thread_cpu(const hwt_pool *p, int team, int idx); /* -1 if unpinned */
+
+/* Fork-join on `team` with nth threads (1 <= nth <= team size). Must be called
+ * from the team's master thread (inside hwt_pool_run_teams, or from the thread
+ * that created the pool for team 0 outside it). The master runs tid 0. */
+HWT_API void hwt_team_parallel(hwt_pool *p, int team, hwt_task_fn fn, void *arg, int nth);
+
+/* Runs fn(arg, team) on every team's master concurrently and waits for all.
+ * The calling thread is team 0's master (pinned to team 0's first CPU for the
+ * duration when the pool is pinned; its previous affinity is restored). */
+HWT_API void hwt_pool_run_teams(hwt_pool *p, hwt_team_fn fn, void *arg);
+
+/* CPUs this process may run on (sched_getaffinity), in topology order:
+ * returns the count, writes up to max ids. */
+HWT_API int hwt_allowed_cpus(int *out, int max);
+
+#endif

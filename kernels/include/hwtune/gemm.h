@@ -1,0 +1,41 @@
+/* FP32 GEMM: C = op(A) * op(B) + beta * C (+ bias per column), row-major.
+ *
+ * Plan, then run: hwt_gemm_plan_make() fixes the blocking (mc, kc, nc) and the
+ * per-thread workspace size for a shape, ISA and thread count; the plan is
+ * then run many times with no allocation. hwt_gemm_run_part() computes the
+ * share of output tiles of thread `tid` out of `nth`; shares are disjoint and
+ * need no synchronisation between threads, so any fork-join can drive them.
+ */
+#ifndef HWTUNE_GEMM_H
+#define HWTUNE_GEMM_H
+#include <stddef.h>
+#include "hwtune/api.h"
+#include "hwtune/isa.h"
+
+typedef struct {
+  int M, N, K;
+  int trans_a;  /* 0: A is [M,K] (lda >= K); 1: A is [K,M] (lda >= M) */
+  int trans_b;  /* 0: B is [K,N] (ldb >= N); 1: B is [N,K] (ldb >= K) */
+  int lda, ldb, ldc;  /* ldc >= N */
+  float beta;   /* 0: C is overwritten (never read); otherwise C = AB + beta*C */
+} hwt_gemm_desc;
+
+typedef struct {
+  hwt_gemm_desc d;
+  hwt_isa isa;
+  int nth;            /* thread count the partition was made for */
+  int mr, nr;         /* micro-kernel register tile */
+  int mc, kc, nc;     /* cache blocking */
+  size_t ws_floats;   /* workspace floats each thread needs (64-byte aligned) */
+} hwt_gemm_plan;
+
+/* Returns HWT_OK or HWT_EINVAL / HWT_EISA. */
+HWT_API int hwt_gemm_plan_make(const hwt_gemm_desc *d, hwt_isa isa, int nth, hwt_gemm_plan *out);
+/* bias may be NULL; ws is this thread's workspace (plan->ws_floats floats). */
+HWT_API void hwt_gemm_run_part(const hwt_gemm_plan *p, const float *A, const float *B,
+                               float *C, const float *bias, float *ws, int tid, int nth);
+/* Plain-C reference (the test oracle): triple loop, double accumulation. */
+HWT_API int hwt_gemm_ref(const hwt_gemm_desc *d, const float *A, const float *B, float *C,
+                         const float *bias);
+
+#endif

@@ -1,0 +1,25 @@
+# Kernel sources: one folder per op family. A file whose name contains
+# "avx512" or "avx2" is compiled with that ISA's flags and only ever called
+# after runtime CPUID dispatch; everything else is portable C.
+file(GLOB HWTUNE_KERNEL_ALL CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/kernels/*/*.c)
+set(HWTUNE_KERNEL_SOURCES "")
+foreach(src ${HWTUNE_KERNEL_ALL})
+  get_filename_component(name ${src} NAME)
+  if(name MATCHES "avx512")
+    if(HWTUNE_X86)
+      set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS
+        "-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx2;-mfma;-mf16c")
+      list(APPEND HWTUNE_KERNEL_SOURCES ${src})
+    endif()
+  elseif(name MATCHES "avx2")
+    if(HWTUNE_X86)
+      set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma;-mf16c")
+      list(APPEND HWTUNE_KERNEL_SOURCES ${src})
+    endif()
+  else()
+    list(APPEND HWTUNE_KERNEL_SOURCES ${src})
+  endif()
+endforeach()
+if(HWTUNE_X86)
+  add_compile_definitions(HWTUNE_HAVE_X86=1)
+endif()
