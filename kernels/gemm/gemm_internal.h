@@ -1,0 +1,100 @@
+/* Internal contracts of the GEMM family: what a micro-kernel, a packing
+ * routine and a GEMV routine promise, and the per-ISA table the driver uses.
+ * Not installed; only kernels/gemm/ includes it. */
+#ifndef HWTUNE_GEMM_INTERNAL_H
+#define HWTUNE_GEMM_INTERNAL_H
+#include <stddef.h>
+#include "hwtune/gemm.h"
+
+/* Micro-kernel: C[0:m, 0:n] (m <= mr, n <= nr) = A_panel * B_panel + beta*C + bias.
+ * a: packed A micro-panel, kc x mr, a[k*mr + i] (rows beyond m are zero).
+ * b: B micro-panel, kc x nr, b[k*ldb + j] (columns beyond n are zero).
+ * beta == 0 never reads C (it may hold NaN). bias is NULL or bias[0:n]. */
+typedef void (*hwt_gemm_ukr_fn)(int kc, const float *a, const float *b, size_t ldb, float *c,
+                                size_t ldc, int m, int n, float beta, const float *bias);
+
+/* Packing (pack_body.h, compiled per ISA). pack_a: op(A) rows [i0, i0+mb) x
+ * depth [p0, p0+kb) into ceil(mb/mr) micro-panels of kb x mr, zero-padded.
+ * pack_b: depth [p0, p0+kb) x columns [j0, j0+nb) of op(B) into ceil(nb/nr)
+ * micro-panels of kb x nr, zero-padded. Both absorb the transposes. */
+typedef void (*hwt_gemm_pack_a_fn)(const hwt_gemm_desc *d, const float *A, int i0, int mb,
+                                   int p0, int kb, int mr, float *dst);
+typedef void (*hwt_gemm_pack_b_fn)(const hwt_gemm_desc *d, const float *B, int p0, int kb,
+                                   int j0, int nb, int nr, float *dst);
+
+/* GEMV for m <= HWT_GEMV_MAX_M rows of A (row i at a + i*lda, K contiguous
+ * floats) times op(B) restricted to n columns: B points at column 0 of the
+ * range ([K, n] with row stride ldb, or [n, K] with row stride ldb when
+ * trans_b). c, bias likewise point at column 0 of the range. */
+typedef void (*hwt_gemv_fn)(int m, int n, int k, const float *a, size_t lda, const float *b,
+                            size_t ldb, int trans_b, float *c, size_t ldc, float beta,
+                            const float *bias);
+
+/* Rows up to which GEMV (B streamed once for all rows) beats the packed path
+ * (12-row AVX-512 tiles padded with zeros + packing). Sweep of M on
+ * [M,512]x[512,2048], AVX-512, 1 thread, median GFLOPS gemv/packed:
+ * M=1 8.9/2.3, 4 15.2/9.4, 5 11.5/7.1, 6 12.3/8.8, 8 17.4/17.9, 12 13.9/23.5
+ * (hwt_gemm_run_part, median thread-CPU time of 41 runs, library built with
+ * -DHWT_GEMV_MAX_M=16 and =0). */
+#ifndef HWT_GEMV_MAX_M /* overridable at build time to repeat the sweep */
+#define HWT_GEMV_MAX_M 6
+#endif
+
+typedef struct {
+  int mr, nr;
+  hwt_gemm_ukr_fn ukr;
+  hwt_gemm_pack_a_fn pack_a;
+  hwt_gemm_pack_b_fn pack_b;
+  hwt_gemv_fn gemv;
+} hwt_gemm_variant;
+
+/* NULL if the ISA has no variant in this build. */
+const hwt_gemm_variant *hwt_gemm_variant_get(hwt_isa isa);
+
+void hwt_gemm_ukr_generic_4x8(int kc, const float *a, const float *b, size_t ldb, float *c,
+                              size_t ldc, int m, int n, float beta, const float *bias);
+void hwt_gemm_pack_a_generic(const hwt_gemm_desc *d, const float *A, int i0, int mb, int p0,
+                             int kb, int mr, float *dst);
+void hwt_gemm_pack_b_generic(const hwt_gemm_desc *d, const float *B, int p0, int kb, int j0,
+                             int nb, int nr, float *dst);
+void hwt_gemv_generic(int m, int n, int k, const float *a, size_t lda, const float *b,
+                      size_t ldb, int trans_b, float *c, size_t ldc, float beta,
+                      const float *bias);
+#if defined(HWTUNE_HAVE_X86)
+void hwt_gemm_ukr_avx2_6x16(int kc, const float *a, const float *b, size_t ldb, float *c,
+                            size_t ldc, int m, int n, float beta, const float *bias);
+void hwt_gemm_pack_a_avx2(const hwt_gemm_desc *d, const float *A, int i0, int mb, int p0,
+                          int kb, int mr, float *dst);
+void hwt_gemm_pack_b_avx2(const hwt_gemm_desc *d, const float *B, int p0, int kb, int j0,
+                          int nb, int nr, float *dst);
+void hwt_gemv_avx2(int m, int n, int k, const float *a, size_t lda, const float *b,
+                   size_t ldb, int trans_b, float *c, size_t ldc, float beta, const float *bias);
+void hwt_gemm_ukr_avx512_12x32(int kc, const float *a, const float *b, size_t ldb, float *c,
+                               size_t ldc, int m, int n, float beta, const float *bias);
+void hwt_gemm_pack_a_avx512(const hwt_gemm_desc *d, const float *A, int i0, int mb, int p0,
+                            int kb, int mr, float *dst);
+void hwt_gemm_pack_b_avx512(const hwt_gemm_desc *d, const float *B, int p0, int kb, int j0,
+                            int nb, int nr, float *dst);
+void hwt_gemv_avx512(int m, int n, int k, const float *a, size_t lda, const float *b,
+                     size_t ldb, int trans_b, float *c, size_t ldc, float beta,
+                     const float *bias);
+#endif
+
+/* Blocking (blocking.c): kc, mc, nc for a variant from the cache sizes. */
+void hwt_gemm_blocking(const hwt_gemm_variant *v, const hwt_gemm_desc *d, int *mc, int *kc,
+                       int *nc);
+
+/* Partition (partition.c): tm row groups of about nth/tm threads each (tn:
+ * threads in the largest group), each group splitting its columns, over the
+ * mr x nr output tiles; and the share of one thread. */
+typedef struct {
+  int i0, i1;  /* rows [i0, i1) */
+  int j0, j1;  /* columns [j0, j1) */
+} hwt_gemm_share;
+void hwt_gemm_grid(int M, int N, int K, int mr, int nr, int nth, int *tm, int *tn);
+/* Empty share (i0 == i1 or j0 == j1) when the grid leaves tid idle. */
+hwt_gemm_share hwt_gemm_share_of(int M, int N, int K, int mr, int nr, int tid, int nth);
+/* 1-D split of n units among parts: [*lo, *hi) of part `idx`, balanced. */
+void hwt_split(int n, int parts, int idx, int *lo, int *hi);
+
+#endif

@@ -1,0 +1,172 @@
+"""Binding for hwtune/gemm.h: plan an FP32 GEMM and run its thread shares.
+
+`gemm()` runs every share of the partition one after another in this thread:
+that exercises the partition exactly as a pool would (shares are disjoint and
+need no synchronisation); the parallel pool lives in hwtune.native.pool.
+"""
+
+import ctypes
+from typing import Optional
+
+import numpy as np
+
+from hwtune.errors import UsageError
+from hwtune.native._lib import check, lib
+from hwtune.native.isa import isa_index, selected_isa, ISA_NAMES
+
+_c_float_p = ctypes.POINTER(ctypes.c_float)
+
+# One zero-copy guard: workspace alignment promised by gemm.h.
+_WS_ALIGN = 64
+# Partition contract: run_part is exercised up to this many shares.
+MAX_THREADS = 256
+
+
+class GemmDesc(ctypes.Structure):
+    """hwt_gemm_desc (row-major; leading dimensions in elements)."""
+
+    _fields_ = [
+        ("M", ctypes.c_int), ("N", ctypes.c_int), ("K", ctypes.c_int),
+        ("trans_a", ctypes.c_int), ("trans_b", ctypes.c_int),
+        ("lda", ctypes.c_int), ("ldb", ctypes.c_int), ("ldc", ctypes.c_int),
+        ("beta", ctypes.c_float),
+    ]
+
+
+class GemmPlan(ctypes.Structure):
+    """hwt_gemm_plan, as filled by hwt_gemm_plan_make."""
+
+    _fields_ = [
+        ("d", GemmDesc),
+        ("isa", ctypes.c_int),
+        ("nth", ctypes.c_int),
+        ("mr", ctypes.c_int), ("nr", ctypes.c_int),
+        ("mc", ctypes.c_int), ("kc", ctypes.c_int), ("nc", ctypes.c_int),
+        ("ws_floats", ctypes.c_size_t),
+    ]
+
+
+lib.hwt_gemm_plan_make.argtypes = [
+    ctypes.POINTER(GemmDesc), ctypes.c_int, ctypes.c_int, ctypes.POINTER(GemmPlan)]
+lib.hwt_gemm_plan_make.restype = ctypes.c_int
+lib.hwt_gemm_run_part.argtypes = [
+    ctypes.POINTER(GemmPlan), _c_float_p, _c_float_p, _c_float_p, _c_float_p, _c_float_p,
+    ctypes.c_int, ctypes.c_int]
+lib.hwt_gemm_run_part.restype = None
+lib.hwt_gemm_ref.argtypes = [
+    ctypes.POINTER(GemmDesc), _c_float_p, _c_float_p, _c_float_p, _c_float_p]
+lib.hwt_gemm_ref.restype = ctypes.c_int
+
+
+def _resolve_isa(isa: Optional[str]) -> int:
+    if isa is None:
+        isa = selected_isa()
+    if not isinstance(isa, str):
+        raise UsageError(f"isa must be a variant name ({', '.join(ISA_NAMES)}), got {isa!r}")
+    return isa_index(isa)
+
+
+def _check_dims(M: int, K: int, N: int, nth: int) -> None:
+    for name, v in (("M", M), ("K", K), ("N", N)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+            raise UsageError(f"GEMM dimension {name} must be an integer >= 0, got {v!r}")
+        if v >= 2**31:
+            raise UsageError(f"GEMM dimension {name}={v} does not fit the C int API")
+    if isinstance(nth, bool) or not isinstance(nth, (int, np.integer)) or not 1 <= nth <= MAX_THREADS:
+        raise UsageError(f"nth must be an integer in 1..{MAX_THREADS}, got {nth!r}")
+
+
+def make_desc(M, K, N, *, trans_a=False, trans_b=False, beta=0.0, lda=None, ldb=None,
+              ldc=None) -> GemmDesc:
+    """A descriptor for C[M,N] = op(A) op(B) + beta*C; tight leading dims by default."""
+    _check_dims(M, K, N, 1)
+    return GemmDesc(
+        int(M), int(N), int(K), int(bool(trans_a)), int(bool(trans_b)),
+        int(lda if lda is not None else max(1, M if trans_a else K)),
+        int(ldb if ldb is not None else max(1, K if trans_b else N)),
+        int(ldc if ldc is not None else max(1, N)),
+        float(beta),
+    )
+
+
+def make_plan(desc: GemmDesc, isa: Optional[str] = None, nth: int = 1) -> GemmPlan:
+    """hwt_gemm_plan_make for a descriptor (for bindings that drive run_part)."""
+    _check_dims(desc.M, desc.K, desc.N, nth)
+    idx = _resolve_isa(isa)
+    out = GemmPlan()
+    check(lib.hwt_gemm_plan_make(ctypes.byref(desc), idx, int(nth), ctypes.byref(out)),
+          f"gemm plan [{desc.M},{desc.K}]x[{desc.K},{desc.N}] isa={ISA_NAMES[idx]} nth={nth}")
+    return out
+
+
+def _plan_dict(p: GemmPlan) -> dict:
+    return {"mr": p.mr, "nr": p.nr, "mc": p.mc, "kc": p.kc, "nc": p.nc,
+            "ws_floats": int(p.ws_floats), "isa": ISA_NAMES[p.isa], "nth": p.nth}
+
+
+def plan(M: int, K: int, N: int, *, trans_a: bool = False, trans_b: bool = False,
+         beta: float = 0.0, isa: Optional[str] = None, nth: int = 1) -> dict:
+    """Blocking and workspace the C library chose for this shape, ISA and nth."""
+    _check_dims(M, K, N, nth)
+    desc = make_desc(M, K, N, trans_a=trans_a, trans_b=trans_b, beta=beta)
+    return _plan_dict(make_plan(desc, isa, nth))
+
+
+def workspace(ws_floats: int) -> np.ndarray:
+    """A float32 buffer of ws_floats elements whose data is 64-byte aligned."""
+    n = max(int(ws_floats), 1)
+    raw = np.empty(n + _WS_ALIGN // 4, dtype=np.float32)
+    off = (-raw.ctypes.data % _WS_ALIGN) // 4
+    return raw[off:off + n]
+
+
+def _ptr(a: Optional[np.ndarray]):
+    return None if a is None else a.ctypes.data_as(_c_float_p)
+
+
+def _as_f32_2d(x, name: str) -> np.ndarray:
+    arr = np.asarray(x)
+    if arr.ndim != 2:
+        raise UsageError(f"{name} must be a 2-D matrix, got shape {arr.shape}")
+    if arr.dtype != np.float32:
+        if not np.issubdtype(arr.dtype, np.number):
+            raise UsageError(f"{name} must be numeric, got dtype {arr.dtype}")
+        arr = arr.astype(np.float32)
+    return np.ascontiguousarray(arr)
+
+
+def gemm(a, b, *, trans_a: bool = False, trans_b: bool = False, beta: float = 0.0,
+         c: Optional[np.ndarray] = None, bias=None, isa: Optional[str] = None,
+         nth: int = 1) -> np.ndarray:
+    """C = op(a) @ op(b) + beta*c (+ bias per column), float32, via every share
+    of an nth-thread partition run in turn. If c is given (C-contiguous float32
+    [M,N]) it is updated in place and returned."""
+    A = _as_f32_2d(a, "a")
+    B = _as_f32_2d(b, "b")
+    M, K = (A.shape[1], A.shape[0]) if trans_a else A.shape
+    Kb, N = (B.shape[1], B.shape[0]) if trans_b else B.shape
+    if K != Kb:
+        raise UsageError(
+            f"inner dimensions differ: op(a) is [{M},{K}] but op(b) is [{Kb},{N}]")
+    if beta != 0.0 and c is None:
+        raise UsageError("beta != 0 needs an input c to scale")
+    if c is None:
+        C = np.empty((M, N), dtype=np.float32)
+    else:
+        if not isinstance(c, np.ndarray) or c.dtype != np.float32 or c.shape != (M, N) \
+                or not c.flags.c_contiguous or not c.flags.writeable:
+            raise UsageError(f"c must be a writeable C-contiguous float32 array of shape "
+                             f"({M}, {N}), got {getattr(c, 'shape', type(c).__name__)}")
+        C = c
+    bias_arr = None
+    if bias is not None:
+        bias_arr = np.ascontiguousarray(np.asarray(bias, dtype=np.float32))
+        if bias_arr.shape != (N,):
+            raise UsageError(f"bias must have shape ({N},), got {bias_arr.shape}")
+    desc = make_desc(M, K, N, trans_a=trans_a, trans_b=trans_b, beta=beta)
+    p = make_plan(desc, isa, nth)
+    ws = workspace(p.ws_floats)
+    args = (ctypes.byref(p), _ptr(A), _ptr(B), _ptr(C), _ptr(bias_arr), _ptr(ws))
+    for tid in range(int(nth)):
+        lib.hwt_gemm_run_part(*args, tid, int(nth))
+    return C
