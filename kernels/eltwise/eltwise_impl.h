@@ -1,0 +1,45 @@
+/* Internal to the element-wise kernels (not installed): the per-ISA entry
+ * points the driver dispatches to, and the rule that splits [0, n) between
+ * threads (shared with the triad probe). */
+#ifndef HWTUNE_ELTWISE_IMPL_H
+#define HWTUNE_ELTWISE_IMPL_H
+#include <stddef.h>
+#include <stdint.h>
+#include "hwtune/eltwise.h"
+
+/* out[0..n) = op(a, b, c) over one contiguous range. `nt` asks for
+ * non-temporal stores of out (honoured by the SIMD variants; they fence). */
+void hwt_ew_generic(hwt_ew_op op, const float *a, const float *b, const float *c, float *out,
+                    size_t n, int nt);
+#if defined(HWTUNE_HAVE_X86)
+void hwt_ew_avx2(hwt_ew_op op, const float *a, const float *b, const float *c, float *out,
+                 size_t n, int nt);
+void hwt_ew_avx512(hwt_ew_op op, const float *a, const float *b, const float *c, float *out,
+                   size_t n, int nt);
+#endif
+
+/* hwt_isa_supported(), cached for the hot path. */
+int hwt_ew_isa_ok(hwt_isa isa);
+
+/* Thread tid's share [*lo, *hi) of n floats written at `out`. Every interior
+ * boundary falls on a 64-byte line of `out` (the few floats before the first
+ * line boundary go to thread 0), so no two threads ever write the same line
+ * and the shares need no synchronisation. Line counts are split evenly;
+ * arithmetic avoids n * tid, which could overflow for huge n. */
+static inline void hwt_ew_share(const float *out, size_t n, int tid, int nth, size_t *lo,
+                                size_t *hi) {
+  const size_t per_line = HWT_CACHELINE / sizeof(float);
+  uintptr_t addr = (uintptr_t)out;
+  size_t head = addr % sizeof(float) ? 0
+                                     : ((HWT_CACHELINE - addr % HWT_CACHELINE) % HWT_CACHELINE) /
+                                           sizeof(float);
+  if (head > n) head = n;
+  size_t lines = (n - head + per_line - 1) / per_line;
+  size_t t0 = (size_t)tid, t1 = (size_t)tid + 1, q = lines / (size_t)nth, r = lines % (size_t)nth;
+  size_t b0 = tid == 0 ? 0 : head + per_line * (q * t0 + r * t0 / (size_t)nth);
+  size_t b1 = head + per_line * (q * t1 + r * t1 / (size_t)nth);
+  *lo = b0 < n ? b0 : n;
+  *hi = (tid + 1 == nth || b1 > n) ? n : b1;
+}
+
+#endif

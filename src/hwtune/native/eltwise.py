@@ -1,0 +1,147 @@
+"""Binding for hwtune/eltwise.h (element-wise FP32 ops) and hwtune/probe.h.
+
+`eltwise()` runs every share of the thread split one after another in this
+thread: that exercises the partition exactly as a pool would (shares are
+disjoint, line-aligned and need no synchronisation); the parallel pool lives
+in hwtune.native.pool.
+"""
+
+import ctypes
+from typing import Optional
+
+import numpy as np
+
+from hwtune.errors import UsageError
+from hwtune.native._lib import check, lib
+from hwtune.native.isa import ISA_NAMES, isa_index, selected_isa
+
+OPS = ("add", "sub", "mul", "fma", "sigmoid", "tanh", "relu")
+# Inputs each op reads (a, then b, then c), in hwt_ew_op order.
+ARITY = {"add": 2, "sub": 2, "mul": 2, "fma": 3, "sigmoid": 1, "tanh": 1, "relu": 1}
+# Partition contract: run_part is exercised up to this many shares.
+MAX_THREADS = 1024
+
+_c_float_p = ctypes.POINTER(ctypes.c_float)
+
+
+class EltwiseDesc(ctypes.Structure):
+    """hwt_eltwise_desc."""
+
+    _fields_ = [
+        ("op", ctypes.c_int),
+        ("isa", ctypes.c_int),
+        ("n", ctypes.c_size_t),
+        ("nt_stores", ctypes.c_int),
+    ]
+
+
+lib.hwt_eltwise_check.argtypes = [ctypes.POINTER(EltwiseDesc)]
+lib.hwt_eltwise_check.restype = ctypes.c_int
+lib.hwt_eltwise_run_part.argtypes = [
+    ctypes.POINTER(EltwiseDesc), _c_float_p, _c_float_p, _c_float_p, _c_float_p,
+    ctypes.c_int, ctypes.c_int]
+lib.hwt_eltwise_run_part.restype = None
+lib.hwt_eltwise_max_abs_error.argtypes = [ctypes.c_int, ctypes.c_int]
+lib.hwt_eltwise_max_abs_error.restype = ctypes.c_double
+lib.hwt_probe_fma_thread.argtypes = [ctypes.c_int, ctypes.c_long]
+lib.hwt_probe_fma_thread.restype = ctypes.c_double
+lib.hwt_probe_triad_part.argtypes = [
+    ctypes.c_int, _c_float_p, _c_float_p, _c_float_p, ctypes.c_float, ctypes.c_size_t,
+    ctypes.c_int, ctypes.c_int, ctypes.c_int]
+lib.hwt_probe_triad_part.restype = None
+
+
+def _resolve_isa(isa: Optional[str]) -> int:
+    if isa is None:
+        isa = selected_isa()
+    if not isinstance(isa, str):
+        raise UsageError(f"isa must be a variant name ({', '.join(ISA_NAMES)}), got {isa!r}")
+    return isa_index(isa)
+
+
+def _op_index(op: str) -> int:
+    if op not in OPS:
+        raise UsageError(f"unknown element-wise op {op!r}: choose one of {', '.join(OPS)}")
+    return OPS.index(op)
+
+
+def _check_nth(nth) -> None:
+    if isinstance(nth, bool) or not isinstance(nth, (int, np.integer)) or not 1 <= nth <= MAX_THREADS:
+        raise UsageError(f"nth must be an integer in 1..{MAX_THREADS}, got {nth!r}")
+
+
+def _as_f32(name: str, x) -> np.ndarray:
+    arr = np.asarray(x)
+    if arr.dtype.kind not in "fiub":
+        raise UsageError(f"input {name} must hold real numbers, got dtype {arr.dtype}")
+    return np.ascontiguousarray(arr, dtype=np.float32)
+
+
+def _ptr(arr: Optional[np.ndarray]):
+    return None if arr is None else arr.ctypes.data_as(_c_float_p)
+
+
+def eltwise(op: str, a, b=None, c=None, *, isa: Optional[str] = None, nth: int = 1,
+            nt_stores: bool = False) -> np.ndarray:
+    """out = op(a[, b[, c]]) in float32, shape of `a`, no broadcasting.
+
+    Inputs are converted to contiguous float32. All `nth` shares run here,
+    one after another; `nt_stores` writes the output with streaming stores.
+    """
+    idx = _op_index(op)
+    _check_nth(nth)
+    given = [x is not None for x in (b, c)]
+    want = ARITY[op]
+    if given != [want >= 2, want >= 3]:
+        names = ("a", "a, b", "a, b, c")[want - 1]
+        raise UsageError(f"op {op!r} takes {want} input(s) ({names}); got "
+                         f"{1 + sum(given)} ({', '.join(n for n, g in zip('abc', [True] + given) if g)})")
+    arrs = [_as_f32("a", a)]
+    for name, x in (("b", b), ("c", c)):
+        if x is not None:
+            arr = _as_f32(name, x)
+            if arr.shape != arrs[0].shape:
+                raise UsageError(f"op {op!r}: input {name} has shape {arr.shape}, "
+                                 f"expected {arrs[0].shape} like a (no broadcasting)")
+            arrs.append(arr)
+    arrs += [None] * (3 - len(arrs))
+    out = np.empty(arrs[0].shape, dtype=np.float32)
+    desc = EltwiseDesc(idx, _resolve_isa(isa), out.size, int(bool(nt_stores)))
+    check(lib.hwt_eltwise_check(ctypes.byref(desc)), f"eltwise {op}")
+    if out.size == 0:
+        return out
+    pa, pb, pc, po = (_ptr(x) for x in (*arrs, out))
+    for tid in range(nth):
+        lib.hwt_eltwise_run_part(ctypes.byref(desc), pa, pb, pc, po, tid, nth)
+    return out
+
+
+def max_abs_error(op: str, isa: Optional[str] = None) -> float:
+    """Documented max |error| of this variant vs libm (0 for exact ops)."""
+    return lib.hwt_eltwise_max_abs_error(_op_index(op), _resolve_isa(isa))
+
+
+def fma_thread(isa: Optional[str], iters: int) -> float:
+    """Runs `iters` rounds of the peak-FMA body on this thread; returns flops."""
+    if isinstance(iters, bool) or not isinstance(iters, (int, np.integer)) or iters < 0:
+        raise UsageError(f"iters must be an integer >= 0, got {iters!r}")
+    flops = lib.hwt_probe_fma_thread(_resolve_isa(isa), int(iters))
+    if flops < 0:
+        check(int(flops), "fma probe")
+    return flops
+
+
+def triad(b, c, s: float, *, isa: Optional[str] = None, nth: int = 1,
+          nt_stores: bool = False) -> np.ndarray:
+    """STREAM triad a = b + s*c (float32) through every share of the probe body."""
+    _check_nth(nth)
+    bb, cc = _as_f32("b", b), _as_f32("c", c)
+    if bb.shape != cc.shape:
+        raise UsageError(f"triad: b has shape {bb.shape} but c has shape {cc.shape}")
+    idx = _resolve_isa(isa)
+    a = np.empty(bb.shape, dtype=np.float32)
+    if a.size:
+        for tid in range(nth):
+            lib.hwt_probe_triad_part(idx, _ptr(a), _ptr(bb), _ptr(cc), float(s), a.size,
+                                     int(bool(nt_stores)), tid, nth)
+    return a
