@@ -1,4 +1,5 @@
 /* Runtime CPU feature detection and ISA variant selection. */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include "hwtune/isa.h"
@@ -47,7 +48,7 @@ void hwt_cpu_features_get(hwt_cpu_features *f) {
 #endif
 }
 
-int hwt_isa_supported(hwt_isa isa) {
+static int isa_supported_uncached(hwt_isa isa) {
   hwt_cpu_features f;
   switch (isa) {
     case HWT_ISA_GENERIC: return 1;
@@ -61,6 +62,22 @@ int hwt_isa_supported(hwt_isa isa) {
 #endif
     default: (void)f; return 0;
   }
+}
+
+/* CPUID traps to the hypervisor on VMs (microseconds per call, measured by
+ * the eltwise kernel tests on this KVM guest), and kernels ask on every call:
+ * answer from a cache filled once. Encoded as support+1 so 0 means unknown;
+ * concurrent first calls compute the same value. */
+static atomic_int isa_cache[HWT_ISA_COUNT];
+
+int hwt_isa_supported(hwt_isa isa) {
+  if (isa < 0 || isa >= HWT_ISA_COUNT) return 0;
+  int v = atomic_load_explicit(&isa_cache[isa], memory_order_relaxed);
+  if (v == 0) {
+    v = isa_supported_uncached(isa) + 1;
+    atomic_store_explicit(&isa_cache[isa], v, memory_order_relaxed);
+  }
+  return v - 1;
 }
 
 hwt_isa hwt_isa_best(void) {
