@@ -1,7 +1,10 @@
 /* Timed measurement loops for `hwtune scan`, in C so that microsecond-sized
  * ops are timed without interpreter overhead. Every function writes raw
  * per-repetition samples (seconds); statistics are computed by the caller.
- * All buffers are allocated, initialised and freed inside. */
+ * All buffers are allocated, initialised and freed inside. Each call runs
+ * through hwt_pool_run_teams (team 0's master is the caller, pinned while
+ * timed), so keep calls short and loop in the caller: Ctrl-C is handled
+ * between calls. Status returns are HWT_OK or a negative HWT_E* code. */
 #ifndef HWTUNE_BENCH_H
 #define HWTUNE_BENCH_H
 #include "hwtune/api.h"
@@ -11,7 +14,9 @@
 
 HWT_API double hwt_now(void); /* monotonic seconds */
 
-/* GEMM [M,K]x[K,N] on team 0 with nth threads; `inner` calls per sample. */
+/* GEMM [M,K]x[K,N] (row-major, beta 0) on team 0 with nth threads; `warmup`
+ * untimed samples, then `reps` samples of `inner` calls each, written as
+ * seconds per call into samples[reps]. */
 HWT_API int hwt_bench_gemm(hwt_pool *p, int nth, int M, int K, int N, hwt_isa isa,
                            int warmup, int reps, int inner, double *samples);
 /* Element-wise op over n floats on team 0 with nth threads. */
@@ -25,14 +30,17 @@ HWT_API int hwt_bench_corun(hwt_pool *p, int is_gemm, int M, int K, int N, long 
                             hwt_isa isa, double seconds, double *team_gflops);
 
 /* Peak FP32 FMA throughput: independent FMA chains in registers, on team 0
- * with nth threads. Returns GFLOPS (all threads), or negative on error. */
+ * with nth threads. Returns GFLOPS (sum of the threads' rates), or negative
+ * on error. */
 HWT_API double hwt_probe_fma_peak(hwt_pool *p, int nth, hwt_isa isa, double seconds);
 /* STREAM triad a = b + s*c over n floats per array, nth threads;
  * returns GB/s counting 3 arrays x 4 bytes x n per pass (12 bytes/elt, no
- * write-allocate counted), or negative on error. */
+ * write-allocate counted), the better of regular and non-temporal stores
+ * (half of `seconds` each), or negative on error. */
 HWT_API double hwt_probe_triad(hwt_pool *p, int nth, long n, hwt_isa isa, double seconds);
 
-/* Fork-join overhead: seconds per empty parallel region over `iters`. */
+/* Fork-join overhead: seconds per empty parallel region over `iters` (after
+ * up to 1000 untimed regions), or negative on error. */
 HWT_API double hwt_bench_forkjoin_pool(hwt_pool *p, int nth, long iters);
 /* The same with an OpenMP parallel region; negative if built without OpenMP. */
 HWT_API double hwt_bench_forkjoin_omp(int nth, long iters);
