@@ -1,0 +1,305 @@
+/* CONV plan, knob declaration and dispatch. The NCHW[x]c template's search
+ * space is declared here, next to the template that uses it (as TVM's x86
+ * conv2d does), and the default is derived from the SIMD width. */
+#include <string.h>
+#include "conv_internal.h"
+
+#define ALIGN_FLOATS(n) (((n) + 15) & ~(size_t)15)  /* 64-byte multiples */
+
+/* Floats per channel of one staged row: sw phases of PL = ceil(Wp / sw). */
+static long stage_ic_stride(const hwt_conv_plan *p) {
+  int sw = p->d.stride_w;
+  return (long)sw * ((p->Wp + sw - 1) / sw);
+}
+
+int hwt_conv_out_dims(const hwt_conv_desc *d, int *oh, int *ow) {
+  if (!d || d->N < 1 || d->C < 1 || d->H < 1 || d->W < 1 || d->K < 1 || d->R < 1 ||
+      d->S < 1 || d->stride_h < 1 || d->stride_w < 1 || d->pad_h < 0 || d->pad_w < 0)
+    return HWT_EINVAL;
+  int h = d->H + 2 * d->pad_h - d->R, w = d->W + 2 * d->pad_w - d->S;
+  if (h < 0 || w < 0) return HWT_EINVAL;
+  if (oh) *oh = h / d->stride_h + 1;
+  if (ow) *ow = w / d->stride_w + 1;
+  return HWT_OK;
+}
+
+static void divisors(int n, hwt_conv_knob *k) {
+  k->n = 0;
+  for (int i = 1; i <= n && k->n < HWT_CONV_KNOB_MAX; i++)
+    if (n % i == 0) k->v[k->n++] = i;
+}
+
+static int knob_has(const hwt_conv_knob *k, int v) {
+  for (int i = 0; i < k->n; i++)
+    if (k->v[i] == v) return 1;
+  return 0;
+}
+
+/* NeoCPU searches reg_n up to 32; beyond the register file the kernels split
+ * a block into equal pieces, so larger values would only repeat smaller
+ * ones. Values that do not divide OW leave a shorter last block; powers of
+ * two are kept among those so widths with few divisors (primes) still get
+ * wide blocks. */
+#define REG_N_MAX 32
+
+int hwt_conv_knobs(const hwt_conv_desc *d, hwt_isa isa, hwt_conv_knobs_t *out) {
+  int OW;
+  if (!out || hwt_conv_out_dims(d, 0, &OW) != HWT_OK) return HWT_EINVAL;
+  if (!hwt_isa_supported(isa)) return HWT_EISA;
+  divisors(d->C, &out->ic_bn);
+  divisors(d->K, &out->oc_bn);
+  out->reg_n.n = 0;
+  for (int r = 1; r <= REG_N_MAX && r <= OW; r++)
+    if (OW % r == 0 || (r & (r - 1)) == 0) out->reg_n.v[out->reg_n.n++] = r;
+  out->unroll_ker.n = 2;
+  out->unroll_ker.v[0] = 0;
+  out->unroll_ker.v[1] = 1;
+  return HWT_OK;
+}
+
+static int largest_divisor_le(int n, int cap) {
+  for (int b = cap < n ? cap : n; b > 1; b--)
+    if (n % b == 0) return b;
+  return 1;
+}
+
+/* oc_bn with the best SIMD lane use among the divisors of K up to two
+ * vectors (a register block holds at most two per pixel), so K = 17 gets 17
+ * (two vectors, 53% of lanes) rather than 1 (6%). Ties go to two vectors
+ * when the register file still holds a 14-pixel block of them (AVX-512):
+ * half the loads per FMA, measured 91-100 vs 71-77 GFLOPS for one vector on
+ * the ResNet-18 3x3 layers at 56/28/14, 66 vs 50 at 7x7 (1 thread); and
+ * for the generic kernel (see its cap below). */
+static int default_oc_bn(int K, int vec, int prefer_two) {
+  int best = 1;
+  double best_use = 0.0;
+  for (int b = 1; b <= K && b <= 2 * vec; b++) {
+    if (K % b) continue;
+    double use = (double)b / (((b + vec - 1) / vec) * vec);
+    if (use > best_use || (prefer_two && use == best_use)) best_use = use, best = b;
+  }
+  return best;
+}
+
+/* Untuned fallback, after TVM's x86 conv2d fallback: oc_bn from the SIMD
+ * width (above), ic_bn the largest divisor of C up to oc_bn (16, 32 and 64
+ * measured within noise of each other at 256x14x14 and 128x28x28), reg_n the
+ * legal value with the widest average block that fits the variant's
+ * register file, unroll_ker off. */
+int hwt_conv_default_params(const hwt_conv_desc *d, hwt_isa isa, hwt_conv_params *out) {
+  hwt_conv_knobs_t k;
+  int st = hwt_conv_knobs(d, isa, &k);
+  if (st != HWT_OK) return st;
+  int vec, cap;
+  switch (isa) {
+    case HWT_ISA_AVX512: vec = HWT_CONV_AVX512_VEC; cap = HWT_CONV_AVX512_CAP1; break;
+    case HWT_ISA_AVX2: vec = HWT_CONV_AVX2_VEC; cap = HWT_CONV_AVX2_CAP1; break;
+    /* Generic: SSE2 auto-vectorised over oc_bn with the accumulators in an
+     * L1 scratch, so longer oc runs pay off beyond the 4 lanes: oc_bn 16 /
+     * reg_n 8 measured 4.3 GFLOPS vs 2.3 (8) and 1.2 (4), reg_n 4: 2.7
+     * (64x56x56 3x3). */
+    default: vec = 8; cap = 8; break;
+  }
+  int OW;
+  hwt_conv_out_dims(d, 0, &OW);
+  out->oc_bn = default_oc_bn(d->K, vec, isa != HWT_ISA_AVX2);
+  out->ic_bn = largest_divisor_le(d->C, out->oc_bn);
+  if (out->oc_bn > vec) cap = isa == HWT_ISA_AVX512 ? HWT_CONV_AVX512_CAP2
+                               : isa == HWT_ISA_AVX2 ? HWT_CONV_AVX2_CAP2 : cap;
+  out->reg_n = 1;
+  double best = 0.0;
+  for (int i = 0; i < k.reg_n.n; i++) {
+    int r = k.reg_n.v[i];
+    if (r > cap) break;
+    double avg = (double)OW / ((OW + r - 1) / r);
+    if (avg >= best) best = avg, out->reg_n = r;
+  }
+  out->unroll_ker = 0;
+  return HWT_OK;
+}
+
+int hwt_conv_plan_make(const hwt_conv_desc *d, hwt_conv_layout layout,
+                       const hwt_conv_params *params, hwt_isa isa, int nth,
+                       hwt_conv_plan *out) {
+  int OH, OW;
+  if (!out || nth < 1 || hwt_conv_out_dims(d, &OH, &OW) != HWT_OK) return HWT_EINVAL;
+  if (layout != HWT_CONV_NCHW && layout != HWT_CONV_NCHWC) return HWT_EINVAL;
+  if (!hwt_isa_supported(isa)) return HWT_EISA;
+  memset(out, 0, sizeof(*out));
+  out->d = *d;
+  out->layout = layout;
+  out->isa = isa;
+  out->nth = nth;
+  out->OH = OH;
+  out->OW = OW;
+  out->x_floats = (size_t)d->N * d->C * d->H * d->W;
+  out->y_floats = (size_t)d->N * d->K * OH * OW;
+  out->w_floats = (size_t)d->K * d->C * d->R * d->S;
+  out->Hp = d->H;
+  out->Wp = d->W;
+  if (layout == HWT_CONV_NCHW) {
+    const int G = HWT_CONV_DIRECT_OCG;
+    out->w_floats = (size_t)((d->K + G - 1) / G) * G * d->C * d->R * d->S;
+    out->ws_floats = ALIGN_FLOATS((size_t)G * OW);
+    return HWT_OK;
+  }
+  hwt_conv_params p;
+  if (params) {
+    hwt_conv_knobs_t k;
+    hwt_conv_knobs(d, isa, &k);
+    if (!knob_has(&k.ic_bn, params->ic_bn) || !knob_has(&k.oc_bn, params->oc_bn) ||
+        !knob_has(&k.reg_n, params->reg_n) || !knob_has(&k.unroll_ker, params->unroll_ker))
+      return HWT_EINVAL;
+    p = *params;
+  } else {
+    hwt_conv_default_params(d, isa, &p);
+  }
+  out->p = p;
+  if (d->S > HWT_CONV_MAX_S) return HWT_EINVAL;
+  /* The row kernels always read a staged copy: zero padding makes every
+   * register block run the same unclipped loop (border blocks would fall to
+   * one pixel), and the transposed rows give them a compile-time pixel
+   * stride (a runtime stride spilled the block's addresses: 34 GFLOPS vs
+   * 61-100 on 64x56x56 3x3, AVX-512, shared machine). Only the extent the
+   * output reads is staged. */
+  out->copy_input = 1;
+  out->Hp = (OH - 1) * d->stride_h + d->R;
+  out->Wp = (OW - 1) * d->stride_w + d->S;
+  size_t ws = ALIGN_FLOATS((size_t)d->C * out->Hp * stage_ic_stride(out));
+  if (isa == HWT_ISA_GENERIC) ws += ALIGN_FLOATS((size_t)p.reg_n * p.oc_bn);
+  out->ws_floats = ws;
+  return HWT_OK;
+}
+
+int hwt_conv_pack_weights(const hwt_conv_plan *p, const float *w_oihw, float *w_packed) {
+  if (!p || !w_oihw || !w_packed) return HWT_EINVAL;
+  const hwt_conv_desc *d = &p->d;
+  if (p->layout == HWT_CONV_NCHW) {
+    hwt_conv_direct_pack(d, w_oihw, w_packed);
+    return HWT_OK;
+  }
+  return hwt_layout_oihw_to_blocked(d->K, d->C, d->R, d->S, p->p.ic_bn, p->p.oc_bn, w_oihw,
+                                    w_packed);
+}
+
+/* Stage padded rows [r0, r1) of image n (NCHW[ic_bn]c) into ws in the row
+ * kernels' layout (conv_internal.h): zero halo, each row block transposed to
+ * [ic_bn][sw][PL] with padded column c at phase c % sw, position c / sw. */
+static void stage_rows(const hwt_conv_plan *p, const float *x, float *ws, int n, int r0,
+                       int r1, hwt_conv_stage_fn stage) {
+  const hwt_conv_desc *d = &p->d;
+  const int bn = p->p.ic_bn, CB = d->C / bn, sw = d->stride_w, Wp = p->Wp;
+  const long ics = stage_ic_stride(p), row = (long)bn * ics;
+  for (int cb = 0; cb < CB; cb++) {
+    const float *img = x + ((size_t)n * CB + cb) * d->H * d->W * bn;
+    for (int r = r0; r < r1; r++) {
+      float *dst = ws + ((size_t)cb * p->Hp + r) * row;
+      int ih = r - d->pad_h;
+      if (ih < 0 || ih >= d->H) {
+        memset(dst, 0, (size_t)row * sizeof(float));
+        continue;
+      }
+      /* Transposed in tiles of 16 columns by the variant's gathers: scalar
+       * copies took 12-13% of a 64x56x56 3x3 run (AVX-512) whichever side
+       * was strided; the gathers take ~8%, mostly the input's first touch. */
+      const float *src = img + (size_t)ih * d->W * bn;
+      const int pl = (int)(ics / sw), real_end = d->pad_w + d->W < Wp ? d->pad_w + d->W : Wp;
+      for (int ph = 0; ph < sw; ph++) {
+        /* positions whose padded column ph + pos*sw is a real column */
+        int lo = d->pad_w > ph ? (d->pad_w - ph + sw - 1) / sw : 0;
+        int hi = real_end > ph ? (real_end - ph + sw - 1) / sw : 0;
+        if (hi > pl) hi = pl;
+        if (lo > hi) lo = hi;
+        float *o = dst + (long)ph * pl;
+        for (int i = 0; i < bn; i++) {
+          for (int pos = 0; pos < lo; pos++) o[(long)i * ics + pos] = 0.0f;
+          for (int pos = hi; pos < pl; pos++) o[(long)i * ics + pos] = 0.0f;
+        }
+        for (int t0 = lo; t0 < hi; t0 += 16) {
+          int t1 = t0 + 16 < hi ? t0 + 16 : hi;
+          stage(src + (long)(ph + t0 * sw - d->pad_w) * bn, (long)sw * bn, t1 - t0, bn, o + t0,
+                ics);
+        }
+      }
+    }
+  }
+}
+
+typedef void (*row_fn)(const hwt_conv_row_args *);
+
+static void pick_kernels(hwt_isa isa, row_fn *row, hwt_conv_stage_fn *stage) {
+  *row = hwt_conv_row_generic;
+  *stage = hwt_conv_stage_tile_generic;
+#if defined(HWTUNE_HAVE_X86)
+  if (isa == HWT_ISA_AVX512) *row = hwt_conv_row_avx512, *stage = hwt_conv_stage_tile_avx512;
+  if (isa == HWT_ISA_AVX2) *row = hwt_conv_row_avx2, *stage = hwt_conv_stage_tile_avx2;
+#endif
+}
+
+/* Work units: output rows over (n, oc block, oh), split contiguously so one
+ * thread keeps an oc block's weights (C*R*S*oc_bn floats) hot in L2 across
+ * its rows. */
+static void nchwc_units(const hwt_conv_plan *p, const float *x, const float *w,
+                        const float *bias, float *y, float *ws, long lo, long hi) {
+  const hwt_conv_desc *d = &p->d;
+  const int bn = p->p.ic_bn, obn = p->p.oc_bn, KB = d->K / obn, OH = p->OH;
+  const long per_image = (long)KB * OH;
+  const long ics = stage_ic_stride(p);
+  float *staged = ws;
+  float *scratch = ws + ALIGN_FLOATS((size_t)d->C * p->Hp * ics);
+  hwt_conv_row_args a;
+  a.CB = d->C / bn;
+  a.R = d->R;
+  a.S = d->S;
+  a.ic_bn = bn;
+  a.oc_bn = obn;
+  a.OW = p->OW;
+  a.reg_n = p->p.reg_n;
+  a.unroll_ker = p->p.unroll_ker;
+  a.relu = d->relu;
+  a.scratch = scratch;
+  a.in_ic_stride = ics;
+  a.in_row_stride = (long)bn * ics;
+  a.in_cb_stride = (long)p->Hp * bn * ics;
+  for (int s = 0; s < d->S; s++)
+    a.koff[s] = (s % d->stride_w) * (int)(ics / d->stride_w) + s / d->stride_w;
+  row_fn row;
+  hwt_conv_stage_fn stage;
+  pick_kernels(p->isa, &row, &stage);
+  int staged_n = -1;
+  for (long u = lo; u < hi; u++) {
+    int n = (int)(u / per_image), kb = (int)(u / OH % KB), oh = (int)(u % OH);
+    if (n != staged_n) {
+      /* Rows this thread reads in image n: all of them if its share spans
+       * more than one oc block, else those of its output rows. */
+      long u0 = lo > (long)n * per_image ? lo : (long)n * per_image;
+      long u1 = hi < (long)(n + 1) * per_image ? hi : (long)(n + 1) * per_image;
+      int oh0 = 0, oh1 = OH;
+      if ((u0 / OH) == ((u1 - 1) / OH)) oh0 = (int)(u0 % OH), oh1 = (int)((u1 - 1) % OH) + 1;
+      stage_rows(p, x, staged, n, oh0 * d->stride_h, (oh1 - 1) * d->stride_h + d->R,
+                 stage);
+      staged_n = n;
+    }
+    a.in = staged + (size_t)oh * d->stride_h * a.in_row_stride;
+    a.w = w + (size_t)kb * a.CB * d->R * d->S * bn * obn;
+    a.bias = bias ? bias + (size_t)kb * obn : 0;
+    a.out = y + (((size_t)n * KB + kb) * OH + oh) * p->OW * obn;
+    row(&a);
+  }
+}
+
+void hwt_conv_run_part(const hwt_conv_plan *p, const float *x, const float *w_packed,
+                       const float *bias, float *y, float *ws, int tid, int nth) {
+  const hwt_conv_desc *d = &p->d;
+  long units;
+  if (p->layout == HWT_CONV_NCHW)
+    units = (long)d->N * ((d->K + HWT_CONV_DIRECT_OCG - 1) / HWT_CONV_DIRECT_OCG) * p->OH;
+  else
+    units = (long)d->N * (d->K / p->p.oc_bn) * p->OH;
+  long lo = units * tid / nth, hi = units * (tid + 1) / nth;
+  if (lo >= hi) return;
+  if (p->layout == HWT_CONV_NCHW)
+    hwt_conv_direct_units(p, x, w_packed, bias, y, ws, lo, hi);
+  else
+    nchwc_units(p, x, w_packed, bias, y, ws, lo, hi);
+}

@@ -1,0 +1,69 @@
+/* Internal contract between the CONV driver (conv.c) and its per-ISA row
+ * kernels (nchwc_generic.c, nchwc_avx2.c, nchwc_avx512.c). Not installed. */
+#ifndef HWTUNE_CONV_INTERNAL_H
+#define HWTUNE_CONV_INTERNAL_H
+#include "hwtune/conv.h"
+
+/* One NCHW[x]c output row: out[ow][oc_bn] for ow in [0, OW) of one output
+ * channel block. The input is the driver's staged copy: zero-padded, each
+ * row block transposed from [Wp][ic_bn] to [ic_bn][sw][Wp/sw] (columns split
+ * by stride phase), so consecutive output pixels read consecutive floats at
+ * every tap -- a compile-time 4-byte pixel stride for the kernels. */
+#define HWT_CONV_MAX_S 64
+typedef struct {
+  const float *in;     /* staged input, channel block 0, first row read */
+  const float *w;      /* this oc block's weights [CB][R][S][ic_bn][oc_bn] */
+  const float *bias;   /* oc_bn floats of this block, or NULL */
+  float *out;          /* [OW][oc_bn] */
+  float *scratch;      /* reg_n * oc_bn floats (generic kernel's accumulators) */
+  long in_cb_stride;   /* floats between staged channel blocks */
+  long in_row_stride;  /* floats between staged rows */
+  long in_ic_stride;   /* floats between channels of one staged row */
+  int CB, R, S, ic_bn, oc_bn, OW, reg_n, unroll_ker, relu;
+  int koff[HWT_CONV_MAX_S]; /* offset of tap kw for output pixel 0 */
+} hwt_conv_row_args;
+
+void hwt_conv_row_generic(const hwt_conv_row_args *a);
+/* Staging transpose of one tile of n <= 16 columns:
+ * dst[i * dst_stride + pos] = src[pos * src_stride + i] for i < bn, pos < n. */
+typedef void (*hwt_conv_stage_fn)(const float *src, long src_stride, int n, int bn, float *dst,
+                                  long dst_stride);
+void hwt_conv_stage_tile_generic(const float *src, long src_stride, int n, int bn, float *dst,
+                                 long dst_stride);
+/* Direct NCHW convolution of work units [lo, hi) of N x ceil(K/HWT_CONV_DIRECT_OCG) x OH
+ * (direct.c); ws holds HWT_CONV_DIRECT_OCG * OW floats. Weights packed
+ * [ceil(K/G)][C][R][S][G] by hwt_conv_direct_pack, zero past K. */
+#define HWT_CONV_DIRECT_OCG 4
+void hwt_conv_direct_pack(const hwt_conv_desc *d, const float *w_oihw, float *w_packed);
+void hwt_conv_direct_units(const hwt_conv_plan *p, const float *x, const float *w,
+                           const float *bias, float *y, float *ws, long lo, long hi);
+#if defined(HWTUNE_HAVE_X86)
+void hwt_conv_row_avx2(const hwt_conv_row_args *a);
+void hwt_conv_row_avx512(const hwt_conv_row_args *a);
+void hwt_conv_stage_tile_avx2(const float *src, long src_stride, int n, int bn, float *dst,
+                              long dst_stride);
+void hwt_conv_stage_tile_avx512(const float *src, long src_stride, int n, int bn, float *dst,
+                                long dst_stride);
+#endif
+
+/* Largest register block (pixels x vectors) each variant keeps in registers;
+ * the knobs and the default are derived from these. */
+#define HWT_CONV_AVX512_VEC 16
+#define HWT_CONV_AVX2_VEC 8
+/* 32 zmm: 28 accumulators + 2 weight vectors + 2 spare; GCC 12 keeps the
+ * 28x1 and 14x2 blocks entirely in registers (checked in the disassembly).
+ * Two vectors per pixel halve the pixel count. */
+#define HWT_CONV_AVX512_CAP1 28
+#define HWT_CONV_AVX512_CAP2 14
+/* 16 ymm: 12 accumulators + 1 weight + 1 broadcast + 2 spare, or 6x2
+ * accumulators + 2 weights + 1 broadcast. */
+#define HWT_CONV_AVX2_CAP1 12
+#define HWT_CONV_AVX2_CAP2 6
+
+/* Split `n` pixels into ceil(n / cap) nearly equal pieces; returns the size
+ * of piece `i` of `pieces`. Equal pieces keep every piece near the cap. */
+static inline int hwt_conv_piece(int n, int pieces, int i) {
+  return n / pieces + (i < n % pieces ? 1 : 0);
+}
+
+#endif

@@ -1,0 +1,48 @@
+/* NCHW[x]c CONV row kernel, portable C: the same loop nest as the SIMD
+ * variants (NeoCPU Algorithm 1) with the register block held in an L1
+ * scratch of reg_n x oc_bn floats; the innermost loop runs over oc_bn
+ * contiguous output channels so the compiler vectorises it. */
+#include "conv_internal.h"
+
+static void block(const hwt_conv_row_args *a, const float *in, float *out, int rb) {
+  const int icb = a->ic_bn, ocb = a->oc_bn, S = a->S;
+  float *acc = a->scratch;
+  for (int j = 0; j < rb; j++)
+    for (int o = 0; o < ocb; o++) acc[j * ocb + o] = a->bias ? a->bias[o] : 0.0f;
+  for (int cb = 0; cb < a->CB; cb++)
+    for (int kh = 0; kh < a->R; kh++) {
+      const float *ip = in + cb * a->in_cb_stride + kh * a->in_row_stride;
+      const float *wp = a->w + (long)(cb * a->R + kh) * S * icb * ocb;
+      /* unroll_ker swaps the kw and ic loops, as in the SIMD variants. */
+      int outer = a->unroll_ker ? icb : S, inner = a->unroll_ker ? S : icb;
+      for (int i0 = 0; i0 < outer; i0++)
+        for (int i1 = 0; i1 < inner; i1++) {
+          int kw = a->unroll_ker ? i1 : i0, ic = a->unroll_ker ? i0 : i1;
+          const float *wq = wp + (long)(kw * icb + ic) * ocb;
+          const float *iq = ip + ic * a->in_ic_stride + a->koff[kw];
+          for (int j = 0; j < rb; j++) {
+            float xv = iq[j];
+            float *aj = acc + j * ocb;
+            for (int o = 0; o < ocb; o++) aj[o] += xv * wq[o];
+          }
+        }
+    }
+  for (int j = 0; j < rb; j++)
+    for (int o = 0; o < ocb; o++) {
+      float v = acc[j * ocb + o];
+      out[(long)j * ocb + o] = (a->relu && v < 0.0f) ? 0.0f : v;
+    }
+}
+
+void hwt_conv_row_generic(const hwt_conv_row_args *a) {
+  for (int ow0 = 0; ow0 < a->OW; ow0 += a->reg_n) {
+    int rb = a->OW - ow0 < a->reg_n ? a->OW - ow0 : a->reg_n;
+    block(a, a->in + ow0, a->out + (long)ow0 * a->oc_bn, rb);
+  }
+}
+
+void hwt_conv_stage_tile_generic(const float *src, long src_stride, int n, int bn, float *dst,
+                                 long dst_stride) {
+  for (int i = 0; i < bn; i++)
+    for (int pos = 0; pos < n; pos++) dst[i * dst_stride + pos] = src[pos * src_stride + i];
+}

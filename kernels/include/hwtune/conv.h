@@ -1,0 +1,105 @@
+/* FP32 2-D convolution: direct NCHW and the NeoCPU NCHW[x]c template.
+ *
+ * Plan, then run (as in gemm.h): hwt_conv_plan_make() validates the shape and
+ * the template parameters and sizes the per-thread workspace; the weights are
+ * packed once (hwt_conv_pack_weights); hwt_conv_run_part() then computes the
+ * share of thread `tid` out of `nth` -- a contiguous range of output rows
+ * over (batch, output-channel block, output row) -- with no synchronisation
+ * and no allocation, so any fork-join can drive it.
+ *
+ * Layouts (N batch, C/K in/out channels, H/W spatial, R/S kernel):
+ *   HWT_CONV_NCHW   x [N][C][H][W], y [N][K][OH][OW]; packed weights are
+ *                   [ceil(K/4)][C][R][S][4] (groups of 4 output channels)
+ *   HWT_CONV_NCHWC  x NCHW[ic_bn]c  [N][C/ic_bn][H][W][ic_bn]
+ *                   y NCHW[oc_bn]c  [N][K/oc_bn][OH][OW][oc_bn]
+ *                   weights OIHW[ic_bn]i[oc_bn]o [K/oc_bn][C/ic_bn][R][S][ic_bn][oc_bn]
+ * The NCHW[x]c template's knobs (ic_bn, oc_bn, reg_n, unroll_ker) are
+ * declared by hwt_conv_knobs(), next to the template; the tuner reads that
+ * declaration, and hwt_conv_default_params() is the untuned fallback.
+ */
+#ifndef HWTUNE_CONV_H
+#define HWTUNE_CONV_H
+#include <stddef.h>
+#include "hwtune/api.h"
+#include "hwtune/isa.h"
+
+typedef enum { HWT_CONV_NCHW = 0, HWT_CONV_NCHWC = 1 } hwt_conv_layout;
+
+typedef struct {
+  int N, C, H, W;       /* input */
+  int K, R, S;          /* output channels, kernel height and width */
+  int stride_h, stride_w;
+  int pad_h, pad_w;     /* symmetric zero padding */
+  int relu;             /* 1: y = max(conv + bias, 0) */
+} hwt_conv_desc;
+
+/* NCHW[x]c template parameters (NeoCPU Section 3.1.1). */
+typedef struct {
+  int ic_bn;       /* input-channel block: divides C */
+  int oc_bn;       /* output-channel block: divides K */
+  int reg_n;       /* output pixels along W held in registers per block */
+  int unroll_ker;  /* 1: kernel-width loop innermost and unrolled (ic inside kh) */
+} hwt_conv_params;
+
+#define HWT_CONV_KNOB_MAX 128
+typedef struct {
+  int n;
+  int v[HWT_CONV_KNOB_MAX];  /* legal values, ascending */
+} hwt_conv_knob;
+
+/* The NCHW[x]c search space: every legal value of each knob. Any combination
+ * of listed values is accepted by hwt_conv_plan_make(): ic_bn / oc_bn are
+ * the divisors of C / K (the first HWT_CONV_KNOB_MAX), reg_n the values up
+ * to min(32, OW) that divide OW or are powers of two, unroll_ker 0 and 1. */
+typedef struct {
+  hwt_conv_knob ic_bn, oc_bn, reg_n, unroll_ker;
+} hwt_conv_knobs_t;
+
+typedef struct {
+  hwt_conv_desc d;
+  hwt_conv_layout layout;
+  hwt_conv_params p;  /* NCHWC only (zeroed for NCHW) */
+  hwt_isa isa;
+  int nth;            /* thread count the plan was made for */
+  int OH, OW;
+  int Hp, Wp;         /* input extent the kernel reads (padded copy, or H/W) */
+  int copy_input;     /* 1: run_part stages a zero-padded input copy in ws (NCHWC) */
+  size_t x_floats, y_floats, w_floats;  /* tensor sizes in this layout */
+  size_t ws_floats;   /* workspace floats each thread needs (64-byte aligned) */
+} hwt_conv_plan;
+
+/* Output size; HWT_EINVAL if the shape is invalid (empty output, bad stride). */
+HWT_API int hwt_conv_out_dims(const hwt_conv_desc *d, int *oh, int *ow);
+HWT_API int hwt_conv_knobs(const hwt_conv_desc *d, hwt_isa isa, hwt_conv_knobs_t *out);
+/* Untuned fallback from the SIMD width of `isa` (HWT_EISA if unsupported). */
+HWT_API int hwt_conv_default_params(const hwt_conv_desc *d, hwt_isa isa, hwt_conv_params *out);
+/* params: NCHWC only, NULL = defaults; ignored for NCHW. Returns HWT_OK, or
+ * HWT_EINVAL (bad shape, a knob value not in hwt_conv_knobs, or S > 64 for
+ * NCHWC) / HWT_EISA. */
+HWT_API int hwt_conv_plan_make(const hwt_conv_desc *d, hwt_conv_layout layout,
+                               const hwt_conv_params *params, hwt_isa isa, int nth,
+                               hwt_conv_plan *out);
+/* OIHW [K][C][R][S] weights -> the plan's layout (p->w_floats floats). Done once. */
+HWT_API int hwt_conv_pack_weights(const hwt_conv_plan *p, const float *w_oihw, float *w_packed);
+/* bias: K floats or NULL. ws: this thread's workspace (p->ws_floats floats,
+ * 64-byte aligned; may be NULL if ws_floats is 0). */
+HWT_API void hwt_conv_run_part(const hwt_conv_plan *p, const float *x, const float *w_packed,
+                               const float *bias, float *y, float *ws, int tid, int nth);
+/* Plain-C reference (the test oracle): NCHW/OIHW, double accumulation. */
+HWT_API int hwt_conv_ref(const hwt_conv_desc *d, const float *x, const float *w,
+                         const float *bias, float *y);
+
+/* Layout transforms. An activation [N][C][HW] is plain NCHW when its block
+ * is 0, NCHW[bn]c when bn > 0 (bn divides C). Converts src_bn -> dst_bn
+ * (covers NCHW -> NCHW[x]c, back, and NCHW[x]c -> NCHW[y]c between CONVs);
+ * run_part converts thread tid's share of the (n, channel block) pairs. */
+HWT_API int hwt_layout_check(int N, int C, long HW, int src_bn, int dst_bn);
+HWT_API void hwt_layout_run_part(int N, int C, long HW, int src_bn, int dst_bn,
+                                 const float *src, float *dst, int tid, int nth);
+/* OIHW [K][C][R][S] <-> OIHW[ic_bn]i[oc_bn]o; HWT_EINVAL if blocks don't divide. */
+HWT_API int hwt_layout_oihw_to_blocked(int K, int C, int R, int S, int ic_bn, int oc_bn,
+                                       const float *src, float *dst);
+HWT_API int hwt_layout_blocked_to_oihw(int K, int C, int R, int S, int ic_bn, int oc_bn,
+                                       const float *src, float *dst);
+
+#endif

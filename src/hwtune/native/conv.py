@@ -1,0 +1,329 @@
+"""Binding for hwtune/conv.h: 2-D convolution (direct NCHW and the NeoCPU
+NCHW[x]c template), its knob declaration, and the layout transforms."""
+
+import ctypes
+
+import numpy as np
+
+from hwtune.errors import UsageError
+from hwtune.native._lib import check, lib
+from hwtune.native.isa import isa_index, selected_isa
+
+LAYOUTS = ("NCHW", "NCHWc")
+KNOBS = ("ic_bn", "oc_bn", "reg_n", "unroll_ker")
+_KNOB_MAX = 128
+
+
+class _Desc(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_int) for n in (
+        "N", "C", "H", "W", "K", "R", "S",
+        "stride_h", "stride_w", "pad_h", "pad_w", "relu")]
+
+
+class _Params(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_int) for n in KNOBS]
+
+
+class _Knob(ctypes.Structure):
+    _fields_ = [("n", ctypes.c_int), ("v", ctypes.c_int * _KNOB_MAX)]
+
+
+class _Knobs(ctypes.Structure):
+    _fields_ = [(n, _Knob) for n in KNOBS]
+
+
+class _Plan(ctypes.Structure):
+    _fields_ = [
+        ("d", _Desc), ("layout", ctypes.c_int), ("p", _Params), ("isa", ctypes.c_int),
+        ("nth", ctypes.c_int), ("OH", ctypes.c_int), ("OW", ctypes.c_int),
+        ("Hp", ctypes.c_int), ("Wp", ctypes.c_int), ("copy_input", ctypes.c_int),
+        ("x_floats", ctypes.c_size_t), ("y_floats", ctypes.c_size_t),
+        ("w_floats", ctypes.c_size_t), ("ws_floats", ctypes.c_size_t),
+    ]
+
+
+_F = ctypes.POINTER(ctypes.c_float)
+lib.hwt_conv_out_dims.argtypes = [ctypes.POINTER(_Desc), ctypes.POINTER(ctypes.c_int),
+                                  ctypes.POINTER(ctypes.c_int)]
+lib.hwt_conv_knobs.argtypes = [ctypes.POINTER(_Desc), ctypes.c_int, ctypes.POINTER(_Knobs)]
+lib.hwt_conv_default_params.argtypes = [ctypes.POINTER(_Desc), ctypes.c_int,
+                                        ctypes.POINTER(_Params)]
+lib.hwt_conv_plan_make.argtypes = [ctypes.POINTER(_Desc), ctypes.c_int,
+                                   ctypes.POINTER(_Params), ctypes.c_int, ctypes.c_int,
+                                   ctypes.POINTER(_Plan)]
+lib.hwt_conv_pack_weights.argtypes = [ctypes.POINTER(_Plan), _F, _F]
+lib.hwt_conv_run_part.argtypes = [ctypes.POINTER(_Plan), _F, _F, _F, _F, _F,
+                                  ctypes.c_int, ctypes.c_int]
+lib.hwt_conv_run_part.restype = None
+lib.hwt_conv_ref.argtypes = [ctypes.POINTER(_Desc), _F, _F, _F, _F]
+lib.hwt_layout_check.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_int,
+                                 ctypes.c_int]
+lib.hwt_layout_run_part.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_int,
+                                    ctypes.c_int, _F, _F, ctypes.c_int, ctypes.c_int]
+lib.hwt_layout_run_part.restype = None
+for _fn in (lib.hwt_layout_oihw_to_blocked, lib.hwt_layout_blocked_to_oihw):
+    _fn.argtypes = [ctypes.c_int] * 6 + [_F, _F]
+
+
+def _ptr(a):
+    return None if a is None else a.ctypes.data_as(_F)
+
+
+def _f32(a, what):
+    a = np.ascontiguousarray(a, dtype=np.float32)
+    if a.ndim == 0:
+        raise UsageError(f"{what} must be an array, got a scalar")
+    return a
+
+
+def _pair(v, name):
+    if isinstance(v, (tuple, list)):
+        if len(v) != 2:
+            raise UsageError(f"{name} must be an int or a pair, got {v!r}")
+        return int(v[0]), int(v[1])
+    return int(v), int(v)
+
+
+def _desc(x_shape, w_shape, stride, pad, relu=False):
+    if len(x_shape) != 4 or len(w_shape) != 4:
+        raise UsageError(f"conv2d wants x [N,C,H,W] and w [K,C,R,S], got {tuple(x_shape)} "
+                         f"and {tuple(w_shape)}")
+    n, c, h, w = (int(v) for v in x_shape)
+    k, c2, r, s = (int(v) for v in w_shape)
+    if c != c2:
+        raise UsageError(f"input has {c} channels but the weights expect {c2}")
+    sh, sw = _pair(stride, "stride")
+    ph, pw = _pair(pad, "pad")
+    d = _Desc(n, c, h, w, k, r, s, sh, sw, ph, pw, int(bool(relu)))
+    if lib.hwt_conv_out_dims(ctypes.byref(d), None, None) != 0:
+        raise UsageError(
+            f"invalid conv2d shape: x {tuple(x_shape)}, w {tuple(w_shape)}, stride {stride}, "
+            f"pad {pad} (sizes and strides must be >= 1, pads >= 0, output non-empty)")
+    return d
+
+
+def out_shape(x_shape, w_shape, *, stride=1, pad=0) -> tuple:
+    d = _desc(x_shape, w_shape, stride, pad)
+    oh, ow = ctypes.c_int(), ctypes.c_int()
+    lib.hwt_conv_out_dims(ctypes.byref(d), ctypes.byref(oh), ctypes.byref(ow))
+    return (d.N, d.K, oh.value, ow.value)
+
+
+def knobs(x_shape, w_shape, *, stride=1, pad=0, isa=None) -> dict:
+    """The NCHW[x]c template's search space: knob name -> legal values.
+
+    Declared by the C template itself (hwt_conv_knobs); any combination of
+    listed values is accepted by conv2d(layout="NCHWc").
+    """
+    d = _desc(x_shape, w_shape, stride, pad)
+    k = _Knobs()
+    check(lib.hwt_conv_knobs(ctypes.byref(d), isa_index(isa or selected_isa()),
+                             ctypes.byref(k)), "conv knobs")
+    return {name: list(getattr(k, name).v[:getattr(k, name).n]) for name in KNOBS}
+
+
+def default_params(x_shape, w_shape, *, stride=1, pad=0, isa=None) -> dict:
+    """Untuned fallback derived from the SIMD width of `isa`."""
+    d = _desc(x_shape, w_shape, stride, pad)
+    p = _Params()
+    check(lib.hwt_conv_default_params(ctypes.byref(d), isa_index(isa or selected_isa()),
+                                      ctypes.byref(p)), "conv default params")
+    return {name: getattr(p, name) for name in KNOBS}
+
+
+def _params(params, d, isa_i):
+    if params is None:
+        return None
+    unknown = set(params) - set(KNOBS)
+    if unknown:
+        raise UsageError(f"unknown conv2d params {sorted(unknown)}: use {', '.join(KNOBS)}")
+    p = _Params()
+    lib.hwt_conv_default_params(ctypes.byref(d), isa_i, ctypes.byref(p))
+    for name, v in params.items():
+        setattr(p, name, int(v))
+    return p
+
+
+def conv2d(x, w, bias=None, *, stride=1, pad=0, relu=False, layout="NCHW", params=None,
+           isa=None, nth=1) -> np.ndarray:
+    """y = conv2d(x, w) + bias (then ReLU if relu), NCHW in and out.
+
+    layout="NCHWc" runs the NCHW[x]c template: x is transformed to
+    NCHW[ic_bn]c, the weights packed, and y transformed back from
+    NCHW[oc_bn]c. All `nth` shares run sequentially in this process, which
+    exercises the partition without a thread pool.
+    """
+    if layout not in LAYOUTS:
+        raise UsageError(f"unknown layout {layout!r}: choose one of {', '.join(LAYOUTS)}")
+    if int(nth) < 1:
+        raise UsageError(f"nth must be >= 1, got {nth}")
+    x = _f32(x, "input")
+    w = _f32(w, "weights")
+    d = _desc(x.shape, w.shape, stride, pad, relu)
+    if bias is not None:
+        bias = _f32(bias, "bias")
+        if bias.shape != (d.K,):
+            raise UsageError(f"bias must have shape ({d.K},), got {bias.shape}")
+    isa_i = isa_index(isa or selected_isa())
+    p = _params(params, d, isa_i)
+    lay = LAYOUTS.index(layout)
+    plan = _Plan()
+    check(lib.hwt_conv_plan_make(ctypes.byref(d), lay, None if p is None else ctypes.byref(p),
+                                 isa_i, int(nth), ctypes.byref(plan)),
+          f"conv2d plan ({layout}, params {params})")
+    wp = np.empty(plan.w_floats, np.float32)
+    check(lib.hwt_conv_pack_weights(ctypes.byref(plan), _ptr(w), _ptr(wp)), "conv2d weights")
+    ic_bn, oc_bn = plan.p.ic_bn, plan.p.oc_bn
+    xin = to_nchwc(x, ic_bn) if lay == 1 else x
+    y = np.empty(plan.y_floats, np.float32)
+    # 64-byte aligned workspace per share, reused: shares run one after another.
+    ws_raw = np.empty(plan.ws_floats + 16, np.float32)
+    off = (-ws_raw.ctypes.data % 64) // 4
+    ws = ws_raw[off:off + plan.ws_floats]
+    for tid in range(int(nth)):
+        lib.hwt_conv_run_part(ctypes.byref(plan), _ptr(xin), _ptr(wp), _ptr(bias), _ptr(y),
+                              _ptr(ws), tid, int(nth))
+    if lay == 1:
+        y = y.reshape(d.N, d.K // oc_bn, plan.OH, plan.OW, oc_bn)
+        return from_nchwc(y)
+    return y.reshape(d.N, d.K, plan.OH, plan.OW)
+
+
+class Conv2dPlan:
+    """A planned convolution in its own layout, for repeated runs (timing,
+    the engine): weights packed once, one workspace reused by every share.
+
+    run() takes x and returns y in the plan's layout: NCHW, or NCHW[ic_bn]c
+    in and NCHW[oc_bn]c out for "NCHWc".
+    """
+
+    def __init__(self, x_shape, w, bias=None, *, stride=1, pad=0, relu=False, layout="NCHW",
+                 params=None, isa=None, nth=1):
+        if layout not in LAYOUTS:
+            raise UsageError(f"unknown layout {layout!r}: choose one of {', '.join(LAYOUTS)}")
+        if int(nth) < 1:
+            raise UsageError(f"nth must be >= 1, got {nth}")
+        w = _f32(w, "weights")
+        self._d = _desc(x_shape, w.shape, stride, pad, relu)
+        isa_i = isa_index(isa or selected_isa())
+        p = _params(params, self._d, isa_i)
+        self.layout, self.nth = layout, int(nth)
+        self._plan = _Plan()
+        check(lib.hwt_conv_plan_make(ctypes.byref(self._d), LAYOUTS.index(layout),
+                                     None if p is None else ctypes.byref(p), isa_i, self.nth,
+                                     ctypes.byref(self._plan)),
+              f"conv2d plan ({layout}, params {params})")
+        self._w = np.empty(self._plan.w_floats, np.float32)
+        check(lib.hwt_conv_pack_weights(ctypes.byref(self._plan), _ptr(w), _ptr(self._w)),
+              "conv2d weights")
+        d = self._d
+        if bias is not None:
+            bias = _f32(bias, "bias")
+            if bias.shape != (d.K,):
+                raise UsageError(f"bias must have shape ({d.K},), got {bias.shape}")
+        self._bias = bias
+        raw = np.empty(self._plan.ws_floats + 16, np.float32)
+        off = (-raw.ctypes.data % 64) // 4
+        self._ws = raw[off:off + self._plan.ws_floats]
+        self.params = ({name: getattr(self._plan.p, name) for name in KNOBS}
+                       if layout == "NCHWc" else None)
+        oh, ow = self._plan.OH, self._plan.OW
+        if layout == "NCHWc":
+            ib, ob = self._plan.p.ic_bn, self._plan.p.oc_bn
+            self.in_shape = (d.N, d.C // ib, d.H, d.W, ib)
+            self.out_shape = (d.N, d.K // ob, oh, ow, ob)
+        else:
+            self.in_shape = (d.N, d.C, d.H, d.W)
+            self.out_shape = (d.N, d.K, oh, ow)
+        self.flops = 2.0 * d.N * d.K * oh * ow * d.C * d.R * d.S
+
+    def run(self, x, out=None) -> np.ndarray:
+        x = _f32(x, "input")
+        if x.shape != self.in_shape:
+            raise UsageError(f"input shape {x.shape} does not match the plan's {self.in_shape}")
+        if out is None:
+            out = np.empty(self.out_shape, np.float32)
+        elif out.shape != self.out_shape or out.dtype != np.float32 or \
+                not out.flags.c_contiguous:
+            raise UsageError(f"out must be a contiguous float32 array of shape {self.out_shape}")
+        for tid in range(self.nth):
+            lib.hwt_conv_run_part(ctypes.byref(self._plan), _ptr(x), _ptr(self._w),
+                                  _ptr(self._bias), _ptr(out), _ptr(self._ws), tid, self.nth)
+        return out
+
+
+def conv2d_ref(x, w, bias=None, *, stride=1, pad=0, relu=False) -> np.ndarray:
+    """The C reference (double accumulation), NCHW/OIHW."""
+    x = _f32(x, "input")
+    w = _f32(w, "weights")
+    d = _desc(x.shape, w.shape, stride, pad, relu)
+    if bias is not None:
+        bias = _f32(bias, "bias")
+    y = np.empty(out_shape(x.shape, w.shape, stride=stride, pad=pad), np.float32)
+    check(lib.hwt_conv_ref(ctypes.byref(d), _ptr(x), _ptr(w), _ptr(bias), _ptr(y)), "conv ref")
+    return y
+
+
+def _transform(src, n, c, hw, src_bn, dst_bn, nth):
+    check(lib.hwt_layout_check(n, c, hw, src_bn, dst_bn),
+          f"layout transform of {c} channels (block {src_bn} -> {dst_bn}: blocks must divide "
+          f"the channel count)")
+    dst = np.empty(n * c * hw, np.float32)
+    for tid in range(nth):
+        lib.hwt_layout_run_part(n, c, hw, src_bn, dst_bn, _ptr(src), _ptr(dst), tid, nth)
+    return dst
+
+
+def to_nchwc(x, c_bn, *, nth=1) -> np.ndarray:
+    """NCHW [N,C,H,W] -> NCHW[c_bn]c [N, C/c_bn, H, W, c_bn]."""
+    x = _f32(x, "input")
+    if x.ndim != 4:
+        raise UsageError(f"to_nchwc wants a 4-D NCHW array, got shape {x.shape}")
+    n, c, h, w = x.shape
+    y = _transform(x, n, c, h * w, 0, int(c_bn), int(nth))
+    return y.reshape(n, c // int(c_bn), h, w, int(c_bn))
+
+
+def from_nchwc(x, *, nth=1) -> np.ndarray:
+    """NCHW[x]c [N, C/x, H, W, x] -> NCHW [N,C,H,W]."""
+    x = _f32(x, "input")
+    if x.ndim != 5:
+        raise UsageError(f"from_nchwc wants a 5-D NCHW[x]c array, got shape {x.shape}")
+    n, cb, h, w, bn = x.shape
+    y = _transform(x, n, cb * bn, h * w, bn, 0, int(nth))
+    return y.reshape(n, cb * bn, h, w)
+
+
+def rechunk_nchwc(x, c_bn, *, nth=1) -> np.ndarray:
+    """NCHW[x]c -> NCHW[c_bn]c (the LayoutTransform between two CONVs)."""
+    x = _f32(x, "input")
+    if x.ndim != 5:
+        raise UsageError(f"rechunk_nchwc wants a 5-D NCHW[x]c array, got shape {x.shape}")
+    n, cb, h, w, bn = x.shape
+    y = _transform(x, n, cb * bn, h * w, bn, int(c_bn), int(nth))
+    return y.reshape(n, cb * bn // int(c_bn), h, w, int(c_bn))
+
+
+def to_blocked_weights(w, ic_bn, oc_bn) -> np.ndarray:
+    """OIHW [K,C,R,S] -> OIHW[ic_bn]i[oc_bn]o [K/oc_bn, C/ic_bn, R, S, ic_bn, oc_bn]."""
+    w = _f32(w, "weights")
+    if w.ndim != 4:
+        raise UsageError(f"to_blocked_weights wants 4-D OIHW weights, got shape {w.shape}")
+    k, c, r, s = w.shape
+    out = np.empty(w.size, np.float32)
+    check(lib.hwt_layout_oihw_to_blocked(k, c, r, s, int(ic_bn), int(oc_bn), _ptr(w),
+                                         _ptr(out)),
+          f"weight blocking {ic_bn}i{oc_bn}o of {w.shape}")
+    return out.reshape(k // int(oc_bn), c // int(ic_bn), r, s, int(ic_bn), int(oc_bn))
+
+
+def from_blocked_weights(wb) -> np.ndarray:
+    """OIHW[x]i[y]o [K/y, C/x, R, S, x, y] -> OIHW [K,C,R,S]."""
+    wb = _f32(wb, "weights")
+    if wb.ndim != 6:
+        raise UsageError(f"from_blocked_weights wants 6-D blocked weights, got {wb.shape}")
+    kb, cb, r, s, ib, ob = wb.shape
+    out = np.empty(wb.size, np.float32)
+    check(lib.hwt_layout_blocked_to_oihw(kb * ob, cb * ib, r, s, ib, ob, _ptr(wb), _ptr(out)),
+          "weight unblocking")
+    return out.reshape(kb * ob, cb * ib, r, s)

@@ -1,0 +1,181 @@
+/* CONV variants vs the plain-C reference: every supported ISA, both layouts,
+ * a few shapes and legal parameter sets, nth 1..3; layout round trips and
+ * illegal parameters. Small shapes so it runs in seconds under ASan/UBSan. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "hwtune/conv.h"
+
+static int failures = 0;
+#define EXPECT(cond, ...)                         \
+  do {                                            \
+    if (!(cond)) {                                \
+      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+      fprintf(stderr, __VA_ARGS__);               \
+      fprintf(stderr, "\n");                      \
+      failures++;                                 \
+    }                                             \
+  } while (0)
+
+static unsigned rng = 12345u;
+static float frand(void) {
+  rng = rng * 1664525u + 1013904223u;
+  return (float)((rng >> 8) & 0xFFFF) / 32768.0f - 1.0f;
+}
+
+static float *alloc_floats(size_t n) {
+  size_t bytes = ((n ? n : 1) * sizeof(float) + 63) & ~(size_t)63;
+  return aligned_alloc(64, bytes);
+}
+
+/* NCHW <-> NCHW[bn]c through the library's own transform. */
+static void transform(const hwt_conv_desc *d, int C, long HW, int src_bn, int dst_bn,
+                      const float *src, float *dst) {
+  for (int t = 0; t < 2; t++) hwt_layout_run_part(d->N, C, HW, src_bn, dst_bn, src, dst, t, 2);
+}
+
+/* Runs one configuration and compares with want (NCHW). */
+static void run_case(const hwt_conv_desc *d, hwt_conv_layout layout, const hwt_conv_params *p,
+                     hwt_isa isa, int nth, const float *x, const float *w, const float *bias,
+                     const float *want) {
+  hwt_conv_plan plan;
+  int st = hwt_conv_plan_make(d, layout, p, isa, nth, &plan);
+  EXPECT(st == HWT_OK, "plan_make %d", st);
+  if (st != HWT_OK) return;
+  float *wp = alloc_floats(plan.w_floats), *y = alloc_floats(plan.y_floats);
+  float *xin = alloc_floats(plan.x_floats), *yout = alloc_floats(plan.y_floats);
+  EXPECT(hwt_conv_pack_weights(&plan, w, wp) == HWT_OK, "pack");
+  long HW = (long)d->H * d->W, OHW = (long)plan.OH * plan.OW;
+  if (layout == HWT_CONV_NCHWC)
+    transform(d, d->C, HW, 0, plan.p.ic_bn, x, xin);
+  else
+    memcpy(xin, x, plan.x_floats * sizeof(float));
+  float **ws = calloc((size_t)nth, sizeof(float *));
+  for (int t = 0; t < nth; t++) ws[t] = plan.ws_floats ? alloc_floats(plan.ws_floats) : NULL;
+  /* Shares in reverse order: no share may depend on another having run. */
+  for (int t = nth - 1; t >= 0; t--) hwt_conv_run_part(&plan, xin, wp, bias, y, ws[t], t, nth);
+  if (layout == HWT_CONV_NCHWC)
+    transform(d, d->K, OHW, plan.p.oc_bn, 0, y, yout);
+  else
+    memcpy(yout, y, plan.y_floats * sizeof(float));
+  double tol = 1e-6 + 2.0 * 1.2e-7 * d->C * d->R * d->S, err = 0.0;
+  for (size_t i = 0; i < plan.y_floats; i++) {
+    double e = fabs((double)yout[i] - (double)want[i]);
+    if (!(e <= err)) err = e;  /* NaN-propagating max */
+  }
+  EXPECT(err <= tol, "%s isa=%s nth=%d ic_bn=%d oc_bn=%d reg_n=%d unroll=%d: err %g > %g",
+         layout == HWT_CONV_NCHW ? "NCHW" : "NCHWc", hwt_isa_name(isa), nth, plan.p.ic_bn,
+         plan.p.oc_bn, plan.p.reg_n, plan.p.unroll_ker, err, tol);
+  for (int t = 0; t < nth; t++) free(ws[t]);
+  free(ws);
+  free(wp);
+  free(y);
+  free(xin);
+  free(yout);
+}
+
+static void test_shape(hwt_conv_desc d) {
+  int OH, OW;
+  EXPECT(hwt_conv_out_dims(&d, &OH, &OW) == HWT_OK, "out_dims");
+  size_t xn = (size_t)d.N * d.C * d.H * d.W, wn = (size_t)d.K * d.C * d.R * d.S;
+  size_t yn = (size_t)d.N * d.K * OH * OW;
+  float *x = alloc_floats(xn), *w = alloc_floats(wn), *b = alloc_floats((size_t)d.K);
+  float *want = alloc_floats(yn);
+  for (size_t i = 0; i < xn; i++) x[i] = frand();
+  for (size_t i = 0; i < wn; i++) w[i] = frand();
+  for (int i = 0; i < d.K; i++) b[i] = frand();
+  EXPECT(hwt_conv_ref(&d, x, w, b, want) == HWT_OK, "ref");
+  for (int isa = 0; isa < HWT_ISA_COUNT; isa++) {
+    if (!hwt_isa_supported((hwt_isa)isa)) continue;
+    hwt_conv_knobs_t k;
+    EXPECT(hwt_conv_knobs(&d, (hwt_isa)isa, &k) == HWT_OK, "knobs");
+    hwt_conv_params sets[3] = {
+        {k.ic_bn.v[0], k.oc_bn.v[k.oc_bn.n - 1], k.reg_n.v[k.reg_n.n - 1], 1},
+        {k.ic_bn.v[k.ic_bn.n - 1], k.oc_bn.v[0], k.reg_n.v[0], 0},
+        {k.ic_bn.v[k.ic_bn.n / 2], k.oc_bn.v[k.oc_bn.n / 2], k.reg_n.v[k.reg_n.n / 2], 1},
+    };
+    for (int nth = 1; nth <= 3; nth++) {
+      run_case(&d, HWT_CONV_NCHW, NULL, (hwt_isa)isa, nth, x, w, b, want);
+      run_case(&d, HWT_CONV_NCHWC, NULL, (hwt_isa)isa, nth, x, w, b, want);
+      for (int s = 0; s < 3; s++)
+        run_case(&d, HWT_CONV_NCHWC, &sets[s], (hwt_isa)isa, nth, x, w, b, want);
+    }
+  }
+  free(x);
+  free(w);
+  free(b);
+  free(want);
+}
+
+static void test_illegal(void) {
+  hwt_conv_desc d = {1, 64, 14, 14, 32, 3, 3, 1, 1, 1, 1, 0};
+  hwt_conv_plan plan;
+  hwt_conv_params bad[] = {{3, 16, 7, 0}, {16, 0, 7, 0}, {16, 20, 7, 0}, {16, 16, 33, 0},
+                           {16, 16, 13, 0}, {16, 16, 0, 0}, {16, 16, 7, 2}, {-16, 16, 7, 0}};
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+    EXPECT(hwt_conv_plan_make(&d, HWT_CONV_NCHWC, &bad[i], HWT_ISA_GENERIC, 1, &plan) ==
+               HWT_EINVAL, "bad params %zu accepted", i);
+  hwt_conv_desc e = d;
+  e.stride_h = 0;
+  EXPECT(hwt_conv_plan_make(&e, HWT_CONV_NCHW, NULL, HWT_ISA_GENERIC, 1, &plan) == HWT_EINVAL,
+         "stride 0");
+  e = d;
+  e.R = 17;
+  EXPECT(hwt_conv_plan_make(&e, HWT_CONV_NCHW, NULL, HWT_ISA_GENERIC, 1, &plan) == HWT_EINVAL,
+         "empty output");
+  EXPECT(hwt_conv_plan_make(&d, HWT_CONV_NCHW, NULL, HWT_ISA_GENERIC, 0, &plan) == HWT_EINVAL,
+         "nth 0");
+  EXPECT(hwt_conv_plan_make(&d, (hwt_conv_layout)7, NULL, HWT_ISA_GENERIC, 1, &plan) ==
+             HWT_EINVAL, "layout 7");
+  EXPECT(hwt_layout_check(1, 24, 10, 5, 0) == HWT_EINVAL, "block 5 of 24");
+}
+
+static void test_layout_round_trip(void) {
+  enum { N = 2, C = 24, HW = 35, K = 12, R = 3, S = 5 };
+  float *a = alloc_floats(N * C * HW), *b = alloc_floats(N * C * HW), *c = alloc_floats(N * C * HW);
+  for (int i = 0; i < N * C * HW; i++) a[i] = (float)i;
+  int blocks[] = {1, 3, 8, 24};
+  for (int i = 0; i < 4; i++)
+    for (int j = 0; j < 4; j++) {
+      for (int t = 0; t < 3; t++) hwt_layout_run_part(N, C, HW, 0, blocks[i], a, b, t, 3);
+      for (int t = 0; t < 2; t++) hwt_layout_run_part(N, C, HW, blocks[i], blocks[j], b, c, t, 2);
+      for (int t = 0; t < 1; t++) hwt_layout_run_part(N, C, HW, blocks[j], 0, c, b, t, 1);
+      EXPECT(memcmp(a, b, sizeof(float) * N * C * HW) == 0, "round trip %d -> %d", blocks[i],
+             blocks[j]);
+      /* Spot check the blocked layout itself: (n=1, c=13, hw=4). */
+      for (int t = 0; t < 1; t++) hwt_layout_run_part(N, C, HW, 0, blocks[i], a, c, t, 1);
+      int bn = blocks[i];
+      float got = c[(((size_t)1 * (C / bn) + 13 / bn) * HW + 4) * bn + 13 % bn];
+      EXPECT(got == a[((size_t)1 * C + 13) * HW + 4], "NCHW[%d]c element", bn);
+    }
+  float *w = alloc_floats(K * C * R * S), *wb = alloc_floats(K * C * R * S),
+        *w2 = alloc_floats(K * C * R * S);
+  for (int i = 0; i < K * C * R * S; i++) w[i] = (float)i;
+  EXPECT(hwt_layout_oihw_to_blocked(K, C, R, S, 8, 4, w, wb) == HWT_OK, "block weights");
+  EXPECT(hwt_layout_blocked_to_oihw(K, C, R, S, 8, 4, wb, w2) == HWT_OK, "unblock weights");
+  EXPECT(memcmp(w, w2, sizeof(float) * K * C * R * S) == 0, "weight round trip");
+  /* (k=5, c=10, r=2, s=3) lands in block (1, 1), row (2, 3), lane (2, 1). */
+  EXPECT(wb[((((size_t)1 * 3 + 1) * R + 2) * S + 3) * 32 + 2 * 4 + 1] ==
+             w[(((size_t)5 * C + 10) * R + 2) * S + 3], "OIHW8i4o element");
+  EXPECT(hwt_layout_oihw_to_blocked(K, C, R, S, 5, 4, w, wb) == HWT_EINVAL, "ic_bn 5 of 24");
+  free(a); free(b); free(c); free(w); free(wb); free(w2);
+}
+
+int main(void) {
+  /* N, C, H, W, K, R, S, sh, sw, ph, pw, relu */
+  test_shape((hwt_conv_desc){1, 3, 9, 9, 8, 1, 1, 1, 1, 0, 0, 0});
+  test_shape((hwt_conv_desc){2, 5, 7, 10, 7, 3, 3, 1, 1, 1, 1, 1});
+  test_shape((hwt_conv_desc){1, 20, 11, 13, 24, 3, 3, 2, 2, 1, 1, 0});
+  test_shape((hwt_conv_desc){1, 6, 12, 9, 10, 5, 5, 1, 1, 2, 2, 1});
+  test_shape((hwt_conv_desc){1, 9, 4, 37, 34, 3, 3, 1, 1, 1, 1, 0});
+  test_shape((hwt_conv_desc){1, 4, 6, 7, 40, 3, 1, 2, 1, 1, 0, 0});
+  test_illegal();
+  test_layout_round_trip();
+  if (failures) {
+    fprintf(stderr, "%d failure(s)\n", failures);
+    return 1;
+  }
+  printf("test_conv: ok\n");
+  return 0;
+}

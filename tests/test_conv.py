@@ -1,0 +1,249 @@
+"""CONV2D kernels (direct NCHW and the NCHW[x]c template) vs a float64 numpy
+reference, on every supported ISA; layout transforms; knob declaration."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from hwtune.errors import UsageError
+from hwtune.native import conv
+from hwtune.native.isa import supported_isas
+
+ISAS = supported_isas()
+
+# (N, C, H, W, K, R, S, stride, pad): 1x1/3x3/5x5, stride 1/2, pad 0/1/2, odd
+# sizes, channel counts that are not multiples of 16, batch 1 and 2, and an
+# output row wider than one register block (OW 37 > 28).
+CASES = [
+    (1, 3, 9, 9, 8, 1, 1, 1, 0),
+    (2, 5, 7, 10, 7, 3, 3, 1, 1),
+    (1, 20, 11, 13, 24, 3, 3, 2, 1),
+    (1, 6, 12, 9, 10, 5, 5, 1, 2),
+    (2, 17, 8, 8, 33, 5, 5, 2, 2),
+    (1, 16, 15, 15, 32, 3, 3, 1, 0),
+    (1, 32, 6, 6, 48, 1, 1, 2, 0),
+    (1, 9, 5, 37, 18, 3, 3, 1, 1),
+    (2, 4, 6, 7, 40, 3, 1, (2, 1), (1, 0)),
+]
+
+
+def ref_conv(x, w, b, stride, pad, relu):
+    """float64 numpy reference: sum over taps of shifted, strided windows."""
+    sh, sw = stride if isinstance(stride, tuple) else (stride, stride)
+    ph, pw = pad if isinstance(pad, tuple) else (pad, pad)
+    x = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+    w = w.astype(np.float64)
+    n, c, hp, wp = x.shape
+    k, _, r, s = w.shape
+    oh, ow = (hp - r) // sh + 1, (wp - s) // sw + 1
+    y = np.zeros((n, k, oh, ow))
+    for i in range(r):
+        for j in range(s):
+            win = x[:, :, i:i + sh * (oh - 1) + 1:sh, j:j + sw * (ow - 1) + 1:sw]
+            y += np.einsum("nchw,kc->nkhw", win, w[:, :, i, j])
+    if b is not None:
+        y += b.astype(np.float64)[None, :, None, None]
+    return np.maximum(y, 0) if relu else y
+
+
+def tolerance(c, r, s):
+    # Inputs in [-1, 1]: float32 accumulation of c*r*s products drifts by
+    # about eps * sqrt(terms) typically and eps * terms at worst.
+    return 1e-6 + 2 * np.finfo(np.float32).eps * c * r * s
+
+
+def make(case, seed=0):
+    n, c, h, w, k, r, s, stride, pad = case
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-1, 1, (n, c, h, w)).astype(np.float32)
+    wt = rng.uniform(-1, 1, (k, c, r, s)).astype(np.float32)
+    b = rng.uniform(-1, 1, k).astype(np.float32)
+    return x, wt, b, stride, pad
+
+
+def param_sets(case, isa):
+    """Default params plus legal combinations spanning each knob's range."""
+    x, w, _, stride, pad = make(case)
+    kn = conv.knobs(x.shape, w.shape, stride=stride, pad=pad, isa=isa)
+    ic, oc, rn = kn["ic_bn"], kn["oc_bn"], kn["reg_n"]
+    sets = [None,
+            dict(ic_bn=ic[0], oc_bn=oc[-1], reg_n=rn[-1], unroll_ker=1),
+            dict(ic_bn=ic[-1], oc_bn=oc[0], reg_n=rn[0], unroll_ker=0),
+            dict(ic_bn=ic[len(ic) // 2], oc_bn=oc[len(oc) // 2], reg_n=rn[len(rn) // 2],
+                 unroll_ker=1)]
+    return sets
+
+
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("case", CASES, ids=lambda c: "x".join(map(str, c[:7])) +
+                         f"_s{c[7]}_p{c[8]}")
+def test_conv_matches_numpy(isa, case):
+    x, w, b, stride, pad = make(case)
+    c, r, s = case[1], case[5], case[6]
+    for relu, use_bias in ((False, True), (True, True), (False, False)):
+        bias = b if use_bias else None
+        want = ref_conv(x, w, bias, stride, pad, relu)
+        tol = tolerance(c, r, s)
+        runs = [("NCHW", None)] + [("NCHWc", p) for p in param_sets(case, isa)]
+        for (layout, params), nth in itertools.product(runs, (1, 2, 3)):
+            got = conv.conv2d(x, w, bias, stride=stride, pad=pad, relu=relu, layout=layout,
+                              params=params, isa=isa, nth=nth)
+            assert got.shape == want.shape
+            err = np.abs(got - want).max()
+            assert err <= tol, (layout, params, nth, relu, use_bias, err, tol)
+
+
+@pytest.mark.parametrize("isa", ISAS)
+def test_every_reg_n_and_oc_tail(isa):
+    """Every declared reg_n (tails, blocks split to fit the registers) and
+    output-channel blocks with masked tails (oc_bn 3, 12, 24, 40, 60)."""
+    case = (1, 8, 4, 33, 120, 3, 3, 1, 1)
+    x, w, b, stride, pad = make(case, seed=1)
+    want = ref_conv(x, w, b, stride, pad, False)
+    kn = conv.knobs(x.shape, w.shape, stride=stride, pad=pad, isa=isa)
+    assert kn["reg_n"][-1] == 32
+    for reg_n in kn["reg_n"]:
+        for oc_bn in (3, 12, 24, 40, 60):
+            assert oc_bn in kn["oc_bn"]
+            got = conv.conv2d(x, w, b, stride=1, pad=1, layout="NCHWc", isa=isa,
+                              params=dict(ic_bn=4, oc_bn=oc_bn, reg_n=reg_n, unroll_ker=reg_n % 2))
+            assert np.abs(got - want).max() <= tolerance(8, 3, 3), (reg_n, oc_bn)
+
+
+@pytest.mark.parametrize("isa", ISAS)
+def test_reference_agrees(isa):
+    x, w, b, stride, pad = make(CASES[4])
+    got = conv.conv2d_ref(x, w, b, stride=stride, pad=pad, relu=True)
+    assert np.abs(got - ref_conv(x, w, b, stride, pad, True)).max() <= 1e-6
+
+
+def test_knob_declaration():
+    x_shape, w_shape = (1, 64, 56, 56), (96, 64, 3, 3)
+    for isa in ISAS:
+        kn = conv.knobs(x_shape, w_shape, stride=1, pad=1, isa=isa)
+        assert kn["ic_bn"] == [d for d in range(1, 65) if 64 % d == 0]
+        assert kn["oc_bn"] == [d for d in range(1, 97) if 96 % d == 0]
+        assert kn["reg_n"] == [1, 2, 4, 7, 8, 14, 16, 28, 32]
+        assert kn["unroll_ker"] == [0, 1]
+        dp = conv.default_params(x_shape, w_shape, stride=1, pad=1, isa=isa)
+        assert all(dp[name] in kn[name] for name in conv.KNOBS)
+    if "avx512" in ISAS:
+        dp = conv.default_params(x_shape, w_shape, stride=1, pad=1, isa="avx512")
+        assert dp == dict(ic_bn=32, oc_bn=32, reg_n=14, unroll_ker=0)
+    if "avx2" in ISAS:
+        dp = conv.default_params(x_shape, w_shape, stride=1, pad=1, isa="avx2")
+        assert dp["oc_bn"] == 8 and dp["reg_n"] <= 12
+
+
+def test_default_on_awkward_channels():
+    # K = 7 (prime): the only SIMD-friendly choice is unavailable; the default
+    # still has to be legal and correct.
+    case = (1, 7, 6, 29, 7, 3, 3, 1, 1)
+    x, w, b, stride, pad = make(case)
+    for isa in ISAS:
+        dp = conv.default_params(x.shape, w.shape, stride=1, pad=1, isa=isa)
+        assert dp["oc_bn"] == 7 and dp["ic_bn"] == 7
+        got = conv.conv2d(x, w, b, stride=1, pad=1, layout="NCHWc", isa=isa)
+        assert np.abs(got - ref_conv(x, w, b, 1, 1, False)).max() <= tolerance(7, 3, 3)
+
+
+@pytest.mark.parametrize("bad", [
+    dict(ic_bn=3, oc_bn=16, reg_n=8, unroll_ker=0),    # 3 does not divide C=64
+    dict(ic_bn=16, oc_bn=0, reg_n=8, unroll_ker=0),
+    dict(ic_bn=16, oc_bn=20, reg_n=8, unroll_ker=0),   # 20 does not divide K=32
+    dict(ic_bn=16, oc_bn=16, reg_n=33, unroll_ker=0),
+    dict(ic_bn=16, oc_bn=16, reg_n=13, unroll_ker=0),  # neither divides OW=14 nor 2^k
+    dict(ic_bn=16, oc_bn=16, reg_n=0, unroll_ker=0),
+    dict(ic_bn=16, oc_bn=16, reg_n=7, unroll_ker=2),
+    dict(ic_bn=-16, oc_bn=16, reg_n=7, unroll_ker=0),
+    dict(ic_bn=16, oc_bn=16, reg_n=7, unroll=1),       # unknown knob name
+])
+def test_illegal_params_rejected(bad):
+    x = np.zeros((1, 64, 14, 14), np.float32)
+    w = np.zeros((32, 64, 3, 3), np.float32)
+    with pytest.raises(UsageError):
+        conv.conv2d(x, w, stride=1, pad=1, layout="NCHWc", params=bad)
+
+
+def test_bad_arguments_rejected():
+    x = np.zeros((1, 8, 5, 5), np.float32)
+    w = np.zeros((4, 8, 3, 3), np.float32)
+    with pytest.raises(UsageError):
+        conv.conv2d(x, np.zeros((4, 7, 3, 3), np.float32))   # channel mismatch
+    with pytest.raises(UsageError):
+        conv.conv2d(x, np.zeros((4, 8, 7, 7), np.float32))   # empty output
+    with pytest.raises(UsageError):
+        conv.conv2d(x, w, stride=0)
+    with pytest.raises(UsageError):
+        conv.conv2d(x, w, pad=-1)
+    with pytest.raises(UsageError):
+        conv.conv2d(x, w, layout="NHWC")
+    with pytest.raises(UsageError):
+        conv.conv2d(x, w, nth=0)
+    with pytest.raises(UsageError):
+        conv.conv2d(x, w, np.zeros(5, np.float32))           # bias of the wrong size
+    with pytest.raises(UsageError):
+        conv.conv2d(x, w, isa="sse9")
+
+
+def test_activation_layout_round_trips():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 24, 5, 7)).astype(np.float32)
+    for bn in (1, 3, 8, 24):
+        xc = conv.to_nchwc(x, bn, nth=3)
+        want = x.reshape(2, 24 // bn, bn, 5, 7).transpose(0, 1, 3, 4, 2)
+        assert np.array_equal(xc, want)
+        assert np.array_equal(conv.from_nchwc(xc, nth=2), x)
+        for bn2 in (2, 6, 12):
+            assert np.array_equal(conv.rechunk_nchwc(xc, bn2, nth=2), conv.to_nchwc(x, bn2))
+    with pytest.raises(UsageError):
+        conv.to_nchwc(x, 5)
+    with pytest.raises(UsageError):
+        conv.to_nchwc(x, 0 - 1)
+
+
+def test_weight_layout_round_trips():
+    rng = np.random.default_rng(4)
+    w = rng.standard_normal((12, 6, 3, 5)).astype(np.float32)
+    for ib, ob in ((1, 1), (2, 4), (6, 12), (3, 6)):
+        wb = conv.to_blocked_weights(w, ib, ob)
+        want = w.reshape(12 // ob, ob, 6 // ib, ib, 3, 5).transpose(0, 2, 4, 5, 3, 1)
+        assert np.array_equal(wb, want)
+        assert np.array_equal(conv.from_blocked_weights(wb), w)
+    with pytest.raises(UsageError):
+        conv.to_blocked_weights(w, 4, 4)
+
+
+def test_chained_convs_with_different_blocks():
+    """Two chained convs whose blocks differ (oc_bn 16 -> ic_bn 16 -> oc_bn 8)."""
+    rng = np.random.default_rng(5)
+    x = rng.uniform(-1, 1, (1, 16, 9, 9)).astype(np.float32)
+    w1 = rng.uniform(-1, 1, (32, 16, 3, 3)).astype(np.float32)
+    w2 = rng.uniform(-1, 1, (16, 32, 1, 1)).astype(np.float32)
+    y1 = conv.conv2d(x, w1, pad=1, relu=True, layout="NCHWc",
+                     params=dict(ic_bn=8, oc_bn=16, reg_n=8, unroll_ker=0))
+    y2 = conv.conv2d(y1, w2, layout="NCHWc",
+                     params=dict(ic_bn=16, oc_bn=8, reg_n=9, unroll_ker=1))
+    want = ref_conv(ref_conv(x, w1, None, 1, 1, True).astype(np.float32), w2, None, 1, 0, False)
+    assert np.abs(y2 - want).max() <= tolerance(32, 1, 1) + tolerance(16, 3, 3) * 32
+
+
+@pytest.mark.parametrize("isa", ISAS)
+def test_plan_runs_in_blocked_layout(isa):
+    """Conv2dPlan reads NCHW[ic_bn]c and writes NCHW[oc_bn]c directly, and
+    rerunning into the same output gives the same result."""
+    case = (2, 12, 7, 9, 24, 3, 3, 1, 1)
+    x, w, b, stride, pad = make(case, seed=6)
+    params = dict(ic_bn=4, oc_bn=8, reg_n=9, unroll_ker=1)
+    plan = conv.Conv2dPlan(x.shape, w, b, pad=1, relu=True, layout="NCHWc", params=params,
+                           isa=isa, nth=2)
+    assert plan.params == params
+    assert plan.in_shape == (2, 3, 7, 9, 4) and plan.out_shape == (2, 3, 7, 9, 8)
+    y = plan.run(conv.to_nchwc(x, 4))
+    want = ref_conv(x, w, b, 1, 1, True)
+    assert np.abs(conv.from_nchwc(y) - want).max() <= tolerance(12, 3, 3)
+    y2 = plan.run(conv.to_nchwc(x, 4), out=np.full_like(y, np.nan))
+    assert np.array_equal(y, y2)
+    with pytest.raises(UsageError):
+        plan.run(x)  # NCHW input to an NCHWc plan
