@@ -1,0 +1,153 @@
+"""The results.db schema, as an ordered list of named migrations.
+
+PRAGMA user_version is the schema version; each applied migration is also
+recorded in hwtune_migrations (sqlite-utils' migration style). The C reader
+checks application_id and user_version before trusting any table, so a
+migration that changes a column a reader uses must bump the version.
+Never edit a released migration: append a new one.
+"""
+
+import sqlite3
+from typing import Callable, List, Tuple
+
+import sqlite_utils
+
+# 'HWTN' as a big-endian int32: the header field `file(1)` and the C reader
+# use to tell an hwtune database from any other SQLite file.
+APPLICATION_ID = 0x4857544E
+MIGRATIONS_TABLE = "hwtune_migrations"
+META_TABLE = "hwtune_meta"
+
+
+def _execute_script(db: sqlite_utils.Database, script: str) -> None:
+    """Run statements one by one inside the caller's transaction
+    (sqlite3's executescript would COMMIT it first on older sqlite-utils)."""
+    statement = ""
+    for line in script.splitlines(keepends=True):
+        statement += line
+        if sqlite3.complete_statement(statement):
+            db.execute(statement)
+            statement = ""
+    if statement.strip():
+        raise ValueError(f"incomplete SQL statement in migration: {statement.strip()[:60]}")
+
+
+def _m001_initial(db: sqlite_utils.Database) -> None:
+    _execute_script(
+        db,
+        """
+        CREATE TABLE hwtune_meta (
+            key   TEXT PRIMARY KEY,
+            value TEXT NOT NULL
+        );
+        CREATE TABLE hosts (
+            host_key         TEXT PRIMARY KEY,
+            cpu_model        TEXT,
+            vendor           TEXT,
+            isa_best         TEXT,
+            sockets          INTEGER,
+            physical_cores   INTEGER,
+            logical_cpus     INTEGER,
+            numa_nodes       INTEGER,
+            fingerprint_json TEXT NOT NULL,
+            first_seen       TEXT NOT NULL,
+            last_seen        TEXT NOT NULL
+        );
+        CREATE TABLE runs (
+            run_id         INTEGER PRIMARY KEY,
+            host_key       TEXT NOT NULL REFERENCES hosts(host_key),
+            kind           TEXT NOT NULL,
+            hwtune_version TEXT NOT NULL,
+            started_at     TEXT NOT NULL,
+            finished_at    TEXT,
+            status         TEXT NOT NULL DEFAULT 'running'
+                CHECK (status IN ('running', 'complete', 'interrupted', 'failed')),
+            options_json   TEXT NOT NULL DEFAULT '{}',
+            note           TEXT,
+            -- who owns a 'running' row: lets a later open mark runs of
+            -- killed processes 'interrupted'
+            pid            INTEGER,
+            hostname       TEXT
+        );
+        CREATE INDEX runs_host_kind ON runs(host_key, kind, run_id);
+        CREATE TABLE measurements (
+            id             INTEGER PRIMARY KEY,
+            run_id         INTEGER NOT NULL REFERENCES runs(run_id),
+            host_key       TEXT NOT NULL REFERENCES hosts(host_key),
+            hwtune_version TEXT NOT NULL,
+            kernel_variant TEXT NOT NULL,
+            bench          TEXT NOT NULL,
+            op             TEXT NOT NULL,
+            params_json    TEXT NOT NULL DEFAULT '{}',
+            threads        INTEGER NOT NULL CHECK (threads >= 1),
+            executors      INTEGER NOT NULL DEFAULT 1 CHECK (executors >= 1),
+            pinned         INTEGER CHECK (pinned IN (0, 1)),
+            n_samples      INTEGER NOT NULL,
+            samples_json   TEXT NOT NULL DEFAULT '[]',
+            median_s       REAL,
+            mad_s          REAL,
+            rel_spread     REAL,
+            value          REAL,
+            unit           TEXT,
+            status         TEXT NOT NULL DEFAULT 'ok'
+                CHECK (status IN ('ok', 'noisy', 'error', 'skipped')),
+            note           TEXT,
+            created_at     TEXT NOT NULL
+        );
+        CREATE INDEX measurements_host_bench ON measurements(host_key, bench);
+        CREATE INDEX measurements_run ON measurements(run_id);
+        -- Derived results (saturation point, best co-run config, warnings).
+        -- A key may be written more than once per run; every row is kept and
+        -- readers take the latest.
+        CREATE TABLE run_facts (
+            id         INTEGER PRIMARY KEY,
+            run_id     INTEGER NOT NULL REFERENCES runs(run_id),
+            key        TEXT NOT NULL,
+            value_json TEXT NOT NULL,
+            created_at TEXT NOT NULL
+        );
+        CREATE INDEX run_facts_run_key ON run_facts(run_id, key);
+        """
+    )
+
+
+Migration = Tuple[int, str, Callable[[sqlite_utils.Database], None]]
+
+MIGRATIONS: List[Migration] = [
+    (1, "initial schema: hosts, runs, measurements, run_facts", _m001_initial),
+]
+
+LATEST_VERSION = MIGRATIONS[-1][0]
+
+
+def pending(current: int) -> List[Migration]:
+    return [m for m in MIGRATIONS if m[0] > current]
+
+
+def apply(db: sqlite_utils.Database, current: int, *, now: str, hwtune_version: str) -> List[str]:
+    """Apply every migration above `current` inside the caller's write
+    transaction; returns the names applied. Stamps the hwtune marker on a new
+    database in the same transaction, so no reader ever sees a half-made file."""
+    applied = []
+    db.execute(
+        f"CREATE TABLE IF NOT EXISTS {MIGRATIONS_TABLE} ("
+        "version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL, "
+        "hwtune_version TEXT NOT NULL)"
+    )
+    for version, name, fn in pending(current):
+        fn(db)
+        db.execute(
+            f"INSERT INTO {MIGRATIONS_TABLE} (version, name, applied_at, hwtune_version) "
+            "VALUES (?, ?, ?, ?)",
+            [version, name, now, hwtune_version],
+        )
+        db.execute(f"PRAGMA user_version = {int(version)}")
+        applied.append(name)
+    if current == 0:
+        db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        db.execute(
+            f"INSERT OR REPLACE INTO {META_TABLE} (key, value) VALUES "
+            "('application', 'hwtune'), ('created_by', ?), ('created_at', ?)",
+            [hwtune_version, now],
+        )
+    return applied

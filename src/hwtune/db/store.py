@@ -1,0 +1,296 @@
+"""ResultsDB: the one way hwtune reads and writes results.db.
+
+Every write is its own committed transaction, so a crash or Ctrl-C loses at
+most the measurement in flight. One ResultsDB per thread (sqlite3
+connections are not shared across threads); any number per process or
+across processes.
+"""
+
+import json
+import math
+import os
+import socket
+import sqlite3
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Union
+
+import sqlite_utils
+
+from hwtune import __version__
+from hwtune.db import connect as _connect
+from hwtune.db import migrations
+from hwtune.db.liveness import owner_alive
+from hwtune.db.timestamps import parse as parse_time
+from hwtune.db.timestamps import utc_now
+from hwtune.errors import UsageError
+
+RUN_KINDS = ("scan", "tune", "run", "check")
+RUN_END_STATUSES = ("complete", "interrupted", "failed")
+MEASUREMENT_STATUSES = ("ok", "noisy", "error", "skipped")
+
+
+def _dumps(value: Any, what: str) -> str:
+    try:
+        return json.dumps(value, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"{what} is not storable as JSON: {exc}") from None
+
+
+def _real(value: Optional[float], what: str) -> Optional[float]:
+    if value is None:
+        return None
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        raise UsageError(f"{what} must be a number, got {value!r}") from None
+    return value if math.isfinite(value) else None
+
+
+class ResultsDB:
+    """An open, vetted, migrated results.db."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path):
+        self._conn = conn
+        self._db = sqlite_utils.Database(conn, execute_plugins=False)
+        self.path = path
+        self._hostname = socket.gethostname()
+
+    # -- opening ---------------------------------------------------------
+    @classmethod
+    def open(cls, path: Union[str, os.PathLike, None] = None) -> "ResultsDB":
+        """Open (creating/upgrading if needed) the database at path,
+        $HWTUNE_DB or ./results.db. Raises DatabaseError/SchemaTooNewError."""
+        path = _connect.resolve_path(path)
+        if _connect.check_location(path):
+            _connect.vet_existing(path)  # read-only: never touches a foreign file
+        conn = _connect.connect(path)
+        self = cls(conn, path)
+        try:
+            self._migrate()
+            self._mark_orphaned_runs()
+        except BaseException:
+            conn.close()
+            raise
+        return self
+
+    def _migrate(self) -> None:
+        if self.schema_version == migrations.LATEST_VERSION:
+            return
+        with self._write("initialise"):
+            # Re-vet under the write lock: another process may have created
+            # or upgraded the file since we looked.
+            current = _connect.classify(self._conn, self.path)
+            migrations.apply(self._db, current, now=utc_now(), hwtune_version=__version__)
+
+    def _mark_orphaned_runs(self) -> None:
+        stale = [r for r in self._query(
+            "SELECT run_id, pid, started_at FROM runs WHERE status = 'running' "
+            "AND hostname = ?", [self._hostname])
+            if not owner_alive(r["pid"], parse_time(r["started_at"]))]
+        for r in stale:
+            with self._write("update"):
+                self._conn.execute(
+                    "UPDATE runs SET status = 'interrupted', finished_at = ?, "
+                    "note = coalesce(note, ?) WHERE run_id = ? AND status = 'running'",
+                    [utc_now(), f"process {r['pid']} exited before finishing the run",
+                     r["run_id"]])
+
+    @contextmanager
+    def _write(self, doing: str):
+        """One IMMEDIATE transaction: takes the write lock up front, so the
+        busy timeout applies (a deferred read-then-write could fail at once)."""
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise _connect.translate(exc, self.path, doing) from None
+        try:
+            yield
+            self._conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            self._rollback()
+            raise _connect.translate(exc, self.path, doing) from None
+        except BaseException:
+            self._rollback()
+            raise
+
+    def _rollback(self) -> None:
+        if self._conn.in_transaction:
+            self._conn.execute("ROLLBACK")
+
+    def _query(self, sql: str, params=()) -> List[dict]:
+        try:
+            return list(self._db.query(sql, params))
+        except sqlite3.Error as exc:
+            raise _connect.translate(exc, self.path, "read") from None
+
+    @property
+    def schema_version(self) -> int:
+        return self._conn.execute("PRAGMA user_version").fetchone()[0]
+
+    def applied_migrations(self) -> List[dict]:
+        return self._query(
+            f"SELECT version, name, applied_at, hwtune_version FROM {migrations.MIGRATIONS_TABLE} "
+            "ORDER BY version")
+
+    # -- hosts -----------------------------------------------------------
+    def upsert_host(self, fingerprint: dict) -> str:
+        """Store/refresh a machine fingerprint; returns its host_key (always
+        recomputed from the stable fields, never trusted from the dict)."""
+        from hwtune.machine import host_key as compute_key
+
+        key = compute_key(fingerprint)
+        fingerprint = dict(fingerprint, host_key=key)
+        now = utc_now()
+        row = [key, fingerprint.get("cpu_model"), fingerprint.get("vendor"),
+               fingerprint.get("isa_best"), fingerprint.get("sockets"),
+               fingerprint.get("physical_cores"), fingerprint.get("logical_cpus"),
+               fingerprint.get("numa_nodes"), _dumps(fingerprint, "fingerprint"), now, now]
+        with self._write("write host to"):
+            self._conn.execute(
+                "INSERT INTO hosts (host_key, cpu_model, vendor, isa_best, sockets, "
+                "physical_cores, logical_cpus, numa_nodes, fingerprint_json, first_seen, "
+                "last_seen) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT(host_key) DO UPDATE SET cpu_model = excluded.cpu_model, "
+                "vendor = excluded.vendor, isa_best = excluded.isa_best, "
+                "sockets = excluded.sockets, physical_cores = excluded.physical_cores, "
+                "logical_cpus = excluded.logical_cpus, numa_nodes = excluded.numa_nodes, "
+                "fingerprint_json = excluded.fingerprint_json, last_seen = excluded.last_seen",
+                row)
+        return key
+
+    @staticmethod
+    def _host_row(row: dict) -> dict:
+        row["fingerprint"] = json.loads(row.pop("fingerprint_json"))
+        return row
+
+    def host(self, host_key: str) -> Optional[dict]:
+        rows = self._query("SELECT * FROM hosts WHERE host_key = ?", [host_key])
+        return self._host_row(rows[0]) if rows else None
+
+    def hosts(self) -> List[dict]:
+        return [self._host_row(r) for r in
+                self._query("SELECT * FROM hosts ORDER BY last_seen DESC, host_key")]
+
+    # -- runs ------------------------------------------------------------
+    def start_run(self, host_key: str, kind: str, options: Optional[dict] = None) -> int:
+        if kind not in RUN_KINDS:
+            raise UsageError(f"unknown run kind {kind!r}: choose one of {', '.join(RUN_KINDS)}")
+        if self.host(host_key) is None:
+            raise UsageError(f"unknown host {host_key!r} in {self.path}: call upsert_host first")
+        with self._write("start a run in"):
+            cur = self._conn.execute(
+                "INSERT INTO runs (host_key, kind, hwtune_version, started_at, status, "
+                "options_json, pid, hostname) VALUES (?, ?, ?, ?, 'running', ?, ?, ?)",
+                [host_key, kind, __version__, utc_now(), _dumps(options or {}, "run options"),
+                 os.getpid(), self._hostname])
+            return cur.lastrowid
+
+    def finish_run(self, run_id: int, status: str, note: Optional[str] = None) -> None:
+        if status not in RUN_END_STATUSES:
+            raise UsageError(
+                f"invalid final run status {status!r}: choose one of {', '.join(RUN_END_STATUSES)}")
+        self.run(run_id)  # UsageError if unknown
+        with self._write("finish a run in"):
+            self._conn.execute(
+                "UPDATE runs SET status = ?, finished_at = ?, note = coalesce(?, note) "
+                "WHERE run_id = ?", [status, utc_now(), note, run_id])
+
+    @staticmethod
+    def _run_row(row: dict) -> dict:
+        row["options"] = json.loads(row.pop("options_json"))
+        return row
+
+    def run(self, run_id: int) -> dict:
+        rows = self._query("SELECT * FROM runs WHERE run_id = ?", [run_id])
+        if not rows:
+            raise UsageError(f"no run {run_id} in {self.path}")
+        return self._run_row(rows[0])
+
+    def last_run(self, host_key: str, kind: str = "scan",
+                 complete_only: bool = True) -> Optional[dict]:
+        sql = "SELECT * FROM runs WHERE host_key = ? AND kind = ?"
+        if complete_only:
+            sql += " AND status = 'complete'"
+        rows = self._query(sql + " ORDER BY run_id DESC LIMIT 1", [host_key, kind])
+        return self._run_row(rows[0]) if rows else None
+
+    # -- measurements ----------------------------------------------------
+    def add_measurement(self, run_id: int, *, bench: str, op: str, params: dict,
+                        kernel_variant: str, threads: int, executors: int = 1,
+                        pinned: Optional[bool] = None, samples: List[float],
+                        median_s: Optional[float], mad_s: Optional[float],
+                        rel_spread: Optional[float], value: Optional[float],
+                        unit: Optional[str], status: str = "ok",
+                        note: Optional[str] = None) -> int:
+        """Insert one measurement, committed before returning its id.
+        Non-finite statistics are stored as NULL (unknown)."""
+        if status not in MEASUREMENT_STATUSES:
+            raise UsageError(
+                f"invalid measurement status {status!r}: choose one of "
+                f"{', '.join(MEASUREMENT_STATUSES)}")
+        if not isinstance(threads, int) or threads < 1:
+            raise UsageError(f"threads must be an integer >= 1, got {threads!r}")
+        if not isinstance(executors, int) or executors < 1:
+            raise UsageError(f"executors must be an integer >= 1, got {executors!r}")
+        run = self.run(run_id)
+        samples = [float(s) for s in samples]
+        row = [run_id, run["host_key"], __version__, kernel_variant, bench, op,
+               _dumps(params or {}, "measurement params"), threads, executors,
+               None if pinned is None else int(bool(pinned)), len(samples),
+               _dumps(samples, "samples"), _real(median_s, "median_s"), _real(mad_s, "mad_s"),
+               _real(rel_spread, "rel_spread"), _real(value, "value"), unit, status, note,
+               utc_now()]
+        with self._write("store a measurement in"):
+            cur = self._conn.execute(
+                "INSERT INTO measurements (run_id, host_key, hwtune_version, kernel_variant, "
+                "bench, op, params_json, threads, executors, pinned, n_samples, samples_json, "
+                "median_s, mad_s, rel_spread, value, unit, status, note, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
+            return cur.lastrowid
+
+    def measurements(self, run_id: int, bench: Optional[str] = None) -> List[dict]:
+        sql, params = "SELECT * FROM measurements WHERE run_id = ?", [run_id]
+        if bench is not None:
+            sql, params = sql + " AND bench = ?", params + [bench]
+        out = []
+        for row in self._query(sql + " ORDER BY id", params):
+            row["params"] = json.loads(row.pop("params_json"))
+            row["samples"] = json.loads(row.pop("samples_json"))
+            row["pinned"] = None if row["pinned"] is None else bool(row["pinned"])
+            out.append(row)
+        return out
+
+    # -- facts -----------------------------------------------------------
+    def add_fact(self, run_id: int, key: str, value: Any) -> None:
+        """Record a derived result; writing a key again keeps the old row
+        (see fact_history) and makes the new value the current one."""
+        self.run(run_id)
+        encoded = _dumps(value, f"fact {key!r}")
+        with self._write("store a fact in"):
+            self._conn.execute(
+                "INSERT INTO run_facts (run_id, key, value_json, created_at) VALUES (?, ?, ?, ?)",
+                [run_id, key, encoded, utc_now()])
+
+    def facts(self, run_id: int) -> Dict[str, Any]:
+        """Latest value of every fact key of the run."""
+        rows = self._query(
+            "SELECT key, value_json FROM run_facts WHERE run_id = ? ORDER BY id", [run_id])
+        return {r["key"]: json.loads(r["value_json"]) for r in rows}
+
+    def fact_history(self, run_id: int, key: str) -> List[Any]:
+        """Every value written for one key, oldest first (e.g. all warnings)."""
+        rows = self._query(
+            "SELECT value_json FROM run_facts WHERE run_id = ? AND key = ? ORDER BY id",
+            [run_id, key])
+        return [json.loads(r["value_json"]) for r in rows]
+
+    # -- lifetime --------------------------------------------------------
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> "ResultsDB":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
