@@ -1,0 +1,212 @@
+"""`hwtune model`: validate, expand, generate and summarise model.json files.
+
+Thin layer: hwtune.graph does the work and raises typed errors; this module
+turns them into one-line messages and exit codes.
+"""
+
+import functools
+import inspect
+import json
+import re
+import sys
+
+import click
+
+from hwtune.cli.options import example, json_option
+from hwtune.errors import HwtuneError
+
+_SIZE = re.compile(r"(?i)\s*(\d+(?:\.\d+)?)\s*(b|kib|mib|gib|tib|k|m|g|t)?\s*")
+_UNITS = {None: 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20,
+          "g": 1 << 30, "gib": 1 << 30, "t": 1 << 40, "tib": 1 << 40}
+
+
+def _bytes(ctx, param, value):
+    if value is None:
+        return None
+    m = _SIZE.fullmatch(value)
+    if not m:
+        raise click.BadParameter(f'"{value}" is not a size (e.g. 1GiB, 512MiB, 1000000)')
+    return int(float(m.group(1)) * _UNITS[(m.group(2) or "").lower() or None])
+
+
+def _overrides(ctx, param, values):
+    out = {}
+    for item in values:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f'"{item}" is not NAME=VALUE')
+        try:
+            out[key] = json.loads(raw)
+        except ValueError:
+            out[key] = raw  # a bare string such as a tensor name
+    return out
+
+
+def _typed_errors(fn):
+    """Typed library errors become `error: <one line>` and their exit code."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except HwtuneError as exc:
+            if kwargs.get("as_json"):
+                click.echo(json.dumps(_error_json(exc), indent=2))
+            else:
+                click.echo(f"error: {exc}", err=True)
+            sys.exit(exc.exit_code)
+    return wrapper
+
+
+def _error_json(exc):
+    problems = getattr(exc, "problems", None)
+    out = {"ok": False, "error": str(exc)}
+    if problems is not None:
+        out["problems"] = [{"location": p.location, "message": p.message} for p in problems]
+    return out
+
+
+def _model_options(fn):
+    fn = click.option("--set", "overrides", multiple=True, callback=_overrides,
+                      metavar="NAME=VALUE",
+                      help="Override a declared var (repeatable), e.g. --set seq=5.")(fn)
+    fn = click.option("--max-tensor-bytes", callback=_bytes, metavar="SIZE",
+                      help="Refuse any tensor above SIZE (default 1GiB).")(fn)
+    fn = click.option("--max-total-bytes", callback=_bytes, metavar="SIZE",
+                      help="Refuse models whose tensors total above SIZE (default 8GiB).")(fn)
+    return fn
+
+
+def _limits(max_tensor_bytes, max_total_bytes):
+    from hwtune.graph.validate import Limits
+    base = Limits()
+    return Limits(max_tensor_bytes or base.max_tensor_bytes,
+                  max_total_bytes or base.max_total_bytes)
+
+
+def _load(path, overrides, max_tensor_bytes, max_total_bytes):
+    from hwtune.graph import load_model
+    return load_model(path, overrides, _limits(max_tensor_bytes, max_total_bytes))
+
+
+def dumps_graph(doc) -> str:
+    """JSON with one input, param, op or output per line: diffable and
+    greppable even for thousands of ops."""
+    lines = ["{"]
+    keys = list(doc)
+    for k, key in enumerate(keys):
+        value = doc[key]
+        end = "," if k < len(keys) - 1 else ""
+        if isinstance(value, list) and value:
+            lines.append(f"  {json.dumps(key)}: [")
+            for i, item in enumerate(value):
+                sep = "," if i < len(value) - 1 else ""
+                lines.append(f"    {json.dumps(item)}{sep}")
+            lines.append(f"  ]{end}")
+        else:
+            lines.append(f"  {json.dumps(key)}: {json.dumps(value)}{end}")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def _write(text, output):
+    if output in (None, "-"):
+        click.echo(text, nl=False)
+    else:
+        with open(output, "w", encoding="utf-8") as fh:
+            fh.write(text)
+
+
+@click.group("model", epilog=example("hwtune model info configs/models/lstm_small.json"))
+def model():
+    """Validate, expand, generate and summarise model.json graphs (docs/model-format.md)."""
+
+
+@model.command("validate", epilog=example("hwtune model validate configs/models/resnet18.json"))
+@click.argument("file", type=click.Path(dir_okay=False))
+@_model_options
+@json_option
+@_typed_errors
+def validate_cmd(file, overrides, max_tensor_bytes, max_total_bytes, as_json):
+    """Check FILE and report every problem with its location."""
+    graph = _load(file, overrides, max_tensor_bytes, max_total_bytes)
+    if as_json:
+        click.echo(json.dumps({"ok": True, "name": graph.name, "ops": len(graph.ops)}))
+    else:
+        click.echo(f"ok: {graph.name}: {len(graph.ops)} ops, {len(graph.params)} params, "
+                   f"{len(graph.inputs)} inputs")
+
+
+@model.command("expand", epilog=example(
+    "hwtune model expand configs/models/lstm_small.json --set seq=3 -o small.json"))
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", metavar="OUT", help="Write here instead of stdout.")
+@_model_options
+@_typed_errors
+def expand_cmd(file, output, overrides, max_tensor_bytes, max_total_bytes):
+    """Write FILE with every repeat/if/${...} expanded: an ordinary model.json."""
+    graph = _load(file, overrides, max_tensor_bytes, max_total_bytes)
+    _write(dumps_graph(graph.to_json()), output)
+
+
+@model.command("info", epilog=example("hwtune model info configs/models/inception_small.json"))
+@click.argument("file", type=click.Path(dir_okay=False))
+@_model_options
+@json_option
+@_typed_errors
+def info_cmd(file, overrides, max_tensor_bytes, max_total_bytes, as_json):
+    """Op counts, FLOPs, memory, depth, width and critical path of FILE."""
+    from hwtune.graph.info import graph_info
+    from hwtune.graph.validate import human_bytes
+    info = graph_info(_load(file, overrides, max_tensor_bytes, max_total_bytes))
+    if as_json:
+        click.echo(json.dumps(info.to_json(), indent=2))
+        return
+    counts = ", ".join(f"{k} {v}" for k, v in info.op_counts.items())
+    click.echo(f"model:        {info.name}")
+    click.echo(f"ops:          {info.ops} ({counts})")
+    click.echo(f"FLOPs:        {info.flops / 1e9:.3f} G")
+    click.echo(f"memory:       params {human_bytes(info.param_bytes)}, inputs "
+               f"{human_bytes(info.input_bytes)}, activations "
+               f"{human_bytes(info.activation_bytes)} (no reuse)")
+    click.echo(f"depth:        {info.depth} ops on the longest chain")
+    click.echo(f"width:        {info.width} ops on the widest level")
+    click.echo(f"critical:     {info.critical_flops / 1e9:.3f} GFLOPs on the heaviest "
+               f"chain; parallelism {info.parallelism:.2f}")
+
+
+@model.group("generate",
+             epilog=example("hwtune model generate lstm --hidden 512 --seq 30 -o lstm.json"))
+def generate_group():
+    """Write the expanded graph of a bundled model family with chosen sizes."""
+
+
+def _family_command(family, fn):
+    def run(output, **sizes):
+        sizes = {k: v for k, v in sizes.items() if v is not None}
+        try:
+            graph = fn(**sizes)
+        except HwtuneError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(exc.exit_code)
+        _write(dumps_graph(graph.to_json()), output)
+
+    params = [click.Option(["-o", "--output"], metavar="FILE",
+                           help="Write here instead of stdout.")]
+    for name, p in inspect.signature(fn).parameters.items():
+        kind = type(p.default) if p.default is not None else int
+        default = "same as --hidden" if p.default is None else p.default
+        params.append(click.Option([f"--{name.replace('_', '-')}", name], type=kind,
+                                   default=None, help=f"default: {default}"))
+    doc = " ".join((inspect.getmodule(fn).__doc__ or "").strip().split("\n\n")[0].split())
+    return click.Command(family, callback=run, params=params, help=doc,
+                         short_help=doc.split(":")[0],
+                         epilog=example(f"hwtune model generate {family} -o {family}.json"))
+
+
+def _register_families():
+    from hwtune.graph.generators import FAMILIES
+    for family, (fn, _) in FAMILIES.items():
+        generate_group.add_command(_family_command(family, fn))
+
+
+_register_families()

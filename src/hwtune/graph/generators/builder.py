@@ -1,0 +1,37 @@
+"""A tiny graph builder the generators share: append tensors and ops in
+order, get an ordinary (expanded) Graph."""
+
+from hwtune.graph.model import Graph, Op, Tensor
+
+
+class Builder:
+    def __init__(self, name: str, description: str = "", seed: int = 0):
+        self.graph = Graph(name=name, description=description, seed=seed,
+                           inputs=[], params=[], ops=[], outputs=[])
+
+    def input(self, name, shape, **init):
+        g = self.graph
+        g.inputs.append(Tensor(name, tuple(shape), init=dict(init),
+                               loc=f"inputs[{len(g.inputs)}]"))
+        return name
+
+    def param(self, name, shape, **init):
+        g = self.graph
+        g.params.append(Tensor(name, tuple(shape), init=dict(init),
+                               loc=f"params[{len(g.params)}]"))
+        return name
+
+    def op(self, name, op, inputs, outputs=None, **attrs):
+        g = self.graph
+        g.ops.append(Op(name, op, list(inputs), list(outputs or [name]), attrs,
+                        loc=f"ops[{len(g.ops)}]"))
+        return name if outputs is None else list(outputs)
+
+    def output(self, *names):
+        self.graph.outputs.extend(names)
+
+    def build(self, validate=True, limits=None) -> Graph:
+        if validate:
+            from hwtune.graph.validate import validate_graph
+            validate_graph(self.graph, limits)
+        return self.graph

@@ -1,0 +1,51 @@
+"""matmul: C = op(A) @ op(B) (+ bias), the dense / fully-connected layer."""
+
+import numpy as np
+
+from hwtune.graph.ops import Attr, OpError, OpSpec, register, show_shape
+
+
+def _dims(in_shapes, attrs):
+    a, b = in_shapes[0], in_shapes[1]
+    for i, s in enumerate((a, b)):
+        if len(s) != 2:
+            raise OpError(f"matmul needs a 2-D matrix, got {show_shape(s)}", f"inputs[{i}]")
+    m, k = (a[1], a[0]) if attrs["transpose_a"] else (a[0], a[1])
+    kb, n = (b[1], b[0]) if attrs["transpose_b"] else (b[0], b[1])
+    if k != kb:
+        raise OpError(f"inner dimensions differ: A {show_shape(a)} gives K={k}, "
+                      f"B {show_shape(b)} gives K={kb}", "inputs[1]")
+    return m, n, k
+
+
+def _infer(in_shapes, attrs, n_out):
+    m, n, _ = _dims(in_shapes, attrs)
+    if len(in_shapes) == 3 and tuple(in_shapes[2]) != (n,):
+        raise OpError(f"bias must have shape [{n}], got {show_shape(in_shapes[2])}",
+                      "inputs[2]")
+    return [(m, n)]
+
+
+def _ref(arrays, attrs, n_out):
+    a, b = arrays[0], arrays[1]
+    if attrs["transpose_a"]:
+        a = a.T
+    if attrs["transpose_b"]:
+        b = b.T
+    out = np.matmul(a.astype(np.float64), b.astype(np.float64))
+    if len(arrays) == 3:
+        out = out + arrays[2]
+    return [out.astype(np.float32)]
+
+
+def _flops(in_shapes, out_shapes, attrs):
+    m, n, k = _dims(in_shapes, attrs)
+    return 2 * m * n * k + (m * n if len(in_shapes) == 3 else 0)
+
+
+register(OpSpec(
+    "matmul", ("a", "b", "bias"), 2, 3, _infer, _ref, _flops,
+    attrs=[Attr("transpose_a", "bool", False, doc="use A^T ([K, M] stored)"),
+           Attr("transpose_b", "bool", False, doc="use B^T ([N, K] stored)")],
+    doc="y[M, N] = op(a) @ op(b) (+ bias[N]); 2-D, accumulated in float64 "
+        "by the reference"))

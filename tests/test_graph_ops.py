@@ -1,0 +1,384 @@
+"""Every op's numpy reference against an independent computation (explicit
+Python loops on tiny shapes), plus shape inference, attributes and FLOPs."""
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from hwtune.graph import ops as oplib
+from hwtune.graph.ops import OpError
+from hwtune.graph.ops.conv import conv2d_knobs
+from hwtune.graph.ops.layout import to_nchwc, to_oihwio
+
+RNG = np.random.default_rng(1234)
+
+
+def rand(*shape, low=-1.0, high=1.0):
+    return RNG.uniform(low, high, shape).astype(np.float32)
+
+
+def run(op, arrays, n_out=1, **attrs):
+    """Infer shapes, run the reference, check they agree; returns outputs."""
+    spec = oplib.get(op)
+    resolved = spec.normalize_attrs(attrs)
+    shapes = spec.infer([a.shape for a in arrays], resolved, n_out)
+    outs = spec.ref(arrays, resolved, n_out)
+    assert [tuple(o.shape) for o in outs] == [tuple(s) for s in shapes]
+    assert all(o.dtype == np.float32 for o in outs)
+    return outs
+
+
+def elementwise(fn, *arrays):
+    """Apply a scalar Python function with numpy broadcasting of indices."""
+    shape = np.broadcast_shapes(*(a.shape for a in arrays))
+    out = np.empty(shape, np.float64)
+    views = [np.broadcast_to(a, shape) for a in arrays]
+    for idx in np.ndindex(*shape):
+        out[idx] = fn(*(float(v[idx]) for v in views))
+    return out
+
+
+def conv_loops(x, w, b, stride, pad):
+    n, c, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    oh, ow = (h + 2 * pad[0] - kh) // stride[0] + 1, (wd + 2 * pad[1] - kw) // stride[1] + 1
+    out = np.zeros((n, o, oh, ow))
+    for ni, oi, y, xx in itertools.product(range(n), range(o), range(oh), range(ow)):
+        acc = float(b[oi]) if b is not None else 0.0
+        for ci, i, j in itertools.product(range(c), range(kh), range(kw)):
+            r, s = y * stride[0] + i - pad[0], xx * stride[1] + j - pad[1]
+            if 0 <= r < h and 0 <= s < wd:
+                acc += float(x[ni, ci, r, s]) * float(w[oi, ci, i, j])
+        out[ni, oi, y, xx] = acc
+    return out
+
+
+def pool_loops(x, mode, k, s, p, ceil_mode=False, include_pad=False):
+    n, c, h, w = x.shape
+
+    def out_len(size, kk, ss, pp):
+        span = size + 2 * pp - kk
+        o = (math.ceil(span / ss) if ceil_mode else span // ss) + 1
+        if ceil_mode and (o - 1) * ss >= size + pp:
+            o -= 1
+        return o
+
+    oh, ow = out_len(h, k[0], s[0], p[0]), out_len(w, k[1], s[1], p[1])
+    out = np.zeros((n, c, oh, ow))
+    for ni, ci, y, xx in itertools.product(range(n), range(c), range(oh), range(ow)):
+        r0, c0 = y * s[0] - p[0], xx * s[1] - p[1]
+        vals, count = [], 0
+        for i, j in itertools.product(range(k[0]), range(k[1])):
+            r, q = r0 + i, c0 + j
+            if 0 <= r < h and 0 <= q < w:
+                vals.append(float(x[ni, ci, r, q]))
+                count += 1
+            elif include_pad and r < h + p[0] and q < w + p[1]:
+                count += 1
+        out[ni, ci, y, xx] = max(vals) if mode == "max" else sum(vals) / count
+    return out
+
+
+# ---- element-wise --------------------------------------------------------
+
+UNARY_ORACLES = {
+    "sigmoid": lambda v: 1.0 / (1.0 + math.exp(-v)),
+    "tanh": math.tanh,
+    "relu": lambda v: v if v > 0 else 0.0,
+    "abs": abs,
+}
+BINARY_ORACLES = {
+    "add": lambda a, b: a + b,
+    "sub": lambda a, b: a - b,
+    "mul": lambda a, b: a * b,
+    "div": lambda a, b: a / b,
+    "minimum": min,
+    "maximum": max,
+    "mod": lambda a, b: a % b,  # Python's float % is floored, like numpy's
+}
+
+
+@pytest.mark.parametrize("op", sorted(UNARY_ORACLES))
+def test_unary(op):
+    x = rand(3, 5, low=-6, high=6)
+    (y,) = run(op, [x])
+    np.testing.assert_allclose(y, elementwise(UNARY_ORACLES[op], x), rtol=1e-6, atol=1e-6)
+
+
+def test_sigmoid_extremes_do_not_overflow():
+    (y,) = run("sigmoid", [np.array([-1e4, -50.0, 0.0, 50.0, 1e4], np.float32)])
+    np.testing.assert_allclose(y, [0.0, 0.0, 0.5, 1.0, 1.0], atol=1e-7)
+
+
+@pytest.mark.parametrize("op", sorted(BINARY_ORACLES))
+def test_binary_with_broadcasting(op):
+    a = rand(4, 1, 3, low=-5, high=5)
+    b = rand(2, 3, low=0.5, high=3)  # positive divisor for div and mod
+    (y,) = run(op, [a, b])
+    assert y.shape == (4, 2, 3)
+    np.testing.assert_allclose(y, elementwise(BINARY_ORACLES[op], a, b), rtol=1e-5, atol=1e-6)
+
+
+def test_mod_sign_follows_divisor():
+    (y,) = run("mod", [np.array([-7.0, 7.0, -0.5], np.float32), np.array([3.0], np.float32)])
+    np.testing.assert_allclose(y, [2.0, 1.0, 2.5])
+
+
+def test_sum_is_n_ary():
+    xs = [rand(2, 3) for _ in range(5)]
+    (y,) = run("sum", xs)
+    want = elementwise(lambda *v: math.fsum(v), *xs)
+    np.testing.assert_allclose(y, want, rtol=1e-6)
+
+
+def test_affine():
+    x = rand(7)
+    (y,) = run("affine", [x], scale=-2.0, shift=2)
+    np.testing.assert_allclose(y, elementwise(lambda v: -2 * v + 2, x), rtol=1e-6)
+    (same,) = run("affine", [x])
+    np.testing.assert_array_equal(same, x)
+
+
+def test_broadcast_mismatch_names_the_input():
+    spec = oplib.get("add")
+    with pytest.raises(OpError) as err:
+        spec.infer([(2, 3), (4, 3)], {}, 1)
+    assert err.value.where == "inputs[1]"
+    assert str(err.value) == "shape [4, 3] does not broadcast with [2, 3]"
+
+
+# ---- matmul --------------------------------------------------------------
+
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
+def test_matmul_transposes_and_bias(ta, tb):
+    m, n, k = 3, 4, 5
+    a = rand(*((k, m) if ta else (m, k)))
+    b = rand(*((n, k) if tb else (k, n)))
+    bias = rand(n)
+    (y,) = run("matmul", [a, b, bias], transpose_a=ta, transpose_b=tb)
+    want = np.zeros((m, n))
+    for i, j in itertools.product(range(m), range(n)):
+        want[i, j] = bias[j] + sum((a[p, i] if ta else a[i, p]) * (b[j, p] if tb else b[p, j])
+                                   for p in range(k))
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6)
+
+
+def test_matmul_shape_errors():
+    spec = oplib.get("matmul")
+    attrs = spec.normalize_attrs({})
+    with pytest.raises(OpError, match=r"inner dimensions differ: A \[3, 5\] gives K=5, "
+                                      r"B \[4, 6\] gives K=4"):
+        spec.infer([(3, 5), (4, 6)], attrs, 1)
+    with pytest.raises(OpError, match=r"bias must have shape \[6\]"):
+        spec.infer([(3, 4), (4, 6), (5,)], attrs, 1)
+    assert spec.flops([(3, 4), (4, 6), (6,)], [(3, 6)], attrs) == 2 * 3 * 6 * 4 + 18
+
+
+# ---- conv2d --------------------------------------------------------------
+
+@pytest.mark.parametrize("k,stride,pad,bias", [
+    (1, 1, 0, True), (3, 1, 1, True), (3, 2, 1, False), (5, 1, 2, True), (3, (2, 1), (0, 1), True),
+])
+def test_conv2d_nchw_against_loops(k, stride, pad, bias):
+    x, w = rand(2, 3, 7, 6), rand(4, 3, k, k)
+    b = rand(4) if bias else None
+    arrays = [x, w] + ([b] if bias else [])
+    (y,) = run("conv2d", arrays, stride=stride if isinstance(stride, int) else list(stride),
+               padding=pad if isinstance(pad, int) else list(pad))
+    s = (stride, stride) if isinstance(stride, int) else stride
+    p = (pad, pad) if isinstance(pad, int) else pad
+    np.testing.assert_allclose(y, conv_loops(x, w, b, s, p), rtol=1e-5, atol=1e-5)
+
+
+def test_conv2d_nchwc_matches_loops_through_index_mapping():
+    ic_bn, oc_bn = 2, 4
+    x, w, b = rand(1, 4, 5, 5), rand(8, 4, 3, 3), rand(8)
+    xb = np.zeros((1, 4 // ic_bn, 5, 5, ic_bn), np.float32)
+    for c, h, ww in itertools.product(range(4), range(5), range(5)):
+        xb[0, c // ic_bn, h, ww, c % ic_bn] = x[0, c, h, ww]
+    wb = np.zeros((8 // oc_bn, 4 // ic_bn, 3, 3, ic_bn, oc_bn), np.float32)
+    for o, c, i, j in itertools.product(range(8), range(4), range(3), range(3)):
+        wb[o // oc_bn, c // ic_bn, i, j, c % ic_bn, o % oc_bn] = w[o, c, i, j]
+    (y,) = run("conv2d", [xb, wb, b], padding=1, layout="NCHWc", ic_bn=2, oc_bn=4)
+    want = conv_loops(x, w, b, (1, 1), (1, 1))
+    for o, h, ww in itertools.product(range(8), range(5), range(5)):
+        assert y[0, o // oc_bn, h, ww, o % oc_bn] == pytest.approx(want[0, o, h, ww], abs=1e-5)
+
+
+def test_conv2d_knobs_and_their_checks():
+    spec = oplib.get("conv2d")
+    attrs = spec.normalize_attrs({"padding": 1})
+    knobs = conv2d_knobs([(1, 12, 14, 14), (16, 12, 3, 3)], attrs)
+    assert knobs == {"ic_bn": [1, 2, 3, 4, 6, 12], "oc_bn": [1, 2, 4, 8, 16],
+                     "reg_n": [1, 2, 7, 14], "unroll_ker": [False, True]}
+    bad = spec.normalize_attrs({"padding": 1, "reg_n": 4})
+    with pytest.raises(OpError, match=r"4 is not legal here \(legal: 1, 2, 7, 14\)") as err:
+        spec.infer([(1, 12, 14, 14), (16, 12, 3, 3)], bad, 1)
+    assert err.value.where == "attrs.reg_n"
+    blocked = spec.normalize_attrs({"layout": "NCHWc", "ic_bn": 8})
+    with pytest.raises(OpError, match="8 disagrees with the tensor's block size 4"):
+        spec.infer([(1, 3, 14, 14, 4), (4, 3, 3, 3, 4, 4)], blocked, 1)
+    with pytest.raises(OpError, match="weights expect 6 input channels, input has 12"):
+        spec.infer([(1, 12, 14, 14), (16, 6, 3, 3)], attrs, 1)
+    assert spec.flops([(2, 3, 8, 8), (4, 3, 3, 3)], [(2, 4, 8, 8)], attrs) == \
+        2 * 2 * 4 * 8 * 8 * 3 * 9
+
+
+# ---- pooling -------------------------------------------------------------
+
+@pytest.mark.parametrize("mode,k,s,p,ceil,inc", [
+    ("max", 2, None, 0, False, False), ("max", 3, 2, 1, False, False),
+    ("avg", 3, 2, 1, False, False), ("avg", 3, 2, 1, False, True),
+    ("max", 3, 2, 0, True, False), ("avg", 3, 2, 1, True, False), ("avg", 2, 1, 0, False, False),
+])
+def test_pool2d_against_loops(mode, k, s, p, ceil, inc):
+    x = rand(2, 3, 7, 8)
+    (y,) = run("pool2d", [x], mode=mode, kernel=k, stride=s, padding=p, ceil_mode=ceil,
+               count_include_pad=inc)
+    want = pool_loops(x, mode, (k, k), (s or k, s or k), (p, p), ceil, inc)
+    np.testing.assert_allclose(y, want, rtol=1e-6, atol=1e-6)
+
+
+def test_pool2d_nchwc_is_blockwise_nchw():
+    x = rand(1, 8, 6, 6)
+    (y,) = run("pool2d", [to_nchwc(x, 4)], mode="max", kernel=2, layout="NCHWc")
+    np.testing.assert_allclose(y, to_nchwc(pool_loops(x, "max", (2, 2), (2, 2), (0, 0)), 4))
+
+
+@pytest.mark.parametrize("mode", ["max", "avg"])
+def test_global_pool2d(mode):
+    x = rand(2, 3, 4, 5)
+    (y,) = run("global_pool2d", [x], mode=mode)
+    for n, c in itertools.product(range(2), range(3)):
+        vals = [float(v) for v in x[n, c].ravel()]
+        want = max(vals) if mode == "max" else math.fsum(vals) / len(vals)
+        assert y[n, c, 0, 0] == pytest.approx(want, abs=1e-6)
+
+
+# ---- normalisation -------------------------------------------------------
+
+@pytest.mark.parametrize("layout", ["NCHW", "NCHWc"])
+def test_batch_norm(layout):
+    x = rand(2, 8, 3, 3)
+    gamma, beta, mean = rand(8), rand(8), rand(8)
+    var = rand(8, low=0.5, high=2.0)
+    xin = x if layout == "NCHW" else to_nchwc(x, 4)
+    (y,) = run("batch_norm", [xin, gamma, beta, mean, var], epsilon=1e-3, layout=layout)
+    want = np.zeros_like(x, np.float64)
+    for n, c, h, w in np.ndindex(*x.shape):
+        want[n, c, h, w] = (gamma[c] * (float(x[n, c, h, w]) - mean[c])
+                            / math.sqrt(var[c] + 1e-3) + beta[c])
+    np.testing.assert_allclose(y, want if layout == "NCHW" else to_nchwc(want, 4),
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_softmax():
+    x = rand(3, 6, low=-30, high=30)
+    (y,) = run("softmax", [x])
+    for row in range(3):
+        vals = [math.exp(float(v)) for v in x[row] - x[row].max()]
+        np.testing.assert_allclose(y[row], [v / math.fsum(vals) for v in vals], rtol=1e-5)
+    (y0,) = run("softmax", [x], axis=0)
+    np.testing.assert_allclose(y0.sum(axis=0), np.ones(6), rtol=1e-6)
+
+
+# ---- data movement -------------------------------------------------------
+
+def test_concat_split_slice_roundtrip():
+    a, b = rand(2, 3, 2), rand(2, 1, 2)
+    (y,) = run("concat", [a, b], axis=-2)
+    assert y.tolist() == [ra + rb for ra, rb in zip(a.tolist(), b.tolist())]
+    parts = run("split", [y], n_out=2, axis=1, sizes=[3, 1])
+    np.testing.assert_array_equal(parts[0], a)
+    np.testing.assert_array_equal(parts[1], b)
+    quarters = run("split", [rand(2, 8)], n_out=4, axis=1)
+    assert [q.shape for q in quarters] == [(2, 2)] * 4
+    (s,) = run("slice", [y], axis=1, begin=1, end=-1)
+    assert s.tolist() == [row[1:3] for row in y.tolist()]
+
+
+def test_reshape_and_flatten_keep_row_major_order():
+    x = rand(2, 3, 4)
+    flat = x.ravel().tolist()
+    (r,) = run("reshape", [x], shape=[4, -1])
+    assert r.shape == (4, 6) and r.ravel().tolist() == flat
+    (f,) = run("flatten", [x])
+    assert f.shape == (2, 12) and f.ravel().tolist() == flat
+    (f0,) = run("flatten", [x], axis=0)
+    assert f0.shape == (1, 24)
+    spec = oplib.get("reshape")
+    with pytest.raises(OpError, match=r"cannot reshape \[2, 3, 4\] \(24 elements\) into \[5, -1\]"):
+        spec.infer([(2, 3, 4)], spec.normalize_attrs({"shape": [5, -1]}), 1)
+
+
+def test_split_errors():
+    spec = oplib.get("split")
+    with pytest.raises(OpError, match="axis 1 of size 7 does not split into 2 equal parts"):
+        spec.infer([(2, 7)], spec.normalize_attrs({"axis": 1}), 2)
+    with pytest.raises(OpError, match=r"sizes \[3, 3\] must be >= 1 and add up to 7"):
+        spec.infer([(2, 7)], spec.normalize_attrs({"axis": 1, "sizes": [3, 3]}), 2)
+
+
+def test_layout_transform_index_mapping():
+    x = rand(2, 8, 3, 3)
+    (y,) = run("layout_transform", [x], src="NCHW", dst="NCHW4c")
+    for n, c, h, w in np.ndindex(*x.shape):
+        assert y[n, c // 4, h, w, c % 4] == x[n, c, h, w]
+    (z,) = run("layout_transform", [y], src="NCHW4c", dst="NCHW2c")
+    np.testing.assert_array_equal(z, to_nchwc(x, 2))
+    (back,) = run("layout_transform", [z], src="NCHW2c", dst="NCHW")
+    np.testing.assert_array_equal(back, x)
+    w = rand(8, 4, 3, 3)
+    (wb,) = run("layout_transform", [w], src="OIHW", dst="OIHW2i4o")
+    for o, i, kh, kw in np.ndindex(*w.shape):
+        assert wb[o // 4, i // 2, kh, kw, i % 2, o % 4] == w[o, i, kh, kw]
+    np.testing.assert_array_equal(wb, to_oihwio(w, 2, 4))
+    (wback,) = run("layout_transform", [wb], src="OIHW2i4o", dst="OIHW")
+    np.testing.assert_array_equal(wback, w)
+
+
+def test_layout_transform_errors():
+    spec = oplib.get("layout_transform")
+    with pytest.raises(OpError, match='cannot transform data layout "NCHW" into weight'):
+        spec.infer([(1, 4, 2, 2)], {"src": "NCHW", "dst": "OIHW"}, 1)
+    with pytest.raises(OpError, match="block 3 does not divide 4 channels"):
+        spec.infer([(1, 4, 2, 2)], {"src": "NCHW", "dst": "NCHW3c"}, 1)
+    with pytest.raises(OpError, match='unknown layout "NHWC"'):
+        spec.infer([(1, 4, 2, 2)], {"src": "NHWC", "dst": "NCHW"}, 1)
+
+
+# ---- the registry itself -------------------------------------------------
+
+TESTED = set(UNARY_ORACLES) | set(BINARY_ORACLES) | {
+    "sum", "affine", "matmul", "conv2d", "pool2d", "global_pool2d", "batch_norm", "softmax",
+    "concat", "split", "slice", "reshape", "flatten", "layout_transform"}
+
+
+def test_every_registered_op_has_an_oracle_test():
+    assert set(oplib.REGISTRY) == TESTED
+
+
+def test_attribute_errors_name_the_attribute():
+    spec = oplib.get("pool2d")
+    with pytest.raises(OpError, match='pool2d needs attribute "mode"'):
+        spec.normalize_attrs({"kernel": 2})
+    with pytest.raises(OpError, match=r'"min" is not one of "max", "avg"') as err:
+        spec.normalize_attrs({"kernel": 2, "mode": "min"})
+    assert err.value.where == "attrs.mode"
+    with pytest.raises(OpError, match=r"must be an integer or \[h, w\], got 'x'"):
+        spec.normalize_attrs({"kernel": "x", "mode": "max"})
+    with pytest.raises(OpError, match=r"must be >= 1, got \[0, 0\]"):
+        spec.normalize_attrs({"kernel": 0, "mode": "max"})
+    with pytest.raises(OpError, match='unknown attribute "strides" for pool2d'):
+        spec.normalize_attrs({"kernel": 2, "mode": "max", "strides": 2})
+
+
+def test_every_op_is_documented():
+    import os
+    path = os.path.join(os.path.dirname(__file__), "..", "docs", "model-format.md")
+    with open(path) as fh:
+        doc = fh.read()
+    missing = [name for name in oplib.REGISTRY if f"`{name}`" not in doc]
+    assert not missing, f"document these ops in docs/model-format.md: {missing}"
