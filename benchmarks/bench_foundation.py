@@ -1,0 +1,147 @@
+"""Foundation benchmark: hwtune's kernels and pool against the references.
+
+Run with the installed package:  python benchmarks/bench_foundation.py [--reps 15]
+
+Each comparison is interleaved in one run: every repetition takes one hwtune
+sample and then one reference sample, so a burst of load from other processes
+on this shared machine hits both sides instead of biasing one. Figures are
+medians; the table ends with PASS/MISS per goal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from hwtune.native import bench
+from hwtune.native.isa import selected_isa
+from hwtune.native.pool import Pool, allowed_cpus
+from hwtune.scan.runner import settle
+
+# Target duration of one sample: long enough that timer resolution and the
+# Python call (~1 us) are < 1% of it, short enough for 15 reps to take < 1 s.
+SAMPLE_S = 0.005
+
+
+def _inner(one_call_s: float) -> int:
+    return max(1, min(100000, round(SAMPLE_S / max(one_call_s, 1e-9))))
+
+
+def _time_numpy(fn, inner: int) -> float:
+    fn()
+    t0 = time.perf_counter()
+    for _ in range(inner):
+        fn()
+    return (time.perf_counter() - t0) / inner
+
+
+def gemm_pair(pool, t, M, K, N, reps, isa):
+    """(hwtune s/call, numpy s/call) medians, interleaved."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((M, K), dtype=np.float32)
+    b = rng.standard_normal((K, N), dtype=np.float32)
+    c = np.empty((M, N), dtype=np.float32)
+    one = statistics.median(bench.gemm_samples(pool, t, M, K, N, isa=isa, warmup=2, reps=3,
+                                               inner=1))
+    inner = _inner(one)
+    hw, ref = [], []
+    with threadpool_limits(limits=t, user_api="blas"):
+        for _ in range(reps):
+            if t > 1:
+                settle()  # let the BLAS workers of the last sample park first
+            hw.append(float(bench.gemm_samples(pool, t, M, K, N, isa=isa, warmup=1, reps=1,
+                                               inner=inner)[0]))
+            ref.append(_time_numpy(lambda: np.matmul(a, b, out=c), inner))
+    return statistics.median(hw), statistics.median(ref)
+
+
+def mul_pair(pool, t, n, reps, isa):
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal(n, dtype=np.float32)
+    b = rng.standard_normal(n, dtype=np.float32)
+    c = np.empty(n, dtype=np.float32)
+    one = statistics.median(bench.eltwise_samples(pool, t, "mul", n, isa=isa, warmup=3, reps=3,
+                                                  inner=10))
+    inner = _inner(one)
+    hw, ref = [], []
+    for _ in range(reps):
+        hw.append(float(bench.eltwise_samples(pool, t, "mul", n, isa=isa, warmup=1, reps=1,
+                                              inner=inner)[0]))
+        ref.append(_time_numpy(lambda: np.multiply(a, b, out=c), inner))
+    return statistics.median(hw), statistics.median(ref)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--reps", type=int, default=15)
+    args = ap.parse_args(argv)
+    isa = selected_isa()
+    nmax = len(allowed_cpus())
+    counts = sorted({1, nmax})
+    results = []  # (name, hwtune, reference, ratio text, goal text, passed)
+
+    with Pool(executors=1, threads=nmax, pin=True) as pool:
+        if not pool.pinned:
+            print("warning: the OS refused to pin threads; figures are unpinned")
+
+        for t in counts:
+            hw, ref = gemm_pair(pool, t, 64, 512, 512, args.reps, isa)
+            r = ref / hw
+            results.append((f"GEMM 64x512x512 {t}t vs numpy", f"{hw * 1e6:.1f} us",
+                            f"{ref * 1e6:.1f} us", f"{r:.2f}x", ">= 1.10x", r >= 1.1))
+
+        M, K, N = 256, 1024, 1024
+        for t in counts:
+            # Best, not median: a ceiling is only ever lowered by other load,
+            # and dividing by a lowered peak would flatter the GEMM.
+            peak = max(bench.fma_peak(pool, t, isa=isa, seconds=0.1) for _ in range(5))
+            hw, _ = gemm_pair(pool, t, M, K, N, max(5, args.reps // 3), isa)
+            gf = 2.0 * M * K * N / hw / 1e9
+            share = gf / peak
+            results.append((f"GEMM 256x1024x1024 {t}t / FMA peak", f"{gf:.1f} GFLOPS",
+                            f"{peak:.1f} GFLOPS", f"{share:.0%}", ">= 90%", share >= 0.9))
+
+        hw, ref = gemm_pair(pool, 1, 1, 512, 2048, args.reps, isa)
+        r = ref / hw
+        results.append(("GEMV 1x512x2048 1t vs numpy", f"{hw * 1e6:.2f} us",
+                        f"{ref * 1e6:.2f} us", f"{r:.2f}x", ">= 1.20x", r >= 1.2))
+
+        best = None
+        for t in counts:
+            hw, ref = mul_pair(pool, t, 32768, args.reps, isa)
+            results.append((f"mul 32768 floats {t}t (numpy ref)", f"{hw * 1e6:.2f} us",
+                            f"{ref * 1e6:.2f} us", f"{ref / hw:.2f}x", "", None))
+            best = hw if best is None else min(best, hw)
+        results.append(("mul 32768 floats, best t", f"{best * 1e6:.2f} us", "", "",
+                        "< 4 us", best < 4e-6))
+
+        iters = 20000
+        fj_pool, fj_omp = [], []
+        for _ in range(max(5, args.reps // 2)):
+            fj_pool.append(bench.forkjoin_pool(pool, nmax, iters))
+            omp = bench.forkjoin_omp(nmax, iters)  # None: built without OpenMP
+            if omp is not None:
+                fj_omp.append(omp)
+        fp = statistics.median(fj_pool)
+        fo = statistics.median(fj_omp) if fj_omp else None
+        results.append((f"fork-join {nmax}t: pool vs OpenMP", f"{fp * 1e6:.3f} us",
+                        f"{fo * 1e6:.3f} us" if fo else "no OpenMP",
+                        f"{fo / fp:.2f}x" if fo else "", "< 0.3 us", fp < 0.3e-6))
+
+    print(f"hwtune foundation benchmark: isa={isa}, CPUs={nmax}, reps={args.reps}, "
+          f"pid={os.getpid()}")
+    w = max(len(r[0]) for r in results)
+    print(f"{'benchmark':<{w}}  {'hwtune':>14}  {'reference':>14}  {'ratio':>7}  "
+          f"{'goal':>9}  result")
+    for name, hw, ref, ratio, goal, ok in results:
+        verdict = "" if ok is None else ("PASS" if ok else "MISS")
+        print(f"{name:<{w}}  {hw:>14}  {ref:>14}  {ratio:>7}  {goal:>9}  {verdict}")
+
+
+if __name__ == "__main__":
+    main()

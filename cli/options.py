@@ -1,0 +1,40 @@
+"""Option decorators shared by several commands (one definition each)."""
+
+from __future__ import annotations
+
+import click
+
+
+def example(command: str) -> str:
+    """Epilog for a command's help: it ends with a runnable example."""
+    return f"\b\nExample:\n  {command}"
+
+
+def db_option(f):
+    return click.option(
+        "--db", "db_path", type=click.Path(dir_okay=False), default=None, metavar="PATH",
+        help="results database (default: $HWTUNE_DB, else ./results.db)")(f)
+
+
+def json_option(f):
+    return click.option(
+        "--json", "as_json", is_flag=True,
+        help="print machine-readable JSON on stdout (progress and warnings go to stderr)")(f)
+
+
+def threads_option(f):
+    return click.option(
+        "--threads", "threads", default=None, metavar="LIST",
+        help="thread counts to measure, e.g. 1,2,4 or 1-8 (default: 1..N usable CPUs)")(f)
+
+
+def isa_option(f):
+    return click.option(
+        "--isa", default=None, metavar="NAME",
+        help="kernel variant: generic, avx2 or avx512 (default: best the CPU supports)")(f)
+
+
+def reps_option(f):
+    return click.option(
+        "--reps", type=int, default=None, metavar="N",
+        help="samples per measurement (default: 21, 9 with --quick)")(f)
