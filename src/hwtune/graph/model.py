@@ -226,20 +226,29 @@ def _is_num(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _parse_tensor(item, loc, origin, problems) -> Optional[Tensor]:
-    where = _where(loc, origin)
+def _check_object(item, loc, origin, problems, allowed, what):
+    """Shared head of tensor and op parsing: an object with known keys and a
+    non-empty name. Returns (name, ok), or None when item is not an object."""
     if not isinstance(item, dict):
-        problems.append(Problem(where, "must be an object with name and shape"))
+        problems.append(Problem(_where(loc, origin), f"must be an object with {what}"))
         return None
     ok = True
     for key in item:
-        if key not in _TENSOR_KEYS:
+        if key not in allowed:
             problems.append(Problem(_where(f"{loc}.{key}", origin), f'unknown key "{key}"'))
             ok = False
     name = item.get("name")
     if not isinstance(name, str) or not name:
         problems.append(Problem(_where(f"{loc}.name", origin), "missing or empty name"))
         ok = False
+    return name, ok
+
+
+def _parse_tensor(item, loc, origin, problems) -> Optional[Tensor]:
+    head = _check_object(item, loc, origin, problems, _TENSOR_KEYS, "name and shape")
+    if head is None:
+        return None
+    name, ok = head
     shape = item.get("shape")
     if (not isinstance(shape, list) or not all(_is_int(d) for d in shape)):
         problems.append(Problem(_where(f"{loc}.shape", origin),
@@ -292,19 +301,10 @@ def _parse_init(item, loc, origin, problems):
 
 
 def _parse_op(item, loc, origin, problems) -> Optional[Op]:
-    where = _where(loc, origin)
-    if not isinstance(item, dict):
-        problems.append(Problem(where, "must be an object with name, op and inputs"))
+    head = _check_object(item, loc, origin, problems, _OP_KEYS, "name, op and inputs")
+    if head is None:
         return None
-    ok = True
-    for key in item:
-        if key not in _OP_KEYS:
-            problems.append(Problem(_where(f"{loc}.{key}", origin), f'unknown key "{key}"'))
-            ok = False
-    name = item.get("name")
-    if not isinstance(name, str) or not name:
-        problems.append(Problem(_where(f"{loc}.name", origin), "missing or empty name"))
-        ok = False
+    name, ok = head
     kind = item.get("op")
     if not isinstance(kind, str):
         problems.append(Problem(_where(f"{loc}.op", origin), "missing op type"))

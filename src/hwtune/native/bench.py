@@ -13,7 +13,7 @@ import numpy as np
 
 from hwtune.errors import UsageError
 from hwtune.native._lib import check, lib
-from hwtune.native.isa import isa_index, selected_isa
+from hwtune.native.isa import resolve_isa
 from hwtune.native.pool import Pool
 
 # Long enough that per-call setup (allocation, initialisation, one warm-up)
@@ -57,10 +57,6 @@ def _probe(name: str):
 def now() -> float:
     """The monotonic clock the C loops use, in seconds."""
     return lib.hwt_now()
-
-
-def _isa(isa: Optional[str]) -> int:
-    return isa_index(selected_isa() if isa is None else isa)
 
 
 def _threads(pool: Pool, threads) -> int:
@@ -109,7 +105,7 @@ def gemm_samples(pool: Pool, threads: int, M: int, K: int, N: int, *, isa: Optio
     """Seconds per [M,K]x[K,N] FP32 GEMM on executor 0 with `threads` threads."""
     threads = _threads(pool, threads)
     _positive(M=M, K=K, N=N, inner=inner)
-    isa_i = _isa(isa)
+    isa_i = resolve_isa(isa)
     return _sampled(
         pool, lambda h, w, r, out: lib.hwt_bench_gemm(h, threads, M, K, N, isa_i, w, r, inner, out),
         warmup, reps, f"gemm {M}x{K}x{N}")
@@ -123,7 +119,7 @@ def eltwise_samples(pool: Pool, threads: int, op: str, n: int, *, isa: Optional[
     _positive(n=n, inner=inner)
     if op not in EW_OPS:
         raise UsageError(f"unknown element-wise op {op!r}: choose one of {', '.join(EW_OPS)}")
-    op_i, isa_i, nt = EW_OPS.index(op), _isa(isa), 1 if nt_stores else 0
+    op_i, isa_i, nt = EW_OPS.index(op), resolve_isa(isa), 1 if nt_stores else 0
     return _sampled(
         pool,
         lambda h, w, r, out: lib.hwt_bench_eltwise(h, threads, op_i, n, isa_i, nt, w, r, inner, out),
@@ -148,7 +144,7 @@ def corun(pool: Pool, kind: str, *, M: Optional[int] = None, K: Optional[int] = 
         args = (0, 1, 1, 1, n)
     else:
         raise UsageError(f"unknown co-run kind {kind!r}: choose gemm or mul")
-    isa_i = _isa(isa)
+    isa_i = resolve_isa(isa)
     total = np.zeros(pool.executors)
     buf = (ctypes.c_double * pool.executors)()
     left = seconds
@@ -180,7 +176,7 @@ def _best_of_slices(pool: Pool, fn, args, seconds: float, what: str) -> float:
 
 def fma_peak(pool: Pool, threads: int, *, isa: Optional[str] = None, seconds: float = 1.0) -> float:
     """Peak FP32 FMA GFLOPS of `threads` threads of executor 0."""
-    threads, seconds, isa_i = _threads(pool, threads), _seconds(seconds), _isa(isa)
+    threads, seconds, isa_i = _threads(pool, threads), _seconds(seconds), resolve_isa(isa)
     fn = _probe("hwt_probe_fma_peak")
     if fn is None:
         raise UsageError("this libhwtune has no FMA probe (kernels/probe is missing)")
@@ -190,7 +186,7 @@ def fma_peak(pool: Pool, threads: int, *, isa: Optional[str] = None, seconds: fl
 def triad(pool: Pool, threads: int, n: int, *, isa: Optional[str] = None,
           seconds: float = 1.0) -> float:
     """STREAM-triad GB/s over n floats per array with `threads` threads of executor 0."""
-    threads, seconds, isa_i = _threads(pool, threads), _seconds(seconds), _isa(isa)
+    threads, seconds, isa_i = _threads(pool, threads), _seconds(seconds), resolve_isa(isa)
     _positive(n=n)
     fn = _probe("hwt_probe_triad")
     if fn is None:

@@ -7,7 +7,7 @@ import numpy as np
 
 from hwtune.errors import UsageError
 from hwtune.native._lib import check, lib
-from hwtune.native.isa import isa_index, selected_isa
+from hwtune.native.isa import resolve_isa
 
 LAYOUTS = ("NCHW", "NCHWc")
 KNOBS = ("ic_bn", "oc_bn", "reg_n", "unroll_ker")
@@ -117,7 +117,7 @@ def knobs(x_shape, w_shape, *, stride=1, pad=0, isa=None) -> dict:
     """
     d = _desc(x_shape, w_shape, stride, pad)
     k = _Knobs()
-    check(lib.hwt_conv_knobs(ctypes.byref(d), isa_index(isa or selected_isa()),
+    check(lib.hwt_conv_knobs(ctypes.byref(d), resolve_isa(isa),
                              ctypes.byref(k)), "conv knobs")
     return {name: list(getattr(k, name).v[:getattr(k, name).n]) for name in KNOBS}
 
@@ -126,7 +126,7 @@ def default_params(x_shape, w_shape, *, stride=1, pad=0, isa=None) -> dict:
     """Untuned fallback derived from the SIMD width of `isa`."""
     d = _desc(x_shape, w_shape, stride, pad)
     p = _Params()
-    check(lib.hwt_conv_default_params(ctypes.byref(d), isa_index(isa or selected_isa()),
+    check(lib.hwt_conv_default_params(ctypes.byref(d), resolve_isa(isa),
                                       ctypes.byref(p)), "conv default params")
     return {name: getattr(p, name) for name in KNOBS}
 
@@ -164,7 +164,7 @@ def conv2d(x, w, bias=None, *, stride=1, pad=0, relu=False, layout="NCHW", param
         bias = _f32(bias, "bias")
         if bias.shape != (d.K,):
             raise UsageError(f"bias must have shape ({d.K},), got {bias.shape}")
-    isa_i = isa_index(isa or selected_isa())
+    isa_i = resolve_isa(isa)
     p = _params(params, d, isa_i)
     lay = LAYOUTS.index(layout)
     plan = _Plan()
@@ -205,7 +205,7 @@ class Conv2dPlan:
             raise UsageError(f"nth must be >= 1, got {nth}")
         w = _f32(w, "weights")
         self._d = _desc(x_shape, w.shape, stride, pad, relu)
-        isa_i = isa_index(isa or selected_isa())
+        isa_i = resolve_isa(isa)
         p = _params(params, self._d, isa_i)
         self.layout, self.nth = layout, int(nth)
         self._plan = _Plan()

@@ -13,7 +13,7 @@ import numpy as np
 
 from hwtune.errors import UsageError
 from hwtune.native._lib import check, lib
-from hwtune.native.isa import ISA_NAMES, isa_index, selected_isa
+from hwtune.native.isa import resolve_isa
 
 OPS = ("add", "sub", "mul", "fma", "sigmoid", "tanh", "relu")
 # Inputs each op reads (a, then b, then c), in hwt_ew_op order.
@@ -49,14 +49,6 @@ lib.hwt_probe_triad_part.argtypes = [
     ctypes.c_int, _c_float_p, _c_float_p, _c_float_p, ctypes.c_float, ctypes.c_size_t,
     ctypes.c_int, ctypes.c_int, ctypes.c_int]
 lib.hwt_probe_triad_part.restype = None
-
-
-def _resolve_isa(isa: Optional[str]) -> int:
-    if isa is None:
-        isa = selected_isa()
-    if not isinstance(isa, str):
-        raise UsageError(f"isa must be a variant name ({', '.join(ISA_NAMES)}), got {isa!r}")
-    return isa_index(isa)
 
 
 def _op_index(op: str) -> int:
@@ -106,7 +98,7 @@ def eltwise(op: str, a, b=None, c=None, *, isa: Optional[str] = None, nth: int =
             arrs.append(arr)
     arrs += [None] * (3 - len(arrs))
     out = np.empty(arrs[0].shape, dtype=np.float32)
-    desc = EltwiseDesc(idx, _resolve_isa(isa), out.size, int(bool(nt_stores)))
+    desc = EltwiseDesc(idx, resolve_isa(isa), out.size, int(bool(nt_stores)))
     check(lib.hwt_eltwise_check(ctypes.byref(desc)), f"eltwise {op}")
     if out.size == 0:
         return out
@@ -118,14 +110,14 @@ def eltwise(op: str, a, b=None, c=None, *, isa: Optional[str] = None, nth: int =
 
 def max_abs_error(op: str, isa: Optional[str] = None) -> float:
     """Documented max |error| of this variant vs libm (0 for exact ops)."""
-    return lib.hwt_eltwise_max_abs_error(_op_index(op), _resolve_isa(isa))
+    return lib.hwt_eltwise_max_abs_error(_op_index(op), resolve_isa(isa))
 
 
 def fma_thread(isa: Optional[str], iters: int) -> float:
     """Runs `iters` rounds of the peak-FMA body on this thread; returns flops."""
     if isinstance(iters, bool) or not isinstance(iters, (int, np.integer)) or iters < 0:
         raise UsageError(f"iters must be an integer >= 0, got {iters!r}")
-    flops = lib.hwt_probe_fma_thread(_resolve_isa(isa), int(iters))
+    flops = lib.hwt_probe_fma_thread(resolve_isa(isa), int(iters))
     if flops < 0:
         check(int(flops), "fma probe")
     return flops
@@ -138,7 +130,7 @@ def triad(b, c, s: float, *, isa: Optional[str] = None, nth: int = 1,
     bb, cc = _as_f32("b", b), _as_f32("c", c)
     if bb.shape != cc.shape:
         raise UsageError(f"triad: b has shape {bb.shape} but c has shape {cc.shape}")
-    idx = _resolve_isa(isa)
+    idx = resolve_isa(isa)
     a = np.empty(bb.shape, dtype=np.float32)
     if a.size:
         for tid in range(nth):

@@ -53,6 +53,15 @@ def isa_index(name: str) -> int:
     return idx
 
 
+def resolve_isa(isa=None) -> int:
+    """Index of a variant name, or of the selected variant when isa is None."""
+    if isa is None:
+        isa = selected_isa()
+    if not isinstance(isa, str):
+        raise UsageError(f"isa must be a variant name ({', '.join(ISA_NAMES)}), got {isa!r}")
+    return isa_index(isa)
+
+
 def selected_isa() -> str:
     """The variant kernels use: HWTUNE_ISA if set (validated), else the best."""
     env = os.environ.get("HWTUNE_ISA")
