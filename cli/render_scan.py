@@ -212,6 +212,8 @@ def render(summary: dict, console: Console = None):
     for n in summary["noisy"]:
         console.print(f"[yellow]noisy (!):[/] {n['label']} (spread {_pct(n['rel_spread'])})",
                       highlight=False)
+    for e in summary.get("errors", []):
+        console.print(f"[red]failed:[/] {e['label']}: {e['note']}", highlight=False)
     for w in summary["warnings"]:
         console.print(f"[yellow]warning:[/] {w}", highlight=False)
     for a in summary["advice"]:

@@ -83,12 +83,16 @@ def summarize(rows: list, *, run: Optional[dict] = None, host: Optional[dict] = 
         except (TypeError, ValueError):
             saturation = DEFAULT_SATURATION
 
-    fma, triad, noisy = [], [], []
+    fma, triad, noisy, errors = [], [], [], []
     gemm_groups, elt_groups, corun_groups = {}, {}, {}
     for row in rows:
         p = _params(row)
         if row.get("status") == "noisy":
             noisy.append({"label": _label(row, p), "rel_spread": row.get("rel_spread")})
+        if row.get("status") == "error":
+            # A failed step has no figure: list it, keep it off the curves.
+            errors.append({"label": _label(row, p), "note": row.get("note")})
+            continue
         bench = row["bench"]
         if bench == "fma_peak":
             pt = _point(row)
@@ -168,6 +172,7 @@ def summarize(rows: list, *, run: Optional[dict] = None, host: Optional[dict] = 
         "eltwise": eltwise,
         "corun": corun,
         "noisy": noisy,
+        "errors": errors,
         "warnings": _warnings(facts),
         "advice": advice,
         "measurements": len(rows),

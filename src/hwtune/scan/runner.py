@@ -16,7 +16,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from hwtune.errors import HwtuneError, Interrupted
+from hwtune.errors import HwtuneError, Interrupted, NativeError, UsageError
 from hwtune.scan import stats
 from hwtune.scan.plan import (ELTWISE_FLOPS, NOISY_RETRIES, REFERENCE_VARIANT, ScanOptions, Step,
                               make_plan)
@@ -73,6 +73,15 @@ def _row(step: Step, samples, *, kind: str, variant: str, value: float, unit: st
         mad_s=stats.mad(samples) if timed else None,
         rel_spread=spread, value=value, unit=unit,
         status="noisy" if spread > noise else "ok", note=None)
+
+
+def _error_row(step: Step, exc: Exception) -> dict:
+    """The add_measurement() payload of a step that failed: no samples."""
+    return dict(
+        bench=step.bench, op=step.op, params=dict(step.params), kernel_variant=step.isa,
+        threads=step.threads, executors=step.executors, pinned=None, samples=[],
+        median_s=None, mad_s=None, rel_spread=None, value=None, unit=None,
+        status="error", note=str(exc))
 
 
 # Interleaving: rounds of >= 3 samples, at most 7 rounds per GEMM step. Each
@@ -339,7 +348,13 @@ def run_scan(db, opts: ScanOptions, *, progress: Optional[ProgressFn] = None,
         for i, step in enumerate(steps):
             if progress:
                 progress(i, len(steps), step)
-            rows = measurer.measure(step, opts.noise)
+            try:
+                rows = measurer.measure(step, opts.noise)
+            except (NativeError, UsageError) as exc:
+                # A step the kernels refused (bad size for this variant, a
+                # failed allocation) is a result too: store it and go on.
+                rows = [_error_row(step, exc)]
+                _warn(f"{step.label} failed: {exc}")
             with _sigint_deferred():
                 for r in rows:
                     db.add_measurement(run_id, **r)

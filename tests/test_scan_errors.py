@@ -1,0 +1,43 @@
+"""A step the kernels refuse is stored as an 'error' row; the scan goes on."""
+
+import io
+import json
+
+from rich.console import Console
+
+from hwtune.cli.render_scan import render
+from hwtune.db import ResultsDB
+from hwtune.errors import NativeError
+from hwtune.scan import runner
+from hwtune.scan.plan import DEFAULT_GEMM, ScanOptions
+from hwtune.scan.report import load_run
+
+
+def test_failed_step_is_stored_with_status_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("HWTUNE_SCAN_SCALE", "0.25")
+
+    def refuse(self, step, noise):
+        raise NativeError("hwt_bench_gemm: out of memory")
+
+    monkeypatch.setattr(runner._Measurer, "gemm", refuse)
+    warnings = []
+    with ResultsDB.open(tmp_path / "r.db") as db:
+        opts = ScanOptions(threads=(1,), quick=True, isa=None, reps=None, gemm=DEFAULT_GEMM,
+                           eltwise_size=4096, corun=False)
+        res = runner.run_scan(db, opts, warn=warnings.append)
+        run = db.run(res.run_id)
+        assert run["status"] == "complete"
+        rows = db.measurements(res.run_id, bench="gemm")
+        assert rows and all(r["status"] == "error" for r in rows)
+        assert "out of memory" in rows[0]["note"] and rows[0]["samples"] == []
+        assert db.measurements(res.run_id, bench="eltwise")  # the scan went on
+        assert any("failed: hwt_bench_gemm: out of memory" in w for w in warnings)
+        summary = load_run(db, res.run_id)
+    json.dumps(summary)  # the --json path
+    assert [e["label"] for e in summary["errors"]] == ["gemm 64x512x512 1t avx512"]
+    assert all(not g["rows"] for g in summary["gemm"])  # no fake 0 GFLOPS point
+    out = io.StringIO()
+    render(summary, Console(file=out, width=100))
+    text = out.getvalue()
+    assert "Traceback" not in text and "nan" not in text.lower()
+    assert "failed: gemm 64x512x512 1t avx512: hwt_bench_gemm: out of memory" in text
