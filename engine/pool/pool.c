@@ -259,11 +259,23 @@ static int pin_self(int cpu) {
   CPU_FREE(m.set);
   return rc;
 }
+
+/* 1 if the calling thread may be bound to `cpu`; its affinity is restored. */
+static int caller_can_pin(int cpu) {
+  cpumask saved;
+  if (mask_get(&saved) != 0) return 0;
+  int ok = pin_self(cpu) == 0;
+  if (ok) sched_setaffinity(0, saved.size, saved.set);
+  CPU_FREE(saved.set);
+  return ok;
+}
 #else
 static int pin_self(int cpu) {
   (void)cpu;
   return -1; /* no portable way: the pool runs unpinned and says so */
 }
+
+static int caller_can_pin(int cpu) { return pin_self(cpu) == 0; }
 #endif
 
 static void *thread_main(void *va) {
@@ -429,7 +441,11 @@ hwt_pool *hwt_pool_create(const hwt_pool_config *cfg, char *err, size_t errlen) 
     stop_and_free(p);
     return NULL;
   }
-  p->pin_ok[0] = p->pin; /* the caller is pinned inside hwt_pool_run_teams */
+  /* The caller is team 0's master, pinned only inside hwt_pool_run_teams:
+   * try that pin once now (and restore), so that a refusal shows in
+   * hwt_pool_pinned() and hwt_pool_thread_cpu() from the start. */
+  p->pin_ok[0] = p->pin && caller_can_pin(p->cpu[0]);
+  if (p->pin && !p->pin_ok[0]) atomic_store(&p->pinned, 0);
 
   /* Pool threads never take signals: Ctrl-C must reach the caller. */
   sigset_t all, old;
