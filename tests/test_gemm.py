@@ -135,7 +135,12 @@ def test_plan_fields(isa):
     assert 0 < p["kc"] <= 1024
     # Workspace holds one packed A block and one packed B block.
     assert p["ws_floats"] >= p["mc"] * p["kc"] + p["kc"] * p["nc"]
-    assert g.plan(1, 512, 2048, isa=isa)["ws_floats"] == 0  # GEMV: no packing
+    # Prepacked B: one kc x (N rounded up to nr) block per depth block.
+    assert p["packed_b_floats"] >= 1024 * (-(-1024 // p["nr"]) * p["nr"])
+    # GEMV plans keep an A block for run_part_packed, which always packs A.
+    q = g.plan(1, 512, 2048, isa=isa)
+    assert q["ws_floats"] >= q["mr"] * q["kc"]
+    assert q["packed_b_floats"] >= 512 * 2048
     assert g.plan(3, 5, 7, trans_a=True, isa=isa)["ws_floats"] >= 15
 
 
@@ -185,3 +190,36 @@ def test_empty_dimensions():
     bias = np.arange(4, dtype=np.float32)
     out = g.gemm(np.ones((5, 0), np.float32), np.ones((0, 4), np.float32), bias=bias, nth=3)
     np.testing.assert_array_equal(out, np.tile(bias, (5, 1)))  # K = 0: bias only
+
+
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("M,K,N,nth,trans_a,trans_b", [
+    c for c in _cases() if c[0] * c[1] * c[2] <= 10**7 and c[3] in (1, 3)])
+def test_prepacked_b_matches_numpy(isa, M, K, N, nth, trans_a, trans_b):
+    # B packed once, then reused for two different A (weights in a graph):
+    # every share must find its columns in the shared packed layout, also on
+    # the GEMV shapes (M <= 6), which take the packed path here.
+    a, b, c0, bias = _operands(M, K, N, trans_a, trans_b, seed=M + K + N)
+    pg = g.PackedGemm(b, M, trans_a=trans_a, trans_b=trans_b, beta=0.5, isa=isa, nth=nth)
+    for rep in range(2):
+        a_rep = a * (1 + rep)
+        c = c0.copy()
+        out = pg(a_rep, c=c, bias=bias)
+        ref = _reference(a_rep, b, trans_a, trans_b, 0.5, c0, bias)
+        tol = _tolerance(a_rep, b, trans_a, trans_b, K) + 4 * EPS32 * (np.abs(c0) + np.abs(bias))
+        assert out is c
+        err = np.abs(out.astype(np.float64) - ref)
+        assert np.all(err <= tol), f"rep {rep}: max err {err.max()} (tol {tol.max()})"
+
+
+@pytest.mark.parametrize("isa", ISAS)
+def test_prepacked_b_never_reads_c_with_beta0_and_is_exact(isa):
+    rng = np.random.default_rng(3)
+    M, K, N = 64, 700, 200  # several kc blocks, an N edge panel
+    a = rng.integers(-3, 4, (M, K)).astype(np.float32)
+    b = rng.integers(-3, 4, (K, N)).astype(np.float32)
+    pg = g.PackedGemm(b, M, isa=isa, nth=2)
+    c = np.full((M, N), np.nan, np.float32)
+    np.testing.assert_array_equal(pg(a, c=c), (a.astype(np.float64) @ b).astype(np.float32))
+    with pytest.raises(UsageError):
+        pg(np.ones((M + 1, K), np.float32))

@@ -13,6 +13,14 @@
 typedef void (*hwt_gemm_ukr_fn)(int kc, const float *a, const float *b, size_t ldb, float *c,
                                 size_t ldc, int m, int n, float beta, const float *bias);
 
+/* Micro-kernel that packs as it goes: b is op(B) itself, not transposed
+ * (b[k*ldb + j], only j < n read), and each row it loads is also stored into
+ * bcopy (kc x nr, 64-byte aligned, columns beyond n zeroed), which then is
+ * the packed B micro-panel for the remaining row panels. */
+typedef void (*hwt_gemm_ukr_pack_fn)(int kc, const float *a, const float *b, size_t ldb,
+                                     float *bcopy, float *c, size_t ldc, int m, int n,
+                                     float beta, const float *bias);
+
 /* Packing (pack_body.h, compiled per ISA). pack_a: op(A) rows [i0, i0+mb) x
  * depth [p0, p0+kb) into ceil(mb/mr) micro-panels of kb x mr, zero-padded.
  * pack_b: depth [p0, p0+kb) x columns [j0, j0+nb) of op(B) into ceil(nb/nr)
@@ -46,6 +54,7 @@ typedef struct {
   hwt_gemm_pack_a_fn pack_a;
   hwt_gemm_pack_b_fn pack_b;
   hwt_gemv_fn gemv;
+  hwt_gemm_ukr_pack_fn ukr_pack; /* NULL: B is packed ahead by pack_b */
 } hwt_gemm_variant;
 
 /* NULL if the ISA has no variant in this build. */
@@ -71,6 +80,9 @@ void hwt_gemv_avx2(int m, int n, int k, const float *a, size_t lda, const float 
                    size_t ldb, int trans_b, float *c, size_t ldc, float beta, const float *bias);
 void hwt_gemm_ukr_avx512_12x32(int kc, const float *a, const float *b, size_t ldb, float *c,
                                size_t ldc, int m, int n, float beta, const float *bias);
+void hwt_gemm_ukr_pack_avx512_12x32(int kc, const float *a, const float *b, size_t ldb,
+                                    float *bcopy, float *c, size_t ldc, int m, int n,
+                                    float beta, const float *bias);
 void hwt_gemm_pack_a_avx512(const hwt_gemm_desc *d, const float *A, int i0, int mb, int p0,
                             int kb, int mr, float *dst);
 void hwt_gemm_pack_b_avx512(const hwt_gemm_desc *d, const float *B, int p0, int kb, int j0,

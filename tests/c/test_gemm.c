@@ -1,7 +1,9 @@
 /* GEMM variants vs the plain-C reference (hwt_gemm_ref): every supported ISA,
  * awkward shapes, transposes, beta, bias, padded leading dimensions and
- * several thread counts; plus the partition contract (disjoint, complete,
- * no idle thread when there are enough tiles) for 1..256 threads.
+ * several thread counts, each with B packed by the shares and with B
+ * prepacked once (hwt_gemm_pack_b + hwt_gemm_run_part_packed); plus the
+ * partition contract (disjoint, complete, no idle thread when there are
+ * enough tiles) for 1..256 threads.
  * Small sizes: this also runs under ASan/UBSan. */
 #include <math.h>
 #include <pthread.h>
@@ -39,11 +41,21 @@ static float *ws_alloc(size_t n) {
   return aligned_alloc(64, bytes ? bytes : 64);
 }
 
+/* B packed once (hwt_gemm_pack_b, buffer exactly packed_b_floats long) and
+   every share run from it; otherwise every share packs B itself. */
 static void run_all(const hwt_gemm_plan *p, const float *A, const float *B, float *C,
-                    const float *bias, int nth) {
+                    const float *bias, int nth, int prepacked) {
   float *ws = ws_alloc(p->ws_floats);
+  float *pb = prepacked ? ws_alloc(p->packed_b_floats) : NULL;
+  if (pb) CHECK(hwt_gemm_pack_b(p, B, pb) == HWT_OK, "pack_b");
   /* Reverse order: shares must not depend on running in tid order. */
-  for (int t = nth - 1; t >= 0; t--) hwt_gemm_run_part(p, A, B, C, bias, ws, t, nth);
+  for (int t = nth - 1; t >= 0; t--) {
+    if (pb)
+      hwt_gemm_run_part_packed(p, A, pb, C, bias, ws, t, nth);
+    else
+      hwt_gemm_run_part(p, A, B, C, bias, ws, t, nth);
+  }
+  free(pb);
   free(ws);
 }
 
@@ -60,29 +72,31 @@ static void check_case(hwt_isa isa, int M, int N, int K, int ta, int tb, float b
   size_t nc = (size_t)M * d.ldc;
   float *A = rand_buf(na), *B = rand_buf(nb), *C0 = rand_buf(nc), *bias = rand_buf(N);
   float *C = malloc((nc ? nc : 1) * sizeof(float)), *R = malloc((nc ? nc : 1) * sizeof(float));
-  memcpy(C, C0, nc * sizeof(float));
   memcpy(R, C0, nc * sizeof(float));
-  if (beta == 0.0f) /* beta == 0 must never read C: poison it (not the ld padding) */
-    for (int i = 0; i < M; i++)
-      for (int j = 0; j < N; j++) C[(size_t)i * d.ldc + j] = NAN;
   hwt_gemm_plan p;
   int st = hwt_gemm_plan_make(&d, isa, nth, &p);
   CHECK(st == HWT_OK, "plan_make %d", st);
   if (st == HWT_OK) {
-    run_all(&p, A, B, C, use_bias ? bias : NULL, nth);
     hwt_gemm_ref(&d, A, B, R, use_bias ? bias : NULL);
-    /* Inputs in [-1, 1): float32 accumulation error grows at most ~K*eps. */
-    double tol = 8.0 * 1.2e-7 * (K + 4);
-    double worst = 0.0;
-    for (int i = 0; i < M; i++)
-      for (int j = 0; j < d.ldc; j++) {
-        size_t ix = (size_t)i * d.ldc + j;
-        double e = j < N ? fabs((double)C[ix] - (double)R[ix]) : (C[ix] == C0[ix] ? 0.0 : 1e9);
-        if (!(e <= worst)) worst = e; /* NaN propagates as a failure */
-      }
-    CHECK(worst <= tol, "%s M=%d N=%d K=%d ta=%d tb=%d beta=%g bias=%d pad=%d nth=%d: "
-          "max err %g > %g (1e9: wrote the ld padding)", hwt_isa_name(isa), M, N, K, ta, tb,
-          beta, use_bias, pad, nth, worst, tol);
+    for (int prepacked = 0; prepacked < 2; prepacked++) {
+      memcpy(C, C0, nc * sizeof(float));
+      if (beta == 0.0f) /* beta == 0 must never read C: poison it (not the ld padding) */
+        for (int i = 0; i < M; i++)
+          for (int j = 0; j < N; j++) C[(size_t)i * d.ldc + j] = NAN;
+      run_all(&p, A, B, C, use_bias ? bias : NULL, nth, prepacked);
+      /* Inputs in [-1, 1): float32 accumulation error grows at most ~K*eps. */
+      double tol = 8.0 * 1.2e-7 * (K + 4);
+      double worst = 0.0;
+      for (int i = 0; i < M; i++)
+        for (int j = 0; j < d.ldc; j++) {
+          size_t ix = (size_t)i * d.ldc + j;
+          double e = j < N ? fabs((double)C[ix] - (double)R[ix]) : (C[ix] == C0[ix] ? 0.0 : 1e9);
+          if (!(e <= worst)) worst = e; /* NaN propagates as a failure */
+        }
+      CHECK(worst <= tol, "%s M=%d N=%d K=%d ta=%d tb=%d beta=%g bias=%d pad=%d nth=%d "
+            "prepacked=%d: max err %g > %g (1e9: wrote the ld padding)", hwt_isa_name(isa), M,
+            N, K, ta, tb, beta, use_bias, pad, nth, prepacked, worst, tol);
+    }
   }
   free(A); free(B); free(C0); free(bias); free(C); free(R);
 }
@@ -200,6 +214,9 @@ int main(void) {
   hwt_gemm_plan p;
   CHECK(hwt_gemm_plan_make(&d, HWT_ISA_COUNT, 1, &p) == HWT_EISA, "unknown ISA");
   CHECK(hwt_gemm_plan_make(&d, HWT_ISA_GENERIC, 0, &p) == HWT_EINVAL, "nth 0");
+  CHECK(hwt_gemm_plan_make(&d, HWT_ISA_GENERIC, 1, &p) == HWT_OK, "plan");
+  CHECK(hwt_gemm_pack_b(NULL, NULL, NULL) == HWT_EINVAL, "pack_b NULL plan");
+  CHECK(hwt_gemm_pack_b(&p, NULL, NULL) == HWT_EINVAL, "pack_b NULL buffers");
   d.lda = 3;
   CHECK(hwt_gemm_plan_make(&d, HWT_ISA_GENERIC, 1, &p) == HWT_EINVAL, "lda < K");
   d.lda = 4;

@@ -5,6 +5,11 @@
  * then run many times with no allocation. hwt_gemm_run_part() computes the
  * share of output tiles of thread `tid` out of `nth`; shares are disjoint and
  * need no synchronisation between threads, so any fork-join can drive them.
+ *
+ * Constant B (weights): hwt_gemm_pack_b() packs op(B) once into the plan's
+ * micro-panel layout (packed_b_floats floats); hwt_gemm_run_part_packed()
+ * then skips packing B, which is most of the time outside the micro-kernel
+ * when M is small.
  */
 #ifndef HWTUNE_GEMM_H
 #define HWTUNE_GEMM_H
@@ -27,6 +32,7 @@ typedef struct {
   int mr, nr;         /* micro-kernel register tile */
   int mc, kc, nc;     /* cache blocking */
   size_t ws_floats;   /* workspace floats each thread needs (64-byte aligned) */
+  size_t packed_b_floats; /* size of op(B) packed by hwt_gemm_pack_b */
 } hwt_gemm_plan;
 
 /* Returns HWT_OK or HWT_EINVAL / HWT_EISA. */
@@ -34,6 +40,17 @@ HWT_API int hwt_gemm_plan_make(const hwt_gemm_desc *d, hwt_isa isa, int nth, hwt
 /* bias may be NULL; ws is this thread's workspace (plan->ws_floats floats). */
 HWT_API void hwt_gemm_run_part(const hwt_gemm_plan *p, const float *A, const float *B,
                                float *C, const float *bias, float *ws, int tid, int nth);
+/* Packs all of op(B) (as described by p->d: trans_b, ldb) into `packed`
+ * (p->packed_b_floats floats, 64-byte aligned). The layout depends on the
+ * plan's K, N, kc and nr only, so it serves every thread count and tid.
+ * Returns HWT_OK or HWT_EINVAL. */
+HWT_API int hwt_gemm_pack_b(const hwt_gemm_plan *p, const float *B, float *packed);
+/* As hwt_gemm_run_part, with B already packed by hwt_gemm_pack_b for a plan
+ * with the same N, K, trans_b, isa and blocking (always the case for the same
+ * plan). Always takes the packed micro-kernel path, also for M <= 6. */
+HWT_API void hwt_gemm_run_part_packed(const hwt_gemm_plan *p, const float *A,
+                                      const float *packed_b, float *C, const float *bias,
+                                      float *ws, int tid, int nth);
 /* Plain-C reference (the test oracle): triple loop, double accumulation. */
 HWT_API int hwt_gemm_ref(const hwt_gemm_desc *d, const float *A, const float *B, float *C,
                          const float *bias);

@@ -3,6 +3,8 @@
 `gemm()` runs every share of the partition one after another in this thread:
 that exercises the partition exactly as a pool would (shares are disjoint and
 need no synchronisation); the parallel pool lives in hwtune.native.pool.
+`PackedGemm` packs a constant B (weights) once (hwt_gemm_pack_b) and runs each
+call without packing B (hwt_gemm_run_part_packed).
 """
 
 import ctypes
@@ -43,6 +45,7 @@ class GemmPlan(ctypes.Structure):
         ("mr", ctypes.c_int), ("nr", ctypes.c_int),
         ("mc", ctypes.c_int), ("kc", ctypes.c_int), ("nc", ctypes.c_int),
         ("ws_floats", ctypes.c_size_t),
+        ("packed_b_floats", ctypes.c_size_t),
     ]
 
 
@@ -53,6 +56,10 @@ lib.hwt_gemm_run_part.argtypes = [
     ctypes.POINTER(GemmPlan), _c_float_p, _c_float_p, _c_float_p, _c_float_p, _c_float_p,
     ctypes.c_int, ctypes.c_int]
 lib.hwt_gemm_run_part.restype = None
+lib.hwt_gemm_pack_b.argtypes = [ctypes.POINTER(GemmPlan), _c_float_p, _c_float_p]
+lib.hwt_gemm_pack_b.restype = ctypes.c_int
+lib.hwt_gemm_run_part_packed.argtypes = lib.hwt_gemm_run_part.argtypes
+lib.hwt_gemm_run_part_packed.restype = None
 lib.hwt_gemm_ref.argtypes = [
     ctypes.POINTER(GemmDesc), _c_float_p, _c_float_p, _c_float_p, _c_float_p]
 lib.hwt_gemm_ref.restype = ctypes.c_int
@@ -101,7 +108,8 @@ def make_plan(desc: GemmDesc, isa: Optional[str] = None, nth: int = 1) -> GemmPl
 
 def _plan_dict(p: GemmPlan) -> dict:
     return {"mr": p.mr, "nr": p.nr, "mc": p.mc, "kc": p.kc, "nc": p.nc,
-            "ws_floats": int(p.ws_floats), "isa": ISA_NAMES[p.isa], "nth": p.nth}
+            "ws_floats": int(p.ws_floats), "packed_b_floats": int(p.packed_b_floats),
+            "isa": ISA_NAMES[p.isa], "nth": p.nth}
 
 
 def plan(M: int, K: int, N: int, *, trans_a: bool = False, trans_b: bool = False,
@@ -135,19 +143,7 @@ def _as_f32_2d(x, name: str) -> np.ndarray:
     return np.ascontiguousarray(arr)
 
 
-def gemm(a, b, *, trans_a: bool = False, trans_b: bool = False, beta: float = 0.0,
-         c: Optional[np.ndarray] = None, bias=None, isa: Optional[str] = None,
-         nth: int = 1) -> np.ndarray:
-    """C = op(a) @ op(b) + beta*c (+ bias per column), float32, via every share
-    of an nth-thread partition run in turn. If c is given (C-contiguous float32
-    [M,N]) it is updated in place and returned."""
-    A = _as_f32_2d(a, "a")
-    B = _as_f32_2d(b, "b")
-    M, K = (A.shape[1], A.shape[0]) if trans_a else A.shape
-    Kb, N = (B.shape[1], B.shape[0]) if trans_b else B.shape
-    if K != Kb:
-        raise UsageError(
-            f"inner dimensions differ: op(a) is [{M},{K}] but op(b) is [{Kb},{N}]")
+def _check_c_bias(M, N, beta, c, bias):
     if beta != 0.0 and c is None:
         raise UsageError("beta != 0 needs an input c to scale")
     if c is None:
@@ -163,6 +159,23 @@ def gemm(a, b, *, trans_a: bool = False, trans_b: bool = False, beta: float = 0.
         bias_arr = np.ascontiguousarray(np.asarray(bias, dtype=np.float32))
         if bias_arr.shape != (N,):
             raise UsageError(f"bias must have shape ({N},), got {bias_arr.shape}")
+    return C, bias_arr
+
+
+def gemm(a, b, *, trans_a: bool = False, trans_b: bool = False, beta: float = 0.0,
+         c: Optional[np.ndarray] = None, bias=None, isa: Optional[str] = None,
+         nth: int = 1) -> np.ndarray:
+    """C = op(a) @ op(b) + beta*c (+ bias per column), float32, via every share
+    of an nth-thread partition run in turn. If c is given (C-contiguous float32
+    [M,N]) it is updated in place and returned."""
+    A = _as_f32_2d(a, "a")
+    B = _as_f32_2d(b, "b")
+    M, K = (A.shape[1], A.shape[0]) if trans_a else A.shape
+    Kb, N = (B.shape[1], B.shape[0]) if trans_b else B.shape
+    if K != Kb:
+        raise UsageError(
+            f"inner dimensions differ: op(a) is [{M},{K}] but op(b) is [{Kb},{N}]")
+    C, bias_arr = _check_c_bias(M, N, beta, c, bias)
     desc = make_desc(M, K, N, trans_a=trans_a, trans_b=trans_b, beta=beta)
     p = make_plan(desc, isa, nth)
     ws = workspace(p.ws_floats)
@@ -170,3 +183,36 @@ def gemm(a, b, *, trans_a: bool = False, trans_b: bool = False, beta: float = 0.
     for tid in range(int(nth)):
         lib.hwt_gemm_run_part(*args, tid, int(nth))
     return C
+
+
+class PackedGemm:
+    """C = op(a) @ B (+ beta*c, + bias) for a constant B (weights), packed once
+    with hwt_gemm_pack_b for an [M,K]x[K,N] plan; every call then runs
+    hwt_gemm_run_part_packed for each share, with no B packing."""
+
+    def __init__(self, b, M: int, *, trans_a: bool = False, trans_b: bool = False,
+                 beta: float = 0.0, isa: Optional[str] = None, nth: int = 1):
+        B = _as_f32_2d(b, "b")
+        K, N = (B.shape[1], B.shape[0]) if trans_b else B.shape
+        self.trans_a = bool(trans_a)
+        self.beta = float(beta)
+        self.nth = int(nth) if not isinstance(nth, bool) else nth
+        desc = make_desc(M, K, N, trans_a=trans_a, trans_b=trans_b, beta=beta)
+        self.plan = make_plan(desc, isa, nth)
+        self.M, self.K, self.N = int(M), int(K), int(N)
+        self.packed = workspace(self.plan.packed_b_floats)
+        check(lib.hwt_gemm_pack_b(ctypes.byref(self.plan), _ptr(B), _ptr(self.packed)),
+              f"gemm pack_b [{K},{N}]")
+        self._ws = workspace(self.plan.ws_floats)
+
+    def __call__(self, a, *, c: Optional[np.ndarray] = None, bias=None) -> np.ndarray:
+        A = _as_f32_2d(a, "a")
+        want = (self.K, self.M) if self.trans_a else (self.M, self.K)
+        if A.shape != want:
+            raise UsageError(f"a must have shape {want} for this packed plan, got {A.shape}")
+        C, bias_arr = _check_c_bias(self.M, self.N, self.beta, c, bias)
+        args = (ctypes.byref(self.plan), _ptr(A), _ptr(self.packed), _ptr(C), _ptr(bias_arr),
+                _ptr(self._ws))
+        for tid in range(self.nth):
+            lib.hwt_gemm_run_part_packed(*args, tid, self.nth)
+        return C
