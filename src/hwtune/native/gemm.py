@@ -14,7 +14,7 @@ import numpy as np
 
 from hwtune.errors import UsageError
 from hwtune.native._lib import check, lib
-from hwtune.native.isa import isa_index, selected_isa, ISA_NAMES
+from hwtune.native.isa import ISA_NAMES, resolve_isa
 
 _c_float_p = ctypes.POINTER(ctypes.c_float)
 
@@ -65,14 +65,6 @@ lib.hwt_gemm_ref.argtypes = [
 lib.hwt_gemm_ref.restype = ctypes.c_int
 
 
-def _resolve_isa(isa: Optional[str]) -> int:
-    if isa is None:
-        isa = selected_isa()
-    if not isinstance(isa, str):
-        raise UsageError(f"isa must be a variant name ({', '.join(ISA_NAMES)}), got {isa!r}")
-    return isa_index(isa)
-
-
 def _check_dims(M: int, K: int, N: int, nth: int) -> None:
     for name, v in (("M", M), ("K", K), ("N", N)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
@@ -99,7 +91,7 @@ def make_desc(M, K, N, *, trans_a=False, trans_b=False, beta=0.0, lda=None, ldb=
 def make_plan(desc: GemmDesc, isa: Optional[str] = None, nth: int = 1) -> GemmPlan:
     """hwt_gemm_plan_make for a descriptor (for bindings that drive run_part)."""
     _check_dims(desc.M, desc.K, desc.N, nth)
-    idx = _resolve_isa(isa)
+    idx = resolve_isa(isa)
     out = GemmPlan()
     check(lib.hwt_gemm_plan_make(ctypes.byref(desc), idx, int(nth), ctypes.byref(out)),
           f"gemm plan [{desc.M},{desc.K}]x[{desc.K},{desc.N}] isa={ISA_NAMES[idx]} nth={nth}")
