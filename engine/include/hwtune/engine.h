@@ -1,0 +1,62 @@
+/* The execution engine: a graph plus a configuration becomes a prepared
+ * engine (plan, arena, op contexts, packed weights, thread pool) once; run()
+ * then executes it many times with no allocation on the hot path.
+ *
+ * Life cycle: hwt_engine_create -> hwt_engine_bind (every param, optionally
+ * inputs/outputs) -> hwt_engine_prepare -> { set inputs; hwt_engine_run }*
+ * -> hwt_engine_destroy. Errors return negative status and leave a one-line
+ * reason in hwt_engine_error(). */
+#ifndef HWTUNE_ENGINE_H
+#define HWTUNE_ENGINE_H
+#include <stddef.h>
+#include <stdint.h>
+#include "hwtune/api.h"
+#include "hwtune/graph.h"
+
+typedef struct hwt_engine hwt_engine;
+
+typedef enum {
+  HWT_SCHED_SEQUENTIAL = 0,    /* one executor, all threads, topological order */
+  HWT_SCHED_SHARED_QUEUE = 1,  /* executors pull from one global ready queue, unpinned */
+  HWT_SCHED_CRITICAL_PATH = 2  /* Graphi: max level first, per-executor SPSC buffers, pinned teams */
+} hwt_scheduler;
+
+typedef struct {
+  int executors;            /* >= 1 (SEQUENTIAL uses 1) */
+  int threads_per_executor; /* >= 1 */
+  int scheduler;            /* hwt_scheduler */
+  int pin;                  /* pin teams to disjoint CPUs (critical-path default 1) */
+  int isa;                  /* hwt_isa, or -1: hwt_isa_select() */
+  const int *op_threads;    /* optional [n_ops]: threads for each op (0 = team size) */
+  const double *op_cost;    /* optional [n_ops]: profiled seconds, for levels */
+  const double *op_priority;/* optional [n_ops]: overrides the level */
+} hwt_engine_config;
+
+HWT_API void hwt_engine_config_init(hwt_engine_config *c); /* 1 x all CPUs, sequential */
+
+/* The engine keeps a pointer to g: g must outlive it. */
+HWT_API hwt_engine *hwt_engine_create(const hwt_graph *g, const hwt_engine_config *cfg,
+                                      char *err, size_t errlen);
+HWT_API void hwt_engine_destroy(hwt_engine *e);
+HWT_API const char *hwt_engine_error(const hwt_engine *e);
+
+/* Use caller memory for tensor t (params must be bound before prepare and
+ * stay alive and unchanged; bound inputs/outputs are read/written in place). */
+HWT_API int hwt_engine_bind(hwt_engine *e, int t, float *data);
+HWT_API int hwt_engine_prepare(hwt_engine *e);
+/* Pointer to tensor t's storage (inputs/outputs not bound are engine-owned). */
+HWT_API float *hwt_engine_tensor(hwt_engine *e, int t);
+HWT_API int hwt_engine_run(hwt_engine *e);
+
+/* Profiling: when enabled, run() records one event per op. */
+typedef struct {
+  int op;
+  int executor;
+  int threads;
+  double start_s, end_s; /* hwt_now() clock */
+} hwt_op_event;
+HWT_API int hwt_engine_profile(hwt_engine *e, int enable);
+/* Copies up to max events of the last run; returns how many it recorded. */
+HWT_API int hwt_engine_events(const hwt_engine *e, hwt_op_event *out, int max);
+
+#endif

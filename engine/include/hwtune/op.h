@@ -1,0 +1,65 @@
+/* Op implementations: how the engine runs one graph op.
+ *
+ * Each op family (linear, conv, eltwise, pool, norm, movement) lives in one
+ * file engine/ops/<family>.c and exports a table of hwt_op_impl through
+ * hwt_ops_<family>(). The engine looks an op type up once, at prepare time
+ * (hwt_ops_find), never on the hot path.
+ *
+ * Contract, per op instance:
+ *   prepare(ctx)  once, after every input/param/output pointer in ctx is
+ *                 final: validate attributes and shapes, build kernel plans,
+ *                 pack constant weights (params are readable now), set
+ *                 ctx->state and ctx->ws_floats. May allocate.
+ *   run(ctx, ws, tid, nth)
+ *                 thread tid's share of nth (1 <= nth <= ctx->max_threads):
+ *                 disjoint output, no synchronisation, no allocation; ws is
+ *                 this thread's workspace of ctx->ws_floats floats (64-byte
+ *                 aligned). The same prepared ctx runs many times.
+ *   release(ctx)  frees what prepare allocated.
+ * Semantics of every op type and attribute are model.json's
+ * (src/hwtune/graph/ops/, docs/model-format.md); string attributes arrive as
+ * int arrays of character codes (src/hwtune/engine/lower.py).
+ */
+#ifndef HWTUNE_OP_H
+#define HWTUNE_OP_H
+#include <stddef.h>
+#include <stdint.h>
+#include "hwtune/api.h"
+#include "hwtune/graph.h"
+#include "hwtune/isa.h"
+
+#define HWT_OP_MAX_IO 64 /* inputs or outputs of one op (concat/sum/split) */
+
+typedef struct hwt_op_ctx {
+  const hwt_graph *g;
+  int op;                       /* op id in g: attributes and shapes via graph.h */
+  int n_in, n_out;
+  const float *in[HWT_OP_MAX_IO]; /* stable for the engine's lifetime */
+  float *out[HWT_OP_MAX_IO];
+  hwt_isa isa;
+  int max_threads;              /* largest nth run() will be called with */
+  void *state;                  /* owned by the implementation */
+  size_t ws_floats;             /* per-thread workspace run() needs */
+  double flops;                 /* set by prepare when known (cost estimates) */
+} hwt_op_ctx;
+
+typedef struct {
+  const char *type; /* op type as in model.json, e.g. "matmul" */
+  int (*prepare)(hwt_op_ctx *ctx, char *err, size_t errlen); /* HWT_OK or negative */
+  void (*run)(const hwt_op_ctx *ctx, float *ws, int tid, int nth);
+  void (*release)(hwt_op_ctx *ctx); /* may be NULL */
+} hwt_op_impl;
+
+/* One table per family; *n receives its length. */
+HWT_API const hwt_op_impl *hwt_ops_linear(int *n);   /* matmul */
+HWT_API const hwt_op_impl *hwt_ops_conv(int *n);     /* conv2d, layout_transform */
+HWT_API const hwt_op_impl *hwt_ops_eltwise(int *n);  /* add sub mul div minimum maximum mod sum
+                                                        affine sigmoid tanh relu abs (broadcasting) */
+HWT_API const hwt_op_impl *hwt_ops_pool(int *n);     /* pool2d, global_pool2d */
+HWT_API const hwt_op_impl *hwt_ops_norm(int *n);     /* batch_norm, softmax */
+HWT_API const hwt_op_impl *hwt_ops_movement(int *n); /* concat split slice reshape flatten */
+
+/* The implementation of an op type, or NULL if no family provides it. */
+HWT_API const hwt_op_impl *hwt_ops_find(const char *type);
+
+#endif

@@ -1,0 +1,29 @@
+/* Op type -> implementation. Families are declared weak so that a build
+ * (or a test binary) without one of them links and simply lacks those op
+ * types; hwt_ops_find() then returns NULL and the engine reports the op as
+ * unsupported instead of crashing. */
+#include <string.h>
+#include "hwtune/op.h"
+
+#pragma weak hwt_ops_linear
+#pragma weak hwt_ops_conv
+#pragma weak hwt_ops_eltwise
+#pragma weak hwt_ops_pool
+#pragma weak hwt_ops_norm
+#pragma weak hwt_ops_movement
+
+typedef const hwt_op_impl *(*family_fn)(int *n);
+
+const hwt_op_impl *hwt_ops_find(const char *type) {
+  const family_fn families[] = {hwt_ops_linear, hwt_ops_conv,  hwt_ops_eltwise,
+                                hwt_ops_pool,   hwt_ops_norm,  hwt_ops_movement};
+  if (!type) return NULL;
+  for (size_t f = 0; f < sizeof families / sizeof families[0]; f++) {
+    if (!families[f]) continue;
+    int n = 0;
+    const hwt_op_impl *t = families[f](&n);
+    for (int i = 0; i < n; i++)
+      if (strcmp(t[i].type, type) == 0) return &t[i];
+  }
+  return NULL;
+}
