@@ -1,0 +1,149 @@
+/* Data-movement op family: concat, split, slice, reshape, flatten.
+ *
+ * All five are row copies: around the axis, a tensor is outer rows of
+ * (axis extent x inner) contiguous floats. concat fills each output row
+ * from one segment per input; split cuts each input row into one segment
+ * per output; slice copies one segment. reshape and flatten are a flat
+ * copy (the engine may alias them away later; here they must still write
+ * their own output). Threads share the flat range of the side that is
+ * written contiguously, on cache-line boundaries. */
+#include <stdlib.h>
+#include "ops_util.h"
+
+typedef enum { M_COPY, M_CONCAT, M_SPLIT, M_SLICE } move_kind;
+
+typedef struct {
+  move_kind kind;
+  int parts;                    /* segments per row */
+  int64_t total;                /* elements walked (output, or input for split) */
+  int64_t row;                  /* elements per row of the walked side */
+  int64_t src_row;              /* slice: elements per input row */
+  int64_t begin;                /* slice: offset of the segment in an input row */
+  int64_t seg[HWT_OP_MAX_IO];   /* segment length per part (axis extent x inner) */
+  int64_t start[HWT_OP_MAX_IO]; /* segment start within the row */
+} move_state;
+
+static int axis_of(const hwt_op_ctx *ctx, int rank, int64_t *axis) {
+  int64_t a = hwt_ops_int(ctx, "axis", 0);
+  if (a < 0) a += rank;
+  *axis = a;
+  return a >= 0 && a < rank;
+}
+
+/* Segments of the `parts` tensors ids[] joined along axis. */
+static void segments(move_state *s, const hwt_op_ctx *ctx, int parts, const int *ids,
+                     int64_t axis) {
+  s->parts = parts;
+  s->row = 0;
+  for (int p = 0; p < parts; p++) {
+    int rank = hwt_graph_tensor_ndim(ctx->g, ids[p]);
+    s->seg[p] = hwt_ops_prod(hwt_graph_tensor_shape(ctx->g, ids[p]), (int)axis, rank);
+    s->start[p] = s->row;
+    s->row += s->seg[p];
+  }
+}
+
+static int move_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
+  const char *type = hwt_graph_op_type(ctx->g, ctx->op);
+  int x = hwt_ops_in(ctx, 0), y = hwt_ops_out(ctx, 0);
+  move_state st = {0};
+  int64_t axis = 0;
+  if (strcmp(type, "reshape") == 0 || strcmp(type, "flatten") == 0) {
+    st.kind = M_COPY;
+    if (ctx->n_in != 1 || ctx->n_out != 1 ||
+        hwt_ops_numel(ctx->g, x) != hwt_ops_numel(ctx->g, y))
+      return hwt_ops_fail(err, errlen, ctx, "element counts differ");
+    st.total = hwt_ops_numel(ctx->g, y);
+  } else if (strcmp(type, "concat") == 0) {
+    st.kind = M_CONCAT;
+    if (ctx->n_out != 1 || !axis_of(ctx, hwt_graph_tensor_ndim(ctx->g, y), &axis))
+      return hwt_ops_fail(err, errlen, ctx, "bad axis or outputs");
+    segments(&st, ctx, ctx->n_in, hwt_graph_op_inputs(ctx->g, ctx->op), axis);
+    st.total = hwt_ops_numel(ctx->g, y);
+  } else if (strcmp(type, "split") == 0) {
+    st.kind = M_SPLIT;
+    if (ctx->n_in != 1 || !axis_of(ctx, hwt_graph_tensor_ndim(ctx->g, x), &axis))
+      return hwt_ops_fail(err, errlen, ctx, "bad axis or inputs");
+    segments(&st, ctx, ctx->n_out, hwt_graph_op_outputs(ctx->g, ctx->op), axis);
+    st.total = hwt_ops_numel(ctx->g, x);
+  } else if (strcmp(type, "slice") == 0) {
+    st.kind = M_SLICE;
+    int rank = hwt_graph_tensor_ndim(ctx->g, x);
+    if (ctx->n_in != 1 || ctx->n_out != 1 || !axis_of(ctx, rank, &axis))
+      return hwt_ops_fail(err, errlen, ctx, "bad axis");
+    const int64_t *xs = hwt_graph_tensor_shape(ctx->g, x);
+    /* Python slice rules, step 1: negative counts from the end, clamped. */
+    int64_t b = hwt_ops_int(ctx, "begin", 0), e = hwt_ops_int(ctx, "end", INT64_MAX);
+    if (b < 0) b = b + xs[axis] < 0 ? 0 : b + xs[axis];
+    if (e < 0) e = e + xs[axis] < 0 ? 0 : e + xs[axis];
+    if (b > xs[axis]) b = xs[axis];
+    if (e > xs[axis]) e = xs[axis];
+    const int64_t *ys = hwt_graph_tensor_shape(ctx->g, y);
+    if (e <= b || ys[axis] != e - b)
+      return hwt_ops_fail(err, errlen, ctx, "slice bounds do not match the output");
+    int64_t inner = hwt_ops_prod(xs, (int)axis + 1, rank);
+    st.parts = 1;
+    st.row = (e - b) * inner;
+    st.seg[0] = st.row;
+    st.src_row = xs[axis] * inner;
+    st.begin = b * inner;
+    st.total = hwt_ops_numel(ctx->g, y);
+  } else {
+    return hwt_ops_fail(err, errlen, ctx, "not a data-movement op");
+  }
+  move_state *heap = malloc(sizeof *heap);
+  if (!heap) return HWT_ENOMEM;
+  *heap = st;
+  ctx->state = heap;
+  ctx->ws_floats = 0;
+  ctx->flops = 0.0;
+  return HWT_OK;
+}
+
+static void move_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
+  const move_state *s = ctx->state;
+  int64_t lo, hi;
+  hwt_ops_range(s->total, tid, nth, &lo, &hi);
+  if (s->kind == M_COPY) {
+    if (hi > lo) memcpy(ctx->out[0] + lo, ctx->in[0] + lo, (size_t)(hi - lo) * sizeof(float));
+    return;
+  }
+  if (s->kind == M_SLICE) {
+    for (int64_t i = lo; i < hi;) {
+      int64_t r = i / s->row, off = i % s->row;
+      int64_t len = s->row - off < hi - i ? s->row - off : hi - i;
+      memcpy(ctx->out[0] + i, ctx->in[0] + r * s->src_row + s->begin + off,
+             (size_t)len * sizeof(float));
+      i += len;
+    }
+    return;
+  }
+  /* concat / split: walk the contiguous side, one segment at a time. */
+  for (int64_t i = lo; i < hi;) {
+    int64_t r = i / s->row, off = i % s->row;
+    int p = 0;
+    while (off >= s->start[p] + s->seg[p]) p++;
+    int64_t in_seg = off - s->start[p];
+    int64_t len = s->seg[p] - in_seg < hi - i ? s->seg[p] - in_seg : hi - i;
+    if (s->kind == M_CONCAT)
+      memcpy(ctx->out[0] + i, ctx->in[p] + r * s->seg[p] + in_seg, (size_t)len * sizeof(float));
+    else
+      memcpy(ctx->out[p] + r * s->seg[p] + in_seg, ctx->in[0] + i, (size_t)len * sizeof(float));
+    i += len;
+  }
+}
+
+static void move_release(hwt_op_ctx *ctx) {
+  free(ctx->state);
+  ctx->state = NULL;
+}
+
+#define MOVE(name) {name, move_prepare, move_run, move_release}
+static const hwt_op_impl k_movement[] = {
+    MOVE("concat"), MOVE("split"), MOVE("slice"), MOVE("reshape"), MOVE("flatten"),
+};
+
+const hwt_op_impl *hwt_ops_movement(int *n) {
+  *n = (int)(sizeof k_movement / sizeof k_movement[0]);
+  return k_movement;
+}

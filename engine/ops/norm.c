@@ -1,0 +1,140 @@
+/* Normalisation op family: batch_norm (inference) and softmax.
+ *
+ * batch_norm reads gamma/beta/mean/var as inputs at run time (they may be
+ * graph inputs, not only params) and forms each channel's scale and shift
+ * in double, as the reference does; a channel costs one sqrt, far below the
+ * per-element work. softmax works on lines along the axis in double (the
+ * reference's precision); it evaluates exp twice (sum, then output) rather
+ * than keep a per-thread workspace of a line; not yet measured against the
+ * workspace version. */
+#include <math.h>
+#include <stdlib.h>
+#include "ops_util.h"
+
+typedef struct {
+  int64_t n, channels, inner; /* NCHW: element i is channel (i / inner) % channels */
+  int64_t block;              /* NCHWc: x; channel = cb * x + i % x; 0 for NCHW */
+  double eps;
+} bn_state;
+
+static int bn_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
+  if (ctx->n_in != 5 || ctx->n_out != 1)
+    return hwt_ops_fail(err, errlen, ctx, "batch_norm takes x, gamma, beta, mean, var");
+  int x = hwt_ops_in(ctx, 0);
+  int rank = hwt_graph_tensor_ndim(ctx->g, x);
+  const int64_t *xs = hwt_graph_tensor_shape(ctx->g, x);
+  bn_state st = {0};
+  st.n = hwt_ops_numel(ctx->g, x);
+  st.eps = hwt_ops_float(ctx, "epsilon", 1e-5);
+  if (hwt_ops_str_is(ctx, "layout", "NCHWc", 0)) {
+    if (rank != 5) return hwt_ops_fail(err, errlen, ctx, "NCHWc input must be 5-D");
+    st.block = xs[4];
+    st.channels = xs[1] * xs[4];
+    st.inner = xs[2] * xs[3] * xs[4]; /* one (n, cb) row */
+  } else {
+    if (rank < 2) return hwt_ops_fail(err, errlen, ctx, "input needs a channel axis");
+    st.channels = xs[1];
+    st.inner = hwt_ops_prod(xs, 2, rank);
+  }
+  for (int i = 1; i < 5; i++)
+    if (hwt_ops_numel(ctx->g, hwt_ops_in(ctx, i)) != st.channels)
+      return hwt_ops_fail(err, errlen, ctx, "gamma/beta/mean/var need one value per channel");
+  bn_state *heap = malloc(sizeof *heap);
+  if (!heap) return HWT_ENOMEM;
+  *heap = st;
+  ctx->state = heap;
+  ctx->ws_floats = (size_t)(4 * st.block); /* NCHWc: x scales + x shifts, doubles */
+  ctx->flops = 2.0 * (double)st.n;
+  return HWT_OK;
+}
+
+static void bn_channel(const hwt_op_ctx *ctx, const bn_state *s, int64_t c, double *scale,
+                       double *shift) {
+  const double g = ctx->in[1][c], b = ctx->in[2][c], m = ctx->in[3][c], v = ctx->in[4][c];
+  *scale = g / sqrt(v + s->eps);
+  *shift = b - m * *scale;
+}
+
+static void bn_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
+  const bn_state *s = ctx->state;
+  const float *x = ctx->in[0];
+  float *y = ctx->out[0];
+  int64_t lo, hi;
+  hwt_ops_range(s->n, tid, nth, &lo, &hi);
+  int64_t i = lo;
+  while (i < hi) {
+    int64_t row = i / s->inner;
+    int64_t end = (row + 1) * s->inner < hi ? (row + 1) * s->inner : hi;
+    if (!s->block) {
+      double a, b;
+      bn_channel(ctx, s, row % s->channels, &a, &b);
+      for (; i < end; i++) y[i] = (float)(x[i] * a + b);
+    } else {
+      /* the row's x channels interleave: their scale/shift go to ws first */
+      double *ab = (double *)ws;
+      const int64_t c0 = (row % (s->channels / s->block)) * s->block;
+      for (int64_t k = 0; k < s->block; k++) bn_channel(ctx, s, c0 + k, &ab[k], &ab[s->block + k]);
+      for (; i < end; i++) {
+        const int64_t k = i % s->block;
+        y[i] = (float)(x[i] * ab[k] + ab[s->block + k]);
+      }
+    }
+  }
+}
+
+typedef struct {
+  int64_t outer, len, inner; /* lines: outer x inner, each len long at stride inner */
+} sm_state;
+
+static int sm_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
+  if (ctx->n_in != 1 || ctx->n_out != 1)
+    return hwt_ops_fail(err, errlen, ctx, "softmax takes one input");
+  int x = hwt_ops_in(ctx, 0);
+  int rank = hwt_graph_tensor_ndim(ctx->g, x);
+  const int64_t *xs = hwt_graph_tensor_shape(ctx->g, x);
+  int64_t axis = hwt_ops_int(ctx, "axis", -1);
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank) return hwt_ops_fail(err, errlen, ctx, "axis out of range");
+  sm_state *s = malloc(sizeof *s);
+  if (!s) return HWT_ENOMEM;
+  s->outer = hwt_ops_prod(xs, 0, (int)axis);
+  s->len = xs[axis];
+  s->inner = hwt_ops_prod(xs, (int)axis + 1, rank);
+  ctx->state = s;
+  ctx->ws_floats = 0;
+  ctx->flops = 3.0 * (double)hwt_ops_numel(ctx->g, x);
+  return HWT_OK;
+}
+
+static void sm_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
+  const sm_state *s = ctx->state;
+  int64_t lo, hi;
+  hwt_ops_rows(s->outer * s->inner, tid, nth, &lo, &hi);
+  for (int64_t line = lo; line < hi; line++) {
+    const int64_t base = (line / s->inner) * s->len * s->inner + line % s->inner;
+    const float *x = ctx->in[0] + base;
+    float *y = ctx->out[0] + base;
+    float mx = x[0];
+    for (int64_t j = 1; j < s->len; j++) mx = x[j * s->inner] > mx ? x[j * s->inner] : mx;
+    double sum = 0.0;
+    for (int64_t j = 0; j < s->len; j++) sum += exp((double)x[j * s->inner] - mx);
+    const double inv = 1.0 / sum;
+    for (int64_t j = 0; j < s->len; j++)
+      y[j * s->inner] = (float)(exp((double)x[j * s->inner] - mx) * inv);
+  }
+}
+
+static void norm_release(hwt_op_ctx *ctx) {
+  free(ctx->state);
+  ctx->state = NULL;
+}
+
+static const hwt_op_impl k_norm[] = {
+    {"batch_norm", bn_prepare, bn_run, norm_release},
+    {"softmax", sm_prepare, sm_run, norm_release},
+};
+
+const hwt_op_impl *hwt_ops_norm(int *n) {
+  *n = (int)(sizeof k_norm / sizeof k_norm[0]);
+  return k_norm;
+}

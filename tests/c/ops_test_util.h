@@ -1,0 +1,139 @@
+/* Shared by tests/c/test_ops_*.c: a one-op graph with its own buffers, run
+ * through the op's hwt_op_impl the way the engine will (prepare once, every
+ * share of nth, release), with outputs poisoned with NaN first so a share
+ * that leaves elements unwritten is caught. */
+#ifndef HWTUNE_OPS_TEST_UTIL_H
+#define HWTUNE_OPS_TEST_UTIL_H
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "hwtune/graph.h"
+#include "hwtune/op.h"
+
+typedef struct {
+  hwt_graph *g;
+  int op, n_in, n_out;
+  int64_t in_n[HWT_OP_MAX_IO], out_n[HWT_OP_MAX_IO];
+  float *in[HWT_OP_MAX_IO], *out[HWT_OP_MAX_IO];
+} one_op;
+
+static int64_t shape_numel(int ndim, const int64_t *s) {
+  int64_t n = 1;
+  for (int i = 0; i < ndim; i++) n *= s[i];
+  return n;
+}
+
+static float *alloc_floats(int64_t n) {
+  size_t bytes = ((size_t)n * sizeof(float) + 63) / 64 * 64;
+  float *p = aligned_alloc(64, bytes ? bytes : 64);
+  if (!p) {
+    fprintf(stderr, "out of memory\n");
+    exit(1);
+  }
+  return p;
+}
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static float rnd(float lo, float hi) {
+  rng_state ^= rng_state << 13;
+  rng_state ^= rng_state >> 7;
+  rng_state ^= rng_state << 17;
+  return lo + (hi - lo) * (float)((rng_state >> 40) * (1.0 / 16777216.0));
+}
+static int rnd_int(int lo, int hi) { /* inclusive */
+  return lo + (int)(rnd(0.0f, 1.0f) * (float)(hi - lo + 1)) % (hi - lo + 1);
+}
+
+/* in_shapes[i] / out_shapes[i] have ranks in_rank[i] / out_rank[i]; inputs
+ * are filled with uniform values in [-3, 3]. */
+static void one_op_build(one_op *t, const char *type, int n_in, const int *in_rank,
+                         const int64_t (*in_shapes)[HWT_GRAPH_MAX_DIMS], int n_out,
+                         const int *out_rank, const int64_t (*out_shapes)[HWT_GRAPH_MAX_DIMS]) {
+  memset(t, 0, sizeof *t);
+  t->g = hwt_graph_create();
+  int ids_in[HWT_OP_MAX_IO], ids_out[HWT_OP_MAX_IO];
+  char name[32];
+  for (int i = 0; i < n_in; i++) {
+    snprintf(name, sizeof name, "x%d", i);
+    ids_in[i] = hwt_graph_add_tensor(t->g, name, in_rank[i], in_shapes[i], HWT_TENSOR_INPUT);
+    t->in_n[i] = shape_numel(in_rank[i], in_shapes[i]);
+    t->in[i] = alloc_floats(t->in_n[i]);
+    for (int64_t k = 0; k < t->in_n[i]; k++) t->in[i][k] = rnd(-3.0f, 3.0f);
+  }
+  for (int i = 0; i < n_out; i++) {
+    snprintf(name, sizeof name, "y%d", i);
+    ids_out[i] = hwt_graph_add_tensor(t->g, name, out_rank[i], out_shapes[i], HWT_TENSOR_OUTPUT);
+    t->out_n[i] = shape_numel(out_rank[i], out_shapes[i]);
+    t->out[i] = alloc_floats(t->out_n[i]);
+  }
+  t->op = hwt_graph_add_op(t->g, "op", type, n_in, ids_in, n_out, ids_out);
+  t->n_in = n_in;
+  t->n_out = n_out;
+}
+
+static void one_op_free(one_op *t) {
+  for (int i = 0; i < t->n_in; i++) free(t->in[i]);
+  for (int i = 0; i < t->n_out; i++) free(t->out[i]);
+  hwt_graph_destroy(t->g);
+}
+
+/* The registry declares the families weak, and a weak reference does not
+ * pull an object out of a static archive: without these strong references
+ * a test linked against hwtune_static would find no op at all. */
+static void link_families(void) {
+  int n = 0;
+  hwt_ops_eltwise(&n);
+  hwt_ops_pool(&n);
+  hwt_ops_norm(&n);
+  hwt_ops_movement(&n);
+}
+
+/* HWT_OK after running every share, or prepare's status (err filled). */
+static int one_op_run(one_op *t, hwt_isa isa, int nth, char *err, size_t errlen) {
+  link_families();
+  const hwt_op_impl *impl = hwt_ops_find(hwt_graph_op_type(t->g, t->op));
+  if (!impl) {
+    snprintf(err, errlen, "no implementation");
+    return HWT_EINVAL;
+  }
+  hwt_op_ctx ctx;
+  memset(&ctx, 0, sizeof ctx);
+  ctx.g = t->g;
+  ctx.op = t->op;
+  ctx.n_in = t->n_in;
+  ctx.n_out = t->n_out;
+  for (int i = 0; i < t->n_in; i++) ctx.in[i] = t->in[i];
+  for (int i = 0; i < t->n_out; i++) {
+    ctx.out[i] = t->out[i];
+    for (int64_t k = 0; k < t->out_n[i]; k++) t->out[i][k] = NAN;
+  }
+  ctx.isa = isa;
+  ctx.max_threads = nth;
+  int rc = impl->prepare(&ctx, err, errlen);
+  if (rc != HWT_OK) return rc;
+  float *ws = alloc_floats((int64_t)(ctx.ws_floats ? ctx.ws_floats : 1));
+  for (int tid = nth - 1; tid >= 0; tid--) impl->run(&ctx, ws, tid, nth);
+  free(ws);
+  if (impl->release) impl->release(&ctx);
+  return HWT_OK;
+}
+
+/* Count of elements outside |got - want| <= atol + rtol |want| (NaN in got
+ * always counts); prints the first. */
+static int64_t compare(const char *what, const float *got, const float *want, int64_t n,
+                       double rtol, double atol) {
+  int64_t bad = 0;
+  for (int64_t i = 0; i < n; i++) {
+    double d = fabs((double)got[i] - (double)want[i]);
+    int ok = !isnan(got[i]) && d <= atol + rtol * fabs((double)want[i]);
+    if (rtol == 0.0 && atol == 0.0) ok = memcmp(&got[i], &want[i], sizeof(float)) == 0;
+    if (!ok && bad++ == 0)
+      fprintf(stderr, "%s: element %lld: got %.9g want %.9g\n", what, (long long)i, got[i],
+              want[i]);
+  }
+  return bad;
+}
+
+#endif

@@ -1,0 +1,121 @@
+/* pool op family vs a plain-C oracle that pads explicitly (a padded copy
+ * of each plane, -inf or excluded positions), as the numpy reference does:
+ * random windows, strides, padding, ceil mode, count_include_pad, NCHW and
+ * NCHW[x]c, nth 1-4. */
+#include "ops_test_util.h"
+
+static int64_t out_len(int64_t size, int64_t k, int64_t s, int64_t p, int ceil_mode) {
+  int64_t span = size + 2 * p - k;
+  int64_t out = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+  if (ceil_mode && (out - 1) * s >= size + p) out--;
+  return out;
+}
+
+typedef struct {
+  int is_max, ceil_mode, include_pad, blocked;
+  int64_t n, cb, h, w, b, kh, kw, sh, sw, ph, pw;
+} pool_case;
+
+/* Value at padded position (i, j) of channel ch in plane p, and whether the
+ * divisor counts it; positions past the padded input are neither. */
+static int at(const pool_case *c, const float *x, int64_t p, int64_t ch, int64_t i, int64_t j,
+              float *v) {
+  int64_t r = i - c->ph, q = j - c->pw;
+  if (r < 0 || q < 0 || r >= c->h || q >= c->w) {
+    *v = c->is_max ? -INFINITY : 0.0f;
+    return c->include_pad && i < c->h + 2 * c->ph && j < c->w + 2 * c->pw;
+  }
+  *v = x[((p * c->h + r) * c->w + q) * c->b + ch];
+  return 1;
+}
+
+static int64_t check(const pool_case *c, int global) {
+  int64_t oh = global ? 1 : out_len(c->h, c->kh, c->sh, c->ph, c->ceil_mode);
+  int64_t ow = global ? 1 : out_len(c->w, c->kw, c->sw, c->pw, c->ceil_mode);
+  int rank = c->blocked ? 5 : 4;
+  int64_t in_s[1][HWT_GRAPH_MAX_DIMS] = {{c->n, c->cb, c->h, c->w, c->b}};
+  int64_t out_s[1][HWT_GRAPH_MAX_DIMS] = {{c->n, c->cb, oh, ow, c->b}};
+  int r[1] = {rank};
+  one_op t;
+  one_op_build(&t, global ? "global_pool2d" : "pool2d", 1, r,
+               (const int64_t(*)[HWT_GRAPH_MAX_DIMS])in_s, 1, r,
+               (const int64_t(*)[HWT_GRAPH_MAX_DIMS])out_s);
+  int64_t mode_max[3] = {'m', 'a', 'x'}, mode_avg[3] = {'a', 'v', 'g'};
+  int64_t layout[5] = {'N', 'C', 'H', 'W', 'c'};
+  hwt_graph_op_set_ints(t.g, t.op, "mode", 3, c->is_max ? mode_max : mode_avg);
+  hwt_graph_op_set_ints(t.g, t.op, "layout", c->blocked ? 5 : 4, layout);
+  if (!global) {
+    int64_t k[2] = {c->kh, c->kw}, s[2] = {c->sh, c->sw}, p[2] = {c->ph, c->pw};
+    int64_t cm = c->ceil_mode, ip = c->include_pad;
+    hwt_graph_op_set_ints(t.g, t.op, "kernel", 2, k);
+    hwt_graph_op_set_ints(t.g, t.op, "stride", 2, s);
+    hwt_graph_op_set_ints(t.g, t.op, "padding", 2, p);
+    hwt_graph_op_set_ints(t.g, t.op, "ceil_mode", 1, &cm);
+    hwt_graph_op_set_ints(t.g, t.op, "count_include_pad", 1, &ip);
+  }
+  float *want = alloc_floats(t.out_n[0]);
+  pool_case g = *c;
+  if (global) g.kh = c->h, g.kw = c->w, g.sh = g.sw = 1, g.ph = g.pw = 0;
+  for (int64_t p = 0; p < c->n * c->cb; p++)
+    for (int64_t i = 0; i < oh; i++)
+      for (int64_t j = 0; j < ow; j++)
+        for (int64_t ch = 0; ch < c->b; ch++) {
+          double acc = g.is_max ? -INFINITY : 0.0, count = 0;
+          for (int64_t u = 0; u < g.kh; u++)
+            for (int64_t v = 0; v < g.kw; v++) {
+              float val;
+              count += at(&g, t.in[0], p, ch, i * g.sh + u, j * g.sw + v, &val);
+              acc = g.is_max ? (val > acc ? val : acc) : acc + val;
+            }
+          want[((p * oh + i) * ow + j) * c->b + ch] = (float)(g.is_max ? acc : acc / count);
+        }
+  int64_t bad = 0;
+  char err[256];
+  for (int nth = 1; nth <= 4; nth++) {
+    if (one_op_run(&t, HWT_ISA_GENERIC, nth, err, sizeof err) != HWT_OK) {
+      fprintf(stderr, "prepare failed: %s\n", err);
+      bad++;
+      break;
+    }
+    bad += compare(global ? "global_pool2d" : "pool2d", t.out[0], want, t.out_n[0],
+                   g.is_max ? 0.0 : 1e-6, g.is_max ? 0.0 : 1e-6);
+  }
+  if (bad)
+    fprintf(stderr, "  case max=%d k=%lldx%lld s=%lldx%lld p=%lldx%lld ceil=%d incl=%d b=%lld\n",
+            c->is_max, (long long)c->kh, (long long)c->kw, (long long)c->sh, (long long)c->sw,
+            (long long)c->ph, (long long)c->pw, c->ceil_mode, c->include_pad, (long long)c->b);
+  free(want);
+  one_op_free(&t);
+  return bad;
+}
+
+int main(void) {
+  int64_t bad = 0;
+  for (int rep = 0; rep < 400; rep++) {
+    pool_case c = {0};
+    c.is_max = rnd_int(0, 1);
+    c.ceil_mode = rnd_int(0, 1);
+    c.include_pad = rnd_int(0, 1);
+    c.blocked = rnd_int(0, 1);
+    c.b = c.blocked ? 4 : 1;
+    c.n = rnd_int(1, 2);
+    c.cb = rnd_int(1, 3);
+    c.h = rnd_int(1, 12);
+    c.w = rnd_int(1, 12);
+    c.kh = rnd_int(1, 4);
+    c.kw = rnd_int(1, 4);
+    c.ph = rnd_int(0, (int)c.kh / 2);
+    c.pw = rnd_int(0, (int)c.kw / 2);
+    c.sh = rnd_int(1, 3);
+    c.sw = rnd_int(1, 3);
+    if (c.kh > c.h + 2 * c.ph || c.kw > c.w + 2 * c.pw) continue;
+    bad += check(&c, 0);
+    if (rep % 8 == 0) bad += check(&c, 1);
+  }
+  if (bad) {
+    fprintf(stderr, "FAIL: %lld mismatches\n", (long long)bad);
+    return 1;
+  }
+  printf("ok\n");
+  return 0;
+}

@@ -1,0 +1,199 @@
+"""The eltwise, pool, norm and movement op families in C (engine/ops/)
+against the numpy reference, one-op models driven through ops_harness with
+nth in {1, 2, 3} shares, on every ISA variant this CPU supports."""
+
+import numpy as np
+import pytest
+
+from hwtune.engine.ops_harness import find_impl, run_ops
+from hwtune.graph import load_model
+from hwtune.graph.reference import run_reference
+from hwtune.native.eltwise import max_abs_error
+from hwtune.native.isa import supported_isas
+
+EXACT, ARITH = "exact", "arith"
+
+
+def model(op, in_shapes, attrs=None, n_out=1, params=()):
+    """A one-op model: inputs x0, x1, ... (params named in `params` are
+    weights instead), outputs y0, y1, ..."""
+    tensors = [{"name": f"x{i}", "shape": list(s)} for i, s in enumerate(in_shapes)]
+    outs = [f"y{i}" for i in range(n_out)]
+    o = {"name": "op", "op": op, "inputs": [t["name"] for t in tensors], "outputs": outs}
+    if attrs:
+        o["attrs"] = attrs
+    return load_model({
+        "format_version": 1, "name": f"one_{op}", "seed": 7,
+        "inputs": [t for t in tensors if t["name"] not in params],
+        "params": [t for t in tensors if t["name"] in params],
+        "ops": [o], "outputs": outs})
+
+
+BCAST = [  # (a shape, b shape): same, scalar, row, column, 4-D channel
+    ((4, 37), (4, 37)), ((4, 37), ()), ((), (5, 3)), ((4, 37), (37,)), ((4, 37), (4, 1)),
+    ((2, 5, 3, 7), (1, 5, 1, 1)), ((5, 1, 1), (2, 5, 3, 7)), ((3, 1, 7), (1, 4, 1)),
+    ((1000,), (1000,)),
+]
+BINARY = ["add", "sub", "mul", "div", "minimum", "maximum", "mod"]
+
+CASES = [(op, [a, b], {}, 1, ARITH) for op in BINARY for a, b in BCAST]
+CASES += [
+    ("sum", [(4, 37), (37,), (4, 1)], {}, 1, ARITH),
+    ("sum", [(2, 3, 5, 5)] * 5, {}, 1, ARITH),
+    ("affine", [(3, 50)], {"scale": -1.5, "shift": 0.25}, 1, ARITH),
+    ("affine", [(7,)], {}, 1, EXACT),
+    ("sigmoid", [(3, 333)], {}, 1, "sigmoid"),
+    ("tanh", [(3, 333)], {}, 1, "tanh"),
+    ("relu", [(3, 333)], {}, 1, EXACT),
+    ("abs", [(3, 33)], {}, 1, EXACT),
+    ("pool2d", [(2, 3, 9, 11)], {"mode": "max", "kernel": 3, "stride": 2}, 1, EXACT),
+    ("pool2d", [(2, 3, 9, 11)], {"mode": "max", "kernel": 3, "stride": 2, "padding": 1,
+                                 "ceil_mode": True}, 1, EXACT),
+    ("pool2d", [(2, 3, 8, 8)], {"mode": "avg", "kernel": [3, 2], "stride": [2, 1],
+                                "padding": [1, 1]}, 1, ARITH),
+    ("pool2d", [(1, 4, 7, 7)], {"mode": "avg", "kernel": 3, "stride": 2, "padding": 1,
+                                "ceil_mode": True, "count_include_pad": True}, 1, ARITH),
+    ("pool2d", [(1, 2, 6, 6, 8)], {"mode": "max", "kernel": 2, "layout": "NCHWc"}, 1, EXACT),
+    ("pool2d", [(1, 2, 7, 6, 4)], {"mode": "avg", "kernel": 3, "stride": 2, "padding": 1,
+                                   "layout": "NCHWc"}, 1, ARITH),
+    ("global_pool2d", [(2, 5, 7, 7)], {"mode": "avg"}, 1, ARITH),
+    ("global_pool2d", [(2, 5, 7, 7)], {"mode": "max"}, 1, EXACT),
+    ("global_pool2d", [(2, 2, 3, 3, 8)], {"mode": "avg", "layout": "NCHWc"}, 1, ARITH),
+    ("batch_norm", [(2, 6, 5, 5), (6,), (6,), (6,), (6,)], {"epsilon": 1e-3}, 1, ARITH),
+    ("batch_norm", [(3, 6)] + [(6,)] * 4, "bn_params", 1, ARITH),
+    ("batch_norm", [(2, 2, 3, 3, 8)] + [(16,)] * 4, {"layout": "NCHWc"}, 1, ARITH),
+    ("softmax", [(4, 37)], {}, 1, ARITH),
+    ("softmax", [(3, 5, 7)], {"axis": 1}, 1, ARITH),
+    ("softmax", [(3, 5, 7)], {"axis": 0}, 1, ARITH),
+    ("concat", [(2, 3, 4), (2, 5, 4), (2, 1, 4)], {"axis": 1}, 1, EXACT),
+    ("concat", [(3, 17), (3, 40)], {"axis": -1}, 1, EXACT),
+    ("concat", [(2, 3), (4, 3)], {"axis": 0}, 1, EXACT),
+    ("split", [(2, 9, 4)], {"axis": 1}, 3, EXACT),
+    ("split", [(5, 40)], {"axis": -1, "sizes": [7, 30, 3]}, 3, EXACT),
+    ("slice", [(4, 10, 3)], {"axis": 1, "begin": 2, "end": -3}, 1, EXACT),
+    ("slice", [(40, 3)], {"axis": 0, "begin": -17}, 1, EXACT),
+    ("reshape", [(4, 6, 5)], {"shape": [-1, 10]}, 1, EXACT),
+    ("flatten", [(2, 3, 4, 5)], {"axis": 2}, 1, EXACT),
+]
+
+
+def _id(case):
+    op, shapes, attrs, n_out, _ = case
+    return f"{op}-{'-'.join('x'.join(map(str, s)) or 'scalar' for s in shapes)}" + (
+        f"-{attrs}" if attrs and attrs != "bn_params" else "")
+
+
+def _build(case):
+    op, shapes, attrs, n_out, _ = case
+    if op == "batch_norm":
+        params = ("x1", "x2", "x3", "x4")
+        g = model(op, shapes, None if attrs == "bn_params" else attrs, n_out, params)
+        # var must be positive: the reference's default init is symmetric.
+        rng = np.random.default_rng(3)
+        pv = {"x4": rng.uniform(0.5, 2.0, shapes[4]).astype(np.float32)}
+        return g, pv
+    return model(op, shapes, attrs, n_out), {}
+
+
+def _inputs(case, g):
+    """Inputs with no b near 0 for div/mod (the quotient is ill-conditioned
+    there: one ulp in b moves a floored mod by a whole b)."""
+    rng = np.random.default_rng(11)
+    out = {}
+    for t in g.inputs:
+        a = rng.uniform(-3, 3, g.shapes[t.name]).astype(np.float32)
+        if case[0] in ("div", "mod") and t.name == "x1":
+            a = np.where(np.abs(a) < 0.25, np.float32(0.5), a).astype(np.float32)
+        out[t.name] = a
+    return out
+
+
+def _tolerance(kind, isa):
+    if kind == EXACT:
+        return 0.0, 0.0
+    if kind == ARITH:
+        return 1e-6, 1e-6
+    return 0.0, max_abs_error(kind, isa) + 1e-7  # documented bound of the fast variant
+
+
+@pytest.mark.parametrize("isa", supported_isas())
+@pytest.mark.parametrize("case", CASES, ids=_id)
+def test_op_matches_reference(case, isa):
+    g, params = _build(case)
+    inputs = _inputs(case, g)
+    want = run_reference(g, inputs=inputs, params=params)
+    rtol, atol = _tolerance(case[4], isa)
+    for nth in (1, 2, 3):
+        got = run_ops(g, nth=nth, isa=isa, inputs=inputs, params=params)
+        for name in g.outputs:
+            assert got[name].shape == want[name].shape
+            if rtol == atol == 0.0:
+                np.testing.assert_array_equal(got[name], want[name], err_msg=f"nth={nth}")
+            else:
+                np.testing.assert_allclose(got[name], want[name], rtol=rtol, atol=atol,
+                                           err_msg=f"nth={nth}")
+
+
+def test_thread_shares_are_disjoint_and_cover():
+    """Any share count gives bit-identical outputs, and every element is
+    written (the harness fills outputs with NaN first)."""
+    g = model("add", [(3, 1000), (1000,)])
+    inputs = _inputs(("add",), g)
+    ref = run_ops(g, nth=1, inputs=inputs)["y0"]
+    for nth in (2, 3, 5, 8):
+        got = run_ops(g, nth=nth, inputs=inputs)["y0"]
+        assert not np.isnan(got).any()
+        np.testing.assert_array_equal(got, ref)
+
+
+def test_floored_mod_sign_follows_divisor():
+    g = model("mod", [(4,), (4,)])
+    a = np.array([-7.0, 7.0, -6.0, 5.5], np.float32)
+    b = np.array([3.0, -3.0, 3.0, -5.5], np.float32)
+    got = run_ops(g, inputs={"x0": a, "x1": b})["y0"]
+    np.testing.assert_array_equal(got, np.mod(a, b))
+    assert np.signbit(got[3]) and np.signbit(np.mod(a, b)[3])
+
+
+def test_every_family_op_type_is_registered():
+    for op in BINARY + ["sum", "affine", "sigmoid", "tanh", "relu", "abs", "pool2d",
+                        "global_pool2d", "batch_norm", "softmax", "concat", "split",
+                        "slice", "reshape", "flatten"]:
+        assert find_impl(op).type.decode() == op
+
+
+def test_prepare_refuses_bad_shapes():
+    """A graph the model validator would reject, built straight in C: the
+    op reports the problem instead of running off its buffers."""
+    from hwtune.engine.native_graph import NativeGraph
+    from hwtune.engine.ops_harness import OpCtx
+    import ctypes
+    impl = find_impl("add")
+    with NativeGraph() as ng:
+        a = ng.add_tensor("a", [4, 3], "input")
+        b = ng.add_tensor("b", [4, 2], "input")
+        y = ng.add_tensor("y", [4, 3], "output")
+        op = ng.add_op("bad", "add", [a, b], [y])
+        ctx = OpCtx()
+        ctx.g, ctx.op, ctx.n_in, ctx.n_out, ctx.max_threads = ng.handle, op, 2, 1, 1
+        err = ctypes.create_string_buffer(256)
+        assert impl.prepare(ctypes.byref(ctx), err, 256) < 0
+        assert b"broadcast" in err.value
+
+
+@pytest.mark.parametrize("op,shapes,attrs", [
+    ("maximum", [(2, 9), (9,)], {}),
+    ("minimum", [(2, 9), (2, 9)], {}),
+    ("pool2d", [(1, 2, 6, 6)], {"mode": "max", "kernel": 3, "stride": 2, "padding": 1}),
+    ("pool2d", [(1, 1, 6, 6, 8)], {"mode": "max", "kernel": 2, "layout": "NCHWc"}),
+    ("global_pool2d", [(1, 3, 4, 4)], {"mode": "max"}),
+])
+def test_nan_propagates_like_numpy(op, shapes, attrs):
+    g = model(op, shapes, attrs)
+    inputs = _inputs((op,), g)
+    for a in inputs.values():
+        a.reshape(-1)[::7] = np.nan
+    want = run_reference(g, inputs=inputs)["y0"]
+    assert np.isnan(want).any()
+    for nth in (1, 3):
+        np.testing.assert_array_equal(run_ops(g, nth=nth, inputs=inputs)["y0"], want)
