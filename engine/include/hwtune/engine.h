@@ -5,7 +5,9 @@
  * Life cycle: hwt_engine_create -> hwt_engine_bind (every param, optionally
  * inputs/outputs) -> hwt_engine_prepare -> { set inputs; hwt_engine_run }*
  * -> hwt_engine_destroy. Errors return negative status and leave a one-line
- * reason in hwt_engine_error(). */
+ * reason in hwt_engine_error(). A bind after prepare releases the prepared
+ * ops: prepare again before the next run. Implementation: engine/exec/
+ * (the schedulers' designs are described at the top of sched_*.c). */
 #ifndef HWTUNE_ENGINE_H
 #define HWTUNE_ENGINE_H
 #include <stddef.h>
@@ -22,13 +24,15 @@ typedef enum {
 } hwt_scheduler;
 
 typedef struct {
-  int executors;            /* >= 1 (SEQUENTIAL uses 1) */
+  int executors;            /* 1..64 (SEQUENTIAL ignores it and uses 1) */
   int threads_per_executor; /* >= 1 */
   int scheduler;            /* hwt_scheduler */
-  int pin;                  /* pin teams to disjoint CPUs (critical-path default 1) */
+  int pin;                  /* pin teams to disjoint CPUs (default 1); SHARED_QUEUE
+                               never pins, and more threads than CPUs run unpinned */
   int isa;                  /* hwt_isa, or -1: hwt_isa_select() */
   const int *op_threads;    /* optional [n_ops]: threads for each op (0 = team size) */
-  const double *op_cost;    /* optional [n_ops]: profiled seconds, for levels */
+  const double *op_cost;    /* optional [n_ops]: profiled seconds (< 0: the plan's
+                               estimate), for levels and the tiny-op test */
   const double *op_priority;/* optional [n_ops]: overrides the level */
 } hwt_engine_config;
 
@@ -56,7 +60,8 @@ typedef struct {
   double start_s, end_s; /* hwt_now() clock */
 } hwt_op_event;
 HWT_API int hwt_engine_profile(hwt_engine *e, int enable);
-/* Copies up to max events of the last run; returns how many it recorded. */
+/* Copies up to max events of the last run, in op-id order; returns how many
+ * (0 if the last run was not profiled). */
 HWT_API int hwt_engine_events(const hwt_engine *e, hwt_op_event *out, int max);
 
 #endif

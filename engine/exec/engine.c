@@ -1,0 +1,355 @@
+/* Engine life cycle: create (plan, arena, pool, scheduler state), bind,
+ * prepare (op contexts, packed weights, workspaces), run, destroy. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "exec_internal.h"
+#include "hwtune/isa.h"
+
+/* Polls of an empty slot before a critical-path master sleeps: 2000 pause
+ * instructions are ~100 us on Cascade Lake (~140 cycles each at 2.5 GHz),
+ * the order of the pool's own default spin (HWTUNE_POOL_SPIN_US = 200), so
+ * back-to-back dispatches within a run never pay a futex wake. */
+#define HWT_EXEC_SPIN 2000
+
+static void set_err(char *dst, size_t n, const char *fmt, ...) {
+  if (!dst || n == 0) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(dst, n, fmt, ap);
+  va_end(ap);
+}
+
+static size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+void hwt_engine_config_init(hwt_engine_config *c) {
+  memset(c, 0, sizeof *c);
+  int n = hwt_allowed_cpus(NULL, 0);
+  c->executors = 1;
+  c->threads_per_executor = n > 0 ? n : 1;
+  c->scheduler = HWT_SCHED_SEQUENTIAL;
+  c->pin = 1;
+  c->isa = -1;
+}
+
+static int check_config(const hwt_engine_config *c, char *err, size_t errlen) {
+  if (c->scheduler < HWT_SCHED_SEQUENTIAL || c->scheduler > HWT_SCHED_CRITICAL_PATH) {
+    set_err(err, errlen, "unknown scheduler %d (0 sequential, 1 shared-queue, 2 critical-path)",
+            c->scheduler);
+    return HWT_EINVAL;
+  }
+  if (c->executors < 1 || c->executors > HWT_EXEC_MAX_EXECUTORS) {
+    set_err(err, errlen, "executors must be 1..%d, got %d", HWT_EXEC_MAX_EXECUTORS, c->executors);
+    return HWT_EINVAL;
+  }
+  if (c->threads_per_executor < 1) {
+    set_err(err, errlen, "threads per executor must be >= 1, got %d", c->threads_per_executor);
+    return HWT_EINVAL;
+  }
+  if (c->isa >= 0 && !hwt_isa_supported((hwt_isa)c->isa)) {
+    set_err(err, errlen, "ISA %d is not supported on this CPU/build", c->isa);
+    return HWT_EISA;
+  }
+  return HWT_OK;
+}
+
+/* Copies the config's optional per-op arrays: the caller's may not outlive
+ * create. */
+static int copy_op_arrays(hwt_engine *e) {
+  size_t n = (size_t)(e->n_ops > 0 ? e->n_ops : 1);
+  if (e->cfg.op_threads) {
+    if (!(e->op_threads = malloc(n * sizeof(int)))) return HWT_ENOMEM;
+    memcpy(e->op_threads, e->cfg.op_threads, (size_t)e->n_ops * sizeof(int));
+  }
+  if (e->cfg.op_cost) {
+    if (!(e->op_cost = malloc(n * sizeof(double)))) return HWT_ENOMEM;
+    memcpy(e->op_cost, e->cfg.op_cost, (size_t)e->n_ops * sizeof(double));
+  }
+  if (e->cfg.op_priority) {
+    if (!(e->op_priority = malloc(n * sizeof(double)))) return HWT_ENOMEM;
+    memcpy(e->op_priority, e->cfg.op_priority, (size_t)e->n_ops * sizeof(double));
+  }
+  e->cfg.op_threads = e->op_threads;
+  e->cfg.op_cost = e->op_cost;
+  e->cfg.op_priority = e->op_priority;
+  return HWT_OK;
+}
+
+static int find_impls(hwt_engine *e, char *err, size_t errlen) {
+  for (int op = 0; op < e->n_ops; op++) {
+    const char *type = hwt_graph_op_type(e->g, op);
+    if (hwt_graph_op_n_inputs(e->g, op) > HWT_OP_MAX_IO ||
+        hwt_graph_op_n_outputs(e->g, op) > HWT_OP_MAX_IO) {
+      set_err(err, errlen, "op %d '%s': more than %d inputs or outputs", op,
+              hwt_graph_op_name(e->g, op), HWT_OP_MAX_IO);
+      return HWT_EINVAL;
+    }
+    if (!(e->impl[op] = hwt_ops_find(type))) {
+      set_err(err, errlen, "op %d '%s': op type '%s' is not implemented", op,
+              hwt_graph_op_name(e->g, op), type);
+      return HWT_EINVAL;
+    }
+    int t = e->op_threads ? e->op_threads[op] : 0;
+    if (t < 0) {
+      set_err(err, errlen, "op %d '%s': thread count %d < 0", op, hwt_graph_op_name(e->g, op), t);
+      return HWT_EINVAL;
+    }
+    e->op_nth[op] = t == 0 || t > e->team_size ? e->team_size : t;
+  }
+  return HWT_OK;
+}
+
+/* Activations and outputs point into the arena; inputs get engine-owned
+ * buffers until bound; params have no storage until bound. */
+static int place_tensors(hwt_engine *e) {
+  int64_t arena = hwt_plan_arena_bytes(e->plan), in_bytes = 0;
+  for (int t = 0; t < e->n_tensors; t++)
+    if (hwt_graph_tensor_kind(e->g, t) == HWT_TENSOR_INPUT)
+      in_bytes += (int64_t)round_up((size_t)hwt_graph_tensor_bytes(e->g, t), HWT_PLAN_ALIGN);
+  size_t total = round_up((size_t)(arena + in_bytes), HWT_PLAN_ALIGN);
+  if (!(e->arena = aligned_alloc(HWT_PLAN_ALIGN, total ? total : HWT_PLAN_ALIGN))) return HWT_ENOMEM;
+  memset(e->arena, 0, total);
+  char *base = e->arena;
+  int64_t next_in = arena;
+  for (int t = 0; t < e->n_tensors; t++) {
+    int kind = hwt_graph_tensor_kind(e->g, t);
+    if (kind == HWT_TENSOR_PARAM) {
+      e->tensor[t] = NULL;
+    } else if (kind == HWT_TENSOR_INPUT) {
+      e->tensor[t] = (float *)(base + next_in);
+      next_in += (int64_t)round_up((size_t)hwt_graph_tensor_bytes(e->g, t), HWT_PLAN_ALIGN);
+    } else {
+      e->tensor[t] = (float *)(base + hwt_plan_tensor_offset(e->plan, t));
+    }
+  }
+  return HWT_OK;
+}
+
+static int make_pool(hwt_engine *e, char *err, size_t errlen) {
+  int cpus = hwt_allowed_cpus(NULL, 0);
+  int threads = e->executors * e->team_size;
+  /* Shared-queue is the unpinned baseline; a configuration with more threads
+   * than CPUs cannot pin disjointly and runs unpinned. */
+  int pin = e->cfg.pin && e->cfg.scheduler != HWT_SCHED_SHARED_QUEUE && cpus > 0 && threads <= cpus;
+  hwt_pool_config pc = {e->executors, e->team_size, pin, NULL, 0};
+  e->pool = hwt_pool_create(&pc, err, errlen);
+  if (!e->pool) return HWT_ESYS;
+  /* Oversubscribed: a spinning master would steal the CPU of the thread it
+   * waits for. */
+  e->cp.spin = cpus > 0 && threads > cpus ? 0 : HWT_EXEC_SPIN;
+  return HWT_OK;
+}
+
+static int create_steps(hwt_engine *e, char *err, size_t errlen) {
+  int st;
+  if ((st = copy_op_arrays(e)) < 0) return st;
+  hwt_plan_options po;
+  hwt_plan_options_init(&po);
+  po.reuse = e->cfg.scheduler == HWT_SCHED_SEQUENTIAL ? HWT_REUSE_SEQUENTIAL
+                                                      : HWT_REUSE_PARALLEL_SAFE;
+  if (!(e->plan = hwt_plan_build(e->g, &po, err, errlen))) return HWT_EINVAL;
+  size_t n = (size_t)(e->n_ops > 0 ? e->n_ops : 1), nt = (size_t)(e->n_tensors > 0 ? e->n_tensors : 1);
+  e->tensor = calloc(nt, sizeof *e->tensor);
+  e->bound = calloc(nt, 1);
+  e->impl = calloc(n, sizeof *e->impl);
+  e->ctx = calloc(n, sizeof *e->ctx);
+  e->ctx_prepared = calloc(n, 1);
+  e->op_nth = calloc(n, sizeof(int));
+  e->prio = calloc(n, sizeof(double));
+  e->tiny = calloc(n, 1);
+  e->pending = calloc(n, sizeof(_Atomic int));
+  e->events = calloc(n, sizeof(hwt_op_event));
+  double *cost = calloc(n, sizeof(double));
+  if (!e->tensor || !e->bound || !e->impl || !e->ctx || !e->ctx_prepared || !e->op_nth ||
+      !e->prio || !e->tiny || !e->pending || !e->events || !cost) {
+    free(cost);
+    return HWT_ENOMEM;
+  }
+  hwt_exec_levels(e, cost);
+  free(cost);
+  if ((st = find_impls(e, err, errlen)) < 0) return st;
+  if ((st = place_tensors(e)) < 0) return st;
+  if ((st = make_pool(e, err, errlen)) < 0) return st;
+  if (e->cfg.scheduler == HWT_SCHED_SHARED_QUEUE) return hwt_sched_sq_init(e);
+  if (e->cfg.scheduler == HWT_SCHED_CRITICAL_PATH) return hwt_sched_cp_init(e);
+  return HWT_OK;
+}
+
+hwt_engine *hwt_engine_create(const hwt_graph *g, const hwt_engine_config *cfg, char *err,
+                              size_t errlen) {
+  hwt_engine_config def;
+  if (!cfg) {
+    hwt_engine_config_init(&def);
+    cfg = &def;
+  }
+  if (!g) {
+    set_err(err, errlen, "no graph");
+    return NULL;
+  }
+  if (check_config(cfg, err, errlen) < 0) return NULL;
+  hwt_engine *e = calloc(1, sizeof *e);
+  if (!e) {
+    set_err(err, errlen, "out of memory");
+    return NULL;
+  }
+  e->g = g;
+  e->cfg = *cfg;
+  e->n_ops = hwt_graph_n_ops(g);
+  e->n_tensors = hwt_graph_n_tensors(g);
+  e->executors = cfg->scheduler == HWT_SCHED_SEQUENTIAL ? 1 : cfg->executors;
+  e->team_size = cfg->threads_per_executor;
+  char local[256] = "";
+  int st = create_steps(e, local, sizeof local);
+  if (st < 0) {
+    if (!local[0]) snprintf(local, sizeof local, "out of memory");
+    set_err(err, errlen, "%s", local);
+    hwt_engine_destroy(e);
+    return NULL;
+  }
+  return e;
+}
+
+static void release_ops(hwt_engine *e) {
+  for (int op = 0; op < e->n_ops && e->ctx; op++) {
+    if (e->ctx_prepared[op] && e->impl[op]->release) e->impl[op]->release(&e->ctx[op]);
+    e->ctx_prepared[op] = 0;
+  }
+  e->prepared = 0;
+}
+
+void hwt_engine_destroy(hwt_engine *e) {
+  if (!e) return;
+  release_ops(e);
+  if (e->pool) hwt_pool_destroy(e->pool);
+  hwt_sched_sq_free(e);
+  hwt_sched_cp_free(e);
+  hwt_plan_destroy(e->plan);
+  free(e->ws);
+  free(e->arena);
+  free(e->tensor);
+  free(e->bound);
+  free(e->impl);
+  free(e->ctx);
+  free(e->ctx_prepared);
+  free(e->op_nth);
+  free(e->prio);
+  free(e->tiny);
+  free(e->pending);
+  free(e->events);
+  free(e->op_threads);
+  free(e->op_cost);
+  free(e->op_priority);
+  free(e);
+}
+
+const char *hwt_engine_error(const hwt_engine *e) { return e ? e->err : "no engine"; }
+
+int hwt_engine_bind(hwt_engine *e, int t, float *data) {
+  if (!e) return HWT_EINVAL;
+  if (t < 0 || t >= e->n_tensors || !data) {
+    set_err(e->err, sizeof e->err, "bind: bad tensor id %d or NULL data", t);
+    return HWT_EINVAL;
+  }
+  if (((uintptr_t)data & 3) != 0) {
+    set_err(e->err, sizeof e->err, "bind: tensor %d '%s': data is not 4-byte aligned", t,
+            hwt_graph_tensor_name(e->g, t));
+    return HWT_EINVAL;
+  }
+  /* Op contexts hold tensor pointers: a new binding needs a new prepare. */
+  release_ops(e);
+  e->tensor[t] = data;
+  e->bound[t] = 1;
+  return HWT_OK;
+}
+
+static int prepare_op(hwt_engine *e, int op) {
+  hwt_op_ctx *c = &e->ctx[op];
+  memset(c, 0, sizeof *c);
+  c->g = e->g;
+  c->op = op;
+  c->n_in = hwt_graph_op_n_inputs(e->g, op);
+  c->n_out = hwt_graph_op_n_outputs(e->g, op);
+  const int *in = hwt_graph_op_inputs(e->g, op), *out = hwt_graph_op_outputs(e->g, op);
+  for (int i = 0; i < c->n_in; i++) c->in[i] = e->tensor[in[i]];
+  for (int i = 0; i < c->n_out; i++) c->out[i] = e->tensor[out[i]];
+  c->isa = (hwt_isa)(e->cfg.isa >= 0 ? e->cfg.isa : hwt_isa_select());
+  c->max_threads = e->op_nth[op];
+  char why[200] = "";
+  int st = e->impl[op]->prepare(c, why, sizeof why);
+  if (st < 0) {
+    set_err(e->err, sizeof e->err, "op %d '%s' (%s): %s", op, hwt_graph_op_name(e->g, op),
+            hwt_graph_op_type(e->g, op), why[0] ? why : "prepare failed");
+    return st;
+  }
+  e->ctx_prepared[op] = 1;
+  return HWT_OK;
+}
+
+int hwt_engine_prepare(hwt_engine *e) {
+  if (!e) return HWT_EINVAL;
+  release_ops(e);
+  for (int t = 0; t < e->n_tensors; t++)
+    if (hwt_graph_tensor_kind(e->g, t) == HWT_TENSOR_PARAM && !e->bound[t]) {
+      set_err(e->err, sizeof e->err, "param tensor %d '%s' is not bound", t,
+              hwt_graph_tensor_name(e->g, t));
+      return HWT_EINVAL;
+    }
+  size_t ws = 0;
+  for (int op = 0; op < e->n_ops; op++) {
+    int st = prepare_op(e, op);
+    if (st < 0) {
+      release_ops(e);
+      return st;
+    }
+    if (e->ctx[op].ws_floats > ws) ws = e->ctx[op].ws_floats;
+  }
+  /* 16 floats: every thread's workspace starts on its own cache line. */
+  e->ws_stride = round_up(ws, 16);
+  free(e->ws);
+  size_t bytes = (size_t)e->executors * (size_t)e->team_size * e->ws_stride * sizeof(float);
+  e->ws = aligned_alloc(HWT_CACHELINE, bytes ? bytes : HWT_CACHELINE);
+  if (!e->ws) {
+    release_ops(e);
+    set_err(e->err, sizeof e->err, "out of memory for %zu bytes of workspace", bytes);
+    return HWT_ENOMEM;
+  }
+  e->prepared = 1;
+  return HWT_OK;
+}
+
+float *hwt_engine_tensor(hwt_engine *e, int t) {
+  if (!e || t < 0 || t >= e->n_tensors) return NULL;
+  return e->tensor[t];
+}
+
+int hwt_engine_run(hwt_engine *e) {
+  if (!e) return HWT_EINVAL;
+  if (!e->prepared) {
+    set_err(e->err, sizeof e->err, "run before prepare (or a bind since the last prepare)");
+    return HWT_EINVAL;
+  }
+  hwt_exec_reset_pending(e);
+  int st;
+  switch (e->cfg.scheduler) {
+    case HWT_SCHED_SHARED_QUEUE: st = hwt_sched_sq_run(e); break;
+    case HWT_SCHED_CRITICAL_PATH: st = hwt_sched_cp_run(e); break;
+    default: st = hwt_sched_seq_run(e); break;
+  }
+  if (st < 0) set_err(e->err, sizeof e->err, "run: the pool refused the run (%d)", st);
+  e->events_valid = st == HWT_OK && e->profile;
+  return st;
+}
+
+int hwt_engine_profile(hwt_engine *e, int enable) {
+  if (!e) return HWT_EINVAL;
+  e->profile = enable != 0;
+  return HWT_OK;
+}
+
+int hwt_engine_events(const hwt_engine *e, hwt_op_event *out, int max) {
+  if (!e || !e->events_valid) return 0;
+  int n = e->n_ops < max ? e->n_ops : max;
+  if (out && n > 0) memcpy(out, e->events, (size_t)n * sizeof *out);
+  return n;
+}

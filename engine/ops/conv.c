@@ -1,0 +1,265 @@
+/* The conv family: conv2d (NCHW direct, or the NCHW[x]c template with its
+ * knobs from attributes or the kernel's default) and layout_transform, as
+ * src/hwtune/graph/ops/{conv,layout}.py define them. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "hwtune/conv.h"
+#include "hwtune/op.h"
+
+/* ---- attributes ---- */
+
+/* Up to two ints; a single value applies to both (model.json's int or pair). */
+static void attr_pair(const hwt_graph *g, int op, const char *key, int dflt, int out[2]) {
+  int64_t v[2] = {dflt, dflt};
+  int n = hwt_graph_op_get_ints(g, op, key, v, 2);
+  if (n == 1) v[1] = v[0];
+  out[0] = (int)v[0];
+  out[1] = (int)v[1];
+}
+
+/* -1 when absent. */
+static int attr_int(const hwt_graph *g, int op, const char *key) {
+  int64_t v = -1;
+  return hwt_graph_op_get_ints(g, op, key, &v, 1) >= 1 ? (int)v : -1;
+}
+
+/* A string attribute (int array of character codes) into buf. */
+static int attr_str(const hwt_graph *g, int op, const char *key, char *buf, size_t n) {
+  int64_t codes[64];
+  int len = hwt_graph_op_get_ints(g, op, key, codes, 64);
+  if (len < 0 || (size_t)len >= n || len > 64) return HWT_EINVAL;
+  for (int i = 0; i < len; i++) buf[i] = (char)codes[i];
+  buf[len] = 0;
+  return HWT_OK;
+}
+
+/* ---- conv2d ---- */
+
+typedef struct {
+  hwt_conv_plan plan;
+  float *w_packed; /* NCHW: packed at prepare; NULL: read the input as is */
+} conv_state;
+
+static int conv_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
+  const hwt_graph *g = ctx->g;
+  const int op = ctx->op, *in = hwt_graph_op_inputs(g, op);
+  char layout[16] = "NCHW";
+  if (hwt_graph_op_attr_kind(g, op, "layout") != HWT_ATTR_NONE &&
+      attr_str(g, op, "layout", layout, sizeof layout) < 0) {
+    snprintf(err, errlen, "bad layout attribute");
+    return HWT_EINVAL;
+  }
+  int blocked = strcmp(layout, "NCHWc") == 0;
+  if (!blocked && strcmp(layout, "NCHW") != 0) {
+    snprintf(err, errlen, "unknown layout \"%s\" (NCHW or NCHWc)", layout);
+    return HWT_EINVAL;
+  }
+  if (ctx->n_in < 2 || ctx->n_in > 3 || ctx->n_out != 1 ||
+      hwt_graph_tensor_ndim(g, in[0]) != (blocked ? 5 : 4) ||
+      hwt_graph_tensor_ndim(g, in[1]) != (blocked ? 6 : 4)) {
+    snprintf(err, errlen, "conv2d %s takes x, w[, bias] of ranks %d, %d", layout,
+             blocked ? 5 : 4, blocked ? 6 : 4);
+    return HWT_EINVAL;
+  }
+  const int64_t *x = hwt_graph_tensor_shape(g, in[0]), *w = hwt_graph_tensor_shape(g, in[1]);
+  hwt_conv_desc d = {0};
+  hwt_conv_params p = {0};
+  int stride[2], pad[2];
+  attr_pair(g, op, "stride", 1, stride);
+  attr_pair(g, op, "padding", 0, pad);
+  d.N = (int)x[0];
+  d.H = (int)x[2];
+  d.W = (int)x[3];
+  d.R = (int)w[2];
+  d.S = (int)w[3];
+  d.stride_h = stride[0];
+  d.stride_w = stride[1];
+  d.pad_h = pad[0];
+  d.pad_w = pad[1];
+  if (blocked) {
+    p.ic_bn = (int)x[4];
+    p.oc_bn = (int)w[5];
+    d.C = (int)(x[1] * x[4]);
+    d.K = (int)(w[0] * w[5]);
+  } else {
+    d.C = (int)x[1];
+    d.K = (int)w[0];
+  }
+  conv_state *s = calloc(1, sizeof *s);
+  if (!s) return HWT_ENOMEM;
+  const hwt_conv_params *pp = NULL;
+  if (blocked) {
+    hwt_conv_params def;
+    int st = hwt_conv_default_params(&d, ctx->isa, &def);
+    if (st < 0) {
+      free(s);
+      snprintf(err, errlen, "no default template parameters (%d)", st);
+      return st;
+    }
+    int reg_n = attr_int(g, op, "reg_n"), unroll = attr_int(g, op, "unroll_ker");
+    p.reg_n = reg_n > 0 ? reg_n : def.reg_n;
+    p.unroll_ker = unroll >= 0 ? unroll : def.unroll_ker;
+    pp = &p;
+  }
+  int st = hwt_conv_plan_make(&d, blocked ? HWT_CONV_NCHWC : HWT_CONV_NCHW, pp, ctx->isa,
+                              ctx->max_threads, &s->plan);
+  if (st < 0) {
+    free(s);
+    snprintf(err, errlen,
+             "the CONV kernel refuses N=%d C=%d %dx%d K=%d %dx%d stride %d,%d pad %d,%d"
+             " ic_bn=%d oc_bn=%d reg_n=%d unroll_ker=%d (%d)",
+             d.N, d.C, d.H, d.W, d.K, d.R, d.S, d.stride_h, d.stride_w, d.pad_h, d.pad_w,
+             p.ic_bn, p.oc_bn, p.reg_n, p.unroll_ker, st);
+    return st;
+  }
+  /* NCHWc weights already arrive in the template's OIHW[i]i[o]o layout
+   * (model.json's blocked weight tensor, possibly made by a layout_transform
+   * op): read in place. NCHW weights are packed once, which needs them
+   * constant. */
+  if (!blocked) {
+    if (hwt_graph_tensor_kind(g, in[1]) != HWT_TENSOR_PARAM) {
+      free(s);
+      snprintf(err, errlen, "NCHW conv2d weights must be a param (they are packed once)");
+      return HWT_EINVAL;
+    }
+    size_t bytes = (s->plan.w_floats * sizeof(float) + 63) / 64 * 64;
+    if (!(s->w_packed = aligned_alloc(64, bytes))) {
+      free(s);
+      return HWT_ENOMEM;
+    }
+    hwt_conv_pack_weights(&s->plan, ctx->in[1], s->w_packed);
+  }
+  ctx->state = s;
+  ctx->ws_floats = s->plan.ws_floats;
+  ctx->flops = 2.0 * d.N * d.K * s->plan.OH * s->plan.OW * d.C * d.R * d.S;
+  return HWT_OK;
+}
+
+static void conv_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
+  const conv_state *s = ctx->state;
+  hwt_conv_run_part(&s->plan, ctx->in[0], s->w_packed ? s->w_packed : ctx->in[1],
+                    ctx->n_in == 3 ? ctx->in[2] : NULL, ctx->out[0], ws, tid, nth);
+}
+
+static void conv_release(hwt_op_ctx *ctx) {
+  conv_state *s = ctx->state;
+  if (s) free(s->w_packed);
+  free(s);
+  ctx->state = NULL;
+}
+
+/* ---- layout_transform ---- */
+
+typedef struct {
+  int weight;           /* 0: data NCHW[x]c; 1: weights OIHW[i]i[o]o */
+  int N, C;             /* data: batch and logical channels */
+  long HW;
+  int src_bn, dst_bn;   /* data blocks, 0 = plain */
+  int K, R, S;          /* weights: logical O, kernel (C is I) */
+  int si, so, di, dO;   /* weight blocks, 0 = plain */
+  size_t plain_floats;  /* weights re-blocked through a plain copy in ws */
+} layout_state;
+
+/* "NCHW" / "NCHW<b>c" -> data block; "OIHW" / "OIHW<i>i<o>o" -> weight blocks. */
+static int parse_layout(const char *s, int *weight, int *b0, int *b1) {
+  int n = 0;
+  *b0 = *b1 = 0;
+  if (strncmp(s, "NCHW", 4) == 0) {
+    *weight = 0;
+    if (!s[4]) return HWT_OK;
+    return sscanf(s + 4, "%dc%n", b0, &n) == 1 && !s[4 + n] && *b0 > 0 ? HWT_OK : HWT_EINVAL;
+  }
+  if (strncmp(s, "OIHW", 4) == 0) {
+    *weight = 1;
+    if (!s[4]) return HWT_OK;
+    return sscanf(s + 4, "%di%do%n", b0, b1, &n) == 2 && !s[4 + n] && *b0 > 0 && *b1 > 0
+               ? HWT_OK
+               : HWT_EINVAL;
+  }
+  return HWT_EINVAL;
+}
+
+static int layout_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
+  const hwt_graph *g = ctx->g;
+  const int *in = hwt_graph_op_inputs(g, ctx->op);
+  char src[32], dst[32];
+  layout_state ls = {0};
+  int w2 = 0;
+  if (ctx->n_in != 1 || ctx->n_out != 1 || attr_str(g, ctx->op, "src", src, sizeof src) < 0 ||
+      attr_str(g, ctx->op, "dst", dst, sizeof dst) < 0 ||
+      parse_layout(src, &ls.weight, &ls.si, &ls.so) < 0 ||
+      parse_layout(dst, &w2, &ls.di, &ls.dO) < 0 || w2 != ls.weight) {
+    snprintf(err, errlen, "layout_transform needs one input and src/dst layouts of one family");
+    return HWT_EINVAL;
+  }
+  const int64_t *x = hwt_graph_tensor_shape(g, in[0]);
+  int nd = hwt_graph_tensor_ndim(g, in[0]);
+  if (!ls.weight) {
+    ls.src_bn = ls.si;
+    ls.dst_bn = ls.di;
+    if (nd != (ls.src_bn ? 5 : 4)) goto bad_rank;
+    ls.N = (int)x[0];
+    ls.C = (int)(ls.src_bn ? x[1] * x[4] : x[1]);
+    ls.HW = (long)(x[2] * x[3]);
+    if (hwt_layout_check(ls.N, ls.C, ls.HW, ls.src_bn, ls.dst_bn) < 0) goto bad_block;
+  } else {
+    if (nd != (ls.si ? 6 : 4)) goto bad_rank;
+    ls.K = (int)(ls.si ? x[0] * x[5] : x[0]);
+    ls.C = (int)(ls.si ? x[1] * x[4] : x[1]);
+    ls.R = (int)x[2];
+    ls.S = (int)x[3];
+    if (ls.di && (ls.C % ls.di || ls.K % ls.dO)) goto bad_block;
+    if (ls.si && ls.di) ls.plain_floats = (size_t)ls.K * ls.C * ls.R * ls.S;
+  }
+  layout_state *s = malloc(sizeof *s);
+  if (!s) return HWT_ENOMEM;
+  *s = ls;
+  ctx->state = s;
+  ctx->ws_floats = ls.plain_floats;
+  return HWT_OK;
+bad_rank:
+  snprintf(err, errlen, "input rank %d does not match layout \"%s\"", nd, src);
+  return HWT_EINVAL;
+bad_block:
+  snprintf(err, errlen, "blocks of \"%s\" -> \"%s\" do not divide the channels", src, dst);
+  return HWT_EINVAL;
+}
+
+static void layout_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
+  const layout_state *s = ctx->state;
+  if (!s->weight) {
+    hwt_layout_run_part(s->N, s->C, s->HW, s->src_bn, s->dst_bn, ctx->in[0], ctx->out[0], tid,
+                        nth);
+    return;
+  }
+  /* Weight transforms run once per model in practice (constant folding is
+   * the planner's future job): thread 0 does all of it. */
+  if (tid != 0) return;
+  const size_t n = (size_t)s->K * s->C * s->R * s->S;
+  if (!s->si && !s->di)
+    memcpy(ctx->out[0], ctx->in[0], n * sizeof(float));
+  else if (!s->si)
+    hwt_layout_oihw_to_blocked(s->K, s->C, s->R, s->S, s->di, s->dO, ctx->in[0], ctx->out[0]);
+  else if (!s->di)
+    hwt_layout_blocked_to_oihw(s->K, s->C, s->R, s->S, s->si, s->so, ctx->in[0], ctx->out[0]);
+  else {
+    hwt_layout_blocked_to_oihw(s->K, s->C, s->R, s->S, s->si, s->so, ctx->in[0], ws);
+    hwt_layout_oihw_to_blocked(s->K, s->C, s->R, s->S, s->di, s->dO, ws, ctx->out[0]);
+  }
+}
+
+static void layout_release(hwt_op_ctx *ctx) {
+  free(ctx->state);
+  ctx->state = NULL;
+}
+
+static const hwt_op_impl CONV[] = {
+    {"conv2d", conv_prepare, conv_run, conv_release},
+    {"layout_transform", layout_prepare, layout_run, layout_release},
+};
+
+const hwt_op_impl *hwt_ops_conv(int *n) {
+  *n = (int)(sizeof CONV / sizeof CONV[0]);
+  return CONV;
+}

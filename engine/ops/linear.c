@@ -1,0 +1,107 @@
+/* The linear family: matmul y[M,N] = op(a) @ op(b) (+ bias[N]), as
+ * src/hwtune/graph/ops/linear.py defines it, on the GEMM kernel's plan. */
+#include <stdio.h>
+#include <stdlib.h>
+#include "hwtune/gemm.h"
+#include "hwtune/op.h"
+
+/* With M <= 6 (HWT_GEMV_MAX_M) plain run_part takes the GEMV path, which
+ * beats the packed micro-kernel path that run_part_packed always takes: the
+ * GEMM kernel's sweep on [M,512]x[512,2048], AVX-512, 1 thread measured
+ * 12.3 vs 8.8 GFLOPS at M=6 and 17.4 vs 17.9 at M=8 (gemm_internal.h). A
+ * constant B is therefore prepacked only from M = 7 on. */
+#define PACK_MIN_M 7
+
+typedef struct {
+  hwt_gemm_plan plan;
+  float *packed_b; /* NULL: B is read (and packed per run) by run_part */
+} matmul_state;
+
+static int attr_flag(const hwt_graph *g, int op, const char *key) {
+  int64_t v = 0;
+  return hwt_graph_op_get_ints(g, op, key, &v, 1) >= 1 && v != 0;
+}
+
+static int matmul_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
+  const hwt_graph *g = ctx->g;
+  const int *in = hwt_graph_op_inputs(g, ctx->op);
+  if (ctx->n_in < 2 || ctx->n_in > 3 || ctx->n_out != 1) {
+    snprintf(err, errlen, "matmul takes a, b[, bias] and one output");
+    return HWT_EINVAL;
+  }
+  if (hwt_graph_tensor_ndim(g, in[0]) != 2 || hwt_graph_tensor_ndim(g, in[1]) != 2) {
+    snprintf(err, errlen, "matmul needs 2-D a and b");
+    return HWT_EINVAL;
+  }
+  const int64_t *a = hwt_graph_tensor_shape(g, in[0]), *b = hwt_graph_tensor_shape(g, in[1]);
+  int ta = attr_flag(g, ctx->op, "transpose_a"), tb = attr_flag(g, ctx->op, "transpose_b");
+  hwt_gemm_desc d = {0};
+  d.M = (int)(ta ? a[1] : a[0]);
+  d.K = (int)(ta ? a[0] : a[1]);
+  d.N = (int)(tb ? b[0] : b[1]);
+  int kb = (int)(tb ? b[1] : b[0]);
+  if (kb != d.K) {
+    snprintf(err, errlen, "inner dimensions differ: K=%d from a, %d from b", d.K, kb);
+    return HWT_EINVAL;
+  }
+  if (ctx->n_in == 3 && hwt_graph_tensor_bytes(g, in[2]) != (int64_t)d.N * 4) {
+    snprintf(err, errlen, "bias must hold N=%d floats", d.N);
+    return HWT_EINVAL;
+  }
+  d.trans_a = ta;
+  d.trans_b = tb;
+  d.lda = (int)a[1];
+  d.ldb = (int)b[1];
+  d.ldc = d.N;
+  matmul_state *s = calloc(1, sizeof *s);
+  if (!s) return HWT_ENOMEM;
+  int st = hwt_gemm_plan_make(&d, ctx->isa, ctx->max_threads, &s->plan);
+  if (st < 0) {
+    free(s);
+    snprintf(err, errlen, "no GEMM plan for M=%d N=%d K=%d (%d)", d.M, d.N, d.K, st);
+    return st;
+  }
+  if (hwt_graph_tensor_kind(g, in[1]) == HWT_TENSOR_PARAM && d.M >= PACK_MIN_M) {
+    size_t bytes = (s->plan.packed_b_floats * sizeof(float) + 63) / 64 * 64;
+    s->packed_b = aligned_alloc(64, bytes ? bytes : 64);
+    if (!s->packed_b) {
+      free(s);
+      return HWT_ENOMEM;
+    }
+    if ((st = hwt_gemm_pack_b(&s->plan, ctx->in[1], s->packed_b)) < 0) {
+      free(s->packed_b);
+      free(s);
+      snprintf(err, errlen, "packing B failed (%d)", st);
+      return st;
+    }
+  }
+  ctx->state = s;
+  ctx->ws_floats = s->plan.ws_floats;
+  ctx->flops = 2.0 * d.M * d.N * d.K;
+  return HWT_OK;
+}
+
+static void matmul_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
+  const matmul_state *s = ctx->state;
+  const float *bias = ctx->n_in == 3 ? ctx->in[2] : NULL;
+  if (s->packed_b)
+    hwt_gemm_run_part_packed(&s->plan, ctx->in[0], s->packed_b, ctx->out[0], bias, ws, tid, nth);
+  else
+    hwt_gemm_run_part(&s->plan, ctx->in[0], ctx->in[1], ctx->out[0], bias, ws, tid, nth);
+}
+
+static void matmul_release(hwt_op_ctx *ctx) {
+  matmul_state *s = ctx->state;
+  if (s) free(s->packed_b);
+  free(s);
+  ctx->state = NULL;
+}
+
+static const hwt_op_impl LINEAR[] = {
+    {"matmul", matmul_prepare, matmul_run, matmul_release},
+};
+
+const hwt_op_impl *hwt_ops_linear(int *n) {
+  *n = (int)(sizeof LINEAR / sizeof LINEAR[0]);
+  return LINEAR;
+}

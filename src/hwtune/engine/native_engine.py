@@ -1,0 +1,181 @@
+"""Binding for hwtune/engine.h: run a lowered model on the C engine.
+
+A NativeEngine lowers a validated Graph, creates the engine (plan, arena,
+pool), binds every param to the values run_reference uses (so outputs are
+comparable), prepares, and then runs as often as asked."""
+
+import ctypes
+from typing import Dict, List, Mapping, Optional, Sequence
+
+import numpy as np
+
+from hwtune.engine.lower import lower_graph
+from hwtune.errors import NativeError, UsageError
+from hwtune.graph.model import Graph
+from hwtune.graph.reference import init_inputs, init_params
+from hwtune.native._lib import lib
+
+SCHEDULERS = {"sequential": 0, "shared_queue": 1, "critical_path": 2}
+_ENOMEM, _ESYS = -2, -4
+
+_c_int_p = ctypes.POINTER(ctypes.c_int)
+_c_dbl_p = ctypes.POINTER(ctypes.c_double)
+_f_p = ctypes.POINTER(ctypes.c_float)
+
+
+class _Config(ctypes.Structure):
+    _fields_ = [
+        ("executors", ctypes.c_int),
+        ("threads_per_executor", ctypes.c_int),
+        ("scheduler", ctypes.c_int),
+        ("pin", ctypes.c_int),
+        ("isa", ctypes.c_int),
+        ("op_threads", _c_int_p),
+        ("op_cost", _c_dbl_p),
+        ("op_priority", _c_dbl_p),
+    ]
+
+
+class Event(ctypes.Structure):
+    _fields_ = [
+        ("op", ctypes.c_int),
+        ("executor", ctypes.c_int),
+        ("threads", ctypes.c_int),
+        ("start_s", ctypes.c_double),
+        ("end_s", ctypes.c_double),
+    ]
+
+
+def _sig(name, restype, *argtypes):
+    fn = getattr(lib, name)
+    fn.restype = restype
+    fn.argtypes = list(argtypes)
+
+
+_vp, _ci = ctypes.c_void_p, ctypes.c_int
+_sig("hwt_engine_config_init", None, ctypes.POINTER(_Config))
+_sig("hwt_engine_create", _vp, _vp, ctypes.POINTER(_Config), ctypes.c_char_p, ctypes.c_size_t)
+_sig("hwt_engine_destroy", None, _vp)
+_sig("hwt_engine_error", ctypes.c_char_p, _vp)
+_sig("hwt_engine_bind", _ci, _vp, _ci, _f_p)
+_sig("hwt_engine_prepare", _ci, _vp)
+_sig("hwt_engine_tensor", _f_p, _vp, _ci)
+_sig("hwt_engine_run", _ci, _vp)
+_sig("hwt_engine_profile", _ci, _vp, _ci)
+_sig("hwt_engine_events", _ci, _vp, ctypes.POINTER(Event), _ci)
+
+
+def _per_op(graph: Graph, values: Optional[Mapping[str, float]], ctype, what: str):
+    """op name -> value mapping as a C array in op-id order (lowering adds ops
+    in graph.ops order), or None."""
+    if not values:
+        return None
+    names = [op.name for op in graph.ops]
+    unknown = sorted(set(values) - set(names))
+    if unknown:
+        raise UsageError(f'{what} names unknown op "{unknown[0]}"')
+    default = 0 if ctype is ctypes.c_int else -1.0
+    return (ctype * len(names))(*[values.get(n, default) for n in names])
+
+
+class NativeEngine:
+    """A prepared engine for one model and one configuration."""
+
+    def __init__(self, graph: Graph, executors: int = 1, threads: int = 1,
+                 scheduler: str = "sequential", pin: bool = True, isa: int = -1,
+                 op_threads: Optional[Mapping[str, int]] = None,
+                 op_cost: Optional[Mapping[str, float]] = None,
+                 op_priority: Optional[Mapping[str, float]] = None):
+        self._h = None
+        if scheduler not in SCHEDULERS:
+            raise UsageError(f'unknown scheduler "{scheduler}" (one of: {", ".join(SCHEDULERS)})')
+        self.graph = graph
+        self._ng = lower_graph(graph)
+        cfg = _Config()
+        lib.hwt_engine_config_init(ctypes.byref(cfg))
+        cfg.executors, cfg.threads_per_executor = int(executors), int(threads)
+        cfg.scheduler, cfg.pin, cfg.isa = SCHEDULERS[scheduler], int(bool(pin)), int(isa)
+        # The engine copies these at create; keep them referenced until then.
+        arrays = (_per_op(graph, op_threads, ctypes.c_int, "op_threads"),
+                  _per_op(graph, op_cost, ctypes.c_double, "op_cost"),
+                  _per_op(graph, op_priority, ctypes.c_double, "op_priority"))
+        for field, arr in zip(("op_threads", "op_cost", "op_priority"), arrays):
+            if arr is not None:
+                setattr(cfg, field, ctypes.cast(arr, type(getattr(cfg, field))))
+        err = ctypes.create_string_buffer(512)
+        h = lib.hwt_engine_create(self._ng.handle, ctypes.byref(cfg), err, len(err))
+        if not h:
+            self._ng.close()
+            msg = err.value.decode(errors="replace")
+            raise (NativeError if msg.startswith(("out of memory", "pool")) else UsageError)(msg)
+        self._h = h
+        self._ids = self._ng.tensor_ids
+        self._params = {}
+        for name, arr in init_params(graph).items():
+            arr = np.ascontiguousarray(arr, dtype=np.float32)
+            self._params[name] = arr  # the engine reads it in place: keep it alive
+            self._check(lib.hwt_engine_bind(h, self._ids[name], arr.ctypes.data_as(_f_p)))
+        self._check(lib.hwt_engine_prepare(h))
+        for name, arr in init_inputs(graph).items():
+            self.set_input(name, arr)
+
+    def _check(self, status: int) -> int:
+        if status >= 0:
+            return status
+        msg = (lib.hwt_engine_error(self._h) or b"").decode(errors="replace")
+        raise (NativeError if status in (_ENOMEM, _ESYS) else UsageError)(
+            msg or f"engine call failed ({status})")
+
+    def _view(self, name: str) -> np.ndarray:
+        if self._h is None:
+            raise UsageError("the engine is closed")
+        if name not in self._ids:
+            raise UsageError(f'no tensor named "{name}" in the model')
+        shape = tuple(self.graph.shapes[name])
+        ptr = lib.hwt_engine_tensor(self._h, self._ids[name])
+        if not ptr:
+            raise UsageError(f'tensor "{name}" has no storage (an unbound param?)')
+        return np.ctypeslib.as_array(ptr, shape=shape if shape else (1,))
+
+    def set_input(self, name: str, value) -> None:
+        view = self._view(name)
+        value = np.asarray(value, dtype=np.float32)
+        if value.size != view.size:
+            raise UsageError(f'input "{name}": {value.size} values for {view.size} elements')
+        view[...] = value.reshape(view.shape)
+
+    def run(self, profile: bool = False) -> None:
+        if self._h is None:
+            raise UsageError("the engine is closed")
+        lib.hwt_engine_profile(self._h, int(bool(profile)))
+        self._check(lib.hwt_engine_run(self._h))
+
+    def output(self, name: str) -> np.ndarray:
+        return self._view(name).copy().reshape(tuple(self.graph.shapes[name]))
+
+    def outputs(self) -> Dict[str, np.ndarray]:
+        return {name: self.output(name) for name in self.graph.outputs}
+
+    def events(self) -> List[Event]:
+        """Per-op events of the last profiled run, in op-id order."""
+        n = len(self.graph.ops)
+        buf = (Event * max(n, 1))()
+        got = lib.hwt_engine_events(self._h, buf, n)
+        return list(buf[:got])
+
+    def close(self) -> None:
+        if self._h is not None:
+            lib.hwt_engine_destroy(self._h)
+            self._h = None
+        self._ng.close()
+
+    def __enter__(self) -> "NativeEngine":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self):
+        if getattr(self, "_h", None) is not None and lib is not None:
+            lib.hwt_engine_destroy(self._h)
+            self._h = None

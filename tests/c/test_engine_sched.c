@@ -1,0 +1,269 @@
+/* The engine's schedulers on random DAGs: every op runs exactly once per run
+ * on every one of its threads, only after all its predecessors finished, and
+ * every scheduler x executors x threads configuration gives bit-identical
+ * outputs (equal to a plain-C evaluation in topological order). Also: an
+ * unimplemented op type is a one-line error at create, and profiling events
+ * respect the dependencies.
+ *
+ * The ops are "test_add", a family this binary defines itself through the
+ * registry's test hook (hwt_ops_test).
+ *
+ * Usage: test_engine_sched [n_graphs] [seed] */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "hwtune/engine.h"
+#include "hwtune/op.h"
+
+#define LEN 48        /* floats per tensor */
+#define MAX_OPS 80
+#define MAX_T (MAX_OPS * 2 + 2)
+#define MAX_NTH 2
+
+static int fails;
+#define CHECK(c, ...)                                  \
+  do {                                                 \
+    if (!(c)) {                                        \
+      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+      fprintf(stderr, __VA_ARGS__);                    \
+      fprintf(stderr, "\n");                           \
+      if (++fails > 20) exit(1);                       \
+    }                                                  \
+  } while (0)
+
+/* Per-op, per-thread start/end stamps from one global clock of events. */
+static _Atomic long clock_;
+static _Atomic long t_start[MAX_OPS][MAX_NTH], t_end[MAX_OPS][MAX_NTH];
+static _Atomic int runs[MAX_OPS][MAX_NTH];
+static _Atomic int nth_seen[MAX_OPS];
+
+static int add_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
+  (void)err, (void)errlen;
+  ctx->ws_floats = 8; /* exercises the per-thread workspace */
+  return HWT_OK;
+}
+
+/* out[j][i] = 0.5 * sum(inputs[i]) + (op + j): order of summation fixed. */
+static void add_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
+  int op = ctx->op;
+  atomic_store(&t_start[op][tid], atomic_fetch_add(&clock_, 1));
+  atomic_fetch_add(&runs[op][tid], 1);
+  atomic_store(&nth_seen[op], nth);
+  ws[0] = (float)tid; /* must be this thread's own */
+  int lo = LEN * tid / nth, hi = LEN * (tid + 1) / nth;
+  for (int j = 0; j < ctx->n_out; j++)
+    for (int i = lo; i < hi; i++) {
+      float s = 0;
+      for (int k = 0; k < ctx->n_in; k++) s += ctx->in[k][i];
+      ctx->out[j][i] = 0.5f * s + (float)(op + j);
+    }
+  if (ws[0] != (float)tid) abort();
+  atomic_store(&t_end[op][tid], atomic_fetch_add(&clock_, 1));
+}
+
+static const hwt_op_impl TEST_OPS[] = {{"test_add", add_prepare, add_run, NULL}};
+const hwt_op_impl *hwt_ops_test(int *n) {
+  *n = 1;
+  return TEST_OPS;
+}
+
+/* A random DAG: tensors 0..1 are inputs, op k writes tensors out_[k][]. */
+typedef struct {
+  int n_ops, n_t;
+  int n_in[MAX_OPS], in[MAX_OPS][4], n_out[MAX_OPS], out[MAX_OPS][2];
+  int consumed[MAX_T], producer[MAX_T];
+  double cost[MAX_OPS];
+  int op_threads[MAX_OPS];
+} dag;
+
+static unsigned rnd(unsigned *s) {
+  *s = *s * 1103515245u + 12345u;
+  return (*s >> 8) & 0xffffff;
+}
+
+static void make_dag(dag *d, unsigned *s) {
+  memset(d, 0, sizeof *d);
+  d->n_ops = 1 + (int)(rnd(s) % MAX_OPS);
+  d->n_t = 2;
+  d->producer[0] = d->producer[1] = -1;
+  /* Fan-in from a window of recent tensors (or anywhere) mixes long chains
+   * with wide levels. */
+  int window = 2 + (int)(rnd(s) % 12);
+  for (int k = 0; k < d->n_ops; k++) {
+    d->n_in[k] = 1 + (int)(rnd(s) % 4);
+    for (int i = 0; i < d->n_in[k]; i++) {
+      int lo = rnd(s) % 4 == 0 ? 0 : (d->n_t > window ? d->n_t - window : 0);
+      int t = lo + (int)(rnd(s) % (unsigned)(d->n_t - lo));
+      d->in[k][i] = t;
+      d->consumed[t] = 1;
+    }
+    d->n_out[k] = 1 + (int)(rnd(s) % 2);
+    for (int j = 0; j < d->n_out[k]; j++) {
+      d->producer[d->n_t] = k;
+      d->out[k][j] = d->n_t++;
+    }
+    /* A third of the ops are "tiny" (estimated below the inline threshold). */
+    d->cost[k] = rnd(s) % 3 == 0 ? 1e-7 : 1e-3 * (1 + rnd(s) % 5);
+    d->op_threads[k] = (int)(rnd(s) % 3); /* 0: team size */
+  }
+}
+
+static hwt_graph *build(const dag *d) {
+  hwt_graph *g = hwt_graph_create();
+  int64_t shape[1] = {LEN};
+  char name[32];
+  for (int t = 0; t < d->n_t; t++) {
+    snprintf(name, sizeof name, "t%d", t);
+    int kind = t < 2 ? HWT_TENSOR_INPUT
+                     : (d->consumed[t] && t % 5 ? HWT_TENSOR_ACTIVATION : HWT_TENSOR_OUTPUT);
+    hwt_graph_add_tensor(g, name, 1, shape, kind);
+  }
+  for (int k = 0; k < d->n_ops; k++) {
+    snprintf(name, sizeof name, "op%d", k);
+    hwt_graph_add_op(g, name, "test_add", d->n_in[k], d->in[k], d->n_out[k], d->out[k]);
+    hwt_graph_op_set_cost(g, k, d->cost[k]);
+  }
+  return g;
+}
+
+/* Plain-C evaluation in op order (ops are created in a topological order). */
+static void reference(const dag *d, const float in[2][LEN], float (*val)[LEN]) {
+  memcpy(val[0], in[0], sizeof val[0]);
+  memcpy(val[1], in[1], sizeof val[1]);
+  for (int k = 0; k < d->n_ops; k++)
+    for (int j = 0; j < d->n_out[k]; j++)
+      for (int i = 0; i < LEN; i++) {
+        float s = 0;
+        for (int q = 0; q < d->n_in[k]; q++) s += val[d->in[k][q]][i];
+        val[d->out[k][j]][i] = 0.5f * s + (float)(k + j);
+      }
+}
+
+static void check_run(const dag *d, hwt_engine *e, const float (*want)[LEN], int team,
+                      const char *what) {
+  for (int k = 0; k < d->n_ops; k++) {
+    int nth = atomic_load(&nth_seen[k]);
+    int expect_nth = d->op_threads[k] == 0 || d->op_threads[k] > team ? team : d->op_threads[k];
+    CHECK(nth == expect_nth, "%s: op %d ran with %d threads, want %d", what, k, nth, expect_nth);
+    for (int t = 0; t < MAX_NTH; t++)
+      CHECK(atomic_load(&runs[k][t]) == (t < expect_nth), "%s: op %d thread %d ran %d times",
+            what, k, t, atomic_load(&runs[k][t]));
+    long start = atomic_load(&t_start[k][0]);
+    for (int t = 1; t < nth; t++)
+      if (atomic_load(&t_start[k][t]) < start) start = atomic_load(&t_start[k][t]);
+    for (int q = 0; q < d->n_in[k]; q++) {
+      int p = d->producer[d->in[k][q]];
+      if (p < 0) continue;
+      int pn = atomic_load(&nth_seen[p]);
+      for (int t = 0; t < pn; t++)
+        CHECK(atomic_load(&t_end[p][t]) < start, "%s: op %d started before its input op %d ended",
+              what, k, p);
+    }
+  }
+  for (int t = 2; t < d->n_t; t++) {
+    /* Activations may be overwritten by reuse; outputs must match. */
+    if (d->consumed[t] && t % 5) continue;
+    const float *got = hwt_engine_tensor(e, t);
+    CHECK(memcmp(got, want[t], sizeof want[t]) == 0, "%s: tensor %d differs", what, t);
+  }
+}
+
+static void check_events(const dag *d, hwt_engine *e, int executors, const char *what) {
+  hwt_op_event ev[MAX_OPS];
+  int n = hwt_engine_events(e, ev, MAX_OPS);
+  CHECK(n == d->n_ops, "%s: %d events for %d ops", what, n, d->n_ops);
+  for (int k = 0; k < n; k++) {
+    CHECK(ev[k].op == k && ev[k].executor >= 0 && ev[k].executor < executors &&
+              ev[k].start_s <= ev[k].end_s,
+          "%s: bad event for op %d", what, k);
+    for (int q = 0; q < d->n_in[k]; q++) {
+      int p = d->producer[d->in[k][q]];
+      if (p >= 0) CHECK(ev[p].end_s <= ev[k].start_s, "%s: event of op %d before op %d's", what, k, p);
+    }
+  }
+}
+
+static void reset_stamps(void) {
+  memset((void *)t_start, 0, sizeof t_start);
+  memset((void *)t_end, 0, sizeof t_end);
+  memset((void *)runs, 0, sizeof runs);
+  memset((void *)nth_seen, 0, sizeof nth_seen);
+}
+
+static void run_dag(const dag *d, unsigned seed) {
+  static float want[MAX_T][LEN];
+  float in[2][LEN];
+  for (int i = 0; i < LEN; i++) {
+    in[0][i] = (float)((seed + (unsigned)i) % 17) - 8.0f;
+    in[1][i] = 0.25f * (float)(i % 7);
+  }
+  reference(d, (const float(*)[LEN])in, want);
+  hwt_graph *g = build(d);
+  for (int sched = 0; sched < 3; sched++)
+    for (int ex = 1; ex <= 2; ex++)
+      for (int th = 1; th <= MAX_NTH; th++) {
+        if (sched == HWT_SCHED_SEQUENTIAL && ex > 1) continue;
+        char what[96], err[256] = "";
+        snprintf(what, sizeof what, "seed %u sched %d %dx%d (%d ops)", seed, sched, ex, th,
+                 d->n_ops);
+        hwt_engine_config c;
+        hwt_engine_config_init(&c);
+        c.scheduler = sched;
+        c.executors = ex;
+        c.threads_per_executor = th;
+        c.op_threads = d->op_threads;
+        hwt_engine *e = hwt_engine_create(g, &c, err, sizeof err);
+        CHECK(e, "%s: create: %s", what, err);
+        if (!e) continue;
+        /* Input 0 bound to caller memory, input 1 engine-owned. */
+        CHECK(hwt_engine_bind(e, 0, in[0]) == HWT_OK, "%s: bind", what);
+        memcpy(hwt_engine_tensor(e, 1), in[1], sizeof in[1]);
+        CHECK(hwt_engine_prepare(e) == HWT_OK, "%s: prepare: %s", what, hwt_engine_error(e));
+        for (int rep = 0; rep < 2; rep++) {
+          reset_stamps();
+          hwt_engine_profile(e, rep == 1);
+          CHECK(hwt_engine_run(e) == HWT_OK, "%s: run: %s", what, hwt_engine_error(e));
+          check_run(d, e, (const float(*)[LEN])want, th, what);
+          if (rep == 1) check_events(d, e, sched == HWT_SCHED_SEQUENTIAL ? 1 : ex, what);
+        }
+        hwt_engine_destroy(e);
+      }
+  hwt_graph_destroy(g);
+}
+
+static void test_unimplemented(void) {
+  hwt_graph *g = hwt_graph_create();
+  int64_t shape[1] = {4};
+  int a = hwt_graph_add_tensor(g, "a", 1, shape, HWT_TENSOR_INPUT);
+  int b = hwt_graph_add_tensor(g, "b", 1, shape, HWT_TENSOR_ACTIVATION);
+  int c = hwt_graph_add_tensor(g, "c", 1, shape, HWT_TENSOR_OUTPUT);
+  hwt_graph_add_op(g, "h1", "test_add", 1, &a, 1, &b);
+  hwt_graph_add_op(g, "h3", "no_such_op", 1, &b, 1, &c);
+  char err[256] = "";
+  hwt_engine *e = hwt_engine_create(g, NULL, err, sizeof err);
+  CHECK(!e, "an unknown op type was accepted");
+  CHECK(strcmp(err, "op 1 'h3': op type 'no_such_op' is not implemented") == 0, "message: %s",
+        err);
+  hwt_engine_config cfg;
+  hwt_engine_config_init(&cfg);
+  cfg.scheduler = 7;
+  CHECK(!hwt_engine_create(g, &cfg, err, sizeof err) && strstr(err, "scheduler"),
+        "bad scheduler accepted: %s", err);
+  hwt_graph_destroy(g);
+}
+
+int main(int argc, char **argv) {
+  int n = argc > 1 ? atoi(argv[1]) : 400;
+  unsigned seed = argc > 2 ? (unsigned)atoi(argv[2]) : 12345u;
+  test_unimplemented();
+  for (int i = 0; i < n && fails == 0; i++) {
+    unsigned s = seed + (unsigned)i * 7919u, r = s;
+    dag d;
+    make_dag(&d, &r);
+    run_dag(&d, s);
+  }
+  if (fails) return 1;
+  printf("test_engine_sched: %d random DAGs x 9 configurations ok\n", n);
+  return 0;
+}
