@@ -1,8 +1,9 @@
 """Builds and runs the C test programs (tests/c/test_*.c) under sanitizers.
 
 One build with AddressSanitizer + UndefinedBehaviorSanitizer runs every
-program; a second with ThreadSanitizer runs the pool's (test_pool*): the
-fork-join stress is where a missing happens-before would show. Needs a C
+program; a second with ThreadSanitizer runs the pool's (test_pool*) and the
+schedulers' random-DAG stress (test_engine_sched): that is where a missing
+happens-before would show. Needs a C
 compiler plus the cmake and ninja PyPI packages of the test extra.
 """
 
@@ -16,7 +17,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAMS = sorted(p.stem for p in (ROOT / "tests" / "c").glob("test_*.c"))
-POOL_PROGRAMS = [p for p in PROGRAMS if p.startswith("test_pool")]
+# The pool's programs, and the schedulers' random-DAG stress test.
+TSAN_PROGRAMS = [p for p in PROGRAMS if p.startswith("test_pool") or p == "test_engine_sched"]
 CC = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
 
 pytestmark = pytest.mark.skipif(not CC, reason="no C compiler (cc, gcc or clang) on PATH")
@@ -66,7 +68,7 @@ def asan_build(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def tsan_build(tmp_path_factory):
-    return _build(tmp_path_factory.mktemp("c-suite"), "thread", POOL_PROGRAMS)
+    return _build(tmp_path_factory.mktemp("c-suite"), "thread", TSAN_PROGRAMS)
 
 
 def _run_program(bdir: Path, name: str) -> None:
@@ -85,6 +87,6 @@ def test_c_program_asan_ubsan(asan_build, name):
     _run_program(asan_build, name)
 
 
-@pytest.mark.parametrize("name", POOL_PROGRAMS)
-def test_c_pool_program_tsan(tsan_build, name):
+@pytest.mark.parametrize("name", TSAN_PROGRAMS)
+def test_c_program_tsan(tsan_build, name):
     _run_program(tsan_build, name)

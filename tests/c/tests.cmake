@@ -28,6 +28,9 @@ foreach(src ${HWTUNE_C_TESTS})
   if(name MATCHES "^test_pool")
     target_link_libraries(${name} PRIVATE hwtune_pool_static)
   else()
-    target_link_libraries(${name} PRIVATE hwtune_static)
+    # Whole archive: the op registry refers to the op families weakly, and a
+    # weak reference alone does not pull an object out of a static archive.
+    target_link_libraries(${name} PRIVATE -Wl,--whole-archive hwtune_static
+                          -Wl,--no-whole-archive)
   endif()
 endforeach()

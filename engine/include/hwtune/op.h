@@ -58,6 +58,9 @@ HWT_API const hwt_op_impl *hwt_ops_eltwise(int *n);  /* add sub mul div minimum 
 HWT_API const hwt_op_impl *hwt_ops_pool(int *n);     /* pool2d, global_pool2d */
 HWT_API const hwt_op_impl *hwt_ops_norm(int *n);     /* batch_norm, softmax */
 HWT_API const hwt_op_impl *hwt_ops_movement(int *n); /* concat split slice reshape flatten */
+/* Not part of the library: a test program may define it to add its own op
+ * types (looked up after every real family). */
+HWT_API const hwt_op_impl *hwt_ops_test(int *n);
 
 /* The implementation of an op type, or NULL if no family provides it. */
 HWT_API const hwt_op_impl *hwt_ops_find(const char *type);
