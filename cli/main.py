@@ -52,8 +52,10 @@ def cli():
 
 def _register():
     from hwtune.cli.model_cmd import model
+    from hwtune.cli.run_cmd import run
     from hwtune.cli.scan_cmd import scan
     cli.add_command(model)
+    cli.add_command(run)
     cli.add_command(scan)
 
 

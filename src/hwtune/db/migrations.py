@@ -111,10 +111,78 @@ def _m001_initial(db: sqlite_utils.Database) -> None:
     )
 
 
+def _m002_engine(db: sqlite_utils.Database) -> None:
+    """Graphs, engine configurations, per-op profiles and run traces.
+
+    Plain columns plus JSON text so the C engine can read a config with
+    sqlite3_column_* and a small JSON reader. op_*_json map op names to
+    values ({"conv1": 2}); an empty object means no overrides."""
+    _execute_script(
+        db,
+        """
+        -- Content-addressed: graph_hash = sha256 of the canonical expanded
+        -- model.json, so a config follows the graph, not the file name.
+        CREATE TABLE graphs (
+            graph_hash    TEXT PRIMARY KEY,
+            name          TEXT NOT NULL,
+            ops           INTEGER NOT NULL CHECK (ops >= 0),
+            expanded_json TEXT NOT NULL,
+            created_at    TEXT NOT NULL
+        );
+        CREATE TABLE engine_configs (
+            id                   INTEGER PRIMARY KEY,
+            host_key             TEXT NOT NULL REFERENCES hosts(host_key),
+            graph_hash           TEXT NOT NULL REFERENCES graphs(graph_hash),
+            executors            INTEGER NOT NULL CHECK (executors >= 1),
+            threads_per_executor INTEGER NOT NULL CHECK (threads_per_executor >= 1),
+            scheduler            TEXT NOT NULL
+                CHECK (scheduler IN ('sequential', 'shared-queue', 'critical-path')),
+            pin                  INTEGER NOT NULL CHECK (pin IN (0, 1)),
+            op_threads_json      TEXT NOT NULL DEFAULT '{}',
+            op_params_json       TEXT NOT NULL DEFAULT '{}',
+            op_priority_json     TEXT NOT NULL DEFAULT '{}',
+            source               TEXT NOT NULL CHECK (source IN ('default', 'tuned', 'user')),
+            hwtune_version       TEXT NOT NULL,
+            created_at           TEXT NOT NULL,
+            UNIQUE (host_key, graph_hash, source)
+        );
+        -- workload_key = op type + input shapes + attributes (canonical), so
+        -- a profile measured in one model serves every model with that op.
+        CREATE TABLE op_profiles (
+            id           INTEGER PRIMARY KEY,
+            host_key     TEXT NOT NULL REFERENCES hosts(host_key),
+            workload_key TEXT NOT NULL,
+            op_type      TEXT NOT NULL,
+            threads      INTEGER NOT NULL CHECK (threads >= 1),
+            executors    INTEGER NOT NULL DEFAULT 1 CHECK (executors >= 1),
+            median_s     REAL,
+            mad_s        REAL,
+            n            INTEGER NOT NULL CHECK (n >= 0),
+            config_id    INTEGER REFERENCES engine_configs(id),
+            created_at   TEXT NOT NULL
+        );
+        CREATE INDEX op_profiles_lookup ON op_profiles(host_key, workload_key, threads, executors);
+        CREATE TABLE run_traces (
+            id        INTEGER PRIMARY KEY,
+            run_id    INTEGER NOT NULL REFERENCES runs(run_id),
+            iteration INTEGER NOT NULL,
+            op_name   TEXT NOT NULL,
+            op_type   TEXT NOT NULL,
+            executor  INTEGER NOT NULL,
+            threads   INTEGER NOT NULL,
+            start_s   REAL NOT NULL,
+            end_s     REAL NOT NULL
+        );
+        CREATE INDEX run_traces_run ON run_traces(run_id, iteration);
+        """
+    )
+
+
 Migration = Tuple[int, str, Callable[[sqlite_utils.Database], None]]
 
 MIGRATIONS: List[Migration] = [
     (1, "initial schema: hosts, runs, measurements, run_facts", _m001_initial),
+    (2, "engine: graphs, engine_configs, op_profiles, run_traces", _m002_engine),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -28,6 +28,8 @@ from hwtune.errors import UsageError
 RUN_KINDS = ("scan", "tune", "run", "check")
 RUN_END_STATUSES = ("complete", "interrupted", "failed")
 MEASUREMENT_STATUSES = ("ok", "noisy", "error", "skipped")
+SCHEDULERS = ("sequential", "shared-queue", "critical-path")
+CONFIG_SOURCES = ("default", "tuned", "user")
 
 
 def _dumps(value: Any, what: str) -> str:
@@ -284,6 +286,140 @@ class ResultsDB:
             "SELECT value_json FROM run_facts WHERE run_id = ? AND key = ? ORDER BY id",
             [run_id, key])
         return [json.loads(r["value_json"]) for r in rows]
+
+    # -- graphs (schema v2) ----------------------------------------------
+    def put_graph(self, expanded_doc: dict) -> str:
+        """Store an expanded model.json (Graph.to_json()) under its content
+        hash; storing the same graph again is a no-op. Returns the hash."""
+        from hwtune.db.keys import canonical_json, graph_hash
+
+        if not isinstance(expanded_doc, dict) or not isinstance(expanded_doc.get("ops"), list):
+            raise UsageError("put_graph needs an expanded model.json document with an ops list")
+        key = graph_hash(expanded_doc)
+        with self._write("store a graph in"):
+            self._conn.execute(
+                "INSERT OR IGNORE INTO graphs (graph_hash, name, ops, expanded_json, created_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                [key, str(expanded_doc.get("name", "")), len(expanded_doc["ops"]),
+                 canonical_json(expanded_doc), utc_now()])
+        return key
+
+    def graph(self, graph_hash: str) -> Optional[dict]:
+        rows = self._query("SELECT * FROM graphs WHERE graph_hash = ?", [graph_hash])
+        if not rows:
+            return None
+        row = rows[0]
+        row["expanded"] = json.loads(row.pop("expanded_json"))
+        return row
+
+    # -- engine configs --------------------------------------------------
+    def put_engine_config(self, host_key: str, graph_hash: str, *, executors: int,
+                          threads_per_executor: int, scheduler: str, pin: bool,
+                          op_threads: Optional[dict] = None, op_params: Optional[dict] = None,
+                          op_priority: Optional[dict] = None, source: str = "user") -> int:
+        """Store the config of (host, graph, source), replacing the previous
+        one of that source; returns its id (stable across replacements)."""
+        if scheduler not in SCHEDULERS:
+            raise UsageError(
+                f"unknown scheduler {scheduler!r}: choose one of {', '.join(SCHEDULERS)}")
+        if source not in CONFIG_SOURCES:
+            raise UsageError(
+                f"unknown config source {source!r}: choose one of {', '.join(CONFIG_SOURCES)}")
+        for name, v in (("executors", executors), ("threads_per_executor", threads_per_executor)):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise UsageError(f"{name} must be an integer >= 1, got {v!r}")
+        if self.host(host_key) is None:
+            raise UsageError(f"unknown host {host_key!r} in {self.path}: call upsert_host first")
+        if self.graph(graph_hash) is None:
+            raise UsageError(f"unknown graph {graph_hash[:12]} in {self.path}: call put_graph first")
+        row = [host_key, graph_hash, executors, threads_per_executor, scheduler, int(bool(pin)),
+               _dumps(op_threads or {}, "op_threads"), _dumps(op_params or {}, "op_params"),
+               _dumps(op_priority or {}, "op_priority"), source, __version__, utc_now()]
+        with self._write("store an engine config in"):
+            self._conn.execute(
+                "INSERT INTO engine_configs (host_key, graph_hash, executors, "
+                "threads_per_executor, scheduler, pin, op_threads_json, op_params_json, "
+                "op_priority_json, source, hwtune_version, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT(host_key, graph_hash, source) DO UPDATE SET "
+                "executors = excluded.executors, "
+                "threads_per_executor = excluded.threads_per_executor, "
+                "scheduler = excluded.scheduler, pin = excluded.pin, "
+                "op_threads_json = excluded.op_threads_json, "
+                "op_params_json = excluded.op_params_json, "
+                "op_priority_json = excluded.op_priority_json, "
+                "hwtune_version = excluded.hwtune_version, created_at = excluded.created_at",
+                row)
+            return self._conn.execute(
+                "SELECT id FROM engine_configs WHERE host_key = ? AND graph_hash = ? "
+                "AND source = ?", [host_key, graph_hash, source]).fetchone()[0]
+
+    @staticmethod
+    def _config_row(row: dict) -> dict:
+        for key in ("op_threads", "op_params", "op_priority"):
+            row[key] = json.loads(row.pop(f"{key}_json"))
+        row["pin"] = bool(row["pin"])
+        return row
+
+    def engine_config(self, host_key: str, graph_hash: str, source: str) -> Optional[dict]:
+        rows = self._query(
+            "SELECT * FROM engine_configs WHERE host_key = ? AND graph_hash = ? AND source = ?",
+            [host_key, graph_hash, source])
+        return self._config_row(rows[0]) if rows else None
+
+    # -- op profiles -----------------------------------------------------
+    def add_op_profile(self, host_key: str, workload_key: str, op_type: str, *, threads: int,
+                       executors: int = 1, median_s: Optional[float], mad_s: Optional[float],
+                       n: int, config_id: Optional[int] = None) -> int:
+        for name, v in (("threads", threads), ("executors", executors)):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise UsageError(f"{name} must be an integer >= 1, got {v!r}")
+        if self.host(host_key) is None:
+            raise UsageError(f"unknown host {host_key!r} in {self.path}: call upsert_host first")
+        with self._write("store an op profile in"):
+            cur = self._conn.execute(
+                "INSERT INTO op_profiles (host_key, workload_key, op_type, threads, executors, "
+                "median_s, mad_s, n, config_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [host_key, workload_key, op_type, threads, executors,
+                 _real(median_s, "median_s"), _real(mad_s, "mad_s"), int(n), config_id,
+                 utc_now()])
+            return cur.lastrowid
+
+    def op_profile(self, host_key: str, workload_key: str, threads: int,
+                   executors: int = 1) -> Optional[dict]:
+        """The latest profile of one workload at one thread/executor count."""
+        rows = self._query(
+            "SELECT * FROM op_profiles WHERE host_key = ? AND workload_key = ? AND threads = ? "
+            "AND executors = ? ORDER BY id DESC LIMIT 1",
+            [host_key, workload_key, threads, executors])
+        return rows[0] if rows else None
+
+    # -- run traces ------------------------------------------------------
+    TRACE_FIELDS = ("op_name", "op_type", "executor", "threads", "start_s", "end_s")
+
+    def add_trace(self, run_id: int, iteration: int, events: List[dict]) -> int:
+        """Store one iteration's op events (dicts with TRACE_FIELDS) in one
+        transaction; returns how many."""
+        self.run(run_id)
+        rows = []
+        for i, ev in enumerate(events):
+            missing = [f for f in self.TRACE_FIELDS if f not in ev]
+            if missing:
+                raise UsageError(f"trace event {i} lacks {', '.join(missing)}")
+            rows.append([run_id, int(iteration), str(ev["op_name"]), str(ev["op_type"]),
+                         int(ev["executor"]), int(ev["threads"]), float(ev["start_s"]),
+                         float(ev["end_s"])])
+        with self._write("store a trace in"):
+            self._conn.executemany(
+                "INSERT INTO run_traces (run_id, iteration, op_name, op_type, executor, threads, "
+                "start_s, end_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        return len(rows)
+
+    def trace(self, run_id: int, iteration: Optional[int] = None) -> List[dict]:
+        sql, params = "SELECT * FROM run_traces WHERE run_id = ?", [run_id]
+        if iteration is not None:
+            sql, params = sql + " AND iteration = ?", params + [iteration]
+        return self._query(sql + " ORDER BY iteration, start_s, id", params)
 
     # -- lifetime --------------------------------------------------------
     def close(self) -> None:

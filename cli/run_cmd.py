@@ -1,0 +1,164 @@
+"""`hwtune run`: thin click layer over hwtune.engine (config, runner, trace)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import click
+
+from hwtune.cli.options import db_option, example, json_option
+from hwtune.errors import UsageError
+
+
+def _overrides(ctx, param, values):
+    out = {}
+    for item in values:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f'"{item}" is not NAME=VALUE')
+        try:
+            out[key] = json.loads(raw)
+        except ValueError:
+            out[key] = raw
+    return out
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.3f} ms"
+
+
+@click.command("run", epilog=example(
+    "hwtune run configs/models/lstm_small.json --executors 2 --threads 1 "
+    "--scheduler critical-path --iterations 50 --trace lstm.trace.json"))
+@click.argument("model", type=click.Path(dir_okay=False))
+@click.option("--executors", type=int, default=None, metavar="K",
+              help="executors (teams of threads) running ops side by side "
+                   "(default: stored config, else 1)")
+@click.option("--threads", type=int, default=None, metavar="T",
+              help="threads per executor (default: stored config, else every usable CPU / K)")
+@click.option("--scheduler", default=None, metavar="S",
+              help="sequential, shared-queue or critical-path (default: stored config, else "
+                   "sequential; critical-path when K > 1)")
+@click.option("--pin/--no-pin", default=None,
+              help="pin executor teams to disjoint CPUs (default: only with critical-path)")
+@click.option("--iterations", type=int, default=20, show_default=True, metavar="N",
+              help="timed runs of the whole graph")
+@click.option("--warmup", type=int, default=3, show_default=True, metavar="W",
+              help="untimed runs first (caches, page faults, thread wake-up)")
+@click.option("--trace", "trace_path", type=click.Path(dir_okay=False), default=None,
+              metavar="FILE", help="profile 5 extra runs; write the last as a Chrome trace "
+                                   "(open in ui.perfetto.dev) and store it in results.db")
+@click.option("--set", "overrides", multiple=True, callback=_overrides, metavar="NAME=VALUE",
+              help="override a declared model var (repeatable), e.g. --set seq=5")
+@click.option("--check", is_flag=True,
+              help="compare the outputs with the numpy reference (exit 1 if they differ "
+                   "beyond 1e-4 x max|reference|)")
+@click.option("--save", is_flag=True,
+              help="store the config run as this model's 'user' config on this host "
+                   "(used when no tuned config exists)")
+@db_option
+@json_option
+def run(model, executors, threads, scheduler, pin, iterations, warmup, trace_path, overrides,
+        check, save, db_path, as_json):
+    """Run MODEL (a model.json) on the engine and report latency (median, MAD
+    spread, min) and throughput (runs/s, GFLOP/s). The config comes from the
+    flags, else the stored 'tuned' or 'user' config of this model on this
+    host, else 1 executor x all usable CPUs, sequential. The run and its
+    timings are stored in results.db; --trace profiles 5 more runs (per-op
+    medians to op_profiles, which order later critical-path runs) and writes
+    the last one as a Chrome trace.
+    """
+    from hwtune import machine
+    from hwtune.db import ResultsDB
+    from hwtune.engine.config import resolve
+    from hwtune.engine.runner import check_counts, native_engine, run_model
+    from hwtune.engine.trace import summary, write_chrome_trace
+    from hwtune.graph import load_model
+    from hwtune.native.isa import selected_isa
+    from hwtune.native.pool import allowed_cpus
+
+    flags = {"executors": executors, "threads": threads, "scheduler": scheduler, "pin": pin}
+    check_counts(iterations, warmup)
+    graph = load_model(model, overrides)
+    cpus = allowed_cpus()
+    op_names = [op.name for op in graph.ops]
+    resolve(None, "", "", flags, cpus=cpus, op_names=op_names)  # refuse before touching the db
+    if trace_path and not os.path.isdir(os.path.dirname(os.path.abspath(trace_path))):
+        raise UsageError(f"invalid --trace {trace_path}: its directory does not exist")
+    native_engine()
+
+    db = ResultsDB.open(db_path)
+    with db:
+        host_key = db.upsert_host(machine.fingerprint())
+        graph_hash = db.put_graph(graph.to_json())
+        resolved = resolve(db, host_key, graph_hash, flags, cpus=cpus, op_names=op_names)
+        if resolved.notice:
+            click.echo(f"note: {resolved.notice}", err=True)
+        cfg = resolved.config
+        # The config actually run is stored, so the C engine and the tuner
+        # find it; flags never overwrite a tuned or user config.
+        config_id = None
+        if save:
+            config_id = db.put_engine_config(host_key, graph_hash, source="user",
+                                             **cfg.db_fields())
+        elif resolved.source == "default":
+            config_id = db.put_engine_config(host_key, graph_hash, source="default",
+                                             **cfg.db_fields())
+        elif "+" not in resolved.source:
+            config_id = db.engine_config(host_key, graph_hash, resolved.source)["id"]
+        options = {"model": model, "graph_hash": graph_hash, "vars": overrides,
+                   "config": cfg.to_json(), "config_source": resolved.source,
+                   "iterations": iterations, "warmup": warmup, "trace": trace_path}
+        result = run_model(db, host_key, graph, graph_hash, cfg, iterations=iterations,
+                           warmup=warmup, trace=trace_path is not None, options=options,
+                           kernel_variant=selected_isa(), config_id=config_id, check=check)
+        trace_info = None
+        if trace_path:
+            n = write_chrome_trace(trace_path, result.events,
+                                   process_name=f"hwtune {graph.name}",
+                                   metadata={"model": graph.name, "graph_hash": graph_hash,
+                                             "config": cfg.to_json(), "run_id": result.run_id})
+            trace_info = dict(summary(result.events), path=trace_path, events=n)
+        db_file = str(db.path)
+
+    if as_json:
+        out = {"model": graph.name, "graph_hash": graph_hash, "ops": len(graph.ops),
+               "config": cfg.to_json(), "config_source": resolved.source,
+               "iterations": iterations, "warmup": warmup, "db": db_file,
+               "trace": trace_info, "notice": resolved.notice}
+        out.update(result.to_json())
+        click.echo(json.dumps(out, indent=2))
+        _fail_check(result.check)
+        return
+    click.echo(f"model:      {graph.name} ({len(graph.ops)} ops, {result.flops / 1e9:.3f} GFLOP, "
+               f"graph {graph_hash[:12]})")
+    click.echo(f"config:     {cfg.describe()} ({resolved.source})")
+    click.echo(f"latency:    median {_ms(result.median_s)} +- {_ms(result.mad_s)} (MAD, "
+               f"{result.rel_spread:.1%}), min {_ms(result.min_s)} over {iterations} runs "
+               f"after {warmup} warm-up")
+    click.echo(f"throughput: {result.runs_per_s:.1f} runs/s, {result.gflops:.2f} GFLOP/s")
+    if trace_info:
+        busy = ", ".join(f"{ex}: {b:.0%}" for ex, b in trace_info["busy"].items())
+        click.echo(f"trace:      {trace_path} ({trace_info['events']} ops in "
+                   f"{_ms(trace_info['makespan_s'])}; executors busy {busy or '-'}; open in "
+                   f"ui.perfetto.dev)")
+    if result.check:
+        c = result.check
+        click.echo(f"check:      {'ok' if c['ok'] else 'MISMATCH'}: max |engine - numpy| "
+                   f"{c['max_abs']:.3g} = {c['rel']:.2g} x max|numpy| on {c['output']} "
+                   f"(tolerance {c['tolerance']:g})")
+    click.echo(f"stored:     run {result.run_id} in {db_file}")
+    if result.noisy:
+        click.echo(f"warning: latency spread {result.rel_spread:.1%} (MAD/median): the machine "
+                   f"is busy; consider --iterations {max(2 * iterations, 50)} or --warmup "
+                   f"{max(2 * warmup, 5)}", err=True)
+    _fail_check(result.check)
+
+
+def _fail_check(check) -> None:
+    from hwtune.engine.runner import OutputMismatch
+    if check and not check["ok"]:
+        raise OutputMismatch(f"outputs differ from the numpy reference: max |engine - numpy| "
+                          f"{check['max_abs']:.3g} on {check['output']} is {check['rel']:.2g} x "
+                          f"max|numpy| (tolerance {check['tolerance']:g})")

@@ -1,0 +1,25 @@
+"""Content keys for results.db rows that must be shared across files and
+models: the graph hash and the op workload key."""
+
+import hashlib
+import json
+from typing import Any, Iterable, Mapping, Sequence
+
+
+def canonical_json(doc: Any) -> str:
+    """One spelling per value: sorted keys, no spaces, ASCII, no NaN."""
+    return json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=True,
+                      allow_nan=False)
+
+
+def graph_hash(expanded_doc: Mapping[str, Any]) -> str:
+    """sha256 (hex) of the canonical expanded model.json (Graph.to_json())."""
+    return hashlib.sha256(canonical_json(expanded_doc).encode("ascii")).hexdigest()
+
+
+def workload_key(op_type: str, input_shapes: Iterable[Sequence[int]],
+                 attrs: Mapping[str, Any]) -> str:
+    """"gemm|[64,512];[512,512]|{"trans_b":false}": what an op costs
+    depends on these alone, not on its name or the model around it."""
+    shapes = ";".join(canonical_json([int(d) for d in s]) for s in input_shapes)
+    return f"{op_type}|{shapes}|{canonical_json(dict(attrs or {}))}"

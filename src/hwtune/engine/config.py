@@ -1,0 +1,204 @@
+"""Engine configuration: what runs where, validated against this machine,
+and resolved from command-line flags, results.db and defaults.
+
+Precedence (highest first): flags given on the command line, the stored
+'tuned' config of (host, graph), the stored 'user' config, the default
+(1 executor x all usable CPUs, sequential).
+"""
+
+import math
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from hwtune.errors import UsageError
+
+SCHEDULERS = ("sequential", "shared-queue", "critical-path")
+# The scheduler a parallel request gets when none is named: Graphi's design,
+# the one the engine is built around.
+PARALLEL_DEFAULT = "critical-path"
+# Flags this module resolves (the CLI passes them as overrides).
+FLAG_FIELDS = ("executors", "threads", "scheduler", "pin")
+
+
+def _flag(name: str) -> str:
+    return f"--{name.replace('_', '-')}"
+
+
+def _count(name: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise UsageError(f"invalid {_flag(name)} {value!r}: must be an integer >= 1")
+    return value
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    executors: int = 1
+    threads: int = 1  # per executor
+    scheduler: str = "sequential"
+    # None: the scheduler's default (pinned teams for critical-path only:
+    # shared-queue is the unpinned baseline, sequential has one team).
+    pin: Optional[bool] = None
+    op_threads: Dict[str, int] = field(default_factory=dict)
+    op_params: Dict[str, Dict[str, Any]] = field(default_factory=dict)
+    op_priority: Dict[str, float] = field(default_factory=dict)
+
+    @property
+    def pinned(self) -> bool:
+        return self.scheduler == "critical-path" if self.pin is None else bool(self.pin)
+
+    @property
+    def total_threads(self) -> int:
+        return self.executors * self.threads
+
+    def validate(self, cpus: Sequence[int], op_names: Optional[Sequence[str]] = None
+                 ) -> "EngineConfig":
+        """Raise UsageError naming the flag for anything impossible here;
+        returns self so calls chain."""
+        from hwtune.native.pool import format_cpus
+
+        if self.scheduler not in SCHEDULERS:
+            raise UsageError(f"invalid --scheduler {self.scheduler!r}: choose one of "
+                             f"{', '.join(SCHEDULERS)}")
+        _count("executors", self.executors)
+        _count("threads", self.threads)
+        if self.scheduler == "sequential" and self.executors != 1:
+            raise UsageError(
+                f"invalid --executors {self.executors} with --scheduler sequential (one executor "
+                f"with all threads): use --executors 1 or --scheduler "
+                f"{' / '.join(SCHEDULERS[1:])}")
+        n = len(cpus)
+        if self.total_threads > n:
+            raise UsageError(
+                f"invalid --executors {self.executors} --threads {self.threads}: "
+                f"{self.total_threads} threads but this process may use {n} CPU"
+                f"{'s' if n != 1 else ''} ({format_cpus(cpus)}); keep executors x threads <= {n}")
+        known = set(op_names) if op_names is not None else None
+        for what, table in (("op_threads", self.op_threads), ("op_params", self.op_params),
+                            ("op_priority", self.op_priority)):
+            if not isinstance(table, Mapping):
+                raise UsageError(f"{what} must map op names to values, got {type(table).__name__}")
+            unknown = sorted(k for k in table if known is not None and k not in known)
+            if unknown:
+                raise UsageError(f"{what} names op{'s' if len(unknown) > 1 else ''} not in the "
+                                 f"graph: {', '.join(unknown[:5])}")
+        for name, t in self.op_threads.items():
+            if isinstance(t, bool) or not isinstance(t, int) or not 1 <= t <= self.threads:
+                raise UsageError(f"op_threads[{name!r}] = {t!r}: must be an integer in "
+                                 f"1..{self.threads} (the threads of one executor)")
+        for name, p in self.op_priority.items():
+            if isinstance(p, bool) or not isinstance(p, (int, float)) or not math.isfinite(p):
+                raise UsageError(f"op_priority[{name!r}] = {p!r}: must be a finite number")
+        for name, p in self.op_params.items():
+            if not isinstance(p, Mapping):
+                raise UsageError(f"op_params[{name!r}] must be an object of template "
+                                 f"parameters, got {p!r}")
+        return self
+
+    def to_json(self) -> Dict[str, Any]:
+        out = asdict(self)
+        out["pin"] = self.pinned
+        return out
+
+    def describe(self) -> str:
+        pin = "pinned" if self.pinned else "unpinned"
+        return f"{self.executors} executor x {self.threads} threads, {self.scheduler}, {pin}"
+
+    @classmethod
+    def from_db_row(cls, row: Mapping[str, Any]) -> "EngineConfig":
+        return cls(executors=row["executors"], threads=row["threads_per_executor"],
+                   scheduler=row["scheduler"], pin=bool(row["pin"]),
+                   op_threads=dict(row["op_threads"]), op_params=dict(row["op_params"]),
+                   op_priority=dict(row["op_priority"]))
+
+    def db_fields(self) -> Dict[str, Any]:
+        """Keyword arguments of ResultsDB.put_engine_config."""
+        return dict(executors=self.executors, threads_per_executor=self.threads,
+                    scheduler=self.scheduler, pin=self.pinned, op_threads=dict(self.op_threads),
+                    op_params=dict(self.op_params), op_priority=dict(self.op_priority))
+
+
+def default_config(usable: int) -> EngineConfig:
+    return EngineConfig(executors=1, threads=max(1, usable), scheduler="sequential")
+
+
+def usable_cpu_count(cpus: Sequence[int]) -> int:
+    """The affinity mask capped by a cgroup CPU quota (as hwtune scan uses)."""
+    from hwtune.machine.cgroup import cpu_quota, usable_cpus
+    return max(1, usable_cpus(len(cpus), cpu_quota()["quota_cpus"]) or len(cpus))
+
+
+@dataclass(frozen=True)
+class Resolved:
+    config: EngineConfig
+    source: str  # 'default', 'tuned', 'user', optionally '+flags'
+    notice: Optional[str] = None
+
+
+def _apply_flags(base: EngineConfig, flags: Mapping[str, Any], n_allowed: int,
+                 usable: int) -> Tuple[EngineConfig, List[str]]:
+    """Flags replace fields of base; a count left out is re-derived when the
+    stored one no longer fits beside the given one."""
+    notes = []
+    cfg = replace(base, **{k: flags[k] for k in FLAG_FIELDS if k in flags})
+    if "executors" in flags:
+        _count("executors", flags["executors"])
+        if cfg.scheduler == "sequential" and flags["executors"] > 1 and "scheduler" not in flags:
+            cfg = replace(cfg, scheduler=PARALLEL_DEFAULT)
+            notes.append(f"--executors {flags['executors']} runs several executors: using "
+                         f"--scheduler {PARALLEL_DEFAULT} (name another with --scheduler)")
+        if "threads" not in flags and cfg.total_threads > n_allowed:
+            cfg = replace(cfg, threads=max(1, usable // flags["executors"]))
+    elif "threads" in flags:
+        _count("threads", flags["threads"])
+        if cfg.total_threads > n_allowed:
+            cfg = replace(cfg, executors=max(1, usable // flags["threads"]))
+    if "scheduler" in flags and flags["scheduler"] == "sequential" and "executors" not in flags:
+        cfg = replace(cfg, executors=1)
+    if cfg.op_threads and cfg.threads != base.threads:
+        # Stored per-op counts were tuned for another team size.
+        cfg = replace(cfg, op_threads={k: v for k, v in cfg.op_threads.items()
+                                       if isinstance(v, int) and v <= cfg.threads})
+    return cfg, notes
+
+
+def resolve(db, host_key: str, graph_hash: str, overrides: Optional[Mapping[str, Any]] = None,
+            *, cpus: Optional[Sequence[int]] = None, op_names: Optional[Sequence[str]] = None
+            ) -> Resolved:
+    """The config to run graph_hash with on host_key. overrides holds the
+    flags the user gave (keys of FLAG_FIELDS, absent = not given); db may be
+    None (nothing stored). Raises UsageError for impossible settings."""
+    if cpus is None:
+        from hwtune.native.pool import allowed_cpus
+        cpus = allowed_cpus()
+    flags = {k: v for k, v in (overrides or {}).items() if v is not None}
+    bad = sorted(set(flags) - set(FLAG_FIELDS))
+    if bad:
+        raise UsageError(f"unknown engine setting{'s' if len(bad) > 1 else ''}: {', '.join(bad)}")
+    if "scheduler" in flags and flags["scheduler"] not in SCHEDULERS:
+        raise UsageError(f"invalid --scheduler {flags['scheduler']!r}: choose one of "
+                         f"{', '.join(SCHEDULERS)}")
+    usable = min(usable_cpu_count(cpus), len(cpus))
+
+    base, source, notice = None, "default", None
+    if db is not None:
+        for stored in ("tuned", "user"):
+            row = db.engine_config(host_key, graph_hash, stored)
+            if row is not None:
+                base, source = EngineConfig.from_db_row(row), stored
+                break
+    if base is None:
+        base = default_config(usable)
+        if not flags:
+            notice = (f"no tuned or user engine config for this graph on this host: using the "
+                      f"default {base.describe()} (set --executors/--threads/--scheduler to "
+                      f"choose)")
+        elif not {"executors", "threads", "scheduler"} <= set(flags):
+            notice = (f"no tuned or user engine config for this graph on this host: flags "
+                      f"apply to the default {base.describe()}")
+    cfg, notes = _apply_flags(base, flags, len(cpus), usable)
+    if flags:
+        source += "+flags"
+    if notes:
+        notice = "; ".join(([notice] if notice else []) + notes)
+    cfg.validate(cpus, op_names)
+    return Resolved(cfg, source, notice)

@@ -1,0 +1,227 @@
+"""`hwtune run` without the click layer: build the engine for a graph and a
+resolved config, time warm-up + N iterations, optionally profile one more,
+and store everything in results.db as it is measured."""
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+from hwtune.engine.config import EngineConfig
+from hwtune.engine.trace import OpEvent
+from hwtune.errors import HwtuneError, Interrupted, NativeError, UsageError
+
+# Above this MAD/median the latency is reported as noisy: ~2x the spread of
+# repeated medians measured on the shared 2-core dev box (as hwtune scan).
+NOISY = 0.05
+MAX_ITERATIONS = 100_000
+# Profiled runs behind each --trace: per-op medians of 5 runs were within
+# ~10% of those of 21 on lstm-small on the shared dev box, at a quarter of
+# the time; the trace file shows the last of them.
+PROFILE_RUNS = 5
+# --check passes when max|engine - numpy| <= CHECK_TOL * max|numpy| on every
+# output. Measured worst case 2.1e-6 (pathnet-small; lstm, phased-lstm,
+# resnet18, inception-small all <= 4.4e-7, identical under all three
+# schedulers): 1e-4 leaves ~50x for larger graphs and other ISAs.
+CHECK_TOL = 1e-4
+
+
+class OutputMismatch(HwtuneError):
+    """--check: the engine's outputs differ from the numpy reference (a bug,
+    not a usage error: exit 1)."""
+
+    exit_code = 1
+
+
+@dataclass
+class RunResult:
+    run_id: int
+    samples: List[float]
+    median_s: float
+    mad_s: float
+    min_s: float
+    max_s: float
+    rel_spread: float
+    runs_per_s: float
+    gflops: float
+    flops: int
+    events: List[OpEvent] = field(default_factory=list)
+    check: Optional[Dict[str, Any]] = None
+
+    @property
+    def noisy(self) -> bool:
+        return self.rel_spread > NOISY
+
+    def to_json(self) -> Dict[str, Any]:
+        return {"run_id": self.run_id,
+                "latency_s": {"median": self.median_s, "mad": self.mad_s, "min": self.min_s,
+                              "max": self.max_s, "rel_spread": self.rel_spread,
+                              "samples": self.samples},
+                "throughput": {"runs_per_s": self.runs_per_s, "gflops": self.gflops},
+                "flops": self.flops, "noisy": self.noisy, "check": self.check}
+
+
+def check_counts(iterations: int, warmup: int) -> None:
+    if not 1 <= iterations <= MAX_ITERATIONS:
+        raise UsageError(f"invalid --iterations {iterations}: expected 1..{MAX_ITERATIONS}")
+    if not 0 <= warmup <= MAX_ITERATIONS:
+        raise UsageError(f"invalid --warmup {warmup}: expected 0..{MAX_ITERATIONS}")
+
+
+def native_engine():
+    """The C engine's binding module; NativeError when this build lacks it."""
+    try:
+        from hwtune.engine import native_engine as mod
+    except ImportError as exc:
+        raise NativeError(f"engine not available: the C engine binding "
+                          f"(hwtune.engine.native_engine) is missing in this build ({exc})"
+                          ) from None
+    return mod
+
+
+def open_engine(graph, cfg: EngineConfig, op_cost: Optional[Dict[str, float]] = None):
+    """A prepared C engine for graph under cfg (params and inputs seeded as
+    run_reference seeds them)."""
+    return native_engine().NativeEngine(
+        graph, executors=cfg.executors, threads=cfg.threads,
+        scheduler=cfg.scheduler.replace("-", "_"), pin=cfg.pinned,
+        op_threads=cfg.op_threads or None, op_cost=op_cost or None,
+        op_priority=cfg.op_priority or None)
+
+
+def workload_keys(graph) -> List[str]:
+    from hwtune.db.keys import workload_key
+    return [workload_key(op.op, [graph.shapes[n] for n in op.inputs], op.resolved or {})
+            for op in graph.ops]
+
+
+def _op_threads(cfg: EngineConfig, graph) -> List[int]:
+    return [cfg.op_threads.get(op.name) or cfg.threads for op in graph.ops]
+
+
+def profiled_costs(db, host_key: str, graph, cfg: EngineConfig) -> Optional[Dict[str, float]]:
+    """Stored per-op medians for this layout, for the critical-path levels;
+    None unless every op has one (the engine's FLOP/byte estimate and
+    measured times are on different scales, so they are never mixed)."""
+    costs = {}
+    for op, wk, t in zip(graph.ops, workload_keys(graph), _op_threads(cfg, graph)):
+        row = db.op_profile(host_key, wk, threads=t, executors=cfg.executors)
+        if row is None or row["median_s"] is None:
+            return None
+        costs[op.name] = row["median_s"]
+    return costs
+
+
+def store_op_profiles(db, host_key: str, graph, cfg: EngineConfig, runs: List[List[OpEvent]],
+                      config_id: Optional[int]) -> int:
+    """Per workload and thread count, the median over every op instance in
+    every profiled run; returns the rows stored."""
+    from hwtune.scan.stats import mad, median
+    keys = workload_keys(graph)
+    index = {op.name: i for i, op in enumerate(graph.ops)}
+    samples: Dict[tuple, List[float]] = {}
+    for events in runs:
+        for e in events:
+            i = index[e.op_name]
+            samples.setdefault((keys[i], e.op_type, e.threads), []).append(e.end_s - e.start_s)
+    for (wk, op_type, threads), xs in samples.items():
+        db.add_op_profile(host_key, wk, op_type, threads=threads, executors=cfg.executors,
+                          median_s=median(xs), mad_s=mad(xs), n=len(xs), config_id=config_id)
+    return len(samples)
+
+
+def check_outputs(outputs: Dict[str, Any], graph) -> Dict[str, Any]:
+    """Compare the engine's outputs with the numpy reference (run_reference
+    seeds params and inputs the way the engine binding does)."""
+    import numpy as np
+    from hwtune.graph import run_reference
+    ref = run_reference(graph)
+    worst = {"output": None, "max_abs": 0.0, "max_ref": 0.0, "rel": 0.0}
+    for name in graph.outputs:
+        want = np.asarray(ref[name], dtype=np.float64)
+        got = np.asarray(outputs[name], dtype=np.float64).reshape(want.shape)
+        diff = np.abs(got - want)
+        bad = not np.isfinite(got).all() and np.isfinite(want).all()
+        max_abs = float("inf") if bad else float(np.nan_to_num(diff, nan=np.inf).max(initial=0))
+        max_ref = float(np.abs(want).max(initial=0))
+        rel = max_abs / max_ref if max_ref > 0 else (0.0 if max_abs == 0 else float("inf"))
+        if worst["output"] is None or rel > worst["rel"]:
+            worst = {"output": name, "max_abs": max_abs, "max_ref": max_ref, "rel": rel}
+    return dict(worst, tolerance=CHECK_TOL, ok=worst["rel"] <= CHECK_TOL)
+
+
+def run_model(db, host_key: str, graph, graph_hash: str, cfg: EngineConfig, *,
+              iterations: int, warmup: int, trace: bool, options: Dict[str, Any],
+              kernel_variant: str, config_id: Optional[int] = None, check: bool = False,
+              progress=None) -> RunResult:
+    """Time the engine on graph; one 'run' row with one 'graph' measurement.
+    With trace, PROFILE_RUNS more runs are profiled: their per-op medians go
+    to op_profiles (and order the next critical-path run), the last run's
+    events to run_traces."""
+    from hwtune.graph.info import graph_info
+    from hwtune.scan.stats import mad, median, rel_spread
+
+    check_counts(iterations, warmup)
+    flops = graph_info(graph).flops
+    costs = profiled_costs(db, host_key, graph, cfg) if cfg.scheduler == "critical-path" \
+        else None
+    engine = open_engine(graph, cfg, costs)
+    run_id = db.start_run(host_key, "run", options)
+    try:
+        samples: List[float] = []
+        for i in range(warmup + iterations):
+            t0 = time.perf_counter()
+            engine.run()
+            dt = time.perf_counter() - t0
+            if i >= warmup:
+                samples.append(dt)
+            if progress:
+                progress(i + 1, warmup + iterations)
+        checked = None
+        if check:
+            checked = check_outputs(engine.outputs(), graph)
+            db.add_fact(run_id, "check", checked)
+        events: List[OpEvent] = []
+        if trace:
+            # Profiled separately: recording events must not touch the timings.
+            runs = _profiled_runs(engine, graph, PROFILE_RUNS)
+            events = runs[-1]
+            store_op_profiles(db, host_key, graph, cfg, runs, config_id)
+        med = median(samples)
+        result = RunResult(run_id=run_id, samples=samples, median_s=med, mad_s=mad(samples),
+                           min_s=min(samples), max_s=max(samples),
+                           rel_spread=rel_spread(samples),
+                           runs_per_s=1.0 / med if med > 0 else 0.0,
+                           gflops=flops / med / 1e9 if med > 0 else 0.0, flops=flops,
+                           events=events, check=checked)
+        db.add_measurement(
+            run_id, bench="graph", op=graph.name,
+            params={"graph_hash": graph_hash, "config": cfg.to_json(),
+                    "iterations": iterations, "warmup": warmup, "flops": flops},
+            kernel_variant=kernel_variant, threads=cfg.threads, executors=cfg.executors,
+            pinned=cfg.pinned, samples=samples, median_s=result.median_s, mad_s=result.mad_s,
+            rel_spread=result.rel_spread, value=result.gflops, unit="GFLOP/s",
+            status="noisy" if result.noisy else "ok")
+        if events:
+            db.add_trace(run_id, 0, [e._asdict() for e in events])
+        db.finish_run(run_id, "complete")
+        return result
+    except KeyboardInterrupt:
+        db.finish_run(run_id, "interrupted")
+        raise Interrupted(f"interrupted: run {run_id} marked 'interrupted'") from None
+    except BaseException:
+        try:
+            db.finish_run(run_id, "failed")
+        except HwtuneError:
+            pass  # the database itself failed: report the original error
+        raise
+    finally:
+        engine.close()
+
+
+def _profiled_runs(engine, graph, n: int) -> List[List[OpEvent]]:
+    runs = []
+    for _ in range(n):
+        engine.run(profile=True)
+        runs.append([OpEvent(graph.ops[ev.op].name, graph.ops[ev.op].op, ev.executor,
+                             ev.threads, ev.start_s, ev.end_s) for ev in engine.events()])
+    return runs
