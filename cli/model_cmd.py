@@ -12,7 +12,7 @@ import sys
 
 import click
 
-from hwtune.cli.options import example, json_option
+from hwtune.cli.options import example, json_option, parse_overrides
 from hwtune.errors import HwtuneError
 
 _SIZE = re.compile(r"(?i)\s*(\d+(?:\.\d+)?)\s*(b|kib|mib|gib|tib|k|m|g|t)?\s*")
@@ -29,17 +29,6 @@ def _bytes(ctx, param, value):
     return int(float(m.group(1)) * _UNITS[(m.group(2) or "").lower() or None])
 
 
-def _overrides(ctx, param, values):
-    out = {}
-    for item in values:
-        key, sep, raw = item.partition("=")
-        if not sep or not key:
-            raise click.BadParameter(f'"{item}" is not NAME=VALUE')
-        try:
-            out[key] = json.loads(raw)
-        except ValueError:
-            out[key] = raw  # a bare string such as a tensor name
-    return out
 
 
 def _typed_errors(fn):
@@ -66,7 +55,7 @@ def _error_json(exc):
 
 
 def _model_options(fn):
-    fn = click.option("--set", "overrides", multiple=True, callback=_overrides,
+    fn = click.option("--set", "overrides", multiple=True, callback=parse_overrides,
                       metavar="NAME=VALUE",
                       help="Override a declared var (repeatable), e.g. --set seq=5.")(fn)
     fn = click.option("--max-tensor-bytes", callback=_bytes, metavar="SIZE",

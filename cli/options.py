@@ -38,3 +38,19 @@ def reps_option(f):
     return click.option(
         "--reps", type=int, default=None, metavar="N",
         help="samples per measurement (default: 21, 9 with --quick)")(f)
+
+
+def parse_overrides(ctx, param, values):
+    """click callback for repeatable --set NAME=VALUE: VALUE is JSON when it
+    parses as JSON, else a bare string (such as a tensor name)."""
+    import json
+    out = {}
+    for item in values:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f'"{item}" is not NAME=VALUE')
+        try:
+            out[key] = json.loads(raw)
+        except ValueError:
+            out[key] = raw
+    return out

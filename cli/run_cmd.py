@@ -7,21 +7,10 @@ import os
 
 import click
 
-from hwtune.cli.options import db_option, example, json_option
+from hwtune.cli.options import db_option, example, json_option, parse_overrides
 from hwtune.errors import UsageError
 
 
-def _overrides(ctx, param, values):
-    out = {}
-    for item in values:
-        key, sep, raw = item.partition("=")
-        if not sep or not key:
-            raise click.BadParameter(f'"{item}" is not NAME=VALUE')
-        try:
-            out[key] = json.loads(raw)
-        except ValueError:
-            out[key] = raw
-    return out
 
 
 def _ms(seconds: float) -> str:
@@ -49,7 +38,7 @@ def _ms(seconds: float) -> str:
 @click.option("--trace", "trace_path", type=click.Path(dir_okay=False), default=None,
               metavar="FILE", help="profile 5 extra runs; write the last as a Chrome trace "
                                    "(open in ui.perfetto.dev) and store it in results.db")
-@click.option("--set", "overrides", multiple=True, callback=_overrides, metavar="NAME=VALUE",
+@click.option("--set", "overrides", multiple=True, callback=parse_overrides, metavar="NAME=VALUE",
               help="override a declared model var (repeatable), e.g. --set seq=5")
 @click.option("--check", is_flag=True,
               help="compare the outputs with the numpy reference (exit 1 if they differ "
