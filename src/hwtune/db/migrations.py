@@ -178,11 +178,20 @@ def _m002_engine(db: sqlite_utils.Database) -> None:
     )
 
 
+def _m003_lowered(db: sqlite_utils.Database) -> None:
+    # The lowered graph (tensors with inferred shapes, ops with C-encoded
+    # attributes): shape inference lives in Python, so the stand-alone C
+    # runner (engine/runner/) reads this instead of re-lowering model.json.
+    # NULL for graphs stored before v3 until `hwtune run` stores them again.
+    db.execute("ALTER TABLE graphs ADD COLUMN lowered_json TEXT")
+
+
 Migration = Tuple[int, str, Callable[[sqlite_utils.Database], None]]
 
 MIGRATIONS: List[Migration] = [
     (1, "initial schema: hosts, runs, measurements, run_facts", _m001_initial),
     (2, "engine: graphs, engine_configs, op_profiles, run_traces", _m002_engine),
+    (3, "graphs.lowered_json for the stand-alone C runner", _m003_lowered),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

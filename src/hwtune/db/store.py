@@ -304,12 +304,29 @@ class ResultsDB:
                  canonical_json(expanded_doc), utc_now()])
         return key
 
+    def put_lowered(self, graph_hash: str, doc: dict) -> None:
+        """Store the lowered form (hwtune.engine.lowered.lowered_doc) of a
+        stored graph, for the C runner; replaces any earlier one."""
+        from hwtune.db.keys import canonical_json
+
+        if not isinstance(doc, dict) or not isinstance(doc.get("tensors"), list) \
+                or not isinstance(doc.get("ops"), list):
+            raise UsageError("put_lowered needs a document with tensors and ops lists")
+        with self._write("store a lowered graph in"):
+            cur = self._conn.execute("UPDATE graphs SET lowered_json = ? WHERE graph_hash = ?",
+                                     [canonical_json(doc), graph_hash])
+            if cur.rowcount != 1:
+                raise UsageError(f"unknown graph {graph_hash[:12]} in {self.path}: "
+                                 "call put_graph first")
+
     def graph(self, graph_hash: str) -> Optional[dict]:
         rows = self._query("SELECT * FROM graphs WHERE graph_hash = ?", [graph_hash])
         if not rows:
             return None
         row = rows[0]
         row["expanded"] = json.loads(row.pop("expanded_json"))
+        lowered = row.pop("lowered_json", None)
+        row["lowered"] = json.loads(lowered) if lowered is not None else None
         return row
 
     # -- engine configs --------------------------------------------------

@@ -157,6 +157,7 @@ def run_model(db, host_key: str, graph, graph_hash: str, cfg: EngineConfig, *,
     With trace, PROFILE_RUNS more runs are profiled: their per-op medians go
     to op_profiles (and order the next critical-path run), the last run's
     events to run_traces."""
+    from hwtune.engine.lowered import lowered_doc
     from hwtune.graph.info import graph_info
     from hwtune.scan.stats import mad, median, rel_spread
 
@@ -164,6 +165,7 @@ def run_model(db, host_key: str, graph, graph_hash: str, cfg: EngineConfig, *,
     flops = graph_info(graph).flops
     costs = profiled_costs(db, host_key, graph, cfg) if cfg.scheduler == "critical-path" \
         else None
+    db.put_lowered(graph_hash, lowered_doc(graph))  # for the C runner (engine/runner/)
     engine = open_engine(graph, cfg, costs)
     run_id = db.start_run(host_key, "run", options)
     try:

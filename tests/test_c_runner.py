@@ -1,0 +1,183 @@
+"""The stand-alone C runner (engine/runner/, installed as
+hwtune/_lib/hwtune-run): it rebuilds the graph `hwtune run` stored, picks the
+stored engine config (tuned > user for a host; the newest without one),
+and times it without Python; every error is one line on stderr, exit 2."""
+
+import json
+import os
+import re
+import sqlite3
+import subprocess
+
+import pytest
+from click.testing import CliRunner
+
+from hwtune.cli.main import cli
+from hwtune.db import ResultsDB
+from hwtune.native._lib import _find
+
+ROOT = os.path.join(os.path.dirname(__file__), "..")
+RUNNER = _find().parent / "hwtune-run"
+LATENCY = re.compile(r"^latency: median (\d+\.\d+) ms, min (\d+\.\d+) ms, (\d+\.\d+) runs/s "
+                     r"\((\d+) iterations, (\d+) warmup\)$")
+
+# Two independent matmul chains (as in test_cli_run): work for 2 executors.
+TINY = {
+    "format_version": 1, "name": "two-chains", "seed": 7,
+    "inputs": [{"name": "x", "shape": [16, 32]}],
+    "params": [{"name": "w1", "shape": [32, 32]}, {"name": "w2", "shape": [32, 32]},
+               {"name": "w3", "shape": [32, 16]}, {"name": "w4", "shape": [32, 16]},
+               {"name": "b", "shape": [16], "init": "ones"}],
+    "ops": [{"name": "h1", "op": "matmul", "inputs": ["x", "w1"]},
+            {"name": "h2", "op": "matmul", "inputs": ["x", "w2"]},
+            {"name": "y1", "op": "matmul", "inputs": ["h1", "w3", "b"]},
+            {"name": "y2", "op": "matmul", "inputs": ["h2", "w4"]}],
+    "outputs": ["y1", "y2"],
+}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def runner_built():
+    if not RUNNER.exists():
+        pytest.fail(f"{RUNNER} is missing: the build must include engine/runner/runner.cmake")
+
+
+def hwtune_run(db, model, *args):
+    res = CliRunner().invoke(cli, ["run", str(model), "--db", str(db), "--json", *args])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)["graph_hash"]
+
+
+def c_run(*args):
+    return subprocess.run([str(RUNNER), *map(str, args)], capture_output=True, text=True,
+                          timeout=120)
+
+
+def assert_timed(proc, iterations, warmup=3):
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 2, proc.stdout
+    m = LATENCY.match(lines[1])
+    assert m, lines[1]
+    median, lo, rate = (float(m.group(i)) for i in (1, 2, 3))
+    assert 0 < lo <= median
+    assert rate == pytest.approx(1e3 / median, rel=0.01, abs=0.01)  # printed to 0.01
+    assert (int(m.group(4)), int(m.group(5))) == (iterations, warmup)
+    return lines[0]
+
+
+def one_line_error(proc, pattern):
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert proc.stdout == ""
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("hwtune-run: error: "), proc.stderr
+    assert re.search(pattern, lines[0]), lines[0]
+
+
+@pytest.fixture
+def tiny(tmp_path):
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps(TINY))
+    db = tmp_path / "results.db"
+    return db, hwtune_run(db, path, "--iterations", "2")
+
+
+def test_default_config_with_notice(tiny):
+    db, key = tiny
+    proc = c_run("--db", db, "--graph", key[:10], "--iterations", 7)
+    head = assert_timed(proc, 7)
+    assert head.startswith(f"graph {key[:12]} (two-chains): 4 ops; config default: 1 x ")
+    assert head.endswith(", sequential, unpinned")
+    notice = proc.stderr.splitlines()
+    assert len(notice) == 1 and "no tuned or user engine config" in notice[0]
+    assert "--executors/--threads/--scheduler" in notice[0]
+
+
+def test_stored_configs_tuned_beats_user(tiny):
+    db, key = tiny
+    model = db.parent / "tiny.json"
+    hwtune_run(db, model, "--executors", "2", "--threads", "1", "--scheduler", "critical-path",
+               "--save", "--iterations", "2")
+    with ResultsDB.open(db) as d:
+        host = d.hosts()[0]["host_key"]
+    proc = c_run("--db", db, "--graph", key, "--host", host, "--iterations", 3, "--warmup", 1)
+    assert assert_timed(proc, 3, 1).endswith("config user: 2 x 1, critical-path, pinned")
+    assert proc.stderr == ""
+    with ResultsDB.open(db) as d:
+        d.put_engine_config(host, key, executors=2, threads_per_executor=1,
+                            scheduler="shared-queue", pin=False, source="tuned",
+                            op_threads={"h1": 1})
+    for extra in (["--host", host], []):  # with the host: tuned first; without: newest
+        proc = c_run("--db", db, "--graph", key, "--iterations", 3, *extra)
+        assert assert_timed(proc, 3).endswith("config tuned: 2 x 1, shared-queue, unpinned")
+    one_line_error(c_run("--db", db, "--graph", key, "--host", host, "--threads", 99999),
+                   r"--threads 99999")
+    # A config naming an op the graph lacks is refused, not ignored.
+    with ResultsDB.open(db) as d:
+        d.put_engine_config(host, key, executors=1, threads_per_executor=1,
+                            scheduler="sequential", pin=False, source="tuned",
+                            op_threads={"nope": 1})
+    one_line_error(c_run("--db", db, "--graph", key, "--host", host),
+                   r'op_threads names unknown op "nope"')
+
+
+def test_flags_override(tiny):
+    db, key = tiny
+    proc = c_run("--db", db, "--graph", key, "--executors", 2, "--threads", 1,
+                 "--scheduler", "shared-queue", "--iterations", 4)
+    assert assert_timed(proc, 4).endswith("config default: 2 x 1, shared-queue, unpinned")
+    assert proc.stderr == ""  # flags chosen: no notice
+
+
+@pytest.mark.parametrize("model, sets", [
+    ("lstm_small", []),                 # 1040 small ops, lstm cells
+    ("resnet18", ["--set", "image=32"]),  # conv (string/pair attrs), pools, batch-norm
+])
+def test_bundled_models(tmp_path, model, sets):
+    db = tmp_path / "results.db"
+    key = hwtune_run(db, os.path.join(ROOT, "configs", "models", model + ".json"),
+                     "--iterations", "1", "--warmup", "0", *sets)
+    proc = c_run("--db", db, "--graph", key[:16], "--iterations", 3, "--warmup", 1)
+    assert assert_timed(proc, 3, 1).startswith(f"graph {key[:12]} (")
+
+
+def test_errors(tiny, tmp_path):
+    db, key = tiny
+    one_line_error(c_run("--db", db, "--graph", "ffffffff"), r"unknown graph ffffffff")
+    one_line_error(c_run("--db", tmp_path / "no" / "such.db", "--graph", key),
+                   r"cannot open .*such\.db")
+    other = tmp_path / "other.db"
+    sqlite3.connect(other).executescript("CREATE TABLE t (x); INSERT INTO t VALUES (1);")
+    one_line_error(c_run("--db", other, "--graph", key), r"not an hwtune results\.db")
+    one_line_error(c_run("--db", db, "--graph", "XYZ"), r"invalid --graph XYZ")
+    one_line_error(c_run("--db", db, "--graph", key, "--iterations", 0), r"--iterations 0")
+    one_line_error(c_run("--db", db, "--graph", key, "--scheduler", "fifo"), r"--scheduler fifo")
+    one_line_error(c_run("--db", db, "--graph", key, "--bogus", 1), r"unknown option --bogus")
+    one_line_error(c_run("--db", db), r"--db and --graph are required")
+
+
+def _set_lowered(db, key, text):
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("UPDATE graphs SET lowered_json = ? WHERE graph_hash = ?", [text, key])
+    conn.close()
+
+
+def test_corrupt_rows(tiny):
+    db, key = tiny
+    good = sqlite3.connect(db).execute(
+        "SELECT lowered_json FROM graphs WHERE graph_hash = ?", [key]).fetchone()[0]
+    _set_lowered(db, key, '{"tensors": [1,]}')
+    one_line_error(c_run("--db", db, "--graph", key), r"corrupt lowered_json: offset 15: ")
+    doc = json.loads(good)
+    doc["ops"][0]["inputs"] = [0, 99]
+    _set_lowered(db, key, json.dumps(doc))
+    one_line_error(c_run("--db", db, "--graph", key), r"ops\[0\]\.inputs: bad tensor id 99")
+    doc = json.loads(good)
+    doc["ops"][1]["outputs"] = doc["ops"][0]["outputs"]  # two producers
+    _set_lowered(db, key, json.dumps(doc))
+    one_line_error(c_run("--db", db, "--graph", key), r"lowered_json: ops\[1\]: ")
+    _set_lowered(db, key, None)
+    one_line_error(c_run("--db", db, "--graph", key), r"no lowered form")
+    _set_lowered(db, key, good)
+    assert_timed(c_run("--db", db, "--graph", key, "--iterations", 2), 2)
