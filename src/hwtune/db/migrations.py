@@ -186,12 +186,114 @@ def _m003_lowered(db: sqlite_utils.Database) -> None:
     db.execute("ALTER TABLE graphs ADD COLUMN lowered_json TEXT")
 
 
+def _m004_tuning(db: sqlite_utils.Database) -> None:
+    """Tuning: every trial of every search (failed ones too, with their
+    status), the best result per tuned subject, and engine configs that carry
+    what the tuner found (Strategy 3's 'corun' scheduler, per-op costs and
+    thread-count candidates, the config's own lowered graph after layout
+    rewrites). engine_configs is rebuilt because SQLite cannot alter a CHECK;
+    op_profiles.config_id points into it, so those links are set aside while
+    the old table is dropped and restored once the rebuilt one (same ids) is
+    in place (foreign keys stay on: the migration runs inside a transaction,
+    where SQLite cannot turn them off)."""
+    _execute_script(
+        db,
+        """
+        -- subject: what was tuned. A graph hash (executor sweep, layout DP)
+        -- or a workload key (CONV template, per-op threads), so a workload
+        -- tuned in one model is found again from any other model.
+        -- params_json is canonical JSON: a resumed search finds a finished
+        -- trial by equality and never measures it twice.
+        CREATE TABLE tuning_trials (
+            id             INTEGER PRIMARY KEY,
+            run_id         INTEGER REFERENCES runs(run_id),
+            host_key       TEXT NOT NULL REFERENCES hosts(host_key),
+            tuner          TEXT NOT NULL,
+            search         TEXT NOT NULL,
+            subject        TEXT NOT NULL,
+            isa            TEXT NOT NULL,
+            threads        INTEGER NOT NULL CHECK (threads >= 1),
+            params_json    TEXT NOT NULL,
+            status         TEXT NOT NULL
+                CHECK (status IN ('ok', 'error', 'wrong_answer', 'timeout', 'skipped')),
+            median_s       REAL,
+            mad_s          REAL,
+            n              INTEGER NOT NULL DEFAULT 0 CHECK (n >= 0),
+            samples_json   TEXT NOT NULL DEFAULT '[]',
+            note           TEXT,
+            hwtune_version TEXT NOT NULL,
+            created_at     TEXT NOT NULL
+        );
+        CREATE INDEX tuning_trials_subject
+            ON tuning_trials(host_key, tuner, subject, isa, threads, params_json);
+        CREATE INDEX tuning_trials_run ON tuning_trials(run_id);
+        CREATE TABLE tuned_subjects (
+            id               INTEGER PRIMARY KEY,
+            host_key         TEXT NOT NULL REFERENCES hosts(host_key),
+            tuner            TEXT NOT NULL,
+            subject          TEXT NOT NULL,
+            isa              TEXT NOT NULL,
+            threads          INTEGER NOT NULL CHECK (threads >= 1),
+            search           TEXT NOT NULL,
+            best_params_json TEXT NOT NULL,
+            best_s           REAL,
+            trials           INTEGER NOT NULL CHECK (trials >= 0),
+            run_id           INTEGER REFERENCES runs(run_id),
+            hwtune_version   TEXT NOT NULL,
+            created_at       TEXT NOT NULL,
+            UNIQUE (host_key, tuner, subject, isa, threads)
+        );
+        CREATE TABLE engine_configs_v4 (
+            id                   INTEGER PRIMARY KEY,
+            host_key             TEXT NOT NULL REFERENCES hosts(host_key),
+            graph_hash           TEXT NOT NULL REFERENCES graphs(graph_hash),
+            executors            INTEGER NOT NULL CHECK (executors >= 1),
+            threads_per_executor INTEGER NOT NULL CHECK (threads_per_executor >= 1),
+            scheduler            TEXT NOT NULL
+                CHECK (scheduler IN ('sequential', 'shared-queue', 'critical-path', 'corun')),
+            pin                  INTEGER NOT NULL CHECK (pin IN (0, 1)),
+            op_threads_json      TEXT NOT NULL DEFAULT '{}',
+            op_params_json       TEXT NOT NULL DEFAULT '{}',
+            op_priority_json     TEXT NOT NULL DEFAULT '{}',
+            -- profiled seconds per op under this config (critical-path levels)
+            op_cost_json         TEXT NOT NULL DEFAULT '{}',
+            -- Strategy 3: op -> [[threads, seconds], ...], best first
+            op_candidates_json   TEXT NOT NULL DEFAULT '{}',
+            -- the lowered graph after this config's layout rewrites (NULL:
+            -- graphs.lowered_json), for the stand-alone C runner
+            lowered_json         TEXT,
+            source               TEXT NOT NULL CHECK (source IN ('default', 'tuned', 'user')),
+            hwtune_version       TEXT NOT NULL,
+            created_at           TEXT NOT NULL,
+            UNIQUE (host_key, graph_hash, source)
+        );
+        CREATE TEMP TABLE profile_links AS
+            SELECT id, config_id FROM op_profiles WHERE config_id IS NOT NULL;
+        UPDATE op_profiles SET config_id = NULL WHERE config_id IS NOT NULL;
+        INSERT INTO engine_configs_v4 (id, host_key, graph_hash, executors,
+            threads_per_executor, scheduler, pin, op_threads_json, op_params_json,
+            op_priority_json, source, hwtune_version, created_at)
+          SELECT id, host_key, graph_hash, executors, threads_per_executor, scheduler, pin,
+            op_threads_json, op_params_json, op_priority_json, source, hwtune_version,
+            created_at FROM engine_configs;
+        DROP TABLE engine_configs;
+        ALTER TABLE engine_configs_v4 RENAME TO engine_configs;
+        UPDATE op_profiles SET config_id =
+            (SELECT config_id FROM profile_links WHERE profile_links.id = op_profiles.id)
+            WHERE id IN (SELECT id FROM profile_links);
+        DROP TABLE profile_links;
+        """
+    )
+
+
 Migration = Tuple[int, str, Callable[[sqlite_utils.Database], None]]
 
 MIGRATIONS: List[Migration] = [
     (1, "initial schema: hosts, runs, measurements, run_facts", _m001_initial),
     (2, "engine: graphs, engine_configs, op_profiles, run_traces", _m002_engine),
     (3, "graphs.lowered_json for the stand-alone C runner", _m003_lowered),
+    (4, "tuning: tuning_trials, tuned_subjects; engine_configs with corun, op costs, "
+        "candidates and lowered graph", _m004_tuning),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

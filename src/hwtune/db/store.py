@@ -28,8 +28,10 @@ from hwtune.errors import UsageError
 RUN_KINDS = ("scan", "tune", "run", "check")
 RUN_END_STATUSES = ("complete", "interrupted", "failed")
 MEASUREMENT_STATUSES = ("ok", "noisy", "error", "skipped")
-SCHEDULERS = ("sequential", "shared-queue", "critical-path")
+SCHEDULERS = ("sequential", "shared-queue", "critical-path", "corun")
 CONFIG_SOURCES = ("default", "tuned", "user")
+# A trial that did not produce a usable time is kept, with why (schema v4).
+TRIAL_STATUSES = ("ok", "error", "wrong_answer", "timeout", "skipped")
 
 
 def _dumps(value: Any, what: str) -> str:
@@ -333,7 +335,9 @@ class ResultsDB:
     def put_engine_config(self, host_key: str, graph_hash: str, *, executors: int,
                           threads_per_executor: int, scheduler: str, pin: bool,
                           op_threads: Optional[dict] = None, op_params: Optional[dict] = None,
-                          op_priority: Optional[dict] = None, source: str = "user") -> int:
+                          op_priority: Optional[dict] = None, op_cost: Optional[dict] = None,
+                          op_candidates: Optional[dict] = None, lowered: Optional[dict] = None,
+                          source: str = "user") -> int:
         """Store the config of (host, graph, source), replacing the previous
         one of that source; returns its id (stable across replacements)."""
         if scheduler not in SCHEDULERS:
@@ -351,13 +355,17 @@ class ResultsDB:
             raise UsageError(f"unknown graph {graph_hash[:12]} in {self.path}: call put_graph first")
         row = [host_key, graph_hash, executors, threads_per_executor, scheduler, int(bool(pin)),
                _dumps(op_threads or {}, "op_threads"), _dumps(op_params or {}, "op_params"),
-               _dumps(op_priority or {}, "op_priority"), source, __version__, utc_now()]
+               _dumps(op_priority or {}, "op_priority"), _dumps(op_cost or {}, "op_cost"),
+               _dumps(op_candidates or {}, "op_candidates"),
+               None if lowered is None else _dumps(lowered, "lowered"),
+               source, __version__, utc_now()]
         with self._write("store an engine config in"):
             self._conn.execute(
                 "INSERT INTO engine_configs (host_key, graph_hash, executors, "
                 "threads_per_executor, scheduler, pin, op_threads_json, op_params_json, "
-                "op_priority_json, source, hwtune_version, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "op_priority_json, op_cost_json, op_candidates_json, lowered_json, source, "
+                "hwtune_version, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                 "ON CONFLICT(host_key, graph_hash, source) DO UPDATE SET "
                 "executors = excluded.executors, "
                 "threads_per_executor = excluded.threads_per_executor, "
@@ -365,6 +373,9 @@ class ResultsDB:
                 "op_threads_json = excluded.op_threads_json, "
                 "op_params_json = excluded.op_params_json, "
                 "op_priority_json = excluded.op_priority_json, "
+                "op_cost_json = excluded.op_cost_json, "
+                "op_candidates_json = excluded.op_candidates_json, "
+                "lowered_json = excluded.lowered_json, "
                 "hwtune_version = excluded.hwtune_version, created_at = excluded.created_at",
                 row)
             return self._conn.execute(
@@ -373,8 +384,10 @@ class ResultsDB:
 
     @staticmethod
     def _config_row(row: dict) -> dict:
-        for key in ("op_threads", "op_params", "op_priority"):
+        for key in ("op_threads", "op_params", "op_priority", "op_cost", "op_candidates"):
             row[key] = json.loads(row.pop(f"{key}_json"))
+        lowered = row.pop("lowered_json")
+        row["lowered"] = None if lowered is None else json.loads(lowered)
         row["pin"] = bool(row["pin"])
         return row
 
@@ -410,6 +423,100 @@ class ResultsDB:
             "AND executors = ? ORDER BY id DESC LIMIT 1",
             [host_key, workload_key, threads, executors])
         return rows[0] if rows else None
+
+    # -- tuning trials (schema v4) ---------------------------------------
+    @staticmethod
+    def _trial_row(row: dict) -> dict:
+        row["params"] = json.loads(row.pop("params_json"))
+        row["samples"] = json.loads(row.pop("samples_json"))
+        return row
+
+    def add_trial(self, run_id: Optional[int], host_key: str, *, tuner: str, search: str,
+                  subject: str, isa: str, threads: int, params: dict, status: str,
+                  median_s: Optional[float] = None, mad_s: Optional[float] = None,
+                  samples: Optional[List[float]] = None, note: Optional[str] = None) -> int:
+        """One measured (or failed) proposal of a search, committed on its
+        own so an interrupted tuning keeps it. params is stored canonically:
+        trial() finds it again by equality."""
+        from hwtune.db.keys import canonical_json
+
+        if status not in TRIAL_STATUSES:
+            raise UsageError(f"unknown trial status {status!r}: choose one of "
+                             f"{', '.join(TRIAL_STATUSES)}")
+        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+            raise UsageError(f"threads must be an integer >= 1, got {threads!r}")
+        if self.host(host_key) is None:
+            raise UsageError(f"unknown host {host_key!r} in {self.path}: call upsert_host first")
+        try:
+            params_json = canonical_json(params)
+        except (TypeError, ValueError) as exc:
+            raise UsageError(f"trial params are not storable as JSON: {exc}") from None
+        samples = [float(x) for x in (samples or [])]
+        with self._write("store a tuning trial in"):
+            cur = self._conn.execute(
+                "INSERT INTO tuning_trials (run_id, host_key, tuner, search, subject, isa, "
+                "threads, params_json, status, median_s, mad_s, n, samples_json, note, "
+                "hwtune_version, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [run_id, host_key, tuner, search, subject, isa, threads, params_json, status,
+                 _real(median_s, "median_s"), _real(mad_s, "mad_s"), len(samples),
+                 _dumps(samples, "samples"), note, __version__, utc_now()])
+            return cur.lastrowid
+
+    def trial(self, host_key: str, *, tuner: str, subject: str, isa: str, threads: int,
+              params: dict) -> Optional[dict]:
+        """The latest stored trial of exactly these params (any search), or None."""
+        from hwtune.db.keys import canonical_json
+
+        rows = self._query(
+            "SELECT * FROM tuning_trials WHERE host_key = ? AND tuner = ? AND subject = ? "
+            "AND isa = ? AND threads = ? AND params_json = ? ORDER BY id DESC LIMIT 1",
+            [host_key, tuner, subject, isa, threads, canonical_json(params)])
+        return self._trial_row(rows[0]) if rows else None
+
+    def trials(self, host_key: Optional[str] = None, *, tuner: Optional[str] = None,
+               subject: Optional[str] = None, isa: Optional[str] = None,
+               threads: Optional[int] = None, run_id: Optional[int] = None) -> List[dict]:
+        """Trials matching every given field, oldest first (convergence order)."""
+        where, args = [], []
+        for col, val in (("host_key", host_key), ("tuner", tuner), ("subject", subject),
+                         ("isa", isa), ("threads", threads), ("run_id", run_id)):
+            if val is not None:
+                where.append(f"{col} = ?")
+                args.append(val)
+        sql = "SELECT * FROM tuning_trials" + (f" WHERE {' AND '.join(where)}" if where else "")
+        return [self._trial_row(r) for r in self._query(sql + " ORDER BY id", args)]
+
+    def put_tuned(self, host_key: str, *, tuner: str, subject: str, isa: str, threads: int,
+                  search: str, best_params: dict, best_s: Optional[float], trials: int,
+                  run_id: Optional[int] = None) -> int:
+        """The result of one finished search over a subject (replaces an
+        earlier one): a later tuning on this host reuses it without measuring."""
+        with self._write("store a tuning result in"):
+            self._conn.execute(
+                "INSERT INTO tuned_subjects (host_key, tuner, subject, isa, threads, search, "
+                "best_params_json, best_s, trials, run_id, hwtune_version, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT(host_key, tuner, subject, isa, threads) DO UPDATE SET "
+                "search = excluded.search, best_params_json = excluded.best_params_json, "
+                "best_s = excluded.best_s, trials = excluded.trials, run_id = excluded.run_id, "
+                "hwtune_version = excluded.hwtune_version, created_at = excluded.created_at",
+                [host_key, tuner, subject, isa, threads, search, _dumps(best_params, "best_params"),
+                 _real(best_s, "best_s"), int(trials), run_id, __version__, utc_now()])
+            return self._conn.execute(
+                "SELECT id FROM tuned_subjects WHERE host_key = ? AND tuner = ? AND subject = ? "
+                "AND isa = ? AND threads = ?", [host_key, tuner, subject, isa, threads]
+            ).fetchone()[0]
+
+    def tuned(self, host_key: str, *, tuner: str, subject: str, isa: str,
+              threads: int) -> Optional[dict]:
+        rows = self._query(
+            "SELECT * FROM tuned_subjects WHERE host_key = ? AND tuner = ? AND subject = ? "
+            "AND isa = ? AND threads = ?", [host_key, tuner, subject, isa, threads])
+        if not rows:
+            return None
+        row = rows[0]
+        row["best_params"] = json.loads(row.pop("best_params_json"))
+        return row
 
     # -- run traces ------------------------------------------------------
     TRACE_FIELDS = ("op_name", "op_type", "executor", "threads", "start_s", "end_s")

@@ -1,0 +1,135 @@
+"""The one interface every search implements: propose, record, best.
+
+A search walks a finite `Space` (knob name -> legal values, plus an optional
+`valid(params)` filter). The driver (`hwtune.tuners.loop.run_search`) asks
+for a proposal, measures it (or finds it already stored in results.db),
+and records the outcome; failed trials are recorded too, with their status,
+and never win. Adding a search is one file: subclass `Search`, decorate with
+`@register("name")`, and import the module in `hwtune/tuners/__init__.py`.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
+
+Params = Dict[str, Any]
+
+# Trial outcomes (tuning_trials.status in results.db).
+OK, ERROR, WRONG_ANSWER, TIMEOUT, SKIPPED = "ok", "error", "wrong_answer", "timeout", "skipped"
+STATUSES = (OK, ERROR, WRONG_ANSWER, TIMEOUT, SKIPPED)
+
+
+@dataclass(frozen=True)
+class Space:
+    """knobs: name -> legal values (order matters: grid order, hill-climb
+    direction). valid: optional filter over whole proposals."""
+    knobs: Mapping[str, Sequence[Any]]
+    valid: Optional[Callable[[Params], bool]] = None
+
+    def __post_init__(self):
+        for name, values in self.knobs.items():
+            if len(values) == 0:
+                raise ValueError(f"knob {name!r} has no legal values")
+
+    def points(self) -> Iterator[Params]:
+        names = list(self.knobs)
+        for combo in itertools.product(*(self.knobs[n] for n in names)):
+            p = dict(zip(names, combo))
+            if self.valid is None or self.valid(p):
+                yield p
+
+    def size(self) -> int:
+        return sum(1 for _ in self.points())
+
+    def contains(self, params: Params) -> bool:
+        return (set(params) == set(self.knobs)
+                and all(params[k] in self.knobs[k] for k in self.knobs)
+                and (self.valid is None or self.valid(params)))
+
+
+@dataclass
+class Outcome:
+    """What one trial produced: a time in seconds when status is OK."""
+    status: str
+    seconds: Optional[float] = None
+    samples: List[float] = field(default_factory=list)
+    note: Optional[str] = None
+
+    def __post_init__(self):
+        if self.status not in STATUSES:
+            raise ValueError(f"unknown trial status {self.status!r}")
+        if self.status == OK and (self.seconds is None or not self.seconds > 0):
+            raise ValueError("an ok trial needs a positive time")
+
+
+def key_of(params: Params) -> Tuple:
+    return tuple(sorted((k, repr(v)) for k, v in params.items()))
+
+
+class Search:
+    """Base class: keeps the history and the best; subclasses implement
+    `propose`. Minimises seconds."""
+
+    name = "search"
+
+    def __init__(self, space: Space, *, seed: int = 0, max_trials: Optional[int] = None):
+        self.space = space
+        self.seed = seed
+        self.max_trials = max_trials
+        self.history: List[Tuple[Params, Outcome]] = []
+        self._seen: Dict[Tuple, Outcome] = {}
+
+    def propose(self) -> Optional[Params]:
+        """The next params to measure, or None when the search is done."""
+        raise NotImplementedError
+
+    def record(self, params: Params, outcome: Outcome) -> None:
+        self.history.append((dict(params), outcome))
+        self._seen[key_of(params)] = outcome
+
+    def seen(self, params: Params) -> bool:
+        return key_of(params) in self._seen
+
+    def best(self) -> Optional[Tuple[Params, float]]:
+        ok = [(p, o.seconds) for p, o in self.history if o.status == OK]
+        return min(ok, key=lambda x: x[1]) if ok else None
+
+    def done(self) -> bool:
+        return self.max_trials is not None and len(self.history) >= self.max_trials
+
+
+SEARCHES: Dict[str, type] = {}
+
+
+def register(name: str):
+    def deco(cls):
+        cls.name = name
+        SEARCHES[name] = cls
+        return cls
+    return deco
+
+
+def make_search(name: str, space: Space, **kwargs) -> Search:
+    from hwtune.errors import UsageError
+    if name not in SEARCHES:
+        raise UsageError(f"unknown search {name!r}: choose one of {', '.join(sorted(SEARCHES))}")
+    return SEARCHES[name](space, **kwargs)
+
+
+@register("grid")
+class GridSearch(Search):
+    """Exhaustive: every point of the space once, in order."""
+
+    def __init__(self, space: Space, **kwargs):
+        super().__init__(space, **kwargs)
+        self._it = space.points()
+
+    def propose(self) -> Optional[Params]:
+        if self.done():
+            return None
+        for p in self._it:
+            if not self.seen(p):
+                return p
+        return None
