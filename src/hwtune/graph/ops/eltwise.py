@@ -49,7 +49,8 @@ def _sigmoid(x):
 _UNARY = {
     "sigmoid": (_sigmoid, "1 / (1 + exp(-x))"),
     "tanh": (lambda x: np.tanh(x), "tanh(x)"),
-    "relu": (lambda x: np.maximum(x, np.float32(0)), "max(x, 0)"),
+    "relu": (lambda x: np.where(x > 0, x, np.float32(0)),
+             "x > 0 ? x : 0 (NaN and -0 give +0, as the kernels)"),
     "abs": (lambda x: np.abs(x), "|x|"),
 }
 
