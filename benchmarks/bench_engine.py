@@ -8,7 +8,9 @@ Run with the installed package:  python benchmarks/bench_engine.py [--reps 5]
     of 8 independent chains of 125 Adds (32768 floats), per scheduler, beside
     ONNX Runtime on the same graphs built with onnx.helper.
 (b) model latency: lstm_medium, pathnet_medium, inception_small under the
-    three schedulers, each at its best executors x threads on this machine.
+    four schedulers (corun: Strategy 3, without tuned candidates here: each
+    op on executors' worth of threads), each at its best executors x threads
+    on this machine.
 
 Comparisons are interleaved: every repetition takes one hwtune sample and then
 one reference sample (in (b): one sample of each scheduler in turn), so a
@@ -148,7 +150,7 @@ def section_a(ncpu: int, reps: int, lines: list):
         # The chain has no parallelism: the issue's configs (sequential 1x1,
         # the queue schedulers at 2x1 and 1x2) show what each adds per op.
         # The wide graph runs every config that fits.
-        configs = [(s, k, t) for s in ("sequential", "shared_queue", "critical_path")
+        configs = [(s, k, t) for s in ("sequential", "shared_queue", "critical_path", "corun")
                    for k, t in engine_configs(ncpu, s)
                    if not per_op or (k * t == 1 if s == "sequential" else k * t == ncpu)]
         ref_med = {}
@@ -228,7 +230,7 @@ def allowed_ncpu() -> int:
 def section_b(ncpu: int, reps: int, lines: list):
     print("\n(b) model latency per scheduler (best executors x threads, k*t <= "
           f"{ncpu} CPUs)")
-    scheds = ("sequential", "shared_queue", "critical_path")
+    scheds = ("sequential", "shared_queue", "critical_path", "corun")
     for stem in ("lstm_medium", "pathnet_medium", "inception_small"):
         path = os.path.join(MODELS_DIR, stem + ".json")
         graph, note = _fit_model(path)
@@ -262,6 +264,8 @@ def section_b(ncpu: int, reps: int, lines: list):
         multi = "" if stem != "lstm_medium" else " (lstm: layer wavefront only)"
         lines.append(f"{stem}: critical_path {cp * 1e3:.2f} ms vs best other "
                      f"{others * 1e3:.2f} ms ({others / cp:.2f}x){multi} -> {verdict}")
+        lines.append(f"{stem}: corun {meds[3] * 1e3:.2f} ms (sequential/corun "
+                     f"{meds[0] / meds[3]:.2f}x)")
 
 
 def main(argv=None):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 
 import click
 
@@ -61,6 +62,7 @@ def run(model, executors, threads, scheduler, pin, iterations, warmup, trace_pat
     from hwtune import machine
     from hwtune.db import ResultsDB
     from hwtune.engine.config import resolve
+    from hwtune.engine.effective import StaleConfig, effective_graph
     from hwtune.engine.runner import check_counts, native_engine, run_model
     from hwtune.engine.trace import summary, write_chrome_trace
     from hwtune.graph import load_model
@@ -81,10 +83,18 @@ def run(model, executors, threads, scheduler, pin, iterations, warmup, trace_pat
     with db:
         host_key = db.upsert_host(machine.fingerprint())
         graph_hash = db.put_graph(graph.to_json())
-        resolved = resolve(db, host_key, graph_hash, flags, cpus=cpus, op_names=op_names)
+        resolved = resolve(db, host_key, graph_hash, flags, cpus=cpus)
         if resolved.notice:
             click.echo(f"note: {resolved.notice}", err=True)
         cfg = resolved.config
+        try:
+            run_graph = effective_graph(graph, cfg)
+        except StaleConfig as exc:
+            click.echo(f"note: {exc}; running with default CONV parameters", err=True)
+            cfg, run_graph = replace(cfg, op_params={}, op_threads={}, op_cost={},
+                                     op_candidates={}), graph
+        # Per-op tables name ops of the graph that runs (layout rewrites add some).
+        cfg.validate(cpus, [op.name for op in run_graph.ops])
         # The config actually run is stored, so the C engine and the tuner
         # find it; flags never overwrite a tuned or user config.
         config_id = None
@@ -99,9 +109,10 @@ def run(model, executors, threads, scheduler, pin, iterations, warmup, trace_pat
         options = {"model": model, "graph_hash": graph_hash, "vars": overrides,
                    "config": cfg.to_json(), "config_source": resolved.source,
                    "iterations": iterations, "warmup": warmup, "trace": trace_path}
-        result = run_model(db, host_key, graph, graph_hash, cfg, iterations=iterations,
+        result = run_model(db, host_key, run_graph, graph_hash, cfg, iterations=iterations,
                            warmup=warmup, trace=trace_path is not None, options=options,
-                           kernel_variant=selected_isa(), config_id=config_id, check=check)
+                           kernel_variant=selected_isa(), config_id=config_id, check=check,
+                           base_graph=graph)
         trace_info = None
         if trace_path:
             n = write_chrome_trace(trace_path, result.events,

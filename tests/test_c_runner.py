@@ -181,3 +181,45 @@ def test_corrupt_rows(tiny):
     one_line_error(c_run("--db", db, "--graph", key), r"no lowered form")
     _set_lowered(db, key, good)
     assert_timed(c_run("--db", db, "--graph", key, "--iterations", 2), 2)
+
+
+def test_v4_config_corun_costs_candidates_and_own_lowered_graph(tiny):
+    """Schema v4: a 'corun' config with op costs and thread-count candidates
+    whose names refer to the config's own lowered graph (here: w1 goes
+    through a relu first, which the engine folds: it is a param-only op)."""
+    from hwtune.engine.lowered import lowered_doc
+    from hwtune.graph.model import load_model
+    db, key = tiny
+    variant = json.loads(json.dumps(TINY))
+    variant["ops"].insert(0, {"name": "w1r", "op": "relu", "inputs": ["w1"]})
+    variant["ops"][1]["inputs"] = ["x", "w1r"]
+    doc = lowered_doc(load_model(variant))
+    with ResultsDB.open(db) as d:
+        host = d.hosts()[0]["host_key"]
+        d.put_engine_config(host, key, executors=2, threads_per_executor=1, scheduler="corun",
+                            pin=True, source="tuned", op_cost={"h1": 2e-5, "w1r": 1e-6},
+                            op_candidates={"h1": [[2, 1e-5], [1, 2e-5]], "y2": [[1, 1e-5]]},
+                            op_threads={"w1r": 1}, lowered=doc)
+    proc = c_run("--db", db, "--graph", key, "--host", host, "--iterations", 5)
+    head = assert_timed(proc, 5)
+    assert head == (f"graph {key[:12]} (two-chains): 5 ops (1 folded) from the config's "
+                    f"lowered graph; config tuned: 2 x 1, corun, pinned"), head
+    # names of the stored graph's ops only: the config's graph has no such op
+    with ResultsDB.open(db) as d:
+        d.put_engine_config(host, key, executors=2, threads_per_executor=1, scheduler="corun",
+                            pin=True, source="tuned", op_candidates={"nope": [[1, 1e-5]]},
+                            lowered=doc)
+    one_line_error(c_run("--db", db, "--graph", key, "--host", host),
+                   r'op_candidates names unknown op "nope"')
+    with ResultsDB.open(db) as d:
+        d.put_engine_config(host, key, executors=2, threads_per_executor=1, scheduler="corun",
+                            pin=True, source="tuned", op_candidates={"h1": [[0, 1e-5]]})
+    one_line_error(c_run("--db", db, "--graph", key, "--host", host),
+                   r"op_candidates\[h1\]\[0\]: expected \[threads >= 1")
+    # the flag form (over a valid stored config)
+    with ResultsDB.open(db) as d:
+        d.put_engine_config(host, key, executors=1, threads_per_executor=1,
+                            scheduler="sequential", pin=False, source="tuned")
+    proc = c_run("--db", db, "--graph", key, "--scheduler", "corun", "--executors", 2,
+                 "--threads", 1, "--iterations", 2)
+    assert proc.returncode == 0 and ", corun, " in proc.stdout, proc.stderr

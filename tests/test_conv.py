@@ -1,5 +1,7 @@
-"""CONV2D kernels (direct NCHW and the NCHW[x]c template) vs a float64 numpy
-reference, on every supported ISA; layout transforms; knob declaration."""
+"""CONV2D kernels (the NCHW[x]c template on NCHW and blocked tensors, the
+direct NCHW kernel) vs a float64 numpy reference, on every supported ISA;
+the direct fallback; layout transforms; knob declaration and its agreement
+with the graph op's validation."""
 
 import itertools
 
@@ -7,6 +9,7 @@ import numpy as np
 import pytest
 
 from hwtune.errors import UsageError
+from hwtune.graph.ops import OpError
 from hwtune.native import conv
 from hwtune.native.isa import supported_isas
 
@@ -14,7 +17,8 @@ ISAS = supported_isas()
 
 # (N, C, H, W, K, R, S, stride, pad): 1x1/3x3/5x5, stride 1/2, pad 0/1/2, odd
 # sizes, channel counts that are not multiples of 16, batch 1 and 2, and an
-# output row wider than one register block (OW 37 > 28).
+# output row wider than one register block (OW 37 > 28); unpadded stride_w 1
+# cases, whose NCHW input the template reads without staging.
 CASES = [
     (1, 3, 9, 9, 8, 1, 1, 1, 0),
     (2, 5, 7, 10, 7, 3, 3, 1, 1),
@@ -25,6 +29,7 @@ CASES = [
     (1, 32, 6, 6, 48, 1, 1, 2, 0),
     (1, 9, 5, 37, 18, 3, 3, 1, 1),
     (2, 4, 6, 7, 40, 3, 1, (2, 1), (1, 0)),
+    (2, 8, 9, 10, 16, 3, 3, (2, 1), 0),  # NCHW read in place: unpadded, stride_w 1
 ]
 
 
@@ -67,11 +72,12 @@ def param_sets(case, isa):
     x, w, _, stride, pad = make(case)
     kn = conv.knobs(x.shape, w.shape, stride=stride, pad=pad, isa=isa)
     ic, oc, rn = kn["ic_bn"], kn["oc_bn"], kn["reg_n"]
+    rh = kn["reg_h"][-1]
     sets = [None,
             dict(ic_bn=ic[0], oc_bn=oc[-1], reg_n=rn[-1], unroll_ker=1),
-            dict(ic_bn=ic[-1], oc_bn=oc[0], reg_n=rn[0], unroll_ker=0),
+            dict(ic_bn=ic[-1], oc_bn=oc[0], reg_n=rn[0], unroll_ker=0, reg_h=rh),
             dict(ic_bn=ic[len(ic) // 2], oc_bn=oc[len(oc) // 2], reg_n=rn[len(rn) // 2],
-                 unroll_ker=1)]
+                 unroll_ker=1, reg_h=rh)]
     return sets
 
 
@@ -85,7 +91,8 @@ def test_conv_matches_numpy(isa, case):
         bias = b if use_bias else None
         want = ref_conv(x, w, bias, stride, pad, relu)
         tol = tolerance(c, r, s)
-        runs = [("NCHW", None)] + [("NCHWc", p) for p in param_sets(case, isa)]
+        runs = [("NCHW-direct", None)] + [(lay, p) for p in param_sets(case, isa)
+                                          for lay in ("NCHW", "NCHWc")]
         for (layout, params), nth in itertools.product(runs, (1, 2, 3)):
             got = conv.conv2d(x, w, bias, stride=stride, pad=pad, relu=relu, layout=layout,
                               params=params, isa=isa, nth=nth)
@@ -107,7 +114,8 @@ def test_every_reg_n_and_oc_tail(isa):
         for oc_bn in (3, 12, 24, 40, 60):
             assert oc_bn in kn["oc_bn"]
             got = conv.conv2d(x, w, b, stride=1, pad=1, layout="NCHWc", isa=isa,
-                              params=dict(ic_bn=4, oc_bn=oc_bn, reg_n=reg_n, unroll_ker=reg_n % 2))
+                              params=dict(ic_bn=4, oc_bn=oc_bn, reg_n=reg_n, unroll_ker=reg_n % 2,
+                                          reg_h=1 + (oc_bn + reg_n) % 2))
             assert np.abs(got - want).max() <= tolerance(8, 3, 3), (reg_n, oc_bn)
 
 
@@ -126,11 +134,12 @@ def test_knob_declaration():
         assert kn["oc_bn"] == [d for d in range(1, 97) if 96 % d == 0]
         assert kn["reg_n"] == [1, 2, 4, 7, 8, 14, 16, 28, 32]
         assert kn["unroll_ker"] == [0, 1]
+        assert kn["reg_h"] == [1, 2]
         dp = conv.default_params(x_shape, w_shape, stride=1, pad=1, isa=isa)
         assert all(dp[name] in kn[name] for name in conv.KNOBS)
     if "avx512" in ISAS:
         dp = conv.default_params(x_shape, w_shape, stride=1, pad=1, isa="avx512")
-        assert dp == dict(ic_bn=32, oc_bn=32, reg_n=14, unroll_ker=0)
+        assert dp == dict(ic_bn=32, oc_bn=32, reg_n=14, unroll_ker=0, reg_h=1)
     if "avx2" in ISAS:
         dp = conv.default_params(x_shape, w_shape, stride=1, pad=1, isa="avx2")
         assert dp["oc_bn"] == 8 and dp["reg_n"] <= 12
@@ -235,7 +244,7 @@ def test_plan_runs_in_blocked_layout(isa):
     rerunning into the same output gives the same result."""
     case = (2, 12, 7, 9, 24, 3, 3, 1, 1)
     x, w, b, stride, pad = make(case, seed=6)
-    params = dict(ic_bn=4, oc_bn=8, reg_n=9, unroll_ker=1)
+    params = dict(ic_bn=4, oc_bn=8, reg_n=9, unroll_ker=1, reg_h=2)
     plan = conv.Conv2dPlan(x.shape, w, b, pad=1, relu=True, layout="NCHWc", params=params,
                            isa=isa, nth=2)
     assert plan.params == params
@@ -247,3 +256,81 @@ def test_plan_runs_in_blocked_layout(isa):
     assert np.array_equal(y, y2)
     with pytest.raises(UsageError):
         plan.run(x)  # NCHW input to an NCHWc plan
+
+
+@pytest.mark.parametrize("isa", ISAS)
+def test_nchw_runs_the_template_and_falls_back_to_direct(isa):
+    """NCHW plans use the template (default or given params) unless the
+    kernel is wider than the template takes; then the direct kernel runs."""
+    x, w, b, _, _ = make((1, 16, 6, 30, 24, 3, 3, 1, 1), seed=7)
+    plan = conv.Conv2dPlan(x.shape, w, b, pad=1, isa=isa, nth=2)
+    assert plan.layout == "NCHW"
+    assert plan.params == conv.default_params(x.shape, w.shape, pad=1, isa=isa)
+    assert np.abs(plan.run(x) - ref_conv(x, w, b, 1, 1, False)).max() <= tolerance(16, 3, 3)
+    params = dict(ic_bn=8, oc_bn=12, reg_n=10, unroll_ker=1, reg_h=2)
+    plan = conv.Conv2dPlan(x.shape, w, b, pad=1, relu=True, params=params, isa=isa, nth=3)
+    assert plan.params == params and plan.layout == "NCHW"
+    assert np.abs(plan.run(x) - ref_conv(x, w, b, 1, 1, True)).max() <= tolerance(16, 3, 3)
+    wide = np.ones((2, 2, 1, 65), np.float32)
+    xw = np.ones((1, 2, 2, 70), np.float32)
+    plan = conv.Conv2dPlan(xw.shape, wide, pad=(0, 1), isa=isa)
+    assert plan.layout == "NCHW-direct" and plan.params is None
+    assert np.abs(plan.run(xw) - ref_conv(xw, wide, None, 1, (0, 1), False)).max() <= 1e-4
+    with pytest.raises(UsageError):
+        conv.Conv2dPlan(xw.shape, wide, pad=(0, 1), isa=isa,
+                        params=dict(ic_bn=1, oc_bn=1, reg_n=1, unroll_ker=0))
+
+
+def test_graph_op_knobs_are_the_c_declaration():
+    """The graph op's conv2d_knobs is the C template's declaration, so a
+    reg_n the kernel takes is legal in model.json and one it refuses is not."""
+    from hwtune.graph.ops import get as get_op
+    from hwtune.graph.ops.conv import conv2d_knobs
+    spec = get_op("conv2d")
+    for x_shape, w_shape, stride, pad in (((1, 12, 14, 14), (16, 12, 3, 3), 1, 1),
+                                          ((1, 9, 5, 37), (18, 9, 3, 3), 1, 1),
+                                          ((1, 20, 11, 13), (24, 20, 3, 3), 2, 1)):
+        attrs = spec.normalize_attrs({"padding": pad, "stride": stride})
+        kn = conv2d_knobs([x_shape, w_shape], attrs)
+        c = conv.knobs(x_shape, w_shape, stride=stride, pad=pad)
+        assert kn["ic_bn"] == c["ic_bn"] and kn["oc_bn"] == c["oc_bn"]
+        assert kn["reg_n"] == c["reg_n"]
+        assert kn["unroll_ker"] == [False, True]
+    attrs = spec.normalize_attrs({"padding": 1, "reg_n": 4})  # power of two, OW 14
+    assert spec.infer([(1, 12, 14, 14), (16, 12, 3, 3)], attrs, 1) == [(1, 16, 14, 14)]
+    bad = spec.normalize_attrs({"padding": 1, "reg_n": 13})
+    with pytest.raises(OpError, match="13 is not legal here"):
+        spec.infer([(1, 12, 14, 14), (16, 12, 3, 3)], bad, 1)
+
+
+@pytest.mark.parametrize("isa", ISAS)
+def test_engine_runs_nchw_convs_through_the_template(isa):
+    """The engine's NCHW conv2d: default params, every knob given as an
+    attribute (reg_h included), and an unpadded conv whose input the
+    template reads in place, against the numpy reference on 1-3 threads."""
+    from hwtune.engine.native_engine import NativeEngine
+    from hwtune.graph import load_model, run_reference
+    from hwtune.native.isa import isa_index
+    knobs = {"ic_bn": 4, "oc_bn": 12, "reg_n": 4, "unroll_ker": True, "reg_h": 2}
+    model = {
+        "format_version": 1, "name": "nchw-template", "seed": 11,
+        "inputs": [{"name": "x", "shape": [2, 8, 9, 11]}],
+        "params": [{"name": "w1", "shape": [24, 8, 3, 3]}, {"name": "b1", "shape": [24]},
+                   {"name": "w2", "shape": [24, 24, 3, 3]},
+                   {"name": "w3", "shape": [16, 24, 1, 1]}, {"name": "b3", "shape": [16]}],
+        "ops": [{"name": "c1", "op": "conv2d", "inputs": ["x", "w1", "b1"],
+                 "attrs": {"padding": 1}},
+                {"name": "c2", "op": "conv2d", "inputs": ["c1", "w2"],
+                 "attrs": dict(knobs, padding=1, stride=[2, 1])},
+                {"name": "c3", "op": "conv2d", "inputs": ["c2", "w3", "b3"]}],
+        "outputs": ["c1", "c2", "c3"]}
+    graph = load_model(model)
+    want = run_reference(graph)
+    for threads in (1, 2, 3):
+        with NativeEngine(graph, threads=threads, isa=isa_index(isa)) as eng:
+            eng.run()
+            got = eng.outputs()
+        for name, c in (("c1", 8 * 9), ("c2", 24 * 9), ("c3", 24)):
+            tol = 1e-5 + 2 * np.finfo(np.float32).eps * c * 8
+            err = np.abs(got[name] - want[name]).max()
+            assert err <= tol, (name, threads, err)

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CPUS = len(os.sched_getaffinity(0))
 # (scheduler, executors, threads): sequential uses one executor.
 CONFIGS = [("sequential", 1, t) for t in (1, 2) if t <= CPUS] + [
-    (s, e, t) for s in ("shared_queue", "critical_path")
+    (s, e, t) for s in ("shared_queue", "critical_path", "corun")
     for e in (1, 2) for t in (1, 2) if e * t <= max(CPUS, 2)]
 # float32 kernels (blocked FMA accumulation) against a float64-accumulating
 # reference: relative error grows like sqrt(K) * 2^-24 per layer; 1e-4 of

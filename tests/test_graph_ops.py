@@ -211,10 +211,14 @@ def test_conv2d_knobs_and_their_checks():
     spec = oplib.get("conv2d")
     attrs = spec.normalize_attrs({"padding": 1})
     knobs = conv2d_knobs([(1, 12, 14, 14), (16, 12, 3, 3)], attrs)
+    # The C template's declaration (hwt_conv_knobs): reg_n divides OW or is
+    # a power of two, up to 32; reg_h is 1 or 2 output rows.
     assert knobs == {"ic_bn": [1, 2, 3, 4, 6, 12], "oc_bn": [1, 2, 4, 8, 16],
-                     "reg_n": [1, 2, 7, 14], "unroll_ker": [False, True]}
-    bad = spec.normalize_attrs({"padding": 1, "reg_n": 4})
-    with pytest.raises(OpError, match=r"4 is not legal here \(legal: 1, 2, 7, 14\)") as err:
+                     "reg_n": [1, 2, 4, 7, 8, 14], "unroll_ker": [False, True],
+                     "reg_h": [1, 2]}
+    bad = spec.normalize_attrs({"padding": 1, "reg_n": 13})
+    with pytest.raises(OpError, match=r"13 is not legal here \(legal: 1, 2, 4, 7, 8, 14\)") \
+            as err:
         spec.infer([(1, 12, 14, 14), (16, 12, 3, 3)], bad, 1)
     assert err.value.where == "attrs.reg_n"
     blocked = spec.normalize_attrs({"layout": "NCHWc", "ic_bn": 8})

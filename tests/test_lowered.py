@@ -110,8 +110,14 @@ def test_v3_migration_keeps_rows(tmp_path, monkeypatch):
     with ResultsDB.open(path) as db:
         host = db.upsert_host(FP)
         key = db.put_graph(graph.to_json())
-        cid = db.put_engine_config(host, key, executors=2, threads_per_executor=1,
-                                   scheduler="critical-path", pin=True, source="tuned")
+        # A v2 row, written as hwtune of schema v2 wrote it (today's
+        # put_engine_config knows later columns).
+        cid = db._conn.execute(
+            "INSERT INTO engine_configs (host_key, graph_hash, executors, threads_per_executor, "
+            "scheduler, pin, source, hwtune_version, created_at) VALUES "
+            "(?, ?, 2, 1, 'critical-path', 1, 'tuned', '0.1', '2026-11-01T00:00:00Z')",
+            [host, key]).lastrowid
+        db._conn.commit()
         assert db.schema_version == 2
     monkeypatch.undo()
     conn = sqlite3.connect(path)

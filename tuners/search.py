@@ -11,6 +11,7 @@ and never win. Adding a search is one file: subclass `Search`, decorate with
 from __future__ import annotations
 
 import itertools
+import random
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
@@ -80,6 +81,7 @@ class Search:
         self.max_trials = max_trials
         self.history: List[Tuple[Params, Outcome]] = []
         self._seen: Dict[Tuple, Outcome] = {}
+        self._skipped: List[Tuple[Params, str]] = []
 
     def propose(self) -> Optional[Params]:
         """The next params to measure, or None when the search is done."""
@@ -91,6 +93,19 @@ class Search:
 
     def seen(self, params: Params) -> bool:
         return key_of(params) in self._seen
+
+    def outcome_of(self, params: Params) -> Optional[Outcome]:
+        """The recorded outcome of these params, if any."""
+        return self._seen.get(key_of(params))
+
+    def skip(self, params: Params, why: str) -> None:
+        """A point the search generated but will not propose (it fails
+        `Space.valid`): kept for the driver to store as a 'skipped' trial."""
+        self._skipped.append((dict(params), why))
+
+    def take_skipped(self) -> List[Tuple[Params, str]]:
+        out, self._skipped = self._skipped, []
+        return out
 
     def best(self) -> Optional[Tuple[Params, float]]:
         ok = [(p, o.seconds) for p, o in self.history if o.status == OK]
@@ -130,6 +145,26 @@ class GridSearch(Search):
         if self.done():
             return None
         for p in self._it:
+            if not self.seen(p):
+                return p
+        return None
+
+
+@register("random")
+class RandomSearch(Search):
+    """Uniform sampling without replacement: the baseline any smarter search
+    should beat on the same budget (Optuna keeps one for the same reason)."""
+
+    def __init__(self, space: Space, **kwargs):
+        super().__init__(space, **kwargs)
+        self._order = list(space.points())
+        random.Random(self.seed).shuffle(self._order)
+
+    def propose(self) -> Optional[Params]:
+        if self.done():
+            return None
+        while self._order:
+            p = self._order.pop()
             if not self.seen(p):
                 return p
         return None

@@ -1,5 +1,6 @@
-/* Engine life cycle: create (plan, arena, pool, scheduler state), bind,
- * prepare (op contexts, packed weights, workspaces), run, destroy. */
+/* Engine life cycle: create (plan, arena, folding plan, pool, scheduler
+ * state), bind, prepare (folded ops, op contexts, packed weights,
+ * workspaces), run, destroy. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,8 +35,9 @@ void hwt_engine_config_init(hwt_engine_config *c) {
 }
 
 static int check_config(const hwt_engine_config *c, char *err, size_t errlen) {
-  if (c->scheduler < HWT_SCHED_SEQUENTIAL || c->scheduler > HWT_SCHED_CRITICAL_PATH) {
-    set_err(err, errlen, "unknown scheduler %d (0 sequential, 1 shared-queue, 2 critical-path)",
+  if (c->scheduler < HWT_SCHED_SEQUENTIAL || c->scheduler > HWT_SCHED_CORUN) {
+    set_err(err, errlen,
+            "unknown scheduler %d (0 sequential, 1 shared-queue, 2 critical-path, 3 corun)",
             c->scheduler);
     return HWT_EINVAL;
   }
@@ -45,6 +47,16 @@ static int check_config(const hwt_engine_config *c, char *err, size_t errlen) {
   }
   if (c->threads_per_executor < 1) {
     set_err(err, errlen, "threads per executor must be >= 1, got %d", c->threads_per_executor);
+    return HWT_EINVAL;
+  }
+  if (c->scheduler == HWT_SCHED_CORUN &&
+      c->executors * c->threads_per_executor > HWT_EXEC_MAX_EXECUTORS) {
+    set_err(err, errlen, "corun: executors x threads must be <= %d workers, got %d",
+            HWT_EXEC_MAX_EXECUTORS, c->executors * c->threads_per_executor);
+    return HWT_EINVAL;
+  }
+  if (c->op_cand_n < 0 || (c->op_cand_n > 0 && !c->op_cand_threads)) {
+    set_err(err, errlen, "op_cand_n %d needs op_cand_threads", c->op_cand_n);
     return HWT_EINVAL;
   }
   if (c->isa >= 0 && !hwt_isa_supported((hwt_isa)c->isa)) {
@@ -70,6 +82,20 @@ static int copy_op_arrays(hwt_engine *e) {
     if (!(e->op_priority = malloc(n * sizeof(double)))) return HWT_ENOMEM;
     memcpy(e->op_priority, e->cfg.op_priority, (size_t)e->n_ops * sizeof(double));
   }
+  if (e->cfg.op_cand_n > 0) {
+    size_t m = n * (size_t)e->cfg.op_cand_n;
+    e->cand_n = e->cfg.op_cand_n;
+    e->cand_threads = malloc(m * sizeof(int));
+    e->cand_seconds = malloc(m * sizeof(double));
+    if (!e->cand_threads || !e->cand_seconds) return HWT_ENOMEM;
+    for (size_t i = 0; i < (size_t)e->n_ops * (size_t)e->cand_n; i++) {
+      int t = e->cfg.op_cand_threads[i];
+      e->cand_threads[i] = t > e->max_nth ? e->max_nth : t;
+      e->cand_seconds[i] = e->cfg.op_cand_seconds ? e->cfg.op_cand_seconds[i] : -1.0;
+    }
+  }
+  e->cfg.op_cand_threads = e->cand_threads;
+  e->cfg.op_cand_seconds = e->cand_seconds;
   e->cfg.op_threads = e->op_threads;
   e->cfg.op_cost = e->op_cost;
   e->cfg.op_priority = e->op_priority;
@@ -95,7 +121,19 @@ static int find_impls(hwt_engine *e, char *err, size_t errlen) {
       set_err(err, errlen, "op %d '%s': thread count %d < 0", op, hwt_graph_op_name(e->g, op), t);
       return HWT_EINVAL;
     }
-    e->op_nth[op] = t == 0 || t > e->team_size ? e->team_size : t;
+    /* An explicit count is the tuner's or user's choice; the default
+     * (the team) shrinks to one thread for an op too small to split. */
+    if (e->folded[op])
+      e->op_nth[op] = 1;
+    else if (t == 0)
+      e->op_nth[op] = e->solo[op] ? 1 : e->default_nth;
+    else
+      e->op_nth[op] = t > e->max_nth ? e->max_nth : t;
+    e->op_maxth[op] = e->op_nth[op];
+    for (int k = 0; k < e->cand_n; k++) {
+      int c = e->cand_threads[(size_t)op * (size_t)e->cand_n + (size_t)k];
+      if (c > e->op_maxth[op]) e->op_maxth[op] = c;
+    }
   }
   return HWT_OK;
 }
@@ -137,7 +175,7 @@ static int make_pool(hwt_engine *e, char *err, size_t errlen) {
   if (!e->pool) return HWT_ESYS;
   /* Oversubscribed: a spinning master would steal the CPU of the thread it
    * waits for. */
-  e->cp.spin = cpus > 0 && threads > cpus ? 0 : HWT_EXEC_SPIN;
+  e->spin = cpus > 0 && threads > cpus ? 0 : HWT_EXEC_SPIN;
   return HWT_OK;
 }
 
@@ -157,22 +195,24 @@ static int create_steps(hwt_engine *e, char *err, size_t errlen) {
   e->ctx_prepared = calloc(n, 1);
   e->op_nth = calloc(n, sizeof(int));
   e->prio = calloc(n, sizeof(double));
+  e->cost = calloc(n, sizeof(double));
   e->tiny = calloc(n, 1);
+  e->solo = calloc(n, 1);
+  e->folded = calloc(n, 1);
+  e->op_maxth = calloc(n, sizeof(int));
   e->pending = calloc(n, sizeof(_Atomic int));
   e->events = calloc(n, sizeof(hwt_op_event));
-  double *cost = calloc(n, sizeof(double));
   if (!e->tensor || !e->bound || !e->impl || !e->ctx || !e->ctx_prepared || !e->op_nth ||
-      !e->prio || !e->tiny || !e->pending || !e->events || !cost) {
-    free(cost);
+      !e->prio || !e->cost || !e->tiny || !e->solo || !e->folded || !e->op_maxth || !e->pending ||
+      !e->events)
     return HWT_ENOMEM;
-  }
-  hwt_exec_levels(e, cost);
-  free(cost);
+  if ((st = place_tensors(e)) < 0 || (st = hwt_fold_plan(e)) < 0) return st;
+  hwt_exec_levels(e);
   if ((st = find_impls(e, err, errlen)) < 0) return st;
-  if ((st = place_tensors(e)) < 0) return st;
   if ((st = make_pool(e, err, errlen)) < 0) return st;
   if (e->cfg.scheduler == HWT_SCHED_SHARED_QUEUE) return hwt_sched_sq_init(e);
   if (e->cfg.scheduler == HWT_SCHED_CRITICAL_PATH) return hwt_sched_cp_init(e);
+  if (e->cfg.scheduler == HWT_SCHED_CORUN) return hwt_sched_corun_init(e);
   return HWT_OK;
 }
 
@@ -199,6 +239,13 @@ hwt_engine *hwt_engine_create(const hwt_graph *g, const hwt_engine_config *cfg, 
   e->n_tensors = hwt_graph_n_tensors(g);
   e->executors = cfg->scheduler == HWT_SCHED_SEQUENTIAL ? 1 : cfg->executors;
   e->team_size = cfg->threads_per_executor;
+  e->default_nth = e->max_nth = e->team_size;
+  if (cfg->scheduler == HWT_SCHED_CORUN) {
+    /* One worker per core; an op's threads are a group formed per dispatch. */
+    e->executors = cfg->executors * cfg->threads_per_executor;
+    e->team_size = 1;
+    e->max_nth = e->executors;
+  }
   char local[256] = "";
   int st = create_steps(e, local, sizeof local);
   if (st < 0) {
@@ -210,11 +257,13 @@ hwt_engine *hwt_engine_create(const hwt_graph *g, const hwt_engine_config *cfg, 
   return e;
 }
 
+static void release_op(hwt_engine *e, int op) {
+  if (e->ctx_prepared[op] && e->impl[op]->release) e->impl[op]->release(&e->ctx[op]);
+  e->ctx_prepared[op] = 0;
+}
+
 static void release_ops(hwt_engine *e) {
-  for (int op = 0; op < e->n_ops && e->ctx; op++) {
-    if (e->ctx_prepared[op] && e->impl[op]->release) e->impl[op]->release(&e->ctx[op]);
-    e->ctx_prepared[op] = 0;
-  }
+  for (int op = 0; op < e->n_ops && e->ctx; op++) release_op(e, op);
   e->prepared = 0;
 }
 
@@ -224,7 +273,17 @@ void hwt_engine_destroy(hwt_engine *e) {
   if (e->pool) hwt_pool_destroy(e->pool);
   hwt_sched_sq_free(e);
   hwt_sched_cp_free(e);
+  hwt_sched_corun_free(e);
   hwt_plan_destroy(e->plan);
+  free(e->const_mem);
+  free(e->run_order);
+  free(e->init_pending);
+  free(e->roots);
+  free(e->folded);
+  free(e->solo);
+  free(e->op_maxth);
+  free(e->cand_threads);
+  free(e->cand_seconds);
   free(e->ws);
   free(e->arena);
   free(e->tensor);
@@ -234,6 +293,7 @@ void hwt_engine_destroy(hwt_engine *e) {
   free(e->ctx_prepared);
   free(e->op_nth);
   free(e->prio);
+  free(e->cost);
   free(e->tiny);
   free(e->pending);
   free(e->events);
@@ -264,6 +324,7 @@ int hwt_engine_bind(hwt_engine *e, int t, float *data) {
 }
 
 static int prepare_op(hwt_engine *e, int op) {
+  if (!e->impl[op]) return HWT_EINVAL;
   hwt_op_ctx *c = &e->ctx[op];
   memset(c, 0, sizeof *c);
   c->g = e->g;
@@ -274,7 +335,7 @@ static int prepare_op(hwt_engine *e, int op) {
   for (int i = 0; i < c->n_in; i++) c->in[i] = e->tensor[in[i]];
   for (int i = 0; i < c->n_out; i++) c->out[i] = e->tensor[out[i]];
   c->isa = (hwt_isa)(e->cfg.isa >= 0 ? e->cfg.isa : hwt_isa_select());
-  c->max_threads = e->op_nth[op];
+  c->max_threads = e->op_maxth[op];
   char why[200] = "";
   int st = e->impl[op]->prepare(c, why, sizeof why);
   if (st < 0) {
@@ -295,9 +356,15 @@ int hwt_engine_prepare(hwt_engine *e) {
               hwt_graph_tensor_name(e->g, t));
       return HWT_EINVAL;
     }
+  int st = hwt_fold_run(e, prepare_op, release_op);
+  if (st < 0) {
+    release_ops(e);
+    return st;
+  }
   size_t ws = 0;
   for (int op = 0; op < e->n_ops; op++) {
-    int st = prepare_op(e, op);
+    if (e->folded[op]) continue;
+    st = prepare_op(e, op);
     if (st < 0) {
       release_ops(e);
       return st;
@@ -334,6 +401,7 @@ int hwt_engine_run(hwt_engine *e) {
   switch (e->cfg.scheduler) {
     case HWT_SCHED_SHARED_QUEUE: st = hwt_sched_sq_run(e); break;
     case HWT_SCHED_CRITICAL_PATH: st = hwt_sched_cp_run(e); break;
+    case HWT_SCHED_CORUN: st = hwt_sched_corun_run(e); break;
     default: st = hwt_sched_seq_run(e); break;
   }
   if (st < 0) set_err(e->err, sizeof e->err, "run: the pool refused the run (%d)", st);
@@ -349,7 +417,18 @@ int hwt_engine_profile(hwt_engine *e, int enable) {
 
 int hwt_engine_events(const hwt_engine *e, hwt_op_event *out, int max) {
   if (!e || !e->events_valid) return 0;
-  int n = e->n_ops < max ? e->n_ops : max;
-  if (out && n > 0) memcpy(out, e->events, (size_t)n * sizeof *out);
+  int n = 0;
+  for (int op = 0; op < e->n_ops && n < max; op++) {
+    if (e->folded[op]) continue;
+    if (out) out[n] = e->events[op];
+    n++;
+  }
   return n;
+}
+
+int hwt_engine_n_folded(const hwt_engine *e) { return e ? e->n_folded : HWT_EINVAL; }
+
+int hwt_engine_op_folded(const hwt_engine *e, int op) {
+  if (!e || op < 0 || op >= e->n_ops) return HWT_EINVAL;
+  return e->folded[op];
 }

@@ -13,6 +13,10 @@
  *      every op is published once per run, so a fetch_add index suffices),
  *      except tiny ops (estimated below HWT_EXEC_TINY_S), which it runs
  *      inline: a dispatch would cost more than the op;
+ *      One heavy successor it may keep and run next itself, inputs still in
+ *      its cache, when nothing waiting is more critical by more than the
+ *      graph's slack (levels.c: strict level order walks equal chains
+ *      breadth-first and overflows the L2);
  *   2. tries to take the token; the holder drains the inbox into the heap and
  *      hands the highest-priority ops to idle executors, found through an
  *      idle bitmap, by writing the op into the executor's single-slot SPSC
@@ -28,15 +32,9 @@
  * completion is the last one writes a FINISH value into every slot. */
 #include <stdlib.h>
 #include "exec_internal.h"
-#include "../pool/park.h"
 
 #define FINISH UINT32_MAX
 
-static inline void cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
 
 int hwt_sched_cp_init(hwt_engine *e) {
   hwt_cp_state *c = &e->cp;
@@ -114,9 +112,8 @@ static void cp_schedule(hwt_engine *e) {
       int x = __builtin_ctzll(idle);
       idle &= idle - 1;
       atomic_fetch_and(&c->idle, ~((uint64_t)1 << x));
-      atomic_store_explicit(&c->slot[x].v, (uint32_t)heap_pop(e, c->heap, &c->heap_size) + 1,
-                            memory_order_release);
-      hwt_park_wake(&c->slot[x].v);
+      hwt_slot_post(&c->slot[x].v, &c->slot[x].asleep,
+                    (uint32_t)heap_pop(e, c->heap, &c->heap_size) + 1);
     }
     int left = c->heap_size;
     atomic_store(&c->token, 0);
@@ -131,37 +128,72 @@ typedef struct {
   hwt_engine *e;
   int *stack, n; /* this master's tiny ops waiting to run inline */
   int published;
+  int cont;      /* a heavy successor this master may keep, or -1 */
 } ready_ctx;
 
-static void on_ready(void *arg, int s) {
-  ready_ctx *r = arg;
+static void publish(ready_ctx *r, int s) {
   hwt_cp_state *c = &r->e->cp;
-  if (r->e->tiny[s]) {
-    r->stack[r->n++] = s;
-    return;
-  }
   int i = atomic_fetch_add(&c->inbox_tail, 1);
   atomic_store(&c->inbox[i], s);
   r->published = 1;
 }
 
+static void on_ready(void *arg, int s) {
+  ready_ctx *r = arg;
+  if (r->e->tiny[s]) {
+    r->stack[r->n++] = s;
+    return;
+  }
+  if (r->cont < 0 && r->e->slack > 0)
+    r->cont = s;
+  else
+    publish(r, s);
+}
+
+/* Whether the master that made s ready runs it next: nothing waiting is more
+ * critical than s by more than the graph's slack (levels.c). Decided with
+ * the token (the heap is the holder's); without it, s goes the usual way. */
+static int keep_successor(hwt_engine *e, int s) {
+  hwt_cp_state *c = &e->cp;
+  int free_token = 0;
+  if (!atomic_compare_exchange_strong(&c->token, &free_token, 1)) return 0;
+  int h = atomic_load_explicit(&c->inbox_head, memory_order_relaxed), op;
+  while (h < e->n_ops && (op = atomic_load(&c->inbox[h])) >= 0) {
+    heap_push(e, c->heap, &c->heap_size, op);
+    h++;
+  }
+  atomic_store_explicit(&c->inbox_head, h, memory_order_relaxed);
+  int keep = c->heap_size == 0 || e->prio[c->heap[0]] - e->prio[s] <= e->slack;
+  atomic_store(&c->token, 0);
+  /* What was drained may be owed to idle executors. */
+  cp_schedule(e);
+  return keep;
+}
+
 static void finish_run(hwt_engine *e) {
   hwt_cp_state *c = &e->cp;
   for (int x = 0; x < e->executors; x++) {
-    atomic_store_explicit(&c->slot[x].v, FINISH, memory_order_release);
-    hwt_park_wake(&c->slot[x].v);
+    hwt_slot_post(&c->slot[x].v, &c->slot[x].asleep, FINISH);
   }
 }
 
 /* Runs op, then every tiny op it (transitively) makes ready. */
 static void execute(hwt_engine *e, int team, int op) {
   hwt_cp_state *c = &e->cp;
-  ready_ctx r = {e, c->local + (size_t)team * (size_t)e->n_ops, 0, 0};
+  ready_ctx r = {e, c->local + (size_t)team * (size_t)e->n_ops, 0, 0, -1};
   for (;;) {
+    hwt_exec_prefetch_succ(e, op);
     hwt_exec_run_op(e, team, op);
     r.published = 0;
+    r.cont = -1;
     hwt_exec_complete(e, op, on_ready, &r);
-    if (atomic_fetch_add(&c->completed, 1) == e->n_ops - 1) finish_run(e);
+    if (r.cont >= 0) {
+      if (keep_successor(e, r.cont))
+        r.stack[r.n++] = r.cont;
+      else
+        publish(&r, r.cont);
+    }
+    if (atomic_fetch_add(&c->completed, 1) == e->n_run - 1) finish_run(e);
     /* Hand the heavy successors to idle executors before running the tiny
      * ones here, so they start as early as possible. */
     if (r.published) cp_schedule(e);
@@ -172,15 +204,7 @@ static void execute(hwt_engine *e, int team, int op) {
 
 static int wait_slot(hwt_engine *e, int team) {
   _Atomic uint32_t *w = &e->cp.slot[team].v;
-  uint32_t v;
-  for (int i = 0;; i++) {
-    v = atomic_load_explicit(w, memory_order_acquire);
-    if (v) break;
-    if (i < e->cp.spin)
-      cpu_relax();
-    else
-      hwt_park_wait(w, 0);
-  }
+  uint32_t v = hwt_slot_wait(w, &e->cp.slot[team].asleep, e->spin);
   if (v == FINISH) return -1;
   atomic_store_explicit(w, 0, memory_order_relaxed);
   return (int)v - 1;
@@ -200,16 +224,17 @@ static void cp_team(void *arg, int team) {
 
 int hwt_sched_cp_run(hwt_engine *e) {
   hwt_cp_state *c = &e->cp;
-  const int *roots = hwt_plan_roots(e->plan);
   atomic_store(&c->token, 0);
   atomic_store(&c->idle, 0);
   atomic_store(&c->inbox_tail, 0);
   atomic_store(&c->inbox_head, 0);
   atomic_store(&c->completed, 0);
   for (int i = 0; i < e->n_ops; i++) atomic_store_explicit(&c->inbox[i], -1, memory_order_relaxed);
-  for (int x = 0; x < e->executors; x++)
-    atomic_store_explicit(&c->slot[x].v, e->n_ops == 0 ? FINISH : 0, memory_order_relaxed);
+  for (int x = 0; x < e->executors; x++) {
+    atomic_store_explicit(&c->slot[x].v, e->n_run == 0 ? FINISH : 0, memory_order_relaxed);
+    atomic_store_explicit(&c->slot[x].asleep, 0, memory_order_relaxed);
+  }
   c->heap_size = 0;
-  for (int i = 0; i < hwt_plan_n_roots(e->plan); i++) heap_push(e, c->heap, &c->heap_size, roots[i]);
+  for (int i = 0; i < e->n_roots; i++) heap_push(e, c->heap, &c->heap_size, e->roots[i]);
   return hwt_pool_run_teams(e->pool, cp_team, e);
 }

@@ -46,7 +46,7 @@ static void sq_team(void *arg, int team) {
   hwt_sq_state *s = &e->sq;
   pthread_mutex_lock(&s->mu);
   for (;;) {
-    while (s->head == s->tail && s->done < e->n_ops) pthread_cond_wait(&s->cv, &s->mu);
+    while (s->head == s->tail && s->done < e->n_run) pthread_cond_wait(&s->cv, &s->mu);
     if (s->head == s->tail) break; /* every op done */
     int op = s->q[s->head++];
     pthread_mutex_unlock(&s->mu);
@@ -57,15 +57,14 @@ static void sq_team(void *arg, int team) {
     s->done++;
     /* Wake others only when there is more than this master will take itself,
      * or when the run is over. */
-    if (s->tail - before > 1 || s->done == e->n_ops) pthread_cond_broadcast(&s->cv);
+    if (s->tail - before > 1 || s->done == e->n_run) pthread_cond_broadcast(&s->cv);
   }
   pthread_mutex_unlock(&s->mu);
 }
 
 int hwt_sched_sq_run(hwt_engine *e) {
   hwt_sq_state *s = &e->sq;
-  const int *roots = hwt_plan_roots(e->plan);
   s->head = s->tail = s->done = 0;
-  for (int i = 0; i < hwt_plan_n_roots(e->plan); i++) s->q[s->tail++] = roots[i];
+  for (int i = 0; i < e->n_roots; i++) s->q[s->tail++] = e->roots[i];
   return hwt_pool_run_teams(e->pool, sq_team, e);
 }

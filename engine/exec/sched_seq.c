@@ -3,10 +3,24 @@
  * HWT_REUSE_SEQUENTIAL, which is valid only for exactly this order. */
 #include "exec_internal.h"
 
+/* Prefetch distance in ops: the context of op i+2 while op i runs, so that
+ * op i+1's state pointer is already in cache when its state is prefetched
+ * one op ahead. On the 10,000-add chain (64 floats, 1x1, medians over 2 s,
+ * load ~9-15) this took 0.78 us/op to 0.115 us/op; other distances were not
+ * measured. */
+#define SEQ_PREFETCH_AHEAD 2
+
 static void seq_team(void *arg, int team) {
   hwt_engine *e = arg;
-  const int *order = hwt_plan_order(e->plan);
-  for (int i = 0; i < e->n_ops; i++) hwt_exec_run_op(e, team, order[i]);
+  const int *order = e->run_order;
+  const int n = e->n_run;
+  for (int i = 0; i < n && i < SEQ_PREFETCH_AHEAD; i++) hwt_exec_prefetch(e, order[i]);
+  for (int i = 0; i < n; i++) {
+    if (i + SEQ_PREFETCH_AHEAD < n) hwt_exec_prefetch(e, order[i + SEQ_PREFETCH_AHEAD]);
+    /* op i+1's context line arrived meanwhile: now its kernel state */
+    if (i + 1 < n) __builtin_prefetch(e->ctx[order[i + 1]].state);
+    hwt_exec_run_op(e, team, order[i]);
+  }
 }
 
 int hwt_sched_seq_run(hwt_engine *e) {

@@ -74,9 +74,17 @@ static void bn_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
       double *ab = (double *)ws;
       const int64_t c0 = (row % (s->channels / s->block)) * s->block;
       for (int64_t k = 0; k < s->block; k++) bn_channel(ctx, s, c0 + k, &ab[k], &ab[s->block + k]);
-      for (; i < end; i++) {
-        const int64_t k = i % s->block;
-        y[i] = (float)(x[i] * ab[k] + ab[s->block + k]);
+      /* Rows start on a block boundary; only a thread's first and last
+       * blocks can be partial. No `i % block` per element: that 64-bit
+       * division made NCHW16c 8.6x slower than NCHW (1604 vs 186 us for
+       * [1,64,56,56] on 2 threads; 201 vs 151 us this way). */
+      int64_t k = (i - row * s->inner) % s->block;
+      while (i < end) {
+        const int64_t n = end - i < s->block - k ? end - i : s->block - k;
+        const double *a = ab + k, *b = ab + s->block + k;
+        for (int64_t j = 0; j < n; j++) y[i + j] = (float)(x[i + j] * a[j] + b[j]);
+        i += n;
+        k = 0;
       }
     }
   }

@@ -54,6 +54,13 @@ int hwt_conv_knobs(const hwt_conv_desc *d, hwt_isa isa, hwt_conv_knobs_t *out) {
   out->unroll_ker.n = 2;
   out->unroll_ker.v[0] = 0;
   out->unroll_ker.v[1] = 1;
+  /* Two rows fill the register file only with half a row's pixels each;
+   * more rows would leave too few pixels per row to amortise a block. */
+  int OH;
+  hwt_conv_out_dims(d, &OH, 0);
+  out->reg_h.n = OH > 1 ? 2 : 1;
+  out->reg_h.v[0] = 1;
+  out->reg_h.v[1] = 2;
   return HWT_OK;
 }
 
@@ -85,7 +92,7 @@ static int default_oc_bn(int K, int vec, int prefer_two) {
  * width (above), ic_bn the largest divisor of C up to oc_bn (16, 32 and 64
  * measured within noise of each other at 256x14x14 and 128x28x28), reg_n the
  * legal value with the widest average block that fits the variant's
- * register file, unroll_ker off. */
+ * register file, unroll_ker off, one row per block. */
 int hwt_conv_default_params(const hwt_conv_desc *d, hwt_isa isa, hwt_conv_params *out) {
   hwt_conv_knobs_t k;
   int st = hwt_conv_knobs(d, isa, &k);
@@ -115,6 +122,11 @@ int hwt_conv_default_params(const hwt_conv_desc *d, hwt_isa isa, hwt_conv_params
     if (avg >= best) best = avg, out->reg_n = r;
   }
   out->unroll_ker = 0;
+  /* Two rows per block measured no better than one on the ResNet-18 3x3
+   * layers (512x7x7: 71.5 vs 73.1 GFLOPS, 256x14x14: 91.9 vs 93.5; 1 thread,
+   * best of 32 runs on the shared machine): the 1-row inner loop is already
+   * FMA-bound there, so the knob is left to the tuner. */
+  out->reg_h = 1;
   return HWT_OK;
 }
 
@@ -123,8 +135,11 @@ int hwt_conv_plan_make(const hwt_conv_desc *d, hwt_conv_layout layout,
                        hwt_conv_plan *out) {
   int OH, OW;
   if (!out || nth < 1 || hwt_conv_out_dims(d, &OH, &OW) != HWT_OK) return HWT_EINVAL;
-  if (layout != HWT_CONV_NCHW && layout != HWT_CONV_NCHWC) return HWT_EINVAL;
+  if (layout != HWT_CONV_NCHW && layout != HWT_CONV_NCHWC && layout != HWT_CONV_NCHW_DIRECT)
+    return HWT_EINVAL;
   if (!hwt_isa_supported(isa)) return HWT_EISA;
+  /* NCHW with default params stays runnable whatever the kernel width. */
+  if (layout == HWT_CONV_NCHW && !params && d->S > HWT_CONV_MAX_S) layout = HWT_CONV_NCHW_DIRECT;
   memset(out, 0, sizeof(*out));
   out->d = *d;
   out->layout = layout;
@@ -137,7 +152,7 @@ int hwt_conv_plan_make(const hwt_conv_desc *d, hwt_conv_layout layout,
   out->w_floats = (size_t)d->K * d->C * d->R * d->S;
   out->Hp = d->H;
   out->Wp = d->W;
-  if (layout == HWT_CONV_NCHW) {
+  if (layout == HWT_CONV_NCHW_DIRECT) {
     const int G = HWT_CONV_DIRECT_OCG;
     out->w_floats = (size_t)((d->K + G - 1) / G) * G * d->C * d->R * d->S;
     out->ws_floats = ALIGN_FLOATS((size_t)G * OW);
@@ -148,7 +163,8 @@ int hwt_conv_plan_make(const hwt_conv_desc *d, hwt_conv_layout layout,
     hwt_conv_knobs_t k;
     hwt_conv_knobs(d, isa, &k);
     if (!knob_has(&k.ic_bn, params->ic_bn) || !knob_has(&k.oc_bn, params->oc_bn) ||
-        !knob_has(&k.reg_n, params->reg_n) || !knob_has(&k.unroll_ker, params->unroll_ker))
+        !knob_has(&k.reg_n, params->reg_n) || !knob_has(&k.unroll_ker, params->unroll_ker) ||
+        !knob_has(&k.reg_h, params->reg_h))
       return HWT_EINVAL;
     p = *params;
   } else {
@@ -161,12 +177,20 @@ int hwt_conv_plan_make(const hwt_conv_desc *d, hwt_conv_layout layout,
    * one pixel), and the transposed rows give them a compile-time pixel
    * stride (a runtime stride spilled the block's addresses: 34 GFLOPS vs
    * 61-100 on 64x56x56 3x3, AVX-512, shared machine). Only the extent the
-   * output reads is staged. */
-  out->copy_input = 1;
+   * output reads is staged. The exception: an unpadded NCHW input with
+   * stride_w 1 already has that layout up to runtime strides between
+   * channels and rows, so the kernels read it in place (GoogleNet's 1x1
+   * convs: otherwise every thread copies the whole input for only 2*K
+   * flops per float copied). */
+  out->copy_input = !(layout == HWT_CONV_NCHW && d->pad_h == 0 && d->pad_w == 0 &&
+                      d->stride_w == 1);
   out->Hp = (OH - 1) * d->stride_h + d->R;
   out->Wp = (OW - 1) * d->stride_w + d->S;
-  size_t ws = ALIGN_FLOATS((size_t)d->C * out->Hp * stage_ic_stride(out));
+  size_t ws = out->copy_input ? ALIGN_FLOATS((size_t)d->C * out->Hp * stage_ic_stride(out)) : 0;
   if (isa == HWT_ISA_GENERIC) ws += ALIGN_FLOATS((size_t)p.reg_n * p.oc_bn);
+  /* NCHW output: reg_h rows of the register blocks' [OW][oc_bn] before they
+   * are transposed into NCHW rows. */
+  if (layout == HWT_CONV_NCHW) ws += ALIGN_FLOATS((size_t)p.reg_h * OW * p.oc_bn);
   out->ws_floats = ws;
   return HWT_OK;
 }
@@ -174,7 +198,7 @@ int hwt_conv_plan_make(const hwt_conv_desc *d, hwt_conv_layout layout,
 int hwt_conv_pack_weights(const hwt_conv_plan *p, const float *w_oihw, float *w_packed) {
   if (!p || !w_oihw || !w_packed) return HWT_EINVAL;
   const hwt_conv_desc *d = &p->d;
-  if (p->layout == HWT_CONV_NCHW) {
+  if (p->layout == HWT_CONV_NCHW_DIRECT) {
     hwt_conv_direct_pack(d, w_oihw, w_packed);
     return HWT_OK;
   }
@@ -225,6 +249,42 @@ static void stage_rows(const hwt_conv_plan *p, const float *x, float *ws, int n,
   }
 }
 
+/* stage_rows for an NCHW input: every staged channel row is a (phase-split)
+ * copy of one contiguous input row, so no transpose is needed. */
+static void stage_rows_nchw(const hwt_conv_plan *p, const float *x, float *ws, int n, int r0,
+                            int r1) {
+  const hwt_conv_desc *d = &p->d;
+  const int bn = p->p.ic_bn, CB = d->C / bn, sw = d->stride_w, Wp = p->Wp;
+  const long ics = stage_ic_stride(p), row = (long)bn * ics;
+  const int pl = (int)(ics / sw), real_end = d->pad_w + d->W < Wp ? d->pad_w + d->W : Wp;
+  for (int cb = 0; cb < CB; cb++)
+    for (int r = r0; r < r1; r++) {
+      float *dst = ws + ((size_t)cb * p->Hp + r) * row;
+      int ih = r - d->pad_h;
+      if (ih < 0 || ih >= d->H) {
+        memset(dst, 0, (size_t)row * sizeof(float));
+        continue;
+      }
+      for (int i = 0; i < bn; i++) {
+        const float *src = x + (((size_t)n * d->C + cb * bn + i) * d->H + ih) * d->W;
+        for (int ph = 0; ph < sw; ph++) {
+          int lo = d->pad_w > ph ? (d->pad_w - ph + sw - 1) / sw : 0;
+          int hi = real_end > ph ? (real_end - ph + sw - 1) / sw : 0;
+          if (hi > pl) hi = pl;
+          if (lo > hi) lo = hi;
+          float *o = dst + (long)i * ics + (long)ph * pl;
+          for (int pos = 0; pos < lo; pos++) o[pos] = 0.0f;
+          for (int pos = hi; pos < pl; pos++) o[pos] = 0.0f;
+          const float *s = src + ph - d->pad_w;
+          if (sw == 1)
+            memcpy(o + lo, s + lo, (size_t)(hi - lo) * sizeof(float));
+          else
+            for (int pos = lo; pos < hi; pos++) o[pos] = s[(long)pos * sw];
+        }
+      }
+    }
+}
+
 typedef void (*row_fn)(const hwt_conv_row_args *);
 
 static void pick_kernels(hwt_isa isa, row_fn *row, hwt_conv_stage_fn *stage) {
@@ -236,17 +296,22 @@ static void pick_kernels(hwt_isa isa, row_fn *row, hwt_conv_stage_fn *stage) {
 #endif
 }
 
-/* Work units: output rows over (n, oc block, oh), split contiguously so one
- * thread keeps an oc block's weights (C*R*S*oc_bn floats) hot in L2 across
- * its rows. */
+/* Work units: groups of reg_h output rows over (n, oc block, oh), split
+ * contiguously so one thread keeps an oc block's weights (C*R*S*oc_bn
+ * floats) hot in L2 across its rows. */
 static void nchwc_units(const hwt_conv_plan *p, const float *x, const float *w,
                         const float *bias, float *y, float *ws, long lo, long hi) {
   const hwt_conv_desc *d = &p->d;
   const int bn = p->p.ic_bn, obn = p->p.oc_bn, KB = d->K / obn, OH = p->OH;
-  const long per_image = (long)KB * OH;
+  const int rh = p->p.reg_h, OHB = (OH + rh - 1) / rh;
+  const long per_image = (long)KB * OHB;
   const long ics = stage_ic_stride(p);
   float *staged = ws;
-  float *scratch = ws + ALIGN_FLOATS((size_t)d->C * p->Hp * ics);
+  float *scratch = ws + (p->copy_input ? ALIGN_FLOATS((size_t)d->C * p->Hp * ics) : 0);
+  const int nchw = p->layout == HWT_CONV_NCHW;
+  /* NCHW output rows are written to this [reg_h][OW][oc_bn] block first. */
+  float *orow = scratch + (p->isa == HWT_ISA_GENERIC ? ALIGN_FLOATS((size_t)p->p.reg_n * obn) : 0);
+  const long ohw = (long)OH * p->OW;
   hwt_conv_row_args a;
   a.CB = d->C / bn;
   a.R = d->R;
@@ -261,30 +326,62 @@ static void nchwc_units(const hwt_conv_plan *p, const float *x, const float *w,
   a.in_ic_stride = ics;
   a.in_row_stride = (long)bn * ics;
   a.in_cb_stride = (long)p->Hp * bn * ics;
+  a.in_oh_stride = (long)d->stride_h * a.in_row_stride;
+  a.out_row_stride = (long)p->OW * obn;
   for (int s = 0; s < d->S; s++)
     a.koff[s] = (s % d->stride_w) * (int)(ics / d->stride_w) + s / d->stride_w;
+  if (!p->copy_input) {  /* the NCHW input itself (stride_w 1: koff[s] == s) */
+    a.in_ic_stride = (long)d->H * d->W;
+    a.in_row_stride = d->W;
+    a.in_cb_stride = (long)bn * d->H * d->W;
+    a.in_oh_stride = (long)d->stride_h * d->W;
+  }
   row_fn row;
   hwt_conv_stage_fn stage;
   pick_kernels(p->isa, &row, &stage);
   int staged_n = -1;
+  const float *img = staged;  /* the rows the kernel reads: staged, or x itself */
   for (long u = lo; u < hi; u++) {
-    int n = (int)(u / per_image), kb = (int)(u / OH % KB), oh = (int)(u % OH);
-    if (n != staged_n) {
+    int n = (int)(u / per_image), kb = (int)(u / OHB % KB), oh = (int)(u % OHB) * rh;
+    a.rows = OH - oh < rh ? OH - oh : rh;
+    if (!p->copy_input) {
+      img = x + (size_t)n * d->C * d->H * d->W;
+    } else if (n != staged_n) {
       /* Rows this thread reads in image n: all of them if its share spans
        * more than one oc block, else those of its output rows. */
       long u0 = lo > (long)n * per_image ? lo : (long)n * per_image;
       long u1 = hi < (long)(n + 1) * per_image ? hi : (long)(n + 1) * per_image;
       int oh0 = 0, oh1 = OH;
-      if ((u0 / OH) == ((u1 - 1) / OH)) oh0 = (int)(u0 % OH), oh1 = (int)((u1 - 1) % OH) + 1;
-      stage_rows(p, x, staged, n, oh0 * d->stride_h, (oh1 - 1) * d->stride_h + d->R,
-                 stage);
+      if ((u0 / OHB) == ((u1 - 1) / OHB)) {
+        oh0 = (int)(u0 % OHB) * rh;
+        oh1 = (int)((u1 - 1) % OHB) * rh + rh;
+        if (oh1 > OH) oh1 = OH;
+      }
+      int r0 = oh0 * d->stride_h, r1 = (oh1 - 1) * d->stride_h + d->R;
+      if (nchw)
+        stage_rows_nchw(p, x, staged, n, r0, r1);
+      else
+        stage_rows(p, x, staged, n, r0, r1, stage);
       staged_n = n;
     }
-    a.in = staged + (size_t)oh * d->stride_h * a.in_row_stride;
+    a.in = img + (size_t)oh * a.in_oh_stride;
     a.w = w + (size_t)kb * a.CB * d->R * d->S * bn * obn;
     a.bias = bias ? bias + (size_t)kb * obn : 0;
-    a.out = y + (((size_t)n * KB + kb) * OH + oh) * p->OW * obn;
+    if (!nchw) {
+      a.out = y + (((size_t)n * KB + kb) * OH + oh) * p->OW * obn;
+      row(&a);
+      continue;
+    }
+    a.out = orow;
     row(&a);
+    /* [rows][OW][oc_bn] -> oc_bn NCHW rows each, 16 pixels per gather. */
+    for (int h = 0; h < a.rows; h++) {
+      float *yo = y + ((size_t)n * d->K + (size_t)kb * obn) * ohw + (long)(oh + h) * p->OW;
+      const float *src = orow + h * a.out_row_stride;
+      for (int ow0 = 0; ow0 < p->OW; ow0 += 16)
+        stage(src + (long)ow0 * obn, obn, p->OW - ow0 < 16 ? p->OW - ow0 : 16, obn, yo + ow0,
+              ohw);
+    }
   }
 }
 
@@ -292,13 +389,13 @@ void hwt_conv_run_part(const hwt_conv_plan *p, const float *x, const float *w_pa
                        const float *bias, float *y, float *ws, int tid, int nth) {
   const hwt_conv_desc *d = &p->d;
   long units;
-  if (p->layout == HWT_CONV_NCHW)
+  if (p->layout == HWT_CONV_NCHW_DIRECT)
     units = (long)d->N * ((d->K + HWT_CONV_DIRECT_OCG - 1) / HWT_CONV_DIRECT_OCG) * p->OH;
   else
-    units = (long)d->N * (d->K / p->p.oc_bn) * p->OH;
+    units = (long)d->N * (d->K / p->p.oc_bn) * ((p->OH + p->p.reg_h - 1) / p->p.reg_h);
   long lo = units * tid / nth, hi = units * (tid + 1) / nth;
   if (lo >= hi) return;
-  if (p->layout == HWT_CONV_NCHW)
+  if (p->layout == HWT_CONV_NCHW_DIRECT)
     hwt_conv_direct_units(p, x, w_packed, bias, y, ws, lo, hi);
   else
     nchwc_units(p, x, w_packed, bias, y, ws, lo, hi);

@@ -4,21 +4,26 @@
 #define HWTUNE_CONV_INTERNAL_H
 #include "hwtune/conv.h"
 
-/* One NCHW[x]c output row: out[ow][oc_bn] for ow in [0, OW) of one output
- * channel block. The input is the driver's staged copy: zero-padded, each
- * row block transposed from [Wp][ic_bn] to [ic_bn][sw][Wp/sw] (columns split
- * by stride phase), so consecutive output pixels read consecutive floats at
- * every tap -- a compile-time 4-byte pixel stride for the kernels. */
+/* `rows` (1 or 2) NCHW[x]c output rows: out[h][ow][oc_bn] for ow in [0, OW)
+ * of one output channel block. The input is the driver's staged copy:
+ * zero-padded, each row block transposed from [Wp][ic_bn] to
+ * [ic_bn][sw][Wp/sw] (columns split by stride phase), so consecutive output
+ * pixels read consecutive floats at every tap -- a compile-time 4-byte pixel
+ * stride for the kernels. An unpadded NCHW input with stride_w 1 has that
+ * property already and is read in place (other strides, same kernels). */
 #define HWT_CONV_MAX_S 64
 typedef struct {
-  const float *in;     /* staged input, channel block 0, first row read */
+  const float *in;     /* input (staged or in place), channel block 0, first row read */
   const float *w;      /* this oc block's weights [CB][R][S][ic_bn][oc_bn] */
   const float *bias;   /* oc_bn floats of this block, or NULL */
   float *out;          /* [OW][oc_bn] */
   float *scratch;      /* reg_n * oc_bn floats (generic kernel's accumulators) */
-  long in_cb_stride;   /* floats between staged channel blocks */
-  long in_row_stride;  /* floats between staged rows */
-  long in_ic_stride;   /* floats between channels of one staged row */
+  long in_cb_stride;   /* floats between input channel blocks */
+  long in_row_stride;  /* floats between input rows */
+  long in_ic_stride;   /* floats between channels of one input row */
+  long in_oh_stride;   /* floats between the input rows of consecutive output rows */
+  long out_row_stride; /* floats between output rows */
+  int rows;            /* output rows in this call: 1 or 2 (reg_h) */
   int CB, R, S, ic_bn, oc_bn, OW, reg_n, unroll_ker, relu;
   int koff[HWT_CONV_MAX_S]; /* offset of tap kw for output pixel 0 */
 } hwt_conv_row_args;

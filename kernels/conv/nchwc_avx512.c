@@ -9,17 +9,19 @@
 
 #define AI static inline __attribute__((always_inline))
 
-/* rb pixels x NV vectors, one weight row (oc_bn floats) against one input
- * run of rb consecutive floats. */
-AI void fma_step(__m512 *acc, const float *iq, const float *wq, __mmask16 m0, __mmask16 m1,
-                 const int RB, const int NV) {
+/* RH rows x RB pixels x NV vectors: one weight row (oc_bn floats) against
+ * RH input runs of RB consecutive floats, ohs floats apart. */
+AI void fma_step(__m512 *acc, const float *iq, long ohs, const float *wq, __mmask16 m0,
+                 __mmask16 m1, const int RB, const int NV, const int RH) {
   __m512 w0 = _mm512_maskz_loadu_ps(m0, wq);
   __m512 w1 = NV > 1 ? _mm512_maskz_loadu_ps(m1, wq + 16) : w0;
+#pragma GCC unroll 2
+  for (int h = 0; h < RH; h++)
 #pragma GCC unroll 32
   for (int j = 0; j < RB; j++) {
-    __m512 xv = _mm512_set1_ps(iq[j]);
-    acc[j * NV] = _mm512_fmadd_ps(xv, w0, acc[j * NV]);
-    if (NV > 1) acc[j * NV + 1] = _mm512_fmadd_ps(xv, w1, acc[j * NV + 1]);
+    __m512 xv = _mm512_set1_ps(iq[h * ohs + j]);
+    acc[(h * RB + j) * NV] = _mm512_fmadd_ps(xv, w0, acc[(h * RB + j) * NV]);
+    if (NV > 1) acc[(h * RB + j) * NV + 1] = _mm512_fmadd_ps(xv, w1, acc[(h * RB + j) * NV + 1]);
   }
 }
 
@@ -29,18 +31,19 @@ AI void fma_step(__m512 *acc, const float *iq, const float *wq, __mmask16 m0, __
  * the kernel width so that order's kw loop is unrolled. */
 AI void tile(const hwt_conv_row_args *a, const float *in, const float *w, const float *bias,
              float *out, __mmask16 m0, __mmask16 m1, const int RB, const int NV,
-             const int UNR, const int SK) {
+             const int UNR, const int SK, const int RH) {
   __m512 acc[HWT_CONV_AVX512_CAP1];
   __m512 b0 = bias ? _mm512_maskz_loadu_ps(m0, bias) : _mm512_setzero_ps();
   __m512 b1 = (NV > 1 && bias) ? _mm512_maskz_loadu_ps(m1, bias + 16) : _mm512_setzero_ps();
 #pragma GCC unroll 32
-  for (int j = 0; j < RB; j++) {
+  for (int j = 0; j < RH * RB; j++) {
     acc[j * NV] = b0;
     if (NV > 1) acc[j * NV + 1] = b1;
   }
   const int S = SK ? SK : a->S, R = a->R, CB = a->CB;
   const int icb = a->ic_bn, ocb = a->oc_bn, relu = a->relu;
   const long ics = a->in_ic_stride, rows = a->in_row_stride, cbs = a->in_cb_stride;
+  const long ohs = a->in_oh_stride, ors = a->out_row_stride;
   const int *koff = a->koff;
   for (int cb = 0; cb < CB; cb++) {
     for (int kh = 0; kh < R; kh++) {
@@ -51,26 +54,28 @@ AI void tile(const hwt_conv_row_args *a, const float *in, const float *w, const 
           const float *iq = ip + koff[kw];
           const float *wq = wp + (long)kw * icb * ocb;
           for (int ic = 0; ic < icb; ic++, iq += ics, wq += ocb)
-            fma_step(acc, iq, wq, m0, m1, RB, NV);
+            fma_step(acc, iq, ohs, wq, m0, m1, RB, NV, RH);
         }
       } else {
         for (int ic = 0; ic < icb; ic++) {
 #pragma GCC unroll 8
           for (int kw = 0; kw < S; kw++)
-            fma_step(acc, ip + ic * ics + koff[kw], wp + (long)(kw * icb + ic) * ocb, m0, m1,
-                     RB, NV);
+            fma_step(acc, ip + ic * ics + koff[kw], ohs, wp + (long)(kw * icb + ic) * ocb, m0,
+                     m1, RB, NV, RH);
         }
       }
     }
   }
   const __m512 zero = _mm512_setzero_ps();
 #pragma GCC unroll 32
-  for (int j = 0; j < RB; j++) {
-    __m512 r0 = relu ? _mm512_max_ps(acc[j * NV], zero) : acc[j * NV];
-    _mm512_mask_storeu_ps(out + (long)j * ocb, m0, r0);
+  for (int q = 0; q < RH * RB; q++) {
+    const int j = q % RB;
+    float *o = out + (q / RB) * ors;
+    __m512 r0 = relu ? _mm512_max_ps(acc[q * NV], zero) : acc[q * NV];
+    _mm512_mask_storeu_ps(o + (long)j * ocb, m0, r0);
     if (NV > 1) {
-      __m512 r1 = relu ? _mm512_max_ps(acc[j * NV + 1], zero) : acc[j * NV + 1];
-      _mm512_mask_storeu_ps(out + (long)j * ocb + 16, m1, r1);
+      __m512 r1 = relu ? _mm512_max_ps(acc[q * NV + 1], zero) : acc[q * NV + 1];
+      _mm512_mask_storeu_ps(o + (long)j * ocb + 16, m1, r1);
     }
   }
 }
@@ -78,9 +83,12 @@ AI void tile(const hwt_conv_row_args *a, const float *in, const float *w, const 
 /* Turns the run-time block size into a compile-time one. */
 AI void tile_rb(const hwt_conv_row_args *a, const float *in, const float *w, const float *bias,
                 float *out, __mmask16 m0, __mmask16 m1, int rb, const int NV, const int UNR,
-                const int SK) {
-#define HWT_TILE_CASE(n) \
-  case n: if ((n) * NV <= HWT_CONV_AVX512_CAP1) tile(a, in, w, bias, out, m0, m1, n, NV, UNR, SK); break;
+                const int SK, const int RH) {
+#define HWT_TILE_CASE(n)                                     \
+  case n:                                                    \
+    if ((n) * NV * RH <= HWT_CONV_AVX512_CAP1)                 \
+      tile(a, in, w, bias, out, m0, m1, n, NV, UNR, SK, RH); \
+    break;
   switch (rb) {
     HWT_TILE_CASE(1) HWT_TILE_CASE(2) HWT_TILE_CASE(3) HWT_TILE_CASE(4) HWT_TILE_CASE(5)
     HWT_TILE_CASE(6) HWT_TILE_CASE(7) HWT_TILE_CASE(8) HWT_TILE_CASE(9) HWT_TILE_CASE(10)
@@ -96,25 +104,36 @@ AI void tile_rb(const hwt_conv_row_args *a, const float *in, const float *w, con
 typedef void (*tile_fn)(const hwt_conv_row_args *, const float *, const float *, const float *,
                         float *, __mmask16, __mmask16, int);
 
-/* One out-of-line instance per (vectors, loop order, fixed kernel width). */
-#define HWT_TILE_FN(name, NV, UNR, SK)                                                        \
+/* One out-of-line instance per (vectors, loop order, fixed kernel width,
+ * output rows). */
+#define HWT_TILE_FN(name, NV, UNR, SK, RH)                                                        \
   static void name(const hwt_conv_row_args *a, const float *in, const float *w,              \
                    const float *bias, float *out, __mmask16 m0, __mmask16 m1, int rb) {       \
-    tile_rb(a, in, w, bias, out, m0, m1, rb, NV, UNR, SK);                                    \
+    tile_rb(a, in, w, bias, out, m0, m1, rb, NV, UNR, SK, RH);                                    \
   }
-HWT_TILE_FN(tile_v1, 1, 0, 0)
-HWT_TILE_FN(tile_v2, 2, 0, 0)
-HWT_TILE_FN(tile_v1_unroll, 1, 1, 0)
-HWT_TILE_FN(tile_v2_unroll, 2, 1, 0)
-HWT_TILE_FN(tile_v1_unroll3, 1, 1, 3)
-HWT_TILE_FN(tile_v2_unroll3, 2, 1, 3)
+HWT_TILE_FN(tile_v1_r1, 1, 0, 0, 1)
+HWT_TILE_FN(tile_v2_r1, 2, 0, 0, 1)
+HWT_TILE_FN(tile_v1_unroll_r1, 1, 1, 0, 1)
+HWT_TILE_FN(tile_v2_unroll_r1, 2, 1, 0, 1)
+HWT_TILE_FN(tile_v1_unroll3_r1, 1, 1, 3, 1)
+HWT_TILE_FN(tile_v2_unroll3_r1, 2, 1, 3, 1)
+HWT_TILE_FN(tile_v1_r2, 1, 0, 0, 2)
+HWT_TILE_FN(tile_v2_r2, 2, 0, 0, 2)
+HWT_TILE_FN(tile_v1_unroll_r2, 1, 1, 0, 2)
+HWT_TILE_FN(tile_v2_unroll_r2, 2, 1, 0, 2)
+HWT_TILE_FN(tile_v1_unroll3_r2, 1, 1, 3, 2)
+HWT_TILE_FN(tile_v2_unroll3_r2, 2, 1, 3, 2)
 #undef HWT_TILE_FN
 
-static tile_fn pick(int nv, int unroll, int S) {
+static tile_fn pick(int nv, int unroll, int S, int rh) {
+  static const tile_fn fns[2][3][2] = {
+      {{tile_v1_r1, tile_v2_r1}, {tile_v1_unroll_r1, tile_v2_unroll_r1},
+       {tile_v1_unroll3_r1, tile_v2_unroll3_r1}},
+      {{tile_v1_r2, tile_v2_r2}, {tile_v1_unroll_r2, tile_v2_unroll_r2},
+       {tile_v1_unroll3_r2, tile_v2_unroll3_r2}}};
   /* With S == 1 both loop orders are the same loop. */
-  if (!unroll || S == 1) return nv == 1 ? tile_v1 : tile_v2;
-  if (S == 3) return nv == 1 ? tile_v1_unroll3 : tile_v2_unroll3;
-  return nv == 1 ? tile_v1_unroll : tile_v2_unroll;
+  int order = (!unroll || S == 1) ? 0 : S == 3 ? 2 : 1;
+  return fns[rh - 1][order][nv - 1];
 }
 
 static __mmask16 lane_mask(int lanes) {
@@ -131,8 +150,11 @@ void hwt_conv_row_avx512(const hwt_conv_row_args *a) {
       int lanes = ocb - v0 * 16;
       __mmask16 m0 = lane_mask(lanes), m1 = lane_mask(lanes - 16);
       int cap = nv == 1 ? HWT_CONV_AVX512_CAP1 : HWT_CONV_AVX512_CAP2;
+      /* Two output rows share each weight load; the block then holds half
+       * the pixels per row. */
+      cap /= a->rows;
       int pieces = (blk + cap - 1) / cap;
-      tile_fn fn = pick(nv, a->unroll_ker, a->S);
+      tile_fn fn = pick(nv, a->unroll_ker, a->S, a->rows);
       for (int i = 0, off = 0; i < pieces; i++) {
         int rb = hwt_conv_piece(blk, pieces, i);
         int ow = ow0 + off;

@@ -35,10 +35,13 @@ static void block(const hwt_conv_row_args *a, const float *in, float *out, int r
 }
 
 void hwt_conv_row_generic(const hwt_conv_row_args *a) {
-  for (int ow0 = 0; ow0 < a->OW; ow0 += a->reg_n) {
-    int rb = a->OW - ow0 < a->reg_n ? a->OW - ow0 : a->reg_n;
-    block(a, a->in + ow0, a->out + (long)ow0 * a->oc_bn, rb);
-  }
+  /* The accumulators live in memory here, so rows gain nothing together. */
+  for (int h = 0; h < a->rows; h++)
+    for (int ow0 = 0; ow0 < a->OW; ow0 += a->reg_n) {
+      int rb = a->OW - ow0 < a->reg_n ? a->OW - ow0 : a->reg_n;
+      block(a, a->in + h * a->in_oh_stride + ow0,
+            a->out + h * a->out_row_stride + (long)ow0 * a->oc_bn, rb);
+    }
 }
 
 void hwt_conv_stage_tile_generic(const float *src, long src_stride, int n, int bn, float *dst,

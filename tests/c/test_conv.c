@@ -1,6 +1,7 @@
-/* CONV variants vs the plain-C reference: every supported ISA, both layouts,
- * a few shapes and legal parameter sets, nth 1..3; layout round trips and
- * illegal parameters. Small shapes so it runs in seconds under ASan/UBSan. */
+/* CONV variants vs the plain-C reference: every supported ISA, the three
+ * layouts (NCHW through the template, NCHW direct, NCHW[x]c), a few shapes
+ * and legal parameter sets, nth 1..3; the direct fallback; layout round
+ * trips and illegal parameters. Small shapes so it runs in seconds under ASan/UBSan. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,9 +65,11 @@ static void run_case(const hwt_conv_desc *d, hwt_conv_layout layout, const hwt_c
     double e = fabs((double)yout[i] - (double)want[i]);
     if (!(e <= err)) err = e;  /* NaN-propagating max */
   }
-  EXPECT(err <= tol, "%s isa=%s nth=%d ic_bn=%d oc_bn=%d reg_n=%d unroll=%d: err %g > %g",
-         layout == HWT_CONV_NCHW ? "NCHW" : "NCHWc", hwt_isa_name(isa), nth, plan.p.ic_bn,
-         plan.p.oc_bn, plan.p.reg_n, plan.p.unroll_ker, err, tol);
+  static const char *names[] = {"NCHW", "NCHWc", "NCHW_DIRECT"};
+  EXPECT(err <= tol,
+         "%s isa=%s nth=%d ic_bn=%d oc_bn=%d reg_n=%d unroll=%d reg_h=%d: err %g > %g",
+         names[layout], hwt_isa_name(isa), nth, plan.p.ic_bn, plan.p.oc_bn, plan.p.reg_n,
+         plan.p.unroll_ker, plan.p.reg_h, err, tol);
   for (int t = 0; t < nth; t++) free(ws[t]);
   free(ws);
   free(wp);
@@ -91,15 +94,19 @@ static void test_shape(hwt_conv_desc d) {
     hwt_conv_knobs_t k;
     EXPECT(hwt_conv_knobs(&d, (hwt_isa)isa, &k) == HWT_OK, "knobs");
     hwt_conv_params sets[3] = {
-        {k.ic_bn.v[0], k.oc_bn.v[k.oc_bn.n - 1], k.reg_n.v[k.reg_n.n - 1], 1},
-        {k.ic_bn.v[k.ic_bn.n - 1], k.oc_bn.v[0], k.reg_n.v[0], 0},
-        {k.ic_bn.v[k.ic_bn.n / 2], k.oc_bn.v[k.oc_bn.n / 2], k.reg_n.v[k.reg_n.n / 2], 1},
+        {k.ic_bn.v[0], k.oc_bn.v[k.oc_bn.n - 1], k.reg_n.v[k.reg_n.n - 1], 1, 1},
+        {k.ic_bn.v[k.ic_bn.n - 1], k.oc_bn.v[0], k.reg_n.v[0], 0, k.reg_h.v[k.reg_h.n - 1]},
+        {k.ic_bn.v[k.ic_bn.n / 2], k.oc_bn.v[k.oc_bn.n / 2], k.reg_n.v[k.reg_n.n / 2], 1,
+         k.reg_h.v[k.reg_h.n - 1]},
     };
     for (int nth = 1; nth <= 3; nth++) {
+      run_case(&d, HWT_CONV_NCHW_DIRECT, NULL, (hwt_isa)isa, nth, x, w, b, want);
       run_case(&d, HWT_CONV_NCHW, NULL, (hwt_isa)isa, nth, x, w, b, want);
       run_case(&d, HWT_CONV_NCHWC, NULL, (hwt_isa)isa, nth, x, w, b, want);
-      for (int s = 0; s < 3; s++)
+      for (int s = 0; s < 3; s++) {
         run_case(&d, HWT_CONV_NCHWC, &sets[s], (hwt_isa)isa, nth, x, w, b, want);
+        run_case(&d, HWT_CONV_NCHW, &sets[s], (hwt_isa)isa, nth, x, w, b, want);
+      }
     }
   }
   free(x);
@@ -111,8 +118,10 @@ static void test_shape(hwt_conv_desc d) {
 static void test_illegal(void) {
   hwt_conv_desc d = {1, 64, 14, 14, 32, 3, 3, 1, 1, 1, 1, 0};
   hwt_conv_plan plan;
-  hwt_conv_params bad[] = {{3, 16, 7, 0}, {16, 0, 7, 0}, {16, 20, 7, 0}, {16, 16, 33, 0},
-                           {16, 16, 13, 0}, {16, 16, 0, 0}, {16, 16, 7, 2}, {-16, 16, 7, 0}};
+  hwt_conv_params bad[] = {{3, 16, 7, 0, 1},  {16, 0, 7, 0, 1},  {16, 20, 7, 0, 1},
+                           {16, 16, 33, 0, 1}, {16, 16, 13, 0, 1}, {16, 16, 0, 0, 1},
+                           {16, 16, 7, 2, 1},  {-16, 16, 7, 0, 1}, {16, 16, 7, 0, 0},
+                           {16, 16, 7, 0, 3}};
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
     EXPECT(hwt_conv_plan_make(&d, HWT_CONV_NCHWC, &bad[i], HWT_ISA_GENERIC, 1, &plan) ==
                HWT_EINVAL, "bad params %zu accepted", i);
@@ -129,6 +138,31 @@ static void test_illegal(void) {
   EXPECT(hwt_conv_plan_make(&d, (hwt_conv_layout)7, NULL, HWT_ISA_GENERIC, 1, &plan) ==
              HWT_EINVAL, "layout 7");
   EXPECT(hwt_layout_check(1, 24, 10, 5, 0) == HWT_EINVAL, "block 5 of 24");
+}
+
+/* A kernel wider than the template takes: NCHW with default params falls
+ * back to the direct kernel (and says so), with params it is refused. */
+static void test_direct_fallback(void) {
+  hwt_conv_desc d = {1, 2, 3, 70, 3, 1, 65, 1, 1, 0, 1, 0};
+  hwt_conv_plan plan;
+  EXPECT(hwt_conv_plan_make(&d, HWT_CONV_NCHW, NULL, HWT_ISA_GENERIC, 2, &plan) == HWT_OK &&
+             plan.layout == HWT_CONV_NCHW_DIRECT, "S=65 falls back to direct");
+  hwt_conv_params p = {1, 1, 1, 0, 1};
+  EXPECT(hwt_conv_plan_make(&d, HWT_CONV_NCHW, &p, HWT_ISA_GENERIC, 1, &plan) == HWT_EINVAL,
+         "S=65 with params");
+  EXPECT(hwt_conv_plan_make(&d, HWT_CONV_NCHWC, NULL, HWT_ISA_GENERIC, 1, &plan) == HWT_EINVAL,
+         "S=65 blocked");
+  size_t xn = (size_t)d.C * d.H * d.W, wn = (size_t)d.K * d.C * d.R * d.S;
+  size_t yn = (size_t)d.K * 3 * 8;
+  float *x = alloc_floats(xn), *w = alloc_floats(wn), *want = alloc_floats(yn);
+  for (size_t i = 0; i < xn; i++) x[i] = frand();
+  for (size_t i = 0; i < wn; i++) w[i] = frand();
+  EXPECT(hwt_conv_ref(&d, x, w, NULL, want) == HWT_OK, "ref");
+  for (int nth = 1; nth <= 3; nth++)
+    run_case(&d, HWT_CONV_NCHW, NULL, HWT_ISA_GENERIC, nth, x, w, NULL, want);
+  free(x);
+  free(w);
+  free(want);
 }
 
 static void test_layout_round_trip(void) {
@@ -171,6 +205,7 @@ int main(void) {
   test_shape((hwt_conv_desc){1, 9, 4, 37, 34, 3, 3, 1, 1, 1, 1, 0});
   test_shape((hwt_conv_desc){1, 4, 6, 7, 40, 3, 1, 2, 1, 1, 0, 0});
   test_illegal();
+  test_direct_fallback();
   test_layout_round_trip();
   if (failures) {
     fprintf(stderr, "%d failure(s)\n", failures);

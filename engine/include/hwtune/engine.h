@@ -20,11 +20,20 @@ typedef struct hwt_engine hwt_engine;
 typedef enum {
   HWT_SCHED_SEQUENTIAL = 0,    /* one executor, all threads, topological order */
   HWT_SCHED_SHARED_QUEUE = 1,  /* executors pull from one global ready queue, unpinned */
-  HWT_SCHED_CRITICAL_PATH = 2  /* Graphi: max level first, per-executor SPSC buffers, pinned teams */
+  HWT_SCHED_CRITICAL_PATH = 2, /* Graphi: max level first, per-executor SPSC buffers, pinned teams */
+  HWT_SCHED_CORUN = 3          /* Strategy 3 of the runtime concurrency control paper: one
+                                  pinned worker per core, each op on a group of idle workers
+                                  sized from its thread-count candidates */
 } hwt_scheduler;
 
+/* Ops: a tiny op (estimated or profiled below ~2 us) runs inline on the
+ * executor that made it ready (critical-path, corun); an op too small to
+ * split runs on its team's master alone unless op_threads names a count. An
+ * op whose inputs are all params (transitively) is constant: it runs once in
+ * hwt_engine_prepare and never in run(), nor in the profiled events. */
 typedef struct {
-  int executors;            /* 1..64 (SEQUENTIAL ignores it and uses 1) */
+  int executors;            /* 1..64 (SEQUENTIAL ignores it and uses 1); CORUN runs
+                               executors x threads_per_executor single workers */
   int threads_per_executor; /* >= 1 */
   int scheduler;            /* hwt_scheduler */
   int pin;                  /* pin teams to disjoint CPUs (default 1); SHARED_QUEUE
@@ -34,6 +43,14 @@ typedef struct {
   const double *op_cost;    /* optional [n_ops]: profiled seconds (< 0: the plan's
                                estimate), for levels and the tiny-op test */
   const double *op_priority;/* optional [n_ops]: overrides the level */
+  /* CORUN only, optional: [n_ops * op_cand_n] thread-count candidates of each
+   * op, best first (op k's are entries k*op_cand_n ...; a count <= 0 ends the
+   * list), with their predicted seconds (NULL or < 0: the op's cost). No
+   * candidate: the op's op_threads, else threads_per_executor. Counts above
+   * executors x threads are clamped. */
+  const int *op_cand_threads;
+  const double *op_cand_seconds;
+  int op_cand_n;
 } hwt_engine_config;
 
 HWT_API void hwt_engine_config_init(hwt_engine_config *c); /* 1 x all CPUs, sequential */
@@ -52,7 +69,11 @@ HWT_API int hwt_engine_prepare(hwt_engine *e);
 HWT_API float *hwt_engine_tensor(hwt_engine *e, int t);
 HWT_API int hwt_engine_run(hwt_engine *e);
 
-/* Profiling: when enabled, run() records one event per op. */
+/* Constant folding: how many ops were folded; whether op was (1/0). */
+HWT_API int hwt_engine_n_folded(const hwt_engine *e);
+HWT_API int hwt_engine_op_folded(const hwt_engine *e, int op);
+
+/* Profiling: when enabled, run() records one event per op that runs. */
 typedef struct {
   int op;
   int executor;
@@ -60,8 +81,8 @@ typedef struct {
   double start_s, end_s; /* hwt_now() clock */
 } hwt_op_event;
 HWT_API int hwt_engine_profile(hwt_engine *e, int enable);
-/* Copies up to max events of the last run, in op-id order; returns how many
- * (0 if the last run was not profiled). */
+/* Copies up to max events of the last run, in op-id order (folded ops have
+ * none); returns how many (0 if the last run was not profiled). */
 HWT_API int hwt_engine_events(const hwt_engine *e, hwt_op_event *out, int max);
 
 #endif

@@ -3,7 +3,11 @@
  * `hwtune run` stores each graph's lowered form (graphs.lowered_json: shapes
  * inferred, attributes encoded as the Python lowering encodes them) and its
  * engine configs; this program rebuilds the same C graph through graph.h,
- * applies the stored config (or flags), and times hwt_engine_run.
+ * applies the stored config (or flags), and times hwt_engine_run. From
+ * schema v4 a config may carry its own lowered graph (engine_configs.
+ * lowered_json: the config's layout rewrites), which then replaces the
+ * graph's; op names in its per-op maps (op_threads, op_priority, op_cost,
+ * op_candidates) refer to the graph that runs.
  *
  * Values: params and inputs are drawn from this program's own generator
  * (splitmix64 seeded by the tensor name) with the model's init kind and
@@ -27,14 +31,16 @@
 
 /* 'HWTN': src/hwtune/db/migrations.py APPLICATION_ID. */
 #define HWTUNE_APPLICATION_ID 0x4857544E
-/* Schema v3 added graphs.lowered_json. */
+/* Schema v3 added graphs.lowered_json; v4 engine_configs.op_cost_json,
+ * op_candidates_json, lowered_json (read only when present). */
 #define MIN_SCHEMA 3
+#define CONFIG_V4 4
 #define MAX_ITERATIONS 1000000
 
 static const char *const USAGE =
     "usage: hwtune-run --db PATH --graph HASH_PREFIX [--host KEY] [--iterations N] "
     "[--warmup N] [--executors K] [--threads T] [--scheduler sequential|shared-queue|"
-    "critical-path]";
+    "critical-path|corun]";
 
 static void die(const char *fmt, ...) {
   va_list ap;
@@ -94,12 +100,15 @@ static int scheduler_id(const char *s) {
   if (!strcmp(s, "sequential")) return HWT_SCHED_SEQUENTIAL;
   if (!strcmp(s, "shared-queue")) return HWT_SCHED_SHARED_QUEUE;
   if (!strcmp(s, "critical-path")) return HWT_SCHED_CRITICAL_PATH;
+  if (!strcmp(s, "corun")) return HWT_SCHED_CORUN;
   return -1;
 }
 
 static const char *scheduler_name(int s) {
-  return s == HWT_SCHED_SHARED_QUEUE ? "shared-queue"
-         : s == HWT_SCHED_CRITICAL_PATH ? "critical-path" : "sequential";
+  return s == HWT_SCHED_SHARED_QUEUE    ? "shared-queue"
+         : s == HWT_SCHED_CRITICAL_PATH ? "critical-path"
+         : s == HWT_SCHED_CORUN         ? "corun"
+                                        : "sequential";
 }
 
 /* ---- results.db ------------------------------------------------------ */
@@ -108,6 +117,7 @@ typedef struct {
   hr_sqlite api;
   sqlite3 *db;
   const char *path;
+  int version; /* PRAGMA user_version */
 } store;
 
 static sqlite3_stmt *prepare(store *s, const char *sql) {
@@ -153,7 +163,7 @@ static void open_store(store *s, const char *path) {
     die("cannot open %s: %s", path, s->db ? s->api.errmsg(s->db) : "out of memory");
   int app = pragma_int(s, "PRAGMA application_id");
   if (app != HWTUNE_APPLICATION_ID) die("%s is not an hwtune results.db", path);
-  int version = pragma_int(s, "PRAGMA user_version");
+  int version = s->version = pragma_int(s, "PRAGMA user_version");
   if (version < MIN_SCHEMA)
     die("%s has schema v%d; hwtune-run needs v%d or later: run `hwtune run` on it once "
         "to upgrade it", path, version, MIN_SCHEMA);
@@ -183,6 +193,7 @@ static graph_row find_graph(store *s, const char *prefix) {
 typedef struct {
   int found, executors, threads, pin;
   char *scheduler, *source, *host, *op_threads, *op_priority;
+  char *op_cost, *op_candidates, *lowered; /* schema v4; NULL before */
 } config_row;
 
 /* Tuned beats user for one host (as hwtune.engine.config.resolve);
@@ -190,10 +201,12 @@ typedef struct {
 static config_row find_config(store *s, const char *graph_hash, const char *host) {
   static const char *const cols =
       "SELECT executors, threads_per_executor, scheduler, pin, source, host_key, "
-      "op_threads_json, op_priority_json FROM engine_configs WHERE graph_hash = ?1 "
+      "op_threads_json, op_priority_json%s FROM engine_configs WHERE graph_hash = ?1 "
       "AND source IN ('tuned', 'user') ";
-  char sql[512];
-  snprintf(sql, sizeof sql, "%s%s", cols,
+  char sel[512], sql[768];
+  snprintf(sel, sizeof sel, cols,
+           s->version >= CONFIG_V4 ? ", op_cost_json, op_candidates_json, lowered_json" : "");
+  snprintf(sql, sizeof sql, "%s%s", sel,
            host ? "AND host_key = ?2 ORDER BY source = 'tuned' DESC LIMIT 1"
                 : "ORDER BY created_at DESC, id DESC LIMIT 1");
   sqlite3_stmt *st = prepare(s, sql);
@@ -211,6 +224,11 @@ static config_row find_config(store *s, const char *graph_hash, const char *host
     c.host = column_dup(s, st, 5);
     c.op_threads = column_dup(s, st, 6);
     c.op_priority = column_dup(s, st, 7);
+    if (s->version >= CONFIG_V4) {
+      c.op_cost = column_dup(s, st, 8);
+      c.op_candidates = column_dup(s, st, 9);
+      c.lowered = column_dup(s, st, 10);
+    }
   }
   s->api.finalize(st);
   return c;
@@ -414,6 +432,51 @@ static void *per_op(const char *json, const hwt_graph *g, int as_int_array, doub
   return ai ? (void *)ai : (void *)ad;
 }
 
+/* op_candidates_json: op name -> [[threads, seconds], ...], best first, as
+ * the engine's [n_ops * width] arrays (unlisted ops: no candidate). */
+static int candidates(const char *json, const hwt_graph *g, int **threads, double **seconds) {
+  *threads = NULL;
+  *seconds = NULL;
+  if (!json) return 0;
+  hj_value m;
+  char err[256];
+  if (hj_parse(json, strlen(json), &m, err, sizeof err)) die("engine config op_candidates: %s", err);
+  if (m.type != HJ_OBJECT) die("engine config op_candidates: expected an object");
+  size_t width = 0;
+  for (size_t k = 0; k < m.len; k++) {
+    if (m.items[k].type != HJ_ARRAY || m.items[k].len == 0)
+      die("engine config op_candidates[%s]: expected a non-empty array", m.keys[k]);
+    if (m.items[k].len > width) width = m.items[k].len;
+  }
+  if (width == 0 || width > 64) {
+    hj_free(&m);
+    if (width > 64) die("engine config op_candidates: more than 64 candidates for one op");
+    return 0;
+  }
+  size_t n = (size_t)hwt_graph_n_ops(g) * width;
+  int *t = calloc(n ? n : 1, sizeof(int));
+  double *sec = malloc(sizeof(double) * (n ? n : 1));
+  if (!t || !sec) die("out of memory");
+  for (size_t i = 0; i < n; i++) sec[i] = -1.0;
+  for (size_t k = 0; k < m.len; k++) {
+    int op = op_id(g, m.keys[k]);
+    if (op < 0) die("engine config op_candidates names unknown op \"%s\"", m.keys[k]);
+    for (size_t c = 0; c < m.items[k].len; c++) {
+      const hj_value *p = &m.items[k].items[c];
+      if (p->type != HJ_ARRAY || p->len != 2 || p->items[0].type != HJ_NUMBER ||
+          p->items[1].type != HJ_NUMBER || p->items[0].num < 1 || p->items[1].num < 0)
+        die("engine config op_candidates[%s][%zu]: expected [threads >= 1, seconds >= 0]",
+            m.keys[k], c);
+      t[(size_t)op * width + c] = (int)as_int(&p->items[0], "op_candidates", c);
+      sec[(size_t)op * width + c] = p->items[1].num;
+    }
+  }
+  hj_free(&m);
+  *threads = t;
+  *seconds = sec;
+  return (int)width;
+}
+
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
@@ -424,13 +487,16 @@ int main(int argc, char **argv) {
   store s;
   open_store(&s, o.db);
   graph_row gr = find_graph(&s, o.graph);
+  config_row cr = find_config(&s, gr.hash, o.host);
   hj_value doc;
   char err[512];
-  if (hj_parse(gr.lowered, strlen(gr.lowered), &doc, err, sizeof err))
-    die("graph %.12s: corrupt lowered_json: %s", gr.hash, err);
+  /* The config's own lowered graph (its layout rewrites) when it has one. */
+  const char *lowered = cr.lowered ? cr.lowered : gr.lowered;
+  if (hj_parse(lowered, strlen(lowered), &doc, err, sizeof err))
+    die("graph %.12s: corrupt %slowered_json: %s", gr.hash, cr.lowered ? "engine config " : "",
+        err);
   hwt_graph *g = build_graph(&doc);
 
-  config_row cr = find_config(&s, gr.hash, o.host);
   hwt_engine_config cfg;
   hwt_engine_config_init(&cfg);
   const char *source = "default";
@@ -444,6 +510,13 @@ int main(int argc, char **argv) {
     cfg.op_threads = per_op(cr.op_threads, g, 1, 0, "op_threads");
     /* -1: no override, the plan's level (as the Python binding passes). */
     cfg.op_priority = per_op(cr.op_priority, g, 0, -1.0, "op_priority");
+    /* -1: no profile, the plan's estimate. */
+    cfg.op_cost = per_op(cr.op_cost, g, 0, -1.0, "op_cost");
+    int *ct;
+    double *cs;
+    cfg.op_cand_n = candidates(cr.op_candidates, g, &ct, &cs);
+    cfg.op_cand_threads = ct;
+    cfg.op_cand_seconds = cs;
     source = cr.source;
   } else if (!o.executors && !o.threads && !o.scheduler) {
     fprintf(stderr, "hwtune-run: notice: no tuned or user engine config for graph %.12s%s%s: "
@@ -455,13 +528,15 @@ int main(int argc, char **argv) {
   if (o.scheduler) {
     cfg.scheduler = scheduler_id(o.scheduler);
     if (cfg.scheduler < 0)
-      die("invalid --scheduler %s: choose one of sequential, shared-queue, critical-path",
+      die("invalid --scheduler %s: choose one of sequential, shared-queue, critical-path, corun",
           o.scheduler);
   }
 
   /* Without a stored config, pin as `hwtune run` does (EngineConfig.pinned):
-   * critical-path teams only; shared-queue is the unpinned baseline. */
-  if (!cr.found) cfg.pin = cfg.scheduler == HWT_SCHED_CRITICAL_PATH;
+   * critical-path teams and corun workers only; shared-queue is the unpinned
+   * baseline. */
+  if (!cr.found)
+    cfg.pin = cfg.scheduler == HWT_SCHED_CRITICAL_PATH || cfg.scheduler == HWT_SCHED_CORUN;
 
   hwt_engine *e = hwt_engine_create(g, &cfg, err, sizeof err);
   if (!e) die("engine: %s", err);
@@ -496,8 +571,11 @@ int main(int argc, char **argv) {
   qsort(samples, (size_t)o.iterations, sizeof *samples, cmp_double);
   int m = o.iterations;
   double med = m % 2 ? samples[m / 2] : 0.5 * (samples[m / 2 - 1] + samples[m / 2]);
-  printf("graph %.12s (%s): %d ops; config %s: %d x %d, %s, %s\n", gr.hash, gr.name,
-         hwt_graph_n_ops(g), source,
+  char folded[64] = "";
+  if (hwt_engine_n_folded(e) > 0)
+    snprintf(folded, sizeof folded, " (%d folded)", hwt_engine_n_folded(e));
+  printf("graph %.12s (%s): %d ops%s%s; config %s: %d x %d, %s, %s\n", gr.hash, gr.name,
+         hwt_graph_n_ops(g), folded, cr.lowered ? " from the config's lowered graph" : "", source,
          cfg.scheduler == HWT_SCHED_SEQUENTIAL ? 1 : cfg.executors, cfg.threads_per_executor,
          scheduler_name(cfg.scheduler), cfg.pin ? "pinned" : "unpinned");
   printf("latency: median %.4f ms, min %.4f ms, %.2f runs/s (%d iterations, %d warmup)\n",
@@ -509,6 +587,9 @@ int main(int argc, char **argv) {
   free(samples);
   free((void *)cfg.op_threads);
   free((void *)cfg.op_priority);
+  free((void *)cfg.op_cost);
+  free((void *)cfg.op_cand_threads);
+  free((void *)cfg.op_cand_seconds);
   hj_free(&doc);
   free(gr.hash);
   free(gr.name);
@@ -518,6 +599,9 @@ int main(int argc, char **argv) {
   free(cr.host);
   free(cr.op_threads);
   free(cr.op_priority);
+  free(cr.op_cost);
+  free(cr.op_candidates);
+  free(cr.lowered);
   s.api.close(s.db);
   return 0;
 }

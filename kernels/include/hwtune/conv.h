@@ -4,16 +4,24 @@
  * the template parameters and sizes the per-thread workspace; the weights are
  * packed once (hwt_conv_pack_weights); hwt_conv_run_part() then computes the
  * share of thread `tid` out of `nth` -- a contiguous range of output rows
- * over (batch, output-channel block, output row) -- with no synchronisation
+ * over (batch, output-channel block, output row, in groups of reg_h) -- with no synchronisation
  * and no allocation, so any fork-join can drive it.
  *
  * Layouts (N batch, C/K in/out channels, H/W spatial, R/S kernel):
- *   HWT_CONV_NCHW   x [N][C][H][W], y [N][K][OH][OW]; packed weights are
- *                   [ceil(K/4)][C][R][S][4] (groups of 4 output channels)
+ *   HWT_CONV_NCHW   x [N][C][H][W], y [N][K][OH][OW], computed by the
+ *                   NCHW[x]c template: each thread stages the NCHW rows it
+ *                   reads straight into the template's blocked row layout
+ *                   and transposes its output rows back, so no separate
+ *                   layout pass (and no barrier) is needed; weights packed
+ *                   as for NCHWC. Shapes the template refuses (S > 64) with
+ *                   default params fall back to HWT_CONV_NCHW_DIRECT, and
+ *                   the plan's layout says so.
+ *   HWT_CONV_NCHW_DIRECT  the same tensors by the portable direct kernel;
+ *                   packed weights [ceil(K/4)][C][R][S][4]
  *   HWT_CONV_NCHWC  x NCHW[ic_bn]c  [N][C/ic_bn][H][W][ic_bn]
  *                   y NCHW[oc_bn]c  [N][K/oc_bn][OH][OW][oc_bn]
  *                   weights OIHW[ic_bn]i[oc_bn]o [K/oc_bn][C/ic_bn][R][S][ic_bn][oc_bn]
- * The NCHW[x]c template's knobs (ic_bn, oc_bn, reg_n, unroll_ker) are
+ * The NCHW[x]c template's knobs (ic_bn, oc_bn, reg_n, unroll_ker, reg_h) are
  * declared by hwt_conv_knobs(), next to the template; the tuner reads that
  * declaration, and hwt_conv_default_params() is the untuned fallback.
  */
@@ -23,7 +31,7 @@
 #include "hwtune/api.h"
 #include "hwtune/isa.h"
 
-typedef enum { HWT_CONV_NCHW = 0, HWT_CONV_NCHWC = 1 } hwt_conv_layout;
+typedef enum { HWT_CONV_NCHW = 0, HWT_CONV_NCHWC = 1, HWT_CONV_NCHW_DIRECT = 2 } hwt_conv_layout;
 
 typedef struct {
   int N, C, H, W;       /* input */
@@ -39,6 +47,8 @@ typedef struct {
   int oc_bn;       /* output-channel block: divides K */
   int reg_n;       /* output pixels along W held in registers per block */
   int unroll_ker;  /* 1: kernel-width loop innermost and unrolled (ic inside kh) */
+  int reg_h;       /* output rows per register block (1 or 2): two rows share every
+                      weight load, for narrow outputs (7x7, 14x14) */
 } hwt_conv_params;
 
 #define HWT_CONV_KNOB_MAX 128
@@ -50,20 +60,21 @@ typedef struct {
 /* The NCHW[x]c search space: every legal value of each knob. Any combination
  * of listed values is accepted by hwt_conv_plan_make(): ic_bn / oc_bn are
  * the divisors of C / K (the first HWT_CONV_KNOB_MAX), reg_n the values up
- * to min(32, OW) that divide OW or are powers of two, unroll_ker 0 and 1. */
+ * to min(32, OW) that divide OW or are powers of two, unroll_ker 0 and 1,
+ * reg_h 1 and (when OH > 1) 2. */
 typedef struct {
-  hwt_conv_knob ic_bn, oc_bn, reg_n, unroll_ker;
+  hwt_conv_knob ic_bn, oc_bn, reg_n, unroll_ker, reg_h;
 } hwt_conv_knobs_t;
 
 typedef struct {
   hwt_conv_desc d;
   hwt_conv_layout layout;
-  hwt_conv_params p;  /* NCHWC only (zeroed for NCHW) */
+  hwt_conv_params p;  /* template parameters (zeroed for NCHW_DIRECT) */
   hwt_isa isa;
   int nth;            /* thread count the plan was made for */
   int OH, OW;
   int Hp, Wp;         /* input extent the kernel reads (padded copy, or H/W) */
-  int copy_input;     /* 1: run_part stages a zero-padded input copy in ws (NCHWC) */
+  int copy_input;     /* 1: run_part stages a zero-padded input copy in ws (template) */
   size_t x_floats, y_floats, w_floats;  /* tensor sizes in this layout */
   size_t ws_floats;   /* workspace floats each thread needs (64-byte aligned) */
 } hwt_conv_plan;
@@ -73,9 +84,9 @@ HWT_API int hwt_conv_out_dims(const hwt_conv_desc *d, int *oh, int *ow);
 HWT_API int hwt_conv_knobs(const hwt_conv_desc *d, hwt_isa isa, hwt_conv_knobs_t *out);
 /* Untuned fallback from the SIMD width of `isa` (HWT_EISA if unsupported). */
 HWT_API int hwt_conv_default_params(const hwt_conv_desc *d, hwt_isa isa, hwt_conv_params *out);
-/* params: NCHWC only, NULL = defaults; ignored for NCHW. Returns HWT_OK, or
+/* params: NULL = defaults; ignored for NCHW_DIRECT. Returns HWT_OK, or
  * HWT_EINVAL (bad shape, a knob value not in hwt_conv_knobs, or S > 64 for
- * NCHWC) / HWT_EISA. */
+ * NCHWC or NCHW with params) / HWT_EISA. */
 HWT_API int hwt_conv_plan_make(const hwt_conv_desc *d, hwt_conv_layout layout,
                                const hwt_conv_params *params, hwt_isa isa, int nth,
                                hwt_conv_plan *out);

@@ -424,6 +424,41 @@ class ResultsDB:
             [host_key, workload_key, threads, executors])
         return rows[0] if rows else None
 
+    # -- listing runs and traces (report, check) -------------------------
+    def runs(self, host_key: str, kind: str, *, until: Optional[str] = None) -> List[dict]:
+        """Runs of one kind on a host that hold figures (complete, or
+        interrupted with what they finished), oldest first; until: ISO
+        timestamp bound on started_at (inclusive)."""
+        sql = ("SELECT * FROM runs WHERE host_key = ? AND kind = ? "
+               "AND status IN ('complete', 'interrupted')")
+        args: List[Any] = [host_key, kind]
+        if until is not None:
+            sql += " AND started_at <= ?"
+            args.append(until)
+        return [self._run_row(r) for r in self._query(sql + " ORDER BY started_at, run_id", args)]
+
+    def traced_run(self, host_key: str, graph_hash: str, *, until: Optional[str] = None,
+                   prefer: Optional[int] = None) -> Optional[int]:
+        """The run whose stored trace shows this graph: `prefer` (a tune
+        run) when it carries one, else the newest traced 'run' of the graph."""
+        if prefer is not None and self._query(
+                "SELECT 1 FROM run_traces WHERE run_id = ? LIMIT 1", [prefer]):
+            return prefer
+        sql = ("SELECT r.run_id FROM runs r WHERE r.host_key = ? AND r.kind = 'run' "
+               "AND json_extract(r.options_json, '$.graph_hash') = ? "
+               "AND EXISTS (SELECT 1 FROM run_traces t WHERE t.run_id = r.run_id)")
+        args: List[Any] = [host_key, graph_hash]
+        if until is not None:
+            sql += " AND r.started_at <= ?"
+            args.append(until)
+        rows = self._query(sql + " ORDER BY r.started_at DESC, r.run_id DESC LIMIT 1", args)
+        return rows[0]["run_id"] if rows else None
+
+    def last_trace_iteration(self, run_id: int) -> Optional[int]:
+        rows = self._query("SELECT max(iteration) AS it FROM run_traces WHERE run_id = ?",
+                           [run_id])
+        return rows[0]["it"] if rows else None
+
     # -- tuning trials (schema v4) ---------------------------------------
     @staticmethod
     def _trial_row(row: dict) -> dict:

@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from hwtune.errors import UsageError
 
-SCHEDULERS = ("sequential", "shared-queue", "critical-path")
+SCHEDULERS = ("sequential", "shared-queue", "critical-path", "corun")
 # The scheduler a parallel request gets when none is named: Graphi's design,
 # the one the engine is built around.
 PARALLEL_DEFAULT = "critical-path"
@@ -41,10 +41,17 @@ class EngineConfig:
     op_threads: Dict[str, int] = field(default_factory=dict)
     op_params: Dict[str, Dict[str, Any]] = field(default_factory=dict)
     op_priority: Dict[str, float] = field(default_factory=dict)
+    # Profiled seconds per op (levels, the tiny-op and solo tests).
+    op_cost: Dict[str, float] = field(default_factory=dict)
+    # corun: op -> [[threads, seconds], ...], best first (Strategy 3's
+    # candidates); threads count workers out of executors x threads.
+    op_candidates: Dict[str, List[List[float]]] = field(default_factory=dict)
 
     @property
     def pinned(self) -> bool:
-        return self.scheduler == "critical-path" if self.pin is None else bool(self.pin)
+        if self.pin is not None:
+            return bool(self.pin)
+        return self.scheduler in ("critical-path", "corun")
 
     @property
     def total_threads(self) -> int:
@@ -74,20 +81,40 @@ class EngineConfig:
                 f"{'s' if n != 1 else ''} ({format_cpus(cpus)}); keep executors x threads <= {n}")
         known = set(op_names) if op_names is not None else None
         for what, table in (("op_threads", self.op_threads), ("op_params", self.op_params),
-                            ("op_priority", self.op_priority)):
+                            ("op_priority", self.op_priority), ("op_cost", self.op_cost),
+                            ("op_candidates", self.op_candidates)):
             if not isinstance(table, Mapping):
                 raise UsageError(f"{what} must map op names to values, got {type(table).__name__}")
             unknown = sorted(k for k in table if known is not None and k not in known)
             if unknown:
                 raise UsageError(f"{what} names op{'s' if len(unknown) > 1 else ''} not in the "
                                  f"graph: {', '.join(unknown[:5])}")
+        workers = self.total_threads if self.scheduler == "corun" else self.threads
         for name, t in self.op_threads.items():
-            if isinstance(t, bool) or not isinstance(t, int) or not 1 <= t <= self.threads:
+            if isinstance(t, bool) or not isinstance(t, int) or not 1 <= t <= workers:
+                what = "corun's workers" if self.scheduler == "corun" else "one executor"
                 raise UsageError(f"op_threads[{name!r}] = {t!r}: must be an integer in "
-                                 f"1..{self.threads} (the threads of one executor)")
+                                 f"1..{workers} (the threads of {what})")
         for name, p in self.op_priority.items():
             if isinstance(p, bool) or not isinstance(p, (int, float)) or not math.isfinite(p):
                 raise UsageError(f"op_priority[{name!r}] = {p!r}: must be a finite number")
+        for name, c in self.op_cost.items():
+            if isinstance(c, bool) or not isinstance(c, (int, float)) or not math.isfinite(c) \
+                    or c < 0:
+                raise UsageError(f"op_cost[{name!r}] = {c!r}: must be seconds >= 0")
+        for name, cands in self.op_candidates.items():
+            if not isinstance(cands, Sequence) or isinstance(cands, str) or not cands:
+                raise UsageError(f"op_candidates[{name!r}] must be a non-empty list of "
+                                 f"[threads, seconds] pairs, got {cands!r}")
+            for pair in cands:
+                ok = (isinstance(pair, Sequence) and not isinstance(pair, str) and len(pair) == 2
+                      and isinstance(pair[0], int) and not isinstance(pair[0], bool)
+                      and 1 <= pair[0] <= workers
+                      and isinstance(pair[1], (int, float)) and not isinstance(pair[1], bool)
+                      and math.isfinite(pair[1]) and pair[1] >= 0)
+                if not ok:
+                    raise UsageError(f"op_candidates[{name!r}] has {pair!r}: each candidate is "
+                                     f"[threads 1..{workers}, seconds >= 0]")
         for name, p in self.op_params.items():
             if not isinstance(p, Mapping):
                 raise UsageError(f"op_params[{name!r}] must be an object of template "
@@ -108,13 +135,17 @@ class EngineConfig:
         return cls(executors=row["executors"], threads=row["threads_per_executor"],
                    scheduler=row["scheduler"], pin=bool(row["pin"]),
                    op_threads=dict(row["op_threads"]), op_params=dict(row["op_params"]),
-                   op_priority=dict(row["op_priority"]))
+                   op_priority=dict(row["op_priority"]), op_cost=dict(row.get("op_cost") or {}),
+                   op_candidates={k: [list(p) for p in v]
+                                  for k, v in (row.get("op_candidates") or {}).items()})
 
     def db_fields(self) -> Dict[str, Any]:
         """Keyword arguments of ResultsDB.put_engine_config."""
         return dict(executors=self.executors, threads_per_executor=self.threads,
                     scheduler=self.scheduler, pin=self.pinned, op_threads=dict(self.op_threads),
-                    op_params=dict(self.op_params), op_priority=dict(self.op_priority))
+                    op_params=dict(self.op_params), op_priority=dict(self.op_priority),
+                    op_cost=dict(self.op_cost),
+                    op_candidates={k: [list(p) for p in v] for k, v in self.op_candidates.items()})
 
 
 def default_config(usable: int) -> EngineConfig:
@@ -154,10 +185,15 @@ def _apply_flags(base: EngineConfig, flags: Mapping[str, Any], n_allowed: int,
             cfg = replace(cfg, executors=max(1, usable // flags["threads"]))
     if "scheduler" in flags and flags["scheduler"] == "sequential" and "executors" not in flags:
         cfg = replace(cfg, executors=1)
-    if cfg.op_threads and cfg.threads != base.threads:
+    limit = cfg.total_threads if cfg.scheduler == "corun" else cfg.threads
+    if cfg.op_threads and (cfg.threads, cfg.executors) != (base.threads, base.executors):
         # Stored per-op counts were tuned for another team size.
         cfg = replace(cfg, op_threads={k: v for k, v in cfg.op_threads.items()
-                                       if isinstance(v, int) and v <= cfg.threads})
+                                       if isinstance(v, int) and v <= limit})
+    if cfg.op_candidates and (cfg.threads, cfg.executors) != (base.threads, base.executors):
+        kept = {k: [p for p in v if isinstance(p, (list, tuple)) and p and p[0] <= limit]
+                for k, v in cfg.op_candidates.items()}
+        cfg = replace(cfg, op_candidates={k: v for k, v in kept.items() if v})
     return cfg, notes
 
 

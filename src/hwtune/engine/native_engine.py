@@ -15,7 +15,7 @@ from hwtune.graph.model import Graph
 from hwtune.graph.reference import init_inputs, init_params
 from hwtune.native._lib import lib
 
-SCHEDULERS = {"sequential": 0, "shared_queue": 1, "critical_path": 2}
+SCHEDULERS = {"sequential": 0, "shared_queue": 1, "critical_path": 2, "corun": 3}
 _ENOMEM, _ESYS = -2, -4
 
 _c_int_p = ctypes.POINTER(ctypes.c_int)
@@ -33,6 +33,9 @@ class _Config(ctypes.Structure):
         ("op_threads", _c_int_p),
         ("op_cost", _c_dbl_p),
         ("op_priority", _c_dbl_p),
+        ("op_cand_threads", _c_int_p),
+        ("op_cand_seconds", _c_dbl_p),
+        ("op_cand_n", ctypes.c_int),
     ]
 
 
@@ -63,6 +66,8 @@ _sig("hwt_engine_tensor", _f_p, _vp, _ci)
 _sig("hwt_engine_run", _ci, _vp)
 _sig("hwt_engine_profile", _ci, _vp, _ci)
 _sig("hwt_engine_events", _ci, _vp, ctypes.POINTER(Event), _ci)
+_sig("hwt_engine_n_folded", _ci, _vp)
+_sig("hwt_engine_op_folded", _ci, _vp, _ci)
 
 
 def _per_op(graph: Graph, values: Optional[Mapping[str, float]], ctype, what: str):
@@ -78,6 +83,28 @@ def _per_op(graph: Graph, values: Optional[Mapping[str, float]], ctype, what: st
     return (ctype * len(names))(*[values.get(n, default) for n in names])
 
 
+def _candidates(graph: Graph, cands: Optional[Mapping[str, Sequence[Sequence[float]]]]):
+    """op -> [[threads, seconds], ...] as the C arrays (threads, seconds, n)
+    in op-id order, or None. Ops without candidates get none (count 0)."""
+    if not cands:
+        return None
+    names = [op.name for op in graph.ops]
+    unknown = sorted(set(cands) - set(names))
+    if unknown:
+        raise UsageError(f'op_candidates names unknown op "{unknown[0]}"')
+    width = max(len(v) for v in cands.values())
+    threads = (ctypes.c_int * (len(names) * width))()
+    seconds = (ctypes.c_double * (len(names) * width))(*([-1.0] * (len(names) * width)))
+    for i, name in enumerate(names):
+        for k, pair in enumerate(cands.get(name, ())):
+            t, sec = pair
+            if isinstance(t, bool) or not isinstance(t, int) or t < 1:
+                raise UsageError(f"op_candidates[{name!r}]: thread count {t!r} must be >= 1")
+            threads[i * width + k] = t
+            seconds[i * width + k] = float(sec)
+    return threads, seconds, width
+
+
 class NativeEngine:
     """A prepared engine for one model and one configuration."""
 
@@ -85,7 +112,8 @@ class NativeEngine:
                  scheduler: str = "sequential", pin: bool = True, isa: int = -1,
                  op_threads: Optional[Mapping[str, int]] = None,
                  op_cost: Optional[Mapping[str, float]] = None,
-                 op_priority: Optional[Mapping[str, float]] = None):
+                 op_priority: Optional[Mapping[str, float]] = None,
+                 op_candidates: Optional[Mapping[str, Sequence[Sequence[float]]]] = None):
         self._h = None
         if scheduler not in SCHEDULERS:
             raise UsageError(f'unknown scheduler "{scheduler}" (one of: {", ".join(SCHEDULERS)})')
@@ -102,6 +130,11 @@ class NativeEngine:
         for field, arr in zip(("op_threads", "op_cost", "op_priority"), arrays):
             if arr is not None:
                 setattr(cfg, field, ctypes.cast(arr, type(getattr(cfg, field))))
+        cands = _candidates(graph, op_candidates)
+        if cands is not None:
+            cfg.op_cand_threads = ctypes.cast(cands[0], _c_int_p)
+            cfg.op_cand_seconds = ctypes.cast(cands[1], _c_dbl_p)
+            cfg.op_cand_n = cands[2]
         err = ctypes.create_string_buffer(512)
         h = lib.hwt_engine_create(self._ng.handle, ctypes.byref(cfg), err, len(err))
         if not h:
@@ -156,8 +189,14 @@ class NativeEngine:
     def outputs(self) -> Dict[str, np.ndarray]:
         return {name: self.output(name) for name in self.graph.outputs}
 
+    def folded(self) -> List[str]:
+        """Names of the ops folded at prepare (constant: they never run)."""
+        return [op.name for i, op in enumerate(self.graph.ops)
+                if lib.hwt_engine_op_folded(self._h, i) == 1]
+
     def events(self) -> List[Event]:
-        """Per-op events of the last profiled run, in op-id order."""
+        """Per-op events of the last profiled run, in op-id order (folded ops
+        have none: match them by .op)."""
         n = len(self.graph.ops)
         buf = (Event * max(n, 1))()
         got = lib.hwt_engine_events(self._h, buf, n)

@@ -84,8 +84,9 @@ def open_engine(graph, cfg: EngineConfig, op_cost: Optional[Dict[str, float]] = 
     return native_engine().NativeEngine(
         graph, executors=cfg.executors, threads=cfg.threads,
         scheduler=cfg.scheduler.replace("-", "_"), pin=cfg.pinned,
-        op_threads=cfg.op_threads or None, op_cost=op_cost or None,
-        op_priority=cfg.op_priority or None)
+        op_threads=cfg.op_threads or None, op_cost=op_cost or cfg.op_cost or None,
+        op_priority=cfg.op_priority or None,
+        op_candidates=getattr(cfg, "op_candidates", None) or None)
 
 
 def workload_keys(graph) -> List[str]:
@@ -152,20 +153,25 @@ def check_outputs(outputs: Dict[str, Any], graph) -> Dict[str, Any]:
 def run_model(db, host_key: str, graph, graph_hash: str, cfg: EngineConfig, *,
               iterations: int, warmup: int, trace: bool, options: Dict[str, Any],
               kernel_variant: str, config_id: Optional[int] = None, check: bool = False,
-              progress=None) -> RunResult:
+              progress=None, base_graph=None, op_cost: Optional[Dict[str, float]] = None
+              ) -> RunResult:
     """Time the engine on graph; one 'run' row with one 'graph' measurement.
     With trace, PROFILE_RUNS more runs are profiled: their per-op medians go
     to op_profiles (and order the next critical-path run), the last run's
-    events to run_traces."""
+    events to run_traces. graph is what runs (a config's layout rewrites
+    applied); base_graph, when given, is the model graph_hash names.
+    op_cost: the config's stored per-op costs (else profiled op_profiles)."""
     from hwtune.engine.lowered import lowered_doc
     from hwtune.graph.info import graph_info
     from hwtune.scan.stats import mad, median, rel_spread
 
     check_counts(iterations, warmup)
     flops = graph_info(graph).flops
-    costs = profiled_costs(db, host_key, graph, cfg) if cfg.scheduler == "critical-path" \
-        else None
-    db.put_lowered(graph_hash, lowered_doc(graph))  # for the C runner (engine/runner/)
+    costs = None
+    if cfg.scheduler in ("critical-path", "corun"):
+        costs = op_cost or cfg.op_cost or profiled_costs(db, host_key, graph, cfg)
+    # for the C runner (engine/runner/)
+    db.put_lowered(graph_hash, lowered_doc(base_graph if base_graph is not None else graph))
     engine = open_engine(graph, cfg, costs)
     run_id = db.start_run(host_key, "run", options)
     try:

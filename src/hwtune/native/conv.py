@@ -1,5 +1,11 @@
-"""Binding for hwtune/conv.h: 2-D convolution (direct NCHW and the NeoCPU
-NCHW[x]c template), its knob declaration, and the layout transforms."""
+"""Binding for hwtune/conv.h: 2-D convolution (the NeoCPU NCHW[x]c template
+on NCHW or NCHW[x]c tensors, and the portable direct NCHW kernel), its knob
+declaration, and the layout transforms.
+
+Layouts: "NCHW" (NCHW in and out, run by the template: input rows staged and
+output rows transposed inside the kernel), "NCHWc" (blocked in and out) and
+"NCHW-direct" (the portable direct kernel, the fallback for shapes the
+template refuses)."""
 
 import ctypes
 
@@ -9,8 +15,8 @@ from hwtune.errors import UsageError
 from hwtune.native._lib import check, lib
 from hwtune.native.isa import resolve_isa
 
-LAYOUTS = ("NCHW", "NCHWc")
-KNOBS = ("ic_bn", "oc_bn", "reg_n", "unroll_ker")
+LAYOUTS = ("NCHW", "NCHWc", "NCHW-direct")  # index = hwt_conv_layout
+KNOBS = ("ic_bn", "oc_bn", "reg_n", "unroll_ker", "reg_h")  # hwt_conv_params order
 _KNOB_MAX = 128
 
 
@@ -148,10 +154,10 @@ def conv2d(x, w, bias=None, *, stride=1, pad=0, relu=False, layout="NCHW", param
            isa=None, nth=1) -> np.ndarray:
     """y = conv2d(x, w) + bias (then ReLU if relu), NCHW in and out.
 
-    layout="NCHWc" runs the NCHW[x]c template: x is transformed to
-    NCHW[ic_bn]c, the weights packed, and y transformed back from
-    NCHW[oc_bn]c. All `nth` shares run sequentially in this process, which
-    exercises the partition without a thread pool.
+    layout="NCHW" runs the template on the NCHW tensors; "NCHWc" transforms
+    x to NCHW[ic_bn]c first and y back from NCHW[oc_bn]c; "NCHW-direct" runs
+    the direct kernel (params ignored). All `nth` shares run sequentially in
+    this process, which exercises the partition without a thread pool.
     """
     if layout not in LAYOUTS:
         raise UsageError(f"unknown layout {layout!r}: choose one of {', '.join(LAYOUTS)}")
@@ -194,7 +200,9 @@ class Conv2dPlan:
     the engine): weights packed once, one workspace reused by every share.
 
     run() takes x and returns y in the plan's layout: NCHW, or NCHW[ic_bn]c
-    in and NCHW[oc_bn]c out for "NCHWc".
+    in and NCHW[oc_bn]c out for "NCHWc". `layout` afterwards names the
+    kernel that runs ("NCHW" may become "NCHW-direct"), `params` the
+    template's parameters (None for the direct kernel).
     """
 
     def __init__(self, x_shape, w, bias=None, *, stride=1, pad=0, relu=False, layout="NCHW",
@@ -225,8 +233,11 @@ class Conv2dPlan:
         raw = np.empty(self._plan.ws_floats + 16, np.float32)
         off = (-raw.ctypes.data % 64) // 4
         self._ws = raw[off:off + self._plan.ws_floats]
+        # The plan's layout is the kernel that runs: NCHW falls back to
+        # NCHW-direct for shapes the template refuses.
+        self.layout = LAYOUTS[self._plan.layout]
         self.params = ({name: getattr(self._plan.p, name) for name in KNOBS}
-                       if layout == "NCHWc" else None)
+                       if self.layout != "NCHW-direct" else None)
         oh, ow = self._plan.OH, self._plan.OW
         if layout == "NCHWc":
             ib, ob = self._plan.p.ic_bn, self._plan.p.oc_bn

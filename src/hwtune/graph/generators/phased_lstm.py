@@ -8,11 +8,13 @@ gate continuous instead of jumping down to leak * phi.
 """
 
 from hwtune.graph.generators.builder import Builder
-from hwtune.graph.generators.lstm import lstm_cell, lstm_weights
+from hwtune.graph.generators.lstm import lstm_layer, lstm_weights
 
 
 def generate(batch=64, seq=20, hidden=128, input=None, layers=4, leak=0.001,
-             r_on=0.05, seed=0):
+             r_on=0.05, fused=False, hoist=0, seed=0):
+    """fused / hoist: the LSTM cell in Graphi's or DeepCPU's form, as in
+    hwtune.graph.generators.lstm (configs/models/templates/phased_lstm_fused.json)."""
     input = hidden if input is None else input
     b = Builder(f"phased-lstm-{layers}x{hidden}-seq{seq}-b{batch}", seed=seed)
     for t in range(1, seq + 1):
@@ -26,27 +28,29 @@ def generate(batch=64, seq=20, hidden=128, input=None, layers=4, leak=0.001,
         b.param(f"tau{layer}", (hidden,), low=1, high=100)
         b.param(f"s{layer}", (hidden,), low=0, high=10)
         b.param(f"r{layer}", (hidden,), init="constant", value=r_on)
+
+    def combine(p, layer, t):
+        c_prev, h_prev = f"c{layer}.{t - 1}", f"h{layer}.{t - 1}"
+        b.op(f"{p}.cp", "add", [f"{p}.fc", f"{p}.ig"])
+        b.op(f"{p}.tc", "tanh", [f"{p}.cp"])
+        b.op(f"{p}.hp", "mul", [f"{p}.so", f"{p}.tc"])
+        b.op(f"{p}.shift", "sub", [f"time.{t}", f"s{layer}"])
+        b.op(f"{p}.cyc", "mod", [f"{p}.shift", f"tau{layer}"])
+        b.op(f"{p}.phi", "div", [f"{p}.cyc", f"tau{layer}"])
+        b.op(f"{p}.ratio", "div", [f"{p}.phi", f"r{layer}"])
+        b.op(f"{p}.up", "affine", [f"{p}.ratio"], scale=2.0)
+        b.op(f"{p}.down", "affine", [f"{p}.ratio"], scale=-2.0, shift=2.0)
+        b.op(f"{p}.open", "minimum", [f"{p}.up", f"{p}.down"])
+        b.op(f"{p}.closed", "affine", [f"{p}.phi"], scale=leak)
+        b.op(f"{p}.k", "maximum", [f"{p}.open", f"{p}.closed"])
+        b.op(f"{p}.dc", "sub", [f"{p}.cp", c_prev])
+        b.op(f"{p}.kdc", "mul", [f"{p}.k", f"{p}.dc"])
+        b.op(f"c{layer}.{t}", "add", [c_prev, f"{p}.kdc"])
+        b.op(f"{p}.dh", "sub", [f"{p}.hp", h_prev])
+        b.op(f"{p}.kdh", "mul", [f"{p}.k", f"{p}.dh"])
+        b.op(f"h{layer}.{t}", "add", [h_prev, f"{p}.kdh"])
+
     for layer in range(1, layers + 1):
-        for t in range(1, seq + 1):
-            p, c_prev, h_prev = f"L{layer}.{t}", f"c{layer}.{t - 1}", f"h{layer}.{t - 1}"
-            lstm_cell(b, p, f"h{layer - 1}.{t}", h_prev, c_prev, layer)
-            b.op(f"{p}.cp", "add", [f"{p}.fc", f"{p}.ig"])
-            b.op(f"{p}.tc", "tanh", [f"{p}.cp"])
-            b.op(f"{p}.hp", "mul", [f"{p}.so", f"{p}.tc"])
-            b.op(f"{p}.shift", "sub", [f"time.{t}", f"s{layer}"])
-            b.op(f"{p}.cyc", "mod", [f"{p}.shift", f"tau{layer}"])
-            b.op(f"{p}.phi", "div", [f"{p}.cyc", f"tau{layer}"])
-            b.op(f"{p}.ratio", "div", [f"{p}.phi", f"r{layer}"])
-            b.op(f"{p}.up", "affine", [f"{p}.ratio"], scale=2.0)
-            b.op(f"{p}.down", "affine", [f"{p}.ratio"], scale=-2.0, shift=2.0)
-            b.op(f"{p}.open", "minimum", [f"{p}.up", f"{p}.down"])
-            b.op(f"{p}.closed", "affine", [f"{p}.phi"], scale=leak)
-            b.op(f"{p}.k", "maximum", [f"{p}.open", f"{p}.closed"])
-            b.op(f"{p}.dc", "sub", [f"{p}.cp", c_prev])
-            b.op(f"{p}.kdc", "mul", [f"{p}.k", f"{p}.dc"])
-            b.op(f"c{layer}.{t}", "add", [c_prev, f"{p}.kdc"])
-            b.op(f"{p}.dh", "sub", [f"{p}.hp", h_prev])
-            b.op(f"{p}.kdh", "mul", [f"{p}.k", f"{p}.dh"])
-            b.op(f"h{layer}.{t}", "add", [h_prev, f"{p}.kdh"])
+        lstm_layer(b, layer, seq, batch, fused, hoist, combine)
     b.output(*[f"h{layers}.{t}" for t in range(1, seq + 1)])
     return b.build()

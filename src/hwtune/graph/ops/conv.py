@@ -1,24 +1,16 @@
 """conv2d in NCHW or the blocked NCHW[x]c layout, with the CONV template's
-tunable knobs (ic_bn, oc_bn, reg_n, unroll_ker) as optional attributes.
+tunable knobs (ic_bn, oc_bn, reg_n, unroll_ker, reg_h) as optional attributes.
 
-The knobs and their legal values are declared here once (`conv2d_knobs`) so
-that validation and the tuner share one definition.
+The knobs and their legal values are declared once, by the C template next
+to the code they shape (hwt_conv_knobs in kernels/conv/conv.c);
+`conv2d_knobs` reads that declaration through the binding, so validation,
+the engine and the tuner agree.
 """
 
 import numpy as np
 
 from hwtune.graph.ops import Attr, OpError, OpSpec, register, show_shape
 from hwtune.graph.ops.layout import from_nchwc, from_oihwio, to_nchwc
-
-# reg_n is the number of output columns one micro-kernel call keeps in
-# registers; TVM's x86 conv2d template (the one NeoCPU tunes) filters its
-# ow split to <= 64, and we take the same bound.
-MAX_REG_N = 64
-
-
-def divisors(n):
-    return [d for d in range(1, n + 1) if n % d == 0]
-
 
 def _geometry(in_shapes, attrs):
     """(N, IC, H, W, OC, KH, KW, OH, OW, ic_bn, oc_bn) or OpError."""
@@ -67,12 +59,16 @@ def _geometry(in_shapes, attrs):
 def conv2d_knobs(in_shapes, attrs):
     """Legal values of each tunable knob for this conv (the search space)."""
     n, ic, h, wd, oc, kh, kw, oh, ow, ic_bn, oc_bn = _geometry(in_shapes, attrs)
+    from hwtune.native import conv as native_conv  # loads the C library on first use
+    legal = native_conv.knobs((n, ic, h, wd), (oc, ic, kh, kw), stride=attrs["stride"],
+                              pad=attrs["padding"])
     blocked = attrs["layout"] == "NCHWc"
     return {
-        "ic_bn": [ic_bn] if blocked else divisors(ic),
-        "oc_bn": [oc_bn] if blocked else divisors(oc),
-        "reg_n": [d for d in divisors(ow) if d <= MAX_REG_N],
-        "unroll_ker": [False, True],
+        "ic_bn": [ic_bn] if blocked else legal["ic_bn"],
+        "oc_bn": [oc_bn] if blocked else legal["oc_bn"],
+        "reg_n": legal["reg_n"],
+        "unroll_ker": [bool(v) for v in legal["unroll_ker"]],
+        "reg_h": legal["reg_h"],
     }
 
 
@@ -82,7 +78,7 @@ def _infer(in_shapes, attrs, n_out):
         raise OpError(f"bias must have shape [{oc}], got {show_shape(in_shapes[2])}",
                       "inputs[2]")
     legal = conv2d_knobs(in_shapes, attrs)
-    for key in ("ic_bn", "oc_bn", "reg_n"):
+    for key in ("ic_bn", "oc_bn", "reg_n", "reg_h"):
         if attrs[key] is not None and attrs[key] not in legal[key]:
             raise OpError(f"{attrs[key]} is not legal here (legal: "
                           f"{', '.join(map(str, legal[key]))})", f"attrs.{key}")
@@ -139,7 +135,10 @@ register(OpSpec(
         Attr("ic_bn", "int", None, minimum=1, doc="input-channel block (divides IC)"),
         Attr("oc_bn", "int", None, minimum=1, doc="output-channel block (divides OC)"),
         Attr("reg_n", "int", None, minimum=1,
-             doc=f"output columns per micro-kernel (divides OW, <= {MAX_REG_N})"),
+             doc="output columns per register block (up to 32; divides OW or is a power "
+                 "of two)"),
         Attr("unroll_ker", "bool", None, doc="unroll the kernel-width loop"),
+        Attr("reg_h", "int", None, minimum=1,
+             doc="output rows per register block (1 or 2)"),
     ],
     doc="2-D convolution (+ bias[OC]); cross-correlation as in every DL framework"))

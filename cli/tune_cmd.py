@@ -1,0 +1,109 @@
+"""`hwtune tune-graph`: thin click layer over hwtune.tuners.pipeline."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from hwtune.cli.options import db_option, example, json_option, parse_overrides
+
+
+def _ms(seconds) -> str:
+    return "-" if seconds is None else f"{seconds * 1e3:.3f} ms"
+
+
+def _only(ctx, param, value):
+    if not value:
+        return None
+    out = []
+    for item in value:
+        out += [s.strip() for s in item.split(",") if s.strip()]
+    return out
+
+
+@click.command("tune-graph", epilog=example(
+    "hwtune tune-graph configs/models/lstm_medium.json --budget 300"))
+@click.argument("model", type=click.Path(dir_okay=False))
+@click.option("--budget", "budget_s", type=float, default=None, metavar="SECONDS",
+              help="stop searching after this long (finished trials are kept; the final "
+                   "comparison still runs)")
+@click.option("--trials", type=int, default=None, metavar="N",
+              help="at most N trials per CONV workload (default: 15% of its grid with optuna, "
+                   "all of it with grid)")
+@click.option("--only", multiple=True, callback=_only, metavar="STAGE",
+              help="run only these stages: sweep, conv, hillclimb (repeatable or comma list)")
+@click.option("--search", default="optuna", show_default=True, metavar="NAME",
+              help="CONV template search: optuna (TPE, 15% of each workload's grid unless "
+                   "--trials) or grid (exhaustive)")
+@click.option("--reps", type=int, default=5, show_default=True, metavar="N",
+              help="samples per trial")
+@click.option("--strategy", type=int, default=1, show_default=True, metavar="1|2",
+              help="per-op thread counts: 1 per op, 2 one count per op type (its largest "
+                   "instance decides)")
+@click.option("--set", "overrides", multiple=True, callback=parse_overrides, metavar="NAME=VALUE",
+              help="override a declared model var (repeatable), e.g. --set seq=5")
+@db_option
+@json_option
+def tune_graph(model, budget_s, trials, only, search, reps, strategy, overrides, db_path,
+               as_json):
+    """Tune MODEL (a model.json) on this machine and store the result.
+
+    Sweeps executors x threads per executor, searches the CONV template
+    knobs per workload and the layouts across CONVs, hill-climbs per-op
+    thread counts, then measures the tuned config against the default (1
+    executor x all threads, default CONV knobs) interleaved and keeps the
+    faster. `hwtune run` and the C runner (hwtune-run) use the stored
+    config automatically. Ctrl-C keeps every finished trial; running again
+    resumes, and workloads tuned on this host are never measured twice.
+    """
+    from hwtune import machine
+    from hwtune.db import ResultsDB
+    from hwtune.engine.runner import native_engine
+    from hwtune.graph import load_model
+    from hwtune.native.pool import allowed_cpus
+    from hwtune.tuners.pipeline import TuneOptions, tune_graph as run_tuning
+
+    opts = TuneOptions(budget_s=budget_s, trials=trials, only=only, search=search, reps=reps,
+                       strategy=strategy).check()
+    graph = load_model(model, overrides)
+    native_engine()
+    cpus = allowed_cpus()
+
+    def progress(stage, message):
+        if not as_json:
+            click.echo(f"[{stage}] {message}", err=True)
+
+    db = ResultsDB.open(db_path)
+    with db:
+        host_key = db.upsert_host(machine.fingerprint())
+        graph_hash = db.put_graph(graph.to_json())
+        res = run_tuning(db, host_key, graph, graph_hash, opts, cpus=cpus, model_path=model,
+                         progress=progress)
+        db_file = str(db.path)
+
+    if as_json:
+        out = {"model": graph.name, "graph_hash": graph_hash, "db": db_file}
+        out.update(res.to_json())
+        click.echo(json.dumps(out, indent=2))
+        return
+    d, t = res.default, res.chosen
+    click.echo(f"model:     {graph.name} ({len(graph.ops)} ops, graph {graph_hash[:12]})")
+    click.echo(f"default:   {_ms(d.median_s)} +- {_ms(d.mad_s)}  ({d.config.describe()}, "
+               f"default CONV knobs)")
+    click.echo(f"tuned:     {_ms(t.median_s)} +- {_ms(t.mad_s)}  ({t.config.describe()}"
+               f"{', ' + str(len(t.config.op_params)) + ' CONV(s) tuned' if t.config.op_params else ''}"
+               f"{', ' + str(len(t.config.op_threads)) + ' per-op thread counts' if t.config.op_threads else ''})")
+    click.echo(f"speedup:   {res.speedup:.2f}x (medians of samples interleaved in one run)")
+    others = [c for c in res.candidates if c is not d and c is not t]
+    if others:
+        click.echo("also measured: " + ", ".join(f"{c.label} {_ms(c.median_s)}" for c in others))
+    click.echo("why:")
+    for line in res.why:
+        click.echo(f"  - {line}")
+    spent = ", ".join(f"{k} {v.seconds:.1f} s ({v.trials} trials, {v.reused} reused)"
+                      for k, v in res.stages.items())
+    click.echo(f"tuning:    {res.tuning_s:.1f} s total{'; ' + spent if spent else ''}")
+    if res.accuracy:
+        click.echo(f"thread-count interpolation accuracy: {res.accuracy}")
+    click.echo(f"stored:    tuned config {res.config_id}, run {res.run_id} in {db_file}")

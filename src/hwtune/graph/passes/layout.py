@@ -1,0 +1,198 @@
+"""The layout rewrite pass (NeoCPU section 3.2): run chosen CONVs in
+NCHW[x]c and keep activations blocked through the ops that allow it, with a
+layout_transform only where a consumer needs another layout.
+
+Walks the graph once in topological order, tracking for every original
+tensor the block it is held in (its "primary" copy) and the extra copies
+made for consumers that need another block; a copy is made once per
+(tensor, block) and shared by all its consumers. Weights of blocked CONVs go
+through a layout_transform of the original param (the engine folds ops on
+params at prepare, so it costs nothing per run). Joins (add/sum/..., channel
+concat) run in the block most of their input elements already have, ties to
+the first input (`layout_rules.join_block`); the other inputs are copied
+into it. Graph outputs keep their names and NCHW shapes.
+
+Names: a copy of tensor t in NCHW16c is tensor and op `t@nchw16c` (`t@nchw`
+back to plain); weights `w@oihw8i16o`. Original op names never change, so
+per-op settings (op_threads, op costs) still apply.
+"""
+
+from typing import Dict, List, Optional, Tuple
+
+from hwtune.errors import UsageError
+from hwtune.graph.errors import GraphError
+from hwtune.graph.model import Graph, Op
+from hwtune.graph.ops.conv import conv2d_knobs
+from hwtune.graph.passes.layout_rules import conv_blocks, layout_name, op_layout
+# The template knobs, as the C template declares them (hwt_conv_params).
+from hwtune.native.conv import KNOBS
+
+_PARAM_KEYS = ("layout",) + KNOBS
+
+
+def ensure_validated(graph: Graph) -> Graph:
+    """The graph, validated in place if it was not yet (shapes and order)."""
+    if graph.ops and not graph.order:
+        from hwtune.graph.validate import validate_graph
+        validate_graph(graph)
+    return graph
+
+
+def require_plain(graph: Graph) -> None:
+    """The pass rewrites a plain (NCHW) graph; blocked ops already in it
+    would need their own bookkeeping of which tensors are blocked."""
+    for op in graph.ops:
+        if op.op == "layout_transform" or (op.resolved or {}).get("layout") == "NCHWc":
+            raise UsageError(f'op "{op.name}" already uses a blocked layout: apply op_params '
+                             f"to the plain NCHW model")
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def check_op_params(graph: Graph, op_params: Dict[str, dict]) -> Dict[str, dict]:
+    """Validate op_params against the graph; returns normalised copies
+    (layout filled in). Raises UsageError with a one-line message."""
+    if not isinstance(op_params, dict):
+        raise UsageError(f"op_params must map conv op names to parameter dicts, "
+                         f"got {type(op_params).__name__}")
+    by_name = {op.name: op for op in graph.ops}
+    out = {}
+    for name, params in op_params.items():
+        where = f'op_params["{name}"]'
+        op = by_name.get(name)
+        if op is None:
+            raise UsageError(f'{where}: no op named "{name}" in {graph.name}')
+        if op.op != "conv2d":
+            raise UsageError(f'{where}: "{name}" is a {op.op}, only conv2d ops take layout params')
+        if not isinstance(params, dict):
+            raise UsageError(f"{where}: must be a dict of {', '.join(_PARAM_KEYS)}")
+        unknown = sorted(set(params) - set(_PARAM_KEYS))
+        if unknown:
+            raise UsageError(f'{where}: unknown key "{unknown[0]}" (known: '
+                             f"{', '.join(_PARAM_KEYS)})")
+        p = dict(params)
+        p.setdefault("layout", "NCHWc")
+        if p["layout"] not in ("NCHW", "NCHWc"):
+            raise UsageError(f'{where}: layout must be "NCHW" or "NCHWc", got {p["layout"]!r}')
+        if p["layout"] == "NCHWc" and not ("ic_bn" in p and "oc_bn" in p):
+            raise UsageError(f"{where}: an NCHWc conv needs ic_bn and oc_bn")
+        legal = conv2d_knobs([graph.shapes[t] for t in op.inputs], op.resolved)
+        for key in KNOBS:
+            if key not in p or p[key] is None:
+                continue
+            v = p[key]
+            if key == "unroll_ker" and v in (0, 1) and _is_int(v):
+                v = p[key] = bool(v)  # the C knob table lists it as 0/1
+            ok_type = isinstance(v, bool) if key == "unroll_ker" else _is_int(v)
+            if not ok_type or v not in legal[key]:
+                shown = ", ".join(map(str, legal[key][:16])) + (
+                    ", ..." if len(legal[key]) > 16 else "")
+                raise UsageError(f"{where}: {key}={v!r} is not legal for this conv "
+                                 f"(legal: {shown})")
+        out[name] = p
+    return out
+
+
+class _Rewriter:
+    def __init__(self, graph: Graph):
+        self.g = graph
+        self.ops: List[Op] = []
+        self.held: Dict[str, Tuple[str, int]] = {}        # tensor -> (stored name, block)
+        self.copies: Dict[Tuple[str, int], str] = {}      # (tensor, block) -> stored name
+        self.weights: Dict[Tuple[str, int, int], str] = {}
+
+    def emit(self, name, kind, inputs, outputs, attrs, like: Optional[Op] = None):
+        self.ops.append(Op(name, kind, list(inputs), list(outputs), dict(attrs),
+                           like.loc if like else "", like.origin if like else None))
+
+    def fetch(self, tensor: str, block: int) -> str:
+        """The stored name of `tensor` in `block`, transforming once if needed."""
+        stored, have = self.held.get(tensor, (tensor, 0))
+        if have == block:
+            return stored
+        key = (tensor, block)
+        if key not in self.copies:
+            name = f"{tensor}@{layout_name(block).lower()}"
+            self.emit(name, "layout_transform", [stored], [name],
+                      {"src": layout_name(have), "dst": layout_name(block)})
+            self.copies[key] = name
+        return self.copies[key]
+
+    def weight(self, w: str, ib: int, ob: int) -> str:
+        key = (w, ib, ob)
+        if key not in self.weights:
+            dst = f"OIHW{ib}i{ob}o"
+            name = f"{w}@{dst.lower()}"
+            self.emit(name, "layout_transform", [w], [name], {"src": "OIHW", "dst": dst})
+            self.weights[key] = name
+        return self.weights[key]
+
+    def conv(self, op: Op, p: dict):
+        ib, ob = conv_blocks(p)
+        attrs = dict(op.attrs)
+        attrs.update({k: p[k] for k in KNOBS if p.get(k) is not None})
+        inputs = [self.fetch(op.inputs[0], ib)] + list(op.inputs[1:])
+        if ib:
+            attrs["layout"] = "NCHWc"
+            inputs[1] = self.weight(op.inputs[1], ib, ob)
+        return inputs, attrs, ob
+
+    def other(self, op: Op):
+        shapes = [self.g.shapes[t] for t in op.inputs]
+        blocks = [self.held.get(t, (t, 0))[1] for t in op.inputs]
+        rule = op_layout(op.op, op.resolved, blocks, shapes)
+        inputs = [t if need is None else self.fetch(t, need)
+                  for t, need in zip(op.inputs, rule.need)]
+        return inputs, {**op.attrs, **rule.attrs}, rule.out
+
+    def run(self, op_params: Dict[str, dict]) -> List[Op]:
+        outputs = set(self.g.outputs)
+        for i in self.g.order:
+            op = self.g.ops[i]
+            if op.name in op_params:
+                inputs, attrs, block = self.conv(op, op_params[op.name])
+            else:
+                inputs, attrs, block = self.other(op)
+            stored = [f"{t}@{layout_name(block).lower()}" if block and t in outputs else t
+                      for t in op.outputs]
+            self.emit(op.name, op.op, inputs, stored, attrs, like=op)
+            for t, s in zip(op.outputs, stored):
+                self.held[t] = (s, block)
+                self.copies[(t, block)] = s
+                if s != t:  # a graph output: its NCHW copy takes the original name
+                    self.emit(f"{t}@nchw", "layout_transform", [s], [t],
+                              {"src": layout_name(block), "dst": "NCHW"})
+                    self.copies[(t, 0)] = t
+        return self.ops
+
+
+def apply_op_params(graph: Graph, op_params: Dict[str, dict]) -> Graph:
+    """A new validated Graph computing the same outputs as `graph`, with the
+    CONVs named in op_params run as those params say:
+    {"layout": "NCHWc", "ic_bn": int, "oc_bn": int, "reg_n": int, "unroll_ker": bool}
+    (layout defaults to NCHWc) or {"layout": "NCHW", ...knobs} (stays NCHW,
+    knob attributes set). Unknown ops or illegal values raise UsageError."""
+    graph = ensure_validated(graph)
+    require_plain(graph)
+    op_params = check_op_params(graph, op_params)
+    ops = _Rewriter(graph).run(op_params)
+    new = Graph(name=graph.name, inputs=list(graph.inputs), params=list(graph.params),
+                ops=ops, outputs=list(graph.outputs), seed=graph.seed,
+                description=graph.description, vars=dict(graph.vars), source=graph.source)
+    from hwtune.graph.validate import validate_graph
+    try:
+        validate_graph(new)
+    except GraphError as exc:
+        # Every value was checked above; a failure here is a rule-table bug.
+        raise UsageError(f"the layout pass built an invalid graph: {exc}") from None
+    return new
+
+
+def inserted_transforms(graph: Graph) -> List[Op]:
+    """The activation layout_transform ops of a rewritten graph (weight
+    transforms and transforms of params, folded at prepare, excluded)."""
+    params = {t.name for t in graph.params}
+    return [op for op in graph.ops if op.op == "layout_transform"
+            and not op.attrs["src"].startswith("OIHW") and op.inputs[0] not in params]

@@ -1,0 +1,159 @@
+"""`hwtune tune-graph` end to end on shrunk bundled models: the tuned config
+is stored, picked up by `hwtune run`, never slower than the default in the
+run's own interleaved comparison, resumable, and bad input is one line."""
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MODELS = os.path.join(ROOT, "configs", "models")
+LSTM = [os.path.join(MODELS, "lstm_small.json"), "--set", "seq=3", "--set", "hidden=32",
+        "--set", "batch=4", "--set", "layers=2"]
+PATHNET = [os.path.join(MODELS, "pathnet_small.json"), "--set", "batch=1", "--set", "image=8",
+           "--set", "channels=8", "--set", "modules=2", "--set", "layers=2"]
+
+
+def hwtune(*args, db, check=True, timeout=600):
+    proc = subprocess.run([sys.executable, "-m", "hwtune.cli.main", *args, "--db", str(db)],
+                          capture_output=True, text=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"hwtune {' '.join(args)} exited {proc.returncode}:\n"
+                             f"{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def rows(db, sql, args=()):
+    con = sqlite3.connect(str(db))
+    try:
+        return con.execute(sql, args).fetchall()
+    finally:
+        con.close()
+
+
+@pytest.fixture
+def db(tmp_path):
+    return tmp_path / "results.db"
+
+
+def test_tune_lstm_then_run_uses_tuned_config(db):
+    out = json.loads(hwtune("tune-graph", *LSTM, "--reps", "2", "--json", db=db).stdout)
+    assert out["default"]["median_s"] > 0 and out["tuned"]["median_s"] > 0
+    # The default is always a candidate of the final interleaved comparison.
+    assert out["tuned"]["median_s"] <= out["default"]["median_s"]
+    assert out["speedup"] >= 1.0
+    assert out["why"] and out["stages"]["sweep"]["trials"] >= 1
+    (status,), = rows(db, "SELECT status FROM runs WHERE kind = 'tune'")
+    assert status == "complete"
+    assert rows(db, "SELECT count(*) FROM engine_configs WHERE source = 'tuned'")[0][0] == 1
+    assert rows(db, "SELECT count(*) FROM tuning_trials WHERE tuner = 'executor-sweep'")[0][0] >= 1
+    ran = json.loads(hwtune("run", *LSTM, "--iterations", "2", "--check", "--json", db=db).stdout)
+    assert ran["config_source"] == "tuned"
+    assert ran["check"]["ok"]
+
+
+def test_tune_cnn_tunes_convs_and_reuses_them(db):
+    out = json.loads(hwtune("tune-graph", *PATHNET, "--reps", "2", "--only", "conv",
+                            "--json", db=db).stdout)
+    conv = out["stages"]["conv"]
+    assert conv["trials"] >= 1
+    n_trials = rows(db, "SELECT count(*) FROM tuning_trials WHERE tuner = 'conv'")[0][0]
+    assert n_trials >= 1
+    assert rows(db, "SELECT count(*) FROM tuning_trials WHERE status NOT IN "
+                    "('ok','error','wrong_answer','timeout','skipped')")[0][0] == 0
+    # A second tuning measures no CONV workload again.
+    again = json.loads(hwtune("tune-graph", *PATHNET, "--reps", "2", "--only", "conv",
+                              "--json", db=db).stdout)
+    assert rows(db, "SELECT count(*) FROM tuning_trials WHERE tuner = 'conv'")[0][0] == n_trials
+    assert again["stages"]["conv"]["measured"] == 0
+    ran = json.loads(hwtune("run", *PATHNET, "--iterations", "2", "--check", "--json",
+                            db=db).stdout)
+    assert ran["config_source"] == "tuned" and ran["check"]["ok"]
+
+
+def test_interrupt_keeps_trials_and_rerun_resumes(db):
+    cmd = [sys.executable, "-m", "hwtune.cli.main", "tune-graph", *PATHNET, "--reps", "3",
+           "--only", "conv", "--db", str(db)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # Wait for the first stored CONV trial, then press Ctrl-C.
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 120 and proc.poll() is None:
+        try:
+            if rows(db, "SELECT count(*) FROM tuning_trials WHERE tuner = 'conv'")[0][0] >= 2:
+                break
+        except sqlite3.Error:
+            pass
+        time.sleep(0.05)
+    if proc.poll() is not None:
+        pytest.skip("tuning finished before it could be interrupted")
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    lines = err.strip().splitlines()
+    assert "Traceback" not in err and lines[-1].startswith("error: interrupted")
+    assert all(line.startswith("[") for line in lines[:-1])  # progress lines only
+    kept = rows(db, "SELECT count(*) FROM tuning_trials WHERE tuner = 'conv'")[0][0]
+    assert kept >= 2
+    assert rows(db, "SELECT status FROM runs WHERE kind = 'tune'")[0][0] == "interrupted"
+    out = json.loads(hwtune("tune-graph", *PATHNET, "--reps", "3", "--only", "conv", "--json",
+                            db=db).stdout)
+    assert out["stages"]["conv"]["measured"] < out["stages"]["conv"]["trials"] or \
+        out["stages"]["conv"]["reused"] > 0
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--only", "nope"], "invalid --only"),
+    (["--budget", "0"], "invalid --budget"),
+    (["--trials", "0"], "invalid --trials"),
+    (["--search", "random-walk"], "invalid --search"),
+    (["--strategy", "4"], "invalid --strategy"),
+])
+def test_bad_options_are_one_line_errors(db, args, message):
+    proc = hwtune("tune-graph", *LSTM, *args, db=db, check=False)
+    assert proc.returncode == 2
+    assert message in proc.stderr and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().count("\n") == 0
+
+
+def test_bad_model_is_one_line_error(db, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"name": "x", "ops": [')
+    proc = hwtune("tune-graph", str(bad), db=db, check=False)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+
+
+def test_stale_and_foreign_configs(db):
+    from hwtune import machine
+    from hwtune.db import ResultsDB
+    from hwtune.graph import load_model
+
+    path, *sets = PATHNET
+    overrides = {s.split("=")[0]: int(s.split("=")[1]) for s in sets[1::2]}
+    graph = load_model(path, overrides)
+    with ResultsDB.open(str(db)) as d:
+        host = d.upsert_host(machine.fingerprint())
+        ghash = d.put_graph(graph.to_json())
+        d._conn.execute("INSERT INTO hosts (host_key, fingerprint_json, first_seen, last_seen) "
+                        "VALUES ('other-host', '{}', 'x', 'x')")
+        d._conn.commit()
+        d.put_engine_config("other-host", ghash, source="tuned", executors=2,
+                            threads_per_executor=1, scheduler="critical-path", pin=True)
+    # Foreign: another host's tuned config is never used here.
+    ran = json.loads(hwtune("run", *PATHNET, "--iterations", "1", "--json", db=db).stdout)
+    assert ran["config_source"] == "default"
+    # Stale: CONV knobs that no longer fit fall back with a notice.
+    conv = next(op.name for op in graph.ops if op.op == "conv2d")
+    with ResultsDB.open(str(db)) as d:
+        d.put_engine_config(host, ghash, source="tuned", executors=1, threads_per_executor=1,
+                            scheduler="sequential", pin=True,
+                            op_params={conv: {"layout": "NCHWc", "ic_bn": 7, "oc_bn": 5,
+                                              "reg_n": 3, "unroll_ker": True}})
+    proc = hwtune("run", *PATHNET, "--iterations", "1", "--check", "--json", db=db)
+    assert "default CONV parameters" in proc.stderr
+    assert json.loads(proc.stdout)["check"]["ok"]

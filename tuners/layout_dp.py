@@ -1,0 +1,304 @@
+"""Global layout search (NeoCPU section 3.3.2, Algorithm 2): choose one
+scheme per CONV so that CONV times plus layout-transform times are minimal.
+
+Each CONV has candidates (params, seconds) from its local search; ic_bn and
+oc_bn fix the block it reads and writes (NCHW candidates: block 0). Between
+CONVs, activations flow through the ops that keep a layout and joins that
+force one; `hwtune.graph.passes.layout_rules` decides both, the same table the
+rewrite pass uses, so the cost below is exactly the transforms the pass
+inserts for the chosen params.
+
+The DP, exactly: walk the ops in the graph's topological order; a state is
+the layout of every *live* activation (produced, still to be read): its
+block and the set of other blocks a copy was already made in (a copy is
+shared by every consumer that needs that block, so it is paid once). A CONV
+branches on its candidates (paying its time and, if its input is not yet
+held in ic_bn, one transform); other ops are deterministic given the state.
+States reaching the same live layouts are merged, keeping the cheapest. The
+future cost depends only on the live layouts, so the result is the optimum
+over all candidate combinations: for a chain the state is one tensor and
+this is the paper's list DP; a ResNet shortcut keeps two tensors live; an
+inception block keeps the block input and the open branches live, and the
+concat (a join) collapses them back to one. Graphs whose live sets grow
+large (the paper's SSD case) are cut to the `max_states` cheapest states,
+which makes the result approximate: the plan then says exact=False.
+
+Transforms of params (weights, or a param operand of a join) are not
+counted: the engine folds ops on params once at prepare.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+from hwtune.errors import UsageError
+from hwtune.graph.model import Graph
+from hwtune.graph.passes.layout import (apply_op_params, check_op_params, ensure_validated,
+                                        inserted_transforms, require_plain)
+from hwtune.graph.passes.layout_rules import conv_blocks, op_layout
+
+Shape = Tuple[int, ...]
+TransformCost = Callable[[Shape, int, int], float]
+TUNER = "layout-transform"
+
+# With the conv tuner's 4 layout candidates per CONV the bundled models
+# peak at 36 (resnet18), 81 (inception_small), 144 (inception_large) and
+# 224 (pathnet_large) live-layout states, planned in 0.02-0.13 s (random
+# 4-candidate sets, measured on the 2-core dev machine); 50,000 leaves room
+# for far wider graphs before the cut makes a plan approximate.
+MAX_STATES = 50_000
+
+
+@dataclass
+class LayoutPlan:
+    """op_params: conv op name -> params for `apply_op_params`; est_seconds:
+    the CONV times plus transform times the search minimised."""
+    op_params: Dict[str, dict]
+    est_seconds: float
+    conv_seconds: float = 0.0
+    transform_seconds: float = 0.0
+    # (tensor, logical NCHW shape, src block, dst block) of every activation
+    # transform the chosen params need; block 0 = NCHW.
+    transforms: List[Tuple[str, Shape, int, int]] = field(default_factory=list)
+    exact: bool = True
+    max_live_states: int = 0
+    conv_times: Dict[str, float] = field(default_factory=dict)  # chosen candidate's seconds
+
+
+def _options(graph: Graph, conv_candidates) -> Dict[str, List[Tuple[int, int, float, dict]]]:
+    """conv -> [(ic block, oc block, seconds, params)]: per block pair only
+    the fastest candidate (the others can never be part of an optimum)."""
+    if not isinstance(conv_candidates, dict):
+        raise UsageError("conv_candidates must map conv op names to [(params, seconds)]")
+    out = {}
+    for name, cands in conv_candidates.items():
+        if not cands:
+            raise UsageError(f'conv_candidates["{name}"]: no candidates')
+        best: Dict[Tuple[int, int], Tuple[float, dict]] = {}
+        for j, cand in enumerate(cands):
+            try:
+                params, secs = cand
+            except (TypeError, ValueError):
+                raise UsageError(f'conv_candidates["{name}"][{j}]: must be a (params, seconds) '
+                                 f"pair") from None
+            if (isinstance(secs, bool) or not isinstance(secs, (int, float))
+                    or not secs >= 0 or math.isinf(secs)):
+                raise UsageError(f'conv_candidates["{name}"][{j}]: seconds must be a finite '
+                                 f"number >= 0, got {secs!r}")
+            params = check_op_params(graph, {name: params})[name]
+            blocks = conv_blocks(params)
+            if blocks not in best or secs < best[blocks][0]:
+                best[blocks] = (float(secs), params)
+        out[name] = [(ib, ob, s, p) for (ib, ob), (s, p) in best.items()]
+    return out
+
+
+class _Walk:
+    """One op applied to one state (live: tensor -> (block, copies))."""
+
+    def __init__(self, graph: Graph, tc: TransformCost):
+        self.g = graph
+        self.tc = tc
+        self.outputs = set(graph.outputs)
+        self.last: Dict[str, int] = {}
+        for step, i in enumerate(graph.order):
+            for t in graph.ops[i].inputs:
+                self.last[t] = step
+
+    def need(self, live, t: str, block: int) -> float:
+        if t not in live:
+            return 0.0  # a param: its transform is folded at prepare
+        have, copies = live[t]
+        if have == block or block in copies:
+            return 0.0
+        live[t] = (have, copies | {block})
+        return self.tc(self.g.shapes[t], have, block)
+
+    def produce(self, live, op, block: int, step: int) -> float:
+        cost = 0.0
+        for t in op.outputs:
+            copies = frozenset()
+            if block and t in self.outputs:  # graph outputs leave in NCHW
+                cost += self.tc(self.g.shapes[t], block, 0)
+                copies = frozenset({0})
+            if self.last.get(t, -1) > step:
+                live[t] = (block, copies)
+        for t in set(op.inputs):
+            if self.last.get(t) == step:
+                live.pop(t, None)
+        return cost
+
+
+def choose_layouts(graph: Graph, conv_candidates: Dict[str, Sequence[Tuple[dict, float]]],
+                   transform_cost: TransformCost, *,
+                   max_states: int = MAX_STATES) -> LayoutPlan:
+    """Algorithm 2 over the whole graph (see the module doc for the exact
+    DP). transform_cost(logical NCHW shape, src block, dst block) -> seconds,
+    block 0 = NCHW. CONVs without candidates stay as the graph has them and
+    their time is not counted."""
+    graph = ensure_validated(graph)
+    require_plain(graph)
+    options = _options(graph, conv_candidates)
+    memo: Dict[Tuple[Shape, int, int], float] = {}
+
+    def tc(shape, src, dst):
+        key = (tuple(shape), src, dst)
+        if key not in memo:
+            memo[key] = float(transform_cost(tuple(shape), src, dst))
+        return memo[key]
+
+    walk = _Walk(graph, tc)
+    start = {t.name: (0, frozenset()) for t in graph.inputs if t.name in walk.last}
+    # state key (sorted live items) -> (cost, choices: ((conv, option index), ...))
+    states = {tuple(sorted(start.items())): (0.0, ())}
+    exact, peak = True, 1
+    for step, i in enumerate(graph.order):
+        op = graph.ops[i]
+        nxt: Dict[tuple, Tuple[float, tuple]] = {}
+
+        def keep(live, cost, choices):
+            key = tuple(sorted(live.items()))
+            if key not in nxt or cost < nxt[key][0]:
+                nxt[key] = (cost, choices)
+
+        for key, (cost, choices) in states.items():
+            if op.name in options:
+                for k, (ib, ob, secs, _) in enumerate(options[op.name]):
+                    live = dict(key)
+                    c = cost + secs + walk.need(live, op.inputs[0], ib)
+                    c += walk.produce(live, op, ob, step)
+                    keep(live, c, choices + ((op.name, k),))
+            else:
+                live = dict(key)
+                blocks = [live[t][0] if t in live else 0 for t in op.inputs]
+                rule = op_layout(op.op, op.resolved, blocks,
+                                 [graph.shapes[t] for t in op.inputs])
+                c = cost
+                for t, b in zip(op.inputs, rule.need):
+                    if b is not None:
+                        c += walk.need(live, t, b)
+                c += walk.produce(live, op, rule.out, step)
+                keep(live, c, choices)
+        if len(nxt) > max_states:
+            exact = False
+            nxt = dict(sorted(nxt.items(), key=lambda kv: kv[1][0])[:max_states])
+        peak = max(peak, len(nxt))
+        states = nxt
+    cost, choices = min(states.values(), key=lambda v: v[0])
+    op_params = {name: dict(options[name][k][3]) for name, k in choices}
+    conv_s = sum(options[name][k][2] for name, k in choices)
+    plan = LayoutPlan(op_params, cost, conv_s, cost - conv_s, exact=exact,
+                      max_live_states=peak,
+                      conv_times={name: options[name][k][2] for name, k in choices})
+    rewritten = apply_op_params(graph, op_params)
+    plan.transforms = transform_list(graph, rewritten)
+    return plan
+
+
+def transform_list(original: Graph, rewritten: Graph) -> List[Tuple[str, Shape, int, int]]:
+    """(tensor, logical shape, src block, dst block) of each activation
+    transform the pass inserted (the cost model's terms, for reports and
+    tests)."""
+    from hwtune.graph.ops.layout import parse_layout
+    out = []
+    for op in inserted_transforms(rewritten):
+        tensor = op.name.rsplit("@", 1)[0]
+        shape = original.shapes[tensor]
+        out.append((tensor, tuple(shape), parse_layout(op.attrs["src"], "")[1],
+                    parse_layout(op.attrs["dst"], "")[1]))
+    return out
+
+
+def plan_cost(graph: Graph, op_params: Dict[str, dict],
+              conv_seconds: Dict[str, float], transform_cost: TransformCost) -> float:
+    """The cost of given params measured on the rewritten graph itself:
+    CONV seconds plus each inserted transform once. Independent of the DP
+    (it counts what apply_op_params built), so tests compare the two."""
+    rewritten = apply_op_params(graph, op_params)
+    total = sum(conv_seconds[name] for name in op_params)
+    for _, shape, src, dst in transform_list(graph, rewritten):
+        total += float(transform_cost(shape, src, dst))
+    return total
+
+
+# ---- measured transform costs ------------------------------------------------
+
+def transform_subject(shape: Shape, src: int, dst: int) -> str:
+    """The results.db subject of one transform workload (block 0 = NCHW)."""
+    from hwtune.graph.passes.layout_rules import layout_name
+    return f"{'x'.join(map(str, shape))}:{layout_name(src)}->{layout_name(dst)}"
+
+
+def _transform_graph(shape: Shape, src: int, dst: int) -> Graph:
+    from hwtune.graph.model import load_model
+    from hwtune.graph.passes.layout_rules import blocked_shape, layout_name
+    return load_model({
+        "name": "layout-transform", "inputs": [{"name": "x", "shape": list(blocked_shape(shape, src))}],
+        "ops": [{"name": "y", "op": "layout_transform", "inputs": ["x"],
+                 "attrs": {"src": layout_name(src), "dst": layout_name(dst)}}],
+        "outputs": ["y"]})
+
+
+def time_transform(shape: Shape, src: int, dst: int, *, threads: int, isa: int,
+                   reps: int = 15, warmup: int = 3) -> List[float]:
+    """Seconds of each of `reps` runs of the C engine's layout_transform
+    op on this shape with `threads` threads (its own profiled op time: no
+    Python or scheduling overhead in it)."""
+    from hwtune.engine.native_engine import NativeEngine
+    samples = []
+    with NativeEngine(_transform_graph(shape, src, dst), executors=1, threads=threads,
+                      scheduler="sequential", isa=isa) as eng:
+        for _ in range(warmup):
+            eng.run()
+        for _ in range(reps):
+            eng.run(profile=True)
+            ev = eng.events()[0]
+            samples.append(ev.end_s - ev.start_s)
+    return samples
+
+
+def measured_transform_cost(db, run_id: Optional[int], host_key: str, *, threads: int,
+                            isa: str, reps: int = 15) -> TransformCost:
+    """A transform_cost for choose_layouts that times the transform on the
+    actual shape (median of reps) the first time a (shape, src, dst) is
+    asked for on this host, ISA and thread count, stores it in results.db as
+    a `layout-transform` trial, and reuses the stored trial afterwards (also
+    across models and runs). A transform the engine refuses is stored as an
+    'error' trial and costs infinity, so the search avoids it."""
+    from hwtune.native.isa import resolve_isa
+    from hwtune.scan import stats
+
+    isa_i = resolve_isa(isa)
+    cache: Dict[Tuple[Shape, int, int], float] = {}
+
+    def cost(shape, src_bn, dst_bn) -> float:
+        shape, src_bn, dst_bn = tuple(int(d) for d in shape), int(src_bn), int(dst_bn)
+        if src_bn == dst_bn:
+            return 0.0
+        key = (shape, src_bn, dst_bn)
+        if key in cache:
+            return cache[key]
+        subject = transform_subject(shape, src_bn, dst_bn)
+        params = {"shape": list(shape), "src_bn": src_bn, "dst_bn": dst_bn}
+        where = dict(tuner=TUNER, subject=subject, isa=isa, threads=threads, params=params)
+        row = db.trial(host_key, **where)
+        if row is not None and row["status"] in ("ok", "error"):
+            cache[key] = row["median_s"] if row["status"] == "ok" else math.inf
+            return cache[key]
+        try:
+            samples = time_transform(shape, src_bn, dst_bn, threads=threads, isa=isa_i,
+                                     reps=reps)
+        except UsageError as exc:
+            db.add_trial(run_id, host_key, search="measure", status="error",
+                         note=str(exc)[:500], **where)
+            cache[key] = math.inf
+            return cache[key]
+        med = stats.median(samples)
+        db.add_trial(run_id, host_key, search="measure", status="ok", median_s=med,
+                     mad_s=stats.mad(samples), samples=samples, **where)
+        cache[key] = med
+        return med
+
+    return cost
