@@ -286,6 +286,43 @@ def _m004_tuning(db: sqlite_utils.Database) -> None:
     )
 
 
+def _m005_check_baselines(db: sqlite_utils.Database) -> None:
+    """`hwtune check` baselines: the raw samples of every figure of a suite
+    on a host, kept whole so a later check can run rank tests and bootstrap
+    against them (a stored median alone cannot say what is noise). Every
+    recorded baseline is kept; the latest per (host, suite) is the one
+    compared against, the older ones are history."""
+    _execute_script(
+        db,
+        """
+        CREATE TABLE check_baselines (
+            id             INTEGER PRIMARY KEY,
+            host_key       TEXT NOT NULL REFERENCES hosts(host_key),
+            suite          TEXT NOT NULL,
+            run_id         INTEGER REFERENCES runs(run_id),
+            -- the suite as measured (figures, samples, rounds, thresholds)
+            suite_json     TEXT NOT NULL,
+            hwtune_version TEXT NOT NULL,
+            created_at     TEXT NOT NULL
+        );
+        CREATE INDEX check_baselines_host_suite ON check_baselines(host_key, suite, id);
+        CREATE TABLE check_baseline_figures (
+            baseline_id      INTEGER NOT NULL REFERENCES check_baselines(id),
+            figure           TEXT NOT NULL,
+            kind             TEXT NOT NULL,
+            unit             TEXT NOT NULL,
+            higher_is_better INTEGER NOT NULL CHECK (higher_is_better IN (0, 1)),
+            params_json      TEXT NOT NULL DEFAULT '{}',
+            -- raw samples in `unit`, and per sample the median of the
+            -- reference-kernel chunk measured right before it (seconds)
+            samples_json     TEXT NOT NULL,
+            ref_json         TEXT NOT NULL DEFAULT '[]',
+            PRIMARY KEY (baseline_id, figure)
+        );
+        """
+    )
+
+
 Migration = Tuple[int, str, Callable[[sqlite_utils.Database], None]]
 
 MIGRATIONS: List[Migration] = [
@@ -294,6 +331,8 @@ MIGRATIONS: List[Migration] = [
     (3, "graphs.lowered_json for the stand-alone C runner", _m003_lowered),
     (4, "tuning: tuning_trials, tuned_subjects; engine_configs with corun, op costs, "
         "candidates and lowered graph", _m004_tuning),
+    (5, "check: check_baselines, check_baseline_figures (raw samples per figure)",
+     _m005_check_baselines),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -459,6 +459,52 @@ class ResultsDB:
                            [run_id])
         return rows[0]["it"] if rows else None
 
+    # -- check baselines (schema v5) -------------------------------------
+    def add_check_baseline(self, host_key: str, suite: str, *, run_id: Optional[int],
+                           suite_doc: dict, hwtune_version: str, created_at: str,
+                           figures: List[dict]) -> int:
+        """One recorded baseline of a suite with every figure's raw samples
+        (figures: dicts with figure, kind, unit, higher_is_better, params,
+        samples, ref), in one transaction; returns its id."""
+        with self._write("store a check baseline in"):
+            cur = self._conn.execute(
+                "INSERT INTO check_baselines (host_key, suite, run_id, suite_json, "
+                "hwtune_version, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                [host_key, suite, run_id, _dumps(suite_doc, "suite"), hwtune_version,
+                 created_at])
+            bid = cur.lastrowid
+            self._conn.executemany(
+                "INSERT INTO check_baseline_figures (baseline_id, figure, kind, unit, "
+                "higher_is_better, params_json, samples_json, ref_json) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [[bid, f["figure"], f["kind"], f["unit"], int(bool(f["higher_is_better"])),
+                  _dumps(f.get("params") or {}, "params"), _dumps(f["samples"], "samples"),
+                  _dumps(f.get("ref") or [], "ref")] for f in figures])
+        return bid
+
+    def check_baseline(self, host_key: str, suite: str) -> Optional[dict]:
+        """The latest baseline of suite on host_key (with its figures), or None."""
+        rows = self._query("SELECT * FROM check_baselines WHERE host_key = ? AND suite = ? "
+                           "ORDER BY id DESC LIMIT 1", [host_key, suite])
+        if not rows:
+            return None
+        row = rows[0]
+        row["suite_doc"] = json.loads(row.pop("suite_json"))
+        row["figures"] = []
+        for r in self._query("SELECT * FROM check_baseline_figures WHERE baseline_id = ? "
+                             "ORDER BY rowid", [row["id"]]):
+            for key in ("params", "samples", "ref"):
+                r[key] = json.loads(r.pop(f"{key}_json"))
+            r["higher_is_better"] = bool(r["higher_is_better"])
+            row["figures"].append(r)
+        return row
+
+    def check_baseline_host(self, suite: str) -> Optional[str]:
+        """The host of the latest baseline of suite on any host, or None."""
+        rows = self._query("SELECT host_key FROM check_baselines WHERE suite = ? "
+                           "ORDER BY id DESC LIMIT 1", [suite])
+        return rows[0]["host_key"] if rows else None
+
     # -- tuning trials (schema v4) ---------------------------------------
     @staticmethod
     def _trial_row(row: dict) -> dict:

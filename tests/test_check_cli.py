@@ -1,0 +1,192 @@
+"""`hwtune check` end to end on a tiny real suite: exit codes, baselines in a
+file and in results.db, host refusal, bad inputs as one-line errors.
+
+The regression and pass cases compare a real measurement with a real
+recorded baseline whose samples were scaled 1000x (a change no machine noise
+imitates); the suite's min_effect of 200% keeps other users' load on the
+shared test machine from turning either into 'undecidable'."""
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from hwtune.cli.main import cli
+
+TINY = """
+[suite]
+name = "tiny"
+samples = 8
+rounds = 2
+sample_seconds = 0.001
+warmup = 1
+
+[thresholds]
+min_effect = 2.0
+large_effect = 3.0
+
+[[reference]]
+kind = "blas_gemm"
+M = 16
+K = 16
+N = 16
+
+[[reference]]
+kind = "numpy_eltwise"
+n = 4096
+
+[[figure]]
+name = "g"
+kind = "gemm"
+M = 16
+K = 64
+N = 64
+
+[[figure]]
+name = "e"
+kind = "eltwise"
+op = "mul"
+n = 8192
+"""
+
+
+@pytest.fixture
+def env(tmp_path):
+    suite = tmp_path / "ci.toml"
+    suite.write_text(TINY)
+    return tmp_path, ["--suite", str(suite), "--db", str(tmp_path / "results.db")]
+
+
+def invoke(args):
+    r = CliRunner().invoke(cli, ["check", *args])
+    return r.exit_code, r.output
+
+
+def recorded(tmp_path, args):
+    base = tmp_path / "base.json"
+    code, out = invoke(args + ["--update-baseline", "--baseline", str(base)])
+    assert code == 0, out
+    assert "BASELINE RECORDED" in out
+    return base, json.loads(base.read_text())
+
+
+def scaled(doc, factor, path):
+    for f in doc["figures"]:
+        if not f["name"].startswith("ref-"):
+            f["samples"] = [x * factor for x in f["samples"]]
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_regression_exit_1_and_outputs(env):
+    tmp_path, args = env
+    base, doc = recorded(tmp_path, args)
+    fast = scaled(doc, 1e-3, tmp_path / "fast.json")  # the baseline was 1000x faster
+    junit, md = tmp_path / "check.xml", tmp_path / "summary.md"
+    code, out = invoke(args + ["--baseline", str(fast), "--junit", str(junit),
+                               "--markdown", str(md)])
+    assert code == 1, out
+    assert "REGRESSION" in out
+    assert junit.read_text().count("<failure") == 2
+    assert "| `g` |" in md.read_text()
+    # JSON: machine-readable, raw samples on both sides
+    code, out = invoke(args + ["--baseline", str(fast), "--json"])
+    doc = json.loads(out)
+    assert code == 1 and doc["status"] == "regression" and doc["exit_code"] == 1
+    g = next(f for f in doc["figures"] if f["name"] == "g")
+    assert g["ratio"] > 100 and len(g["current"]["samples"]) == 8
+
+
+def test_pass_exit_0(env):
+    tmp_path, args = env
+    base, doc = recorded(tmp_path, args)
+    slow = scaled(doc, 1e3, tmp_path / "slow.json")  # current is 1000x faster
+    code, out = invoke(args + ["--baseline", str(slow)])
+    assert code == 0, out
+    assert "PASS" in out and "faster" in out
+
+
+def test_undecidable_exit_2(env):
+    tmp_path, args = env
+    base, doc = recorded(tmp_path, args)
+    for f in doc["figures"]:
+        f["samples"] = f["samples"][:2]
+        f["ref"] = f["ref"][:2]
+    (tmp_path / "few.json").write_text(json.dumps(doc))
+    code, out = invoke(args + ["--baseline", str(tmp_path / "few.json")])
+    assert code == 2 and "UNDECIDABLE" in out and "too few samples" in out
+
+
+def test_db_baseline_and_record_or_report(env):
+    tmp_path, args = env
+    code, out = invoke(args)
+    assert code == 2 and out.count("\n") == 1
+    assert "no baseline of suite 'tiny'" in out and "--update-baseline" in out
+    code, out = invoke(args + ["--mode", "record-or-report"])
+    assert code == 0 and "BASELINE RECORDED" in out, out
+    code, out = invoke(args + ["--mode", "record-or-report"])
+    assert code == 0, out  # compared: a same-code run never fails at large_effect 300%
+    assert "BASELINE RECORDED" not in out and "baseline:" in out
+    from hwtune.check import baseline as bl
+    from hwtune.db import ResultsDB
+    with ResultsDB.open(tmp_path / "results.db") as db:
+        runs = db._query("SELECT kind, status FROM runs")
+        assert runs == [{"kind": "check", "status": "complete"}] * 2
+        host = db.hosts()[0]["host_key"]
+        assert set(bl.load_db(db, host, "tiny").figures) >= {"g", "e"}
+        rows = db._query("SELECT op, n_samples FROM measurements WHERE bench = 'check'")
+        assert {r["op"] for r in rows} >= {"g", "e"} and all(r["n_samples"] for r in rows)
+
+
+def test_host_mismatch(env):
+    tmp_path, args = env
+    base, doc = recorded(tmp_path, args)
+    doc["host_key"] = "0" * 16
+    doc["host"] = {"cpu_model": "Other CPU"}
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps(doc))
+    code, out = invoke(args + ["--baseline", str(other)])
+    assert code == 2 and out.startswith("error: baseline") and "refusing" in out
+    assert "Other CPU" in out and out.count("\n") == 1
+    code, out = invoke(args + ["--baseline", str(other), "--relative"])
+    assert code in (0, 1, 2) and "note: baseline" in out and "relative" in out
+    assert "error:" not in out
+
+
+@pytest.mark.parametrize("content,words", [
+    (None, "does not exist"),
+    ("{ nope", "not valid JSON"),
+    ('{"format": "x"}', "not an hwtune check baseline"),
+])
+def test_bad_baseline_files(env, content, words):
+    tmp_path, args = env
+    p = tmp_path / "b.json"
+    if content is not None:
+        p.write_text(content)
+    code, out = invoke(args + ["--baseline", str(p)])
+    assert code == 2 and words in out and out.startswith("error:") and out.count("\n") == 1
+
+
+def test_bad_suite_file(tmp_path):
+    bad = tmp_path / "ci.toml"
+    bad.write_text("[suite]\nsamples = 'x'\n[[figure]]\nkind = 'fma_peak'\n")
+    code, out = invoke(["--suite", str(bad), "--db", str(tmp_path / "r.db")])
+    assert code == 2 and "suite.samples must be an integer" in out and out.count("\n") == 1
+    bad.write_text("[suite\n")
+    code, out = invoke(["--suite", str(bad), "--db", str(tmp_path / "r.db")])
+    assert code == 2 and "not valid TOML" in out
+    code, out = invoke(["--suite", str(tmp_path / "none.toml")])
+    assert code == 2 and "does not exist" in out
+
+
+def test_unknown_figure_and_samples(env):
+    tmp_path, args = env
+    code, out = invoke(args + ["--figure", "zzz"])
+    assert code == 2 and "unknown figure zzz" in out
+    code, out = invoke(args + ["--samples", "2"])
+    assert code == 2 and "--samples" in out
+
+
+def test_help_has_example():
+    r = CliRunner().invoke(cli, ["check", "--help"])
+    assert r.exit_code == 0 and "Example:" in r.output and "--update-baseline" in r.output

@@ -1,0 +1,238 @@
+"""Baselines (file and results.db round trips, host refusal) and the report
+formats (JUnit against the Jenkins junit-10.xsd, Markdown, JSON, terminal)."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xmlschema  # test extra: validates --junit against the vendored XSD
+
+from hwtune.check import baseline as bl
+from hwtune.check.gate import CheckReport, decide, overall
+from hwtune.check.measure import FigureResult
+from hwtune.check.output import junit_xml, markdown, render_terminal, to_json_text, write_text
+from hwtune.check.suite import parse_suite
+from hwtune.db import ResultsDB
+from hwtune.errors import UsageError
+
+XSD = Path(__file__).resolve().parent / "data" / "junit-10.xsd"
+SUITE = parse_suite({
+    "suite": {"name": "t", "samples": 15, "rounds": 5},
+    "figure": [{"kind": "gemm", "M": 8, "K": 16, "N": 8, "name": "fast"},
+               {"kind": "gemm", "M": 8, "K": 32, "N": 8, "name": "slowed"},
+               {"kind": "eltwise", "op": "mul", "n": 4096, "name": "noisy"},
+               {"kind": "fma_peak", "name": "peak"},
+               {"kind": "eltwise", "op": "add", "n": 4096, "name": "added <&> later"},
+               {"kind": "eltwise", "op": "sub", "n": 4096, "name": "broken"}],
+})
+
+
+def fig(name, samples, kind="gemm", rate=False, ref=None):
+    return FigureResult(name, kind, {"threads": 1, "inner": 4}, "GFLOPS" if rate else "s",
+                        rate, [float(x) for x in samples],
+                        [float(r) for r in (ref if ref is not None else [1e-3] * len(samples))])
+
+
+def make_results():
+    rng = np.random.default_rng(0)
+    base = {"fast": fig("fast", rng.normal(1e-3, 1e-6, 15)),
+            "slowed": fig("slowed", rng.normal(1e-3, 1e-6, 15)),
+            "noisy": fig("noisy", rng.lognormal(-7, 0.4, 15), "eltwise"),
+            "peak": fig("peak", rng.normal(100, 0.1, 15), "fma_peak", rate=True),
+            "broken": fig("broken", rng.normal(1e-3, 1e-6, 15), "eltwise")}
+    cur = {"fast": fig("fast", rng.normal(1e-3, 1e-6, 15)),
+           "slowed": fig("slowed", rng.normal(1.2e-3, 1e-6, 15)),
+           "noisy": fig("noisy", rng.lognormal(-7, 0.4, 15), "eltwise"),
+           "peak": fig("peak", rng.normal(85, 0.1, 15), "fma_peak", rate=True),
+           "added <&> later": fig("added <&> later", rng.normal(1e-3, 1e-6, 15), "eltwise"),
+           "broken": FigureResult("broken", "eltwise", {}, "s", False, error="HWT_EISA: refused")}
+    return base, cur
+
+
+def make_report(mode="gate"):
+    base, cur = make_results()
+    b = bl.Baseline("hostA", "t", base, source="base.json")
+    outs = decide(SUITE, cur, b, relative=False, mode=mode)
+    st = overall(outs, mode)
+    return CheckReport(SUITE, mode, False, "hostA", st, {"regression": 1}.get(st, 2), outs,
+                       baseline_info={"source": "base.json", "host_key": "hostA",
+                                      "created_at": "2026-01-01", "hwtune_version": "0"},
+                       noise_floor=0.01, run_id=1, elapsed_s=1.5)
+
+
+def test_decide_statuses():
+    r = make_report()
+    by = {o.name: o.status for o in r.outcomes}
+    assert by == {"fast": "pass", "slowed": "regression", "noisy": "undecidable",
+                  "peak": "regression", "added <&> later": "new", "broken": "error"}
+    assert r.status == "error"  # an error outranks the regression
+    by_ror = {o.name: o.status for o in make_report("record-or-report").outcomes}
+    assert by_ror["slowed"] == "warn" and by_ror["peak"] == "warn"  # < 25%: not failing
+
+
+def test_overall_precedence():
+    r = make_report()
+    no_err = [o for o in r.outcomes if o.status != "error"]
+    assert overall(no_err, "gate") == "regression"
+    only_noisy = [o for o in no_err if o.status in ("pass", "undecidable")]
+    assert overall(only_noisy, "gate") == "undecidable"
+    assert overall(only_noisy, "record-or-report") == "pass"
+    assert overall([o for o in no_err if o.status == "pass"], "gate") == "pass"
+
+
+def test_junit_valid_against_schema(tmp_path):
+    schema = xmlschema.XMLSchema(str(XSD))
+    for mode in ("gate", "record-or-report"):
+        text = junit_xml(make_report(mode))
+        schema.validate(text)  # raises on any violation
+        doc = schema.to_dict(text)
+        suite = doc["testsuite"][0]
+        assert len(suite["testcase"]) == len(SUITE.figures)
+    root = schema.to_dict(junit_xml(make_report()))["testsuite"][0]
+    cases = {c["@name"]: c for c in root["testcase"]}
+    assert "failure" in cases["slowed"] and "error" in cases["broken"]
+    assert "error" in cases["noisy"]  # gate mode: undecidable fails the job
+    assert "failure" not in cases["fast"] and "error" not in cases["fast"]
+    assert root["@failures"] == "2" and root["@errors"] == "3"
+
+
+def test_markdown_appends(tmp_path):
+    r = make_report()
+    md = markdown(r)
+    assert md.startswith("### hwtune check: ERROR")
+    assert "| figure | baseline | current |" in md
+    assert "| `slowed` |" in md and "**REGRESSION**" in md
+    assert "added <&> later" in md
+    out = tmp_path / "summary.md"
+    write_text(out, "# job\n\n")
+    write_text(out, md, append=True)
+    write_text(out, md, append=True)
+    text = out.read_text()
+    assert text.startswith("# job") and text.count("### hwtune check") == 2
+    with pytest.raises(UsageError, match="does not exist"):
+        write_text(tmp_path / "no" / "x.md", md)
+
+
+def test_json_and_terminal():
+    r = make_report()
+    doc = json.loads(to_json_text(r))
+    assert doc["status"] == "error" and doc["exit_code"] == 2
+    assert {f["name"] for f in doc["figures"]} == {f.name for f in SUITE.figures}
+    slowed = next(f for f in doc["figures"] if f["name"] == "slowed")
+    assert slowed["ratio"] == pytest.approx(1.2, abs=0.01)
+    assert len(slowed["current"]["samples"]) == 15  # raw samples kept
+    from rich.console import Console
+    con = Console(width=80, record=True, force_terminal=False)
+    render_terminal(r, con)
+    lines = con.export_text().splitlines()
+    assert max(len(x) for x in lines) <= 80
+    assert sum("REGRESSION" in x for x in lines) >= 2
+
+
+def test_baseline_file_round_trip(tmp_path):
+    base, _ = make_results()
+    b = bl.Baseline("hostA", "t", base, host={"cpu_model": "Xeon"})
+    p = tmp_path / "perf-baseline.json"
+    bl.write_file(b, p)
+    got = bl.read_file(p)
+    assert got.host_key == "hostA" and got.suite == "t"
+    assert {n: f.samples for n, f in got.figures.items()} == \
+        {n: f.samples for n, f in base.items()}
+    assert got.figures["peak"].higher_is_better and got.inner_hints()["fast"] == 4
+    assert list(tmp_path.iterdir()) == [p]  # no temp file left
+
+
+def test_baseline_file_errors(tmp_path):
+    with pytest.raises(UsageError, match="does not exist.*--update-baseline"):
+        bl.read_file(tmp_path / "none.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{ not json")
+    with pytest.raises(UsageError, match="not valid JSON"):
+        bl.read_file(bad)
+    bad.write_text(json.dumps({"format": "something else"}))
+    with pytest.raises(UsageError, match="not an hwtune check baseline"):
+        bl.read_file(bad)
+    bad.write_text(json.dumps({"format": bl.FILE_FORMAT, "version": 1, "host_key": "h",
+                               "suite": "t", "figures": [{"name": "x"}]}))
+    with pytest.raises(UsageError, match="malformed baseline"):
+        bl.read_file(bad)
+    bad.write_text(json.dumps({"format": bl.FILE_FORMAT, "version": 99}))
+    with pytest.raises(UsageError, match="newer"):
+        bl.read_file(bad)
+
+
+def test_host_mismatch_refused_unless_relative():
+    b = bl.Baseline("hostA", "t", {}, host={"cpu_model": "EPYC"}, source="b.json")
+    assert bl.check_host(b, "hostA", relative=False) is None
+    with pytest.raises(bl.HostMismatch, match="refusing.*--relative") as e:
+        bl.check_host(b, "hostB", relative=False)
+    assert e.value.exit_code == 2 and "EPYC" in str(e.value)
+    assert "relative" in bl.check_host(b, "hostB", relative=True)
+
+
+def test_baseline_db_round_trip(tmp_path):
+    from hwtune.db.migrations import LATEST_VERSION
+    base, _ = make_results()
+    with ResultsDB.open(tmp_path / "results.db") as db:
+        assert db.schema_version == LATEST_VERSION >= 5
+        key = db.upsert_host({"cpu_model": "Xeon test", "vendor": "x", "logical_cpus": 2,
+                              "physical_cores": 2, "sockets": 1, "isa_best": "avx512"})
+        assert bl.load_db(db, key, "t") is None
+        b1 = bl.Baseline(key, "t", base, suite_doc={"samples": 15})
+        bl.save_db(db, b1)
+        base2 = dict(base, fast=fig("fast", [2e-3] * 15))
+        bl.save_db(db, bl.Baseline(key, "t", base2))
+        got = bl.load_db(db, key, "t")
+        assert got.figures["fast"].samples == [2e-3] * 15  # the latest wins
+        assert got.figures["slowed"].samples == base["slowed"].samples
+        assert got.figures["slowed"].ref == base["slowed"].ref
+        assert got.figures["peak"].higher_is_better
+        assert got.host["cpu_model"] == "Xeon test"
+        assert bl.load_db(db, key, "other") is None
+        assert bl.any_db_baseline(db, "t") == key
+
+
+def test_reference_drift_guards_absolute_but_not_relative():
+    rng = np.random.default_rng(8)
+    suite = SUITE.select(["fast"])
+    base = {"fast": fig("fast", rng.normal(1e-3, 1e-6, 15), ref=[1e-3] * 15)}
+    # Current: 28% slower, and its reference 30%: the machine got busier.
+    cur = {"fast": fig("fast", rng.normal(1.28e-3, 1e-6, 15), ref=[1.3e-3] * 15)}
+    b = bl.Baseline("h", "t", base)
+    (o,) = decide(suite, cur, b, relative=False)
+    assert o.status == "undecidable" and "reference kernel moved +30.0%" in o.reason
+    (o,) = decide(suite, cur, b, relative=True)
+    assert o.status == "pass" and o.verdict.ratio == pytest.approx(1.28 / 1.3, abs=0.01)
+    # Same reference speed, figure 30% slower: a regression in both modes.
+    cur = {"fast": fig("fast", rng.normal(1.3e-3, 1e-6, 15), ref=[1e-3] * 15)}
+    assert decide(suite, cur, b, relative=False)[0].status == "regression"
+    assert decide(suite, cur, b, relative=True)[0].status == "regression"
+
+
+def test_confirm_keeps_only_repeated_regressions():
+    from hwtune.check.gate import confirm
+    rng = np.random.default_rng(9)
+    suite = SUITE.select(["fast", "slowed"])
+    base = {n: fig(n, rng.normal(1e-3, 1e-6, 15)) for n in ("fast", "slowed")}
+    b = bl.Baseline("h", "t", base)
+    cur = {n: fig(n, rng.normal(1.2e-3, 1e-6, 15)) for n in ("fast", "slowed")}
+    outs = decide(suite, cur, b, relative=False)
+    assert [o.status for o in outs] == ["regression", "regression"]
+    asked = []
+
+    def measure(sub):  # 'fast' was a burst; 'slowed' is really slower
+        asked.append([f.name for f in sub.figures])
+        return {"fast": fig("fast", rng.normal(1e-3, 1e-6, 15)),
+                "slowed": fig("slowed", rng.normal(1.2e-3, 1e-6, 15))}
+
+    got = {o.name: o for o in confirm(suite, outs, b, relative=False, mode="gate",
+                                      measure=measure)}
+    assert asked == [["fast", "slowed"]]
+    assert got["slowed"].status == "regression"
+    assert got["fast"].status == "undecidable" and "not when measured again" in got["fast"].reason
+    ror = confirm(suite, outs, b, relative=False, mode="record-or-report", measure=measure)
+    assert ror[0].status == "warn"
+    passing = decide(suite, base, b, relative=False)
+    assert confirm(suite, passing, b, relative=False, mode="gate",
+                   measure=lambda sub: pytest.fail("nothing to confirm")) == passing
