@@ -47,15 +47,6 @@ def _make_v1(path, monkeypatch):
             d.finish_run(run, "complete")
 
 
-@pytest.fixture
-def db():
-    with ResultsDB.open(":memory:") as d:
-        yield d
-
-
-@pytest.fixture
-def host(db):
-    return db.upsert_host(FP)
 
 
 def test_migration_from_v1_keeps_every_row(tmp_path, monkeypatch):

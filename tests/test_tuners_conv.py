@@ -4,7 +4,6 @@ resume after Ctrl-C, stale stored results."""
 
 import pytest
 
-from hwtune.db import ResultsDB
 from hwtune.graph.generators.builder import Builder
 from hwtune.native import conv
 from hwtune.native.isa import selected_isa
@@ -12,26 +11,12 @@ from hwtune.tuners import conv_local as cl
 from hwtune.tuners.loop import TrialStore, measure_once, run_search
 from hwtune.tuners.search import OK, TIMEOUT, WRONG_ANSWER, Space, make_search
 
-FP = {
-    "cpu_model": "Test CPU", "vendor": "intel", "isa_best": "avx2", "sockets": 1,
-    "physical_cores": 4, "logical_cpus": 8, "numa_nodes": 1,
-    "isa": {"avx2": True}, "volatile": {"cpu_mhz": 3000.0},
-}
 ISA = selected_isa()
 SMALL = cl.ConvWorkload((1, 8, 6, 6), (8, 8, 3, 3), True, (1, 1), (1, 1))
 # Tiny convs run in microseconds: short samples keep the tests fast.
 FAST = dict(reps=3, min_sample_s=2e-4)
 
 
-@pytest.fixture
-def db():
-    with ResultsDB.open(":memory:") as d:
-        yield d
-
-
-@pytest.fixture
-def host(db):
-    return db.upsert_host(FP)
 
 
 def graph(name, convs):

@@ -9,27 +9,14 @@ import time
 import numpy as np
 import pytest
 
-from hwtune.db import ResultsDB
 from hwtune.errors import HwtuneError, UsageError
 from hwtune.graph.generators.builder import Builder
 from hwtune.native.pool import allowed_cpus
 from hwtune.tuners import hillclimb as hc
 from hwtune.tuners import interpolate as ip
 
-FP = {"cpu_model": "Test CPU", "vendor": "intel", "isa_best": "avx2", "sockets": 1,
-      "physical_cores": 2, "logical_cpus": 2, "numa_nodes": 1, "isa": {"avx2": True},
-      "volatile": {}}
 
 
-@pytest.fixture
-def db():
-    with ResultsDB.open(":memory:") as d:
-        yield d
-
-
-@pytest.fixture
-def host(db):
-    return db.upsert_host(FP)
 
 
 def amdahl(serial, overhead):

@@ -5,18 +5,12 @@ import time
 
 import pytest
 
-from hwtune.db import ResultsDB
 from hwtune.errors import NativeError
 from hwtune.tuners import loop
 from hwtune.tuners.loop import TrialStore, TrialTimeout, run_search
 from hwtune.tuners.search import (ERROR, OK, SEARCHES, SKIPPED, TIMEOUT, WRONG_ANSWER, Outcome,
                                   Space, make_search)
 
-FP = {
-    "cpu_model": "Test CPU", "vendor": "intel", "isa_best": "avx2", "sockets": 1,
-    "physical_cores": 4, "logical_cpus": 8, "numa_nodes": 1,
-    "isa": {"avx2": True}, "volatile": {"cpu_mhz": 3000.0},
-}
 
 # Each search's trial budget on SPACE, as a fraction of its valid points.
 # A new search must add itself here (test_every_search_has_a_budget).
@@ -68,15 +62,6 @@ class Synthetic:
         return Outcome(OK, cost(p), [cost(p)] * 3)
 
 
-@pytest.fixture
-def db():
-    with ResultsDB.open(":memory:") as d:
-        yield d
-
-
-@pytest.fixture
-def host(db):
-    return db.upsert_host(FP)
 
 
 def budget(name):

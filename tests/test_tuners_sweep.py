@@ -6,7 +6,6 @@ import time
 
 import pytest
 
-from hwtune.db import ResultsDB
 from hwtune.db.keys import graph_hash
 from hwtune.engine.config import EngineConfig
 from hwtune.errors import HwtuneError, UsageError
@@ -14,20 +13,8 @@ from hwtune.graph.generators.builder import Builder
 from hwtune.native.pool import allowed_cpus
 from hwtune.tuners import executor_sweep as es
 
-FP = {"cpu_model": "Test CPU", "vendor": "intel", "isa_best": "avx2", "sockets": 1,
-      "physical_cores": 2, "logical_cpus": 2, "numa_nodes": 1, "isa": {"avx2": True},
-      "volatile": {}}
 
 
-@pytest.fixture
-def db():
-    with ResultsDB.open(":memory:") as d:
-        yield d
-
-
-@pytest.fixture
-def host(db):
-    return db.upsert_host(FP)
 
 
 def tiny_graph(name="sweep-tiny"):

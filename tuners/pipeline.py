@@ -27,13 +27,19 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from hwtune.engine.config import EngineConfig, default_config, usable_cpu_count
-from hwtune.errors import HwtuneError, Interrupted, UsageError
+from hwtune.db.lifecycle import finishing
+from hwtune.errors import UsageError
 
 STAGES = ("sweep", "conv", "hillclimb")
 # Interleaved repetitions of the final default-vs-candidates comparison: 15
 # samples give a median whose MAD is ~2-4% here under the usual background
 # load (measured on the 2-core dev VM with lstm_small and resnet18).
 FINAL_REPS = 15
+# ...but the whole comparison gets about this long: a 2-TFLOP model
+# (inception_large, ~20 s a run here) gets fewer samples (never fewer than
+# MIN_FINAL_REPS), where one run is long enough to average out load bursts.
+FINAL_BUDGET_S = 120.0
+MIN_FINAL_REPS = 5
 # The final comparison keeps the default unless a candidate is faster by more
 # than this fraction: below it the difference is within the run-to-run noise
 # measured on this machine (1-2% MAD/median on quiet runs), and switching
@@ -158,7 +164,6 @@ def _stage_sweep(db, run_id, host_key, graph, graph_hash, cpus, opts, deadline, 
 
 def _stage_conv(db, run_id, host_key, graph, threads, opts, deadline, progress,
                 report: StageReport) -> Tuple[Dict[str, dict], List[str]]:
-    from hwtune.graph.passes.layout import apply_op_params  # noqa: F401 (fail early)
     from hwtune.native.isa import selected_isa
     from hwtune.tuners import conv_local, layout_dp
 
@@ -222,9 +227,13 @@ def _measure_interleaved(cands: List[Candidate], reps: int, progress: Progress,
     try:
         for c in cands:
             engines.append(open_engine(c.graph, c.config, c.op_cost or None))
+        round_s = 0.0
         for e in engines:
             for _ in range(warmup):
+                t0 = time.perf_counter()
                 e.run()
+            round_s += time.perf_counter() - t0
+        reps = max(MIN_FINAL_REPS, min(reps, int(FINAL_BUDGET_S / max(round_s, 1e-9))))
         for i in range(reps):
             progress("final", f"default vs tuned, interleaved: {i + 1}/{reps}")
             for c, e in zip(cands, engines):
@@ -255,7 +264,8 @@ def tune_graph(db, host_key: str, graph, graph_hash: str, opts: TuneOptions, *,
         "reps": opts.reps, "strategy": opts.strategy})
     stages: Dict[str, StageReport] = {}
     why: List[str] = []
-    try:
+    with finishing(db, run_id, "tuning run", kept="every finished trial is kept and the next "
+                   "tune-graph resumes from them"):
         base = default_config(usable)
         default = Candidate("default", base, graph)
         cfg, op_params, tuned_graph = base, {}, graph
@@ -326,7 +336,7 @@ def tune_graph(db, host_key: str, graph, graph_hash: str, opts: TuneOptions, *,
             chosen = default
         else:
             why.append(f"final: '{chosen.label}' was fastest of {len(cands)} candidates "
-                       f"measured interleaved ({FINAL_REPS} samples each)")
+                       f"measured interleaved ({len(chosen.samples)} samples each)")
 
         c = chosen.config
         fields = dict(c.db_fields(), op_cost=dict(chosen.op_cost))
@@ -346,17 +356,5 @@ def tune_graph(db, host_key: str, graph, graph_hash: str, opts: TuneOptions, *,
                            for x in cands],
             "speedup": result.speedup, "why": why, "tuning_s": result.tuning_s,
             "stages": {k: vars(v) for k, v in stages.items()}, "accuracy": accuracy})
-        db.finish_run(run_id, "complete")
         return result
-    except KeyboardInterrupt:
-        db.finish_run(run_id, "interrupted")
-        raise Interrupted(f"interrupted: tuning run {run_id} marked 'interrupted'; every "
-                          f"finished trial is kept and the next tune-graph resumes from them"
-                          ) from None
-    except BaseException:
-        try:
-            db.finish_run(run_id, "failed")
-        except HwtuneError:
-            pass
-        raise
 

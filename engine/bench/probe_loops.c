@@ -14,7 +14,7 @@
 typedef struct {
   hwt_isa isa;
   double seconds;
-  double *rate;      /* [nth] flop/s of each thread */
+  double *span;      /* [3 * nth]: flops, start and end of each share */
   _Atomic int status; /* first failure of a probe call */
 } fma_job;
 
@@ -34,7 +34,9 @@ static void fma_task(void *arg, int tid, int nth) {
     flops += f;
     if (t - c0 < PROBE_CALL_S && iters < (1L << 40)) iters *= 2;
   }
-  j->rate[tid] = flops / (t - t0);
+  j->span[3 * tid] = flops;
+  j->span[3 * tid + 1] = t0;
+  j->span[3 * tid + 2] = t;
 }
 
 typedef struct {
@@ -52,15 +54,23 @@ static void once_team0(void *arg, int team) {
 double hwt_probe_fma_peak(hwt_pool *p, int nth, hwt_isa isa, double seconds) {
   if (hwt_bench_check_team0(p, nth) != HWT_OK || !(seconds > 0)) return HWT_EINVAL;
   if (!hwt_isa_supported(isa)) return HWT_EISA;
-  fma_job j = {isa, seconds, calloc((size_t)nth, sizeof(double)), HWT_OK};
-  if (!j.rate) return HWT_ENOMEM;
+  fma_job j = {isa, seconds, calloc(3 * (size_t)nth, sizeof(double)), HWT_OK};
+  if (!j.span) return HWT_ENOMEM;
   once_ctx c = {p, nth, &j, fma_task};
   int rc = hwt_pool_run_teams(p, once_team0, &c);
-  double total = 0;
-  for (int t = 0; t < nth; t++) total += j.rate[t];
-  free(j.rate);
+  /* All flops over the wall-clock window the shares covered together: a
+   * share that ran after another (the pool lets an idle thread take a late
+   * worker's share) must not count as running beside it. */
+  double flops = 0, first = j.span[1], last = j.span[2];
+  for (int t = 0; t < nth; t++) {
+    flops += j.span[3 * t];
+    if (j.span[3 * t + 1] < first) first = j.span[3 * t + 1];
+    if (j.span[3 * t + 2] > last) last = j.span[3 * t + 2];
+  }
+  free(j.span);
   if (rc == HWT_OK) rc = atomic_load(&j.status);
-  return rc == HWT_OK ? total * 1e-9 : rc;
+  if (rc == HWT_OK && !(last > first)) rc = HWT_EINVAL;
+  return rc == HWT_OK ? flops / (last - first) * 1e-9 : rc;
 }
 
 typedef struct {

@@ -5,16 +5,28 @@
  * team_ch[t]; the caller of hwt_pool_run_teams forks to the team masters
  * (idx 1..n_teams-1) through pool_ch. A fork publishes the task and bumps a
  * 64-bit generation word (sequence << 16 | nth) on its own cache line;
- * participants spin on it, then park. Each participant reports completion by
- * writing the sequence into its own cache line, so a join is a scan of
- * independent lines (the loads overlap) rather than nth atomic increments
- * serialised on one line.
+ * participants spin on it, then park.
+ *
+ * A team region is nth shares that any of its first nth threads may run:
+ * share i is claimed by a CAS of the region's sequence into share i's own
+ * cache line. Each thread claims its own share first (share i stays on
+ * thread i, so a partition stays in the cache that ran it last region), then
+ * any share still unclaimed. So a master never waits for a worker that the
+ * OS has not yet run (on a loaded machine that is a whole scheduler tick):
+ * it runs that share itself, and the late worker finds nothing left. The
+ * runner of share i writes the sequence into share i's done word on the same
+ * line, so a join is a scan of independent lines (the loads overlap) rather
+ * than nth atomic increments serialised on one line. Team masters of
+ * pool_ch are not claimable: a team's function must run on its own master.
  *
  * nth travels in the generation word so that threads outside a region
  * (idx >= nth) never read fn/arg, which the forker rewrites as soon as the
- * region's participants joined; the 48-bit sequence cannot wrap, so a thread
- * descheduled across many regions never mistakes a new one for the last it
- * saw. */
+ * region's shares are done; a thread reads fn/arg only after its claim
+ * succeeded, and the region cannot finish before that share's done word is
+ * written. Sequences are 48 bits and never wrap, and a claim only moves a
+ * share's word from an older sequence to the thread's own, so a thread
+ * descheduled across many regions can neither mistake a new region for the
+ * last it saw nor claim a share of a later region by mistake. */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -55,8 +67,17 @@
  * clock under 10% of the spin (pause is ~10x longer on Skylake-SP hosts). */
 #define SPINS_PER_CLOCK 64
 
+/* Tests define this to hold a worker between seeing a region and claiming a
+ * share, i.e. to play a thread the OS has not run yet (test_pool_late.c). */
+#ifndef HWT_POOL_LATE_HOOK
+#define HWT_POOL_LATE_HOOK(team, idx) ((void)0)
+#endif
+
+/* Line i of a channel: share i's claim and completion (team regions; on
+ * pool_ch participant i's completion) and thread i's parking. */
 typedef struct {
-  _Alignas(HWT_CACHELINE) _Atomic uint64_t done_seq; /* last region finished */
+  _Alignas(HWT_CACHELINE) _Atomic uint64_t done_seq; /* last region whose share i finished */
+  _Atomic uint64_t claim_seq;                        /* last region whose share i was claimed */
   _Atomic uint32_t word;                             /* park word */
   _Atomic uint32_t asleep;                           /* parked or about to */
 } slot_t;
@@ -76,7 +97,7 @@ typedef struct {
   _Alignas(HWT_CACHELINE) _Atomic uint32_t sleepers;
   _Atomic uint32_t forker_waiting;
   _Atomic uint32_t join_word;
-  slot_t *slots; /* [n]; slot 0 is the forker's and unused */
+  slot_t *slots; /* [n]; slot 0: share 0 on a team channel, unused on pool_ch */
   int n;
 } channel;
 
@@ -124,6 +145,7 @@ static int chan_init(channel *c, int n) {
   if (!c->slots) return -1;
   for (int i = 0; i < n; i++) {
     atomic_init(&c->slots[i].done_seq, 0);
+    atomic_init(&c->slots[i].claim_seq, 0);
     atomic_init(&c->slots[i].word, 0);
     atomic_init(&c->slots[i].asleep, 0);
   }
@@ -178,7 +200,7 @@ static uint64_t chan_wait(channel *c, int idx, uint64_t seen, double spin_s) {
   }
 }
 
-/* Participant: report region `seq` finished. */
+/* Report share (or participant) idx of region `seq` finished. */
 static void chan_done(channel *c, int idx, uint64_t seq) {
   atomic_store(&c->slots[idx].done_seq, seq); /* seq_cst: see chan_join */
   if (atomic_load(&c->forker_waiting)) {
@@ -187,9 +209,9 @@ static void chan_done(channel *c, int idx, uint64_t seq) {
   }
 }
 
-/* Forker: wait until participants 1..nth-1 finished region `seq`. */
-static void chan_join(channel *c, int nth, uint64_t seq, double spin_s) {
-  int i = 1;
+/* Forker: wait until shares first..nth-1 of region `seq` are done. */
+static void chan_join(channel *c, int first, int nth, uint64_t seq, double spin_s) {
+  int i = first;
   double t0 = 0;
   for (long k = 0;; k++) {
     while (i < nth && atomic_load_explicit(&c->slots[i].done_seq, memory_order_acquire) == seq) i++;
@@ -212,6 +234,31 @@ static void chan_join(channel *c, int nth, uint64_t seq, double spin_s) {
   atomic_store_explicit(&c->forker_waiting, 0, memory_order_relaxed);
 }
 
+/* 1 if this thread won share i of region `seq` and must run it. Claim words
+ * only ever rise, so a word at or past seq means the share is taken (or, for
+ * a thread that slept through the region, that the region is over); a word
+ * below seq cannot belong to a finished region, because a region finishes
+ * only after each of its shares was claimed and done. */
+static int share_claim(channel *c, int i, uint64_t seq) {
+  _Atomic uint64_t *w = &c->slots[i].claim_seq;
+  uint64_t v = atomic_load_explicit(w, memory_order_relaxed);
+  return v < seq && atomic_compare_exchange_strong_explicit(w, &v, seq, memory_order_acq_rel,
+                                                            memory_order_relaxed);
+}
+
+/* Runs the shares of team region `seq` that this thread claims: its own
+ * share first, then the others in rotation from there, so that threads
+ * looking for leftovers start at different shares. fn/arg are read only
+ * after a claim, while the region cannot finish. */
+static void run_shares(channel *c, int self, int nth, uint64_t seq) {
+  for (int k = 0; k < nth; k++) {
+    int i = self + k < nth ? self + k : self + k - nth;
+    if (!share_claim(c, i, seq)) continue;
+    c->fn.task(c->arg, i, nth);
+    chan_done(c, i, seq);
+  }
+}
+
 static void participant_loop(hwt_pool *p, channel *c, int idx, int team) {
   uint64_t seen = 0;
   for (;;) {
@@ -220,9 +267,13 @@ static void participant_loop(hwt_pool *p, channel *c, int idx, int team) {
     if (atomic_load_explicit(&c->stop, memory_order_relaxed)) return;
     int nth = (int)(g & NTH_MASK);
     if (idx >= nth) continue;
-    if (c == &p->pool_ch) c->fn.team(c->arg, team);
-    else c->fn.task(c->arg, idx, nth);
-    chan_done(c, idx, g >> NTH_BITS);
+    if (c == &p->pool_ch) {
+      c->fn.team(c->arg, team);
+      chan_done(c, idx, g >> NTH_BITS);
+    } else {
+      HWT_POOL_LATE_HOOK(team, idx);
+      run_shares(c, idx, nth, g >> NTH_BITS);
+    }
   }
 }
 
@@ -501,8 +552,8 @@ int hwt_team_parallel(hwt_pool *p, int team, hwt_task_fn fn, void *arg, int nth)
   c->fn.task = fn;
   c->arg = arg;
   uint64_t seq = chan_fork(c, nth);
-  fn(arg, 0, nth);
-  chan_join(c, nth, seq, p->spin_s);
+  run_shares(c, 0, nth, seq);
+  chan_join(c, 0, nth, seq, p->spin_s);
   return HWT_OK;
 }
 
@@ -526,7 +577,7 @@ int hwt_pool_run_teams(hwt_pool *p, hwt_team_fn fn, void *arg) {
     seq = chan_fork(&p->pool_ch, p->n_teams);
   }
   fn(arg, 0);
-  if (p->n_teams > 1) chan_join(&p->pool_ch, p->n_teams, seq, p->spin_s);
+  if (p->n_teams > 1) chan_join(&p->pool_ch, 1, p->n_teams, seq, p->spin_s);
 #if defined(__linux__)
   if (saved.set) {
     sched_setaffinity(0, saved.size, saved.set);

@@ -1,6 +1,8 @@
 /* Thread pool: fork-join stress (spinning and parked workers, varying nth,
  * several teams at once), pinning, argument checks, create/destroy churn. */
 #include <sched.h>
+#include <sys/syscall.h>
+#include <time.h>
 
 #include "test_pool_stress.h"
 
@@ -16,12 +18,28 @@ static int is_allowed(int cpu) {
 typedef struct {
   hwt_pool *p;
   _Atomic int cpu_seen[STRESS_MAXT];
+  _Atomic long thread_seen[STRESS_MAXT]; /* kernel thread id that ran the share */
+  _Atomic int done;
 } where_ctx;
 
+static double mono_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Any thread of the team may run any share, so share 0 waits (up to 1 s)
+ * for the others: the thread running it cannot take theirs, and each share
+ * lands on a thread of its own. */
 static void where_task(void *arg, int tid, int nth) {
   where_ctx *c = arg;
-  (void)nth;
   atomic_store(&c->cpu_seen[tid], sched_getcpu());
+  atomic_store(&c->thread_seen[tid], (long)syscall(SYS_gettid));
+  if (tid == 0)
+    for (double t0 = mono_s(); atomic_load(&c->done) < nth - 1 && mono_s() - t0 < 1.0;)
+      sched_yield();
+  else
+    atomic_fetch_add(&c->done, 1);
 }
 
 static void where_team0(void *arg, int team) {
@@ -44,16 +62,36 @@ static void test_pinning(void) {
     hwt_pool_destroy(p);
     return;
   }
-  where_ctx c;
-  memset(&c, 0, sizeof c);
-  c.p = p;
-  CHECK(hwt_pool_run_teams(p, where_team0, &c) == HWT_OK, "run_teams");
   for (int i = 0; i < tpt; i++) {
     int cpu = hwt_pool_thread_cpu(p, 0, i);
     CHECK(is_allowed(cpu), "thread %d on cpu %d, not allowed", i, cpu);
     for (int k = 0; k < i; k++) CHECK(hwt_pool_thread_cpu(p, 0, k) != cpu, "cpu %d twice", cpu);
-    CHECK(atomic_load(&c.cpu_seen[i]) == cpu, "thread %d ran on cpu %d, pinned to %d", i,
-          atomic_load(&c.cpu_seen[i]), cpu);
+  }
+  /* A region whose shares ran on tpt distinct threads (a worker that is
+   * late gives its share to another thread: try again) must have run on
+   * exactly the team's pinned CPUs, the caller on thread 0's. */
+  where_ctx c;
+  int distinct = 0;
+  for (int attempt = 0; attempt < 50 && !distinct; attempt++) {
+    memset(&c, 0, sizeof c);
+    c.p = p;
+    CHECK(hwt_pool_run_teams(p, where_team0, &c) == HWT_OK, "run_teams");
+    distinct = 1;
+    for (int i = 0; i < tpt; i++)
+      for (int k = 0; k < i; k++)
+        distinct &= atomic_load(&c.thread_seen[i]) != atomic_load(&c.thread_seen[k]);
+  }
+  CHECK(distinct, "no region in 50 ran its %d shares on %d threads", tpt, tpt);
+  long caller = (long)syscall(SYS_gettid);
+  for (int i = 0; distinct && i < tpt; i++) {
+    int cpu = atomic_load(&c.cpu_seen[i]), pinned = 0;
+    for (int k = 0; k < tpt; k++) pinned |= hwt_pool_thread_cpu(p, 0, k) == cpu;
+    CHECK(pinned, "share %d ran on cpu %d, no thread of the team is pinned there", i, cpu);
+    for (int k = 0; k < i; k++)
+      CHECK(atomic_load(&c.cpu_seen[k]) != cpu, "two threads on cpu %d", cpu);
+    if (atomic_load(&c.thread_seen[i]) == caller)
+      CHECK(cpu == hwt_pool_thread_cpu(p, 0, 0), "the caller ran on cpu %d, pinned to %d", cpu,
+            hwt_pool_thread_cpu(p, 0, 0));
   }
   hwt_pool_destroy(p);
 

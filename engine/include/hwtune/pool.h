@@ -4,7 +4,10 @@
  * unit the engine schedules ops onto. Thread 0 of a team is its master; it
  * runs the team's loop and forks work to the team's other threads with
  * hwt_team_parallel() (a low-overhead fork-join: workers spin briefly on a
- * padded generation counter, then sleep on a futex).
+ * padded generation counter, then sleep on a futex). A region's shares are
+ * claimed, not assigned: a thread runs its own share and then any share no
+ * thread has started, so a worker the OS has descheduled delays a region
+ * only if it was preempted in the middle of a share.
  *
  * Pinning: with pin=1 every thread is bound to one CPU of the allowed set
  * (sched_getaffinity), teams get disjoint, topologically adjacent CPUs (cores
@@ -26,7 +29,9 @@
 
 typedef struct hwt_pool hwt_pool;
 
-/* Runs on threads tid = 0..nth-1 of a team. */
+/* Share tid of nth (0 <= tid < nth): runs exactly once per region, usually
+ * on the team's thread tid but on any of its first nth threads when that one
+ * is late; per-share state must be indexed by tid, not by the thread. */
 typedef void (*hwt_task_fn)(void *arg, int tid, int nth);
 /* Runs on the master thread of each team. */
 typedef void (*hwt_team_fn)(void *arg, int team);
@@ -51,7 +56,8 @@ HWT_API int hwt_pool_thread_cpu(const hwt_pool *p, int team, int idx); /* -1 if 
 
 /* Fork-join on `team` with nth threads (1 <= nth <= team size). Must be called
  * from the team's master thread (inside hwt_pool_run_teams, or from the thread
- * that created the pool for team 0 outside it). The master runs tid 0.
+ * that created the pool for team 0 outside it). The master runs share 0 and
+ * any share no worker has started, and returns when every share is done.
  * Returns HWT_OK, or HWT_EINVAL (nothing ran) for a bad team or nth. */
 HWT_API int hwt_team_parallel(hwt_pool *p, int team, hwt_task_fn fn, void *arg, int nth);
 

@@ -20,7 +20,8 @@ from hwtune.check import baseline as bl
 from hwtune.check.measure import FigureResult, measure_suite
 from hwtune.check.stats import Verdict, compare
 from hwtune.check.suite import Suite
-from hwtune.errors import HwtuneError, Interrupted, UsageError
+from hwtune.db.lifecycle import finishing
+from hwtune.errors import UsageError
 from hwtune.scan import stats
 
 MODES = ("gate", "record-or-report")
@@ -253,7 +254,7 @@ def run_check(suite: Suite, *, db, mode: str = "gate", baseline_file: Optional[s
                "relative": relative, "baseline_file": baseline_file,
                "update_baseline": update_baseline, "recording": recording}
     run_id = db.start_run(host_key, "check", options)
-    try:
+    with finishing(db, run_id, "check run"):
         results = measure_suite(suite, db=db, host_key=host_key,
                                 inner_hints=base.inner_hints() if base else None,
                                 progress=progress)
@@ -300,17 +301,7 @@ def run_check(suite: Suite, *, db, mode: str = "gate", baseline_file: Optional[s
         report.exit_code = EXIT[report.status]
         report.elapsed_s = time.perf_counter() - t0
         db.add_fact(run_id, "check", report.to_json(samples=False))
-        db.finish_run(run_id, "complete")
         return report
-    except KeyboardInterrupt:
-        db.finish_run(run_id, "interrupted")
-        raise Interrupted(f"interrupted: check run {run_id} marked 'interrupted'") from None
-    except BaseException:
-        try:
-            db.finish_run(run_id, "failed")
-        except HwtuneError:
-            pass  # the database itself failed: report the original error
-        raise
 
 
 def with_figures(suite: Suite, names: Optional[List[str]]) -> Suite:

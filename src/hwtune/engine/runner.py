@@ -7,8 +7,9 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
 from hwtune.engine.config import EngineConfig
+from hwtune.db.lifecycle import finishing
 from hwtune.engine.trace import OpEvent
-from hwtune.errors import HwtuneError, Interrupted, NativeError, UsageError
+from hwtune.errors import HwtuneError, NativeError, UsageError
 
 # Above this MAD/median the latency is reported as noisy: ~2x the spread of
 # repeated medians measured on the shared 2-core dev box (as hwtune scan).
@@ -175,53 +176,44 @@ def run_model(db, host_key: str, graph, graph_hash: str, cfg: EngineConfig, *,
     engine = open_engine(graph, cfg, costs)
     run_id = db.start_run(host_key, "run", options)
     try:
-        samples: List[float] = []
-        for i in range(warmup + iterations):
-            t0 = time.perf_counter()
-            engine.run()
-            dt = time.perf_counter() - t0
-            if i >= warmup:
-                samples.append(dt)
-            if progress:
-                progress(i + 1, warmup + iterations)
-        checked = None
-        if check:
-            checked = check_outputs(engine.outputs(), graph)
-            db.add_fact(run_id, "check", checked)
-        events: List[OpEvent] = []
-        if trace:
-            # Profiled separately: recording events must not touch the timings.
-            runs = _profiled_runs(engine, graph, PROFILE_RUNS)
-            events = runs[-1]
-            store_op_profiles(db, host_key, graph, cfg, runs, config_id)
-        med = median(samples)
-        result = RunResult(run_id=run_id, samples=samples, median_s=med, mad_s=mad(samples),
-                           min_s=min(samples), max_s=max(samples),
-                           rel_spread=rel_spread(samples),
-                           runs_per_s=1.0 / med if med > 0 else 0.0,
-                           gflops=flops / med / 1e9 if med > 0 else 0.0, flops=flops,
-                           events=events, check=checked)
-        db.add_measurement(
-            run_id, bench="graph", op=graph.name,
-            params={"graph_hash": graph_hash, "config": cfg.to_json(),
-                    "iterations": iterations, "warmup": warmup, "flops": flops},
-            kernel_variant=kernel_variant, threads=cfg.threads, executors=cfg.executors,
-            pinned=cfg.pinned, samples=samples, median_s=result.median_s, mad_s=result.mad_s,
-            rel_spread=result.rel_spread, value=result.gflops, unit="GFLOP/s",
-            status="noisy" if result.noisy else "ok")
-        if events:
-            db.add_trace(run_id, 0, [e._asdict() for e in events])
-        db.finish_run(run_id, "complete")
-        return result
-    except KeyboardInterrupt:
-        db.finish_run(run_id, "interrupted")
-        raise Interrupted(f"interrupted: run {run_id} marked 'interrupted'") from None
-    except BaseException:
-        try:
-            db.finish_run(run_id, "failed")
-        except HwtuneError:
-            pass  # the database itself failed: report the original error
-        raise
+        with finishing(db, run_id, "run"):
+            samples: List[float] = []
+            for i in range(warmup + iterations):
+                t0 = time.perf_counter()
+                engine.run()
+                dt = time.perf_counter() - t0
+                if i >= warmup:
+                    samples.append(dt)
+                if progress:
+                    progress(i + 1, warmup + iterations)
+            checked = None
+            if check:
+                checked = check_outputs(engine.outputs(), graph)
+                db.add_fact(run_id, "check", checked)
+            events: List[OpEvent] = []
+            if trace:
+                # Profiled separately: recording events must not touch the timings.
+                runs = _profiled_runs(engine, graph, PROFILE_RUNS)
+                events = runs[-1]
+                store_op_profiles(db, host_key, graph, cfg, runs, config_id)
+            med = median(samples)
+            result = RunResult(run_id=run_id, samples=samples, median_s=med, mad_s=mad(samples),
+                               min_s=min(samples), max_s=max(samples),
+                               rel_spread=rel_spread(samples),
+                               runs_per_s=1.0 / med if med > 0 else 0.0,
+                               gflops=flops / med / 1e9 if med > 0 else 0.0, flops=flops,
+                               events=events, check=checked)
+            db.add_measurement(
+                run_id, bench="graph", op=graph.name,
+                params={"graph_hash": graph_hash, "config": cfg.to_json(),
+                        "iterations": iterations, "warmup": warmup, "flops": flops},
+                kernel_variant=kernel_variant, threads=cfg.threads, executors=cfg.executors,
+                pinned=cfg.pinned, samples=samples, median_s=result.median_s, mad_s=result.mad_s,
+                rel_spread=result.rel_spread, value=result.gflops, unit="GFLOP/s",
+                status="noisy" if result.noisy else "ok")
+            if events:
+                db.add_trace(run_id, 0, [e._asdict() for e in events])
+            return result
     finally:
         engine.close()
 

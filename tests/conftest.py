@@ -1,0 +1,23 @@
+"""Fixtures shared by the test files: an in-memory results.db and a host in it."""
+
+import pytest
+
+from hwtune.db import ResultsDB
+
+# A made-up machine: tests that store rows need a host; nothing reads its values.
+FINGERPRINT = {
+    "cpu_model": "Test CPU", "vendor": "intel", "isa_best": "avx2", "sockets": 1,
+    "physical_cores": 4, "logical_cpus": 8, "numa_nodes": 1,
+    "isa": {"avx2": True}, "volatile": {"cpu_mhz": 3000.0},
+}
+
+
+@pytest.fixture
+def db():
+    with ResultsDB.open(":memory:") as d:
+        yield d
+
+
+@pytest.fixture
+def host(db):
+    return db.upsert_host(FINGERPRINT)
