@@ -1,5 +1,7 @@
 """Fixtures shared by the test files: an in-memory results.db and a host in it."""
 
+import signal
+
 import pytest
 
 from hwtune.db import ResultsDB
@@ -21,3 +23,10 @@ def db():
 @pytest.fixture
 def host(db):
     return db.upsert_host(FINGERPRINT)
+
+
+def sigint_default():
+    """Popen(preexec_fn=...) for tests that press Ctrl-C: a job started in
+    the background by a non-interactive shell (a CI runner) inherits SIGINT
+    ignored, and Python then never raises KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -12,6 +12,8 @@ import time
 import pytest
 from click.testing import CliRunner
 
+from conftest import sigint_default
+
 from hwtune.cli.main import cli
 from hwtune.native.pool import allowed_cpus
 
@@ -191,7 +193,8 @@ def test_ctrl_c_keeps_finished_measurements_and_exits_130(tmp_path):
     env = dict(ENV)
     env.pop("HWTUNE_SCAN_SCALE")  # the full scan: long enough to interrupt
     proc = subprocess.Popen([sys.executable, "-m", "hwtune.cli.main", "scan", "--db", str(db)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=sigint_default)
     try:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:

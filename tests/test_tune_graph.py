@@ -12,6 +12,8 @@ import time
 
 import pytest
 
+from conftest import sigint_default
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODELS = os.path.join(ROOT, "configs", "models")
 LSTM = [os.path.join(MODELS, "lstm_small.json"), "--set", "seq=3", "--set", "hidden=32",
@@ -80,7 +82,8 @@ def test_tune_cnn_tunes_convs_and_reuses_them(db):
 def test_interrupt_keeps_trials_and_rerun_resumes(db):
     cmd = [sys.executable, "-m", "hwtune.cli.main", "tune-graph", *PATHNET, "--reps", "3",
            "--only", "conv", "--db", str(db)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=sigint_default)
     # Wait for the first stored CONV trial, then press Ctrl-C.
     t0 = time.monotonic()
     while time.monotonic() - t0 < 120 and proc.poll() is None:
