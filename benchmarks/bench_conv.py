@@ -45,7 +45,8 @@ from hwtune.graph import load_model
 from hwtune.native import conv
 from hwtune.native.isa import selected_isa
 from hwtune.native.pool import allowed_cpus
-from hwtune.scan.runner import settle
+from timing import interleaved as _interleaved
+from timing import per_call
 
 LAYERS = [(64, 56), (128, 28), (256, 14), (512, 7)]  # (channels, spatial)
 GOAL_RATIO = 1.0
@@ -62,29 +63,12 @@ TOP_K = 4
 
 # ---------------------------------------------------------------- timing
 
-def _per_call(fn, calls: int) -> float:
-    t0 = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    return (time.perf_counter() - t0) / calls
-
-
-def _calls_for(fn) -> int:
-    fn()
-    return max(1, min(1000, round(SAMPLE_S / max(_per_call(fn, 1), 1e-6))))
-
-
 def interleaved(fns, reps: int, stat=statistics.median):
     """stat (median by default) of the seconds per call of each fn, sampled
     round-robin so every side sees the same noise from the shared machine;
     stat=None returns the samples."""
-    calls = [_calls_for(f) for f in fns]
-    samples = [[] for _ in fns]
-    for _ in range(reps):
-        for i, f in enumerate(fns):
-            settle(0.05)  # the previous side's spinning workers park first
-            samples[i].append(_per_call(f, calls[i]))
-    return samples if stat is None else [stat(s) for s in samples]
+    return _interleaved(fns, reps, sample_s=SAMPLE_S, max_calls=1000, stat=stat,
+                        settle_s=0.05)
 
 
 # ---------------------------------------------------------------- hwtune
@@ -148,7 +132,7 @@ def screen_grid(c: int, hw: int, cap_s: float):
             xb[ic_bn] = conv.to_nchwc(x, ic_bn)
         y = np.empty(plan.out_shape, np.float32)
         plan.run(xb[ic_bn], y)  # first touch
-        t = min(_per_call(lambda: plan.run(xb[ic_bn], y), 1) for _ in range(2))
+        t = min(per_call(lambda: plan.run(xb[ic_bn], y), 1) for _ in range(2))
         out.append((t, p))
     out.sort(key=lambda r: r[0])
     return out, len(grid)
@@ -305,7 +289,6 @@ def layer_section(args, ncpu: int, lines: list) -> bool:
     for c, hw in LAYERS:
         screened, size = screen_grid(c, hw, args.grid_s)
         cands = [p for _, p in screened[:TOP_K]]
-        dflt = conv.default_params((1, c, hw, hw), (c, c, 3, 3), pad=1)
         for th in thread_counts:
             t_best, p_best = best_on_engine(c, hw, cands, th, max(3, args.reps // 3))
             sides = [engine(conv_model(c, hw, c, p_best), th),

@@ -31,7 +31,8 @@ from hwtune.engine.native_engine import NativeEngine
 from hwtune.errors import HwtuneError
 from hwtune.graph import load_model
 from hwtune.native.pool import allowed_cpus
-from hwtune.scan.runner import settle
+from timing import interleaved as _interleaved
+from timing import per_call
 
 MODELS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs", "models")
 ORT_MISSING = "onnxruntime not installed: pip install onnx onnxruntime"
@@ -52,28 +53,9 @@ MODEL_MAX_S = 0.5
 
 # ---------------------------------------------------------------- timing
 
-def _per_call(fn, calls: int) -> float:
-    t0 = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    return (time.perf_counter() - t0) / calls
-
-
-def _calls_for(fn) -> int:
-    fn()
-    one = _per_call(fn, 1)
-    return max(1, min(10_000, round(SAMPLE_S / max(one, 1e-7))))
-
-
 def interleaved(fns, reps: int):
     """Median seconds per call of each fn, sampled round-robin."""
-    calls = [_calls_for(f) for f in fns]
-    samples = [[] for _ in fns]
-    for _ in range(reps):
-        for i, f in enumerate(fns):
-            settle()  # idle spinning workers of the previous side park first
-            samples[i].append(_per_call(f, calls[i]))
-    return [statistics.median(s) for s in samples]
+    return _interleaved(fns, reps, sample_s=SAMPLE_S)
 
 
 # ---------------------------------------------------------------- graphs
@@ -196,7 +178,7 @@ def section_a(ncpu: int, reps: int, lines: list):
 def _one_run_s(graph) -> float:
     with NativeEngine(graph, executors=1, threads=allowed_ncpu(), scheduler="sequential") as eng:
         eng.run()
-        return statistics.median(_per_call(eng.run, 1) for _ in range(2))
+        return statistics.median(per_call(eng.run, 1) for _ in range(2))
 
 
 def _fit_model(path: str):
@@ -243,7 +225,7 @@ def section_b(ncpu: int, reps: int, lines: list):
             for k, t in engine_configs(ncpu, sched):
                 with NativeEngine(graph, executors=k, threads=t, scheduler=sched) as eng:
                     eng.run()
-                    probes.append((statistics.median(_per_call(eng.run, 1) for _ in range(3)),
+                    probes.append((statistics.median(per_call(eng.run, 1) for _ in range(3)),
                                    k, t))
             best[sched] = min(probes)[1:]
             print("    probe " + sched + ": " +
