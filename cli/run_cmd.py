@@ -28,7 +28,7 @@ def _ms(seconds: float) -> str:
 @click.option("--threads", type=int, default=None, metavar="T",
               help="threads per executor (default: stored config, else every usable CPU / K)")
 @click.option("--scheduler", default=None, metavar="S",
-              help="sequential, shared-queue or critical-path (default: stored config, else "
+              help="sequential, shared-queue, critical-path or corun (default: stored config, else "
                    "sequential; critical-path when K > 1)")
 @click.option("--pin/--no-pin", default=None,
               help="pin executor teams to disjoint CPUs (default: only with critical-path)")
