@@ -91,9 +91,12 @@ def tune_graph(model, budget_s, trials, only, search, reps, strategy, overrides,
     click.echo(f"model:     {graph.name} ({len(graph.ops)} ops, graph {graph_hash[:12]})")
     click.echo(f"default:   {_ms(d.median_s)} +- {_ms(d.mad_s)}  ({d.config.describe()}, "
                f"default CONV knobs)")
-    click.echo(f"tuned:     {_ms(t.median_s)} +- {_ms(t.mad_s)}  ({t.config.describe()}"
-               f"{', ' + str(len(t.config.op_params)) + ' CONV(s) tuned' if t.config.op_params else ''}"
-               f"{', ' + str(len(t.config.op_threads)) + ' per-op thread counts' if t.config.op_threads else ''})")
+    extras = [t.config.describe()]
+    if t.config.op_params:
+        extras.append(f"{len(t.config.op_params)} CONV(s) tuned")
+    if t.config.op_threads:
+        extras.append(f"{len(t.config.op_threads)} per-op thread counts")
+    click.echo(f"tuned:     {_ms(t.median_s)} +- {_ms(t.mad_s)}  ({', '.join(extras)})")
     click.echo(f"speedup:   {res.speedup:.2f}x (medians of samples interleaved in one run)")
     others = [c for c in res.candidates if c is not d and c is not t]
     if others:
