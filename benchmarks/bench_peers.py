@@ -174,6 +174,11 @@ def ort_runner(model, feeds, threads):
     import onnxruntime as ort
     so = ort.SessionOptions()
     so.intra_op_num_threads, so.inter_op_num_threads = threads, 1
+    # ORT's idle intra-op threads spin after a run and take the second core
+    # from the hwtune sample interleaved next: with spinning on, hwtune's
+    # 2-thread ResNet conv2_x measured 98.9 GFLOPS (its 1-thread speed), with
+    # it off 146.5, while ORT's own figure moved 219 -> 211 (2026-11-22).
+    so.add_session_config_entry("session.intra_op.allow_spinning", "0")
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     sess = ort.InferenceSession(model.SerializeToString(), so,
