@@ -28,6 +28,7 @@
  * whose completion is the run's last writes FINISH into every slot. */
 #include <stdlib.h>
 #include "exec_internal.h"
+#include "prio_heap.h"
 #include "hwtune/bench.h"
 
 #define FINISH UINT32_MAX
@@ -69,35 +70,13 @@ void hwt_sched_corun_free(hwt_engine *e) {
   c->slot = NULL;
 }
 
-/* ---- the heap (under the lock) ---- */
-
-static int higher(const hwt_engine *e, int a, int b) {
-  return e->prio[a] > e->prio[b] || (e->prio[a] == e->prio[b] && a < b);
-}
+/* ---- the heap (prio_heap.h, under the lock) ---- */
 
 static void heap_push(hwt_engine *e, int op) {
-  int *h = e->cr.heap, i = e->cr.heap_size++;
-  while (i > 0) {
-    int p = (i - 1) / 2;
-    if (!higher(e, op, h[p])) break;
-    h[i] = h[p];
-    i = p;
-  }
-  h[i] = op;
+  hwt_prio_heap_push(e, e->cr.heap, &e->cr.heap_size, op);
 }
 
-static void heap_pop(hwt_engine *e) {
-  int *h = e->cr.heap, n = --e->cr.heap_size, last = h[n], i = 0;
-  for (;;) {
-    int l = 2 * i + 1, best = l;
-    if (l >= n) break;
-    if (l + 1 < n && higher(e, h[l + 1], h[l])) best = l + 1;
-    if (!higher(e, h[best], last)) break;
-    h[i] = h[best];
-    i = best;
-  }
-  if (n > 0) h[i] = last;
-}
+static void heap_pop(hwt_engine *e) { (void)hwt_prio_heap_pop(e, e->cr.heap, &e->cr.heap_size); }
 
 /* ---- Strategy 3 (under the lock) ---- */
 

@@ -32,6 +32,7 @@
  * completion is the last one writes a FINISH value into every slot. */
 #include <stdlib.h>
 #include "exec_internal.h"
+#include "prio_heap.h"
 
 #define FINISH UINT32_MAX
 
@@ -62,37 +63,10 @@ void hwt_sched_cp_free(hwt_engine *e) {
   c->slot = NULL;
 }
 
-/* ---- the heap: token holder only ---- */
+/* ---- the heap (prio_heap.h): token holder only ---- */
 
-static int higher(const hwt_engine *e, int a, int b) {
-  /* Ties go to the lower op id so that equal levels keep a stable order. */
-  return e->prio[a] > e->prio[b] || (e->prio[a] == e->prio[b] && a < b);
-}
-
-static void heap_push(hwt_engine *e, int *h, int *n, int op) {
-  int i = (*n)++;
-  while (i > 0) {
-    int p = (i - 1) / 2;
-    if (!higher(e, op, h[p])) break;
-    h[i] = h[p];
-    i = p;
-  }
-  h[i] = op;
-}
-
-static int heap_pop(hwt_engine *e, int *h, int *n) {
-  int top = h[0], last = h[--(*n)], i = 0;
-  for (;;) {
-    int l = 2 * i + 1, best = l;
-    if (l >= *n) break;
-    if (l + 1 < *n && higher(e, h[l + 1], h[l])) best = l + 1;
-    if (!higher(e, h[best], last)) break;
-    h[i] = h[best];
-    i = best;
-  }
-  if (*n > 0) h[i] = last;
-  return top;
-}
+static void heap_push(hwt_engine *e, int *h, int *n, int op) { hwt_prio_heap_push(e, h, n, op); }
+static int heap_pop(hwt_engine *e, int *h, int *n) { return hwt_prio_heap_pop(e, h, n); }
 
 /* ---- scheduling role ---- */
 static void cp_schedule(hwt_engine *e) {

@@ -1,0 +1,40 @@
+/* The ready-op max-heap both level-ordered schedulers (critical-path,
+ * corun) keep: highest priority (level) first, ties to the lower op id so
+ * equal levels keep a stable order. Inline: it is on the dispatch path.
+ * The caller owns synchronisation (the token in sched_cp.c, the lock in
+ * sched_corun.c). */
+#ifndef HWTUNE_EXEC_PRIO_HEAP_H
+#define HWTUNE_EXEC_PRIO_HEAP_H
+#include "exec_internal.h"
+
+static inline int hwt_prio_higher(const hwt_engine *e, int a, int b) {
+  return e->prio[a] > e->prio[b] || (e->prio[a] == e->prio[b] && a < b);
+}
+
+static inline void hwt_prio_heap_push(const hwt_engine *e, int *h, int *n, int op) {
+  int i = (*n)++;
+  while (i > 0) {
+    int p = (i - 1) / 2;
+    if (!hwt_prio_higher(e, op, h[p])) break;
+    h[i] = h[p];
+    i = p;
+  }
+  h[i] = op;
+}
+
+/* Removes and returns the top; *n must be > 0. */
+static inline int hwt_prio_heap_pop(const hwt_engine *e, int *h, int *n) {
+  int top = h[0], last = h[--(*n)], i = 0;
+  for (;;) {
+    int l = 2 * i + 1, best = l;
+    if (l >= *n) break;
+    if (l + 1 < *n && hwt_prio_higher(e, h[l + 1], h[l])) best = l + 1;
+    if (!hwt_prio_higher(e, h[best], last)) break;
+    h[i] = h[best];
+    i = best;
+  }
+  if (*n > 0) h[i] = last;
+  return top;
+}
+
+#endif
