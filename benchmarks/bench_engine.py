@@ -27,7 +27,7 @@ import time
 
 import numpy as np
 
-from hwtune.engine.native_engine import NativeEngine
+from hwtune.native.engine import NativeEngine
 from hwtune.errors import HwtuneError
 from hwtune.graph import load_model
 from hwtune.native.pool import allowed_cpus
@@ -132,7 +132,7 @@ def section_a(ncpu: int, reps: int, lines: list):
         # The chain has no parallelism: the configs (sequential 1x1,
         # the queue schedulers at 2x1 and 1x2) show what each adds per op.
         # The wide graph runs every config that fits.
-        configs = [(s, k, t) for s in ("sequential", "shared_queue", "critical_path", "corun")
+        configs = [(s, k, t) for s in ("sequential", "shared-queue", "critical-path", "corun")
                    for k, t in engine_configs(ncpu, s)
                    if not per_op or (k * t == 1 if s == "sequential" else k * t == ncpu)]
         ref_med = {}
@@ -212,7 +212,7 @@ def allowed_ncpu() -> int:
 def section_b(ncpu: int, reps: int, lines: list):
     print("\n(b) model latency per scheduler (best executors x threads, k*t <= "
           f"{ncpu} CPUs)")
-    scheds = ("sequential", "shared_queue", "critical_path", "corun")
+    scheds = ("sequential", "shared-queue", "critical-path", "corun")
     for stem in ("lstm_medium", "pathnet_medium", "inception_small"):
         path = os.path.join(MODELS_DIR, stem + ".json")
         graph, note = _fit_model(path)
@@ -244,7 +244,7 @@ def section_b(ncpu: int, reps: int, lines: list):
         cp, others = meds[2], min(meds[0], meds[1])
         verdict = "PASS" if cp < others else "MISS"
         multi = "" if stem != "lstm_medium" else " (lstm: layer wavefront only)"
-        lines.append(f"{stem}: critical_path {cp * 1e3:.2f} ms vs best other "
+        lines.append(f"{stem}: critical-path {cp * 1e3:.2f} ms vs best other "
                      f"{others * 1e3:.2f} ms ({others / cp:.2f}x){multi} -> {verdict}")
         lines.append(f"{stem}: corun {meds[3] * 1e3:.2f} ms (sequential/corun "
                      f"{meds[0] / meds[3]:.2f}x)")

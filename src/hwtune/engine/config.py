@@ -3,7 +3,11 @@ and resolved from command-line flags, results.db and defaults.
 
 Precedence (highest first): flags given on the command line, the stored
 'tuned' config of (host, graph), the stored 'user' config, the default
-(1 executor x all usable CPUs, sequential).
+(1 executor x all usable CPUs, the default scheduler).
+
+Scheduler names and the properties this module branches on (one team,
+worker groups, default pinning) come from the engine's scheduler table
+(hwtune.native.sched), never from a list here.
 """
 
 import math
@@ -11,11 +15,8 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from hwtune.errors import UsageError
+from hwtune.native import sched as sched_table
 
-SCHEDULERS = ("sequential", "shared-queue", "critical-path", "corun")
-# The scheduler a parallel request gets when none is named: Graphi's design,
-# the one the engine is built around.
-PARALLEL_DEFAULT = "critical-path"
 # Flags this module resolves (the CLI passes them as overrides).
 FLAG_FIELDS = ("executors", "threads", "scheduler", "pin")
 
@@ -30,28 +31,44 @@ def _count(name: str, value) -> int:
     return value
 
 
+def _default_scheduler() -> str:
+    return sched_table.default().name
+
+
 @dataclass(frozen=True)
 class EngineConfig:
     executors: int = 1
     threads: int = 1  # per executor
-    scheduler: str = "sequential"
-    # None: the scheduler's default (pinned teams for critical-path only:
-    # shared-queue is the unpinned baseline, sequential has one team).
+    scheduler: str = field(default_factory=_default_scheduler)
+    # None: the scheduler's default (its table row says whether it pins by
+    # default; a scheduler that never pins ignores True).
     pin: Optional[bool] = None
     op_threads: Dict[str, int] = field(default_factory=dict)
     op_params: Dict[str, Dict[str, Any]] = field(default_factory=dict)
     op_priority: Dict[str, float] = field(default_factory=dict)
     # Profiled seconds per op (levels, the tiny-op and solo tests).
     op_cost: Dict[str, float] = field(default_factory=dict)
-    # corun: op -> [[threads, seconds], ...], best first (Strategy 3's
-    # candidates); threads count workers out of executors x threads.
+    # Worker-group schedulers (corun): op -> [[threads, seconds], ...], best
+    # first (Strategy 3's candidates); threads count workers out of
+    # executors x threads.
     op_candidates: Dict[str, List[List[float]]] = field(default_factory=dict)
+
+    @property
+    def sched(self) -> "sched_table.Scheduler":
+        """The scheduler's table row (UsageError for an unknown name)."""
+        return sched_table.lookup(self.scheduler, "--scheduler")
 
     @property
     def pinned(self) -> bool:
         if self.pin is not None:
             return bool(self.pin)
-        return self.scheduler in ("critical-path", "corun")
+        return self.sched.pinned_by_default
+
+    @property
+    def workers(self) -> int:
+        """Threads one op may get: a team's, or every worker for a
+        worker-group scheduler."""
+        return self.total_threads if self.sched.worker_groups else self.threads
 
     @property
     def total_threads(self) -> int:
@@ -63,16 +80,15 @@ class EngineConfig:
         returns self so calls chain."""
         from hwtune.native.pool import format_cpus
 
-        if self.scheduler not in SCHEDULERS:
-            raise UsageError(f"invalid --scheduler {self.scheduler!r}: choose one of "
-                             f"{', '.join(SCHEDULERS)}")
+        sched = self.sched
         _count("executors", self.executors)
         _count("threads", self.threads)
-        if self.scheduler == "sequential" and self.executors != 1:
+        if sched.single_team and self.executors != 1:
+            others = [s.name for s in sched_table.schedulers().values() if not s.single_team]
             raise UsageError(
-                f"invalid --executors {self.executors} with --scheduler sequential (one executor "
-                f"with all threads): use --executors 1 or --scheduler "
-                f"{' / '.join(SCHEDULERS[1:])}")
+                f"invalid --executors {self.executors} with --scheduler {sched.name} (one "
+                f"executor with all threads): use --executors 1 or --scheduler "
+                f"{' / '.join(others)}")
         n = len(cpus)
         if self.total_threads > n:
             raise UsageError(
@@ -89,10 +105,10 @@ class EngineConfig:
             if unknown:
                 raise UsageError(f"{what} names op{'s' if len(unknown) > 1 else ''} not in the "
                                  f"graph: {', '.join(unknown[:5])}")
-        workers = self.total_threads if self.scheduler == "corun" else self.threads
+        workers = self.workers
         for name, t in self.op_threads.items():
             if isinstance(t, bool) or not isinstance(t, int) or not 1 <= t <= workers:
-                what = "corun's workers" if self.scheduler == "corun" else "one executor"
+                what = f"{sched.name}'s workers" if sched.worker_groups else "one executor"
                 raise UsageError(f"op_threads[{name!r}] = {t!r}: must be an integer in "
                                  f"1..{workers} (the threads of {what})")
         for name, p in self.op_priority.items():
@@ -149,7 +165,8 @@ class EngineConfig:
 
 
 def default_config(usable: int) -> EngineConfig:
-    return EngineConfig(executors=1, threads=max(1, usable), scheduler="sequential")
+    return EngineConfig(executors=1, threads=max(1, usable),
+                        scheduler=sched_table.default().name)
 
 
 def usable_cpu_count(cpus: Sequence[int]) -> int:
@@ -173,19 +190,20 @@ def _apply_flags(base: EngineConfig, flags: Mapping[str, Any], n_allowed: int,
     cfg = replace(base, **{k: flags[k] for k in FLAG_FIELDS if k in flags})
     if "executors" in flags:
         _count("executors", flags["executors"])
-        if cfg.scheduler == "sequential" and flags["executors"] > 1 and "scheduler" not in flags:
-            cfg = replace(cfg, scheduler=PARALLEL_DEFAULT)
+        if cfg.sched.single_team and flags["executors"] > 1 and "scheduler" not in flags:
+            parallel = sched_table.default(many_executors=True).name
+            cfg = replace(cfg, scheduler=parallel)
             notes.append(f"--executors {flags['executors']} runs several executors: using "
-                         f"--scheduler {PARALLEL_DEFAULT} (name another with --scheduler)")
+                         f"--scheduler {parallel} (name another with --scheduler)")
         if "threads" not in flags and cfg.total_threads > n_allowed:
             cfg = replace(cfg, threads=max(1, usable // flags["executors"]))
     elif "threads" in flags:
         _count("threads", flags["threads"])
         if cfg.total_threads > n_allowed:
             cfg = replace(cfg, executors=max(1, usable // flags["threads"]))
-    if "scheduler" in flags and flags["scheduler"] == "sequential" and "executors" not in flags:
+    if "scheduler" in flags and cfg.sched.single_team and "executors" not in flags:
         cfg = replace(cfg, executors=1)
-    limit = cfg.total_threads if cfg.scheduler == "corun" else cfg.threads
+    limit = cfg.workers
     if cfg.op_threads and (cfg.threads, cfg.executors) != (base.threads, base.executors):
         # Stored per-op counts were tuned for another team size.
         cfg = replace(cfg, op_threads={k: v for k, v in cfg.op_threads.items()
@@ -210,9 +228,8 @@ def resolve(db, host_key: str, graph_hash: str, overrides: Optional[Mapping[str,
     bad = sorted(set(flags) - set(FLAG_FIELDS))
     if bad:
         raise UsageError(f"unknown engine setting{'s' if len(bad) > 1 else ''}: {', '.join(bad)}")
-    if "scheduler" in flags and flags["scheduler"] not in SCHEDULERS:
-        raise UsageError(f"invalid --scheduler {flags['scheduler']!r}: choose one of "
-                         f"{', '.join(SCHEDULERS)}")
+    if "scheduler" in flags:
+        sched_table.lookup(flags["scheduler"], "--scheduler")
     usable = min(usable_cpu_count(cpus), len(cpus))
 
     base, source, notice = None, "default", None
@@ -221,6 +238,12 @@ def resolve(db, host_key: str, graph_hash: str, overrides: Optional[Mapping[str,
             row = db.engine_config(host_key, graph_hash, stored)
             if row is not None:
                 base, source = EngineConfig.from_db_row(row), stored
+                if row["scheduler"] not in sched_table.names() and "scheduler" not in flags:
+                    # Written by an hwtune with a scheduler this one lacks.
+                    raise UsageError(
+                        f"the {stored} engine config of this graph names scheduler "
+                        f"{row['scheduler']!r}, unknown to this hwtune (one of: "
+                        f"{', '.join(sched_table.names())}): pass --scheduler to override")
                 break
     if base is None:
         base = default_config(usable)
