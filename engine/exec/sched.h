@@ -1,10 +1,13 @@
 /* A scheduler: one row of the table in sched_table.c, as an op is a row of
  * an op family (hwtune/op.h). A row is the scheduler's public properties
  * (hwt_sched_info, engine.h: what the engine, Python and the stand-alone
- * runner branch on) and three functions. Adding a scheduler touches its own
- * file sched_<name>.c (which defines `const hwt_sched_impl hwt_sched_<name>`),
- * one line of sched_table.c, and its row of the expected properties in
- * tests/test_sched_table.py; tests/c/test_engine_sched.c runs every row.
+ * runner branch on) and three functions. Adding a scheduler touches three
+ * files: its own sched_<name>.c (which defines `const hwt_sched_impl
+ * hwt_sched_<name>`), its entry in sched_table.c (declaration and row), and
+ * its row of expected properties in tests/test_sched_table.py. Nothing else
+ * names it: the engine, Python, the database, the stand-alone runner, the
+ * CLI help and tests/c/test_engine_sched.c (which runs every row on random
+ * DAGs) read the table.
  *
  * Contract, per engine:
  *   init(e, &state)   once, at create, after the plan, the levels and tiny/
@@ -35,12 +38,6 @@ struct hwt_sched_impl {
   int (*run)(hwt_engine *e, void *state);
   void (*release)(hwt_engine *e, void *state);
 };
-
-/* The built-in rows (one per sched_*.c). */
-extern const hwt_sched_impl hwt_sched_sequential;
-extern const hwt_sched_impl hwt_sched_shared_queue;
-extern const hwt_sched_impl hwt_sched_critical_path;
-extern const hwt_sched_impl hwt_sched_corun;
 
 /* Not part of the library: a test program may define it to add its own
  * schedulers (rows after every built-in one). */

@@ -8,6 +8,12 @@
 
 #pragma weak hwt_scheds_test
 
+/* One per sched_*.c. */
+extern const hwt_sched_impl hwt_sched_sequential;
+extern const hwt_sched_impl hwt_sched_shared_queue;
+extern const hwt_sched_impl hwt_sched_critical_path;
+extern const hwt_sched_impl hwt_sched_corun;
+
 /* Row order is the order names are listed in (help texts, errors). */
 static const hwt_sched_impl *const BUILTIN[] = {
     &hwt_sched_sequential,

@@ -340,9 +340,12 @@ static void test_unimplemented(void) {
   hwt_engine_config cfg;
   hwt_engine_config_init(&cfg);
   cfg.scheduler = "shared_queue";
+  char names[256], want[512];
+  snprintf(want, sizeof want, "unknown scheduler 'shared_queue' (one of: %s)",
+           hwt_sched_list(names, sizeof names));
   CHECK(hwt_engine_create(g, &cfg, &e, err, sizeof err) == HWT_EINVAL && !e &&
-            strstr(err, "unknown scheduler 'shared_queue' (one of: sequential, shared-queue, "
-                        "critical-path, corun, test-lifo)"),
+            strcmp(err, want) == 0 && strstr(names, "shared-queue, ") &&
+            strstr(names, ", test-lifo"),
         "bad scheduler accepted: %s", err);
   /* The table: names unique, one default of each kind, looked up by name. */
   int one = 0, many = 0;
