@@ -235,10 +235,9 @@ static int corun_run(hwt_engine *e, void *state) {
   corun_state *c = state;
   atomic_store(&c->completed, 0);
   c->idle = 0;
-  c->heap_size = 0;
   hwt_slots_reset(c->slot, e->executors, e->n_run == 0);
   for (int w = 0; w < e->executors; w++) c->busy_until[w] = 0;
-  for (int i = 0; i < e->n_roots; i++) hwt_prio_heap_push(e, c->heap, &c->heap_size, e->roots[i]);
+  hwt_prio_heap_roots(e, c->heap, &c->heap_size);
   return hwt_pool_run_teams(e->pool, corun_worker, e);
 }
 

@@ -179,8 +179,7 @@ static int cp_run(hwt_engine *e, void *state) {
   atomic_store(&c->completed, 0);
   for (int i = 0; i < e->n_ops; i++) atomic_store_explicit(&c->inbox[i], -1, memory_order_relaxed);
   hwt_slots_reset(c->slot, e->executors, e->n_run == 0);
-  c->heap_size = 0;
-  for (int i = 0; i < e->n_roots; i++) hwt_prio_heap_push(e, c->heap, &c->heap_size, e->roots[i]);
+  hwt_prio_heap_roots(e, c->heap, &c->heap_size);
   return hwt_pool_run_teams(e->pool, cp_team, e);
 }
 

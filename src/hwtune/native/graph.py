@@ -4,8 +4,8 @@
 import ctypes
 from typing import Dict, Sequence
 
-from hwtune.errors import EngineGraphError, NativeError
-from hwtune.native._lib import enum_names, lib, sig
+from hwtune.errors import EngineGraphError
+from hwtune.native._lib import STATUS, enum_names, lib, sig, status_error
 from hwtune.native.handle import Handle
 
 TENSOR_KINDS = enum_names("hwt_tensor_kind")  # "input" -> 0, ...
@@ -47,7 +47,7 @@ class NativeGraph(Handle):
     def __init__(self):
         h = lib.hwt_graph_create()
         if not h:
-            raise NativeError("cannot create a graph: out of memory")
+            raise status_error(STATUS["out of memory"], what="cannot create a graph")
         self._adopt(h)
         self.tensor_ids: Dict[str, int] = {}
         self.op_ids: Dict[str, int] = {}

@@ -37,9 +37,9 @@ class Handle:
     def _last_error(self) -> str:
         if not self._error or self._h is None:
             return ""
-        fn = getattr(_lib.lib, self._error)
-        fn.restype = ctypes.c_char_p
-        return (fn(ctypes.c_void_p(self._h)) or b"").decode(errors="replace")
+        # Declared (restype c_char_p) by the subclass's module.
+        text = getattr(_lib.lib, self._error)(ctypes.c_void_p(self._h))
+        return (text or b"").decode(errors="replace")
 
     def _check(self, status: int, what: str = "") -> int:
         """status when >= 0; otherwise the typed error, with the object's own
