@@ -9,11 +9,11 @@ import click
 from hwtune.errors import UsageError
 
 from hwtune.cli.options import example, db_option, isa_option, json_option, reps_option, threads_option
-from hwtune.scan.plan import DEFAULT_ELTWISE_SIZE, DEFAULT_GEMM, DEFAULT_NOISE, DEFAULT_SATURATION
+from hwtune.scan.steps import DEFAULT_ELTWISE_SIZE, DEFAULT_GEMM, DEFAULT_NOISE, DEFAULT_SATURATION
 
 
 def _options(quick, threads, isa, reps, gemm, eltwise_size, no_corun, saturation, noise):
-    from hwtune.scan.plan import ScanOptions, parse_shape, parse_size, parse_threads
+    from hwtune.scan.steps import ScanOptions, parse_shape, parse_size, parse_threads
     return ScanOptions(
         threads=parse_threads(threads) if threads is not None else None,
         quick=quick, isa=isa, reps=reps,
@@ -75,7 +75,7 @@ def scan(db_path, quick, threads, isa, reps, gemm, eltwise_size, saturation, noi
     else:
         from hwtune.native.isa import supported_isas
         from hwtune.native.pool import allowed_cpus
-        from hwtune.scan.plan import validate
+        from hwtune.scan.steps import validate
         from hwtune.scan.runner import run_scan
 
         opts = _options(quick, threads, isa, reps, gemm, eltwise_size, no_corun, saturation,

@@ -10,8 +10,8 @@ from hwtune.db import ResultsDB
 from hwtune.errors import NativeError
 from hwtune.native.isa import selected_isa
 from hwtune.scan import runner
-from hwtune.scan.plan import DEFAULT_GEMM, ScanOptions
-from hwtune.scan.report import load_run
+from hwtune.scan.steps import DEFAULT_GEMM, ScanOptions
+from hwtune.scan.summary import load_run
 
 
 def test_failed_step_is_stored_with_status_error(tmp_path, monkeypatch):
