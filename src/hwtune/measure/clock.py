@@ -23,6 +23,15 @@ def per_call(fn: Callable[[], object], calls: int) -> float:
     return (now() - t0) / calls
 
 
+def cpu_per_call(fn: Callable[[], object], calls: int) -> float:
+    """This thread's CPU seconds per call of fn: time it spends descheduled
+    (other processes on a shared machine) does not count."""
+    t0 = time.thread_time()
+    for _ in range(calls):
+        fn()
+    return (time.thread_time() - t0) / calls
+
+
 def calls_for(one_call_s: float, target_s: float, max_calls: int) -> int:
     """Calls per sample so that one sample lasts about target_s (at least
     one, at most max_calls: a mis-calibrated tiny call must not run for

@@ -15,7 +15,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 from hwtune.errors import HwtuneError
 from hwtune.measure import clock
-from hwtune.measure.policy import SamplingPolicy
+from hwtune.measure.policy import FixedSampling, SamplingPolicy
 from hwtune.measure.result import ERROR, OK, TIMEOUT, WRONG_ANSWER, Measurement
 from hwtune.measure.sides import Side
 
@@ -100,3 +100,22 @@ def interleave(sides: Sequence[Side], policy: SamplingPolicy, *, warmup: int = 0
                 note = f"{len(samples[i])} of {planned} samples (deadline)"
         out[i] = Measurement(OK, samples[i], note)
     return [out[i] for i in range(len(sides))]
+
+
+def interleaved_calls(fns: Sequence[Callable[[], object]], reps: int, *, sample_s: float,
+                      max_calls: int = 10_000, settle_s: Optional[float] = None
+                      ) -> List[List[float]]:
+    """Seconds per call of each Python callable (an engine's run, a peer
+    library's session), `reps` samples each, interleaved one sample of each
+    per round; each callable's calls per sample are sized at warm-up so a
+    sample lasts about sample_s. Before every sample the previous side's
+    spinning workers get up to settle_s to park. Failures propagate (a
+    benchmark side that fails is a broken benchmark)."""
+    from hwtune.measure.settling import settle as settle_fn
+    from hwtune.measure.sides import CallSide
+
+    sides = [CallSide(f, sample_s=sample_s, calibrate=1, max_calls=max_calls) for f in fns]
+    pause = (lambda: settle_fn()) if settle_s is None else (lambda: settle_fn(settle_s))
+    got = interleave(sides, FixedSampling(reps), warmup=1, settle=pause, settle_each=True,
+                     raise_errors=True)
+    return [m.samples for m in got]

@@ -42,18 +42,21 @@ class CallSide(Side):
     long (median of `calibrate` single calls), else one call per sample.
     around: a context manager factory entered around every batch of calls
     (threadpoolctl's limits for a BLAS side). prime: one untimed call before
-    every batch, as a C loop warms up the operands it allocates."""
+    every batch, as a C loop warms up the operands it allocates. cpu_time:
+    time this thread's CPU time instead of the wall clock (time spent
+    descheduled by other processes does not count; one-thread code only)."""
 
     def __init__(self, fn: Callable[[], object], *, label: str = "",
                  sample_s: Optional[float] = None, calls: int = 1, calibrate: int = 3,
                  max_calls: int = MAX_CALLS, around: Optional[Callable[[], object]] = None,
-                 prime: bool = False):
+                 prime: bool = False, cpu_time: bool = False):
         self.fn, self.label, self.sample_s = fn, label, sample_s
         self.calls, self.calibrate, self.max_calls = int(calls), int(calibrate), max_calls
         self._around, self.prime = around, prime
+        self._per_call = clock.cpu_per_call if cpu_time else clock.per_call
 
     def _timed(self, calls: int) -> float:
-        return clock.per_call(self.fn, calls)
+        return self._per_call(self.fn, calls)
 
     def _with(self, body):
         if self._around is None:
