@@ -125,8 +125,11 @@ class ConvMeasure:
     layout pass emits for those params (NCHW[x]c, knobs as attributes),
     prepared through the engine's op table and run as fork-joins of a team
     of `threads` (hwtune.measure.op: hwt_bench_op). The team is one pool
-    kept for every trial of the workload (pinned as the config that will run
-    it, `pin`); the data and the reference output are made once.
+    kept for every trial of the workload, pinned when the config that will
+    run it is (`pin`; the default config's sequential team is not: under
+    load a pinned team waits for its busiest CPU, 24 vs 15 ms per trial of
+    a ResNet 1x1 conv measured here at load ~6); the data and the
+    reference output are made once.
 
     check_hook (tests only) may alter the output of the checked run before
     the check, standing in for a wrong kernel.
@@ -134,7 +137,7 @@ class ConvMeasure:
 
     def __init__(self, wl: ConvWorkload, *, threads: int, isa: str, reps: int = 5,
                  seed: int = 0, check_hook: Optional[Callable[[np.ndarray], None]] = None,
-                 min_sample_s: float = MIN_SAMPLE_S, pin: bool = True):
+                 min_sample_s: float = MIN_SAMPLE_S, pin: bool = False):
         self.wl, self.threads, self.isa, self.reps = wl, int(threads), isa, int(reps)
         self.min_sample_s, self.pin = float(min_sample_s), bool(pin)
         rng = np.random.default_rng(seed)
@@ -316,7 +319,7 @@ def _default_trial(store: TrialStore, measure: ConvMeasure, params: Params) -> O
 
 
 def tune_workload(ctx: TuneContext, wl: ConvWorkload, *, threads: int, on_trial=None,
-                  top_k: int = 4, measure: Optional[ConvMeasure] = None, pin: bool = True
+                  top_k: int = 4, measure: Optional[ConvMeasure] = None, pin: bool = False
                   ) -> Tuple[Optional[ConvChoice], Optional[SearchResult]]:
     """One workload: reuse the stored result, or search it (ctx.search,
     ctx.trials per workload, ctx.reps samples per trial) and store it.
@@ -375,7 +378,7 @@ def _search_workload(ctx: TuneContext, wl, store, m, space, default, *, threads,
 
 
 def tune_conv_workloads(ctx: TuneContext, graph, *, threads: int, top_k: int = 4,
-                        events=None, pin: bool = True) -> Dict[str, ConvChoice]:
+                        events=None, pin: bool = False) -> Dict[str, ConvChoice]:
     """Tune every conv2d workload of a validated graph at `threads` threads.
 
     Returns conv op name -> ConvChoice (ops with the same workload share
