@@ -166,3 +166,16 @@ def test_past_deadline_leaves_untouched_workloads_out(db, host):
     run = db.start_run(host, "tune", {})
     assert cl.tune_conv_workloads(ctx(db, run, host, deadline=0.0), g, threads=1) == {}
     assert db.trials(host, tuner="conv") == []
+
+
+@pytest.mark.parametrize("name", ["random", "hillclimb"])
+def test_any_registered_search_drives_the_conv_stage(db, host, name):
+    """A search is written once and works for every stage its space fits:
+    here the per-op thread climb's search walks the CONV template's knobs."""
+    run = db.start_run(host, "tune", {})
+    m = cl.ConvMeasure(SMALL, threads=1, isa=ISA, **FAST)
+    ch, res = cl.tune_workload(ctx(db, run, host, search=name, trials=6), SMALL, threads=1,
+                               measure=m)
+    rows = db.trials(host, tuner="conv", subject=SMALL.key)
+    assert res.measured <= 6 and {r["search"] for r in rows} >= {name, "default"}
+    assert Space(SMALL.knobs(ISA)).contains(ch.params) and ch.seconds > 0

@@ -404,7 +404,8 @@ def _climb_group(ctx: TuneContext, g: GroupResult, one, team_threads: int, step:
         # points stay the climb's own samples.
         sampled = sorted(g.measured)
         skipped = ListSearch([p for p in space.points()
-                              if p["threads"] <= max(sampled) and p["threads"] not in sampled])
+                              if p["threads"] <= max(sampled) and p["threads"] not in sampled],
+                             name="hillclimb")
         extra = run_search(skipped, measure, store, deadline=ctx.deadline, on_trial=profile)
         fresh += extra.measured
         exact = dict(g.measured)

@@ -2,10 +2,10 @@
 engine's profiling events.
 
 `measure_engines` is the one comparison of prepared engines that the
-executor sweep, the tuner's final default-vs-tuned verdict and `hwtune
-check`'s model figures share: every engine is opened (a refused config is an
-'error'), warmed up, checked against the reference ('wrong_answer'), then
-sampled interleaved and closed.
+executor sweep and the tuner's final default-vs-tuned verdict share: every
+engine is opened (a refused config is an 'error'), warmed up, checked
+against the reference ('wrong_answer'), then sampled interleaved and closed.
+`hwtune run` and `hwtune check`'s model figures time an EngineSide alone.
 """
 
 from __future__ import annotations
@@ -28,17 +28,15 @@ class EngineSide(Side):
     def __init__(self, engine, *, label: str = "", runs: int = 1):
         self.engine, self.label, self.runs = engine, label, max(1, int(runs))
 
-    def _sample(self) -> float:
-        return clock.per_call(self.engine.run, self.runs)
-
-    def warm(self, n: int) -> float:
+    def warm(self, n: int) -> Optional[float]:
+        """n runs; the last one's seconds (the first faults in the arena)."""
         per = None
         for _ in range(n):
             per = clock.per_call(self.engine.run, 1)
         return per
 
     def take(self, k: int) -> List[float]:
-        return [self._sample() for _ in range(k)]
+        return [clock.per_call(self.engine.run, self.runs) for _ in range(k)]
 
     def outputs(self):
         return self.engine.outputs()
