@@ -67,11 +67,6 @@ class FigureResult:
                    ref=[float(x) for x in d.get("ref") or []], error=d.get("error"))
 
 
-def chunks(total: int, rounds: int) -> List[int]:
-    """total samples split into `rounds` near-equal positive chunks."""
-    return split(total, rounds)
-
-
 def best_of(xs: List[float], m: int, pick) -> List[float]:
     """Each run of m consecutive values reduced to its best (min time, max
     rate). Other users' load only ever adds time, so the best of a few short
@@ -245,7 +240,7 @@ def measure_suite(suite: Suite, *, db=None, host_key: Optional[str] = None,
     for f in used_refs + suite.figures:
         results[f.name] = FigureResult(f.name, f.kind, dict(f.params), f.unit,
                                        f.higher_is_better)
-    plan = chunks(suite.samples, suite.rounds)
+    plan = split(suite.samples, suite.rounds)
     total = len(plan) * len(suite.figures)
     done = [0]
 
