@@ -23,7 +23,7 @@ reused across models.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from hwtune.db.lifecycle import finishing
 from hwtune.engine.config import EngineConfig, default_config, usable_cpu_count
