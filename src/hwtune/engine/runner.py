@@ -2,7 +2,6 @@
 resolved config, time warm-up + N iterations, optionally profile one more,
 and store everything in results.db as it is measured."""
 
-import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
@@ -117,7 +116,7 @@ def store_op_profiles(db, host_key: str, graph, cfg: EngineConfig, runs: List[Li
                       config_id: Optional[int]) -> int:
     """Per workload and thread count, the median over every op instance in
     every profiled run; returns the rows stored."""
-    from hwtune.scan.stats import mad, median
+    from hwtune.measure.stats import mad, median
     keys = workload_keys(graph)
     index = {op.name: i for i, op in enumerate(graph.ops)}
     samples: Dict[tuple, List[float]] = {}
@@ -180,7 +179,9 @@ def run_model(db, host_key: str, graph, graph_hash: str, cfg: EngineConfig, *,
     op_cost: the config's stored per-op costs (else profiled op_profiles)."""
     from hwtune.engine.lowered import lowered_doc
     from hwtune.graph.info import graph_info
-    from hwtune.scan.stats import mad, median, rel_spread
+    from hwtune.measure import FixedSampling, interleave
+    from hwtune.measure.engine import EngineSide, profiled_runs
+    from hwtune.measure.stats import mad, median, rel_spread
 
     check_counts(iterations, warmup)
     flops = graph_info(graph).flops
@@ -191,15 +192,12 @@ def run_model(db, host_key: str, graph, graph_hash: str, cfg: EngineConfig, *,
     run_id = db.start_run(host_key, "run", options)
     try:
         with finishing(db, run_id, "run"):
-            samples: List[float] = []
-            for i in range(warmup + iterations):
-                t0 = time.perf_counter()
-                engine.run()
-                dt = time.perf_counter() - t0
-                if i >= warmup:
-                    samples.append(dt)
-                if progress:
-                    progress(i + 1, warmup + iterations)
+            # Warm-up runs are sampled too (and dropped) so that progress
+            # moves during a long model's warm-up.
+            total = warmup + iterations
+            got = interleave([EngineSide(engine)], FixedSampling(total), raise_errors=True,
+                             on_round=(lambda r, n: progress(n, total)) if progress else None)
+            samples = got[0].samples[warmup:]
             checked = None
             if check:
                 checked = check_outputs(engine.outputs(), graph)
@@ -207,7 +205,7 @@ def run_model(db, host_key: str, graph, graph_hash: str, cfg: EngineConfig, *,
             events: List[OpEvent] = []
             if trace:
                 # Profiled separately: recording events must not touch the timings.
-                runs = _profiled_runs(engine, graph, PROFILE_RUNS)
+                runs = profiled_runs(engine, graph, PROFILE_RUNS)
                 events = runs[-1]
                 store_op_profiles(db, host_key, graph, cfg, runs, config_id)
             med = median(samples)
@@ -230,12 +228,3 @@ def run_model(db, host_key: str, graph, graph_hash: str, cfg: EngineConfig, *,
             return result
     finally:
         engine.close()
-
-
-def _profiled_runs(engine, graph, n: int) -> List[List[OpEvent]]:
-    runs = []
-    for _ in range(n):
-        engine.run(profile=True)
-        runs.append([OpEvent(graph.ops[ev.op].name, graph.ops[ev.op].op, ev.executor,
-                             ev.threads, ev.start_s, ev.end_s) for ev in engine.events()])
-    return runs
