@@ -78,23 +78,8 @@ def _load(path, overrides, max_tensor_bytes, max_total_bytes):
 
 
 def dumps_graph(doc) -> str:
-    """JSON with one input, param, op or output per line: diffable and
-    greppable even for thousands of ops."""
-    lines = ["{"]
-    keys = list(doc)
-    for k, key in enumerate(keys):
-        value = doc[key]
-        end = "," if k < len(keys) - 1 else ""
-        if isinstance(value, list) and value:
-            lines.append(f"  {json.dumps(key)}: [")
-            for i, item in enumerate(value):
-                sep = "," if i < len(value) - 1 else ""
-                lines.append(f"    {json.dumps(item)}{sep}")
-            lines.append(f"  ]{end}")
-        else:
-            lines.append(f"  {json.dumps(key)}: {json.dumps(value)}{end}")
-    lines.append("}")
-    return "\n".join(lines) + "\n"
+    from hwtune.graph.model import dump_document
+    return dump_document(doc)
 
 
 def _write(text, output):
