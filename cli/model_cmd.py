@@ -73,8 +73,9 @@ def _limits(max_tensor_bytes, max_total_bytes):
 
 
 def _load(path, overrides, max_tensor_bytes, max_total_bytes):
-    from hwtune.graph import load_model
-    return load_model(path, overrides, _limits(max_tensor_bytes, max_total_bytes))
+    """A model.json, an ONNX file or a bundled model's name."""
+    from hwtune.sources import load_any
+    return load_any(path, overrides, None, _limits(max_tensor_bytes, max_total_bytes))[0]
 
 
 def dumps_graph(doc) -> str:
@@ -184,3 +185,32 @@ def _register_families():
 
 
 _register_families()
+
+
+@model.command("list", epilog=example("hwtune model list"))
+@json_option
+def list_cmd(as_json):
+    """The bundled models: `hwtune run NAME` and friends take these names."""
+    from hwtune.sources import list_models
+    models = list_models()
+    if as_json:
+        click.echo(json.dumps(models, indent=2))
+        return
+    width = max(len(m["name"]) for m in models)
+    for m in models:
+        click.echo(f"{m['name']:{width}s}  {m['description']}")
+
+
+@model.command("export", epilog=example("hwtune model export resnet18 -o resnet18.onnx"))
+@click.argument("file")
+@click.option("-o", "--output", metavar="OUT.onnx", required=True, help="ONNX file to write.")
+@_model_options
+@_typed_errors
+def export_cmd(file, output, overrides, max_tensor_bytes, max_total_bytes):
+    """Write FILE (a model.json or a bundled model's name) as an ONNX graph
+    (opset 17) with the same weights, for ONNX Runtime and other tools."""
+    from hwtune.graph.validate import human_bytes
+    from hwtune.onnx.export import export_onnx
+    graph = _load(file, overrides, max_tensor_bytes, max_total_bytes)
+    n = export_onnx(graph, output)
+    click.echo(f"wrote {output}: {graph.name}, {len(graph.ops)} ops, {human_bytes(n)}")

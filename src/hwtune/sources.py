@@ -62,11 +62,6 @@ def is_onnx(path: str) -> bool:
     return path.lower().endswith(ONNX_SUFFIX)
 
 
-def split_dims(overrides: Dict[str, Any]) -> Dict[str, int]:
-    """--set NAME=N for an ONNX model: symbolic dimension sizes."""
-    return dict(overrides or {})
-
-
 def load_any(arg: str, overrides: Optional[Dict[str, Any]] = None,
              shapes: Optional[Dict[str, Tuple[int, ...]]] = None, limits=None):
     """(validated Graph, path it came from) for a MODEL argument. An ONNX
@@ -76,7 +71,7 @@ def load_any(arg: str, overrides: Optional[Dict[str, Any]] = None,
     path = resolve_model(arg)
     if is_onnx(path):
         from hwtune.onnx.cache import cached_import
-        json_path = cached_import(path, shapes, split_dims(overrides))
+        json_path = cached_import(path, shapes, overrides)
         return load_model(json_path, None, limits), path
     if shapes:
         raise UsageError("--shape sizes the inputs of an ONNX model; for a model.json use "
@@ -107,6 +102,6 @@ def list_models() -> List[Dict[str, Any]]:
         except (OSError, ValueError):
             doc = {}
         out.append({"name": name, "path": str(path),
-                    "description": doc.get("description", ""),
+                    "description": doc.get("comment") or doc.get("description", ""),
                     "vars": doc.get("vars", {})})
     return out
