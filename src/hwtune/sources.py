@@ -52,10 +52,10 @@ def resolve_model(arg: str) -> str:
         found = bundled_models().get(stem)
         if found is not None:
             return str(found)
-    bundled = ", ".join(bundled_models())
-    what = "ONNX file" if arg.endswith(ONNX_SUFFIX) else "model file"
-    hint = f"; bundled models: {bundled}" if looks_like_name else ""
-    raise UsageError(f"no such {what} {arg}{hint}")
+    if looks_like_name:
+        raise UsageError(f"cannot read {arg}: no such file, and no bundled model of that name "
+                         f"(bundled models: {', '.join(bundled_models())})")
+    raise UsageError(f"cannot read {arg}: no such file")
 
 
 def is_onnx(path: str) -> bool:
