@@ -120,7 +120,13 @@ def validate_cmd(file, overrides, max_tensor_bytes, max_total_bytes, as_json):
 def expand_cmd(file, output, overrides, max_tensor_bytes, max_total_bytes):
     """Write FILE with every repeat/if/${...} expanded: an ordinary model.json."""
     graph = _load(file, overrides, max_tensor_bytes, max_total_bytes)
-    _write(dumps_graph(graph.to_json()), output)
+    doc = graph.to_json()
+    if "weights" in doc and output not in (None, "-"):
+        # The weights file is named relative to the model: to the new file's.
+        import os
+        doc["weights"]["file"] = os.path.relpath(
+            graph.weights.path, os.path.dirname(os.path.abspath(output)))
+    _write(dumps_graph(doc), output)
 
 
 @model.command("info", epilog=example("hwtune model info configs/models/inception_small.json"))

@@ -129,7 +129,8 @@ def test_compare_prints_every_side_and_agrees(exported, tmp_path):
     assert doc["cpu"] and doc["isa"] in ("generic", "avx2", "avx512")
     table = md.read_text()
     assert "| ONNX Runtime" in table and "| PyTorch" in table and "x |" in table
-    res = invoke("compare", src, "--with", "ort", "--reps", 1, "--threads", 1)
+    res = invoke("compare", src, "--with", "ort", "--reps", 1, "--threads", 1,
+                 "--db", tmp_path / "none.db")
     assert res.exit_code == 0, res.output
     assert "ONNX Runtime" in res.stdout and "x hwtune" in res.stdout
 
