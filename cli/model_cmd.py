@@ -203,8 +203,11 @@ def list_cmd(as_json):
         click.echo(json.dumps(models, indent=2))
         return
     width = max(len(m["name"]) for m in models)
+    room = max(20, 100 - width - 2)  # one line each; --json has the whole text
     for m in models:
-        click.echo(f"{m['name']:{width}s}  {m['description']}")
+        text = m["description"]
+        text = text if len(text) <= room else text[:room - 3].rstrip() + "..."
+        click.echo(f"{m['name']:{width}s}  {text}")
 
 
 @model.command("export", epilog=example("hwtune model export resnet18 -o resnet18.onnx"))
