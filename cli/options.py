@@ -5,9 +5,10 @@ from __future__ import annotations
 import click
 
 
-def example(command: str) -> str:
-    """Epilog for a command's help: it ends with a runnable example."""
-    return f"\b\nExample:\n  {command}"
+def example(*commands: str) -> str:
+    """Epilog for a command's help: it ends with runnable examples."""
+    head = "Example:" if len(commands) == 1 else "Examples:"
+    return "\b\n" + head + "".join(f"\n  {c}" for c in commands)
 
 
 def db_option(f):
