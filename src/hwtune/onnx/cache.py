@@ -36,10 +36,10 @@ def _externals(onnx_path: str):
     """{external data file: [size, mtime]} of the ONNX file."""
     base = os.path.dirname(os.path.abspath(onnx_path))
     import onnx
-    from hwtune.onnx.reader import _external_files
+    from hwtune.onnx.reader import external_files
     model = onnx.load(onnx_path, load_external_data=False)
     out = {}
-    for _, location in _external_files(model, base):
+    for _, location in external_files(model):
         full = os.path.join(base, location)
         out[full] = _stamp(full)
     return out

@@ -28,7 +28,7 @@ def opset_of(model) -> int:
     return 1
 
 
-def _external_files(model, base: str):
+def external_files(model):
     """(tensor name, location) of every tensor whose data lives in another
     file."""
     from onnx import TensorProto
@@ -65,7 +65,7 @@ def read_model(path: str):
                               f"({MIN_OPSET}..{MAX_OPSET}); convert it with "
                               f"onnx.version_converter")
     base = os.path.dirname(os.path.abspath(path))
-    for name, location in _external_files(model, base):
+    for name, location in external_files(model):
         full = os.path.join(base, location)
         if not location or not os.path.isfile(full):
             raise OnnxImportError(f'{path}: tensor "{name}" keeps its data in external file '
