@@ -19,13 +19,17 @@ def _ms(s: float) -> str:
     return f"{s * 1e3:.3f} ms"
 
 
+def _threads(n: int) -> str:
+    return f"{n} thread{'' if n == 1 else 's'}"
+
+
 def _load(xs) -> str:
     return "/".join(f"{x:.2f}" for x in xs)
 
 
 def markdown(r) -> str:
     lines = [f"### hwtune compare: {r.model}", "",
-             f"{r.cpu}, kernels {r.isa}, {r.threads} threads, {r.reps} interleaved samples "
+             f"{r.cpu}, kernels {r.isa}, {_threads(r.threads)}, {r.reps} interleaved samples "
              f"per side (medians); load average {_load(r.load_before)} before, "
              f"{_load(r.load_after)} after; inputs {r.inputs}.", "",
              "| side | how it runs | median | MAD | side / hwtune | outputs |",
@@ -106,7 +110,7 @@ def compare(model, peers, reps, threads, input_files, shapes, overrides, md_path
         click.echo(json.dumps(r.to_json(), indent=2))
     else:
         click.echo(f"model:   {r.model} ({r.ops} ops) from {r.source}; inputs {r.inputs}")
-        click.echo(f"machine: {r.cpu}, kernels {r.isa}, {r.threads} threads; load average "
+        click.echo(f"machine: {r.cpu}, kernels {r.isa}, {_threads(r.threads)}; load average "
                    f"{_load(r.load_before)} before, {_load(r.load_after)} after")
         click.echo(f"timing:  {r.reps} interleaved samples per side, medians")
         w = max(len(s.name) for s in r.sides)
