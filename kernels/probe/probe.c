@@ -1,20 +1,30 @@
-/* Probe dispatcher: picks the ISA variant of the FMA and triad bodies. */
+/* Probe dispatcher: picks the ISA variant of the FMA and triad bodies from
+ * the variant table. */
 #include "hwtune/probe.h"
 #include "../eltwise/eltwise_impl.h"
 #include "probe_impl.h"
 
 volatile float hwt_probe_sink;
 
+/* Per ISA: the row body.c exports for it (NULL where this build has none). */
+static const hwt_probe_variant *const k_variants[HWT_ISA_COUNT] = {
+    [HWT_ISA_GENERIC] = &hwt_probe_variant_generic,
+#if defined(HWTUNE_HAVE_X86)
+    [HWT_ISA_AVX2] = &hwt_probe_variant_avx2,
+    [HWT_ISA_AVX512] = &hwt_probe_variant_avx512,
+#endif
+};
+
+static const hwt_probe_variant *variant(hwt_isa isa) {
+  if ((int)isa < 0 || isa >= HWT_ISA_COUNT || !k_variants[isa] || !hwt_isa_supported(isa))
+    return NULL;
+  return k_variants[isa];
+}
+
 double hwt_probe_fma_thread(hwt_isa isa, long iters) {
   if (iters < 0) return HWT_EINVAL;
-  if (!hwt_ew_isa_ok(isa)) return HWT_EISA;
-  switch (isa) {
-#if defined(HWTUNE_HAVE_X86)
-    case HWT_ISA_AVX512: return hwt_fma_avx512(iters);
-    case HWT_ISA_AVX2: return hwt_fma_avx2(iters);
-#endif
-    default: return hwt_fma_generic(iters);
-  }
+  const hwt_probe_variant *v = variant(isa);
+  return v ? v->fma(iters) : HWT_EISA;
 }
 
 void hwt_probe_triad_part(hwt_isa isa, float *a, const float *b, const float *c, float s,
@@ -23,16 +33,7 @@ void hwt_probe_triad_part(hwt_isa isa, float *a, const float *b, const float *c,
   size_t lo, hi;
   hwt_ew_share(a, n, tid, nth, &lo, &hi);
   if (lo >= hi) return;
-#if defined(HWTUNE_HAVE_X86)
-  if (isa == HWT_ISA_AVX512 && hwt_ew_isa_ok(isa)) {
-    hwt_triad_avx512(a + lo, b + lo, c + lo, s, hi - lo, nt_stores);
-    return;
-  }
-  if (isa == HWT_ISA_AVX2 && hwt_ew_isa_ok(isa)) {
-    hwt_triad_avx2(a + lo, b + lo, c + lo, s, hi - lo, nt_stores);
-    return;
-  }
-#endif
-  (void)isa, (void)nt_stores; /* portable C has no streaming store */
-  hwt_triad_generic(a + lo, b + lo, c + lo, s, hi - lo);
+  const hwt_probe_variant *v = variant(isa);
+  if (!v) v = &hwt_probe_variant_generic; /* an ISA the CPU lacks: the portable body */
+  v->triad(a + lo, b + lo, c + lo, s, hi - lo, nt_stores);
 }
