@@ -90,6 +90,8 @@ UNARY_ORACLES = {
     "tanh": (math.tanh, None),
     "relu": (lambda v: v if v > 0 else 0.0, None),
     "abs": (abs, None),
+    "leaky_relu": (lambda v, alpha=0.01: v if v > 0 else alpha * v if v < 0 else 0.0,
+                   {"alpha": 0.2}),
 }
 BINARY_ORACLES = {
     "add": lambda a, b: a + b,

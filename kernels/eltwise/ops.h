@@ -80,6 +80,18 @@ OP_VEC abs_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) { return hv_abs(a
 OP_REF relu_ref(float a, float b, float c, const float *at) { return a > 0.0f ? a : 0.0f; }
 OP_VEC relu_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) { return hv_max(a, hv_zero()); }
 
+/* leaky_relu (ONNX LeakyRelu, alpha 0.01 by default): x for x > 0, alpha * x
+ * for x < 0, spelled max(x, 0) + alpha * min(x, 0) with relu's rule for
+ * both halves, so NaN and -0 give +0 as relu does, and alpha = 0 is relu bit
+ * for bit. Two roundings (the add is exact but for the sign of a zero, which
+ * a fused multiply-add would keep negative where alpha * x underflows). */
+OP_REF leaky_relu_ref(float a, float b, float c, const float *at) {
+  return (a > 0.0f ? a : 0.0f) + at[0] * (a < 0.0f ? a : 0.0f);
+}
+OP_VEC leaky_relu_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) {
+  return hv_add(hv_max(a, hv_zero()), hv_mul(at[0], hv_min(a, hv_zero())));
+}
+
 /* sigmoid and tanh: the fast approximation of approx.h.
  *
  * Error bounds, measured by `test_eltwise --exhaustive` (tests/c/

@@ -78,6 +78,11 @@ REFERENCES = {
     "relu": Reference(lambda x: np.where(x > 0, x, x.dtype.type(0)),
                       "x > 0 ? x : 0 (NaN and -0 give +0, as the kernels)"),
     "abs": Reference(np.abs, "|x|"),
+    "leaky_relu": Reference(
+        lambda x, alpha: (np.where(x > 0, x, x.dtype.type(0))
+                          + x.dtype.type(alpha) * np.where(x < 0, x, x.dtype.type(0))),
+        "x > 0 ? x : alpha * x (ONNX LeakyRelu; NaN and -0 give +0, as relu)",
+        {"alpha": "slope for x < 0"}),
 }
 
 
