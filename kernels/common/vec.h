@@ -42,15 +42,10 @@
 #define HV_ISA HWT_ISA_AVX512
 #define HV_BY_ISA(generic, avx2, avx512) (avx512)
 #define HWT_VARIANT(name) name##_avx512
+#define HV_MM(op) _mm512_##op
 typedef __m512 hv_f32;
 typedef __mmask16 hv_mask;
 
-HV_AI hv_f32 hv_zero(void) { return _mm512_setzero_ps(); }
-HV_AI hv_f32 hv_set1(float x) { return _mm512_set1_ps(x); }
-HV_AI hv_f32 hv_load(const float *p) { return _mm512_loadu_ps(p); }
-HV_AI void hv_store(float *p, hv_f32 v) { _mm512_storeu_ps(p, v); }
-HV_AI void hv_stream(float *p, hv_f32 v) { _mm512_stream_ps(p, v); }
-HV_AI void hv_stream_fence(void) { _mm_sfence(); }
 HV_AI hv_mask hv_first(long k) {
   return k >= 16 ? (hv_mask)0xffff : k <= 0 ? (hv_mask)0 : (hv_mask)((1u << k) - 1u);
 }
@@ -63,15 +58,6 @@ HV_AI hv_f32 hv_gather_mask(const float *base, long stride, hv_mask m) {
       _mm512_set1_epi32((int)stride));
   return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, idx, base, 4);
 }
-HV_AI hv_f32 hv_add(hv_f32 a, hv_f32 b) { return _mm512_add_ps(a, b); }
-HV_AI hv_f32 hv_sub(hv_f32 a, hv_f32 b) { return _mm512_sub_ps(a, b); }
-HV_AI hv_f32 hv_mul(hv_f32 a, hv_f32 b) { return _mm512_mul_ps(a, b); }
-HV_AI hv_f32 hv_div(hv_f32 a, hv_f32 b) { return _mm512_div_ps(a, b); }
-HV_AI hv_f32 hv_fmadd(hv_f32 a, hv_f32 b, hv_f32 c) { return _mm512_fmadd_ps(a, b, c); }
-HV_AI hv_f32 hv_fnmadd(hv_f32 a, hv_f32 b, hv_f32 c) { return _mm512_fnmadd_ps(a, b, c); }
-HV_AI hv_f32 hv_fma_exact(hv_f32 a, hv_f32 b, hv_f32 c) { return _mm512_fmadd_ps(a, b, c); }
-HV_AI hv_f32 hv_min(hv_f32 a, hv_f32 b) { return _mm512_min_ps(a, b); }
-HV_AI hv_f32 hv_max(hv_f32 a, hv_f32 b) { return _mm512_max_ps(a, b); }
 HV_AI hv_f32 hv_abs(hv_f32 a) {
   return _mm512_castsi512_ps(
       _mm512_and_si512(_mm512_castps_si512(a), _mm512_set1_epi32(0x7fffffff)));
@@ -116,15 +102,10 @@ HV_AI float hv_reduce_add(hv_f32 v) { return _mm512_reduce_add_ps(v); }
 #define HV_ISA HWT_ISA_AVX2
 #define HV_BY_ISA(generic, avx2, avx512) (avx2)
 #define HWT_VARIANT(name) name##_avx2
+#define HV_MM(op) _mm256_##op
 typedef __m256 hv_f32;
 typedef __m256 hv_mask; /* all-ones lanes: what compares give and blendv/vmaskmov read */
 
-HV_AI hv_f32 hv_zero(void) { return _mm256_setzero_ps(); }
-HV_AI hv_f32 hv_set1(float x) { return _mm256_set1_ps(x); }
-HV_AI hv_f32 hv_load(const float *p) { return _mm256_loadu_ps(p); }
-HV_AI void hv_store(float *p, hv_f32 v) { _mm256_storeu_ps(p, v); }
-HV_AI void hv_stream(float *p, hv_f32 v) { _mm256_stream_ps(p, v); }
-HV_AI void hv_stream_fence(void) { _mm_sfence(); }
 HV_AI hv_mask hv_first(long k) {
   int lanes = k < 0 ? 0 : k > 8 ? 8 : (int)k;
   return _mm256_castsi256_ps(
@@ -141,15 +122,6 @@ HV_AI hv_f32 hv_gather_mask(const float *base, long stride, hv_mask m) {
                                          _mm256_set1_epi32((int)stride));
   return _mm256_mask_i32gather_ps(_mm256_setzero_ps(), base, idx, m, 4);
 }
-HV_AI hv_f32 hv_add(hv_f32 a, hv_f32 b) { return _mm256_add_ps(a, b); }
-HV_AI hv_f32 hv_sub(hv_f32 a, hv_f32 b) { return _mm256_sub_ps(a, b); }
-HV_AI hv_f32 hv_mul(hv_f32 a, hv_f32 b) { return _mm256_mul_ps(a, b); }
-HV_AI hv_f32 hv_div(hv_f32 a, hv_f32 b) { return _mm256_div_ps(a, b); }
-HV_AI hv_f32 hv_fmadd(hv_f32 a, hv_f32 b, hv_f32 c) { return _mm256_fmadd_ps(a, b, c); }
-HV_AI hv_f32 hv_fnmadd(hv_f32 a, hv_f32 b, hv_f32 c) { return _mm256_fnmadd_ps(a, b, c); }
-HV_AI hv_f32 hv_fma_exact(hv_f32 a, hv_f32 b, hv_f32 c) { return _mm256_fmadd_ps(a, b, c); }
-HV_AI hv_f32 hv_min(hv_f32 a, hv_f32 b) { return _mm256_min_ps(a, b); }
-HV_AI hv_f32 hv_max(hv_f32 a, hv_f32 b) { return _mm256_max_ps(a, b); }
 HV_AI hv_f32 hv_abs(hv_f32 a) {
   return _mm256_and_ps(a, _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)));
 }
@@ -260,6 +232,25 @@ HV_AI hv_mask hv_ge(hv_f32 a, hv_f32 b) { return a >= b; }
 HV_AI hv_mask hv_isnan(hv_f32 a) { return a != a; }
 HV_AI hv_mask hv_mask_or(hv_mask a, hv_mask b) { return a | b; }
 HV_AI float hv_reduce_add(hv_f32 v) { return v; }
+#endif
+
+#if defined(HV_MM)
+/* What AVX2 and AVX-512 spell alike but for the _mm256_/_mm512_ prefix. */
+HV_AI hv_f32 hv_zero(void) { return HV_MM(setzero_ps)(); }
+HV_AI hv_f32 hv_set1(float x) { return HV_MM(set1_ps)(x); }
+HV_AI hv_f32 hv_load(const float *p) { return HV_MM(loadu_ps)(p); }
+HV_AI void hv_store(float *p, hv_f32 v) { HV_MM(storeu_ps)(p, v); }
+HV_AI void hv_stream(float *p, hv_f32 v) { HV_MM(stream_ps)(p, v); }
+HV_AI void hv_stream_fence(void) { _mm_sfence(); }
+HV_AI hv_f32 hv_add(hv_f32 a, hv_f32 b) { return HV_MM(add_ps)(a, b); }
+HV_AI hv_f32 hv_sub(hv_f32 a, hv_f32 b) { return HV_MM(sub_ps)(a, b); }
+HV_AI hv_f32 hv_mul(hv_f32 a, hv_f32 b) { return HV_MM(mul_ps)(a, b); }
+HV_AI hv_f32 hv_div(hv_f32 a, hv_f32 b) { return HV_MM(div_ps)(a, b); }
+HV_AI hv_f32 hv_fmadd(hv_f32 a, hv_f32 b, hv_f32 c) { return HV_MM(fmadd_ps)(a, b, c); }
+HV_AI hv_f32 hv_fnmadd(hv_f32 a, hv_f32 b, hv_f32 c) { return HV_MM(fnmadd_ps)(a, b, c); }
+HV_AI hv_f32 hv_fma_exact(hv_f32 a, hv_f32 b, hv_f32 c) { return HV_MM(fmadd_ps)(a, b, c); }
+HV_AI hv_f32 hv_min(hv_f32 a, hv_f32 b) { return HV_MM(min_ps)(a, b); }
+HV_AI hv_f32 hv_max(hv_f32 a, hv_f32 b) { return HV_MM(max_ps)(a, b); }
 #endif
 
 /* Lane-wise scalar function, for ops with no vector form (fmod). */

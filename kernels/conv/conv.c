@@ -193,34 +193,49 @@ int hwt_conv_pack_weights(const hwt_conv_plan *p, const float *w_oihw, float *w_
                                     w_packed);
 }
 
+/* Positions [*lo, *hi) of phase ph (of pl) whose padded column ph + pos*sw
+ * is a real input column; the rest of the phase is zero padding. */
+static void phase_real(const hwt_conv_plan *p, int ph, int pl, int *lo, int *hi) {
+  const hwt_conv_desc *d = &p->d;
+  const int sw = d->stride_w, real_end = d->pad_w + d->W < p->Wp ? d->pad_w + d->W : p->Wp;
+  *lo = d->pad_w > ph ? (d->pad_w - ph + sw - 1) / sw : 0;
+  *hi = real_end > ph ? (real_end - ph + sw - 1) / sw : 0;
+  if (*hi > pl) *hi = pl;
+  if (*lo > *hi) *lo = *hi;
+}
+
+/* Staged row r of channel block cb (row floats): its place in ws, or NULL
+ * for a padding row, which is zeroed here. *ih: the input row it holds. */
+static float *staged_row(const hwt_conv_plan *p, float *ws, int cb, int r, long row, int *ih) {
+  float *dst = ws + ((size_t)cb * p->Hp + r) * row;
+  *ih = r - p->d.pad_h;
+  if (*ih >= 0 && *ih < p->d.H) return dst;
+  memset(dst, 0, (size_t)row * sizeof(float));
+  return NULL;
+}
+
 /* Stage padded rows [r0, r1) of image n (NCHW[ic_bn]c) into ws in the row
  * kernels' layout (conv_internal.h): zero halo, each row block transposed to
  * [ic_bn][sw][PL] with padded column c at phase c % sw, position c / sw. */
 static void stage_rows(const hwt_conv_plan *p, const float *x, float *ws, int n, int r0,
                        int r1, hwt_conv_stage_fn stage) {
   const hwt_conv_desc *d = &p->d;
-  const int bn = p->p.ic_bn, CB = d->C / bn, sw = d->stride_w, Wp = p->Wp;
+  const int bn = p->p.ic_bn, CB = d->C / bn, sw = d->stride_w;
   const long ics = stage_ic_stride(p), row = (long)bn * ics;
   for (int cb = 0; cb < CB; cb++) {
     const float *img = x + ((size_t)n * CB + cb) * d->H * d->W * bn;
     for (int r = r0; r < r1; r++) {
-      float *dst = ws + ((size_t)cb * p->Hp + r) * row;
-      int ih = r - d->pad_h;
-      if (ih < 0 || ih >= d->H) {
-        memset(dst, 0, (size_t)row * sizeof(float));
-        continue;
-      }
+      int ih;
+      float *dst = staged_row(p, ws, cb, r, row, &ih);
+      if (!dst) continue;
       /* Transposed in tiles of 16 columns by the variant's gathers: scalar
        * copies took 12-13% of a 64x56x56 3x3 run (AVX-512) whichever side
        * was strided; the gathers take ~8%, mostly the input's first touch. */
       const float *src = img + (size_t)ih * d->W * bn;
-      const int pl = (int)(ics / sw), real_end = d->pad_w + d->W < Wp ? d->pad_w + d->W : Wp;
+      const int pl = (int)(ics / sw);
       for (int ph = 0; ph < sw; ph++) {
-        /* positions whose padded column ph + pos*sw is a real column */
-        int lo = d->pad_w > ph ? (d->pad_w - ph + sw - 1) / sw : 0;
-        int hi = real_end > ph ? (real_end - ph + sw - 1) / sw : 0;
-        if (hi > pl) hi = pl;
-        if (lo > hi) lo = hi;
+        int lo, hi;
+        phase_real(p, ph, pl, &lo, &hi);
         float *o = dst + (long)ph * pl;
         for (int i = 0; i < bn; i++) {
           for (int pos = 0; pos < lo; pos++) o[(long)i * ics + pos] = 0.0f;
@@ -241,24 +256,19 @@ static void stage_rows(const hwt_conv_plan *p, const float *x, float *ws, int n,
 static void stage_rows_nchw(const hwt_conv_plan *p, const float *x, float *ws, int n, int r0,
                             int r1) {
   const hwt_conv_desc *d = &p->d;
-  const int bn = p->p.ic_bn, CB = d->C / bn, sw = d->stride_w, Wp = p->Wp;
+  const int bn = p->p.ic_bn, CB = d->C / bn, sw = d->stride_w;
   const long ics = stage_ic_stride(p), row = (long)bn * ics;
-  const int pl = (int)(ics / sw), real_end = d->pad_w + d->W < Wp ? d->pad_w + d->W : Wp;
+  const int pl = (int)(ics / sw);
   for (int cb = 0; cb < CB; cb++)
     for (int r = r0; r < r1; r++) {
-      float *dst = ws + ((size_t)cb * p->Hp + r) * row;
-      int ih = r - d->pad_h;
-      if (ih < 0 || ih >= d->H) {
-        memset(dst, 0, (size_t)row * sizeof(float));
-        continue;
-      }
+      int ih;
+      float *dst = staged_row(p, ws, cb, r, row, &ih);
+      if (!dst) continue;
       for (int i = 0; i < bn; i++) {
         const float *src = x + (((size_t)n * d->C + cb * bn + i) * d->H + ih) * d->W;
         for (int ph = 0; ph < sw; ph++) {
-          int lo = d->pad_w > ph ? (d->pad_w - ph + sw - 1) / sw : 0;
-          int hi = real_end > ph ? (real_end - ph + sw - 1) / sw : 0;
-          if (hi > pl) hi = pl;
-          if (lo > hi) lo = hi;
+          int lo, hi;
+          phase_real(p, ph, pl, &lo, &hi);
           float *o = dst + (long)i * ics + (long)ph * pl;
           for (int pos = 0; pos < lo; pos++) o[pos] = 0.0f;
           for (int pos = hi; pos < pl; pos++) o[pos] = 0.0f;
@@ -270,20 +280,6 @@ static void stage_rows_nchw(const hwt_conv_plan *p, const float *x, float *ws, i
         }
       }
     }
-}
-
-/* Per ISA: the row nchwc_body.c (SIMD) or nchwc_generic.c exports for it. */
-static const hwt_conv_variant *const k_variants[HWT_ISA_COUNT] = {
-    [HWT_ISA_GENERIC] = &hwt_conv_variant_generic,
-#if defined(HWTUNE_HAVE_X86)
-    [HWT_ISA_AVX2] = &hwt_conv_variant_avx2,
-    [HWT_ISA_AVX512] = &hwt_conv_variant_avx512,
-#endif
-};
-
-const hwt_conv_variant *hwt_conv_variant_for(hwt_isa isa) {
-  if ((int)isa >= 0 && isa < HWT_ISA_COUNT && k_variants[isa]) return k_variants[isa];
-  return &hwt_conv_variant_generic;
 }
 
 /* Work units: groups of reg_h output rows over (n, oc block, oh), split

@@ -49,7 +49,8 @@ extern const hwt_conv_variant hwt_conv_variant_generic;
 #if defined(HWTUNE_HAVE_X86)
 extern const hwt_conv_variant hwt_conv_variant_avx2, hwt_conv_variant_avx512;
 #endif
-/* The variant for isa (the portable one where this build has none). */
+/* The variant for isa when the CPU runs it, else the portable one
+ * (kernels/common/variants.c). */
 const hwt_conv_variant *hwt_conv_variant_for(hwt_isa isa);
 
 /* Direct NCHW convolution of work units [lo, hi) of N x ceil(K/HWT_CONV_DIRECT_OCG) x OH

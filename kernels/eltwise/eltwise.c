@@ -17,23 +17,7 @@ static const struct {
 #include "hwtune/eltwise_ops.def"
 };
 
-/* Per ISA: the row body.c exports for it (NULL where this build has none). */
-static const hwt_ew_variant *const k_variants[HWT_ISA_COUNT] = {
-    [HWT_ISA_GENERIC] = &hwt_ew_variant_generic,
-#if defined(HWTUNE_HAVE_X86)
-    [HWT_ISA_AVX2] = &hwt_ew_variant_avx2,
-    [HWT_ISA_AVX512] = &hwt_ew_variant_avx512,
-#endif
-};
-
 static int valid(hwt_ew_op op) { return (int)op >= 0 && op < HWT_EW_COUNT; }
-
-const hwt_ew_variant *hwt_ew_variant_for(hwt_isa isa) {
-  /* hwt_isa_supported() answers from a cache: CPUID is not re-run per call. */
-  if ((int)isa >= 0 && isa < HWT_ISA_COUNT && k_variants[isa] && hwt_isa_supported(isa))
-    return k_variants[isa];
-  return &hwt_ew_variant_generic;
-}
 
 int hwt_eltwise_count(void) { return HWT_EW_COUNT; }
 
@@ -126,6 +110,6 @@ void hwt_eltwise_run_strided(const hwt_eltwise_desc *d, const float *a, long sa,
 }
 
 double hwt_eltwise_max_abs_error(hwt_ew_op op, hwt_isa isa) {
-  if (!valid(op) || (int)isa < 0 || isa >= HWT_ISA_COUNT || !k_variants[isa]) return 0.0;
-  return k_variants[isa]->max_err[op];
+  const hwt_ew_variant *v = hwt_ew_variant_compiled(isa);
+  return valid(op) && v ? v->max_err[op] : 0.0;
 }

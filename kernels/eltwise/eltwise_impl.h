@@ -28,8 +28,11 @@ extern const hwt_ew_variant hwt_ew_variant_generic;
 extern const hwt_ew_variant hwt_ew_variant_avx2, hwt_ew_variant_avx512;
 #endif
 
-/* The variant for isa if the CPU supports it, else the portable one. */
+/* The variant for isa if the CPU supports it, else the portable one; and
+ * the one compiled for isa whatever the CPU (NULL if none). Both from the
+ * registration table, kernels/common/variants.c. */
 const hwt_ew_variant *hwt_ew_variant_for(hwt_isa isa);
+const hwt_ew_variant *hwt_ew_variant_compiled(hwt_isa isa);
 
 /* Operands one kernel call reads, by kind. */
 static inline int hwt_ew_kind_operands(hwt_ew_kind kind) {

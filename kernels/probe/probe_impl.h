@@ -2,6 +2,7 @@
 #ifndef HWTUNE_PROBE_IMPL_H
 #define HWTUNE_PROBE_IMPL_H
 #include <stddef.h>
+#include "hwtune/isa.h"
 
 /* One variant, compiled from body.c for one ISA. */
 typedef struct {
@@ -13,6 +14,9 @@ extern const hwt_probe_variant hwt_probe_variant_generic;
 #if defined(HWTUNE_HAVE_X86)
 extern const hwt_probe_variant hwt_probe_variant_avx2, hwt_probe_variant_avx512;
 #endif
+/* The variant for isa when the CPU runs it, else the portable one
+ * (kernels/common/variants.c). */
+const hwt_probe_variant *hwt_probe_variant_for(hwt_isa isa);
 
 /* The chains must reach memory or the compiler may delete them. */
 extern volatile float hwt_probe_sink;
