@@ -1,7 +1,7 @@
 /* The vector vocabulary that every kernel family's body is written in, mapped
  * once per ISA variant (ggml's simd-mappings idea). A body source includes
  * this header and the build compiles it once per variant (kernels.cmake,
- * hwtune_kernel_body), defining HWT_VEC_AVX512 or HWT_VEC_AVX2 together with
+ * HWTUNE_KERNEL_BODIES), defining HWT_VEC_AVX512 or HWT_VEC_AVX2 together with
  * that ISA's -m flags; without either define the portable mapping is used.
  *
  * Per variant:
@@ -12,7 +12,7 @@
  *             its register blocks with
  *   HV_BY_ISA(generic, avx2, avx512)   a per-variant parameter of a body
  *   HWT_VARIANT(name)  name_<variant>: the one symbol a body exports per
- *             variant (its row of the family's variant table)
+ *             variant, registered in kernels/common/variants.c
  *
  * Semantics shared by every mapping (bodies rely on them):
  *   hv_min(a, b) = a < b ? a : b and hv_max(a, b) = a > b ? a : b, so the
