@@ -141,7 +141,8 @@ static void ew_job_free(ew_job *j) {
 static int ew_job_make(ew_job *j, hwt_ew_op op, long n, hwt_isa isa, int nt_stores) {
   memset(j, 0, sizeof *j);
   if (n < 1) return HWT_EINVAL;
-  j->d = (hwt_eltwise_desc){op, isa, (size_t)n, nt_stores != 0};
+  hwt_eltwise_desc_init(&j->d, op, isa, (size_t)n);
+  j->d.nt_stores = nt_stores != 0;
   int rc = hwt_eltwise_check(&j->d);
   if (rc != HWT_OK) return rc;
   j->a = hwt_bench_alloc((size_t)n);
