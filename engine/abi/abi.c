@@ -134,6 +134,7 @@ static const layout_row LAYOUT[] = {
     FIELD(hwt_eltwise_desc, isa),
     FIELD(hwt_eltwise_desc, n),
     FIELD(hwt_eltwise_desc, nt_stores),
+    FIELD(hwt_eltwise_desc, attr),
 
     SIZE(hwt_conv_desc),
     FIELD(hwt_conv_desc, N),
