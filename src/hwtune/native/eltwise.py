@@ -11,7 +11,7 @@ from typing import Dict, NamedTuple, Optional, Tuple
 
 import numpy as np
 
-from hwtune.errors import NativeError, UsageError
+from hwtune.errors import UsageError
 from hwtune.native._lib import check, lib
 from hwtune.native.abi import CStruct
 from hwtune.native.isa import resolve_isa
