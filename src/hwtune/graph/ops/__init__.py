@@ -7,10 +7,13 @@ The numpy reference of an op is the semantic contract the C engine is tested
 against, so it favours obviousness over speed.
 """
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 REQUIRED = object()  # default marker: the attribute must be given
+# The engine's C ops read integer attributes into 32-bit ints.
+INT_MIN, INT_MAX = -(2 ** 31), 2 ** 31 - 1
 
 
 class OpError(Exception):
@@ -46,8 +49,8 @@ class Attr:
             if not _is_int(value):
                 raise OpError(f"must be an integer, got {value!r}", where)
         elif self.kind == "float":
-            if not _is_num(value):
-                raise OpError(f"must be a number, got {value!r}", where)
+            if not _is_num(value) or not math.isfinite(value):
+                raise OpError(f"must be a finite number, got {value!r}", where)
             value = float(value)
         elif self.kind in ("str", "layout"):
             if not isinstance(value, str):
@@ -64,6 +67,12 @@ class Attr:
             if not isinstance(value, list) or not all(_is_int(v) for v in value):
                 raise OpError(f"must be an array of integers, got {value!r}", where)
             value = tuple(value)
+        items = value if isinstance(value, tuple) else (value,)
+        if any(_is_int(v) and not INT_MIN <= v <= INT_MAX for v in items):
+            # The C engine holds attribute values in 32-bit ints: a stride of
+            # 1e30 would wrap to an arbitrary number there.
+            raise OpError(f"{_show(value)} is out of range: integers here are "
+                          f"{INT_MIN}..{INT_MAX}", where)
         if self.choices is not None and value not in self.choices:
             legal = ", ".join(_show(c) for c in self.choices)
             raise OpError(f"{_show(value)} is not one of {legal}", where)

@@ -53,6 +53,12 @@ def _geometry(in_shapes, attrs):
     if ph >= kh or pw >= kw:
         raise OpError(f"padding {ph},{pw} must be smaller than the kernel {kh}x{kw}",
                       "attrs.padding")
+    if sh > h + 2 * ph or sw > wd + 2 * pw:
+        # Same output as a stride of the padded extent (one window), but the
+        # template stages stride-wide rows: a stride of 2**30 asked for 77 GB.
+        raise OpError(f"stride {sh},{sw} is larger than the padded input {h + 2 * ph}x"
+                      f"{wd + 2 * pw}: any stride beyond it gives the same output; use at most "
+                      "that", "attrs.stride")
     return n, ic, h, wd, oc, kh, kw, oh, ow, ic_bn, oc_bn
 
 
