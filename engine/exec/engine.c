@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "exec_internal.h"
+#include "hwtune/config_check.h"
 #include "hwtune/isa.h"
 
 /* Polls of an empty slot before a critical-path master sleeps: 2000 pause
@@ -35,26 +36,9 @@ void hwt_engine_config_init(hwt_engine_config *c) {
 }
 
 static int check_config(const hwt_engine_config *c, char *err, size_t errlen) {
-  if (c->scheduler < HWT_SCHED_SEQUENTIAL || c->scheduler > HWT_SCHED_CORUN) {
-    set_err(err, errlen,
-            "unknown scheduler %d (0 sequential, 1 shared-queue, 2 critical-path, 3 corun)",
-            c->scheduler);
-    return HWT_EINVAL;
-  }
-  if (c->executors < 1 || c->executors > HWT_EXEC_MAX_EXECUTORS) {
-    set_err(err, errlen, "executors must be 1..%d, got %d", HWT_EXEC_MAX_EXECUTORS, c->executors);
-    return HWT_EINVAL;
-  }
-  if (c->threads_per_executor < 1) {
-    set_err(err, errlen, "threads per executor must be >= 1, got %d", c->threads_per_executor);
-    return HWT_EINVAL;
-  }
-  if (c->scheduler == HWT_SCHED_CORUN &&
-      c->executors * c->threads_per_executor > HWT_EXEC_MAX_EXECUTORS) {
-    set_err(err, errlen, "corun: executors x threads must be <= %d workers, got %d",
-            HWT_EXEC_MAX_EXECUTORS, c->executors * c->threads_per_executor);
-    return HWT_EINVAL;
-  }
+  /* The rules `hwtune run` and hwtune-run apply too (config_check.c); no
+   * CPU budget here: an oversubscribed engine runs unpinned. */
+  if (hwt_config_check(c, 0, err, errlen) != HWT_CFG_OK) return HWT_EINVAL;
   if (c->op_cand_n < 0 || (c->op_cand_n > 0 && !c->op_cand_threads)) {
     set_err(err, errlen, "op_cand_n %d needs op_cand_threads", c->op_cand_n);
     return HWT_EINVAL;
