@@ -40,6 +40,18 @@ FINAL_REPS = 15
 # MIN_FINAL_REPS), where one run is long enough to average out load bursts.
 FINAL_BUDGET_S = 120.0
 MIN_FINAL_REPS = 5
+# With --budget the whole command (search, profile, final comparison) ends
+# by the deadline: the sweep, which comes first, gets at most this share of
+# it (it measures at least one sample of every config, so it cannot stop at
+# once); the later search stages stop early enough to leave the profile and
+# the final comparison their time at the latencies the sweep measured, and
+# those two shrink to the time left, never below these floors. Measured on
+# lstm_medium with --budget 20 on the 2-core dev VM: 47 s before (sweep 17 s,
+# profile 6 s, final 15 reps 24 s), see the commit adding this.
+SWEEP_SHARE = 0.5
+NO_SWEEP_SHARE = 0.8
+MIN_BUDGET_FINAL_REPS = 3
+FINAL_WARMUP = 2
 # The final comparison keeps the default unless a candidate is faster by more
 # than this fraction: below it the difference is within the run-to-run noise
 # measured on this machine (1-2% MAD/median on quiet runs), and switching
@@ -142,12 +154,35 @@ def _remaining(deadline: Optional[float]) -> bool:
     return deadline is None or time.monotonic() < deadline
 
 
+def _final_reserve(latency: Dict[str, float]) -> float:
+    """Seconds the profile and the final comparison need at their floors:
+    the profile's warm-up and runs of the tuned config, and the warm-up and
+    MIN_BUDGET_FINAL_REPS rounds of three candidates (the default, the tuned
+    config and one partial result)."""
+    from hwtune.tuners.executor_sweep import WARMUP
+    best, default = latency.get("best", 0.0), latency.get("default", 0.0)
+    profile = best * (WARMUP + 1)
+    final = (default + 2 * best) * (FINAL_WARMUP + MIN_BUDGET_FINAL_REPS)
+    return profile + final
+
+
+def _profile_runs(deadline: Optional[float], latency: Dict[str, float]) -> Dict[str, int]:
+    """profile_op_costs' runs: its default, or what a fifth of the time left
+    holds (at least one) when a budget is running out."""
+    from hwtune.tuners.executor_sweep import PROFILE_RUNS, WARMUP
+    best = latency.get("best")
+    if deadline is None or not best:
+        return {}
+    fit = int(0.2 * (deadline - time.monotonic()) / best) - WARMUP
+    return {"runs": max(1, min(PROFILE_RUNS, fit))}
+
+
 def conv_ops(graph) -> List[str]:
     return [op.name for op in graph.ops if op.op == "conv2d"]
 
 
 def _stage_sweep(db, run_id, host_key, graph, graph_hash, cpus, opts, deadline, progress,
-                 report: StageReport) -> Tuple[EngineConfig, List[str]]:
+                 report: StageReport) -> Tuple[EngineConfig, List[str], Dict[str, float]]:
     from hwtune.tuners import executor_sweep
 
     progress("sweep", "executors x threads per executor")
@@ -158,8 +193,12 @@ def _stage_sweep(db, run_id, host_key, graph, graph_hash, cpus, opts, deadline, 
     report.trials, report.measured, report.reused = len(res.rows), res.measured, res.reused
     report.stopped = res.stopped
     table = ", ".join(f"{c.executors}x{c.threads} {s * 1e3:.2f} ms" for c, s, _ in rows)
+    # Latencies measured here size what the budget keeps for the end.
+    latency = {}
+    if res.best_s:  # the slowest config stands in for the default: an upper bound
+        latency = {"best": res.best_s, "default": max(sec for _, sec, _ in rows)}
     return res.best, [f"sweep: {res.best.executors} executor(s) x {res.best.threads} thread(s) "
-                      f"was fastest of {len(res.rows)} ({table})"]
+                      f"was fastest of {len(res.rows)} ({table})"], latency
 
 
 def _stage_conv(db, run_id, host_key, graph, threads, opts, deadline, progress,
@@ -217,9 +256,10 @@ def _stage_hillclimb(db, run_id, host_key, graph, cfg: EngineConfig, opts, deadl
 
 
 def _measure_interleaved(cands: List[Candidate], reps: int, progress: Progress,
-                         warmup: int = 2) -> None:
+                         warmup: int = FINAL_WARMUP, deadline: Optional[float] = None) -> None:
     """Round-robin samples over prepared engines, so a burst of background
-    load hits every candidate alike."""
+    load hits every candidate alike; with a deadline, as many rounds as fit
+    before it (at least MIN_BUDGET_FINAL_REPS)."""
     from hwtune.engine.runner import open_engine
     from hwtune.scan.stats import mad, median
 
@@ -233,7 +273,11 @@ def _measure_interleaved(cands: List[Candidate], reps: int, progress: Progress,
                 t0 = time.perf_counter()
                 e.run()
             round_s += time.perf_counter() - t0
-        reps = max(MIN_FINAL_REPS, min(reps, int(FINAL_BUDGET_S / max(round_s, 1e-9))))
+        limit_s = FINAL_BUDGET_S
+        low = MIN_FINAL_REPS
+        if deadline is not None:
+            limit_s, low = min(limit_s, deadline - time.monotonic()), MIN_BUDGET_FINAL_REPS
+        reps = max(low, min(reps, int(limit_s / max(round_s, 1e-9))))
         for i in range(reps):
             progress("final", f"default vs tuned, interleaved: {i + 1}/{reps}")
             for c, e in zip(cands, engines):
@@ -257,6 +301,11 @@ def tune_graph(db, host_key: str, graph, graph_hash: str, opts: TuneOptions, *,
     progress = progress or _noop
     started = time.monotonic()
     deadline = started + opts.budget_s if opts.budget_s else None
+    # The search stages' own deadline (see SWEEP_SHARE); the profile and the
+    # final comparison use the whole budget's.
+    search_deadline = started + opts.budget_s * SWEEP_SHARE if opts.budget_s else None
+    # The C runner (hwtune-run) runs a graph that was only tuned, too.
+    db.put_lowered(graph_hash, lowered_doc(graph))
     usable = min(usable_cpu_count(cpus), len(cpus))
     run_id = db.start_run(host_key, "tune", {
         "model": model_path, "graph_hash": graph_hash, "budget_s": opts.budget_s,
@@ -271,22 +320,28 @@ def tune_graph(db, host_key: str, graph, graph_hash: str, opts: TuneOptions, *,
         cfg, op_params, tuned_graph = base, {}, graph
         accuracy = None
         partial: List[Candidate] = []
+        latency: Dict[str, float] = {}
 
         if opts.runs("sweep") and _remaining(deadline):
             rep = stages.setdefault("sweep", StageReport())
             t0 = time.monotonic()
-            cfg, lines = _stage_sweep(db, run_id, host_key, graph, graph_hash, cpus, opts,
-                                      deadline, progress, rep)
+            cfg, lines, latency = _stage_sweep(db, run_id, host_key, graph, graph_hash, cpus,
+                                               opts, search_deadline, progress, rep)
             rep.seconds = time.monotonic() - t0
             why += lines
             if cfg != base:
                 partial.append(Candidate("sweep", cfg, graph))
+        if deadline is not None:
+            # Without a measured latency (no sweep ran) the search keeps a
+            # fifth of the budget for the end.
+            search_deadline = (deadline - _final_reserve(latency) if latency
+                               else started + opts.budget_s * NO_SWEEP_SHARE)
 
-        if opts.runs("conv") and conv_ops(graph) and _remaining(deadline):
+        if opts.runs("conv") and conv_ops(graph) and _remaining(search_deadline):
             rep = stages.setdefault("conv", StageReport())
             t0 = time.monotonic()
             op_params, lines = _stage_conv(db, run_id, host_key, graph, cfg.threads, opts,
-                                           deadline, progress, rep)
+                                           search_deadline, progress, rep)
             rep.seconds = time.monotonic() - t0
             why += lines
             if op_params:
@@ -294,7 +349,7 @@ def tune_graph(db, host_key: str, graph, graph_hash: str, opts: TuneOptions, *,
                 tuned_graph = effective_graph(graph, cfg)
                 partial.append(Candidate("sweep+conv", cfg, tuned_graph))
 
-        if opts.runs("hillclimb") and _remaining(deadline):
+        if opts.runs("hillclimb") and _remaining(search_deadline):
             rep = stages.setdefault("hillclimb", StageReport())
             t0 = time.monotonic()
             if cfg.threads < 2:
@@ -302,7 +357,7 @@ def tune_graph(db, host_key: str, graph, graph_hash: str, opts: TuneOptions, *,
                 why.append(f"hillclimb: skipped ({rep.note})")
             else:
                 res, lines = _stage_hillclimb(db, run_id, host_key, tuned_graph, cfg, opts,
-                                              deadline, progress, rep)
+                                              search_deadline, progress, rep)
                 why += lines
                 accuracy = res.accuracy
                 # Ops the layout pass inserted are not named in the model, so
@@ -323,12 +378,12 @@ def tune_graph(db, host_key: str, graph, graph_hash: str, opts: TuneOptions, *,
         if cfg.scheduler in ("critical-path", "corun"):
             from hwtune.tuners.executor_sweep import profile_op_costs
             progress("profile", "per-op costs under the tuned config")
-            final.op_cost = profile_op_costs(tuned_graph, cfg)
+            final.op_cost = profile_op_costs(tuned_graph, cfg, **_profile_runs(deadline, latency))
         for c in partial:
             if c.config.scheduler in ("critical-path", "corun") and not c.op_cost:
                 c.op_cost = final.op_cost if c.graph is tuned_graph else {}
         cands = [default] + [c for c in partial if c.config != cfg] + [final]
-        _measure_interleaved(cands, FINAL_REPS, progress)
+        _measure_interleaved(cands, FINAL_REPS, progress, deadline=deadline)
         chosen = min(cands[1:], key=lambda c: c.median_s) if len(cands) > 1 else default
         if chosen.median_s > default.median_s * (1 - MIN_GAIN):
             why.append(f"final: no tuned candidate beat the default by more than "

@@ -453,8 +453,8 @@ static void *per_op(const char *json, const hwt_graph *g, int as_int_array, doub
   for (size_t k = 0; k < m.len; k++) {
     int op = op_id(g, m.keys[k]);
     if (op < 0) die("engine config %s names unknown op \"%s\"", what, m.keys[k]);
-    if (m.items[k].type != HJ_NUMBER) die("engine config %s[%s]: expected a number", what,
-                                          m.keys[k]);
+    if (m.items[k].type != HJ_NUMBER)
+      die("engine config %s['%s']: must be a number", what, m.keys[k]);
     char why[512];
     if (hr_check_op_value(c, field, what, m.keys[k], m.items[k].num, 0, why, sizeof why))
       die("engine config %s", why);
@@ -479,7 +479,8 @@ static int candidates(const char *json, const hwt_graph *g, int **threads, doubl
   size_t width = 0;
   for (size_t k = 0; k < m.len; k++) {
     if (m.items[k].type != HJ_ARRAY || m.items[k].len == 0)
-      die("engine config op_candidates[%s]: expected a non-empty array", m.keys[k]);
+      die("engine config op_candidates['%s']: must be a non-empty list of [threads, seconds] "
+          "pairs", m.keys[k]);
     if (m.items[k].len > width) width = m.items[k].len;
   }
   if (width == 0 || width > HWT_CONFIG_MAX_CANDIDATES) {
@@ -501,7 +502,8 @@ static int candidates(const char *json, const hwt_graph *g, int **threads, doubl
       const hj_value *p = &m.items[k].items[c];
       if (p->type != HJ_ARRAY || p->len != 2 || p->items[0].type != HJ_NUMBER ||
           p->items[1].type != HJ_NUMBER)
-        die("engine config op_candidates[%s][%zu]: expected [threads, seconds]", m.keys[k], c);
+        die("engine config op_candidates['%s']: each candidate is a [threads, seconds] pair "
+            "(not item %zu)", m.keys[k], c);
       char why[512];
       if (hr_check_op_value(cfg, HWT_CFG_OP_CANDIDATES, "op_candidates", m.keys[k],
                             p->items[0].num, p->items[1].num, why, sizeof why))

@@ -59,24 +59,6 @@ def numbers(v) -> None:
             raise _Bad(f"item {i} is {x!r}, not a finite number")
 
 
-def _map_of(check: Callable[[Any], bool], what: str):
-    def validate(v) -> None:
-        obj(v)
-        for k, x in v.items():
-            if not check(x):
-                raise _Bad(f"{k!r} maps to {x!r}, expected {what}")
-    return validate
-
-
-op_ints = _map_of(lambda x: isinstance(x, int) and not isinstance(x, bool), "an integer")
-op_numbers = _map_of(_finite, "a finite number")
-op_objects = _map_of(lambda x: isinstance(x, dict), "an object")
-op_candidates = _map_of(
-    lambda x: isinstance(x, list) and bool(x) and all(
-        isinstance(p, list) and len(p) == 2 and all(_finite(y) for y in p) for p in x),
-    "a non-empty list of [threads, seconds] pairs")
-
-
 def lowered(v) -> None:
     """A lowered graph (hwtune.engine.lowered): tensors and ops lists."""
     if v is None:
@@ -131,12 +113,14 @@ TABLES: Dict[str, Table] = {
                                                        "or tune-graph of the model stores it"),
         "lowered_json": Column(lowered, "null", nullable=True,
                                why="the next `hwtune run` of the model stores it")}),
+    # Per-op maps: objects here; their values are checked by the engine's
+    # config rules (EngineConfig.validate), as hwtune-run checks them.
     "engine_configs": Table(("id",), {
-        "op_threads_json": Column(op_ints, "drop"),
-        "op_params_json": Column(op_objects, "drop"),
-        "op_priority_json": Column(op_numbers, "drop"),
-        "op_cost_json": Column(op_numbers, "drop"),
-        "op_candidates_json": Column(op_candidates, "drop"),
+        "op_threads_json": Column(obj, "drop"),
+        "op_params_json": Column(obj, "drop"),
+        "op_priority_json": Column(obj, "drop"),
+        "op_cost_json": Column(obj, "drop"),
+        "op_candidates_json": Column(obj, "drop"),
         "lowered_json": Column(lowered, "drop", nullable=True)}),
     "tuning_trials": Table(("id",), {
         "params_json": Column(obj, "drop"),

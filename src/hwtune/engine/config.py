@@ -119,7 +119,8 @@ class EngineConfig:
                 if (not isinstance(pair, Sequence) or isinstance(pair, str) or len(pair) != 2
                         or any(isinstance(x, bool) or not isinstance(x, (int, float))
                                for x in pair)):
-                    refuse("op_candidates", name, f"{pair!r} is not a [threads, seconds] pair")
+                    refuse("op_candidates", name, f"each candidate is a [threads, seconds] "
+                                                  f"pair, got {pair!r}")
                 got, msg = cc.check_op(c, cc.OP_CANDIDATES, pair[0], pair[1])
                 if got != cc.OK:
                     refuse("op_candidates", name, msg)
@@ -165,7 +166,9 @@ class EngineConfig:
                    scheduler=row["scheduler"], pin=bool(pin) if pin in (0, 1) else pin,
                    op_threads=dict(row["op_threads"]), op_params=dict(row["op_params"]),
                    op_priority=dict(row["op_priority"]), op_cost=dict(row.get("op_cost") or {}),
-                   op_candidates={k: [list(p) for p in v]
+                   # kept as stored where it is not a list of pairs: validate() says why
+                   op_candidates={k: [list(p) if isinstance(p, (list, tuple)) else p for p in v]
+                                  if isinstance(v, list) else v
                                   for k, v in (row.get("op_candidates") or {}).items()})
 
     def db_fields(self) -> Dict[str, Any]:
