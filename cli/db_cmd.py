@@ -30,6 +30,14 @@ def check_cmd(fix, db_path, as_json):
     from hwtune.db import ResultsDB
     from hwtune.db import integrity
 
+    from hwtune.db.connect import resolve_path
+    from hwtune.errors import UsageError
+
+    path = resolve_path(db_path)
+    if str(path) != ":memory:" and not path.exists():
+        # A check repairs what is there: it never creates a database.
+        raise UsageError(f"no results database at {path}: give --db PATH")
+    db_path = path
     opener = ResultsDB.open if fix else ResultsDB.open_for_reading
     with opener(db_path) as handle:
         report = integrity.find(handle)

@@ -14,11 +14,7 @@ from hwtune.errors import HwtuneError, Interrupted
 
 
 def _fail(message: str, code: int):
-    try:
-        click.echo(f"error: {message}", err=True)
-    except (OSError, ValueError):
-        pass  # stderr is gone too: the exit code still says what happened
-    sys.exit(code)
+    sys.exit(_report(message, code))
 
 
 def _os_error(exc: OSError) -> str:
@@ -91,15 +87,29 @@ _register()
 
 
 def main():
-    streams.setup()
     try:
+        streams.setup()
         cli.main(prog_name="hwtune")
         code = 0
     except SystemExit as exc:
         code = exc.code
+    except KeyboardInterrupt:  # before a command started (setup, parsing)
+        code = _report(f"interrupted{streams.signal_note()}", streams.interrupt_exit_code())
+    except OSError as exc:  # output while parsing arguments: --help, --version
+        if streams.is_broken_pipe(exc):
+            streams.exit_broken_pipe()
+        code = _report(_os_error(exc), 2)
     # Output still buffered (stdout redirected to a file) is written here, so
     # a full disk is reported like any other output error.
     streams.finish(code)
+
+
+def _report(message: str, code: int) -> int:
+    try:
+        click.echo(f"error: {message}", err=True)
+    except (OSError, ValueError):
+        pass
+    return code
 
 
 if __name__ == "__main__":

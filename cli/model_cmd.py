@@ -188,6 +188,10 @@ def _family_command(family, fn):
     for name, p in inspect.signature(fn).parameters.items():
         kind = type(p.default) if p.default is not None else int
         default = "same as --hidden" if p.default is None else p.default
+        if kind is int:
+            # A size defaulting to >= 1 stays >= 1 (--seq 0 would build a
+            # model without steps); one defaulting to 0 (hoist) stays >= 0.
+            kind = click.IntRange(min=1 if p.default is None or p.default >= 1 else 0)
         params.append(click.Option([f"--{name.replace('_', '-')}", name], type=kind,
                                    default=None, help=f"default: {default}"))
     doc = " ".join((inspect.getmodule(fn).__doc__ or "").strip().split("\n\n")[0].split())

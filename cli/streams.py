@@ -124,7 +124,14 @@ def exit_broken_pipe() -> None:
 
 
 def finish(code) -> None:
-    """Flush stdout and exit with code; a failed flush is an output error."""
+    """Flush stdout and exit with code; a failed flush is an output error.
+    A signal from now on is ignored: the work is over, and one arriving
+    while the interpreter shuts down would kill it instead."""
+    for sig in HANDLED + (signal.SIGINT,):
+        try:
+            signal.signal(sig, signal.SIG_IGN)
+        except (ValueError, OSError):
+            pass
     try:
         sys.stdout.flush()
     except OSError as exc:

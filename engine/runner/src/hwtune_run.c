@@ -191,6 +191,17 @@ static void open_store(store *s, const char *path) {
   check_store(s);
 }
 
+/* --host names a stored host (as `hwtune report --host` requires): a typo
+ * must not fall back to the default config quietly. */
+static void check_host(store *s, const char *host) {
+  sqlite3_stmt *st = prepare(s, "SELECT count(*) FROM hosts WHERE host_key = ?1");
+  s->api.bind_text(st, 1, host, -1, NULL);
+  int n = step(s, st) ? s->api.column_int(st, 0) : 0;
+  s->api.finalize(st);
+  if (n == 0) die("--host %s is not a stored host in %s: `hwtune report` lists them", host,
+                  s->path);
+}
+
 typedef struct {
   char *hash, *name, *lowered;
 } graph_row;
@@ -395,6 +406,7 @@ static void fill(float *dst, int64_t n, const hj_value *tensor, const hwt_graph 
   uint64_t seed = 1469598103934665603ull; /* FNV-1a of the name */
   for (const char *c = name; *c; c++) seed = (seed ^ (unsigned char)*c) * 1099511628211ull;
   const hj_value *spec = hj_get(tensor, "init");
+  if (spec && spec->type != HJ_OBJECT) die("lowered_json: tensors[%d].init: expected an object", t);
   static const char *const numbers[] = {"scale", "low", "high", "value"};
   char why[256];
   for (int k = 0; spec && k < 4; k++)
@@ -559,6 +571,7 @@ int main(int argc, char **argv) {
   options o = parse_args(argc, argv);
   store s;
   open_store(&s, o.db);
+  if (o.host) check_host(&s, o.host);
   graph_row gr = find_graph(&s, o.graph);
   config_row cr = find_config(&s, gr.hash, o.host);
   hj_value doc;

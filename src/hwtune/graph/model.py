@@ -348,15 +348,20 @@ def expand_document(doc, overrides, limits: Optional[Limits] = None,
             raw = []
         sections[key] = template.expand_list(raw, env, key, counter)
     name = template.expand_value(doc.get("name", "model"), env, "name", counter)
+    if not isinstance(name, str) or not name:
+        problems.append(Problem("name", f"must be a non-empty string, got {name!r}"))
+        name = "model"
+    description = template.expand_value(doc.get("description", ""), env, "description",
+                                        counter)
+    if not isinstance(description, str):
+        problems.append(Problem("description", f"must be a string, got {description!r}"))
+        description = ""
     seed = doc.get("seed", 0)
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         problems.append(Problem("seed", f"must be a non-negative integer, got {seed!r}"))
         seed = 0
-    graph = Graph(
-        name=str(name),
-        description=str(template.expand_value(doc.get("description", ""), env,
-                                              "description", counter)),
-        seed=seed, vars=env, inputs=[], params=[], ops=[], outputs=[])
+    graph = Graph(name=name, description=description, seed=seed, vars=env, inputs=[],
+                  params=[], ops=[], outputs=[])
     for key in ("inputs", "params"):
         for i, (item, origin) in enumerate(sections[key]):
             tensor = _parse_tensor(item, f"{key}[{i}]", template.origin_text(origin), problems)

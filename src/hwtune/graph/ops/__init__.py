@@ -36,6 +36,9 @@ class Attr:
     choices: Optional[Sequence[Any]] = None
     minimum: Optional[float] = None
     doc: str = ""
+    # Integers the C op reads as int64 (slice bounds, where INT64_MAX means
+    # "to the end" as in ONNX); every other integer is read into a C int.
+    int64: bool = False
 
     def normalize(self, value):
         """Return the canonical value or raise OpError naming the attribute."""
@@ -68,11 +71,12 @@ class Attr:
                 raise OpError(f"must be an array of integers, got {value!r}", where)
             value = tuple(value)
         items = value if isinstance(value, tuple) else (value,)
-        if any(_is_int(v) and not INT_MIN <= v <= INT_MAX for v in items):
-            # The C engine holds attribute values in 32-bit ints: a stride of
-            # 1e30 would wrap to an arbitrary number there.
+        lo, hi = (-(2 ** 63), 2 ** 63 - 1) if self.int64 else (INT_MIN, INT_MAX)
+        if any(_is_int(v) and not lo <= v <= hi for v in items):
+            # The C ops hold attribute values in C ints (int64 where the Attr
+            # says so): a stride of 1e30 would wrap to an arbitrary number.
             raise OpError(f"{_show(value)} is out of range: integers here are "
-                          f"{INT_MIN}..{INT_MAX}", where)
+                          f"{lo}..{hi}", where)
         if self.choices is not None and value not in self.choices:
             legal = ", ".join(_show(c) for c in self.choices)
             raise OpError(f"{_show(value)} is not one of {legal}", where)
