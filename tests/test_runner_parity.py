@@ -205,3 +205,18 @@ def test_graph_that_was_only_tuned_runs(tmp_path):
     proc = _c(db, key)
     assert proc.returncode == 0, proc.stderr
     assert "config tuned" in proc.stdout
+
+
+def test_corrupt_page_refused_by_both(copy):
+    """A zeroed page: both vet the file with quick_check before reading it
+    and report what SQLite found, on one line."""
+    model, db, key = copy
+    data = bytearray(db.read_bytes())
+    data[4096 * 3:4096 * 4] = bytes(4096)
+    db.write_bytes(bytes(data))
+    py = _refused(_py(model, db), "error: ")
+    c = _refused(_c(db, key), "hwtune-run: error: ")
+    assert "corrupt" in py and "corrupt" in c
+    if "quick_check:" in py:
+        reason = py.split("quick_check: ", 1)[1].split(")")[0]
+        assert reason in c, (py, c)

@@ -142,8 +142,9 @@ def _vet(conn: sqlite3.Connection, path: Path) -> int:
             f"{path} is not a SQLite database or is corrupt ({exc}); "
             "move it away or use --db PATH") from None
     if result != ["ok"]:
+        what = " ".join(str(result[0]).split())  # SQLite's report spans lines
         raise DatabaseError(
-            f"{path} is corrupt (quick_check: {result[0]}); move it away or use --db PATH")
+            f"{path} is corrupt (quick_check: {what}); move it away or use --db PATH")
     try:
         return classify(conn, path)
     except sqlite3.Error as exc:
