@@ -40,7 +40,7 @@ import time
 
 import numpy as np
 
-from hwtune.engine.native_engine import NativeEngine
+from hwtune.native.engine import NativeEngine
 from hwtune.graph import load_model
 from hwtune.native import conv
 from hwtune.native.isa import selected_isa

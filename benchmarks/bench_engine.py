@@ -27,7 +27,8 @@ import time
 
 import numpy as np
 
-from hwtune.engine.native_engine import NativeEngine
+from hwtune.native.engine import NativeEngine
+from hwtune.native.sched import schedulers
 from hwtune.errors import HwtuneError
 from hwtune.graph import load_model
 from hwtune.native.pool import allowed_cpus
@@ -107,7 +108,7 @@ def ort_session(model: dict, parallel: bool, intra: int, inter: int):
 def engine_configs(ncpu: int, scheduler: str):
     """(executors, threads) pairs that fit this machine."""
     pairs = [(k, t) for k in range(1, ncpu + 1) for t in range(1, ncpu + 1) if k * t <= ncpu]
-    if scheduler == "sequential":
+    if schedulers()[scheduler].single_team:
         pairs = [p for p in pairs if p[0] == 1]  # one executor runs everything
     return pairs
 
@@ -129,12 +130,13 @@ def section_a(ncpu: int, reps: int, lines: list):
                    for name, par, intra, inter in refs]
         nops = len(graph.ops)
         print(f"  {label} ({nops} ops)")
-        # The chain has no parallelism: the issue's configs (sequential 1x1,
-        # the queue schedulers at 2x1 and 1x2) show what each adds per op.
-        # The wide graph runs every config that fits.
-        configs = [(s, k, t) for s in ("sequential", "shared_queue", "critical_path", "corun")
+        # The chain has no parallelism: the issue's configs (the single-team
+        # scheduler at 1x1, the others at 2x1 and 1x2) show what each adds
+        # per op. The wide graph runs every config that fits. Every row of
+        # the engine's scheduler table runs.
+        configs = [(s, k, t) for s, row in schedulers().items()
                    for k, t in engine_configs(ncpu, s)
-                   if not per_op or (k * t == 1 if s == "sequential" else k * t == ncpu)]
+                   if not per_op or (k * t == 1 if row.single_team else k * t == ncpu)]
         ref_med = {}
         best = None
         for sched, k, t in configs:
@@ -212,7 +214,7 @@ def allowed_ncpu() -> int:
 def section_b(ncpu: int, reps: int, lines: list):
     print("\n(b) model latency per scheduler (best executors x threads, k*t <= "
           f"{ncpu} CPUs)")
-    scheds = ("sequential", "shared_queue", "critical_path", "corun")
+    scheds = tuple(schedulers())
     for stem in ("lstm_medium", "pathnet_medium", "inception_small"):
         path = os.path.join(MODELS_DIR, stem + ".json")
         graph, note = _fit_model(path)
@@ -237,17 +239,18 @@ def section_b(ncpu: int, reps: int, lines: list):
         finally:
             for e in engines:
                 e.close()
-        for s, m in zip(scheds, meds):
+        med = dict(zip(scheds, meds))
+        for s, m in med.items():
             k, t = best[s]
             print(f"    {s:13s} {k}x{t}: {m * 1e3:9.2f} ms  (sequential/this "
-                  f"{meds[0] / m:4.2f}x)")
-        cp, others = meds[2], min(meds[0], meds[1])
+                  f"{med['sequential'] / m:4.2f}x)")
+        cp, others = med["critical-path"], min(med["sequential"], med["shared-queue"])
         verdict = "PASS" if cp < others else "MISS"
         multi = "" if stem != "lstm_medium" else " (lstm: layer wavefront only)"
-        lines.append(f"{stem}: critical_path {cp * 1e3:.2f} ms vs best other "
+        lines.append(f"{stem}: critical-path {cp * 1e3:.2f} ms vs best other "
                      f"{others * 1e3:.2f} ms ({others / cp:.2f}x){multi} -> {verdict}")
-        lines.append(f"{stem}: corun {meds[3] * 1e3:.2f} ms (sequential/corun "
-                     f"{meds[0] / meds[3]:.2f}x)")
+        lines.append(f"{stem}: corun {med['corun'] * 1e3:.2f} ms (sequential/corun "
+                     f"{med['sequential'] / med['corun']:.2f}x)")
 
 
 def main(argv=None):

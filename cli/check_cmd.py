@@ -51,10 +51,10 @@ def check(suite_path, baseline_file, update_baseline, mode, relative, figures, s
     from rich.console import Console
 
     from hwtune.check.gate import run_check, with_figures, with_samples
-    from hwtune.check.output import (junit_xml, markdown, render_terminal, to_json_text,
-                                     write_text)
     from hwtune.check.suite import load_suite
     from hwtune.db import ResultsDB
+    from hwtune.report import export
+    from hwtune.report.files import write_file
 
     suite = with_samples(with_figures(load_suite(suite_path), list(figures)), samples)
     err = Console(stderr=True, highlight=False)
@@ -74,13 +74,10 @@ def check(suite_path, baseline_file, update_baseline, mode, relative, figures, s
                                update_baseline=update_baseline, relative=relative,
                                progress=progress, warn=warn)
     if junit_path:
-        write_text(junit_path, junit_xml(report))
+        write_file(junit_path, export.render("check", report, "junit"))
     if md_path:
-        write_text(md_path, markdown(report), append=True)
-    if as_json:
-        click.echo(to_json_text(report))
-    else:
-        render_terminal(report, Console(width=max(80, Console().width)))
+        write_file(md_path, export.render("check", report, "markdown"), append=True)
+    export.write("check", report, "json" if as_json else "terminal")
     sys.exit(report.exit_code)
 
 

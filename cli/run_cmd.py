@@ -8,7 +8,8 @@ from dataclasses import replace
 
 import click
 
-from hwtune.cli.options import db_option, example, json_option, parse_overrides
+from hwtune.cli.options import (db_option, example, json_option, parse_overrides,
+                                scheduler_option)
 from hwtune.errors import UsageError
 
 
@@ -27,11 +28,10 @@ def _ms(seconds: float) -> str:
                    "(default: stored config, else 1)")
 @click.option("--threads", type=int, default=None, metavar="T",
               help="threads per executor (default: stored config, else every usable CPU / K)")
-@click.option("--scheduler", default=None, metavar="S",
-              help="sequential, shared-queue, critical-path or corun (default: stored config, else "
-                   "sequential; critical-path when K > 1)")
+@scheduler_option
 @click.option("--pin/--no-pin", default=None,
-              help="pin executor teams to disjoint CPUs (default: only with critical-path)")
+              help="pin executor teams to disjoint CPUs (default: the scheduler's own: on for "
+                   "those that pin by default, never for the unpinned baseline)")
 @click.option("--iterations", type=int, default=20, show_default=True, metavar="N",
               help="timed runs of the whole graph")
 @click.option("--warmup", type=int, default=3, show_default=True, metavar="W",
@@ -54,10 +54,10 @@ def run(model, executors, threads, scheduler, pin, iterations, warmup, trace_pat
     """Run MODEL (a model.json) on the engine and report latency (median, MAD
     spread, min) and throughput (runs/s, GFLOP/s). The config comes from the
     flags, else the stored 'tuned' or 'user' config of this model on this
-    host, else 1 executor x all usable CPUs, sequential. The run and its
-    timings are stored in results.db; --trace profiles 5 more runs (per-op
-    medians to op_profiles, which order later critical-path runs) and writes
-    the last one as a Chrome trace.
+    host, else 1 executor x all usable CPUs and the default scheduler. The run
+    and its timings are stored in results.db; --trace profiles 5 more runs
+    (per-op medians to op_profiles, which order later runs of the schedulers
+    that need op costs) and writes the last one as a Chrome trace.
     """
     from hwtune import machine
     from hwtune.db import ResultsDB

@@ -2,15 +2,9 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from hwtune.cli.options import db_option, example, json_option, parse_overrides
-
-
-def _ms(seconds) -> str:
-    return "-" if seconds is None else f"{seconds * 1e3:.3f} ms"
 
 
 def _only(ctx, param, value):
@@ -64,6 +58,7 @@ def tune_graph(model, budget_s, trials, only, search, reps, strategy, overrides,
     from hwtune.engine.runner import native_engine
     from hwtune.graph import load_model
     from hwtune.native.pool import allowed_cpus
+    from hwtune.report import export
     from hwtune.tuners.pipeline import TuneOptions, tune_graph as run_tuning
 
     opts = TuneOptions(budget_s=budget_s, trials=trials, only=only, search=search, reps=reps,
@@ -84,31 +79,6 @@ def tune_graph(model, budget_s, trials, only, search, reps, strategy, overrides,
                          progress=progress)
         db_file = str(db.path)
 
-    if as_json:
-        out = {"model": graph.name, "graph_hash": graph_hash, "db": db_file}
-        out.update(res.to_json())
-        click.echo(json.dumps(out, indent=2))
-        return
-    d, t = res.default, res.chosen
-    click.echo(f"model:     {graph.name} ({len(graph.ops)} ops, graph {graph_hash[:12]})")
-    click.echo(f"default:   {_ms(d.median_s)} +- {_ms(d.mad_s)}  ({d.config.describe()}, "
-               f"default CONV knobs)")
-    extras = [t.config.describe()]
-    if t.config.op_params:
-        extras.append(f"{len(t.config.op_params)} CONV(s) tuned")
-    if t.config.op_threads:
-        extras.append(f"{len(t.config.op_threads)} per-op thread counts")
-    click.echo(f"tuned:     {_ms(t.median_s)} +- {_ms(t.mad_s)}  ({', '.join(extras)})")
-    click.echo(f"speedup:   {res.speedup:.2f}x (medians of samples interleaved in one run)")
-    others = [c for c in res.candidates if c is not d and c is not t]
-    if others:
-        click.echo("also measured: " + ", ".join(f"{c.label} {_ms(c.median_s)}" for c in others))
-    click.echo("why:")
-    for line in res.why:
-        click.echo(f"  - {line}")
-    spent = ", ".join(f"{k} {v.seconds:.1f} s ({v.trials} trials, {v.reused} reused)"
-                      for k, v in res.stages.items())
-    click.echo(f"tuning:    {res.tuning_s:.1f} s total{'; ' + spent if spent else ''}")
-    if res.accuracy:
-        click.echo(f"thread-count interpolation accuracy: {res.accuracy}")
-    click.echo(f"stored:    tuned config {res.config_id}, run {res.run_id} in {db_file}")
+    doc = {"model": graph.name, "graph_hash": graph_hash, "ops": len(graph.ops), "db": db_file}
+    doc.update(res.to_json())
+    export.write("tune", doc, "json" if as_json else "terminal")

@@ -185,7 +185,7 @@ def test_what_the_engine_refuses_validate_refuses_located(monkeypatch):
     """Validation lowers the graph as `run` does: a refusal of the C graph
     becomes a located problem (forced here: the two sets of rules agree)."""
     from hwtune.engine import lower
-    from hwtune.engine.errors import EngineGraphError
+    from hwtune.errors import EngineGraphError
 
     def refuse(graph, costs=None):
         exc = EngineGraphError('op "y": attribute "k" has no values')

@@ -5,11 +5,12 @@ nth in {1, 2, 3} shares, on every ISA variant this CPU supports."""
 import numpy as np
 import pytest
 
-from hwtune.engine.ops_harness import find_impl, run_ops
+from hwtune.engine.ops_harness import run_ops
 from hwtune.graph import load_model
 from hwtune.graph.reference import run_reference
 from hwtune.native.eltwise import max_abs_error
 from hwtune.native.isa import supported_isas
+from hwtune.native.ops import find_impl
 
 EXACT, ARITH = "exact", "arith"
 
@@ -165,8 +166,8 @@ def test_every_family_op_type_is_registered():
 def test_prepare_refuses_bad_shapes():
     """A graph the model validator would reject, built straight in C: the
     op reports the problem instead of running off its buffers."""
-    from hwtune.engine.native_graph import NativeGraph
-    from hwtune.engine.ops_harness import OpCtx
+    from hwtune.native.graph import NativeGraph
+    from hwtune.native.ops import OpCtx
     import ctypes
     impl = find_impl("add")
     with NativeGraph() as ng:

@@ -121,8 +121,9 @@ CFG = "UPDATE engine_configs SET "
     ([CFG + "executors = 0"], "executors must be 1..64, got 0"),
     ([CFG + "executors = -5, scheduler = 'critical-path'"], "executors must be 1..64, got -5"),
     ([CFG + "threads_per_executor = -2"], "threads per executor must be 1..4096, got -2"),
-    ([CFG + "scheduler = 'bogus'"], "scheduler 'bogus': choose one of sequential, shared-queue, "
-                                    "critical-path, corun"),
+    ([CFG + "scheduler = 'bogus'"], "names scheduler 'bogus', unknown to this hwtune (one of: "
+                                    "sequential, shared-queue, critical-path, corun): pass "
+                                    "--scheduler to override"),
     ([CFG + "pin = 7"], "pin must be 0 or 1, got 7"),
     ([CFG + "executors = 2, threads_per_executor = 1"],
      "the sequential scheduler runs one executor with all threads, got 2 executors"),

@@ -148,7 +148,7 @@ def measure_op(one_graph, threads: int, *, cpus: Optional[Sequence[int]] = None,
     profiling events: the op's own time, not the run's dispatch), pinned to
     `cpus` when given. reference: the op's numpy outputs, checked on the
     first run ('wrong_answer' otherwise)."""
-    from hwtune.engine.native_engine import NativeEngine
+    from hwtune.native.engine import NativeEngine
     from hwtune.scan.stats import median
     from hwtune.tuners.executor_sweep import output_mismatch
 

@@ -246,7 +246,7 @@ def time_transform(shape: Shape, src: int, dst: int, *, threads: int, isa: int,
     """Seconds of each of `reps` runs of the C engine's layout_transform
     op on this shape with `threads` threads (its own profiled op time: no
     Python or scheduling overhead in it)."""
-    from hwtune.engine.native_engine import NativeEngine
+    from hwtune.native.engine import NativeEngine
     samples = []
     with NativeEngine(_transform_graph(shape, src, dst), executors=1, threads=threads,
                       scheduler="sequential", isa=isa) as eng:

@@ -22,37 +22,39 @@ static int refuse(int field, char *err, size_t errlen, const char *fmt, ...) {
   return field;
 }
 
-/* Threads an op may be given: one executor's team, or all of corun's
- * single-thread workers. */
-static int op_workers(const hwt_engine_config *c) {
-  return c->scheduler == HWT_SCHED_CORUN ? c->executors * c->threads_per_executor
-                                         : c->threads_per_executor;
+/* Threads an op may be given: one executor's team, or every worker of a
+ * worker-group scheduler. */
+static int op_workers(const hwt_engine_config *c, const hwt_sched_info *s) {
+  return s && s->worker_groups ? c->executors * c->threads_per_executor
+                               : c->threads_per_executor;
 }
 
 int hwt_config_check(const hwt_engine_config *c, int cpus, char *err, size_t errlen) {
   if (err && errlen) err[0] = '\0';
   if (!c) return refuse(HWT_CFG_SCHEDULER, err, errlen, "no configuration");
-  if (c->scheduler < HWT_SCHED_SEQUENTIAL || c->scheduler > HWT_SCHED_CORUN)
-    return refuse(HWT_CFG_SCHEDULER, err, errlen,
-                  "unknown scheduler %d (0 sequential, 1 shared-queue, 2 critical-path, "
-                  "3 corun)", c->scheduler);
+  const hwt_sched_info *s = hwt_sched_by_name(c->scheduler);
+  if (!s) {
+    char names[256];
+    return refuse(HWT_CFG_SCHEDULER, err, errlen, "scheduler '%s': choose one of %s",
+                  c->scheduler ? c->scheduler : "(none)", hwt_sched_list(names, sizeof names));
+  }
   if (c->executors < 1 || c->executors > HWT_CONFIG_MAX_EXECUTORS)
     return refuse(HWT_CFG_EXECUTORS, err, errlen, "executors must be 1..%d, got %d",
                   HWT_CONFIG_MAX_EXECUTORS, c->executors);
   if (c->threads_per_executor < 1 || c->threads_per_executor > HWT_CONFIG_MAX_THREADS)
     return refuse(HWT_CFG_THREADS, err, errlen, "threads per executor must be 1..%d, got %d",
                   HWT_CONFIG_MAX_THREADS, c->threads_per_executor);
-  if (c->scheduler == HWT_SCHED_SEQUENTIAL && c->executors != 1)
+  if (s->single_team && c->executors != 1)
     return refuse(HWT_CFG_EXECUTORS, err, errlen,
-                  "the sequential scheduler runs one executor with all threads, got %d "
-                  "executors (use 1, or shared-queue / critical-path / corun)", c->executors);
+                  "the %s scheduler runs one executor with all threads, got %d executors",
+                  s->name, c->executors);
   if (c->pin != 0 && c->pin != 1)
     return refuse(HWT_CFG_PIN, err, errlen, "pin must be 0 or 1, got %d", c->pin);
   int total = c->executors * c->threads_per_executor;
-  if (c->scheduler == HWT_SCHED_CORUN && total > HWT_CONFIG_MAX_EXECUTORS)
+  if (s->worker_groups && total > HWT_CONFIG_MAX_EXECUTORS)
     return refuse(HWT_CFG_EXECUTORS, err, errlen,
-                  "corun runs executors x threads single-thread workers, at most %d, got %d",
-                  HWT_CONFIG_MAX_EXECUTORS, total);
+                  "%s runs executors x threads single-thread workers, at most %d, got %d",
+                  s->name, HWT_CONFIG_MAX_EXECUTORS, total);
   if (cpus < 0) cpus = hwt_allowed_cpus(NULL, 0);
   if (cpus > 0 && total > cpus)
     return refuse(HWT_CFG_CPUS, err, errlen,
@@ -69,8 +71,11 @@ int hwt_config_check_op(const hwt_engine_config *c, int field, double value, dou
                         char *err, size_t errlen) {
   if (err && errlen) err[0] = '\0';
   if (!c) return refuse(field, err, errlen, "no configuration");
-  int workers = op_workers(c);
-  const char *team = c->scheduler == HWT_SCHED_CORUN ? "corun's workers" : "one executor";
+  const hwt_sched_info *s = hwt_sched_by_name(c->scheduler);
+  int workers = op_workers(c, s);
+  char team[96];
+  if (s && s->worker_groups) snprintf(team, sizeof team, "%s's workers", s->name);
+  else snprintf(team, sizeof team, "one executor");
   switch (field) {
     case HWT_CFG_OP_THREADS:
       if (!is_count(value, 1, workers))

@@ -15,6 +15,17 @@ class UsageError(HwtuneError):
     """A bad argument: thread count, shape, size, ISA name."""
 
 
+class EngineGraphError(UsageError):
+    """The engine's C graph refused a tensor, op or attribute, or failed
+    validation (unknown tensor, tensor produced twice or never, duplicate
+    name, cycle)."""
+
+
+class PlanError(UsageError):
+    """An execution plan could not be built: bad options, or a graph that
+    does not validate."""
+
+
 class NativeError(HwtuneError):
     """The C library failed or could not be loaded."""
 

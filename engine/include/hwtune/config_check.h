@@ -44,7 +44,8 @@ typedef enum {
  * err. */
 HWT_API int hwt_config_check(const hwt_engine_config *c, int cpus, char *err, size_t errlen);
 
-/* One stored per-op value under config c (its scheduler and team sizes):
+/* One stored per-op value under config c (its scheduler's row and team
+ * sizes: a worker-group scheduler's ops count all its workers):
  * field HWT_CFG_OP_THREADS (value: threads), HWT_CFG_OP_COST (value:
  * seconds), HWT_CFG_OP_PRIORITY (value), or HWT_CFG_OP_CANDIDATES (value:
  * threads, value2: seconds). Returns HWT_CFG_OK or field, with the reason

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hwtune/abi.h"
 #include "hwtune/bench.h"
 #include "hwtune/config_check.h"
 #include "hwtune/engine.h"
@@ -40,8 +41,13 @@
 
 static const char *const USAGE =
     "usage: hwtune-run --db PATH --graph HASH_PREFIX [--host KEY] [--iterations N] "
-    "[--warmup N] [--executors K] [--threads T] [--scheduler sequential|shared-queue|"
-    "critical-path|corun]";
+    "[--warmup N] [--executors K] [--threads T] [--scheduler NAME]";
+
+/* The scheduler table's names (help and error texts). */
+static const char *scheduler_names(void) {
+  static char buf[512];
+  return hwt_sched_list(buf, sizeof buf);
+}
 
 static void die(const char *fmt, ...) {
   va_list ap;
@@ -75,7 +81,9 @@ static options parse_args(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      printf("%s\n", USAGE);
+      printf("%s\n  NAME: %s\n", USAGE, scheduler_names());
+      for (int k = 0; k < hwt_sched_count(); k++)
+        printf("    %-14s %s\n", hwt_sched_at(k)->name, hwt_sched_at(k)->summary);
       exit(0);
     }
     if (i + 1 >= argc) die("%s needs a value (%s)", a, USAGE);
@@ -96,21 +104,6 @@ static options parse_args(int argc, char **argv) {
   if (n == 0 || n > 64 || strspn(o.graph, "0123456789abcdef") != n)
     die("invalid --graph %s: expected 1..64 lowercase hex digits of a graph hash", o.graph);
   return o;
-}
-
-static int scheduler_id(const char *s) {
-  if (!strcmp(s, "sequential")) return HWT_SCHED_SEQUENTIAL;
-  if (!strcmp(s, "shared-queue")) return HWT_SCHED_SHARED_QUEUE;
-  if (!strcmp(s, "critical-path")) return HWT_SCHED_CRITICAL_PATH;
-  if (!strcmp(s, "corun")) return HWT_SCHED_CORUN;
-  return -1;
-}
-
-static const char *scheduler_name(int s) {
-  return s == HWT_SCHED_SHARED_QUEUE    ? "shared-queue"
-         : s == HWT_SCHED_CRITICAL_PATH ? "critical-path"
-         : s == HWT_SCHED_CORUN         ? "corun"
-                                        : "sequential";
 }
 
 /* ---- results.db ------------------------------------------------------ */
@@ -286,13 +279,6 @@ static int64_t as_int(const hj_value *v, const char *what, size_t i) {
   return (int64_t)v->num;
 }
 
-static int tensor_kind(const char *k) {
-  static const char *const kinds[] = {"input", "param", "activation", "output"};
-  for (int i = 0; i < 4; i++)
-    if (!strcmp(k, kinds[i])) return i;
-  return -1;
-}
-
 static int ids(const hj_value *arr, int *out, int n_tensors, const char *what, size_t op) {
   if (arr->len > 1024) die("lowered_json: ops[%zu].%s: too many tensors", op, what);
   for (size_t j = 0; j < arr->len; j++) {
@@ -345,7 +331,7 @@ static hwt_graph *build_graph(const hj_value *doc) {
     const hj_value *name = member(t, "name", HJ_STRING, "tensors", i);
     const hj_value *kind = member(t, "kind", HJ_STRING, "tensors", i);
     const hj_value *shape = member(t, "shape", HJ_ARRAY, "tensors", i);
-    int k = tensor_kind(kind->str);
+    int k = hwt_abi_enum_value("hwt_tensor_kind", kind->str, -1);
     if (k < 0) die("lowered_json: tensors[%zu]: unknown kind \"%s\"", i, kind->str);
     if (shape->len > HWT_GRAPH_MAX_DIMS)
       die("lowered_json: tensors[%zu]: more than %d dimensions", i, HWT_GRAPH_MAX_DIMS);
@@ -530,27 +516,35 @@ static int candidates(const char *json, const hwt_graph *g, int **threads, doubl
   return (int)width;
 }
 
+/* The row the scheduler table marks default_many: what several executors
+ * get when no scheduler is named. */
+static const hwt_sched_info *default_many(void) {
+  for (int k = 0; k < hwt_sched_count(); k++)
+    if (hwt_sched_at(k)->default_many) return hwt_sched_at(k);
+  return NULL;
+}
+
 /* Flags replace the stored fields as `hwtune run` applies them
  * (hwtune.engine.config._apply_flags): a count given alone re-derives the
  * other when both no longer fit; several executors without a scheduler
- * leave sequential for critical-path; --scheduler sequential alone means
- * one executor. */
-static void apply_flags(hwt_engine_config *cfg, const options *o) {
+ * leave a single-team scheduler for the default_many one; a single-team
+ * --scheduler alone means one executor. Returns the row that runs. */
+static const hwt_sched_info *apply_flags(hwt_engine_config *cfg, const options *o,
+                                         const hwt_sched_info *s) {
   int cpus = hwt_allowed_cpus(NULL, 0);
   if (cpus < 1) cpus = 1;
   if (o->scheduler) {
-    cfg->scheduler = scheduler_id(o->scheduler);
-    if (cfg->scheduler < 0)
-      die("invalid --scheduler %s: choose one of sequential, shared-queue, critical-path, corun",
-          o->scheduler);
-    if (cfg->scheduler == HWT_SCHED_SEQUENTIAL && !o->executors) cfg->executors = 1;
+    if (!(s = hwt_sched_by_name(o->scheduler)))
+      die("invalid --scheduler %s: choose one of %s", o->scheduler, scheduler_names());
+    if (s->single_team && !o->executors) cfg->executors = 1;
   }
   if (o->executors) {
     cfg->executors = o->executors;
-    if (cfg->scheduler == HWT_SCHED_SEQUENTIAL && o->executors > 1 && !o->scheduler) {
-      cfg->scheduler = HWT_SCHED_CRITICAL_PATH;
+    const hwt_sched_info *many = default_many();
+    if (s->single_team && o->executors > 1 && !o->scheduler && many) {
+      s = many;
       fprintf(stderr, "hwtune-run: notice: --executors %d runs several executors: using "
-              "--scheduler critical-path (name another with --scheduler)\n", o->executors);
+              "--scheduler %s (name another with --scheduler)\n", o->executors, s->name);
     }
     if (!o->threads && cfg->executors * cfg->threads_per_executor > cpus)
       cfg->threads_per_executor = cpus / o->executors > 1 ? cpus / o->executors : 1;
@@ -560,6 +554,8 @@ static void apply_flags(hwt_engine_config *cfg, const options *o) {
     if (!o->executors && cfg->executors * o->threads > cpus)
       cfg->executors = cpus / o->threads > 1 ? cpus / o->threads : 1;
   }
+  cfg->scheduler = s->name;
+  return s;
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -586,14 +582,22 @@ int main(int argc, char **argv) {
   hwt_engine_config cfg;
   hwt_engine_config_init(&cfg);
   const char *source = "default";
+  const hwt_sched_info *sched = hwt_sched_by_name(NULL);
+  if (!sched) die("this build's scheduler table has no default scheduler");
   if (cr.found) {
-    int sid = scheduler_id(cr.scheduler);
-    if (sid < 0)
-      die("engine config of graph %.12s: scheduler '%s': choose one of sequential, "
-          "shared-queue, critical-path, corun", gr.hash, cr.scheduler);
+    /* A config written by a newer hwtune (or damaged) may name a scheduler
+     * this build lacks: say so, as `hwtune run` does, unless a flag names
+     * the one to use. */
+    const hwt_sched_info *stored = hwt_sched_by_name(cr.scheduler);
+    if (!stored && !o.scheduler)
+      die("engine config of graph %.12s names scheduler '%s', unknown to this hwtune (one "
+          "of: %s): pass --scheduler to override", gr.hash, cr.scheduler, scheduler_names());
+    if (stored) sched = stored;
+    else if (!(sched = hwt_sched_by_name(o.scheduler)))
+      die("invalid --scheduler %s: choose one of %s", o.scheduler, scheduler_names());
+    cfg.scheduler = sched->name;
     cfg.executors = cr.executors;
     cfg.threads_per_executor = cr.threads;
-    cfg.scheduler = sid;
     cfg.pin = cr.pin;
     /* The stored row as `hwtune run` checks it: every field and value. */
     if (hr_check_stored_config(&cfg, err, sizeof err))
@@ -614,10 +618,11 @@ int main(int argc, char **argv) {
     source = cr.source;
   } else if (!o.executors && !o.threads && !o.scheduler) {
     fprintf(stderr, "hwtune-run: notice: no tuned or user engine config for graph %.12s%s%s: "
-            "using 1 executor x all CPUs, sequential (set --executors/--threads/--scheduler "
-            "to choose)\n", gr.hash, o.host ? " on host " : "", o.host ? o.host : "");
+            "using 1 executor x all CPUs, %s (set --executors/--threads/--scheduler "
+            "to choose)\n", gr.hash, o.host ? " on host " : "", o.host ? o.host : "",
+            sched->name);
   }
-  apply_flags(&cfg, &o);
+  sched = apply_flags(&cfg, &o, sched);
   /* What runs must fit the CPUs this process may use (taskset, cpusets),
    * as `hwtune run` requires. */
   if (hr_check_budget(&cfg, err, sizeof err)) {
@@ -629,13 +634,11 @@ int main(int argc, char **argv) {
   }
 
   /* Without a stored config, pin as `hwtune run` does (EngineConfig.pinned):
-   * critical-path teams and corun workers only; shared-queue is the unpinned
-   * baseline. */
-  if (!cr.found)
-    cfg.pin = cfg.scheduler == HWT_SCHED_CRITICAL_PATH || cfg.scheduler == HWT_SCHED_CORUN;
+   * only schedulers that pin by default. */
+  if (!cr.found) cfg.pin = sched && sched->pins == HWT_PIN_BY_DEFAULT;
 
-  hwt_engine *e = hwt_engine_create(g, &cfg, err, sizeof err);
-  if (!e) die("engine: %s", err);
+  hwt_engine *e;
+  if (hwt_engine_create(g, &cfg, &e, err, sizeof err) < 0) die("engine: %s", err);
   int nt = hwt_graph_n_tensors(g);
   float **params = calloc((size_t)(nt ? nt : 1), sizeof *params);
   if (!params) die("out of memory");
@@ -672,8 +675,8 @@ int main(int argc, char **argv) {
     snprintf(folded, sizeof folded, " (%d folded)", hwt_engine_n_folded(e));
   printf("graph %.12s (%s): %d ops%s%s; config %s: %d x %d, %s, %s\n", gr.hash, gr.name,
          hwt_graph_n_ops(g), folded, cr.lowered ? " from the config's lowered graph" : "", source,
-         cfg.scheduler == HWT_SCHED_SEQUENTIAL ? 1 : cfg.executors, cfg.threads_per_executor,
-         scheduler_name(cfg.scheduler), cfg.pin ? "pinned" : "unpinned");
+         sched->single_team ? 1 : cfg.executors, cfg.threads_per_executor, sched->name,
+         cfg.pin ? "pinned" : "unpinned");
   printf("latency: median %.4f ms, min %.4f ms, %.2f runs/s (%d iterations, %d warmup)\n",
          med * 1e3, samples[0] * 1e3, med > 0 ? 1.0 / med : 0.0, o.iterations, o.warmup);
   hwt_engine_destroy(e);

@@ -193,7 +193,7 @@ class _Model:
 
     def __init__(self, fig: Figure, suite: Suite, db, host_key: Optional[str]):
         from hwtune.engine.config import resolve
-        from hwtune.engine.runner import native_engine, open_engine, profiled_costs
+        from hwtune.engine.runner import native_engine, op_costs, open_engine
         from hwtune.graph import load_model
         from hwtune.native.pool import allowed_cpus
         native_engine()
@@ -204,9 +204,7 @@ class _Model:
         res = resolve(db if host_key else None, host_key or "", graph_hash, {}, cpus=cpus,
                       op_names=names)
         self.config, self.source = res.config, res.source
-        costs = (profiled_costs(db, host_key, graph, res.config)
-                 if db is not None and host_key and res.config.scheduler == "critical-path"
-                 else None)
+        costs = op_costs(db, host_key, graph, res.config)
         self.engine = open_engine(graph, res.config, costs)
         self.iters = int(fig.params.get("iterations_per_sample", 1))
         self.best_of = suite.best_of

@@ -29,7 +29,6 @@ from hwtune.errors import UsageError
 RUN_KINDS = ("scan", "tune", "run", "check")
 RUN_END_STATUSES = ("complete", "interrupted", "failed")
 MEASUREMENT_STATUSES = ("ok", "noisy", "error", "skipped")
-SCHEDULERS = ("sequential", "shared-queue", "critical-path", "corun")
 CONFIG_SOURCES = ("default", "tuned", "user")
 # A trial that did not produce a usable time is kept, with why (schema v4).
 TRIAL_STATUSES = ("ok", "error", "wrong_answer", "timeout", "skipped")
@@ -364,10 +363,11 @@ class ResultsDB:
                           op_candidates: Optional[dict] = None, lowered: Optional[dict] = None,
                           source: str = "user") -> int:
         """Store the config of (host, graph, source), replacing the previous
-        one of that source; returns its id (stable across replacements)."""
-        if scheduler not in SCHEDULERS:
-            raise UsageError(
-                f"unknown scheduler {scheduler!r}: choose one of {', '.join(SCHEDULERS)}")
+        one of that source; returns its id (stable across replacements).
+        scheduler must be a name of the engine's scheduler table (the schema
+        does not list them since v6: this hwtune's table does)."""
+        from hwtune.native import sched
+        sched.lookup(scheduler)
         if source not in CONFIG_SOURCES:
             raise UsageError(
                 f"unknown config source {source!r}: choose one of {', '.join(CONFIG_SOURCES)}")

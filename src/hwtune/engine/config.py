@@ -3,19 +3,19 @@ and resolved from command-line flags, results.db and defaults.
 
 Precedence (highest first): flags given on the command line, the stored
 'tuned' config of (host, graph), the stored 'user' config, the default
-(1 executor x all usable CPUs, sequential).
+(1 executor x all usable CPUs, the default scheduler).
+
+Scheduler names and the properties this module branches on (one team,
+worker groups, default pinning) come from the engine's scheduler table
+(hwtune.native.sched), never from a list here.
 """
 
-import math
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from hwtune.errors import UsageError
+from hwtune.native import sched as sched_table
 
-SCHEDULERS = ("sequential", "shared-queue", "critical-path", "corun")
-# The scheduler a parallel request gets when none is named: Graphi's design,
-# the one the engine is built around.
-PARALLEL_DEFAULT = "critical-path"
 # Flags this module resolves (the CLI passes them as overrides).
 FLAG_FIELDS = ("executors", "threads", "scheduler", "pin")
 
@@ -30,28 +30,44 @@ def _count(name: str, value) -> int:
     return value
 
 
+def _default_scheduler() -> str:
+    return sched_table.default().name
+
+
 @dataclass(frozen=True)
 class EngineConfig:
     executors: int = 1
     threads: int = 1  # per executor
-    scheduler: str = "sequential"
-    # None: the scheduler's default (pinned teams for critical-path only:
-    # shared-queue is the unpinned baseline, sequential has one team).
+    scheduler: str = field(default_factory=_default_scheduler)
+    # None: the scheduler's default (its table row says whether it pins by
+    # default; a scheduler that never pins ignores True).
     pin: Optional[bool] = None
     op_threads: Dict[str, int] = field(default_factory=dict)
     op_params: Dict[str, Dict[str, Any]] = field(default_factory=dict)
     op_priority: Dict[str, float] = field(default_factory=dict)
     # Profiled seconds per op (levels, the tiny-op and solo tests).
     op_cost: Dict[str, float] = field(default_factory=dict)
-    # corun: op -> [[threads, seconds], ...], best first (Strategy 3's
-    # candidates); threads count workers out of executors x threads.
+    # Worker-group schedulers (corun): op -> [[threads, seconds], ...], best
+    # first (Strategy 3's candidates); threads count workers out of
+    # executors x threads.
     op_candidates: Dict[str, List[List[float]]] = field(default_factory=dict)
+
+    @property
+    def sched(self) -> "sched_table.Scheduler":
+        """The scheduler's table row (UsageError for an unknown name)."""
+        return sched_table.lookup(self.scheduler, "--scheduler")
 
     @property
     def pinned(self) -> bool:
         if self.pin is not None:
             return bool(self.pin)
-        return self.scheduler in ("critical-path", "corun")
+        return self.sched.pinned_by_default
+
+    @property
+    def workers(self) -> int:
+        """Threads one op may get: a team's, or every worker for a
+        worker-group scheduler."""
+        return self.total_threads if self.sched.worker_groups else self.threads
 
     @property
     def total_threads(self) -> int:
@@ -63,14 +79,16 @@ class EngineConfig:
         calls chain. The rules are the C engine's (engine/exec/
         config_check.c), which hwtune-run applies too. cpus: the CPUs the
         run may use (None: no CPU budget, e.g. checking a stored row); origin:
-        where the values came from ("the stored tuned config of graph ..."),
-        else they are named as the flags that set them."""
-        from hwtune.engine import config_check as cc
+        where the values came from ("the stored tuned engine config of graph
+        ..."), else they are named as the flags that set them."""
+        from hwtune.native import config_check as cc
 
-        ids = cc.scheduler_ids()
-        if self.scheduler not in ids:
-            raise UsageError(f"{_prefix(origin, '--scheduler', self.scheduler)}: choose one of "
-                             f"{', '.join(ids)}" + _repair(origin))
+        if not isinstance(self.scheduler, str) or self.scheduler not in sched_table.names():
+            if origin:
+                raise UsageError(f"{origin} names scheduler {self.scheduler!r}, unknown to this "
+                                 f"hwtune (one of: {', '.join(sched_table.names())}): pass "
+                                 "--scheduler to override" + _repair(origin))
+            sched_table.lookup(self.scheduler, "--scheduler")
         for name in ("executors", "threads"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int):
@@ -80,7 +98,7 @@ class EngineConfig:
         pin = self.pin if isinstance(self.pin, int) and not isinstance(self.pin, bool) \
             else int(self.pinned)
         n = None if cpus is None else len(cpus)
-        field, msg = cc.check(self.executors, self.threads, ids[self.scheduler], pin, n)
+        field, msg = cc.check(self.executors, self.threads, self.scheduler, pin, n)
         if field != cc.OK:
             raise UsageError(self._scalar_message(field, msg, cpus, origin))
         known = set(op_names) if op_names is not None else None
@@ -94,7 +112,7 @@ class EngineConfig:
             if unknown:
                 raise UsageError(f"{_where(origin)}{what} names op{'s' if len(unknown) > 1 else ''}"
                                  f" not in the graph: {', '.join(map(str, unknown[:5]))}")
-        c = cc.c_config(self.executors, self.threads, ids[self.scheduler], int(self.pinned))
+        c = cc.CConfig(self.executors, self.threads, self.scheduler, int(self.pinned))
 
         def refuse(what, name, msg):
             raise UsageError(f"{_where(origin)}{what}[{name!r}]: {msg}" + _repair(origin))
@@ -130,7 +148,7 @@ class EngineConfig:
         return self
 
     def _scalar_message(self, field: int, msg: str, cpus, origin: Optional[str]) -> str:
-        from hwtune.engine import config_check as cc
+        from hwtune.native import config_check as cc
         from hwtune.native.pool import format_cpus
 
         if field == cc.CPUS:
@@ -142,8 +160,8 @@ class EngineConfig:
             return f"invalid --executors {self.executors} --threads {self.threads}: {msg}"
         if origin:
             return f"{origin}: {msg}" + _repair(origin)
-        if field == cc.EXECUTORS and self.scheduler == "sequential":
-            return f"invalid --executors {self.executors} with --scheduler sequential: {msg}"
+        if field == cc.EXECUTORS and self.sched.single_team:
+            return f"invalid --executors {self.executors} with --scheduler {self.scheduler}: {msg}"
         flag = {cc.SCHEDULER: "--scheduler", cc.EXECUTORS: "--executors",
                 cc.THREADS: "--threads", cc.PIN: "--pin"}.get(field, "config")
         value = {cc.SCHEDULER: self.scheduler, cc.EXECUTORS: self.executors,
@@ -196,7 +214,8 @@ def _repair(origin: Optional[str]) -> str:
 
 
 def default_config(usable: int) -> EngineConfig:
-    return EngineConfig(executors=1, threads=max(1, usable), scheduler="sequential")
+    return EngineConfig(executors=1, threads=max(1, usable),
+                        scheduler=sched_table.default().name)
 
 
 def usable_cpu_count(cpus: Sequence[int]) -> int:
@@ -220,19 +239,20 @@ def _apply_flags(base: EngineConfig, flags: Mapping[str, Any], n_allowed: int,
     cfg = replace(base, **{k: flags[k] for k in FLAG_FIELDS if k in flags})
     if "executors" in flags:
         _count("executors", flags["executors"])
-        if cfg.scheduler == "sequential" and flags["executors"] > 1 and "scheduler" not in flags:
-            cfg = replace(cfg, scheduler=PARALLEL_DEFAULT)
+        if cfg.sched.single_team and flags["executors"] > 1 and "scheduler" not in flags:
+            parallel = sched_table.default(many_executors=True).name
+            cfg = replace(cfg, scheduler=parallel)
             notes.append(f"--executors {flags['executors']} runs several executors: using "
-                         f"--scheduler {PARALLEL_DEFAULT} (name another with --scheduler)")
+                         f"--scheduler {parallel} (name another with --scheduler)")
         if "threads" not in flags and cfg.total_threads > n_allowed:
             cfg = replace(cfg, threads=max(1, usable // flags["executors"]))
     elif "threads" in flags:
         _count("threads", flags["threads"])
         if cfg.total_threads > n_allowed:
             cfg = replace(cfg, executors=max(1, usable // flags["threads"]))
-    if "scheduler" in flags and flags["scheduler"] == "sequential" and "executors" not in flags:
+    if "scheduler" in flags and cfg.sched.single_team and "executors" not in flags:
         cfg = replace(cfg, executors=1)
-    limit = cfg.total_threads if cfg.scheduler == "corun" else cfg.threads
+    limit = cfg.workers
     if cfg.op_threads and (cfg.threads, cfg.executors) != (base.threads, base.executors):
         # Stored per-op counts were tuned for another team size.
         cfg = replace(cfg, op_threads={k: v for k, v in cfg.op_threads.items()
@@ -257,9 +277,8 @@ def resolve(db, host_key: str, graph_hash: str, overrides: Optional[Mapping[str,
     bad = sorted(set(flags) - set(FLAG_FIELDS))
     if bad:
         raise UsageError(f"unknown engine setting{'s' if len(bad) > 1 else ''}: {', '.join(bad)}")
-    if "scheduler" in flags and flags["scheduler"] not in SCHEDULERS:
-        raise UsageError(f"invalid --scheduler {flags['scheduler']!r}: choose one of "
-                         f"{', '.join(SCHEDULERS)}")
+    if "scheduler" in flags:
+        sched_table.lookup(flags["scheduler"], "--scheduler")
     usable = min(usable_cpu_count(cpus), len(cpus))
 
     base, source, notice = None, "default", None
@@ -268,6 +287,10 @@ def resolve(db, host_key: str, graph_hash: str, overrides: Optional[Mapping[str,
             row = db.engine_config(host_key, graph_hash, stored)
             if row is not None:
                 base, source = EngineConfig.from_db_row(row), stored
+                if row["scheduler"] not in sched_table.names() and "scheduler" in flags:
+                    # Written by an hwtune with a scheduler this one lacks:
+                    # the flag names the one to use.
+                    base = replace(base, scheduler=flags["scheduler"])
                 # A stored row is data from outside: its values are checked
                 # as hwtune-run checks them, and named as stored values.
                 base.validate(None, origin=_stored(stored, graph_hash))

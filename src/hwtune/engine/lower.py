@@ -14,8 +14,9 @@ the planner's cost estimate; measured costs replace it through `costs`.
 from dataclasses import asdict, dataclass
 from typing import Any, Dict, List, Mapping, Optional
 
-from hwtune.engine.errors import EngineGraphError
-from hwtune.engine.native_graph import MAX_DIMS, NativeGraph, Plan
+from hwtune.errors import EngineGraphError
+from hwtune.native.graph import MAX_DIMS, NativeGraph
+from hwtune.native.plan import Plan
 from hwtune.graph import ops as oplib
 from hwtune.graph.info import op_flops
 from hwtune.graph.model import Graph

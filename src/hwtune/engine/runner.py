@@ -71,10 +71,10 @@ def check_counts(iterations: int, warmup: int) -> None:
 def native_engine():
     """The C engine's binding module; NativeError when this build lacks it."""
     try:
-        from hwtune.engine import native_engine as mod
+        from hwtune.native import engine as mod
     except ImportError as exc:
         raise NativeError(f"engine not available: the C engine binding "
-                          f"(hwtune.engine.native_engine) is missing in this build ({exc})"
+                          f"(hwtune.native.engine) is missing in this build ({exc})"
                           ) from None
     return mod
 
@@ -84,7 +84,7 @@ def open_engine(graph, cfg: EngineConfig, op_cost: Optional[Dict[str, float]] = 
     run_reference seeds them)."""
     return native_engine().NativeEngine(
         graph, executors=cfg.executors, threads=cfg.threads,
-        scheduler=cfg.scheduler.replace("-", "_"), pin=cfg.pinned,
+        scheduler=cfg.scheduler, pin=cfg.pinned,
         op_threads=cfg.op_threads or None, op_cost=op_cost or cfg.op_cost or None,
         op_priority=cfg.op_priority or None,
         op_candidates=getattr(cfg, "op_candidates", None) or None)
@@ -101,8 +101,8 @@ def _op_threads(cfg: EngineConfig, graph) -> List[int]:
 
 
 def profiled_costs(db, host_key: str, graph, cfg: EngineConfig) -> Optional[Dict[str, float]]:
-    """Stored per-op medians for this layout, for the critical-path levels;
-    None unless every op has one (the engine's FLOP/byte estimate and
+    """Stored per-op medians for this layout, for the levels of schedulers
+    that need op costs; None unless every op has one (the engine's FLOP/byte estimate and
     measured times are on different scales, so they are never mixed)."""
     costs = {}
     for op, wk, t in zip(graph.ops, workload_keys(graph), _op_threads(cfg, graph)):
@@ -151,6 +151,21 @@ def check_outputs(outputs: Dict[str, Any], graph) -> Dict[str, Any]:
     return dict(worst, tolerance=CHECK_TOL, ok=worst["rel"] <= CHECK_TOL)
 
 
+def op_costs(db, host_key: Optional[str], graph, cfg: EngineConfig,
+             given: Optional[Dict[str, float]] = None) -> Optional[Dict[str, float]]:
+    """The per-op seconds the engine gets: for a scheduler whose table row
+    needs op costs (it orders ops by levels), the given ones, else the
+    config's stored ones, else the profiled op_profiles of this host; None
+    for the others (and when nothing is known)."""
+    if not cfg.sched.needs_costs:
+        return None
+    if given or cfg.op_cost:
+        return given or cfg.op_cost
+    if db is None or not host_key:
+        return None
+    return profiled_costs(db, host_key, graph, cfg)
+
+
 def run_model(db, host_key: str, graph, graph_hash: str, cfg: EngineConfig, *,
               iterations: int, warmup: int, trace: bool, options: Dict[str, Any],
               kernel_variant: str, config_id: Optional[int] = None, check: bool = False,
@@ -158,7 +173,8 @@ def run_model(db, host_key: str, graph, graph_hash: str, cfg: EngineConfig, *,
               ) -> RunResult:
     """Time the engine on graph; one 'run' row with one 'graph' measurement.
     With trace, PROFILE_RUNS more runs are profiled: their per-op medians go
-    to op_profiles (and order the next critical-path run), the last run's
+    to op_profiles (and order the next run of a scheduler that needs op
+    costs), the last run's
     events to run_traces. graph is what runs (a config's layout rewrites
     applied); base_graph, when given, is the model graph_hash names.
     op_cost: the config's stored per-op costs (else profiled op_profiles)."""
@@ -168,9 +184,7 @@ def run_model(db, host_key: str, graph, graph_hash: str, cfg: EngineConfig, *,
 
     check_counts(iterations, warmup)
     flops = graph_info(graph).flops
-    costs = None
-    if cfg.scheduler in ("critical-path", "corun"):
-        costs = op_cost or cfg.op_cost or profiled_costs(db, host_key, graph, cfg)
+    costs = op_costs(db, host_key, graph, cfg, op_cost)
     # for the C runner (engine/runner/)
     db.put_lowered(graph_hash, lowered_doc(base_graph if base_graph is not None else graph))
     engine = open_engine(graph, cfg, costs)

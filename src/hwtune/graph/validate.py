@@ -125,10 +125,9 @@ def engine_refusal(graph: Graph) -> Optional[Problem]:
     located problem (None when it takes it): the model is lowered exactly as
     `hwtune run` lowers it, so `model validate` cannot pass a model the
     engine then refuses, whatever the two sets of rules say."""
+    from hwtune.errors import EngineGraphError, NativeError
     try:
         from hwtune.engine.lower import lower_graph
-        from hwtune.engine.errors import EngineGraphError
-        from hwtune.errors import NativeError
     except ImportError:  # a build without the C library: nothing to ask
         return None
     try:

@@ -13,6 +13,7 @@ import numpy as np
 
 from hwtune.errors import UsageError
 from hwtune.native._lib import check, lib
+from hwtune.native.abi import CStruct
 from hwtune.native.isa import resolve_isa
 
 OPS = ("add", "sub", "mul", "fma", "sigmoid", "tanh", "relu")
@@ -24,9 +25,10 @@ MAX_THREADS = 1024
 _c_float_p = ctypes.POINTER(ctypes.c_float)
 
 
-class EltwiseDesc(ctypes.Structure):
+class EltwiseDesc(CStruct):
     """hwt_eltwise_desc."""
 
+    _c_name_ = "hwt_eltwise_desc"
     _fields_ = [
         ("op", ctypes.c_int),
         ("isa", ctypes.c_int),

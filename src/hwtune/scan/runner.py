@@ -18,7 +18,7 @@ import numpy as np
 
 from hwtune.errors import HwtuneError, Interrupted, NativeError, UsageError
 from hwtune.scan import stats
-from hwtune.scan.plan import (ELTWISE_FLOPS, NOISY_RETRIES, REFERENCE_VARIANT, ScanOptions, Step,
+from hwtune.scan.steps import (ELTWISE_FLOPS, NOISY_RETRIES, REFERENCE_VARIANT, ScanOptions, Step,
                               make_plan)
 from hwtune.scan.system import blas_info, cache_bytes
 
@@ -296,7 +296,7 @@ def _facts(selected: str, allowed: list, opts: ScanOptions, threads: list, l2: i
 def _derived_facts(db, run_id: int) -> dict:
     """Saturation points and best co-run layouts, for later commands (the
     tuner reads them instead of re-deriving from rows)."""
-    from hwtune.scan.report import summarize
+    from hwtune.scan.summary import summarize
     s = summarize(db.measurements(run_id), facts=db.facts(run_id))
     return {
         "gemm_saturation": {g["shape"]: g["saturation"] for g in s["gemm"]},

@@ -10,24 +10,25 @@ from typing import Dict, List, Mapping, Optional, Sequence
 import numpy as np
 
 from hwtune.engine.lower import lower_graph
-from hwtune.errors import NativeError, UsageError
+from hwtune.errors import UsageError
 from hwtune.graph.model import Graph
 from hwtune.graph.reference import init_inputs, init_params
-from hwtune.native._lib import lib
-
-SCHEDULERS = {"sequential": 0, "shared_queue": 1, "critical_path": 2, "corun": 3}
-_ENOMEM, _ESYS = -2, -4
+from hwtune.native import sched
+from hwtune.native._lib import lib, sig, status_error
+from hwtune.native.abi import CStruct
+from hwtune.native.handle import Handle
 
 _c_int_p = ctypes.POINTER(ctypes.c_int)
 _c_dbl_p = ctypes.POINTER(ctypes.c_double)
 _f_p = ctypes.POINTER(ctypes.c_float)
 
 
-class _Config(ctypes.Structure):
+class _Config(CStruct):
+    _c_name_ = "hwt_engine_config"
     _fields_ = [
         ("executors", ctypes.c_int),
         ("threads_per_executor", ctypes.c_int),
-        ("scheduler", ctypes.c_int),
+        ("scheduler", ctypes.c_char_p),
         ("pin", ctypes.c_int),
         ("isa", ctypes.c_int),
         ("op_threads", _c_int_p),
@@ -39,7 +40,8 @@ class _Config(ctypes.Structure):
     ]
 
 
-class Event(ctypes.Structure):
+class Event(CStruct):
+    _c_name_ = "hwt_op_event"
     _fields_ = [
         ("op", ctypes.c_int),
         ("executor", ctypes.c_int),
@@ -49,25 +51,20 @@ class Event(ctypes.Structure):
     ]
 
 
-def _sig(name, restype, *argtypes):
-    fn = getattr(lib, name)
-    fn.restype = restype
-    fn.argtypes = list(argtypes)
-
-
 _vp, _ci = ctypes.c_void_p, ctypes.c_int
-_sig("hwt_engine_config_init", None, ctypes.POINTER(_Config))
-_sig("hwt_engine_create", _vp, _vp, ctypes.POINTER(_Config), ctypes.c_char_p, ctypes.c_size_t)
-_sig("hwt_engine_destroy", None, _vp)
-_sig("hwt_engine_error", ctypes.c_char_p, _vp)
-_sig("hwt_engine_bind", _ci, _vp, _ci, _f_p)
-_sig("hwt_engine_prepare", _ci, _vp)
-_sig("hwt_engine_tensor", _f_p, _vp, _ci)
-_sig("hwt_engine_run", _ci, _vp)
-_sig("hwt_engine_profile", _ci, _vp, _ci)
-_sig("hwt_engine_events", _ci, _vp, ctypes.POINTER(Event), _ci)
-_sig("hwt_engine_n_folded", _ci, _vp)
-_sig("hwt_engine_op_folded", _ci, _vp, _ci)
+sig("hwt_engine_config_init", None, ctypes.POINTER(_Config))
+sig("hwt_engine_create", _ci, _vp, ctypes.POINTER(_Config), ctypes.POINTER(_vp),
+    ctypes.c_char_p, ctypes.c_size_t)
+sig("hwt_engine_destroy", None, _vp)
+sig("hwt_engine_error", ctypes.c_char_p, _vp)
+sig("hwt_engine_bind", _ci, _vp, _ci, _f_p)
+sig("hwt_engine_prepare", _ci, _vp)
+sig("hwt_engine_tensor", _f_p, _vp, _ci)
+sig("hwt_engine_run", _ci, _vp)
+sig("hwt_engine_profile", _ci, _vp, _ci)
+sig("hwt_engine_events", _ci, _vp, ctypes.POINTER(Event), _ci)
+sig("hwt_engine_n_folded", _ci, _vp)
+sig("hwt_engine_op_folded", _ci, _vp, _ci)
 
 
 def _per_op(graph: Graph, values: Optional[Mapping[str, float]], ctype, what: str):
@@ -105,24 +102,27 @@ def _candidates(graph: Graph, cands: Optional[Mapping[str, Sequence[Sequence[flo
     return threads, seconds, width
 
 
-class NativeEngine:
-    """A prepared engine for one model and one configuration."""
+class NativeEngine(Handle):
+    """A prepared engine for one model and one configuration. scheduler is
+    a name of the scheduler table (hwtune.native.sched; None: the default)."""
+
+    _destroy, _error, _what = "hwt_engine_destroy", "hwt_engine_error", "engine"
 
     def __init__(self, graph: Graph, executors: int = 1, threads: int = 1,
-                 scheduler: str = "sequential", pin: bool = True, isa: int = -1,
+                 scheduler: Optional[str] = None, pin: bool = True, isa: int = -1,
                  op_threads: Optional[Mapping[str, int]] = None,
                  op_cost: Optional[Mapping[str, float]] = None,
                  op_priority: Optional[Mapping[str, float]] = None,
                  op_candidates: Optional[Mapping[str, Sequence[Sequence[float]]]] = None):
-        self._h = None
-        if scheduler not in SCHEDULERS:
-            raise UsageError(f'unknown scheduler "{scheduler}" (one of: {", ".join(SCHEDULERS)})')
+        self.scheduler = (sched.default() if scheduler is None
+                          else sched.lookup(scheduler)).name
         self.graph = graph
         self._ng = lower_graph(graph)
         cfg = _Config()
         lib.hwt_engine_config_init(ctypes.byref(cfg))
         cfg.executors, cfg.threads_per_executor = int(executors), int(threads)
-        cfg.scheduler, cfg.pin, cfg.isa = SCHEDULERS[scheduler], int(bool(pin)), int(isa)
+        # The engine reads the name at create only.
+        cfg.scheduler, cfg.pin, cfg.isa = self.scheduler.encode(), int(bool(pin)), int(isa)
         # The engine copies these at create; keep them referenced until then.
         arrays = (_per_op(graph, op_threads, ctypes.c_int, "op_threads"),
                   _per_op(graph, op_cost, ctypes.c_double, "op_cost"),
@@ -136,12 +136,14 @@ class NativeEngine:
             cfg.op_cand_seconds = ctypes.cast(cands[1], _c_dbl_p)
             cfg.op_cand_n = cands[2]
         err = ctypes.create_string_buffer(512)
-        h = lib.hwt_engine_create(self._ng.handle, ctypes.byref(cfg), err, len(err))
-        if not h:
+        h = _vp()
+        status = lib.hwt_engine_create(self._ng.handle, ctypes.byref(cfg), ctypes.byref(h), err,
+                                       len(err))
+        if status < 0:
             self._ng.close()
-            msg = err.value.decode(errors="replace")
-            raise (NativeError if msg.startswith(("out of memory", "pool")) else UsageError)(msg)
-        self._h = h
+            raise status_error(status, err.value.decode(errors="replace"))
+        self._adopt(h.value)
+        h = h.value
         self._ids = self._ng.tensor_ids
         self._params = {}
         for name, arr in init_params(graph).items():
@@ -152,20 +154,12 @@ class NativeEngine:
         for name, arr in init_inputs(graph).items():
             self.set_input(name, arr)
 
-    def _check(self, status: int) -> int:
-        if status >= 0:
-            return status
-        msg = (lib.hwt_engine_error(self._h) or b"").decode(errors="replace")
-        raise (NativeError if status in (_ENOMEM, _ESYS) else UsageError)(
-            msg or f"engine call failed ({status})")
-
     def _view(self, name: str) -> np.ndarray:
-        if self._h is None:
-            raise UsageError("the engine is closed")
+        h = self.handle
         if name not in self._ids:
             raise UsageError(f'no tensor named "{name}" in the model')
         shape = tuple(self.graph.shapes[name])
-        ptr = lib.hwt_engine_tensor(self._h, self._ids[name])
+        ptr = lib.hwt_engine_tensor(h, self._ids[name])
         if not ptr:
             raise UsageError(f'tensor "{name}" has no storage (an unbound param?)')
         return np.ctypeslib.as_array(ptr, shape=shape if shape else (1,))
@@ -178,10 +172,9 @@ class NativeEngine:
         view[...] = value.reshape(view.shape)
 
     def run(self, profile: bool = False) -> None:
-        if self._h is None:
-            raise UsageError("the engine is closed")
-        lib.hwt_engine_profile(self._h, int(bool(profile)))
-        self._check(lib.hwt_engine_run(self._h))
+        h = self.handle
+        lib.hwt_engine_profile(h, int(bool(profile)))
+        self._check(lib.hwt_engine_run(h))
 
     def output(self, name: str) -> np.ndarray:
         return self._view(name).copy().reshape(tuple(self.graph.shapes[name]))
@@ -192,29 +185,16 @@ class NativeEngine:
     def folded(self) -> List[str]:
         """Names of the ops folded at prepare (constant: they never run)."""
         return [op.name for i, op in enumerate(self.graph.ops)
-                if lib.hwt_engine_op_folded(self._h, i) == 1]
+                if lib.hwt_engine_op_folded(self.handle, i) == 1]
 
     def events(self) -> List[Event]:
         """Per-op events of the last profiled run, in op-id order (folded ops
         have none: match them by .op)."""
         n = len(self.graph.ops)
         buf = (Event * max(n, 1))()
-        got = lib.hwt_engine_events(self._h, buf, n)
+        got = lib.hwt_engine_events(self.handle, buf, n)
         return list(buf[:got])
 
     def close(self) -> None:
-        if self._h is not None:
-            lib.hwt_engine_destroy(self._h)
-            self._h = None
+        super().close()
         self._ng.close()
-
-    def __enter__(self) -> "NativeEngine":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def __del__(self):
-        if getattr(self, "_h", None) is not None and lib is not None:
-            lib.hwt_engine_destroy(self._h)
-            self._h = None

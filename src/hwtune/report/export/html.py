@@ -1,13 +1,13 @@
-"""The report as ONE self-contained HTML file: inline CSS and inline SVG
-charts, no script and no URL, so it opens offline and can be mailed or
-attached to a CI run as is."""
+"""The HTML format: the report as ONE self-contained file, inline CSS and
+inline SVG charts, no script and no URL, so it opens offline and can be
+mailed or attached to a CI run as is."""
 
 from html import escape
 from typing import List
 
 from hwtune.report import fmt, svg
-from hwtune.report.markdown import corun_grid
-from hwtune.report.text_charts import convergence_note, has_curve
+from hwtune.report.export.base import Exporter
+from hwtune.report.views import convergence_note, corun_grid, has_curve
 
 CSS = """
 body{font-family:system-ui,sans-serif;margin:24px auto;max-width:1000px;color:#222;
@@ -196,7 +196,10 @@ def _model(m) -> List[str]:
     return out
 
 
-def _history(history) -> List[str]:
+def _history(doc) -> List[str]:
+    history = doc["history"]
+    if not history:
+        return []
     out = ["<h2 id='history'>History</h2>",
            _table(["figure", "runs", "first", "latest", "change", "hwtune"],
                   [[s["label"], len(s["points"]), fmt.value(s["first"], s["unit"]),
@@ -219,7 +222,10 @@ def _history(history) -> List[str]:
     return out
 
 
-def _compare(c) -> List[str]:
+def _compare(doc) -> List[str]:
+    c = doc["compare"]
+    if not c:
+        return []
     a, b = c["sides"]
     out = ["<h2 id='compare'>Compare</h2>",
            f"<p>A = <b>{_e(a['label'])}</b> (<code>{_e(a['host_key'])}</code>"
@@ -253,29 +259,47 @@ def _compare(c) -> List[str]:
     return out
 
 
-def render(doc: dict) -> str:
-    h = doc["host"]
+def _nav(doc) -> str:
     nav = ["<a href='#scan'>scan</a>"] if doc["scan"] else []
     nav += [f"<a href='#model-{_e(_slug(m['model']))}'>{_e(m['model'])}</a>"
             for m in doc["models"]]
     nav += ["<a href='#history'>history</a>"] if doc["history"] else []
     nav += ["<a href='#compare'>compare</a>"] if doc["compare"] else []
-    body = [f"<h1>hwtune report: {_e(h.get('cpu_model') or h['host_key'])}</h1>",
+    return "<p>" + " &middot; ".join(nav) + "</p>"
+
+
+def _head(doc) -> List[str]:
+    h = doc["host"]
+    return [f"<h1>hwtune report: {_e(h.get('cpu_model') or h['host_key'])}</h1>",
             f"<p class='dim'>{_e(h['host_key'])}; generated "
             f"{_e(fmt.date(doc['generated_at']))} by hwtune {_e(doc['hwtune_version'])} from "
             f"<code>{_e(doc['db'])}</code></p>",
-            "<p>" + " &middot; ".join(nav) + "</p>", "<h2>Machine</h2>", _host(h)]
-    body += _scan(doc["scan"]) if doc["scan"] else ["<p>No scan stored: run "
-                                                    "<code>hwtune scan</code>.</p>"]
-    for m in doc["models"]:
-        body += _model(m)
+            _nav(doc), "<h2>Machine</h2>", _host(h)]
+
+
+def _scan_or_hint(doc) -> List[str]:
+    if doc["scan"]:
+        return _scan(doc["scan"])
+    return ["<p>No scan stored: run <code>hwtune scan</code>.</p>"]
+
+
+def _models(doc) -> List[str]:
     if not doc["models"]:
-        body.append("<p>No tuned model: run <code>hwtune tune-graph MODEL</code>.</p>")
-    if doc["history"]:
-        body += _history(doc["history"])
-    if doc["compare"]:
-        body += _compare(doc["compare"])
+        return ["<p>No tuned model: run <code>hwtune tune-graph MODEL</code>.</p>"]
+    return [part for m in doc["models"] for part in _model(m)]
+
+
+# The report's sections in order: a new section is a function and a row
+# (and a link in _nav).
+REPORT_SECTIONS = (_head, _scan_or_hint, _models, _history, _compare)
+
+
+def report(doc: dict) -> str:
+    body = [part for section in REPORT_SECTIONS for part in section(doc)]
     return ("<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
             "<meta name='viewport' content='width=device-width,initial-scale=1'>"
-            f"<title>hwtune report: {_e(h['host_key'])}</title><style>{CSS}</style></head>"
-            "<body>\n" + "\n".join(body) + "\n</body></html>\n")
+            f"<title>hwtune report: {_e(doc['host']['host_key'])}</title>"
+            f"<style>{CSS}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
+
+
+EXPORTER = Exporter("html", {"report": report})

@@ -1,12 +1,14 @@
-"""The report as GitHub-flavoured markdown (a pull request, a wiki page):
-tables for figures, the terminal's text charts in code blocks (markdown
-hosts strip inline SVG)."""
+"""The markdown format (GitHub-flavoured: a pull request, a wiki page, a CI
+job summary): tables for figures, the terminal's text charts in code blocks
+(markdown hosts strip inline SVG). Shows `hwtune report` and `hwtune check`
+(a section that can be appended after other steps' sections)."""
 
 from typing import List
 
-from hwtune.report import fmt
-from hwtune.report.text_charts import (convergence_note, convergence_series, gantt_lines,
-                                       has_curve)
+from hwtune.report import fmt, verdicts
+from hwtune.report.export.base import Exporter
+from hwtune.report.text_charts import gantt_lines, line_chart
+from hwtune.report.views import convergence_note, convergence_series, corun_grid, has_curve
 
 
 def _cell(v) -> str:
@@ -27,7 +29,6 @@ def _chart(lines: List[str]) -> List[str]:
 
 
 def _scan(scan) -> List[str]:
-    from hwtune.cli.charts import line_chart
     run = scan.get("run", {})
     out = ["## Scan", "", f"Run {run.get('run_id')}, {fmt.date(run.get('started_at'))}, "
            f"hwtune {run.get('hwtune_version')}; kernels {scan['facts'].get('selected_isa', '?')}"
@@ -87,16 +88,7 @@ def _sat_sentence(sat, xs) -> str:
             else f"Saturates at {sat} threads.")
 
 
-def corun_grid(c: dict) -> list:
-    """[(layout 'k x t', pinned GFLOPS, OS GFLOPS)] in the scan's order."""
-    layouts = {}
-    for r in c["rows"]:
-        layouts.setdefault((r["executors"], r["threads"]), {})[r["placement"]] = r["gflops"]
-    return [(f"{k} x {t}", d.get("pinned"), d.get("os")) for (k, t), d in layouts.items()]
-
-
 def _model(m) -> List[str]:
-    from hwtune.cli.charts import line_chart
     d, t = m["default"], m["tuned"]
     out = [f"## Model {m['model']}", "",
            f"Tuned in run {m['run_id']} ({fmt.date(m['started_at'])}, hwtune "
@@ -135,34 +127,93 @@ def _model(m) -> List[str]:
     return out
 
 
-def render(doc: dict) -> str:
+def _head(doc) -> List[str]:
     h = doc["host"]
     out = [f"# hwtune report: {h['host_key']}", "",
            f"Generated {fmt.date(doc['generated_at'])} by hwtune {doc['hwtune_version']} "
            f"from `{doc['db']}`.", "", "## Machine", ""]
-    out += table(["", ""], [
+    return out + table(["", ""], [
         ["CPU", h.get("cpu_model") or "?"],
         ["cores", f"{h.get('physical_cores')} physical, {h.get('logical_cpus')} logical, "
                   f"{h.get('usable_cpus')} usable"],
         ["kernels", ", ".join(h.get("kernel_variants") or [])],
         ["caches", fmt.caches(h["caches"])],
     ], right_from=2)
-    out += _scan(doc["scan"]) if doc["scan"] else ["No scan stored: run `hwtune scan`.", ""]
-    for m in doc["models"]:
-        out += _model(m)
-    if doc["history"]:
-        out += ["## History", ""]
-        out += table(["figure", "runs", "first", "latest", "change", "trend", "hwtune"],
-                     [[s["label"], len(s["points"]), fmt.value(s["first"], s["unit"]),
-                       fmt.value(s["latest"], s["unit"]), fmt.ratio(s["change"]),
-                       fmt.spark([p["value"] for p in s["points"]][-12:]),
-                       ", ".join(s["versions"])] for s in doc["history"]])
+
+
+def _scan_or_hint(doc) -> List[str]:
+    return _scan(doc["scan"]) if doc["scan"] else ["No scan stored: run `hwtune scan`.", ""]
+
+
+def _models(doc) -> List[str]:
+    return [line for m in doc["models"] for line in _model(m)]
+
+
+def _history(doc) -> List[str]:
+    if not doc["history"]:
+        return []
+    return ["## History", ""] + table(
+        ["figure", "runs", "first", "latest", "change", "trend", "hwtune"],
+        [[s["label"], len(s["points"]), fmt.value(s["first"], s["unit"]),
+          fmt.value(s["latest"], s["unit"]), fmt.ratio(s["change"]),
+          fmt.spark([p["value"] for p in s["points"]][-12:]),
+          ", ".join(s["versions"])] for s in doc["history"]])
+
+
+def _compare(doc) -> List[str]:
     c = doc["compare"]
-    if c:
-        a, b = c["sides"]
-        out += ["## Compare", "", f"A = {a['label']} (`{a['host_key']}`), "
-                f"B = {b['label']} (`{b['host_key']}`).", ""]
-        out += table(["figure", "A", "B", "B/A", ""],
-                     [[r["label"], fmt.value(r["a"], r["unit"]), fmt.value(r["b"], r["unit"]),
-                       fmt.ratio(r["ratio"]), fmt.gain_word(r["gain"])] for r in c["rows"]])
+    if not c:
+        return []
+    a, b = c["sides"]
+    return ["## Compare", "", f"A = {a['label']} (`{a['host_key']}`), "
+            f"B = {b['label']} (`{b['host_key']}`).", ""] + table(
+        ["figure", "A", "B", "B/A", ""],
+        [[r["label"], fmt.value(r["a"], r["unit"]), fmt.value(r["b"], r["unit"]),
+          fmt.ratio(r["ratio"]), fmt.gain_word(r["gain"])] for r in c["rows"]])
+
+
+# The report's sections in order: a new section is a function and a row.
+REPORT_SECTIONS = (_head, _scan_or_hint, _models, _history, _compare)
+
+
+def report(doc: dict) -> str:
+    out = [line for section in REPORT_SECTIONS for line in section(doc)]
     return "\n".join(out).rstrip() + "\n"
+
+
+# -- check --------------------------------------------------------------------
+def check(r) -> str:
+    """A self-contained section (heading, table, notes) that can be appended
+    to a CI job summary after other sections."""
+    th = r.suite.thresholds
+    out = [f"### {verdicts.headline(r)}", ""]
+    out.append(f"Host `{r.host_key[:12]}`, mode `{r.mode}`"
+               + (", relative to the reference kernel" if r.relative else "")
+               + f"; alpha {th.alpha:g}, min effect {th.min_effect:.0%}"
+               + (f", host noise floor {r.noise_floor:.1%}" if r.noise_floor is not None
+                  else "") + ".")
+    if r.baseline_info:
+        out.append(f"Baseline: `{r.baseline_info['source']}` "
+                   f"({r.baseline_info['created_at']}).")
+    out.append("")
+    rows = []
+    for o in r.outcomes:
+        v = o.verdict
+        verdict = verdicts.ICON[o.status]
+        if o.status in ("regression", "error"):
+            verdict = f"**{verdict}**"
+        rows.append([f"`{o.name}`", verdicts.value(verdicts.med(o.baseline), o.unit),
+                     verdicts.value(verdicts.med(o.current), o.unit), verdicts.change(o),
+                     "-" if v is None or v.ci is None else f"{v.ci[0]:.3f}-{v.ci[1]:.3f}",
+                     verdicts.p_value(o), verdicts.pct(v.noise if v else None), verdict])
+    out += table(["figure", "baseline", "current",
+                  "change vs reference" if r.relative else "change", "95% CI of ratio", "p",
+                  "noise", "verdict"], rows, left=(7,))
+    notes = [f"- `{_cell(o.name)}`: {_cell(o.reason)}" for o in r.outcomes
+             if o.status in verdicts.EXPLAINED]
+    notes += [f"- {_cell(n)}" for n in r.notices]
+    notes += [f"- recorded to `{d}`" for d in r.recorded_to]
+    return "\n".join(out[:-1] + ([""] + notes if notes else [])) + "\n\n"
+
+
+EXPORTER = Exporter("markdown", {"report": report, "check": check})

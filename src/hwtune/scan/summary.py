@@ -1,9 +1,10 @@
 """Turn stored scan rows into one summary dict.
 
-Both renderers (rich tables and --json) print this dict, and later commands
-(`hwtune report`) reuse it, so everything derived (speedup, efficiency,
-saturation, vs-BLAS ratio, best co-run layout) is computed here once, from
-what results.db holds, never from in-memory state of the scan that ran.
+Every output format (hwtune.report.export: terminal tables, --json, the
+report's markdown and HTML) prints this dict, so everything derived
+(speedup, efficiency, saturation, vs-BLAS ratio, best co-run layout) is
+computed here once, from what results.db holds, never from in-memory state
+of the scan that ran.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Optional
 
 from hwtune.errors import UsageError
 from hwtune.scan import stats
-from hwtune.scan.plan import DEFAULT_SATURATION, REFERENCE_VARIANT
+from hwtune.scan.steps import DEFAULT_SATURATION, REFERENCE_VARIANT
 
 NOISY_ADVICE = ("some measurements stayed noisy after 2 re-measurements: close other "
                 "programs, or raise --reps")
