@@ -377,9 +377,10 @@ def _fault(case, db: Path) -> None:
     elif kind == "wal-garbage":
         Path(str(db) + "-wal").write_bytes(os.urandom(5000))
     if case.get("sql"):
+        from hwtune.db.migrations import LATEST_VERSION
         conn = sqlite3.connect(db)
         for s in case["sql"]:
-            conn.execute(s)
+            conn.execute(s.replace("{latest+1}", str(LATEST_VERSION + 1)))
         conn.commit()
         conn.close()
 
