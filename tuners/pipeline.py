@@ -45,9 +45,15 @@ MIN_FINAL_REPS = 5
 # it (it measures at least one sample of every config, so it cannot stop at
 # once); the later search stages stop early enough to leave the profile and
 # the final comparison their time at the latencies the sweep measured, and
-# those two shrink to the time left, never below these floors. Measured on
-# lstm_medium with --budget 20 on the 2-core dev VM: 47 s before (sweep 17 s,
-# profile 6 s, final 15 reps 24 s), see the commit adding this.
+# those two shrink to the time left, never below these floors. Measured with
+# --budget 20 on the 2-core dev VM (AMD EPYC, AVX2, load ~5): lstm_medium took
+# 33-47 s before (the profile, 6 s, and 15 final rounds, 14-24 s, ran after
+# the deadline), 21.0 and 21.2 s with this; resnet18 19.9 s (the CONV search
+# stops at the reserve). Half for the sweep: it alone is ~11 s of
+# lstm_medium's 20 (engines, reference check, one round of 2 configs at
+# 0.6-0.9 s a run), which leaves the profile and 3 final rounds their time.
+# Without a sweep (--only conv,hillclimb) no latency is known yet: the
+# search then keeps a fifth of the budget for the end.
 SWEEP_SHARE = 0.5
 NO_SWEEP_SHARE = 0.8
 MIN_BUDGET_FINAL_REPS = 3
