@@ -208,3 +208,27 @@ def test_what_the_engine_refuses_validate_refuses_located(monkeypatch):
 def test_unknown_ops_suggest_only_close_names(op, words):
     probs, _ = refused(edited(ops__0__op=op))
     assert probs[0].startswith("ops[0].op: " + words)
+
+
+def test_kernels_never_see_a_tensor_no_run_could_hold(tmp_path):
+    """Found by the fuzzer: shape inference asks the C CONV template for its
+    knobs, which divided by an overflowed int (SIGFPE) for 2**31 - 1 output
+    channels. Declared tensors are sized first, and no tensor may pass 2**31
+    elements whatever the limits; run in a process of its own, so a
+    regression is a failed test, not a dead test run."""
+    import subprocess
+    import sys
+    conv = {"inputs": [{"name": "x", "shape": [2, 64, 8, 8]}],
+            "params": [{"name": "w", "shape": [2 ** 31 - 1, 64, 3, 3]}],
+            "ops": [{"name": "y", "op": "conv2d", "inputs": ["x", "w"]}], "outputs": ["y"]}
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(conv))
+    for env in ({}, {"HWTUNE_MAX_TENSOR_BYTES": "1000GiB", "HWTUNE_MAX_TOTAL_BYTES": "10TiB"}):
+        p = subprocess.run([sys.executable, "-m", "hwtune.cli.main", "model", "validate",
+                            str(path)], capture_output=True, text=True, timeout=120,
+                           env={**__import__("os").environ, **env})
+        assert p.returncode == 2, p.stderr
+        assert 'tensor "w" [2147483647, 64, 3, 3]' in p.stderr
+    conv["inputs"][0]["shape"] = [64, 4, 64, 64]
+    conv["params"][0]["shape"] = [2 ** 21, 4, 1, 1]
+    assert "has more than 2147483647 elements" in refused(conv)[1]

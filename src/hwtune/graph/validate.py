@@ -13,6 +13,9 @@ from hwtune.graph.limits import Limits, how_to_raise, human_bytes  # noqa: F401 
 from hwtune.graph.model import Graph
 
 BYTES_PER_ELEMENT = 4  # float32 is the only dtype
+# The C kernels index a tensor's elements (and multiply its dimensions) in
+# 32-bit ints in places: no tensor may have more, even with raised limits.
+MAX_ELEMENTS = 2 ** 31 - 1
 # "did you mean" only for a name this close to a known one (difflib's ratio:
 # 2 x matching characters / total): typos such as "rellu" (0.89), "conv"
 # (0.8) or "softmaxx" (0.93) pass; other frameworks' ops that hwtune lacks do
@@ -106,7 +109,13 @@ def validate_graph(graph: Graph, limits: Optional[Limits] = None) -> Graph:
     if cyclic:
         problems.append(_cycle_problem(graph, cyclic, producer))
 
-    _infer_shapes(graph, order, usable, shapes, problems)
+    # Tensors the model declares are sized before inference: inference asks
+    # the C kernels about them (CONV knobs), which must never see a tensor
+    # no run could allocate. Ops reading one are skipped, not run.
+    too_big = _too_big(graph, shapes, limits)
+    known = {k: v for k, v in shapes.items() if k not in too_big}
+    _infer_shapes(graph, order, usable, known, problems)
+    shapes = {**shapes, **known}
     _check_sizes(graph, shapes, limits, problems)
 
     if problems:
@@ -248,6 +257,14 @@ def _infer_shapes(graph, order, usable, shapes, problems):
             shapes[name] = tuple(int(d) for d in shape)
 
 
+def _too_big(graph, shapes, limits) -> set:
+    """Inputs and params over the tensor limit or the engine's element
+    count (reported by _check_sizes)."""
+    return {t.name for t in graph.inputs + graph.params if t.name in shapes and (
+        oplib.numel(shapes[t.name]) > MAX_ELEMENTS
+        or oplib.numel(shapes[t.name]) * BYTES_PER_ELEMENT > limits.max_tensor_bytes)}
+
+
 def _check_sizes(graph, shapes, limits, problems):
     total = 0
     declared = [(t.name, f"{t.loc}.shape", t.origin) for t in graph.inputs + graph.params]
@@ -267,6 +284,11 @@ def _check_sizes(graph, shapes, limits, problems):
                                     f"needs {human_bytes(nbytes)}, more than the "
                                     f"{human_bytes(limits.max_tensor_bytes)} limit "
                                     f"({how_to_raise('max_tensor_bytes')})"))
+        elif oplib.numel(shapes[name]) > MAX_ELEMENTS:
+            problems.append(Problem(_at(loc, origin),
+                                    f'tensor "{name}" {oplib.show_shape(shapes[name])} has '
+                                    f"more than {MAX_ELEMENTS} elements, which the engine's "
+                                    "kernels count in 32-bit ints (whatever the limits)"))
     if total > limits.max_total_bytes:
         problems.append(Problem("model", f"all tensors together need {human_bytes(total)}, "
                                          f"more than the {human_bytes(limits.max_total_bytes)} "

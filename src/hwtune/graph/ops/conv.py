@@ -78,8 +78,16 @@ def conv2d_knobs(in_shapes, attrs):
     }
 
 
+# The CONV kernels index with 32-bit ints: an output past this is refused
+# here, before the C template is asked for its knobs.
+_MAX_ELEMENTS = 2 ** 31 - 1
+
+
 def _infer(in_shapes, attrs, n_out):
     n, ic, h, wd, oc, kh, kw, oh, ow, ic_bn, oc_bn = _geometry(in_shapes, attrs)
+    if n * oc * oh * ow > _MAX_ELEMENTS:
+        raise OpError(f"the output [{n}, {oc}, {oh}, {ow}] has more than {_MAX_ELEMENTS} "
+                      "elements", "inputs[1]")
     if len(in_shapes) == 3 and tuple(in_shapes[2]) != (oc,):
         raise OpError(f"bias must have shape [{oc}], got {show_shape(in_shapes[2])}",
                       "inputs[2]")
