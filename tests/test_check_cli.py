@@ -62,6 +62,11 @@ def invoke(args):
     return r.exit_code, r.output
 
 
+def flat(out):
+    """The terminal output with its line wrapping undone."""
+    return " ".join(out.split())
+
+
 def recorded(tmp_path, args):
     base = tmp_path / "base.json"
     code, out = invoke(args + ["--update-baseline", "--baseline", str(base)])
@@ -70,8 +75,14 @@ def recorded(tmp_path, args):
     return base, json.loads(base.read_text())
 
 
+def entry(doc):
+    """The one host entry of a baseline file recorded here."""
+    assert doc["version"] == 2 and len(doc["hosts"]) == 1
+    return doc["hosts"][0]
+
+
 def scaled(doc, factor, path):
-    for f in doc["figures"]:
+    for f in entry(doc)["figures"]:
         if not f["name"].startswith("ref-"):
             f["samples"] = [x * factor for x in f["samples"]]
     path.write_text(json.dumps(doc))
@@ -109,7 +120,7 @@ def test_pass_exit_0(env):
 def test_undecidable_exit_2(env):
     tmp_path, args = env
     base, doc = recorded(tmp_path, args)
-    for f in doc["figures"]:
+    for f in entry(doc)["figures"]:
         f["samples"] = f["samples"][:2]
         f["ref"] = f["ref"][:2]
     (tmp_path / "few.json").write_text(json.dumps(doc))
@@ -141,8 +152,8 @@ def test_db_baseline_and_record_or_report(env):
 def test_host_mismatch(env):
     tmp_path, args = env
     base, doc = recorded(tmp_path, args)
-    doc["host_key"] = "0" * 16
-    doc["host"] = {"cpu_model": "Other CPU"}
+    entry(doc)["host_key"] = "0" * 16
+    entry(doc)["host"] = {"cpu_model": "Other CPU"}
     other = tmp_path / "other.json"
     other.write_text(json.dumps(doc))
     code, out = invoke(args + ["--baseline", str(other)])
@@ -151,6 +162,54 @@ def test_host_mismatch(env):
     code, out = invoke(args + ["--baseline", str(other), "--relative"])
     assert code in (0, 1, 2) and "note: baseline" in out and "relative" in out
     assert "error:" not in out
+
+
+def test_record_or_report_on_an_unseen_host(env):
+    """CI runs on whichever machine it gets: a committed baseline file from
+    another host must neither fail the gate nor be overwritten; this host
+    records its own entry beside it and later runs compare with that."""
+    tmp_path, args = env
+    base, doc = recorded(tmp_path, args)
+    here = entry(doc)["host_key"]
+    other = dict(entry(doc), host_key="intel-xeon-2c-000000000000",
+                 host={"cpu_model": "Intel(R) Xeon(R) Processor @ 2.50GHz",
+                       "isa_best": "avx512"}, isa="avx512")
+    # Written the way older hwtune wrote one host's file (format version 1).
+    other_v1 = dict(other, format=doc["format"], version=1)
+    del other_v1["isa"]
+    base.write_text(json.dumps(other_v1))
+    code, out = invoke(args + ["--baseline", str(base)])
+    assert code == 2 and "refusing" in out and "Xeon" in out  # gate mode still refuses
+    code, out = invoke(args + ["--mode", "record-or-report", "--baseline", str(base)])
+    assert code == 0 and "BASELINE RECORDED" in out, out
+    assert "no entry for this host" in flat(out)
+    got = json.loads(base.read_text())
+    assert got["version"] == 2
+    assert sorted(h["host_key"] for h in got["hosts"]) == sorted([here, other["host_key"]])
+    kept = next(h for h in got["hosts"] if h["host_key"] == other["host_key"])
+    assert kept["figures"] == other["figures"] and kept["isa"] == "avx512"
+    # Next run on this host: compared with its own entry, the other kept.
+    code, out = invoke(args + ["--mode", "record-or-report", "--baseline", str(base)])
+    assert code == 0 and "BASELINE RECORDED" not in out and "no entry" not in flat(out), out
+    code, out = invoke(args + ["--baseline", str(base)])  # gate mode finds this host's too
+    assert code in (0, 2) and "refusing" not in out, out
+    assert len(json.loads(base.read_text())["hosts"]) == 2
+
+
+def test_unseen_host_compared_across_hosts_as_advice(env):
+    """Another host's entry of the same kernel ISA is compared relative to
+    the reference kernels, reported as notes, never failing the run."""
+    tmp_path, args = env
+    base, doc = recorded(tmp_path, args)
+    e = entry(doc)
+    for f in e["figures"]:
+        f["samples"] = [x * 1e-3 for x in f["samples"]]  # the other host was 1000x faster
+    e["host_key"] = "other-host-000000000000"
+    base.write_text(json.dumps(doc))
+    code, out = invoke(args + ["--mode", "record-or-report", "--baseline", str(base)])
+    assert code == 0 and "BASELINE RECORDED" in out, out
+    out = flat(out)
+    assert "advice only" in out and "g: " in out and "another host" in out
 
 
 @pytest.mark.parametrize("content,words", [

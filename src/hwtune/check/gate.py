@@ -7,6 +7,13 @@ a shared machine) records a baseline when this host has none, otherwise
 compares and fails only on a significant regression of at least
 large_effect, and never on an undecidable figure. --update-baseline
 measures and records, with no comparison.
+
+A baseline file holds one entry per host. CI runs on whichever machine it
+gets, always on a clean clone, so in record-or-report a host the file has
+no entry for records its own (and passes) instead of failing because the
+machine changed; the same run is compared, relative to the reference
+kernels, with the entry of another host of the same kernel ISA, as advice
+only (a different microarchitecture moves kernel-to-reference ratios too).
 """
 
 from __future__ import annotations
@@ -225,15 +232,24 @@ def run_check(suite: Suite, *, db, mode: str = "gate", baseline_file: Optional[s
     watch = clock.Stopwatch()
     fp = machine.fingerprint()
     host_key = db.upsert_host(fp)
+    isa = selected_isa()
     notices: List[str] = []
 
     base: Optional[bl.Baseline] = None
+    across: Optional[bl.Baseline] = None  # another host's entry, compared as advice
     if not update_baseline:
         if baseline_file is not None:
             # record-or-report records into a missing file; a file that is
             # there but unreadable is an error in every mode.
             if mode == "gate" or os.path.exists(baseline_file):
-                base = bl.read_file(baseline_file)
+                entries = bl.read_entries(baseline_file)
+                base = entries.get(host_key)
+                if base is None and (relative or mode == "gate"):
+                    base = bl.other_host(entries, host_key, isa) or max(
+                        entries.values(), key=lambda b: b.created_at)
+                elif base is None:
+                    across = bl.other_host(entries, host_key, isa)
+                    notices.append(_unseen_host_notice(baseline_file, host_key, isa, across))
         else:
             base = bl.load_db(db, host_key, suite.name)
             if base is None:
@@ -274,7 +290,7 @@ def run_check(suite: Suite, *, db, mode: str = "gate", baseline_file: Optional[s
                 raise UsageError(f"not recording a baseline: figure{'s' if len(failed) > 1 else ''}"
                                  f" {', '.join(failed)} failed ({results[failed[0]].error})")
             new = bl.Baseline(host_key=host_key, suite=suite.name, figures=results,
-                              host=bl.host_summary(fp), suite_doc=suite.to_json(),
+                              host=bl.host_summary(fp), isa=isa, suite_doc=suite.to_json(),
                               source=baseline_file or str(db.path))
             if baseline_file is not None:
                 bl.write_file(new, baseline_file)
@@ -286,6 +302,8 @@ def run_check(suite: Suite, *, db, mode: str = "gate", baseline_file: Optional[s
             report.outcomes = [FigureOutcome(f.name, f.kind, f.unit, "recorded",
                                              f"{len(results[f.name].samples)} samples recorded",
                                              results[f.name], None) for f in suite.figures]
+            if across is not None:
+                advise_across(suite, results, across, report, warn)
         else:
             report.baseline_info = {"source": base.source, "host_key": base.host_key,
                                     "created_at": base.created_at,
@@ -306,6 +324,36 @@ def run_check(suite: Suite, *, db, mode: str = "gate", baseline_file: Optional[s
         report.elapsed_s = watch.elapsed()
         db.add_fact(run_id, "check", report.to_json(samples=False))
         return report
+
+
+def _unseen_host_notice(path: str, host_key: str, isa: str,
+                        across: Optional[bl.Baseline]) -> str:
+    msg = (f"baseline {path} has no entry for this host ({host_key}): recording one "
+           "beside the others")
+    if across is None:
+        return msg + f"; no other host of kernel ISA {isa} to compare with"
+    where = across.host.get("cpu_model") or across.host_key
+    return (msg + f"; compared relative to the reference kernels with host "
+            f"{across.host_key} ({where}, {isa}) as advice only")
+
+
+def advise_across(suite: Suite, results: Dict[str, FigureResult], across: bl.Baseline,
+                  report: "CheckReport", warn) -> None:
+    """Compare a freshly recorded run with another host's entry, relative
+    to the reference kernels, and report what looks slower as notices that
+    never fail the run: the host changed, so a ratio can move without any
+    code change (measured: the committed Xeon AVX-512 entry against this
+    AMD EPYC AVX2 host is such a pair)."""
+    outs = decide(suite, results, across, relative=True, mode="record-or-report")
+    for o in outs:
+        if o.verdict is None or o.verdict.ratio is None:
+            continue
+        if o.status in ("regression", "warn"):
+            msg = (f"{o.name}: {o.verdict.ratio:.2f}x the reference-relative cost on host "
+                   f"{across.host_key} ({o.reason}; advice: another host)")
+            report.notices.append(msg)
+            if warn:
+                warn(msg)
 
 
 def with_figures(suite: Suite, names: Optional[List[str]]) -> Suite:
