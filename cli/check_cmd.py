@@ -33,37 +33,53 @@ from hwtune.cli.options import db_option, example, json_option
                    "baseline from another host (default: the suite's setting, else absolute)")
 @click.option("--figure", "figures", multiple=True, metavar="NAME",
               help="only this figure of the suite (repeatable)")
-@click.option("--samples", type=int, default=None, metavar="N",
-              help="samples per figure (default: the suite's)")
+@click.option("--against", "against", default=None, metavar="PYTHON",
+              help="compare with another hwtune build now instead of a baseline: the Python "
+                   "interpreter it is installed for (e.g. the base branch's .venv/bin/python); "
+                   "each figure runs in both builds, interleaved round by round")
+@click.option("--metric", type=click.Choice(["time", "cycles", "instructions",
+                                             "estimated-cycles"]), default=None,
+              help="measure every figure that allows it this way (default: each figure's "
+                   "metric in the suite): time, or counts (hardware counters where the "
+                   "machine has them, else valgrind)")
+@click.option("--max-seconds", type=float, default=None, metavar="S",
+              help="cap on sampling one time figure (default: the suite's max_seconds)")
+@click.option("--undecidable-ok", is_flag=True,
+              help="exit 0 instead of 3 when the machine was too noisy to decide")
 @click.option("--junit", "junit_path", type=click.Path(dir_okay=False), default=None,
               metavar="FILE", help="write JUnit XML, one test case per figure")
 @click.option("--markdown", "md_path", type=click.Path(dir_okay=False), default=None,
               metavar="FILE", help="append a Markdown summary (e.g. $GITHUB_STEP_SUMMARY)")
 @db_option
 @json_option
-def check(suite_path, init, baseline_file, update_baseline, mode, relative, figures, samples,
-          junit_path, md_path, db_path, as_json):
-    """Run the performance suite and compare it with this host's baseline.
+def check(suite_path, init, baseline_file, update_baseline, mode, relative, figures, against,
+          metric, max_seconds, undecidable_ok, junit_path, md_path, db_path, as_json):
+    """Run the performance suite and compare it with this host's baseline
+    (or with another build: --against).
 
-    Each figure keeps its raw samples; a figure regresses only when it is
-    slower with statistical significance (one-sided Mann-Whitney U, a
-    bootstrap CI on the ratio of medians above 1) AND by at least the
-    suite's min_effect. When the host's noise floor exceeds min_effect the
-    figure is 'undecidable'. Exit 0: pass (or baseline recorded); 1: a
-    regression; 2: an error, or undecidable.
+    Time figures are sampled in rounds beside a partner (the reference
+    kernel, or the other build) until a group-sequential test decides or
+    max_seconds pass: a regression is significantly slower by at least
+    min_effect, with the false-positive rate held at alpha however many
+    looks it took. Counted figures (instructions, cycles, estimated cycles)
+    are compared without statistics against count_threshold. Exit 0: pass
+    (an improvement passes, with a note) or baseline recorded; 1: a
+    regression; 2: an error; 3: undecidable (too noisy; 0 with
+    --undecidable-ok).
     """
     if init:
         _init_suite(suite_path or "hwtune-check.toml")
         return
     from rich.console import Console
 
-    from hwtune.check.gate import run_check, with_figures, with_samples
+    from hwtune.check.gate import run_check, with_figures, with_max_seconds, with_metric
     from hwtune.check.suite import load_suite
     from hwtune.db import ResultsDB
     from hwtune.report import export
     from hwtune.report.files import write_file
 
-    suite = with_samples(with_figures(load_suite(suite_path), list(figures)), samples)
+    suite = with_max_seconds(with_metric(with_figures(load_suite(suite_path), list(figures)),
+                                         metric), max_seconds)
     err = Console(stderr=True, highlight=False)
 
     def warn(msg):
@@ -79,6 +95,7 @@ def check(suite_path, init, baseline_file, update_baseline, mode, relative, figu
         with ResultsDB.open(db_path) as db:
             report = run_check(suite, db=db, mode=mode, baseline_file=baseline_file,
                                update_baseline=update_baseline, relative=relative,
+                               against=against, undecidable_ok=undecidable_ok,
                                progress=progress, warn=warn)
     if junit_path:
         write_file(junit_path, export.render("check", report, "junit"))

@@ -10,7 +10,7 @@ from hwtune.errors import UsageError
 
 ROOT = Path(__file__).resolve().parent.parent
 GOOD = {
-    "suite": {"name": "t", "samples": 9, "rounds": 3},
+    "suite": {"name": "t", "min_rounds": 4, "chunk": 2},
     "reference": [{"kind": "blas_gemm", "M": 8, "K": 8, "N": 8},
                   {"kind": "numpy_eltwise", "n": 1024}],
     "figure": [{"kind": "gemm", "M": 8, "K": 16, "N": 8},
@@ -28,6 +28,17 @@ def test_default_suite_loads():
     assert Path(model.params["model"]).is_file()  # resolved next to the toml
 
 
+def test_metric_per_figure():
+    doc = dict(GOOD, figure=[{"kind": "gemm", "M": 8, "K": 16, "N": 8,
+                              "metric": "estimated-cycles"}, {"kind": "fma_peak"}])
+    s = parse_suite(doc)
+    assert [s.metric_of(f) for f in s.figures] == ["estimated-cycles", "time"]
+    assert s.to_json()["figures"][0]["metric"] == "estimated-cycles"
+    ci = load_suite(ROOT / "configs" / "ci.toml")
+    counted = {f.kind for f in ci.figures if ci.metric_of(f) != "time"}
+    assert counted == {"gemm", "eltwise"}  # the kernel figures gate on any host
+
+
 def test_parse_good_and_reference_matching():
     s = parse_suite(GOOD)
     assert [f.name for f in s.figures] == ["gemm-8x16x8-t1", "eltwise-mul-n4096-t1",
@@ -40,9 +51,15 @@ def test_parse_good_and_reference_matching():
 
 @pytest.mark.parametrize("change,words", [
     ({"bogus": {}}, "unknown section"),
-    ({"suite": {"samples": "many"}}, "suite.samples must be an integer"),
-    ({"suite": {"samples": 2}}, "suite.samples must be in 3..10000"),
-    ({"suite": {"samples": 9, "rounds": 20}}, "suite.rounds"),
+    ({"suite": {"min_rounds": "many"}}, "suite.min_rounds must be an integer"),
+    ({"suite": {"min_rounds": 2}}, "suite.min_rounds must be in 3..1000"),
+    ({"suite": {"min_rounds": 9, "max_rounds": 5}}, "suite.max_rounds"),
+    ({"suite": {"max_seconds": 0.0}}, "suite.max_seconds"),
+    ({"suite": {"samples": 9}}, "samples and rounds are gone"),
+    ({"suite": {"metric": "joules"}}, "suite.metric must be one of"),
+    ({"figure": [{"kind": "fma_peak", "metric": "instructions"}]}, "can only be timed"),
+    ({"figure": [{"kind": "gemm", "M": 8, "K": 8, "N": 8, "metric": "x"}]}, "metric must be"),
+    ({"thresholds": {"count_threshold": 1.5}}, "count_threshold"),
     ({"suite": {"speed": 1}}, "unknown key speed"),
     ({"thresholds": {"alpha": 0.9}}, "alpha must be in"),
     ({"thresholds": {"min_effect": 0.3, "large_effect": 0.1}}, "large_effect"),

@@ -15,6 +15,14 @@
 
 HWT_API double hwt_now(void); /* monotonic seconds */
 
+/* Counting under callgrind (count_marks.c): 0 when built without valgrind's
+ * header (the marks do nothing), 1 with it, 2 with it and running under
+ * valgrind. begin starts instrumenting and zeroes the counts; end writes a
+ * profile dump labelled `name` and stops instrumenting. */
+HWT_API int hwt_count_marks(void);
+HWT_API void hwt_count_begin(void);
+HWT_API void hwt_count_end(const char *name);
+
 /* GEMM [M,K]x[K,N] (row-major, beta 0) on team 0 with nth threads; `warmup`
  * untimed samples, then `reps` samples of `inner` calls each, written as
  * seconds per call into samples[reps]. */

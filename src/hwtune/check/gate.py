@@ -1,12 +1,16 @@
 """`hwtune check` without the click layer: measure a suite, compare it with
-the baseline of this host, decide, and store the run.
+the baseline of this host (or with another build, interleaved), decide,
+and store the run.
 
 Modes: 'gate' (default) compares and fails on any significant regression
 beyond the suite's min_effect; 'record-or-report' (for a project's own CI on
 a shared machine) records a baseline when this host has none, otherwise
 compares and fails only on a significant regression of at least
 large_effect, and never on an undecidable figure. --update-baseline
-measures and records, with no comparison.
+measures and records, with no comparison. `against` (a Python interpreter
+of another hwtune build) compares the two builds on this machine now, with
+no baseline: time figures in two worker processes round by round, counted
+figures counted in both.
 
 A baseline file holds one entry per host. CI runs on whichever machine it
 gets, always on a clean clone, so in record-or-report a host the file has
@@ -14,6 +18,12 @@ no entry for records its own (and passes) instead of failing because the
 machine changed; the same run is compared, relative to the reference
 kernels, with the entry of another host of the same kernel ISA, as advice
 only (a different microarchitecture moves kernel-to-reference ratios too).
+Counted figures (instructions, estimated cycles under valgrind at a fixed
+kernel ISA) do not depend on the host: they are compared with any host's
+entry of the same ISA and counter, and they gate.
+
+Exit codes: 0 pass (an improvement is a pass, with a note), 1 regression,
+2 error, 3 undecidable (0 with undecidable_ok).
 """
 
 from __future__ import annotations
@@ -24,15 +34,15 @@ from typing import Any, Dict, List, Optional
 
 from hwtune.check import baseline as bl
 from hwtune.check.measure import FigureResult, measure_suite
-from hwtune.check.stats import Verdict, compare
-from hwtune.check.suite import Suite
+from hwtune.check.stats import Verdict
+from hwtune.check.suite import COUNTABLE, Suite
 from hwtune.db.lifecycle import finishing
 from hwtune.errors import UsageError
 from hwtune.measure import clock
 from hwtune.scan import stats
 
 MODES = ("gate", "record-or-report")
-EXIT = {"pass": 0, "recorded": 0, "regression": 1, "undecidable": 2, "error": 2}
+EXIT = {"pass": 0, "recorded": 0, "regression": 1, "error": 2, "undecidable": 3}
 
 
 @dataclass
@@ -46,10 +56,27 @@ class FigureOutcome:
     baseline: Optional[FigureResult]
     verdict: Optional[Verdict] = None
 
+    @property
+    def metric(self) -> str:
+        f = self.current or self.baseline
+        return f.metric if f is not None else "time"
+
+    @property
+    def samples_taken(self) -> Dict[str, Any]:
+        """What decided: the metric, and the rounds (time) or calls (counts)."""
+        f = self.current
+        p = f.params if f is not None else {}
+        if self.metric == "time":
+            return {"metric": "time", "rounds": p.get("rounds"), "samples": len(f.samples)
+                    if f is not None else 0, "discarded_rounds": p.get("discarded"),
+                    "chunk": p.get("chunk"), "sampling_s": p.get("sampling_s")}
+        return {"metric": self.metric, "counter": p.get("counter"), "calls": p.get("calls"),
+                "samples": 1 if f is not None and f.samples else 0}
+
     def to_json(self, samples: bool = True) -> Dict[str, Any]:
         v = self.verdict
         out = {"name": self.name, "kind": self.kind, "unit": self.unit, "status": self.status,
-               "reason": self.reason,
+               "reason": self.reason, "metric": self.metric, "decided_by": self.samples_taken,
                "ratio": v.ratio if v else None, "ci": list(v.ci) if v and v.ci else None,
                "p": v.p if v else None, "noise_floor": v.noise if v else None,
                "current_median": _med(self.current), "baseline_median": _med(self.baseline)}
@@ -79,6 +106,8 @@ class CheckReport:
     noise_floor: Optional[float] = None
     run_id: Optional[int] = None
     elapsed_s: float = 0.0
+    against: Optional[Dict[str, Any]] = None    # the other build (paired mode)
+    undecidable_ok: bool = False
 
     def counts(self) -> Dict[str, int]:
         out: Dict[str, int] = {}
@@ -95,99 +124,76 @@ class CheckReport:
                                "large_effect": self.suite.large_effect, "level": th.level},
                 "noise_floor": self.noise_floor, "baseline": self.baseline_info,
                 "recorded_to": self.recorded_to, "notices": self.notices,
-                "run_id": self.run_id, "elapsed_s": self.elapsed_s,
+                "run_id": self.run_id, "elapsed_s": self.elapsed_s, "against": self.against,
                 "references": {n: f.to_json() for n, f in self.references.items()}
                 if samples else None,
                 "figures": [o.to_json(samples) for o in self.outcomes]}
 
 
-def reference_drift(cur: FigureResult, old: FigureResult) -> float:
-    """How much slower (+) or faster (-) the figure's reference kernel ran
-    in this run than in the baseline's: the machine's own between-run
-    change. 0 when either side has no reference timings, or when they used
-    different references (then nothing is known)."""
-    same_ref = cur.params.get("reference") == old.params.get("reference")
-    if not (cur.ref and old.ref and same_ref):
-        return 0.0
-    a, b = stats.median(cur.ref), stats.median(old.ref)
-    return a / b - 1.0 if a > 0 and b > 0 else 0.0
+def _verdict(d, noise=None) -> Verdict:
+    return Verdict(d.status, d.ratio if d.ratio == d.ratio else None,
+                   d.ci if d.ci[0] == d.ci[0] else None,
+                   d.p if d.p == d.p else None, noise, d.reason)
+
+
+def _outcome(f, status: str, reason: str, cur, old, v=None) -> "FigureOutcome":
+    return FigureOutcome(f.name, f.kind, f.unit if status != "count" else "count", status,
+                         reason, cur, old, v)
+
+
+def _mode_rule(suite: Suite, mode: str, status: str, ratio: Optional[float], reason: str):
+    """record-or-report fails only from large_effect; undecidable warns."""
+    if mode != "record-or-report":
+        return status, reason
+    if status == "regression" and ratio is not None and ratio - 1 < suite.large_effect:
+        return "warn", f"{reason}; below the {suite.large_effect:.0%} record-or-report " \
+                       "failure threshold"
+    if status == "undecidable":
+        return "warn", reason
+    return status, reason
+
+
+def decide_one(suite: Suite, f, cur: Optional[FigureResult], old: Optional[FigureResult], *,
+               mode: str = "gate") -> FigureOutcome:
+    """The outcome of one figure: its time decision (taken while sampling),
+    or its counts against the baseline's."""
+    from hwtune.check.counted import compare_counts
+    if cur is None or cur.error or not cur.samples:
+        why = cur.error if cur is not None and cur.error else "not measured"
+        return FigureOutcome(f.name, f.kind, f.unit, "error", why, cur, old)
+    if old is None or not old.samples:
+        return FigureOutcome(f.name, f.kind, cur.unit, "new",
+                             "not in the baseline: record it with --update-baseline", cur, old)
+    if old.kind != cur.kind or old.metric != cur.metric:
+        return FigureOutcome(f.name, f.kind, cur.unit, "error",
+                             f"the baseline's {f.name} is a {old.kind} figure measured by "
+                             f"{old.metric}, this run's by {cur.metric}: record it again with "
+                             "--update-baseline", cur, old)
+    if cur.metric != "time":
+        # Counts repeat exactly: count_threshold is the rule in every mode
+        # (large_effect is for the noise of time figures).
+        status, ratio, reason = compare_counts(cur, old, suite.count_threshold)
+        return FigureOutcome(f.name, f.kind, cur.unit, status, reason, cur, old,
+                             Verdict(status, ratio, None, None, None, reason))
+    d = cur.decision
+    if d is None:
+        return FigureOutcome(f.name, f.kind, f.unit, "undecidable",
+                             "the baseline has no usable rounds for this figure: record it "
+                             "again with --update-baseline", cur, old)
+    status, reason = _mode_rule(suite, mode, d.status, d.ratio, d.reason)
+    return FigureOutcome(f.name, f.kind, f.unit, status, reason, cur, old, _verdict(d))
 
 
 def decide(suite: Suite, current: Dict[str, FigureResult], base: bl.Baseline, *,
-           relative: bool, mode: str = "gate") -> List[FigureOutcome]:
-    """One outcome per suite figure from raw samples on both sides."""
-    out = []
-    for f in suite.figures:
-        cur, old = current.get(f.name), base.figures.get(f.name)
-        if cur is None or cur.error or not cur.samples:
-            why = cur.error if cur is not None and cur.error else "not measured"
-            out.append(FigureOutcome(f.name, f.kind, f.unit, "error", why, cur, old))
-            continue
-        if old is None or not old.samples:
-            out.append(FigureOutcome(f.name, f.kind, f.unit, "new",
-                                     "not in the baseline: record it with --update-baseline",
-                                     cur, old))
-            continue
-        if old.kind != cur.kind or old.higher_is_better != cur.higher_is_better:
-            out.append(FigureOutcome(f.name, f.kind, f.unit, "error",
-                                     f"the baseline's {f.name} is a {old.kind} figure: record "
-                                     "it again with --update-baseline", cur, old))
-            continue
-        if relative and (len(old.ref) != len(old.samples) or not all(r > 0 for r in old.ref)):
-            out.append(FigureOutcome(f.name, f.kind, f.unit, "undecidable",
-                                     "the baseline has no reference timings for relative mode",
-                                     cur, old))
-            continue
-        v = compare(cur.costs(relative), old.costs(relative), suite.thresholds,
-                    drift=0.0 if relative else reference_drift(cur, old))
-        status, reason = v.status, v.reason
-        if mode == "record-or-report" and status == "regression" \
-                and v.ratio - 1 < suite.large_effect:
-            status, reason = "warn", f"{reason}; below the {suite.large_effect:.0%} " \
-                                     "record-or-report failure threshold"
-        out.append(FigureOutcome(f.name, f.kind, f.unit, status, reason, cur, old, v))
-    return out
-
-
-def confirm(suite: Suite, outcomes: List[FigureOutcome], base: bl.Baseline, *,
-            relative: bool, mode: str, measure) -> List[FigureOutcome]:
-    """Measure every figure that looks regressed once more and keep the
-    regression only if the new samples show it too.
-
-    A neighbour's burst that covers one figure's rounds reads as a
-    regression of that figure alone; a code change slows it in every run.
-    Measured on the shared 2-core box with best-of-5 samples: a 2-thread
-    element-wise figure read +32% in one A/A run and +1% in the next.
-    Requiring the second run to pass the whole decision again (noise floor
-    included) dropped the detection of a real 10% slowdown from 29/30 to
-    22/30 there; requiring it to be significantly slower by min_effect again
-    keeps the burst out and the slowdown in.
-    measure(sub_suite) returns fresh results for the figures of sub_suite."""
-    suspects = [o.name for o in outcomes if o.status == "regression"]
-    if not suspects:
-        return outcomes
-    again = decide(suite.select(suspects), measure(suite.select(suspects)), base,
-                   relative=relative, mode=mode)
-    second = {o.name: o for o in again}
-    th = suite.thresholds
-    out = []
-    for o in outcomes:
-        o2 = second.get(o.name)
-        v2 = o2.verdict if o2 is not None else None
-        # The question now is "is it still there?", not "can this run alone
-        # decide?": significantly slower by min_effect again is enough (the
-        # noise floor already had its say in the first decision).
-        still = v2 is not None and v2.p is not None and v2.ratio is not None \
-            and v2.p < th.alpha and v2.ratio - 1 >= th.min_effect
-        if o2 is not None and not still:
-            o = replace(o, status="undecidable" if mode == "gate" else "warn",
-                        reason=f"{o.reason}, but not when measured again "
-                               f"({o2.reason}): a passing load burst")
-        out.append(o)
-    return out
+           mode: str = "gate") -> List[FigureOutcome]:
+    """One outcome per suite figure."""
+    return [decide_one(suite, f, current.get(f.name), base.figures.get(f.name), mode=mode)
+            for f in suite.figures]
 
 
 def overall(outcomes: List[FigureOutcome], mode: str) -> str:
+    """error, else regression, else (gate mode) undecidable, else pass: an
+    improvement is a pass."""
     st = {o.status for o in outcomes}
     if "error" in st:
         return "error"
@@ -208,7 +214,7 @@ def _store(db, run_id: int, results: Dict[str, FigureResult], variant: str) -> N
                                note=r.error)
             continue
         med = stats.median(r.samples)
-        timed = not r.higher_is_better
+        timed = r.metric == "time" and not r.higher_is_better
         db.add_measurement(
             run_id, bench="check", op=r.name, params=dict(r.params, kind=r.kind, ref=r.ref),
             kernel_variant=variant, threads=max(1, int(r.params.get("threads", 1))),
@@ -217,8 +223,31 @@ def _store(db, run_id: int, results: Dict[str, FigureResult], variant: str) -> N
             rel_spread=stats.rel_spread(r.samples), value=med, unit=r.unit)
 
 
+def measure_all(suite: Suite, *, db=None, host_key=None, baseline=None, record=False,
+                relative=False, progress=None) -> Dict[str, FigureResult]:
+    """This build's results for every figure: time figures sampled (until
+    decided against baseline, or precise enough to record), counted figures
+    counted, by metric."""
+    from hwtune.check.counted import count_figures
+    out = measure_suite(suite, db=db, host_key=host_key,
+                        inner_hints=baseline.inner_hints() if baseline else None,
+                        progress=progress, baseline=baseline, record=record,
+                        relative=relative)
+    by_metric: Dict[str, list] = {}
+    for f in suite.figures:
+        m = suite.metric_of(f)
+        if m != "time":
+            by_metric.setdefault(m, []).append(f)
+    for m, figs in by_metric.items():
+        if progress:
+            progress(0, 1, f"counting {len(figs)} figure(s) ({m})")
+        out.update(count_figures(figs, m, suite))
+    return out
+
+
 def run_check(suite: Suite, *, db, mode: str = "gate", baseline_file: Optional[str] = None,
               update_baseline: bool = False, relative: Optional[bool] = None,
+              against: Optional[str] = None, undecidable_ok: bool = False,
               progress=None, warn=None) -> CheckReport:
     """Measure, compare and store one check run; returns the report (the
     caller prints it and exits with report.exit_code). Raises UsageError
@@ -228,6 +257,9 @@ def run_check(suite: Suite, *, db, mode: str = "gate", baseline_file: Optional[s
 
     if mode not in MODES:
         raise UsageError(f"invalid --mode {mode!r}: choose one of {', '.join(MODES)}")
+    if against is not None and (update_baseline or baseline_file):
+        raise UsageError("--against compares two builds now: it takes no --baseline and no "
+                         "--update-baseline")
     relative = suite.relative if relative is None else bool(relative)
     watch = clock.Stopwatch()
     fp = machine.fingerprint()
@@ -236,8 +268,8 @@ def run_check(suite: Suite, *, db, mode: str = "gate", baseline_file: Optional[s
     notices: List[str] = []
 
     base: Optional[bl.Baseline] = None
-    across: Optional[bl.Baseline] = None  # another host's entry, compared as advice
-    if not update_baseline:
+    entries: Dict[str, bl.Baseline] = {}   # every host's entry of baseline_file
+    if not update_baseline and against is None:
         if baseline_file is not None:
             # record-or-report records into a missing file; a file that is
             # there but unreadable is an error in every mode.
@@ -248,8 +280,9 @@ def run_check(suite: Suite, *, db, mode: str = "gate", baseline_file: Optional[s
                     base = bl.other_host(entries, host_key, isa) or max(
                         entries.values(), key=lambda b: b.created_at)
                 elif base is None:
-                    across = bl.other_host(entries, host_key, isa)
-                    notices.append(_unseen_host_notice(baseline_file, host_key, isa, across))
+                    notices.append(f"baseline {baseline_file} has no entry for this host "
+                                   f"({host_key}): recording one beside the others; counted "
+                                   "figures are compared with another host's counts")
         else:
             base = bl.load_db(db, host_key, suite.name)
             if base is None:
@@ -260,109 +293,151 @@ def run_check(suite: Suite, *, db, mode: str = "gate", baseline_file: Optional[s
             note = bl.check_host(base, host_key, relative)
             if note:
                 notices.append(note)
-            if base.suite != suite.name:
-                notices.append(f"baseline {base.source} was recorded for suite {base.suite!r}, "
-                               f"this is suite {suite.name!r}: figures are compared by name "
-                               "(record this suite's own with --update-baseline)")
         elif mode == "gate":
             where = f"--baseline {baseline_file}" if baseline_file else str(db.path)
             raise UsageError(f"no baseline of suite {suite.name!r} for this host in {where}: "
                              "record one with hwtune check --update-baseline (or use --mode "
-                             "record-or-report)")
-    recording = base is None
+                             "record-or-report, or compare with another build: --against)")
+    recording = base is None and against is None
     options = {"suite": suite.name, "suite_path": suite.path, "mode": mode,
                "relative": relative, "baseline_file": baseline_file,
-               "update_baseline": update_baseline, "recording": recording}
+               "update_baseline": update_baseline, "recording": recording,
+               "against": against}
     run_id = db.start_run(host_key, "check", options)
     with finishing(db, run_id, "check run"):
-        results = measure_suite(suite, db=db, host_key=host_key,
-                                inner_hints=base.inner_hints() if base else None,
-                                progress=progress)
-        _store(db, run_id, results, selected_isa())
         report = CheckReport(suite=suite, mode=mode, relative=relative, host_key=host_key,
-                             status="pass", exit_code=0,
-                             references={r.name: results[r.name] for r in suite.references
-                                         if r.name in results},
-                             notices=notices, run_id=run_id)
-        if recording:
-            failed = [r.name for r in results.values() if r.error]
-            if failed:
-                raise UsageError(f"not recording a baseline: figure{'s' if len(failed) > 1 else ''}"
-                                 f" {', '.join(failed)} failed ({results[failed[0]].error})")
-            new = bl.Baseline(host_key=host_key, suite=suite.name, figures=results,
-                              host=bl.host_summary(fp), isa=isa, suite_doc=suite.to_json(),
-                              source=baseline_file or str(db.path))
-            if baseline_file is not None:
-                bl.write_file(new, baseline_file)
-                report.recorded_to.append(baseline_file)
-            else:
-                bid = bl.save_db(db, new, run_id)
-                report.recorded_to.append(f"{db.path} (baseline {bid})")
-            report.status = "recorded"
-            report.outcomes = [FigureOutcome(f.name, f.kind, f.unit, "recorded",
-                                             f"{len(results[f.name].samples)} samples recorded",
-                                             results[f.name], None) for f in suite.figures]
-            if across is not None:
-                advise_across(suite, results, across, report, warn)
-        else:
-            report.baseline_info = {"source": base.source, "host_key": base.host_key,
-                                    "created_at": base.created_at,
-                                    "hwtune_version": base.hwtune_version}
-            outs = decide(suite, results, base, relative=relative, mode=mode)
-            report.outcomes = confirm(
-                suite, outs, base, relative=relative, mode=mode,
-                measure=lambda sub: measure_suite(sub, db=db, host_key=host_key,
-                                                  inner_hints=base.inner_hints()))
+                             status="pass", exit_code=0, notices=notices, run_id=run_id,
+                             undecidable_ok=undecidable_ok)
+        if against is not None:
+            from hwtune.check.paired import measure_paired
+            olds, results, info = measure_paired(suite, against, progress=progress)
+            report.against = info
+            _store(db, run_id, results, selected_isa())
+            report.outcomes = [decide_paired(suite, f, results.get(f.name),
+                                             olds.get(f.name), mode=mode)
+                               for f in suite.figures]
             report.status = overall(report.outcomes, mode)
-            floors = [o.verdict.noise for o in report.outcomes
-                      if o.verdict is not None and o.verdict.noise is not None]
-            report.noise_floor = stats.median(floors) if floors else None
-            for o in report.outcomes:
-                if o.status in ("undecidable", "warn") and warn:
-                    warn(f"{o.name}: {o.reason}")
-        report.exit_code = EXIT[report.status]
+        else:
+            results = measure_all(suite, db=db, host_key=host_key, baseline=base,
+                                  record=recording, relative=relative, progress=progress)
+            _store(db, run_id, results, selected_isa())
+            report.references = {r.name: results[r.name] for r in suite.references
+                                 if r.name in results}
+            if recording:
+                _record(report, suite, results, db, fp, host_key, baseline_file, isa)
+                if entries and not update_baseline:
+                    _counts_across_hosts(report, suite, results, entries, host_key)
+            else:
+                report.baseline_info = {"source": base.source, "host_key": base.host_key,
+                                        "created_at": base.created_at,
+                                        "hwtune_version": base.hwtune_version}
+                report.outcomes = decide(suite, results, base, mode=mode)
+                report.status = overall(report.outcomes, mode)
+        for o in report.outcomes:
+            if o.status in ("undecidable", "warn") and warn:
+                warn(f"{o.name}: {o.reason}")
+            if o.status == "improvement":
+                report.notices.append(f"{o.name} improved: {o.reason}")
+        report.exit_code = 0 if report.status == "undecidable" and undecidable_ok \
+            else EXIT[report.status]
         report.elapsed_s = watch.elapsed()
         db.add_fact(run_id, "check", report.to_json(samples=False))
         return report
 
 
-def _unseen_host_notice(path: str, host_key: str, isa: str,
-                        across: Optional[bl.Baseline]) -> str:
-    msg = (f"baseline {path} has no entry for this host ({host_key}): recording one "
-           "beside the others")
-    if across is None:
-        return msg + f"; no other host of kernel ISA {isa} to compare with"
-    where = across.host.get("cpu_model") or across.host_key
-    return (msg + f"; compared relative to the reference kernels with host "
-            f"{across.host_key} ({where}, {isa}) as advice only")
+def decide_paired(suite: Suite, f, cur: Optional[FigureResult], old: Optional[FigureResult],
+                  *, mode: str) -> FigureOutcome:
+    """A figure measured in both builds (old: the --against build)."""
+    if old is not None and old.error and (cur is None or not cur.error):
+        return FigureOutcome(f.name, f.kind, f.unit, "error", f"the other build: {old.error}",
+                             cur, old)
+    if cur is not None and cur.metric == "time" and not cur.error and cur.samples:
+        d = cur.decision
+        status, reason = _mode_rule(suite, mode, d.status, d.ratio, d.reason)
+        return FigureOutcome(f.name, f.kind, f.unit, status, reason, cur, old, _verdict(d))
+    return decide_one(suite, f, cur, old, mode=mode)
 
 
-def advise_across(suite: Suite, results: Dict[str, FigureResult], across: bl.Baseline,
-                  report: "CheckReport", warn) -> None:
-    """Compare a freshly recorded run with another host's entry, relative
-    to the reference kernels, and report what looks slower as notices that
-    never fail the run: the host changed, so a ratio can move without any
-    code change (measured: the committed Xeon AVX-512 entry against this
-    AMD EPYC AVX2 host is such a pair)."""
-    outs = decide(suite, results, across, relative=True, mode="record-or-report")
-    for o in outs:
-        if o.verdict is None or o.verdict.ratio is None:
+def _counts_across_hosts(report: CheckReport, suite: Suite, results: Dict[str, FigureResult],
+                        entries: Dict[str, bl.Baseline], host_key: str) -> None:
+    """On a host the baseline file has no entry for: compare each counted
+    figure with another host's count of the same figure by the same counter,
+    kernel ISA and counter version. Under valgrind the counts do not depend
+    on the host: the kernel ISA is fixed (at most AVX2), the simulated
+    caches are fixed (counted.CACHES), and valgrind answers CPUID with its
+    own CPU model, so the kernels' cache-derived blocking sees the same
+    sizes everywhere (measured: glibc reads a 256 KiB L2 under valgrind on
+    this AMD EPYC, whose L2 is 512 KiB). So these gate on any machine."""
+    def same(a: FigureResult, b: FigureResult) -> bool:
+        keys = ("counter", "isa", "counter_version")
+        return a.metric == b.metric and a.kind == b.kind and \
+            all(a.params.get(k) == b.params.get(k) for k in keys)
+
+    others = sorted((b for k, b in entries.items() if k != host_key),
+                    key=lambda b: b.created_at, reverse=True)
+    outs = []
+    for i, f in enumerate(suite.figures):
+        cur = results.get(f.name)
+        if cur is None or cur.metric == "time" or cur.error or not cur.samples:
+            outs.append(report.outcomes[i])
             continue
-        if o.status in ("regression", "warn"):
-            msg = (f"{o.name}: {o.verdict.ratio:.2f}x the reference-relative cost on host "
-                   f"{across.host_key} ({o.reason}; advice: another host)")
-            report.notices.append(msg)
-            if warn:
-                warn(msg)
+        old, src = next(((b.figures[f.name], b) for b in others
+                         if f.name in b.figures and b.figures[f.name].samples
+                         and same(cur, b.figures[f.name])), (None, None))
+        if old is None:
+            outs.append(report.outcomes[i])
+            continue
+        o = decide_one(suite, f, cur, old, mode=report.mode)
+        o.reason = f"{o.reason} (vs host {src.host_key})"
+        outs.append(o)
+    report.outcomes = outs
+    if any(o.status == "regression" for o in outs):
+        report.status = "regression"
+
+
+def _record(report: CheckReport, suite: Suite, results, db, fp, host_key, baseline_file,
+            isa: str = ""):
+    failed = [r.name for r in results.values() if r.error]
+    if failed:
+        raise UsageError(f"not recording a baseline: figure{'s' if len(failed) > 1 else ''}"
+                         f" {', '.join(failed)} failed ({results[failed[0]].error})")
+    new = bl.Baseline(host_key=host_key, suite=suite.name, figures=results,
+                      host=bl.host_summary(fp), isa=isa, suite_doc=suite.to_json(),
+                      source=baseline_file or str(db.path))
+    if baseline_file is not None:
+        bl.write_file(new, baseline_file)
+        report.recorded_to.append(baseline_file)
+    else:
+        bid = bl.save_db(db, new, report.run_id)
+        report.recorded_to.append(f"{db.path} (baseline {bid})")
+    report.status = "recorded"
+    report.outcomes = []
+    for f in suite.figures:
+        r = results[f.name]
+        how = (f"{r.params.get('rounds')} rounds ({len(r.samples)} samples, "
+               f"{r.params.get('discarded', 0)} discarded)" if r.metric == "time" else
+               f"{r.metric} {r.samples[0]:,.0f} per call ({r.params.get('counter')})")
+        report.outcomes.append(FigureOutcome(f.name, f.kind, r.unit, "recorded",
+                                             f"recorded: {how}", r, None))
 
 
 def with_figures(suite: Suite, names: Optional[List[str]]) -> Suite:
     return suite.select(names) if names else suite
 
 
-def with_samples(suite: Suite, samples: Optional[int]) -> Suite:
-    if samples is None:
+def with_metric(suite: Suite, metric: Optional[str]) -> Suite:
+    """--metric: every figure that can be measured that way (the others
+    keep theirs: a model figure can only be timed)."""
+    if metric is None:
         return suite
-    if samples < 3:
-        raise UsageError(f"invalid --samples {samples}: need >= 3 per figure")
-    return replace(suite, samples=samples, rounds=min(suite.rounds, samples))
+    figs = [replace(f, metric=metric if (metric == "time" or f.kind in COUNTABLE) else "time")
+            for f in suite.figures]
+    return replace(suite, figures=figs, metric="time")
+
+
+def with_max_seconds(suite: Suite, seconds: Optional[float]) -> Suite:
+    if seconds is None:
+        return suite
+    if not 0 < seconds <= 3600:
+        raise UsageError(f"invalid --max-seconds {seconds}: must be in (0, 3600]")
+    return replace(suite, max_seconds=float(seconds))

@@ -1,11 +1,11 @@
-"""Measure a suite: every figure in interleaved rounds, each chunk of samples
-right after a chunk of the reference kernel.
+"""Measure a suite: each time figure in rounds interleaved with its
+reference kernel, sampled until the sequential test decides (timed.py);
+counted figures under valgrind or hardware counters (counted.py).
 
-Interleaving matters more than sample count on a shared machine: a build
-that starts on the neighbouring core halfway through the run must slow every
-figure a little, not one figure a lot (which would read as a regression of
-that figure). The reference chunk measured just before each figure chunk is
-what relative mode divides by.
+Pairing each figure chunk with a reference chunk measured right beside it
+matters more than sample count on a shared machine: a neighbour's build
+that starts halfway through slows both chunks of a round alike, and the
+per-round ratio stays.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from typing import Any, Callable, Dict, List, Optional
 
 from hwtune.check.suite import Figure, Suite, reference_for
 from hwtune.errors import HwtuneError, NativeError, UsageError
-from hwtune.measure import OK, FixedSampling, interleave, settle, stats
+from hwtune.measure import stats
 from hwtune.measure.engine import EngineSide
-from hwtune.measure.policy import split
+from hwtune.measure.preempt import WindowedSide
 from hwtune.measure.sides import CallSide, LoopSide, SampleSide, Side
 
 # Calibration samples per kernel before the run: the median of 3 single calls
@@ -41,6 +41,13 @@ class FigureResult:
     samples: List[float] = field(default_factory=list)
     ref: List[float] = field(default_factory=list)
     error: Optional[str] = None
+    # Set while measuring, not stored: the sequential test's verdict (time
+    # figures sampled against a baseline or another build).
+    decision: Optional[Any] = field(default=None, compare=False)
+
+    @property
+    def metric(self) -> str:
+        return str(self.params.get("metric", "time"))
 
     def costs(self, relative: bool = False) -> List[float]:
         """Larger-is-worse values: seconds, or 1/rate; divided by the
@@ -100,9 +107,14 @@ def _kernel(fig: Figure, pool, suite: Suite, inner: Optional[int]) -> _BestOf:
             return bench.gemm_samples(pool, p["threads"], p["M"], p["K"], p["N"], isa=suite.isa,
                                       warmup=w, reps=r, inner=k)
     else:
+        # regions > 1: the same n elements as that many fork-join regions of
+        # n / regions each (a sample is still seconds per n elements).
+        regions = int(p.get("regions", 1))
+
         def loop(w, r, k):
-            return bench.eltwise_samples(pool, p["threads"], p["op"], p["n"], isa=suite.isa,
-                                         warmup=w, reps=r, inner=k)
+            xs = bench.eltwise_samples(pool, p["threads"], p["op"], p["n"] // regions,
+                                       isa=suite.isa, warmup=w, reps=r, inner=k * regions)
+            return [x * regions for x in xs]
     side = LoopSide(loop, sample_s=None if inner else suite.sample_seconds / suite.best_of,
                     inner=inner or 1, take_warmup=suite.warmup, calibrate=CALIBRATE)
     if inner is None:
@@ -177,57 +189,59 @@ def _model(fig: Figure, suite: Suite, db, host_key: Optional[str]):
     return _BestOf(side, suite, min, None), res
 
 
-class _RefFailed(Exception):
-    """A reference kernel failed mid-run: the whole check fails with it."""
+def runner_for(fig: Figure, pool, suite: Suite, inner: Optional[int], *, db=None,
+               host_key: Optional[str] = None) -> Side:
+    """The side that takes fig's samples (each the best of suite.best_of);
+    inner: calls per sample to reuse (None: sized to suite.sample_seconds).
+    Model figures record the engine config they ran in fig.params."""
+    if fig.kind in ("gemm", "eltwise"):
+        return _kernel(fig, pool, suite, inner)
+    if fig.kind in ("blas_gemm", "numpy_eltwise"):
+        return _numpy_ref(fig, suite, inner)
+    if fig.kind == "model":
+        r, res = _model(fig, suite, db, host_key)
+        fig.params["config"] = res.config.to_json()
+        fig.params["config_source"] = res.source
+        return r
+    return _probe(fig, pool, suite)
 
-    def __init__(self, exc: Exception):
-        super().__init__(str(exc))
-        self.exc = exc
 
-
-class _Turn(Side):
-    """One figure's turn in a round: a chunk of its reference, then a chunk
-    of the figure, each after the spinning workers of the previous chunk
-    parked: OpenBLAS workers of a 2-thread BLAS reference busy-wait for
-    ~0.1-0.2 s after a call, and a chunk taken then would share its cores
-    with them (hwtune.measure.settling's measurement)."""
-
-    def __init__(self, fig: Figure, runner: Side, ref: Side, results: Dict[str, FigureResult],
-                 ref_name: str, tick: Callable[[str], None]):
-        self.fig, self.runner, self.ref, self.results = fig, runner, ref, results
-        self.ref_name, self.tick = ref_name, tick
-
-    def take(self, k: int) -> List[float]:
-        self.tick(self.fig.name)
-        settle()
-        try:
-            rs = self.ref.take(k)
-        except HwtuneError as exc:
-            raise _RefFailed(exc) from None
-        settle()
-        self.results[self.ref_name].samples.extend(rs)
-        xs = self.runner.take(k)
-        res = self.results[self.fig.name]
-        res.samples.extend(xs)
-        res.ref.extend([stats.median(rs)] * len(xs))
-        res.params["reference"] = self.ref_name
-        return xs
+def _ref_samples(fig_samples: List[float], ref_samples: List[float],
+                 ends: List[int]) -> List[float]:
+    """Per figure sample, the median of its round's reference chunk."""
+    out, start = [], 0
+    for end in ends:
+        chunk = ref_samples[start:end]
+        med = stats.median(chunk) if chunk else 0.0
+        out += [med] * (min(end, len(fig_samples)) - start)
+        start = end
+    return out
 
 
 def measure_suite(suite: Suite, *, db=None, host_key: Optional[str] = None,
                   inner_hints: Optional[Dict[str, int]] = None,
-                  progress: Optional[ProgressFn] = None) -> Dict[str, FigureResult]:
-    """Measure every figure, each chunk right after a chunk of its reference
-    (suite.reference_for); returns results by name, references included.
+                  progress: Optional[ProgressFn] = None, baseline=None,
+                  record: bool = False, relative: bool = False) -> Dict[str, FigureResult]:
+    """Measure every time figure of the suite (counted ones: counted.py),
+    each in rounds with its reference kernel (suite.reference_for), sampled
+    until decided against `baseline` (a Baseline; its values per round are
+    figure/reference ratios when `relative`, else the figure's own times
+    against the reference's for pairing only), or with record=True until
+    precise enough to record. Results by name, references included.
     inner_hints: calls per sample the baseline used, reused so both sides
     time the same loop. A figure the kernels refuse keeps its error and no
     samples; the others go on."""
+    from hwtune.check import timed
     from hwtune.native.pool import Pool, allowed_cpus
 
     hints = inner_hints or {}
-    refs = {f.name: reference_for(suite, f) for f in suite.figures}
+    figs = [f for f in suite.figures if suite.metric_of(f) == "time"]
+    refs = {f.name: reference_for(suite, f) for f in figs}
     used_refs = [r for r in suite.references if r in refs.values()]
-    kernel_figs = used_refs + [f for f in suite.figures if f.kind != "model"]
+    kernel_figs = used_refs + [f for f in figs if f.kind != "model"]
+    results: Dict[str, FigureResult] = {}
+    if not figs:
+        return results
     need = max(f.threads for f in kernel_figs)
     allowed = allowed_cpus()
     if need > len(allowed):
@@ -235,59 +249,61 @@ def measure_suite(suite: Suite, *, db=None, host_key: Optional[str] = None,
         raise UsageError(f"figure {worst.name} needs {need} threads but this process may use "
                          f"{len(allowed)} CPU{'s' if len(allowed) != 1 else ''}: lower its "
                          "threads in the suite or pass --figure to skip it")
-    results: Dict[str, FigureResult] = {}
-    for f in used_refs + suite.figures:
+    for f in used_refs + figs:
         results[f.name] = FigureResult(f.name, f.kind, dict(f.params), f.unit,
                                        f.higher_is_better)
-    plan = split(suite.samples, suite.rounds)
-    total = len(plan) * len(suite.figures)
-    done = [0]
-
-    def tick(name: str) -> None:
-        if progress:
-            progress(done[0], total, name)
-        done[0] += 1
-
+    cpus = len(allowed)
     with contextlib.ExitStack() as stack:
         pool = stack.enter_context(Pool(executors=1, threads=need, pin=True))
-        runners: Dict[str, Side] = {}
-        for f in used_refs + suite.figures:
+        ref_runners: Dict[str, Side] = {}
+        for r in used_refs:
+            side = runner_for(r, pool, suite, hints.get(r.name))
+            stack.callback(side.close)
+            ref_runners[r.name] = side
+            if side.inner is not None:
+                results[r.name].params["inner"] = side.inner
+        for i, f in enumerate(figs):
+            if progress:
+                progress(i, len(figs), f.name)
+            res = results[f.name]
             try:
-                if f.kind in ("gemm", "eltwise"):
-                    r = _kernel(f, pool, suite, hints.get(f.name))
-                elif f.kind in ("blas_gemm", "numpy_eltwise"):
-                    r = _numpy_ref(f, suite, hints.get(f.name))
-                elif f.kind == "model":
-                    r, res = _model(f, suite, db, host_key)
-                    results[f.name].params["config"] = res.config.to_json()
-                    results[f.name].params["config_source"] = res.source
-                else:
-                    r = _probe(f, pool, suite)
+                runner = runner_for(f, pool, suite, hints.get(f.name), db=db,
+                                    host_key=host_key)
             except (NativeError, UsageError) as exc:
-                if f in used_refs:
-                    raise
-                results[f.name].error = str(exc)
+                res.error = str(exc)
                 continue
-            stack.callback(r.close)
-            runners[f.name] = r
-            if r.inner is not None:
-                results[f.name].params["inner"] = r.inner
-        # Every figure's turns, the order rotated each round (interleave())
-        # so that no figure always runs right after the same neighbour
-        # (cache and clock state carry over). A figure that failed to start
-        # has no turns; its share of the progress is done.
-        figs = [f for f in suite.figures if f.name in runners]
-        done[0] += len(plan) * (len(suite.figures) - len(figs))
-        turns = [_Turn(f, runners[f.name], runners[refs[f.name].name], results,
-                       refs[f.name].name, tick) for f in figs]
-        try:
-            got = interleave(turns, FixedSampling(suite.samples, rounds=len(plan)))
-        except _RefFailed as exc:
-            raise exc.exc from None
-        for f, m in zip(figs, got):
-            if m.status != OK:
-                results[f.name].error = m.note
+            res.params.update({k: f.params[k] for k in ("config", "config_source")
+                               if k in f.params})
+            stack.callback(runner.close)
+            if runner.inner is not None:
+                res.params["inner"] = runner.inner
+            ref = refs[f.name]
+            single = f.kind != "model" and f.threads == 1
+            partner = WindowedSide(ref_runners[ref.name], single_thread=ref.threads == 1,
+                                   cpus=cpus)
+            figure = WindowedSide(runner, single_thread=single, cpus=cpus)
+            base = None
+            if baseline is not None and not record:
+                old = baseline.figures.get(f.name)
+                if old is None or not old.samples or old.metric != "time" or \
+                        len(old.ref) != len(old.samples):
+                    base = None
+                else:
+                    from hwtune.check.timed import baseline_values
+                    base = baseline_values(old.samples, old.ref, old.params,
+                                           absolute=not relative)
+            got = timed.sample(suite, partner, figure, base=base,
+                               record=record or base is None, absolute=not relative)
+            if got.errors[0]:
+                raise UsageError(f"reference kernel {ref.name} failed: {got.errors[0]}")
+            res.samples = list(got.b)
+            res.ref = _ref_samples(got.b, got.a, got.ends)
+            res.params["reference"] = ref.name
+            res.params.update(got.info())
+            results[ref.name].samples.extend(got.a)
+            res.decision = got.decision if base is not None else None
+            if got.errors[1]:
+                res.error = got.errors[1]
     if progress:
-        progress(total, total, "")
+        progress(len(figs), len(figs), "")
     return results
-

@@ -15,7 +15,9 @@ from hwtune.errors import UsageError
 # Figure kinds and the parameters each takes (name: (type, default; None = required)).
 KINDS: Dict[str, Dict[str, Tuple[type, Any]]] = {
     "gemm": {"M": (int, None), "K": (int, None), "N": (int, None), "threads": (int, 1)},
-    "eltwise": {"op": (str, None), "n": (int, None), "threads": (int, 1)},
+    # regions: the n elements as that many fork-join regions (same work,
+    # more synchronisation: what only the time metric sees).
+    "eltwise": {"op": (str, None), "n": (int, None), "threads": (int, 1), "regions": (int, 1)},
     "fma_peak": {"threads": (int, 1)},
     "triad": {"n": (int, None), "threads": (int, 1)},
     "model": {"model": (str, None), "vars": (dict, {}), "iterations_per_sample": (int, 1)},
@@ -36,6 +38,11 @@ FAMILY = {"gemm": "compute", "blas_gemm": "compute", "fma_peak": "compute", "mod
 RATE_KINDS = ("fma_peak", "triad")
 DEFAULT_SUITE = Path("configs") / "ci.toml"
 NUMPY_OPS = ("add", "mul")
+METRICS = ("time", "cycles", "instructions", "estimated-cycles")
+# Kinds whose work can be counted: the kernels' own functions are the
+# counted region (hwtune.check.count.TOGGLES); a model's ops run inside the
+# engine's fork-joins and schedulers, whose waits no count can separate.
+COUNTABLE = ("gemm", "eltwise")
 
 
 @dataclass(frozen=True)
@@ -43,6 +50,7 @@ class Figure:
     name: str
     kind: str
     params: Dict[str, Any]
+    metric: Optional[str] = None   # None: the suite's
 
     @property
     def higher_is_better(self) -> bool:
@@ -57,7 +65,10 @@ class Figure:
         return int(self.params.get("threads", 1))
 
     def to_json(self) -> Dict[str, Any]:
-        return {"name": self.name, "kind": self.kind, "params": dict(self.params)}
+        out = {"name": self.name, "kind": self.kind, "params": dict(self.params)}
+        if self.metric:
+            out["metric"] = self.metric
+        return out
 
 
 @dataclass(frozen=True)
@@ -66,8 +77,16 @@ class Suite:
     path: Optional[str]
     figures: List[Figure]
     references: List[Figure]
-    samples: int = 15            # per figure and run
-    rounds: int = 5              # interleaving rounds the samples are split over
+    metric: str = "time"         # figures without their own metric
+    # Sequential sampling of time figures (hwtune.check.sequential): rounds
+    # of `chunk` samples per side until the test decides, the first look
+    # after min_rounds, at most max_rounds or max_seconds per figure.
+    min_rounds: int = 8
+    max_rounds: int = 400
+    max_seconds: float = 60.0
+    chunk: int = 3
+    count_reps: int = 3           # calls per counted figure
+    count_threshold: float = 0.01  # counted figures: change that fails
     sample_seconds: float = 0.01  # target length of one sample (kernels)
     # Each sample is the best (shortest time, highest rate) of this many
     # back-to-back timed runs of sample_seconds / best_of each.
@@ -88,16 +107,66 @@ class Suite:
                              f"{', '.join(sorted(known))}")
         return replace(self, figures=[f for f in self.figures if f.name in names])
 
+    def metric_of(self, fig: Figure) -> str:
+        return fig.metric or self.metric
+
+    def settings(self) -> Dict[str, Any]:
+        """What a measuring worker needs to take a figure's samples."""
+        return {"sample_seconds": self.sample_seconds, "best_of": self.best_of,
+                "warmup": self.warmup, "isa": self.isa}
+
     def to_json(self) -> Dict[str, Any]:
         th = self.thresholds
-        return {"name": self.name, "path": self.path, "samples": self.samples,
-                "rounds": self.rounds, "sample_seconds": self.sample_seconds,
+        return {"name": self.name, "path": self.path, "metric": self.metric,
+                "min_rounds": self.min_rounds, "max_rounds": self.max_rounds,
+                "max_seconds": self.max_seconds, "chunk": self.chunk,
+                "count_reps": self.count_reps, "count_threshold": self.count_threshold,
+                "sample_seconds": self.sample_seconds,
                 "best_of": self.best_of,
                 "warmup": self.warmup, "isa": self.isa, "relative": self.relative,
                 "thresholds": {"alpha": th.alpha, "min_effect": th.min_effect,
                                "level": th.level, "large_effect": self.large_effect},
                 "references": [r.to_json() for r in self.references],
                 "figures": [f.to_json() for f in self.figures]}
+
+
+def check_metric(metric, kind: str, where: str) -> None:
+    if metric not in METRICS:
+        raise UsageError(f"{where} must be one of {', '.join(METRICS)}, got {metric!r}")
+    if metric != "time" and kind not in COUNTABLE:
+        raise UsageError(f"{where}: a {kind} figure can only be timed (metric {metric!r} "
+                         f"counts the kernels of {' and '.join(COUNTABLE)} figures)")
+
+
+def check_sampling(suite: "Suite", where=lambda k: k) -> None:
+    """The sequential-sampling settings are usable (UsageError names the key)."""
+    if not 3 <= suite.min_rounds <= 1000:
+        raise UsageError(f"{where('suite.min_rounds')} must be in 3..1000, got "
+                         f"{suite.min_rounds}")
+    if not suite.min_rounds <= suite.max_rounds <= 100000:
+        raise UsageError(f"{where('suite.max_rounds')} must be in min_rounds "
+                         f"({suite.min_rounds})..100000, got {suite.max_rounds}")
+    if not 0 < suite.max_seconds <= 3600:
+        raise UsageError(f"{where('suite.max_seconds')} must be in (0, 3600], got "
+                         f"{suite.max_seconds}")
+    if not 1 <= suite.chunk <= 100:
+        raise UsageError(f"{where('suite.chunk')} must be in 1..100, got {suite.chunk}")
+    if not 1 <= suite.count_reps <= 1000:
+        raise UsageError(f"{where('suite.count_reps')} must be in 1..1000, got "
+                         f"{suite.count_reps}")
+    if not 0 <= suite.count_threshold < 1:
+        raise UsageError(f"{where('thresholds.count_threshold')} must be in [0, 1), got "
+                         f"{suite.count_threshold}")
+    for f in suite.figures:
+        check_metric(suite.metric_of(f), f.kind, f"figure {f.name}: metric")
+
+
+def suite_from_settings(settings: Mapping[str, Any], fig: Figure) -> "Suite":
+    """A one-figure suite with a worker's sampling settings (Suite.settings())."""
+    return Suite(name="worker", path=None, figures=[fig], references=[],
+                 sample_seconds=float(settings["sample_seconds"]),
+                 best_of=int(settings["best_of"]), warmup=int(settings["warmup"]),
+                 isa=settings.get("isa"))
 
 
 def _where(path: Optional[str], key: str) -> str:
@@ -153,11 +222,14 @@ def parse_figure(raw: Any, where: str, base_dir: Optional[Path]) -> Figure:
     if kind not in KINDS:
         raise UsageError(f"{where}.kind must be one of {', '.join(KINDS)}, got {kind!r}")
     spec = KINDS[kind]
-    extra = sorted(set(raw) - set(spec) - {"kind", "name"})
+    extra = sorted(set(raw) - set(spec) - {"kind", "name", "metric"})
     if extra:
         raise UsageError(f"{where}: unknown key{'s' if len(extra) > 1 else ''} "
                          f"{', '.join(extra)} for kind {kind!r} (allowed: "
-                         f"{', '.join(['name', *spec])})")
+                         f"{', '.join(['name', 'metric', *spec])})")
+    metric = raw.get("metric")
+    if metric is not None:
+        check_metric(metric, kind, f"{where}.metric")
     params = {}
     for key, (typ, default) in spec.items():
         if key not in raw:
@@ -193,7 +265,7 @@ def parse_figure(raw: Any, where: str, base_dir: Optional[Path]) -> Figure:
     name = raw.get("name", default_name(kind, params))
     if not isinstance(name, str) or not name.strip():
         raise UsageError(f"{where}.name must be a non-empty string, got {name!r}")
-    return Figure(name.strip(), kind, params)
+    return Figure(name.strip(), kind, params, metric)
 
 
 def parse_suite(doc: Mapping[str, Any], path: Optional[str] = None) -> Suite:
@@ -209,10 +281,16 @@ def parse_suite(doc: Mapping[str, Any], path: Optional[str] = None) -> Suite:
     for sec, table in (("suite", s), ("thresholds", th)):
         if not isinstance(table, Mapping):
             raise UsageError(f"{_where(path, sec)} must be a table")
-    suite_keys = {"name": str, "samples": int, "rounds": int, "sample_seconds": float,
-                  "best_of": int,
+    if "samples" in s or "rounds" in s:
+        raise UsageError(f"{_where(path, 'suite')}: samples and rounds are gone: time figures "
+                         "are sampled until the test decides (set min_rounds, max_rounds, "
+                         "max_seconds, chunk instead; see docs/check.md)")
+    suite_keys = {"name": str, "metric": str, "min_rounds": int, "max_rounds": int,
+                  "max_seconds": float, "chunk": int, "count_reps": int,
+                  "sample_seconds": float, "best_of": int,
                   "warmup": int, "isa": str, "relative": bool}
-    th_keys = {"alpha": float, "min_effect": float, "level": float, "large_effect": float}
+    th_keys = {"alpha": float, "min_effect": float, "level": float, "large_effect": float,
+               "count_threshold": float}
     for sec, table, keys in (("suite", s, suite_keys), ("thresholds", th, th_keys)):
         bad = sorted(set(table) - set(keys))
         if bad:
@@ -252,20 +330,19 @@ def parse_suite(doc: Mapping[str, Any], path: Optional[str] = None) -> Suite:
         raise UsageError(f"{_where(path, 'reference')}: reference names must be distinct from "
                          f"each other and from figures ({', '.join(clash) or 'duplicate'})")
     try:
-        thresholds = Thresholds(**{k: v for k, v in tvals.items() if k != "large_effect"}
-                                ).validate()
+        thresholds = Thresholds(**{k: v for k, v in tvals.items()
+                                   if k not in ("large_effect", "count_threshold")}).validate()
     except ValueError as exc:
         raise UsageError(f"{_where(path, 'thresholds')}: {exc}") from None
+    if "metric" in vals:
+        if vals["metric"] not in METRICS:
+            raise UsageError(f"{_where(path, 'suite.metric')} must be one of "
+                             f"{', '.join(METRICS)}, got {vals['metric']!r}")
+    extra_th = {k: tvals[k] for k in ("large_effect", "count_threshold") if k in tvals}
     suite = Suite(name=vals.get("name", Path(path).stem if path else "suite"), path=path,
                   figures=figures, references=references, thresholds=thresholds,
-                  **{k: v for k, v in vals.items() if k != "name"},
-                  **({"large_effect": tvals["large_effect"]} if "large_effect" in tvals else {}))
-    if suite.samples < 3 or suite.samples > 10000:
-        raise UsageError(f"{_where(path, 'suite.samples')} must be in 3..10000, got "
-                         f"{suite.samples}")
-    if not 1 <= suite.rounds <= suite.samples:
-        raise UsageError(f"{_where(path, 'suite.rounds')} must be in 1..samples "
-                         f"({suite.samples}), got {suite.rounds}")
+                  **{k: v for k, v in vals.items() if k != "name"}, **extra_th)
+    check_sampling(suite, lambda key: _where(path, key))
     if not 1 <= suite.best_of <= 100:
         raise UsageError(f"{_where(path, 'suite.best_of')} must be in 1..100, got "
                          f"{suite.best_of}")

@@ -29,6 +29,12 @@ _i, _l, _d = ctypes.c_int, ctypes.c_long, ctypes.c_double
 
 lib.hwt_now.argtypes = []
 lib.hwt_now.restype = _d
+lib.hwt_count_marks.argtypes = []
+lib.hwt_count_marks.restype = _i
+lib.hwt_count_begin.argtypes = []
+lib.hwt_count_begin.restype = None
+lib.hwt_count_end.argtypes = [ctypes.c_char_p]
+lib.hwt_count_end.restype = None
 lib.hwt_bench_gemm.argtypes = [_P, _i, _i, _i, _i, _i, _i, _i, _i, _dp]
 lib.hwt_bench_gemm.restype = _i
 lib.hwt_bench_eltwise.argtypes = [_P, _i, _i, _l, _i, _i, _i, _i, _i, _dp]
@@ -55,6 +61,22 @@ def _probe(name: str):
 def now() -> float:
     """The monotonic clock the C loops use, in seconds."""
     return lib.hwt_now()
+
+
+def count_marks() -> int:
+    """0: built without valgrind's header (no counting marks); 1: marks
+    built in; 2: marks built in and running under valgrind."""
+    return int(lib.hwt_count_marks())
+
+
+def count_begin() -> None:
+    """Under callgrind: start instrumenting, counts zeroed."""
+    lib.hwt_count_begin()
+
+
+def count_end(name: str) -> None:
+    """Under callgrind: dump the counts since count_begin() as `name`, stop."""
+    lib.hwt_count_end(name.encode())
 
 
 def _threads(pool: Pool, threads) -> int:

@@ -44,6 +44,29 @@ def change(o) -> str:
     return "-" if v is None or v.ratio is None else f"{v.ratio - 1:+.1%}"
 
 
+SHORT_METRIC = {"time": "time", "instructions": "instr", "cycles": "cycles",
+                "estimated-cycles": "est-cyc"}
+
+
+def decided_by(o, long: bool = False) -> str:
+    """Which metric decided and how much it took: rounds of samples (time)
+    or counted calls (counts)."""
+    d = o.samples_taken if hasattr(o, "samples_taken") else {}
+    metric = d.get("metric", "time")
+    if metric == "time":
+        n = d.get("rounds")
+        if not n:
+            return metric
+        return (f"time, {n} rounds ({d.get('samples')} samples)" if long
+                else f"time {n}r")
+    calls = d.get("calls")
+    name = metric if long else SHORT_METRIC.get(metric, metric)
+    if not calls:
+        return name
+    return (f"{metric} ({d.get('counter')}, {calls:g} calls)" if long
+            else f"{name} {calls:g}c")
+
+
 def pct(x: Optional[float]) -> str:
     return "-" if x is None else f"{x:.1%}"
 

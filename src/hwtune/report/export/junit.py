@@ -70,8 +70,11 @@ def _details(o) -> str:
              f"{verdicts.value(verdicts.med(o.current), o.unit)} "
              f"(n={len(o.current.samples) if o.current else 0})"]
     if v is not None and v.ratio is not None:
-        lines.append(f"cost ratio {v.ratio:.4f}, CI {v.ci[0]:.4f}-{v.ci[1]:.4f}, "
-                     f"p={v.p:.3g}, noise floor {v.noise:.2%}")
+        lines.append(f"cost ratio {v.ratio:.4f}"
+                     + (f", CI {v.ci[0]:.4f}-{v.ci[1]:.4f}" if v.ci else "")
+                     + (f", p={v.p:.3g}" if v.p is not None else "")
+                     + (f", noise floor {v.noise:.2%}" if v.noise is not None else ""))
+    lines.append(f"decided by {verdicts.decided_by(o, long=True)}")
     return "\n".join(lines)
 
 

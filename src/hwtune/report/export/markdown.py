@@ -205,10 +205,10 @@ def check(r) -> str:
         rows.append([f"`{o.name}`", verdicts.value(verdicts.med(o.baseline), o.unit),
                      verdicts.value(verdicts.med(o.current), o.unit), verdicts.change(o),
                      "-" if v is None or v.ci is None else f"{v.ci[0]:.3f}-{v.ci[1]:.3f}",
-                     verdicts.p_value(o), verdicts.pct(v.noise if v else None), verdict])
+                     verdicts.p_value(o), verdicts.decided_by(o, long=True), verdict])
     out += table(["figure", "baseline", "current",
-                  "change vs reference" if r.relative else "change", "95% CI of ratio", "p",
-                  "noise", "verdict"], rows, left=(7,))
+                  "change vs reference" if r.relative else "change", "CI of ratio", "p",
+                  "decided by", "verdict"], rows, left=(6, 7))
     notes = [f"- `{_cell(o.name)}`: {_cell(o.reason)}" for o in r.outcomes
              if o.status in verdicts.EXPLAINED]
     notes += [f"- {_cell(n)}" for n in r.notices]

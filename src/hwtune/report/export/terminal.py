@@ -398,20 +398,22 @@ def print_check(console: Console, r) -> None:
     # shown beside it.
     t.add_column("rel chg" if r.relative else "change", justify="right", no_wrap=True)
     t.add_column("p", justify="right", no_wrap=True)
-    t.add_column("noise", justify="right", no_wrap=True)
+    # What decided: "time 40r" (rounds of samples) or "est-cyc 3c" (calls counted).
+    t.add_column("by", justify="right", no_wrap=True)
     t.add_column("verdict", no_wrap=True, min_width=11)
     for o in r.outcomes:
         style = {"regression": "bold red", "error": "bold red", "undecidable": "yellow",
                  "warn": "yellow", "new": "yellow", "improvement": "green"}.get(o.status)
         t.add_row(o.name, verdicts.value(verdicts.med(o.baseline), o.unit),
                   verdicts.value(verdicts.med(o.current), o.unit), verdicts.change(o),
-                  verdicts.p_value(o), verdicts.pct0(o.verdict.noise if o.verdict else None),
+                  verdicts.p_value(o), verdicts.decided_by(o),
                   verdicts.ICON[o.status], style=style)
     console.print(t)
-    console.print(f"thresholds: alpha {th.alpha:g} (one-sided Mann-Whitney U), min effect "
+    console.print(f"thresholds: time alpha {th.alpha:g} (group-sequential), min effect "
                   f"{th.min_effect:.0%}" + (f", fail at {r.suite.large_effect:.0%} "
                                             "(record-or-report)"
                                             if r.mode == "record-or-report" else "")
+                  + f"; counts {r.suite.count_threshold:.1%}"
                   + (f"; host noise floor {r.noise_floor:.1%}" if r.noise_floor is not None
                      else ""), highlight=False)
     if r.baseline_info:
@@ -427,7 +429,8 @@ def print_check(console: Console, r) -> None:
         console.print(f"note: {n}", highlight=False, markup=False)
     if r.status == "undecidable":
         console.print("the machine was too noisy (or figures lack a baseline) to decide: rerun "
-                      "on a quieter machine, raise suite.samples, or use --relative",
+                      "on a quieter machine, raise --max-seconds, count the kernel figures "
+                      "(--metric estimated-cycles), or pass --undecidable-ok (exit 0)",
                       highlight=False)
 
 

@@ -1,0 +1,77 @@
+"""Run counted figures' work: `python -m hwtune.check.count SPEC OUT`.
+
+`hwtune check` starts this program under valgrind's callgrind (metrics
+instructions and estimated-cycles where the machine has no hardware
+counters) or on its own (perf_event_open counters), with the interpreter of
+the build being measured. SPEC (JSON) lists the figures; each figure's
+`reps` calls run between hwt_count_begin() and hwt_count_end(name), so
+callgrind writes one dump per figure and counts nothing else (the
+`--toggle-collect` functions of counting.TOGGLES limit it further to the
+kernels' own work). OUT receives, per figure, the calls made and, with
+perf counters, the counts.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Callable, Dict
+
+# The functions whose calls are counted, per figure kind: the kernels' own
+# work. The fork-join around them spins for as long as the other thread
+# takes (under valgrind: however the scheduler interleaves them), so it is
+# left out; a regression there shows in time, not in counts.
+TOGGLES = {"gemm": "hwt_gemm_run_part", "eltwise": "hwt_eltwise_run_part"}
+
+
+def work(fig: Dict[str, Any], pool, isa, reps: int) -> Callable[[], object]:
+    """One call runs the figure's kernel `reps` times (fresh operands are
+    allocated and filled first, outside the counted functions)."""
+    from hwtune.native import bench
+    p = fig["params"]
+    if fig["kind"] == "gemm":
+        return lambda: bench.gemm_samples(pool, p["threads"], p["M"], p["K"], p["N"], isa=isa,
+                                          warmup=0, reps=reps, inner=1)
+    if fig["kind"] == "eltwise":
+        regions = int(p.get("regions", 1))
+        n = p["n"] // regions
+        return lambda: bench.eltwise_samples(pool, p["threads"], p["op"], n, isa=isa,
+                                             warmup=0, reps=reps, inner=regions)
+    raise ValueError(f"figure kind {fig['kind']!r} cannot be counted")
+
+
+def main(argv=None) -> int:
+    from hwtune.native import bench
+    from hwtune.native.pool import Pool
+
+    spec_path, out_path = (argv or sys.argv[1:])[:2]
+    with open(spec_path, encoding="utf-8") as f:
+        spec = json.load(f)
+    reps, metric, isa = int(spec["reps"]), spec["metric"], spec.get("isa")
+    out: Dict[str, Any] = {"marks": bench.count_marks(), "figures": {}}
+    for fig in spec["figures"]:
+        threads = int(fig["params"].get("threads", 1))
+        regions = int(fig["params"].get("regions", 1))
+        with Pool(executors=1, threads=threads, pin=False) as pool:
+            run = work(fig, pool, isa, reps)
+            if metric in ("cycles", "instructions") and spec.get("counter") == "perf":
+                from hwtune.measure.counting import ThreadCounters
+                run()  # warm: pages, caches, the pool's threads awake
+                ctr = ThreadCounters(metric)
+                try:
+                    got = ctr.count(run)
+                finally:
+                    ctr.close()
+                out["figures"][fig["name"]] = {"calls": reps, "counts": {metric: got}}
+            else:
+                bench.count_begin()
+                run()
+                bench.count_end(fig["name"])
+                out["figures"][fig["name"]] = {"calls": reps}
+    with open(out_path, "w", encoding="utf-8") as f:
+        json.dump(out, f)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
