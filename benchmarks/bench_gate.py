@@ -1,44 +1,45 @@
-"""Measure the `hwtune check` gate itself on this machine: its false-positive
-rate over A/A comparisons and its detection rate of a real 10% slowdown over
-A/B comparisons, with the default suite's samples, rounds and thresholds.
+"""Measure the `hwtune check` gate itself on this machine, per metric: its
+false-positive rate over A/A comparisons, its detection rate of a real 10%
+slowdown over A/B comparisons, how often it stays undecidable, and the
+seconds it spends per figure.
 
-Runs of suite A (the unchanged figures) and suite B (the same figures doing
-10% more work: GEMM with K x 1.1, element-wise over n x 1.1 elements, i.e. a
-real 10% longer computation, not a scaled number) alternate in time, so load
-from other users drifts over both alike. Comparison i of the A/A set is
-run A[i] (baseline) vs run A[i+1] (current); of the A/B set, A[i] vs B[i].
-Each comparison goes through the gate's own measurement (measure_suite),
-decision (gate.decide) and confirmation (gate.confirm: a figure that looks
-regressed is measured again, after all runs, and must look regressed again),
-in absolute and in relative mode; a comparison counts as flagged when any
-figure is a regression.
+Suite B is suite A with 10% more work (GEMM with K x 1.1, element-wise over
+n x 1.1 elements: a real longer computation, not a scaled number).
 
-    python benchmarks/bench_gate.py              # 30 A/A + 30 A/B, ~3-5 min
-    python benchmarks/bench_gate.py --pairs 10   # quicker look
+- time: each comparison records a baseline of A the way `hwtune check
+  --update-baseline` does (sequential sampling until precise enough), then
+  samples A (A/A) and B (A/B) against it until the sequential test decides
+  or the suite's max_seconds pass, exactly as `hwtune check` does.
+- counts (estimated-cycles, or --metric): A counted twice and B once per
+  comparison, in separate processes under valgrind as `hwtune check` does.
+- fork-join: the same element-wise work as 64x as many fork-join regions
+  (regions = 64): counts see nothing, time must catch it.
+
+    python benchmarks/bench_gate.py --pairs 30            # the issue's figures (long)
+    python benchmarks/bench_gate.py --pairs 3 --what counts,forkjoin
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from dataclasses import replace
 from pathlib import Path
 
 from hwtune.check.baseline import Baseline
-from hwtune.check.gate import confirm, decide
+from hwtune.check.counted import compare_counts, count_figures
 from hwtune.check.measure import measure_suite
 from hwtune.check.suite import Figure, load_suite
 from hwtune.measure import clock
-from hwtune.measure.stats import median
 
 ROOT = Path(__file__).resolve().parent.parent
 # The real slowdown of suite B: 10% more work per call.
 SLOWDOWN = 1.10
-# Fast figures of the default suite: one compute-bound (GEMM) and one
-# memory-bound (element-wise) kernel keep a run near 3 s here.
+# One compute-bound (GEMM) and one memory-bound (element-wise) kernel.
 FIGURES = ("gemm-64x512x512-t1", "eltwise-mul-n262144-t1")
+# Fork-join regions of the time-only regression (same elements in total).
+REGIONS = 64
 
 
 def slower(f: Figure) -> Figure:
@@ -52,77 +53,120 @@ def slower(f: Figure) -> Figure:
     return replace(f, params=p)  # same name: compared against A's figure
 
 
-def flagged(suite, base, cur, relative: bool, hints):
-    """The gate's decision, confirmation re-measurement included (it runs
-    only for figures that look regressed, on the suite that produced cur)."""
-    b = Baseline("h", suite.name, base)
-    outs = decide(suite, cur, b, relative=relative)
-    outs = confirm(suite, outs, b, relative=relative, mode="gate",
-                   measure=lambda sub: measure_suite(sub, inner_hints=hints))
-    return any(o.status == "regression" for o in outs), outs
+def load1() -> float:
+    with open("/proc/loadavg") as f:
+        return float(f.read().split()[0])
+
+
+def timed(suite_a, suite_b, pairs: int) -> dict:
+    """A/A and A/B outcomes per figure through the gate's own sampling."""
+    out = {"aa": [], "ab": [], "seconds": []}
+    for i in range(pairs):
+        rec = measure_suite(suite_a, record=True)
+        base = Baseline("h", suite_a.name, rec)
+        hints = base.inner_hints()
+        for key, suite in (("aa", suite_a), ("ab", suite_b)):
+            watch = clock.Stopwatch()
+            got = measure_suite(suite, inner_hints=hints, baseline=base)
+            out["seconds"].append(watch.elapsed() / len(suite.figures))
+            out[key].append({n: (r.decision.status if r.decision else "error",
+                                 r.decision.ratio if r.decision else None,
+                                 r.params.get("rounds")) for n, r in got.items()
+                             if n in FIGURES or n.startswith("ew-")})
+        print(f"\rtime: pair {i + 1}/{pairs}", end="", file=sys.stderr, flush=True)
+    print(file=sys.stderr)
+    return out
+
+
+def summary(label: str, rows, goal: str) -> dict:
+    flat = [st for r in rows for (st, _, _) in r.values()]
+    counts = {s: flat.count(s) for s in sorted(set(flat))}
+    print(f"  {label}: {counts} over {len(flat)} figure comparisons ({goal})")
+    return counts
+
+
+def counts(suite_a, suite_b, pairs: int, metric: str) -> dict:
+    figs_a = [replace(f, metric=metric) for f in suite_a.figures]
+    figs_b = [replace(f, metric=metric) for f in suite_b.figures]
+    out = {"aa": [], "ab": [], "seconds": []}
+    for i in range(pairs):
+        watch = clock.Stopwatch()
+        a1 = count_figures(figs_a, metric, suite_a)
+        out["seconds"].append(watch.elapsed() / len(figs_a))
+        a2 = count_figures(figs_a, metric, suite_a)
+        b = count_figures(figs_b, metric, suite_b)
+        for key, cur in (("aa", a2), ("ab", b)):
+            row = {}
+            for n in a1:
+                st, ratio, _ = compare_counts(cur[n], a1[n], suite_a.count_threshold)
+                row[n] = (st, ratio, 1)
+            out[key].append(row)
+        print(f"\rcounts: pair {i + 1}/{pairs}", end="", file=sys.stderr, flush=True)
+    print(file=sys.stderr)
+    return out
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--suite", default=str(ROOT / "configs" / "ci.toml"))
     ap.add_argument("--pairs", type=int, default=30, help="A/A and A/B comparisons each")
+    ap.add_argument("--metric", default="estimated-cycles",
+                    help="the counting metric (instructions, cycles, estimated-cycles)")
+    ap.add_argument("--what", default="time,counts,forkjoin",
+                    help="comma-separated: time, counts, forkjoin")
+    ap.add_argument("--max-seconds", type=float, default=None,
+                    help="cap per time figure (default: the suite's)")
     ap.add_argument("--json", dest="json_path", default=None, help="write raw results here")
     args = ap.parse_args(argv)
+    what = set(args.what.split(","))
 
     full = load_suite(args.suite)
-    suite_a = full.select(list(FIGURES))
+    if args.max_seconds:
+        full = replace(full, max_seconds=args.max_seconds)
+    base_figs = [replace(f, metric="time") for f in full.select(list(FIGURES)).figures]
+    suite_a = replace(full.select(list(FIGURES)), figures=base_figs, metric="time")
     suite_b = replace(suite_a, figures=[slower(f) for f in suite_a.figures])
-    print(f"suite {full.name}: {suite_a.samples} samples (each best of {suite_a.best_of}) in "
-          f"{suite_a.rounds} rounds per figure, "
-          f"alpha {full.thresholds.alpha}, min effect {full.thresholds.min_effect:.0%}; "
-          f"figures {', '.join(FIGURES)}; B = A with {SLOWDOWN - 1:.0%} more work", flush=True)
-    runs_a, runs_b = [], []
+    from hwtune import machine
+    from hwtune.native.isa import selected_isa
+    fp = machine.fingerprint()
+    print(f"{fp.get('cpu_model')} ({selected_isa()}), load average {load1():.1f}; "
+          f"alpha {full.thresholds.alpha}, min effect {full.thresholds.min_effect:.0%}, "
+          f"max {full.max_seconds:.0f} s per time figure, count threshold "
+          f"{full.count_threshold:.1%}; B = A with {SLOWDOWN - 1:.0%} more work", flush=True)
+    results = {}
     watch = clock.Stopwatch()
-    hints = None
-    for i in range(args.pairs + 1):
-        ra = measure_suite(suite_a, inner_hints=hints)
-        # Both sides time the same calls per sample, as a check run reuses
-        # the baseline's (measure_suite's inner_hints).
-        hints = hints or {n: r.params["inner"] for n, r in ra.items() if "inner" in r.params}
-        runs_a.append(ra)
-        if i < args.pairs:
-            runs_b.append(measure_suite(suite_b, inner_hints=hints))
-        print(f"\rrun {i + 1}/{args.pairs + 1} ({watch.elapsed():.0f} s)", end="",
-              file=sys.stderr, flush=True)
-    print(file=sys.stderr)
-
-    table = {}
-    for relative in (False, True):
-        mode = "relative" if relative else "absolute"
-        # Confirmation measures the current side's suite again, now.
-        aa = [flagged(suite_a, runs_a[i], runs_a[i + 1], relative, hints)
-              for i in range(args.pairs)]
-        ab = [flagged(suite_b, runs_a[i], runs_b[i], relative, hints)
-              for i in range(args.pairs)]
-        fp = sum(f for f, _ in aa)
-        tp = sum(f for f, _ in ab)
-        undec_aa = sum(any(o.status == "undecidable" for o in outs) for _, outs in aa)
-        undec_ab = sum(any(o.status == "undecidable" for o in outs) for _, outs in ab)
-        table[mode] = {"false_positives": fp, "aa": len(aa), "detected": tp, "ab": len(ab),
-                       "undecidable_aa": undec_aa, "undecidable_ab": undec_ab}
-        print(f"{mode:9s} A/A false positives {fp}/{len(aa)} (goal <= 1/30), "
-              f"A/B detected {tp}/{len(ab)} (goal >= 29/30); undecidable A/A {undec_aa}, "
-              f"A/B {undec_ab}")
-    # The slowdown B really had, and the A/A drift, per figure (absolute).
-    for name in FIGURES:
-        ab = [median(runs_b[i][name].samples) / median(runs_a[i][name].samples)
-              for i in range(args.pairs)]
-        aa = [median(runs_a[i + 1][name].samples) / median(runs_a[i][name].samples)
-              for i in range(args.pairs)]
-        print(f"  {name}: B/A median ratio {median(ab):.3f} (min {min(ab):.3f}); "
-              f"A/A ratio range {min(aa):.3f}-{max(aa):.3f}")
+    if "time" in what:
+        r = timed(suite_a, suite_b, args.pairs)
+        print(f"time (load average {load1():.1f}):")
+        r["aa_counts"] = summary("A/A", r["aa"], "goal: <= 1/30 regression, <= 3/30 undecidable")
+        r["ab_counts"] = summary("A/B", r["ab"], "goal: >= 27/30 regression")
+        print(f"  seconds per figure: mean {sum(r['seconds']) / len(r['seconds']):.1f} "
+              f"(goal <= 60)")
+        results["time"] = r
+    if "counts" in what:
+        r = counts(suite_a, suite_b, args.pairs, args.metric)
+        print(f"{args.metric} (load average {load1():.1f}):")
+        r["aa_counts"] = summary("A/A", r["aa"], "goal: identical or within 0.1%")
+        r["ab_counts"] = summary("A/B", r["ab"], "goal: 30/30 regression")
+        worst = max(abs(ratio - 1) for row in r["aa"] for (_, ratio, _) in row.values())
+        print(f"  largest A/A change {worst:.4%}; seconds per figure: mean "
+              f"{sum(r['seconds']) / len(r['seconds']):.1f} (goal <= 30)")
+        results["counts"] = r
+    if "forkjoin" in what:
+        ew = replace(suite_a.figures[1], name="ew-t2", params=dict(
+            suite_a.figures[1].params, threads=2))
+        one = replace(suite_a, figures=[ew])
+        many = replace(one, figures=[replace(ew, params=dict(ew.params, regions=REGIONS))])
+        t = timed(one, many, max(1, args.pairs // 3))
+        c = counts(one, many, 1, args.metric)
+        print(f"fork-join x{REGIONS}, same work (load average {load1():.1f}):")
+        summary("time A/B", t["ab"], "goal: regression")
+        summary(f"{args.metric} A/B", c["ab"], "counts see no change")
+        results["forkjoin"] = {"time": t, "counts": c}
     print(f"total {watch.elapsed():.0f} s")
     if args.json_path:
         with open(args.json_path, "w") as f:
-            json.dump({"rates": table,
-                       "runs_a": [{n: r.to_json() for n, r in ra.items()} for ra in runs_a],
-                       "runs_b": [{n: r.to_json() for n, r in rb.items()} for rb in runs_b]},
-                      f, allow_nan=False, default=lambda x: None if not math.isfinite(x) else x)
+            json.dump(results, f, default=str)
     return 0
 
 

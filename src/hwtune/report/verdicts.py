@@ -31,6 +31,8 @@ def value(v: Optional[float], unit: str) -> str:
             if v >= scale * 0.9995:  # 999.7 us rounds to 3 digits as 1 ms, not 1e+03 us
                 return f"{v / scale:.3g} {u}"
         return f"{v * 1e9:.3g} ns"
+    if unit == "count":  # the `by` column names what was counted
+        return f"{v:.3g}"
     return f"{v:.3g} {unit}"
 
 
