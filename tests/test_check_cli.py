@@ -8,6 +8,7 @@ shared test machine from turning either into 'undecidable'."""
 
 import json
 import shutil
+import sys
 
 import pytest
 from click.testing import CliRunner
@@ -261,6 +262,20 @@ def test_counted_figures_gate_on_an_unseen_host(tmp_path):
     base.write_text(json.dumps(doc))
     code, out = invoke(args + ["--mode", "record-or-report", "--baseline", str(base)])
     assert code == 1 and "REGRESSION" in out and "+20" in flat(out), out
+
+
+def test_against_another_build(env):
+    """--against: every figure measured in two worker processes (here the
+    same build: an A/A comparison), round by round, no baseline needed."""
+    tmp_path, args = env
+    code, out = invoke(args + ["--against", sys.executable, "--json"])
+    doc = json.loads(out)
+    assert code in (0, 3) and doc["against"] and not doc["baseline"], out
+    assert {f["name"] for f in doc["figures"]} == {"g", "e"}
+    assert all(f["status"] in ("pass", "undecidable") for f in doc["figures"]), out
+    assert all(f["decided_by"]["rounds"] >= 3 for f in doc["figures"])
+    code, out = invoke(args + ["--against", sys.executable, "--update-baseline"])
+    assert code == 2 and "--against" in out
 
 
 @pytest.mark.parametrize("content,words", [

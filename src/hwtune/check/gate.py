@@ -233,12 +233,7 @@ def measure_all(suite: Suite, *, db=None, host_key=None, baseline=None, record=F
                         inner_hints=baseline.inner_hints() if baseline else None,
                         progress=progress, baseline=baseline, record=record,
                         relative=relative)
-    by_metric: Dict[str, list] = {}
-    for f in suite.figures:
-        m = suite.metric_of(f)
-        if m != "time":
-            by_metric.setdefault(m, []).append(f)
-    for m, figs in by_metric.items():
+    for m, figs in suite.counted().items():
         if progress:
             progress(0, 1, f"counting {len(figs)} figure(s) ({m})")
         out.update(count_figures(figs, m, suite))

@@ -47,12 +47,7 @@ def measure_paired(suite: Suite, against: str, *, python: Optional[str] = None,
                 wb.close()
         finally:
             wa.close()
-    by_metric: Dict[str, list] = {}
-    for f in suite.figures:
-        m = suite.metric_of(f)
-        if m != "time":
-            by_metric.setdefault(m, []).append(f)
-    for m, figs in by_metric.items():
+    for m, figs in suite.counted().items():
         if progress:
             progress(0, 1, f"counting {len(figs)} figure(s) ({m}) in both builds")
         old.update(count_figures(figs, m, suite, python=against, label="--against"))

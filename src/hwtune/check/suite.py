@@ -110,6 +110,15 @@ class Suite:
     def metric_of(self, fig: Figure) -> str:
         return fig.metric or self.metric
 
+    def counted(self) -> Dict[str, List[Figure]]:
+        """The counted figures by metric (one counting process each)."""
+        out: Dict[str, List[Figure]] = {}
+        for f in self.figures:
+            m = self.metric_of(f)
+            if m != "time":
+                out.setdefault(m, []).append(f)
+        return out
+
     def settings(self) -> Dict[str, Any]:
         """What a measuring worker needs to take a figure's samples."""
         return {"sample_seconds": self.sample_seconds, "best_of": self.best_of,
