@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import time
 
 import numpy as np
 
@@ -31,9 +30,9 @@ from hwtune.native.engine import NativeEngine
 from hwtune.native.sched import schedulers
 from hwtune.errors import HwtuneError
 from hwtune.graph import load_model
+from hwtune.measure import clock
+from hwtune.measure.sampling import interleaved_calls
 from hwtune.native.pool import allowed_cpus
-from timing import interleaved as _interleaved
-from timing import per_call
 
 MODELS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs", "models")
 ORT_MISSING = "onnxruntime not installed: pip install onnx onnxruntime"
@@ -56,7 +55,7 @@ MODEL_MAX_S = 0.5
 
 def interleaved(fns, reps: int):
     """Median seconds per call of each fn, sampled round-robin."""
-    return _interleaved(fns, reps, sample_s=SAMPLE_S)
+    return [statistics.median(s) for s in interleaved_calls(fns, reps, sample_s=SAMPLE_S)]
 
 
 # ---------------------------------------------------------------- graphs
@@ -180,7 +179,7 @@ def section_a(ncpu: int, reps: int, lines: list):
 def _one_run_s(graph) -> float:
     with NativeEngine(graph, executors=1, threads=allowed_ncpu(), scheduler="sequential") as eng:
         eng.run()
-        return statistics.median(per_call(eng.run, 1) for _ in range(2))
+        return statistics.median(clock.per_call(eng.run, 1) for _ in range(2))
 
 
 def _fit_model(path: str):
@@ -227,7 +226,7 @@ def section_b(ncpu: int, reps: int, lines: list):
             for k, t in engine_configs(ncpu, sched):
                 with NativeEngine(graph, executors=k, threads=t, scheduler=sched) as eng:
                     eng.run()
-                    probes.append((statistics.median(per_call(eng.run, 1) for _ in range(3)),
+                    probes.append((statistics.median(clock.per_call(eng.run, 1) for _ in range(3)),
                                    k, t))
             best[sched] = min(probes)[1:]
             print("    probe " + sched + ": " +
@@ -266,7 +265,7 @@ def main(argv=None):
         ort_ver = "missing"
     print(f"hwtune engine benchmark: {ncpu} CPUs allowed, onnxruntime {ort_ver}, "
           f"{args.reps} interleaved reps, medians")
-    t0 = time.perf_counter()
+    watch = clock.Stopwatch()
     lines = []
     try:
         section_a(ncpu, args.reps, lines)
@@ -277,7 +276,7 @@ def main(argv=None):
     print("\ngoals")
     for line in lines:
         print("  " + line)
-    print(f"\ntotal {time.perf_counter() - t0:.0f} s")
+    print(f"\ntotal {watch.elapsed():.0f} s")
 
 
 if __name__ == "__main__":

@@ -52,12 +52,16 @@ def cli():
 
 def _register():
     from hwtune.cli.check_cmd import check
+    from hwtune.cli.compare_cmd import compare
+    from hwtune.cli.import_cmd import import_cmd
     from hwtune.cli.model_cmd import model
     from hwtune.cli.report_cmd import report
     from hwtune.cli.run_cmd import run
     from hwtune.cli.scan_cmd import scan
     from hwtune.cli.tune_cmd import tune_graph
     cli.add_command(check)
+    cli.add_command(compare)
+    cli.add_command(import_cmd)
     cli.add_command(model)
     cli.add_command(report)
     cli.add_command(run)

@@ -73,28 +73,14 @@ def _limits(max_tensor_bytes, max_total_bytes):
 
 
 def _load(path, overrides, max_tensor_bytes, max_total_bytes):
-    from hwtune.graph import load_model
-    return load_model(path, overrides, _limits(max_tensor_bytes, max_total_bytes))
+    """A model.json, an ONNX file or a bundled model's name."""
+    from hwtune.sources import load_any
+    return load_any(path, overrides, None, _limits(max_tensor_bytes, max_total_bytes))[0]
 
 
 def dumps_graph(doc) -> str:
-    """JSON with one input, param, op or output per line: diffable and
-    greppable even for thousands of ops."""
-    lines = ["{"]
-    keys = list(doc)
-    for k, key in enumerate(keys):
-        value = doc[key]
-        end = "," if k < len(keys) - 1 else ""
-        if isinstance(value, list) and value:
-            lines.append(f"  {json.dumps(key)}: [")
-            for i, item in enumerate(value):
-                sep = "," if i < len(value) - 1 else ""
-                lines.append(f"    {json.dumps(item)}{sep}")
-            lines.append(f"  ]{end}")
-        else:
-            lines.append(f"  {json.dumps(key)}: {json.dumps(value)}{end}")
-    lines.append("}")
-    return "\n".join(lines) + "\n"
+    from hwtune.graph.model import dump_document
+    return dump_document(doc)
 
 
 def _write(text, output):
@@ -134,7 +120,13 @@ def validate_cmd(file, overrides, max_tensor_bytes, max_total_bytes, as_json):
 def expand_cmd(file, output, overrides, max_tensor_bytes, max_total_bytes):
     """Write FILE with every repeat/if/${...} expanded: an ordinary model.json."""
     graph = _load(file, overrides, max_tensor_bytes, max_total_bytes)
-    _write(dumps_graph(graph.to_json()), output)
+    doc = graph.to_json()
+    if "weights" in doc and output not in (None, "-"):
+        # The weights file is named relative to the model: to the new file's.
+        import os
+        doc["weights"]["file"] = os.path.relpath(
+            graph.weights.path, os.path.dirname(os.path.abspath(output)))
+    _write(dumps_graph(doc), output)
 
 
 @model.command("info", epilog=example("hwtune model info configs/models/inception_small.json"))
@@ -199,3 +191,35 @@ def _register_families():
 
 
 _register_families()
+
+
+@model.command("list", epilog=example("hwtune model list"))
+@json_option
+def list_cmd(as_json):
+    """The bundled models: `hwtune run NAME` and friends take these names."""
+    from hwtune.sources import list_models
+    models = list_models()
+    if as_json:
+        click.echo(json.dumps(models, indent=2))
+        return
+    width = max(len(m["name"]) for m in models)
+    room = max(20, 100 - width - 2)  # one line each; --json has the whole text
+    for m in models:
+        text = m["description"]
+        text = text if len(text) <= room else text[:room - 3].rstrip() + "..."
+        click.echo(f"{m['name']:{width}s}  {text}")
+
+
+@model.command("export", epilog=example("hwtune model export resnet18 -o resnet18.onnx"))
+@click.argument("file")
+@click.option("-o", "--output", metavar="OUT.onnx", required=True, help="ONNX file to write.")
+@_model_options
+@_typed_errors
+def export_cmd(file, output, overrides, max_tensor_bytes, max_total_bytes):
+    """Write FILE (a model.json or a bundled model's name) as an ONNX graph
+    (opset 17) with the same weights, for ONNX Runtime and other tools."""
+    from hwtune.graph.validate import human_bytes
+    from hwtune.onnx.export import export_onnx
+    graph = _load(file, overrides, max_tensor_bytes, max_total_bytes)
+    n = export_onnx(graph, output)
+    click.echo(f"wrote {output}: {graph.name}, {len(graph.ops)} ops, {human_bytes(n)}")

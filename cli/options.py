@@ -79,3 +79,25 @@ def scheduler_option(f):
     return click.option(
         "--scheduler", default=None, metavar="NAME", cls=_SchedulerOption,
         help="a scheduler of the engine's table (default: stored config)")(f)
+
+
+def parse_shapes(ctx, param, values):
+    """click callback for repeatable --shape NAME=D0xD1x...: input shapes of
+    an ONNX model."""
+    from hwtune.errors import UsageError
+    from hwtune.sources import parse_shape
+    out = {}
+    for item in values:
+        try:
+            name, shape = parse_shape(item)
+        except UsageError as exc:
+            raise click.BadParameter(str(exc).replace("invalid --shape ", "")) from None
+        out[name] = shape
+    return out
+
+
+def shape_option(f):
+    return click.option(
+        "--shape", "shapes", multiple=True, callback=parse_shapes, metavar="NAME=DIMS",
+        help="ONNX models: the shape of an input, e.g. --shape x=1x3x224x224 (repeatable); "
+             "or size a symbolic dimension with --set NAME=N")(f)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from hwtune.cli.options import db_option, example, json_option, parse_overrides
+from hwtune.cli.options import db_option, example, json_option, parse_overrides, shape_option
 
 
 def _only(ctx, param, value):
@@ -18,7 +18,7 @@ def _only(ctx, param, value):
 
 @click.command("tune-graph", epilog=example(
     "hwtune tune-graph configs/models/lstm_medium.json --budget 300"))
-@click.argument("model", type=click.Path(dir_okay=False))
+@click.argument("model")
 @click.option("--budget", "budget_s", type=float, default=None, metavar="SECONDS",
               help="stop searching after this long (finished trials are kept; the final "
                    "comparison still runs)")
@@ -36,12 +36,15 @@ def _only(ctx, param, value):
               help="per-op thread counts: 1 per op, 2 one count per op type (its largest "
                    "instance decides)")
 @click.option("--set", "overrides", multiple=True, callback=parse_overrides, metavar="NAME=VALUE",
-              help="override a declared model var (repeatable), e.g. --set seq=5")
+              help="override a declared model var (repeatable), e.g. --set seq=5; for an "
+                   "ONNX model, size a symbolic dimension, e.g. --set batch=1")
+@shape_option
 @db_option
 @json_option
-def tune_graph(model, budget_s, trials, only, search, reps, strategy, overrides, db_path,
+def tune_graph(model, budget_s, trials, only, search, reps, strategy, overrides, shapes, db_path,
                as_json):
-    """Tune MODEL (a model.json) on this machine and store the result.
+    """Tune MODEL (a model.json, an ONNX file or a bundled model's name) on
+    this machine and store the result.
 
     Sweeps executors x threads per executor, searches the CONV template
     knobs per workload and the layouts across CONVs, hill-climbs per-op
@@ -54,14 +57,14 @@ def tune_graph(model, budget_s, trials, only, search, reps, strategy, overrides,
     from hwtune import machine
     from hwtune.db import ResultsDB
     from hwtune.engine.runner import native_engine
-    from hwtune.graph import load_model
     from hwtune.native.pool import allowed_cpus
     from hwtune.report import export
+    from hwtune.sources import load_any
     from hwtune.tuners.pipeline import TuneOptions, tune_graph as run_tuning
 
     opts = TuneOptions(budget_s=budget_s, trials=trials, only=only, search=search, reps=reps,
                        strategy=strategy).check()
-    graph = load_model(model, overrides)
+    graph, model = load_any(model, overrides, shapes)
     native_engine()
     cpus = allowed_cpus()
 

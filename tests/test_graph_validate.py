@@ -188,7 +188,7 @@ def test_param_init_checks():
     assert probs == ['params[0].init: init "constant" needs "value"']
     _, probs = problems(model(lambda d: d["params"][0].update(init="xavier")))
     assert probs == ['params[0].init: unknown init "xavier" (one of: uniform, normal, zeros, '
-                     "ones, constant)"]
+                     "ones, constant, file)"]
     _, probs = problems(model(lambda d: d["params"][0].update(low=1)))
     assert probs == ['params[0].init: "low" and "high" go together']
 

@@ -6,7 +6,8 @@
 add_executable(hwtune-run
   ${CMAKE_CURRENT_LIST_DIR}/src/hwtune_run.c
   ${CMAKE_CURRENT_LIST_DIR}/src/json.c
-  ${CMAKE_CURRENT_LIST_DIR}/src/sqlite_dyn.c)
+  ${CMAKE_CURRENT_LIST_DIR}/src/sqlite_dyn.c
+  ${CMAKE_CURRENT_LIST_DIR}/src/weights.c)
 target_compile_options(hwtune-run PRIVATE ${HWTUNE_WARN})
 target_link_libraries(hwtune-run PRIVATE hwtune ${CMAKE_DL_LIBS} m)
 # Installed next to libhwtune.so, so $ORIGIN finds the library wherever the

@@ -12,8 +12,10 @@
  * Values: params and inputs are drawn from this program's own generator
  * (splitmix64 seeded by the tensor name) with the model's init kind and
  * scale, so outputs do NOT match the Python reference's values; the work
- * done, and so the latency, is the same. Every error is one line on
- * stderr and exit status 2. */
+ * done, and so the latency, is the same. Tensors whose init is "file" (an
+ * imported model's real weights) are read from the weights file the
+ * lowered graph names (weights.c). Every error is one line on stderr and
+ * exit status 2. */
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -29,6 +31,7 @@
 #include "hwtune/graph.h"
 #include "json.h"
 #include "sqlite_dyn.h"
+#include "weights.h"
 
 /* 'HWTN': src/hwtune/db/migrations.py APPLICATION_ID. */
 #define HWTUNE_APPLICATION_ID 0x4857544E
@@ -352,13 +355,23 @@ static double number_or(const hj_value *spec, const char *key, double dflt) {
   return v && v->type == HJ_NUMBER ? v->num : dflt;
 }
 
-static void fill(float *dst, int64_t n, const hj_value *tensor, const hwt_graph *g, int t) {
+static void fill(float *dst, int64_t n, const hj_value *tensor, const hwt_graph *g, int t,
+                 hr_weights *weights) {
   const char *name = hwt_graph_tensor_name(g, t);
   uint64_t seed = 1469598103934665603ull; /* FNV-1a of the name */
   for (const char *c = name; *c; c++) seed = (seed ^ (unsigned char)*c) * 1099511628211ull;
   const hj_value *spec = hj_get(tensor, "init");
   const hj_value *kind_v = spec ? hj_get(spec, "init") : NULL;
   const char *kind = kind_v && kind_v->type == HJ_STRING ? kind_v->str : "uniform";
+  if (!strcmp(kind, "file")) {
+    char werr[512];
+    if (!weights) die("tensor %s takes its values from a weights file, but the graph names none",
+                      name);
+    if (hr_weights_read(weights, name, hwt_graph_tensor_ndim(g, t), hwt_graph_tensor_shape(g, t),
+                        dst, werr, sizeof werr))
+      die("%s", werr);
+    return;
+  }
   double scale = number_or(spec, "scale",
                            default_scale(hwt_graph_tensor_ndim(g, t), hwt_graph_tensor_shape(g, t),
                                          hwt_graph_tensor_kind(g, t) == HWT_TENSOR_PARAM));
@@ -526,6 +539,14 @@ int main(int argc, char **argv) {
 
   hwt_engine *e;
   if (hwt_engine_create(g, &cfg, &e, err, sizeof err) < 0) die("engine: %s", err);
+  /* An imported model's real weights (lowered "weights": {"path", "sha256"}). */
+  hr_weights wfile, *weights = NULL;
+  const hj_value *wref = hj_get(&doc, "weights"), *wpath = wref ? hj_get(wref, "path") : NULL;
+  if (wref) {
+    if (!wpath || wpath->type != HJ_STRING) die("lowered_json: weights.path missing");
+    if (hr_weights_open(&wfile, wpath->str, err, sizeof err)) die("%s", err);
+    weights = &wfile;
+  }
   int nt = hwt_graph_n_tensors(g);
   float **params = calloc((size_t)(nt ? nt : 1), sizeof *params);
   if (!params) die("out of memory");
@@ -537,14 +558,14 @@ int main(int argc, char **argv) {
     size_t bytes = ((size_t)(n ? n : 1) * sizeof(float) + 63) & ~(size_t)63;
     float *p = params[t] = aligned_alloc(64, bytes);
     if (!p) die("out of memory for param %s", hwt_graph_tensor_name(g, t));
-    fill(p, n, &hj_get(&doc, "tensors")->items[t], g, t);
+    fill(p, n, &hj_get(&doc, "tensors")->items[t], g, t, weights);
     if (hwt_engine_bind(e, t, p) < 0) die("engine: %s", hwt_engine_error(e));
   }
   if (hwt_engine_prepare(e) < 0) die("engine: %s", hwt_engine_error(e));
   for (int t = 0; t < nt; t++)
     if (hwt_graph_tensor_kind(g, t) == HWT_TENSOR_INPUT)
       fill(hwt_engine_tensor(e, t), hwt_graph_tensor_bytes(g, t) / HWT_GRAPH_ELEM_BYTES,
-           &hj_get(&doc, "tensors")->items[t], g, t);
+           &hj_get(&doc, "tensors")->items[t], g, t, weights);
 
   double *samples = malloc(sizeof(double) * (size_t)o.iterations);
   if (!samples) die("out of memory");
@@ -564,8 +585,11 @@ int main(int argc, char **argv) {
          hwt_graph_n_ops(g), folded, cr.lowered ? " from the config's lowered graph" : "", source,
          sched->single_team ? 1 : cfg.executors, cfg.threads_per_executor, sched->name,
          cfg.pin ? "pinned" : "unpinned");
+  if (weights)
+    printf("weights: %d tensors from %s\n", weights->n_read, weights->path);
   printf("latency: median %.4f ms, min %.4f ms, %.2f runs/s (%d iterations, %d warmup)\n",
          med * 1e3, samples[0] * 1e3, med > 0 ? 1.0 / med : 0.0, o.iterations, o.warmup);
+  if (weights) hr_weights_close(weights);
   hwt_engine_destroy(e);
   hwt_graph_destroy(g);
   for (int t = 0; t < nt; t++) free(params[t]);

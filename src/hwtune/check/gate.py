@@ -12,7 +12,6 @@ measures and records, with no comparison.
 from __future__ import annotations
 
 import os
-import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Optional
 
@@ -22,6 +21,7 @@ from hwtune.check.stats import Verdict, compare
 from hwtune.check.suite import Suite
 from hwtune.db.lifecycle import finishing
 from hwtune.errors import UsageError
+from hwtune.measure import clock
 from hwtune.scan import stats
 
 MODES = ("gate", "record-or-report")
@@ -222,7 +222,7 @@ def run_check(suite: Suite, *, db, mode: str = "gate", baseline_file: Optional[s
     if mode not in MODES:
         raise UsageError(f"invalid --mode {mode!r}: choose one of {', '.join(MODES)}")
     relative = suite.relative if relative is None else bool(relative)
-    t0 = time.perf_counter()
+    watch = clock.Stopwatch()
     fp = machine.fingerprint()
     host_key = db.upsert_host(fp)
     notices: List[str] = []
@@ -299,7 +299,7 @@ def run_check(suite: Suite, *, db, mode: str = "gate", baseline_file: Optional[s
                 if o.status in ("undecidable", "warn") and warn:
                     warn(f"{o.name}: {o.reason}")
         report.exit_code = EXIT[report.status]
-        report.elapsed_s = time.perf_counter() - t0
+        report.elapsed_s = watch.elapsed()
         db.add_fact(run_id, "check", report.to_json(samples=False))
         return report
 

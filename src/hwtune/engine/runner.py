@@ -2,7 +2,6 @@
 resolved config, time warm-up + N iterations, optionally profile one more,
 and store everything in results.db as it is measured."""
 
-import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
@@ -47,6 +46,7 @@ class RunResult:
     flops: int
     events: List[OpEvent] = field(default_factory=list)
     check: Optional[Dict[str, Any]] = None
+    outputs: Optional[Dict[str, Any]] = None  # with keep_outputs: name -> array
 
     @property
     def noisy(self) -> bool:
@@ -117,7 +117,7 @@ def store_op_profiles(db, host_key: str, graph, cfg: EngineConfig, runs: List[Li
                       config_id: Optional[int]) -> int:
     """Per workload and thread count, the median over every op instance in
     every profiled run; returns the rows stored."""
-    from hwtune.scan.stats import mad, median
+    from hwtune.measure.stats import mad, median
     keys = workload_keys(graph)
     index = {op.name: i for i, op in enumerate(graph.ops)}
     samples: Dict[tuple, List[float]] = {}
@@ -131,12 +131,13 @@ def store_op_profiles(db, host_key: str, graph, cfg: EngineConfig, runs: List[Li
     return len(samples)
 
 
-def check_outputs(outputs: Dict[str, Any], graph) -> Dict[str, Any]:
+def check_outputs(outputs: Dict[str, Any], graph, inputs=None) -> Dict[str, Any]:
     """Compare the engine's outputs with the numpy reference (run_reference
-    seeds params and inputs the way the engine binding does)."""
+    seeds params and inputs the way the engine binding does; inputs given
+    to the engine are given to it too)."""
     import numpy as np
     from hwtune.graph import run_reference
-    ref = run_reference(graph)
+    ref = run_reference(graph, inputs)
     worst = {"output": None, "max_abs": 0.0, "max_ref": 0.0, "rel": 0.0}
     for name in graph.outputs:
         want = np.asarray(ref[name], dtype=np.float64)
@@ -169,7 +170,8 @@ def op_costs(db, host_key: Optional[str], graph, cfg: EngineConfig,
 def run_model(db, host_key: str, graph, graph_hash: str, cfg: EngineConfig, *,
               iterations: int, warmup: int, trace: bool, options: Dict[str, Any],
               kernel_variant: str, config_id: Optional[int] = None, check: bool = False,
-              progress=None, base_graph=None, op_cost: Optional[Dict[str, float]] = None
+              progress=None, base_graph=None, op_cost: Optional[Dict[str, float]] = None,
+              inputs: Optional[Dict[str, Any]] = None, keep_outputs: bool = False
               ) -> RunResult:
     """Time the engine on graph; one 'run' row with one 'graph' measurement.
     With trace, PROFILE_RUNS more runs are profiled: their per-op medians go
@@ -177,10 +179,14 @@ def run_model(db, host_key: str, graph, graph_hash: str, cfg: EngineConfig, *,
     costs), the last run's
     events to run_traces. graph is what runs (a config's layout rewrites
     applied); base_graph, when given, is the model graph_hash names.
-    op_cost: the config's stored per-op costs (else profiled op_profiles)."""
+    op_cost: the config's stored per-op costs (else profiled op_profiles).
+    inputs: name -> array replacing seeded inputs; keep_outputs: return the
+    outputs of the last timed run in result.outputs."""
     from hwtune.engine.lowered import lowered_doc
     from hwtune.graph.info import graph_info
-    from hwtune.scan.stats import mad, median, rel_spread
+    from hwtune.measure import FixedSampling, interleave
+    from hwtune.measure.engine import EngineSide, profiled_runs
+    from hwtune.measure.stats import mad, median, rel_spread
 
     check_counts(iterations, warmup)
     flops = graph_info(graph).flops
@@ -188,26 +194,25 @@ def run_model(db, host_key: str, graph, graph_hash: str, cfg: EngineConfig, *,
     # for the C runner (engine/runner/)
     db.put_lowered(graph_hash, lowered_doc(base_graph if base_graph is not None else graph))
     engine = open_engine(graph, cfg, costs)
+    for name, value in (inputs or {}).items():
+        engine.set_input(name, value)
     run_id = db.start_run(host_key, "run", options)
     try:
         with finishing(db, run_id, "run"):
-            samples: List[float] = []
-            for i in range(warmup + iterations):
-                t0 = time.perf_counter()
-                engine.run()
-                dt = time.perf_counter() - t0
-                if i >= warmup:
-                    samples.append(dt)
-                if progress:
-                    progress(i + 1, warmup + iterations)
+            # Warm-up runs are sampled too (and dropped) so that progress
+            # moves during a long model's warm-up.
+            total = warmup + iterations
+            got = interleave([EngineSide(engine)], FixedSampling(total), raise_errors=True,
+                             on_round=(lambda r, n: progress(n, total)) if progress else None)
+            samples = got[0].samples[warmup:]
             checked = None
             if check:
-                checked = check_outputs(engine.outputs(), graph)
+                checked = check_outputs(engine.outputs(), graph, inputs)
                 db.add_fact(run_id, "check", checked)
             events: List[OpEvent] = []
             if trace:
                 # Profiled separately: recording events must not touch the timings.
-                runs = _profiled_runs(engine, graph, PROFILE_RUNS)
+                runs = profiled_runs(engine, graph, PROFILE_RUNS)
                 events = runs[-1]
                 store_op_profiles(db, host_key, graph, cfg, runs, config_id)
             med = median(samples)
@@ -216,7 +221,8 @@ def run_model(db, host_key: str, graph, graph_hash: str, cfg: EngineConfig, *,
                                rel_spread=rel_spread(samples),
                                runs_per_s=1.0 / med if med > 0 else 0.0,
                                gflops=flops / med / 1e9 if med > 0 else 0.0, flops=flops,
-                               events=events, check=checked)
+                               events=events, check=checked,
+                               outputs=engine.outputs() if keep_outputs else None)
             db.add_measurement(
                 run_id, bench="graph", op=graph.name,
                 params={"graph_hash": graph_hash, "config": cfg.to_json(),
@@ -230,12 +236,3 @@ def run_model(db, host_key: str, graph, graph_hash: str, cfg: EngineConfig, *,
             return result
     finally:
         engine.close()
-
-
-def _profiled_runs(engine, graph, n: int) -> List[List[OpEvent]]:
-    runs = []
-    for _ in range(n):
-        engine.run(profile=True)
-        runs.append([OpEvent(graph.ops[ev.op].name, graph.ops[ev.op].op, ev.executor,
-                             ev.threads, ev.start_s, ev.end_s) for ev in engine.events()])
-    return runs

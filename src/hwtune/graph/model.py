@@ -15,9 +15,14 @@ from hwtune.graph.errors import GraphError, Problem, fail
 
 FORMAT_VERSION = 1
 DTYPES = ("float32",)
-INIT_KINDS = ("uniform", "normal", "zeros", "ones", "constant")
+# "file": the values are the tensor of that name in the model's weights file.
+INIT_KINDS = ("uniform", "normal", "zeros", "ones", "constant", "file")
 _TOP_KEYS = {"format_version", "name", "description", "seed", "vars", "extends",
-             "inputs", "params", "ops", "outputs", "comment"}
+             "inputs", "params", "ops", "outputs", "comment", "weights"}
+# In-memory key of a "file" tensor's init: its opened WeightsFile. Kept in
+# the init dict so that every copy of a tensor's init (layout passes, one-op
+# graphs of the tuners) still finds its values; never written to JSON.
+WEIGHTS_KEY = "_weights"
 _TENSOR_KEYS = {"name", "shape", "dtype", "init", "scale", "low", "high",
                 "value", "data", "comment"}
 _OP_KEYS = {"name", "op", "inputs", "outputs", "attrs", "comment"}
@@ -38,7 +43,7 @@ class Tensor:
 
     def to_json(self):
         out = {"name": self.name, "shape": list(self.shape)}
-        out.update(self.init)
+        out.update({k: v for k, v in self.init.items() if k != WEIGHTS_KEY})
         return out
 
 
@@ -84,11 +89,42 @@ class Graph:
         if self.description:
             doc["description"] = self.description
         doc["seed"] = self.seed
+        weights = self.weights
+        if weights is not None:
+            doc["weights"] = weights.to_json()
         doc["inputs"] = [t.to_json() for t in self.inputs]
         doc["params"] = [t.to_json() for t in self.params]
         doc["ops"] = [o.to_json() for o in self.ops]
         doc["outputs"] = list(self.outputs)
         return doc
+
+    @property
+    def weights(self):
+        """The WeightsFile the "file" tensors read from, or None."""
+        for t in self.inputs + self.params:
+            if WEIGHTS_KEY in t.init:
+                return t.init[WEIGHTS_KEY]
+        return None
+
+
+def dump_document(doc) -> str:
+    """model.json text with one input, param, op or output per line:
+    diffable and greppable even for thousands of ops."""
+    lines = ["{"]
+    keys = list(doc)
+    for k, key in enumerate(keys):
+        value = doc[key]
+        end = "," if k < len(keys) - 1 else ""
+        if isinstance(value, list) and value:
+            lines.append(f"  {json.dumps(key)}: [")
+            for i, item in enumerate(value):
+                sep = "," if i < len(value) - 1 else ""
+                lines.append(f"    {json.dumps(item)}{sep}")
+            lines.append(f"  ]{end}")
+        else:
+            lines.append(f"  {json.dumps(key)}: {json.dumps(value)}{end}")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
 
 
 def _where(loc, origin):
@@ -154,6 +190,7 @@ def load_model(source, overrides: Optional[Dict[str, Any]] = None,
         doc = _read_json(os.fspath(path)) if path else source
         doc = _resolve_extends(doc, label)
         graph = expand_document(doc, overrides or {})
+        _attach_weights(graph, doc.get("weights"), label)
     except GraphError as exc:
         if exc.source is None and label:
             raise GraphError(exc.problems, label) from None
@@ -216,6 +253,41 @@ def expand_document(doc, overrides) -> Graph:
     if problems:
         raise GraphError(problems)
     return graph
+
+
+def _attach_weights(graph: Graph, spec, path: Optional[str]) -> None:
+    """Open the weights file a model names and give each "file" tensor its
+    source; every problem (no file, changed file, missing or misshapen
+    tensor) is reported with its location."""
+    from hwtune.graph.weights import WeightsError, open_weights
+    users = [t for t in graph.inputs + graph.params if t.init.get("init") == "file"]
+    if spec is None:
+        if users:
+            raise GraphError([Problem(f"{t.loc}.init", 'init "file" needs the model\'s '
+                                      '"weights" file') for t in users])
+        return
+    if (not isinstance(spec, dict) or not isinstance(spec.get("file"), str)
+            or not spec["file"] or set(spec) - {"file", "sha256", "comment"}
+            or not isinstance(spec.get("sha256", ""), str)):
+        fail("weights", 'must be {"file": PATH, "sha256": HEX} (sha256 optional)')
+    here = os.path.dirname(os.path.abspath(path)) if path else os.getcwd()
+    try:
+        wf = open_weights(os.path.join(here, spec["file"]), spec["file"], spec.get("sha256"))
+    except WeightsError as exc:
+        fail("weights", str(exc))
+    problems = []
+    for t in users:
+        have = wf.shape(t.name)
+        if have is None:
+            problems.append(Problem(f"{t.loc}.init", f'tensor "{t.name}" is not in weights '
+                                                     f"file {wf.ref}"))
+        elif have != tuple(t.shape):
+            problems.append(Problem(f"{t.loc}.shape", f"{list(t.shape)} differs from "
+                                                      f"{list(have)} in weights file {wf.ref}"))
+        else:
+            t.init[WEIGHTS_KEY] = wf
+    if problems:
+        raise GraphError(problems)
 
 
 def _is_int(value) -> bool:

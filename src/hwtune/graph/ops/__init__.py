@@ -93,6 +93,12 @@ class OpSpec:
     attrs: List[Attr] = field(default_factory=list)
     n_outputs: Optional[int] = 1       # None: as many as the op lists
     doc: str = ""
+    # How the op treats blocked (NCHW[x]c) activations, read by
+    # graph/passes/layout_rules.py: "elementwise" (y = f(x) per element: any
+    # layout, kept), "join" (same-shape operands share one layout),
+    # "tolerant" (runs blocked when its `layout` attribute says so), None
+    # (NCHW only, or a rule of its own there).
+    layout: Optional[str] = None
 
     def attr(self, name) -> Attr:
         return {a.name: a for a in self.attrs}[name]
