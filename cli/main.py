@@ -55,6 +55,7 @@ def _register():
     from hwtune.cli.compare_cmd import compare
     from hwtune.cli.import_cmd import import_cmd
     from hwtune.cli.model_cmd import model
+    from hwtune.cli.plan_cmd import plan
     from hwtune.cli.report_cmd import report
     from hwtune.cli.run_cmd import run
     from hwtune.cli.scan_cmd import scan
@@ -63,6 +64,7 @@ def _register():
     cli.add_command(compare)
     cli.add_command(import_cmd)
     cli.add_command(model)
+    cli.add_command(plan)
     cli.add_command(report)
     cli.add_command(run)
     cli.add_command(scan)
