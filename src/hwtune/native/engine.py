@@ -67,9 +67,18 @@ sig("hwt_engine_n_folded", _ci, _vp)
 sig("hwt_engine_op_folded", _ci, _vp, _ci)
 
 
-def _per_op(graph: Graph, values: Optional[Mapping[str, float]], ctype, what: str):
+def _per_op(graph: Graph, values, ctype, what: str):
     """op name -> value mapping as a C array in op-id order (lowering adds ops
-    in graph.ops order), or None."""
+    in graph.ops order), or None. A numpy array is taken as already in op
+    order (the simulator's callers pass thousands of configs)."""
+    if isinstance(values, np.ndarray):
+        if values.shape != (len(graph.ops),):
+            raise UsageError(f"{what}: {values.shape} values for {len(graph.ops)} ops")
+        dtype = np.int32 if ctype is ctypes.c_int else np.float64
+        arr = np.ascontiguousarray(values, dtype=dtype)
+        out = (ctype * len(arr)).from_buffer(arr)
+        out._keep = arr  # the buffer must outlive the C array
+        return out
     if not values:
         return None
     names = [op.name for op in graph.ops]

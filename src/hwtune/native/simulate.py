@@ -95,7 +95,8 @@ class Simulator(Handle):
             mem_frac=None, mem_bps=None, bw_cap: Optional[Sequence[float]] = None,
             overheads: Overheads = Overheads(), events: bool = False
             ) -> Tuple[float, Optional[List[SimEvent]]]:
-        """(makespan seconds, events or None). seconds, mem_frac, mem_bps:
+        """(makespan seconds, events or None). op_threads, op_cost: by op name,
+        or numpy arrays in graph.ops order. seconds, mem_frac, mem_bps:
         [n_ops, max_threads] arrays in graph.ops order (column t-1: the op
         on t threads); bw_cap[c]: bytes/s served with c busy cores."""
         n = len(self.graph.ops)

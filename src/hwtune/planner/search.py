@@ -97,31 +97,31 @@ class Predictor:
                                               t.forkjoin(executors) - t.forkjoin(2))
 
     # -- per-op thread counts -------------------------------------------------
-    def strategy_threads(self, strategy: str, limit: int) -> Optional[Dict[str, int]]:
-        """op -> threads under Strategy 1 or 2 (None for the team default)."""
+    def strategy_threads(self, strategy: str, limit: int) -> Optional[np.ndarray]:
+        """Threads per op (graph.ops order) under Strategy 1 or 2; None for
+        the team default."""
         if strategy == "team":
             return None
-        tab = self.table(limit)
-        best = tab.best_threads(limit)
+        best = self.table(limit).best_threads(limit)
         if strategy == "strategy1":
-            return {d.name: int(t) for d, t in zip(self.ops, best)}
+            return best
         largest: Dict[str, int] = {}
         for i, d in enumerate(self.ops):
             j = largest.get(d.type)
             if j is None or self.t1[i] > self.t1[j]:
                 largest[d.type] = i
-        return {d.name: int(best[largest[d.type]]) for d in self.ops}
+        return np.array([best[largest[d.type]] for d in self.ops])
 
     def op_cost(self, sched_row, executors: int, threads: int,
-                op_threads: Optional[Dict[str, int]] = None) -> Optional[Dict[str, float]]:
-        """The per-op costs a scheduler that orders by levels gets (what a
-        profiled run of this config would store): each op's predicted
-        seconds at its thread count; None for the other schedulers."""
+                op_threads: Optional[np.ndarray] = None) -> Optional[np.ndarray]:
+        """The per-op costs (graph.ops order) a scheduler that orders by
+        levels gets, as a profiled run of this config would store them: each
+        op's predicted seconds at its thread count; None for the others."""
         if not sched_row.needs_costs:
             return None
         tab = self.table(max(executors * threads, threads))
-        counts = [op_threads[d.name] if op_threads else threads for d in self.ops]
-        return {d.name: float(tab.seconds[i, counts[i] - 1]) for i, d in enumerate(self.ops)}
+        counts = op_threads if op_threads is not None else np.full(len(self.ops), threads)
+        return tab.seconds[np.arange(len(self.ops)), counts - 1]
 
     # -- one simulated configuration --------------------------------------------
     def simulate(self, sched_row, executors: int, threads: int, strategy: str = "team",
@@ -193,15 +193,15 @@ def op_thread_summary(p: Predictor, best: Config) -> dict:
     limit = best.executors * best.threads if best.scheduler == "corun" else best.threads
     out = {"team_threads": limit}
     for strategy in ("strategy1", "strategy2"):
-        counts = p.strategy_threads(strategy, limit) or {}
+        counts = p.strategy_threads(strategy, limit)
         by_type: Dict[str, Dict[int, int]] = {}
-        for d in p.ops:
-            t = counts.get(d.name, limit)
+        for i, d in enumerate(p.ops):
+            t = int(counts[i])
             by_type.setdefault(d.type, {}).setdefault(t, 0)
             by_type[d.type][t] += 1
         out[strategy] = {"by_type": {k: {str(t): n for t, n in sorted(v.items())}
                                      for k, v in sorted(by_type.items())},
-                         "ops": counts}
+                         "ops": {d.name: int(t) for d, t in zip(p.ops, counts)}}
     return out
 
 
