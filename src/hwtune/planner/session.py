@@ -60,13 +60,15 @@ def run_plan(db, host_key: str, fp: dict, graph, graph_hash: str, opts: PlanOpti
                        fits=[f.to_json() for f in fits], calibration=p.calibration.to_json())
             if opts.validate:
                 doc["mode"] = "validate"
-                rows = validate.validate(p, _rows(), p.host.cores, progress=progress)
+                load: dict = {}
+                rows = validate.validate(p, _rows(), p.host.cores, progress=progress,
+                                         load=load)
                 for r in rows:
                     db.add_validation(host_key, run_id, dict(
                         r.to_json(), model=graph.name, graph_hash=graph_hash,
                         isa=doc["host"]["isa"]))
                 js = [r.to_json() for r in rows]
-                doc["validation"] = {"rows": js, "summary": validate.summary(js)}
+                doc["validation"] = {"rows": js, "summary": validate.summary(js), **load}
             else:
                 doc["mode"] = "predict"
                 inputs.check_target_cores(p.target, opts.cores)

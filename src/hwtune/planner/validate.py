@@ -69,6 +69,43 @@ def configs(rows, cores: int) -> List[tuple]:
     return out
 
 
+# Above this share of the CPUs taken by other processes while measuring, the
+# validation warns: a 2-thread configuration then shares its cores (2-thread
+# medians here were 1.3-2x their undisturbed values at load ~3-5).
+BUSY_WARN = 0.10
+
+
+class OtherLoad:
+    """The share of all CPUs' time that other processes used between
+    start() and stop() (Linux /proc; None elsewhere)."""
+
+    def __init__(self):
+        self.share: Optional[float] = None
+        self._t0 = None
+
+    @staticmethod
+    def _read():
+        try:
+            with open("/proc/stat") as f:
+                cpu = [int(x) for x in f.readline().split()[1:]]
+            with open("/proc/self/stat") as f:
+                own = f.read().rsplit(")", 1)[1].split()
+            total, idle = sum(cpu[:8]), cpu[3] + cpu[4]
+            return total, total - idle, int(own[11]) + int(own[12])  # utime + stime
+        except (OSError, ValueError, IndexError):
+            return None
+
+    def start(self) -> None:
+        self._t0 = self._read()
+
+    def stop(self) -> Optional[float]:
+        t1 = self._read()
+        if self._t0 and t1 and t1[0] > self._t0[0]:
+            busy, own = t1[1] - self._t0[1], t1[2] - self._t0[2]
+            self.share = max(0.0, busy - own) / (t1[0] - self._t0[0])
+        return self.share
+
+
 def summary(rows: Sequence[dict]) -> dict:
     """Median and worst absolute error over rows that were measured."""
     errs = [abs(r["rel_error"]) for r in rows if r.get("rel_error") is not None]
@@ -79,7 +116,10 @@ def summary(rows: Sequence[dict]) -> dict:
 
 
 def validate(p: Predictor, rows, cores: int, *, reps: int = REPS,
-             progress: Optional[Callable[[str], None]] = None) -> List[Row]:
+             progress: Optional[Callable[[str], None]] = None,
+             load: Optional[dict] = None) -> List[Row]:
+    """Every configuration predicted, then measured; load, when given, gets
+    others_cpu_share: the CPU share other processes took meanwhile."""
     from hwtune.measure import FixedSampling
     from hwtune.measure.engine import FIRST, measure_engines
     from hwtune.native.engine import NativeEngine
@@ -95,8 +135,12 @@ def validate(p: Predictor, rows, cores: int, *, reps: int = REPS,
     if progress:
         progress(f"measuring {len(out)} configurations of {p.graph.name} interleaved")
     policy = FixedSampling(reps, budget_s=VALIDATE_BUDGET_S, min_reps=MIN_REPS)
+    others = OtherLoad()
+    others.start()
     got = measure_engines(openers, policy, warmup=WARMUP, reference=FIRST,
                           outputs=list(p.graph.outputs))
+    if load is not None:
+        load["others_cpu_share"] = others.stop()
     for r, m in zip(out, got):
         r.status, r.note, r.samples = m.status, m.note, list(m.samples)
         if m.ok:

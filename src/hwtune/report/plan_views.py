@@ -129,6 +129,18 @@ def validation_table(rows: Sequence[dict], with_model: bool = False) -> Table:
     return header, out
 
 
+def load_warning(v: dict) -> Optional[str]:
+    """The validation's note on other processes' load, when they took a
+    noticeable share of the CPUs while it measured."""
+    from hwtune.planner.validate import BUSY_WARN
+    share = v.get("others_cpu_share")
+    if share is None or share <= BUSY_WARN:
+        return None
+    return (f"warning: other processes used {share:.0%} of the CPUs while measuring: "
+            "configurations with more threads than idle CPUs were slowed; rerun "
+            "`hwtune plan --validate` on an idle machine")
+
+
 def validation_sentence(summary: dict) -> str:
     if not summary.get("configs"):
         return "nothing measured"

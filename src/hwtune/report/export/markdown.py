@@ -179,8 +179,9 @@ def _view(view) -> List[str]:
 
 def _validation(v, with_model=False) -> List[str]:
     from hwtune.report import plan_views as pv
+    warn = pv.load_warning(v)
     return _view(pv.validation_table(v["rows"], with_model)) + [
-        pv.validation_sentence(v["summary"]) + ".", ""]
+        pv.validation_sentence(v["summary"]) + ".", ""] + ([warn + ".", ""] if warn else [])
 
 
 def _plan_section(doc) -> List[str]:
