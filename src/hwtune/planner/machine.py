@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from hwtune.errors import UsageError
+from hwtune.tomlread import toml_module
 
 GB = 1e9
 
@@ -98,19 +99,6 @@ def envelope(points: Dict[int, float], cores: int) -> Tuple[float, ...]:
 
 # -- TOML descriptions --------------------------------------------------------
 
-def _toml():
-    try:
-        import tomllib
-        return tomllib
-    except ImportError:  # Python < 3.11
-        try:
-            import tomli
-            return tomli
-        except ImportError:
-            raise UsageError("reading a machine description needs Python >= 3.11 or the tomli "
-                             "package (pip install tomli)") from None
-
-
 def _num(doc: dict, path: str, *, lo: float, hi: float, integer: bool = False,
          default=None, where: str = ""):
     node = doc
@@ -137,7 +125,7 @@ def from_toml(path: str, host_overheads_scale: float = 1.0) -> Machine:
     except OSError as exc:
         raise UsageError(f"cannot read machine description {path}: {exc.strerror}") from None
     try:
-        doc = _toml().loads(raw.decode("utf-8"))
+        doc = toml_module("a machine description").loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise UsageError(f"{path}: not valid TOML ({exc})") from None
     w = str(path)
