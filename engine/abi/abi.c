@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <string.h>
 #include "hwtune/abi.h"
+#include "hwtune/config_check.h"
 #include "hwtune/conv.h"
 #include "hwtune/eltwise.h"
 #include "hwtune/engine.h"
@@ -147,6 +148,7 @@ static const layout_row LAYOUT[] = {
     FIELD(hwt_eltwise_desc, isa),
     FIELD(hwt_eltwise_desc, n),
     FIELD(hwt_eltwise_desc, nt_stores),
+    FIELD(hwt_eltwise_desc, attr),
 
     SIZE(hwt_conv_desc),
     FIELD(hwt_conv_desc, N),
@@ -226,6 +228,17 @@ static const name_row NAMES[] = {
     {"hwt_sched_pinning", HWT_PIN_NEVER, "never"},
     {"hwt_sched_pinning", HWT_PIN_ON_REQUEST, "on_request"},
     {"hwt_sched_pinning", HWT_PIN_BY_DEFAULT, "by_default"},
+
+    {"hwt_config_field", HWT_CFG_OK, "ok"},
+    {"hwt_config_field", HWT_CFG_SCHEDULER, "scheduler"},
+    {"hwt_config_field", HWT_CFG_EXECUTORS, "executors"},
+    {"hwt_config_field", HWT_CFG_THREADS, "threads"},
+    {"hwt_config_field", HWT_CFG_PIN, "pin"},
+    {"hwt_config_field", HWT_CFG_CPUS, "cpus"},
+    {"hwt_config_field", HWT_CFG_OP_THREADS, "op_threads"},
+    {"hwt_config_field", HWT_CFG_OP_COST, "op_cost"},
+    {"hwt_config_field", HWT_CFG_OP_PRIORITY, "op_priority"},
+    {"hwt_config_field", HWT_CFG_OP_CANDIDATES, "op_candidates"},
 
     {"hwt_conv_layout", HWT_CONV_NCHW, "NCHW"},
     {"hwt_conv_layout", HWT_CONV_NCHWC, "NCHWc"},

@@ -62,7 +62,6 @@ void hwt_eltwise_desc_init(hwt_eltwise_desc *d, hwt_ew_op op, hwt_isa isa, size_
   for (int i = 0; valid(op) && i < k_ops[op].nattr; i++) d->attr[i] = (float)k_ops[op].def[i];
 }
 
-size_t hwt_eltwise_desc_size(void) { return sizeof(hwt_eltwise_desc); }
 
 int hwt_eltwise_check(const hwt_eltwise_desc *d) {
   if (!d || !valid(d->op)) return HWT_EINVAL;

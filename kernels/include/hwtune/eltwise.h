@@ -48,7 +48,6 @@ HWT_API const char *hwt_eltwise_attr_name(hwt_ew_op op, int i);    /* NULL if ou
 HWT_API double hwt_eltwise_attr_default(hwt_ew_op op, int i);
 /* op, isa and n as given, no streaming stores, attributes at their defaults. */
 HWT_API void hwt_eltwise_desc_init(hwt_eltwise_desc *d, hwt_ew_op op, hwt_isa isa, size_t n);
-HWT_API size_t hwt_eltwise_desc_size(void); /* sizeof(hwt_eltwise_desc), for bindings */
 
 HWT_API int hwt_eltwise_check(const hwt_eltwise_desc *d); /* HWT_OK, HWT_EINVAL or HWT_EISA */
 /* b and c may be NULL when the op does not read them. */

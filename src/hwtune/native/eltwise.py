@@ -11,7 +11,7 @@ from typing import Dict, NamedTuple, Optional, Tuple
 
 import numpy as np
 
-from hwtune.errors import NativeError, UsageError
+from hwtune.errors import UsageError
 from hwtune.native._lib import check, lib
 from hwtune.native.abi import CStruct
 from hwtune.native.isa import resolve_isa
@@ -28,12 +28,11 @@ for _name, _args, _res in (
         ("hwt_eltwise_kind_name", [_i], _s), ("hwt_eltwise_operands", [_i], _i),
         ("hwt_eltwise_is_graph_op", [_i], _i), ("hwt_eltwise_flops", [_i], _i),
         ("hwt_eltwise_attr_count", [_i], _i), ("hwt_eltwise_attr_name", [_i, _i], _s),
-        ("hwt_eltwise_attr_default", [_i, _i], ctypes.c_double),
-        ("hwt_eltwise_desc_size", [], ctypes.c_size_t)):
+        ("hwt_eltwise_attr_default", [_i, _i], ctypes.c_double)):
     getattr(lib, _name).argtypes = _args
     getattr(lib, _name).restype = _res
 
-MAX_ATTRS = 2  # HWT_EW_MAX_ATTRS; EltwiseDesc's size is checked against C below
+MAX_ATTRS = 2  # HWT_EW_MAX_ATTRS; EltwiseDesc's layout is checked against C by tests/test_native_abi.py
 
 
 class OpInfo(NamedTuple):
@@ -75,11 +74,6 @@ class EltwiseDesc(CStruct):
         ("nt_stores", ctypes.c_int),
         ("attr", ctypes.c_float * MAX_ATTRS),
     ]
-
-
-if ctypes.sizeof(EltwiseDesc) != lib.hwt_eltwise_desc_size():
-    raise NativeError(f"EltwiseDesc is {ctypes.sizeof(EltwiseDesc)} bytes but C's "
-                      f"hwt_eltwise_desc is {lib.hwt_eltwise_desc_size()}: rebuild hwtune")
 
 
 lib.hwt_eltwise_check.argtypes = [ctypes.POINTER(EltwiseDesc)]
