@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import struct
 from typing import Callable, List, Optional, Tuple
 
 # -- perf_event_open ----------------------------------------------------------------
@@ -17,16 +18,12 @@ _SYS_PERF_EVENT_OPEN = {"x86_64": 298, "aarch64": 241}
 _IOC_ENABLE, _IOC_DISABLE, _IOC_RESET = 0x2400, 0x2401, 0x2403
 
 
-class _Attr(ctypes.Structure):
-    # struct perf_event_attr up to config2 (PERF_ATTR_SIZE_VER1, 72 bytes);
-    # flags is the bitfield word: disabled (bit 0), exclude_kernel (bit 5),
-    # exclude_hv (bit 6).
-    _fields_ = [("type", ctypes.c_uint32), ("size", ctypes.c_uint32),
-                ("config", ctypes.c_uint64), ("sample_period", ctypes.c_uint64),
-                ("sample_type", ctypes.c_uint64), ("read_format", ctypes.c_uint64),
-                ("flags", ctypes.c_uint64), ("wakeup_events", ctypes.c_uint32),
-                ("bp_type", ctypes.c_uint32), ("config1", ctypes.c_uint64),
-                ("config2", ctypes.c_uint64)]
+# struct perf_event_attr up to config2 (PERF_ATTR_SIZE_VER1, 72 bytes), a
+# kernel struct rather than one of hwtune's (abi.py mirrors those): type,
+# size, config, sample_period, sample_type, read_format, the flags bitfield
+# word (disabled bit 0, exclude_kernel bit 5, exclude_hv bit 6),
+# wakeup_events, bp_type, config1, config2.
+_ATTR = struct.Struct("=IIQQQQQIIQQ")
 
 
 def _libc():
@@ -38,8 +35,9 @@ def _open_counter(type_: int, config: int, tid: int) -> int:
     nr = _SYS_PERF_EVENT_OPEN.get(os.uname().machine)
     if nr is None:
         return -38  # ENOSYS
-    a = _Attr(type=type_, size=ctypes.sizeof(_Attr), config=config,
-              flags=(1 << 0) | (1 << 5) | (1 << 6))
+    a = ctypes.create_string_buffer(_ATTR.pack(type_, _ATTR.size, config, 0, 0, 0,
+                                                (1 << 0) | (1 << 5) | (1 << 6), 0, 0, 0, 0),
+                                     _ATTR.size)
     libc = _libc()
     libc.syscall.restype = ctypes.c_long
     fd = libc.syscall(nr, ctypes.byref(a), tid, -1, -1, 0)
