@@ -67,7 +67,7 @@ def pairs(model: str, tuned_db: Path, empty_db: Path, n: int, iterations: int) -
             order.reverse()
         for side, db in order:
             doc = hwtune("run", model, "--iterations", str(iterations), db=db)
-            (d if side == "d" else t).append(doc["median_s"])
+            (d if side == "d" else t).append(doc["latency_s"]["median"])
     return d, t
 
 
@@ -103,26 +103,26 @@ def main() -> int:
     for name in args.models.split(","):
         model = str(unseen[name.split(":", 1)[1]]) if name.startswith("unseen:") else name
         db = tmp / f"{name.replace(':', '_')}.db"
-        doc, wall = tune(model, db, args.budget)
-        runs = [(args.budget, doc, wall)]
-        if args.second:
-            doc2, wall2 = tune(model, db, args.second)
-            runs.append((args.second, doc2, wall2))
-        d, t = pairs(model, db, empty, args.pairs, args.iterations)
-        ratio = paired_ratio_ci(d, t)
-        for budget, res, took in runs:
+        runs = []
+        for budget in [args.budget] + ([args.second] if args.second else []):
+            res, took = tune(model, db, budget)
+            runs.append((budget, res, took))
             ci = res.get("speedup_ci") or {"low": res["speedup"], "high": res["speedup"]}
             over = "ok" if took <= budget * (1 + OVERRUN) else "OVER"
             cuts = res.get("cuts") or []
-            print(f"{name:28s} budget {budget:4.0f} s: wall {took:5.1f} s ({over}); printed "
-                  f"{res['speedup']:.2f}x [{ci['low']:.2f}, {ci['high']:.2f}]"
-                  f"{' kept stored' if res.get('kept_stored') else ''}; "
-                  f"{len(cuts)} cut (resume ~{res.get('resume_s', 0):.0f} s)")
+            print(f"{name:20s} budget {budget:4.0f} s: wall {took:5.1f} s ({over}); printed "
+                  f"{res['speedup']:.2f}x [{ci['low']:.2f}, {ci['high']:.2f}] "
+                  f"'{res['tuned']['label']}'"
+                  f"{', kept stored' if res.get('kept_stored') else ''}; "
+                  f"{len(cuts)} cut (resume ~{res.get('resume_s', 0):.0f} s): "
+                  f"{', '.join(sorted({c['stage'] for c in cuts})) or '-'}", flush=True)
+        d, t = pairs(model, db, empty, args.pairs, args.iterations)
+        ratio = paired_ratio_ci(d, t)
         v = verdict(runs[-1][1].get("speedup_ci") or {"low": 0, "high": 0}, ratio)
         misses += v != "PASS"
-        print(f"{'':28s} hwtune run x{args.pairs} pairs: {ratio[0]:.2f}x "
+        print(f"{'':20s} hwtune run x{args.pairs} pairs: {ratio[0]:.2f}x "
               f"[{ratio[1]:.2f}, {ratio[2]:.2f}] (default {sorted(d)[len(d) // 2] * 1e3:.3f} "
-              f"ms, tuned {sorted(t)[len(t) // 2] * 1e3:.3f} ms): {v}")
+              f"ms, tuned {sorted(t)[len(t) // 2] * 1e3:.3f} ms): {v}", flush=True)
     print(f"1-min load at end: {os.getloadavg()[0]:.2f}")
     return 1 if misses else 0
 
