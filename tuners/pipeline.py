@@ -221,6 +221,16 @@ def _profile_runs(deadline: Optional[float], latency: Dict[str, float]) -> Dict[
     return {"runs": max(1, min(PROFILE_RUNS, fit))}
 
 
+def same_config(a: EngineConfig, b: EngineConfig) -> bool:
+    """The same engine settings: pinning compared as it runs (None is the
+    scheduler's default), profiled op costs left aside (they are
+    measurements, not settings)."""
+    ja, jb = a.to_json(), b.to_json()
+    ja.pop("op_cost", None)
+    jb.pop("op_cost", None)
+    return ja == jb
+
+
 def _stored_candidate(db, host_key: str, graph, graph_hash: str, cpus,
                       why: List[str]) -> Tuple[Optional[Candidate], Optional[int]]:
     """The tuned config stored for this graph and host, as a candidate of
@@ -574,6 +584,10 @@ def tune_graph(db, host_key: str, graph, graph_hash: str, opts: TuneOptions, *,
             if deadline is None or item is None or item.reused:
                 return None
             seconds = ledger.grant(item)
+            if not item.cut:
+                # Its whole search fits: estimates are not deadlines (the
+                # stage's own deadline still holds).
+                return None
             trials = item.trials_in(seconds)
             # The search stops early enough to leave the workload's tail
             # (its confirmation rounds) inside its share.
@@ -583,7 +597,8 @@ def tune_graph(db, host_key: str, graph, graph_hash: str, opts: TuneOptions, *,
             item = replan.item("hillclimb", key)
             if deadline is None or item is None or item.reused:
                 return None
-            return ledger.grant(item)
+            seconds = ledger.grant(item)
+            return seconds if item.cut else None
 
         rep = stage("conv") if conv_ops(graph) else None
         if rep is not None:
@@ -645,14 +660,14 @@ def tune_graph(db, host_key: str, graph, graph_hash: str, opts: TuneOptions, *,
             if c.config.sched.needs_costs and not c.op_cost:
                 c.op_cost = final.op_cost if c.graph is tuned_graph else {}
         cands = [default] + [c for c in partial if c.config != cfg] + [final]
-        if stored is not None and all(c.config != stored.config for c in cands):
+        if stored is not None and not any(same_config(c.config, stored.config) for c in cands):
             cands.append(stored)
         _measure_final(cands, progress, deadline)
         for c in cands[1:]:
             if c.status != OK and c is not stored:
                 why.append(f"final: '{c.label}' left out ({c.status}: {c.note})")
         # The stored config, or the new candidate that equals it.
-        same = [c for c in cands if stored is not None and c.config == stored.config]
+        same = [c for c in cands if stored is not None and same_config(c.config, stored.config)]
         held = same[0] if same else None
         verdict = verdicts.decide(default, cands[1:], held)
         why += verdict.why

@@ -26,6 +26,12 @@ from typing import Dict, List, Optional, Sequence
 # --only hillclimb on small CONV/LSTM graphs: 4-12 ms a trial whose samples
 # were below 1 ms; 10 ms is the middle of that.
 TRIAL_OVERHEAD_S = 0.010
+# Per climbed workload, before its trials: its one-op graph, the peer
+# reference run its outputs are checked against, the pool placements.
+# Measured with the transformer block of benchmarks/unseen_graphs.py under
+# --budget 60 (2-core AMD EPYC, AVX2, load ~24): 0.55 s for a 2-trial climb
+# of a 64x256x256 matmul whose samples add up to ~0.1 s.
+CLIMB_SETUP_S = 0.2
 # Opening an engine for the sweep or the final comparison (plan, arena,
 # prepacked weights): the probe measures it; this is the floor when the
 # probe's own open was faster than the clock can be trusted for.
@@ -266,7 +272,8 @@ def stage_items(ctx, graph, graph_hash: str, *, usable: int, latency_s: float, o
                                          TRIAL_OVERHEAD_S + per,
                                          sum(weights[n] for n in g.ops),
                                          reused=done is not None,
-                                         label=f"{g.op_type} {_label(g.ops)}"))
+                                         label=f"{g.op_type} {_label(g.ops)}",
+                                         tail_s=CLIMB_SETUP_S))
     return out
 
 
