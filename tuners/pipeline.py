@@ -68,13 +68,24 @@ PROBE_REPS = 2
 # Untimed runs of each candidate before the comparison (the first faults in
 # the arena and forms the teams; see executor_sweep.WARMUP).
 FINAL_WARMUP = 2
-# ...and one untimed run before every round's sample, after the other
-# engines' workers have parked (measure.settle): each sample is then taken as
-# a lone `hwtune run` takes its samples. Without them a candidate's sample
-# right after another's shared the 2 cores with the other pool's spinning
-# workers: issue #12's random DAG printed 2.29x in tune-graph and ~1.0x
-# under `hwtune run`.
+# Each candidate's engine is opened anew for each round and closed after it
+# (no other engine exists while it runs), with one untimed run first, after
+# the previous engine's workers have parked (measure.settle): each chunk is
+# taken as a lone `hwtune run` takes its samples. With every engine open side
+# by side, issue #12's random DAG printed 2.29x in tune-graph and ~1.0x under
+# `hwtune run`, and here a stored corun config of the Wide-ResNet block of
+# benchmarks/unseen_graphs.py ran 8.9 ms among six open engines against 32-42
+# ms alone (as `hwtune run` measured it; 2-core AMD EPYC, AVX2, load ~12).
 FINAL_REWARM = 1
+# Rounds of the final comparison (samples split evenly among them): each
+# round opens every candidate's engine once, so the rounds are fewer than
+# the samples (an open prepacks weights: ~80 ms for that Wide-ResNet block).
+FINAL_ROUNDS = 5
+# Candidates the budget reserves the final comparison for: the default, the
+# sweep's result, sweep + CONV, corun pinned and unpinned and the tuned
+# config (plus the stored one on a re-tune). Fewer leave their time to the
+# final comparison's samples.
+FINAL_CANDIDATES = 6
 # The settle before each final sample polls the process' CPU time for at
 # least one interval (measure.settling's poll_s) even when every pool is
 # parked: the budget's reserve counts it.
@@ -184,7 +195,8 @@ def _noop(stage: str, message: str) -> None:
     pass
 
 
-def _final_reserve(latency: Dict[str, float], candidates: int = 3) -> float:
+def _final_reserve(latency: Dict[str, float], candidates: int = 3,
+                   open_s: float = 0.0) -> float:
     """Seconds the profile and the final comparison need at their floors:
     the profile's warm-up and runs of the tuned config, and the warm-up and
     MIN_BUDGET_FINAL_REPS rounds (each with its re-warm run and its settle
@@ -193,9 +205,10 @@ def _final_reserve(latency: Dict[str, float], candidates: int = 3) -> float:
     from hwtune.tuners.executor_sweep import WARMUP
     best, default = latency.get("best", 0.0), latency.get("default", 0.0)
     profile = best * (WARMUP + 1)
-    runs = FINAL_WARMUP + MIN_BUDGET_FINAL_REPS * (1 + FINAL_REWARM)
+    runs = FINAL_WARMUP + MIN_BUDGET_FINAL_REPS * (1 + FINAL_REWARM)  # a round a sample
     final = (default + (candidates - 1) * best) * runs
-    return profile + final + candidates * MIN_BUDGET_FINAL_REPS * SETTLE_POLL_S
+    opens = candidates * (1 + MIN_BUDGET_FINAL_REPS) * open_s  # warm-up + each round
+    return profile + final + opens + candidates * MIN_BUDGET_FINAL_REPS * SETTLE_POLL_S
 
 
 def pin_choices(label: str, cfg: EngineConfig) -> List[Tuple[str, EngineConfig]]:
@@ -314,11 +327,11 @@ def make_plan(ctx: TuneContext, graph, graph_hash: str, opts: TuneOptions, *, us
     names = [s for s in STAGES if opts.runs(s) and (s != "conv" or conv_ops(graph))]
     items = plans.stage_items(ctx, graph, graph_hash, usable=usable, latency_s=latency_s,
                               open_s=open_s, stages=names)
-    n_final = 3 + stored
-    reserve = (_final_reserve({"best": latency_s, "default": latency_s}, n_final)
+    n_final = FINAL_CANDIDATES + stored
+    reserve = (_final_reserve({"best": latency_s, "default": latency_s}, n_final, open_s)
                if opts.budget_s is not None else
-               n_final * (FINAL_WARMUP + FINAL_REPS * (1 + FINAL_REWARM)) * latency_s)
-    reserve += n_final * open_s
+               n_final * ((FINAL_WARMUP + FINAL_REPS + FINAL_ROUNDS * FINAL_REWARM) * latency_s
+                          + (1 + FINAL_ROUNDS) * open_s))
     sweep = items["sweep"][0] if items["sweep"] else None
     return plans.build(graph, latency_s=latency_s, open_s=open_s, budget_s=opts.budget_s,
                        sweep=sweep, conv=items["conv"], hillclimb=items["hillclimb"],
@@ -345,16 +358,26 @@ def _cuts(ctx: TuneContext, graph, tuned_graph, graph_hash: str, opts: TuneOptio
           usable: int, team: int, latency_s: float, open_s: float,
           stages: Dict[str, StageReport], climbed) -> List[dict]:
     """Every stage and workload this run left unfinished, each with the
-    seconds a rerun needs for it (the plan's estimate of its remaining
-    trials: what is stored is not measured again)."""
+    seconds a rerun needs for it: the plan's estimate of its remaining
+    trials (what is stored is not measured again), scaled by how long this
+    run's trials of that stage actually took against the estimate."""
     from hwtune.tuners import plan as plans
 
     out: List[dict] = []
+    scale: Dict[str, float] = {}
+
+    def calibrate(stage: str, items) -> None:
+        rep = stages.get(stage)
+        est = [i.trial_s for i in items]
+        if rep is not None and rep.measured > 0 and est:
+            seen = rep.seconds / rep.measured
+            # Clamped: one stage's few trials are a rough guide, not a law.
+            scale[stage] = min(20.0, max(0.5, seen / (sum(est) / len(est))))
 
     def add(item, reason):
         out.append({"stage": item.stage, "name": item.label or item.name, "key": item.name,
-                    "reason": reason,
-                    "trials_left": item.trials, "resume_s": item.cost_s})
+                    "reason": reason, "trials_left": item.trials,
+                    "resume_s": item.cost_s * scale.get(item.stage, 1.0)})
 
     rep = stages.get("sweep")
     if rep is not None and rep.stopped != "done":
@@ -365,17 +388,20 @@ def _cuts(ctx: TuneContext, graph, tuned_graph, graph_hash: str, opts: TuneOptio
                 add(item, "stopped by the budget before every config was measured")
     if opts.runs("conv") and conv_ops(graph):
         rep = stages.get("conv")
-        for item in plans.stage_items(ctx, graph, graph_hash, usable=usable,
-                                      latency_s=latency_s, open_s=open_s, stages=["conv"],
-                                      team=team)["conv"]:
+        items = plans.stage_items(ctx, graph, graph_hash, usable=usable, latency_s=latency_s,
+                                  open_s=open_s, stages=["conv"], team=team)["conv"]
+        calibrate("conv", items)
+        for item in items:
             if not item.reused:
                 add(item, "not started (budget)" if rep is None or rep.stopped == "budget"
                     else "search cut by the budget (best so far used, not stored as tuned)")
     if opts.runs("hillclimb") and team >= 2:
         status = {g.workload_key: g.status for g in climbed.groups} if climbed else {}
-        for item in plans.stage_items(ctx, tuned_graph, graph_hash, usable=usable,
-                                      latency_s=latency_s, open_s=open_s,
-                                      stages=["hillclimb"], team=team)["hillclimb"]:
+        items = plans.stage_items(ctx, tuned_graph, graph_hash, usable=usable,
+                                  latency_s=latency_s, open_s=open_s, stages=["hillclimb"],
+                                  team=team)["hillclimb"]
+        calibrate("hillclimb", items)
+        for item in items:
             st = status.get(item.name, "pending")
             if not item.reused and st in ("partial", "cut", "pending"):
                 add(item, {"partial": "climb stopped by the budget",
@@ -476,7 +502,7 @@ def _measure_final(cands: List[Candidate], progress: Progress,
     limit_s, low = FINAL_BUDGET_S, MIN_FINAL_REPS
     if deadline is not None:
         limit_s, low = min(limit_s, max(deadline - clock.monotonic(), 0.0)), MIN_BUDGET_FINAL_REPS
-    policy = FixedSampling(FINAL_REPS, budget_s=limit_s, min_reps=low)
+    policy = FixedSampling(FINAL_REPS, rounds=FINAL_ROUNDS, budget_s=limit_s, min_reps=low)
 
     def on_round(r, n):
         progress("final", f"default vs tuned, interleaved: {n}/{policy.planned}")
@@ -484,7 +510,7 @@ def _measure_final(cands: List[Candidate], progress: Progress,
     got = measure_engines([lambda c=c: open_engine(c.graph, c.config, c.op_cost or None)
                            for c in cands], policy, warmup=FINAL_WARMUP, reference=FIRST,
                           outputs=cands[0].graph.outputs, on_round=on_round,
-                          settle=settle, settle_each=True, rewarm=FINAL_REWARM)
+                          settle=settle, settle_each=True, rewarm=FINAL_REWARM, fresh=True)
     for c, m in zip(cands, got):
         c.samples, c.status, c.note = list(m.samples), m.status, m.note
         c.median_s, c.mad_s = (m.median, m.mad) if m.status == OK else (None, None)
@@ -555,7 +581,7 @@ def tune_graph(db, host_key: str, graph, graph_hash: str, opts: TuneOptions, *,
         accuracy = None
         partial: List[Candidate] = []
         latency: Dict[str, float] = {"best": plan.latency_s, "default": plan.latency_s}
-        n_final = 3 + (stored is not None)
+        n_final = FINAL_CANDIDATES + (stored is not None)
 
         rep = stage("sweep")
         if rep is not None:
@@ -569,7 +595,7 @@ def tune_graph(db, host_key: str, graph, graph_hash: str, opts: TuneOptions, *,
         if deadline is not None:
             # Later searches stop early enough to leave the profile and the
             # final comparison their time at the latencies measured so far.
-            ctx.deadline = deadline - _final_reserve(latency, n_final)
+            ctx.deadline = deadline - _final_reserve(latency, n_final, plan.open_s)
         # Planned again for the team the sweep chose, at its latency, with
         # the time that is left.
         later = [s for s in ("conv", "hillclimb") if opts.runs(s)]

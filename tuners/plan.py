@@ -36,10 +36,6 @@ CLIMB_SETUP_S = 0.2
 # prepacked weights): the probe measures it; this is the floor when the
 # probe's own open was faster than the clock can be trusted for.
 MIN_OPEN_S = 0.002
-# The final comparison's candidates when nothing is known yet: the default,
-# the tuned config and one partial result (sweep or corun), plus the stored
-# config on a re-tune.
-FINAL_CANDIDATES = 3
 # Together, the items below their fair share of the graph's time get at
 # least a quarter of the search time (each 1/4n): Ansor's scheduler also
 # starts every task with a round of trials before it follows the gradient.

@@ -84,6 +84,9 @@ def decide(default, candidates: Sequence, incumbent=None) -> Verdict:
         chosen = best[0]
         why.append(f"final: '{chosen.label}' beat {name} by {_x(best[1])} "
                    f"({len(chosen.samples)} paired samples, interleaved)")
+    elif best[1].high < 1.0:
+        why.append(f"final: {name} was fastest: the best other candidate, "
+                   f"'{best[0].label}', ran {_x(best[1])} against it")
     else:
         why.append(f"final: no significant gain: the fastest other candidate, "
                    f"'{best[0].label}', ran {_x(best[1])} against {name}; the interval "

@@ -50,6 +50,50 @@ class EngineSide(Side):
         self.engine.close()
 
 
+class FreshEngineSide(Side):
+    """An engine opened anew for every chunk of samples and closed after
+    it, so that no other engine's pool exists while it runs: the process
+    state of a lone `hwtune run`. warm(n) opens it, runs it n times (the
+    last run's seconds are returned) and keeps its outputs for the check;
+    take(k) opens it, runs `rewarm` untimed runs, takes k samples."""
+
+    def __init__(self, opener: Callable[[], object], *, label: str = "", rewarm: int = 1):
+        self.opener, self.label, self.rewarm = opener, label, max(0, int(rewarm))
+        self._outputs = None
+
+    def _with_engine(self, body):
+        engine = self.opener()
+        try:
+            out = body(engine)
+            self._outputs = {k: v.copy() if hasattr(v, "copy") else v
+                             for k, v in engine.outputs().items()}
+            return out
+        finally:
+            engine.close()
+
+    def warm(self, n: int) -> Optional[float]:
+        """Seconds per run with the engine's open and close spread over
+        the runs: what a sample costs a time budget, since every chunk
+        opens the engine again."""
+        took = clock.Stopwatch()
+
+        def body(engine):
+            for _ in range(max(1, n)):
+                engine.run()
+        self._with_engine(body)
+        return took.elapsed() / max(1, n)
+
+    def take(self, k: int) -> List[float]:
+        def body(engine):
+            for _ in range(self.rewarm):
+                engine.run()
+            return [clock.per_call(engine.run, 1) for _ in range(k)]
+        return self._with_engine(body)
+
+    def outputs(self):
+        return self._outputs
+
+
 class OpEventSide(Side):
     """A one-op engine: a sample is one profiled run, timed by the engine's
     event for its only op (the op's own time, not the run's dispatch)."""
@@ -103,7 +147,8 @@ def measure_engines(openers: Sequence[Callable[[], object]], policy: SamplingPol
                     warmup: int, reference: Optional[Mapping[str, object]] = None,
                     outputs: Sequence[str] = (), deadline: Optional[float] = None,
                     settle: Optional[Callable[[], None]] = None, settle_each: bool = False,
-                    rewarm: int = 0, on_round=None) -> List[Measurement]:
+                    rewarm: int = 0, fresh: bool = False,
+                    on_round=None) -> List[Measurement]:
     """One Measurement per opener (a callable returning a prepared engine):
     all engines are open side by side while they are sampled, so their
     samples interleave; every engine is closed at the end. reference: the
@@ -112,11 +157,16 @@ def measure_engines(openers: Sequence[Callable[[], object]], policy: SamplingPol
     rewarm: each chunk of samples starts as a lone `hwtune run` would, the
     other engines' workers parked and this engine's data warm (the
     tuner's final verdict, whose figures a later `hwtune run` must
-    reproduce)."""
-    sides: List[Optional[EngineSide]] = []
+    reproduce). fresh: each engine is opened for each chunk of samples and
+    closed after it (FreshEngineSide): no two engines exist at once.
+    """
+    sides: List[Optional[Side]] = []
     failed = {}
     try:
         for i, open_engine in enumerate(openers):
+            if fresh:
+                sides.append(FreshEngineSide(open_engine, rewarm=rewarm))
+                continue
             try:
                 sides.append(EngineSide(open_engine(), rewarm=rewarm))
             except HwtuneError as exc:

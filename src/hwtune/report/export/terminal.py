@@ -458,8 +458,10 @@ def print_tune(console: Console, doc: dict) -> None:
         extras.append(f"{len(t['config']['op_threads'])} per-op thread counts")
     line(f"tuned:     {_ms(t['median_s'])} +- {_ms(t['mad_s'])}  ({', '.join(extras)})")
     ci = doc.get("speedup_ci")
-    if ci and ci["low"] <= 1.0 <= ci["high"] and t.get("label") != "default":
-        gain = "no significant gain"
+    if t.get("label") == "default":
+        gain = "the default is kept"
+    elif ci and ci["low"] <= 1.0 <= ci["high"]:
+        gain = f"no significant gain: {ci['level']:.0%} interval {ci['low']:.2f}-{ci['high']:.2f}x"
     elif ci:
         gain = f"{ci['level']:.0%} interval {ci['low']:.2f}-{ci['high']:.2f}x"
     else:
