@@ -199,9 +199,9 @@ def _final_reserve(latency: Dict[str, float], candidates: int = 3,
                    open_s: float = 0.0) -> float:
     """Seconds the profile and the final comparison need at their floors:
     the profile's warm-up and runs of the tuned config, and the warm-up and
-    MIN_BUDGET_FINAL_REPS rounds (each with its re-warm run and its settle
-    poll) of `candidates` candidates: the default, the tuned config and one
-    partial result, plus the stored config on a re-tune."""
+    MIN_BUDGET_FINAL_REPS rounds (each opening the engine, with its re-warm
+    run and its settle poll) of `candidates` candidates (FINAL_CANDIDATES,
+    plus the stored config on a re-tune)."""
     from hwtune.tuners.executor_sweep import WARMUP
     best, default = latency.get("best", 0.0), latency.get("default", 0.0)
     profile = best * (WARMUP + 1)
