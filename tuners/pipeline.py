@@ -559,8 +559,6 @@ def tune_graph(db, host_key: str, graph, graph_hash: str, opts: TuneOptions, *,
             else opts.budget_s * SWEEP_SHARE)
     stages: Dict[str, StageReport] = {}
     why: List[str] = []
-    # The C runner (hwtune-run) runs a graph that was only tuned, too.
-    db.put_lowered(graph_hash, lowered_doc(graph))
 
     def stage(name: str) -> Optional[StageReport]:
         """The stage's report when it runs now (asked for, budget left)."""
@@ -573,6 +571,9 @@ def tune_graph(db, host_key: str, graph, graph_hash: str, opts: TuneOptions, *,
 
     with finishing(db, run_id, "tuning run", kept="every finished trial is kept and the next "
                    "tune-graph resumes from them"):
+        # The C runner (hwtune-run) runs a graph that was only tuned, too.
+        # Inside `finishing`: a signal now still marks the run interrupted.
+        db.put_lowered(graph_hash, lowered_doc(graph))
         db.add_fact(run_id, "tune_plan", plan.to_json())
         stored, stored_id = _stored_candidate(db, host_key, graph, graph_hash, cpus, why)
         base = default_config(usable)
