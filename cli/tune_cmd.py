@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+import sys
+
 from hwtune.cli.options import db_option, example, json_option, parse_overrides, shape_option
 
 
@@ -22,8 +24,12 @@ def _only(ctx, param, value):
     "hwtune tune-graph configs/models/lstm_medium.json --budget 300"))
 @click.argument("model")
 @click.option("--budget", "budget_s", type=float, default=None, metavar="SECONDS",
-              help="stop searching after this long (finished trials are kept; the final "
-                   "comparison still runs)")
+              help="the whole command's time: shared among the stages and workloads by "
+                   "their share of the graph's time (see --plan); what is cut is listed, "
+                   "and a rerun with a bigger budget finishes it")
+@click.option("--plan", "plan_only", is_flag=True,
+              help="print the tuning plan (each stage's and workload's estimated cost and "
+                   "share of the budget) and stop; it only probes the default config")
 @click.option("--trials", type=int, default=None, metavar="N",
               help="at most N trials per CONV workload (default: 15% of its grid with optuna, "
                    "all of it with grid)")
@@ -43,8 +49,8 @@ def _only(ctx, param, value):
 @shape_option
 @db_option
 @json_option
-def tune_graph(model, budget_s, trials, only, search, reps, strategy, overrides, shapes, db_path,
-               as_json):
+def tune_graph(model, budget_s, plan_only, trials, only, search, reps, strategy, overrides,
+               shapes, db_path, as_json):
     """Tune MODEL (a model.json, an ONNX file or a bundled model's name) on
     this machine and store the result.
 
@@ -62,26 +68,33 @@ def tune_graph(model, budget_s, trials, only, search, reps, strategy, overrides,
     from hwtune.native.pool import allowed_cpus
     from hwtune.report import export
     from hwtune.sources import load_any
+    from hwtune.cli.progress import tune_progress
     from hwtune.tuners.pipeline import TuneOptions, tune_graph as run_tuning
 
     opts = TuneOptions(budget_s=budget_s, trials=trials, only=only, search=search, reps=reps,
-                       strategy=strategy).check()
+                       strategy=strategy, plan_only=plan_only).check()
     graph, model = load_any(model, overrides, shapes)
     native_engine()
     cpus = allowed_cpus()
 
-    def progress(stage, message):
-        if not as_json:
-            click.echo(f"[{stage}] {message}", err=True)
-
     db = ResultsDB.open(db_path)
-    with db:
-        host_key = db.upsert_host(machine.fingerprint())
-        graph_hash = db.put_graph(graph.to_json())
-        res = run_tuning(db, host_key, graph, graph_hash, opts, cpus=cpus, model_path=model,
-                         progress=progress)
-        db_file = str(db.path)
+    # A bar with the plan's ETA on a terminal; progress lines on stderr
+    # otherwise (also with --json: stdout stays the result).
+    with tune_progress(live=sys.stderr.isatty() and not plan_only) as (progress, on_plan):
+        with db:
+            host_key = db.upsert_host(machine.fingerprint())
+            graph_hash = db.put_graph(graph.to_json())
+            res = run_tuning(db, host_key, graph, graph_hash, opts, cpus=cpus,
+                             model_path=model, progress=progress, on_plan=on_plan)
+            db_file = str(db.path)
 
     doc = {"model": graph.name, "graph_hash": graph_hash, "ops": len(graph.ops), "db": db_file}
+    if plan_only:
+        doc.update(res.to_json(), lines=res.lines())
+        if as_json:
+            export.write("tune", doc, "json")
+        else:
+            click.echo("\n".join(res.lines()))
+        return
     doc.update(res.to_json())
     export.write("tune", doc, "json" if as_json else "terminal")

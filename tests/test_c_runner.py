@@ -252,3 +252,22 @@ def test_scheduler_names_come_from_the_engine_table(tiny):
     proc = c_run("--db", db, "--graph", key, "--host", host, "--scheduler", "sequential",
                  "--iterations", 2)
     assert proc.returncode == 0 and ", sequential, " in proc.stdout, proc.stderr
+
+
+def test_scheduler_flag_takes_its_own_pinning_default(tiny):
+    # A stored pin was measured for the stored scheduler: --scheduler
+    # naming another starts from that one's default in both runners.
+    db, key = tiny
+    with ResultsDB.open(db) as d:
+        host = d.hosts()[0]["host_key"]
+        d.put_engine_config(host, key, executors=2, threads_per_executor=1,
+                            scheduler="critical-path", pin=False, source="tuned")
+    proc = c_run("--db", db, "--graph", key, "--host", host, "--iterations", 3)
+    assert assert_timed(proc, 3).endswith("config tuned: 2 x 1, critical-path, unpinned")
+    proc = c_run("--db", db, "--graph", key, "--host", host, "--iterations", 3,
+                 "--scheduler", "corun")
+    assert assert_timed(proc, 3).endswith("2 x 1, corun, pinned")
+    ran = CliRunner().invoke(cli, ["run", str(db.parent / "tiny.json"), "--db", str(db),
+                                   "--json", "--iterations", "2", "--scheduler", "corun"])
+    assert ran.exit_code == 0, ran.output
+    assert json.loads(ran.stdout)["config"]["pin"] is True

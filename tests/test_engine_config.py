@@ -138,3 +138,25 @@ def test_config_round_trips_through_the_db(db):
     cid = db.put_engine_config(db.host_key, db.graph_hash, source="user", **cfg.db_fields())
     back = EngineConfig.from_db_row(db.engine_config(db.host_key, db.graph_hash, "user"))
     assert cid and back == EngineConfig(**dict(cfg.__dict__, pin=True))
+
+
+def test_scheduler_flag_does_not_inherit_another_schedulers_pin(db):
+    # The tuner measured "unpinned" for critical-path; corun starts from its
+    # own default (issue #12: it inherited unpinned and ran 7-25x slower).
+    db.put_engine_config(db.host_key, db.graph_hash, executors=2, threads_per_executor=2,
+                         scheduler="critical-path", pin=False, source="tuned")
+    corun = schedulers()["corun"]
+    r = resolve(db, db.host_key, db.graph_hash, {"scheduler": "corun"}, cpus=CPUS4,
+                op_names=OPS)
+    assert r.config.pin is None and r.config.pinned == corun.pinned_by_default
+    # --pin names it: it wins
+    r = resolve(db, db.host_key, db.graph_hash, {"scheduler": "corun", "pin": False},
+                cpus=CPUS4, op_names=OPS)
+    assert r.config.pinned is False
+    # the stored scheduler named again keeps its measured pin
+    r = resolve(db, db.host_key, db.graph_hash, {"scheduler": "critical-path"}, cpus=CPUS4,
+                op_names=OPS)
+    assert r.config.pinned is False
+    # a flag that does not name the scheduler keeps the stored pin
+    r = resolve(db, db.host_key, db.graph_hash, {"executors": 1}, cpus=CPUS4, op_names=OPS)
+    assert r.config.pinned is False

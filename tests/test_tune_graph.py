@@ -160,3 +160,66 @@ def test_stale_and_foreign_configs(db):
     proc = hwtune("run", *PATHNET, "--iterations", "1", "--check", "--json", db=db)
     assert "default CONV parameters" in proc.stderr
     assert json.loads(proc.stdout)["check"]["ok"]
+
+
+def test_plan_prints_and_stops(db):
+    proc = hwtune("tune-graph", *PATHNET, "--plan", "--budget", "5", db=db)
+    assert "total:" in proc.stdout and "of the 5 s budget" in proc.stdout
+    assert "probe: the default config runs in" in proc.stdout
+    assert rows(db, "SELECT count(*) FROM runs WHERE kind = 'tune'")[0][0] == 0
+    assert rows(db, "SELECT count(*) FROM tuning_trials")[0][0] == 0
+    doc = json.loads(hwtune("tune-graph", *PATHNET, "--plan", "--json", db=db).stdout)
+    assert doc["items"] and doc["latency_s"] > 0 and doc["budget_s"] is None
+
+
+def test_budget_cuts_are_listed_and_a_bigger_budget_finishes_them(db):
+    # An exhaustive CONV grid cannot fit in 4 s: the plan cuts it.
+    first = hwtune("tune-graph", *PATHNET, "--reps", "2", "--search", "grid", "--budget", "4",
+                   "--json", db=db)
+    out = json.loads(first.stdout)
+    # progress lines go to stderr with --json too, plan first
+    assert first.stderr.startswith("[plan]") and "[final]" in first.stderr
+    assert out["plan"]["budget_s"] == 4 and out["speedup_ci"]["low"] <= out["speedup"]
+    assert out["cuts"] and out["resume_s"] > 0
+    assert all(c["resume_s"] >= 0 and c["reason"] for c in out["cuts"])
+    cut_conv = {c["key"] for c in out["cuts"] if c["stage"] == "conv"}
+    assert cut_conv  # the grid was cut
+    # a cut workload is not stored as tuned: the rerun resumes it
+    assert rows(db, "SELECT count(*) FROM tuned_subjects WHERE tuner = 'conv'")[0][0] == 0
+    second = json.loads(hwtune("tune-graph", *PATHNET, "--reps", "2", "--search", "grid",
+                               "--json", db=db).stdout)
+    assert not [c for c in second["cuts"] if c["stage"] == "conv"]
+    assert second["stages"]["conv"]["reused"] > 0  # first run's trials were kept
+    _never_slower(db, second)
+
+
+def _never_slower(db, out):
+    """The stored config of a re-tune is the old one, or one that beat it
+    by a paired interval above 1.0 in this run (kept in the run's facts)."""
+    run = out["run_id"]
+    facts = {k: json.loads(v) for k, v in rows(
+        db, "SELECT key, value_json FROM run_facts WHERE run_id = ?", (run,))}
+    labels = [c["label"] for c in out["candidates"]]
+    if out["kept_stored"]:
+        assert "replaced_config" not in facts
+        return
+    replaced = facts.get("replaced_config")
+    assert replaced is not None, labels
+    if replaced["ratio"] is not None:
+        assert replaced["ratio"]["low"] > 1.0
+
+
+def test_retune_measures_the_stored_config_and_never_stores_a_slower_one(db):
+    first = json.loads(hwtune("tune-graph", *LSTM, "--reps", "2", "--json", db=db).stdout)
+    (first_id, first_at), = rows(db, "SELECT id, created_at FROM engine_configs "
+                                     "WHERE source = 'tuned'")
+    out = json.loads(hwtune("tune-graph", *LSTM, "--reps", "2", "--json", db=db).stdout)
+    labels = [c["label"] for c in out["candidates"]]
+    # the stored config ran in the final comparison (as itself, or as the
+    # new candidate that equals it)
+    assert "stored" in labels or any(c["config"] == first["tuned"]["config"]
+                                     for c in out["candidates"])
+    _never_slower(db, out)
+    if out["kept_stored"]:
+        assert rows(db, "SELECT id, created_at FROM engine_configs WHERE source = 'tuned'") \
+            == [(first_id, first_at)]

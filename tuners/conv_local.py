@@ -26,7 +26,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 import numpy as np
 
 from hwtune.db.keys import workload_key
-from hwtune.measure import FixedSampling, interleave
+from hwtune.measure import FixedSampling, clock, interleave
 from hwtune.measure.op import OpSide
 from hwtune.measure.stats import median
 from hwtune.native import conv
@@ -59,6 +59,8 @@ MIN_TRIAL_LIMIT_S = 0.05
 # of each other); the default vs tuned figures and the layout DP's candidate
 # times then compare like with like.
 CONFIRM_ROUNDS = 7
+# Layouts whose best points are confirmed (and offered to the layout DP).
+TOP_K = 4
 CONFIRM_SEARCH = "confirm"  # tuning_trials.search of the re-measured rows
 # Budget of a sampling search when none is given. The issue's goal is the
 # exhaustive best within 3% using at most 30% of the grid's trials; replaying
@@ -319,13 +321,15 @@ def _default_trial(store: TrialStore, measure: ConvMeasure, params: Params) -> O
 
 
 def tune_workload(ctx: TuneContext, wl: ConvWorkload, *, threads: int, on_trial=None,
-                  top_k: int = 4, measure: Optional[ConvMeasure] = None, pin: bool = False
+                  top_k: int = TOP_K, measure: Optional[ConvMeasure] = None, pin: bool = False,
+                  cut: Optional[int] = None
                   ) -> Tuple[Optional[ConvChoice], Optional[SearchResult]]:
     """One workload: reuse the stored result, or search it (ctx.search,
     ctx.trials per workload, ctx.reps samples per trial) and store it.
     (None, None) when the deadline has passed before anything was measured.
     pin: whether the team that will run it is pinned (the measuring pool is
-    made the same)."""
+    made the same). cut: the tuning plan gave it only this many trials; its
+    best so far is used but not stored as tuned (a rerun resumes it)."""
     space = Space(wl.knobs(ctx.isa))
     store = ctx.store(tuner=TUNER, subject=wl.key, threads=threads)
     default = wl.default_params(ctx.isa)
@@ -343,20 +347,32 @@ def tune_workload(ctx: TuneContext, wl: ConvWorkload, *, threads: int, on_trial=
                                pin=pin)
     try:
         return _search_workload(ctx, wl, store, m, space, default, threads=threads,
-                                on_trial=on_trial, top_k=top_k)
+                                on_trial=on_trial, top_k=top_k, cut=cut)
     finally:
         if measure is None:
             m.close()
 
 
+def planned_trials(ctx: TuneContext, space: Space) -> int:
+    """Search trials of one workload without a budget (the default trial
+    and the confirmation rounds come on top)."""
+    if ctx.trials is not None:
+        return ctx.trials
+    if ctx.search == "grid":
+        return space.size()
+    return max(1, math.ceil(DEFAULT_BUDGET_FRACTION * space.size()))
+
+
 def _search_workload(ctx: TuneContext, wl, store, m, space, default, *, threads, on_trial,
-                     top_k):
+                     top_k, cut=None):
     d = _default_trial(store, m, default)
     if d.status == OK:
         m.limit_s = max(MIN_TRIAL_LIMIT_S, SLOW_FACTOR * d.seconds)
-    trials = ctx.trials
-    if trials is None and ctx.search != "grid":
-        trials = max(1, math.ceil(DEFAULT_BUDGET_FRACTION * space.size()))
+    trials = planned_trials(ctx, space)
+    if cut is not None:
+        # Trials already stored count toward the cut, as they count toward
+        # the search's own max_trials when it resumes.
+        trials = max(1, min(trials, cut))
     s = make_search(ctx.search, space, seed=ctx.seed, max_trials=trials)
     res = run_search(s, m, store, deadline=ctx.deadline, on_trial=on_trial)
     confirmed = _confirm_best(store, m, space, default, d.status == OK, top_k)
@@ -365,7 +381,7 @@ def _search_workload(ctx: TuneContext, wl, store, m, space, default, *, threads,
         best_params, best_s = min(confirmed, key=lambda ps: ps[1])
     if d.status == OK:
         d = next((Outcome(OK, t) for p, t in confirmed if key_of(p) == key_of(default)), d)
-    if best_s is not None and res.stopped != "deadline":
+    if best_s is not None and res.stopped != "deadline" and cut is None:
         ctx.db.put_tuned(ctx.host_key, tuner=TUNER, subject=wl.key, isa=ctx.isa,
                          threads=threads, search=ctx.search, best_params=best_params,
                          best_s=best_s, trials=res.trials + 1, run_id=ctx.run_id)
@@ -377,8 +393,18 @@ def _search_workload(ctx: TuneContext, wl, store, m, space, default, *, threads,
     return choice, res
 
 
-def tune_conv_workloads(ctx: TuneContext, graph, *, threads: int, top_k: int = 4,
-                        events=None, pin: bool = False) -> Dict[str, ConvChoice]:
+def workload_groups(graph) -> Dict[str, Tuple[ConvWorkload, List[str]]]:
+    """workload key -> (workload, names of the conv ops that share it)."""
+    groups: Dict[str, Tuple[ConvWorkload, List[str]]] = {}
+    for op in graph.ops:
+        if op.op == "conv2d":
+            wl = conv_workload(graph, op)
+            groups.setdefault(wl.key, (wl, []))[1].append(op.name)
+    return groups
+
+
+def tune_conv_workloads(ctx: TuneContext, graph, *, threads: int, top_k: int = TOP_K,
+                        events=None, pin: bool = False, limits=None) -> Dict[str, ConvChoice]:
     """Tune every conv2d workload of a validated graph at `threads` threads.
 
     Returns conv op name -> ConvChoice (ops with the same workload share
@@ -388,14 +414,25 @@ def tune_conv_workloads(ctx: TuneContext, graph, *, threads: int, top_k: int = 4
     workload, ops, trial, budget, params, status, seconds, reused, and once
     per workload with keys workload, ops, done=True, choice. Workloads not
     started before the deadline are left out of the result.
+    limits(key) -> (trials, seconds, cut) or None: the tuning plan's share
+    of one workload (0 trials: left out, as past the deadline; seconds: its
+    search's own deadline, inside ctx's; cut: fewer trials than a full
+    search).
     """
-    groups: Dict[str, Tuple[ConvWorkload, List[str]]] = {}
-    for op in graph.ops:
-        if op.op == "conv2d":
-            wl = conv_workload(graph, op)
-            groups.setdefault(wl.key, (wl, []))[1].append(op.name)
+    groups = workload_groups(graph)
     out: Dict[str, ConvChoice] = {}
+    outer = ctx
     for key, (wl, names) in groups.items():
+        cut = None
+        ctx = outer
+        got = limits(key) if limits is not None else None
+        if got is not None:
+            trials, seconds, is_cut = got
+            if trials <= 0:
+                continue  # the plan gave it nothing: these ops keep their defaults
+            ctx = outer.with_(deadline=min(outer.deadline or math.inf,
+                                           clock.deadline_after(seconds)))
+            cut = trials if is_cut else None
         count = [0]
 
         def on_trial(params, outcome, reused, key=key, names=names, count=count):
@@ -406,7 +443,7 @@ def tune_conv_workloads(ctx: TuneContext, graph, *, threads: int, top_k: int = 4
                         "seconds": outcome.seconds, "reused": reused})
 
         choice, _ = tune_workload(ctx, wl, threads=threads, on_trial=on_trial, top_k=top_k,
-                                  pin=pin)
+                                  pin=pin, cut=cut)
         if choice is None:
             continue  # past the deadline: the caller keeps these ops' defaults
         for name in names:

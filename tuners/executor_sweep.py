@@ -23,7 +23,7 @@ interleave; a rerun reuses stored trials, so an interrupted sweep resumes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from hwtune.engine.config import EngineConfig
@@ -72,6 +72,13 @@ def scheduler_for(executors: int) -> str:
 def candidate_configs(n_cpus: int, *, width: Optional[int] = None) -> List[EngineConfig]:
     return [EngineConfig(executors=k, threads=t, scheduler=scheduler_for(k))
             for k, t in candidates(n_cpus, width=width)]
+
+
+def pin_variants(configs: List[EngineConfig]) -> List[EngineConfig]:
+    """Each config whose scheduler can pin, with the other pinning: the
+    tuner measures both so that the stored config's pin is a measured
+    choice, not the scheduler's default (issue #12)."""
+    return [replace(c, pin=not c.pinned) for c in configs if c.sched.can_pin]
 
 
 def graph_width(graph) -> int:

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from hwtune.errors import HwtuneError, UsageError
-from hwtune.measure import FixedSampling, interleave
+from hwtune.measure import FixedSampling, clock, interleave
 from hwtune.measure import check as checks
 from hwtune.measure.engine import OpEventSide, output_check
 from hwtune.measure.stats import mad
@@ -240,7 +240,7 @@ class GroupResult:
     best_threads: Optional[int] = None
     best_s: Optional[float] = None
     reused: bool = False
-    status: str = "pending"  # tuned|reused|small|folded|failed|partial|pending
+    status: str = "pending"  # tuned|reused|small|folded|failed|partial|cut|pending
     note: Optional[str] = None
     accuracy: Optional[dict] = None
 
@@ -436,8 +436,8 @@ def _reuse(ctx: TuneContext, g: GroupResult, tuned: dict, team_threads: int) -> 
 
 
 def tune_op_threads(ctx: TuneContext, graph, *, team_threads: int, step: int = 1,
-                    min_op_s: float = MIN_OP_S, check_accuracy: Optional[bool] = None
-                    ) -> HillClimbResult:
+                    min_op_s: float = MIN_OP_S, check_accuracy: Optional[bool] = None,
+                    limits=None) -> HillClimbResult:
     """Hill-climb every workload of graph (validated) up to team_threads,
     on ctx.cpus, choosing per op by ctx.strategy. check_accuracy (default:
     when step > 1) also measures the counts the climb skipped and reports
@@ -445,7 +445,9 @@ def tune_op_threads(ctx: TuneContext, graph, *, team_threads: int, step: int = 1
     outputs must match, 'peer' (a 1-thread engine run: catches thread-split
     bugs; kernels' own tests hold them to numpy), 'numpy' (the numpy
     reference: 0.1-3 s per inception_small CONV here, a third of that
-    model's climbing time) or 'none'."""
+    model's climbing time) or 'none'. limits(workload key) -> seconds or
+    None: the tuning plan's share of one workload (0: left as 'cut'; its
+    climb stops at its own deadline and is resumed by a later run)."""
     if isinstance(team_threads, bool) or not isinstance(team_threads, int) or team_threads < 1:
         raise UsageError(f"team_threads must be an integer >= 1, got {team_threads!r}")
     choose_op_threads([], team_threads, ctx.strategy)  # validates strategy early
@@ -486,11 +488,20 @@ def tune_op_threads(ctx: TuneContext, graph, *, team_threads: int, step: int = 1
         except HwtuneError as exc:
             g.status, g.note = "failed", f"cannot run this op alone: {exc}"
             continue
-        how, fresh = _climb_group(ctx, g, one, team_threads, step, min_op_s, check_accuracy)
+        seconds = limits(g.workload_key) if limits is not None else None
+        if seconds is not None and seconds <= 0:
+            g.status, g.note = "cut", "the tuning plan gave it no time"
+            stopped = "plan"
+            continue
+        gctx = ctx if seconds is None else ctx.with_(
+            deadline=min(ctx.deadline or math.inf, clock.deadline_after(seconds)))
+        how, fresh = _climb_group(gctx, g, one, team_threads, step, min_op_s, check_accuracy)
         measured_n += fresh
         if how == "deadline":
             stopped = "deadline"
-            break
+            if ctx.out_of_time():
+                break
+            continue  # only this workload's share ran out: the next one gets its own
         if g.status == "tuned":
             ctx.db.put_tuned(ctx.host_key, tuner=TUNER, subject=g.workload_key, isa=ctx.isa,
                              threads=team_threads, search=f"hillclimb-x{step}",

@@ -29,7 +29,9 @@ from hwtune.db.lifecycle import finishing
 from hwtune.engine.config import EngineConfig, default_config, usable_cpu_count
 from hwtune.errors import HwtuneError, UsageError
 from hwtune.measure import OK, FixedSampling, clock
+from hwtune.tuners import verdict as verdicts
 from hwtune.tuners.context import Progress, TuneContext
+from hwtune.tuners.plan import Ledger, Plan
 
 STAGES = ("sweep", "conv", "hillclimb")
 # Interleaved repetitions of the final default-vs-candidates comparison: 15
@@ -53,20 +55,41 @@ MIN_FINAL_REPS = 5
 # stops at the reserve). Half for the sweep: it alone is ~11 s of
 # lstm_medium's 20 (engines, reference check, one round of 2 configs at
 # 0.6-0.9 s a run), which leaves the profile and 3 final rounds their time.
-# Without a sweep (--only conv,hillclimb) no latency is known yet: the
-# search then keeps a fifth of the budget for the end.
+# The plan (tuners/plan.py) gives the sweep its estimated cost, at most this
+# share of the budget left after the final reserve; without a sweep
+# (--only conv,hillclimb) the plan's probe gives the latency.
 SWEEP_SHARE = 0.5
-NO_SWEEP_SHARE = 0.8
 MIN_BUDGET_FINAL_REPS = 3
+# Samples of the plan's probe of the default config (after one warm-up run):
+# the sweep's first figures come later; the plan only needs the size of a
+# run, and two samples keep the probe under 3 runs for a 20-s model.
+PROBE_REPS = 2
 
 # Untimed runs of each candidate before the comparison (the first faults in
 # the arena and forms the teams; see executor_sweep.WARMUP).
 FINAL_WARMUP = 2
-# The final comparison keeps the default unless a candidate is faster by more
-# than this fraction: below it the difference is within the run-to-run noise
-# measured on this machine (1-2% MAD/median on quiet runs), and switching
-# would claim a speedup the measurement cannot show.
-MIN_GAIN = 0.01
+# Each candidate's engine is opened anew for each round and closed after it
+# (no other engine exists while it runs), with one untimed run first, after
+# the previous engine's workers have parked (measure.settle): each chunk is
+# taken as a lone `hwtune run` takes its samples. With every engine open side
+# by side, issue #12's random DAG printed 2.29x in tune-graph and ~1.0x under
+# `hwtune run`, and here a stored corun config of the Wide-ResNet block of
+# benchmarks/unseen_graphs.py ran 8.9 ms among six open engines against 32-42
+# ms alone (as `hwtune run` measured it; 2-core AMD EPYC, AVX2, load ~12).
+FINAL_REWARM = 1
+# Rounds of the final comparison (samples split evenly among them): each
+# round opens every candidate's engine once, so the rounds are fewer than
+# the samples (an open prepacks weights: ~80 ms for that Wide-ResNet block).
+FINAL_ROUNDS = 5
+# Candidates the budget reserves the final comparison for: the default, the
+# sweep's result, sweep + CONV, corun pinned and unpinned and the tuned
+# config (plus the stored one on a re-tune). Fewer leave their time to the
+# final comparison's samples.
+FINAL_CANDIDATES = 6
+# The settle before each final sample polls the process' CPU time for at
+# least one interval (measure.settling's poll_s) even when every pool is
+# parked: the budget's reserve counts it.
+SETTLE_POLL_S = 0.01
 
 
 @dataclass
@@ -82,6 +105,7 @@ class TuneOptions:
     reps: int = 5
     seed: int = 0
     strategy: int = 1                   # hill climbing: 1 per op, 2 per op type
+    plan_only: bool = False             # --plan: print the plan and stop
 
     def check(self) -> "TuneOptions":
         if self.budget_s is not None and not self.budget_s > 0:
@@ -139,6 +163,15 @@ class TuneResult:
     tuning_s: float
     config_id: Optional[int] = None
     accuracy: Optional[dict] = None
+    speedup_ci: Any = None              # verdict.Ratio: default / chosen, paired
+    kept_stored: bool = False           # the stored tuned config stayed
+    plan: Optional[Plan] = None
+    cuts: List[dict] = field(default_factory=list)  # what the budget left undone
+
+    @property
+    def resume_s(self) -> float:
+        """Estimated seconds of search a rerun needs to finish every cut."""
+        return sum(c["resume_s"] for c in self.cuts)
 
     @property
     def speedup(self) -> float:
@@ -152,23 +185,42 @@ class TuneResult:
                 "candidates": [cand(c) for c in self.candidates], "speedup": self.speedup,
                 "why": self.why, "tuning_s": self.tuning_s,
                 "stages": {k: vars(v) for k, v in self.stages.items()},
-                "config_id": self.config_id, "accuracy": self.accuracy}
+                "config_id": self.config_id, "accuracy": self.accuracy,
+                "speedup_ci": self.speedup_ci.to_json() if self.speedup_ci else None,
+                "kept_stored": self.kept_stored, "cuts": self.cuts, "resume_s": self.resume_s,
+                "plan": self.plan.to_json() if self.plan else None}
 
 
 def _noop(stage: str, message: str) -> None:
     pass
 
 
-def _final_reserve(latency: Dict[str, float]) -> float:
+def _final_reserve(latency: Dict[str, float], candidates: int = 3,
+                   open_s: float = 0.0) -> float:
     """Seconds the profile and the final comparison need at their floors:
     the profile's warm-up and runs of the tuned config, and the warm-up and
-    MIN_BUDGET_FINAL_REPS rounds of three candidates (the default, the tuned
-    config and one partial result)."""
+    MIN_BUDGET_FINAL_REPS rounds (each opening the engine, with its re-warm
+    run and its settle poll) of `candidates` candidates (FINAL_CANDIDATES,
+    plus the stored config on a re-tune)."""
     from hwtune.tuners.executor_sweep import WARMUP
     best, default = latency.get("best", 0.0), latency.get("default", 0.0)
     profile = best * (WARMUP + 1)
-    final = (default + 2 * best) * (FINAL_WARMUP + MIN_BUDGET_FINAL_REPS)
-    return profile + final
+    runs = FINAL_WARMUP + MIN_BUDGET_FINAL_REPS * (1 + FINAL_REWARM)  # a round a sample
+    final = (default + (candidates - 1) * best) * runs
+    opens = candidates * (1 + MIN_BUDGET_FINAL_REPS) * open_s  # warm-up + each round
+    return profile + final + opens + candidates * MIN_BUDGET_FINAL_REPS * SETTLE_POLL_S
+
+
+def pin_choices(label: str, cfg: EngineConfig) -> List[Tuple[str, EngineConfig]]:
+    """A scheduler that can pin is measured both ways, each with its pin
+    stated, so the stored config carries a measured choice rather than the
+    scheduler's default (issue #12: corun unpinned ran 7-25x slower than
+    pinned on a 200-op random DAG, and a stored unpinned choice was then
+    inherited by --scheduler corun)."""
+    if not cfg.sched.can_pin:
+        return [(label, cfg)]
+    return [(f"{label} pinned", replace(cfg, pin=True)),
+            (f"{label} unpinned", replace(cfg, pin=False))]
 
 
 def _profile_runs(deadline: Optional[float], latency: Dict[str, float]) -> Dict[str, int]:
@@ -182,6 +234,181 @@ def _profile_runs(deadline: Optional[float], latency: Dict[str, float]) -> Dict[
     return {"runs": max(1, min(PROFILE_RUNS, fit))}
 
 
+def same_config(a: EngineConfig, b: EngineConfig) -> bool:
+    """The same engine settings: pinning compared as it runs (None is the
+    scheduler's default), profiled op costs left aside (they are
+    measurements, not settings)."""
+    ja, jb = a.to_json(), b.to_json()
+    ja.pop("op_cost", None)
+    jb.pop("op_cost", None)
+    return ja == jb
+
+
+def _stored_candidate(db, host_key: str, graph, graph_hash: str, cpus,
+                      why: List[str]) -> Tuple[Optional[Candidate], Optional[int]]:
+    """The tuned config stored for this graph and host, as a candidate of
+    the final comparison (a re-tune must beat it, not just the default);
+    (None, None) when there is none. One that no longer applies (another
+    hwtune's scheduler, CONV parameters for another graph, too many
+    threads for this machine) is left out with a line in `why` and will
+    be replaced."""
+    from hwtune.engine.effective import effective_graph
+
+    row = db.engine_config(host_key, graph_hash, "tuned")
+    if row is None:
+        return None, None
+    try:
+        cfg = EngineConfig.from_db_row(row)
+        cfg.validate(list(cpus), [op.name for op in graph.ops],
+                     origin=f"the stored tuned engine config of graph {graph_hash[:12]}")
+        run_graph = effective_graph(graph, cfg)
+    except HwtuneError as exc:
+        why.append(f"stored: the stored tuned config does not apply here ({exc}); a new one "
+                   f"replaces it")
+        return None, row["id"]
+    return Candidate("stored", cfg, run_graph, op_cost=dict(row.get("op_cost") or {})), row["id"]
+
+
+def _store_verdict(db, host_key: str, graph, graph_hash: str, run_id: int, chosen: Candidate,
+                   held: Optional[Candidate], stored_id: Optional[int]) -> int:
+    """Store the chosen config as the tuned one. A stored config it replaces
+    stays in the run's facts ('replaced_config'), with the figures both
+    had in this run's interleaved comparison (held: the stored config as
+    measured now, None when it was not)."""
+    from hwtune.engine.lowered import lowered_doc
+
+    if stored_id is not None:
+        old = db.engine_config(host_key, graph_hash, "tuned")
+        measured = held is not None and held.status == OK and held.samples
+        db.add_fact(run_id, "replaced_config", {
+            "config_id": stored_id,
+            "config": old and {k: v for k, v in old.items() if k != "lowered"},
+            "measured": ({"median_s": held.median_s, "mad_s": held.mad_s,
+                          "samples": held.samples} if measured else
+                         {"status": held.status, "note": held.note} if held else None),
+            "by": {"label": chosen.label, "median_s": chosen.median_s, "mad_s": chosen.mad_s,
+                   "samples": chosen.samples},
+            "ratio": (verdicts.ratio(held.samples, chosen.samples).to_json()
+                      if measured and chosen.samples else None)})
+    fields = dict(chosen.config.db_fields(), op_cost=dict(chosen.op_cost))
+    return db.put_engine_config(
+        host_key, graph_hash, source="tuned", **fields,
+        lowered=lowered_doc(chosen.graph) if chosen.graph is not graph else None)
+
+
+def _probe(graph, cfg: EngineConfig) -> Tuple[float, float]:
+    """(seconds per run, seconds to open) of graph under cfg: the plan's
+    measured base. A warm-up run and PROBE_REPS samples, as the sweep
+    samples."""
+    from hwtune.engine.runner import open_engine
+    from hwtune.measure.engine import measure_engines
+
+    opened: List[float] = []
+
+    def opener():
+        took = clock.Stopwatch()
+        engine = open_engine(graph, cfg, None)
+        opened.append(took.elapsed())
+        return engine
+
+    m = measure_engines([opener], FixedSampling(PROBE_REPS), warmup=1)[0]
+    if m.status != OK:
+        raise HwtuneError(f"the default config of {graph.name} does not run: {m.note}")
+    return m.median, (opened[0] if opened else 0.0)
+
+
+def make_plan(ctx: TuneContext, graph, graph_hash: str, opts: TuneOptions, *, usable: int,
+              stored: bool) -> Plan:
+    """Probe the default config, cost every stage that will run and share
+    the budget among them (tuners/plan.py)."""
+    from hwtune.tuners import plan as plans
+
+    latency_s, open_s = _probe(graph, default_config(usable))
+    names = [s for s in STAGES if opts.runs(s) and (s != "conv" or conv_ops(graph))]
+    items = plans.stage_items(ctx, graph, graph_hash, usable=usable, latency_s=latency_s,
+                              open_s=open_s, stages=names)
+    n_final = FINAL_CANDIDATES + stored
+    reserve = (_final_reserve({"best": latency_s, "default": latency_s}, n_final, open_s)
+               if opts.budget_s is not None else
+               n_final * ((FINAL_WARMUP + FINAL_REPS + FINAL_ROUNDS * FINAL_REWARM) * latency_s
+                          + (1 + FINAL_ROUNDS) * open_s))
+    sweep = items["sweep"][0] if items["sweep"] else None
+    return plans.build(graph, latency_s=latency_s, open_s=open_s, budget_s=opts.budget_s,
+                       sweep=sweep, conv=items["conv"], hillclimb=items["hillclimb"],
+                       reserve_s=reserve,
+                       sweep_share=SWEEP_SHARE if opts.runs("conv") or opts.runs("hillclimb")
+                       else 1.0)
+
+
+def _replan(ctx: TuneContext, graph, graph_hash: str, opts: TuneOptions, *, usable: int,
+            team: int, latency_s: float, open_s: float, stages: Sequence[str],
+            seconds: Optional[float]) -> Plan:
+    """The later stages' plan once the sweep has chosen the team."""
+    from hwtune.tuners import plan as plans
+
+    names = [s for s in stages if s != "conv" or conv_ops(graph)]
+    items = plans.stage_items(ctx, graph, graph_hash, usable=usable, latency_s=latency_s,
+                              open_s=open_s, stages=names, team=team)
+    return plans.build(graph, latency_s=latency_s, open_s=open_s, budget_s=seconds,
+                       sweep=None, conv=items["conv"], hillclimb=items["hillclimb"],
+                       reserve_s=0.0, sweep_share=0.0)
+
+
+def _cuts(ctx: TuneContext, graph, tuned_graph, graph_hash: str, opts: TuneOptions, *,
+          usable: int, team: int, latency_s: float, open_s: float,
+          stages: Dict[str, StageReport], climbed) -> List[dict]:
+    """Every stage and workload this run left unfinished, each with the
+    seconds a rerun needs for it: the plan's estimate of its remaining
+    trials (what is stored is not measured again), scaled by how long this
+    run's trials of that stage actually took against the estimate."""
+    from hwtune.tuners import plan as plans
+
+    out: List[dict] = []
+    scale: Dict[str, float] = {}
+
+    def calibrate(stage: str, items) -> None:
+        rep = stages.get(stage)
+        est = [i.trial_s for i in items]
+        if rep is not None and rep.measured > 0 and est:
+            seen = rep.seconds / rep.measured
+            # Clamped: one stage's few trials are a rough guide, not a law.
+            scale[stage] = min(20.0, max(0.5, seen / (sum(est) / len(est))))
+
+    def add(item, reason):
+        out.append({"stage": item.stage, "name": item.label or item.name, "key": item.name,
+                    "reason": reason, "trials_left": item.trials,
+                    "resume_s": item.cost_s * scale.get(item.stage, 1.0)})
+
+    rep = stages.get("sweep")
+    if rep is not None and rep.stopped != "done":
+        for item in plans.stage_items(ctx, graph, graph_hash, usable=usable,
+                                      latency_s=latency_s, open_s=open_s,
+                                      stages=["sweep"])["sweep"]:
+            if not item.reused:
+                add(item, "stopped by the budget before every config was measured")
+    if opts.runs("conv") and conv_ops(graph):
+        rep = stages.get("conv")
+        items = plans.stage_items(ctx, graph, graph_hash, usable=usable, latency_s=latency_s,
+                                  open_s=open_s, stages=["conv"], team=team)["conv"]
+        calibrate("conv", items)
+        for item in items:
+            if not item.reused:
+                add(item, "not started (budget)" if rep is None or rep.stopped == "budget"
+                    else "search cut by the budget (best so far used, not stored as tuned)")
+    if opts.runs("hillclimb") and team >= 2:
+        status = {g.workload_key: g.status for g in climbed.groups} if climbed else {}
+        items = plans.stage_items(ctx, tuned_graph, graph_hash, usable=usable,
+                                  latency_s=latency_s, open_s=open_s, stages=["hillclimb"],
+                                  team=team)["hillclimb"]
+        calibrate("hillclimb", items)
+        for item in items:
+            st = status.get(item.name, "pending")
+            if not item.reused and st in ("partial", "cut", "pending"):
+                add(item, {"partial": "climb stopped by the budget",
+                           "cut": "the plan gave it no time"}.get(st, "not started (budget)"))
+    return out
+
+
 def conv_ops(graph) -> List[str]:
     return [op.name for op in graph.ops if op.op == "conv2d"]
 
@@ -191,11 +418,14 @@ def _stage_sweep(ctx: TuneContext, graph, graph_hash: str, cfg: EngineConfig,
     from hwtune.tuners import executor_sweep
 
     ctx.progress("sweep", "executors x threads per executor")
-    res = executor_sweep.sweep(ctx, graph, graph_hash)
+    usable = min(usable_cpu_count(ctx.cpus), len(ctx.cpus))
+    res = executor_sweep.sweep(ctx, graph, graph_hash, extra=executor_sweep.pin_variants(
+        executor_sweep.candidate_configs(usable, width=executor_sweep.graph_width(graph))))
     rows = [r for r in res.rows if r[1] is not None]
     report.trials, report.measured, report.reused = len(res.rows), res.measured, res.reused
     report.stopped = res.stopped
-    table = ", ".join(f"{c.executors}x{c.threads} {s * 1e3:.2f} ms" for c, s, _ in rows)
+    table = ", ".join(f"{c.executors}x{c.threads}{'' if c.pinned else ' unpinned'} "
+                      f"{s * 1e3:.2f} ms" for c, s, _ in rows)
     latency = {}
     if rows and res.best_s:
         latency = {"best": res.best_s, "default": max(sec for _, sec, _ in rows)}
@@ -203,8 +433,8 @@ def _stage_sweep(ctx: TuneContext, graph, graph_hash: str, cfg: EngineConfig,
                       f"was fastest of {len(res.rows)} ({table})"], latency
 
 
-def _stage_conv(ctx: TuneContext, graph, cfg: EngineConfig,
-                report: StageReport) -> Tuple[Dict[str, dict], List[str]]:
+def _stage_conv(ctx: TuneContext, graph, cfg: EngineConfig, report: StageReport,
+                limits=None) -> Tuple[Dict[str, dict], List[str]]:
     from hwtune.tuners import conv_local, layout_dp
 
     threads = cfg.threads
@@ -222,7 +452,7 @@ def _stage_conv(ctx: TuneContext, graph, cfg: EngineConfig,
             ctx.progress("conv", f"{ev['ops'][0]}: trial {ev['trial']}")
 
     choices = conv_local.tune_conv_workloads(ctx, graph, threads=threads, events=on_event,
-                                             pin=cfg.pinned)
+                                             pin=cfg.pinned, limits=limits)
     if not choices:
         return {}, []
     report.trials = sum(c.trials for c in choices.values())
@@ -241,12 +471,13 @@ def _stage_conv(ctx: TuneContext, graph, cfg: EngineConfig,
     return plan.op_params, why
 
 
-def _stage_hillclimb(ctx: TuneContext, graph, cfg: EngineConfig, report: StageReport):
+def _stage_hillclimb(ctx: TuneContext, graph, cfg: EngineConfig, report: StageReport,
+                     limits=None):
     from hwtune.tuners import hillclimb
 
     ctx.progress("hillclimb", f"per-op thread counts inside a {cfg.threads}-thread team "
                               f"(strategy {ctx.strategy})")
-    res = hillclimb.tune_op_threads(ctx, graph, team_threads=cfg.threads)
+    res = hillclimb.tune_op_threads(ctx, graph, team_threads=cfg.threads, limits=limits)
     report.measured, report.reused = res.measured, res.reused
     report.trials = res.measured + res.reused
     report.stopped = res.stopped
@@ -265,19 +496,21 @@ def _measure_final(cands: List[Candidate], progress: Progress,
     with a deadline as many rounds as fit before it (at least
     MIN_BUDGET_FINAL_REPS)."""
     from hwtune.engine.runner import open_engine
+    from hwtune.measure import settle
     from hwtune.measure.engine import FIRST, measure_engines
 
     limit_s, low = FINAL_BUDGET_S, MIN_FINAL_REPS
     if deadline is not None:
         limit_s, low = min(limit_s, max(deadline - clock.monotonic(), 0.0)), MIN_BUDGET_FINAL_REPS
-    policy = FixedSampling(FINAL_REPS, budget_s=limit_s, min_reps=low)
+    policy = FixedSampling(FINAL_REPS, rounds=FINAL_ROUNDS, budget_s=limit_s, min_reps=low)
 
     def on_round(r, n):
         progress("final", f"default vs tuned, interleaved: {n}/{policy.planned}")
 
     got = measure_engines([lambda c=c: open_engine(c.graph, c.config, c.op_cost or None)
                            for c in cands], policy, warmup=FINAL_WARMUP, reference=FIRST,
-                          outputs=cands[0].graph.outputs, on_round=on_round)
+                          outputs=cands[0].graph.outputs, on_round=on_round,
+                          settle=settle, settle_each=True, rewarm=FINAL_REWARM, fresh=True)
     for c, m in zip(cands, got):
         c.samples, c.status, c.note = list(m.samples), m.status, m.note
         c.median_s, c.mad_s = (m.median, m.mad) if m.status == OK else (None, None)
@@ -287,8 +520,11 @@ def _measure_final(cands: List[Candidate], progress: Progress,
 
 
 def tune_graph(db, host_key: str, graph, graph_hash: str, opts: TuneOptions, *,
-               cpus: Sequence[int], model_path: str = "", progress: Optional[Progress] = None
-               ) -> TuneResult:
+               cpus: Sequence[int], model_path: str = "", progress: Optional[Progress] = None,
+               on_plan=None):
+    """Tune graph; returns its TuneResult, or with opts.plan_only the Plan
+    (the probe is its only measurement; nothing is stored). on_plan(plan):
+    called once before the first stage (a progress bar's total)."""
     from hwtune.engine.effective import effective_graph
     from hwtune.engine.lowered import lowered_doc
 
@@ -296,57 +532,105 @@ def tune_graph(db, host_key: str, graph, graph_hash: str, opts: TuneOptions, *,
     progress = progress or _noop
     watch = clock.Stopwatch()
     usable = min(usable_cpu_count(cpus), len(cpus))
+    # The whole budget's deadline ends the profile and the final comparison;
+    # each search stage and workload gets the plan's share of it.
+    deadline = clock.deadline_after(opts.budget_s)
+    ctx = TuneContext(db, None, host_key, cpus=list(cpus), progress=progress,
+                      search=opts.search, trials=opts.trials, reps=opts.reps, seed=opts.seed,
+                      strategy=opts.strategy)
+    stored_row = db.engine_config(host_key, graph_hash, "tuned")
+    plan = make_plan(ctx, graph, graph_hash, opts, usable=usable,
+                     stored=stored_row is not None)
+    if opts.plan_only:
+        return plan
+    for line in plan.lines():
+        progress("plan", line)
+    if on_plan is not None:
+        on_plan(plan)
     run_id = db.start_run(host_key, "tune", {
         "model": model_path, "graph_hash": graph_hash, "budget_s": opts.budget_s,
         "trials": opts.trials, "only": list(opts.only or []), "search": opts.search,
         "reps": opts.reps, "strategy": opts.strategy})
-    # The whole budget's deadline ends the profile and the final comparison;
-    # the search stages get their own, earlier one (see SWEEP_SHARE).
-    deadline = clock.deadline_after(opts.budget_s)
-    ctx = TuneContext(db, run_id, host_key, cpus=list(cpus), progress=progress,
-                      deadline=clock.deadline_after(opts.budget_s and opts.budget_s * SWEEP_SHARE),
-                      search=opts.search,
-                      trials=opts.trials, reps=opts.reps, seed=opts.seed,
-                      strategy=opts.strategy)
+    ctx.run_id = run_id
+    sweep_item = plan.item("sweep", "executors x threads")
+    if opts.budget_s is not None:
+        ctx.deadline = clock.deadline_after(
+            sweep_item.allot_s if sweep_item is not None and not sweep_item.reused
+            else opts.budget_s * SWEEP_SHARE)
     stages: Dict[str, StageReport] = {}
     why: List[str] = []
-    # The C runner (hwtune-run) runs a graph that was only tuned, too.
-    db.put_lowered(graph_hash, lowered_doc(graph))
 
     def stage(name: str) -> Optional[StageReport]:
         """The stage's report when it runs now (asked for, budget left)."""
-        if not opts.runs(name) or ctx.out_of_time():
+        if not opts.runs(name):
+            return None
+        if ctx.out_of_time():
+            stages[name] = StageReport(stopped="budget", note="not started: the budget ran out")
             return None
         return stages.setdefault(name, StageReport())
 
     with finishing(db, run_id, "tuning run", kept="every finished trial is kept and the next "
                    "tune-graph resumes from them"):
+        # The C runner (hwtune-run) runs a graph that was only tuned, too.
+        # Inside `finishing`: a signal now still marks the run interrupted.
+        db.put_lowered(graph_hash, lowered_doc(graph))
+        db.add_fact(run_id, "tune_plan", plan.to_json())
+        stored, stored_id = _stored_candidate(db, host_key, graph, graph_hash, cpus, why)
         base = default_config(usable)
         default = Candidate("default", base, graph)
         cfg, tuned_graph = base, graph
         accuracy = None
         partial: List[Candidate] = []
-        latency: Dict[str, float] = {}
+        latency: Dict[str, float] = {"best": plan.latency_s, "default": plan.latency_s}
+        n_final = FINAL_CANDIDATES + (stored is not None)
 
         rep = stage("sweep")
         if rep is not None:
             took = clock.Stopwatch()
-            cfg, lines, latency = _stage_sweep(ctx, graph, graph_hash, cfg, rep)
+            cfg, lines, measured = _stage_sweep(ctx, graph, graph_hash, cfg, rep)
+            latency.update(measured)
             rep.seconds = took.elapsed()
             why += lines
             if cfg != base:
                 partial.append(Candidate("sweep", cfg, graph))
         if deadline is not None:
             # Later searches stop early enough to leave the profile and the
-            # final comparison their time at the latencies the sweep measured;
-            # without a measured latency (no sweep ran) they keep a share.
-            ctx.deadline = (deadline - _final_reserve(latency) if latency
-                            else deadline - opts.budget_s * (1 - NO_SWEEP_SHARE))
+            # final comparison their time at the latencies measured so far.
+            ctx.deadline = deadline - _final_reserve(latency, n_final, plan.open_s)
+        # Planned again for the team the sweep chose, at its latency, with
+        # the time that is left.
+        later = [s for s in ("conv", "hillclimb") if opts.runs(s)]
+        replan = _replan(ctx, graph, graph_hash, opts, usable=usable, team=cfg.threads,
+                         latency_s=latency["best"], open_s=plan.open_s, stages=later,
+                         seconds=(None if deadline is None else
+                                  max(0.0, ctx.deadline - clock.monotonic())))
+        ledger = Ledger()
+
+        def conv_limits(key):
+            item = replan.item("conv", key)
+            if deadline is None or item is None or item.reused:
+                return None
+            seconds = ledger.grant(item)
+            if not item.cut:
+                # Its whole search fits: estimates are not deadlines (the
+                # stage's own deadline still holds).
+                return None
+            trials = item.trials_in(seconds)
+            # The search stops early enough to leave the workload's tail
+            # (its confirmation rounds) inside its share.
+            return trials, max(0.0, seconds - item.tail_s), trials < item.trials
+
+        def climb_limits(key):
+            item = replan.item("hillclimb", key)
+            if deadline is None or item is None or item.reused:
+                return None
+            seconds = ledger.grant(item)
+            return seconds if item.cut else None
 
         rep = stage("conv") if conv_ops(graph) else None
         if rep is not None:
             took = clock.Stopwatch()
-            op_params, lines = _stage_conv(ctx, graph, cfg, rep)
+            op_params, lines = _stage_conv(ctx, graph, cfg, rep, conv_limits)
             rep.seconds = took.elapsed()
             why += lines
             if op_params:
@@ -355,13 +639,22 @@ def tune_graph(db, host_key: str, graph, graph_hash: str, opts: TuneOptions, *,
                 partial.append(Candidate("sweep+conv", cfg, tuned_graph))
 
         rep = stage("hillclimb")
+        climbed = None
         if rep is not None:
             took = clock.Stopwatch()
+            # Its workloads are those of the graph the CONV stage rewrote.
+            replan = _replan(ctx, tuned_graph, graph_hash, opts, usable=usable, team=cfg.threads,
+                             latency_s=latency["best"], open_s=plan.open_s,
+                             stages=["hillclimb"],
+                             seconds=(None if deadline is None else
+                                      max(0.0, ctx.deadline - clock.monotonic())))
+            ledger = Ledger()
             if cfg.threads < 2:
                 rep.note = "teams of 1 thread: no per-op thread count to choose"
                 why.append(f"hillclimb: skipped ({rep.note})")
             else:
-                res, lines = _stage_hillclimb(ctx, tuned_graph, cfg, rep)
+                res, lines = _stage_hillclimb(ctx, tuned_graph, cfg, rep, climb_limits)
+                climbed = res
                 why += lines
                 accuracy = res.accuracy
                 # Ops the layout pass inserted are not named in the model, so
@@ -374,9 +667,16 @@ def tune_graph(db, host_key: str, graph, graph_hash: str, opts: TuneOptions, *,
                 if res.candidates:
                     corun = replace(cfg, scheduler="corun", op_candidates={
                         k: [[int(t), float(s)] for t, s in v] for k, v in res.candidates.items()})
-                    partial.append(Candidate("corun", corun, tuned_graph))
+                    partial += [Candidate(label, c, tuned_graph)
+                                for label, c in pin_choices("corun", corun)]
             rep.seconds = took.elapsed()
 
+        cuts = _cuts(ctx, graph, tuned_graph, graph_hash, opts, usable=usable, team=cfg.threads,
+                     latency_s=latency["best"], open_s=plan.open_s, stages=stages,
+                     climbed=climbed)
+        if cuts:
+            why.append(f"cut: {len(cuts)} stage(s)/workload(s) by the budget; resuming needs "
+                       f"~{sum(c['resume_s'] for c in cuts):.1f} s more (listed under 'cut')")
         # Profiled op costs order the critical-path scheduler's levels.
         final = Candidate("tuned", cfg, tuned_graph)
         if cfg.sched.needs_costs:
@@ -387,37 +687,39 @@ def tune_graph(db, host_key: str, graph, graph_hash: str, opts: TuneOptions, *,
             if c.config.sched.needs_costs and not c.op_cost:
                 c.op_cost = final.op_cost if c.graph is tuned_graph else {}
         cands = [default] + [c for c in partial if c.config != cfg] + [final]
+        if stored is not None and not any(same_config(c.config, stored.config) for c in cands):
+            cands.append(stored)
         _measure_final(cands, progress, deadline)
-        ran = [c for c in cands[1:] if c.status == OK]
         for c in cands[1:]:
-            if c.status != OK:
+            if c.status != OK and c is not stored:
                 why.append(f"final: '{c.label}' left out ({c.status}: {c.note})")
-        chosen = min(ran, key=lambda c: c.median_s) if ran else default
-        if chosen.median_s > default.median_s * (1 - MIN_GAIN):
-            why.append(f"final: no tuned candidate beat the default by more than "
-                       f"{MIN_GAIN:.0%} in the interleaved comparison: keeping the default")
-            chosen = default
-        else:
-            why.append(f"final: '{chosen.label}' was fastest of {len(cands)} candidates "
-                       f"measured interleaved ({len(chosen.samples)} samples each)")
-
-        c = chosen.config
-        fields = dict(c.db_fields(), op_cost=dict(chosen.op_cost))
-        config_id = db.put_engine_config(
-            host_key, graph_hash, source="tuned", **fields,
-            lowered=lowered_doc(chosen.graph) if chosen.graph is not graph else None)
+        # The stored config, or the new candidate that equals it.
+        same = [c for c in cands if stored is not None and same_config(c.config, stored.config)]
+        held = same[0] if same else None
+        verdict = verdicts.decide(default, cands[1:], held)
+        why += verdict.why
+        chosen = verdict.chosen
+        kept = held is not None and chosen is held
+        config_id = (stored_id if kept else
+                     _store_verdict(db, host_key, graph, graph_hash, run_id, chosen, held,
+                                    stored_id))
         result = TuneResult(run_id=run_id, default=default, chosen=chosen, candidates=cands,
                             stages=stages, why=why, tuning_s=watch.elapsed(),
-                            config_id=config_id, accuracy=accuracy)
+                            config_id=config_id, accuracy=accuracy,
+                            speedup_ci=verdict.speedup, kept_stored=kept, plan=plan,
+                            cuts=cuts)
         db.add_fact(run_id, "tune_summary", {
             "model": graph.name, "graph_hash": graph_hash,
             "default": {"config": default.config.to_json(), "median_s": default.median_s,
                         "mad_s": default.mad_s},
-            "tuned": {"config": c.to_json(), "median_s": chosen.median_s,
+            "tuned": {"config": chosen.config.to_json(), "median_s": chosen.median_s,
                       "mad_s": chosen.mad_s, "label": chosen.label},
             "candidates": [{"label": x.label, "median_s": x.median_s, "mad_s": x.mad_s}
                            for x in cands],
-            "speedup": result.speedup, "why": why, "tuning_s": result.tuning_s,
+            "speedup": result.speedup,
+            "speedup_ci": verdict.speedup.to_json() if verdict.speedup else None,
+            "kept_stored": result.kept_stored, "cuts": cuts,
+            "resume_s": result.resume_s, "why": why, "tuning_s": result.tuning_s,
             "stages": {k: vars(v) for k, v in stages.items()}, "accuracy": accuracy})
         return result
 

@@ -647,8 +647,11 @@ int main(int argc, char **argv) {
   }
 
   /* Without a stored config, pin as `hwtune run` does (EngineConfig.pinned):
-   * only schedulers that pin by default. */
-  if (!cr.found) cfg.pin = sched && sched->pins == HWT_PIN_BY_DEFAULT;
+   * only schedulers that pin by default. A stored pin was measured for the
+   * stored scheduler: --scheduler naming another starts from that one's
+   * default, as `hwtune run` does (engine/config.py, _apply_flags). */
+  if (!cr.found || (o.scheduler && strcmp(o.scheduler, cr.scheduler)))
+    cfg.pin = sched && sched->pins == HWT_PIN_BY_DEFAULT;
 
   hwt_engine *e;
   if (hwt_engine_create(g, &cfg, &e, err, sizeof err) < 0) die("engine: %s", err);

@@ -237,6 +237,13 @@ def _apply_flags(base: EngineConfig, flags: Mapping[str, Any], n_allowed: int,
     stored one no longer fits beside the given one."""
     notes = []
     cfg = replace(base, **{k: flags[k] for k in FLAG_FIELDS if k in flags})
+    if "scheduler" in flags and "pin" not in flags and flags["scheduler"] != base.scheduler:
+        # A stored pin was measured for the stored scheduler (the tuner
+        # measures each pinning scheduler both ways): another scheduler
+        # starts from its own default, not from that choice (issue #12:
+        # --scheduler corun inherited an unpinned config and ran 7-25x
+        # slower). --pin names it.
+        cfg = replace(cfg, pin=None)
     if "executors" in flags:
         _count("executors", flags["executors"])
         if cfg.sched.single_team and flags["executors"] > 1 and "scheduler" not in flags:

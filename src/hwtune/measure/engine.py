@@ -23,10 +23,13 @@ from hwtune.measure.sides import Side
 
 class EngineSide(Side):
     """A prepared engine: a sample is `runs` back-to-back run() calls,
-    timed together, as seconds per run."""
+    timed together, as seconds per run. rewarm: untimed runs before every
+    chunk of samples, so that a chunk taken right after another engine's
+    starts, as `hwtune run` does, with this engine's own data in cache."""
 
-    def __init__(self, engine, *, label: str = "", runs: int = 1):
+    def __init__(self, engine, *, label: str = "", runs: int = 1, rewarm: int = 0):
         self.engine, self.label, self.runs = engine, label, max(1, int(runs))
+        self.rewarm = max(0, int(rewarm))
 
     def warm(self, n: int) -> Optional[float]:
         """n runs; the last one's seconds (the first faults in the arena)."""
@@ -36,6 +39,8 @@ class EngineSide(Side):
         return per
 
     def take(self, k: int) -> List[float]:
+        for _ in range(self.rewarm):
+            self.engine.run()
         return [clock.per_call(self.engine.run, self.runs) for _ in range(k)]
 
     def outputs(self):
@@ -43,6 +48,50 @@ class EngineSide(Side):
 
     def close(self) -> None:
         self.engine.close()
+
+
+class FreshEngineSide(Side):
+    """An engine opened anew for every chunk of samples and closed after
+    it, so that no other engine's pool exists while it runs: the process
+    state of a lone `hwtune run`. warm(n) opens it, runs it n times (the
+    last run's seconds are returned) and keeps its outputs for the check;
+    take(k) opens it, runs `rewarm` untimed runs, takes k samples."""
+
+    def __init__(self, opener: Callable[[], object], *, label: str = "", rewarm: int = 1):
+        self.opener, self.label, self.rewarm = opener, label, max(0, int(rewarm))
+        self._outputs = None
+
+    def _with_engine(self, body):
+        engine = self.opener()
+        try:
+            out = body(engine)
+            self._outputs = {k: v.copy() if hasattr(v, "copy") else v
+                             for k, v in engine.outputs().items()}
+            return out
+        finally:
+            engine.close()
+
+    def warm(self, n: int) -> Optional[float]:
+        """Seconds per run with the engine's open and close spread over
+        the runs: what a sample costs a time budget, since every chunk
+        opens the engine again."""
+        took = clock.Stopwatch()
+
+        def body(engine):
+            for _ in range(max(1, n)):
+                engine.run()
+        self._with_engine(body)
+        return took.elapsed() / max(1, n)
+
+    def take(self, k: int) -> List[float]:
+        def body(engine):
+            for _ in range(self.rewarm):
+                engine.run()
+            return [clock.per_call(engine.run, 1) for _ in range(k)]
+        return self._with_engine(body)
+
+    def outputs(self):
+        return self._outputs
 
 
 class OpEventSide(Side):
@@ -97,19 +146,29 @@ def _first_as_reference(names: Sequence[str]):
 def measure_engines(openers: Sequence[Callable[[], object]], policy: SamplingPolicy, *,
                     warmup: int, reference: Optional[Mapping[str, object]] = None,
                     outputs: Sequence[str] = (), deadline: Optional[float] = None,
-                    settle: Optional[Callable[[], None]] = None,
+                    settle: Optional[Callable[[], None]] = None, settle_each: bool = False,
+                    rewarm: int = 0, fresh: bool = False,
                     on_round=None) -> List[Measurement]:
     """One Measurement per opener (a callable returning a prepared engine):
     all engines are open side by side while they are sampled, so their
     samples interleave; every engine is closed at the end. reference: the
     outputs (by name) every engine must match, FIRST to hold them to the
-    first engine that opened, or None for no check."""
-    sides: List[Optional[EngineSide]] = []
+    first engine that opened, or None for no check. settle_each and
+    rewarm: each chunk of samples starts as a lone `hwtune run` would, the
+    other engines' workers parked and this engine's data warm (the
+    tuner's final verdict, whose figures a later `hwtune run` must
+    reproduce). fresh: each engine is opened for each chunk of samples and
+    closed after it (FreshEngineSide): no two engines exist at once.
+    """
+    sides: List[Optional[Side]] = []
     failed = {}
     try:
         for i, open_engine in enumerate(openers):
+            if fresh:
+                sides.append(FreshEngineSide(open_engine, rewarm=rewarm))
+                continue
             try:
-                sides.append(EngineSide(open_engine()))
+                sides.append(EngineSide(open_engine(), rewarm=rewarm))
             except HwtuneError as exc:
                 sides.append(None)
                 failed[i] = Measurement(ERROR, note=str(exc))
@@ -117,7 +176,7 @@ def measure_engines(openers: Sequence[Callable[[], object]], policy: SamplingPol
         check = (_first_as_reference(outputs) if isinstance(reference, str) and
                  reference == FIRST else output_check(reference, outputs))
         got = iter(interleave(live, policy, warmup=warmup, check=check, deadline=deadline,
-                              settle=settle, on_round=on_round))
+                              settle=settle, settle_each=settle_each, on_round=on_round))
         return [failed[i] if s is None else next(got) for i, s in enumerate(sides)]
     finally:
         for s in sides:

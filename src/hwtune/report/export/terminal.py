@@ -460,7 +460,20 @@ def print_tune(console: Console, doc: dict) -> None:
     if t["config"].get("op_threads"):
         extras.append(f"{len(t['config']['op_threads'])} per-op thread counts")
     line(f"tuned:     {_ms(t['median_s'])} +- {_ms(t['mad_s'])}  ({', '.join(extras)})")
-    line(f"speedup:   {doc['speedup']:.2f}x (medians of samples interleaved in one run)")
+    ci = doc.get("speedup_ci")
+    if t.get("label") == "default":
+        gain = "the default is kept"
+    elif ci and ci["low"] <= 1.0 <= ci["high"]:
+        gain = f"no significant gain: {ci['level']:.0%} interval {ci['low']:.2f}-{ci['high']:.2f}x"
+    elif ci:
+        gain = f"{ci['level']:.0%} interval {ci['low']:.2f}-{ci['high']:.2f}x"
+    else:
+        gain = "medians of samples interleaved in one run"
+    line(f"speedup:   {doc['speedup']:.2f}x ({gain}; paired samples, each taken as "
+         f"`hwtune run` takes them)")
+    if doc.get("kept_stored"):
+        line("kept:      the stored tuned config (nothing measured here beat it "
+             "significantly)")
     others = [c for c in doc["candidates"] if c != d and c != t]
     if others:
         line("also measured: " + ", ".join(f"{c['label']} {_ms(c['median_s'])}"
@@ -471,6 +484,19 @@ def print_tune(console: Console, doc: dict) -> None:
     spent = ", ".join(f"{k} {v['seconds']:.1f} s ({v['trials']} trials, {v['reused']} reused)"
                       for k, v in doc["stages"].items())
     line(f"tuning:    {doc['tuning_s']:.1f} s total{'; ' + spent if spent else ''}")
+    cuts = doc.get("cuts") or []
+    if cuts:
+        line(f"cut:       {len(cuts)} stage(s)/workload(s) left for a rerun, which needs "
+             f"~{doc['resume_s']:.0f} s more of --budget:")
+        small = [c for c in cuts if c["resume_s"] < 0.1]
+        for c in cuts:
+            if c not in small or len(small) < 3:
+                line(f"  - {c['stage']} {c['name']}: {c['reason']} (~{c['resume_s']:.1f} s)")
+        if len(small) >= 3:
+            line(f"  - {len(small)} small workloads "
+                 f"({', '.join(sorted({c['stage'] for c in small}))}) under 0.1 s each")
+    elif doc.get("plan"):
+        line("cut:       nothing (every planned stage and workload finished)")
     if doc.get("accuracy"):
         line(f"thread-count interpolation accuracy: {doc['accuracy']}")
     line(f"stored:    tuned config {doc['config_id']}, run {doc['run_id']} in {doc['db']}")
