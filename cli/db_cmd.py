@@ -95,7 +95,7 @@ def export_cmd(host, output, db_path):
     from hwtune.db import ResultsDB
     from hwtune.db import records
 
-    with ResultsDB.open_readonly(db_path) as handle:
+    with ResultsDB.open_snapshot(db_path) as handle:
         if output == "-":
             counts = records.write_jsonl(records.export_records(handle, host), sys.stdout)
         else:
@@ -165,7 +165,7 @@ def merge_cmd(sources, output, as_json):
                              "or use `hwtune db import` to add records to it")
     with ResultsDB.open(target) as handle:
         reports = records.merge([resolve_path(s) for s in sources], handle,
-                                ResultsDB.open_readonly)
+                                ResultsDB.open_snapshot)
         counts = records.row_counts(handle)
     if as_json:
         click.echo(json.dumps({"output": str(target), "rows": counts,
