@@ -358,7 +358,12 @@ def _search_workload(ctx: TuneContext, wl, store, m, space, default, *, threads,
     trials = ctx.trials
     if trials is None and ctx.search != "grid":
         trials = max(1, math.ceil(DEFAULT_BUDGET_FRACTION * space.size()))
-    s = make_search(ctx.search, space, seed=ctx.seed, max_trials=trials)
+    shared = {}
+    if ctx.storage is not None:
+        from hwtune.tuners.shared_study import study_name
+        shared = dict(storage=ctx.storage,
+                      study_name=study_name(TUNER, wl.key, ctx.isa, threads))
+    s = make_search(ctx.search, space, seed=ctx.seed, max_trials=trials, **shared)
     seeds = peer_seeds(ctx.db, ctx.host_key, tuner=TUNER, subject=wl.key, isa=ctx.isa,
                        threads=threads, space=space)
     if seeds:

@@ -82,6 +82,7 @@ class TuneOptions:
     reps: int = 5
     seed: int = 0
     strategy: int = 1                   # hill climbing: 1 per op, 2 per op type
+    storage: Optional[str] = None       # Optuna RDB URL shared by a fleet (CONV studies)
 
     def check(self) -> "TuneOptions":
         if self.budget_s is not None and not self.budget_s > 0:
@@ -97,6 +98,13 @@ class TuneOptions:
                              f"{', '.join(sorted(SEARCHES))}")
         if not 1 <= self.reps <= 1000:
             raise UsageError(f"invalid --reps {self.reps}: expected 1..1000")
+        if self.storage is not None and self.search != "optuna":
+            raise UsageError(f"--storage shares Optuna studies: it needs --search optuna, not "
+                             f"{self.search!r}")
+        if self.storage is not None:
+            # Reached and usable before anything is measured.
+            from hwtune.tuners.shared_study import check_storage
+            check_storage(self.storage)
         if self.strategy not in (1, 2):
             raise UsageError(f"invalid --strategy {self.strategy}: 1 (per op) or 2 (per op type)")
         return self
@@ -307,7 +315,7 @@ def tune_graph(db, host_key: str, graph, graph_hash: str, opts: TuneOptions, *,
                       deadline=clock.deadline_after(opts.budget_s and opts.budget_s * SWEEP_SHARE),
                       search=opts.search,
                       trials=opts.trials, reps=opts.reps, seed=opts.seed,
-                      strategy=opts.strategy)
+                      strategy=opts.strategy, storage=opts.storage)
     stages: Dict[str, StageReport] = {}
     why: List[str] = []
     # The C runner (hwtune-run) runs a graph that was only tuned, too.
