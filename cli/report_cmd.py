@@ -11,20 +11,24 @@ FORMATS = formats("report")
 
 
 @click.command(epilog=example("hwtune report --json > report.json",
+                              "hwtune report --compare run:12 run:15",
                               "hwtune report --format html -o report.html"))
 @db_option
 @click.option("--host", "host", default=None, metavar="KEY",
               help="a stored host key or a unique prefix of one (default: this machine)")
-@click.option("--compare", "compare", multiple=True, metavar="HOST_OR_DATE",
+@click.option("--compare", "compare", multiple=True, metavar="HOST|DATE|run:ID",
               help="compare side by side with ratios: one host (vs --host), one date "
-                   "YYYY-MM-DD (then vs now), or two of either kind; repeatable twice")
+                   "YYYY-MM-DD (then vs now), two of either kind, or two stored runs "
+                   "(run:ID run:ID, any kind, any day); repeatable, or give the second "
+                   "value right after the first")
+@click.argument("compare_more", nargs=-1, metavar="")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="terminal",
               show_default=True, help="terminal (rich, 80 columns), markdown, json "
               "(everything; same as --json), html (one self-contained file with SVG charts)")
 @click.option("-o", "--output", "output", type=click.Path(dir_okay=False), default=None,
               metavar="FILE", help="write the report to FILE instead of stdout")
 @json_option
-def report(db_path, host, compare, fmt, output, as_json):
+def report(db_path, host, compare, compare_more, fmt, output, as_json):
     """Show what results.db knows about a host: the machine fingerprint,
     scan results with GEMM / element-wise scaling charts (saturation point
     marked) and the co-run pinned-vs-OS grid, every tuned model (default vs
@@ -39,6 +43,11 @@ def report(db_path, host, compare, fmt, output, as_json):
     from hwtune.report import build_report, export
     from hwtune.report.files import write_file
 
+    if compare_more:
+        if not compare:
+            raise click.UsageError(f"unexpected argument {compare_more[0]!r}: values to "
+                                   "compare follow --compare")
+        compare = tuple(compare) + tuple(compare_more)
     if as_json:
         if click.get_current_context().get_parameter_source("fmt") == \
                 click.core.ParameterSource.COMMANDLINE and fmt != "json":
@@ -51,8 +60,9 @@ def report(db_path, host, compare, fmt, output, as_json):
         # A report measures nothing: never create an empty database for it.
         raise UsageError(f"no results database at {path}: run 'hwtune scan' first, or give "
                          "--db PATH")
-    # A report only reads: a database in a read-only directory is enough.
-    with ResultsDB.open_for_reading(path) as db:
+    # A report only reads: a database in a read-only directory is enough,
+    # and an older schema is upgraded in a copy in memory, never in the file.
+    with ResultsDB.open_snapshot(path) as db:
         this_host = None if host else machine.host_key(machine.fingerprint())
         doc = build_report(db, host=host, compare=compare, this_host=this_host)
     if output:

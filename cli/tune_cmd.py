@@ -40,6 +40,10 @@ def _only(ctx, param, value):
                    "--trials) or grid (exhaustive)")
 @click.option("--reps", type=int, default=5, show_default=True, metavar="N",
               help="samples per trial")
+@click.option("--storage", default=None, metavar="URL",
+              help="share each CONV workload's Optuna study with other hosts through this "
+                   "database (e.g. postgresql://user:pw@host/db; pip install 'hwtune[fleet]'): "
+                   "each host measures on itself, no point is measured twice")
 @click.option("--strategy", type=int, default=1, show_default=True, metavar="1|2",
               help="per-op thread counts: 1 per op, 2 one count per op type (its largest "
                    "instance decides)")
@@ -49,7 +53,7 @@ def _only(ctx, param, value):
 @shape_option
 @db_option
 @json_option
-def tune_graph(model, budget_s, plan_only, trials, only, search, reps, strategy, overrides,
+def tune_graph(model, budget_s, plan_only, trials, only, search, reps, storage, strategy, overrides,
                shapes, db_path, as_json):
     """Tune MODEL (a model.json, an ONNX file or a bundled model's name) on
     this machine and store the result.
@@ -72,7 +76,7 @@ def tune_graph(model, budget_s, plan_only, trials, only, search, reps, strategy,
     from hwtune.tuners.pipeline import TuneOptions, tune_graph as run_tuning
 
     opts = TuneOptions(budget_s=budget_s, trials=trials, only=only, search=search, reps=reps,
-                       strategy=strategy, plan_only=plan_only).check()
+                       strategy=strategy, plan_only=plan_only, storage=storage).check()
     graph, model = load_any(model, overrides, shapes)
     native_engine()
     cpus = allowed_cpus()

@@ -271,3 +271,40 @@ def test_scheduler_flag_takes_its_own_pinning_default(tiny):
                                    "--json", "--iterations", "2", "--scheduler", "corun"])
     assert ran.exit_code == 0, ran.output
     assert json.loads(ran.stdout)["config"]["pin"] is True
+def test_runs_from_an_exported_config_without_the_database(tiny):
+    """hwtune-run --config: the records file of `hwtune db export` is enough;
+    the config chosen is the one the database run chooses."""
+    db, key = tiny
+    model = db.parent / "tiny.json"
+    hwtune_run(db, model, "--executors", "2", "--threads", "1", "--scheduler", "critical-path",
+               "--save", "--iterations", "2")
+    with ResultsDB.open(db) as d:
+        host = d.hosts()[0]["host_key"]
+        d.put_engine_config(host, key, executors=2, threads_per_executor=1,
+                            scheduler="shared-queue", pin=False, source="tuned",
+                            op_threads={"h1": 1})
+    records = db.parent / "records.jsonl"
+    res = CliRunner().invoke(cli, ["db", "export", "-o", str(records), "--db", str(db)])
+    assert res.exit_code == 0, res.output
+    want = assert_timed(c_run("--db", db, "--graph", key, "--host", host, "--iterations", 3), 3)
+    os.unlink(db)
+    for extra in (["--host", host], ["--graph", key[:8]], []):
+        proc = c_run("--config", records, "--iterations", 3, *extra)
+        assert assert_timed(proc, 3) == want
+        assert want.endswith("config tuned: 2 x 1, shared-queue, unpinned")
+    lines = records.read_text().splitlines()
+    bad = db.parent / "bad.jsonl"
+    for text, pattern in ((lines[:-1], "no end record: the file is truncated"),
+                          (lines[1:], "not an hwtune records file"),
+                          ([lines[0].replace('"version":1', '"version":9')] + lines[1:],
+                           "written by a newer hwtune"),
+                          ([x for x in lines if '"record":"graph"' not in x],
+                           "but not the graph"),
+                          ([x for x in lines if '"record":"config"' not in x],
+                           "holds no tuned or user engine config")):
+        bad.write_text("\n".join(text) + "\n")
+        one_line_error(c_run("--config", bad), pattern)
+    one_line_error(c_run("--config", records, "--graph", "0" * 12), "unknown graph 0{12}")
+    one_line_error(c_run("--config", records, "--host", "nope"), "--host nope is not a host")
+    one_line_error(c_run("--config", db.parent / "missing.jsonl"), "cannot read --config")
+    one_line_error(c_run("--config", records, "--db", db), "alternatives")

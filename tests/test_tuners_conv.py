@@ -179,3 +179,41 @@ def test_any_registered_search_drives_the_conv_stage(db, host, name):
     rows = db.trials(host, tuner="conv", subject=SMALL.key)
     assert res.measured <= 6 and {r["search"] for r in rows} >= {name, "default"}
     assert Space(SMALL.knobs(ISA)).contains(ch.params) and ch.seconds > 0
+
+
+def _peer_fingerprint(model, l2):
+    caches = {name: {"size_bytes": size, "groups": None}
+              for name, size in (("L1d", 32768), ("L2", l2), ("L3", 1 << 25))}
+    return {"cpu_model": model, "vendor": "amd", "isa_best": ISA, "sockets": 1,
+            "physical_cores": 2, "logical_cpus": 2, "numa_nodes": 1, "caches": caches}
+
+
+def test_similar_hosts_seed_the_search_and_are_measured_here(db):
+    """A tuned result imported from a host with the same ISA and cache sizes
+    is this host's first trial after the default (search 'peer'), measured
+    here; one from a host with another L2 size is not used at all."""
+    here = db.upsert_host(_peer_fingerprint("Here", 1 << 19))
+    twin = db.upsert_host(_peer_fingerprint("Twin", 1 << 19))
+    other = db.upsert_host(_peer_fingerprint("Other", 1 << 20))
+    points = list(Space(SMALL.knobs(ISA)).points())
+    default = SMALL.default_params(ISA)
+    twin_best, other_best = [p for p in points if p != default][-2:]
+    for h, best in ((twin, twin_best), (other, other_best)):
+        db.put_tuned(h, tuner="conv", subject=SMALL.key, isa=ISA, threads=1, search="grid",
+                     best_params=best, best_s=1e-9, trials=1)
+    run = db.start_run(here, "tune", {})
+    m = cl.ConvMeasure(SMALL, threads=1, isa=ISA, **FAST)
+    for search in ("optuna", "grid"):
+        db._conn.execute("DELETE FROM tuning_trials")
+        db._conn.execute("DELETE FROM tuned_subjects WHERE host_key = ?", [here])
+        ch, res = cl.tune_workload(ctx(db, run, here, search=search, trials=3), SMALL,
+                                   threads=1, measure=m)
+        rows = [r for r in db.trials(here, tuner="conv", subject=SMALL.key)
+                if r["search"] not in ("default", "confirm")]
+        assert rows[0]["search"] == "peer" and rows[0]["params"] == twin_best, search
+        assert rows[0]["status"] == OK and rows[0]["median_s"] > 1e-9
+        assert [r["search"] for r in rows[1:]] == [search] * 2  # the budget includes the seed
+        assert other_best not in [r["params"] for r in rows]
+        # The twin's figure was never taken as this host's.
+        assert db.tuned(here, tuner="conv", subject=SMALL.key, isa=ISA,
+                        threads=1)["best_s"] > 1e-9

@@ -35,6 +35,7 @@ class TuneContext:
     seed: int = 0
     strategy: int = 1                      # per-op threads: 1 per op, 2 per op type
     check: str = "peer"                    # what candidates' outputs must match
+    storage: Optional[str] = None          # Optuna RDB URL: CONV studies shared by a fleet
 
     def __post_init__(self):
         if self.isa is None:

@@ -32,6 +32,7 @@ from hwtune.measure.stats import median
 from hwtune.native import conv
 from hwtune.tuners.context import TuneContext
 from hwtune.tuners.loop import SearchResult, TrialStore, run_search
+from hwtune.tuners.seeded import SeededSearch, peer_seeds
 from hwtune.tuners.search import (OK, ListSearch, Outcome, Params, Space, key_of,
                                   make_search)
 
@@ -373,7 +374,18 @@ def _search_workload(ctx: TuneContext, wl, store, m, space, default, *, threads,
         # Trials already stored count toward the cut, as they count toward
         # the search's own max_trials when it resumes.
         trials = max(1, min(trials, cut))
-    s = make_search(ctx.search, space, seed=ctx.seed, max_trials=trials)
+    shared = {}
+    if ctx.storage is not None:
+        from hwtune.tuners.shared_study import study_name
+        shared = dict(storage=ctx.storage,
+                      study_name=study_name(TUNER, wl.key, ctx.isa, threads))
+    s = make_search(ctx.search, space, seed=ctx.seed, max_trials=trials, **shared)
+    seeds = peer_seeds(ctx.db, ctx.host_key, tuner=TUNER, subject=wl.key, isa=ctx.isa,
+                       threads=threads, space=space)
+    if seeds:
+        ctx.progress("conv", f"{wl.key}: {len(seeds)} tuned point(s) of similar hosts "
+                             "measured first")
+        s = SeededSearch(s, seeds)
     res = run_search(s, m, store, deadline=ctx.deadline, on_trial=on_trial)
     confirmed = _confirm_best(store, m, space, default, d.status == OK, top_k)
     best_params, best_s = res.best_params, res.best_s

@@ -15,8 +15,10 @@ what we tell it, so:
 from __future__ import annotations
 
 import random
+import zlib
 from typing import Dict, Optional, Tuple
 
+from hwtune.tuners import shared_study
 from hwtune.tuners.search import OK, Outcome, Params, Search, Space, key_of, register
 
 # TPE with categorical knobs converges onto its incumbent and then keeps
@@ -45,7 +47,8 @@ class OptunaSearch(Search):
     """Seeded TPE (optuna.samplers.TPESampler) with a trial budget."""
 
     def __init__(self, space: Space, *, multivariate: bool = True,
-                 startup_fraction: float = STARTUP_FRACTION, **kwargs):
+                 startup_fraction: float = STARTUP_FRACTION, storage: Optional[str] = None,
+                 study_name: Optional[str] = None, **kwargs):
         super().__init__(space, **kwargs)
         import optuna  # heavy (~0.5 s): only when an optuna search is made
 
@@ -57,9 +60,24 @@ class OptunaSearch(Search):
         # oc_bn); independent per-knob TPE needed more trials to find it.
         budget = self.max_trials or space.size()
         startup = max(10, int(startup_fraction * budget))  # 10: optuna's own default
-        sampler = optuna.samplers.TPESampler(seed=self.seed, multivariate=multivariate,
-                                             n_startup_trials=startup)
-        self._study = optuna.create_study(direction="minimize", sampler=sampler)
+        self._shared = storage is not None
+        seed = self.seed
+        if self._shared:
+            # Workers of one fleet start from one seed: mixed with the
+            # worker, their samplers do not all draw the same first points.
+            seed = zlib.crc32(f"{self.seed}:{shared_study.worker_id()}".encode())
+        # constant_liar: a shared study's running trials count as bad
+        # guesses, steering the other workers' TPE away from them.
+        sampler = optuna.samplers.TPESampler(seed=seed, multivariate=multivariate,
+                                             n_startup_trials=startup,
+                                             constant_liar=self._shared)
+        if self._shared:
+            self._study = optuna.create_study(
+                direction="minimize", sampler=sampler, load_if_exists=True,
+                storage=shared_study.open_storage(optuna, storage),
+                study_name=study_name or "hwtune")
+        else:
+            self._study = optuna.create_study(direction="minimize", sampler=sampler)
         self._pending: Dict[Tuple, object] = {}
         self._invalid: set = set()
         self._rng = random.Random(self.seed)
@@ -110,10 +128,22 @@ class OptunaSearch(Search):
                 repeats += 1
                 continue
             seen = self.outcome_of(params)
-            if seen is not None:
+            if seen is not None and not self._shared:
                 self._study.tell(trial, self._value(seen))
                 repeats += 1
                 continue
+            if self._shared:
+                # In a shared study a point is measured once across the
+                # fleet: a duplicate trial is given up, not told a value.
+                states = (self._optuna.trial.TrialState.RUNNING,
+                          self._optuna.trial.TrialState.COMPLETE)
+                dup = shared_study.duplicate_of(self._study, trial, params, states)
+                if seen is not None or dup is not None:
+                    if dup is not None:
+                        trial.set_user_attr(shared_study.DUPLICATE_ATTR, dup)
+                    self._study.tell(trial, state=self._optuna.trial.TrialState.FAIL)
+                    repeats += 1
+                    continue
             if key in self._pending:  # proposed but not yet recorded: ask again
                 self._study.tell(trial, state=self._optuna.trial.TrialState.FAIL)
                 repeats += 1
@@ -126,6 +156,9 @@ class OptunaSearch(Search):
         trial = self._pending.pop(key_of(params), None)
         value = self._value(outcome)
         if trial is not None:
+            if self._shared:
+                trial.set_user_attr(shared_study.WORKER_ATTR, shared_study.worker_id())
+                trial.set_user_attr(shared_study.STATUS_ATTR, outcome.status)
             self._study.tell(trial, value)
         else:  # recorded without being proposed here: still teach TPE
             self._study.add_trial(self._optuna.trial.create_trial(

@@ -106,6 +106,7 @@ class TuneOptions:
     seed: int = 0
     strategy: int = 1                   # hill climbing: 1 per op, 2 per op type
     plan_only: bool = False             # --plan: print the plan and stop
+    storage: Optional[str] = None       # Optuna RDB URL shared by a fleet (CONV studies)
 
     def check(self) -> "TuneOptions":
         if self.budget_s is not None and not self.budget_s > 0:
@@ -121,6 +122,13 @@ class TuneOptions:
                              f"{', '.join(sorted(SEARCHES))}")
         if not 1 <= self.reps <= 1000:
             raise UsageError(f"invalid --reps {self.reps}: expected 1..1000")
+        if self.storage is not None and self.search != "optuna":
+            raise UsageError(f"--storage shares Optuna studies: it needs --search optuna, not "
+                             f"{self.search!r}")
+        if self.storage is not None:
+            # Reached and usable before anything is measured.
+            from hwtune.tuners.shared_study import check_storage
+            check_storage(self.storage)
         if self.strategy not in (1, 2):
             raise UsageError(f"invalid --strategy {self.strategy}: 1 (per op) or 2 (per op type)")
         return self
@@ -537,7 +545,7 @@ def tune_graph(db, host_key: str, graph, graph_hash: str, opts: TuneOptions, *,
     deadline = clock.deadline_after(opts.budget_s)
     ctx = TuneContext(db, None, host_key, cpus=list(cpus), progress=progress,
                       search=opts.search, trials=opts.trials, reps=opts.reps, seed=opts.seed,
-                      strategy=opts.strategy)
+                      strategy=opts.strategy, storage=opts.storage)
     stored_row = db.engine_config(host_key, graph_hash, "tuned")
     plan = make_plan(ctx, graph, graph_hash, opts, usable=usable,
                      stored=stored_row is not None)

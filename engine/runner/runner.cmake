@@ -6,6 +6,7 @@
 add_executable(hwtune-run
   ${CMAKE_CURRENT_LIST_DIR}/src/hwtune_run.c
   ${CMAKE_CURRENT_LIST_DIR}/src/json.c
+  ${CMAKE_CURRENT_LIST_DIR}/src/records_file.c
   ${CMAKE_CURRENT_LIST_DIR}/src/runner_checks.c
   ${CMAKE_CURRENT_LIST_DIR}/src/sqlite_dyn.c
   ${CMAKE_CURRENT_LIST_DIR}/src/weights.c)

@@ -32,6 +32,8 @@
 #include "hwtune/graph.h"
 #include "hwtune/pool.h"
 #include "json.h"
+#include "records_file.h"
+#include "rows.h"
 #include "runner_checks.h"
 #include "sqlite_dyn.h"
 #include "weights.h"
@@ -43,8 +45,9 @@
 #define MAX_ITERATIONS 1000000
 
 static const char *const USAGE =
-    "usage: hwtune-run --db PATH --graph HASH_PREFIX [--host KEY] [--iterations N] "
-    "[--warmup N] [--executors K] [--threads T] [--scheduler NAME]";
+    "usage: hwtune-run (--db PATH --graph HASH_PREFIX | --config RECORDS.jsonl [--graph "
+    "HASH_PREFIX]) [--host KEY] [--iterations N] [--warmup N] [--executors K] [--threads T] "
+    "[--scheduler NAME]";
 
 /* The scheduler table's names (help and error texts). */
 static const char *scheduler_names(void) {
@@ -66,7 +69,7 @@ static void die(const char *fmt, ...) {
 }
 
 typedef struct {
-  const char *db, *graph, *host, *scheduler;
+  const char *db, *graph, *host, *scheduler, *config;
   int iterations, warmup, executors, threads;
 } options;
 
@@ -80,7 +83,7 @@ static int parse_int(const char *flag, const char *s, int lo, int hi) {
 }
 
 static options parse_args(int argc, char **argv) {
-  options o = {NULL, NULL, NULL, NULL, 20, 3, 0, 0};
+  options o = {NULL, NULL, NULL, NULL, NULL, 20, 3, 0, 0};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -94,6 +97,7 @@ static options parse_args(int argc, char **argv) {
     if (!strcmp(a, "--db")) o.db = v;
     else if (!strcmp(a, "--graph")) o.graph = v;
     else if (!strcmp(a, "--host")) o.host = v;
+    else if (!strcmp(a, "--config")) o.config = v;
     else if (!strcmp(a, "--scheduler")) o.scheduler = v;
     else if (!strcmp(a, "--iterations")) o.iterations = parse_int(a, v, 1, MAX_ITERATIONS);
     else if (!strcmp(a, "--warmup")) o.warmup = parse_int(a, v, 0, MAX_ITERATIONS);
@@ -102,7 +106,12 @@ static options parse_args(int argc, char **argv) {
     else if (!strcmp(a, "--threads")) o.threads = parse_int(a, v, 1, HWT_CONFIG_MAX_THREADS);
     else die("unknown option %s (%s)", a, USAGE);
   }
-  if (!o.db || !o.graph) die("--db and --graph are required (%s)", USAGE);
+  if (o.db && o.config) die("--db and --config are alternatives: give one (%s)", USAGE);
+  if (o.config) {
+    if (!o.graph) return o;
+  } else if (!o.db || !o.graph) {
+    die("--db and --graph are required, or --config (%s)", USAGE);
+  }
   size_t n = strlen(o.graph);
   if (n == 0 || n > 64 || strspn(o.graph, "0123456789abcdef") != n)
     die("invalid --graph %s: expected 1..64 lowercase hex digits of a graph hash", o.graph);
@@ -198,10 +207,6 @@ static void check_host(store *s, const char *host) {
                   s->path);
 }
 
-typedef struct {
-  char *hash, *name, *lowered;
-} graph_row;
-
 static graph_row find_graph(store *s, const char *prefix) {
   sqlite3_stmt *st = prepare(s, "SELECT graph_hash, name, lowered_json FROM graphs "
                                 "WHERE substr(graph_hash, 1, length(?1)) = ?1 LIMIT 2");
@@ -218,12 +223,6 @@ static graph_row find_graph(store *s, const char *prefix) {
         "version to store one", g.hash, s->path);
   return g;
 }
-
-typedef struct {
-  int found, executors, threads, pin;
-  char *scheduler, *source, *host, *op_threads, *op_priority, *op_params;
-  char *op_cost, *op_candidates, *lowered; /* schema v4; NULL before */
-} config_row;
 
 /* Tuned beats user for one host (as hwtune.engine.config.resolve);
  * without a host, the newest tuned or user config of the graph. */
@@ -579,12 +578,19 @@ static int cmp_double(const void *a, const void *b) {
 int main(int argc, char **argv) {
   options o = parse_args(argc, argv);
   store s;
-  open_store(&s, o.db);
-  if (o.host) check_host(&s, o.host);
-  graph_row gr = find_graph(&s, o.graph);
-  config_row cr = find_config(&s, gr.hash, o.host);
-  hj_value doc;
+  graph_row gr;
+  config_row cr;
   char err[512];
+  if (o.config) {
+    /* An exported records file: no database is opened. */
+    if (hr_records_load(o.config, o.graph, o.host, &gr, &cr, err, sizeof err)) die("%s", err);
+  } else {
+    open_store(&s, o.db);
+    if (o.host) check_host(&s, o.host);
+    gr = find_graph(&s, o.graph);
+    cr = find_config(&s, gr.hash, o.host);
+  }
+  hj_value doc;
   /* The config's own lowered graph (its layout rewrites) when it has one. */
   const char *lowered = cr.lowered ? cr.lowered : gr.lowered;
   if (hj_parse(lowered, strlen(lowered), &doc, err, sizeof err))
@@ -729,6 +735,6 @@ int main(int argc, char **argv) {
   free(cr.op_cost);
   free(cr.op_candidates);
   free(cr.lowered);
-  s.api.close(s.db);
+  if (!o.config) s.api.close(s.db);
   return 0;
 }

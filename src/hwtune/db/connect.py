@@ -9,7 +9,7 @@ import os
 import sqlite3
 import time
 from pathlib import Path
-from typing import Union
+from typing import Tuple, Union
 
 from hwtune.db.migrations import APPLICATION_ID, LATEST_VERSION, META_TABLE
 from hwtune.errors import DatabaseError, SchemaTooNewError
@@ -160,7 +160,7 @@ def _cannot_read_in_place(exc: sqlite3.Error) -> bool:
 
 def vet_existing(path: Path) -> int:
     """Read-only inspection of an existing file: integrity, then ownership."""
-    conn = connect_readonly(path, vet_only=True)
+    conn, _ = _open_readonly(path, vet_only=True)
     try:
         return _vet(conn, path)
     finally:
@@ -172,6 +172,27 @@ def connect_readonly(path: Path, vet_only: bool = False) -> sqlite3.Connection:
     migrates and locks out nothing, so a report works on a file in a
     read-only directory. The file is vetted (unless vet_only: the caller
     vets) and must be at this hwtune's schema version."""
+    conn, version = _open_readonly(path, vet_only)
+    if not vet_only and version != LATEST_VERSION:
+        conn.close()
+        raise DatabaseError(
+            f"{path} has schema version {version}; this hwtune reads {LATEST_VERSION} and "
+            "would upgrade it, but opens it read-only here: run any hwtune command that "
+            "may write it once (e.g. hwtune db check --fix)")
+    return conn
+
+
+def connect_readonly_any(path: Path) -> Tuple[sqlite3.Connection, int]:
+    """connect_readonly for a vetted database of any schema this hwtune
+    knows (1..latest): the connection and the file's schema version."""
+    conn, version = _open_readonly(path, False)
+    if version == 0:
+        conn.close()
+        raise DatabaseError(f"{path} is an empty database: nothing to read")
+    return conn, version
+
+
+def _open_readonly(path: Path, vet_only: bool) -> Tuple[sqlite3.Connection, int]:
     if str(path) == MEMORY or not path.is_file():
         raise DatabaseError(f"no results database at {path}: run 'hwtune scan' first, or "
                             "give --db PATH")
@@ -187,7 +208,7 @@ def connect_readonly(path: Path, vet_only: bool = False) -> sqlite3.Connection:
         if vet_only:
             try:
                 conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-                return conn
+                return conn, -1
             except sqlite3.DatabaseError as exc:
                 conn.close()
                 if not _cannot_read_in_place(exc):
@@ -204,13 +225,7 @@ def connect_readonly(path: Path, vet_only: bool = False) -> sqlite3.Connection:
         except BaseException:
             conn.close()
             raise
-        if version != LATEST_VERSION:
-            conn.close()
-            raise DatabaseError(
-                f"{path} has schema version {version}; this hwtune reads {LATEST_VERSION} and "
-                "would upgrade it, but opens it read-only here: run any hwtune command that "
-                "may write it once (e.g. hwtune db check --fix)")
-        return conn
+        return conn, version
     raise translate(last, path, "open")
 
 

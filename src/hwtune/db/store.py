@@ -87,6 +87,34 @@ class ResultsDB:
         return cls(_connect.connect_readonly(path), path)
 
     @classmethod
+    def open_snapshot(cls, path: Union[str, os.PathLike, None] = None) -> "ResultsDB":
+        """Read an existing database of this or any older schema without
+        writing to it: a current one through a read-only connection, an
+        older one copied into memory and upgraded there. The file keeps its
+        schema (an older hwtune still opens it) and its bytes (a report or an
+        export measures and changes nothing)."""
+        path = _connect.resolve_path(path)
+        conn, version = _connect.connect_readonly_any(path)
+        if version == migrations.LATEST_VERSION:
+            return cls(conn, path)
+        mem = sqlite3.connect(_connect.MEMORY, isolation_level=None)
+        try:
+            conn.backup(mem)
+        except sqlite3.Error as exc:
+            mem.close()
+            raise _connect.translate(exc, path, "read") from None
+        finally:
+            conn.close()
+        mem.execute("PRAGMA foreign_keys = ON")
+        self = cls(mem, path)
+        try:
+            self._migrate()
+        except BaseException:
+            mem.close()
+            raise
+        return self
+
+    @classmethod
     def open_for_reading(cls, path: Union[str, os.PathLike, None] = None) -> "ResultsDB":
         """open() where this process may write (an old schema is upgraded),
         open_readonly() where it may not."""

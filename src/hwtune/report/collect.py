@@ -7,7 +7,7 @@ from typing import Dict, List, Optional, Sequence
 from hwtune import __version__
 from hwtune.db.timestamps import utc_now
 from hwtune.errors import UsageError
-from hwtune.report import figures
+from hwtune.report import figures, results
 from hwtune.report.sides import Side, compare_sides, resolve_host
 from hwtune.scan import summary as scan_summary
 
@@ -201,6 +201,13 @@ def _history(db, host_key: str, until: Optional[str]) -> List[dict]:
             add(figures.model_figures({"model": s.get("model"), "default": s.get("default") or {},
                                        "tuned": s.get("tuned") or {},
                                        "speedup": s.get("speedup")}), run)
+    for kind in ("run", "check"):
+        for run in db.runs(host_key, kind, until=until):
+            try:
+                got = results.one_run(db, run["run_id"])
+            except UsageError:  # a run that stored no figure (failed early)
+                continue
+            add(got["figures"], run)
     for s in series.values():
         vals = [p["value"] for p in s["points"]]
         s["first"], s["latest"] = vals[0], vals[-1]
@@ -218,12 +225,51 @@ def _plan_validation(db, host_key: str) -> dict:
 def _snapshot(db, side: Side) -> dict:
     scan = _scan_at(db, side)
     models = _tuned_models(db, side)
-    if scan is None and not models:
+    runs = results.run_results(db, side.host_key, side.until)
+    checks = results.check_results(db, side.host_key, side.until)
+    if scan is None and not models and not runs and not checks:
         when = f" on or before {side.label}" if side.until else ""
-        raise UsageError(f"host {side.host_key} has no scan or tuning stored{when} in "
-                         f"{db.path}")
+        raise UsageError(f"host {side.host_key} has no scan, tuning, run or check stored{when} "
+                         f"in {db.path}")
+    figs = figures.snapshot_figures(scan, models)
+    for e in runs:
+        figs += results.run_figures(e)
+    for e in checks:
+        figs += results.check_figures(e)
     return {"side": side.to_json(), "host": _host(db, side.host_key), "scan": scan,
-            "models": models, "figures": figures.snapshot_figures(scan, models)}
+            "models": models, "runs": runs, "checks": checks, "figures": figs}
+
+
+def _run_compare(db, values: Sequence[str]) -> Optional[dict]:
+    """--compare run:ID run:ID: two stored runs side by side (any host,
+    same day or not). None when the values are not run references."""
+    ids = []
+    for v in values:
+        kind, sep, num = v.partition(":")
+        if not sep or kind != "run":
+            return None
+        if not num.isdigit():
+            raise UsageError(f"--compare {v!r}: a run is run:ID with a numeric run id")
+        ids.append(int(num))
+    if len(ids) != 2:
+        raise UsageError(f"--compare run:ID takes two runs, got {len(ids)}: "
+                         f"{', '.join(values)}")
+    if ids[0] == ids[1]:
+        raise UsageError(f"--compare needs two different runs, both are run {ids[0]}")
+    got = [results.one_run(db, i) for i in ids]
+    kinds = [g["run"]["kind"] for g in got]
+    if kinds[0] != kinds[1]:
+        raise UsageError(f"--compare run:{ids[0]} run:{ids[1]}: a {kinds[0]} run and a "
+                         f"{kinds[1]} run hold different figures; compare two of one kind")
+    sides = []
+    for g in got:
+        r = g["run"]
+        sides.append({"host_key": r["host_key"], "until": None, "run_id": r["run_id"],
+                      "kind": r["kind"], "started_at": r["started_at"],
+                      "label": f"run {r['run_id']} ({r['kind']}, {r['started_at'][:19]}Z)",
+                      "cpu_model": (db.host(r["host_key"]) or {}).get("cpu_model")})
+    return {"sides": sides, "rows": figures.ratio_rows(got[0]["figures"], got[1]["figures"]),
+            "scan": [None, None]}
 
 
 def build_report(db, *, host: Optional[str] = None, compare: Sequence[str] = (),
@@ -231,7 +277,8 @@ def build_report(db, *, host: Optional[str] = None, compare: Sequence[str] = (),
     """The report document for `host` (a key or unique prefix; default
     this_host, the caller's machine). compare: --compare values."""
     host_key = resolve_host(db, host, this_host)
-    sides = compare_sides(db, host_key, list(compare))
+    by_run = _run_compare(db, list(compare)) if compare else None
+    sides = [] if by_run else compare_sides(db, host_key, list(compare))
     main = _snapshot(db, Side(host_key, None, "latest"))
     doc = {
         "report_version": REPORT_VERSION,
@@ -241,9 +288,11 @@ def build_report(db, *, host: Optional[str] = None, compare: Sequence[str] = (),
         "host": main["host"],
         "scan": main["scan"],
         "models": main["models"],
+        "runs": main["runs"],
+        "checks": main["checks"],
         "figures": main["figures"],
         "history": _history(db, host_key, None),
-        "compare": None,
+        "compare": by_run,
         "plan_validation": _plan_validation(db, host_key),
     }
     if sides:

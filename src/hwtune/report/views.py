@@ -4,7 +4,7 @@ Each format draws them its own way; what they contain is decided here once."""
 
 from typing import List, Tuple
 
-from hwtune.report.fmt import seconds
+from hwtune.report.fmt import date, seconds, spark
 
 
 def corun_grid(c: dict) -> list:
@@ -44,3 +44,46 @@ def convergence_series(model: dict) -> Tuple[List[tuple], str]:
     return [(name, [p["trial"] for p in s["points"]],
              [None if p["best_s"] is None else 100 * p["best_s"] / s["first_s"]
               for p in s["points"]]) for name, s in zip(names, conv)], "% of first"
+
+
+def _short_config(source, c) -> str:
+    """'tuned 2x1 corun pinned': enough to tell two runs' configs apart in
+    one table cell (the whole config is in --format json)."""
+    if not isinstance(c, dict):
+        return source or "?"
+    pin = "pinned" if c.get("pin") else ""
+    return " ".join(str(x) for x in (source or "?", f"{c.get('executors', '?')}x"
+                                     f"{c.get('threads', '?')}", c.get("scheduler", "?"), pin)
+                    if x)
+
+
+def _run_notes(e: dict) -> str:
+    notes = {True: ["checked"], False: ["WRONG output"], None: []}[e["check_ok"]]
+    return ", ".join(notes + (["noisy"] if e["noisy"] else [])) or "-"
+
+
+def results_tables(doc: dict) -> List[Tuple[str, List[str], List[list]]]:
+    """The latest `hwtune run` of each graph and `hwtune check` of each
+    suite, as (title, header, rows) tables; the trend column is the history
+    oldest to newest (latency for runs, status initials for checks)."""
+    out = []
+    runs = doc.get("runs") or []
+    if runs:
+        out.append((f"Latest run of {len(runs)} graph{'s' if len(runs) != 1 else ''}",
+                    ["model", "run", "config", "median", "GFLOP/s", "notes", "runs", "trend"],
+                    [[e["model"], e["run_id"], _short_config(e["config_source"], e["config"]),
+                      seconds(e["median_s"]),
+                      "-" if e["gflops"] is None else f"{e['gflops']:.2f}",
+                      _run_notes(e), e["runs"],
+                      spark([h["median_s"] for h in e["history"]][-12:])] for e in runs]))
+    checks = doc.get("checks") or []
+    if checks:
+        out.append((f"Latest check of {len(checks)} suite{'s' if len(checks) != 1 else ''}",
+                    ["suite", "run", "date", "status", "figures", "checks", "history"],
+                    [[e["suite"], e["run_id"], date(e["started_at"]),
+                      f"{e['status']} (exit {e['exit_code']})",
+                      ", ".join(f"{n} {k}" for k, n in sorted(e["counts"].items())) or "-",
+                      e["checks"],
+                      " ".join((h["status"] or "?")[0].upper() for h in e["history"][-12:])]
+                     for e in checks]))
+    return out

@@ -5,7 +5,7 @@ mailed or attached to a CI run as is."""
 from html import escape
 from typing import List
 
-from hwtune.report import fmt, svg
+from hwtune.report import fmt, svg, views
 from hwtune.report.export.base import Exporter
 from hwtune.report.views import convergence_note, corun_grid, has_curve
 
@@ -263,6 +263,7 @@ def _nav(doc) -> str:
     nav = ["<a href='#scan'>scan</a>"] if doc["scan"] else []
     nav += [f"<a href='#model-{_e(_slug(m['model']))}'>{_e(m['model'])}</a>"
             for m in doc["models"]]
+    nav += ["<a href='#results'>runs and checks</a>"] if views.results_tables(doc) else []
     nav += ["<a href='#history'>history</a>"] if doc["history"] else []
     nav += ["<a href='#compare'>compare</a>"] if doc["compare"] else []
     nav += ["<a href='#plan'>plan</a>"] if (doc.get("plan_validation") or {}).get("rows") else []
@@ -309,9 +310,18 @@ def _plan_section(doc) -> List[str]:
     return ["<h2 id='plan'>Plan: predicted vs measured on this host</h2>"] + _validation(v, True)
 
 
+def _results(doc) -> List[str]:
+    out = []
+    for i, (title, header, rows) in enumerate(views.results_tables(doc)):
+        anchor = " id='results'" if i == 0 else ""
+        out += [f"<h2{anchor}>{_e(title)}</h2>", _table(header, rows, left=(0, 2, 5, 7))]
+    return out
+
+
 # The report's sections in order: a new section is a function and a row
 # (and a link in _nav).
-REPORT_SECTIONS = (_head, _scan_or_hint, _models, _history, _compare, _plan_section)
+REPORT_SECTIONS = (_head, _scan_or_hint, _models, _results, _history, _compare,
+                   _plan_section)
 
 
 def plan(doc: dict) -> str:

@@ -5,7 +5,7 @@ job summary): tables for figures, the terminal's text charts in code blocks
 
 from typing import List
 
-from hwtune.report import fmt, verdicts
+from hwtune.report import fmt, verdicts, views
 from hwtune.report.export.base import Exporter
 from hwtune.report.text_charts import gantt_lines, line_chart
 from hwtune.report.views import convergence_note, convergence_series, corun_grid, has_curve
@@ -191,8 +191,16 @@ def _plan_section(doc) -> List[str]:
     return ["## Plan: predicted vs measured on this host", ""] + _validation(v, True)
 
 
+def _results(doc) -> List[str]:
+    out = []
+    for title, header, rows in views.results_tables(doc):
+        out += [f"## {title}", ""] + table(header, rows, right_from=1, left=(2, 5, 7))
+    return out
+
+
 # The report's sections in order: a new section is a function and a row.
-REPORT_SECTIONS = (_head, _scan_or_hint, _models, _history, _compare, _plan_section)
+REPORT_SECTIONS = (_head, _scan_or_hint, _models, _results, _history, _compare,
+                   _plan_section)
 
 
 def plan(doc: dict) -> str:

@@ -15,7 +15,7 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
-from hwtune.report import fmt, verdicts
+from hwtune.report import fmt, verdicts, views
 from hwtune.report.export.base import Exporter
 from hwtune.report.text_charts import MARKERS, SAT_CHAR, gantt_lines, line_chart
 from hwtune.report.views import convergence_note, convergence_series, corun_grid, has_curve
@@ -328,6 +328,9 @@ def _compare(console, c):
     a, b = c["sides"]
     console.print(Rule(f"Compare: A = {a['label']}, B = {b['label']}", align="left"))
     for s, name in ((a, "A"), (b, "B")):
+        if s.get("run_id") is not None:  # --compare run:ID run:ID
+            console.print(f"{name}: {s['label']} on {s['host_key']}", highlight=False)
+            continue
         console.print(f"{name}: {s['host_key']}" + (f" as of {fmt.date(s['until'])}"
                                                     if s["until"] else " (latest)"),
                       highlight=False)
@@ -374,9 +377,20 @@ def _report_compare(console, doc):
         _compare(console, doc["compare"])
 
 
+def _report_results(console, doc):
+    for title, header, rows in views.results_tables(doc):
+        t = _table(title, header)
+        for r in rows:
+            t.add_row(*map(str, r))
+        console.print(t)
+    if doc.get("runs") or doc.get("checks"):
+        console.print()
+
+
 # The report's sections in order: a new section is a function and a row.
-REPORT_SECTIONS = (_report_head, _report_scan_or_hint, _report_models, _report_history,
-                   _report_compare, lambda console, doc: _report_plan(console, doc))
+REPORT_SECTIONS = (_report_head, _report_scan_or_hint, _report_models, _report_results,
+                   _report_history, _report_compare,
+                   lambda console, doc: _report_plan(console, doc))
 
 
 def print_report(console: Console, doc: dict) -> None:

@@ -1,0 +1,121 @@
+"""`hwtune run` and `hwtune check` results in the report: the latest run of
+every graph and the latest check of every suite, each with its history, and
+the key figures of any one stored run (what `--compare run:ID run:ID` puts
+side by side)."""
+
+from typing import Dict, List, Optional
+
+from hwtune.errors import UsageError
+from hwtune.report.figures import Figure, _fig, model_figures, scan_figures
+
+# Entries of a run's or a check's history kept in the document (newest last);
+# older ones stay in results.db and in the history figures.
+MAX_HISTORY = 20
+
+
+def _graph_measurement(db, run_id: int) -> Optional[dict]:
+    ms = [m for m in db.measurements(run_id, bench="graph") if m["median_s"] is not None]
+    return ms[-1] if ms else None
+
+
+def _run_entry(db, run: dict, m: dict) -> dict:
+    check = db.facts(run["run_id"]).get("check")
+    cfg = run["options"].get("config") or m["params"].get("config") or {}
+    return {"run_id": run["run_id"], "started_at": run["started_at"],
+            "hwtune_version": run["hwtune_version"], "status": run["status"],
+            "model": m["op"], "model_path": run["options"].get("model"),
+            "graph_hash": m["params"].get("graph_hash"),
+            "median_s": m["median_s"], "mad_s": m["mad_s"], "gflops": m["value"],
+            "samples": m["n_samples"], "noisy": m["status"] == "noisy",
+            "kernel_variant": m["kernel_variant"], "config": cfg,
+            "config_source": run["options"].get("config_source"),
+            "check_ok": check.get("ok") if isinstance(check, dict) else None}
+
+
+def run_results(db, host_key: str, until: Optional[str] = None) -> List[dict]:
+    """Per graph run with `hwtune run`: its latest run and the ones before."""
+    by_graph: Dict[str, List[dict]] = {}
+    for run in db.runs(host_key, "run", until=until):
+        m = _graph_measurement(db, run["run_id"])
+        if m is None:
+            continue
+        e = _run_entry(db, run, m)
+        by_graph.setdefault(e["graph_hash"] or e["model"], []).append(e)
+    out = []
+    for entries in by_graph.values():
+        latest = entries[-1]
+        out.append(dict(latest, runs=len(entries), history=[
+            {k: e[k] for k in ("run_id", "started_at", "hwtune_version", "median_s", "mad_s",
+                               "config_source")} for e in entries[-MAX_HISTORY:]]))
+    return sorted(out, key=lambda e: (str(e["model"]), e["started_at"]))
+
+
+def _check_entry(run: dict, fact: dict) -> dict:
+    return {"run_id": run["run_id"], "started_at": run["started_at"],
+            "hwtune_version": run["hwtune_version"], "suite": fact.get("suite"),
+            "mode": fact.get("mode"), "status": fact.get("status"),
+            "exit_code": fact.get("exit_code"), "counts": fact.get("counts") or {},
+            "noise_floor": fact.get("noise_floor"),
+            "figures": [{k: f.get(k) for k in ("name", "unit", "status", "ratio",
+                                               "current_median", "baseline_median", "reason")}
+                        for f in fact.get("figures") or [] if isinstance(f, dict)]}
+
+
+def check_results(db, host_key: str, until: Optional[str] = None) -> List[dict]:
+    """Per suite checked with `hwtune check`: its latest check and the ones
+    before (status and counts)."""
+    by_suite: Dict[str, List[dict]] = {}
+    for run in db.runs(host_key, "check", until=until):
+        fact = db.facts(run["run_id"]).get("check")
+        if isinstance(fact, dict) and fact.get("suite"):
+            by_suite.setdefault(fact["suite"], []).append(_check_entry(run, fact))
+    out = []
+    for suite, entries in sorted(by_suite.items()):
+        out.append(dict(entries[-1], checks=len(entries), history=[
+            {k: e[k] for k in ("run_id", "started_at", "hwtune_version", "status", "counts")}
+            for e in entries[-MAX_HISTORY:]]))
+    return out
+
+
+def run_figures(entry: dict) -> List[Figure]:
+    name = entry["model"]
+    return [_fig(f"run:{name}:latency", f"{name} run latency", entry["median_s"], "s",
+                 "lower"),
+            _fig(f"run:{name}:gflops", f"{name} run GFLOP/s", entry["gflops"], "GFLOP/s",
+                 "higher")]
+
+
+def check_figures(entry: dict) -> List[Figure]:
+    out = []
+    for f in entry["figures"]:
+        unit = f.get("unit") or ""
+        # check figures are times unless their unit is a rate
+        better = "higher" if "/s" in unit or unit.upper().startswith("GFLOP") else "lower"
+        out.append(_fig(f"check:{entry['suite']}:{f['name']}",
+                        f"{entry['suite']}: {f['name']}", f.get("current_median"), unit, better))
+    return out
+
+
+def one_run(db, run_id: int) -> dict:
+    """The key figures of one stored run of any kind, for --compare run:ID."""
+    run = db.run(run_id)
+    kind, figs = run["kind"], []
+    if kind == "run":
+        m = _graph_measurement(db, run_id)
+        if m is not None:
+            figs = run_figures(_run_entry(db, run, m))
+    elif kind == "check":
+        fact = db.facts(run_id).get("check")
+        if isinstance(fact, dict):
+            figs = check_figures(_check_entry(run, fact))
+    elif kind == "tune":
+        s = db.facts(run_id).get("tune_summary")
+        if isinstance(s, dict):
+            figs = model_figures({"model": s.get("model"), "default": s.get("default") or {},
+                                  "tuned": s.get("tuned") or {}, "speedup": s.get("speedup")})
+    else:
+        from hwtune.scan import summary as scan_summary
+        figs = scan_figures(scan_summary.load_run(db, run_id))
+    if not figs:
+        raise UsageError(f"run {run_id} ({kind}, {run['status']}) stored no figures to compare")
+    return {"run": run, "figures": figs}

@@ -1,0 +1,88 @@
+"""Distributed CONV search: two `hwtune tune-graph --storage` workers share
+one Optuna study per workload on a real local PostgreSQL server. Both
+workers' trials are in it, no point is measured twice, and each worker's
+own measurements are in its own results.db."""
+
+import os
+import sqlite3
+import subprocess
+import sys
+from collections import Counter
+
+import pytest
+
+import postgres_server
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PATHNET = [os.path.join(ROOT, "configs", "models", "pathnet_small.json"), "--set", "batch=1",
+           "--set", "image=8", "--set", "channels=8", "--set", "modules=2", "--set", "layers=2"]
+TRIALS = 8
+
+pytestmark = pytest.mark.skipif(
+    postgres_server.find_bin_dir() is None,
+    reason="PostgreSQL server binaries (initdb, pg_ctl) are absent: apt-get install postgresql")
+
+
+@pytest.fixture(scope="module")
+def postgres(tmp_path_factory):
+    pytest.importorskip("psycopg", reason="the PostgreSQL driver: pip install 'hwtune[fleet]'")
+    with postgres_server.server() as url:
+        yield url
+
+
+def _worker(url, db):
+    return subprocess.Popen(
+        [sys.executable, "-m", "hwtune.cli.main", "tune-graph", *PATHNET, "--only", "conv",
+         "--reps", "2", "--trials", str(TRIALS), "--storage", url, "--json", "--db", str(db)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_two_workers_share_one_study_and_measure_no_point_twice(postgres, tmp_path):
+    import optuna
+
+    dbs = [tmp_path / "a.db", tmp_path / "b.db"]
+    procs = [_worker(postgres, db) for db in dbs]
+    pids = []
+    for p in procs:
+        out, err = p.communicate(timeout=600)
+        assert p.returncode == 0, err
+        pids.append(p.pid)
+    storage = optuna.storages.RDBStorage(postgres.replace("postgresql://",
+                                                          "postgresql+psycopg://"))
+    studies = optuna.get_all_study_summaries(storage)
+    assert studies and all(s.study_name.startswith("hwtune:conv:") for s in studies)
+    workers = Counter()
+    for summary in studies:
+        study = optuna.load_study(study_name=summary.study_name, storage=storage)
+        done = study.get_trials(states=(optuna.trial.TrialState.COMPLETE,))
+        keys = [tuple(sorted(t.params.items())) for t in done]
+        assert len(keys) == len(set(keys)), f"a point measured twice in {summary.study_name}"
+        assert not study.get_trials(states=(optuna.trial.TrialState.RUNNING,))
+        for t in done:
+            workers[int(t.user_attrs["hwtune_worker"].rsplit(":", 1)[1])] += 1
+        # Each worker measured its own budget in every study.
+        per_worker = Counter(t.user_attrs["hwtune_worker"] for t in done)
+        assert sorted(per_worker.values()) == [TRIALS, TRIALS], per_worker
+    assert set(workers) == set(pids)
+    # Every point a worker measured is in its own results.db, and only those.
+    for db, pid in zip(dbs, pids):
+        con = sqlite3.connect(str(db))
+        n = con.execute("SELECT count(*) FROM tuning_trials WHERE tuner = 'conv' "
+                        "AND search = 'optuna'").fetchone()[0]
+        con.close()
+        assert n == workers[pid]
+
+
+def test_unreachable_storage_is_one_line(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "hwtune.cli.main", "tune-graph", *PATHNET, "--only", "conv",
+         "--storage", "postgresql://nobody:secret@127.0.0.1:1/x", "--db",
+         str(tmp_path / "r.db")], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith("error: cannot open --storage postgresql://nobody:***@")
+    assert "secret" not in proc.stderr and "Traceback" not in proc.stderr
+    proc = subprocess.run(
+        [sys.executable, "-m", "hwtune.cli.main", "tune-graph", *PATHNET, "--search", "grid",
+         "--storage", "sqlite:///x.db", "--db", str(tmp_path / "r.db")],
+        capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and "needs --search optuna" in proc.stderr
