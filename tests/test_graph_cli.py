@@ -30,7 +30,7 @@ def invoke(*args):
 def test_validate_ok_and_json():
     res = invoke("validate", LSTM_SMALL)
     assert res.exit_code == 0
-    assert res.output == "ok: lstm-small: 1040 ops, 12 params, 28 inputs\n"
+    assert res.output == "ok: lstm-small: 240 ops, 12 params, 28 inputs\n"
     res = invoke("validate", LSTM_SMALL, "--json", "--set", "seq=2")
     assert json.loads(res.output) == {"ok": True, "name": "lstm-small", "ops": 104}
 
