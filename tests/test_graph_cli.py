@@ -32,7 +32,7 @@ def test_validate_ok_and_json():
     assert res.exit_code == 0
     assert res.output == "ok: lstm-small: 240 ops, 12 params, 28 inputs\n"
     res = invoke("validate", LSTM_SMALL, "--json", "--set", "seq=2")
-    assert json.loads(res.output) == {"ok": True, "name": "lstm-small", "ops": 104}
+    assert json.loads(res.output) == {"ok": True, "name": "lstm-small", "ops": 24}
 
 
 def test_validate_error_is_one_line_with_exit_code_2(tmp_path):
