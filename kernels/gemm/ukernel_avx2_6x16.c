@@ -12,14 +12,21 @@
 
 #define MR 6 /* row stride of the packed A panel */
 #define NR 16
-/* Prefetch distance into the operand streamed through this kernel, in k
- * rows. See hwt_gemm_ukr_avx2_6x16's caller (B-panel order): the B panel is
- * in L1 after its first row panel and A streams from L2, 24 bytes per k. */
+/* Prefetch distances in k rows (overridable at build time to repeat the
+ * sweeps). In the B-panel order (gemm_internal.h) each kernel streams its A
+ * micro-panel from L2, 24 bytes per k: A_PF rows = 768 bytes ahead, into the
+ * next micro-panel near the end. B_PF: the packed B panel (64 bytes per k),
+ * from L3 or memory on its first kernel; 32 rows beat 8 on [64,512]x
+ * [512,2048] with B prepacked (1 thread, Zen 3, min of 101-151 thread-time
+ * samples, three runs: +1 to +4%) and tied elsewhere. BC_PF: the unpacked B
+ * rows the _pack entry reads; 0 to 64 rows all ran the same (3.4-3.8 ns per
+ * k for kc = 256 against 1.9 ns for a packed panel): those rows, one line
+ * a page apart, are bound by their misses, not by their latency. */
 #ifndef A_PF
 #define A_PF 32
 #endif
 #ifndef B_PF
-#define B_PF 8
+#define B_PF 32
 #endif
 #ifndef BC_PF
 #define BC_PF 32
@@ -39,8 +46,6 @@ static inline __attribute__((always_inline)) void body(int kc, const float *a, c
   __m256 acc[MR][2];
 #pragma GCC unroll 6
   for (int i = 0; i < ROWS; i++) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
-  const int full = n >= NR;
-  const __m256i m0 = lane_mask(n), m1 = lane_mask(n - 8);
   /* Pull the C tile towards L1 while the k loop runs: its rows are ldc apart,
      so no hardware prefetcher would fetch them before the stores need them. */
 #pragma GCC unroll 6
@@ -50,17 +55,12 @@ static inline __attribute__((always_inline)) void body(int kc, const float *a, c
     /* Integer arithmetic: near the panel's end the addresses lie past it. */
     _mm_prefetch((const char *)((uintptr_t)a + A_PF * MR * sizeof(float)), _MM_HINT_T0);
     __m256 b0, b1;
-    if (COPY) {
+    if (COPY) { /* n == NR: the callers pack a partial panel first */
       uintptr_t pf = (uintptr_t)b + BC_PF * ldb * sizeof(float);
       _mm_prefetch((const char *)pf, _MM_HINT_T0);
       _mm_prefetch((const char *)(pf + (NR - 1) * sizeof(float)), _MM_HINT_T0);
-      if (full) {
-        b0 = _mm256_loadu_ps(b);
-        b1 = _mm256_loadu_ps(b + 8);
-      } else {
-        b0 = _mm256_maskload_ps(b, m0);
-        b1 = _mm256_maskload_ps(b + 8, m1);
-      }
+      b0 = _mm256_loadu_ps(b);
+      b1 = _mm256_loadu_ps(b + 8);
       _mm256_store_ps(bcopy, b0);
       _mm256_store_ps(bcopy + 8, b1);
       bcopy += NR;
@@ -78,6 +78,10 @@ static inline __attribute__((always_inline)) void body(int kc, const float *a, c
     a += MR;
     b += ldb;
   }
+  /* Masks only now: live across the k loop they would push two
+     accumulators out of the 16 ymm registers (GCC spilled them). */
+  const int full = n >= NR;
+  const __m256i m0 = lane_mask(n), m1 = lane_mask(n - 8);
   __m256 blo = _mm256_setzero_ps(), bhi = _mm256_setzero_ps();
   if (bias) {
     blo = full ? _mm256_loadu_ps(bias) : _mm256_maskload_ps(bias, m0);
@@ -123,9 +127,26 @@ void hwt_gemm_ukr_avx2_6x16(int kc, const float *a, const float *b, size_t ldb, 
   HWT_ROWS_SWITCH(0)
 }
 
+/* Right edge (n < 16), once per depth block: pack the panel with masked
+ * loads first. Out of line, so that its masks share no registers with the
+ * kernel bodies. */
+static __attribute__((noinline)) void pack_edge(int kc, const float *b, size_t ldb, int n,
+                                                float *bcopy) {
+  const __m256i m0 = lane_mask(n), m1 = lane_mask(n - 8);
+  for (int k = 0; k < kc; k++) {
+    _mm256_store_ps(bcopy + (size_t)k * NR, _mm256_maskload_ps(b + (size_t)k * ldb, m0));
+    _mm256_store_ps(bcopy + (size_t)k * NR + 8, _mm256_maskload_ps(b + (size_t)k * ldb + 8, m1));
+  }
+}
+
 void hwt_gemm_ukr_pack_avx2_6x16(int kc, const float *a, const float *b, size_t ldb,
                                  float *bcopy, float *c, size_t ldc, int m, int n, float beta,
                                  const float *bias) {
+  if (n < NR) {
+    pack_edge(kc, b, ldb, n, bcopy);
+    hwt_gemm_ukr_avx2_6x16(kc, a, bcopy, NR, c, ldc, m, n, beta, bias);
+    return;
+  }
   HWT_ROWS_SWITCH(1)
 }
 #undef HWT_ROWS_SWITCH
