@@ -36,17 +36,16 @@ import itertools
 import os
 import statistics
 import sys
-import time
 
 import numpy as np
 
-from hwtune.engine.native_engine import NativeEngine
+from hwtune.native.engine import NativeEngine
+from hwtune.measure import clock
+from hwtune.measure.sampling import interleaved_calls
 from hwtune.graph import load_model
 from hwtune.native import conv
 from hwtune.native.isa import selected_isa
 from hwtune.native.pool import allowed_cpus
-from timing import interleaved as _interleaved
-from timing import per_call
 
 LAYERS = [(64, 56), (128, 28), (256, 14), (512, 7)]  # (channels, spatial)
 GOAL_RATIO = 1.0
@@ -67,8 +66,8 @@ def interleaved(fns, reps: int, stat=statistics.median):
     """stat (median by default) of the seconds per call of each fn, sampled
     round-robin so every side sees the same noise from the shared machine;
     stat=None returns the samples."""
-    return _interleaved(fns, reps, sample_s=SAMPLE_S, max_calls=1000, stat=stat,
-                        settle_s=0.05)
+    samples = interleaved_calls(fns, reps, sample_s=SAMPLE_S, max_calls=1000, settle_s=0.05)
+    return samples if stat is None else [stat(s) for s in samples]
 
 
 # ---------------------------------------------------------------- hwtune
@@ -122,9 +121,9 @@ def screen_grid(c: int, hw: int, cap_s: float):
     b = rng.uniform(-1, 1, c).astype(np.float32)
     xb = {}
     out = []
-    end = time.perf_counter() + cap_s
+    end = clock.deadline_after(cap_s)
     for p in grid:
-        if time.perf_counter() > end:
+        if clock.passed(end):
             break
         ic_bn = p["ic_bn"]
         plan = conv.Conv2dPlan(x_shape, w, b, pad=1, layout="NCHWc", params=p)
@@ -132,7 +131,7 @@ def screen_grid(c: int, hw: int, cap_s: float):
             xb[ic_bn] = conv.to_nchwc(x, ic_bn)
         y = np.empty(plan.out_shape, np.float32)
         plan.run(xb[ic_bn], y)  # first touch
-        t = min(per_call(lambda: plan.run(xb[ic_bn], y), 1) for _ in range(2))
+        t = min(clock.per_call(lambda: plan.run(xb[ic_bn], y), 1) for _ in range(2))
         out.append((t, p))
     out.sort(key=lambda r: r[0])
     return out, len(grid)
@@ -370,7 +369,7 @@ def main(argv=None) -> int:
     ap.add_argument("--only", choices=("layers", "inception"), default=None)
     args = ap.parse_args(argv)
     ncpu = len(allowed_cpus())
-    t0 = time.perf_counter()
+    watch = clock.Stopwatch()
     # The machine is shared: the load average says how much to trust medians.
     print(f"isa {selected_isa()}, {ncpu} allowed cores, load average "
           f"{os.getloadavg()[0]:.1f}", flush=True)
@@ -380,7 +379,7 @@ def main(argv=None) -> int:
         ok &= layer_section(args, ncpu, lines)
     if args.only in (None, "inception"):
         ok &= inception_section(args, ncpu, lines)
-    print(f"total {time.perf_counter() - t0:.0f} s", flush=True)
+    print(f"total {watch.elapsed():.0f} s", flush=True)
     return 0 if ok else 1
 
 

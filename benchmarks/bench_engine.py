@@ -23,16 +23,16 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import time
 
 import numpy as np
 
-from hwtune.engine.native_engine import NativeEngine
+from hwtune.native.engine import NativeEngine
+from hwtune.native.sched import schedulers
 from hwtune.errors import HwtuneError
 from hwtune.graph import load_model
+from hwtune.measure import clock
+from hwtune.measure.sampling import interleaved_calls
 from hwtune.native.pool import allowed_cpus
-from timing import interleaved as _interleaved
-from timing import per_call
 
 MODELS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs", "models")
 ORT_MISSING = "onnxruntime not installed: pip install onnx onnxruntime"
@@ -55,7 +55,7 @@ MODEL_MAX_S = 0.5
 
 def interleaved(fns, reps: int):
     """Median seconds per call of each fn, sampled round-robin."""
-    return _interleaved(fns, reps, sample_s=SAMPLE_S)
+    return [statistics.median(s) for s in interleaved_calls(fns, reps, sample_s=SAMPLE_S)]
 
 
 # ---------------------------------------------------------------- graphs
@@ -107,7 +107,7 @@ def ort_session(model: dict, parallel: bool, intra: int, inter: int):
 def engine_configs(ncpu: int, scheduler: str):
     """(executors, threads) pairs that fit this machine."""
     pairs = [(k, t) for k in range(1, ncpu + 1) for t in range(1, ncpu + 1) if k * t <= ncpu]
-    if scheduler == "sequential":
+    if schedulers()[scheduler].single_team:
         pairs = [p for p in pairs if p[0] == 1]  # one executor runs everything
     return pairs
 
@@ -129,12 +129,13 @@ def section_a(ncpu: int, reps: int, lines: list):
                    for name, par, intra, inter in refs]
         nops = len(graph.ops)
         print(f"  {label} ({nops} ops)")
-        # The chain has no parallelism: the issue's configs (sequential 1x1,
-        # the queue schedulers at 2x1 and 1x2) show what each adds per op.
-        # The wide graph runs every config that fits.
-        configs = [(s, k, t) for s in ("sequential", "shared_queue", "critical_path", "corun")
+        # The chain has no parallelism: the issue's configs (the single-team
+        # scheduler at 1x1, the others at 2x1 and 1x2) show what each adds
+        # per op. The wide graph runs every config that fits. Every row of
+        # the engine's scheduler table runs.
+        configs = [(s, k, t) for s, row in schedulers().items()
                    for k, t in engine_configs(ncpu, s)
-                   if not per_op or (k * t == 1 if s == "sequential" else k * t == ncpu)]
+                   if not per_op or (k * t == 1 if row.single_team else k * t == ncpu)]
         ref_med = {}
         best = None
         for sched, k, t in configs:
@@ -178,7 +179,7 @@ def section_a(ncpu: int, reps: int, lines: list):
 def _one_run_s(graph) -> float:
     with NativeEngine(graph, executors=1, threads=allowed_ncpu(), scheduler="sequential") as eng:
         eng.run()
-        return statistics.median(per_call(eng.run, 1) for _ in range(2))
+        return statistics.median(clock.per_call(eng.run, 1) for _ in range(2))
 
 
 def _fit_model(path: str):
@@ -212,7 +213,7 @@ def allowed_ncpu() -> int:
 def section_b(ncpu: int, reps: int, lines: list):
     print("\n(b) model latency per scheduler (best executors x threads, k*t <= "
           f"{ncpu} CPUs)")
-    scheds = ("sequential", "shared_queue", "critical_path", "corun")
+    scheds = tuple(schedulers())
     for stem in ("lstm_medium", "pathnet_medium", "inception_small"):
         path = os.path.join(MODELS_DIR, stem + ".json")
         graph, note = _fit_model(path)
@@ -225,7 +226,7 @@ def section_b(ncpu: int, reps: int, lines: list):
             for k, t in engine_configs(ncpu, sched):
                 with NativeEngine(graph, executors=k, threads=t, scheduler=sched) as eng:
                     eng.run()
-                    probes.append((statistics.median(per_call(eng.run, 1) for _ in range(3)),
+                    probes.append((statistics.median(clock.per_call(eng.run, 1) for _ in range(3)),
                                    k, t))
             best[sched] = min(probes)[1:]
             print("    probe " + sched + ": " +
@@ -237,17 +238,18 @@ def section_b(ncpu: int, reps: int, lines: list):
         finally:
             for e in engines:
                 e.close()
-        for s, m in zip(scheds, meds):
+        med = dict(zip(scheds, meds))
+        for s, m in med.items():
             k, t = best[s]
             print(f"    {s:13s} {k}x{t}: {m * 1e3:9.2f} ms  (sequential/this "
-                  f"{meds[0] / m:4.2f}x)")
-        cp, others = meds[2], min(meds[0], meds[1])
+                  f"{med['sequential'] / m:4.2f}x)")
+        cp, others = med["critical-path"], min(med["sequential"], med["shared-queue"])
         verdict = "PASS" if cp < others else "MISS"
         multi = "" if stem != "lstm_medium" else " (lstm: layer wavefront only)"
-        lines.append(f"{stem}: critical_path {cp * 1e3:.2f} ms vs best other "
+        lines.append(f"{stem}: critical-path {cp * 1e3:.2f} ms vs best other "
                      f"{others * 1e3:.2f} ms ({others / cp:.2f}x){multi} -> {verdict}")
-        lines.append(f"{stem}: corun {meds[3] * 1e3:.2f} ms (sequential/corun "
-                     f"{meds[0] / meds[3]:.2f}x)")
+        lines.append(f"{stem}: corun {med['corun'] * 1e3:.2f} ms (sequential/corun "
+                     f"{med['sequential'] / med['corun']:.2f}x)")
 
 
 def main(argv=None):
@@ -263,7 +265,7 @@ def main(argv=None):
         ort_ver = "missing"
     print(f"hwtune engine benchmark: {ncpu} CPUs allowed, onnxruntime {ort_ver}, "
           f"{args.reps} interleaved reps, medians")
-    t0 = time.perf_counter()
+    watch = clock.Stopwatch()
     lines = []
     try:
         section_a(ncpu, args.reps, lines)
@@ -274,7 +276,7 @@ def main(argv=None):
     print("\ngoals")
     for line in lines:
         print("  " + line)
-    print(f"\ntotal {time.perf_counter() - t0:.0f} s")
+    print(f"\ntotal {watch.elapsed():.0f} s")
 
 
 if __name__ == "__main__":

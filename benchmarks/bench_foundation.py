@@ -13,15 +13,15 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import time
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from hwtune.measure import FixedSampling, interleave, settle
+from hwtune.measure.sides import CallSide, LoopSide
 from hwtune.native import bench
 from hwtune.native.isa import selected_isa
 from hwtune.native.pool import Pool, allowed_cpus
-from hwtune.scan.runner import settle
 
 # Issue #10 goals: the LSTM-sized GEMM at least as fast as the system BLAS
 # (numpy's OpenBLAS) at 1 and at all threads, and the large GEMM at >= 85% of
@@ -34,16 +34,17 @@ GOAL_LARGE_PEAK_1T = 0.85
 SAMPLE_S = 0.005
 
 
-def _inner(one_call_s: float) -> int:
-    return max(1, min(100000, round(SAMPLE_S / max(one_call_s, 1e-9))))
-
-
-def _time_numpy(fn, inner: int) -> float:
-    fn()
-    t0 = time.perf_counter()
-    for _ in range(inner):
-        fn()
-    return (time.perf_counter() - t0) / inner
+def _pair(hw_loop, ref_fn, reps, settle_between: bool):
+    """(hwtune s/call, reference s/call) medians: a C-timed hwtune loop and
+    a Python reference call, sampled interleaved, each sized so a sample
+    lasts about SAMPLE_S."""
+    hw = LoopSide(hw_loop, sample_s=SAMPLE_S)
+    ref = CallSide(ref_fn, sample_s=SAMPLE_S, calibrate=1, prime=True)
+    # BLAS workers of the last sample must park before the next one.
+    got = interleave([hw, ref], FixedSampling(reps), warmup=2,
+                     settle=settle if settle_between else None, settle_each=True,
+                     raise_errors=True)
+    return tuple(statistics.median(m.samples) for m in got)
 
 
 def gemm_pair(pool, t, M, K, N, reps, isa):
@@ -52,18 +53,10 @@ def gemm_pair(pool, t, M, K, N, reps, isa):
     a = rng.standard_normal((M, K), dtype=np.float32)
     b = rng.standard_normal((K, N), dtype=np.float32)
     c = np.empty((M, N), dtype=np.float32)
-    one = statistics.median(bench.gemm_samples(pool, t, M, K, N, isa=isa, warmup=2, reps=3,
-                                               inner=1))
-    inner = _inner(one)
-    hw, ref = [], []
     with threadpool_limits(limits=t, user_api="blas"):
-        for _ in range(reps):
-            if t > 1:
-                settle()  # let the BLAS workers of the last sample park first
-            hw.append(float(bench.gemm_samples(pool, t, M, K, N, isa=isa, warmup=1, reps=1,
-                                               inner=inner)[0]))
-            ref.append(_time_numpy(lambda: np.matmul(a, b, out=c), inner))
-    return statistics.median(hw), statistics.median(ref)
+        return _pair(lambda w, r, k: bench.gemm_samples(pool, t, M, K, N, isa=isa, warmup=w,
+                                                        reps=r, inner=k),
+                     lambda: np.matmul(a, b, out=c), reps, t > 1)
 
 
 def mul_pair(pool, t, n, reps, isa):
@@ -71,15 +64,9 @@ def mul_pair(pool, t, n, reps, isa):
     a = rng.standard_normal(n, dtype=np.float32)
     b = rng.standard_normal(n, dtype=np.float32)
     c = np.empty(n, dtype=np.float32)
-    one = statistics.median(bench.eltwise_samples(pool, t, "mul", n, isa=isa, warmup=3, reps=3,
-                                                  inner=10))
-    inner = _inner(one)
-    hw, ref = [], []
-    for _ in range(reps):
-        hw.append(float(bench.eltwise_samples(pool, t, "mul", n, isa=isa, warmup=1, reps=1,
-                                              inner=inner)[0]))
-        ref.append(_time_numpy(lambda: np.multiply(a, b, out=c), inner))
-    return statistics.median(hw), statistics.median(ref)
+    return _pair(lambda w, r, k: bench.eltwise_samples(pool, t, "mul", n, isa=isa, warmup=w,
+                                                       reps=r, inner=k),
+                 lambda: np.multiply(a, b, out=c), reps, False)
 
 
 def cpu_model() -> str:

@@ -23,7 +23,6 @@ import argparse
 import json
 import math
 import sys
-import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -31,7 +30,8 @@ from hwtune.check.baseline import Baseline
 from hwtune.check.gate import confirm, decide
 from hwtune.check.measure import measure_suite
 from hwtune.check.suite import Figure, load_suite
-from hwtune.scan.stats import median
+from hwtune.measure import clock
+from hwtune.measure.stats import median
 
 ROOT = Path(__file__).resolve().parent.parent
 # The real slowdown of suite B: 10% more work per call.
@@ -77,7 +77,7 @@ def main(argv=None) -> int:
           f"alpha {full.thresholds.alpha}, min effect {full.thresholds.min_effect:.0%}; "
           f"figures {', '.join(FIGURES)}; B = A with {SLOWDOWN - 1:.0%} more work", flush=True)
     runs_a, runs_b = [], []
-    t0 = time.perf_counter()
+    watch = clock.Stopwatch()
     hints = None
     for i in range(args.pairs + 1):
         ra = measure_suite(suite_a, inner_hints=hints)
@@ -87,7 +87,7 @@ def main(argv=None) -> int:
         runs_a.append(ra)
         if i < args.pairs:
             runs_b.append(measure_suite(suite_b, inner_hints=hints))
-        print(f"\rrun {i + 1}/{args.pairs + 1} ({time.perf_counter() - t0:.0f} s)", end="",
+        print(f"\rrun {i + 1}/{args.pairs + 1} ({watch.elapsed():.0f} s)", end="",
               file=sys.stderr, flush=True)
     print(file=sys.stderr)
 
@@ -116,7 +116,7 @@ def main(argv=None) -> int:
               for i in range(args.pairs)]
         print(f"  {name}: B/A median ratio {median(ab):.3f} (min {min(ab):.3f}); "
               f"A/A ratio range {min(aa):.3f}-{max(aa):.3f}")
-    print(f"total {time.perf_counter() - t0:.0f} s")
+    print(f"total {watch.elapsed():.0f} s")
     if args.json_path:
         with open(args.json_path, "w") as f:
             json.dump({"rates": table,

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 
 from hwtune.native.isa import selected_isa
 from hwtune.native.pool import allowed_cpus
-from hwtune.scan.stats import median
+from hwtune.measure import clock
+from hwtune.measure.stats import median
 from hwtune.tuners.conv_local import (DEFAULT_BUDGET_FRACTION, ConvMeasure, ConvWorkload,
                                       confirm)
 from hwtune.tuners.loop import TrialTimeout, run_search
@@ -107,18 +107,18 @@ def bench_conv(threads: int, isa: str, seed: int, n_workloads: int) -> bool:
         d = m(wl.default_params(isa))  # sets the slow-point limit, as the tuner does
         m.limit_s = max(0.05, 10 * d.seconds) if d.status == OK else None
 
-        t0 = time.monotonic()
+        watch = clock.Stopwatch()
         grid = make_search("grid", space)
         g = run_search(grid, m)
-        t_grid = time.monotonic() - t0
+        t_grid = watch.elapsed()
         ranked = sorted((o.seconds, i) for i, (_, o) in enumerate(grid.history)
                         if o.status == OK)
 
         budget = int(OPTUNA_FRACTION * size)
-        t0 = time.monotonic()
+        watch = clock.Stopwatch()
         opt = make_search("optuna", space, seed=seed, max_trials=budget)
         o = run_search(opt, m)
-        t_opt = time.monotonic() - t0
+        t_opt = watch.elapsed()
         # Where Optuna's pick sits in the grid's own measurements.
         rank = next(r for r, (_, i) in enumerate(ranked)
                     if grid.history[i][0] == o.best_params) + 1
@@ -206,14 +206,14 @@ def main() -> None:
     ap.add_argument("--workloads", type=int, default=2, choices=(1, 2, 3),
                     help="how many CONV workloads (each ~1 minute here under load)")
     a = ap.parse_args()
-    t0 = time.monotonic()
+    watch = clock.Stopwatch()
     isa = selected_isa()
     ok = True
     if a.only in (None, "conv"):
         ok &= bench_conv(a.threads, isa, a.seed, a.workloads)
     if a.only in (None, "climb"):
         ok &= bench_climb(a.threads)
-    print(f"total {time.monotonic() - t0:.0f} s: {'all goals met' if ok else 'goals missed'}")
+    print(f"total {watch.elapsed():.0f} s: {'all goals met' if ok else 'goals missed'}")
 
 
 if __name__ == "__main__":

@@ -18,10 +18,11 @@ import argparse
 import ctypes
 import os
 import statistics
-import time
 
 import numpy as np
 
+from hwtune.measure import FixedSampling, clock, interleave
+from hwtune.measure.sides import CallSide
 from hwtune.native import gemm as g
 
 SHAPES = [(64, 512, 512), (256, 1024, 1024), (1, 512, 2048), (128, 768, 768), (64, 512, 2048),
@@ -30,13 +31,6 @@ SHAPES = [(64, 512, 512), (256, 1024, 1024), (1, 512, 2048), (128, 768, 768), (6
 # ~3 ms sample, far above the thread clock's resolution and the ~1 us ctypes
 # call; the larger shapes take one call per sample.
 TARGET_SAMPLE_S = 0.003
-
-
-def _sample(fn, inner: int) -> float:
-    t0 = time.thread_time_ns()
-    for _ in range(inner):
-        fn()
-    return (time.thread_time_ns() - t0) * 1e-9 / inner
 
 
 def run_shape(M: int, K: int, N: int, reps: int) -> dict:
@@ -62,13 +56,11 @@ def run_shape(M: int, K: int, N: int, reps: int) -> dict:
     run_packed(pp, pa, pk, pc, None, pw, 0, 1)
     ref = a.astype(np.float64) @ b
     assert np.abs(c - ref).max() < 1e-3 * np.abs(ref).max(), "prepacked result is wrong"
-    t1 = min(_sample(fns["numpy"], 1) for _ in range(3))
+    t1 = min(clock.cpu_per_call(fns["numpy"], 1) for _ in range(3))
     inner = max(1, round(TARGET_SAMPLE_S / max(t1, 1e-7)))
-    samples = {k: [] for k in fns}
-    for _ in range(reps):
-        for k, fn in fns.items():
-            samples[k].append(_sample(fn, inner))
-    out = {k: statistics.median(v) for k, v in samples.items()}
+    sides = [CallSide(fn, calls=inner, cpu_time=True) for fn in fns.values()]
+    got = interleave(sides, FixedSampling(reps), raise_errors=True)
+    out = {k: statistics.median(m.samples) for k, m in zip(fns, got)}
     out["gflop"] = 2.0 * M * N * K * 1e-9
     return out
 

@@ -12,7 +12,11 @@ from hwtune.cli.options import db_option, example, json_option
 @click.command("check", epilog=example(
     "hwtune check --baseline perf-baseline.json --junit check.xml --markdown \"$GITHUB_STEP_SUMMARY\""))
 @click.option("--suite", "suite_path", type=click.Path(dir_okay=False), default=None,
-              metavar="FILE", help="suite to run (default: configs/ci.toml)")
+              metavar="FILE", help="suite to run (default: ./configs/ci.toml, else the suite "
+                                   "bundled with hwtune)")
+@click.option("--init", "init", is_flag=True,
+              help="write the default suite to --suite FILE (default: ./hwtune-check.toml) "
+                   "to edit, and exit")
 @click.option("--baseline", "baseline_file", type=click.Path(dir_okay=False), default=None,
               metavar="FILE", help="compare with (or, with --update-baseline, record to) this "
                                    "JSON baseline instead of results.db")
@@ -37,7 +41,7 @@ from hwtune.cli.options import db_option, example, json_option
               metavar="FILE", help="append a Markdown summary (e.g. $GITHUB_STEP_SUMMARY)")
 @db_option
 @json_option
-def check(suite_path, baseline_file, update_baseline, mode, relative, figures, samples,
+def check(suite_path, init, baseline_file, update_baseline, mode, relative, figures, samples,
           junit_path, md_path, db_path, as_json):
     """Run the performance suite and compare it with this host's baseline.
 
@@ -48,13 +52,16 @@ def check(suite_path, baseline_file, update_baseline, mode, relative, figures, s
     figure is 'undecidable'. Exit 0: pass (or baseline recorded); 1: a
     regression; 2: an error, or undecidable.
     """
+    if init:
+        _init_suite(suite_path or "hwtune-check.toml")
+        return
     from rich.console import Console
 
     from hwtune.check.gate import run_check, with_figures, with_samples
-    from hwtune.check.output import (junit_xml, markdown, render_terminal, to_json_text,
-                                     write_text)
     from hwtune.check.suite import load_suite
     from hwtune.db import ResultsDB
+    from hwtune.report import export
+    from hwtune.report.files import write_file
 
     suite = with_samples(with_figures(load_suite(suite_path), list(figures)), samples)
     err = Console(stderr=True, highlight=False)
@@ -74,14 +81,27 @@ def check(suite_path, baseline_file, update_baseline, mode, relative, figures, s
                                update_baseline=update_baseline, relative=relative,
                                progress=progress, warn=warn)
     if junit_path:
-        write_text(junit_path, junit_xml(report))
+        write_file(junit_path, export.render("check", report, "junit"))
     if md_path:
-        write_text(md_path, markdown(report), append=True)
-    if as_json:
-        click.echo(to_json_text(report))
-    else:
-        render_terminal(report, Console(width=max(80, Console().width)))
+        write_file(md_path, export.render("check", report, "markdown"), append=True)
+    export.write("check", report, "json" if as_json else "terminal")
     sys.exit(report.exit_code)
+
+
+def _init_suite(path):
+    import os
+    import shutil
+
+    from hwtune.errors import UsageError
+    from hwtune.sources import default_suite
+    if os.path.exists(path):
+        raise UsageError(f"{path} exists: not overwriting it (choose another --suite FILE)")
+    try:
+        shutil.copyfile(default_suite(), path)
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+    click.echo(f"wrote {path}: edit its figures and thresholds, then run "
+               f"`hwtune check --suite {path}`")
 
 
 class _null:

@@ -13,7 +13,7 @@ import sys
 import click
 
 from hwtune.cli.options import example, json_option, parse_overrides
-from hwtune.errors import HwtuneError
+from hwtune.errors import HwtuneError, OutputError
 
 _SIZE = re.compile(r"(?i)\s*(\d+(?:\.\d+)?)\s*(b|kib|mib|gib|tib|k|m|g|t)?\s*")
 _UNITS = {None: 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20,
@@ -41,7 +41,10 @@ def _typed_errors(fn):
             if kwargs.get("as_json"):
                 click.echo(json.dumps(_error_json(exc), indent=2))
             else:
-                click.echo(f"error: {exc}", err=True)
+                # Every problem, one `error:` line each, as --json lists them.
+                lines = exc.lines() if hasattr(exc, "lines") else [str(exc)]
+                for line in lines:
+                    click.echo(f"error: {line}", err=True)
             sys.exit(exc.exit_code)
     return wrapper
 
@@ -66,43 +69,30 @@ def _model_options(fn):
 
 
 def _limits(max_tensor_bytes, max_total_bytes):
-    from hwtune.graph.validate import Limits
-    base = Limits()
-    return Limits(max_tensor_bytes or base.max_tensor_bytes,
-                  max_total_bytes or base.max_total_bytes)
+    from hwtune.graph.limits import Limits
+    return Limits.from_env(max_tensor_bytes=max_tensor_bytes, max_total_bytes=max_total_bytes)
 
 
 def _load(path, overrides, max_tensor_bytes, max_total_bytes):
-    from hwtune.graph import load_model
-    return load_model(path, overrides, _limits(max_tensor_bytes, max_total_bytes))
+    """A model.json, an ONNX file or a bundled model's name."""
+    from hwtune.sources import load_any
+    return load_any(path, overrides, None, _limits(max_tensor_bytes, max_total_bytes))[0]
 
 
 def dumps_graph(doc) -> str:
-    """JSON with one input, param, op or output per line: diffable and
-    greppable even for thousands of ops."""
-    lines = ["{"]
-    keys = list(doc)
-    for k, key in enumerate(keys):
-        value = doc[key]
-        end = "," if k < len(keys) - 1 else ""
-        if isinstance(value, list) and value:
-            lines.append(f"  {json.dumps(key)}: [")
-            for i, item in enumerate(value):
-                sep = "," if i < len(value) - 1 else ""
-                lines.append(f"    {json.dumps(item)}{sep}")
-            lines.append(f"  ]{end}")
-        else:
-            lines.append(f"  {json.dumps(key)}: {json.dumps(value)}{end}")
-    lines.append("}")
-    return "\n".join(lines) + "\n"
+    from hwtune.graph.model import dump_document
+    return dump_document(doc)
 
 
 def _write(text, output):
     if output in (None, "-"):
         click.echo(text, nl=False)
-    else:
+        return
+    try:
         with open(output, "w", encoding="utf-8") as fh:
             fh.write(text)
+    except OSError as exc:
+        raise OutputError(f"cannot write {output}: {exc.strerror or exc}") from None
 
 
 @click.group("model", epilog=example("hwtune model info configs/models/lstm_small.json"))
@@ -134,7 +124,13 @@ def validate_cmd(file, overrides, max_tensor_bytes, max_total_bytes, as_json):
 def expand_cmd(file, output, overrides, max_tensor_bytes, max_total_bytes):
     """Write FILE with every repeat/if/${...} expanded: an ordinary model.json."""
     graph = _load(file, overrides, max_tensor_bytes, max_total_bytes)
-    _write(dumps_graph(graph.to_json()), output)
+    doc = graph.to_json()
+    if "weights" in doc and output not in (None, "-"):
+        # The weights file is named relative to the model: to the new file's.
+        import os
+        doc["weights"]["file"] = os.path.relpath(
+            graph.weights.path, os.path.dirname(os.path.abspath(output)))
+    _write(dumps_graph(doc), output)
 
 
 @model.command("info", epilog=example("hwtune model info configs/models/inception_small.json"))
@@ -184,6 +180,10 @@ def _family_command(family, fn):
     for name, p in inspect.signature(fn).parameters.items():
         kind = type(p.default) if p.default is not None else int
         default = "same as --hidden" if p.default is None else p.default
+        if kind is int:
+            # A size defaulting to >= 1 stays >= 1 (--seq 0 would build a
+            # model without steps); one defaulting to 0 (hoist) stays >= 0.
+            kind = click.IntRange(min=1 if p.default is None or p.default >= 1 else 0)
         params.append(click.Option([f"--{name.replace('_', '-')}", name], type=kind,
                                    default=None, help=f"default: {default}"))
     doc = " ".join((inspect.getmodule(fn).__doc__ or "").strip().split("\n\n")[0].split())
@@ -199,3 +199,35 @@ def _register_families():
 
 
 _register_families()
+
+
+@model.command("list", epilog=example("hwtune model list"))
+@json_option
+def list_cmd(as_json):
+    """The bundled models: `hwtune run NAME` and friends take these names."""
+    from hwtune.sources import list_models
+    models = list_models()
+    if as_json:
+        click.echo(json.dumps(models, indent=2))
+        return
+    width = max(len(m["name"]) for m in models)
+    room = max(20, 100 - width - 2)  # one line each; --json has the whole text
+    for m in models:
+        text = m["description"]
+        text = text if len(text) <= room else text[:room - 3].rstrip() + "..."
+        click.echo(f"{m['name']:{width}s}  {text}")
+
+
+@model.command("export", epilog=example("hwtune model export resnet18 -o resnet18.onnx"))
+@click.argument("file")
+@click.option("-o", "--output", metavar="OUT.onnx", required=True, help="ONNX file to write.")
+@_model_options
+@_typed_errors
+def export_cmd(file, output, overrides, max_tensor_bytes, max_total_bytes):
+    """Write FILE (a model.json or a bundled model's name) as an ONNX graph
+    (opset 17) with the same weights, for ONNX Runtime and other tools."""
+    from hwtune.graph.validate import human_bytes
+    from hwtune.onnx.export import export_onnx
+    graph = _load(file, overrides, max_tensor_bytes, max_total_bytes)
+    n = export_onnx(graph, output)
+    click.echo(f"wrote {output}: {graph.name}, {len(graph.ops)} ops, {human_bytes(n)}")

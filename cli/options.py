@@ -5,9 +5,10 @@ from __future__ import annotations
 import click
 
 
-def example(command: str) -> str:
-    """Epilog for a command's help: it ends with a runnable example."""
-    return f"\b\nExample:\n  {command}"
+def example(*commands: str) -> str:
+    """Epilog for a command's help: it ends with runnable examples."""
+    head = "Example:" if len(commands) == 1 else "Examples:"
+    return "\b\n" + head + "".join(f"\n  {c}" for c in commands)
 
 
 def db_option(f):
@@ -54,3 +55,49 @@ def parse_overrides(ctx, param, values):
         except ValueError:
             out[key] = raw
     return out
+
+
+class _SchedulerOption(click.Option):
+    """--scheduler: its help lists the engine's scheduler table, read from
+    the library when help is shown (not at import: the CLI starts without
+    loading it)."""
+
+    def get_help_record(self, ctx):
+        from hwtune.errors import NativeError
+        try:
+            from hwtune.native import sched
+            table = sched.schedulers()
+            many = sched.default(many_executors=True).name
+            self.help = (f"{', '.join(table)} (default: stored config, else "
+                         f"{sched.default().name}; {many} when K > 1)")
+        except NativeError:
+            pass  # keep the generic text; running a command reports the library problem
+        return super().get_help_record(ctx)
+
+
+def scheduler_option(f):
+    return click.option(
+        "--scheduler", default=None, metavar="NAME", cls=_SchedulerOption,
+        help="a scheduler of the engine's table (default: stored config)")(f)
+
+
+def parse_shapes(ctx, param, values):
+    """click callback for repeatable --shape NAME=D0xD1x...: input shapes of
+    an ONNX model."""
+    from hwtune.errors import UsageError
+    from hwtune.sources import parse_shape
+    out = {}
+    for item in values:
+        try:
+            name, shape = parse_shape(item)
+        except UsageError as exc:
+            raise click.BadParameter(str(exc).replace("invalid --shape ", "")) from None
+        out[name] = shape
+    return out
+
+
+def shape_option(f):
+    return click.option(
+        "--shape", "shapes", multiple=True, callback=parse_shapes, metavar="NAME=DIMS",
+        help="ONNX models: the shape of an input, e.g. --shape x=1x3x224x224 (repeatable); "
+             "or size a symbolic dimension with --set NAME=N")(f)

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import click
 
-from hwtune.cli.options import db_option, example
-from hwtune.report.render import FORMATS
+from hwtune.cli.options import db_option, example, json_option
+from hwtune.report.export import formats
+
+FORMATS = formats("report")
 
 
-@click.command(epilog=example("hwtune report --format html -o report.html"))
+@click.command(epilog=example("hwtune report --json > report.json",
+                              "hwtune report --format html -o report.html"))
 @db_option
 @click.option("--host", "host", default=None, metavar="KEY",
               help="a stored host key or a unique prefix of one (default: this machine)")
@@ -17,10 +20,11 @@ from hwtune.report.render import FORMATS
                    "YYYY-MM-DD (then vs now), or two of either kind; repeatable twice")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="terminal",
               show_default=True, help="terminal (rich, 80 columns), markdown, json "
-              "(everything), html (one self-contained file with SVG charts)")
+              "(everything; same as --json), html (one self-contained file with SVG charts)")
 @click.option("-o", "--output", "output", type=click.Path(dir_okay=False), default=None,
               metavar="FILE", help="write the report to FILE instead of stdout")
-def report(db_path, host, compare, fmt, output):
+@json_option
+def report(db_path, host, compare, fmt, output, as_json):
     """Show what results.db knows about a host: the machine fingerprint,
     scan results with GEMM / element-wise scaling charts (saturation point
     marked) and the co-run pinned-vs-OS grid, every tuned model (default vs
@@ -30,30 +34,29 @@ def report(db_path, host, compare, fmt, output):
     """
     from hwtune import machine
     from hwtune.db import ResultsDB
-    from hwtune.report import build_report
-    from hwtune.report.render import render, write
-
-    if fmt == "html" and not output:
-        raise click.UsageError("--format html needs -o FILE (one self-contained page)")
     from hwtune.db.connect import resolve_path
     from hwtune.errors import UsageError
+    from hwtune.report import build_report, export
+    from hwtune.report.files import write_file
 
+    if as_json:
+        if click.get_current_context().get_parameter_source("fmt") == \
+                click.core.ParameterSource.COMMANDLINE and fmt != "json":
+            raise click.UsageError(f"--json and --format {fmt} ask for two formats: drop one")
+        fmt = "json"
+    if fmt == "html" and not output:
+        raise click.UsageError("--format html needs -o FILE (one self-contained page)")
     path = resolve_path(db_path)
     if not path.exists():
         # A report measures nothing: never create an empty database for it.
         raise UsageError(f"no results database at {path}: run 'hwtune scan' first, or give "
                          "--db PATH")
-    with ResultsDB.open(path) as db:
+    # A report only reads: a database in a read-only directory is enough.
+    with ResultsDB.open_for_reading(path) as db:
         this_host = None if host else machine.host_key(machine.fingerprint())
         doc = build_report(db, host=host, compare=compare, this_host=this_host)
     if output:
-        write(render(doc, fmt), output)
+        write_file(output, export.render("report", doc, fmt))
         click.echo(f"report written to {output}", err=True)
-    elif fmt == "terminal":
-        from rich.console import Console
-        from hwtune.report.terminal import WIDTH, render as render_terminal
-        console = Console()
-        console.width = min(console.width, WIDTH)
-        render_terminal(doc, console)
     else:
-        click.echo(render(doc, fmt), nl=False)
+        export.write("report", doc, fmt)

@@ -8,10 +8,20 @@ from dataclasses import replace
 
 import click
 
-from hwtune.cli.options import db_option, example, json_option, parse_overrides
+from hwtune.cli.options import (db_option, example, json_option, parse_overrides,
+                                scheduler_option, shape_option)
 from hwtune.errors import UsageError
 
 
+def input_files_callback(ctx, param, values):
+    """Repeatable --input NAME=FILE.npy."""
+    out = {}
+    for item in values:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            raise click.BadParameter(f'"{item}" is not NAME=FILE.npy')
+        out[name] = path
+    return out
 
 
 def _ms(seconds: float) -> str:
@@ -21,17 +31,16 @@ def _ms(seconds: float) -> str:
 @click.command("run", epilog=example(
     "hwtune run configs/models/lstm_small.json --executors 2 --threads 1 "
     "--scheduler critical-path --iterations 50 --trace lstm.trace.json"))
-@click.argument("model", type=click.Path(dir_okay=False))
+@click.argument("model")
 @click.option("--executors", type=int, default=None, metavar="K",
               help="executors (teams of threads) running ops side by side "
                    "(default: stored config, else 1)")
 @click.option("--threads", type=int, default=None, metavar="T",
               help="threads per executor (default: stored config, else every usable CPU / K)")
-@click.option("--scheduler", default=None, metavar="S",
-              help="sequential, shared-queue, critical-path or corun (default: stored config, else "
-                   "sequential; critical-path when K > 1)")
+@scheduler_option
 @click.option("--pin/--no-pin", default=None,
-              help="pin executor teams to disjoint CPUs (default: only with critical-path)")
+              help="pin executor teams to disjoint CPUs (default: the scheduler's own: on for "
+                   "those that pin by default, never for the unpinned baseline)")
 @click.option("--iterations", type=int, default=20, show_default=True, metavar="N",
               help="timed runs of the whole graph")
 @click.option("--warmup", type=int, default=3, show_default=True, metavar="W",
@@ -40,7 +49,15 @@ def _ms(seconds: float) -> str:
               metavar="FILE", help="profile 5 extra runs; write the last as a Chrome trace "
                                    "(open in ui.perfetto.dev) and store it in results.db")
 @click.option("--set", "overrides", multiple=True, callback=parse_overrides, metavar="NAME=VALUE",
-              help="override a declared model var (repeatable), e.g. --set seq=5")
+              help="override a declared model var (repeatable), e.g. --set seq=5; for an "
+                   "ONNX model, size a symbolic dimension, e.g. --set batch=1")
+@shape_option
+@click.option("--input", "input_files", multiple=True, callback=input_files_callback,
+              metavar="NAME=FILE.npy",
+              help="run on this input (a .npy array of the declared shape) instead of "
+                   "seeded values (repeatable)")
+@click.option("--save-outputs", "save_path", type=click.Path(dir_okay=False), default=None,
+              metavar="OUT.npz", help="write the outputs of the last run, by name, to OUT.npz")
 @click.option("--check", is_flag=True,
               help="compare the outputs with the numpy reference (exit 1 if they differ "
                    "beyond 1e-4 x max|reference|)")
@@ -50,14 +67,16 @@ def _ms(seconds: float) -> str:
 @db_option
 @json_option
 def run(model, executors, threads, scheduler, pin, iterations, warmup, trace_path, overrides,
-        check, save, db_path, as_json):
-    """Run MODEL (a model.json) on the engine and report latency (median, MAD
-    spread, min) and throughput (runs/s, GFLOP/s). The config comes from the
+        shapes, input_files, save_path, check, save, db_path, as_json):
+    """Run MODEL on the engine and report latency (median, MAD spread, min)
+    and throughput (runs/s, GFLOP/s). MODEL is a model.json, an ONNX file
+    (imported on the fly, cached) or a bundled model's name (`hwtune model
+    list`). The config comes from the
     flags, else the stored 'tuned' or 'user' config of this model on this
-    host, else 1 executor x all usable CPUs, sequential. The run and its
-    timings are stored in results.db; --trace profiles 5 more runs (per-op
-    medians to op_profiles, which order later critical-path runs) and writes
-    the last one as a Chrome trace.
+    host, else 1 executor x all usable CPUs and the default scheduler. The run
+    and its timings are stored in results.db; --trace profiles 5 more runs
+    (per-op medians to op_profiles, which order later runs of the schedulers
+    that need op costs) and writes the last one as a Chrome trace.
     """
     from hwtune import machine
     from hwtune.db import ResultsDB
@@ -65,13 +84,17 @@ def run(model, executors, threads, scheduler, pin, iterations, warmup, trace_pat
     from hwtune.engine.effective import StaleConfig, effective_graph
     from hwtune.engine.runner import check_counts, native_engine, run_model
     from hwtune.engine.trace import summary, write_chrome_trace
-    from hwtune.graph import load_model
+    from hwtune.engine.tensor_files import load_inputs, save_outputs
     from hwtune.native.isa import selected_isa
     from hwtune.native.pool import allowed_cpus
+    from hwtune.sources import load_any
 
     flags = {"executors": executors, "threads": threads, "scheduler": scheduler, "pin": pin}
     check_counts(iterations, warmup)
-    graph = load_model(model, overrides)
+    graph, model = load_any(model, overrides, shapes)
+    inputs = load_inputs(graph, input_files)
+    if save_path and not os.path.isdir(os.path.dirname(os.path.abspath(save_path))):
+        raise UsageError(f"invalid --save-outputs {save_path}: its directory does not exist")
     cpus = allowed_cpus()
     op_names = [op.name for op in graph.ops]
     resolve(None, "", "", flags, cpus=cpus, op_names=op_names)  # refuse before touching the db
@@ -108,11 +131,14 @@ def run(model, executors, threads, scheduler, pin, iterations, warmup, trace_pat
             config_id = db.engine_config(host_key, graph_hash, resolved.source)["id"]
         options = {"model": model, "graph_hash": graph_hash, "vars": overrides,
                    "config": cfg.to_json(), "config_source": resolved.source,
-                   "iterations": iterations, "warmup": warmup, "trace": trace_path}
+                   "iterations": iterations, "warmup": warmup, "trace": trace_path,
+                   "inputs": input_files or None}
         result = run_model(db, host_key, run_graph, graph_hash, cfg, iterations=iterations,
                            warmup=warmup, trace=trace_path is not None, options=options,
                            kernel_variant=selected_isa(), config_id=config_id, check=check,
-                           base_graph=graph)
+                           base_graph=graph, inputs=inputs, keep_outputs=bool(save_path))
+        if save_path:
+            save_outputs(save_path, result.outputs)
         trace_info = None
         if trace_path:
             n = write_chrome_trace(trace_path, result.events,
@@ -126,7 +152,7 @@ def run(model, executors, threads, scheduler, pin, iterations, warmup, trace_pat
         out = {"model": graph.name, "graph_hash": graph_hash, "ops": len(graph.ops),
                "config": cfg.to_json(), "config_source": resolved.source,
                "iterations": iterations, "warmup": warmup, "db": db_file,
-               "trace": trace_info, "notice": resolved.notice}
+               "trace": trace_info, "notice": resolved.notice, "outputs_file": save_path}
         out.update(result.to_json())
         click.echo(json.dumps(out, indent=2))
         _fail_check(result.check)
@@ -148,6 +174,8 @@ def run(model, executors, threads, scheduler, pin, iterations, warmup, trace_pat
         click.echo(f"check:      {'ok' if c['ok'] else 'MISMATCH'}: max |engine - numpy| "
                    f"{c['max_abs']:.3g} = {c['rel']:.2g} x max|numpy| on {c['output']} "
                    f"(tolerance {c['tolerance']:g})")
+    if save_path:
+        click.echo(f"outputs:    {', '.join(graph.outputs)} -> {save_path}")
     click.echo(f"stored:     run {result.run_id} in {db_file}")
     if result.noisy:
         click.echo(f"warning: latency spread {result.rel_spread:.1%} (MAD/median): the machine "

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from hwtune.errors import UsageError
 
 from hwtune.cli.options import example, db_option, isa_option, json_option, reps_option, threads_option
-from hwtune.scan.plan import DEFAULT_ELTWISE_SIZE, DEFAULT_GEMM, DEFAULT_NOISE, DEFAULT_SATURATION
+from hwtune.scan.steps import DEFAULT_ELTWISE_SIZE, DEFAULT_GEMM, DEFAULT_NOISE, DEFAULT_SATURATION
 
 
 def _options(quick, threads, isa, reps, gemm, eltwise_size, no_corun, saturation, noise):
-    from hwtune.scan.plan import ScanOptions, parse_shape, parse_size, parse_threads
+    from hwtune.scan.steps import ScanOptions, parse_shape, parse_size, parse_threads
     return ScanOptions(
         threads=parse_threads(threads) if threads is not None else None,
         quick=quick, isa=isa, reps=reps,
@@ -54,9 +52,9 @@ def scan(db_path, quick, threads, isa, reps, gemm, eltwise_size, saturation, noi
     results.db as it is measured. --show prints the last stored scan of this
     host instead.
     """
-    from hwtune.cli import render_scan
     from hwtune.db import ResultsDB
-    from hwtune.scan import report
+    from hwtune.report import export
+    from hwtune.scan.summary import load_last, load_run
 
     if show:
         from hwtune import machine
@@ -71,23 +69,23 @@ def scan(db_path, quick, threads, isa, reps, gemm, eltwise_size, saturation, noi
         db = ResultsDB.open(db_path)
         sat = (saturation if ctx.get_parameter_source("saturation")
                == click.core.ParameterSource.COMMANDLINE else None)
-        summary = report.load_last(db, machine.host_key(machine.fingerprint()), saturation=sat)
+        summary = load_last(db, machine.host_key(machine.fingerprint()), saturation=sat)
     else:
+        from hwtune.cli.progress import scan_progress
         from hwtune.native.isa import supported_isas
         from hwtune.native.pool import allowed_cpus
-        from hwtune.scan.plan import validate
+        from hwtune.scan.steps import validate
         from hwtune.scan.runner import run_scan
 
         opts = _options(quick, threads, isa, reps, gemm, eltwise_size, no_corun, saturation,
                         noise)
         validate(opts, len(allowed_cpus()), supported_isas())  # before creating results.db
         db = ResultsDB.open(db_path)
-        with render_scan.progress() as (on_step, on_warn):
+        with scan_progress() as (on_step, on_warn):
             result = run_scan(db, opts, progress=on_step, warn=on_warn)
-        summary = report.load_run(db, result.run_id)
+        summary = load_run(db, result.run_id)
 
-    if as_json:
-        click.echo(json.dumps(summary, indent=2, default=str))
-        render_scan.advice_to_stderr(summary)
-    else:
-        render_scan.render(summary)
+    export.write("scan", summary, "json" if as_json else "terminal")
+    if as_json:  # the terminal format prints them itself
+        for a in summary["advice"]:
+            click.echo(click.style("note:", fg="yellow") + f" {a}", err=True)

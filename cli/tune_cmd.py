@@ -2,15 +2,9 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
-from hwtune.cli.options import db_option, example, json_option, parse_overrides
-
-
-def _ms(seconds) -> str:
-    return "-" if seconds is None else f"{seconds * 1e3:.3f} ms"
+from hwtune.cli.options import db_option, example, json_option, parse_overrides, shape_option
 
 
 def _only(ctx, param, value):
@@ -19,12 +13,14 @@ def _only(ctx, param, value):
     out = []
     for item in value:
         out += [s.strip() for s in item.split(",") if s.strip()]
+    if not out:  # "--only ," names no stage: not "every stage"
+        raise click.BadParameter("name at least one stage: sweep, conv, hillclimb")
     return out
 
 
 @click.command("tune-graph", epilog=example(
     "hwtune tune-graph configs/models/lstm_medium.json --budget 300"))
-@click.argument("model", type=click.Path(dir_okay=False))
+@click.argument("model")
 @click.option("--budget", "budget_s", type=float, default=None, metavar="SECONDS",
               help="stop searching after this long (finished trials are kept; the final "
                    "comparison still runs)")
@@ -42,12 +38,15 @@ def _only(ctx, param, value):
               help="per-op thread counts: 1 per op, 2 one count per op type (its largest "
                    "instance decides)")
 @click.option("--set", "overrides", multiple=True, callback=parse_overrides, metavar="NAME=VALUE",
-              help="override a declared model var (repeatable), e.g. --set seq=5")
+              help="override a declared model var (repeatable), e.g. --set seq=5; for an "
+                   "ONNX model, size a symbolic dimension, e.g. --set batch=1")
+@shape_option
 @db_option
 @json_option
-def tune_graph(model, budget_s, trials, only, search, reps, strategy, overrides, db_path,
+def tune_graph(model, budget_s, trials, only, search, reps, strategy, overrides, shapes, db_path,
                as_json):
-    """Tune MODEL (a model.json) on this machine and store the result.
+    """Tune MODEL (a model.json, an ONNX file or a bundled model's name) on
+    this machine and store the result.
 
     Sweeps executors x threads per executor, searches the CONV template
     knobs per workload and the layouts across CONVs, hill-climbs per-op
@@ -60,13 +59,14 @@ def tune_graph(model, budget_s, trials, only, search, reps, strategy, overrides,
     from hwtune import machine
     from hwtune.db import ResultsDB
     from hwtune.engine.runner import native_engine
-    from hwtune.graph import load_model
     from hwtune.native.pool import allowed_cpus
+    from hwtune.report import export
+    from hwtune.sources import load_any
     from hwtune.tuners.pipeline import TuneOptions, tune_graph as run_tuning
 
     opts = TuneOptions(budget_s=budget_s, trials=trials, only=only, search=search, reps=reps,
                        strategy=strategy).check()
-    graph = load_model(model, overrides)
+    graph, model = load_any(model, overrides, shapes)
     native_engine()
     cpus = allowed_cpus()
 
@@ -82,31 +82,6 @@ def tune_graph(model, budget_s, trials, only, search, reps, strategy, overrides,
                          progress=progress)
         db_file = str(db.path)
 
-    if as_json:
-        out = {"model": graph.name, "graph_hash": graph_hash, "db": db_file}
-        out.update(res.to_json())
-        click.echo(json.dumps(out, indent=2))
-        return
-    d, t = res.default, res.chosen
-    click.echo(f"model:     {graph.name} ({len(graph.ops)} ops, graph {graph_hash[:12]})")
-    click.echo(f"default:   {_ms(d.median_s)} +- {_ms(d.mad_s)}  ({d.config.describe()}, "
-               f"default CONV knobs)")
-    extras = [t.config.describe()]
-    if t.config.op_params:
-        extras.append(f"{len(t.config.op_params)} CONV(s) tuned")
-    if t.config.op_threads:
-        extras.append(f"{len(t.config.op_threads)} per-op thread counts")
-    click.echo(f"tuned:     {_ms(t.median_s)} +- {_ms(t.mad_s)}  ({', '.join(extras)})")
-    click.echo(f"speedup:   {res.speedup:.2f}x (medians of samples interleaved in one run)")
-    others = [c for c in res.candidates if c is not d and c is not t]
-    if others:
-        click.echo("also measured: " + ", ".join(f"{c.label} {_ms(c.median_s)}" for c in others))
-    click.echo("why:")
-    for line in res.why:
-        click.echo(f"  - {line}")
-    spent = ", ".join(f"{k} {v.seconds:.1f} s ({v.trials} trials, {v.reused} reused)"
-                      for k, v in res.stages.items())
-    click.echo(f"tuning:    {res.tuning_s:.1f} s total{'; ' + spent if spent else ''}")
-    if res.accuracy:
-        click.echo(f"thread-count interpolation accuracy: {res.accuracy}")
-    click.echo(f"stored:    tuned config {res.config_id}, run {res.run_id} in {db_file}")
+    doc = {"model": graph.name, "graph_hash": graph_hash, "ops": len(graph.ops), "db": db_file}
+    doc.update(res.to_json())
+    export.write("tune", doc, "json" if as_json else "terminal")

@@ -61,7 +61,9 @@ def assert_timed(proc, iterations, warmup=3):
     assert m, lines[1]
     median, lo, rate = (float(m.group(i)) for i in (1, 2, 3))
     assert 0 < lo <= median
-    assert rate == pytest.approx(1e3 / median, rel=0.01, abs=0.01)  # printed to 0.01
+    # rate is printed to 0.01, median to 0.0001 ms: a median of a few us is
+    # itself only known to a few percent.
+    assert rate == pytest.approx(1e3 / median, rel=max(0.01, 0.6e-4 / median), abs=0.01)
     assert (int(m.group(4)), int(m.group(5))) == (iterations, warmup)
     return lines[0]
 
@@ -148,7 +150,7 @@ def test_errors(tiny, tmp_path):
                    r"cannot open .*such\.db")
     other = tmp_path / "other.db"
     sqlite3.connect(other).executescript("CREATE TABLE t (x); INSERT INTO t VALUES (1);")
-    one_line_error(c_run("--db", other, "--graph", key), r"not an hwtune results\.db")
+    one_line_error(c_run("--db", other, "--graph", key), r"is a SQLite database but not hwtune's")
     one_line_error(c_run("--db", db, "--graph", "XYZ"), r"invalid --graph XYZ")
     one_line_error(c_run("--db", db, "--graph", key, "--iterations", 0), r"--iterations 0")
     one_line_error(c_run("--db", db, "--graph", key, "--scheduler", "fifo"), r"--scheduler fifo")
@@ -215,7 +217,7 @@ def test_v4_config_corun_costs_candidates_and_own_lowered_graph(tiny):
         d.put_engine_config(host, key, executors=2, threads_per_executor=1, scheduler="corun",
                             pin=True, source="tuned", op_candidates={"h1": [[0, 1e-5]]})
     one_line_error(c_run("--db", db, "--graph", key, "--host", host),
-                   r"op_candidates\[h1\]\[0\]: expected \[threads >= 1")
+                   r"op_candidates\['h1'\]: candidate \[0, 1e-05\]: each is \[threads 1\.\.2")
     # the flag form (over a valid stored config)
     with ResultsDB.open(db) as d:
         d.put_engine_config(host, key, executors=1, threads_per_executor=1,
@@ -223,3 +225,30 @@ def test_v4_config_corun_costs_candidates_and_own_lowered_graph(tiny):
     proc = c_run("--db", db, "--graph", key, "--scheduler", "corun", "--executors", 2,
                  "--threads", 1, "--iterations", 2)
     assert proc.returncode == 0 and ", corun, " in proc.stdout, proc.stderr
+
+
+def test_scheduler_names_come_from_the_engine_table(tiny):
+    """The runner lists and accepts exactly the names of the engine's
+    scheduler table; a stored name it lacks (written by a newer hwtune: the
+    schema no longer lists names) is one line naming the way out."""
+    from hwtune.native.sched import schedulers
+    db, key = tiny
+    helped = c_run("--help")
+    assert helped.returncode == 0
+    for name, row in schedulers().items():
+        assert f"    {name}" in helped.stdout and row.summary in helped.stdout
+    one_line_error(c_run("--db", db, "--graph", key, "--scheduler", "critical_path"),
+                   r"invalid --scheduler critical_path: choose one of sequential, shared-queue")
+    with ResultsDB.open(db) as d:
+        host = d.hosts()[0]["host_key"]
+        d.put_engine_config(host, key, executors=1, threads_per_executor=1,
+                            scheduler="sequential", pin=False, source="tuned")
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE engine_configs SET scheduler = 'from-the-future'")
+    conn.commit()
+    conn.close()
+    one_line_error(c_run("--db", db, "--graph", key, "--host", host),
+                   r"names scheduler 'from-the-future', unknown to this hwtune .*pass --scheduler")
+    proc = c_run("--db", db, "--graph", key, "--host", host, "--scheduler", "sequential",
+                 "--iterations", 2)
+    assert proc.returncode == 0 and ", sequential, " in proc.stdout, proc.stderr

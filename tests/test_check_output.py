@@ -11,10 +11,11 @@ import xmlschema  # test extra: validates --junit against the vendored XSD
 from hwtune.check import baseline as bl
 from hwtune.check.gate import CheckReport, decide, overall
 from hwtune.check.measure import FigureResult
-from hwtune.check.output import junit_xml, markdown, render_terminal, to_json_text, write_text
 from hwtune.check.suite import parse_suite
 from hwtune.db import ResultsDB
 from hwtune.errors import UsageError
+from hwtune.report.export import render
+from hwtune.report.files import write_file
 
 XSD = Path(__file__).resolve().parent / "data" / "junit-10.xsd"
 SUITE = parse_suite({
@@ -84,12 +85,12 @@ def test_overall_precedence():
 def test_junit_valid_against_schema(tmp_path):
     schema = xmlschema.XMLSchema(str(XSD))
     for mode in ("gate", "record-or-report"):
-        text = junit_xml(make_report(mode))
+        text = render("check", make_report(mode), "junit")
         schema.validate(text)  # raises on any violation
         doc = schema.to_dict(text)
         suite = doc["testsuite"][0]
         assert len(suite["testcase"]) == len(SUITE.figures)
-    root = schema.to_dict(junit_xml(make_report()))["testsuite"][0]
+    root = schema.to_dict(render("check", make_report(), "junit"))["testsuite"][0]
     cases = {c["@name"]: c for c in root["testcase"]}
     assert "failure" in cases["slowed"] and "error" in cases["broken"]
     assert "error" in cases["noisy"]  # gate mode: undecidable fails the job
@@ -99,33 +100,30 @@ def test_junit_valid_against_schema(tmp_path):
 
 def test_markdown_appends(tmp_path):
     r = make_report()
-    md = markdown(r)
+    md = render("check", r, "markdown")
     assert md.startswith("### hwtune check: ERROR")
     assert "| figure | baseline | current |" in md
     assert "| `slowed` |" in md and "**REGRESSION**" in md
     assert "added <&> later" in md
     out = tmp_path / "summary.md"
-    write_text(out, "# job\n\n")
-    write_text(out, md, append=True)
-    write_text(out, md, append=True)
+    write_file(out, "# job\n\n")
+    write_file(out, md, append=True)
+    write_file(out, md, append=True)
     text = out.read_text()
     assert text.startswith("# job") and text.count("### hwtune check") == 2
     with pytest.raises(UsageError, match="does not exist"):
-        write_text(tmp_path / "no" / "x.md", md)
+        write_file(tmp_path / "no" / "x.md", md)
 
 
 def test_json_and_terminal():
     r = make_report()
-    doc = json.loads(to_json_text(r))
+    doc = json.loads(render("check", r, "json"))
     assert doc["status"] == "error" and doc["exit_code"] == 2
     assert {f["name"] for f in doc["figures"]} == {f.name for f in SUITE.figures}
     slowed = next(f for f in doc["figures"] if f["name"] == "slowed")
     assert slowed["ratio"] == pytest.approx(1.2, abs=0.01)
     assert len(slowed["current"]["samples"]) == 15  # raw samples kept
-    from rich.console import Console
-    con = Console(width=80, record=True, force_terminal=False)
-    render_terminal(r, con)
-    lines = con.export_text().splitlines()
+    lines = render("check", r, "terminal").splitlines()
     assert max(len(x) for x in lines) <= 80
     assert sum("REGRESSION" in x for x in lines) >= 2
 

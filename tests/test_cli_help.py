@@ -1,4 +1,4 @@
-"""Every hwtune command (and the group) has help text that ends with an example."""
+"""Every hwtune command (and the group) has help text that ends with examples."""
 
 import click
 import pytest
@@ -27,8 +27,13 @@ def test_help_ends_with_an_example(path, cmd):
     assert result.exit_code == 0, result.output
     lines = [ln.strip() for ln in result.output.splitlines() if ln.strip()]
     assert cmd.help and cmd.help.strip(), f"{' '.join(path)} has no help text"
-    assert lines[-2] == "Example:", result.output
-    assert lines[-1].startswith(" ".join(path)), lines[-1]
+    heads = [i for i, ln in enumerate(lines) if ln in ("Example:", "Examples:")]
+    assert heads, result.output
+    examples = lines[heads[-1] + 1:]
+    assert len(examples) == 1 if lines[heads[-1]] == "Example:" else len(examples) > 1, \
+        result.output
+    for ex in examples:
+        assert ex.startswith(" ".join(path)), ex
     for p in cmd.params:
         if isinstance(p, click.Option) and not p.hidden:
             assert p.help, f"{' '.join(path)} {p.opts[0]} has no help"

@@ -13,7 +13,7 @@ from hwtune.cli.main import cli
 from hwtune.native.pool import allowed_cpus
 
 NCPU = len(allowed_cpus())
-HAVE_ENGINE = importlib.util.find_spec("hwtune.engine.native_engine") is not None
+HAVE_ENGINE = importlib.util.find_spec("hwtune.native.engine") is not None
 needs_engine = pytest.mark.skipif(not HAVE_ENGINE, reason="C engine binding not in this build")
 
 # Two independent matmul chains: something for a second executor to do.

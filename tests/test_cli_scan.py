@@ -239,7 +239,7 @@ def test_refused_pinning_is_a_single_warning_not_an_error():
 
 
 def test_chart_marks_points_and_the_saturation_point():
-    from hwtune.cli.charts import MARKERS, OVERLAP, SAT_CHAR, line_chart
+    from hwtune.report.text_charts import MARKERS, OVERLAP, SAT_CHAR, line_chart
 
     lines = line_chart([("hwtune", [1, 2, 4], [10.0, 19.0, 20.0]),
                         ("blas", [1, 2, 4], [10.0, 12.0, 14.0])], width=30, height=8,

@@ -4,7 +4,8 @@ flags > stored 'tuned' > stored 'user' > default."""
 import pytest
 
 from hwtune.db import ResultsDB
-from hwtune.engine.config import EngineConfig, SCHEDULERS, default_config, resolve
+from hwtune.engine.config import EngineConfig, default_config, resolve
+from hwtune.native.sched import schedulers
 from hwtune.errors import UsageError
 
 FP = {"cpu_model": "Test CPU", "vendor": "intel", "isa_best": "avx2", "sockets": 1,
@@ -63,8 +64,8 @@ def test_invalid_configs(cfg, match):
 
 
 def test_every_scheduler_and_layout_that_fits_validates():
-    for s in SCHEDULERS:
-        for k in ([1] if s == "sequential" else [1, 2, 4]):
+    for s, row in schedulers().items():
+        for k in ([1] if row.single_team else [1, 2, 4]):
             for t in range(1, 4 // k + 1):
                 EngineConfig(executors=k, threads=t, scheduler=s).validate(CPUS4, OPS)
 

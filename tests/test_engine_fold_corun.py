@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from hwtune.engine.config import EngineConfig
-from hwtune.engine.native_engine import NativeEngine
+from hwtune.native.engine import NativeEngine
 from hwtune.errors import UsageError
 from hwtune.graph.model import load_model
 from hwtune.graph.reference import run_reference
@@ -35,8 +35,8 @@ def _conv_chain():
 
 
 @pytest.mark.parametrize("sched,ex,th", [("sequential", 1, 1), ("sequential", 1, 2),
-                                         ("critical_path", 2, 1), ("corun", 1, 2),
-                                         ("corun", 2, 1), ("shared_queue", 2, 1)])
+                                         ("critical-path", 2, 1), ("corun", 1, 2),
+                                         ("corun", 2, 1), ("shared-queue", 2, 1)])
 def test_weight_transforms_fold(sched, ex, th):
     g = _conv_chain()
     want = run_reference(g)["y"]
@@ -88,8 +88,8 @@ def test_engine_config_corun_fields():
                  op_threads={"yb": 2}).validate([0, 1], ["yb"])
 
 
-@pytest.mark.parametrize("sched,ex,th", [("sequential", 1, 1), ("shared_queue", 2, 1),
-                                         ("critical_path", 2, 1), ("corun", 2, 1),
+@pytest.mark.parametrize("sched,ex,th", [("sequential", 1, 1), ("shared-queue", 2, 1),
+                                         ("critical-path", 2, 1), ("corun", 2, 1),
                                          ("corun", 1, 2)])
 def test_a_graph_of_constants_runs_nothing(sched, ex, th):
     g = load_model({"format_version": 1, "name": "all-folded", "seed": 1, "inputs": [],

@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hwtune.engine.native_engine import NativeEngine
+from hwtune.native.engine import NativeEngine
+from hwtune.native.sched import schedulers
 from hwtune.graph.model import load_model
 from hwtune.graph.reference import run_reference
 
@@ -25,9 +26,9 @@ HEAVY = {"inception_large.json"}
 MODELS = sorted(p.name for p in (ROOT / "configs" / "models").glob("*.json")
                 if FULL == "all" or p.name not in HEAVY)
 CPUS = len(os.sched_getaffinity(0))
-CONFIGS = [("sequential", 1, t) for t in (1, 2) if t <= CPUS] + [
-    (s, e, t) for s in ("shared_queue", "critical_path", "corun")
-    for e in (1, 2) for t in (1, 2) if e * t <= max(CPUS, 2)]
+CONFIGS = [(s.name, e, t) for s in schedulers().values()
+           for e in ((1,) if s.single_team else (1, 2)) for t in (1, 2)
+           if e * t <= (CPUS if s.single_team else max(CPUS, 2))]
 # As in test_engine_run.py: float32 kernels against a float64 reference.
 RTOL = 1e-4
 

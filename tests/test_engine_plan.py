@@ -9,9 +9,10 @@ import os
 
 import pytest
 
-from hwtune.engine import (EngineGraphError, NativeGraph, Plan, PlanError, lower_graph,
-                           plan_model)
-from hwtune.errors import UsageError
+from hwtune.engine import lower_graph, plan_model
+from hwtune.errors import EngineGraphError, PlanError, UsageError
+from hwtune.native.graph import NativeGraph
+from hwtune.native.plan import Plan
 from hwtune.graph import load_model
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")

@@ -9,17 +9,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hwtune.engine.native_engine import SCHEDULERS, NativeEngine
+from hwtune.native.engine import NativeEngine
+from hwtune.native.sched import schedulers
 from hwtune.errors import UsageError
 from hwtune.graph.model import load_model
 from hwtune.graph.reference import run_reference
 
 ROOT = Path(__file__).resolve().parent.parent
 CPUS = len(os.sched_getaffinity(0))
-# (scheduler, executors, threads): sequential uses one executor.
-CONFIGS = [("sequential", 1, t) for t in (1, 2) if t <= CPUS] + [
-    (s, e, t) for s in ("shared_queue", "critical_path", "corun")
-    for e in (1, 2) for t in (1, 2) if e * t <= max(CPUS, 2)]
+# (scheduler, executors, threads) for every row of the scheduler table; a
+# single-team scheduler uses one executor.
+CONFIGS = [(s.name, e, t) for s in schedulers().values()
+           for e in ((1,) if s.single_team else (1, 2)) for t in (1, 2)
+           if e * t <= (CPUS if s.single_team else max(CPUS, 2))]
 # float32 kernels (blocked FMA accumulation) against a float64-accumulating
 # reference: relative error grows like sqrt(K) * 2^-24 per layer; 1e-4 of
 # the output's scale leaves room for a few chained layers of K ~ 500.
@@ -123,7 +125,10 @@ def test_unimplemented_op_is_one_line():
                [{"name": "x", "shape": [2, 3]}], [{"name": "w", "shape": [3, 4]}], ["y"])
     with pytest.raises(UsageError, match="scheduler"):
         NativeEngine(g, scheduler="fastest")
-    eng = NativeEngine(g, scheduler="critical_path", executors=2)
+    # One spelling: the old underscore form is refused, naming the right one.
+    with pytest.raises(UsageError, match="did you mean 'critical-path'"):
+        NativeEngine(g, scheduler="critical_path")
+    eng = NativeEngine(g, scheduler="critical-path", executors=2)
     eng.run(profile=True)
     ev = eng.events()
     assert len(ev) == 1 and ev[0].op == 0 and ev[0].end_s >= ev[0].start_s

@@ -83,11 +83,15 @@ def pool_loops(x, mode, k, s, p, ceil_mode=False, include_pad=False):
 
 # ---- element-wise --------------------------------------------------------
 
+# op -> (scalar oracle taking the attributes as keywords, attributes to test
+# besides the defaults).
 UNARY_ORACLES = {
-    "sigmoid": lambda v: 1.0 / (1.0 + math.exp(-v)),
-    "tanh": math.tanh,
-    "relu": lambda v: v if v > 0 else 0.0,
-    "abs": abs,
+    "sigmoid": (lambda v: 1.0 / (1.0 + math.exp(-v)), None),
+    "tanh": (math.tanh, None),
+    "relu": (lambda v: v if v > 0 else 0.0, None),
+    "abs": (abs, None),
+    "leaky_relu": (lambda v, alpha=0.01: v if v > 0 else alpha * v if v < 0 else 0.0,
+                   {"alpha": 0.2}),
 }
 BINARY_ORACLES = {
     "add": lambda a, b: a + b,
@@ -103,8 +107,24 @@ BINARY_ORACLES = {
 @pytest.mark.parametrize("op", sorted(UNARY_ORACLES))
 def test_unary(op):
     x = rand(3, 5, low=-6, high=6)
+    fn, attrs = UNARY_ORACLES[op]
+    for kw in [{}] + ([attrs] if attrs else []):
+        (y,) = run(op, [x], **kw)
+        np.testing.assert_allclose(y, elementwise(lambda v: fn(v, **kw), x), rtol=1e-6,
+                                   atol=1e-6, err_msg=str(kw))
+
+
+@pytest.mark.parametrize("op", sorted(UNARY_ORACLES))
+def test_unary_special_values(op):
+    """Infinities, NaN and signed zeros: the documented behaviour, which the
+    kernels must then match bit for bit (tests/test_eltwise.py)."""
+    x = np.array([np.inf, -np.inf, np.nan, 0.0, -0.0], np.float32)
     (y,) = run(op, [x])
-    np.testing.assert_allclose(y, elementwise(UNARY_ORACLES[op], x), rtol=1e-6, atol=1e-6)
+    want = np.array([UNARY_ORACLES[op][0](float(v)) for v in x])
+    np.testing.assert_array_equal(np.isnan(y), np.isnan(want))
+    ok = ~np.isnan(want)
+    np.testing.assert_array_equal(y[ok], want[ok])
+    np.testing.assert_array_equal(np.signbit(y[ok]), np.signbit(want[ok]))
 
 
 def test_sigmoid_extremes_do_not_overflow():

@@ -5,7 +5,7 @@ consumer needs another layout, and one-line errors for bad params."""
 import numpy as np
 import pytest
 
-from hwtune.engine.native_engine import NativeEngine
+from hwtune.native.engine import NativeEngine
 from hwtune.errors import UsageError
 from hwtune.graph import load_model, run_reference
 from hwtune.graph.ops.conv import conv2d_knobs
@@ -75,7 +75,7 @@ def test_bundled_models_same_outputs(model, seed):
             assert len(new.shapes[op.outputs[0]]) == 5
     want = run_reference(g)
     _close(want, run_reference(new), 1e-5, 1e-6)
-    with NativeEngine(new, threads=2, scheduler="critical_path") as eng:
+    with NativeEngine(new, threads=2, scheduler="critical-path") as eng:
         eng.run()
         got = eng.outputs()
     _close(want, got, 2e-3, 2e-4)

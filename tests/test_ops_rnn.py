@@ -8,7 +8,8 @@ import ctypes
 import numpy as np
 import pytest
 
-from hwtune.engine.ops_harness import find_impl, run_ops
+from hwtune.engine.ops_harness import run_ops
+from hwtune.native.ops import find_impl
 from hwtune.graph import load_model
 from hwtune.graph.reference import run_reference
 from hwtune.native.eltwise import max_abs_error
@@ -74,8 +75,8 @@ def test_lstm_cell_is_registered():
 def test_prepare_refuses_bad_shapes(shapes, x_row, message):
     """Graphs the validator would reject, built straight in C: prepare
     reports the problem instead of running off its buffers."""
-    from hwtune.engine.native_graph import NativeGraph
-    from hwtune.engine.ops_harness import OpCtx
+    from hwtune.native.graph import NativeGraph
+    from hwtune.native.ops import OpCtx
     impl = find_impl("lstm_cell")
     with NativeGraph() as ng:
         ins = [ng.add_tensor(f"x{i}", s, "input") for i, s in enumerate(shapes)]

@@ -3,15 +3,13 @@
 import io
 import json
 
-from rich.console import Console
-
-from hwtune.cli.render_scan import render
 from hwtune.db import ResultsDB
 from hwtune.errors import NativeError
 from hwtune.native.isa import selected_isa
+from hwtune.report.export import write
 from hwtune.scan import runner
-from hwtune.scan.plan import DEFAULT_GEMM, ScanOptions
-from hwtune.scan.report import load_run
+from hwtune.scan.steps import DEFAULT_GEMM, ScanOptions
+from hwtune.scan.summary import load_run
 
 
 def test_failed_step_is_stored_with_status_error(tmp_path, monkeypatch):
@@ -41,7 +39,7 @@ def test_failed_step_is_stored_with_status_error(tmp_path, monkeypatch):
     assert [e["label"] for e in summary["errors"]] == [label]
     assert all(not g["rows"] for g in summary["gemm"])  # no fake 0 GFLOPS point
     out = io.StringIO()
-    render(summary, Console(file=out, width=100))
+    write("scan", summary, "terminal", out)
     text = out.getvalue()
     assert "Traceback" not in text and "nan" not in text.lower()
     assert f"failed: {label}: hwt_bench_gemm: out of memory" in text

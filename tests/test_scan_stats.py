@@ -88,89 +88,89 @@ def test_saturation_point_unsorted_input_and_no_gain_at_all():
         stats.saturation_point([1, 2], [1.0, 2.0], -0.1)
 
 
-# ---- the plan: option parsing and step lists (pure, no measuring) ----
+# ---- the steps: option parsing and step lists (pure, no measuring) ----
 
 from hwtune.errors import UsageError  # noqa: E402
-from hwtune.scan import plan  # noqa: E402
+from hwtune.scan import steps  # noqa: E402
 
 PLAN_KW = dict(supported=["generic", "avx2", "avx512"], selected="avx512",
                l2_bytes=1 << 20, l3_bytes=36 << 20)
 
 
 def test_parse_threads_lists_and_ranges():
-    assert plan.parse_threads("1,2,4") == [1, 2, 4]
-    assert plan.parse_threads("4,1-3,2") == [1, 2, 3, 4]
+    assert steps.parse_threads("1,2,4") == [1, 2, 4]
+    assert steps.parse_threads("4,1-3,2") == [1, 2, 3, 4]
     for bad in ("", "a", "1,,2", "3-1", "1.5"):
         with pytest.raises(UsageError):
-            plan.parse_threads(bad)
+            steps.parse_threads(bad)
 
 
 def test_parse_shape_and_size():
-    assert plan.parse_shape("64x512x512") == (64, 512, 512)
-    assert plan.parse_shape("1X512x2048") == (1, 512, 2048)
+    assert steps.parse_shape("64x512x512") == (64, 512, 512)
+    assert steps.parse_shape("1X512x2048") == (1, 512, 2048)
     for bad in ("64x512", "64x0x5", "axbxc", "64x512x512x1", "100000x10x10"):
         with pytest.raises(UsageError):
-            plan.parse_shape(bad)
-    assert plan.parse_size("32_768") == 32768
-    for bad in ("0", "-1", "1e3", "", str(plan.MAX_ELTWISE_SIZE + 1)):
+            steps.parse_shape(bad)
+    assert steps.parse_size("32_768") == 32768
+    for bad in ("0", "-1", "1e3", "", str(steps.MAX_ELTWISE_SIZE + 1)):
         with pytest.raises(UsageError):
-            plan.parse_size(bad)
+            steps.parse_size(bad)
 
 
 def test_threads_must_fit_the_allowed_cpus():
-    assert plan.resolve_threads(None, 3) == [1, 2, 3]
+    assert steps.resolve_threads(None, 3) == [1, 2, 3]
     with pytest.raises(UsageError, match="between 1 and 2"):
-        plan.resolve_threads([1, 3], 2)
+        steps.resolve_threads([1, 3], 2)
     with pytest.raises(UsageError):
-        plan.resolve_threads([0], 2)
+        steps.resolve_threads([0], 2)
 
 
 def test_full_plan_covers_every_section_quick_is_smaller():
-    opts = plan.ScanOptions(scale=1.0)
-    full = plan.make_plan(opts, n_allowed=2, **PLAN_KW)
+    opts = steps.ScanOptions(scale=1.0)
+    full = steps.make_plan(opts, n_allowed=2, **PLAN_KW)
     benches = {s.bench for s in full}
     assert benches == {"fma_peak", "triad", "gemm", "eltwise", "corun"}
     assert {s.isa for s in full if s.bench == "fma_peak"} == {"generic", "avx2", "avx512"}
     assert all(s.reference for s in full if s.bench == "gemm")
-    assert {s.op for s in full if s.bench == "eltwise"} == set(plan.ELTWISE_OPS)
+    assert {s.op for s in full if s.bench == "eltwise"} == set(steps.ELTWISE_OPS)
     # co-run: (1x1, 1x2, 2x1) x (gemm, mul) x (pinned, OS)
     assert len([s for s in full if s.bench == "corun"]) == 12
-    quick = plan.make_plan(plan.ScanOptions(quick=True, scale=1.0), n_allowed=2, **PLAN_KW)
+    quick = steps.make_plan(steps.ScanOptions(quick=True, scale=1.0), n_allowed=2, **PLAN_KW)
     assert len(quick) < len(full)
     assert {s.isa for s in quick if s.bench == "fma_peak"} == {"avx512"}
     assert max(s.reps for s in quick) < max(s.reps for s in full)
 
 
 def test_plan_options_are_honoured():
-    opts = plan.ScanOptions(threads=[2], isa="avx2", reps=4, gemm=((1, 512, 2048),),
+    opts = steps.ScanOptions(threads=[2], isa="avx2", reps=4, gemm=((1, 512, 2048),),
                             eltwise_size=1000, corun=False, scale=1.0)
-    steps = plan.make_plan(opts, n_allowed=2, **PLAN_KW)
-    assert not [s for s in steps if s.bench == "corun"]
-    assert {s.isa for s in steps} == {"avx2"}
-    assert {s.reps for s in steps} == {4}
-    assert [s.params for s in steps if s.bench == "gemm"] == [{"M": 1, "K": 512, "N": 2048}]
-    assert {s.threads for s in steps if s.bench in ("gemm", "eltwise", "triad")} == {2}
-    assert {s.params["n"] for s in steps if s.bench == "eltwise"} == {1000}
+    got = steps.make_plan(opts, n_allowed=2, **PLAN_KW)
+    assert not [s for s in got if s.bench == "corun"]
+    assert {s.isa for s in got} == {"avx2"}
+    assert {s.reps for s in got} == {4}
+    assert [s.params for s in got if s.bench == "gemm"] == [{"M": 1, "K": 512, "N": 2048}]
+    assert {s.threads for s in got if s.bench in ("gemm", "eltwise", "triad")} == {2}
+    assert {s.params["n"] for s in got if s.bench == "eltwise"} == {1000}
     with pytest.raises(UsageError, match="--isa"):
-        plan.make_plan(plan.ScanOptions(isa="neon", scale=1.0), n_allowed=2, **PLAN_KW)
+        steps.make_plan(steps.ScanOptions(isa="neon", scale=1.0), n_allowed=2, **PLAN_KW)
 
 
 def test_corun_layouts_fill_at_most_n_cpus():
-    assert plan.corun_layouts([1, 2], 2) == [(1, 1), (2, 1), (1, 2)]
-    big = plan.corun_layouts([1], 64)
+    assert steps.corun_layouts([1, 2], 2) == [(1, 1), (2, 1), (1, 2)]
+    big = steps.corun_layouts([1], 64)
     assert big == [(1, 1), (2, 1), (4, 1), (8, 1), (16, 1), (32, 1), (64, 1)]
-    assert all(k * t <= 64 for k, t in plan.corun_layouts(list(range(1, 65)), 64))
+    assert all(k * t <= 64 for k, t in steps.corun_layouts(list(range(1, 65)), 64))
 
 
 def test_triad_sizes_out_of_cache_and_in_l2():
-    dram_n, l2_n = plan.triad_sizes(1 << 20, 36 << 20)
+    dram_n, l2_n = steps.triad_sizes(1 << 20, 36 << 20)
     assert 12 * dram_n >= 4 * (36 << 20)      # 3 arrays of 4-byte floats, 4x the L3
     assert 12 * l2_n <= (1 << 20) // 2
 
 
 # ---- the summary the renderers print (from stored-row dicts) ----
 
-from hwtune.scan import report  # noqa: E402
+from hwtune.scan import summary  # noqa: E402
 
 
 def _row(bench, op, threads, value, variant="avx512", params=None, **kw):
@@ -190,7 +190,7 @@ def test_summary_derives_speedup_efficiency_saturation_and_blas_ratio():
              for t, v in ((1, 50.0), (2, 90.0), (4, 170.0))]
     rows.append(_row("eltwise", "mul", 1, 5.0, params={"n": 32768}, status="noisy",
                      rel_spread=0.2))
-    s = report.summarize(rows, facts={"saturation": 0.1, "warnings": ["w1"]})
+    s = summary.summarize(rows, facts={"saturation": 0.1, "warnings": ["w1"]})
     g = s["gemm"][0]
     assert g["shape"] == "64x512x512"
     assert [r["speedup"] for r in g["rows"]] == [1.0, 1.8, 1.9]
@@ -198,7 +198,7 @@ def test_summary_derives_speedup_efficiency_saturation_and_blas_ratio():
     assert g["rows"][0]["vs_blas"] == 2.0
     assert g["saturation"] == 2 and g["blas_saturation"] is None
     assert s["noisy"][0]["label"].startswith("eltwise mul")
-    assert s["advice"] == [report.NOISY_ADVICE] and "raise --reps" in report.NOISY_ADVICE
+    assert s["advice"] == [summary.NOISY_ADVICE] and "raise --reps" in summary.NOISY_ADVICE
     assert s["warnings"] == ["w1"]
 
 
@@ -209,7 +209,7 @@ def test_summary_picks_the_best_corun_layout_and_pinning_gain():
         _row("corun", "gemm", 2, 90.0, executors=1, pinned=True),
         _row("corun", "gemm", 2, 95.0, executors=1, pinned=False),
     ]
-    c = report.summarize(rows)["corun"]["gemm"]
+    c = summary.summarize(rows)["corun"]["gemm"]
     assert (c["best"]["executors"], c["best"]["threads"], c["best"]["placement"]) == (2, 1,
                                                                                     "pinned")
     assert c["pinned_vs_os_max"] == 1.25
@@ -218,8 +218,8 @@ def test_summary_picks_the_best_corun_layout_and_pinning_gain():
 def test_default_threads_follow_the_cpu_quota():
     # 4 CPUs in the affinity mask, a quota of 2 CPUs: scale over 1..2 by
     # default, but an explicit --threads 3 is still allowed.
-    assert plan.resolve_threads(None, 4, n_default=2) == [1, 2]
-    assert plan.resolve_threads([3], 4, n_default=2) == [3]
+    assert steps.resolve_threads(None, 4, n_default=2) == [1, 2]
+    assert steps.resolve_threads([3], 4, n_default=2) == [3]
 
 
 def test_gemm_interleaving_rounds_cover_every_rep():

@@ -8,6 +8,7 @@ from hwtune.graph.generators.builder import Builder
 from hwtune.native import conv
 from hwtune.native.isa import selected_isa
 from hwtune.tuners import conv_local as cl
+from hwtune.tuners.context import TuneContext
 from hwtune.tuners.loop import TrialStore, measure_once, run_search
 from hwtune.tuners.search import OK, TIMEOUT, WRONG_ANSWER, Space, make_search
 
@@ -17,6 +18,11 @@ SMALL = cl.ConvWorkload((1, 8, 6, 6), (8, 8, 3, 3), True, (1, 1), (1, 1))
 FAST = dict(reps=3, min_sample_s=2e-4)
 
 
+
+
+def ctx(db, run, host, *, search="grid", trials=None, reps=5, deadline=None):
+    return TuneContext(db, run, host, isa=ISA, search=search, trials=trials, reps=reps,
+                       deadline=deadline)
 
 
 def graph(name, convs):
@@ -83,8 +89,8 @@ def test_tune_graph_reuses_workloads_across_ops_and_models(db, host):
                      ("c", 16, 1, {})])
     run = db.start_run(host, "tune", {})
     events = []
-    got = cl.tune_conv_workloads(db, run, host, g, threads=2, search="grid", trials=10,
-                                 progress=events.append, top_k=3, isa=ISA, reps=3)
+    got = cl.tune_conv_workloads(ctx(db, run, host, trials=10, reps=3), g, threads=2,
+                                 events=events.append, top_k=3)
     assert set(got) == {"a", "b", "c"} and got["a"] is got["b"]
     assert sum(1 for e in events if e.get("done")) == 2
     for name in ("a", "c"):
@@ -110,7 +116,7 @@ def test_tune_graph_reuses_workloads_across_ops_and_models(db, host):
     # Again, and a different model with one of the workloads: nothing measured.
     other = graph("m2", [("first", 16, 1, {})])
     for gg in (g, other):
-        again = cl.tune_conv_workloads(db, run, host, gg, threads=2, isa=ISA)
+        again = cl.tune_conv_workloads(ctx(db, run, host), gg, threads=2)
         assert all(ch.reused for ch in again.values())
     assert again["first"].params == got["c"].params
     assert again["first"].default_seconds == got["c"].default_seconds
@@ -129,12 +135,12 @@ def test_interrupted_tuning_resumes_without_remeasuring(db, host):
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        cl.tune_conv_workloads(db, run, host, g, threads=1, trials=8, progress=stop_at_4,
-                               isa=ISA, reps=3)
+        cl.tune_conv_workloads(ctx(db, run, host, trials=8, reps=3), g, threads=1,
+                               events=stop_at_4)
     key = cl.conv_workload(g, g.ops[0]).key
     assert db.tuned(host, tuner="conv", subject=key, isa=ISA, threads=1) is None
     assert len(db.trials(host, tuner="conv", subject=key)) == 5  # default + 4
-    got = cl.tune_conv_workloads(db, run, host, g, threads=1, trials=8, isa=ISA, reps=3)
+    got = cl.tune_conv_workloads(ctx(db, run, host, trials=8, reps=3), g, threads=1)
     rows = [r for r in db.trials(host, tuner="conv", subject=key)
             if r["search"] != cl.CONFIRM_SEARCH]
     params = [tuple(sorted(r["params"].items())) for r in rows]
@@ -149,7 +155,7 @@ def test_stale_stored_result_is_tuned_again(db, host):
                  best_params={"ic_bn": 3, "oc_bn": 8, "reg_n": 2, "unroll_ker": 0},
                  best_s=1e-6, trials=1, run_id=run)
     m = cl.ConvMeasure(SMALL, threads=1, isa=ISA, **FAST)
-    ch, res = cl.tune_workload(db, run, host, SMALL, threads=1, isa=ISA, trials=3, measure=m)
+    ch, res = cl.tune_workload(ctx(db, run, host, trials=3), SMALL, threads=1, measure=m)
     assert not ch.reused and res.measured == 3
     assert ch.params["ic_bn"] in conv.knobs(SMALL.x_shape, SMALL.w_shape, stride=1, pad=1,
                                             isa=ISA)["ic_bn"]
@@ -158,5 +164,18 @@ def test_stale_stored_result_is_tuned_again(db, host):
 def test_past_deadline_leaves_untouched_workloads_out(db, host):
     g = graph("m", [("a", 8, 3, {"padding": 1})])
     run = db.start_run(host, "tune", {})
-    assert cl.tune_conv_workloads(db, run, host, g, threads=1, deadline=0.0, isa=ISA) == {}
+    assert cl.tune_conv_workloads(ctx(db, run, host, deadline=0.0), g, threads=1) == {}
     assert db.trials(host, tuner="conv") == []
+
+
+@pytest.mark.parametrize("name", ["random", "hillclimb"])
+def test_any_registered_search_drives_the_conv_stage(db, host, name):
+    """A search is written once and works for every stage its space fits:
+    here the per-op thread climb's search walks the CONV template's knobs."""
+    run = db.start_run(host, "tune", {})
+    m = cl.ConvMeasure(SMALL, threads=1, isa=ISA, **FAST)
+    ch, res = cl.tune_workload(ctx(db, run, host, search=name, trials=6), SMALL, threads=1,
+                               measure=m)
+    rows = db.trials(host, tuner="conv", subject=SMALL.key)
+    assert res.measured <= 6 and {r["search"] for r in rows} >= {name, "default"}
+    assert Space(SMALL.knobs(ISA)).contains(ch.params) and ch.seconds > 0

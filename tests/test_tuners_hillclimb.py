@@ -12,8 +12,17 @@ import pytest
 from hwtune.errors import HwtuneError, UsageError
 from hwtune.graph.generators.builder import Builder
 from hwtune.native.pool import allowed_cpus
+from hwtune.measure import check as checks
+from hwtune.measure import clock
 from hwtune.tuners import hillclimb as hc
 from hwtune.tuners import interpolate as ip
+from hwtune.tuners.context import TuneContext
+
+
+def tune(db, run, host, g, *, strategy=1, check="peer", deadline=None, **kw):
+    """hc.tune_op_threads with the context the pipeline would give it."""
+    ctx = TuneContext(db, run, host, strategy=strategy, check=check, deadline=deadline)
+    return hc.tune_op_threads(ctx, g, **kw)
 
 
 
@@ -221,7 +230,7 @@ def team():
 def test_tune_op_threads_stores_and_reuses(db, host, monkeypatch):
     g = lstm_like("cells")
     run = db.start_run(host, "tune", {})
-    res = hc.tune_op_threads(db, run, host, g, team_threads=team(), min_op_s=0)
+    res = tune(db, run, host, g, team_threads=team(), min_op_s=0)
     assert set(res.op_threads) == {op.name for op in g.ops}
     assert all(1 <= t <= team() for t in res.op_threads.values())
     assert res.op_threads["h1"] == res.op_threads["h2"]  # one workload
@@ -246,8 +255,8 @@ def test_tune_op_threads_stores_and_reuses(db, host, monkeypatch):
 
     # Another model with the same workloads: nothing is measured again.
     monkeypatch.setattr(hc, "measure_op", lambda *a, **k: pytest.fail("re-measured"))
-    again = hc.tune_op_threads(db, None, host, lstm_like("other-model"),
-                               team_threads=team(), min_op_s=0)
+    again = tune(db, None, host, lstm_like("other-model"),
+                 team_threads=team(), min_op_s=0)
     assert again.measured == 0 and again.reused == 3
     assert again.op_threads == res.op_threads
     assert len(db.trials(host, tuner="op-threads")) == len(trials)
@@ -255,7 +264,7 @@ def test_tune_op_threads_stores_and_reuses(db, host, monkeypatch):
 
 def test_small_ops_keep_the_team_size(db, host):
     g = lstm_like("small", batch=1)
-    res = hc.tune_op_threads(db, None, host, g, team_threads=team(), min_op_s=1.0)
+    res = tune(db, None, host, g, team_threads=team(), min_op_s=1.0)
     assert all(grp.status == "small" for grp in res.groups)
     assert set(res.op_threads.values()) == {team()}
     assert all(len(grp.measured) == 1 for grp in res.groups)  # only the 1-thread probe
@@ -268,8 +277,8 @@ def test_wrong_kernel_output_is_stored_as_wrong_answer(db, host, monkeypatch):
                         lambda graph, *a, **k: {n: np.asarray(v) + 1.0
                                                 for n, v in real(graph, *a, **k).items()})
     g = lstm_like("wrong")
-    res = hc.tune_op_threads(db, None, host, g, team_threads=team(), min_op_s=0,
-                             check="numpy")
+    res = tune(db, None, host, g, team_threads=team(), min_op_s=0,
+               check="numpy")
     trials = db.trials(host, tuner="op-threads")
     assert trials and all(t["status"] == "wrong_answer" for t in trials)
     assert all(grp.status == "failed" for grp in res.groups)
@@ -279,17 +288,16 @@ def test_wrong_kernel_output_is_stored_as_wrong_answer(db, host, monkeypatch):
 
 
 def test_peer_check_catches_a_disagreeing_run(db, host, monkeypatch):
-    from hwtune.tuners import executor_sweep as es
-    real = es._reference_outputs
-    monkeypatch.setattr(es, "_reference_outputs",
+    real = checks.reference_outputs
+    monkeypatch.setattr(checks, "reference_outputs",
                         lambda graph, check: {n: v * 2.0 + 1.0
                                               for n, v in real(graph, check).items()})
-    res = hc.tune_op_threads(db, None, host, lstm_like("peer"), team_threads=team(),
-                             min_op_s=0)
+    res = tune(db, None, host, lstm_like("peer"), team_threads=team(),
+               min_op_s=0)
     assert all(grp.status == "failed" for grp in res.groups)
     assert {t["status"] for t in db.trials(host, tuner="op-threads")} == {"wrong_answer"}
     with pytest.raises(UsageError):
-        hc.tune_op_threads(db, None, host, lstm_like("peer"), team_threads=1, check="x")
+        tune(db, None, host, lstm_like("peer"), team_threads=1, check="x")
 
 
 def test_folded_ops_are_not_measured(db, host):
@@ -302,7 +310,7 @@ def test_folded_ops_are_not_measured(db, host):
     b.output("y")
     g = b.build()
     assert hc.folded_ops(g) == {"wt"}
-    res = hc.tune_op_threads(db, None, host, g, team_threads=team(), min_op_s=0)
+    res = tune(db, None, host, g, team_threads=team(), min_op_s=0)
     status = {grp.ops[0]: grp.status for grp in res.groups}
     assert status == {"wt": "folded", "y": "tuned"}
     assert res.op_threads["wt"] == team()
@@ -313,8 +321,8 @@ def test_folded_ops_are_not_measured(db, host):
 
 def test_deadline_leaves_ops_at_team_size(db, host):
     g = lstm_like("late")
-    res = hc.tune_op_threads(db, None, host, g, team_threads=team(),
-                             deadline=time.monotonic() - 1)
+    res = tune(db, None, host, g, team_threads=team(),
+               deadline=time.monotonic() - 1)
     assert res.stopped == "deadline" and res.measured == 0
     assert set(res.op_threads.values()) == {team()}
     assert all(grp.status == "pending" for grp in res.groups)
@@ -324,27 +332,27 @@ def test_budget_cut_inside_a_climb_resumes(db, host, monkeypatch):
     """A deadline passing mid-climb stores nothing as tuned; the rerun
     reuses the finished trials and completes the climb."""
     g = lstm_like("cut")
-    clock = {"calls": 0}
+    calls = {"n": 0}
     real = hc.measure_op
 
     def one_then_late(*a, **k):
-        clock["calls"] += 1
+        calls["n"] += 1
         return real(*a, **k)
     monkeypatch.setattr(hc, "measure_op", one_then_late)
     t_now = time.monotonic()
     # Fake a clock that passes the deadline after the first measurement.
-    monkeypatch.setattr(hc.time, "monotonic",
-                        lambda: t_now if clock["calls"] == 0 else t_now + 10)
-    res = hc.tune_op_threads(db, None, host, g, team_threads=team(), min_op_s=0,
-                             deadline=t_now + 5)
+    monkeypatch.setattr(clock, "monotonic",
+                        lambda: t_now if calls["n"] == 0 else t_now + 10)
+    res = tune(db, None, host, g, team_threads=team(), min_op_s=0,
+               deadline=t_now + 5)
     assert res.stopped == "deadline" and res.measured == 1
     statuses = [grp.status for grp in res.groups]
     if team() > 1:
         assert statuses[0] == "partial"
         assert db.tuned(host, tuner="op-threads", subject=res.groups[0].workload_key,
                         isa=db.trials(host)[0]["isa"], threads=team()) is None
-    monkeypatch.setattr(hc.time, "monotonic", time.monotonic)
-    again = hc.tune_op_threads(db, None, host, g, team_threads=team(), min_op_s=0)
+    monkeypatch.setattr(clock, "monotonic", time.monotonic)
+    again = tune(db, None, host, g, team_threads=team(), min_op_s=0)
     assert again.stopped == "done" and all(grp.status == "tuned" for grp in again.groups)
     trials = db.trials(host, tuner="op-threads")
     assert len({(t["subject"], t["threads"]) for t in trials}) == len(trials)  # none twice
@@ -376,8 +384,8 @@ def test_op_timer_feeds_climb_and_exhaustive():
 def test_bad_arguments(db, host):
     g = lstm_like("bad")
     with pytest.raises(UsageError):
-        hc.tune_op_threads(db, None, host, g, team_threads=0)
+        tune(db, None, host, g, team_threads=0)
     with pytest.raises(UsageError):
-        hc.tune_op_threads(db, None, host, g, team_threads=1, strategy=3)
+        tune(db, None, host, g, team_threads=1, strategy=3)
     with pytest.raises(UsageError):
-        hc.tune_op_threads(db, None, host, g, team_threads=len(allowed_cpus()) + 1)
+        tune(db, None, host, g, team_threads=len(allowed_cpus()) + 1)

@@ -14,7 +14,7 @@ from hwtune.tuners.search import (ERROR, OK, SEARCHES, SKIPPED, TIMEOUT, WRONG_A
 
 # Each search's trial budget on SPACE, as a fraction of its valid points.
 # A new search must add itself here (test_every_search_has_a_budget).
-BUDGET = {"grid": None, "random": None, "optuna": 0.6}
+BUDGET = {"grid": None, "random": None, "optuna": 0.6, "hillclimb": None}
 
 SPACE = Space({"a": [0, 1, 2, 3, 4, 5], "b": [1, 2, 4, 8, 16], "c": [False, True]},
               valid=lambda p: not (p["a"] == 5 and p["b"] == 16))

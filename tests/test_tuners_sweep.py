@@ -11,10 +11,17 @@ from hwtune.engine.config import EngineConfig
 from hwtune.errors import HwtuneError, UsageError
 from hwtune.graph.generators.builder import Builder
 from hwtune.native.pool import allowed_cpus
+from hwtune.measure import check as checks
 from hwtune.tuners import executor_sweep as es
+from hwtune.tuners.context import TuneContext
 
 
 
+
+
+def sweep(db, run, host, g, gh, *, cpus=None, reps=5, deadline=None, **kw):
+    return es.sweep(TuneContext(db, run, host, cpus=cpus, reps=reps, deadline=deadline), g,
+                    gh, **kw)
 
 
 def tiny_graph(name="sweep-tiny"):
@@ -78,7 +85,7 @@ def test_sweep_stores_every_trial_and_resumes(db, host, monkeypatch):
     gh = graph_hash(g.to_json())
     cpus = allowed_cpus()
     run = db.start_run(host, "tune", {})
-    res = es.sweep(db, run, host, g, gh, cpus=cpus, reps=3)
+    res = sweep(db, run, host, g, gh, cpus=cpus, reps=3)
     configs = es.candidate_configs(len(cpus), width=2)
     assert [r[0] for r in res.rows] == configs
     assert all(st == "ok" and s > 0 for _, s, st in res.rows)
@@ -94,7 +101,7 @@ def test_sweep_stores_every_trial_and_resumes(db, host, monkeypatch):
     def boom(*a, **k):
         raise AssertionError("a stored candidate was measured again")
     monkeypatch.setattr(es, "_measure_interleaved", boom)
-    again = es.sweep(db, db.start_run(host, "tune", {}), host, g, gh, cpus=cpus, reps=3)
+    again = sweep(db, db.start_run(host, "tune", {}), host, g, gh, cpus=cpus, reps=3)
     assert again.measured == 0 and again.reused == len(configs)
     assert again.best == res.best and again.best_s == res.best_s
     assert len(db.trials(host, tuner="executor-sweep", subject=gh)) == len(configs)
@@ -109,7 +116,7 @@ def test_sweep_resumes_after_interrupt(db, host, monkeypatch):
     n_cfg = len(es.candidate_configs(len(cpus), width=2))
     first = es.candidate_configs(len(cpus), width=2)[0]
     # One candidate already stored (as by an interrupted earlier sweep).
-    es.sweep(db, None, host, g, gh, cpus=cpus, reps=2, extra=None, prune=True)
+    sweep(db, None, host, g, gh, cpus=cpus, reps=2, extra=None, prune=True)
     kept = db.trials(host, tuner="executor-sweep", subject=gh)
     with db._conn:
         db._conn.execute("DELETE FROM tuning_trials WHERE id != ?", [kept[0]["id"]])
@@ -123,12 +130,12 @@ def test_sweep_resumes_after_interrupt(db, host, monkeypatch):
         raise KeyboardInterrupt
     monkeypatch.setattr(es, "_measure_interleaved", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        es.sweep(db, None, host, g, gh, cpus=cpus, reps=2)
+        sweep(db, None, host, g, gh, cpus=cpus, reps=2)
     assert calls == [n_cfg - 1]  # only the unstored ones were in flight
     assert len(db.trials(host, tuner="executor-sweep", subject=gh)) == 1
 
     monkeypatch.setattr(es, "_measure_interleaved", real)
-    res = es.sweep(db, None, host, g, gh, cpus=cpus, reps=2)
+    res = sweep(db, None, host, g, gh, cpus=cpus, reps=2)
     assert res.reused == 1 and res.measured == n_cfg - 1
     assert all(st == "ok" for _, _, st in res.rows)
 
@@ -136,11 +143,11 @@ def test_sweep_resumes_after_interrupt(db, host, monkeypatch):
 def test_wrong_outputs_are_stored_as_wrong_answer(db, host, monkeypatch):
     g = tiny_graph()
     gh = graph_hash(g.to_json())
-    real = es._reference_outputs
-    monkeypatch.setattr(es, "_reference_outputs",
+    real = checks.reference_outputs
+    monkeypatch.setattr(checks, "reference_outputs",
                         lambda graph, check: {k: v + 1.0 for k, v in real(graph, check).items()})
     with pytest.raises(HwtuneError, match="wrong_answer"):
-        es.sweep(db, None, host, g, gh, cpus=allowed_cpus(), reps=1)
+        sweep(db, None, host, g, gh, cpus=allowed_cpus(), reps=1)
     trials = db.trials(host, tuner="executor-sweep", subject=gh)
     assert trials and all(t["status"] == "wrong_answer" for t in trials)
     assert "max |engine - reference|" in trials[0]["note"]
@@ -149,9 +156,9 @@ def test_wrong_outputs_are_stored_as_wrong_answer(db, host, monkeypatch):
 def test_output_mismatch_tolerance_and_nan():
     import numpy as np
     want = np.array([1.0, -2.0, np.nan])
-    assert es.output_mismatch(want + 1e-5, want) is None  # 1e-5 <= 1e-4 x 2
-    assert "max |engine - reference|" in es.output_mismatch(want + 1e-3, want)
-    assert es.output_mismatch(np.array([1.0, -2.0, 0.0]), want) is not None
+    assert checks.output_mismatch(want + 1e-5, want) is None  # 1e-5 <= 1e-4 x 2
+    assert "max |engine - reference|" in checks.output_mismatch(want + 1e-3, want)
+    assert checks.output_mismatch(np.array([1.0, -2.0, 0.0]), want) is not None
 
 
 @pytest.mark.parametrize("check", ["peer", "numpy"])
@@ -159,13 +166,13 @@ def test_reference_outputs_agree(check):
     import numpy as np
     from hwtune.graph import run_reference
     g = tiny_graph()
-    got = es._reference_outputs(g, check)["y"]
+    got = checks.reference_outputs(g, check)["y"]
     np.testing.assert_allclose(got, run_reference(g)["y"], rtol=1e-4, atol=1e-5)
 
 
 def test_deadline_before_anything_keeps_the_default(db, host):
     g = tiny_graph()
-    res = es.sweep(db, None, host, g, graph_hash(g.to_json()), cpus=allowed_cpus(),
+    res = sweep(db, None, host, g, graph_hash(g.to_json()), cpus=allowed_cpus(),
                    deadline=time.monotonic() - 1)
     assert res.stopped == "deadline" and res.best_s is None
     assert res.best.executors == 1 and res.best.scheduler == "sequential"
@@ -176,13 +183,13 @@ def test_extra_configs_are_measured_and_keyed_apart(db, host):
     g = tiny_graph()
     gh = graph_hash(g.to_json())
     extra = EngineConfig(executors=1, threads=1, scheduler="sequential")
-    res = es.sweep(db, None, host, g, gh, cpus=allowed_cpus(), reps=2, extra=[extra])
+    res = sweep(db, None, host, g, gh, cpus=allowed_cpus(), reps=2, extra=[extra])
     assert res.rows[-1][0] == extra and res.rows[-1][2] == "ok"
     assert db.trial(host, tuner="executor-sweep", subject=gh, isa=db.trials(host)[0]["isa"],
                     threads=len(allowed_cpus()),
                     params={"executors": 1, "threads": 1, "scheduler": "sequential"})
     with pytest.raises(UsageError):
-        es.sweep(db, None, host, g, gh, cpus=allowed_cpus(),
+        sweep(db, None, host, g, gh, cpus=allowed_cpus(),
                  extra=[EngineConfig(executors=1, threads=99)])
 
 

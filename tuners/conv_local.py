@@ -7,38 +7,41 @@ The search space is the template's own declaration (hwt_conv_knobs through
 hwtune.native.conv.knobs); the searches are the registered ones (grid,
 optuna, ...) driven by hwtune.tuners.loop.
 
-Each trial plans the NCHW[x]c conv with its params, runs it once on all
-threads and checks the output against the C reference (status
-'wrong_answer' when it differs), then times it: warm-up, `reps` samples,
-median. The layout transforms around the conv are not included: the global
-layout search (layout_dp) prices them separately, which is why the result
-also lists the best time of each (ic_bn, oc_bn) layout.
+Each trial is the conv op the layout pass emits for its params (NCHW[x]c,
+knobs as attributes), prepared through the engine's op table and run on a
+pool team as `hwtune run` runs it (ConvMeasure); it runs once, is checked
+against the C reference (status 'wrong_answer' when it differs), then timed:
+`reps` samples after a warm-up one, median. The layout transforms around the
+conv are not included: the global layout search (layout_dp) prices them
+separately, which is why the result also lists the best time of each
+(ic_bn, oc_bn) layout.
 """
 
 from __future__ import annotations
 
-import ctypes
 import math
-import threading
-import time
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
 from hwtune.db.keys import workload_key
+from hwtune.measure import FixedSampling, interleave
+from hwtune.measure.op import OpSide
+from hwtune.measure.stats import median
 from hwtune.native import conv
-from hwtune.native._lib import lib
-from hwtune.native.isa import selected_isa
-from hwtune.scan.stats import median
-from hwtune.tuners.loop import SearchResult, TrialStore, TrialTimeout, measure_once, run_search
-from hwtune.tuners.search import OK, WRONG_ANSWER, Outcome, Params, Space, key_of, make_search
+from hwtune.tuners.context import TuneContext
+from hwtune.tuners.loop import SearchResult, TrialStore, run_search
+from hwtune.tuners.search import (OK, ListSearch, Outcome, Params, Space, key_of,
+                                  make_search)
 
 TUNER = "conv"
 DEFAULT_SEARCH = "default"  # tuning_trials.search of the untuned-params trial
 
-# A sample is at least this long, so the two barrier waits around it (tens
-# of us with 2 threads when the machine is idle) stay a few percent of it.
+# A sample is at least this long (runs of a short conv are timed together):
+# chosen when each sample was bracketed by two barrier waits of tens of us;
+# with the C timing loop that cost is gone, and the value stays so that
+# trials measure what they measured (bench_tuners' grid tables).
 MIN_SAMPLE_S = 0.002
 # A point whose checked first run is this many times slower than the
 # default params cannot win; it is stopped there and stored as 'timeout'.
@@ -116,90 +119,27 @@ def tolerance(w_shape) -> float:
     return 1e-6 + 2 * float(np.finfo(np.float32).eps) * c * r * s
 
 
-class _Team:
-    """`n` threads that run one job at a time: the caller's thread is member
-    0, the others are persistent (starting a thread costs ~4 ms under load
-    here, more than a small conv trial's whole measurement). ctypes releases
-    the GIL around each C call, so the members' C work runs in parallel."""
-
-    def __init__(self, n: int):
-        self.n = n
-        self._start, self._end = threading.Barrier(n), threading.Barrier(n)
-        self._job = None
-        self._threads = [threading.Thread(target=self._loop, args=(t,), daemon=True)
-                         for t in range(1, n)]
-        for t in self._threads:
-            t.start()
-
-    def _loop(self, tid: int) -> None:
-        try:
-            while True:
-                self._start.wait()
-                fn, args, inner = self._job
-                for _ in range(inner):
-                    fn(*args[tid])
-                self._end.wait()
-        except threading.BrokenBarrierError:
-            return  # closed, or the caller was interrupted mid-sample
-
-    def sample(self, fn, args, inner: int) -> float:
-        """Wall seconds per run of fn(*args[tid]) on every member, over
-        `inner` back-to-back runs each."""
-        self._job = (fn, args, inner)
-        self._start.wait()
-        t0 = time.perf_counter()
-        for _ in range(inner):
-            fn(*args[0])
-        self._end.wait()
-        return (time.perf_counter() - t0) / inner
-
-    def close(self) -> None:
-        self._start.abort()
-        self._end.abort()
-        for t in self._threads:
-            t.join()
-        self._threads = []
-
-
-class _Shares:
-    """A Conv2dPlan's thread shares with their own workspaces, as in the
-    engine (the plan's own run() executes the shares one after another)."""
-
-    def __init__(self, plan: conv.Conv2dPlan, x: np.ndarray, y: np.ndarray, team: _Team):
-        p = plan._plan
-        self.nth, self._team = plan.nth, team
-        f = ctypes.POINTER(ctypes.c_float)
-        self._keep = [plan, x, y]
-        ws = []
-        for _ in range(self.nth):
-            raw = np.empty(p.ws_floats + 16, np.float32)
-            off = (-raw.ctypes.data % 64) // 4
-            self._keep.append(raw)
-            ws.append(raw[off:].ctypes.data_as(f) if p.ws_floats else None)
-        bias = plan._bias
-        self._args = [(ctypes.byref(p), x.ctypes.data_as(f), plan._w.ctypes.data_as(f),
-                       None if bias is None else bias.ctypes.data_as(f),
-                       y.ctypes.data_as(f), ws[t], t, self.nth) for t in range(self.nth)]
-
-    def seconds(self, inner: int, samples: int) -> List[float]:
-        """`samples` wall times per run, each over `inner` runs per thread."""
-        return [self._team.sample(lib.hwt_conv_run_part, self._args, inner)
-                for _ in range(samples)]
-
-
 class ConvMeasure:
-    """measure(params) -> Outcome for one workload at `threads` threads.
+    """measure(params) -> Outcome for one workload at `threads` threads, on
+    the engine's own pool and kernels: each trial's conv is the op the
+    layout pass emits for those params (NCHW[x]c, knobs as attributes),
+    prepared through the engine's op table and run as fork-joins of a team
+    of `threads` (hwtune.measure.op: hwt_bench_op). The team is one pool
+    kept for every trial of the workload, pinned when the config that will
+    run it is (`pin`; the default config's sequential team is not: under
+    load a pinned team waits for its busiest CPU, 24 vs 15 ms per trial of
+    a ResNet 1x1 conv measured here at load ~6); the data and the
+    reference output are made once.
 
-    The data and the reference output are made once per workload. check_hook
-    (tests only) may alter the output of the checked run before the check,
-    standing in for a wrong kernel.
+    check_hook (tests only) may alter the output of the checked run before
+    the check, standing in for a wrong kernel.
     """
 
     def __init__(self, wl: ConvWorkload, *, threads: int, isa: str, reps: int = 5,
                  seed: int = 0, check_hook: Optional[Callable[[np.ndarray], None]] = None,
-                 min_sample_s: float = MIN_SAMPLE_S):
+                 min_sample_s: float = MIN_SAMPLE_S, pin: bool = False):
         self.wl, self.threads, self.isa, self.reps = wl, int(threads), isa, int(reps)
-        self.min_sample_s = float(min_sample_s)
+        self.min_sample_s, self.pin = float(min_sample_s), bool(pin)
         rng = np.random.default_rng(seed)
         self.x = rng.uniform(-1, 1, wl.x_shape).astype(np.float32)
         self.w = rng.uniform(-1, 1, wl.w_shape).astype(np.float32)
@@ -208,79 +148,116 @@ class ConvMeasure:
         self.tol = tolerance(wl.w_shape)
         self.check_hook = check_hook
         self.limit_s: Optional[float] = None  # first-run cap, see SLOW_FACTOR
+        self._graph = _one_conv_graph(wl)
         self._blocked: Dict[int, np.ndarray] = {}
-        self._team: Optional[_Team] = None
+        self._weights: Dict[Tuple[int, int], np.ndarray] = {}
+        self._pool = None
 
-    def team(self) -> _Team:
-        if self._team is None:
-            self._team = _Team(self.threads)
-        return self._team
+    def pool(self):
+        if self._pool is None:
+            from hwtune.native.pool import Pool, allowed_cpus
+            # As the engine: more threads than CPUs run unpinned.
+            pin = self.pin and self.threads <= len(allowed_cpus())
+            self._pool = Pool(executors=1, threads=self.threads, pin=pin)
+        return self._pool
 
     def close(self) -> None:
-        """Ends the measuring threads (they are daemons: also ended at exit)."""
-        if self._team is not None:
-            self._team.close()
-            self._team = None
+        """Ends the measuring pool's threads."""
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
 
     def __del__(self):
-        team = getattr(self, "_team", None)
-        if team is not None:
-            team.close()
+        pool = getattr(self, "_pool", None)
+        if pool is not None:
+            pool.close()
 
     def _input(self, ic_bn: int) -> np.ndarray:
         if ic_bn not in self._blocked:
             self._blocked[ic_bn] = conv.to_nchwc(self.x, ic_bn)
         return self._blocked[ic_bn]
 
-    def __call__(self, params: Params) -> Outcome:
-        wl = self.wl
-        plan = conv.Conv2dPlan(wl.x_shape, self.w, self.b, stride=wl.stride, pad=wl.pad,
-                               layout="NCHWc", params=params, isa=self.isa, nth=self.threads)
-        y = np.empty(plan.out_shape, np.float32)
+    def _weights_for(self, ic_bn: int, oc_bn: int, fresh: bool) -> np.ndarray:
+        if fresh:
+            return conv.to_blocked_weights(self.w, ic_bn, oc_bn)
+        key = (ic_bn, oc_bn)
+        if key not in self._weights:
+            # The last layout only: a 512x512 3x3 layer's weights are 9 MB.
+            self._weights = {key: conv.to_blocked_weights(self.w, ic_bn, oc_bn)}
+        return self._weights[key]
+
+    def op(self, params: Params, fresh: bool = False):
+        """The trial's conv prepared on the pool: (OpBench, {"y": output}).
+        fresh: new weight, output and workspace buffers (see confirm())."""
+        from hwtune.engine.lower import lower_graph
+        from hwtune.graph.passes.layout import apply_op_params
+        from hwtune.native.op_bench import OpBench
+        from hwtune.native.isa import resolve_isa
+
+        g = apply_op_params(self._graph, {"conv": dict(params)})
+        i = next(k for k, o in enumerate(g.ops) if o.name == "conv")
+        ib, ob = int(params["ic_bn"]), int(params["oc_bn"])
+        y = np.empty(tuple(g.shapes[g.ops[i].outputs[0]]), np.float32)
         y.fill(np.nan)  # a share the kernel skips cannot pass the check
-        shares = _Shares(plan, self._input(plan.params["ic_bn"]), y, self.team())
-        first = shares.seconds(1, 1)[0]
+        inputs = [self._input(ib), self._weights_for(ib, ob, fresh)]
+        if self.b is not None:
+            inputs.append(self.b)
+        ng = lower_graph(g)
+        try:
+            bench = OpBench(self.pool(), self.threads, ng, i, inputs, [y],
+                            isa=resolve_isa(self.isa))
+        except BaseException:
+            ng.close()
+            raise
+        return bench, {"y": y}
+
+    def _check(self, side) -> Optional[str]:
+        y = side.outputs()["y"]
         if self.check_hook is not None:
             self.check_hook(y)
         err = float(np.max(np.abs(conv.from_nchwc(y) - self.ref)))
         if not err <= self.tol:  # also catches NaN
-            return Outcome(WRONG_ANSWER, note=f"max abs error {err:.3g} vs reference "
-                                              f"(tolerance {self.tol:.3g})")
-        if self.limit_s is not None and first > self.limit_s:
-            raise TrialTimeout(f"first run {first * 1e3:.3g} ms, over the "
-                               f"{self.limit_s * 1e3:.3g} ms limit")
-        inner = max(1, math.ceil(self.min_sample_s / first))
-        # The first sample warms caches and the workspaces' pages: dropped.
-        samples = shares.seconds(inner, 1 + self.reps)[1:]
-        return Outcome(OK, median(samples), samples)
+            return f"max abs error {err:.3g} vs reference (tolerance {self.tol:.3g})"
+        return None
+
+    def __call__(self, params: Params) -> Outcome:
+        side = OpSide(lambda: self.op(params), sample_s=self.min_sample_s)
+        try:
+            m = interleave([side], FixedSampling(self.reps, rounds=1), warmup=1,
+                           check=self._check, limit_s=self.limit_s, raise_errors=True)[0]
+        finally:
+            side.close()
+        return Outcome.of(m)
+
+
+def _one_conv_graph(wl: ConvWorkload):
+    """The workload as a one-op NCHW model (x an input, weights and bias
+    params), for the layout pass to rewrite per trial."""
+    from hwtune.graph.generators.builder import Builder
+    b = Builder("conv-trial")
+    x = b.input("x", wl.x_shape)
+    ins = [x, b.param("w", wl.w_shape)] + ([b.param("b", (wl.w_shape[0],))] if wl.bias else [])
+    b.output(b.op("conv", "conv2d", ins, stride=list(wl.stride), padding=list(wl.pad)))
+    return b.build()
 
 
 def confirm(m: ConvMeasure, points: List[Params], rounds: int = CONFIRM_ROUNDS,
             sample_s: Optional[float] = None) -> List[List[float]]:
     """Samples of each (already checked) point, taken round-robin so load
-    bursts hit all alike. Every sample uses a fresh plan (fresh weights,
+    bursts hit all alike. Every sample uses a fresh instance (fresh weights,
     output and workspace buffers): the same params measured 0.68-1.09 ms
     across ten fresh instances here, so one instance per point would let
-    buffer placement decide the comparison."""
+    buffer placement decide the comparison. A point that fails has no
+    samples."""
     sample_s = m.min_sample_s if sample_s is None else sample_s
-    wl = m.wl
-
-    def runner(p):
-        plan = conv.Conv2dPlan(wl.x_shape, m.w, m.b, stride=wl.stride, pad=wl.pad,
-                               layout="NCHWc", params=p, isa=m.isa, nth=m.threads)
-        return _Shares(plan, m._input(plan.params["ic_bn"]),
-                       np.empty(plan.out_shape, np.float32), m.team())
-
-    inner: List[int] = []
-    samples: List[List[float]] = [[] for _ in points]
-    for _ in range(rounds):
-        for i, p in enumerate(points):
-            r = runner(p)
-            warm = r.seconds(1, 1)[0]
-            if len(inner) <= i:
-                inner.append(max(1, math.ceil(sample_s / warm)))
-            samples[i].extend(r.seconds(inner[i], 1))
-    return samples
+    sides = [OpSide(lambda p=p: m.op(p, fresh=True), sample_s=sample_s, fresh=True)
+             for p in points]
+    try:
+        got = interleave(sides, FixedSampling(rounds), warmup=1)
+    finally:
+        for s in sides:
+            s.close()
+    return [x.samples if x.status == OK else [] for x in got]
 
 
 def _confirm_best(store: TrialStore, m: ConvMeasure, space: Space, default: Params,
@@ -293,6 +270,8 @@ def _confirm_best(store: TrialStore, m: ConvMeasure, space: Space, default: Para
         points.append(default)
     out = []
     for p, xs in zip(points, confirm(m, points) if points else []):
+        if not xs:
+            continue
         o = Outcome(OK, median(xs), xs, note="re-measured interleaved with the best")
         store.add(p, o, CONFIRM_SEARCH)
         out.append((p, o.seconds))
@@ -333,25 +312,24 @@ def layout_candidates(rows: List[dict], space: Space, top_k: int) -> List[Tuple[
 
 
 def _default_trial(store: TrialStore, measure: ConvMeasure, params: Params) -> Outcome:
-    got = store.lookup(params)
-    if got is None:
-        got = measure_once(measure, params, None)
-        store.add(params, got, DEFAULT_SEARCH)
-    return got
+    """The untuned params' trial (search 'default'), measured once per
+    workload through the driver like any proposal."""
+    run_search(ListSearch([params], name=DEFAULT_SEARCH), measure, store)
+    return store.lookup(params)
 
 
-def tune_workload(db, run_id, host_key, wl: ConvWorkload, *, threads: int, isa: str,
-                  search: str = "grid", trials: Optional[int] = None,
-                  deadline: Optional[float] = None, on_trial=None, top_k: int = 4,
-                  seed: int = 0, reps: int = 5, measure: Optional[ConvMeasure] = None
+def tune_workload(ctx: TuneContext, wl: ConvWorkload, *, threads: int, on_trial=None,
+                  top_k: int = 4, measure: Optional[ConvMeasure] = None, pin: bool = False
                   ) -> Tuple[Optional[ConvChoice], Optional[SearchResult]]:
-    """One workload: reuse the stored result, or search and store it.
-    (None, None) when the deadline has passed before anything was measured."""
-    space = Space(wl.knobs(isa))
-    store = TrialStore(db, run_id, host_key, tuner=TUNER, subject=wl.key, isa=isa,
-                       threads=threads)
-    default = wl.default_params(isa)
-    done = db.tuned(host_key, tuner=TUNER, subject=wl.key, isa=isa, threads=threads)
+    """One workload: reuse the stored result, or search it (ctx.search,
+    ctx.trials per workload, ctx.reps samples per trial) and store it.
+    (None, None) when the deadline has passed before anything was measured.
+    pin: whether the team that will run it is pinned (the measuring pool is
+    made the same)."""
+    space = Space(wl.knobs(ctx.isa))
+    store = ctx.store(tuner=TUNER, subject=wl.key, threads=threads)
+    default = wl.default_params(ctx.isa)
+    done = ctx.db.tuned(ctx.host_key, tuner=TUNER, subject=wl.key, isa=ctx.isa, threads=threads)
     if done is not None and space.contains(done["best_params"]) and done["best_s"]:
         d = store.lookup(default)
         return ConvChoice(wl.key, done["best_params"], done["best_s"],
@@ -359,27 +337,28 @@ def tune_workload(db, run_id, host_key, wl: ConvWorkload, *, threads: int, isa: 
                           layout_candidates(store.rows(), space, top_k), done["trials"],
                           True), None
 
-    if deadline is not None and time.monotonic() >= deadline and store.lookup(default) is None:
+    if ctx.out_of_time() and store.lookup(default) is None:
         return None, None
-    m = measure or ConvMeasure(wl, threads=threads, isa=isa, reps=reps, seed=seed)
+    m = measure or ConvMeasure(wl, threads=threads, isa=ctx.isa, reps=ctx.reps, seed=ctx.seed,
+                               pin=pin)
     try:
-        return _search_workload(db, run_id, host_key, wl, store, m, space, default,
-                                threads=threads, isa=isa, search=search, trials=trials,
-                                deadline=deadline, on_trial=on_trial, top_k=top_k, seed=seed)
+        return _search_workload(ctx, wl, store, m, space, default, threads=threads,
+                                on_trial=on_trial, top_k=top_k)
     finally:
         if measure is None:
             m.close()
 
 
-def _search_workload(db, run_id, host_key, wl, store, m, space, default, *, threads, isa,
-                     search, trials, deadline, on_trial, top_k, seed):
+def _search_workload(ctx: TuneContext, wl, store, m, space, default, *, threads, on_trial,
+                     top_k):
     d = _default_trial(store, m, default)
     if d.status == OK:
         m.limit_s = max(MIN_TRIAL_LIMIT_S, SLOW_FACTOR * d.seconds)
-    if trials is None and search != "grid":
+    trials = ctx.trials
+    if trials is None and ctx.search != "grid":
         trials = max(1, math.ceil(DEFAULT_BUDGET_FRACTION * space.size()))
-    s = make_search(search, space, seed=seed, max_trials=trials)
-    res = run_search(s, m, store, deadline=deadline, on_trial=on_trial)
+    s = make_search(ctx.search, space, seed=ctx.seed, max_trials=trials)
+    res = run_search(s, m, store, deadline=ctx.deadline, on_trial=on_trial)
     confirmed = _confirm_best(store, m, space, default, d.status == OK, top_k)
     best_params, best_s = res.best_params, res.best_s
     if confirmed:
@@ -387,9 +366,9 @@ def _search_workload(db, run_id, host_key, wl, store, m, space, default, *, thre
     if d.status == OK:
         d = next((Outcome(OK, t) for p, t in confirmed if key_of(p) == key_of(default)), d)
     if best_s is not None and res.stopped != "deadline":
-        db.put_tuned(host_key, tuner=TUNER, subject=wl.key, isa=isa, threads=threads,
-                     search=search, best_params=best_params, best_s=best_s,
-                     trials=res.trials + 1, run_id=run_id)
+        ctx.db.put_tuned(ctx.host_key, tuner=TUNER, subject=wl.key, isa=ctx.isa,
+                         threads=threads, search=ctx.search, best_params=best_params,
+                         best_s=best_s, trials=res.trials + 1, run_id=ctx.run_id)
     choice = ConvChoice(wl.key, best_params if best_params is not None else default,
                         best_s if best_s is not None else float("nan"),
                         d.seconds if d.status == OK else math.nan,
@@ -398,21 +377,18 @@ def _search_workload(db, run_id, host_key, wl, store, m, space, default, *, thre
     return choice, res
 
 
-def tune_conv_workloads(db, run_id, host_key, graph, *, threads: int, search: str = "grid",
-                        trials: Optional[int] = None, deadline: Optional[float] = None,
-                        progress=None, top_k: int = 4, isa: Optional[str] = None,
-                        seed: int = 0, reps: int = 5) -> Dict[str, ConvChoice]:
+def tune_conv_workloads(ctx: TuneContext, graph, *, threads: int, top_k: int = 4,
+                        events=None, pin: bool = False) -> Dict[str, ConvChoice]:
     """Tune every conv2d workload of a validated graph at `threads` threads.
 
     Returns conv op name -> ConvChoice (ops with the same workload share
     one). A workload whose search stopped at the deadline keeps its best so
     far here but is not stored as tuned: the next run resumes it.
-    progress(event: dict), if given, is called after each trial with keys
+    events(event: dict), if given, is called after each trial with keys
     workload, ops, trial, budget, params, status, seconds, reused, and once
     per workload with keys workload, ops, done=True, choice. Workloads not
     started before the deadline are left out of the result.
     """
-    isa = isa or selected_isa()
     groups: Dict[str, Tuple[ConvWorkload, List[str]]] = {}
     for op in graph.ops:
         if op.op == "conv2d":
@@ -424,18 +400,17 @@ def tune_conv_workloads(db, run_id, host_key, graph, *, threads: int, search: st
 
         def on_trial(params, outcome, reused, key=key, names=names, count=count):
             count[0] += 1
-            if progress is not None:
-                progress({"workload": key, "ops": list(names), "trial": count[0],
-                          "budget": trials, "params": dict(params), "status": outcome.status,
-                          "seconds": outcome.seconds, "reused": reused})
+            if events is not None:
+                events({"workload": key, "ops": list(names), "trial": count[0],
+                        "budget": ctx.trials, "params": dict(params), "status": outcome.status,
+                        "seconds": outcome.seconds, "reused": reused})
 
-        choice, _ = tune_workload(db, run_id, host_key, wl, threads=threads, isa=isa,
-                                  search=search, trials=trials, deadline=deadline,
-                                  on_trial=on_trial, top_k=top_k, seed=seed, reps=reps)
+        choice, _ = tune_workload(ctx, wl, threads=threads, on_trial=on_trial, top_k=top_k,
+                                  pin=pin)
         if choice is None:
             continue  # past the deadline: the caller keeps these ops' defaults
         for name in names:
             out[name] = choice
-        if progress is not None:
-            progress({"workload": key, "ops": list(names), "done": True, "choice": choice})
+        if events is not None:
+            events({"workload": key, "ops": list(names), "done": True, "choice": choice})
     return out

@@ -17,23 +17,31 @@ Strategy-3 'corun' scheduler.
 
 Where cores share an L2, every count is measured twice, threads packed into
 shared-L2 groups and spread across them (the paper's "with and without cache
-sharing"); the faster placement counts. Every measurement is a tuning trial
-(tuner 'op-threads', subject the workload key, params {"threads": t} plus
-"l2" when placements differ) and an op_profiles row; each finished climb is
-a tuned_subjects row, reused without measuring by later tunings.
+sharing"); the faster placement counts. The climb itself is the 'hillclimb'
+search (climb.py) run by the one search driver (loop.run_search). Every
+measurement is a tuning trial (tuner 'op-threads', subject the workload
+key, params {"threads": t} plus "l2" when placements differ) and an
+op_profiles row; each finished climb is a tuned_subjects row, reused
+without measuring by later tunings.
 """
 
 from __future__ import annotations
 
 import math
 import os
-import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from hwtune.errors import HwtuneError, UsageError
+from hwtune.measure import FixedSampling, interleave
+from hwtune.measure import check as checks
+from hwtune.measure.engine import OpEventSide, output_check
+from hwtune.measure.stats import mad
+from hwtune.tuners.climb import HillClimb
+from hwtune.tuners.context import TuneContext
 from hwtune.tuners.interpolate import aggregate, predict_all, prediction_accuracy
-from hwtune.tuners.search import ERROR, OK, WRONG_ANSWER, Outcome
+from hwtune.tuners.loop import run_search
+from hwtune.tuners.search import ERROR, OK, ListSearch, Outcome, Space
 
 TUNER = "op-threads"
 # Ops faster than this on 1 thread keep the team size. The engine runs ops
@@ -67,31 +75,32 @@ class ClimbResult:
     measured: Dict[int, float]  # every count the climb ran, in order
 
 
+def _thread_space(max_threads: int) -> Space:
+    return Space({"threads": list(range(1, max_threads + 1))})
+
+
 def climb(measure: Callable[[int], float], max_threads: int, step: int = 1) -> ClimbResult:
-    """Start at 1 thread, add `step` while measure(t) decreases; stop at the
-    first increase (or a failed measurement, given as None, inf or NaN) or
-    after max_threads. The last step is shortened to land on max_threads,
-    which the paper treats as the climb's natural end."""
+    """The climb on a plain function: measure(t) -> seconds (None, inf or
+    NaN: failed). Starts at 1 thread, adds `step` while the time decreases,
+    stops at the first increase or failure or at max_threads (the last step
+    shortened to land on it). The 'hillclimb' search, driven by run_search."""
     if isinstance(max_threads, bool) or not isinstance(max_threads, int) or max_threads < 1:
         raise UsageError(f"max_threads must be an integer >= 1, got {max_threads!r}")
     if isinstance(step, bool) or not isinstance(step, int) or step < 1:
         raise UsageError(f"invalid step (interval) {step!r}: must be an integer >= 1")
-    measured: Dict[int, float] = {}
-    t, best_t, best_s = 1, None, math.inf
-    while True:
-        s = measure(t)
-        ok = s is not None and math.isfinite(s)
-        if ok:
-            measured[t] = float(s)
-        if not ok or s >= best_s:
-            break
-        best_t, best_s = t, float(s)
-        if t >= max_threads:
-            break
-        t = min(t + step, max_threads)
-    if best_t is None:
+
+    def as_outcome(p) -> Outcome:
+        s = measure(p["threads"])
+        if s is None or not math.isfinite(s) or not s > 0:
+            return Outcome(ERROR, note=f"measurement failed ({s!r})")
+        return Outcome(OK, float(s))
+
+    search = HillClimb(_thread_space(max_threads), step=step)
+    res = run_search(search, as_outcome)
+    if res.best_params is None:
         raise HwtuneError("hill climbing: the 1-thread measurement failed")
-    return ClimbResult(best_t, best_s, measured)
+    measured = {p["threads"]: o.seconds for p, o in search.history if o.status == OK}
+    return ClimbResult(res.best_params["threads"], res.best_s, measured)
 
 
 def exhaustive(measure: Callable[[int], float], max_threads: int) -> Dict[int, float]:
@@ -146,11 +155,9 @@ def measure_op(one_graph, threads: int, *, cpus: Optional[Sequence[int]] = None,
                reference=None) -> Outcome:
     """Median duration of the graph's only op at `threads` threads (engine
     profiling events: the op's own time, not the run's dispatch), pinned to
-    `cpus` when given. reference: the op's numpy outputs, checked on the
-    first run ('wrong_answer' otherwise)."""
-    from hwtune.engine.native_engine import NativeEngine
-    from hwtune.scan.stats import median
-    from hwtune.tuners.executor_sweep import output_mismatch
+    `cpus` when given. reference: the op's expected outputs, checked after
+    the warm-up ('wrong_answer' otherwise)."""
+    from hwtune.native.engine import NativeEngine
 
     with _Affinity(cpus):
         try:
@@ -159,27 +166,15 @@ def measure_op(one_graph, threads: int, *, cpus: Optional[Sequence[int]] = None,
         except HwtuneError as exc:
             return Outcome(ERROR, note=str(exc))
         try:
-            for _ in range(WARMUP):
-                e.run()
-            if reference is not None:
-                outs = e.outputs()
-                for name in one_graph.outputs:
-                    bad = output_mismatch(outs[name], reference[name])
-                    if bad:
-                        return Outcome(WRONG_ANSWER, note=f"{name}: {bad}")
-            xs: List[float] = []
-            while len(xs) < MAX_REPS and (len(xs) < MIN_REPS or sum(xs) < MIN_SAMPLE_S):
-                e.run(profile=True)
-                evs = e.events()
-                if not evs:
-                    return Outcome(ERROR, note="the engine recorded no event (op folded?)")
-                ev = evs[0]
-                xs.append(ev.end_s - ev.start_s)
-        except HwtuneError as exc:
-            return Outcome(ERROR, note=str(exc))
+            m = interleave([OpEventSide(e)], _op_sampling(), warmup=WARMUP,
+                           check=output_check(reference, one_graph.outputs))[0]
         finally:
             e.close()
-    return Outcome(OK, seconds=median(xs), samples=xs)
+    return Outcome.of(m)
+
+
+def _op_sampling() -> FixedSampling:
+    return FixedSampling(MIN_REPS, min_total_s=MIN_SAMPLE_S, max_reps=MAX_REPS)
 
 
 def op_timer(graph, op_name: str, *, cpus: Optional[Sequence[int]] = None
@@ -232,10 +227,6 @@ def shares_l2(cpus: Sequence[int], topo: Optional[dict] = None) -> bool:
 
 
 # -- over a graph ------------------------------------------------------------
-
-class _OutOfTime(Exception):
-    """The deadline passed before a measurement this climb needs."""
-
 
 @dataclass
 class GroupResult:
@@ -338,40 +329,136 @@ def _trial_params(threads: int, placement: str) -> Dict[str, Any]:
     return {"threads": threads} if placement == "any" else {"threads": threads, "l2": placement}
 
 
-def tune_op_threads(db, run_id, host_key: str, graph, *, team_threads: int, step: int = 1,
-                    strategy: int = 1, deadline: Optional[float] = None,
-                    progress: Optional[Callable[[str], None]] = None,
-                    min_op_s: float = MIN_OP_S, isa: Optional[str] = None,
-                    cpus: Optional[Sequence[int]] = None,
-                    check_accuracy: Optional[bool] = None, check: str = "peer"
-                    ) -> HillClimbResult:
-    """Hill-climb every workload of graph (validated) up to team_threads.
-    check_accuracy (default: when step > 1) also measures the counts the
-    climb skipped and reports Table V's prediction accuracy. check: what
-    each measured count's outputs must match, 'peer' (a 1-thread engine run:
-    catches thread-split bugs; kernels' own tests hold them to numpy),
-    'numpy' (the numpy reference: 0.1-3 s per inception_small CONV here, a
-    third of that model's climbing time) or 'none'."""
-    from hwtune.tuners.executor_sweep import CHECKS, _reference_outputs
-    from hwtune.native.isa import selected_isa
-    from hwtune.native.pool import allowed_cpus
-    from hwtune.scan.stats import mad
-    from hwtune.tuners.loop import TrialStore
+def thread_space(team_threads: int, cpus: Sequence[int]) -> Space:
+    """The climb's space: thread counts 1..team_threads, and where cores
+    share an L2 the placements l2_placements() gives each count."""
+    placements = {t: l2_placements(t, cpus) for t in range(1, team_threads + 1)}
+    if all(list(pl) == ["any"] for pl in placements.values()):
+        return _thread_space(team_threads)
+    return Space({"threads": list(placements), "l2": ["any", "shared", "private"]},
+                 valid=lambda p: p["l2"] in placements[p["threads"]])
 
+
+def _stored(params: Dict[str, Any]) -> Dict[str, Any]:
+    """The trial params results.db keeps ({"threads": t} when one placement)."""
+    return _trial_params(params["threads"], params.get("l2", "any"))
+
+
+class _OpMeasure:
+    """measure(params) for the climb of one workload: its one-op graph at
+    params' thread count and placement, checked against the reference
+    (computed on the first measurement: a climb answered from results.db
+    needs none)."""
+
+    def __init__(self, one, cpus: Sequence[int], check: str):
+        self.one, self.cpus, self.check = one, list(cpus), check
+        self._ref: Optional[Dict[str, Any]] = None
+
+    def __call__(self, params) -> Outcome:
+        t = params["threads"]
+        if self.check != "none" and self._ref is None:
+            self._ref = checks.reference_outputs(self.one, self.check)
+        pin = l2_placements(t, self.cpus)[params.get("l2", "any")]
+        return measure_op(self.one, t, cpus=pin, reference=self._ref)
+
+
+def _climb_group(ctx: TuneContext, g: GroupResult, one, team_threads: int, step: int,
+                 min_op_s: float, check_accuracy: bool) -> Tuple[str, int]:
+    """Climb one workload (search 'hillclimb' through run_search), filling
+    g; returns (how the driver stopped, trials measured)."""
+    space = thread_space(team_threads, ctx.cpus)
+    store = ctx.store(tuner=TUNER, subject=g.workload_key, threads=None, encode=_stored)
+    measure = _OpMeasure(one, ctx.cpus, ctx.check)
+
+    def profile(params, o: Outcome, reused: bool) -> None:
+        if o.status == OK and not reused:
+            ctx.db.add_op_profile(ctx.host_key, g.workload_key, g.op_type,
+                                  threads=params["threads"], executors=1, median_s=o.seconds,
+                                  mad_s=mad(o.samples) if o.samples else None, n=len(o.samples))
+        if o.status != OK and g.note is None:
+            g.note = f"{params['threads']} thread(s): {o.status}: {o.note}"
+
+    search = HillClimb(space, along="threads", step=step, floor_s=min_op_s)
+    res = run_search(search, measure, store, deadline=ctx.deadline, on_trial=profile)
+    fresh = res.measured
+    for p, o in search.history:
+        t = p["threads"]
+        if o.status == OK and (t not in g.measured or o.seconds < g.measured[t]):
+            g.measured[t], g.placement[t] = o.seconds, p.get("l2", "any")
+    if res.stopped == "deadline":
+        # Not stored as tuned: a rerun finishes this climb from the stored
+        # trials. Until then the op keeps the team size.
+        g.status, g.note = "partial", "budget ran out during this climb"
+        return "deadline", fresh
+    if search.ended == "failed" and not g.measured:
+        g.status = "failed"
+        return "done", fresh
+    if search.ended == "floor":
+        g.status = "small"
+        g.note = (f"{g.measured[1] * 1e6:.1f} us on 1 thread, below min_op_s "
+                  f"{min_op_s * 1e6:.0f} us: keeps the team size")
+        return "done", fresh
+    if check_accuracy:
+        # Table V: also measure the counts the climb skipped (inside its
+        # range), through the same driver and store; the interpolation
+        # points stay the climb's own samples.
+        sampled = sorted(g.measured)
+        skipped = ListSearch([p for p in space.points()
+                              if p["threads"] <= max(sampled) and p["threads"] not in sampled],
+                             name="hillclimb")
+        extra = run_search(skipped, measure, store, deadline=ctx.deadline, on_trial=profile)
+        fresh += extra.measured
+        exact = dict(g.measured)
+        for p, o in skipped.history:
+            t = p["threads"]
+            if o.status == OK and (t not in exact or o.seconds < exact[t]):
+                exact[t] = o.seconds
+        g.accuracy = prediction_accuracy(exact, sampled)
+        if extra.stopped == "deadline":
+            g.status, g.note = "partial", "budget ran out during this climb"
+            return "deadline", fresh
+    g.best_threads, g.best_s, g.status = res.best_params["threads"], res.best_s, "tuned"
+    return "done", fresh
+
+
+def _reuse(ctx: TuneContext, g: GroupResult, tuned: dict, team_threads: int) -> None:
+    """A workload climbed before on this host: its result and every stored
+    count (for the corun candidates), nothing measured."""
+    g.best_threads = int(tuned["best_params"]["threads"])
+    g.best_s, g.reused, g.status = tuned["best_s"], True, "reused"
+    for t in range(1, team_threads + 1):
+        for pl in l2_placements(t, ctx.cpus):
+            row = ctx.db.trial(ctx.host_key, tuner=TUNER, subject=g.workload_key,
+                               isa=ctx.isa, threads=t, params=_trial_params(t, pl))
+            if row and row["status"] == OK and (t not in g.measured
+                                                or row["median_s"] < g.measured[t]):
+                g.measured[t], g.placement[t] = row["median_s"], pl
+
+
+def tune_op_threads(ctx: TuneContext, graph, *, team_threads: int, step: int = 1,
+                    min_op_s: float = MIN_OP_S, check_accuracy: Optional[bool] = None
+                    ) -> HillClimbResult:
+    """Hill-climb every workload of graph (validated) up to team_threads,
+    on ctx.cpus, choosing per op by ctx.strategy. check_accuracy (default:
+    when step > 1) also measures the counts the climb skipped and reports
+    Table V's prediction accuracy. ctx.check: what each measured count's
+    outputs must match, 'peer' (a 1-thread engine run: catches thread-split
+    bugs; kernels' own tests hold them to numpy), 'numpy' (the numpy
+    reference: 0.1-3 s per inception_small CONV here, a third of that
+    model's climbing time) or 'none'."""
     if isinstance(team_threads, bool) or not isinstance(team_threads, int) or team_threads < 1:
         raise UsageError(f"team_threads must be an integer >= 1, got {team_threads!r}")
-    choose_op_threads([], team_threads, strategy)  # validates strategy early
-    if check not in CHECKS:
-        raise UsageError(f"invalid check {check!r}: choose one of {', '.join(CHECKS)}")
+    choose_op_threads([], team_threads, ctx.strategy)  # validates strategy early
+    if ctx.check not in checks.CHECKS:
+        raise UsageError(f"invalid check {ctx.check!r}: choose one of "
+                         f"{', '.join(checks.CHECKS)}")
     if check_accuracy is None:
         check_accuracy = step > 1
-    say = progress or (lambda msg: None)
-    isa_name = isa or selected_isa()
-    cpus = list(cpus) if cpus is not None else allowed_cpus()
-    if team_threads > len(cpus):
-        raise UsageError(f"team_threads {team_threads} exceeds the {len(cpus)} usable CPUs")
+    say = ctx.say("hillclimb")
+    if team_threads > len(ctx.cpus):
+        raise UsageError(f"team_threads {team_threads} exceeds the {len(ctx.cpus)} usable CPUs")
     notes = []
-    if not shares_l2(cpus):
+    if not shares_l2(ctx.cpus):
         notes.append("no L2 cache is shared between these CPUs: each count measured with "
                      "one placement (no with/without cache-sharing pair)")
     say(notes[-1] if notes else "cores share an L2: measuring each count packed and spread")
@@ -384,21 +471,13 @@ def tune_op_threads(db, run_id, host_key: str, graph, *, team_threads: int, step
         if all(name in folded for name in g.ops):
             g.status, g.note = "folded", "computed once at prepare (constant inputs)"
             continue
-        tuned = db.tuned(host_key, tuner=TUNER, subject=g.workload_key, isa=isa_name,
-                         threads=team_threads)
+        tuned = ctx.db.tuned(ctx.host_key, tuner=TUNER, subject=g.workload_key, isa=ctx.isa,
+                             threads=team_threads)
         if tuned is not None:
-            g.best_threads = int(tuned["best_params"]["threads"])
-            g.best_s, g.reused, g.status = tuned["best_s"], True, "reused"
-            for t in range(1, team_threads + 1):
-                for pl in l2_placements(t, cpus):
-                    row = db.trial(host_key, tuner=TUNER, subject=g.workload_key, isa=isa_name,
-                                   threads=t, params=_trial_params(t, pl))
-                    if row and row["status"] == OK and (t not in g.measured
-                                                        or row["median_s"] < g.measured[t]):
-                        g.measured[t], g.placement[t] = row["median_s"], pl
+            _reuse(ctx, g, tuned, team_threads)
             reused_n += 1
             continue
-        if deadline is not None and time.monotonic() >= deadline:
+        if ctx.out_of_time():
             stopped = "deadline"
             break
         say(f"hillclimb {gi + 1}/{len(groups)}: {g.op_type} x{len(g.ops)} ({g.workload_key})")
@@ -407,82 +486,18 @@ def tune_op_threads(db, run_id, host_key: str, graph, *, team_threads: int, step
         except HwtuneError as exc:
             g.status, g.note = "failed", f"cannot run this op alone: {exc}"
             continue
-        ref: Dict[str, Any] = {}  # filled before the first new measurement
-        fresh = 0
-
-        def at(t: int) -> Optional[float]:
-            nonlocal fresh, measured_n
-            best = None
-            for pl, pin_cpus in l2_placements(t, cpus).items():
-                params = _trial_params(t, pl)
-                store = TrialStore(db, run_id, host_key, tuner=TUNER, subject=g.workload_key,
-                                   isa=isa_name, threads=t)
-                o = store.lookup(params)
-                if o is None:
-                    if deadline is not None and time.monotonic() >= deadline:
-                        raise _OutOfTime
-                    try:
-                        if check != "none" and not ref:
-                            ref.update(_reference_outputs(one, check))
-                        o = measure_op(one, t, cpus=pin_cpus, reference=ref or None)
-                    except HwtuneError as exc:
-                        o = Outcome(ERROR, note=f"{type(exc).__name__}: {exc}")
-                    store.add(params, o, "hillclimb")
-                    measured_n += 1
-                    fresh += 1
-                    if o.status == OK:
-                        db.add_op_profile(host_key, g.workload_key, g.op_type, threads=t,
-                                          executors=1, median_s=o.seconds,
-                                          mad_s=mad(o.samples) if o.samples else None,
-                                          n=len(o.samples))
-                if o.status == OK and (best is None or o.seconds < best):
-                    best, g.placement[t] = o.seconds, pl
-                elif o.status != OK and g.note is None:
-                    g.note = f"{t} thread(s): {o.status}: {o.note}"
-            if best is not None:
-                g.measured[t] = best
-            return best
-
-        try:
-            first = at(1)
-            if first is None:
-                g.status = "failed"
-                continue
-            if first < min_op_s:
-                g.status = "small"
-                g.note = (f"{first * 1e6:.1f} us on 1 thread, below min_op_s "
-                          f"{min_op_s * 1e6:.0f} us: keeps the team size")
-                continue
-            cached = {1: first}
-            try:
-                res = climb(lambda t: cached[t] if t in cached else at(t), team_threads, step)
-            except HwtuneError as exc:
-                g.status, g.note = "failed", str(exc)
-                continue
-            sampled = sorted(res.measured)
-            if check_accuracy:
-                exact = dict(g.measured)
-                for t in range(1, max(sampled) + 1):
-                    if t not in exact:
-                        s = at(t)
-                        if s is not None:
-                            exact[t] = s
-                g.accuracy = prediction_accuracy(exact, sampled)
-                # The interpolation points stay the climb's own samples.
-                g.measured = {t: exact[t] for t in sampled}
-        except _OutOfTime:
-            # Not stored as tuned: a rerun finishes this climb from the
-            # stored trials. Until then the op keeps the team size.
-            g.status, g.note = "partial", "budget ran out during this climb"
+        how, fresh = _climb_group(ctx, g, one, team_threads, step, min_op_s, check_accuracy)
+        measured_n += fresh
+        if how == "deadline":
             stopped = "deadline"
             break
-        g.best_threads, g.best_s, g.status = res.best_threads, res.best_s, "tuned"
-        db.put_tuned(host_key, tuner=TUNER, subject=g.workload_key, isa=isa_name,
-                     threads=team_threads, search=f"hillclimb-x{step}",
-                     best_params={"threads": g.best_threads}, best_s=g.best_s,
-                     trials=fresh, run_id=run_id)
+        if g.status == "tuned":
+            ctx.db.put_tuned(ctx.host_key, tuner=TUNER, subject=g.workload_key, isa=ctx.isa,
+                             threads=team_threads, search=f"hillclimb-x{step}",
+                             best_params={"threads": g.best_threads}, best_s=g.best_s,
+                             trials=fresh, run_id=ctx.run_id)
 
-    op_threads = choose_op_threads(groups, team_threads, strategy)
+    op_threads = choose_op_threads(groups, team_threads, ctx.strategy)
     candidates: Dict[str, List[Tuple[int, float]]] = {}
     for g in groups:
         cands = op_candidates(g, team_threads)
@@ -491,5 +506,5 @@ def tune_op_threads(db, run_id, host_key: str, graph, *, team_threads: int, step
     scored = [g.accuracy for g in groups if g.accuracy is not None]
     accuracy = dict(aggregate(scored), interval=step) if scored else None
     return HillClimbResult(op_threads=op_threads, candidates=candidates, groups=groups,
-                           accuracy=accuracy, strategy=strategy, stopped=stopped, notes=notes,
-                           measured=measured_n, reused=reused_n)
+                           accuracy=accuracy, strategy=ctx.strategy, stopped=stopped,
+                           notes=notes, measured=measured_n, reused=reused_n)

@@ -246,17 +246,13 @@ def time_transform(shape: Shape, src: int, dst: int, *, threads: int, isa: int,
     """Seconds of each of `reps` runs of the C engine's layout_transform
     op on this shape with `threads` threads (its own profiled op time: no
     Python or scheduling overhead in it)."""
-    from hwtune.engine.native_engine import NativeEngine
-    samples = []
+    from hwtune.native.engine import NativeEngine
+    from hwtune.measure import FixedSampling, interleave
+    from hwtune.measure.engine import OpEventSide
     with NativeEngine(_transform_graph(shape, src, dst), executors=1, threads=threads,
                       scheduler="sequential", isa=isa) as eng:
-        for _ in range(warmup):
-            eng.run()
-        for _ in range(reps):
-            eng.run(profile=True)
-            ev = eng.events()[0]
-            samples.append(ev.end_s - ev.start_s)
-    return samples
+        return interleave([OpEventSide(eng)], FixedSampling(reps), warmup=warmup,
+                          raise_errors=True)[0].samples
 
 
 def measured_transform_cost(db, run_id: Optional[int], host_key: str, *, threads: int,
@@ -267,8 +263,8 @@ def measured_transform_cost(db, run_id: Optional[int], host_key: str, *, threads
     a `layout-transform` trial, and reuses the stored trial afterwards (also
     across models and runs). A transform the engine refuses is stored as an
     'error' trial and costs infinity, so the search avoids it."""
+    from hwtune.measure import stats
     from hwtune.native.isa import resolve_isa
-    from hwtune.scan import stats
 
     isa_i = resolve_isa(isa)
     cache: Dict[Tuple[Shape, int, int], float] = {}

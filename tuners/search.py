@@ -15,10 +15,14 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
+from hwtune.measure.result import ERROR, OK, TIMEOUT, WRONG_ANSWER, Measurement
+
 Params = Dict[str, Any]
 
-# Trial outcomes (tuning_trials.status in results.db).
-OK, ERROR, WRONG_ANSWER, TIMEOUT, SKIPPED = "ok", "error", "wrong_answer", "timeout", "skipped"
+# Trial outcomes (tuning_trials.status in results.db): the measurement
+# layer's statuses, plus 'skipped' for a point a search generated but will
+# not measure.
+SKIPPED = "skipped"
 STATUSES = (OK, ERROR, WRONG_ANSWER, TIMEOUT, SKIPPED)
 
 
@@ -63,6 +67,14 @@ class Outcome:
             raise ValueError(f"unknown trial status {self.status!r}")
         if self.status == OK and (self.seconds is None or not self.seconds > 0):
             raise ValueError("an ok trial needs a positive time")
+
+    @classmethod
+    def of(cls, m: Measurement) -> "Outcome":
+        """A trial outcome from a measurement: its median when ok; the raw
+        samples whatever the status."""
+        if m.status == OK and not m.samples:
+            return cls(ERROR, samples=[], note=m.note or "no samples")
+        return cls(m.status, m.median if m.status == OK else None, list(m.samples), m.note)
 
 
 def key_of(params: Params) -> Tuple:
@@ -168,3 +180,32 @@ class RandomSearch(Search):
             if not self.seen(p):
                 return p
         return None
+
+
+class ListSearch(Search):
+    """Proposes a fixed list of params in order: a stage that enumerates
+    rather than searches (the executor sweep's configs, the counts a climb
+    skipped). Not registered: it has no space of its own. upcoming() lets
+    the driver measure the remaining points together (interleaved)."""
+
+    name = "enumerate"
+
+    def __init__(self, points: Sequence[Params], *, name: Optional[str] = None, **kwargs):
+        knobs: Dict[str, List[Any]] = {}
+        for p in points:
+            for k, v in p.items():
+                if v not in knobs.setdefault(k, []):
+                    knobs[k].append(v)
+        super().__init__(Space(knobs or {"none": [None]}), **kwargs)
+        self._points = [dict(p) for p in points]
+        if name is not None:
+            self.name = name  # the search column of its stored trials
+
+    def upcoming(self) -> List[Params]:
+        return [p for p in self._points if not self.seen(p)]
+
+    def propose(self) -> Optional[Params]:
+        if self.done():
+            return None
+        rest = self.upcoming()
+        return rest[0] if rest else None

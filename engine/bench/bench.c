@@ -58,13 +58,13 @@ static void timed_team0(void *arg, int team) {
   }
 }
 
-static int run_timed(hwt_pool *p, int nth, hwt_task_fn fn, void *job, int warmup, int reps,
-                     int inner, double *samples) {
+int hwt_bench_run_timed(hwt_pool *p, int nth, hwt_task_fn fn, void *job, int warmup, int reps,
+                        int inner, double *samples) {
   timed_loop t = {p, nth, warmup, reps, inner, fn, job, samples};
   return hwt_pool_run_teams(p, timed_team0, &t);
 }
 
-static int loop_args_ok(int warmup, int reps, int inner, const double *samples) {
+int hwt_bench_loop_args_ok(int warmup, int reps, int inner, const double *samples) {
   return warmup >= 0 && reps >= 1 && inner >= 1 && samples;
 }
 
@@ -111,12 +111,13 @@ static int gemm_job_make(gemm_job *j, int M, int K, int N, hwt_isa isa, int nth)
 
 int hwt_bench_gemm(hwt_pool *p, int nth, int M, int K, int N, hwt_isa isa, int warmup, int reps,
                    int inner, double *samples) {
-  if (hwt_bench_check_team0(p, nth) != HWT_OK || !loop_args_ok(warmup, reps, inner, samples))
+  if (hwt_bench_check_team0(p, nth) != HWT_OK ||
+      !hwt_bench_loop_args_ok(warmup, reps, inner, samples))
     return HWT_EINVAL;
   gemm_job j;
   int rc = gemm_job_make(&j, M, K, N, isa, nth);
   if (rc != HWT_OK) return rc;
-  rc = run_timed(p, nth, gemm_task, &j, warmup, reps, inner, samples);
+  rc = hwt_bench_run_timed(p, nth, gemm_task, &j, warmup, reps, inner, samples);
   gemm_job_free(&j);
   return rc;
 }
@@ -140,7 +141,8 @@ static void ew_job_free(ew_job *j) {
 static int ew_job_make(ew_job *j, hwt_ew_op op, long n, hwt_isa isa, int nt_stores) {
   memset(j, 0, sizeof *j);
   if (n < 1) return HWT_EINVAL;
-  j->d = (hwt_eltwise_desc){op, isa, (size_t)n, nt_stores != 0};
+  hwt_eltwise_desc_init(&j->d, op, isa, (size_t)n);
+  j->d.nt_stores = nt_stores != 0;
   int rc = hwt_eltwise_check(&j->d);
   if (rc != HWT_OK) return rc;
   j->a = hwt_bench_alloc((size_t)n);
@@ -161,12 +163,13 @@ static int ew_job_make(ew_job *j, hwt_ew_op op, long n, hwt_isa isa, int nt_stor
 
 int hwt_bench_eltwise(hwt_pool *p, int nth, hwt_ew_op op, long n, hwt_isa isa, int nt_stores,
                       int warmup, int reps, int inner, double *samples) {
-  if (hwt_bench_check_team0(p, nth) != HWT_OK || !loop_args_ok(warmup, reps, inner, samples))
+  if (hwt_bench_check_team0(p, nth) != HWT_OK ||
+      !hwt_bench_loop_args_ok(warmup, reps, inner, samples))
     return HWT_EINVAL;
   ew_job j;
   int rc = ew_job_make(&j, op, n, isa, nt_stores);
   if (rc != HWT_OK) return rc;
-  rc = run_timed(p, nth, ew_task, &j, warmup, reps, inner, samples);
+  rc = hwt_bench_run_timed(p, nth, ew_task, &j, warmup, reps, inner, samples);
   ew_job_free(&j);
   return rc;
 }
@@ -242,7 +245,8 @@ double hwt_bench_forkjoin_pool(hwt_pool *p, int nth, long iters) {
   if (hwt_bench_check_team0(p, nth) != HWT_OK || iters < 1 || iters > INT32_MAX) return HWT_EINVAL;
   double s;
   /* Warm-up of up to 1000 regions wakes parked workers first. */
-  int rc = run_timed(p, nth, empty_task, NULL, 1, 1, (int)(iters < 1000 ? iters : 1000), &s);
-  if (rc == HWT_OK) rc = run_timed(p, nth, empty_task, NULL, 0, 1, (int)iters, &s);
+  int rc = hwt_bench_run_timed(p, nth, empty_task, NULL, 1, 1,
+                               (int)(iters < 1000 ? iters : 1000), &s);
+  if (rc == HWT_OK) rc = hwt_bench_run_timed(p, nth, empty_task, NULL, 0, 1, (int)iters, &s);
   return rc == HWT_OK ? s : rc;
 }

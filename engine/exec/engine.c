@@ -1,11 +1,13 @@
 /* Engine life cycle: create (plan, arena, folding plan, pool, scheduler
  * state), bind, prepare (folded ops, op contexts, packed weights,
- * workspaces), run, destroy. */
+ * workspaces), run, destroy. The scheduler is a row of sched_table.c: this
+ * file applies its properties and calls its functions, never its name. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "exec_internal.h"
+#include "hwtune/config_check.h"
+#include "sched.h"
 #include "hwtune/isa.h"
 
 /* Polls of an empty slot before a critical-path master sleeps: 2000 pause
@@ -24,37 +26,56 @@ static void set_err(char *dst, size_t n, const char *fmt, ...) {
 
 static size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
+/* hwt_sched_alloc blocks: each starts with one cache line holding the link
+ * to the previous block, so the caller's part stays cache-line aligned. */
+void *hwt_sched_alloc(hwt_engine *e, size_t bytes) {
+  size_t total = round_up(HWT_CACHELINE + bytes, HWT_CACHELINE);
+  char *b = aligned_alloc(HWT_CACHELINE, total);
+  if (!b) return NULL;
+  memset(b, 0, total);
+  *(void **)b = e->sched_mem;
+  e->sched_mem = b;
+  return b + HWT_CACHELINE;
+}
+
+static void free_sched_mem(hwt_engine *e) {
+  while (e->sched_mem) {
+    void *next = *(void **)e->sched_mem;
+    free(e->sched_mem);
+    e->sched_mem = next;
+  }
+}
+
 void hwt_engine_config_init(hwt_engine_config *c) {
   memset(c, 0, sizeof *c);
   int n = hwt_allowed_cpus(NULL, 0);
   c->executors = 1;
   c->threads_per_executor = n > 0 ? n : 1;
-  c->scheduler = HWT_SCHED_SEQUENTIAL;
+  c->scheduler = NULL; /* the default_one row */
   c->pin = 1;
   c->isa = -1;
 }
 
-static int check_config(const hwt_engine_config *c, char *err, size_t errlen) {
-  if (c->scheduler < HWT_SCHED_SEQUENTIAL || c->scheduler > HWT_SCHED_CORUN) {
-    set_err(err, errlen,
-            "unknown scheduler %d (0 sequential, 1 shared-queue, 2 critical-path, 3 corun)",
-            c->scheduler);
-    return HWT_EINVAL;
+/* The row a config names, or NULL with the reason in err. */
+static const hwt_sched_impl *find_sched(const char *name, char *err, size_t errlen) {
+  const hwt_sched_impl *r = hwt_sched_find(name);
+  if (r) return r;
+  if (!name) {
+    set_err(err, errlen, "no default scheduler in the table");
+    return NULL;
   }
-  if (c->executors < 1 || c->executors > HWT_EXEC_MAX_EXECUTORS) {
-    set_err(err, errlen, "executors must be 1..%d, got %d", HWT_EXEC_MAX_EXECUTORS, c->executors);
-    return HWT_EINVAL;
-  }
-  if (c->threads_per_executor < 1) {
-    set_err(err, errlen, "threads per executor must be >= 1, got %d", c->threads_per_executor);
-    return HWT_EINVAL;
-  }
-  if (c->scheduler == HWT_SCHED_CORUN &&
-      c->executors * c->threads_per_executor > HWT_EXEC_MAX_EXECUTORS) {
-    set_err(err, errlen, "corun: executors x threads must be <= %d workers, got %d",
-            HWT_EXEC_MAX_EXECUTORS, c->executors * c->threads_per_executor);
-    return HWT_EINVAL;
-  }
+  char names[256];
+  set_err(err, errlen, "unknown scheduler '%s' (one of: %s)", name,
+          hwt_sched_list(names, sizeof names));
+  return NULL;
+}
+
+static int check_config(const hwt_engine_config *c, const hwt_sched_impl *s, char *err,
+                        size_t errlen) {
+  (void)s;
+  /* The rules `hwtune run` and hwtune-run apply too (config_check.c); no
+   * CPU budget here: an oversubscribed engine runs unpinned. */
+  if (hwt_config_check(c, 0, err, errlen) != HWT_CFG_OK) return HWT_EINVAL;
   if (c->op_cand_n < 0 || (c->op_cand_n > 0 && !c->op_cand_threads)) {
     set_err(err, errlen, "op_cand_n %d needs op_cand_threads", c->op_cand_n);
     return HWT_EINVAL;
@@ -167,9 +188,9 @@ static int place_tensors(hwt_engine *e) {
 static int make_pool(hwt_engine *e, char *err, size_t errlen) {
   int cpus = hwt_allowed_cpus(NULL, 0);
   int threads = e->executors * e->team_size;
-  /* Shared-queue is the unpinned baseline; a configuration with more threads
-   * than CPUs cannot pin disjointly and runs unpinned. */
-  int pin = e->cfg.pin && e->cfg.scheduler != HWT_SCHED_SHARED_QUEUE && cpus > 0 && threads <= cpus;
+  /* A scheduler that never pins is an unpinned baseline; a configuration
+   * with more threads than CPUs cannot pin disjointly and runs unpinned. */
+  int pin = e->cfg.pin && e->sched->info.pins != HWT_PIN_NEVER && cpus > 0 && threads <= cpus;
   hwt_pool_config pc = {e->executors, e->team_size, pin, NULL, 0};
   e->pool = hwt_pool_create(&pc, err, errlen);
   if (!e->pool) return HWT_ESYS;
@@ -184,8 +205,7 @@ static int create_steps(hwt_engine *e, char *err, size_t errlen) {
   if ((st = copy_op_arrays(e)) < 0) return st;
   hwt_plan_options po;
   hwt_plan_options_init(&po);
-  po.reuse = e->cfg.scheduler == HWT_SCHED_SEQUENTIAL ? HWT_REUSE_SEQUENTIAL
-                                                      : HWT_REUSE_PARALLEL_SAFE;
+  po.reuse = e->sched->info.in_order ? HWT_REUSE_SEQUENTIAL : HWT_REUSE_PARALLEL_SAFE;
   if (!(e->plan = hwt_plan_build(e->g, &po, err, errlen))) return HWT_EINVAL;
   size_t n = (size_t)(e->n_ops > 0 ? e->n_ops : 1), nt = (size_t)(e->n_tensors > 0 ? e->n_tensors : 1);
   e->tensor = calloc(nt, sizeof *e->tensor);
@@ -210,51 +230,58 @@ static int create_steps(hwt_engine *e, char *err, size_t errlen) {
   hwt_exec_levels(e);
   if ((st = find_impls(e, err, errlen)) < 0) return st;
   if ((st = make_pool(e, err, errlen)) < 0) return st;
-  if (e->cfg.scheduler == HWT_SCHED_SHARED_QUEUE) return hwt_sched_sq_init(e);
-  if (e->cfg.scheduler == HWT_SCHED_CRITICAL_PATH) return hwt_sched_cp_init(e);
-  if (e->cfg.scheduler == HWT_SCHED_CORUN) return hwt_sched_corun_init(e);
+  if (e->sched->init && (st = e->sched->init(e, &e->sched_state)) < 0) return st;
+  e->sched_ready = 1;
   return HWT_OK;
 }
 
-hwt_engine *hwt_engine_create(const hwt_graph *g, const hwt_engine_config *cfg, char *err,
-                              size_t errlen) {
+int hwt_engine_create(const hwt_graph *g, const hwt_engine_config *cfg, hwt_engine **out,
+                      char *err, size_t errlen) {
   hwt_engine_config def;
+  if (!out) return HWT_EINVAL;
+  *out = NULL;
   if (!cfg) {
     hwt_engine_config_init(&def);
     cfg = &def;
   }
   if (!g) {
     set_err(err, errlen, "no graph");
-    return NULL;
+    return HWT_EINVAL;
   }
-  if (check_config(cfg, err, errlen) < 0) return NULL;
+  const hwt_sched_impl *sched = find_sched(cfg->scheduler, err, errlen);
+  if (!sched) return HWT_EINVAL;
+  int st = check_config(cfg, sched, err, errlen);
+  if (st < 0) return st;
   hwt_engine *e = calloc(1, sizeof *e);
   if (!e) {
     set_err(err, errlen, "out of memory");
-    return NULL;
+    return HWT_ENOMEM;
   }
   e->g = g;
   e->cfg = *cfg;
+  e->cfg.scheduler = sched->info.name; /* the caller's string may not outlive create */
+  e->sched = sched;
   e->n_ops = hwt_graph_n_ops(g);
   e->n_tensors = hwt_graph_n_tensors(g);
-  e->executors = cfg->scheduler == HWT_SCHED_SEQUENTIAL ? 1 : cfg->executors;
+  e->executors = sched->info.single_team ? 1 : cfg->executors;
   e->team_size = cfg->threads_per_executor;
   e->default_nth = e->max_nth = e->team_size;
-  if (cfg->scheduler == HWT_SCHED_CORUN) {
+  if (sched->info.worker_groups) {
     /* One worker per core; an op's threads are a group formed per dispatch. */
     e->executors = cfg->executors * cfg->threads_per_executor;
     e->team_size = 1;
     e->max_nth = e->executors;
   }
   char local[256] = "";
-  int st = create_steps(e, local, sizeof local);
+  st = create_steps(e, local, sizeof local);
   if (st < 0) {
     if (!local[0]) snprintf(local, sizeof local, "out of memory");
     set_err(err, errlen, "%s", local);
     hwt_engine_destroy(e);
-    return NULL;
+    return st;
   }
-  return e;
+  *out = e;
+  return HWT_OK;
 }
 
 static void release_op(hwt_engine *e, int op) {
@@ -271,9 +298,8 @@ void hwt_engine_destroy(hwt_engine *e) {
   if (!e) return;
   release_ops(e);
   if (e->pool) hwt_pool_destroy(e->pool);
-  hwt_sched_sq_free(e);
-  hwt_sched_cp_free(e);
-  hwt_sched_corun_free(e);
+  if (e->sched_ready && e->sched->release) e->sched->release(e, e->sched_state);
+  free_sched_mem(e);
   hwt_plan_destroy(e->plan);
   free(e->const_mem);
   free(e->run_order);
@@ -397,13 +423,7 @@ int hwt_engine_run(hwt_engine *e) {
     return HWT_EINVAL;
   }
   hwt_exec_reset_pending(e);
-  int st;
-  switch (e->cfg.scheduler) {
-    case HWT_SCHED_SHARED_QUEUE: st = hwt_sched_sq_run(e); break;
-    case HWT_SCHED_CRITICAL_PATH: st = hwt_sched_cp_run(e); break;
-    case HWT_SCHED_CORUN: st = hwt_sched_corun_run(e); break;
-    default: st = hwt_sched_seq_run(e); break;
-  }
+  int st = e->sched->run(e, e->sched_state);
   if (st < 0) set_err(e->err, sizeof e->err, "run: the pool refused the run (%d)", st);
   e->events_valid = st == HWT_OK && e->profile;
   return st;

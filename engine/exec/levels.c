@@ -1,6 +1,6 @@
 /* Per-op costs, priorities, and the tiny-op and solo flags, from the plan
  * and the configuration. */
-#include "exec_internal.h"
+#include "sched.h"
 
 /* Below this estimated time an op is not worth a dispatch: going through
  * the inbox, heap, token and an executor's slot measured 0.66 us/op against
@@ -57,7 +57,8 @@ void hwt_exec_levels(hwt_engine *e) {
     work += cost[i];
     if (e->prio[i] > path) path = e->prio[i];
   }
-  int lanes = e->cfg.scheduler == HWT_SCHED_CORUN ? e->executors / e->default_nth : e->executors;
+  /* Worker groups: a lane is a team's worth of workers. */
+  int lanes = e->sched->info.worker_groups ? e->executors / e->default_nth : e->executors;
   e->slack = work / (lanes > 0 ? lanes : 1) - path;
   if (e->slack < 0 || e->op_priority) e->slack = 0;
   if (e->op_priority)

@@ -22,6 +22,12 @@ static inline void hwt_prio_heap_push(const hwt_engine *e, int *h, int *n, int o
   h[i] = op;
 }
 
+/* A run's start: the heap holds exactly the ops ready before anything ran. */
+static inline void hwt_prio_heap_roots(const hwt_engine *e, int *h, int *n) {
+  *n = 0;
+  for (int i = 0; i < e->n_roots; i++) hwt_prio_heap_push(e, h, n, e->roots[i]);
+}
+
 /* Removes and returns the top; *n must be > 0. */
 static inline int hwt_prio_heap_pop(const hwt_engine *e, int *h, int *n) {
   int top = h[0], last = h[--(*n)], i = 0;

@@ -25,58 +25,42 @@
  * Lost wake-ups cannot happen: every decision is taken under the lock, by a
  * worker that is about to wait on its own slot or has just pushed work, and
  * a worker only waits after registering as idle under that lock. The worker
- * whose completion is the run's last writes FINISH into every slot. */
-#include <stdlib.h>
-#include "exec_internal.h"
-#include "prio_heap.h"
+ * whose completion is the run's last writes FINISH into every slot (slots.h). */
+#include <pthread.h>
 #include "hwtune/bench.h"
+#include "prio_heap.h"
+#include "slots.h"
 
-#define FINISH UINT32_MAX
+typedef struct {
+  pthread_mutex_t mu;        /* guards heap, idle, busy_until */
+  int *heap, heap_size;      /* ready ops, max-heap on prio */
+  uint64_t idle;             /* bit w: worker w waits for a part */
+  double *busy_until;        /* [workers] predicted end of each busy worker's op */
+  _Alignas(HWT_CACHELINE) _Atomic int completed;
+  _Atomic int *remaining;    /* [n_ops] parts of the op still running */
+  hwt_slot *slot;            /* [workers]: op, and the part (tid, nth) */
+  int *local;                /* [workers * 2 * n_ops] inline stacks, ready buffers */
+} corun_state;
 
-
-int hwt_sched_corun_init(hwt_engine *e) {
-  hwt_corun_state *c = &e->cr;
+static int corun_init(hwt_engine *e, void **state) {
   size_t n = (size_t)(e->n_ops > 0 ? e->n_ops : 1), w = (size_t)e->executors;
-  c->heap = malloc(sizeof(int) * n);
-  c->remaining = malloc(sizeof(_Atomic int) * n);
-  c->local = malloc(sizeof(int) * n * 2 * w);
-  c->busy_until = calloc(w, sizeof(double));
-  c->slot = aligned_alloc(HWT_CACHELINE, sizeof(hwt_corun_slot) * w);
-  if (!c->heap || !c->remaining || !c->local || !c->busy_until || !c->slot) {
-    hwt_sched_corun_free(e);
-    return HWT_ENOMEM;
-  }
-  if (pthread_mutex_init(&c->mu, NULL) != 0) {
-    hwt_sched_corun_free(e);
-    return HWT_ESYS;
-  }
-  c->mu_ok = 1;
+  corun_state *c = hwt_sched_alloc(e, sizeof *c);
+  if (!c) return HWT_ENOMEM;
+  c->heap = hwt_sched_alloc(e, sizeof(int) * n);
+  c->remaining = hwt_sched_alloc(e, sizeof(_Atomic int) * n);
+  c->local = hwt_sched_alloc(e, sizeof(int) * n * 2 * w);
+  c->busy_until = hwt_sched_alloc(e, sizeof(double) * w);
+  c->slot = hwt_slots_alloc(e, e->executors);
+  if (!c->heap || !c->remaining || !c->local || !c->busy_until || !c->slot) return HWT_ENOMEM;
+  if (pthread_mutex_init(&c->mu, NULL) != 0) return HWT_ESYS;
+  *state = c;
   return HWT_OK;
 }
 
-void hwt_sched_corun_free(hwt_engine *e) {
-  hwt_corun_state *c = &e->cr;
-  if (c->mu_ok) pthread_mutex_destroy(&c->mu);
-  c->mu_ok = 0;
-  free(c->heap);
-  free(c->remaining);
-  free(c->local);
-  free(c->busy_until);
-  free(c->slot);
-  c->heap = NULL;
-  c->remaining = NULL;
-  c->local = NULL;
-  c->busy_until = NULL;
-  c->slot = NULL;
+static void corun_release(hwt_engine *e, void *state) {
+  (void)e;
+  pthread_mutex_destroy(&((corun_state *)state)->mu);
 }
-
-/* ---- the heap (prio_heap.h, under the lock) ---- */
-
-static void heap_push(hwt_engine *e, int op) {
-  hwt_prio_heap_push(e, e->cr.heap, &e->cr.heap_size, op);
-}
-
-static void heap_pop(hwt_engine *e) { (void)hwt_prio_heap_pop(e, e->cr.heap, &e->cr.heap_size); }
 
 /* ---- Strategy 3 (under the lock) ---- */
 
@@ -109,8 +93,7 @@ static int choose(const hwt_engine *e, int op, int idle, int running, double now
   return running > 0 ? 0 : idle;
 }
 
-static void dispatch(hwt_engine *e) {
-  hwt_corun_state *c = &e->cr;
+static void dispatch(hwt_engine *e, corun_state *c) {
   if (c->heap_size == 0 || c->idle == 0) return;
   const int workers = e->executors;
   int idle = __builtin_popcountll(c->idle), running = workers - idle;
@@ -122,7 +105,7 @@ static void dispatch(hwt_engine *e) {
     double sec;
     int nth = choose(e, op, idle, running, now, horizon, &sec);
     if (nth == 0) return;
-    heap_pop(e);
+    (void)hwt_prio_heap_pop(e, c->heap, &c->heap_size);
     atomic_store_explicit(&c->remaining[op], nth, memory_order_relaxed);
     for (int tid = 0; tid < nth; tid++) {
       int w = __builtin_ctzll(c->idle);
@@ -130,7 +113,7 @@ static void dispatch(hwt_engine *e) {
       c->busy_until[w] = now + sec;
       c->slot[w].tid = tid;
       c->slot[w].nth = nth;
-      hwt_slot_post(&c->slot[w].v, &c->slot[w].asleep, (uint32_t)op + 1);
+      hwt_slot_give(&c->slot[w], op);
     }
     if (now + sec > horizon) horizon = now + sec;
     idle -= nth;
@@ -140,15 +123,9 @@ static void dispatch(hwt_engine *e) {
 
 /* ---- workers ---- */
 
-static void finish_run(hwt_engine *e) {
-  hwt_corun_state *c = &e->cr;
-  for (int w = 0; w < e->executors; w++) {
-    hwt_slot_post(&c->slot[w].v, &c->slot[w].asleep, FINISH);
-  }
-}
-
 typedef struct {
   hwt_engine *e;
+  corun_state *c;
   int *inl, n_inl;   /* tiny single-thread ops this worker runs itself */
   int *heavy, n_heavy; /* ops for the heap */
 } ready_ctx;
@@ -170,13 +147,10 @@ static void on_ready(void *arg, int s) {
     r->heavy[r->n_heavy++] = s;
 }
 
-static void flush(hwt_engine *e, ready_ctx *r, int idle_self, int w) {
-  hwt_corun_state *c = &e->cr;
+static void flush(hwt_engine *e, corun_state *c, int w) {
   pthread_mutex_lock(&c->mu);
-  for (int i = 0; i < r->n_heavy; i++) heap_push(e, r->heavy[i]);
-  r->n_heavy = 0;
-  if (idle_self) c->idle |= (uint64_t)1 << w;
-  dispatch(e);
+  c->idle |= (uint64_t)1 << w;
+  dispatch(e, c);
   pthread_mutex_unlock(&c->mu);
 }
 
@@ -185,7 +159,7 @@ static void flush(hwt_engine *e, ready_ctx *r, int idle_self, int w) {
  * more critical by more than the graph's slack (levels.c); then idle
  * workers get what fits. Returns the kept op or -1. */
 static int flush_keep(hwt_engine *e, ready_ctx *r) {
-  hwt_corun_state *c = &e->cr;
+  corun_state *c = r->c;
   int cont = -1, keep = -1;
   pthread_mutex_lock(&c->mu);
   for (int i = 0; i < r->n_heavy; i++) {
@@ -193,16 +167,16 @@ static int flush_keep(hwt_engine *e, ready_ctx *r) {
     if (cont < 0 && e->slack > 0 && single(e, s))
       cont = s;
     else
-      heap_push(e, s);
+      hwt_prio_heap_push(e, c->heap, &c->heap_size, s);
   }
   r->n_heavy = 0;
   if (cont >= 0) {
     if (c->heap_size == 0 || e->prio[c->heap[0]] - e->prio[cont] <= e->slack)
       keep = cont;
     else
-      heap_push(e, cont);
+      hwt_prio_heap_push(e, c->heap, &c->heap_size, cont);
   }
-  dispatch(e);
+  dispatch(e, c);
   pthread_mutex_unlock(&c->mu);
   return keep;
 }
@@ -210,10 +184,10 @@ static int flush_keep(hwt_engine *e, ready_ctx *r) {
 /* The last part of op finished on worker w: complete it and every tiny op
  * it (transitively) makes ready, and the successor it keeps. */
 static void complete(hwt_engine *e, int w, int op, ready_ctx *r) {
-  hwt_corun_state *c = &e->cr;
+  corun_state *c = r->c;
   for (;;) {
     hwt_exec_complete(e, op, on_ready, r);
-    if (atomic_fetch_add(&c->completed, 1) == e->n_run - 1) finish_run(e);
+    if (atomic_fetch_add(&c->completed, 1) == e->n_run - 1) hwt_slots_finish(c->slot, e->executors);
     /* Heavy successors go to idle workers before the tiny ones run here. */
     if (r->n_heavy) {
       int keep = flush_keep(e, r);
@@ -226,17 +200,7 @@ static void complete(hwt_engine *e, int w, int op, ready_ctx *r) {
   }
 }
 
-static int wait_slot(hwt_engine *e, int w, int *tid, int *nth) {
-  _Atomic uint32_t *v = &e->cr.slot[w].v;
-  uint32_t x = hwt_slot_wait(v, &e->cr.slot[w].asleep, e->spin);
-  if (x == FINISH) return -1;
-  *tid = e->cr.slot[w].tid;
-  *nth = e->cr.slot[w].nth;
-  atomic_store_explicit(v, 0, memory_order_relaxed);
-  return (int)x - 1;
-}
-
-static void run_part(hwt_engine *e, int w, int op, int tid, int nth) {
+static void run_part(hwt_engine *e, corun_state *c, int w, int op, int tid, int nth) {
   hwt_op_event *ev = &e->events[op];
   double t0 = e->profile ? hwt_now() : 0.0;
   e->impl[op]->run(&e->ctx[op], e->ws + (size_t)w * e->ws_stride, tid, nth);
@@ -248,35 +212,43 @@ static void run_part(hwt_engine *e, int w, int op, int tid, int nth) {
   }
   /* acq_rel: the last finisher sees every part's output (and tid 0's event
    * fields) before it completes the op. */
-  if (atomic_fetch_sub_explicit(&e->cr.remaining[op], 1, memory_order_acq_rel) != 1) return;
+  if (atomic_fetch_sub_explicit(&c->remaining[op], 1, memory_order_acq_rel) != 1) return;
   if (e->profile) ev->end_s = hwt_now();
-  ready_ctx r = {e, e->cr.local + (size_t)w * 2 * (size_t)e->n_ops, 0,
-                 e->cr.local + ((size_t)w * 2 + 1) * (size_t)e->n_ops, 0};
+  ready_ctx r = {e, c, c->local + (size_t)w * 2 * (size_t)e->n_ops, 0,
+                 c->local + ((size_t)w * 2 + 1) * (size_t)e->n_ops, 0};
   complete(e, w, op, &r);
 }
 
 static void corun_worker(void *arg, int w) {
   hwt_engine *e = arg;
+  corun_state *c = e->sched_state;
   for (;;) {
-    ready_ctx none = {e, NULL, 0, NULL, 0};
-    flush(e, &none, 1, w);
-    int tid = 0, nth = 1;
-    int op = wait_slot(e, w, &tid, &nth);
+    flush(e, c, w);
+    /* The part was written before the op (hwt_slot_give's release). */
+    int op = hwt_slot_take(&c->slot[w], e->spin);
     if (op < 0) return;
-    run_part(e, w, op, tid, nth);
+    run_part(e, c, w, op, c->slot[w].tid, c->slot[w].nth);
   }
 }
 
-int hwt_sched_corun_run(hwt_engine *e) {
-  hwt_corun_state *c = &e->cr;
+static int corun_run(hwt_engine *e, void *state) {
+  corun_state *c = state;
   atomic_store(&c->completed, 0);
   c->idle = 0;
-  c->heap_size = 0;
-  for (int w = 0; w < e->executors; w++) {
-    atomic_store_explicit(&c->slot[w].v, e->n_run == 0 ? FINISH : 0, memory_order_relaxed);
-    atomic_store_explicit(&c->slot[w].asleep, 0, memory_order_relaxed);
-    c->busy_until[w] = 0;
-  }
-  for (int i = 0; i < e->n_roots; i++) heap_push(e, e->roots[i]);
+  hwt_slots_reset(c->slot, e->executors, e->n_run == 0);
+  for (int w = 0; w < e->executors; w++) c->busy_until[w] = 0;
+  hwt_prio_heap_roots(e, c->heap, &c->heap_size);
   return hwt_pool_run_teams(e->pool, corun_worker, e);
 }
+
+const hwt_sched_impl hwt_sched_corun = {
+    .info = {.name = "corun",
+             .summary = "Strategy 3: one pinned worker per core, each op on a group of idle "
+                        "workers sized from its thread-count candidates",
+             .worker_groups = 1,
+             .needs_costs = 1,
+             .pins = HWT_PIN_BY_DEFAULT},
+    .init = corun_init,
+    .run = corun_run,
+    .release = corun_release,
+};

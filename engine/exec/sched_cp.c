@@ -29,65 +29,61 @@
  * token relies on the holder re-checking, after releasing it, for
  * published-but-undrained ops and for idle executors with a non-empty heap
  * (all seq_cst, so one of the two sides sees the other). The master whose
- * completion is the last one writes a FINISH value into every slot. */
-#include <stdlib.h>
-#include "exec_internal.h"
+ * completion is the last one writes FINISH into every slot (slots.h). */
 #include "prio_heap.h"
+#include "slots.h"
 
-#define FINISH UINT32_MAX
+typedef struct {
+  _Alignas(HWT_CACHELINE) _Atomic int token;   /* 1 while someone schedules */
+  _Alignas(HWT_CACHELINE) _Atomic uint64_t idle; /* bit x: executor x waits */
+  _Alignas(HWT_CACHELINE) _Atomic int inbox_tail;
+  _Alignas(HWT_CACHELINE) _Atomic int inbox_head; /* written by the token holder */
+  _Alignas(HWT_CACHELINE) _Atomic int completed;
+  _Atomic int *inbox;        /* [n_ops] ready ops, -1 until published */
+  int *heap;                 /* [n_ops] max-heap on prio, token holder only */
+  int heap_size;             /* token holder only */
+  hwt_slot *slot;            /* [executors] */
+  int *local;                /* [executors * n_ops] per-master inline stacks */
+} cp_state;
 
-
-int hwt_sched_cp_init(hwt_engine *e) {
-  hwt_cp_state *c = &e->cp;
+static int cp_init(hwt_engine *e, void **state) {
   size_t n = (size_t)(e->n_ops > 0 ? e->n_ops : 1);
-  c->inbox = malloc(sizeof(_Atomic int) * n);
-  c->heap = malloc(sizeof(int) * n);
-  c->local = malloc(sizeof(int) * n * (size_t)e->executors);
-  c->slot = aligned_alloc(HWT_CACHELINE, sizeof(hwt_padded_u32) * (size_t)e->executors);
-  if (!c->inbox || !c->heap || !c->local || !c->slot) {
-    hwt_sched_cp_free(e);
-    return HWT_ENOMEM;
-  }
+  cp_state *c = hwt_sched_alloc(e, sizeof *c);
+  if (!c) return HWT_ENOMEM;
+  c->inbox = hwt_sched_alloc(e, sizeof(_Atomic int) * n);
+  c->heap = hwt_sched_alloc(e, sizeof(int) * n);
+  c->local = hwt_sched_alloc(e, sizeof(int) * n * (size_t)e->executors);
+  c->slot = hwt_slots_alloc(e, e->executors);
+  if (!c->inbox || !c->heap || !c->local || !c->slot) return HWT_ENOMEM;
+  *state = c;
   return HWT_OK;
 }
 
-void hwt_sched_cp_free(hwt_engine *e) {
-  hwt_cp_state *c = &e->cp;
-  free(c->inbox);
-  free(c->heap);
-  free(c->local);
-  free(c->slot);
-  c->inbox = NULL;
-  c->heap = NULL;
-  c->local = NULL;
-  c->slot = NULL;
+/* ---- scheduling role (token holder) ---- */
+
+/* Moves the published ops into the heap; returns the inbox position reached. */
+static int drain_inbox(hwt_engine *e, cp_state *c) {
+  int h = atomic_load_explicit(&c->inbox_head, memory_order_relaxed), op;
+  while (h < e->n_ops && (op = atomic_load(&c->inbox[h])) >= 0) {
+    hwt_prio_heap_push(e, c->heap, &c->heap_size, op);
+    h++;
+  }
+  atomic_store_explicit(&c->inbox_head, h, memory_order_relaxed);
+  return h;
 }
 
-/* ---- the heap (prio_heap.h): token holder only ---- */
-
-static void heap_push(hwt_engine *e, int *h, int *n, int op) { hwt_prio_heap_push(e, h, n, op); }
-static int heap_pop(hwt_engine *e, int *h, int *n) { return hwt_prio_heap_pop(e, h, n); }
-
-/* ---- scheduling role ---- */
 static void cp_schedule(hwt_engine *e) {
-  hwt_cp_state *c = &e->cp;
+  cp_state *c = e->sched_state;
   for (;;) {
     int free_token = 0;
     if (!atomic_compare_exchange_strong(&c->token, &free_token, 1)) return;
-    int h = atomic_load_explicit(&c->inbox_head, memory_order_relaxed);
-    int op;
-    while (h < e->n_ops && (op = atomic_load(&c->inbox[h])) >= 0) {
-      heap_push(e, c->heap, &c->heap_size, op);
-      h++;
-    }
-    atomic_store_explicit(&c->inbox_head, h, memory_order_relaxed);
+    int h = drain_inbox(e, c);
     uint64_t idle = atomic_load(&c->idle);
     while (idle && c->heap_size > 0) {
       int x = __builtin_ctzll(idle);
       idle &= idle - 1;
       atomic_fetch_and(&c->idle, ~((uint64_t)1 << x));
-      hwt_slot_post(&c->slot[x].v, &c->slot[x].asleep,
-                    (uint32_t)heap_pop(e, c->heap, &c->heap_size) + 1);
+      hwt_slot_give(&c->slot[x], hwt_prio_heap_pop(e, c->heap, &c->heap_size));
     }
     int left = c->heap_size;
     atomic_store(&c->token, 0);
@@ -100,15 +96,15 @@ static void cp_schedule(hwt_engine *e) {
 /* ---- executor side ---- */
 typedef struct {
   hwt_engine *e;
+  cp_state *c;
   int *stack, n; /* this master's tiny ops waiting to run inline */
   int published;
   int cont;      /* a heavy successor this master may keep, or -1 */
 } ready_ctx;
 
 static void publish(ready_ctx *r, int s) {
-  hwt_cp_state *c = &r->e->cp;
-  int i = atomic_fetch_add(&c->inbox_tail, 1);
-  atomic_store(&c->inbox[i], s);
+  int i = atomic_fetch_add(&r->c->inbox_tail, 1);
+  atomic_store(&r->c->inbox[i], s);
   r->published = 1;
 }
 
@@ -127,16 +123,10 @@ static void on_ready(void *arg, int s) {
 /* Whether the master that made s ready runs it next: nothing waiting is more
  * critical than s by more than the graph's slack (levels.c). Decided with
  * the token (the heap is the holder's); without it, s goes the usual way. */
-static int keep_successor(hwt_engine *e, int s) {
-  hwt_cp_state *c = &e->cp;
+static int keep_successor(hwt_engine *e, cp_state *c, int s) {
   int free_token = 0;
   if (!atomic_compare_exchange_strong(&c->token, &free_token, 1)) return 0;
-  int h = atomic_load_explicit(&c->inbox_head, memory_order_relaxed), op;
-  while (h < e->n_ops && (op = atomic_load(&c->inbox[h])) >= 0) {
-    heap_push(e, c->heap, &c->heap_size, op);
-    h++;
-  }
-  atomic_store_explicit(&c->inbox_head, h, memory_order_relaxed);
+  drain_inbox(e, c);
   int keep = c->heap_size == 0 || e->prio[c->heap[0]] - e->prio[s] <= e->slack;
   atomic_store(&c->token, 0);
   /* What was drained may be owed to idle executors. */
@@ -144,17 +134,9 @@ static int keep_successor(hwt_engine *e, int s) {
   return keep;
 }
 
-static void finish_run(hwt_engine *e) {
-  hwt_cp_state *c = &e->cp;
-  for (int x = 0; x < e->executors; x++) {
-    hwt_slot_post(&c->slot[x].v, &c->slot[x].asleep, FINISH);
-  }
-}
-
 /* Runs op, then every tiny op it (transitively) makes ready. */
-static void execute(hwt_engine *e, int team, int op) {
-  hwt_cp_state *c = &e->cp;
-  ready_ctx r = {e, c->local + (size_t)team * (size_t)e->n_ops, 0, 0, -1};
+static void execute(hwt_engine *e, cp_state *c, int team, int op) {
+  ready_ctx r = {e, c, c->local + (size_t)team * (size_t)e->n_ops, 0, 0, -1};
   for (;;) {
     hwt_exec_prefetch_succ(e, op);
     hwt_exec_run_op(e, team, op);
@@ -162,12 +144,12 @@ static void execute(hwt_engine *e, int team, int op) {
     r.cont = -1;
     hwt_exec_complete(e, op, on_ready, &r);
     if (r.cont >= 0) {
-      if (keep_successor(e, r.cont))
+      if (keep_successor(e, c, r.cont))
         r.stack[r.n++] = r.cont;
       else
         publish(&r, r.cont);
     }
-    if (atomic_fetch_add(&c->completed, 1) == e->n_run - 1) finish_run(e);
+    if (atomic_fetch_add(&c->completed, 1) == e->n_run - 1) hwt_slots_finish(c->slot, e->executors);
     /* Hand the heavy successors to idle executors before running the tiny
      * ones here, so they start as early as possible. */
     if (r.published) cp_schedule(e);
@@ -176,39 +158,38 @@ static void execute(hwt_engine *e, int team, int op) {
   }
 }
 
-static int wait_slot(hwt_engine *e, int team) {
-  _Atomic uint32_t *w = &e->cp.slot[team].v;
-  uint32_t v = hwt_slot_wait(w, &e->cp.slot[team].asleep, e->spin);
-  if (v == FINISH) return -1;
-  atomic_store_explicit(w, 0, memory_order_relaxed);
-  return (int)v - 1;
-}
-
 static void cp_team(void *arg, int team) {
   hwt_engine *e = arg;
-  hwt_cp_state *c = &e->cp;
+  cp_state *c = e->sched_state;
   for (;;) {
     atomic_fetch_or(&c->idle, (uint64_t)1 << team);
     cp_schedule(e);
-    int op = wait_slot(e, team);
+    int op = hwt_slot_take(&c->slot[team], e->spin);
     if (op < 0) return;
-    execute(e, team, op);
+    execute(e, c, team, op);
   }
 }
 
-int hwt_sched_cp_run(hwt_engine *e) {
-  hwt_cp_state *c = &e->cp;
+static int cp_run(hwt_engine *e, void *state) {
+  cp_state *c = state;
   atomic_store(&c->token, 0);
   atomic_store(&c->idle, 0);
   atomic_store(&c->inbox_tail, 0);
   atomic_store(&c->inbox_head, 0);
   atomic_store(&c->completed, 0);
   for (int i = 0; i < e->n_ops; i++) atomic_store_explicit(&c->inbox[i], -1, memory_order_relaxed);
-  for (int x = 0; x < e->executors; x++) {
-    atomic_store_explicit(&c->slot[x].v, e->n_run == 0 ? FINISH : 0, memory_order_relaxed);
-    atomic_store_explicit(&c->slot[x].asleep, 0, memory_order_relaxed);
-  }
-  c->heap_size = 0;
-  for (int i = 0; i < e->n_roots; i++) heap_push(e, c->heap, &c->heap_size, e->roots[i]);
+  hwt_slots_reset(c->slot, e->executors, e->n_run == 0);
+  hwt_prio_heap_roots(e, c->heap, &c->heap_size);
   return hwt_pool_run_teams(e->pool, cp_team, e);
 }
+
+const hwt_sched_impl hwt_sched_critical_path = {
+    .info = {.name = "critical-path",
+             .summary = "Graphi: pinned executor teams, the most critical ready op first "
+                        "(levels from op costs)",
+             .needs_costs = 1,
+             .pins = HWT_PIN_BY_DEFAULT,
+             .default_many = 1},
+    .init = cp_init,
+    .run = cp_run,
+};

@@ -6,44 +6,46 @@
  *
  * The FIFO is an array of n_ops slots: each op is pushed exactly once per
  * run, so head/tail only grow and nothing wraps or allocates. */
-#include <stdlib.h>
-#include "exec_internal.h"
+#include <pthread.h>
+#include "sched.h"
 
-int hwt_sched_sq_init(hwt_engine *e) {
-  hwt_sq_state *s = &e->sq;
-  s->q = malloc(sizeof(int) * (size_t)(e->n_ops > 0 ? e->n_ops : 1));
-  if (!s->q) return HWT_ENOMEM;
-  if (pthread_mutex_init(&s->mu, NULL) != 0) {
-    free(s->q);
-    s->q = NULL;
-    return HWT_ESYS;
-  }
+typedef struct {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int *q;          /* [n_ops]: each op is pushed at most once per run */
+  int head, tail;
+  int done;        /* ops completed */
+} sq_state;
+
+static int sq_init(hwt_engine *e, void **state) {
+  sq_state *s = hwt_sched_alloc(e, sizeof *s);
+  if (!s || !(s->q = hwt_sched_alloc(e, sizeof(int) * (size_t)(e->n_ops > 0 ? e->n_ops : 1))))
+    return HWT_ENOMEM;
+  if (pthread_mutex_init(&s->mu, NULL) != 0) return HWT_ESYS;
   if (pthread_cond_init(&s->cv, NULL) != 0) {
     pthread_mutex_destroy(&s->mu);
-    free(s->q);
-    s->q = NULL;
     return HWT_ESYS;
   }
+  *state = s;
   return HWT_OK;
 }
 
-void hwt_sched_sq_free(hwt_engine *e) {
-  if (!e->sq.q) return;
-  pthread_cond_destroy(&e->sq.cv);
-  pthread_mutex_destroy(&e->sq.mu);
-  free(e->sq.q);
-  e->sq.q = NULL;
+static void sq_release(hwt_engine *e, void *state) {
+  (void)e;
+  sq_state *s = state;
+  pthread_cond_destroy(&s->cv);
+  pthread_mutex_destroy(&s->mu);
 }
 
 /* Called with the mutex held (from complete()). */
 static void push_locked(void *arg, int op) {
-  hwt_sq_state *s = arg;
+  sq_state *s = arg;
   s->q[s->tail++] = op;
 }
 
 static void sq_team(void *arg, int team) {
   hwt_engine *e = arg;
-  hwt_sq_state *s = &e->sq;
+  sq_state *s = e->sched_state;
   pthread_mutex_lock(&s->mu);
   for (;;) {
     while (s->head == s->tail && s->done < e->n_run) pthread_cond_wait(&s->cv, &s->mu);
@@ -62,9 +64,19 @@ static void sq_team(void *arg, int team) {
   pthread_mutex_unlock(&s->mu);
 }
 
-int hwt_sched_sq_run(hwt_engine *e) {
-  hwt_sq_state *s = &e->sq;
+static int sq_run(hwt_engine *e, void *state) {
+  sq_state *s = state;
   s->head = s->tail = s->done = 0;
   for (int i = 0; i < e->n_roots; i++) s->q[s->tail++] = e->roots[i];
   return hwt_pool_run_teams(e->pool, sq_team, e);
 }
+
+const hwt_sched_impl hwt_sched_shared_queue = {
+    .info = {.name = "shared-queue",
+             .summary = "executors pull ready ops from one global FIFO, unpinned (the "
+                        "TensorFlow/MXNet baseline)",
+             .pins = HWT_PIN_NEVER},
+    .init = sq_init,
+    .run = sq_run,
+    .release = sq_release,
+};

@@ -1,7 +1,7 @@
 /* The sequential scheduler: team 0 runs every op in the plan's topological
  * order, each op forked over the team. The arena was planned with
  * HWT_REUSE_SEQUENTIAL, which is valid only for exactly this order. */
-#include "exec_internal.h"
+#include "sched.h"
 
 /* Prefetch distance in ops: the context of op i+2 while op i runs, so that
  * op i+1's state pointer is already in cache when its state is prefetched
@@ -23,8 +23,19 @@ static void seq_team(void *arg, int team) {
   }
 }
 
-int hwt_sched_seq_run(hwt_engine *e) {
+static int seq_run(hwt_engine *e, void *state) {
+  (void)state;
   /* run_teams rather than a direct fork from the caller: it pins the calling
    * thread to team 0's first CPU for the run when the pool is pinned. */
   return hwt_pool_run_teams(e->pool, seq_team, e);
 }
+
+const hwt_sched_impl hwt_sched_sequential = {
+    .info = {.name = "sequential",
+             .summary = "one executor, all threads, the plan's topological order",
+             .single_team = 1,
+             .in_order = 1,
+             .pins = HWT_PIN_ON_REQUEST,
+             .default_one = 1},
+    .run = seq_run,
+};

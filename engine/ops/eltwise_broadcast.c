@@ -1,5 +1,4 @@
 /* Broadcasting walk: see eltwise_broadcast.h. */
-#include <math.h>
 #include "eltwise_broadcast.h"
 
 int hwt_bc_walk_init(hwt_bc_walk *w, const hwt_graph *g, int n_in, const int *in, int out) {
@@ -54,62 +53,9 @@ int hwt_bc_walk_init(hwt_bc_walk *w, const hwt_graph *g, int n_in, const int *in
   return HWT_OK;
 }
 
-float hwt_bc_apply(hwt_bc_op op, float a, float b) {
-  switch (op) {
-  case HWT_BC_ADD: return a + b;
-  case HWT_BC_SUB: return a - b;
-  case HWT_BC_MUL: return a * b;
-  case HWT_BC_DIV: return a / b;
-  /* numpy's minimum/maximum propagate NaN from either side */
-  case HWT_BC_MIN: return (a < b || isnan(a)) ? a : b;
-  case HWT_BC_MAX: return (a > b || isnan(a)) ? a : b;
-  case HWT_BC_MOD: {
-    /* numpy's npy_divmod: fmod, then moved into b's sign; an exact zero
-     * takes b's sign too. b == 0 gives NaN from fmodf. */
-    float m = fmodf(a, b);
-    if (b == 0.0f) return m;
-    if (m != 0.0f) {
-      if ((b < 0) != (m < 0)) m += b;
-    } else {
-      m = copysignf(0.0f, b);
-    }
-    return m;
-  }
-  case HWT_BC_ABS: return fabsf(a);
-  }
-  return 0.0f;
-}
-
-/* One row of len outputs; sa/sb are 0 or 1 after collapsing, or a larger
- * stride when a middle dimension broadcasts. The stride-1 and stride-0
- * cases are spelled out so the compiler vectorises them. */
-static void row_binary(hwt_bc_op op, const float *a, int64_t sa, const float *b, int64_t sb,
-                       float *out, int64_t len) {
-  if (op == HWT_BC_ADD && sa == 1 && sb == 1) {
-    for (int64_t j = 0; j < len; j++) out[j] = a[j] + b[j];
-  } else if (op == HWT_BC_ADD && sa == 1 && sb == 0) {
-    const float bv = b[0];
-    for (int64_t j = 0; j < len; j++) out[j] = a[j] + bv;
-  } else if (op == HWT_BC_MUL && sa == 1 && sb == 1) {
-    for (int64_t j = 0; j < len; j++) out[j] = a[j] * b[j];
-  } else if (op == HWT_BC_MUL && sa == 1 && sb == 0) {
-    const float bv = b[0];
-    for (int64_t j = 0; j < len; j++) out[j] = a[j] * bv;
-  } else {
-    for (int64_t j = 0; j < len; j++) out[j] = hwt_bc_apply(op, a[j * sa], b[j * sb]);
-  }
-}
-
-static void row_accumulate(const float *x, int64_t sx, float *out, int64_t len) {
-  if (sx == 1) {
-    for (int64_t j = 0; j < len; j++) out[j] += x[j];
-  } else {
-    for (int64_t j = 0; j < len; j++) out[j] += x[j * sx];
-  }
-}
-
-void hwt_bc_walk_run(const hwt_bc_walk *w, hwt_bc_op op, const float *const *in, float *out,
-                     int64_t lo, int64_t hi) {
+void hwt_bc_walk_run(const hwt_bc_walk *w, const hwt_eltwise_desc *op, const float *const *in,
+                     float *out, int64_t lo, int64_t hi) {
+  hwt_eltwise_desc row = *op;
   const int last = w->rank - 1;
   const int64_t inner = w->shape[last];
   int64_t idx[HWT_GRAPH_MAX_DIMS];
@@ -128,8 +74,11 @@ void hwt_bc_walk_run(const hwt_bc_walk *w, hwt_bc_op op, const float *const *in,
       for (int d = 0; d <= last; d++) off += idx[d] * w->stride[k][d];
       p[k] = in[k] + off;
     }
-    row_binary(op, p[0], w->stride[0][last], p[1], w->stride[1][last], out + i, len);
-    for (int k = 2; k < w->n_in; k++) row_accumulate(p[k], w->stride[k][last], out + i, len);
+    row.n = (size_t)len;
+    hwt_eltwise_run_strided(&row, p[0], (long)w->stride[0][last], p[1], (long)w->stride[1][last],
+                            out + i);
+    for (int k = 2; k < w->n_in; k++)
+      hwt_eltwise_run_strided(&row, out + i, 1, p[k], (long)w->stride[k][last], out + i);
     i += len;
     idx[last] += len;
     for (int d = last; d > 0 && idx[d] == w->shape[d]; d--) {

@@ -73,10 +73,7 @@ static int largest_divisor_le(int n, int cap) {
 /* oc_bn with the best SIMD lane use among the divisors of K up to two
  * vectors (a register block holds at most two per pixel), so K = 17 gets 17
  * (two vectors, 53% of lanes) rather than 1 (6%). Ties go to two vectors
- * when the register file still holds a 14-pixel block of them (AVX-512):
- * half the loads per FMA, measured 91-100 vs 71-77 GFLOPS for one vector on
- * the ResNet-18 3x3 layers at 56/28/14, 66 vs 50 at 7x7 (1 thread); and
- * for the generic kernel (see its cap below). */
+ * where the variant says so (prefer_two, with the measurement behind it). */
 static int default_oc_bn(int K, int vec, int prefer_two) {
   int best = 1;
   double best_use = 0.0;
@@ -97,22 +94,12 @@ int hwt_conv_default_params(const hwt_conv_desc *d, hwt_isa isa, hwt_conv_params
   hwt_conv_knobs_t k;
   int st = hwt_conv_knobs(d, isa, &k);
   if (st != HWT_OK) return st;
-  int vec, cap;
-  switch (isa) {
-    case HWT_ISA_AVX512: vec = HWT_CONV_AVX512_VEC; cap = HWT_CONV_AVX512_CAP1; break;
-    case HWT_ISA_AVX2: vec = HWT_CONV_AVX2_VEC; cap = HWT_CONV_AVX2_CAP1; break;
-    /* Generic: SSE2 auto-vectorised over oc_bn with the accumulators in an
-     * L1 scratch, so longer oc runs pay off beyond the 4 lanes: oc_bn 16 /
-     * reg_n 8 measured 4.3 GFLOPS vs 2.3 (8) and 1.2 (4), reg_n 4: 2.7
-     * (64x56x56 3x3). */
-    default: vec = 8; cap = 8; break;
-  }
+  const hwt_conv_variant *v = hwt_conv_variant_for(isa);
   int OW;
   hwt_conv_out_dims(d, 0, &OW);
-  out->oc_bn = default_oc_bn(d->K, vec, isa != HWT_ISA_AVX2);
+  out->oc_bn = default_oc_bn(d->K, v->vec, v->prefer_two);
   out->ic_bn = largest_divisor_le(d->C, out->oc_bn);
-  if (out->oc_bn > vec) cap = isa == HWT_ISA_AVX512 ? HWT_CONV_AVX512_CAP2
-                               : isa == HWT_ISA_AVX2 ? HWT_CONV_AVX2_CAP2 : cap;
+  int cap = out->oc_bn > v->vec ? v->cap2 : v->cap1;
   out->reg_n = 1;
   double best = 0.0;
   for (int i = 0; i < k.reg_n.n; i++) {
@@ -187,7 +174,7 @@ int hwt_conv_plan_make(const hwt_conv_desc *d, hwt_conv_layout layout,
   out->Hp = (OH - 1) * d->stride_h + d->R;
   out->Wp = (OW - 1) * d->stride_w + d->S;
   size_t ws = out->copy_input ? ALIGN_FLOATS((size_t)d->C * out->Hp * stage_ic_stride(out)) : 0;
-  if (isa == HWT_ISA_GENERIC) ws += ALIGN_FLOATS((size_t)p.reg_n * p.oc_bn);
+  if (hwt_conv_variant_for(isa)->block_scratch) ws += ALIGN_FLOATS((size_t)p.reg_n * p.oc_bn);
   /* NCHW output: reg_h rows of the register blocks' [OW][oc_bn] before they
    * are transposed into NCHW rows. */
   if (layout == HWT_CONV_NCHW) ws += ALIGN_FLOATS((size_t)p.reg_h * OW * p.oc_bn);
@@ -206,34 +193,49 @@ int hwt_conv_pack_weights(const hwt_conv_plan *p, const float *w_oihw, float *w_
                                     w_packed);
 }
 
+/* Positions [*lo, *hi) of phase ph (of pl) whose padded column ph + pos*sw
+ * is a real input column; the rest of the phase is zero padding. */
+static void phase_real(const hwt_conv_plan *p, int ph, int pl, int *lo, int *hi) {
+  const hwt_conv_desc *d = &p->d;
+  const int sw = d->stride_w, real_end = d->pad_w + d->W < p->Wp ? d->pad_w + d->W : p->Wp;
+  *lo = d->pad_w > ph ? (d->pad_w - ph + sw - 1) / sw : 0;
+  *hi = real_end > ph ? (real_end - ph + sw - 1) / sw : 0;
+  if (*hi > pl) *hi = pl;
+  if (*lo > *hi) *lo = *hi;
+}
+
+/* Staged row r of channel block cb (row floats): its place in ws, or NULL
+ * for a padding row, which is zeroed here. *ih: the input row it holds. */
+static float *staged_row(const hwt_conv_plan *p, float *ws, int cb, int r, long row, int *ih) {
+  float *dst = ws + ((size_t)cb * p->Hp + r) * row;
+  *ih = r - p->d.pad_h;
+  if (*ih >= 0 && *ih < p->d.H) return dst;
+  memset(dst, 0, (size_t)row * sizeof(float));
+  return NULL;
+}
+
 /* Stage padded rows [r0, r1) of image n (NCHW[ic_bn]c) into ws in the row
  * kernels' layout (conv_internal.h): zero halo, each row block transposed to
  * [ic_bn][sw][PL] with padded column c at phase c % sw, position c / sw. */
 static void stage_rows(const hwt_conv_plan *p, const float *x, float *ws, int n, int r0,
                        int r1, hwt_conv_stage_fn stage) {
   const hwt_conv_desc *d = &p->d;
-  const int bn = p->p.ic_bn, CB = d->C / bn, sw = d->stride_w, Wp = p->Wp;
+  const int bn = p->p.ic_bn, CB = d->C / bn, sw = d->stride_w;
   const long ics = stage_ic_stride(p), row = (long)bn * ics;
   for (int cb = 0; cb < CB; cb++) {
     const float *img = x + ((size_t)n * CB + cb) * d->H * d->W * bn;
     for (int r = r0; r < r1; r++) {
-      float *dst = ws + ((size_t)cb * p->Hp + r) * row;
-      int ih = r - d->pad_h;
-      if (ih < 0 || ih >= d->H) {
-        memset(dst, 0, (size_t)row * sizeof(float));
-        continue;
-      }
+      int ih;
+      float *dst = staged_row(p, ws, cb, r, row, &ih);
+      if (!dst) continue;
       /* Transposed in tiles of 16 columns by the variant's gathers: scalar
        * copies took 12-13% of a 64x56x56 3x3 run (AVX-512) whichever side
        * was strided; the gathers take ~8%, mostly the input's first touch. */
       const float *src = img + (size_t)ih * d->W * bn;
-      const int pl = (int)(ics / sw), real_end = d->pad_w + d->W < Wp ? d->pad_w + d->W : Wp;
+      const int pl = (int)(ics / sw);
       for (int ph = 0; ph < sw; ph++) {
-        /* positions whose padded column ph + pos*sw is a real column */
-        int lo = d->pad_w > ph ? (d->pad_w - ph + sw - 1) / sw : 0;
-        int hi = real_end > ph ? (real_end - ph + sw - 1) / sw : 0;
-        if (hi > pl) hi = pl;
-        if (lo > hi) lo = hi;
+        int lo, hi;
+        phase_real(p, ph, pl, &lo, &hi);
         float *o = dst + (long)ph * pl;
         for (int i = 0; i < bn; i++) {
           for (int pos = 0; pos < lo; pos++) o[(long)i * ics + pos] = 0.0f;
@@ -254,24 +256,19 @@ static void stage_rows(const hwt_conv_plan *p, const float *x, float *ws, int n,
 static void stage_rows_nchw(const hwt_conv_plan *p, const float *x, float *ws, int n, int r0,
                             int r1) {
   const hwt_conv_desc *d = &p->d;
-  const int bn = p->p.ic_bn, CB = d->C / bn, sw = d->stride_w, Wp = p->Wp;
+  const int bn = p->p.ic_bn, CB = d->C / bn, sw = d->stride_w;
   const long ics = stage_ic_stride(p), row = (long)bn * ics;
-  const int pl = (int)(ics / sw), real_end = d->pad_w + d->W < Wp ? d->pad_w + d->W : Wp;
+  const int pl = (int)(ics / sw);
   for (int cb = 0; cb < CB; cb++)
     for (int r = r0; r < r1; r++) {
-      float *dst = ws + ((size_t)cb * p->Hp + r) * row;
-      int ih = r - d->pad_h;
-      if (ih < 0 || ih >= d->H) {
-        memset(dst, 0, (size_t)row * sizeof(float));
-        continue;
-      }
+      int ih;
+      float *dst = staged_row(p, ws, cb, r, row, &ih);
+      if (!dst) continue;
       for (int i = 0; i < bn; i++) {
         const float *src = x + (((size_t)n * d->C + cb * bn + i) * d->H + ih) * d->W;
         for (int ph = 0; ph < sw; ph++) {
-          int lo = d->pad_w > ph ? (d->pad_w - ph + sw - 1) / sw : 0;
-          int hi = real_end > ph ? (real_end - ph + sw - 1) / sw : 0;
-          if (hi > pl) hi = pl;
-          if (lo > hi) lo = hi;
+          int lo, hi;
+          phase_real(p, ph, pl, &lo, &hi);
           float *o = dst + (long)i * ics + (long)ph * pl;
           for (int pos = 0; pos < lo; pos++) o[pos] = 0.0f;
           for (int pos = hi; pos < pl; pos++) o[pos] = 0.0f;
@@ -283,17 +280,6 @@ static void stage_rows_nchw(const hwt_conv_plan *p, const float *x, float *ws, i
         }
       }
     }
-}
-
-typedef void (*row_fn)(const hwt_conv_row_args *);
-
-static void pick_kernels(hwt_isa isa, row_fn *row, hwt_conv_stage_fn *stage) {
-  *row = hwt_conv_row_generic;
-  *stage = hwt_conv_stage_tile_generic;
-#if defined(HWTUNE_HAVE_X86)
-  if (isa == HWT_ISA_AVX512) *row = hwt_conv_row_avx512, *stage = hwt_conv_stage_tile_avx512;
-  if (isa == HWT_ISA_AVX2) *row = hwt_conv_row_avx2, *stage = hwt_conv_stage_tile_avx2;
-#endif
 }
 
 /* Work units: groups of reg_h output rows over (n, oc block, oh), split
@@ -310,7 +296,8 @@ static void nchwc_units(const hwt_conv_plan *p, const float *x, const float *w,
   float *scratch = ws + (p->copy_input ? ALIGN_FLOATS((size_t)d->C * p->Hp * ics) : 0);
   const int nchw = p->layout == HWT_CONV_NCHW;
   /* NCHW output rows are written to this [reg_h][OW][oc_bn] block first. */
-  float *orow = scratch + (p->isa == HWT_ISA_GENERIC ? ALIGN_FLOATS((size_t)p->p.reg_n * obn) : 0);
+  const hwt_conv_variant *v = hwt_conv_variant_for(p->isa);
+  float *orow = scratch + (v->block_scratch ? ALIGN_FLOATS((size_t)p->p.reg_n * obn) : 0);
   const long ohw = (long)OH * p->OW;
   hwt_conv_row_args a;
   a.CB = d->C / bn;
@@ -336,9 +323,8 @@ static void nchwc_units(const hwt_conv_plan *p, const float *x, const float *w,
     a.in_cb_stride = (long)bn * d->H * d->W;
     a.in_oh_stride = (long)d->stride_h * d->W;
   }
-  row_fn row;
-  hwt_conv_stage_fn stage;
-  pick_kernels(p->isa, &row, &stage);
+  void (*const row)(const hwt_conv_row_args *) = v->row;
+  const hwt_conv_stage_fn stage = v->stage;
   int staged_n = -1;
   const float *img = staged;  /* the rows the kernel reads: staged, or x itself */
   for (long u = lo; u < hi; u++) {

@@ -1,5 +1,6 @@
 /* Internal contract between the CONV driver (conv.c) and its per-ISA row
- * kernels (nchwc_generic.c, nchwc_avx2.c, nchwc_avx512.c). Not installed. */
+ * kernels (nchwc_body.c compiled per SIMD ISA, nchwc_generic.c). Not
+ * installed. */
 #ifndef HWTUNE_CONV_INTERNAL_H
 #define HWTUNE_CONV_INTERNAL_H
 #include "hwtune/conv.h"
@@ -28,13 +29,30 @@ typedef struct {
   int koff[HWT_CONV_MAX_S]; /* offset of tap kw for output pixel 0 */
 } hwt_conv_row_args;
 
-void hwt_conv_row_generic(const hwt_conv_row_args *a);
 /* Staging transpose of one tile of n <= 16 columns:
  * dst[i * dst_stride + pos] = src[pos * src_stride + i] for i < bn, pos < n. */
 typedef void (*hwt_conv_stage_fn)(const float *src, long src_stride, int n, int bn, float *dst,
                                   long dst_stride);
-void hwt_conv_stage_tile_generic(const float *src, long src_stride, int n, int bn, float *dst,
-                                 long dst_stride);
+
+/* One variant of the NCHW[x]c template: its kernels and the register-file
+ * facts the knob defaults are derived from. */
+typedef struct {
+  int vec;           /* floats per vector */
+  int cap1, cap2;    /* largest register block, in pixels, of 1 and of 2 vectors per pixel */
+  int prefer_two;    /* oc_bn ties go to two vectors per pixel */
+  int block_scratch; /* 1: row() keeps its accumulators in a->scratch (reg_n x oc_bn floats) */
+  void (*row)(const hwt_conv_row_args *a);
+  hwt_conv_stage_fn stage;
+} hwt_conv_variant;
+
+extern const hwt_conv_variant hwt_conv_variant_generic;
+#if defined(HWTUNE_HAVE_X86)
+extern const hwt_conv_variant hwt_conv_variant_avx2, hwt_conv_variant_avx512;
+#endif
+/* The variant for isa when the CPU runs it, else the portable one
+ * (kernels/common/variants.c). */
+const hwt_conv_variant *hwt_conv_variant_for(hwt_isa isa);
+
 /* Direct NCHW convolution of work units [lo, hi) of N x ceil(K/HWT_CONV_DIRECT_OCG) x OH
  * (direct.c); ws holds HWT_CONV_DIRECT_OCG * OW floats. Weights packed
  * [ceil(K/G)][C][R][S][G] by hwt_conv_direct_pack, zero past K. */
@@ -42,29 +60,6 @@ void hwt_conv_stage_tile_generic(const float *src, long src_stride, int n, int b
 void hwt_conv_direct_pack(const hwt_conv_desc *d, const float *w_oihw, float *w_packed);
 void hwt_conv_direct_units(const hwt_conv_plan *p, const float *x, const float *w,
                            const float *bias, float *y, float *ws, long lo, long hi);
-#if defined(HWTUNE_HAVE_X86)
-void hwt_conv_row_avx2(const hwt_conv_row_args *a);
-void hwt_conv_row_avx512(const hwt_conv_row_args *a);
-void hwt_conv_stage_tile_avx2(const float *src, long src_stride, int n, int bn, float *dst,
-                              long dst_stride);
-void hwt_conv_stage_tile_avx512(const float *src, long src_stride, int n, int bn, float *dst,
-                                long dst_stride);
-#endif
-
-/* Largest register block (pixels x vectors) each variant keeps in registers;
- * the knobs and the default are derived from these. */
-#define HWT_CONV_AVX512_VEC 16
-#define HWT_CONV_AVX2_VEC 8
-/* 32 zmm: 28 accumulators + 2 weight vectors + 2 spare; GCC 12 keeps the
- * 28x1 and 14x2 blocks entirely in registers (checked in the disassembly).
- * Two vectors per pixel halve the pixel count. */
-#define HWT_CONV_AVX512_CAP1 28
-#define HWT_CONV_AVX512_CAP2 14
-/* 16 ymm: 12 accumulators + 1 weight + 1 broadcast + 2 spare, or 6x2
- * accumulators + 2 weights + 1 broadcast. */
-#define HWT_CONV_AVX2_CAP1 12
-#define HWT_CONV_AVX2_CAP2 6
-
 /* Split `n` pixels into ceil(n / cap) nearly equal pieces; returns the size
  * of piece `i` of `pieces`. Equal pieces keep every piece near the cap. */
 static inline int hwt_conv_piece(int n, int pieces, int i) {

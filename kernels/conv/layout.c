@@ -58,26 +58,30 @@ static size_t blocked_offset(int C, int R, int S, int ic_bn, int oc_bn, int k, i
   return (blk * ic_bn + c % ic_bn) * oc_bn + k % oc_bn;
 }
 
-int hwt_layout_oihw_to_blocked(int K, int C, int R, int S, int ic_bn, int oc_bn,
-                               const float *src, float *dst) {
+/* OIHW <-> OIHW[ic_bn]i[oc_bn]o, one direction or the other. */
+static int copy_weights(int K, int C, int R, int S, int ic_bn, int oc_bn, const float *src,
+                        float *dst, int to_blocked) {
   if (!weights_check(K, C, R, S, ic_bn, oc_bn, src, dst)) return HWT_EINVAL;
   for (int k = 0; k < K; k++)
     for (int c = 0; c < C; c++)
       for (int r = 0; r < R; r++)
-        for (int s = 0; s < S; s++)
-          dst[blocked_offset(C, R, S, ic_bn, oc_bn, k, c, r, s)] =
-              src[(((size_t)k * C + c) * R + r) * S + s];
+        for (int s = 0; s < S; s++) {
+          size_t plain = (((size_t)k * C + c) * R + r) * S + s;
+          size_t blocked = blocked_offset(C, R, S, ic_bn, oc_bn, k, c, r, s);
+          if (to_blocked)
+            dst[blocked] = src[plain];
+          else
+            dst[plain] = src[blocked];
+        }
   return HWT_OK;
+}
+
+int hwt_layout_oihw_to_blocked(int K, int C, int R, int S, int ic_bn, int oc_bn,
+                               const float *src, float *dst) {
+  return copy_weights(K, C, R, S, ic_bn, oc_bn, src, dst, 1);
 }
 
 int hwt_layout_blocked_to_oihw(int K, int C, int R, int S, int ic_bn, int oc_bn,
                                const float *src, float *dst) {
-  if (!weights_check(K, C, R, S, ic_bn, oc_bn, src, dst)) return HWT_EINVAL;
-  for (int k = 0; k < K; k++)
-    for (int c = 0; c < C; c++)
-      for (int r = 0; r < R; r++)
-        for (int s = 0; s < S; s++)
-          dst[(((size_t)k * C + c) * R + r) * S + s] =
-              src[blocked_offset(C, R, S, ic_bn, oc_bn, k, c, r, s)];
-  return HWT_OK;
+  return copy_weights(K, C, R, S, ic_bn, oc_bn, src, dst, 0);
 }

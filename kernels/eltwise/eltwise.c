@@ -1,60 +1,114 @@
-/* Element-wise driver: validates descriptors, splits [0, n) into per-thread
- * shares and dispatches each share to the variant for the requested ISA. */
-#include <stdatomic.h>
-#include "hwtune/eltwise.h"
+/* Element-wise driver: the op table's accessors, validation, the split of
+ * [0, n) into per-thread shares, and dispatch through the variant table. */
+#include <string.h>
 #include "eltwise_impl.h"
 
-/* hwt_isa_supported() executes CPUID, which traps to the hypervisor on a VM
- * (this host is one) and costs microseconds: as much as a whole 32K-float
- * multiply. The answer cannot change while the process runs, so cache it.
- * Racing first calls store the same value, hence relaxed atomics suffice. */
-int hwt_ew_isa_ok(hwt_isa isa) {
-  static _Atomic int known[HWT_ISA_COUNT]; /* 0 unknown, 1 no, 2 yes */
-  if (isa < 0 || isa >= HWT_ISA_COUNT) return 0;
-  int v = atomic_load_explicit(&known[isa], memory_order_relaxed);
-  if (v == 0) {
-    v = hwt_isa_supported(isa) ? 2 : 1;
-    atomic_store_explicit(&known[isa], v, memory_order_relaxed);
-  }
-  return v == 2;
+static const struct {
+  const char *name;
+  hwt_ew_kind kind;
+  int graph_op, flops, nattr;
+  const char *attr[HWT_EW_MAX_ATTRS];
+  double def[HWT_EW_MAX_ATTRS];
+} k_ops[HWT_EW_COUNT] = {
+#define HWT_EW_OP(id, name, kind, flops, ref, vec, err, nattr, a0, d0, a1, d1) \
+  [id] = {name, kind, 1, flops, nattr, {a0, a1}, {d0, d1}},
+#define HWT_EW_KERNEL_OP(id, name, kind, flops, ref, vec, err, nattr, a0, d0, a1, d1) \
+  [id] = {name, kind, 0, flops, nattr, {a0, a1}, {d0, d1}},
+#include "hwtune/eltwise_ops.def"
+};
+
+static int valid(hwt_ew_op op) { return (int)op >= 0 && op < HWT_EW_COUNT; }
+
+int hwt_eltwise_count(void) { return HWT_EW_COUNT; }
+
+int hwt_eltwise_find(const char *name) {
+  for (int i = 0; name && i < HWT_EW_COUNT; i++)
+    if (strcmp(k_ops[i].name, name) == 0) return i;
+  return HWT_EINVAL;
 }
 
+const char *hwt_eltwise_name(hwt_ew_op op) { return valid(op) ? k_ops[op].name : "unknown"; }
+
+int hwt_eltwise_kind(hwt_ew_op op) { return valid(op) ? (int)k_ops[op].kind : HWT_EINVAL; }
+
+const char *hwt_eltwise_kind_name(hwt_ew_op op) {
+  static const char *const names[] = {"unary", "binary", "nary", "ternary"};
+  return valid(op) ? names[k_ops[op].kind] : "unknown";
+}
+
+int hwt_eltwise_operands(hwt_ew_op op) {
+  return valid(op) ? hwt_ew_kind_operands(k_ops[op].kind) : HWT_EINVAL;
+}
+
+int hwt_eltwise_is_graph_op(hwt_ew_op op) { return valid(op) && k_ops[op].graph_op; }
+
+int hwt_eltwise_flops(hwt_ew_op op) { return valid(op) ? k_ops[op].flops : HWT_EINVAL; }
+
+int hwt_eltwise_attr_count(hwt_ew_op op) { return valid(op) ? k_ops[op].nattr : HWT_EINVAL; }
+
+const char *hwt_eltwise_attr_name(hwt_ew_op op, int i) {
+  return valid(op) && i >= 0 && i < k_ops[op].nattr ? k_ops[op].attr[i] : NULL;
+}
+
+double hwt_eltwise_attr_default(hwt_ew_op op, int i) {
+  return valid(op) && i >= 0 && i < k_ops[op].nattr ? k_ops[op].def[i] : 0.0;
+}
+
+void hwt_eltwise_desc_init(hwt_eltwise_desc *d, hwt_ew_op op, hwt_isa isa, size_t n) {
+  memset(d, 0, sizeof *d);
+  d->op = op;
+  d->isa = isa;
+  d->n = n;
+  for (int i = 0; valid(op) && i < k_ops[op].nattr; i++) d->attr[i] = (float)k_ops[op].def[i];
+}
+
+
 int hwt_eltwise_check(const hwt_eltwise_desc *d) {
-  if (!d || d->op < 0 || d->op >= HWT_EW_COUNT) return HWT_EINVAL;
-  if (!hwt_ew_isa_ok(d->isa)) return HWT_EISA;
+  if (!d || !valid(d->op)) return HWT_EINVAL;
+  if (!hwt_isa_supported(d->isa)) return HWT_EISA;
   return HWT_OK;
 }
 
 void hwt_eltwise_run_part(const hwt_eltwise_desc *d, const float *a, const float *b,
                           const float *c, float *out, int tid, int nth) {
-  if (!d || nth < 1 || tid < 0 || tid >= nth) return;
+  if (!d || !valid(d->op) || nth < 1 || tid < 0 || tid >= nth) return;
   size_t lo, hi;
   hwt_ew_share(out, d->n, tid, nth, &lo, &hi);
   if (lo >= hi) return;
-  const float *bs = b ? b + lo : 0, *cs = c ? c + lo : 0;
   /* Callers validate with hwt_eltwise_check(); an ISA the CPU lacks still
-   * falls through to the portable variant here rather than faulting. */
-  switch (d->isa) {
-#if defined(HWTUNE_HAVE_X86)
-    case HWT_ISA_AVX512:
-      if (hwt_ew_isa_ok(HWT_ISA_AVX512)) {
-        hwt_ew_avx512(d->op, a + lo, bs, cs, out + lo, hi - lo, d->nt_stores);
-        return;
-      }
-      break;
-    case HWT_ISA_AVX2:
-      if (hwt_ew_isa_ok(HWT_ISA_AVX2)) {
-        hwt_ew_avx2(d->op, a + lo, bs, cs, out + lo, hi - lo, d->nt_stores);
-        return;
-      }
-      break;
-#endif
-    default: break;
-  }
-  hwt_ew_generic(d->op, a + lo, bs, cs, out + lo, hi - lo, d->nt_stores);
+   * runs the portable variant here rather than faulting. */
+  hwt_ew_variant_for(d->isa)->run(d->op, a + lo, b ? b + lo : 0, c ? c + lo : 0, out + lo,
+                                  hi - lo, d->nt_stores ? HWT_EW_NT : 0, d->attr);
 }
 
-const char *hwt_eltwise_name(hwt_ew_op op) {
-  static const char *const names[HWT_EW_COUNT] = {"add", "sub", "mul", "fma", "sigmoid", "tanh", "relu"};
-  return (op >= 0 && op < HWT_EW_COUNT) ? names[op] : "unknown";
+/* Strides other than 0 and 1 are copied to the stack in chunks of this many
+ * floats: small enough for L1, long enough to amortise a call per chunk. */
+#define GATHER_CHUNK 256
+
+void hwt_eltwise_run_strided(const hwt_eltwise_desc *d, const float *a, long sa,
+                             const float *b, long sb, float *out) {
+  if (!d || !valid(d->op)) return;
+  const hwt_ew_variant *v = hwt_ew_variant_for(d->isa);
+  const int two = hwt_ew_kind_operands(k_ops[d->op].kind) >= 2;
+  /* The vector loops read each operand contiguously or as one broadcast
+   * value, but not both operands broadcast (a rare all-scalar row). */
+  int direct = two ? (sa == 1 && (sb == 0 || sb == 1)) || (sa == 0 && sb == 1) : sa == 1;
+  if (direct) {
+    int flags = two ? (sa == 0 ? HWT_EW_A_SCALAR : 0) | (sb == 0 ? HWT_EW_B_SCALAR : 0) : 0;
+    v->run(d->op, a, two ? b : NULL, NULL, out, d->n, flags, d->attr);
+    return;
+  }
+  float ta[GATHER_CHUNK], tb[GATHER_CHUNK];
+  for (size_t i0 = 0; i0 < d->n; i0 += GATHER_CHUNK) {
+    size_t len = d->n - i0 < GATHER_CHUNK ? d->n - i0 : GATHER_CHUNK;
+    for (size_t j = 0; j < len; j++) ta[j] = a[(long)(i0 + j) * sa];
+    if (two)
+      for (size_t j = 0; j < len; j++) tb[j] = b[(long)(i0 + j) * sb];
+    v->run(d->op, ta, two ? tb : NULL, NULL, out + i0, len, 0, d->attr);
+  }
+}
+
+double hwt_eltwise_max_abs_error(hwt_ew_op op, hwt_isa isa) {
+  const hwt_ew_variant *v = hwt_ew_variant_compiled(isa);
+  return valid(op) && v ? v->max_err[op] : 0.0;
 }

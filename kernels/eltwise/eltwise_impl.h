@@ -1,5 +1,5 @@
-/* Internal to the element-wise kernels (not installed): the per-ISA entry
- * points the driver dispatches to, and the rule that splits [0, n) between
+/* Internal to the element-wise kernels (not installed): the variant table
+ * the driver dispatches through, and the rule that splits [0, n) between
  * threads (shared with the triad probe). */
 #ifndef HWTUNE_ELTWISE_IMPL_H
 #define HWTUNE_ELTWISE_IMPL_H
@@ -7,19 +7,37 @@
 #include <stdint.h>
 #include "hwtune/eltwise.h"
 
-/* out[0..n) = op(a, b, c) over one contiguous range. `nt` asks for
- * non-temporal stores of out (honoured by the SIMD variants; they fence). */
-void hwt_ew_generic(hwt_ew_op op, const float *a, const float *b, const float *c, float *out,
-                    size_t n, int nt);
+/* Flags of hwt_ew_variant.run. */
+enum {
+  HWT_EW_NT = 1,       /* non-temporal stores of out (honoured by SIMD variants; they fence) */
+  HWT_EW_A_SCALAR = 2, /* a is one value for every element (a broadcast row) */
+  HWT_EW_B_SCALAR = 4  /* b is one value for every element */
+};
+
+/* One variant, compiled from body.c for one ISA. */
+typedef struct {
+  /* out[0..n) = op(a, b, c) over one contiguous range; attr holds the op's
+   * attributes (HWT_EW_MAX_ATTRS floats). */
+  void (*run)(hwt_ew_op op, const float *a, const float *b, const float *c, float *out,
+              size_t n, int flags, const float *attr);
+  const double *max_err; /* per op: max |variant - exact| (0: bit-exact) */
+} hwt_ew_variant;
+
+extern const hwt_ew_variant hwt_ew_variant_generic;
 #if defined(HWTUNE_HAVE_X86)
-void hwt_ew_avx2(hwt_ew_op op, const float *a, const float *b, const float *c, float *out,
-                 size_t n, int nt);
-void hwt_ew_avx512(hwt_ew_op op, const float *a, const float *b, const float *c, float *out,
-                   size_t n, int nt);
+extern const hwt_ew_variant hwt_ew_variant_avx2, hwt_ew_variant_avx512;
 #endif
 
-/* hwt_isa_supported(), cached for the hot path. */
-int hwt_ew_isa_ok(hwt_isa isa);
+/* The variant for isa if the CPU supports it, else the portable one; and
+ * the one compiled for isa whatever the CPU (NULL if none). Both from the
+ * registration table, kernels/common/variants.c. */
+const hwt_ew_variant *hwt_ew_variant_for(hwt_isa isa);
+const hwt_ew_variant *hwt_ew_variant_compiled(hwt_isa isa);
+
+/* Operands one kernel call reads, by kind. */
+static inline int hwt_ew_kind_operands(hwt_ew_kind kind) {
+  return kind == HWT_EW_UNARY ? 1 : kind == HWT_EW_TERNARY ? 3 : 2;
+}
 
 /* Thread tid's share [*lo, *hi) of n floats written at `out`. Every interior
  * boundary falls on a 64-byte line of `out` (the few floats before the first

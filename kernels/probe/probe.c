@@ -1,4 +1,5 @@
-/* Probe dispatcher: picks the ISA variant of the FMA and triad bodies. */
+/* Probe dispatcher: the ISA variant of the FMA and triad bodies comes from
+ * the registration table (kernels/common/variants.c). */
 #include "hwtune/probe.h"
 #include "../eltwise/eltwise_impl.h"
 #include "probe_impl.h"
@@ -7,14 +8,8 @@ volatile float hwt_probe_sink;
 
 double hwt_probe_fma_thread(hwt_isa isa, long iters) {
   if (iters < 0) return HWT_EINVAL;
-  if (!hwt_ew_isa_ok(isa)) return HWT_EISA;
-  switch (isa) {
-#if defined(HWTUNE_HAVE_X86)
-    case HWT_ISA_AVX512: return hwt_fma_avx512(iters);
-    case HWT_ISA_AVX2: return hwt_fma_avx2(iters);
-#endif
-    default: return hwt_fma_generic(iters);
-  }
+  if (!hwt_isa_supported(isa)) return HWT_EISA;
+  return hwt_probe_variant_for(isa)->fma(iters);
 }
 
 void hwt_probe_triad_part(hwt_isa isa, float *a, const float *b, const float *c, float s,
@@ -23,16 +18,6 @@ void hwt_probe_triad_part(hwt_isa isa, float *a, const float *b, const float *c,
   size_t lo, hi;
   hwt_ew_share(a, n, tid, nth, &lo, &hi);
   if (lo >= hi) return;
-#if defined(HWTUNE_HAVE_X86)
-  if (isa == HWT_ISA_AVX512 && hwt_ew_isa_ok(isa)) {
-    hwt_triad_avx512(a + lo, b + lo, c + lo, s, hi - lo, nt_stores);
-    return;
-  }
-  if (isa == HWT_ISA_AVX2 && hwt_ew_isa_ok(isa)) {
-    hwt_triad_avx2(a + lo, b + lo, c + lo, s, hi - lo, nt_stores);
-    return;
-  }
-#endif
-  (void)isa, (void)nt_stores; /* portable C has no streaming store */
-  hwt_triad_generic(a + lo, b + lo, c + lo, s, hi - lo);
+  /* an ISA the CPU lacks runs the portable body */
+  hwt_probe_variant_for(isa)->triad(a + lo, b + lo, c + lo, s, hi - lo, nt_stores);
 }

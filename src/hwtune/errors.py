@@ -15,8 +15,24 @@ class UsageError(HwtuneError):
     """A bad argument: thread count, shape, size, ISA name."""
 
 
+class EngineGraphError(UsageError):
+    """The engine's C graph refused a tensor, op or attribute, or failed
+    validation (unknown tensor, tensor produced twice or never, duplicate
+    name, cycle)."""
+
+
+class PlanError(UsageError):
+    """An execution plan could not be built: bad options, or a graph that
+    does not validate."""
+
+
 class NativeError(HwtuneError):
     """The C library failed or could not be loaded."""
+
+
+class OutputError(HwtuneError):
+    """An output cannot be written: a missing directory, a read-only file, a
+    full disk or stdout, a closed pipe."""
 
 
 class DatabaseError(HwtuneError):

@@ -1,6 +1,8 @@
-/* Element-wise kernels and probes: every ISA variant against the plain-C
- * reference, across awkward sizes, misalignments, thread splits and
- * streaming stores; the activations' error bound against libm in double.
+/* Element-wise kernels and probes: every op of the table (hwtune/
+ * eltwise_ops.def) on every ISA variant against the plain-C reference,
+ * across awkward sizes, misalignments, thread splits, streaming stores and
+ * attribute values; the approximated ops' error bounds against the
+ * reference's double value.
  *
  *   test_eltwise                 the checks (a few seconds, ASan-friendly)
  *   test_eltwise --exhaustive [isa]   error sweep over every float with
@@ -49,11 +51,19 @@ static float float_of(uint32_t u) {
   return f;
 }
 
-static int arity(hwt_ew_op op) { return op == HWT_EW_FMA ? 3 : op <= HWT_EW_MUL ? 2 : 1; }
-static int approximate(hwt_ew_op op) { return op == HWT_EW_SIGMOID || op == HWT_EW_TANH; }
+static int arity(hwt_ew_op op) { return hwt_eltwise_operands(op); }
+/* Approximated by some variant (a documented error bound). */
+static int approximate(hwt_ew_op op) {
+  for (int isa = 0; isa < HWT_ISA_COUNT; isa++)
+    if (hwt_eltwise_max_abs_error(op, (hwt_isa)isa) > 0.0) return 1;
+  return 0;
+}
 
-static double exact_activation(hwt_ew_op op, float x) {
-  return op == HWT_EW_TANH ? tanh((double)x) : 1.0 / (1.0 + exp(-(double)x));
+static hwt_eltwise_desc make_desc(hwt_ew_op op, hwt_isa isa, size_t n, int nt) {
+  hwt_eltwise_desc d;
+  hwt_eltwise_desc_init(&d, op, isa, n);
+  d.nt_stores = nt;
+  return d;
 }
 
 static void *xalloc(size_t bytes) {
@@ -93,10 +103,13 @@ static void check_case(hwt_isa isa, hwt_ew_op op, size_t n, size_t off_in, size_
         *out = bo + pad + off_out;
   for (size_t i = 0; i < n + 2 * pad; i++) bo[i] = float_of(GUARD);
   for (size_t i = 0; i < n; i++) a[i] = sample(op, i), b[i] = sample(op, i), c[i] = sample(op, i);
-  hwt_eltwise_desc d = {op, isa, n, nt};
+  hwt_eltwise_desc d = make_desc(op, isa, n, nt);
+  /* every other case with random attribute values instead of the defaults */
+  if ((n + off_in) % 2)
+    for (int k = 0; k < hwt_eltwise_attr_count(op); k++) d.attr[k] = rnd_uniform(-2.0f, 2.0f);
   CHECK(hwt_eltwise_check(&d) == HWT_OK, "check %s/%s", hwt_isa_name(isa), hwt_eltwise_name(op));
   run_all(&d, a, arity(op) >= 2 ? b : NULL, arity(op) >= 3 ? c : NULL, out, nth);
-  CHECK(hwt_eltwise_ref(op, a, b, c, ref, n) == HWT_OK, "ref");
+  CHECK(hwt_eltwise_ref(&d, a, b, c, ref) == HWT_OK, "ref");
   double tol = hwt_eltwise_max_abs_error(op, isa) + 0x1p-25; /* + the ref's own rounding */
   for (size_t i = 0; i < n; i++) {
     int ok;
@@ -121,7 +134,7 @@ static void check_case(hwt_isa isa, hwt_ew_op op, size_t n, size_t off_in, size_
 static void check_shares(size_t n, size_t off, int nth) {
   float *ones = xalloc((n + 16) * 4), *bo = xalloc((n + 16) * 4), *out = bo + off;
   for (size_t i = 0; i < n; i++) ones[i] = 1.0f;
-  hwt_eltwise_desc d = {HWT_EW_RELU, HWT_ISA_GENERIC, n, 0};
+  hwt_eltwise_desc d = make_desc(HWT_EW_RELU, HWT_ISA_GENERIC, n, 0);
   size_t next = 0;
   for (int t = 0; t < nth; t++) {
     memset(bo, 0, (n + 16) * 4);
@@ -147,7 +160,7 @@ static void check_specials(hwt_isa isa) {
                       FLT_MAX, -FLT_MAX, 1e-30f, -1e-30f, 1e-40f};
   enum { N = sizeof in / sizeof in[0] };
   float sg[N], th[N];
-  hwt_eltwise_desc d = {HWT_EW_SIGMOID, isa, N, 0};
+  hwt_eltwise_desc d = make_desc(HWT_EW_SIGMOID, isa, N, 0);
   hwt_eltwise_run_part(&d, in, NULL, NULL, sg, 0, 1);
   d.op = HWT_EW_TANH;
   hwt_eltwise_run_part(&d, in, NULL, NULL, th, 0, 1);
@@ -163,22 +176,24 @@ static void check_specials(hwt_isa isa) {
   CHECK(th[12] == 1e-30f && th[13] == -1e-30f && th[14] == 1e-40f, "%s tanh(tiny) != tiny", nm);
 }
 
-/* Max |fast - libm(double)| over the floats with |x| in [lo, hi) taken
- * `stride` bit patterns apart, both signs. */
+/* Max |fast - reference in double| over the floats with |x| in [lo, hi)
+ * taken `stride` bit patterns apart, both signs. */
 static double sweep(hwt_isa isa, hwt_ew_op op, float lo, float hi, uint32_t stride, float *worst) {
   enum { B = 4096 };
   static float x[B], y[B];
+  static double exact[B];
   double maxerr = 0.0;
-  hwt_eltwise_desc d = {op, isa, B, 0};
+  hwt_eltwise_desc d = make_desc(op, isa, B, 0);
   for (uint32_t sign = 0; sign < 2; sign++) {
     uint64_t u = bits_of(lo), end = bits_of(hi);
     while (u < end) {
       size_t k = 0;
       for (; k < B && u < end; k++, u += stride) x[k] = float_of((uint32_t)u | sign << 31);
       d.n = k;
-      hwt_eltwise_run_part(&d, x, NULL, NULL, y, 0, 1);
+      hwt_eltwise_run_part(&d, x, x, x, y, 0, 1);
+      hwt_eltwise_ref_f64(&d, x, x, x, exact);
       for (size_t i = 0; i < k; i++) {
-        double e = fabs((double)y[i] - exact_activation(op, x[i]));
+        double e = fabs((double)y[i] - exact[i]);
         if (!(e <= maxerr)) maxerr = e, *worst = x[i]; /* also catches NaN */
       }
     }
@@ -187,20 +202,21 @@ static double sweep(hwt_isa isa, hwt_ew_op op, float lo, float hi, uint32_t stri
 }
 
 static void check_error_bounds(hwt_isa isa) {
-  const hwt_ew_op ops[] = {HWT_EW_SIGMOID, HWT_EW_TANH};
-  for (int k = 0; k < 2; k++) {
+  for (int op = 0; op < HWT_EW_COUNT; op++) {
+    if (!approximate((hwt_ew_op)op)) {
+      CHECK(hwt_eltwise_max_abs_error((hwt_ew_op)op, isa) == 0.0, "exact op with a bound");
+      continue;
+    }
     float worst = 0.0f;
     /* 1021 (prime) bit patterns apart: every mantissa residue and binade is
      * visited, ~2.2M inputs per op, from denormals to saturation. */
-    double e = sweep(isa, ops[k], 0.0f, 1024.0f, 1021, &worst);
-    double bound = hwt_eltwise_max_abs_error(ops[k], isa);
-    printf("%-7s %-7s max abs error %.3g at x=%a (documented bound %.3g)\n", hwt_isa_name(isa),
-           hwt_eltwise_name(ops[k]), e, (double)worst, bound);
-    CHECK(e <= bound, "%s %s error %g > bound %g", hwt_isa_name(isa), hwt_eltwise_name(ops[k]), e, bound);
+    double e = sweep(isa, (hwt_ew_op)op, 0.0f, 1024.0f, 1021, &worst);
+    double bound = hwt_eltwise_max_abs_error((hwt_ew_op)op, isa);
+    printf("%-7s %-10s max abs error %.3g at x=%a (documented bound %.3g)\n", hwt_isa_name(isa),
+           hwt_eltwise_name((hwt_ew_op)op), e, (double)worst, bound);
+    CHECK(e <= bound, "%s %s error %g > bound %g", hwt_isa_name(isa),
+          hwt_eltwise_name((hwt_ew_op)op), e, bound);
   }
-  for (int op = 0; op < HWT_EW_COUNT; op++)
-    if (!approximate((hwt_ew_op)op))
-      CHECK(hwt_eltwise_max_abs_error((hwt_ew_op)op, isa) == 0.0, "exact op with a bound");
 }
 
 static void check_probes(hwt_isa isa) {
@@ -258,7 +274,7 @@ static void bench(void) {
   for (int isa = 0; isa < HWT_ISA_COUNT; isa++) {
     if (!hwt_isa_supported((hwt_isa)isa)) continue;
     for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
-      hwt_eltwise_desc d = {ops[k], (hwt_isa)isa, N, 0};
+      hwt_eltwise_desc d = make_desc(ops[k], (hwt_isa)isa, N, 0);
       for (int w = 0; w < 200; w++) hwt_eltwise_run_part(&d, a, b, b, o, 0, 1);
       for (int s = 0; s < SAMPLES; s++) {
         double t0 = now();
@@ -293,10 +309,11 @@ int main(int argc, char **argv) {
     int only = argc > 2 ? hwt_isa_from_name(argv[2]) : -1;
     for (int isa = 0; isa < HWT_ISA_COUNT; isa++) {
       if (!hwt_isa_supported((hwt_isa)isa) || (only >= 0 && isa != only)) continue;
-      for (int op = HWT_EW_SIGMOID; op <= HWT_EW_TANH; op++) {
+      for (int op = 0; op < HWT_EW_COUNT; op++) {
+        if (!approximate((hwt_ew_op)op)) continue;
         float worst = 0.0f;
         double e = sweep((hwt_isa)isa, (hwt_ew_op)op, 0x1p-12f, 128.0f, 1, &worst);
-        printf("%-7s %-7s exhaustive max abs error %.4g at x=%a (bound %.3g)\n",
+        printf("%-7s %-10s exhaustive max abs error %.4g at x=%a (bound %.3g)\n",
                hwt_isa_name((hwt_isa)isa), hwt_eltwise_name((hwt_ew_op)op), e, (double)worst,
                hwt_eltwise_max_abs_error((hwt_ew_op)op, (hwt_isa)isa));
         fflush(stdout);
@@ -308,7 +325,7 @@ int main(int argc, char **argv) {
   const int nths[] = {1, 2, 3, 7};
   for (int isa = 0; isa < HWT_ISA_COUNT; isa++) {
     if (!hwt_isa_supported((hwt_isa)isa)) {
-      hwt_eltwise_desc d = {HWT_EW_ADD, (hwt_isa)isa, 1, 0};
+      hwt_eltwise_desc d = make_desc(HWT_EW_ADD, (hwt_isa)isa, 1, 0);
       CHECK(hwt_eltwise_check(&d) == HWT_EISA, "unsupported ISA accepted");
       printf("%s: not supported here, skipped\n", hwt_isa_name((hwt_isa)isa));
       continue;
@@ -329,7 +346,8 @@ int main(int argc, char **argv) {
     for (size_t off = 0; off < 16; off += 5)
       for (int nth = 1; nth <= 9; nth++) check_shares(n, off, nth);
   check_shares(100000, 3, 7);
-  hwt_eltwise_desc bad = {HWT_EW_COUNT, HWT_ISA_GENERIC, 1, 0};
+  hwt_eltwise_desc bad = make_desc(HWT_EW_ADD, HWT_ISA_GENERIC, 1, 0);
+  bad.op = HWT_EW_COUNT;
   CHECK(hwt_eltwise_check(&bad) == HWT_EINVAL, "bad op accepted");
   CHECK(hwt_eltwise_check(NULL) == HWT_EINVAL, "NULL desc accepted");
   CHECK(hwt_probe_fma_thread((hwt_isa)HWT_ISA_COUNT, 10) == HWT_EISA, "bad ISA accepted by probe");

@@ -64,16 +64,17 @@ static void expected(const float *x, const float *w, float *y) {
   }
 }
 
-static void check_sched(hwt_graph *g, int sched, int ex, int th, int t_x, int t_w, int t_y) {
+static void check_sched(hwt_graph *g, const char *sched, int ex, int th, int t_x, int t_w,
+                        int t_y) {
   char what[64], err[256] = "";
-  snprintf(what, sizeof what, "sched %d %dx%d", sched, ex, th);
+  snprintf(what, sizeof what, "%s %dx%d", sched, ex, th);
   hwt_engine_config c;
   hwt_engine_config_init(&c);
   c.scheduler = sched;
   c.executors = ex;
   c.threads_per_executor = th;
-  hwt_engine *e = hwt_engine_create(g, &c, err, sizeof err);
-  CHECK(e, "%s: create: %s", what, err);
+  hwt_engine *e;
+  CHECK(hwt_engine_create(g, &c, &e, err, sizeof err) == HWT_OK, "%s: create: %s", what, err);
   if (!e) return;
   CHECK(hwt_engine_n_folded(e) == 2, "%s: %d ops folded, want 2", what, hwt_engine_n_folded(e));
   CHECK(hwt_engine_op_folded(e, 0) == 1 && hwt_engine_op_folded(e, 1) == 1 &&
@@ -134,10 +135,11 @@ int main(void) {
   hwt_graph_add_op(g, "use1", "test_use", 2, in1, 1, &a1);
   hwt_graph_add_op(g, "use2", "test_use", 2, in2, 1, &a2);
   hwt_graph_add_op(g, "use3", "test_use", 2, in3, 1, &y);
-  for (int sched = 0; sched <= HWT_SCHED_CORUN; sched++)
+  for (int row = 0; row < hwt_sched_count(); row++)
     for (int ex = 1; ex <= 2; ex++)
       for (int th = 1; th <= 2; th++)
-        if (!(sched == HWT_SCHED_SEQUENTIAL && ex > 1)) check_sched(g, sched, ex, th, x, w, y);
+        if (!(hwt_sched_at(row)->single_team && ex > 1))
+          check_sched(g, hwt_sched_at(row)->name, ex, th, x, w, y);
   hwt_graph_destroy(g);
   if (fails) return 1;
   printf("test_engine_fold: ok\n");

@@ -1,13 +1,17 @@
 /* The engine's schedulers on random DAGs: every op runs exactly once per run
  * on every one of its threads, only after all its predecessors finished, and
- * every scheduler x executors x threads configuration (corun also with random
- * thread-count candidates) gives bit-identical outputs (equal to a plain-C
- * evaluation in topological order). Ops too small to split run with one
- * thread unless a count is configured. Also: an unimplemented op type is a
- * one-line error at create, and profiling events respect the dependencies.
+ * every row of the scheduler table x executors x threads configuration
+ * (worker-group schedulers also with random thread-count candidates) gives
+ * bit-identical outputs (equal to a plain-C evaluation in topological
+ * order). Ops too small to split run with one thread unless a count is
+ * configured. Also: an unimplemented op type or scheduler is a one-line
+ * error at create, and profiling events respect the dependencies.
  *
  * The ops are "test_add", a family this binary defines itself through the
- * registry's test hook (hwt_ops_test).
+ * registry's test hook (hwt_ops_test). The table's rows include "test-lifo",
+ * a scheduler this binary adds through the scheduler table's hook
+ * (hwt_scheds_test): a new scheduler is its own C file plus a table row, and
+ * this test runs it like every built-in one.
  *
  * Usage: test_engine_sched [n_graphs] [seed] */
 #include <stdatomic.h>
@@ -16,6 +20,7 @@
 #include <string.h>
 #include "hwtune/engine.h"
 #include "hwtune/op.h"
+#include "../../engine/exec/sched.h"
 
 #define LEN 48        /* floats per tensor */
 #define MAX_OPS 80
@@ -68,6 +73,55 @@ static const hwt_op_impl TEST_OPS[] = {{"test_add", add_prepare, add_run, NULL}}
 const hwt_op_impl *hwt_ops_test(int *n) {
   *n = 1;
   return TEST_OPS;
+}
+
+/* test-lifo: one team runs the most recently readied op first (depth
+ * first), so ops do not run in the plan's order: the arena must not reuse
+ * memory sequentially (in_order = 0), which the outputs check. */
+typedef struct {
+  int *stack, n;
+} lifo_state;
+
+static int lifo_init(hwt_engine *e, void **state) {
+  lifo_state *s = hwt_sched_alloc(e, sizeof *s);
+  if (!s || !(s->stack = hwt_sched_alloc(e, sizeof(int) * (size_t)(e->n_ops > 0 ? e->n_ops : 1))))
+    return HWT_ENOMEM;
+  *state = s;
+  return HWT_OK;
+}
+
+static void lifo_push(void *arg, int op) {
+  lifo_state *s = arg;
+  s->stack[s->n++] = op;
+}
+
+static void lifo_team(void *arg, int team) {
+  hwt_engine *e = arg;
+  lifo_state *s = e->sched_state;
+  while (s->n > 0) {
+    int op = s->stack[--s->n];
+    hwt_exec_run_op(e, team, op);
+    hwt_exec_complete(e, op, lifo_push, s);
+  }
+}
+
+static int lifo_run(hwt_engine *e, void *state) {
+  lifo_state *s = state;
+  s->n = 0;
+  for (int i = 0; i < e->n_roots; i++) lifo_push(s, e->roots[i]);
+  return hwt_pool_run_teams(e->pool, lifo_team, e);
+}
+
+static const hwt_sched_impl TEST_SCHEDS[] = {
+    {.info = {.name = "test-lifo",
+              .summary = "one team, the most recently readied op first",
+              .single_team = 1,
+              .pins = HWT_PIN_ON_REQUEST},
+     .init = lifo_init,
+     .run = lifo_run}};
+const hwt_sched_impl *hwt_scheds_test(int *n) {
+  *n = 1;
+  return TEST_SCHEDS;
 }
 
 /* A random DAG: tensors 0..1 are inputs, op k writes tensors out_[k][]. */
@@ -226,43 +280,46 @@ static void run_dag(const dag *d, unsigned seed) {
   }
   reference(d, (const float(*)[LEN])in, want);
   hwt_graph *g = build(d);
-  /* sched 4: corun with candidates */
-  for (int sched = 0; sched <= 4; sched++)
-    for (int ex = 1; ex <= 2; ex++)
-      for (int th = 1; th <= 2; th++) {
-        if (sched == HWT_SCHED_SEQUENTIAL && ex > 1) continue;
-        int cands = sched == 4, corun = sched >= HWT_SCHED_CORUN;
-        char what[96], err[256] = "";
-        snprintf(what, sizeof what, "seed %u sched %d %dx%d (%d ops)", seed, sched, ex, th,
-                 d->n_ops);
-        hwt_engine_config c;
-        hwt_engine_config_init(&c);
-        c.scheduler = corun ? HWT_SCHED_CORUN : sched;
-        if (cands) {
-          c.op_cand_threads = d->cand_threads;
-          c.op_cand_seconds = d->cand_seconds;
-          c.op_cand_n = N_CAND;
-        }
-        c.executors = ex;
-        c.threads_per_executor = th;
-        c.op_threads = d->op_threads;
-        hwt_engine *e = hwt_engine_create(g, &c, err, sizeof err);
-        CHECK(e, "%s: create: %s", what, err);
-        if (!e) continue;
-        /* Input 0 bound to caller memory, input 1 engine-owned. */
-        CHECK(hwt_engine_bind(e, 0, in[0]) == HWT_OK, "%s: bind", what);
-        memcpy(hwt_engine_tensor(e, 1), in[1], sizeof in[1]);
-        CHECK(hwt_engine_prepare(e) == HWT_OK, "%s: prepare: %s", what, hwt_engine_error(e));
-        for (int rep = 0; rep < 2; rep++) {
-          reset_stamps();
-          hwt_engine_profile(e, rep == 1);
-          CHECK(hwt_engine_run(e) == HWT_OK, "%s: run: %s", what, hwt_engine_error(e));
-          check_run(d, e, (const float(*)[LEN])want, th, corun ? ex * th : 0, cands, what);
-          if (rep == 1)
-            check_events(d, e, sched == HWT_SCHED_SEQUENTIAL ? 1 : corun ? ex * th : ex, what);
-        }
-        hwt_engine_destroy(e);
+  /* Every row; a worker-group row once more with candidates. */
+  for (int row = 0; row < hwt_sched_count(); row++) {
+    const hwt_sched_info *info = hwt_sched_at(row);
+    for (int cfg_i = 0; cfg_i < 4 * (1 + info->worker_groups); cfg_i++) {
+      int ex = 1 + (cfg_i & 1), th = 1 + (cfg_i >> 1 & 1), cands = cfg_i >= 4;
+      if (info->single_team && ex > 1) continue;
+      int corun = info->worker_groups;
+      char what[128], err[256] = "";
+      snprintf(what, sizeof what, "seed %u %s%s %dx%d (%d ops)", seed, info->name,
+               cands ? " with candidates" : "", ex, th, d->n_ops);
+      hwt_engine_config c;
+      hwt_engine_config_init(&c);
+      c.scheduler = info->name;
+      if (cands) {
+        c.op_cand_threads = d->cand_threads;
+        c.op_cand_seconds = d->cand_seconds;
+        c.op_cand_n = N_CAND;
       }
+      c.executors = ex;
+      c.threads_per_executor = th;
+      c.op_threads = d->op_threads;
+      hwt_engine *e;
+      CHECK(hwt_engine_create(g, &c, &e, err, sizeof err) == HWT_OK, "%s: create: %s", what,
+            err);
+      if (!e) continue;
+      /* Input 0 bound to caller memory, input 1 engine-owned. */
+      CHECK(hwt_engine_bind(e, 0, in[0]) == HWT_OK, "%s: bind", what);
+      memcpy(hwt_engine_tensor(e, 1), in[1], sizeof in[1]);
+      CHECK(hwt_engine_prepare(e) == HWT_OK, "%s: prepare: %s", what, hwt_engine_error(e));
+      for (int rep = 0; rep < 2; rep++) {
+        reset_stamps();
+        hwt_engine_profile(e, rep == 1);
+        CHECK(hwt_engine_run(e) == HWT_OK, "%s: run: %s", what, hwt_engine_error(e));
+        check_run(d, e, (const float(*)[LEN])want, th, corun ? ex * th : 0, cands, what);
+        if (rep == 1)
+          check_events(d, e, info->single_team ? 1 : corun ? ex * th : ex, what);
+      }
+      hwt_engine_destroy(e);
+    }
+  }
   hwt_graph_destroy(g);
 }
 
@@ -275,22 +332,52 @@ static void test_unimplemented(void) {
   hwt_graph_add_op(g, "h1", "test_add", 1, &a, 1, &b);
   hwt_graph_add_op(g, "h3", "no_such_op", 1, &b, 1, &c);
   char err[256] = "";
-  hwt_engine *e = hwt_engine_create(g, NULL, err, sizeof err);
-  CHECK(!e, "an unknown op type was accepted");
+  hwt_engine *e = (hwt_engine *)&e; /* create must clear it */
+  CHECK(hwt_engine_create(g, NULL, &e, err, sizeof err) == HWT_EINVAL && !e,
+        "an unknown op type was accepted");
   CHECK(strcmp(err, "op 1 'h3': op type 'no_such_op' is not implemented") == 0, "message: %s",
         err);
   hwt_engine_config cfg;
   hwt_engine_config_init(&cfg);
-  cfg.scheduler = 7;
-  CHECK(!hwt_engine_create(g, &cfg, err, sizeof err) && strstr(err, "scheduler"),
+  cfg.scheduler = "shared_queue";
+  char names[256], want[512];
+  snprintf(want, sizeof want, "unknown scheduler 'shared_queue' (one of: %s)",
+           hwt_sched_list(names, sizeof names));
+  CHECK(hwt_engine_create(g, &cfg, &e, err, sizeof err) == HWT_EINVAL && !e &&
+            strcmp(err, want) == 0 && strstr(names, "shared-queue, ") &&
+            strstr(names, ", test-lifo"),
         "bad scheduler accepted: %s", err);
+  /* The table: names unique, one default of each kind, looked up by name. */
+  int one = 0, many = 0;
+  for (int i = 0; i < hwt_sched_count(); i++) {
+    const hwt_sched_info *r = hwt_sched_at(i);
+    CHECK(hwt_sched_by_name(r->name) == r, "row %d '%s' not found by its name", i, r->name);
+    one += r->default_one;
+    many += r->default_many;
+  }
+  CHECK(one == 1 && many == 1, "%d default_one and %d default_many rows", one, many);
+  CHECK(!hwt_sched_at(-1) && !hwt_sched_at(hwt_sched_count()) && !hwt_sched_by_name(""),
+        "out-of-table lookups");
+  CHECK(hwt_sched_by_name(NULL) && hwt_sched_by_name(NULL)->default_one, "no default row");
   hwt_graph_destroy(g);
 }
 
+/* Engines one DAG runs under: per row, executors x threads (1..2 each; one
+ * executor for single-team rows), twice for worker-group rows. */
+static int configs_per_dag(void) {
+  int n = 0;
+  for (int row = 0; row < hwt_sched_count(); row++) {
+    const hwt_sched_info *info = hwt_sched_at(row);
+    n += (info->single_team ? 2 : 4) * (1 + info->worker_groups);
+  }
+  return n;
+}
+
 int main(int argc, char **argv) {
-  /* 250 DAGs x 17 configurations (4250 engines, two runs each): under TSan ~100 s on
-   * this loaded 2-core machine (test_c_suite allows 120 s a program). */
-  int n = argc > 1 ? atoi(argv[1]) : 250;
+  /* 210 DAGs x 20 configurations (4200 engines, two runs each): under TSan
+   * ~100 s on this loaded 2-core machine (test_c_suite allows 120 s a
+   * program); 4250 engines measured ~100 s. */
+  int n = argc > 1 ? atoi(argv[1]) : 210;
   unsigned seed = argc > 2 ? (unsigned)atoi(argv[2]) : 12345u;
   test_unimplemented();
   for (int i = 0; i < n && fails == 0; i++) {
@@ -300,6 +387,7 @@ int main(int argc, char **argv) {
     run_dag(&d, s);
   }
   if (fails) return 1;
-  printf("test_engine_sched: %d random DAGs x 17 configurations ok\n", n);
+  printf("test_engine_sched: %d random DAGs x %d configurations (%d schedulers) ok\n", n,
+         configs_per_dag(), hwt_sched_count());
   return 0;
 }

@@ -10,6 +10,7 @@
 #include "hwtune/api.h"
 #include "hwtune/eltwise.h"
 #include "hwtune/isa.h"
+#include "hwtune/op.h"
 #include "hwtune/pool.h"
 
 HWT_API double hwt_now(void); /* monotonic seconds */
@@ -44,5 +45,22 @@ HWT_API double hwt_probe_triad(hwt_pool *p, int nth, long n, hwt_isa isa, double
 HWT_API double hwt_bench_forkjoin_pool(hwt_pool *p, int nth, long iters);
 /* The same with an OpenMP parallel region; negative if built without OpenMP. */
 HWT_API double hwt_bench_forkjoin_omp(int nth, long iters);
+
+/* One op of a C graph, timed as the engine runs it (engine/bench/op_bench.c):
+ * its hwt_op_impl prepared on the caller's buffers (in/out in the op's input
+ * and output order; g and the buffers must outlive the handle) for nth
+ * threads, each run one fork-join of its nth shares on team 0 of p, as the
+ * engine runs an op on a team. Many ops may be prepared on one pool; runs of
+ * one pool must not overlap. isa -1: hwt_isa_select(). create returns NULL
+ * with a one-line reason in err when the op refuses its shapes or knobs. */
+typedef struct hwt_bench_op hwt_bench_op;
+HWT_API hwt_bench_op *hwt_bench_op_create(hwt_pool *p, int nth, const hwt_graph *g, int op,
+                                          int isa, const float *const *in, float *const *out,
+                                          char *err, size_t errlen);
+/* `warmup` untimed samples, then `reps` samples of `inner` runs each, written
+ * as seconds per run into samples[reps]. The outputs hold the last run's. */
+HWT_API int hwt_bench_op_run(hwt_bench_op *b, int warmup, int reps, int inner,
+                             double *samples);
+HWT_API void hwt_bench_op_destroy(hwt_bench_op *b);
 
 #endif

@@ -7,7 +7,8 @@
  * -> hwt_engine_destroy. Errors return negative status and leave a one-line
  * reason in hwt_engine_error(). A bind after prepare releases the prepared
  * ops: prepare again before the next run. Implementation: engine/exec/
- * (the schedulers' designs are described at the top of sched_*.c). */
+ * (the schedulers' designs are described at the top of sched_*.c, their
+ * contract in engine/exec/sched.h). */
 #ifndef HWTUNE_ENGINE_H
 #define HWTUNE_ENGINE_H
 #include <stddef.h>
@@ -17,34 +18,60 @@
 
 typedef struct hwt_engine hwt_engine;
 
+/* Schedulers are rows of one table (engine/exec/sched_table.c), known by
+ * name: callers look a scheduler up and branch on its properties below,
+ * never on its name. */
 typedef enum {
-  HWT_SCHED_SEQUENTIAL = 0,    /* one executor, all threads, topological order */
-  HWT_SCHED_SHARED_QUEUE = 1,  /* executors pull from one global ready queue, unpinned */
-  HWT_SCHED_CRITICAL_PATH = 2, /* Graphi: max level first, per-executor SPSC buffers, pinned teams */
-  HWT_SCHED_CORUN = 3          /* Strategy 3 of the runtime concurrency control paper: one
-                                  pinned worker per core, each op on a group of idle workers
-                                  sized from its thread-count candidates */
-} hwt_scheduler;
+  HWT_PIN_NEVER = 0,      /* never pins its threads (the unpinned baseline) */
+  HWT_PIN_ON_REQUEST = 1, /* pins when the config asks; callers default to unpinned */
+  HWT_PIN_BY_DEFAULT = 2  /* pins when the config asks; callers default to pinned */
+} hwt_sched_pinning;
+
+typedef struct {
+  const char *name;    /* as users spell it: "critical-path" */
+  const char *summary; /* one line for help texts */
+  int single_team;     /* one executor with every thread, whatever executors says */
+  int worker_groups;   /* executors x threads single-thread workers; an op's threads are
+                          a group of idle workers formed per dispatch (thread counts of
+                          ops count workers, not a team's threads) */
+  int in_order;        /* runs ops in the plan's topological order, one at a time: the
+                          arena may reuse memory sequentially */
+  int needs_costs;     /* orders ops by levels from op costs: callers profile per-op
+                          costs for it when they can */
+  int pins;            /* hwt_sched_pinning */
+  int default_one;     /* the scheduler of a config that names none */
+  int default_many;    /* the scheduler several executors get when none is named */
+} hwt_sched_info;
+
+/* The table: rows 0 .. hwt_sched_count() - 1 (NULL outside), or by name
+ * (NULL if no row has it; name NULL: the default_one row). */
+HWT_API int hwt_sched_count(void);
+HWT_API const hwt_sched_info *hwt_sched_at(int i);
+HWT_API const hwt_sched_info *hwt_sched_by_name(const char *name);
+/* Every name, in table order, joined by ", " into buf (truncated to n). */
+HWT_API const char *hwt_sched_list(char *buf, size_t n);
 
 /* Ops: a tiny op (estimated or profiled below ~2 us) runs inline on the
- * executor that made it ready (critical-path, corun); an op too small to
+ * executor that made it ready (schedulers that dispatch ops); an op too small to
  * split runs on its team's master alone unless op_threads names a count. An
  * op whose inputs are all params (transitively) is constant: it runs once in
  * hwt_engine_prepare and never in run(), nor in the profiled events. */
 typedef struct {
-  int executors;            /* 1..64 (SEQUENTIAL ignores it and uses 1); CORUN runs
-                               executors x threads_per_executor single workers */
+  int executors;            /* 1..64 (a single_team scheduler uses 1); a worker_groups
+                               one runs executors x threads_per_executor workers */
   int threads_per_executor; /* >= 1 */
-  int scheduler;            /* hwt_scheduler */
-  int pin;                  /* pin teams to disjoint CPUs (default 1); SHARED_QUEUE
-                               never pins, and more threads than CPUs run unpinned */
+  const char *scheduler;    /* a row's name; NULL: the default_one row. Read at
+                               create only */
+  int pin;                  /* pin teams to disjoint CPUs (default 1); HWT_PIN_NEVER
+                               schedulers never pin, and more threads than CPUs run
+                               unpinned */
   int isa;                  /* hwt_isa, or -1: hwt_isa_select() */
   const int *op_threads;    /* optional [n_ops]: threads for each op (0 = team size) */
   const double *op_cost;    /* optional [n_ops]: profiled seconds (< 0: the plan's
                                estimate), for levels and the tiny-op test */
   const double *op_priority;/* optional [n_ops]: overrides the level */
-  /* CORUN only, optional: [n_ops * op_cand_n] thread-count candidates of each
-   * op, best first (op k's are entries k*op_cand_n ...; a count <= 0 ends the
+  /* worker_groups schedulers only, optional: [n_ops * op_cand_n] thread-count
+   * candidates of each op, best first (op k's are entries k*op_cand_n ...; a count <= 0 ends the
    * list), with their predicted seconds (NULL or < 0: the op's cost). No
    * candidate: the op's op_threads, else threads_per_executor. Counts above
    * executors x threads are clamped. */
@@ -53,11 +80,15 @@ typedef struct {
   int op_cand_n;
 } hwt_engine_config;
 
-HWT_API void hwt_engine_config_init(hwt_engine_config *c); /* 1 x all CPUs, sequential */
+HWT_API void hwt_engine_config_init(hwt_engine_config *c); /* 1 x all CPUs, default_one */
 
-/* The engine keeps a pointer to g: g must outlive it. */
-HWT_API hwt_engine *hwt_engine_create(const hwt_graph *g, const hwt_engine_config *cfg,
-                                      char *err, size_t errlen);
+/* A new engine for g under cfg (NULL: hwt_engine_config_init's) into *out.
+ * Returns HWT_OK, or a negative status with *out NULL and a one-line reason
+ * in err: HWT_EINVAL (config, graph, unsupported op), HWT_EISA, HWT_ENOMEM,
+ * HWT_ESYS (the thread pool). The engine keeps a pointer to g: g must
+ * outlive it. */
+HWT_API int hwt_engine_create(const hwt_graph *g, const hwt_engine_config *cfg,
+                              hwt_engine **out, char *err, size_t errlen);
 HWT_API void hwt_engine_destroy(hwt_engine *e);
 HWT_API const char *hwt_engine_error(const hwt_engine *e);
 

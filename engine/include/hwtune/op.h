@@ -53,8 +53,8 @@ typedef struct {
 /* One table per family; *n receives its length. */
 HWT_API const hwt_op_impl *hwt_ops_linear(int *n);   /* matmul */
 HWT_API const hwt_op_impl *hwt_ops_conv(int *n);     /* conv2d, layout_transform */
-HWT_API const hwt_op_impl *hwt_ops_eltwise(int *n);  /* add sub mul div minimum maximum mod sum
-                                                        affine sigmoid tanh relu abs (broadcasting) */
+HWT_API const hwt_op_impl *hwt_ops_eltwise(int *n);  /* the model ops of hwtune/eltwise_ops.def
+                                                        (broadcasting) */
 HWT_API const hwt_op_impl *hwt_ops_pool(int *n);     /* pool2d, global_pool2d */
 HWT_API const hwt_op_impl *hwt_ops_norm(int *n);     /* batch_norm, softmax */
 HWT_API const hwt_op_impl *hwt_ops_movement(int *n); /* concat split slice reshape flatten */

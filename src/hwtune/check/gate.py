@@ -12,7 +12,6 @@ measures and records, with no comparison.
 from __future__ import annotations
 
 import os
-import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Optional
 
@@ -22,6 +21,7 @@ from hwtune.check.stats import Verdict, compare
 from hwtune.check.suite import Suite
 from hwtune.db.lifecycle import finishing
 from hwtune.errors import UsageError
+from hwtune.measure import clock
 from hwtune.scan import stats
 
 MODES = ("gate", "record-or-report")
@@ -222,7 +222,7 @@ def run_check(suite: Suite, *, db, mode: str = "gate", baseline_file: Optional[s
     if mode not in MODES:
         raise UsageError(f"invalid --mode {mode!r}: choose one of {', '.join(MODES)}")
     relative = suite.relative if relative is None else bool(relative)
-    t0 = time.perf_counter()
+    watch = clock.Stopwatch()
     fp = machine.fingerprint()
     host_key = db.upsert_host(fp)
     notices: List[str] = []
@@ -244,6 +244,10 @@ def run_check(suite: Suite, *, db, mode: str = "gate", baseline_file: Optional[s
             note = bl.check_host(base, host_key, relative)
             if note:
                 notices.append(note)
+            if base.suite != suite.name:
+                notices.append(f"baseline {base.source} was recorded for suite {base.suite!r}, "
+                               f"this is suite {suite.name!r}: figures are compared by name "
+                               "(record this suite's own with --update-baseline)")
         elif mode == "gate":
             where = f"--baseline {baseline_file}" if baseline_file else str(db.path)
             raise UsageError(f"no baseline of suite {suite.name!r} for this host in {where}: "
@@ -299,7 +303,7 @@ def run_check(suite: Suite, *, db, mode: str = "gate", baseline_file: Optional[s
                 if o.status in ("undecidable", "warn") and warn:
                     warn(f"{o.name}: {o.reason}")
         report.exit_code = EXIT[report.status]
-        report.elapsed_s = time.perf_counter() - t0
+        report.elapsed_s = watch.elapsed()
         db.add_fact(run_id, "check", report.to_json(samples=False))
         return report
 

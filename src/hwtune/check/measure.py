@@ -11,18 +11,16 @@ what relative mode divides by.
 from __future__ import annotations
 
 import contextlib
-import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional
 
 from hwtune.check.suite import Figure, Suite, reference_for
 from hwtune.errors import HwtuneError, NativeError, UsageError
-from hwtune.scan import stats
-from hwtune.scan.runner import settle
+from hwtune.measure import OK, FixedSampling, interleave, settle, stats
+from hwtune.measure.engine import EngineSide
+from hwtune.measure.policy import split
+from hwtune.measure.sides import CallSide, LoopSide, SampleSide, Side
 
-# A kernel sample is `inner` back-to-back calls; above this a mis-calibration
-# (a ~20 ns call) would run for minutes (as hwtune scan's MAX_INNER).
-MAX_INNER = 100000
 # Calibration samples per kernel before the run: the median of 3 single calls
 # is within ~20% of the steady call time here, close enough to size `inner`.
 CALIBRATE = 3
@@ -69,12 +67,6 @@ class FigureResult:
                    ref=[float(x) for x in d.get("ref") or []], error=d.get("error"))
 
 
-def chunks(total: int, rounds: int) -> List[int]:
-    """total samples split into `rounds` near-equal positive chunks."""
-    r = max(1, min(rounds, total))
-    return [total // r + (1 if i < total % r else 0) for i in range(r)]
-
-
 def best_of(xs: List[float], m: int, pick) -> List[float]:
     """Each run of m consecutive values reduced to its best (min time, max
     rate). Other users' load only ever adds time, so the best of a few short
@@ -85,146 +77,141 @@ def best_of(xs: List[float], m: int, pick) -> List[float]:
     return [pick(xs[i:i + m]) for i in range(0, len(xs) - m + 1, m)]
 
 
-def _inner(one_call_s: float, target_s: float) -> int:
-    return int(max(1, min(MAX_INNER, round(target_s / max(one_call_s, 1e-9)))))
+class _BestOf(Side):
+    """A figure's runner: each sample is the best of suite.best_of samples
+    of the side underneath (min time, or max rate)."""
 
-
-class _Kernel:
-    """A gemm or element-wise figure on the shared pool."""
-
-    def __init__(self, fig: Figure, pool, suite: Suite, inner: Optional[int]):
-        from hwtune.native import bench
-        self.fig, self.pool, self.isa, self.warmup = fig, pool, suite.isa, suite.warmup
-        p = fig.params
-        if fig.kind == "gemm":
-            self._fn = lambda w, r, k: bench.gemm_samples(
-                pool, p["threads"], p["M"], p["K"], p["N"], isa=self.isa, warmup=w, reps=r,
-                inner=k)
-        else:
-            self._fn = lambda w, r, k: bench.eltwise_samples(
-                pool, p["threads"], p["op"], p["n"], isa=self.isa, warmup=w, reps=r, inner=k)
-        self.best_of = suite.best_of
-        if inner is None:
-            one = stats.median(list(self._fn(self.warmup, CALIBRATE, 1)))
-            inner = _inner(one, suite.sample_seconds / self.best_of)
-        self.inner = inner
+    def __init__(self, side: Side, suite: Suite, pick, inner: Optional[int]):
+        self.side, self.best_of, self.pick, self.inner = side, suite.best_of, pick, inner
 
     def take(self, k: int) -> List[float]:
-        return best_of([float(x) for x in self._fn(self.warmup, k * self.best_of, self.inner)],
-                       self.best_of, min)
+        return best_of(self.side.take(k * self.best_of), self.best_of, self.pick)
 
-    def close(self):
-        pass
+    def close(self) -> None:
+        self.side.close()
 
 
-class _NumpyRef:
+def _kernel(fig: Figure, pool, suite: Suite, inner: Optional[int]) -> _BestOf:
+    """A gemm or element-wise figure on the shared pool (C-timed loop)."""
+    from hwtune.native import bench
+    p = fig.params
+    if fig.kind == "gemm":
+        def loop(w, r, k):
+            return bench.gemm_samples(pool, p["threads"], p["M"], p["K"], p["N"], isa=suite.isa,
+                                      warmup=w, reps=r, inner=k)
+    else:
+        def loop(w, r, k):
+            return bench.eltwise_samples(pool, p["threads"], p["op"], p["n"], isa=suite.isa,
+                                         warmup=w, reps=r, inner=k)
+    side = LoopSide(loop, sample_s=None if inner else suite.sample_seconds / suite.best_of,
+                    inner=inner or 1, take_warmup=suite.warmup, calibrate=CALIBRATE)
+    if inner is None:
+        side.warm(suite.warmup)
+    return _BestOf(side, suite, min, side.inner)
+
+
+def _numpy_ref(fig: Figure, suite: Suite, inner: Optional[int]) -> _BestOf:
     """numpy's BLAS GEMM (threads limited with threadpoolctl) or a numpy
     element-wise op: reference kernels outside hwtune's code."""
-
-    def __init__(self, fig: Figure, suite: Suite, inner: Optional[int]):
-        import numpy as np
-        from threadpoolctl import threadpool_limits
-        p = fig.params
-        rng = np.random.default_rng(0)
-        self._limits = threadpool_limits
-        self.threads = p.get("threads", 1)
-        if fig.kind == "blas_gemm":
-            a = rng.standard_normal((p["M"], p["K"]), dtype=np.float32)
-            b = rng.standard_normal((p["K"], p["N"]), dtype=np.float32)
-            c = np.empty((p["M"], p["N"]), dtype=np.float32)
-            self._call = lambda: np.matmul(a, b, out=c)
-        else:
-            a = rng.standard_normal(p["n"], dtype=np.float32)
-            b = rng.standard_normal(p["n"], dtype=np.float32)
-            c = np.empty(p["n"], dtype=np.float32)
-            fn = np.multiply if p["op"] == "mul" else np.add
-            self._call = lambda: fn(a, b, out=c)
-        with self._limits(limits=self.threads, user_api="blas"):
-            for _ in range(max(1, suite.warmup)):
-                self._call()
-            if inner is None:
-                inner = _inner(stats.median([self._time(1) for _ in range(CALIBRATE)]),
-                               suite.sample_seconds / suite.best_of)
-        self.inner = inner
-        self.best_of = suite.best_of
-
-    def _time(self, k: int) -> float:
-        t0 = time.perf_counter()
-        for _ in range(k):
-            self._call()
-        return (time.perf_counter() - t0) / k
-
-    def take(self, k: int) -> List[float]:
-        with self._limits(limits=self.threads, user_api="blas"):
-            self._call()  # warm, like the hwtune kernels' warm-up call
-            return best_of([self._time(self.inner) for _ in range(k * self.best_of)],
-                           self.best_of, min)
-
-    def close(self):
-        pass
+    import numpy as np
+    from threadpoolctl import threadpool_limits
+    p = fig.params
+    rng = np.random.default_rng(0)
+    if fig.kind == "blas_gemm":
+        a = rng.standard_normal((p["M"], p["K"]), dtype=np.float32)
+        b = rng.standard_normal((p["K"], p["N"]), dtype=np.float32)
+        c = np.empty((p["M"], p["N"]), dtype=np.float32)
+        call = lambda: np.matmul(a, b, out=c)  # noqa: E731
+    else:
+        a = rng.standard_normal(p["n"], dtype=np.float32)
+        b = rng.standard_normal(p["n"], dtype=np.float32)
+        c = np.empty(p["n"], dtype=np.float32)
+        fn = np.multiply if p["op"] == "mul" else np.add
+        call = lambda: fn(a, b, out=c)  # noqa: E731
+    threads = p.get("threads", 1)
+    side = CallSide(call, sample_s=None if inner else suite.sample_seconds / suite.best_of,
+                    calls=inner or 1, calibrate=CALIBRATE, prime=True,
+                    around=lambda: threadpool_limits(limits=threads, user_api="blas"))
+    side.warm(max(1, suite.warmup))
+    return _BestOf(side, suite, min, side.calls)
 
 
-class _Probe:
+def _probe(fig: Figure, pool, suite: Suite) -> _BestOf:
     """Throughput probes (FMA peak, triad): each sample is one timed slice."""
-
-    def __init__(self, fig: Figure, pool, suite: Suite):
-        from hwtune.native import bench
-        p = fig.params
-        secs = suite.sample_seconds / suite.best_of
-        self.best_of = suite.best_of
-        if fig.kind == "fma_peak":
-            self._fn = lambda: bench.fma_peak(pool, p["threads"], isa=suite.isa, seconds=secs)
-        else:
-            self._fn = lambda: bench.triad(pool, p["threads"], p["n"], isa=suite.isa,
-                                           seconds=secs)
-        self._fn()  # clocks up, pages touched
-        self.inner = None
-
-    def take(self, k: int) -> List[float]:
-        return best_of([float(self._fn()) for _ in range(k * self.best_of)], self.best_of, max)
-
-    def close(self):
-        pass
+    from hwtune.native import bench
+    p = fig.params
+    secs = suite.sample_seconds / suite.best_of
+    if fig.kind == "fma_peak":
+        def one():
+            return bench.fma_peak(pool, p["threads"], isa=suite.isa, seconds=secs)
+    else:
+        def one():
+            return bench.triad(pool, p["threads"], p["n"], isa=suite.isa, seconds=secs)
+    one()  # clocks up, pages touched
+    return _BestOf(SampleSide(lambda k: [one() for _ in range(k)]), suite, max, None)
 
 
-class _Model:
+def _model(fig: Figure, suite: Suite, db, host_key: Optional[str]):
     """A model on the engine, with the stored tuned config when this host has
-    one (else the default), as `hwtune run` would run it."""
+    one (else the default), as `hwtune run` would run it. Returns the runner
+    and the config with its source."""
+    from hwtune.engine.config import resolve
+    from hwtune.engine.runner import native_engine, op_costs, open_engine
+    from hwtune.graph import load_model
+    from hwtune.native.pool import allowed_cpus
+    native_engine()
+    graph = load_model(fig.params["model"], fig.params.get("vars") or None)
+    cpus = allowed_cpus()
+    names = [op.name for op in graph.ops]
+    graph_hash = db.put_graph(graph.to_json()) if db is not None else ""
+    res = resolve(db if host_key else None, host_key or "", graph_hash, {}, cpus=cpus,
+                  op_names=names)
+    costs = op_costs(db, host_key, graph, res.config)
+    side = EngineSide(open_engine(graph, res.config, costs),
+                      runs=int(fig.params.get("iterations_per_sample", 1)))
+    try:
+        side.warm(max(1, suite.warmup))
+    except BaseException:
+        side.close()
+        raise
+    return _BestOf(side, suite, min, None), res
 
-    def __init__(self, fig: Figure, suite: Suite, db, host_key: Optional[str]):
-        from hwtune.engine.config import resolve
-        from hwtune.engine.runner import native_engine, open_engine, profiled_costs
-        from hwtune.graph import load_model
-        from hwtune.native.pool import allowed_cpus
-        native_engine()
-        graph = load_model(fig.params["model"], fig.params.get("vars") or None)
-        cpus = allowed_cpus()
-        names = [op.name for op in graph.ops]
-        graph_hash = db.put_graph(graph.to_json()) if db is not None else ""
-        res = resolve(db if host_key else None, host_key or "", graph_hash, {}, cpus=cpus,
-                      op_names=names)
-        self.config, self.source = res.config, res.source
-        costs = (profiled_costs(db, host_key, graph, res.config)
-                 if db is not None and host_key and res.config.scheduler == "critical-path"
-                 else None)
-        self.engine = open_engine(graph, res.config, costs)
-        self.iters = int(fig.params.get("iterations_per_sample", 1))
-        self.best_of = suite.best_of
-        for _ in range(max(1, suite.warmup)):
-            self.engine.run()
-        self.inner = None
+
+class _RefFailed(Exception):
+    """A reference kernel failed mid-run: the whole check fails with it."""
+
+    def __init__(self, exc: Exception):
+        super().__init__(str(exc))
+        self.exc = exc
+
+
+class _Turn(Side):
+    """One figure's turn in a round: a chunk of its reference, then a chunk
+    of the figure, each after the spinning workers of the previous chunk
+    parked: OpenBLAS workers of a 2-thread BLAS reference busy-wait for
+    ~0.1-0.2 s after a call, and a chunk taken then would share its cores
+    with them (hwtune.measure.settling's measurement)."""
+
+    def __init__(self, fig: Figure, runner: Side, ref: Side, results: Dict[str, FigureResult],
+                 ref_name: str, tick: Callable[[str], None]):
+        self.fig, self.runner, self.ref, self.results = fig, runner, ref, results
+        self.ref_name, self.tick = ref_name, tick
 
     def take(self, k: int) -> List[float]:
-        out = []
-        for _ in range(k * self.best_of):
-            t0 = time.perf_counter()
-            for _ in range(self.iters):
-                self.engine.run()
-            out.append((time.perf_counter() - t0) / self.iters)
-        return best_of(out, self.best_of, min)
-
-    def close(self):
-        self.engine.close()
+        self.tick(self.fig.name)
+        settle()
+        try:
+            rs = self.ref.take(k)
+        except HwtuneError as exc:
+            raise _RefFailed(exc) from None
+        settle()
+        self.results[self.ref_name].samples.extend(rs)
+        xs = self.runner.take(k)
+        res = self.results[self.fig.name]
+        res.samples.extend(xs)
+        res.ref.extend([stats.median(rs)] * len(xs))
+        res.params["reference"] = self.ref_name
+        return xs
 
 
 def measure_suite(suite: Suite, *, db=None, host_key: Optional[str] = None,
@@ -252,23 +239,30 @@ def measure_suite(suite: Suite, *, db=None, host_key: Optional[str] = None,
     for f in used_refs + suite.figures:
         results[f.name] = FigureResult(f.name, f.kind, dict(f.params), f.unit,
                                        f.higher_is_better)
-    plan = chunks(suite.samples, suite.rounds)
+    plan = split(suite.samples, suite.rounds)
     total = len(plan) * len(suite.figures)
+    done = [0]
+
+    def tick(name: str) -> None:
+        if progress:
+            progress(done[0], total, name)
+        done[0] += 1
+
     with contextlib.ExitStack() as stack:
         pool = stack.enter_context(Pool(executors=1, threads=need, pin=True))
-        runners: Dict[str, Any] = {}
+        runners: Dict[str, Side] = {}
         for f in used_refs + suite.figures:
             try:
                 if f.kind in ("gemm", "eltwise"):
-                    r = _Kernel(f, pool, suite, hints.get(f.name))
+                    r = _kernel(f, pool, suite, hints.get(f.name))
                 elif f.kind in ("blas_gemm", "numpy_eltwise"):
-                    r = _NumpyRef(f, suite, hints.get(f.name))
+                    r = _numpy_ref(f, suite, hints.get(f.name))
                 elif f.kind == "model":
-                    r = _Model(f, suite, db, host_key)
-                    results[f.name].params["config"] = r.config.to_json()
-                    results[f.name].params["config_source"] = r.source
+                    r, res = _model(f, suite, db, host_key)
+                    results[f.name].params["config"] = res.config.to_json()
+                    results[f.name].params["config_source"] = res.source
                 else:
-                    r = _Probe(f, pool, suite)
+                    r = _probe(f, pool, suite)
             except (NativeError, UsageError) as exc:
                 if f in used_refs:
                     raise
@@ -278,34 +272,22 @@ def measure_suite(suite: Suite, *, db=None, host_key: Optional[str] = None,
             runners[f.name] = r
             if r.inner is not None:
                 results[f.name].params["inner"] = r.inner
-        done = 0
-        for rnd, k in enumerate(plan):
-            # Rotate the order each round so no figure always runs right
-            # after the same neighbour (cache and clock state carry over).
-            n = len(suite.figures)
-            for f in suite.figures[rnd % n:] + suite.figures[:rnd % n]:
-                if progress:
-                    progress(done, total, f.name)
-                done += 1
-                if f.name not in runners:
-                    continue
-                ref = refs[f.name]
-                # OpenBLAS workers of a 2-thread BLAS reference busy-wait for
-                # ~0.1-0.2 s after a call; a chunk taken then would share its
-                # cores with them (hwtune.scan.runner.settle's measurement).
-                settle()
-                rs = runners[ref.name].take(k)
-                settle()
-                results[ref.name].samples.extend(rs)
-                try:
-                    xs = runners[f.name].take(k)
-                except HwtuneError as exc:
-                    results[f.name].error = str(exc)
-                    runners.pop(f.name)
-                    continue
-                results[f.name].samples.extend(xs)
-                results[f.name].ref.extend([stats.median(rs)] * len(xs))
-                results[f.name].params["reference"] = ref.name
+        # Every figure's turns, the order rotated each round (interleave())
+        # so that no figure always runs right after the same neighbour
+        # (cache and clock state carry over). A figure that failed to start
+        # has no turns; its share of the progress is done.
+        figs = [f for f in suite.figures if f.name in runners]
+        done[0] += len(plan) * (len(suite.figures) - len(figs))
+        turns = [_Turn(f, runners[f.name], runners[refs[f.name].name], results,
+                       refs[f.name].name, tick) for f in figs]
+        try:
+            got = interleave(turns, FixedSampling(suite.samples, rounds=len(plan)))
+        except _RefFailed as exc:
+            raise exc.exc from None
+        for f, m in zip(figs, got):
+            if m.status != OK:
+                results[f.name].error = m.note
     if progress:
         progress(total, total, "")
     return results
+

@@ -181,7 +181,14 @@ def parse_figure(raw: Any, where: str, base_dir: Optional[Path]) -> Figure:
         if not model.is_absolute() and base_dir is not None:
             model = base_dir / model
         if not model.is_file():
-            raise UsageError(f"{where}.model: no such file {model}")
+            # A bundled model's name (`model = "lstm_small"`), so a suite
+            # copied anywhere still finds it.
+            from hwtune.sources import bundled_models
+            found = bundled_models().get(params["model"])
+            if found is None:
+                raise UsageError(f"{where}.model: no such file {model}, and no bundled model "
+                                 f"named {params['model']!r}")
+            model = found
         params["model"] = os.fspath(model)
     name = raw.get("name", default_name(kind, params))
     if not isinstance(name, str) or not name.strip():
@@ -284,12 +291,20 @@ def _toml():
                              "(pip install tomli)") from None
 
 
+def default_suite_path() -> Path:
+    """configs/ci.toml of the current directory (a checkout, or a suite the
+    user keeps there), else the one bundled with hwtune."""
+    if DEFAULT_SUITE.is_file():
+        return DEFAULT_SUITE
+    from hwtune.sources import default_suite
+    return default_suite()
+
+
 def load_suite(path=None) -> Suite:
-    """Read and validate a suite file (default: configs/ci.toml)."""
-    p = Path(path) if path is not None else DEFAULT_SUITE
+    """Read and validate a suite file (default: default_suite_path())."""
+    p = Path(path) if path is not None else default_suite_path()
     if not p.is_file():
-        hint = "" if path is not None else " (run from the project root or pass --suite FILE)"
-        raise UsageError(f"suite file {p} does not exist{hint}")
+        raise UsageError(f"suite file {p} does not exist")
     toml = _toml()
     try:
         with open(p, "rb") as f:

@@ -323,6 +323,61 @@ def _m005_check_baselines(db: sqlite_utils.Database) -> None:
     )
 
 
+def _m006_scheduler_names(db: sqlite_utils.Database) -> None:
+    """engine_configs without the CHECK on scheduler names: the engine's
+    scheduler table (engine/exec/sched_table.c) is the one list of names,
+    and the writer (ResultsDB.put_engine_config) and both readers (Python,
+    the C runner) check against it, refusing a name they do not know. The
+    table is rebuilt as in v4 (SQLite cannot drop a CHECK), keeping every
+    row, its id, and the op_profiles links into it."""
+    _execute_script(
+        db,
+        """
+        CREATE TABLE engine_configs_v6 (
+            id                   INTEGER PRIMARY KEY,
+            host_key             TEXT NOT NULL REFERENCES hosts(host_key),
+            graph_hash           TEXT NOT NULL REFERENCES graphs(graph_hash),
+            executors            INTEGER NOT NULL CHECK (executors >= 1),
+            threads_per_executor INTEGER NOT NULL CHECK (threads_per_executor >= 1),
+            -- a name of the engine's scheduler table ('critical-path')
+            scheduler            TEXT NOT NULL CHECK (scheduler <> ''),
+            pin                  INTEGER NOT NULL CHECK (pin IN (0, 1)),
+            op_threads_json      TEXT NOT NULL DEFAULT '{}',
+            op_params_json       TEXT NOT NULL DEFAULT '{}',
+            op_priority_json     TEXT NOT NULL DEFAULT '{}',
+            -- profiled seconds per op under this config (level-ordered schedulers)
+            op_cost_json         TEXT NOT NULL DEFAULT '{}',
+            -- worker-group schedulers: op -> [[threads, seconds], ...], best first
+            op_candidates_json   TEXT NOT NULL DEFAULT '{}',
+            -- the lowered graph after this config's layout rewrites (NULL:
+            -- graphs.lowered_json), for the stand-alone C runner
+            lowered_json         TEXT,
+            source               TEXT NOT NULL CHECK (source IN ('default', 'tuned', 'user')),
+            hwtune_version       TEXT NOT NULL,
+            created_at           TEXT NOT NULL,
+            UNIQUE (host_key, graph_hash, source)
+        );
+        CREATE TEMP TABLE profile_links AS
+            SELECT id, config_id FROM op_profiles WHERE config_id IS NOT NULL;
+        UPDATE op_profiles SET config_id = NULL WHERE config_id IS NOT NULL;
+        INSERT INTO engine_configs_v6 (id, host_key, graph_hash, executors,
+            threads_per_executor, scheduler, pin, op_threads_json, op_params_json,
+            op_priority_json, op_cost_json, op_candidates_json, lowered_json, source,
+            hwtune_version, created_at)
+          SELECT id, host_key, graph_hash, executors, threads_per_executor, scheduler, pin,
+            op_threads_json, op_params_json, op_priority_json, op_cost_json,
+            op_candidates_json, lowered_json, source, hwtune_version, created_at
+          FROM engine_configs;
+        DROP TABLE engine_configs;
+        ALTER TABLE engine_configs_v6 RENAME TO engine_configs;
+        UPDATE op_profiles SET config_id =
+            (SELECT config_id FROM profile_links WHERE profile_links.id = op_profiles.id)
+            WHERE id IN (SELECT id FROM profile_links);
+        DROP TABLE profile_links;
+        """
+    )
+
+
 Migration = Tuple[int, str, Callable[[sqlite_utils.Database], None]]
 
 MIGRATIONS: List[Migration] = [
@@ -333,6 +388,8 @@ MIGRATIONS: List[Migration] = [
         "candidates and lowered graph", _m004_tuning),
     (5, "check: check_baselines, check_baseline_figures (raw samples per figure)",
      _m005_check_baselines),
+    (6, "engine_configs without the CHECK on scheduler names (the engine's table lists them)",
+     _m006_scheduler_names),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -1,9 +1,7 @@
-"""The graph execution engine: the C graph IR, its planner, and the lowering
-of a validated hwtune.graph model into them."""
+"""The graph execution engine's Python side: lowering a validated
+hwtune.graph model into the C graph IR and its plan (the bindings live in
+hwtune.native: graph, plan, engine), engine configurations and `hwtune run`."""
 
-from hwtune.engine.errors import EngineGraphError, PlanError
 from hwtune.engine.lower import PlanSummary, lower_graph, plan_model
-from hwtune.engine.native_graph import REUSE_POLICIES, NativeGraph, Plan
 
-__all__ = ["EngineGraphError", "NativeGraph", "Plan", "PlanError", "PlanSummary",
-           "REUSE_POLICIES", "lower_graph", "plan_model"]
+__all__ = ["PlanSummary", "lower_graph", "plan_model"]

@@ -9,6 +9,9 @@ outputs), ops in model order, attributes encoded by lower.py's own encoder
 carry their model "init" spec (zeros / ones / constant / uniform / normal
 with scale, low, high) so the runner draws values of the same kind (not
 the same values: it has its own generator); explicit "data" is left out.
+Tensors with "init": "file" take their values from the model's weights file,
+named by absolute path and sha256 in the document's "weights" (the runner
+reads the same numbers as the Python engine).
 """
 
 from typing import Any, Dict, List
@@ -70,4 +73,8 @@ def lowered_doc(graph: Graph) -> Dict[str, Any]:
                         "ints": {}, "floats": {}})
         for key, value in sorted(op.resolved.items()):
             _encode_attr(rec, len(rec.ops) - 1, key, value)
-    return {"tensors": rec.tensors, "ops": rec.ops}
+    doc = {"tensors": rec.tensors, "ops": rec.ops}
+    weights = graph.weights
+    if weights is not None:
+        doc["weights"] = {"path": weights.path, "sha256": weights.sha256}
+    return doc

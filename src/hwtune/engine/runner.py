@@ -2,7 +2,6 @@
 resolved config, time warm-up + N iterations, optionally profile one more,
 and store everything in results.db as it is measured."""
 
-import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
@@ -47,6 +46,7 @@ class RunResult:
     flops: int
     events: List[OpEvent] = field(default_factory=list)
     check: Optional[Dict[str, Any]] = None
+    outputs: Optional[Dict[str, Any]] = None  # with keep_outputs: name -> array
 
     @property
     def noisy(self) -> bool:
@@ -71,10 +71,10 @@ def check_counts(iterations: int, warmup: int) -> None:
 def native_engine():
     """The C engine's binding module; NativeError when this build lacks it."""
     try:
-        from hwtune.engine import native_engine as mod
+        from hwtune.native import engine as mod
     except ImportError as exc:
         raise NativeError(f"engine not available: the C engine binding "
-                          f"(hwtune.engine.native_engine) is missing in this build ({exc})"
+                          f"(hwtune.native.engine) is missing in this build ({exc})"
                           ) from None
     return mod
 
@@ -84,7 +84,7 @@ def open_engine(graph, cfg: EngineConfig, op_cost: Optional[Dict[str, float]] = 
     run_reference seeds them)."""
     return native_engine().NativeEngine(
         graph, executors=cfg.executors, threads=cfg.threads,
-        scheduler=cfg.scheduler.replace("-", "_"), pin=cfg.pinned,
+        scheduler=cfg.scheduler, pin=cfg.pinned,
         op_threads=cfg.op_threads or None, op_cost=op_cost or cfg.op_cost or None,
         op_priority=cfg.op_priority or None,
         op_candidates=getattr(cfg, "op_candidates", None) or None)
@@ -101,8 +101,8 @@ def _op_threads(cfg: EngineConfig, graph) -> List[int]:
 
 
 def profiled_costs(db, host_key: str, graph, cfg: EngineConfig) -> Optional[Dict[str, float]]:
-    """Stored per-op medians for this layout, for the critical-path levels;
-    None unless every op has one (the engine's FLOP/byte estimate and
+    """Stored per-op medians for this layout, for the levels of schedulers
+    that need op costs; None unless every op has one (the engine's FLOP/byte estimate and
     measured times are on different scales, so they are never mixed)."""
     costs = {}
     for op, wk, t in zip(graph.ops, workload_keys(graph), _op_threads(cfg, graph)):
@@ -117,7 +117,7 @@ def store_op_profiles(db, host_key: str, graph, cfg: EngineConfig, runs: List[Li
                       config_id: Optional[int]) -> int:
     """Per workload and thread count, the median over every op instance in
     every profiled run; returns the rows stored."""
-    from hwtune.scan.stats import mad, median
+    from hwtune.measure.stats import mad, median
     keys = workload_keys(graph)
     index = {op.name: i for i, op in enumerate(graph.ops)}
     samples: Dict[tuple, List[float]] = {}
@@ -131,12 +131,13 @@ def store_op_profiles(db, host_key: str, graph, cfg: EngineConfig, runs: List[Li
     return len(samples)
 
 
-def check_outputs(outputs: Dict[str, Any], graph) -> Dict[str, Any]:
+def check_outputs(outputs: Dict[str, Any], graph, inputs=None) -> Dict[str, Any]:
     """Compare the engine's outputs with the numpy reference (run_reference
-    seeds params and inputs the way the engine binding does)."""
+    seeds params and inputs the way the engine binding does; inputs given
+    to the engine are given to it too)."""
     import numpy as np
     from hwtune.graph import run_reference
-    ref = run_reference(graph)
+    ref = run_reference(graph, inputs)
     worst = {"output": None, "max_abs": 0.0, "max_ref": 0.0, "rel": 0.0}
     for name in graph.outputs:
         want = np.asarray(ref[name], dtype=np.float64)
@@ -151,49 +152,67 @@ def check_outputs(outputs: Dict[str, Any], graph) -> Dict[str, Any]:
     return dict(worst, tolerance=CHECK_TOL, ok=worst["rel"] <= CHECK_TOL)
 
 
+def op_costs(db, host_key: Optional[str], graph, cfg: EngineConfig,
+             given: Optional[Dict[str, float]] = None) -> Optional[Dict[str, float]]:
+    """The per-op seconds the engine gets: for a scheduler whose table row
+    needs op costs (it orders ops by levels), the given ones, else the
+    config's stored ones, else the profiled op_profiles of this host; None
+    for the others (and when nothing is known)."""
+    if not cfg.sched.needs_costs:
+        return None
+    if given or cfg.op_cost:
+        return given or cfg.op_cost
+    if db is None or not host_key:
+        return None
+    return profiled_costs(db, host_key, graph, cfg)
+
+
 def run_model(db, host_key: str, graph, graph_hash: str, cfg: EngineConfig, *,
               iterations: int, warmup: int, trace: bool, options: Dict[str, Any],
               kernel_variant: str, config_id: Optional[int] = None, check: bool = False,
-              progress=None, base_graph=None, op_cost: Optional[Dict[str, float]] = None
+              progress=None, base_graph=None, op_cost: Optional[Dict[str, float]] = None,
+              inputs: Optional[Dict[str, Any]] = None, keep_outputs: bool = False
               ) -> RunResult:
     """Time the engine on graph; one 'run' row with one 'graph' measurement.
     With trace, PROFILE_RUNS more runs are profiled: their per-op medians go
-    to op_profiles (and order the next critical-path run), the last run's
+    to op_profiles (and order the next run of a scheduler that needs op
+    costs), the last run's
     events to run_traces. graph is what runs (a config's layout rewrites
     applied); base_graph, when given, is the model graph_hash names.
-    op_cost: the config's stored per-op costs (else profiled op_profiles)."""
+    op_cost: the config's stored per-op costs (else profiled op_profiles).
+    inputs: name -> array replacing seeded inputs; keep_outputs: return the
+    outputs of the last timed run in result.outputs."""
     from hwtune.engine.lowered import lowered_doc
     from hwtune.graph.info import graph_info
-    from hwtune.scan.stats import mad, median, rel_spread
+    from hwtune.measure import FixedSampling, interleave
+    from hwtune.measure.engine import EngineSide, profiled_runs
+    from hwtune.measure.stats import mad, median, rel_spread
 
     check_counts(iterations, warmup)
     flops = graph_info(graph).flops
-    costs = None
-    if cfg.scheduler in ("critical-path", "corun"):
-        costs = op_cost or cfg.op_cost or profiled_costs(db, host_key, graph, cfg)
+    costs = op_costs(db, host_key, graph, cfg, op_cost)
     # for the C runner (engine/runner/)
     db.put_lowered(graph_hash, lowered_doc(base_graph if base_graph is not None else graph))
     engine = open_engine(graph, cfg, costs)
+    for name, value in (inputs or {}).items():
+        engine.set_input(name, value)
     run_id = db.start_run(host_key, "run", options)
     try:
         with finishing(db, run_id, "run"):
-            samples: List[float] = []
-            for i in range(warmup + iterations):
-                t0 = time.perf_counter()
-                engine.run()
-                dt = time.perf_counter() - t0
-                if i >= warmup:
-                    samples.append(dt)
-                if progress:
-                    progress(i + 1, warmup + iterations)
+            # Warm-up runs are sampled too (and dropped) so that progress
+            # moves during a long model's warm-up.
+            total = warmup + iterations
+            got = interleave([EngineSide(engine)], FixedSampling(total), raise_errors=True,
+                             on_round=(lambda r, n: progress(n, total)) if progress else None)
+            samples = got[0].samples[warmup:]
             checked = None
             if check:
-                checked = check_outputs(engine.outputs(), graph)
+                checked = check_outputs(engine.outputs(), graph, inputs)
                 db.add_fact(run_id, "check", checked)
             events: List[OpEvent] = []
             if trace:
                 # Profiled separately: recording events must not touch the timings.
-                runs = _profiled_runs(engine, graph, PROFILE_RUNS)
+                runs = profiled_runs(engine, graph, PROFILE_RUNS)
                 events = runs[-1]
                 store_op_profiles(db, host_key, graph, cfg, runs, config_id)
             med = median(samples)
@@ -202,7 +221,8 @@ def run_model(db, host_key: str, graph, graph_hash: str, cfg: EngineConfig, *,
                                rel_spread=rel_spread(samples),
                                runs_per_s=1.0 / med if med > 0 else 0.0,
                                gflops=flops / med / 1e9 if med > 0 else 0.0, flops=flops,
-                               events=events, check=checked)
+                               events=events, check=checked,
+                               outputs=engine.outputs() if keep_outputs else None)
             db.add_measurement(
                 run_id, bench="graph", op=graph.name,
                 params={"graph_hash": graph_hash, "config": cfg.to_json(),
@@ -216,12 +236,3 @@ def run_model(db, host_key: str, graph, graph_hash: str, cfg: EngineConfig, *,
             return result
     finally:
         engine.close()
-
-
-def _profiled_runs(engine, graph, n: int) -> List[List[OpEvent]]:
-    runs = []
-    for _ in range(n):
-        engine.run(profile=True)
-        runs.append([OpEvent(graph.ops[ev.op].name, graph.ops[ev.op].op, ev.executor,
-                             ev.threads, ev.start_s, ev.end_s) for ev in engine.events()])
-    return runs

@@ -1,6 +1,7 @@
 """Run a validated graph in numpy: the semantic reference for the engine.
 
-Parameters (and inputs not supplied by the caller) are initialised from the
+Parameters (and inputs not supplied by the caller) come from the model's
+weights file when it has one ("init": "file"), else are initialised from the
 model's seed; each tensor draws from its own stream keyed by (seed, name), so
 adding a parameter never changes the values of the others.
 """
@@ -12,7 +13,7 @@ import numpy as np
 
 from hwtune.graph import ops as oplib
 from hwtune.graph.errors import fail
-from hwtune.graph.model import Graph, Tensor
+from hwtune.graph.model import WEIGHTS_KEY, Graph, Tensor, flatten_data
 
 
 def default_scale(shape, is_param: bool) -> float:
@@ -39,11 +40,16 @@ def default_scale(shape, is_param: bool) -> float:
 def init_tensor(t: Tensor, seed: int, is_param: bool = True) -> np.ndarray:
     spec = t.init
     if "data" in spec:
-        data = np.asarray(spec["data"], dtype=np.float32)
+        data = np.asarray(flatten_data(spec["data"]), dtype=np.float32)
         if data.size != oplib.numel(t.shape):
             fail(f"{t.loc}.data", f"{data.size} values for shape {oplib.show_shape(t.shape)}")
         return data.reshape(t.shape)
     kind = spec.get("init", "uniform")
+    if kind == "file":
+        if WEIGHTS_KEY not in spec:
+            fail(f"{t.loc}.init", f'tensor "{t.name}" takes its values from a weights file, '
+                                  "but the model was not loaded from one")
+        return spec[WEIGHTS_KEY].array(t.name)
     if kind == "zeros":
         return np.zeros(t.shape, np.float32)
     if kind == "ones":

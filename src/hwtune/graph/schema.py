@@ -101,6 +101,16 @@ def build_schema():
             "params": {"type": "array", "items": {"$ref": "#/$defs/tensor_item"}},
             "ops": {"type": "array", "items": {"$ref": "#/$defs/op_item"}},
             "outputs": names,
+            "weights": {
+                "type": "object", "required": ["file"], "additionalProperties": False,
+                "description": "Sidecar file (safetensors layout, float32) holding the "
+                               "values of every tensor with \"init\": \"file\"; path "
+                               "relative to this file, sha256 of its content.",
+                "properties": {
+                    "file": {"type": "string", "minLength": 1},
+                    "sha256": {"type": "string", "pattern": "^[0-9a-fA-F]{64}$"},
+                    "comment": {"type": "string"},
+                }},
         },
         "$defs": {
             "expr": _EXPR,

@@ -1,6 +1,10 @@
-"""Typed ctypes binding to the bundled C library (libhwtune).
+"""Every ctypes binding to the bundled C library (libhwtune), one module
+per C header: isa, gemm, eltwise, conv, pool, bench (kernels and the thread
+pool), graph, plan, ops, engine, sched (the graph engine).
 
-Each submodule binds one C header: isa, gemm, eltwise, pool, bench.
+Shared by all of them: _lib (loading, signatures, the one mapping of C
+status codes to typed errors), handle (the life cycle of a C object owned
+from Python), abi (struct mirrors checked against the compiler's layout).
 """
 
-from hwtune.native._lib import lib, check  # noqa: F401
+from hwtune.native._lib import check, lib  # noqa: F401

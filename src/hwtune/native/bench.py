@@ -13,6 +13,7 @@ import numpy as np
 
 from hwtune.errors import UsageError
 from hwtune.native._lib import check, lib
+from hwtune.native.eltwise import OPS
 from hwtune.native.isa import resolve_isa
 from hwtune.native.pool import Pool
 
@@ -38,11 +39,8 @@ lib.hwt_bench_forkjoin_pool.argtypes = [_P, _i, _l]
 lib.hwt_bench_forkjoin_pool.restype = _d
 lib.hwt_bench_forkjoin_omp.argtypes = [_i, _l]
 lib.hwt_bench_forkjoin_omp.restype = _d
-lib.hwt_eltwise_name.argtypes = [_i]
-lib.hwt_eltwise_name.restype = ctypes.c_char_p
-
-# Element-wise op names as the C library spells them (hwt_ew_op order).
-EW_OPS = tuple(lib.hwt_eltwise_name(i).decode() for i in range(7))
+# Element-wise op names as the C library's table spells them (ids are positions).
+EW_OPS = OPS
 
 
 def _probe(name: str):

@@ -12,33 +12,39 @@ import ctypes
 import numpy as np
 
 from hwtune.errors import UsageError
-from hwtune.native._lib import check, lib
+from hwtune.native._lib import check, enum_names, lib
+from hwtune.native.abi import CStruct
 from hwtune.native.isa import resolve_isa
 
-LAYOUTS = ("NCHW", "NCHWc", "NCHW-direct")  # index = hwt_conv_layout
+LAYOUTS = tuple(enum_names("hwt_conv_layout"))  # "NCHW", "NCHWc", "NCHW-direct"; index = value
 KNOBS = ("ic_bn", "oc_bn", "reg_n", "unroll_ker", "reg_h")  # hwt_conv_params order
 _KNOB_MAX = 128
 
 
-class _Desc(ctypes.Structure):
+class _Desc(CStruct):
+    _c_name_ = "hwt_conv_desc"
     _fields_ = [(n, ctypes.c_int) for n in (
         "N", "C", "H", "W", "K", "R", "S",
         "stride_h", "stride_w", "pad_h", "pad_w", "relu")]
 
 
-class _Params(ctypes.Structure):
+class _Params(CStruct):
+    _c_name_ = "hwt_conv_params"
     _fields_ = [(n, ctypes.c_int) for n in KNOBS]
 
 
-class _Knob(ctypes.Structure):
+class _Knob(CStruct):
+    _c_name_ = "hwt_conv_knob"
     _fields_ = [("n", ctypes.c_int), ("v", ctypes.c_int * _KNOB_MAX)]
 
 
-class _Knobs(ctypes.Structure):
+class _Knobs(CStruct):
+    _c_name_ = "hwt_conv_knobs_t"
     _fields_ = [(n, _Knob) for n in KNOBS]
 
 
-class _Plan(ctypes.Structure):
+class _Plan(CStruct):
+    _c_name_ = "hwt_conv_plan"
     _fields_ = [
         ("d", _Desc), ("layout", ctypes.c_int), ("p", _Params), ("isa", ctypes.c_int),
         ("nth", ctypes.c_int), ("OH", ctypes.c_int), ("OW", ctypes.c_int),

@@ -7,31 +7,72 @@ in hwtune.native.pool.
 """
 
 import ctypes
-from typing import Optional
+from typing import Dict, NamedTuple, Optional, Tuple
 
 import numpy as np
 
 from hwtune.errors import UsageError
 from hwtune.native._lib import check, lib
+from hwtune.native.abi import CStruct
 from hwtune.native.isa import resolve_isa
 
-OPS = ("add", "sub", "mul", "fma", "sigmoid", "tanh", "relu")
-# Inputs each op reads (a, then b, then c), in hwt_ew_op order.
-ARITY = {"add": 2, "sub": 2, "mul": 2, "fma": 3, "sigmoid": 1, "tanh": 1, "relu": 1}
 # Partition contract: run_part is exercised up to this many shares.
 MAX_THREADS = 1024
 
 _c_float_p = ctypes.POINTER(ctypes.c_float)
+_i, _s = ctypes.c_int, ctypes.c_char_p
+
+# The op table's accessors (hwtune/eltwise.h).
+for _name, _args, _res in (
+        ("hwt_eltwise_count", [], _i), ("hwt_eltwise_name", [_i], _s),
+        ("hwt_eltwise_kind_name", [_i], _s), ("hwt_eltwise_operands", [_i], _i),
+        ("hwt_eltwise_is_graph_op", [_i], _i), ("hwt_eltwise_flops", [_i], _i),
+        ("hwt_eltwise_attr_count", [_i], _i), ("hwt_eltwise_attr_name", [_i, _i], _s),
+        ("hwt_eltwise_attr_default", [_i, _i], ctypes.c_double)):
+    getattr(lib, _name).argtypes = _args
+    getattr(lib, _name).restype = _res
+
+MAX_ATTRS = 2  # HWT_EW_MAX_ATTRS; EltwiseDesc's layout is checked against C by tests/test_native_abi.py
 
 
-class EltwiseDesc(ctypes.Structure):
+class OpInfo(NamedTuple):
+    """One row of the C op table (hwtune/eltwise_ops.def)."""
+
+    name: str
+    kind: str            # "unary", "binary" (broadcasting), "nary", "ternary"
+    operands: int        # arrays one kernel call reads: a[, b[, c]]
+    graph_op: bool       # usable in model.json (False: a kernel only, e.g. fma)
+    flops: int           # per output element (nary: per input after the first)
+    attrs: Tuple[Tuple[str, float], ...]  # (name, default), in table order
+
+
+def _table() -> Dict[str, OpInfo]:
+    ops = {}
+    for i in range(lib.hwt_eltwise_count()):
+        attrs = tuple((lib.hwt_eltwise_attr_name(i, k).decode(), lib.hwt_eltwise_attr_default(i, k))
+                      for k in range(lib.hwt_eltwise_attr_count(i)))
+        ops[lib.hwt_eltwise_name(i).decode()] = OpInfo(
+            lib.hwt_eltwise_name(i).decode(), lib.hwt_eltwise_kind_name(i).decode(),
+            lib.hwt_eltwise_operands(i), bool(lib.hwt_eltwise_is_graph_op(i)),
+            lib.hwt_eltwise_flops(i), attrs)
+    return ops
+
+
+# The C table, read once: op name -> OpInfo, in C's order (ids are positions).
+TABLE = _table()
+OPS = tuple(TABLE)
+
+
+class EltwiseDesc(CStruct):
     """hwt_eltwise_desc."""
 
+    _c_name_ = "hwt_eltwise_desc"
     _fields_ = [
         ("op", ctypes.c_int),
         ("isa", ctypes.c_int),
         ("n", ctypes.c_size_t),
         ("nt_stores", ctypes.c_int),
+        ("attr", ctypes.c_float * MAX_ATTRS),
     ]
 
 
@@ -52,9 +93,23 @@ lib.hwt_probe_triad_part.restype = None
 
 
 def _op_index(op: str) -> int:
-    if op not in OPS:
+    if op not in TABLE:
         raise UsageError(f"unknown element-wise op {op!r}: choose one of {', '.join(OPS)}")
     return OPS.index(op)
+
+
+def _attr_values(op: str, attrs: Optional[dict]) -> list:
+    """The op's attribute values in table order: given ones, else defaults."""
+    known = dict(TABLE[op].attrs)
+    attrs = dict(attrs or {})
+    for key, value in attrs.items():
+        if key not in known:
+            names = ", ".join(known) or "none"
+            raise UsageError(f"op {op!r} has no attribute {key!r} (known: {names})")
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
+            raise UsageError(f"op {op!r}: attribute {key!r} must be a number, got {value!r}")
+    vals = [float(attrs.get(name, default)) for name, default in TABLE[op].attrs]
+    return vals + [0.0] * (MAX_ATTRS - len(vals))
 
 
 def _check_nth(nth) -> None:
@@ -73,17 +128,19 @@ def _ptr(arr: Optional[np.ndarray]):
     return None if arr is None else arr.ctypes.data_as(_c_float_p)
 
 
-def eltwise(op: str, a, b=None, c=None, *, isa: Optional[str] = None, nth: int = 1,
-            nt_stores: bool = False) -> np.ndarray:
+def eltwise(op: str, a, b=None, c=None, *, attrs: Optional[dict] = None,
+            isa: Optional[str] = None, nth: int = 1, nt_stores: bool = False) -> np.ndarray:
     """out = op(a[, b[, c]]) in float32, shape of `a`, no broadcasting.
 
-    Inputs are converted to contiguous float32. All `nth` shares run here,
+    Inputs are converted to contiguous float32; `attrs` sets the op's
+    attributes (the table's defaults otherwise). All `nth` shares run here,
     one after another; `nt_stores` writes the output with streaming stores.
     """
     idx = _op_index(op)
     _check_nth(nth)
+    values = _attr_values(op, attrs)
     given = [x is not None for x in (b, c)]
-    want = ARITY[op]
+    want = TABLE[op].operands
     if given != [want >= 2, want >= 3]:
         names = ("a", "a, b", "a, b, c")[want - 1]
         raise UsageError(f"op {op!r} takes {want} input(s) ({names}); got "
@@ -98,7 +155,8 @@ def eltwise(op: str, a, b=None, c=None, *, isa: Optional[str] = None, nth: int =
             arrs.append(arr)
     arrs += [None] * (3 - len(arrs))
     out = np.empty(arrs[0].shape, dtype=np.float32)
-    desc = EltwiseDesc(idx, resolve_isa(isa), out.size, int(bool(nt_stores)))
+    desc = EltwiseDesc(idx, resolve_isa(isa), out.size, int(bool(nt_stores)),
+                       (ctypes.c_float * MAX_ATTRS)(*values))
     check(lib.hwt_eltwise_check(ctypes.byref(desc)), f"eltwise {op}")
     if out.size == 0:
         return out

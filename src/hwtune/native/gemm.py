@@ -14,6 +14,7 @@ import numpy as np
 
 from hwtune.errors import UsageError
 from hwtune.native._lib import check, lib
+from hwtune.native.abi import CStruct
 from hwtune.native.isa import ISA_NAMES, resolve_isa
 
 _c_float_p = ctypes.POINTER(ctypes.c_float)
@@ -24,9 +25,10 @@ _WS_ALIGN = 64
 MAX_THREADS = 256
 
 
-class GemmDesc(ctypes.Structure):
+class GemmDesc(CStruct):
     """hwt_gemm_desc (row-major; leading dimensions in elements)."""
 
+    _c_name_ = "hwt_gemm_desc"
     _fields_ = [
         ("M", ctypes.c_int), ("N", ctypes.c_int), ("K", ctypes.c_int),
         ("trans_a", ctypes.c_int), ("trans_b", ctypes.c_int),
@@ -35,9 +37,10 @@ class GemmDesc(ctypes.Structure):
     ]
 
 
-class GemmPlan(ctypes.Structure):
+class GemmPlan(CStruct):
     """hwt_gemm_plan, as filled by hwt_gemm_plan_make."""
 
+    _c_name_ = "hwt_gemm_plan"
     _fields_ = [
         ("d", GemmDesc),
         ("isa", ctypes.c_int),

@@ -5,8 +5,25 @@ import os
 
 from hwtune.errors import UsageError
 from hwtune.native._lib import lib
+from hwtune.native.abi import CStruct
 
-ISA_NAMES = ("generic", "avx2", "avx512")
+lib.hwt_isa_name.argtypes = [ctypes.c_int]
+lib.hwt_isa_name.restype = ctypes.c_char_p
+lib.hwt_isa_from_name.argtypes = [ctypes.c_char_p]
+lib.hwt_isa_from_name.restype = ctypes.c_int
+
+
+def _isa_names() -> tuple:
+    """hwt_isa's names in value order (the library's spelling)."""
+    names = []
+    while True:
+        name = lib.hwt_isa_name(len(names)).decode()
+        if lib.hwt_isa_from_name(name.encode()) != len(names):  # past HWT_ISA_COUNT
+            return tuple(names)
+        names.append(name)
+
+
+ISA_NAMES = _isa_names()  # ("generic", "avx2", "avx512")
 
 _FEATURE_FIELDS = [
     "sse42", "avx", "avx2", "fma",
@@ -17,7 +34,8 @@ _FEATURE_FIELDS = [
 ]
 
 
-class _Features(ctypes.Structure):
+class _Features(CStruct):
+    _c_name_ = "hwt_cpu_features"
     _fields_ = [(name, ctypes.c_int) for name in _FEATURE_FIELDS]
 
 

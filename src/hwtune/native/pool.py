@@ -4,11 +4,14 @@ import ctypes
 import threading
 from typing import List, Optional, Sequence
 
-from hwtune.errors import NativeError, UsageError
-from hwtune.native._lib import check, lib
+from hwtune.errors import UsageError
+from hwtune.native._lib import STATUS, check, lib, status_error
+from hwtune.native.abi import CStruct
+from hwtune.native.handle import Handle
 
 
-class _Config(ctypes.Structure):
+class _Config(CStruct):
+    _c_name_ = "hwt_pool_config"
     _fields_ = [
         ("n_teams", ctypes.c_int),
         ("threads_per_team", ctypes.c_int),
@@ -60,7 +63,7 @@ def _count(name: str, value) -> int:
     return value
 
 
-class Pool:
+class Pool(Handle):
     """`executors` teams of `threads` threads each, created once.
 
     With pin=True every thread is bound to its own CPU (topology order, or
@@ -69,9 +72,10 @@ class Pool:
     One pool serves one caller at a time (bench functions take its lock).
     """
 
+    _destroy, _what = "hwt_pool_destroy", "thread pool"
+
     def __init__(self, executors: int = 1, threads: int = 1, pin: bool = True,
                  cpus: Optional[Sequence[int]] = None):
-        self._h = None
         self._lock = threading.Lock()
         executors = _count("executors", executors)
         threads = _count("threads", threads)
@@ -104,16 +108,11 @@ class Pool:
         h = lib.hwt_pool_create(ctypes.byref(cfg), err, len(err))
         if not h:
             # The usage errors were caught above; what is left is the system.
-            raise NativeError(f"cannot create the thread pool: {err.value.decode()}")
-        self._h = h
+            raise status_error(STATUS["system call failed"], err.value.decode(),
+                               what="cannot create the thread pool")
+        self._adopt(h)
         self.executors = executors
         self.threads = threads
-
-    @property
-    def handle(self) -> int:
-        if self._h is None:
-            raise UsageError("the thread pool is closed")
-        return self._h
 
     @property
     def pinned(self) -> bool:
@@ -131,20 +130,7 @@ class Pool:
 
     def close(self) -> None:
         with self._lock:  # destroy only while no measurement runs
-            if self._h is not None:
-                lib.hwt_pool_destroy(self._h)
-                self._h = None
-
-    def __enter__(self) -> "Pool":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def __del__(self):
-        if getattr(self, "_h", None) is not None and lib is not None:
-            lib.hwt_pool_destroy(self._h)
-            self._h = None
+            super().close()
 
     def __repr__(self) -> str:
         state = "closed" if self._h is None else ("pinned" if self.pinned else "unpinned")

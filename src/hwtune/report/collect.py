@@ -9,7 +9,7 @@ from hwtune.db.timestamps import utc_now
 from hwtune.errors import UsageError
 from hwtune.report import figures
 from hwtune.report.sides import Side, compare_sides, resolve_host
-from hwtune.scan import report as scan_report
+from hwtune.scan import summary as scan_summary
 
 REPORT_VERSION = 1
 # Top ops shown per model: the ones that make up most of the time; a longer
@@ -50,7 +50,7 @@ def _scan_at(db, side: Side) -> Optional[dict]:
     runs = db.runs(side.host_key, "scan", until=side.until)
     if not runs:
         return None
-    return scan_report.load_run(db, runs[-1]["run_id"])
+    return scan_summary.load_run(db, runs[-1]["run_id"])
 
 
 def _subject_label(subject: str, graph_hash: str) -> str:
@@ -194,7 +194,7 @@ def _history(db, host_key: str, until: Optional[str]) -> List[dict]:
                 "version": run["hwtune_version"], "value": f["value"]})
 
     for run in db.runs(host_key, "scan", until=until):
-        add(figures.scan_figures(scan_report.load_run(db, run["run_id"])), run)
+        add(figures.scan_figures(scan_summary.load_run(db, run["run_id"])), run)
     for run in db.runs(host_key, "tune", until=until):
         s = db.facts(run["run_id"]).get("tune_summary")
         if isinstance(s, dict) and s.get("graph_hash"):

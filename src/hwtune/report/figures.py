@@ -20,20 +20,15 @@ def scan_figures(scan: Optional[dict]) -> List[Figure]:
     if not scan:
         return []
     out = []
-    by_isa: Dict[str, List[dict]] = {}
-    for r in scan["peak"]["fma"]:
-        by_isa.setdefault(r["isa"], []).append(r)
-    for isa, rows in by_isa.items():
-        r = _top(rows)
-        out.append(_fig(f"fma:{isa}", f"FMA peak {isa} ({r['threads']}t)", r["value"],
-                        "GFLOPS", "higher"))
-    by_where: Dict[str, List[dict]] = {}
-    for r in scan["peak"]["triad"]:
-        by_where.setdefault(r["where"], []).append(r)
-    for where, rows in by_where.items():
-        r = _top(rows)
-        out.append(_fig(f"triad:{where}", f"triad {where} ({r['threads']}t)", r["value"],
-                        "GB/s", "higher"))
+    for bench, by, name, unit in (("fma", "isa", "FMA peak", "GFLOPS"),
+                                  ("triad", "where", "triad", "GB/s")):
+        groups: Dict[str, List[dict]] = {}
+        for r in scan["peak"][bench]:
+            groups.setdefault(r[by], []).append(r)
+        for key, rows in groups.items():
+            r = _top(rows)
+            out.append(_fig(f"{bench}:{key}", f"{name} {key} ({r['threads']}t)", r["value"],
+                            unit, "higher"))
     for g in scan["gemm"]:
         if not g["rows"]:
             continue

@@ -52,6 +52,13 @@ def _open(chart_id: str, title: str, w: int, h: int) -> List[str]:
             f'<text x="8" y="16" font-size="13" font-weight="600">{_e(title)}</text>']
 
 
+def _empty(parts: List[str], width: int, height: int, text: str) -> str:
+    """Close a chart that has nothing to draw, saying so in its middle."""
+    parts.append(f'<text x="{width / 2}" y="{height / 2}" text-anchor="middle">'
+                 f'{_e(text)}</text></svg>')
+    return "".join(parts)
+
+
 def _legend(parts: List[str], items: Sequence[Tuple[str, str, str]], x: float, y: float,
             max_x: float) -> None:
     """items: (label, colour, kind) with kind line|dash|box|mark."""
@@ -82,9 +89,7 @@ def line_chart(chart_id: str, title: str, series: Sequence[dict], *, x_label: st
     pts = [(x, y) for s in series for x, y in zip(s["xs"], s["ys"]) if y is not None]
     parts = _open(chart_id, title, width, height)
     if not pts:
-        parts.append(f'<text x="{width / 2}" y="{height / 2}" text-anchor="middle">'
-                     f'no data</text></svg>')
-        return "".join(parts)
+        return _empty(parts, width, height, "no data")
     left, right, top, bottom = 62, 28, 30, 70
     pw, ph = width - left - right, height - top - bottom
     xmin, xmax = min(p[0] for p in pts), max(p[0] for p in pts)
@@ -168,9 +173,7 @@ def grouped_bars(chart_id: str, title: str, groups: Sequence[Tuple[str, Sequence
     parts = _open(chart_id, title, width, height)
     vals = [v for _, vs in groups for v in vs if v is not None]
     if not vals:
-        parts.append(f'<text x="{width / 2}" y="{height / 2}" text-anchor="middle">'
-                     f'no data</text></svg>')
-        return "".join(parts)
+        return _empty(parts, width, height, "no data")
     left, right, top, bottom = 62, 16, 40, 56
     pw, ph = width - left - right, height - top - bottom
     yt = nice_ticks(0, max(vals))
@@ -220,9 +223,7 @@ def hbars(chart_id: str, title: str, items: Sequence[Tuple[str, float, str]], *,
     parts = _open(chart_id, title, width, height)
     vals = [v for _, v, _ in items if v is not None and (v > 0 or not log)]
     if not vals:
-        parts.append(f'<text x="{width / 2}" y="{height / 2}" text-anchor="middle">'
-                     f'no data</text></svg>')
-        return "".join(parts)
+        return _empty(parts, width, height, "no data")
     # ~6.6 px per character of the 11 px system font (measured in Chromium).
     left = min(280, 16 + 6.6 * max(len(lab) for lab, _, _ in items))
     right, top = 110, 30
@@ -277,9 +278,7 @@ def gantt(chart_id: str, title: str, events: Sequence[dict], *, width: int = 720
     height = 40 + row * max(1, len(executors)) + 56
     parts = _open(chart_id, title, width, height)
     if not events:
-        parts.append(f'<text x="{width / 2}" y="{height / 2}" text-anchor="middle">'
-                     f'no events</text></svg>')
-        return "".join(parts)
+        return _empty(parts, width, height, "no events")
     left, right, top = 78, 16, 30
     pw = width - left - right
     end = max(e["end_s"] for e in events) * 1e3

@@ -1,42 +1,98 @@
-"""Plain-text charts for the terminal and markdown reports. Line charts
-come from hwtune.cli.charts (the ones `hwtune scan --show` draws); this adds
-the report's own: convergence series and an executor timeline."""
+"""Plain-text charts, drawn once for the terminal and markdown exporters
+(markdown puts them in code blocks; the terminal colours their markers):
+line charts over thread counts or trials, and an executor timeline."""
 
-from typing import List, Tuple
+from typing import List, Optional, Sequence
 
 IDLE = "·"
+# Marker per series, in order (the terminal colours each series' markers).
+MARKERS = ("●", "▲", "■", "◆")
+SAT_CHAR = "┊"
+OVERLAP = "◉"
 
 
-def has_curve(model: dict) -> bool:
-    """A convergence chart needs a search with two or more results; fewer
-    read better as one sentence (convergence_note)."""
-    return any(sum(p["best_s"] is not None for p in s["points"]) >= 2
-               for s in model["convergence"])
+def _fmt(v: float) -> str:
+    if v == 0:
+        return "0"
+    if v >= 100:
+        return f"{v:.0f}"
+    if v >= 10:
+        return f"{v:.1f}"
+    return f"{v:.2f}"
 
 
-def convergence_note(model: dict) -> str:
-    from hwtune.report.fmt import seconds
-    parts = [f"{s['label']}: {s['trials']} trial{'s' if s['trials'] != 1 else ''}, best "
-             f"{seconds(s['best_s'])}" for s in model["convergence"]]
-    return "; ".join(parts) if parts else "no trials stored for this tuning"
+def line_chart(series: Sequence[tuple], *, width: int = 48, height: int = 10,
+               mark_x: Optional[float] = None, y_unit: str = "",
+               x_label: str = "threads") -> list:
+    """series: (name, xs, ys) tuples. Returns the chart as text lines.
 
+    x is linear in the thread count so the eye reads scaling correctly;
+    mark_x draws a dotted vertical line (the saturation point)."""
+    pts = [(x, y) for _, xs, ys in series for x, y in zip(xs, ys) if y is not None]
+    if not pts:
+        return ["(no data)"]
+    xmin = min(p[0] for p in pts)
+    xmax = max(p[0] for p in pts)
+    ymax = max(p[1] for p in pts) or 1.0
+    ymin = 0.0  # throughput charts start at zero so ratios read true
+    grid = [[" "] * width for _ in range(height)]
 
-def convergence_series(model: dict) -> Tuple[list, str]:
-    """(series for charts.line_chart, y unit). One search: best-so-far in
-    ms; several (different subjects, different scales): best-so-far as %
-    of each search's first result, so they share an axis."""
-    conv = [s for s in model["convergence"] if s["first_s"]]
-    tuners = [s["tuner"] for s in conv]
-    # The chart's legend is one line: tuner names when they tell series apart.
-    names = tuners if len(set(tuners)) == len(tuners) else [s["label"] for s in conv]
-    if len(conv) == 1:
-        s = conv[0]
-        return [(names[0], [p["trial"] for p in s["points"]],
-                 [None if p["best_s"] is None else p["best_s"] * 1e3 for p in s["points"]])
-                ], "best ms"
-    return [(name, [p["trial"] for p in s["points"]],
-             [None if p["best_s"] is None else 100 * p["best_s"] / s["first_s"]
-              for p in s["points"]]) for name, s in zip(names, conv)], "% of first"
+    def col(x):
+        return 0 if xmax == xmin else round((x - xmin) / (xmax - xmin) * (width - 1))
+
+    def row(y):
+        return height - 1 - round((y - ymin) / (ymax - ymin) * (height - 1))
+
+    if mark_x is not None and xmin <= mark_x <= xmax:
+        c = col(mark_x)
+        for r in range(height):
+            grid[r][c] = SAT_CHAR
+    for si, (_, xs, ys) in enumerate(series):
+        marker = MARKERS[si % len(MARKERS)]
+        seq = sorted((x, y) for x, y in zip(xs, ys) if y is not None)
+        for (x0, y0), (x1, y1) in zip(seq, seq[1:]):
+            c0, c1 = col(x0), col(x1)
+            for c in range(c0 + 1, c1):
+                y = y0 + (y1 - y0) * (c - c0) / (c1 - c0)
+                if grid[row(y)][c] in (" ", SAT_CHAR):
+                    grid[row(y)][c] = "·"
+        for x, y in seq:
+            cell = grid[row(y)][col(x)]
+            # Two series on one cell (hwtune equal to BLAS) must stay visible.
+            grid[row(y)][col(x)] = OVERLAP if cell in MARKERS or cell == OVERLAP else marker
+
+    label_w = max(len(_fmt(v)) for v in (ymax, ymin, (ymax + ymin) / 2))
+    lines = []
+    for r in range(height):
+        if r == 0:
+            lab = _fmt(ymax)
+        elif r == height - 1:
+            lab = _fmt(ymin)
+        elif r == height // 2:
+            lab = _fmt((ymax + ymin) / 2)
+        else:
+            lab = ""
+        lines.append(f"{lab:>{label_w}} ┤{''.join(grid[r])}")
+    axis = " " * label_w + " └" + "─" * width
+    lines.append(axis)
+    xs_all = sorted({p[0] for p in pts})
+    ticks = [" "] * (width + 8)
+    for x in xs_all:
+        s = str(x)
+        c = col(x)
+        if all(ch == " " for ch in ticks[c:c + len(s) + 1]):
+            ticks[c:c + len(s)] = list(s)
+    lines.append(" " * (label_w + 2) + "".join(ticks).rstrip() + f"  {x_label}")
+    legend = "   ".join(f"{MARKERS[i % len(MARKERS)]} {name}" for i, (name, _, _) in
+                       enumerate(series))
+    if any(OVERLAP in ln for ln in lines):
+        legend += f"   {OVERLAP} both"
+    if mark_x is not None:
+        legend += f"   {SAT_CHAR} saturates at {mark_x:g}"
+    if y_unit:
+        legend = f"[{y_unit}]  " + legend
+    lines.append(" " * (label_w + 2) + legend)
+    return lines
 
 
 def _symbols(types: List[str]) -> dict:

@@ -10,21 +10,20 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
-import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 import numpy as np
 
 from hwtune.errors import HwtuneError, Interrupted, NativeError, UsageError
+from hwtune.measure import interleave, settle
+from hwtune.measure.noise import least_noisy, worst_spread
+from hwtune.measure.policy import FixedSampling, split
+from hwtune.measure.sides import CallSide, LoopSide, SampleSide
 from hwtune.scan import stats
-from hwtune.scan.plan import (ELTWISE_FLOPS, NOISY_RETRIES, REFERENCE_VARIANT, ScanOptions, Step,
+from hwtune.scan.steps import (ELTWISE_FLOPS, NOISY_RETRIES, REFERENCE_VARIANT, ScanOptions, Step,
                               make_plan)
 from hwtune.scan.system import blas_info, cache_bytes
-
-# Upper bound on calls per sample: a kernel below ~20 ns is not what scan is
-# for, and this keeps a mis-calibration from running for minutes.
-MAX_INNER = 100000
 
 ProgressFn = Callable[[int, int, Optional[Step]], None]
 
@@ -94,34 +93,20 @@ GEMM_ROUNDS = 7
 ROUND_SAMPLES = 3
 
 
+def _gemm_policy(reps: int) -> FixedSampling:
+    """reps samples per side in rounds of about ROUND_SAMPLES."""
+    return FixedSampling(reps, rounds=max(1, min(GEMM_ROUNDS, -(-reps // ROUND_SAMPLES))))
+
+
 def _rounds(reps: int) -> list:
-    """Split reps into near-equal positive chunks of about ROUND_SAMPLES."""
-    r = max(1, min(GEMM_ROUNDS, -(-reps // ROUND_SAMPLES)))
-    return [reps // r + (1 if i < reps % r else 0) for i in range(r)]
+    """The chunks the GEMM interleaving takes per round."""
+    return split(reps, _gemm_policy(reps).rounds)
 
 
-def settle(max_s: float = 0.3, poll_s: float = 0.01) -> None:
-    """Wait until this process' idle threads stop burning CPU.
-
-    OpenBLAS workers busy-wait after a call (measured here: ~24 ms of CPU
-    over the following 100-200 ms, then nothing); a hwtune sample taken in
-    that window shares its cores with them (186 us alone vs 283 us right
-    after a 2-thread BLAS call, 64x512x512). Polling process CPU time ends
-    the wait as soon as they park instead of sleeping a fixed worst case."""
-    end = time.perf_counter() + max_s
-    while time.perf_counter() < end:
-        c0 = time.process_time()
-        time.sleep(poll_s)
-        if time.process_time() - c0 < 0.1 * poll_s:
-            return
-
-
-def _time_calls(fn, calls: int) -> float:
-    """Seconds per call of fn over `calls` back-to-back calls."""
-    t0 = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    return (time.perf_counter() - t0) / calls
+def _one_side(side, reps: int, warmup: int = 0) -> list:
+    """reps samples of one side in one go (errors propagate: the step fails)."""
+    return interleave([side], FixedSampling(reps, rounds=1), warmup=warmup,
+                      raise_errors=True)[0].samples
 
 
 class _Measurer:
@@ -159,9 +144,12 @@ class _Measurer:
         from hwtune.native import bench
         pool = self.main_pool()
         pinned = self._check_pinned(pool, True)
-        bench.fma_peak(pool, step.threads, isa=step.isa, seconds=step.seconds)  # warm-up: clocks up
-        s = [bench.fma_peak(pool, step.threads, isa=step.isa, seconds=step.seconds)
-             for _ in range(step.reps)]
+
+        def probe(k):
+            return [bench.fma_peak(pool, step.threads, isa=step.isa, seconds=step.seconds)
+                    for _ in range(k)]
+        # One untimed probe first: it brings the clocks up.
+        s = _one_side(SampleSide(probe, warm_fn=lambda n: probe(n) and None), step.reps, 1)
         v = stats.median(s)
         return [_row(step, s, kind="rate", variant=step.isa, value=v, unit="GFLOPS",
                      pinned=pinned, noise=noise)]
@@ -171,18 +159,15 @@ class _Measurer:
         pool = self.main_pool()
         pinned = self._check_pinned(pool, True)
         n = step.params["n"]
-        s = [bench.triad(pool, step.threads, n, isa=step.isa, seconds=step.seconds)
-             for _ in range(step.reps)]
+        s = _one_side(SampleSide(lambda k: [
+            bench.triad(pool, step.threads, n, isa=step.isa, seconds=step.seconds)
+            for _ in range(k)]), step.reps)
         return [_row(step, s, kind="rate", variant=step.isa, value=stats.median(s),
                      unit="GB/s", pinned=pinned, noise=noise)]
 
     # -- timed kernels -----------------------------------------------------
-    @staticmethod
-    def _inner(one_call_s: float, target_s: float) -> int:
-        return int(max(1, min(MAX_INNER, round(target_s / max(one_call_s, 1e-9)))))
-
     def gemm(self, step: Step, noise: float):
-        """hwtune GEMM and numpy BLAS, alternating in rounds of a few samples
+        """hwtune GEMM and numpy BLAS, interleaved in rounds of a few samples
         so both see the same machine load (on a shared machine a burst of
         other work then hits both, not just one)."""
         from threadpoolctl import threadpool_limits
@@ -195,33 +180,26 @@ class _Measurer:
         a = rng.standard_normal((M, K), dtype=np.float32)
         b = rng.standard_normal((K, N), dtype=np.float32)
         c = np.empty((M, N), dtype=np.float32)
-        one = stats.median(bench.gemm_samples(pool, t, M, K, N, isa=step.isa, warmup=step.warmup,
-                                              reps=3, inner=1))
-        inner = self._inner(one, step.sample_s)
-        hw, ref = [], []
+        # Each side gets its own calls-per-sample: a reference 100x slower
+        # than hwtune (GEMV on a loaded machine) must not run 100x longer.
+        hw = LoopSide(lambda w, r, k: bench.gemm_samples(pool, t, M, K, N, isa=step.isa,
+                                                         warmup=w, reps=r, inner=k),
+                      sample_s=step.sample_s)
+        ref = CallSide(lambda: np.matmul(a, b, out=c), sample_s=step.sample_s, prime=True)
         with threadpool_limits(limits=t, user_api="blas"):
-            for _ in range(step.warmup):
-                np.matmul(a, b, out=c)
-            # Each side gets its own calls-per-sample: a reference 100x slower
-            # than hwtune (GEMV on a loaded machine) must not run 100x longer.
-            ref_inner = self._inner(stats.median([_time_calls(lambda: np.matmul(a, b, out=c), 1)
-                                                  for _ in range(3)]), step.sample_s)
-            for k in _rounds(step.reps):
-                if t > 1:
-                    settle()  # BLAS workers of the previous round must not share our cores
-                hw.extend(float(x) for x in bench.gemm_samples(
-                    pool, t, M, K, N, isa=step.isa, warmup=1, reps=k, inner=inner))
-                np.matmul(a, b, out=c)  # warm, like the hwtune call's warm-up
-                ref.extend(_time_calls(lambda: np.matmul(a, b, out=c), ref_inner)
-                           for _ in range(k))
+            # BLAS workers of the previous chunk must not share our cores.
+            got = interleave([hw, ref], _gemm_policy(step.reps), warmup=step.warmup,
+                             settle=settle if t > 1 else None, settle_each=True,
+                             raise_errors=True)
+        hw_s, ref_s = (m.samples for m in got)
         flops = 2.0 * M * K * N
         return [
-            _row(step, hw, kind="time", variant=step.isa, value=flops / stats.median(hw) / 1e9,
-                 unit="GFLOPS", pinned=pinned, noise=noise,
-                 params=dict(step.params, inner=inner)),
-            _row(step, ref, kind="time", variant=REFERENCE_VARIANT,
-                 value=flops / stats.median(ref) / 1e9, unit="GFLOPS", pinned=None,
-                 noise=noise, params=dict(step.params, inner=ref_inner)),
+            _row(step, hw_s, kind="time", variant=step.isa,
+                 value=flops / stats.median(hw_s) / 1e9, unit="GFLOPS", pinned=pinned,
+                 noise=noise, params=dict(step.params, inner=hw.inner)),
+            _row(step, ref_s, kind="time", variant=REFERENCE_VARIANT,
+                 value=flops / stats.median(ref_s) / 1e9, unit="GFLOPS", pinned=None,
+                 noise=noise, params=dict(step.params, inner=ref.calls)),
         ]
 
     def eltwise(self, step: Step, noise: float):
@@ -229,19 +207,19 @@ class _Measurer:
         pool = self.main_pool()
         pinned = self._check_pinned(pool, True)
         n = step.params["n"]
-        one = stats.median(bench.eltwise_samples(pool, step.threads, step.op, n, isa=step.isa,
-                                                 warmup=step.warmup, reps=3, inner=1))
-        inner = self._inner(one, step.sample_s)
-        s = bench.eltwise_samples(pool, step.threads, step.op, n, isa=step.isa,
-                                  warmup=step.warmup, reps=step.reps, inner=inner)
-        med = stats.median(list(s))
+        side = LoopSide(lambda w, r, k: bench.eltwise_samples(pool, step.threads, step.op, n,
+                                                              isa=step.isa, warmup=w, reps=r,
+                                                              inner=k),
+                        sample_s=step.sample_s, take_warmup=step.warmup)
+        s = _one_side(side, step.reps, step.warmup)
+        med = stats.median(s)
         if step.op in ELTWISE_FLOPS:
             value, unit = ELTWISE_FLOPS[step.op] * n / med / 1e9, "GFLOPS"
         else:
             value, unit = n / med / 1e9, "Gelem/s"
         return [_row(step, s, kind="time", variant=step.isa, value=value, unit=unit,
                      pinned=pinned, noise=noise,
-                     params=dict(step.params, inner=inner))]
+                     params=dict(step.params, inner=side.inner))]
 
     def corun(self, step: Step, noise: float):
         """Graphi's second microbenchmark: k executors loop the op at once."""
@@ -251,11 +229,16 @@ class _Measurer:
                                  pin=step.pin) as pool:
             pinned = self._check_pinned(pool, step.pin) if step.pin else False
             kw = dict(M=p.get("M", 1), K=p.get("K", 1), N=p.get("N", 1), n=p.get("n", 1))
-            per_team, s = [], []
-            for _ in range(step.reps):
-                teams = bench.corun(pool, step.op, isa=step.isa, seconds=step.seconds, **kw)
-                per_team.append([float(x) for x in teams])
-                s.append(float(sum(teams)))
+            per_team = []
+
+            def probe(k):
+                out = []
+                for _ in range(k):
+                    teams = bench.corun(pool, step.op, isa=step.isa, seconds=step.seconds, **kw)
+                    per_team.append([float(x) for x in teams])
+                    out.append(float(sum(teams)))
+                return out
+            s = _one_side(SampleSide(probe), step.reps)
         row = _row(step, s, kind="rate", variant=step.isa, value=stats.median(s),
                    unit="GFLOPS", pinned=pinned, noise=noise)
         # The slowest team tells whether one executor was starved (OS placed
@@ -267,14 +250,8 @@ class _Measurer:
         """Measure, re-measuring up to NOISY_RETRIES times while noisy; keep
         the least noisy attempt."""
         fn = getattr(self, step.bench)
-        best, best_spread = None, None
-        for attempt in range(1, NOISY_RETRIES + 2):
-            rows = fn(step, noise)
-            spread = max(r["rel_spread"] for r in rows)
-            if best is None or spread < best_spread:
-                best, best_spread = rows, spread
-            if spread <= noise:
-                break
+        best, attempt = least_noisy(lambda: fn(step, noise), worst_spread, noise,
+                                    NOISY_RETRIES)
         for r in best:
             r["note"] = f"{attempt} attempt(s)" if attempt > 1 else None
         return best
@@ -296,7 +273,7 @@ def _facts(selected: str, allowed: list, opts: ScanOptions, threads: list, l2: i
 def _derived_facts(db, run_id: int) -> dict:
     """Saturation points and best co-run layouts, for later commands (the
     tuner reads them instead of re-deriving from rows)."""
-    from hwtune.scan.report import summarize
+    from hwtune.scan.summary import summarize
     s = summarize(db.measurements(run_id), facts=db.facts(run_id))
     return {
         "gemm_saturation": {g["shape"]: g["saturation"] for g in s["gemm"]},

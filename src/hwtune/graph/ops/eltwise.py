@@ -1,14 +1,27 @@
 """Element-wise ops: unary activations, affine, binary with numpy-style
 broadcasting, and the n-ary sum.
 
+Which ops exist, their kind (unary, binary with broadcasting, n-ary), their
+attributes and defaults, and their FLOPs per element are the kernel
+library's op table (kernels/include/hwtune/eltwise_ops.def, read through
+hwtune.native.eltwise), which the C engine serves from the same rows. This
+module adds what only Python has: each op's numpy reference (the semantic
+contract the C kernels and engine are tested against) and its
+documentation. A model op in the C table without an entry in REFERENCES
+stops the import with a message naming it.
+
 FLOPs count one per output element per arithmetic step; transcendental
 functions (sigmoid, tanh) count as one too, so FLOP totals compare graphs,
 not instruction counts.
 """
 
+import functools
+from typing import Callable, Dict, NamedTuple
+
 import numpy as np
 
 from hwtune.graph.ops import Attr, OpError, OpSpec, numel, register, show_shape
+from hwtune.native.eltwise import TABLE
 
 
 def broadcast(shapes):
@@ -29,6 +42,50 @@ def broadcast(shapes):
     return out
 
 
+class Reference(NamedTuple):
+    """fn(arrays..., **attrs) in the inputs' dtype (float32 in models; the
+    tests also pass float64 to get the exact value of an approximated op);
+    doc: the formula; attr_docs: attribute name -> description."""
+
+    fn: Callable
+    doc: str
+    attr_docs: Dict[str, str] = {}
+
+
+def _sigmoid(x):
+    # tanh form: exact identity, never overflows for large |x|.
+    return 0.5 * (1.0 + np.tanh(0.5 * x))
+
+
+REFERENCES = {
+    "add": Reference(np.add, "a + b"),
+    "sub": Reference(np.subtract, "a - b"),
+    "mul": Reference(np.multiply, "a * b"),
+    "div": Reference(np.divide, "a / b"),
+    # NaN from either side propagates, as numpy's minimum/maximum do.
+    "minimum": Reference(np.minimum, "min(a, b)"),
+    "maximum": Reference(np.maximum, "max(a, b)"),
+    # floored modulo (result has the sign of b), as numpy and Python define
+    # it; PhasedLSTM's phase needs a non-negative result for negative times.
+    "mod": Reference(np.mod, "a - b * floor(a / b)"),
+    "sum": Reference(np.add, "x0 + x1 + ... (two or more inputs, numpy broadcasting)"),
+    "affine": Reference(
+        lambda x, scale, shift: x * x.dtype.type(scale) + x.dtype.type(shift),
+        "scale * x + shift (scalar constants: 1 - x is scale -1, shift 1)",
+        {"scale": "multiplier", "shift": "added after scaling"}),
+    "sigmoid": Reference(_sigmoid, "1 / (1 + exp(-x))"),
+    "tanh": Reference(np.tanh, "tanh(x)"),
+    "relu": Reference(lambda x: np.where(x > 0, x, x.dtype.type(0)),
+                      "x > 0 ? x : 0 (NaN and -0 give +0, as the kernels)"),
+    "abs": Reference(np.abs, "|x|"),
+    "leaky_relu": Reference(
+        lambda x, alpha: (np.where(x > 0, x, x.dtype.type(0))
+                          + x.dtype.type(alpha) * np.where(x < 0, x, x.dtype.type(0))),
+        "x > 0 ? x : alpha * x (ONNX LeakyRelu; NaN and -0 give +0, as relu)",
+        {"alpha": "slope for x < 0"}),
+}
+
+
 def _same_shape(in_shapes, attrs, n_out):
     return [tuple(in_shapes[0])]
 
@@ -37,73 +94,44 @@ def _broadcast_shape(in_shapes, attrs, n_out):
     return [broadcast(in_shapes)]
 
 
-def _per_elem(k):
+def _flops(k, nary):
+    if nary:
+        return lambda ins, outs, attrs: k * (len(ins) - 1) * numel(outs[0])
     return lambda ins, outs, attrs: k * numel(outs[0])
 
 
-def _sigmoid(x):
-    # tanh form: exact identity, never overflows for large |x| in float32.
-    return (0.5 * (1.0 + np.tanh(0.5 * x))).astype(np.float32)
+def _graph_ref(fn, nary):
+    """The reference as the graph layer calls it: float32 arrays in and out;
+    an n-ary op folds its inputs left to right, as the engine does."""
+    def ref(arrays, attrs, n_out):
+        out = functools.reduce(fn, arrays) if nary else fn(*arrays, **attrs)
+        return [np.asarray(out, np.float32)]
+    return ref
 
 
-_UNARY = {
-    "sigmoid": (_sigmoid, "1 / (1 + exp(-x))"),
-    "tanh": (lambda x: np.tanh(x), "tanh(x)"),
-    "relu": (lambda x: np.where(x > 0, x, np.float32(0)),
-             "x > 0 ? x : 0 (NaN and -0 give +0, as the kernels)"),
-    "abs": (lambda x: np.abs(x), "|x|"),
-}
-
-_BINARY = {
-    "add": (np.add, "a + b"),
-    "sub": (np.subtract, "a - b"),
-    "mul": (np.multiply, "a * b"),
-    "div": (np.divide, "a / b"),
-    "minimum": (np.minimum, "min(a, b)"),
-    "maximum": (np.maximum, "max(a, b)"),
-    # floored modulo (result has the sign of b), as numpy and Python define
-    # it; PhasedLSTM's phase needs a non-negative result for negative times.
-    "mod": (np.mod, "a - b * floor(a / b)"),
-}
+def _spec(info, ref):
+    nary, unary = info.kind == "nary", info.kind == "unary"
+    if unary:
+        inputs, lo, hi, infer, suffix, layout = ("x",), 1, 1, _same_shape, "", "elementwise"
+    elif nary:
+        inputs, lo, hi, infer, suffix, layout = ("x0", "x1", "..."), 2, None, _broadcast_shape, \
+            "", "join"
+    else:
+        inputs = ("a", "b", "c")[:info.operands]
+        lo = hi = info.operands
+        infer, suffix, layout = _broadcast_shape, " (numpy broadcasting)", "join"
+    attrs = [Attr(name, "float", default, doc=ref.attr_docs.get(name, ""))
+             for name, default in info.attrs]
+    return OpSpec(info.name, inputs, lo, hi, infer, _graph_ref(ref.fn, nary),
+                  _flops(info.flops, nary), attrs=attrs, doc=f"y = {ref.doc}{suffix}",
+                  layout=layout)
 
 
-def _unary_ref(fn):
-    return lambda arrays, attrs, n_out: [np.asarray(fn(arrays[0]), np.float32)]
+_missing = [op.name for op in TABLE.values() if op.graph_op and op.name not in REFERENCES]
+if _missing:
+    raise RuntimeError(f"element-wise ops {_missing} are in the C table "
+                       f"(eltwise_ops.def) but have no numpy reference in {__name__}")
 
-
-def _binary_ref(fn):
-    return lambda arrays, attrs, n_out: [np.asarray(fn(arrays[0], arrays[1]), np.float32)]
-
-
-for _name, (_fn, _formula) in _UNARY.items():
-    register(OpSpec(_name, ("x",), 1, 1, _same_shape, _unary_ref(_fn), _per_elem(1),
-                    doc=f"y = {_formula}"))
-
-for _name, (_fn, _formula) in _BINARY.items():
-    register(OpSpec(_name, ("a", "b"), 2, 2, _broadcast_shape, _binary_ref(_fn),
-                    _per_elem(1), doc=f"y = {_formula} (numpy broadcasting)"))
-
-
-def _sum_ref(arrays, attrs, n_out):
-    out = np.zeros(broadcast([a.shape for a in arrays]), np.float32)
-    for a in arrays:
-        out = out + a
-    return [out.astype(np.float32)]
-
-
-register(OpSpec(
-    "sum", ("x0", "x1", "..."), 2, None, _broadcast_shape, _sum_ref,
-    lambda ins, outs, attrs: (len(ins) - 1) * numel(outs[0]),
-    doc="y = x0 + x1 + ... (two or more inputs, numpy broadcasting)"))
-
-
-def _affine_ref(arrays, attrs, n_out):
-    x = arrays[0]
-    return [(x * np.float32(attrs["scale"]) + np.float32(attrs["shift"])).astype(np.float32)]
-
-
-register(OpSpec(
-    "affine", ("x",), 1, 1, _same_shape, _affine_ref, _per_elem(2),
-    attrs=[Attr("scale", "float", 1.0, doc="multiplier"),
-           Attr("shift", "float", 0.0, doc="added after scaling")],
-    doc="y = scale * x + shift (scalar constants: 1 - x is scale -1, shift 1)"))
+for _info in TABLE.values():
+    if _info.graph_op:
+        register(_spec(_info, REFERENCES[_info.name]))

@@ -47,7 +47,8 @@ register(OpSpec(
     attrs=[Attr("epsilon", "float", 1e-5, minimum=0.0, doc="added to var"),
            Attr("layout", "str", "NCHW", choices=("NCHW", "NCHWc"),
                 doc="where the channels are (axis 1, or axes 1 and 4)")],
-    doc="y = gamma * (x - mean) / sqrt(var + epsilon) + beta, per channel"))
+    doc="y = gamma * (x - mean) / sqrt(var + epsilon) + beta, per channel",
+    layout="tolerant"))
 
 
 def _softmax_infer(in_shapes, attrs, n_out):

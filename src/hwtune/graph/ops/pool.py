@@ -102,7 +102,7 @@ register(OpSpec(
              doc="avg: divide by the full window including padding"),
         _LAYOUT,
     ],
-    doc="windowed max or average pooling; padding never wins a max"))
+    doc="windowed max or average pooling; padding never wins a max", layout="tolerant"))
 
 
 def _global_infer(in_shapes, attrs, n_out):
@@ -122,4 +122,4 @@ register(OpSpec(
     "global_pool2d", ("x",), 1, 1, _global_infer, _global_ref,
     lambda ins, outs, attrs: numel(ins[0]),
     attrs=[Attr("mode", "str", choices=("max", "avg"), doc="max or avg"), _LAYOUT],
-    doc="max or average over H and W; output keeps H = W = 1"))
+    doc="max or average over H and W; output keeps H = W = 1", layout="tolerant"))

@@ -7,18 +7,25 @@ A layout is a channel block: 0 for NCHW, x for NCHW[x]c. Only 4-D tensors
 (activations, channels on axis 1) are ever blocked. NeoCPU section 3.2 sorts
 ops into layout-oblivious (element-wise: any layout), layout-tolerant
 (batch_norm, pooling, concat along channels: told the layout by an attribute)
-and layout-dependent (everything else: NCHW only). CONVs pick their own
-(ic_bn, oc_bn) and are decided by the caller, not here.
+and layout-dependent (everything else: NCHW only); each op declares its class
+in its spec (OpSpec.layout). CONVs pick their own (ic_bn, oc_bn) and are
+decided by the caller, not here.
 """
 
 from typing import Dict, NamedTuple, Optional, Sequence, Tuple
 
-# y = f(x) per element: a blocked input gives a blocked output, same block.
-UNARY = frozenset({"relu", "sigmoid", "tanh", "abs", "affine"})
-# Joins of same-shape operands: every input must share one layout.
-ELTWISE_JOIN = frozenset({"add", "sub", "mul", "div", "minimum", "maximum", "mod", "sum"})
-# Layout-tolerant: run in NCHWc when told so by their `layout` attribute.
-TOLERANT = frozenset({"batch_norm", "pool2d", "global_pool2d"})
+from hwtune.graph import ops as oplib
+
+# The classes are the ops' own declaration (OpSpec.layout), so a new op
+# states its rule where it is defined: "elementwise" (y = f(x) per element:
+# a blocked input gives a blocked output, same block), "join" (same-shape
+# operands must share one layout), "tolerant" (runs in NCHWc when told so by
+# its `layout` attribute). concat keeps its own rule below.
+
+
+def _layout_class(op_type: str) -> Optional[str]:
+    spec = oplib.get(op_type)
+    return spec.layout if spec else None
 
 
 class OpLayout(NamedTuple):
@@ -60,13 +67,14 @@ def op_layout(op_type: str, attrs: Dict[str, object], in_blocks: Sequence[int],
     plain = OpLayout((0,) * n, 0, {})
     if n == 0 or len(in_shapes[0]) != 4:
         return plain
-    if op_type in UNARY:
+    cls = _layout_class(op_type)
+    if cls == "elementwise":
         return OpLayout((in_blocks[0],), in_blocks[0], {})
-    if op_type in TOLERANT:
+    if cls == "tolerant":
         b = in_blocks[0]
         need = (b,) + (None,) * (n - 1)  # batch_norm's gamma/beta/mean/var: [C]
         return OpLayout(need, b, {"layout": "NCHWc"} if b else {})
-    if op_type in ELTWISE_JOIN:
+    if cls == "join":
         # Broadcasting operands (a bias [C,1,1], a scalar) would need their
         # own blocking rules; joins of equal shapes are what CNNs contain.
         if any(tuple(s) != tuple(in_shapes[0]) for s in in_shapes):

@@ -1,0 +1,166 @@
+/* The element-wise ops of hwtune/eltwise_ops.def: per op, its scalar
+ * reference (the contract and the test oracle, run by ref.c) next to its
+ * vector body over kernels/common/vec.h (compiled into every variant by
+ * body.c). Signatures: `double name_ref(float a, float b, float c, const
+ * float *attr)` and `hv_f32 name_vec(hv_f32 a, hv_f32 b, hv_f32 c, const
+ * hv_f32 *attr)`; operands an op does not read are zero, attr[i] holds
+ * attribute i of the row (broadcast to every lane in the vector body). A
+ * reference returns the float result of an exact op, and the value in
+ * double of an approximated one (the oracle rounds it to float; the error
+ * tests measure against the double).
+ *
+ * Exact ops compute the reference's expression with the same roundings, so
+ * every variant matches it bit for bit, special values included; the rows'
+ * err column is 0 for them. */
+#ifndef HWTUNE_ELTWISE_OPS_H
+#define HWTUNE_ELTWISE_OPS_H
+#include <math.h>
+#include "../common/vec.h"
+#include "approx.h"
+
+#define OP_REF static inline double
+#define OP_VEC HV_AI hv_f32
+
+/* add (and the fold of sum), sub, mul, div: one IEEE operation. */
+OP_REF add_ref(float a, float b, float c, const float *at) { return a + b; }
+OP_VEC add_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) { return hv_add(a, b); }
+OP_REF sub_ref(float a, float b, float c, const float *at) { return a - b; }
+OP_VEC sub_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) { return hv_sub(a, b); }
+OP_REF mul_ref(float a, float b, float c, const float *at) { return a * b; }
+OP_VEC mul_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) { return hv_mul(a, b); }
+OP_REF div_ref(float a, float b, float c, const float *at) { return a / b; }
+OP_VEC div_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) { return hv_div(a, b); }
+
+/* fma: a * b + c rounded once (fmaf in every variant without the instruction). */
+OP_REF fma_ref(float a, float b, float c, const float *at) { return fmaf(a, b, c); }
+OP_VEC fma_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) { return hv_fma_exact(a, b, c); }
+
+/* minimum/maximum as numpy computes them: NaN from either side propagates;
+ * between -0 and +0 the second operand wins. */
+OP_REF minimum_ref(float a, float b, float c, const float *at) {
+  return (a < b || isnan(a)) ? a : b;
+}
+OP_VEC minimum_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) {
+  return hv_select(hv_mask_or(hv_lt(a, b), hv_isnan(a)), a, b);
+}
+OP_REF maximum_ref(float a, float b, float c, const float *at) {
+  return (a > b || isnan(a)) ? a : b;
+}
+OP_VEC maximum_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) {
+  return hv_select(hv_mask_or(hv_gt(a, b), hv_isnan(a)), a, b);
+}
+
+/* mod: floored modulo (the result has b's sign), numpy's npy_divmod: fmod,
+ * then moved into b's sign; an exact zero takes b's sign too; b == 0 gives
+ * NaN from fmodf. No vector form computes fmod exactly: lane by lane. */
+static inline float mod_scalar(float a, float b) {
+  float m = fmodf(a, b);
+  if (b == 0.0f) return m;
+  if (m != 0.0f) {
+    if ((b < 0) != (m < 0)) m += b;
+  } else {
+    m = copysignf(0.0f, b);
+  }
+  return m;
+}
+OP_REF mod_ref(float a, float b, float c, const float *at) { return mod_scalar(a, b); }
+OP_VEC mod_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) { return hv_map2(mod_scalar, a, b); }
+
+/* affine: x * scale + shift, two roundings (as numpy's float32 x*s + t). */
+OP_REF affine_ref(float a, float b, float c, const float *at) { return a * at[0] + at[1]; }
+OP_VEC affine_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) {
+  return hv_add(hv_mul(a, at[0]), at[1]);
+}
+
+OP_REF abs_ref(float a, float b, float c, const float *at) { return fabsf(a); }
+OP_VEC abs_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) { return hv_abs(a); }
+
+/* relu: a > 0 ? a : 0, so NaN and -0 give +0 (max returns its second
+ * operand for both). */
+OP_REF relu_ref(float a, float b, float c, const float *at) { return a > 0.0f ? a : 0.0f; }
+OP_VEC relu_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) { return hv_max(a, hv_zero()); }
+
+/* leaky_relu (ONNX LeakyRelu, alpha 0.01 by default): x for x > 0, alpha * x
+ * for x < 0, spelled max(x, 0) + alpha * min(x, 0) with relu's rule for
+ * both halves, so NaN and -0 give +0 as relu does, and alpha = 0 is relu bit
+ * for bit. Two roundings (the add is exact but for the sign of a zero, which
+ * a fused multiply-add would keep negative where alpha * x underflows). */
+OP_REF leaky_relu_ref(float a, float b, float c, const float *at) {
+  return (a > 0.0f ? a : 0.0f) + at[0] * (a < 0.0f ? a : 0.0f);
+}
+OP_VEC leaky_relu_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) {
+  return hv_add(hv_max(a, hv_zero()), hv_mul(at[0], hv_min(a, hv_zero())));
+}
+
+/* sigmoid and tanh: the fast approximation of approx.h.
+ *
+ * Error bounds, measured by `test_eltwise --exhaustive` (tests/c/
+ * test_eltwise.c): every float with 2^-12 <= |x| < 128, both signs, against
+ * libm in double, rounded up to two significant digits. Maxima found (x in
+ * hex; generic and avx2 on an AMD Zen 3, avx512 on an Intel Cascade Lake,
+ * gcc 12):
+ *   sigmoid  generic 8.931e-08 (0x1.f6fd5p+2)  avx2 8.931e-08 (0x1.f6fd5p+2)
+ *            avx512  8.986e-08 (0x1.44cceep+2)
+ *   tanh     generic 8.241e-08 (0x1.4003a8p-1) avx2 8.203e-08 (0x1.42c39ep-1)
+ *            avx512  8.203e-08 (0x1.42c39ep-1)
+ * Outside that range the default test's strided sweep (denormals up to
+ * |x| = 1024) stays below these; beyond, both functions are exactly
+ * saturated. About 1.5 ulp of an output in [0.5, 1): the approximation's
+ * own error plus the final rounding. The variants differ only where their
+ * reciprocal (vec.h: hv_recip12) and fused multiply-adds round differently. */
+#define SIGMOID_MAX_ERR HV_BY_ISA(9.0e-8, 9.0e-8, 9.0e-8)
+#define TANH_MAX_ERR HV_BY_ISA(8.3e-8, 8.3e-8, 8.3e-8)
+
+OP_REF sigmoid_ref(float a, float b, float c, const float *at) {
+  return 1.0 / (1.0 + exp(-(double)a));
+}
+OP_REF tanh_ref(float a, float b, float c, const float *at) { return tanh((double)a); }
+
+/* e^y for y in [-HWT_EXP_MIN_ARG, 0]. */
+HV_AI hv_f32 exp_neg(hv_f32 y) {
+  hv_f32 n = hv_round(hv_mul(y, hv_set1(HWT_LOG2E)));
+  hv_f32 r = hv_fnmadd(n, hv_set1(HWT_LN2_HI), y);
+  r = hv_fnmadd(n, hv_set1(HWT_LN2_LO), r);
+  hv_f32 p = hv_set1(HWT_EXP_P0);
+  p = hv_fmadd(p, r, hv_set1(HWT_EXP_P1));
+  p = hv_fmadd(p, r, hv_set1(HWT_EXP_P2));
+  p = hv_fmadd(p, r, hv_set1(HWT_EXP_P3));
+  p = hv_fmadd(p, r, hv_set1(HWT_EXP_P4));
+  p = hv_fmadd(p, r, hv_set1(HWT_EXP_P5));
+  p = hv_add(hv_fmadd(p, hv_mul(r, r), r), hv_set1(1.0f));
+  return hv_ldexp(p, n);
+}
+
+/* Written without branches (selects only): random input signs cost no
+ * mispredictions, and the portable variant's loops vectorise. */
+OP_VEC sigmoid_vec(hv_f32 x, hv_f32 b, hv_f32 c, const hv_f32 *at) {
+  const hv_f32 zero = hv_zero();
+  /* min(|x|, lim) returns lim for NaN: the pipeline stays finite and the
+   * input NaN is put back at the end. */
+  hv_f32 e = exp_neg(hv_sub(zero, hv_min(hv_abs(x), hv_set1(HWT_EXP_MIN_ARG))));
+  hv_f32 s = hv_recip12(hv_add(hv_set1(1.0f), e));
+  hv_f32 r = hv_select(hv_lt(x, zero), hv_mul(e, s), s);
+  r = hv_keep(hv_ge(x, hv_set1(-HWT_EXP_MIN_ARG)), r);
+  return hv_select(hv_isnan(x), x, r);
+}
+
+OP_VEC tanh_vec(hv_f32 x, hv_f32 b, hv_f32 c, const hv_f32 *at) {
+  hv_f32 ax = hv_abs(x);
+  hv_f32 t2 = hv_min(hv_add(ax, ax), hv_set1(HWT_EXP_MIN_ARG));
+  hv_f32 e = exp_neg(hv_sub(hv_zero(), t2));
+  hv_f32 q = hv_mul(e, hv_recip12(hv_add(hv_set1(1.0f), e)));
+  hv_f32 big = hv_fnmadd(q, hv_set1(2.0f), hv_set1(1.0f));
+  hv_f32 s = hv_mul(ax, ax), p = hv_set1(HWT_TANH_P0);
+  p = hv_fmadd(p, s, hv_set1(HWT_TANH_P1));
+  p = hv_fmadd(p, s, hv_set1(HWT_TANH_P2));
+  p = hv_fmadd(p, s, hv_set1(HWT_TANH_P3));
+  p = hv_fmadd(p, s, hv_set1(HWT_TANH_P4));
+  hv_f32 small = hv_fmadd(hv_mul(p, s), ax, ax);
+  hv_f32 t = hv_select(hv_lt(ax, hv_set1(HWT_TANH_SMALL)), small, big);
+  /* t >= 0: OR in the sign of x (also gives tanh(-0) = -0). */
+  return hv_select(hv_isnan(x), x, hv_or_sign(t, x));
+}
+
+#undef OP_REF
+#undef OP_VEC
+#endif

@@ -1,0 +1,132 @@
+"""Run a model.json graph in PyTorch eager: the PyTorch side of `hwtune
+compare`.
+
+Each hwtune op is one PyTorch call (torch.nn.functional / ATen) on the same
+weights, in the graph's topological order, under torch.inference_mode():
+what the model's own nn.Module.forward would run, op for op, in eager mode
+(a matmul with bias is one addmm, as nn.Linear; conv2d with bias one
+F.conv2d). An imported ONNX model runs as its imported graph, the same
+nodes the file describes with shape computations folded. No torch.compile
+and no fusion beyond what these calls do: PyTorch as most users run it.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Dict
+
+import numpy as np
+
+from hwtune.errors import UsageError
+
+
+def _ops(torch):
+    F = torch.nn.functional
+
+    def matmul(g, op, a, x):
+        A = x[0].t() if a["transpose_a"] else x[0]
+        B = x[1].t() if a["transpose_b"] else x[1]
+        return torch.addmm(x[2], A, B) if len(x) == 3 else torch.mm(A, B)
+
+    def conv(g, op, a, x):
+        return F.conv2d(x[0], x[1], x[2] if len(x) == 3 else None, a["stride"], a["padding"])
+
+    def pool(g, op, a, x):
+        stride = a["stride"] if a["stride"] is not None else a["kernel"]
+        if a["mode"] == "max":
+            return F.max_pool2d(x[0], a["kernel"], stride, a["padding"],
+                                ceil_mode=a["ceil_mode"])
+        return F.avg_pool2d(x[0], a["kernel"], stride, a["padding"], ceil_mode=a["ceil_mode"],
+                            count_include_pad=a["count_include_pad"])
+
+    def global_pool(g, op, a, x):
+        if a["mode"] == "max":
+            return F.adaptive_max_pool2d(x[0], 1)
+        return F.adaptive_avg_pool2d(x[0], 1)
+
+    def split(g, op, a, x):
+        sizes = [g.shapes[o][a["axis"]] for o in op.outputs]
+        return list(torch.split(x[0], sizes, dim=a["axis"]))
+
+    def slice_(g, op, a, x):
+        axis = a["axis"] % x[0].dim()
+        b, e, _ = slice(a["begin"], a["end"]).indices(x[0].shape[axis])
+        return x[0].narrow(axis, b, e - b)
+
+    def out_shape(g, op, a, x):
+        return x[0].reshape(g.shapes[op.outputs[0]])
+
+    return {
+        "matmul": matmul,
+        "add": lambda g, op, a, x: torch.add(x[0], x[1]),
+        "sub": lambda g, op, a, x: torch.sub(x[0], x[1]),
+        "mul": lambda g, op, a, x: torch.mul(x[0], x[1]),
+        "div": lambda g, op, a, x: torch.div(x[0], x[1]),
+        "minimum": lambda g, op, a, x: torch.minimum(x[0], x[1]),
+        "maximum": lambda g, op, a, x: torch.maximum(x[0], x[1]),
+        "mod": lambda g, op, a, x: torch.remainder(x[0], x[1]),  # floored, as numpy
+        "sum": lambda g, op, a, x: functools.reduce(torch.add, x),
+        "affine": lambda g, op, a, x: torch.add(torch.mul(x[0], a["scale"]), a["shift"]),
+        "sigmoid": lambda g, op, a, x: torch.sigmoid(x[0]),
+        "tanh": lambda g, op, a, x: torch.tanh(x[0]),
+        "relu": lambda g, op, a, x: torch.relu(x[0]),
+        "abs": lambda g, op, a, x: torch.abs(x[0]),
+        "conv2d": conv, "pool2d": pool, "global_pool2d": global_pool,
+        "batch_norm": lambda g, op, a, x: F.batch_norm(x[0], x[3], x[4], x[1], x[2],
+                                                       training=False, eps=a["epsilon"]),
+        "softmax": lambda g, op, a, x: torch.softmax(x[0], a["axis"]),
+        "concat": lambda g, op, a, x: torch.cat(x, a["axis"]),
+        "split": split, "slice": slice_, "reshape": out_shape, "flatten": out_shape,
+    }
+
+
+class TorchGraph:
+    """A graph prepared for PyTorch: run() computes the outputs."""
+
+    def __init__(self, graph, params: Dict[str, np.ndarray], inputs: Dict[str, np.ndarray],
+                 threads: int):
+        import torch
+        self.torch = torch
+        torch.set_num_threads(threads)
+        table = _ops(torch)
+        steps = []
+        for i in graph.order:
+            op = graph.ops[i]
+            layout = (op.resolved or {}).get("layout")
+            if op.op not in table or layout not in (None, "NCHW"):
+                raise UsageError(f'op "{op.name}" ({op.op}) has no PyTorch form here')
+            steps.append((table[op.op], op))
+        # Free each intermediate after its last reader, as eager code does.
+        last = {}
+        for k, (_, op) in enumerate(steps):
+            for n in op.inputs:
+                last[n] = k
+        keep = set(graph.outputs) | set(params) | set(inputs)
+        self.free = [[n for n in dict.fromkeys(op.inputs) if last[n] == k and n not in keep]
+                     for k, (_, op) in enumerate(steps)]
+        self.graph, self.steps = graph, steps
+        self.values = {n: torch.from_numpy(np.ascontiguousarray(v, np.float32))
+                       for n, v in {**params, **inputs}.items()}
+        self.last: Dict[str, np.ndarray] = {}
+
+    def run(self) -> None:
+        g, env = self.graph, dict(self.values)
+        with self.torch.inference_mode():
+            for (fn, op), dead in zip(self.steps, self.free):
+                out = fn(g, op, op.resolved, [env[n] for n in op.inputs])
+                if isinstance(out, list):
+                    env.update(zip(op.outputs, out))
+                else:
+                    env[op.outputs[0]] = out
+                for n in dead:
+                    del env[n]
+        self.last = {n: env[n] for n in g.outputs}
+
+    def outputs(self) -> Dict[str, np.ndarray]:
+        return {n: t.contiguous().numpy() for n, t in self.last.items()}
+
+
+def version() -> str:
+    import torch
+    return torch.__version__.split("+")[0]
+

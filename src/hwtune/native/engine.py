@@ -1,0 +1,200 @@
+"""Binding for hwtune/engine.h: run a lowered model on the C engine.
+
+A NativeEngine lowers a validated Graph, creates the engine (plan, arena,
+pool), binds every param to the values run_reference uses (so outputs are
+comparable), prepares, and then runs as often as asked."""
+
+import ctypes
+from typing import Dict, List, Mapping, Optional, Sequence
+
+import numpy as np
+
+from hwtune.engine.lower import lower_graph
+from hwtune.errors import UsageError
+from hwtune.graph.model import Graph
+from hwtune.graph.reference import init_inputs, init_params
+from hwtune.native import sched
+from hwtune.native._lib import lib, sig, status_error
+from hwtune.native.abi import CStruct
+from hwtune.native.handle import Handle
+
+_c_int_p = ctypes.POINTER(ctypes.c_int)
+_c_dbl_p = ctypes.POINTER(ctypes.c_double)
+_f_p = ctypes.POINTER(ctypes.c_float)
+
+
+class _Config(CStruct):
+    _c_name_ = "hwt_engine_config"
+    _fields_ = [
+        ("executors", ctypes.c_int),
+        ("threads_per_executor", ctypes.c_int),
+        ("scheduler", ctypes.c_char_p),
+        ("pin", ctypes.c_int),
+        ("isa", ctypes.c_int),
+        ("op_threads", _c_int_p),
+        ("op_cost", _c_dbl_p),
+        ("op_priority", _c_dbl_p),
+        ("op_cand_threads", _c_int_p),
+        ("op_cand_seconds", _c_dbl_p),
+        ("op_cand_n", ctypes.c_int),
+    ]
+
+
+class Event(CStruct):
+    _c_name_ = "hwt_op_event"
+    _fields_ = [
+        ("op", ctypes.c_int),
+        ("executor", ctypes.c_int),
+        ("threads", ctypes.c_int),
+        ("start_s", ctypes.c_double),
+        ("end_s", ctypes.c_double),
+    ]
+
+
+_vp, _ci = ctypes.c_void_p, ctypes.c_int
+sig("hwt_engine_config_init", None, ctypes.POINTER(_Config))
+sig("hwt_engine_create", _ci, _vp, ctypes.POINTER(_Config), ctypes.POINTER(_vp),
+    ctypes.c_char_p, ctypes.c_size_t)
+sig("hwt_engine_destroy", None, _vp)
+sig("hwt_engine_error", ctypes.c_char_p, _vp)
+sig("hwt_engine_bind", _ci, _vp, _ci, _f_p)
+sig("hwt_engine_prepare", _ci, _vp)
+sig("hwt_engine_tensor", _f_p, _vp, _ci)
+sig("hwt_engine_run", _ci, _vp)
+sig("hwt_engine_profile", _ci, _vp, _ci)
+sig("hwt_engine_events", _ci, _vp, ctypes.POINTER(Event), _ci)
+sig("hwt_engine_n_folded", _ci, _vp)
+sig("hwt_engine_op_folded", _ci, _vp, _ci)
+
+
+def _per_op(graph: Graph, values: Optional[Mapping[str, float]], ctype, what: str):
+    """op name -> value mapping as a C array in op-id order (lowering adds ops
+    in graph.ops order), or None."""
+    if not values:
+        return None
+    names = [op.name for op in graph.ops]
+    unknown = sorted(set(values) - set(names))
+    if unknown:
+        raise UsageError(f'{what} names unknown op "{unknown[0]}"')
+    default = 0 if ctype is ctypes.c_int else -1.0
+    return (ctype * len(names))(*[values.get(n, default) for n in names])
+
+
+def _candidates(graph: Graph, cands: Optional[Mapping[str, Sequence[Sequence[float]]]]):
+    """op -> [[threads, seconds], ...] as the C arrays (threads, seconds, n)
+    in op-id order, or None. Ops without candidates get none (count 0)."""
+    if not cands:
+        return None
+    names = [op.name for op in graph.ops]
+    unknown = sorted(set(cands) - set(names))
+    if unknown:
+        raise UsageError(f'op_candidates names unknown op "{unknown[0]}"')
+    width = max(len(v) for v in cands.values())
+    threads = (ctypes.c_int * (len(names) * width))()
+    seconds = (ctypes.c_double * (len(names) * width))(*([-1.0] * (len(names) * width)))
+    for i, name in enumerate(names):
+        for k, pair in enumerate(cands.get(name, ())):
+            t, sec = pair
+            if isinstance(t, bool) or not isinstance(t, int) or t < 1:
+                raise UsageError(f"op_candidates[{name!r}]: thread count {t!r} must be >= 1")
+            threads[i * width + k] = t
+            seconds[i * width + k] = float(sec)
+    return threads, seconds, width
+
+
+class NativeEngine(Handle):
+    """A prepared engine for one model and one configuration. scheduler is
+    a name of the scheduler table (hwtune.native.sched; None: the default)."""
+
+    _destroy, _error, _what = "hwt_engine_destroy", "hwt_engine_error", "engine"
+
+    def __init__(self, graph: Graph, executors: int = 1, threads: int = 1,
+                 scheduler: Optional[str] = None, pin: bool = True, isa: int = -1,
+                 op_threads: Optional[Mapping[str, int]] = None,
+                 op_cost: Optional[Mapping[str, float]] = None,
+                 op_priority: Optional[Mapping[str, float]] = None,
+                 op_candidates: Optional[Mapping[str, Sequence[Sequence[float]]]] = None):
+        self.scheduler = (sched.default() if scheduler is None
+                          else sched.lookup(scheduler)).name
+        self.graph = graph
+        self._ng = lower_graph(graph)
+        cfg = _Config()
+        lib.hwt_engine_config_init(ctypes.byref(cfg))
+        cfg.executors, cfg.threads_per_executor = int(executors), int(threads)
+        # The engine reads the name at create only.
+        cfg.scheduler, cfg.pin, cfg.isa = self.scheduler.encode(), int(bool(pin)), int(isa)
+        # The engine copies these at create; keep them referenced until then.
+        arrays = (_per_op(graph, op_threads, ctypes.c_int, "op_threads"),
+                  _per_op(graph, op_cost, ctypes.c_double, "op_cost"),
+                  _per_op(graph, op_priority, ctypes.c_double, "op_priority"))
+        for field, arr in zip(("op_threads", "op_cost", "op_priority"), arrays):
+            if arr is not None:
+                setattr(cfg, field, ctypes.cast(arr, type(getattr(cfg, field))))
+        cands = _candidates(graph, op_candidates)
+        if cands is not None:
+            cfg.op_cand_threads = ctypes.cast(cands[0], _c_int_p)
+            cfg.op_cand_seconds = ctypes.cast(cands[1], _c_dbl_p)
+            cfg.op_cand_n = cands[2]
+        err = ctypes.create_string_buffer(512)
+        h = _vp()
+        status = lib.hwt_engine_create(self._ng.handle, ctypes.byref(cfg), ctypes.byref(h), err,
+                                       len(err))
+        if status < 0:
+            self._ng.close()
+            raise status_error(status, err.value.decode(errors="replace"))
+        self._adopt(h.value)
+        h = h.value
+        self._ids = self._ng.tensor_ids
+        self._params = {}
+        for name, arr in init_params(graph).items():
+            arr = np.ascontiguousarray(arr, dtype=np.float32)
+            self._params[name] = arr  # the engine reads it in place: keep it alive
+            self._check(lib.hwt_engine_bind(h, self._ids[name], arr.ctypes.data_as(_f_p)))
+        self._check(lib.hwt_engine_prepare(h))
+        for name, arr in init_inputs(graph).items():
+            self.set_input(name, arr)
+
+    def _view(self, name: str) -> np.ndarray:
+        h = self.handle
+        if name not in self._ids:
+            raise UsageError(f'no tensor named "{name}" in the model')
+        shape = tuple(self.graph.shapes[name])
+        ptr = lib.hwt_engine_tensor(h, self._ids[name])
+        if not ptr:
+            raise UsageError(f'tensor "{name}" has no storage (an unbound param?)')
+        return np.ctypeslib.as_array(ptr, shape=shape if shape else (1,))
+
+    def set_input(self, name: str, value) -> None:
+        view = self._view(name)
+        value = np.asarray(value, dtype=np.float32)
+        if value.size != view.size:
+            raise UsageError(f'input "{name}": {value.size} values for {view.size} elements')
+        view[...] = value.reshape(view.shape)
+
+    def run(self, profile: bool = False) -> None:
+        h = self.handle
+        lib.hwt_engine_profile(h, int(bool(profile)))
+        self._check(lib.hwt_engine_run(h))
+
+    def output(self, name: str) -> np.ndarray:
+        return self._view(name).copy().reshape(tuple(self.graph.shapes[name]))
+
+    def outputs(self) -> Dict[str, np.ndarray]:
+        return {name: self.output(name) for name in self.graph.outputs}
+
+    def folded(self) -> List[str]:
+        """Names of the ops folded at prepare (constant: they never run)."""
+        return [op.name for i, op in enumerate(self.graph.ops)
+                if lib.hwt_engine_op_folded(self.handle, i) == 1]
+
+    def events(self) -> List[Event]:
+        """Per-op events of the last profiled run, in op-id order (folded ops
+        have none: match them by .op)."""
+        n = len(self.graph.ops)
+        buf = (Event * max(n, 1))()
+        got = lib.hwt_engine_events(self.handle, buf, n)
+        return list(buf[:got])
+
+    def close(self) -> None:
+        super().close()
+        self._ng.close()

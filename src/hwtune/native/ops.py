@@ -1,0 +1,96 @@
+"""Binding for hwtune/op.h: an op type's C implementation (prepare, run,
+release) driven directly, without the engine: the harness behind
+hwtune.engine.ops_harness and tests of single ops."""
+
+import ctypes
+from typing import List, Sequence
+
+import numpy as np
+
+from hwtune.errors import EngineGraphError
+from hwtune.native._lib import check, sig
+from hwtune.native.abi import CStruct
+
+MAX_IO = 64  # HWT_OP_MAX_IO
+_ERRLEN = 512
+_fp = ctypes.POINTER(ctypes.c_float)
+
+
+class OpCtx(CStruct):
+    _c_name_ = "hwt_op_ctx"
+    _fields_ = [
+        ("g", ctypes.c_void_p),
+        ("op", ctypes.c_int),
+        ("n_in", ctypes.c_int),
+        ("n_out", ctypes.c_int),
+        ("in_", _fp * MAX_IO),
+        ("out", _fp * MAX_IO),
+        ("isa", ctypes.c_int),
+        ("max_threads", ctypes.c_int),
+        ("state", ctypes.c_void_p),
+        ("ws_floats", ctypes.c_size_t),
+        ("flops", ctypes.c_double),
+    ]
+
+
+_PREPARE = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(OpCtx), ctypes.c_char_p,
+                            ctypes.c_size_t)
+_RUN = ctypes.CFUNCTYPE(None, ctypes.POINTER(OpCtx), _fp, ctypes.c_int, ctypes.c_int)
+_RELEASE = ctypes.CFUNCTYPE(None, ctypes.POINTER(OpCtx))
+
+
+class OpImpl(CStruct):
+    _c_name_ = "hwt_op_impl"
+    _fields_ = [("type", ctypes.c_char_p), ("prepare", _PREPARE), ("run", _RUN),
+                ("release", ctypes.c_void_p)]
+
+
+_find = sig("hwt_ops_find", ctypes.POINTER(OpImpl), ctypes.c_char_p)
+
+
+def find_impl(op_type: str) -> OpImpl:
+    """The C implementation of an op type; EngineGraphError if none."""
+    p = _find(op_type.encode())
+    if not p:
+        raise EngineGraphError(f'no C implementation of op type "{op_type}"')
+    return p.contents
+
+
+def aligned_empty(shape, align: int = 64) -> np.ndarray:
+    """A float32 array whose data starts on an `align`-byte boundary, as the
+    engine's arena guarantees (ops split work on cache-line boundaries)."""
+    n = int(np.prod(shape, dtype=np.int64))
+    raw = np.empty(n + align // 4, np.float32)
+    skip = (-raw.ctypes.data % align) // 4
+    return raw[skip:skip + n].reshape(shape)
+
+
+def _ptr(a: np.ndarray):
+    return a.ctypes.data_as(_fp)
+
+
+def run_op(graph_handle: int, op_id: int, op_type: str, ins: Sequence[np.ndarray],
+           outs: List[np.ndarray], nth: int, isa: int, repeat: int = 1) -> None:
+    """Op op_id of a C graph through its implementation: prepare on the
+    given buffers (contiguous float32), run(tid) for tid in 0..nth-1 one
+    after another (the shares are disjoint, so order cannot matter),
+    `repeat` times, then release."""
+    impl = find_impl(op_type)
+    ctx = OpCtx()
+    ctx.g, ctx.op, ctx.n_in, ctx.n_out = graph_handle, op_id, len(ins), len(outs)
+    for k, a in enumerate(ins):
+        ctx.in_[k] = _ptr(a)
+    for k, a in enumerate(outs):
+        ctx.out[k] = _ptr(a)
+    ctx.isa, ctx.max_threads = isa, nth
+    err = ctypes.create_string_buffer(_ERRLEN)
+    check(impl.prepare(ctypes.byref(ctx), err, _ERRLEN), f"prepare {op_type}",
+          err.value.decode(errors="replace"))
+    try:
+        ws = [aligned_empty((max(int(ctx.ws_floats), 1),)) for _ in range(nth)]
+        for _ in range(repeat):
+            for tid in range(nth):
+                impl.run(ctypes.byref(ctx), _ptr(ws[tid]), tid, nth)
+    finally:
+        if impl.release:
+            _RELEASE(impl.release)(ctypes.byref(ctx))

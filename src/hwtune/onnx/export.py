@@ -1,0 +1,190 @@
+"""model.json graph -> ONNX (`hwtune model export`, and the ONNX Runtime
+side of `hwtune compare` for model.json models): the same ops, tensor names
+and weights (the values the engine binds: the weights file, or the seeded
+values), so a peer computes exactly what hwtune computes.
+
+One row per hwtune op in EXPORTERS. A row gets an Emitter and the op, and
+appends ONNX nodes (constant operands such as shapes become initializers).
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Dict, List
+
+import numpy as np
+
+from hwtune.errors import UsageError
+
+OPSET = 17
+# ONNX Runtime builds of the last years all read IR 8 (the onnx package
+# writes newer by default).
+IR_VERSION = 8
+
+
+class Emitter:
+    def __init__(self, graph):
+        self.graph = graph
+        self.nodes: List = []
+        self.inits: List = []
+        self._n = 0
+
+    def const(self, hint: str, value, dtype=np.int64) -> str:
+        from onnx import numpy_helper
+        self._n += 1
+        name = f"{hint}:c{self._n}"
+        self.inits.append(numpy_helper.from_array(np.asarray(value, dtype=dtype), name))
+        return name
+
+    def node(self, op_type: str, inputs, outputs, name: str, **attrs) -> None:
+        from onnx import helper
+        self.nodes.append(helper.make_node(op_type, list(inputs), list(outputs), name=name,
+                                           **attrs))
+
+    def tmp(self, hint: str) -> str:
+        self._n += 1
+        return f"{hint}:t{self._n}"
+
+
+def _plain(op):
+    layout = (op.resolved or {}).get("layout")
+    if layout not in (None, "NCHW"):
+        raise UsageError(f'op "{op.name}" ({op.op}) uses layout {layout}: ONNX export takes a '
+                         "plain NCHW graph")
+
+
+def _simple(onnx_type):
+    def emit(e, op, a):
+        e.node(onnx_type, op.inputs, op.outputs, op.name)
+    return emit
+
+
+def _matmul(e, op, a):
+    if len(op.inputs) == 3 or a["transpose_a"] or a["transpose_b"]:
+        e.node("Gemm", op.inputs, op.outputs, op.name, transA=int(a["transpose_a"]),
+               transB=int(a["transpose_b"]))
+    else:
+        e.node("MatMul", op.inputs, op.outputs, op.name)
+
+
+def _mod(e, op, a):
+    # Floored modulo a - b * floor(a / b): ONNX Mod on floats is fmod only.
+    q, f, p = e.tmp(op.name), e.tmp(op.name), e.tmp(op.name)
+    e.node("Div", op.inputs, [q], f"{op.name}/div")
+    e.node("Floor", [q], [f], f"{op.name}/floor")
+    e.node("Mul", [op.inputs[1], f], [p], f"{op.name}/mul")
+    e.node("Sub", [op.inputs[0], p], op.outputs, op.name)
+
+
+def _affine(e, op, a):
+    x = op.inputs[0]
+    if a["scale"] != 1.0:
+        y = e.tmp(op.name) if a["shift"] != 0.0 else op.outputs[0]
+        e.node("Mul", [x, e.const(op.name, a["scale"], np.float32)], [y], f"{op.name}/scale")
+        x = y
+    if a["shift"] != 0.0 or x == op.inputs[0]:
+        e.node("Add", [x, e.const(op.name, a["shift"], np.float32)], op.outputs, op.name)
+
+
+def _conv(e, op, a):
+    _plain(op)
+    kh, kw = e.graph.shapes[op.inputs[1]][2:]
+    (sh, sw), (ph, pw) = a["stride"], a["padding"]
+    e.node("Conv", op.inputs, op.outputs, op.name, kernel_shape=[kh, kw], strides=[sh, sw],
+           pads=[ph, pw, ph, pw])
+
+
+def _pool(e, op, a):
+    _plain(op)
+    (kh, kw), (ph, pw) = a["kernel"], a["padding"]
+    sh, sw = a["stride"] if a["stride"] is not None else a["kernel"]
+    extra = {"count_include_pad": int(a["count_include_pad"])} if a["mode"] == "avg" else {}
+    e.node("MaxPool" if a["mode"] == "max" else "AveragePool", op.inputs, op.outputs, op.name,
+           kernel_shape=[kh, kw], strides=[sh, sw], pads=[ph, pw, ph, pw],
+           ceil_mode=int(a["ceil_mode"]), **extra)
+
+
+def _global_pool(e, op, a):
+    _plain(op)
+    e.node("GlobalMaxPool" if a["mode"] == "max" else "GlobalAveragePool", op.inputs,
+           op.outputs, op.name)
+
+
+def _batch_norm(e, op, a):
+    _plain(op)
+    e.node("BatchNormalization", op.inputs, op.outputs, op.name, epsilon=a["epsilon"])
+
+
+def _split(e, op, a):
+    sizes = [e.graph.shapes[o][a["axis"]] for o in op.outputs]
+    e.node("Split", [op.inputs[0], e.const(op.name, sizes)], op.outputs, op.name,
+           axis=a["axis"])
+
+
+def _slice(e, op, a):
+    rank = len(e.graph.shapes[op.inputs[0]])
+    axis = a["axis"] % rank
+    b, end, _ = slice(a["begin"], a["end"]).indices(e.graph.shapes[op.inputs[0]][axis])
+    e.node("Slice", [op.inputs[0], e.const(op.name, [b]), e.const(op.name, [end]),
+                     e.const(op.name, [axis])], op.outputs, op.name)
+
+
+def _reshape(e, op, a):
+    e.node("Reshape", [op.inputs[0], e.const(op.name, list(e.graph.shapes[op.outputs[0]]))],
+           op.outputs, op.name)
+
+
+EXPORTERS: Dict[str, Callable] = {
+    "matmul": _matmul,
+    "add": _simple("Add"), "sub": _simple("Sub"), "mul": _simple("Mul"),
+    "div": _simple("Div"), "minimum": _simple("Min"), "maximum": _simple("Max"),
+    "sum": _simple("Sum"), "mod": _mod, "affine": _affine,
+    "sigmoid": _simple("Sigmoid"), "tanh": _simple("Tanh"), "relu": _simple("Relu"),
+    "abs": _simple("Abs"),
+    "conv2d": _conv, "pool2d": _pool, "global_pool2d": _global_pool,
+    "batch_norm": _batch_norm,
+    "softmax": lambda e, op, a: e.node("Softmax", op.inputs, op.outputs, op.name,
+                                       axis=a["axis"]),
+    "concat": lambda e, op, a: e.node("Concat", op.inputs, op.outputs, op.name,
+                                      axis=a["axis"]),
+    "split": _split, "slice": _slice, "reshape": _reshape,
+    "flatten": lambda e, op, a: e.node("Flatten", op.inputs, op.outputs, op.name,
+                                       axis=a["axis"]),
+}
+
+
+def to_onnx(graph, params=None):
+    """ONNX ModelProto of a validated graph; params: name -> array (default:
+    the values the engine binds)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    from hwtune.graph.reference import init_params
+    params = init_params(graph) if params is None else params
+    e = Emitter(graph)
+    for i in graph.order or range(len(graph.ops)):
+        op = graph.ops[i]
+        fn = EXPORTERS.get(op.op)
+        if fn is None:
+            raise UsageError(f'op "{op.name}" ({op.op}) has no ONNX export (exportable: '
+                             f"{', '.join(sorted(EXPORTERS))})")
+        fn(e, op, op.resolved or {})
+    inits = [numpy_helper.from_array(np.asarray(params[t.name], np.float32), t.name)
+             for t in graph.params] + e.inits
+    value = lambda n: helper.make_tensor_value_info(  # noqa: E731
+        n, TensorProto.FLOAT, list(graph.shapes[n]))
+    g = helper.make_graph(e.nodes, graph.name, [value(t.name) for t in graph.inputs],
+                          [value(n) for n in graph.outputs], inits)
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)],
+                              producer_name="hwtune")
+    model.ir_version = min(model.ir_version, IR_VERSION)
+    return model
+
+
+def export_onnx(graph, path: str) -> int:
+    """Write graph to path as ONNX; returns the bytes written."""
+    data = to_onnx(graph).SerializeToString()
+    try:
+        with open(path, "wb") as fh:
+            fh.write(data)
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+    return len(data)

@@ -1,0 +1,239 @@
+"""numpy evaluation of ONNX nodes whose inputs are all constants: how shape
+subgraphs (Shape -> Gather -> Unsqueeze -> Concat -> Reshape, Constant,
+ConstantOfShape, Range, Cast, ...) are folded away at import.
+
+Each function takes (values, attrs, cx) — the constant inputs in order
+(None for an omitted optional input), the node's attributes and the import
+context (for its opset) — and returns the outputs as numpy arrays, or raises
+Unsupported to leave the node to its converter.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from hwtune.onnx.convert import Unsupported
+
+
+def np_dtype(onnx_type: int):
+    from onnx import helper
+    try:
+        return helper.tensor_dtype_to_np_dtype(onnx_type)
+    except (KeyError, ValueError):
+        raise Unsupported(f"unknown tensor type {onnx_type}") from None
+
+
+def axes_of(values, attrs, cx, since: int, index: int = 1):
+    """The `axes` of Squeeze/Unsqueeze/Reduce*: an attribute before opset
+    `since`, an optional input from it on; None when absent."""
+    if cx.opset >= since:
+        v = values[index] if len(values) > index else None
+        return None if v is None else [int(a) for a in np.asarray(v).reshape(-1)]
+    return attrs.get("axes")
+
+
+def constant(values, attrs, cx):
+    for key, dtype in (("value", None), ("value_float", np.float32),
+                       ("value_floats", np.float32), ("value_int", np.int64),
+                       ("value_ints", np.int64)):
+        if key in attrs:
+            return [np.asarray(attrs[key], dtype=dtype)]
+    raise Unsupported("Constant with a sparse or string value")
+
+
+def shape_of(shape, attrs):
+    dims = np.asarray(shape, dtype=np.int64)
+    return dims[attrs.get("start", 0):attrs.get("end", None)]
+
+
+def unsqueeze_shape(shape, axes):
+    rank = len(shape) + len(axes)
+    axes = sorted(a % rank for a in axes)
+    out = list(shape)
+    for a in axes:
+        out.insert(a, 1)
+    return tuple(out)
+
+
+def squeeze_shape(shape, axes):
+    if axes is None:
+        return tuple(d for d in shape if d != 1)
+    drop = {a % len(shape) for a in axes}
+    if any(shape[a] != 1 for a in drop):
+        raise Unsupported(f"Squeeze of axes {sorted(drop)} of shape {list(shape)}: not size 1")
+    return tuple(d for i, d in enumerate(shape) if i not in drop)
+
+
+def reshape_target(shape, target, allowzero=0):
+    """ONNX Reshape's output shape: 0 copies the input dim (unless
+    allowzero), one -1 takes what is left."""
+    out = [int(d) for d in target]
+    for i, d in enumerate(out):
+        if d == 0 and not allowzero:
+            if i >= len(shape):
+                raise Unsupported(f"Reshape target {out}: 0 at dim {i} beyond the input rank")
+            out[i] = int(shape[i])
+    total = int(np.prod(shape, dtype=np.int64))
+    if out.count(-1) > 1:
+        raise Unsupported(f"Reshape target {out} has more than one -1")
+    if -1 in out:
+        known = int(np.prod([d for d in out if d != -1], dtype=np.int64))
+        if known == 0 or total % known:
+            raise Unsupported(f"cannot reshape {list(shape)} into {out}")
+        out[out.index(-1)] = total // known
+    if int(np.prod(out, dtype=np.int64)) != total:
+        raise Unsupported(f"cannot reshape {list(shape)} into {out}")
+    return tuple(out)
+
+
+def slice_params(values, attrs, cx, rank):
+    """[(axis, start, end, step)] of a Slice node (attributes before opset
+    10, inputs from it on)."""
+    if cx.opset < 10:
+        starts, ends = attrs["starts"], attrs["ends"]
+        axes, steps = attrs.get("axes"), None
+    else:
+        starts, ends = values[1], values[2]
+        axes = values[3] if len(values) > 3 else None
+        steps = values[4] if len(values) > 4 else None
+    starts = [int(v) for v in np.asarray(starts).reshape(-1)]
+    ends = [int(v) for v in np.asarray(ends).reshape(-1)]
+    axes = list(range(len(starts))) if axes is None else \
+        [int(a) % rank for a in np.asarray(axes).reshape(-1)]
+    steps = [1] * len(starts) if steps is None else [int(s) for s in np.asarray(steps).reshape(-1)]
+    return list(zip(axes, starts, ends, steps))
+
+
+def _slice(values, attrs, cx):
+    x = values[0]
+    idx = [slice(None)] * x.ndim
+    for axis, b, e, s in slice_params(values, attrs, cx, x.ndim):
+        idx[axis] = slice(b, e, s)
+    return [x[tuple(idx)]]
+
+
+def _split(values, attrs, cx, n_out):
+    x = values[0]
+    axis = attrs.get("axis", 0) % x.ndim
+    sizes = split_sizes(values, attrs, cx, x.shape[axis], n_out)
+    return np.split(x, np.cumsum(sizes)[:-1], axis=axis)
+
+
+def split_sizes(values, attrs, cx, dim, n_out):
+    if cx.opset >= 13 and len(values) > 1 and values[1] is not None:
+        return [int(v) for v in np.asarray(values[1]).reshape(-1)]
+    if cx.opset < 13 and "split" in attrs:
+        return [int(v) for v in attrs["split"]]
+    n = attrs.get("num_outputs", n_out)
+    part = -(-dim // n)  # opset 18: the last part may be smaller
+    return [min(part, dim - i * part) for i in range(n)]
+
+
+def _int_div(a, b):
+    if np.issubdtype(np.result_type(a, b), np.integer):
+        return (np.trunc(np.asarray(a, np.float64) / b)).astype(np.result_type(a, b))
+    return np.divide(a, b)
+
+
+def _reduce(fn):
+    def run(values, attrs, cx):
+        axes = axes_of(values, attrs, cx, 18 if fn is not np.sum else 13)
+        if not axes and attrs.get("noop_with_empty_axes", 0):
+            return [values[0]]
+        keep = bool(attrs.get("keepdims", 1))
+        ax = None if not axes else tuple(axes)
+        return [np.asarray(fn(values[0], axis=ax, keepdims=keep))]
+    return run
+
+
+def _binary(fn):
+    return lambda v, a, cx: [np.asarray(fn(v[0], v[1]))]
+
+
+def _unary(fn):
+    return lambda v, a, cx: [np.asarray(fn(v[0]))]
+
+
+def _expand(values, attrs, cx):
+    shape = np.broadcast_shapes(values[0].shape, tuple(int(d) for d in values[1]))
+    return [np.broadcast_to(values[0], shape).copy()]
+
+
+def _where(values, attrs, cx):
+    return [np.where(values[0].astype(bool), values[1], values[2])]
+
+
+def _constant_of_shape(values, attrs, cx):
+    fill = attrs.get("value")
+    fill = np.zeros(1, np.float32) if fill is None else np.asarray(fill).reshape(-1)
+    return [np.full(tuple(int(d) for d in values[0]), fill[0], dtype=fill.dtype)]
+
+
+def _cast(values, attrs, cx):
+    return [values[0].astype(np_dtype(attrs["to"]))]
+
+
+def _gather(values, attrs, cx):
+    return [np.take(values[0], values[1].astype(np.int64), axis=attrs.get("axis", 0))]
+
+
+def _concat(values, attrs, cx):
+    return [np.concatenate([np.atleast_1d(v) for v in values], axis=attrs["axis"])]
+
+
+def _range(values, attrs, cx):
+    start, limit, delta = (np.asarray(v).reshape(()) for v in values)
+    return [np.arange(start, limit, delta, dtype=np.result_type(start, limit, delta))]
+
+
+def _reshape(values, attrs, cx):
+    target = values[1] if cx.opset >= 5 else attrs["shape"]
+    return [values[0].reshape(reshape_target(values[0].shape, target,
+                                             attrs.get("allowzero", 0)))]
+
+
+def _flatten(values, attrs, cx):
+    x = values[0]
+    axis = attrs.get("axis", 1) % (x.ndim + 1) if x.ndim else 0
+    return [x.reshape(int(np.prod(x.shape[:axis], dtype=np.int64)), -1)]
+
+
+FOLDS = {
+    "Constant": constant,
+    "Identity": lambda v, a, cx: [v[0]],
+    "Dropout": lambda v, a, cx: [v[0], np.ones(v[0].shape, bool)],
+    "Shape": lambda v, a, cx: [shape_of(v[0].shape, a)],
+    "Size": lambda v, a, cx: [np.asarray(v[0].size, np.int64)],
+    "Cast": _cast,
+    "Gather": _gather,
+    "Unsqueeze": lambda v, a, cx: [v[0].reshape(unsqueeze_shape(v[0].shape,
+                                                                axes_of(v, a, cx, 13)))],
+    "Squeeze": lambda v, a, cx: [v[0].reshape(squeeze_shape(v[0].shape,
+                                                            axes_of(v, a, cx, 13)))],
+    "Concat": _concat,
+    "ConstantOfShape": _constant_of_shape,
+    "Slice": _slice,
+    "Split": lambda v, a, cx: _split(v, a, cx, len(cx.node.output)),
+    "Reshape": _reshape,
+    "Flatten": _flatten,
+    "Transpose": lambda v, a, cx: [np.transpose(v[0], a.get("perm"))],
+    "Expand": _expand,
+    "Range": _range,
+    "Where": _where,
+    "Add": _binary(np.add), "Sub": _binary(np.subtract), "Mul": _binary(np.multiply),
+    "Div": _binary(_int_div), "Pow": _binary(np.power),
+    "Equal": _binary(np.equal), "Less": _binary(np.less), "Greater": _binary(np.greater),
+    "And": _binary(np.logical_and), "Or": _binary(np.logical_or),
+    "Not": _unary(np.logical_not), "Neg": _unary(np.negative), "Abs": _unary(np.abs),
+    "Floor": _unary(np.floor), "Ceil": _unary(np.ceil), "Sqrt": _unary(np.sqrt),
+    "Exp": _unary(np.exp), "Log": _unary(np.log), "Reciprocal": _unary(np.reciprocal),
+    "Relu": _unary(lambda x: np.maximum(x, 0)),
+    "Sigmoid": _unary(lambda x: 1 / (1 + np.exp(-x))), "Tanh": _unary(np.tanh),
+    "Max": lambda v, a, cx: [functools.reduce(np.maximum, v)],
+    "Min": lambda v, a, cx: [functools.reduce(np.minimum, v)],
+    "Sum": lambda v, a, cx: [functools.reduce(np.add, v)],
+    "ReduceProd": _reduce(np.prod), "ReduceSum": _reduce(np.sum),
+    "ReduceMax": _reduce(np.max), "ReduceMin": _reduce(np.min), "ReduceMean": _reduce(np.mean),
+}

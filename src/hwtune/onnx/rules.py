@@ -1,0 +1,435 @@
+"""The ONNX op table: one row per ONNX op type, saying how a node becomes
+model.json ops (convert) and how it is evaluated when all its inputs are
+constants (fold, from fold.py).
+
+Adding an op is adding a row: a converter that reads the node through the
+Context (cx.tensor(i), cx.const(i), cx.shape(i), attrs) and emits hwtune ops
+with cx.emit(op, inputs, attrs, out=cx.out()). A case a row cannot express
+yet raises Unsupported with the reason, and the importer reports it with
+the node's name. An op type with no row is refused before anything is
+converted, with the list of the rows below.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Dict, NamedTuple, Optional
+
+import numpy as np
+
+from hwtune.onnx import fold as F
+from hwtune.onnx.convert import Unsupported
+
+
+class Rule(NamedTuple):
+    convert: Optional[Callable]   # (cx, attrs) -> None; None: constants only
+    fold: Optional[Callable]      # (values, attrs, cx) -> [arrays]; None: never folded
+
+
+# -- helpers -----------------------------------------------------------------
+
+def _pads2d(attrs, spatial, kernel, strides, what="pads"):
+    """(ph, pw) of a 2-D window op; asymmetric padding is unsupported."""
+    auto = attrs.get("auto_pad", "NOTSET")
+    if auto in ("NOTSET", ""):
+        pads = list(attrs.get("pads", [0, 0, 0, 0]))
+    elif auto == "VALID":
+        pads = [0, 0, 0, 0]
+    else:  # SAME_UPPER / SAME_LOWER: output = ceil(input / stride)
+        pads = [0, 0, 0, 0]
+        for i in range(2):
+            out = -(-spatial[i] // strides[i])
+            total = max((out - 1) * strides[i] + kernel[i] - spatial[i], 0)
+            small = total // 2
+            pads[i], pads[i + 2] = ((small, total - small) if auto == "SAME_UPPER"
+                                    else (total - small, small))
+    if pads[0] != pads[2] or pads[1] != pads[3]:
+        raise Unsupported(f"asymmetric {what} {pads} (begin != end) are not supported yet")
+    return [int(pads[0]), int(pads[1])]
+
+
+def _check_2d(cx, what):
+    shape = cx.shape(0)
+    if len(shape) != 4:
+        raise Unsupported(f"{what} on a rank-{len(shape)} tensor {list(shape)}: hwtune's "
+                          "window ops are 2-D (NCHW)")
+    return shape
+
+
+def _ones(attrs, key, what):
+    v = attrs.get(key)
+    if v is not None and any(int(d) != 1 for d in v):
+        raise Unsupported(f"{key} {list(v)} ({what}) are not supported yet")
+
+
+# -- element-wise ------------------------------------------------------------
+
+def unary(op):
+    def convert(cx, attrs):
+        cx.emit(op, [cx.tensor(0)], out=cx.out())
+    return convert
+
+
+# x OP c with a scalar constant c as one affine op (scale, shift), by which
+# side c is on; None: no affine form (c / x).
+_AFFINE = {
+    "add": lambda c, right: (1.0, c),
+    "sub": lambda c, right: (1.0, -c) if right else (-1.0, c),
+    "mul": lambda c, right: (c, 0.0),
+    "div": lambda c, right: (1.0 / c, 0.0) if right and c != 0 else None,
+}
+
+
+def binary(op):
+    def convert(cx, attrs):
+        for ci, xi in ((1, 0), (0, 1)):
+            if cx.is_const(ci) and not cx.is_const(xi):
+                c = cx.const(ci)
+                if c.size == 1 and c.ndim <= len(cx.shape(xi)):
+                    form = _AFFINE[op](float(c.reshape(())), ci == 1)
+                    if form is not None:
+                        cx.emit("affine", [cx.tensor(xi)],
+                                {"scale": form[0], "shift": form[1]}, out=cx.out())
+                        return
+        cx.emit(op, [cx.tensor(0), cx.tensor(1)], out=cx.out())
+    return convert
+
+
+def nary(op, pairwise):
+    def convert(cx, attrs):
+        names = [cx.tensor(i) for i in range(len(cx.node.input)) if cx.has(i)]
+        if len(names) == 1:
+            cx.bind(cx.out(), names[0])
+        elif not pairwise:
+            cx.emit(op, names, out=cx.out())
+        else:
+            cur = names[0]
+            for k, name in enumerate(names[1:], start=2):
+                cur = cx.emit(op, [cur, name], out=cx.out() if k == len(names) else None)
+    return convert
+
+
+def clip(cx, attrs):
+    if cx.opset < 11:
+        lo, hi = attrs.get("min"), attrs.get("max")
+    else:
+        lo, hi = cx.const(1, "min"), cx.const(2, "max")
+        lo = None if lo is None else float(lo.reshape(()))
+        hi = None if hi is None else float(hi.reshape(()))
+    steps = []
+    if lo is not None:
+        steps.append(("relu", None) if lo == 0 else ("maximum", lo))
+    if hi is not None:
+        steps.append(("minimum", hi))
+    cur = cx.tensor(0)
+    if not steps:
+        cx.bind(cx.out(), cur)
+    for k, (op, bound) in enumerate(steps):
+        ins = [cur] if bound is None else [cur, cx.param(f"{cx.out()}:{op}", np.float32(bound))]
+        cur = cx.emit(op, ins, out=cx.out() if k == len(steps) - 1 else None)
+
+
+# -- no-ops and shapes -------------------------------------------------------
+
+def passthrough(cx, attrs):
+    if len(cx.node.output) > 1 and cx.node.output[1]:
+        raise Unsupported("the mask output of Dropout (inference graphs have none)")
+    cx.bind(cx.out(), cx.tensor(0))
+
+
+def shape(cx, attrs):
+    cx.define(cx.out(), F.shape_of(cx.shape(0), attrs))
+
+
+def size(cx, attrs):
+    cx.define(cx.out(), np.asarray(int(np.prod(cx.shape(0), dtype=np.int64)), np.int64))
+
+
+def cast(cx, attrs):
+    if F.np_dtype(attrs["to"]) != np.float32:
+        raise Unsupported(f"Cast to {np.dtype(F.np_dtype(attrs['to'])).name} of a run-time "
+                          "tensor (hwtune computes in float32)")
+    cx.bind(cx.out(), cx.tensor(0))
+
+
+def _reshape_to(cx, target):
+    target = tuple(int(d) for d in target)
+    if target == tuple(cx.shape(0)):
+        cx.bind(cx.out(), cx.tensor(0))
+    else:
+        cx.emit("reshape", [cx.tensor(0)], {"shape": list(target)}, out=cx.out())
+
+
+def reshape(cx, attrs):
+    target = cx.const(1, "shape") if cx.opset >= 5 else attrs["shape"]
+    _reshape_to(cx, F.reshape_target(cx.shape(0), target, attrs.get("allowzero", 0)))
+
+
+def squeeze(cx, attrs):
+    axes = F.axes_of([None, cx.const(1, "axes")], attrs, cx, 13)
+    _reshape_to(cx, F.squeeze_shape(cx.shape(0), axes))
+
+
+def unsqueeze(cx, attrs):
+    axes = F.axes_of([None, cx.const(1, "axes")], attrs, cx, 13)
+    _reshape_to(cx, F.unsqueeze_shape(cx.shape(0), axes))
+
+
+def flatten(cx, attrs):
+    rank = len(cx.shape(0))
+    axis = attrs.get("axis", 1)
+    cx.emit("flatten", [cx.tensor(0)], {"axis": axis + rank if axis < 0 else axis},
+            out=cx.out())
+
+
+def transpose(cx, attrs):
+    rank = len(cx.shape(0))
+    perm = list(attrs.get("perm", range(rank - 1, -1, -1)))
+    moved = [d for i, d in enumerate(cx.shape(0)) if perm[i] != i]
+    if perm == list(range(rank)) or all(d == 1 for d in moved):
+        # Only size-1 axes move: the same elements in the same order.
+        _reshape_to(cx, [cx.shape(0)[p] for p in perm])
+        return
+    raise Unsupported(f"Transpose with perm {perm} is not supported yet")
+
+
+def concat(cx, attrs):
+    names = [cx.tensor(i) for i in range(len(cx.node.input)) if cx.has(i)]
+    if len(names) == 1:
+        cx.bind(cx.out(), names[0])
+        return
+    cx.emit("concat", names, {"axis": attrs["axis"]}, out=cx.out())
+
+
+def split(cx, attrs):
+    shp = cx.shape(0)
+    axis = attrs.get("axis", 0) % len(shp)
+    sizes = F.split_sizes([None, cx.const(1, "split") if cx.opset >= 13 else None], attrs,
+                          cx, shp[axis], len(cx.node.output))
+    outs = [o or cx.fresh(f"{cx.node.name}:part{k}") for k, o in enumerate(cx.node.output)]
+    if len(outs) == 1:
+        cx.bind(outs[0], cx.tensor(0))
+        return
+    cx.emit("split", [cx.tensor(0)], {"axis": axis, "sizes": sizes}, outputs=outs)
+
+
+def slice_(cx, attrs):
+    shp = cx.shape(0)
+    values = [None] + [cx.const(i) for i in range(1, len(cx.node.input))]
+    cuts = []
+    for axis, b, e, step in F.slice_params(values, attrs, cx, len(shp)):
+        if step != 1:
+            raise Unsupported(f"Slice with step {step} is not supported yet")
+        begin, end, _ = slice(b, e).indices(shp[axis])
+        if end <= begin:
+            raise Unsupported(f"empty Slice [{b}:{e}] of axis {axis} (size {shp[axis]})")
+        if (begin, end) != (0, shp[axis]):
+            cuts.append((axis, begin, end))
+    cur = cx.tensor(0)
+    if not cuts:
+        cx.bind(cx.out(), cur)
+    for k, (axis, begin, end) in enumerate(cuts):
+        cur = cx.emit("slice", [cur], {"axis": axis, "begin": begin, "end": end},
+                      out=cx.out() if k == len(cuts) - 1 else None)
+
+
+def gather(cx, attrs):
+    """Gather of run-time data at constant indices: one index or a run of
+    consecutive ones is a slice (the [CLS] token, a head); others wait
+    for a gather op."""
+    shp = cx.shape(0)
+    axis = attrs.get("axis", 0) % len(shp)
+    idx = np.asarray(cx.const(1, "indices")).astype(np.int64)
+    flat = [int(i) % shp[axis] for i in idx.reshape(-1)]
+    if not flat or flat != list(range(flat[0], flat[0] + len(flat))):
+        raise Unsupported("Gather at non-consecutive indices is not supported yet")
+    sl = cx.emit("slice", [cx.tensor(0)], {"axis": axis, "begin": flat[0],
+                                            "end": flat[0] + len(flat)})
+    target = list(shp[:axis]) + list(idx.shape) + list(shp[axis + 1:])
+    cx.emit("reshape", [sl], {"shape": target or [1]}, out=cx.out())
+
+
+# -- dense and convolution ---------------------------------------------------
+
+def matmul(cx, attrs):
+    a, b = cx.shape(0), cx.shape(1)
+    if len(a) == 2 and len(b) == 2:
+        cx.emit("matmul", [cx.tensor(0), cx.tensor(1)], out=cx.out())
+    elif len(a) > 2 and len(b) == 2:
+        # [..., K] x [K, N]: the leading dims are rows of one 2-D product.
+        rows = int(np.prod(a[:-1], dtype=np.int64))
+        flat = cx.emit("reshape", [cx.tensor(0)], {"shape": [rows, a[-1]]})
+        y = cx.emit("matmul", [flat, cx.tensor(1)])
+        cx.emit("reshape", [y], {"shape": list(a[:-1]) + [b[1]]}, out=cx.out())
+    else:
+        raise Unsupported(f"MatMul of {list(a)} by {list(b)}: batched or 1-D MatMul is not "
+                          "supported yet (2-D, or [..., K] x [K, N])")
+
+
+def gemm(cx, attrs):
+    alpha, beta = float(attrs.get("alpha", 1.0)), float(attrs.get("beta", 1.0))
+    ta, tb = bool(attrs.get("transA", 0)), bool(attrs.get("transB", 0))
+    a_name, b_name = cx.tensor(0), None
+    if alpha != 1.0:
+        if cx.is_const(1):
+            b_name = cx.param(f"{cx.node.input[1]}:alpha", alpha * cx.const(1))
+        else:
+            a_name = cx.emit("affine", [a_name], {"scale": alpha})
+    b_name = b_name or cx.tensor(1)
+    n = cx.shape(1)[0] if tb else cx.shape(1)[1]
+    flags = {"transpose_a": ta, "transpose_b": tb}
+    c = cx.const(2) if cx.is_const(2) else None
+    if not cx.has(2) or (c is not None and not c.any()):
+        cx.emit("matmul", [a_name, b_name], flags, out=cx.out())
+    elif c is not None and c.size in (1, n) and c.ndim <= 2 and c.shape[-1:] in ((), (1,), (n,)):
+        bias = np.broadcast_to(beta * c.reshape(-1), (n,)).astype(np.float32)
+        name = cx.tensor(2) if beta == 1.0 and c.size == n and c.ndim == 1 else \
+            cx.param(f"{cx.node.input[2]}:bias", bias)
+        cx.emit("matmul", [a_name, b_name, name], flags, out=cx.out())
+    else:
+        y = cx.emit("matmul", [a_name, b_name], flags)
+        c_name = cx.tensor(2)
+        if beta != 1.0:
+            c_name = cx.emit("affine", [c_name], {"scale": beta})
+        cx.emit("add", [y, c_name], out=cx.out())
+
+
+def conv(cx, attrs):
+    x = cx.shape(0)
+    w = cx.shape(1)
+    if len(x) != 4:
+        raise Unsupported(f"{len(x) - 2}-D convolution: hwtune's conv2d is 2-D (NCHW)")
+    group = int(attrs.get("group", 1))
+    if group != 1:
+        raise Unsupported(f"group={group} (grouped or depthwise convolution) is not "
+                          "supported yet")
+    _ones(attrs, "dilations", "dilated convolution")
+    strides = [int(s) for s in attrs.get("strides", [1, 1])]
+    pads = _pads2d(attrs, x[2:], w[2:], strides)
+    ins = [cx.tensor(0), cx.tensor(1)] + ([cx.tensor(2)] if cx.has(2) else [])
+    cx.emit("conv2d", ins, {"stride": strides, "padding": pads}, out=cx.out())
+
+
+def pool(mode):
+    def convert(cx, attrs):
+        x = _check_2d(cx, f"{mode} pooling")
+        if len(cx.node.output) > 1 and cx.node.output[1]:
+            raise Unsupported("the Indices output of MaxPool is not supported")
+        _ones(attrs, "dilations", "dilated pooling")
+        kernel = [int(k) for k in attrs["kernel_shape"]]
+        strides = [int(s) for s in attrs.get("strides", [1, 1])]
+        out = {"mode": mode, "kernel": kernel, "stride": strides,
+               "padding": _pads2d(attrs, x[2:], kernel, strides),
+               "ceil_mode": bool(attrs.get("ceil_mode", 0))}
+        if mode == "avg":
+            out["count_include_pad"] = bool(attrs.get("count_include_pad", 0))
+        cx.emit("pool2d", [cx.tensor(0)], out, out=cx.out())
+    return convert
+
+
+def global_pool(mode):
+    def convert(cx, attrs):
+        _check_2d(cx, f"global {mode} pooling")
+        cx.emit("global_pool2d", [cx.tensor(0)], {"mode": mode}, out=cx.out())
+    return convert
+
+
+def reduce_hw(mode):
+    """ReduceMean/ReduceMax over H and W of an NCHW tensor (what exporters
+    write for adaptive average pooling) is a global pool; other reductions
+    wait for the reduction ops."""
+    def convert(cx, attrs):
+        shp = cx.shape(0)
+        axes = F.axes_of([None, cx.const(1, "axes") if cx.opset >= 18 else None], attrs, cx, 18)
+        axes = sorted(a % len(shp) for a in (axes if axes is not None else range(len(shp))))
+        if len(shp) != 4 or axes != [2, 3]:
+            raise Unsupported(f"reduction over axes {axes} of {list(shp)} is not supported "
+                              "yet (only over H and W of an NCHW tensor)")
+        keep = bool(attrs.get("keepdims", 1))
+        y = cx.emit("global_pool2d", [cx.tensor(0)], {"mode": mode},
+                    out=cx.out() if keep else None)
+        if not keep:
+            cx.emit("reshape", [y], {"shape": list(shp[:2])}, out=cx.out())
+    return convert
+
+
+def batch_norm(cx, attrs):
+    if attrs.get("training_mode", 0) or any(o for o in cx.node.output[1:]):
+        raise Unsupported("training-mode BatchNormalization (export the model in eval mode)")
+    cx.emit("batch_norm", [cx.tensor(i) for i in range(5)],
+            {"epsilon": float(attrs.get("epsilon", 1e-5))}, out=cx.out())
+
+
+def softmax(cx, attrs):
+    shp = cx.shape(0)
+    rank = len(shp)
+    if cx.opset >= 13:
+        cx.emit("softmax", [cx.tensor(0)], {"axis": attrs.get("axis", -1) % rank},
+                out=cx.out())
+        return
+    # Before opset 13, Softmax normalises over all dims from `axis` on.
+    axis = attrs.get("axis", 1) % rank
+    if axis == rank - 1:
+        cx.emit("softmax", [cx.tensor(0)], {"axis": axis}, out=cx.out())
+        return
+    rows = int(np.prod(shp[:axis], dtype=np.int64))
+    flat = cx.emit("reshape", [cx.tensor(0)], {"shape": [rows, -1]})
+    y = cx.emit("softmax", [flat], {"axis": 1})
+    cx.emit("reshape", [y], {"shape": list(shp)}, out=cx.out())
+
+
+# -- the table -----------------------------------------------------------------
+
+RULES: Dict[str, Rule] = {
+    # element-wise
+    "Relu": Rule(unary("relu"), F.FOLDS["Relu"]),
+    "Sigmoid": Rule(unary("sigmoid"), F.FOLDS["Sigmoid"]),
+    "Tanh": Rule(unary("tanh"), F.FOLDS["Tanh"]),
+    "Abs": Rule(unary("abs"), F.FOLDS["Abs"]),
+    "Add": Rule(binary("add"), F.FOLDS["Add"]),
+    "Sub": Rule(binary("sub"), F.FOLDS["Sub"]),
+    "Mul": Rule(binary("mul"), F.FOLDS["Mul"]),
+    "Div": Rule(binary("div"), F.FOLDS["Div"]),
+    "Sum": Rule(nary("sum", pairwise=False), F.FOLDS["Sum"]),
+    "Max": Rule(nary("maximum", pairwise=True), F.FOLDS["Max"]),
+    "Min": Rule(nary("minimum", pairwise=True), F.FOLDS["Min"]),
+    "Clip": Rule(clip, None),
+    # dense, convolution, pooling, normalisation
+    "MatMul": Rule(matmul, None),
+    "Gemm": Rule(gemm, None),
+    "Conv": Rule(conv, None),
+    "MaxPool": Rule(pool("max"), None),
+    "AveragePool": Rule(pool("avg"), None),
+    "GlobalAveragePool": Rule(global_pool("avg"), None),
+    "GlobalMaxPool": Rule(global_pool("max"), None),
+    "ReduceMean": Rule(reduce_hw("avg"), F.FOLDS["ReduceMean"]),
+    "ReduceMax": Rule(reduce_hw("max"), F.FOLDS["ReduceMax"]),
+    "BatchNormalization": Rule(batch_norm, None),
+    "Softmax": Rule(softmax, None),
+    # data movement
+    "Concat": Rule(concat, F.FOLDS["Concat"]),
+    "Split": Rule(split, F.FOLDS["Split"]),
+    "Slice": Rule(slice_, F.FOLDS["Slice"]),
+    "Gather": Rule(gather, F.FOLDS["Gather"]),
+    "Reshape": Rule(reshape, F.FOLDS["Reshape"]),
+    "Flatten": Rule(flatten, F.FOLDS["Flatten"]),
+    "Squeeze": Rule(squeeze, F.FOLDS["Squeeze"]),
+    "Unsqueeze": Rule(unsqueeze, F.FOLDS["Unsqueeze"]),
+    "Transpose": Rule(transpose, F.FOLDS["Transpose"]),
+    # no-ops at inference
+    "Identity": Rule(passthrough, F.FOLDS["Identity"]),
+    "Dropout": Rule(passthrough, F.FOLDS["Dropout"]),
+    "Cast": Rule(cast, F.FOLDS["Cast"]),
+    # shapes
+    "Shape": Rule(shape, F.FOLDS["Shape"]),
+    "Size": Rule(size, F.FOLDS["Size"]),
+}
+# Ops imported only when every input is a constant (folded at import).
+for _op, _fn in F.FOLDS.items():
+    RULES.setdefault(_op, Rule(None, _fn))
+
+
+def supported_ops() -> str:
+    """The table as one line for error messages."""
+    run = sorted(k for k, r in RULES.items() if r.convert is not None)
+    const = sorted(k for k, r in RULES.items() if r.convert is None)
+    return f"{', '.join(run)}; on constants and shapes only: {', '.join(const)}"

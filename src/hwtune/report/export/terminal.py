@@ -1,0 +1,518 @@
+"""The terminal format: rich tables and coloured text charts. A live
+terminal gets colour; a file gets the same text plain, 80 columns.
+
+Every command that prints to a terminal prints through here: `hwtune scan`
+(the scan tables, also the report's scan section), `hwtune report` (80
+columns whatever the terminal's width), `hwtune check` (one screen, at
+least 80 columns) and `hwtune tune-graph` (its summary lines)."""
+
+import io
+from typing import Any, Callable, Dict, Optional, Tuple
+
+from rich import box
+from rich.console import Console
+from rich.rule import Rule
+from rich.table import Table
+from rich.text import Text
+
+from hwtune.report import fmt, verdicts
+from hwtune.report.export.base import Exporter
+from hwtune.report.text_charts import MARKERS, SAT_CHAR, gantt_lines, line_chart
+from hwtune.report.views import convergence_note, convergence_series, corun_grid, has_curve
+
+# The report fits 80 columns on any terminal, and so does any text written
+# to a file.
+WIDTH = 80
+# Colour of each line_chart series' markers, in MARKERS order.
+STYLES = ("bold cyan", "bold magenta", "bold green", "bold yellow")
+
+
+def _table(title, columns, *, justify=None, header=True, caption=None, fixed=False):
+    """fixed: every column right-aligned and never wrapped (the scan's
+    number tables: 80 columns hold the widest, GEMM's). Else column 0 is
+    left-aligned, the others right unless justify says otherwise, and a
+    long cell folds onto a second line instead of being cropped."""
+    t = Table(title=title, title_justify="left", caption=caption, caption_justify="left",
+              box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1, 0, 1),
+              collapse_padding=True, title_style="bold", show_header=header)
+    for i, c in enumerate(columns):
+        if fixed:
+            t.add_column(c, justify="right", no_wrap=True)
+        else:
+            t.add_column(c, justify=(justify or {}).get(i, "right" if i else "left"),
+                         overflow="fold")
+    return t
+
+
+def to_rich(lines: list) -> Text:
+    """Colour the markers of a text_charts.line_chart() for a rich console."""
+    text = Text()
+    for i, line in enumerate(lines):
+        for ch in line:
+            style = None
+            if ch in MARKERS:
+                style = STYLES[MARKERS.index(ch)]
+            elif ch == SAT_CHAR:
+                style = "red"
+            text.append(ch, style=style)
+        if i < len(lines) - 1:
+            text.append("\n")
+    return text
+
+
+# -- scan ---------------------------------------------------------------------
+def _f(v, nd=1):
+    return "-" if v is None else f"{v:.{nd}f}"
+
+
+def _pct(v):
+    return "-" if v is None else f"{100 * v:.0f}%"
+
+
+def _us(s):
+    if s is None:
+        return "-"
+    return f"{s * 1e6:.1f}µs" if s < 1e-3 else f"{s * 1e3:.2f}ms"
+
+
+def _spread(r):
+    """Spread cell: the MAD/median, flagged when the row is stored as noisy."""
+    text = _pct(r.get("rel_spread"))
+    return f"[yellow]{text}![/]" if r.get("status") == "noisy" else text
+
+
+def _threads(n):
+    return f"{n} thread{'s' if n != 1 else ''}"
+
+
+def _sat_text(sat, rows):
+    if len(rows) < 2:
+        return "(one thread count: no scaling figures)"
+    if sat is None:
+        return f"still scaling at {_threads(rows[-1]['threads'])}"
+    return f"saturates at {_threads(sat)}"
+
+
+def _scan_header(console, s):
+    h, run = s.get("host", {}), s.get("run", {})
+    cores = h.get("physical_cores")
+    console.print(
+        f"[bold]{h.get('cpu_model') or 'unknown CPU'}[/]  "
+        f"{cores if cores is not None else '?'} cores, {h.get('usable_cpus', '?')} usable CPUs, "
+        f"kernels: {s['facts'].get('selected_isa', h.get('isa_best', '?'))}, "
+        f"BLAS: {s['facts'].get('blas', '?')}", highlight=False)
+    rid = run.get("run_id", "?")
+    console.print(f"scan run {rid} ({run.get('status', '?')}), {s['measurements']} measurements, "
+                  f"host {h.get('host_key', '?')}", style="dim", highlight=False)
+
+
+def _peaks(console, s):
+    fma = s["peak"]["fma"]
+    if fma:
+        t = _table("FP32 FMA peak", ("ISA", "threads", "GFLOPS", "per thread", "spread"),
+                   fixed=True)
+        for r in fma:
+            t.add_row(r["isa"], str(r["threads"]), _f(r["value"]), _f(r["per_thread"]),
+                      _spread(r))
+        console.print(t)
+    tri = s["peak"]["triad"]
+    if tri:
+        t = _table("Memory bandwidth (STREAM triad, GB/s)",
+                   ("threads", "out of cache", "in L2", "spread"), fixed=True)
+        by_t = {}
+        for r in tri:
+            by_t.setdefault(r["threads"], {})[r["where"]] = r
+        for th in sorted(by_t):
+            d, l2 = by_t[th].get("dram"), by_t[th].get("l2")
+            worst = max((x for x in (d, l2) if x), key=lambda x: x["rel_spread"] or 0)
+            t.add_row(str(th), _f(d and d["value"]), _f(l2 and l2["value"]), _spread(worst))
+        console.print(t)
+
+
+def _gemm(console, s):
+    for g in s["gemm"]:
+        rows = g["rows"]
+        t = _table(f"GEMM [{g['M']},{g['K']}]x[{g['K']},{g['N']}] ({g['isa']})",
+                   ("threads", "time", "GFLOPS", "speedup", "eff.", "BLAS", "GFLOPS",
+                    "vs BLAS", "spread"), fixed=True,
+                   caption=(f"hwtune {_sat_text(g['saturation'], rows)}; BLAS "
+                            f"{_sat_text(g['blas_saturation'], rows)} (a step must gain "
+                            f"{s['saturation_threshold']:.0%})") if len(rows) > 1 else None)
+        for r in rows:
+            t.add_row(str(r["threads"]), _us(r["time_s"]), _f(r["value"]), _f(r["speedup"], 2),
+                      _pct(r["efficiency"]), _us(r["blas_time_s"]), _f(r["blas_value"]),
+                      _pct(r["vs_blas"]), _spread(r))
+        console.print(t)
+        ratios = [r["vs_blas"] for r in rows if r["vs_blas"]]
+        if ratios:
+            best = max(rows, key=lambda r: r["value"])
+            spread = (f" ({_pct(min(ratios))}..{_pct(max(ratios))} over thread counts)"
+                      if len(ratios) > 1 else "")
+            console.print(f"hwtune kernel = [bold]{_pct(best['vs_blas'])}[/] of system BLAS at "
+                          f"{_threads(best['threads'])}{spread}", highlight=False)
+        xs = [r["threads"] for r in rows]
+        if len(xs) > 1:
+            chart = line_chart([("hwtune", xs, [r["value"] for r in rows]),
+                                ("numpy BLAS", xs, [r["blas_value"] for r in rows])],
+                               mark_x=g["saturation"], y_unit="GFLOPS")
+            console.print(to_rich(chart))
+        console.print()
+
+
+def _eltwise(console, s):
+    if not s["eltwise"]:
+        return
+    n = s["eltwise"][0]["n"]
+    t = _table(f"Element-wise ops on {n} floats ({s['eltwise'][0]['isa']})",
+               ("op", "threads", "time", "throughput", "speedup", "eff.", "saturates",
+                "spread"), fixed=True)
+    for e in s["eltwise"]:
+        for i, r in enumerate(e["rows"]):
+            first = i == 0
+            sat = e["saturation"]
+            t.add_row(e["op"] if first else "", str(r["threads"]), _us(r["time_s"]),
+                      f"{_f(r['value'], 2)} {e['unit']}", _f(r["speedup"], 2),
+                      _pct(r["efficiency"]),
+                      (("-" if len(e["rows"]) < 2 else "no" if sat is None else f"at {sat}")
+                       if first else ""), _spread(r))
+    console.print(t)
+    main = next((e for e in s["eltwise"] if e["op"] == "mul"), s["eltwise"][0])
+    xs = [r["threads"] for r in main["rows"]]
+    if len(xs) > 1:
+        console.print(f"element-wise {main['op']} of {main['n']} floats: "
+                      f"{_sat_text(main['saturation'], main['rows'])}", highlight=False)
+        console.print(to_rich(line_chart([(main["op"], xs, [r["value"] for r in main["rows"]])],
+                                         mark_x=main["saturation"], y_unit=main["unit"])))
+    console.print()
+
+
+def _best_layout(console, op, b):
+    console.print(f"best {op} layout: {b['executors']} executor(s) x "
+                  f"{_threads(b['threads'])}, {'pinned' if b['pinned'] else 'OS-placed'}, "
+                  f"{b['gflops']:.1f} GFLOPS", highlight=False)
+
+
+def _corun(console, s):
+    for op, c in s["corun"].items():
+        t = _table(f"Co-running {op} executors (aggregate GFLOPS)",
+                   ("executors x threads", "pinned", "OS-placed", "pinned/OS", "per team",
+                    "spread"), fixed=True)
+        layouts = {}
+        for r in c["rows"]:
+            layouts.setdefault((r["executors"], r["threads"]), {})[r["placement"]] = r
+        for (k, th), d in layouts.items():
+            p, o = d.get("pinned"), d.get("os")
+            ratio = p["gflops"] / o["gflops"] if p and o and o["gflops"] else None
+            teams = (p or o).get("team_gflops") or []
+            worst = max((x for x in (p, o) if x), key=lambda x: x["rel_spread"] or 0)
+            t.add_row(f"{k} x {th}", _f(p and p["gflops"]), _f(o and o["gflops"]), _pct(ratio),
+                      " ".join(_f(x) for x in teams), _spread(worst))
+        console.print(t)
+        _best_layout(console, op, c["best"])
+    if s["corun"]:
+        console.print()
+
+
+def print_scan(console: Console, summary: dict) -> None:
+    """`hwtune scan`'s output, and the report's scan section."""
+    _scan_header(console, summary)
+    _peaks(console, summary)
+    _gemm(console, summary)
+    _eltwise(console, summary)
+    _corun(console, summary)
+    for n in summary["noisy"]:
+        console.print(f"[yellow]noisy (!):[/] {n['label']} (spread {_pct(n['rel_spread'])})",
+                      highlight=False)
+    for e in summary.get("errors", []):
+        console.print(f"[red]failed:[/] {e['label']}: {e['note']}", highlight=False)
+    for w in summary["warnings"]:
+        console.print(f"[yellow]warning:[/] {w}", highlight=False)
+    for a in summary["advice"]:
+        console.print(f"[yellow]note:[/] {a}", highlight=False)
+
+
+# -- report -------------------------------------------------------------------
+def _host(console, h):
+    t = _table(None, ("", ""), justify={1: "left"}, header=False)
+    t.add_row("CPU", h.get("cpu_model") or "?")
+    t.add_row("cores", f"{h.get('physical_cores')} physical, {h.get('logical_cpus')} logical, "
+                       f"{h.get('usable_cpus')} usable, {h.get('sockets')} socket(s), "
+                       f"{h.get('numa_nodes')} NUMA node(s)")
+    t.add_row("kernels", f"{', '.join(h.get('kernel_variants') or [])} (best "
+                         f"{h.get('isa_best')})")
+    t.add_row("caches", fmt.caches(h["caches"]) or "?")
+    t.add_row("seen", f"{fmt.date(h['first_seen'])} .. {fmt.date(h['last_seen'])}")
+    console.print(t)
+
+
+def _report_scan(console, scan):
+    run = scan.get("run", {})
+    console.print(Rule(f"Scan (run {run.get('run_id')}, {fmt.date(run.get('started_at'))}, "
+                       f"hwtune {run.get('hwtune_version')})", align="left"))
+    # The co-run table of `hwtune scan` adds a per-team column that passes
+    # 80 columns at 4 executors: the report draws its own grid instead.
+    print_scan(console, dict(scan, corun={}))
+    for op, c in scan["corun"].items():
+        grid = corun_grid(c)
+        top = max((v for _, p, o in grid for v in (p, o) if v), default=1.0)
+        t = _table(f"Co-running {op} executors: pinned vs OS-placed (GFLOPS)",
+                   ("executors x threads", "pinned", "OS-placed", "pinned/OS", "pinned"),
+                   justify={4: "left"})
+        for k, p, o in grid:
+            t.add_row(k, "-" if p is None else f"{p:.1f}", "-" if o is None else f"{o:.1f}",
+                      fmt.ratio(p / o) if p and o else "-",
+                      "█" * max(1, round((p or 0) / top * 20)))
+        console.print(t)
+        _best_layout(console, op, c["best"])
+
+
+def _model(console, m):
+    console.print(Rule(f"Model {m['model']} (tuned in run {m['run_id']}, "
+                       f"{fmt.date(m['started_at'])})", align="left"))
+    d, t = m["default"], m["tuned"]
+    console.print(f"default [bold]{fmt.seconds(d.get('median_s'))}[/] -> tuned "
+                  f"[bold green]{fmt.seconds(t.get('median_s'))}[/]: speedup "
+                  f"[bold]{fmt.ratio(m.get('speedup'))}[/]"
+                  + (f" in {m['tuning_s']:.0f} s of tuning" if m.get("tuning_s") else ""),
+                  highlight=False)
+    console.print(f"chosen: {fmt.config(t.get('config'))}", highlight=False)
+    if m["stages"]:
+        st = _table("Search stages", ("stage", "seconds", "trials", "measured", "reused"))
+        for name, s in m["stages"].items():
+            st.add_row(name, f"{s.get('seconds') or 0:.1f}", str(s.get("trials", "-")),
+                       str(s.get("measured", "-")), str(s.get("reused", "-")))
+        console.print(st)
+    for line in m["why"]:
+        console.print(f"  [dim]{line}[/]", highlight=False)
+    if has_curve(m):
+        series, unit = convergence_series(m)
+        console.print("[bold]Convergence[/] (best so far vs trial)")
+        console.print(to_rich(line_chart(series, width=50, height=8, y_unit=unit,
+                                         x_label="trial")))
+    else:
+        console.print(f"[bold]Convergence:[/] {convergence_note(m)}", highlight=False)
+    if m["top_ops"]:
+        top = m["top_ops"]
+        console.print(f"[bold]Top ops by time[/] [dim]({top['source']})[/]", highlight=False)
+        ot = _table(None, ("op", "type", "time", "share", ""), justify={1: "left", 4: "left"})
+        for o in top["ops"]:
+            share = o["share"] or 0
+            ot.add_row(o["op"], o["op_type"] or "?", fmt.seconds(o["seconds"]),
+                       f"{100 * share:.0f}%", "█" * max(1, round(share * 20)))
+        console.print(ot)
+    tl = m["timeline"]
+    if tl:
+        console.print(f"[bold]Executor timeline[/] of run {tl['run_id']} [dim]"
+                      f"({fmt.config(tl.get('config'))})[/]", highlight=False)
+        console.print("\n".join(gantt_lines(tl, width=60)), highlight=False)
+    console.print()
+
+
+def _history(console, history):
+    rows = [s for s in history if len(s["points"]) > 1] or history
+    t = _table(f"History of {len(rows)} figures (trend: runs oldest to newest)",
+               ("figure", "runs", "first", "latest", "change", "trend"))
+    for s in rows:
+        t.add_row(s["label"], str(len(s["points"])), fmt.value(s["first"], s["unit"]),
+                  fmt.value(s["latest"], s["unit"]), fmt.ratio(s["change"]),
+                  fmt.spark([p["value"] for p in s["points"]][-12:]))
+    console.print(t)
+    versions = sorted({v for s in history for v in s["versions"]})
+    dates = sorted(p["date"] for s in history for p in s["points"])
+    if dates:
+        console.print(f"[dim]hwtune {', '.join(versions)}; {fmt.date(dates[0])} .. "
+                      f"{fmt.date(dates[-1])}[/]", highlight=False)
+
+
+def _compare(console, c):
+    a, b = c["sides"]
+    console.print(Rule(f"Compare: A = {a['label']}, B = {b['label']}", align="left"))
+    for s, name in ((a, "A"), (b, "B")):
+        console.print(f"{name}: {s['host_key']}" + (f" as of {fmt.date(s['until'])}"
+                                                    if s["until"] else " (latest)"),
+                      highlight=False)
+    t = _table(None, ("figure", "A", "B", "B/A", ""))
+    for r in c["rows"]:
+        word = fmt.gain_word(r["gain"])
+        style = {"better": "green", "worse": "red"}.get(word)
+        t.add_row(r["label"], fmt.value(r["a"], r["unit"]), fmt.value(r["b"], r["unit"]),
+                  fmt.ratio(r["ratio"]), f"[{style}]{word}[/]" if style else word)
+    console.print(t)
+
+
+def _report_head(console, doc):
+    h = doc["host"]
+    console.print(f"[bold]hwtune report[/] for {h['host_key']}", highlight=False)
+    console.print(f"[dim]{doc['db']}, generated {fmt.date(doc['generated_at'])} by hwtune "
+                  f"{doc['hwtune_version']}[/]", highlight=False)
+    _host(console, h)
+
+
+def _report_scan_or_hint(console, doc):
+    if doc["scan"]:
+        _report_scan(console, doc["scan"])
+    else:
+        console.print("no scan stored for this host: run 'hwtune scan'")
+    console.print()
+
+
+def _report_models(console, doc):
+    for m in doc["models"]:
+        _model(console, m)
+    if not doc["models"]:
+        console.print("no tuned model for this host: run 'hwtune tune-graph MODEL'")
+
+
+def _report_history(console, doc):
+    if doc["history"]:
+        console.print(Rule("History", align="left"))
+        _history(console, doc["history"])
+
+
+def _report_compare(console, doc):
+    if doc["compare"]:
+        _compare(console, doc["compare"])
+
+
+# The report's sections in order: a new section is a function and a row.
+REPORT_SECTIONS = (_report_head, _report_scan_or_hint, _report_models, _report_history,
+                   _report_compare)
+
+
+def print_report(console: Console, doc: dict) -> None:
+    for section in REPORT_SECTIONS:
+        section(console, doc)
+
+
+# -- check --------------------------------------------------------------------
+def print_check(console: Console, r) -> None:
+    """One screen: a line per figure, then the verdict and what to do."""
+    th = r.suite.thresholds
+    # No box, one space between columns: seven columns fit in 80.
+    t = Table(title=verdicts.headline(r), title_justify="left", box=None,
+              padding=(0, 1, 0, 0), header_style="bold")
+    t.add_column("figure", overflow="ellipsis", no_wrap=True, max_width=20)
+    t.add_column("baseline", justify="right", no_wrap=True)
+    t.add_column("current", justify="right", no_wrap=True)
+    # Relative mode compares ratios to the reference kernel, not the medians
+    # shown beside it.
+    t.add_column("rel chg" if r.relative else "change", justify="right", no_wrap=True)
+    t.add_column("p", justify="right", no_wrap=True)
+    t.add_column("noise", justify="right", no_wrap=True)
+    t.add_column("verdict", no_wrap=True, min_width=11)
+    for o in r.outcomes:
+        style = {"regression": "bold red", "error": "bold red", "undecidable": "yellow",
+                 "warn": "yellow", "new": "yellow", "improvement": "green"}.get(o.status)
+        t.add_row(o.name, verdicts.value(verdicts.med(o.baseline), o.unit),
+                  verdicts.value(verdicts.med(o.current), o.unit), verdicts.change(o),
+                  verdicts.p_value(o), verdicts.pct0(o.verdict.noise if o.verdict else None),
+                  verdicts.ICON[o.status], style=style)
+    console.print(t)
+    console.print(f"thresholds: alpha {th.alpha:g} (one-sided Mann-Whitney U), min effect "
+                  f"{th.min_effect:.0%}" + (f", fail at {r.suite.large_effect:.0%} "
+                                            "(record-or-report)"
+                                            if r.mode == "record-or-report" else "")
+                  + (f"; host noise floor {r.noise_floor:.1%}" if r.noise_floor is not None
+                     else ""), highlight=False)
+    if r.baseline_info:
+        b = r.baseline_info
+        console.print(f"baseline:   {b['source']} ({b['created_at']}, hwtune "
+                      f"{b['hwtune_version']})", highlight=False)
+    for dest in r.recorded_to:
+        console.print(f"recorded:   {dest}", highlight=False)
+    for o in r.outcomes:
+        if o.status in verdicts.EXPLAINED:
+            console.print(f"  {o.name}: {o.reason}", highlight=False, markup=False)
+    for n in r.notices:
+        console.print(f"note: {n}", highlight=False, markup=False)
+    if r.status == "undecidable":
+        console.print("the machine was too noisy (or figures lack a baseline) to decide: rerun "
+                      "on a quieter machine, raise suite.samples, or use --relative",
+                      highlight=False)
+
+
+# -- tune-graph ---------------------------------------------------------------
+def _ms(seconds) -> str:
+    return "-" if seconds is None else f"{seconds * 1e3:.3f} ms"
+
+
+def _describe(config: dict) -> str:
+    from hwtune.engine.config import EngineConfig
+    return EngineConfig(executors=config["executors"], threads=config["threads"],
+                        scheduler=config["scheduler"], pin=config["pin"]).describe()
+
+
+def print_tune(console: Console, doc: dict) -> None:
+    """tune-graph's summary: default vs tuned, why, where the time went."""
+    def line(text):
+        console.print(text, markup=False, highlight=False, emoji=False, soft_wrap=True)
+
+    d, t = doc["default"], doc["tuned"]
+    line(f"model:     {doc['model']} ({doc['ops']} ops, graph {doc['graph_hash'][:12]})")
+    line(f"default:   {_ms(d['median_s'])} +- {_ms(d['mad_s'])}  ({_describe(d['config'])}, "
+         f"default CONV knobs)")
+    extras = [_describe(t["config"])]
+    if t["config"].get("op_params"):
+        extras.append(f"{len(t['config']['op_params'])} CONV(s) tuned")
+    if t["config"].get("op_threads"):
+        extras.append(f"{len(t['config']['op_threads'])} per-op thread counts")
+    line(f"tuned:     {_ms(t['median_s'])} +- {_ms(t['mad_s'])}  ({', '.join(extras)})")
+    line(f"speedup:   {doc['speedup']:.2f}x (medians of samples interleaved in one run)")
+    others = [c for c in doc["candidates"] if c != d and c != t]
+    if others:
+        line("also measured: " + ", ".join(f"{c['label']} {_ms(c['median_s'])}"
+                                           for c in others))
+    line("why:")
+    for w in doc["why"]:
+        line(f"  - {w}")
+    spent = ", ".join(f"{k} {v['seconds']:.1f} s ({v['trials']} trials, {v['reused']} reused)"
+                      for k, v in doc["stages"].items())
+    line(f"tuning:    {doc['tuning_s']:.1f} s total{'; ' + spent if spent else ''}")
+    if doc.get("accuracy"):
+        line(f"thread-count interpolation accuracy: {doc['accuracy']}")
+    line(f"stored:    tuned config {doc['config_id']}, run {doc['run_id']} in {doc['db']}")
+
+
+# -- the exporter -------------------------------------------------------------
+Printer = Callable[[Console, Any], None]
+
+
+def _at_most_80(width: int) -> int:
+    return min(width, WIDTH)
+
+
+def _at_least_80(width: int) -> int:
+    return max(WIDTH, width)
+
+
+# kind -> (printer, width on a live terminal from the terminal's width;
+# None: the terminal's own width)
+PRINTERS: Dict[str, Tuple[Printer, Optional[Callable[[int], int]]]] = {
+    "scan": (print_scan, None),
+    "report": (print_report, _at_most_80),
+    "check": (print_check, _at_least_80),
+    "tune": (print_tune, None),
+}
+
+
+class TerminalExporter(Exporter):
+    def __init__(self):
+        super().__init__("terminal", {kind: self._plain(kind) for kind in PRINTERS})
+
+    @staticmethod
+    def _plain(kind: str):
+        def render(data) -> str:
+            console = Console(width=WIDTH, record=True, file=io.StringIO(), color_system=None)
+            PRINTERS[kind][0](console, data)
+            return console.export_text()
+        return render
+
+    def write(self, kind: str, data, stream) -> None:
+        printer, width = PRINTERS[kind]
+        console = Console(file=stream)
+        if width is not None:
+            console.width = width(console.width)
+        printer(console, data)
+
+
+EXPORTER = TerminalExporter()

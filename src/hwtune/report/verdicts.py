@@ -1,0 +1,59 @@
+"""How a check outcome reads in every format (terminal, markdown, JUnit):
+the verdict words, the headline, and the numbers of one figure (three
+significant digits: a median moves by ~1% between runs, more digits would
+only show noise)."""
+
+from typing import Optional
+
+from hwtune.check.stats import median
+
+ICON = {"pass": "ok", "improvement": "faster", "regression": "REGRESSION", "warn": "slower",
+        "undecidable": "undecidable", "new": "new", "error": "ERROR", "recorded": "recorded"}
+HEADLINE = {"pass": "PASS", "regression": "REGRESSION", "undecidable": "UNDECIDABLE",
+            "error": "ERROR", "recorded": "BASELINE RECORDED"}
+# Outcomes whose reason is printed under the table: what needs a look.
+EXPLAINED = ("regression", "error", "undecidable", "new", "warn")
+
+
+def headline(r) -> str:
+    c = r.counts()
+    parts = [f"{n} {s}" for s, n in sorted(c.items())]
+    mode = f"{r.mode}{', relative' if r.relative else ''}"
+    return (f"hwtune check: {HEADLINE[r.status]} - suite {r.suite.name} ({mode}), "
+            f"{', '.join(parts) or 'no figures'}, {r.elapsed_s:.0f} s")
+
+
+def value(v: Optional[float], unit: str) -> str:
+    if v is None:
+        return "-"
+    if unit == "s":
+        for scale, u in ((1.0, "s"), (1e-3, "ms"), (1e-6, "us")):
+            if v >= scale * 0.9995:  # 999.7 us rounds to 3 digits as 1 ms, not 1e+03 us
+                return f"{v / scale:.3g} {u}"
+        return f"{v * 1e9:.3g} ns"
+    return f"{v:.3g} {unit}"
+
+
+def med(f) -> Optional[float]:
+    """Median of a figure's samples (None for a missing side)."""
+    return median(f.samples) if f is not None and f.samples else None
+
+
+def change(o) -> str:
+    v = o.verdict
+    return "-" if v is None or v.ratio is None else f"{v.ratio - 1:+.1%}"
+
+
+def pct(x: Optional[float]) -> str:
+    return "-" if x is None else f"{x:.1%}"
+
+
+def pct0(x: Optional[float]) -> str:
+    return "-" if x is None else (f"{x:.0%}" if x < 100 else ">9999%")
+
+
+def p_value(o) -> str:
+    if o.verdict is None or o.verdict.p is None:
+        return "-"
+    p = o.verdict.p
+    return f"{p:.0e}" if p < 1e-3 else f"{p:.2g}"

@@ -1,0 +1,201 @@
+"""Small PyTorch models exported to ONNX inside the test suite (no network):
+the kinds of network the importer must take, and some it must refuse with
+a clear error until their ops land."""
+
+import warnings
+
+import numpy as np
+
+torch = None
+nn = None
+
+
+def _torch():
+    global torch, nn
+    if torch is None:
+        import torch as t
+        torch, nn = t, t.nn
+    return torch
+
+
+def exporters():
+    """Exporters available here: the TorchScript one (opset 17) always, the
+    dynamo one (torch's default, opset 18) when onnxscript is installed."""
+    out = ["legacy"]
+    try:
+        import onnxscript  # noqa: F401
+        out.append("dynamo")
+    except ImportError:
+        pass
+    return out
+
+
+def export(model, example, path, exporter="legacy", dynamic_batch=False, opset=None):
+    """torch.onnx.export with input "x" and output "y"; returns path."""
+    t = _torch()
+    model.eval()
+    kwargs = {"input_names": ["x"], "output_names": ["y"]}
+    if exporter == "legacy":
+        kwargs.update(dynamo=False, opset_version=opset or 17)
+        if dynamic_batch:
+            kwargs["dynamic_axes"] = {"x": {0: "batch"}, "y": {0: "batch"}}
+    else:
+        kwargs.update(dynamo=True, opset_version=opset or 18)
+        if dynamic_batch:
+            kwargs["dynamic_shapes"] = {"x": {0: t.export.Dim("batch", min=1, max=64)}}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t.onnx.export(model, (example,), str(path), **kwargs)
+    return str(path)
+
+
+def _randomize_bn(model):
+    """Non-trivial running statistics, so batch norm really computes."""
+    g = _torch().Generator().manual_seed(1)
+    for m in model.modules():
+        if isinstance(m, nn.BatchNorm2d):
+            c = m.num_features
+            m.running_mean.copy_(torch.rand(c, generator=g) - 0.5)
+            m.running_var.copy_(torch.rand(c, generator=g) + 0.5)
+            m.weight.data.copy_(torch.rand(c, generator=g) + 0.5)
+            m.bias.data.copy_(torch.rand(c, generator=g) * 0.4 - 0.2)
+    return model
+
+
+def resnet_cnn():
+    """ResNet-style: conv/bn/relu stem, max pool, two residual blocks (one
+    with a strided 1x1 projection), global average pool, fully connected."""
+    t = _torch()
+    t.manual_seed(0)
+
+    class Block(nn.Module):
+        def __init__(self, cin, c, stride):
+            super().__init__()
+            self.c1 = nn.Conv2d(cin, c, 3, stride, 1, bias=False)
+            self.b1 = nn.BatchNorm2d(c)
+            self.c2 = nn.Conv2d(c, c, 3, 1, 1, bias=False)
+            self.b2 = nn.BatchNorm2d(c)
+            self.down = None
+            if stride != 1 or cin != c:
+                self.down = nn.Sequential(nn.Conv2d(cin, c, 1, stride, bias=False),
+                                          nn.BatchNorm2d(c))
+
+        def forward(self, x):
+            idn = x if self.down is None else self.down(x)
+            return t.relu(self.b2(self.c2(t.relu(self.b1(self.c1(x))))) + idn)
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem = nn.Conv2d(3, 8, 7, 2, 3, bias=False)
+            self.bn = nn.BatchNorm2d(8)
+            self.pool = nn.MaxPool2d(3, 2, 1)
+            self.layer1 = Block(8, 8, 1)
+            self.layer2 = Block(8, 16, 2)
+            self.gap = nn.AdaptiveAvgPool2d(1)
+            self.fc = nn.Linear(16, 10)
+
+        def forward(self, x):
+            x = self.pool(t.relu(self.bn(self.stem(x))))
+            x = self.gap(self.layer2(self.layer1(x)))
+            return self.fc(t.flatten(x, 1))
+
+    return _randomize_bn(Net()), t.randn(2, 3, 32, 32)
+
+
+def assorted():
+    """Many rows of the op table in one graph: batch norm after an add (not
+    folded into a conv), average pool, ReLU6 (Clip), sigmoid/tanh, scalar
+    arithmetic on both sides, concat, split, slice, mean over H and W,
+    reshape/squeeze/unsqueeze, Linear over a 3-D tensor, softmax."""
+    t = _torch()
+    t.manual_seed(2)
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c1 = nn.Conv2d(4, 8, 3, padding=1)
+            self.c2 = nn.Conv2d(4, 8, 1)
+            self.bn = nn.BatchNorm2d(8)
+            self.pool = nn.AvgPool2d(2, 2)
+            self.proj = nn.Linear(4, 6)
+            self.fc = nn.Linear(20, 5)
+
+        def forward(self, x):
+            y = self.bn(self.c1(x) + self.c2(x))
+            y = nn.functional.relu6(y) * 0.5 + 1.0
+            y = self.pool(t.sigmoid(y) - t.tanh(1.0 - y))
+            a, b = t.split(y, [3, 5], dim=1)
+            y = t.cat([b, a[:, 1:3]], dim=1)               # 7 channels
+            m = y.mean((2, 3))                              # [N, 7]
+            seq = x.flatten(2)[:, :, 4:8]                  # [N, 4, 4]: Linear on 3-D
+            p = self.proj(seq)[:, 1]                        # Gather at a constant index
+            z = t.cat([m, m[:, :1].unsqueeze(2).squeeze(2), p, t.zeros_like(p[:, :8])], 1)
+            return t.softmax(self.fc(z) / 2.0, dim=-1)
+
+    return _randomize_bn(Net()), t.randn(2, 4, 8, 8)
+
+
+def mlp():
+    t = _torch()
+    t.manual_seed(3)
+    net = nn.Sequential(nn.Flatten(), nn.Linear(48, 32), nn.ReLU(), nn.Dropout(0.1),
+                        nn.Linear(32, 10), nn.Softmax(dim=1))
+    return net, t.randn(4, 3, 4, 4)
+
+
+def mobilenet_block():
+    """Depthwise separable block with ReLU6: depthwise conv is not
+    supported yet."""
+    t = _torch()
+    net = nn.Sequential(nn.Conv2d(3, 8, 3, 2, 1), nn.BatchNorm2d(8), nn.ReLU6(),
+                        nn.Conv2d(8, 8, 3, 1, 1, groups=8), nn.BatchNorm2d(8), nn.ReLU6(),
+                        nn.Conv2d(8, 16, 1), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                        nn.Linear(16, 4))
+    return net, t.randn(1, 3, 32, 32)
+
+
+def transformer():
+    t = _torch()
+    layer = nn.TransformerEncoderLayer(16, 2, dim_feedforward=32, dropout=0.0,
+                                       activation="gelu", batch_first=True)
+    return nn.TransformerEncoder(layer, 2, enable_nested_tensor=False), t.randn(1, 5, 16)
+
+
+class _Recurrent:
+    @staticmethod
+    def make(kind):
+        t = _torch()
+        rnn = getattr(nn, kind)(8, 12, num_layers=2, batch_first=True)
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.rnn = rnn
+
+            def forward(self, x):
+                return self.rnn(x)[0]
+
+        return Net(), t.randn(1, 6, 8)
+
+
+def gru():
+    return _Recurrent.make("GRU")
+
+
+def lstm():
+    return _Recurrent.make("LSTM")
+
+
+def ort_outputs(path, inputs):
+    import onnxruntime as ort
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    names = [o.name for o in sess.get_outputs()]
+    return dict(zip(names, sess.run(None, {k: np.asarray(v, np.float32)
+                                           for k, v in inputs.items()})))
+
+
+def rel_err(got, want):
+    want = np.asarray(want, np.float64)
+    got = np.asarray(got, np.float64).reshape(want.shape)
+    return float(np.abs(got - want).max()) / max(float(np.abs(want).max()), 1e-30)

@@ -1,0 +1,124 @@
+"""The output layer's contract: every exporter renders every kind of
+document it claims, the click layer's choices come from the registry, and
+`hwtune report --json` is `--format json`."""
+
+import io
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from hwtune.cli.main import cli
+from hwtune.db import ResultsDB
+from hwtune.engine.config import EngineConfig
+from hwtune.errors import UsageError
+from hwtune.report import build_report
+from hwtune.report.export import EXPORTERS, exporter, formats, render, write
+from hwtune.tuners.pipeline import Candidate, StageReport, TuneResult
+
+from test_check_output import make_report
+from test_report_fixture import fixture_db  # noqa: F401 (a pytest fixture)
+
+
+def tune_doc():
+    """tune-graph's document, from a real TuneResult (its to_json is the
+    contract the exporters read)."""
+    default = Candidate("default", EngineConfig(1, 2, "sequential"), None,
+                        median_s=4.2e-2, mad_s=1e-3, samples=[4.2e-2] * 3)
+    tuned = Candidate("tuned", EngineConfig(2, 1, "critical-path", op_threads={"a": 1},
+                                            op_params={"c": {"oc_bn": 8}}), None,
+                      median_s=3.0e-2, mad_s=2e-3, samples=[3.0e-2] * 3)
+    sweep = Candidate("sweep", EngineConfig(2, 1, "critical-path"), None, median_s=3.3e-2)
+    res = TuneResult(run_id=3, default=default, chosen=tuned, candidates=[default, sweep, tuned],
+                     stages={"sweep": StageReport(1.0, 2, 2, 0)},
+                     why=["sweep: 2 x 1 was fastest"], tuning_s=3.0, config_id=1)
+    doc = {"model": "lstm-small", "graph_hash": "00c86f4442cb77", "ops": 1040, "db": "r.db"}
+    doc.update(res.to_json())
+    return doc
+
+
+@pytest.fixture(scope="module")
+def documents(fixture_db):
+    path, hosts = fixture_db
+    with ResultsDB.open(path) as db:
+        report = build_report(db, host=hosts["a"], compare=[hosts["b"]])
+    return {"scan": report["scan"], "report": report, "check": make_report(),
+            "tune": tune_doc()}
+
+
+def test_every_kind_has_a_json_and_a_terminal_exporter():
+    for kind in ("scan", "report", "check", "tune"):
+        assert {"json", "terminal"} <= set(formats(kind)), kind
+    assert formats("report") == ("terminal", "markdown", "json", "html")
+    assert formats("check") == ("terminal", "markdown", "json", "junit")
+
+
+@pytest.mark.parametrize("fmt,kind", [(f, k) for f, e in EXPORTERS.items() for k in e.kinds])
+def test_every_exporter_renders_every_kind_it_claims(documents, fmt, kind):
+    text = render(kind, documents[kind], fmt)
+    assert text.strip() and text.endswith("\n")
+    assert "\x1b[" not in text  # a file never gets colour codes
+    if fmt == "json":
+        json.loads(text)
+    if fmt == "terminal" and kind != "tune":  # tune-graph's lines are never wrapped
+        assert max(len(ln) for ln in text.splitlines()) <= 80
+    out = io.StringIO()
+    write(kind, documents[kind], fmt, out)  # what a command prints on a pipe
+    assert out.getvalue().strip()
+
+
+def test_unknown_or_unsupported_format_names_the_choices():
+    with pytest.raises(UsageError, match="choose one of terminal, json"):
+        exporter("html", "scan")
+    with pytest.raises(UsageError, match="'yaml'"):
+        exporter("yaml", "report")
+
+
+def test_json_turns_non_finite_numbers_into_null(documents):
+    scan = dict(documents["scan"], saturation_threshold=float("nan"))
+    assert json.loads(render("scan", scan, "json"))["saturation_threshold"] is None
+
+
+def test_tune_summary_on_a_terminal(documents):
+    text = render("tune", documents["tune"], "terminal")
+    lines = text.splitlines()
+    assert lines[0] == "model:     lstm-small (1040 ops, graph 00c86f4442cb)"
+    assert lines[1].startswith("default:   42.000 ms +- 1.000 ms  (1 executor x 2 threads, "
+                               "sequential, unpinned")
+    assert "(2 executor x 1 threads, critical-path, pinned, 1 CONV(s) tuned, 1 per-op " \
+           "thread counts)" in lines[2]
+    assert lines[3].startswith("speedup:   1.40x")
+    assert lines[4] == "also measured: sweep 33.000 ms"  # neither default nor tuned
+    assert "  - sweep: 2 x 1 was fastest" in lines
+    assert "stored:    tuned config 1, run 3 in r.db" in lines
+
+
+def hwtune(*args):
+    result = CliRunner().invoke(cli, list(args))
+    return result.exit_code, result.output
+
+
+def test_report_json_flag_is_format_json(fixture_db):
+    path, hosts = fixture_db
+    common = ("report", "--db", str(path), "--host", hosts["a"])
+    code, flag = hwtune(*common, "--json")
+    assert code == 0, flag
+    code, option = hwtune(*common, "--format", "json")
+    assert code == 0, option
+    a, b = json.loads(flag), json.loads(option)
+    assert a.pop("generated_at") and b.pop("generated_at") and a == b
+    code, both = hwtune(*common, "--format", "json", "--json")
+    assert code == 0 and json.loads(both)["host"] == a["host"]
+
+
+def test_report_json_with_another_format_is_a_one_line_error(fixture_db):
+    path, hosts = fixture_db
+    code, out = hwtune("report", "--db", str(path), "--host", hosts["a"], "--json",
+                       "--format", "markdown")
+    assert code == 2 and "--json and --format markdown" in out
+
+
+def test_report_help_shows_both_ways_to_get_json():
+    code, out = hwtune("report", "--help")
+    assert code == 0 and "--json" in out and "same as --json" in out
+    assert "hwtune report --json > report.json" in out

@@ -1,0 +1,97 @@
+"""The library never imports the click layer: src/hwtune and tuners/ are
+usable without hwtune.cli (a notebook, a benchmark, another front end), and
+a command's output goes through hwtune.report.export, not through cli/.
+Read from the source tree (AST), so an import inside a function counts."""
+
+import ast
+from pathlib import Path
+from typing import Iterator, List, Tuple
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+# Folders installed under the hwtune package (pyproject's wheel.packages),
+# with the package name of each; cli/ ("hwtune/cli") is the one left out.
+LIBRARY = {ROOT / "src" / "hwtune": "hwtune", ROOT / "tuners": "hwtune.tuners"}
+FORBIDDEN = "hwtune.cli"
+
+
+def _module(path: Path, folder: Path, package: str) -> str:
+    parts = list(path.relative_to(folder).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join([package] + parts)
+
+
+def _imported(tree: ast.AST, module: str, is_package: bool) -> Iterator[Tuple[int, str]]:
+    """(line, dotted name) of everything the module imports, relative
+    imports resolved, plus import_module("...") / __import__("...") calls."""
+    here = module.split(".") if is_package else module.split(".")[:-1]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(here[:len(here) - node.level + 1] + ([base] if base else []))
+            for alias in node.names:
+                yield node.lineno, f"{base}.{alias.name}" if base else alias.name
+        elif isinstance(node, ast.Call) and node.args and \
+                isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+            f = node.func
+            name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+            if name in ("import_module", "__import__"):
+                yield node.lineno, node.args[0].value
+
+
+def _violations(source: str, module: str, is_package: bool = False) -> List[Tuple[int, str]]:
+    tree = ast.parse(source)
+    return [(line, name) for line, name in _imported(tree, module, is_package)
+            if name == FORBIDDEN or name.startswith(FORBIDDEN + ".")]
+
+
+def _library_files():
+    for folder, package in LIBRARY.items():
+        for path in sorted(folder.rglob("*.py")):
+            yield path, _module(path, folder, package), path.name == "__init__.py"
+
+
+def test_the_walk_sees_the_whole_library():
+    mods = {m for _, m, _ in _library_files()}
+    # A wrong root would make the test below pass on nothing.
+    assert {"hwtune.report.export.terminal", "hwtune.scan.summary",
+            "hwtune.tuners.pipeline"} <= mods and len(mods) > 50
+
+
+def test_no_library_module_imports_the_click_layer():
+    bad = []
+    for path, module, is_package in _library_files():
+        for line, name in _violations(path.read_text(encoding="utf-8"), module, is_package):
+            bad.append(f"{path.relative_to(ROOT)}:{line} imports {name}")
+    assert not bad, "the library imports the click layer:\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("source", [
+    "import hwtune.cli",
+    "import hwtune.cli.charts as charts",
+    "from hwtune.cli import render_scan",
+    "from hwtune.cli.options import example",
+    "from hwtune import cli",
+    "def f():\n    from hwtune.cli.main import cli\n",
+    "import importlib\nimportlib.import_module('hwtune.cli.main')",
+    "from .. import cli",  # in hwtune.report: hwtune.cli
+    "from ..cli.charts import line_chart",
+])
+def test_each_way_of_importing_the_click_layer_is_caught(source):
+    assert _violations(source, "hwtune.report.terminal"), source
+
+
+@pytest.mark.parametrize("source", [
+    "import hwtune.client",  # a name that merely starts alike
+    "from hwtune.report import export",
+    "from . import fmt",
+    "import click",
+])
+def test_other_imports_pass(source):
+    assert not _violations(source, "hwtune.report.terminal"), source

@@ -1,0 +1,82 @@
+"""The native seam's shared parts: one mapping from C status codes to typed
+errors, and one life cycle (close once, context manager, closed-handle
+errors) for every C object Python owns."""
+
+import gc
+
+import pytest
+
+from hwtune.errors import EngineGraphError, NativeError, PlanError, UsageError
+from hwtune.graph import load_model
+from hwtune.native import _lib
+from hwtune.native.engine import NativeEngine
+from hwtune.native.graph import NativeGraph
+from hwtune.native.plan import Plan
+from hwtune.native.pool import Pool
+
+DOC = {"format_version": 1, "name": "tiny", "seed": 0,
+       "inputs": [{"name": "x", "shape": [4]}], "params": [],
+       "ops": [{"name": "y", "op": "relu", "inputs": ["x"]}], "outputs": ["y"]}
+
+
+@pytest.mark.parametrize("status,cls,text", [
+    (-1, UsageError, "invalid argument"),
+    (-2, NativeError, "out of memory"),
+    (-3, UsageError, "ISA variant not supported on this CPU"),
+    (-4, NativeError, "system call failed"),
+    (-99, NativeError, "error -99"),
+])
+def test_one_status_mapping(status, cls, text):
+    err = _lib.status_error(status, what="gemm plan")
+    assert type(err) is cls and str(err) == f"gemm plan: {text}"
+    # A component's own usage error class; the machine's failures stay NativeError.
+    err = _lib.status_error(status, "bad thing", usage=PlanError)
+    assert type(err) is (PlanError if cls is UsageError else NativeError)
+    assert str(err) == "bad thing"
+    assert _lib.check(3, "x") == 3
+    with pytest.raises(cls):
+        _lib.check(status, "x")
+
+
+def _objects():
+    g = load_model(DOC)
+    ng = NativeGraph()
+    ng.add_tensor("a", [2], "input")
+    return [ng, Plan(NativeGraph()), NativeEngine(g), Pool(1, 1, pin=False)]
+
+
+@pytest.mark.parametrize("i", range(4), ids=["graph", "plan", "engine", "pool"])
+def test_close_once_and_closed_errors(i):
+    obj = _objects()[i]
+    with obj as same:
+        assert same is obj and not obj.closed and obj.handle
+    assert obj.closed
+    obj.close()  # again: nothing happens
+    with pytest.raises(UsageError, match="is closed"):
+        obj.handle
+    gc.collect()
+
+
+def test_component_errors_keep_their_class_and_c_message():
+    with NativeGraph() as ng:
+        ng.add_tensor("a", [2], "input")
+        with pytest.raises(EngineGraphError, match='tensor "b": dimension 0 is 0'):
+            ng.add_tensor("b", [0], "input")
+    with NativeGraph() as ng:
+        ng.add_tensor("a", [2], "input")
+        ng.add_tensor("b", [2], "output")  # never produced: the plan refuses
+        with pytest.raises(PlanError):
+            Plan(ng)
+    with pytest.raises(UsageError, match="unknown scheduler 'fifo'"):
+        NativeEngine(load_model(DOC), scheduler="fifo")
+    with pytest.raises(UsageError, match="executors must be 1..64"):
+        NativeEngine(load_model(DOC), executors=65, scheduler="critical-path")
+
+
+def test_engine_runs_under_every_scheduler_name_the_c_table_has():
+    from hwtune.native.sched import names
+    for name in names():
+        with NativeEngine(load_model(DOC), executors=1, threads=1, scheduler=name) as eng:
+            eng.run()
+            assert eng.scheduler == name
+    assert NativeEngine(load_model(DOC)).scheduler == "sequential"

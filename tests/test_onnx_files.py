@@ -1,0 +1,296 @@
+"""ONNX import without PyTorch: graphs built with onnx.helper for the rows
+and bad inputs a framework export rarely shows (truncated file, opset too
+new, missing external data, asymmetric pads, Gemm's alpha/beta, old
+Softmax), the weights sidecar, `model export` round trips, bundled models
+by name, `hwtune check --init`, `compare`'s WRONG verdict."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+from hwtune.cli.main import cli  # noqa: E402
+from hwtune.graph import load_model, run_reference  # noqa: E402
+from hwtune.graph.weights import write_weights  # noqa: E402
+
+TOL = 1e-4
+RNG = np.random.default_rng(0)
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("HWTUNE_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def invoke(*args):
+    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+
+
+def one_line_error(res, *needles, code=2):
+    assert res.exit_code == code, (res.exit_code, res.output)
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), res.stderr
+    for n in needles:
+        assert n in lines[0], lines[0]
+    return lines[0]
+
+
+def save(nodes, inputs, outputs, inits, path, opset=17):
+    g = helper.make_graph(nodes, "g", inputs, outputs,
+                          [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    onnx.save(m, str(path))
+    return str(path)
+
+
+def fin(name, shape):
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+
+def conv_model(path, pads=(1, 1, 1, 1), opset=17):
+    w = RNG.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    return save([helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=list(pads)),
+                 helper.make_node("Relu", ["c"], ["y"], name="relu")],
+                [fin("x", [1, 3, 8, 8])], [fin("y", [1, 4, 8, 8])], {"w": w}, path, opset)
+
+
+def import_and_compare(path, tmp_path, x, feeds_name="x"):
+    """Import, run the numpy reference and the engine; compare with ORT."""
+    ort = pytest.importorskip("onnxruntime")
+    out = tmp_path / "m.json"
+    res = invoke("import", path, "-o", out)
+    assert res.exit_code == 0, res.output
+    g = load_model(str(out))
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    want = sess.run(None, {feeds_name: x})
+    from hwtune.native.engine import NativeEngine
+    with NativeEngine(g, threads=1) as eng:
+        eng.set_input(feeds_name, x)
+        eng.run()
+        got = eng.outputs()
+    ref = run_reference(g, {feeds_name: x})
+    for o, w in zip(g.outputs, want):
+        scale = np.abs(w).max()
+        assert np.abs(ref[o] - w).max() <= TOL * scale
+        assert np.abs(got[o] - w).max() <= TOL * scale
+    return g
+
+
+# -- bad files -------------------------------------------------------------------
+
+def test_truncated_and_garbage_files(tmp_path):
+    good = conv_model(tmp_path / "good.onnx")
+    data = open(good, "rb").read()
+    (tmp_path / "cut.onnx").write_bytes(data[: len(data) // 2])
+    one_line_error(invoke("import", tmp_path / "cut.onnx"), "cut.onnx", "truncated or corrupt")
+    (tmp_path / "junk.onnx").write_bytes(b"\x00" * 3 + os.urandom(200))
+    line = one_line_error(invoke("import", tmp_path / "junk.onnx"), "junk.onnx")
+    assert "not" in line
+    one_line_error(invoke("run", tmp_path / "missing.onnx"), "missing.onnx: no such file")
+    assert not (tmp_path / "cut.json").exists()
+
+
+def test_opset_too_new_and_unsupported_op(tmp_path):
+    one_line_error(invoke("import", conv_model(tmp_path / "new.onnx", opset=30)),
+                   "opset 30 is newer", "re-export")
+    path = save([helper.make_node("LeakyRelu", ["x"], ["y"], name="act7")],
+                [fin("x", [2, 3])], [fin("y", [2, 3])], {}, tmp_path / "u.onnx")
+    one_line_error(invoke("import", path), 'node "act7"', "LeakyRelu", "Supported: Abs, Add")
+
+
+def test_external_data_missing_then_present(tmp_path):
+    model = onnx.load(conv_model(tmp_path / "base.onnx"))
+    path = tmp_path / "ext.onnx"
+    onnx.save_model(model, str(path), save_as_external_data=True, all_tensors_to_one_file=True,
+                    location="ext.bin", size_threshold=0)
+    x = RNG.standard_normal((1, 3, 8, 8)).astype(np.float32)
+    import_and_compare(str(path), tmp_path, x)
+    os.rename(tmp_path / "ext.bin", tmp_path / "elsewhere.bin")
+    one_line_error(invoke("import", path), 'tensor "w"', '"ext.bin"', "missing")
+
+
+def test_asymmetric_pads_and_int_inputs_are_refused(tmp_path):
+    one_line_error(invoke("import", conv_model(tmp_path / "a.onnx", pads=(0, 0, 1, 1))),
+                   'node "conv" (Conv)', "asymmetric pads [0, 0, 1, 1]")
+    path = save([helper.make_node("Identity", ["ids"], ["y"])],
+                [helper.make_tensor_value_info("ids", TensorProto.INT64, [2])],
+                [helper.make_tensor_value_info("y", TensorProto.INT64, [2])], {},
+                tmp_path / "i.onnx")
+    one_line_error(invoke("import", path), 'input "ids" has type int64')
+
+
+# -- rows ------------------------------------------------------------------------
+
+def test_gemm_alpha_beta_and_biases(tmp_path):
+    b = RNG.standard_normal((5, 4)).astype(np.float32)
+    c1 = RNG.standard_normal(5).astype(np.float32)
+    c2 = RNG.standard_normal((3, 5)).astype(np.float32)
+    path = save([helper.make_node("Gemm", ["x", "b", "c1"], ["g1"], alpha=0.5, beta=2.0,
+                                  transB=1),
+                 helper.make_node("Gemm", ["x", "b", "c2"], ["g2"], transB=1),
+                 helper.make_node("Gemm", ["g1", "g2"], ["y"], transB=1, alpha=1.5)],
+                [fin("x", [3, 4])], [fin("y", [3, 3])], {"b": b, "c1": c1, "c2": c2},
+                tmp_path / "gemm.onnx")
+    import_and_compare(path, tmp_path, RNG.standard_normal((3, 4)).astype(np.float32))
+
+
+def test_shape_subgraph_folds_and_old_softmax(tmp_path):
+    """Reshape to [N, -1] through Shape -> Gather -> Unsqueeze -> Concat, a
+    ConstantOfShape, and opset-11 Softmax normalising over dims 1.. ."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Gather", ["s", "zero"], ["n"], axis=0),
+        helper.make_node("Unsqueeze", ["n"], ["n1"], axes=[0]),
+        helper.make_node("Concat", ["n1", "minus1"], ["target"], axis=0),
+        helper.make_node("Reshape", ["x", "target"], ["flat"]),
+        helper.make_node("Shape", ["flat"], ["fs"]),
+        helper.make_node("ConstantOfShape", ["fs"], ["ones"],
+                         value=numpy_helper.from_array(np.array([2.0], np.float32))),
+        helper.make_node("Mul", ["flat", "ones"], ["m"]),
+        helper.make_node("Reshape", ["m", "s"], ["back"]),
+        helper.make_node("Softmax", ["back"], ["y"], axis=1),
+    ]
+    path = save(nodes, [fin("x", [2, 3, 4])], [fin("y", [2, 3, 4])],
+                {"zero": np.array(0, np.int64), "minus1": np.array([-1], np.int64)},
+                tmp_path / "fold.onnx", opset=11)
+    g = import_and_compare(path, tmp_path, RNG.standard_normal((2, 3, 4)).astype(np.float32))
+    assert "Shape" not in json.dumps(g.to_json()) and len(g.ops) <= 6
+
+
+# -- weights --------------------------------------------------------------------
+
+def test_weights_sidecar_is_safetensors_and_hash_checked(tmp_path):
+    w = RNG.standard_normal((3, 4)).astype(np.float32)
+    sha = write_weights(str(tmp_path / "m.weights.safetensors"), [("W", w)])
+    doc = {"name": "t", "weights": {"file": "m.weights.safetensors", "sha256": sha},
+           "inputs": [{"name": "x", "shape": [2, 3]}],
+           "params": [{"name": "W", "shape": [3, 4], "init": "file"}],
+           "ops": [{"name": "y", "op": "matmul", "inputs": ["x", "W"]}], "outputs": ["y"]}
+    (tmp_path / "m.json").write_text(json.dumps(doc))
+    g = load_model(str(tmp_path / "m.json"))
+    x = np.ones((2, 3), np.float32)
+    assert np.allclose(run_reference(g, {"x": x})["y"], x @ w, rtol=1e-6)
+    assert g.to_json()["weights"] == {"file": "m.weights.safetensors", "sha256": sha}
+    st = pytest.importorskip("safetensors.numpy")
+    assert np.array_equal(st.load_file(str(tmp_path / "m.weights.safetensors"))["W"], w)
+    doc["weights"]["sha256"] = "0" * 64
+    (tmp_path / "bad.json").write_text(json.dumps(doc))
+    one_line_error(invoke("model", "validate", tmp_path / "bad.json"), "changed since")
+    doc["weights"] = {"file": "m.weights.safetensors"}
+    doc["params"][0]["shape"] = [4, 3]
+    (tmp_path / "shape.json").write_text(json.dumps(doc))
+    one_line_error(invoke("model", "validate", tmp_path / "shape.json"), "params[0].shape")
+    del doc["weights"]
+    (tmp_path / "none.json").write_text(json.dumps(doc))
+    one_line_error(invoke("model", "validate", tmp_path / "none.json"), 'init "file" needs')
+
+
+def test_run_inputs_and_saved_outputs(tmp_path):
+    path = conv_model(tmp_path / "c.onnx")
+    x = RNG.standard_normal((1, 3, 8, 8)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "bad.npy", x[:, :2])
+    db = tmp_path / "r.db"
+    one_line_error(invoke("run", path, "--input", f"x={tmp_path / 'bad.npy'}", "--db", db),
+                   "shape [1, 2, 8, 8], the model declares [1, 3, 8, 8]")
+    one_line_error(invoke("run", path, "--input", f"z={tmp_path / 'x.npy'}", "--db", db),
+                   'no input "z"')
+    one_line_error(invoke("run", path, "--input", f"x={tmp_path / 'nope.npy'}", "--db", db),
+                   "no such file")
+    res = invoke("run", path, "--input", f"x={tmp_path / 'x.npy'}", "--save-outputs",
+                 tmp_path / "o.npz", "--iterations", 1, "--warmup", 0, "--db", db)
+    assert res.exit_code == 0, res.output
+    w = numpy_helper.to_array(onnx.load(path).graph.initializer[0])
+    from hwtune.graph.ops.conv import conv2d_nchw
+    want = np.maximum(conv2d_nchw(x, w, None, (1, 1), (1, 1)), 0)
+    assert np.abs(np.load(tmp_path / "o.npz")["y"] - want).max() <= TOL * np.abs(want).max()
+
+
+# -- export and bundled models ----------------------------------------------------
+
+@pytest.mark.parametrize("name, sets", [
+    ("lstm_small", ["seq=2", "layers=1", "batch=4"]),
+    ("phased_lstm_small", ["seq=2", "layers=1", "batch=4"]),
+    ("resnet18", ["image=32"]),
+])
+def test_bundled_model_exports_and_round_trips(name, sets, tmp_path):
+    ort = pytest.importorskip("onnxruntime")
+    flags = [a for s in sets for a in ("--set", s)]
+    out = tmp_path / f"{name}.onnx"
+    res = invoke("model", "export", name, "-o", out, *flags)
+    assert res.exit_code == 0, res.output
+    from hwtune.sources import load_any
+    graph = load_any(name, {s.split("=")[0]: int(s.split("=")[1]) for s in sets})[0]
+    ref = run_reference(graph)
+    from hwtune.graph.reference import init_inputs
+    feeds = {k: np.asarray(v, np.float32) for k, v in init_inputs(graph).items()}
+    sess = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
+    got = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)))
+    # Imported again, the same graph computes the same; floored modulo is
+    # exported as Div/Floor/Mul/Sub, and Floor on run-time tensors waits for
+    # its op, so PhasedLSTM does not come back yet.
+    again = None if name.startswith("phased") else run_reference(load_any(str(out))[0], feeds)
+    for o in graph.outputs:
+        scale = np.abs(ref[o]).max()
+        assert np.abs(got[o] - ref[o]).max() <= TOL * scale
+        if again is not None:
+            assert np.abs(again[o] - ref[o]).max() <= TOL * scale
+
+
+def test_model_list_and_run_by_name(tmp_path):
+    res = invoke("model", "list")
+    assert res.exit_code == 0 and "lstm_small" in res.stdout and "resnet18" in res.stdout
+    names = [m["name"] for m in json.loads(invoke("model", "list", "--json").stdout)]
+    assert "lstm_medium" in names
+    res = invoke("run", "lstm_small", "--set", "seq=2", "--set", "layers=1", "--iterations", 1,
+                 "--warmup", 0, "--db", tmp_path / "r.db")
+    assert res.exit_code == 0, res.output
+    one_line_error(invoke("run", "lstm_tiny", "--db", tmp_path / "r.db"),
+                   "cannot read lstm_tiny: no such file", "bundled models: ", "lstm_small")
+
+
+def test_check_init_and_default_suite_outside_a_checkout(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    res = invoke("check", "--init")
+    assert res.exit_code == 0, res.output
+    from hwtune.check.suite import load_suite
+    suite = load_suite("hwtune-check.toml")
+    default = load_suite()  # no ./configs here: the bundled suite
+    assert [f.name for f in suite.figures] == [f.name for f in default.figures]
+    model = [f for f in default.figures if f.kind == "model"][0]
+    assert os.path.isfile(model.params["model"])
+    one_line_error(invoke("check", "--init"), "exists")
+
+
+def test_compare_says_wrong_and_exits_1(tmp_path, monkeypatch):
+    """A deliberately wrong peer (TVM's WRONG_ANSWER check): the verdict must
+    say so and the exit code must be 1."""
+    from hwtune.compare import peers
+    path = conv_model(tmp_path / "c.onnx")
+
+    def wrong(subject):
+        side = peers.ort_side(subject)
+        good = side.outputs
+        side.outputs = lambda: {k: v * 1.01 for k, v in good().items()}
+        side.name = "off-by-1%"
+        return side
+    pytest.importorskip("onnxruntime")
+    monkeypatch.setitem(peers.PEERS, "wrong", wrong)
+    res = invoke("compare", path, "--with", "ort,wrong", "--reps", 1, "--db", tmp_path / "x.db")
+    assert res.exit_code == 1, res.output
+    assert "WRONG" in res.stdout and "off-by-1%" in res.stderr
+
+
+def test_compare_skips_a_missing_peer(tmp_path, monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, "torch", None)  # as if PyTorch were not installed
+    res = invoke("compare", conv_model(tmp_path / "c.onnx"), "--with", "torch", "--reps", 1,
+                 "--db", tmp_path / "x.db")
+    assert res.exit_code == 0, res.output
+    assert "skipping torch: PyTorch is not installed: pip install torch==2.13.0" in res.stderr

@@ -1,0 +1,166 @@
+"""Models exported from PyTorch (torch.onnx.export, opset 17; and torch's
+default dynamo exporter, opset 18, when onnxscript is installed) import,
+run on the engine and match ONNX Runtime within 1e-4 of the output scale;
+networks whose ops have not landed yet give one clear error line."""
+
+import json
+import os
+import subprocess
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("onnxruntime")
+
+import onnx_models as M  # noqa: E402 (tests/ is on sys.path)
+
+from hwtune.cli.main import cli  # noqa: E402
+from hwtune.native._lib import _find  # noqa: E402
+
+TOL = 1e-4
+RUNNER = _find().parent / "hwtune-run"
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("HWTUNE_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def invoke(*args):
+    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+
+
+def one_line_error(res, *needles):
+    assert res.exit_code == 2, (res.exit_code, res.output)
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), res.stderr
+    for n in needles:
+        assert n in lines[0], lines[0]
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    """(exporter, model name) -> (onnx path, example input)."""
+    d = tmp_path_factory.mktemp("onnx")
+    cache = {}
+
+    def get(exporter, name, dynamic=False):
+        key = (exporter, name, dynamic)
+        if key not in cache:
+            model, x = getattr(M, name)()
+            path = d / f"{name}_{exporter}{'_dyn' if dynamic else ''}.onnx"
+            cache[key] = (M.export(model, x, path, exporter, dynamic_batch=dynamic), x.numpy())
+        return cache[key]
+    return get
+
+
+@pytest.mark.parametrize("exporter", M.exporters())
+@pytest.mark.parametrize("name", ["resnet_cnn", "assorted", "mlp"])
+def test_import_run_matches_onnxruntime(exported, exporter, name, tmp_path):
+    src, x = exported(exporter, name)
+    out_json = tmp_path / f"{name}.json"
+    res = invoke("import", src, "-o", out_json, "--json")
+    assert res.exit_code == 0, res.output
+    summary = json.loads(res.stdout)
+    assert os.path.isfile(summary["weights"]) and summary["params"] > 0
+    np.save(tmp_path / "x.npy", x)
+    want = M.ort_outputs(src, {"x": x})["y"]
+    for model in (out_json, src):  # the model.json, and the ONNX file directly
+        out = tmp_path / "y.npz"
+        res = invoke("run", model, "--input", f"x={tmp_path / 'x.npy'}", "--save-outputs", out,
+                     "--check", "--iterations", 2, "--warmup", 0, "--db", tmp_path / "r.db")
+        assert res.exit_code == 0, res.output
+        assert M.rel_err(np.load(out)["y"], want) <= TOL
+
+
+def test_resnet_imports_convs_pools_and_the_dense_layer(exported, tmp_path):
+    src, _ = exported("legacy", "resnet_cnn")
+    out = tmp_path / "r.json"
+    assert invoke("import", src, "-o", out).exit_code == 0
+    ops = [o["op"] for o in json.loads(out.read_text())["ops"]]
+    assert ops.count("conv2d") == 6 and "pool2d" in ops and "global_pool2d" in ops
+    assert ops.count("add") == 2 and ops[-1] == "matmul"  # the residual adds; Gemm
+
+
+@pytest.mark.parametrize("exporter", M.exporters())
+def test_dynamic_batch_needs_a_shape(exported, exporter, tmp_path):
+    src, x = exported(exporter, "resnet_cnn", dynamic=True)
+    one_line_error(invoke("import", src, "-o", tmp_path / "m.json"),
+                   'input "x"', "--shape x=", "--set")
+    one_line_error(invoke("run", src, "--db", tmp_path / "r.db"), "--shape x=")
+    for flag in (["--set", "batch=3"], ["--shape", "x=3x3x32x32"]):
+        res = invoke("import", src, "-o", tmp_path / "m.json", "--json", *flag)
+        assert res.exit_code == 0, res.output
+        assert json.loads(res.stdout)["inputs"]["x"] == [3, 3, 32, 32]
+    one_line_error(invoke("import", src, "--shape", "x=3x4x32x32"), "dim 1 is fixed at 3")
+    one_line_error(invoke("import", src, "--shape", "img=1x3x32x32"), 'unknown input "img"')
+
+
+@pytest.mark.parametrize("exporter", M.exporters())
+@pytest.mark.parametrize("name, node_op", [
+    ("mobilenet_block", "(Conv): group=8 (grouped or depthwise convolution)"),
+    ("transformer", "LayerNormalization"),
+    ("gru", "ONNX op GRU"),
+    ("lstm", "ONNX op LSTM"),
+])
+def test_networks_waiting_for_ops_give_one_clear_line(exported, exporter, name, node_op,
+                                                      tmp_path):
+    src, _ = exported(exporter, name)
+    line = one_line_error(invoke("import", src, "-o", tmp_path / "m.json"), node_op, 'node "')
+    if "ONNX op" in node_op or name == "transformer":
+        assert "not support yet" in line and "Supported: " in line and "Conv" in line
+    assert not (tmp_path / "m.json").exists()
+
+
+def test_compare_prints_every_side_and_agrees(exported, tmp_path):
+    src, _ = exported("legacy", "resnet_cnn")
+    md = tmp_path / "cmp.md"
+    res = invoke("compare", src, "--with", "ort,torch", "--reps", 2, "--json",
+                 "--markdown", md, "--db", tmp_path / "none.db")
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert doc["ok"] and [s["key"] for s in doc["sides"]] == ["hwtune", "ort", "torch"]
+    for s in doc["sides"][1:]:
+        assert s["agree"] and s["max_rel_err"] <= TOL and s["ratio"] > 0
+        assert len(s["samples"]) == 2
+    assert doc["cpu"] and doc["isa"] in ("generic", "avx2", "avx512")
+    table = md.read_text()
+    assert "| ONNX Runtime" in table and "| PyTorch" in table and "x |" in table
+    res = invoke("compare", src, "--with", "ort", "--reps", 1, "--threads", 1,
+                 "--db", tmp_path / "none.db")
+    assert res.exit_code == 0, res.output
+    assert "ONNX Runtime" in res.stdout and "x hwtune" in res.stdout
+
+
+def test_onnx_run_is_cached_by_content(exported, tmp_path):
+    src, _ = exported("legacy", "mlp")
+    hashes = []
+    for _ in range(2):
+        res = invoke("run", src, "--iterations", 1, "--warmup", 0, "--json",
+                     "--db", tmp_path / "r.db")
+        assert res.exit_code == 0, res.output
+        hashes.append(json.loads(res.stdout)["graph_hash"])
+    assert hashes[0] == hashes[1]
+    entries = list((tmp_path / "cache" / "onnx").iterdir())
+    assert len(entries) == 1
+
+
+def test_stand_alone_runner_reads_the_weights(exported, tmp_path):
+    src, _ = exported("legacy", "resnet_cnn")
+    out = tmp_path / "r.json"
+    assert invoke("import", src, "-o", out).exit_code == 0
+    db = tmp_path / "r.db"
+    res = invoke("run", out, "--iterations", 1, "--warmup", 0, "--json", "--db", db)
+    gh = json.loads(res.stdout)["graph_hash"]
+    proc = subprocess.run([str(RUNNER), "--db", str(db), "--graph", gh[:12],
+                           "--iterations", "2"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "weights: 14 tensors from " in proc.stdout
+    os.rename(tmp_path / "r.weights.safetensors", tmp_path / "moved")
+    proc = subprocess.run([str(RUNNER), "--db", str(db), "--graph", gh[:12]],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1].startswith("hwtune-run: error: weights file ")
