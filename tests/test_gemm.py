@@ -12,10 +12,13 @@ from hwtune.native.isa import supported_isas
 
 ISAS = supported_isas()
 # M, K, N: ones, primes, M <= 6 (GEMV path), non-multiples of every tile
-# (4x8, 6x16, 12x32) and of the cache blocks (kc ~256, nc ~512), one large.
+# (4x8, 6x16, 12x32) and of the cache blocks (kc ~256, nc ~512), one large;
+# N = 1030: rows of B longer than a page, packed before the kernels instead
+# of by them (gemm.c).
 SHAPES = [
     (1, 1, 1), (1, 7, 13), (1, 512, 97), (2, 13, 31), (4, 97, 7), (5, 1, 1), (6, 33, 65),
-    (7, 13, 31), (13, 97, 33), (31, 1, 97), (97, 31, 13), (37, 515, 200), (300, 1100, 700),
+    (7, 13, 31), (13, 97, 33), (31, 1, 97), (97, 31, 13), (37, 515, 200), (20, 300, 1030),
+    (300, 1100, 700),
 ]
 NTHS = [1, 2, 3, 7]
 EPS32 = float(np.finfo(np.float32).eps)

@@ -21,6 +21,9 @@ static size_t align16(size_t n) { return (n + 15) / 16 * 16; }
 
 static int use_gemv(const hwt_gemm_desc *d) { return d->M <= HWT_GEMV_MAX_M; }
 
+/* A 4 KiB page: see run_blocks. */
+#define HWT_FUSED_PACK_MAX_ROW_BYTES 4096
+
 static size_t padded_n(const hwt_gemm_plan *p) {
   return (size_t)((p->d.N + p->nr - 1) / p->nr) * (size_t)p->nr;
 }
@@ -185,8 +188,18 @@ static void run_blocks(const hwt_gemm_plan *p, const hwt_gemm_variant *v, const 
          order), Zen 3, min of 151 thread-time samples, two runs (GFLOPS,
          fused vs pack_b first): [64,512]x[512,512] 82.9/80.1, 84.3/81.6;
          [256,1024]x[1024,1024], [64,512]x[512,2048], [128,768]x[768,768]
-         within 2% either way. */
-      int fused = !packed && !d->trans_b && v->ukr_pack;
+         within 2% either way.
+         Only while a row of B is shorter than a 4 KiB page, though: wider,
+         every k of the first row panel's kernels touches a new page, and
+         with L2 and L3 shared with other processes those misses stall the
+         FMAs that were to hide them. Zen 3 AVX2, 1 thread, load ~19, median
+         of 31 interleaved thread-time samples, numpy / hwtune, fused vs
+         pack_b first: [64,512]x[512,2048] 0.80 / 0.87, [256,1024]x
+         [1024,1024] 0.88 / 1.01 (and 0.86-0.93 / 0.95-0.96 in two more
+         runs); narrower B ([64,512]x[512,512], [128,768]x[768,768]) kept
+         fused. */
+      int fused = !packed && !d->trans_b && v->ukr_pack &&
+                  (size_t)d->ldb * sizeof(float) < HWT_FUSED_PACK_MAX_ROW_BYTES;
       if (packed)
         bblk = packed + (size_t)pc * npad + (size_t)jc * (size_t)kb;
       else if (!fused)
