@@ -25,7 +25,7 @@ static size_t align16(size_t n) { return (n + 15) / 16 * 16; }
 
 int hwt_lstm_cell_plan_make(const hwt_lstm_cell_desc *d, int nth, hwt_lstm_cell_plan *out) {
   if (!d || !out || nth < 1 || d->batch < 1 || d->hidden < 1) return HWT_EINVAL;
-  hwt_eltwise_desc probe = {HWT_EW_SIGMOID, d->isa, 0, 0};
+  hwt_eltwise_desc probe = {.op = HWT_EW_SIGMOID, .isa = d->isa};
   int st = hwt_eltwise_check(&probe);
   if (st != HWT_OK) return st;
   memset(out, 0, sizeof *out);
@@ -50,7 +50,7 @@ int hwt_lstm_cell_plan_make(const hwt_lstm_cell_desc *d, int nth, hwt_lstm_cell_
 
 static void ew(hwt_ew_op op, hwt_isa isa, size_t n, const float *a, const float *b,
                const float *c, float *out) {
-  hwt_eltwise_desc d = {op, isa, n, 0};
+  hwt_eltwise_desc d = {.op = op, .isa = isa, .n = n};
   hwt_eltwise_run_part(&d, a, b, c, out, 0, 1);
 }
 

@@ -9,33 +9,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "check.h"
 #include "hwtune/eltwise.h"
 #include "hwtune/rnn.h"
 
-static int failures = 0;
-#define CHECK(cond, ...)                                   \
-  do {                                                     \
-    if (!(cond)) {                                         \
-      failures++;                                          \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                        \
-      fprintf(stderr, "\n");                               \
-    }                                                      \
-  } while (0)
-
-static unsigned rng_state = 4242u;
-static float frand(float lo, float hi) {
-  rng_state = rng_state * 1664525u + 1013904223u;
-  return lo + (hi - lo) * (float)((rng_state >> 8) & 0xFFFFFF) / 16777216.0f;
-}
+/* Uniform in [lo, hi). */
+static float frand_in(float lo, float hi) { return lo + (hi - lo) * (frand() + 1.0f) * 0.5f; }
 static float *rand_buf(size_t n, float lo, float hi) {
-  float *p = malloc((n ? n : 1) * sizeof(float));
-  for (size_t i = 0; i < n; i++) p[i] = frand(lo, hi);
+  float *p = alloc_floats(n);
+  for (size_t i = 0; i < n; i++) p[i] = frand_in(lo, hi);
   return p;
-}
-static float *ws_alloc(size_t n) {
-  size_t bytes = (n * sizeof(float) + 63) / 64 * 64;
-  return aligned_alloc(64, bytes ? bytes : 64);
 }
 
 /* |h - h_ref| and |c - c_ref|: the activations' documented bounds, through
@@ -78,13 +61,13 @@ static void check_case(hwt_isa isa, int B, int H, int has_x, int has_b, int nth,
       pthread_t th[8];
       share_arg args[8];
       for (int t = 0; t < nth; t++) {
-        args[t] = (share_arg){&p, g, xp, bp, c0, h, c, ws_alloc(p.ws_floats), t, nth};
+        args[t] = (share_arg){&p, g, xp, bp, c0, h, c, alloc_floats(p.ws_floats), t, nth};
         CHECK(pthread_create(&th[t], NULL, share_main, &args[t]) == 0, "pthread_create");
       }
       for (int t = 0; t < nth; t++) pthread_join(th[t], NULL);
       for (int t = 0; t < nth; t++) free(args[t].ws);
     } else {
-      float *ws = ws_alloc(p.ws_floats);
+      float *ws = alloc_floats(p.ws_floats);
       for (int t = nth - 1; t >= 0; t--)
         hwt_lstm_cell_run_part(&p, g, xp, bp, c0, h, c, ws, t, nth);
       free(ws);
