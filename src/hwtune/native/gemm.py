@@ -52,9 +52,10 @@ class GemmPlan(CStruct):
     ]
 
 
-class CacheSizes(ctypes.Structure):
+class CacheSizes(CStruct):
     """hwt_cache_sizes: bytes (0 = unknown); l3 is shared by l3_cpus CPUs."""
 
+    _c_name_ = "hwt_cache_sizes"
     _fields_ = [("l1d", ctypes.c_long), ("l2", ctypes.c_long), ("l3", ctypes.c_long),
                 ("l3_cpus", ctypes.c_int)]
 
