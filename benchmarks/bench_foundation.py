@@ -23,6 +23,12 @@ from hwtune.native import bench
 from hwtune.native.isa import selected_isa
 from hwtune.native.pool import Pool, allowed_cpus
 
+# Issue #10 goals: the LSTM-sized GEMM at least as fast as the system BLAS
+# (numpy's OpenBLAS) at 1 and at all threads, and the large GEMM at >= 85% of
+# the measured FMA peak on one thread.
+GOAL_GEMM_VS_BLAS = 1.0
+GOAL_LARGE_PEAK_1T = 0.85
+
 # Target duration of one sample: long enough that timer resolution and the
 # Python call (~1 us) are < 1% of it, short enough for 15 reps to take < 1 s.
 SAMPLE_S = 0.005
@@ -63,6 +69,12 @@ def mul_pair(pool, t, n, reps, isa):
                  lambda: np.multiply(a, b, out=c), reps, False)
 
 
+def cpu_model() -> str:
+    from hwtune.machine import fingerprint
+    fp = fingerprint()
+    return f"{fp.get('cpu_model') or 'unknown'} (family {fp.get('family')}, model {fp.get('model')})"
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=15)
@@ -80,18 +92,24 @@ def main(argv=None):
             hw, ref = gemm_pair(pool, t, 64, 512, 512, args.reps, isa)
             r = ref / hw
             results.append((f"GEMM 64x512x512 {t}t vs numpy", f"{hw * 1e6:.1f} us",
-                            f"{ref * 1e6:.1f} us", f"{r:.2f}x", ">= 1.10x", r >= 1.1))
+                            f"{ref * 1e6:.1f} us", f"{r:.2f}x", f">= {GOAL_GEMM_VS_BLAS:.2f}x",
+                            r >= GOAL_GEMM_VS_BLAS))
 
         M, K, N = 256, 1024, 1024
         for t in counts:
             # Best, not median: a ceiling is only ever lowered by other load,
             # and dividing by a lowered peak would flatter the GEMM.
             peak = max(bench.fma_peak(pool, t, isa=isa, seconds=0.1) for _ in range(5))
-            hw, _ = gemm_pair(pool, t, M, K, N, max(5, args.reps // 3), isa)
+            hw, ref = gemm_pair(pool, t, M, K, N, max(5, args.reps // 3), isa)
             gf = 2.0 * M * K * N / hw / 1e9
             share = gf / peak
+            goal = GOAL_LARGE_PEAK_1T if t == 1 else None
             results.append((f"GEMM 256x1024x1024 {t}t / FMA peak", f"{gf:.1f} GFLOPS",
-                            f"{peak:.1f} GFLOPS", f"{share:.0%}", ">= 90%", share >= 0.9))
+                            f"{peak:.1f} GFLOPS", f"{share:.0%}",
+                            f">= {goal:.0%}" if goal else "", share >= goal if goal else None))
+            gref = 2.0 * M * K * N / ref / 1e9
+            results.append((f"GEMM 256x1024x1024 {t}t vs numpy", f"{gf:.1f} GFLOPS",
+                            f"{gref:.1f} GFLOPS", f"{ref / hw:.2f}x", "", None))
 
         hw, ref = gemm_pair(pool, 1, 1, 512, 2048, args.reps, isa)
         r = ref / hw
@@ -120,7 +138,8 @@ def main(argv=None):
                         f"{fo * 1e6:.3f} us" if fo else "no OpenMP",
                         f"{fo / fp:.2f}x" if fo else "", "< 0.3 us", fp < 0.3e-6))
 
-    print(f"hwtune foundation benchmark: isa={isa}, CPUs={nmax}, reps={args.reps}, "
+    print(f"hwtune foundation benchmark: isa={isa}, CPU {cpu_model()}, CPUs={nmax}, "
+          f"reps={args.reps}, load {' '.join(f'{x:.2f}' for x in os.getloadavg())}, "
           f"pid={os.getpid()}")
     w = max(len(r[0]) for r in results)
     print(f"{'benchmark':<{w}}  {'hwtune':>14}  {'reference':>14}  {'ratio':>7}  "
@@ -128,6 +147,7 @@ def main(argv=None):
     for name, hw, ref, ratio, goal, ok in results:
         verdict = "" if ok is None else ("PASS" if ok else "MISS")
         print(f"{name:<{w}}  {hw:>14}  {ref:>14}  {ratio:>7}  {goal:>9}  {verdict}")
+    print(f"load at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
 if __name__ == "__main__":

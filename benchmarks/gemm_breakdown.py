@@ -25,7 +25,8 @@ from hwtune.measure import FixedSampling, clock, interleave
 from hwtune.measure.sides import CallSide
 from hwtune.native import gemm as g
 
-SHAPES = [(64, 512, 512), (256, 1024, 1024), (1, 512, 2048), (128, 768, 768)]
+SHAPES = [(64, 512, 512), (256, 1024, 1024), (1, 512, 2048), (128, 768, 768), (64, 512, 2048),
+          (320, 512, 2048)]
 # Calls per sample: a [64,512]x[512,512] call takes ~0.35 ms, so 8 calls make a
 # ~3 ms sample, far above the thread clock's resolution and the ~1 us ctypes
 # call; the larger shapes take one call per sample.

@@ -81,11 +81,12 @@ def test_reuse_shrinks_the_arena(models, name):
     assert none.arena_bytes == none.arena_bytes_no_reuse
     # Sequential reuse reaches the live peak on these chains of layers; the
     # parallel-safe arena must still be well below no reuse (measured: at
-    # least 3.69x smaller on every one of these models; the DeepCPU LSTM's
-    # hoisted input projection, one [seq*B, 4H] tensor per layer, is the
-    # largest share of a small graph and sets that minimum).
+    # least 5.1x smaller on every one of these models but the DeepCPU LSTM,
+    # 2.17x there: its hoisted input projection, one [seq*B, 4H] tensor per
+    # layer alive all along, is most of a graph whose steps, one lstm_cell
+    # each, leave few other intermediates).
     assert seq.arena_bytes <= 1.1 * seq.peak_live_bytes
-    assert par.arena_bytes * 3.5 <= none.arena_bytes
+    assert par.arena_bytes * (2.0 if name.startswith("deepcpu") else 4.5) <= none.arena_bytes
     assert seq.arena_bytes <= par.arena_bytes
 
 

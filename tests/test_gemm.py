@@ -12,10 +12,13 @@ from hwtune.native.isa import supported_isas
 
 ISAS = supported_isas()
 # M, K, N: ones, primes, M <= 6 (GEMV path), non-multiples of every tile
-# (4x8, 6x16, 12x32) and of the cache blocks (kc ~256, nc ~512), one large.
+# (4x8, 6x16, 12x32) and of the cache blocks (kc ~256, nc ~512), one large;
+# N = 1030: rows of B longer than a page, packed before the kernels instead
+# of by them (gemm.c).
 SHAPES = [
     (1, 1, 1), (1, 7, 13), (1, 512, 97), (2, 13, 31), (4, 97, 7), (5, 1, 1), (6, 33, 65),
-    (7, 13, 31), (13, 97, 33), (31, 1, 97), (97, 31, 13), (37, 515, 200), (300, 1100, 700),
+    (7, 13, 31), (13, 97, 33), (31, 1, 97), (97, 31, 13), (37, 515, 200), (20, 300, 1030),
+    (300, 1100, 700),
 ]
 NTHS = [1, 2, 3, 7]
 EPS32 = float(np.finfo(np.float32).eps)
@@ -142,6 +145,42 @@ def test_plan_fields(isa):
     assert q["ws_floats"] >= q["mr"] * q["kc"]
     assert q["packed_b_floats"] >= 512 * 2048
     assert g.plan(3, 5, 7, trans_a=True, isa=isa)["ws_floats"] >= 15
+
+
+def test_c_side_caches_are_the_fingerprints():
+    """The blocking's cache sizes (read in C) are the ones the fingerprint
+    stores for this host, wherever the fingerprint knows them."""
+    from hwtune.machine import fingerprint
+    caches = fingerprint()["caches"]
+    c = g.host_caches()
+    for key, name in (("l1d", "L1d"), ("l2", "L2"), ("l3", "L3")):
+        known = (caches.get(name) or {}).get("size_bytes")
+        if known:
+            assert c[key] == known, (key, c, caches)
+    groups = (caches.get("L3") or {}).get("groups")
+    if c["l3"] and groups:
+        assert c["l3_cpus"] == len(groups[0]["cpus"])
+
+
+@pytest.mark.parametrize("isa", ISAS)
+def test_blocking_follows_the_caches(isa):
+    """Bigger caches give bigger blocks; the blocks stay whole micro-tiles;
+    unknown caches (0) take the documented fallback."""
+    small = g.plan(2000, 2000, 3000, isa=isa, caches={"l1d": 16 << 10, "l2": 256 << 10,
+                                                      "l3": 4 << 20, "l3_cpus": 4})
+    big = g.plan(2000, 2000, 3000, isa=isa, caches={"l1d": 64 << 10, "l2": 2 << 20,
+                                                    "l3": 64 << 20, "l3_cpus": 4})
+    assert small["kc"] <= big["kc"] and small["mc"] < big["mc"] and small["nc"] < big["nc"]
+    for p in (small, big):
+        assert p["mc"] % p["mr"] == 0 and p["nc"] % p["nr"] == 0
+    unknown = g.plan(2000, 2000, 3000, isa=isa, caches={"l1d": 0, "l2": 0, "l3": 0})
+    assert unknown["kc"] >= 64 and unknown["mc"] >= unknown["mr"]
+    assert g.plan(2000, 2000, 3000, isa=isa) == g.plan(2000, 2000, 3000, isa=isa,
+                                                        caches=g.host_caches())
+    with pytest.raises(UsageError, match="unknown cache field"):
+        g.plan(8, 8, 8, isa=isa, caches={"l4": 1})
+    with pytest.raises(UsageError, match="integers >= 0"):
+        g.plan(8, 8, 8, isa=isa, caches={"l2": -1})
 
 
 def test_default_isa_honours_env(monkeypatch):

@@ -30,9 +30,9 @@ def invoke(*args):
 def test_validate_ok_and_json():
     res = invoke("validate", LSTM_SMALL)
     assert res.exit_code == 0
-    assert res.output == "ok: lstm-small: 1040 ops, 12 params, 28 inputs\n"
+    assert res.output == "ok: lstm-small: 240 ops, 12 params, 28 inputs\n"
     res = invoke("validate", LSTM_SMALL, "--json", "--set", "seq=2")
-    assert json.loads(res.output) == {"ok": True, "name": "lstm-small", "ops": 104}
+    assert json.loads(res.output) == {"ok": True, "name": "lstm-small", "ops": 24}
 
 
 def test_validate_error_is_one_line_with_exit_code_2(tmp_path):
@@ -47,8 +47,8 @@ def test_validate_error_is_one_line_with_exit_code_2(tmp_path):
     assert res.stderr == (f'error: {bad}: ops[0].inputs[0]: unknown tensor "h3"\n'
                           f'error: {bad}: ops[1].op: unsupported op "nope" (supported: abs, add, '
                           'affine, batch_norm, concat, conv2d, div, flatten, global_pool2d, '
-                          'layout_transform, leaky_relu, matmul, maximum, minimum, mod, mul, pool2d, relu, '
-                          'reshape, sigmoid, slice, softmax, split, sub, sum, tanh)\n')
+                          'layout_transform, leaky_relu, lstm_cell, matmul, maximum, minimum, mod, '
+                          'mul, pool2d, relu, reshape, sigmoid, slice, softmax, split, sub, sum, tanh)\n')
     res = invoke("validate", str(bad), "--json")
     doc = json.loads(res.output)
     assert res.exit_code == 2 and doc["ok"] is False

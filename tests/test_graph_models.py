@@ -176,7 +176,8 @@ def test_info_counts_flops_and_parallelism():
     assert info.op_counts["conv2d"] == 20 and info.op_counts["batch_norm"] == 20
     assert info.width == 2  # main path and projection shortcut
     lstm_info = graph_info(load_model(os.path.join(MODELS, "lstm_small.json")))
-    assert lstm_info.ops == 4 * 20 * 13
+    assert lstm_info.ops == 4 * 20 * 3  # per layer-step: 2 matmuls and the lstm_cell
+    assert lstm_info.op_counts["lstm_cell"] == 80
     # per layer-step: 2 matmuls of 2*64*128*512 plus the bias add
     assert lstm_info.op_counts["matmul"] == 160
     assert lstm_info.depth < lstm_info.ops / 4 and lstm_info.parallelism > 4

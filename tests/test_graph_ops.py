@@ -373,11 +373,58 @@ def test_layout_transform_errors():
         spec.infer([(1, 4, 2, 2)], {"src": "NHWC", "dst": "NCHW"}, 1)
 
 
+# ---- lstm_cell ------------------------------------------------------------
+
+def lstm_cell_loops(z, c_prev):
+    """One LSTM cell by explicit loops: z [B, 4H] holds i, f, g, o."""
+    b, h = c_prev.shape
+    sig = lambda v: 1.0 / (1.0 + math.exp(-v))  # noqa: E731
+    hh, cc = np.empty((b, h)), np.empty((b, h))
+    for r in range(b):
+        for u in range(h):
+            zi, zf, zg, zo = (float(z[r, k * h + u]) for k in range(4))
+            cc[r, u] = sig(zf) * float(c_prev[r, u]) + sig(zi) * math.tanh(zg)
+            hh[r, u] = sig(zo) * math.tanh(cc[r, u])
+    return hh, cc
+
+
+def test_lstm_cell():
+    g, c0, xg, bias = rand(3, 20, low=-4, high=4), rand(3, 5), rand(7, 20), rand(20)
+    h, c = run("lstm_cell", [g, c0], n_out=2)
+    want_h, want_c = lstm_cell_loops(g.astype(np.float64), c0)
+    np.testing.assert_allclose(h, want_h, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(c, want_c, rtol=1e-6, atol=1e-7)
+    # x_gates rows x_row.. and the bias are added to the gates first.
+    h, c = run("lstm_cell", [g, c0, xg, bias], n_out=2, x_row=2)
+    z = g.astype(np.float64) + xg[2:5] + bias
+    want_h, want_c = lstm_cell_loops(z, c0)
+    np.testing.assert_allclose(h, want_h, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(c, want_c, rtol=1e-6, atol=1e-7)
+    spec = oplib.get("lstm_cell")
+    attrs = spec.normalize_attrs({})
+    assert spec.flops([(3, 20), (3, 5)], [(3, 5), (3, 5)], attrs) == 3 * 5 * 9
+    assert spec.flops([(3, 20), (3, 5), (7, 20), (20,)], [(3, 5)] * 2, attrs) == 3 * 5 * 17
+
+
+@pytest.mark.parametrize("shapes,attrs,message", [
+    ([(3, 18), (3, 4)], {}, r"gates must be \[B, 4H\]"),
+    ([(3, 20), (3, 4)], {}, r"c_prev must have shape \[3, 5\]"),
+    ([(3, 20), (3, 5), (7, 16)], {}, r"x_gates must be \[R, 20\]"),
+    ([(3, 20), (3, 5), (7, 20)], {"x_row": 5}, "rows 5..7 are past the 7 rows"),
+    ([(3, 20), (3, 5)], {"x_row": 1}, "x_row needs an x_gates input"),
+    ([(3, 20), (3, 5), (3, 20), (5,)], {}, r"bias must have shape \[20\]"),
+])
+def test_lstm_cell_errors(shapes, attrs, message):
+    spec = oplib.get("lstm_cell")
+    with pytest.raises(OpError, match=message):
+        spec.infer(shapes, spec.normalize_attrs(attrs), 2)
+
+
 # ---- the registry itself -------------------------------------------------
 
 TESTED = set(UNARY_ORACLES) | set(BINARY_ORACLES) | {
     "sum", "affine", "matmul", "conv2d", "pool2d", "global_pool2d", "batch_norm", "softmax",
-    "concat", "split", "slice", "reshape", "flatten", "layout_transform"}
+    "concat", "split", "slice", "reshape", "flatten", "layout_transform", "lstm_cell"}
 
 
 def test_every_registered_op_has_an_oracle_test():

@@ -88,7 +88,7 @@ def test_chunks_never_exceed_the_engines_op_inputs():
 
 
 @pytest.mark.parametrize("overrides", [{}, {"fused": False}, {"seq": 7, "hoist": 3},
-                                       {"seq": 70, "batch": 1}])
+                                       {"seq": 70, "batch": 1}, {"fused_cell": False}])
 def test_fused_template_equals_the_generator(overrides):
     g = load_model(os.path.join(MODELS, "templates", "lstm_fused.json"), overrides=overrides)
     sizes = {**dict(batch=64, seq=20, hidden=128, layers=4, fused=True, hoist=0), **overrides}
@@ -98,9 +98,12 @@ def test_fused_template_equals_the_generator(overrides):
     assert [t.name for t in g.inputs] == [t.name for t in want.inputs]
 
 
-def test_graphi_form_of_the_fused_template_is_the_plain_template():
-    a = load_model(os.path.join(MODELS, "templates", "lstm_fused.json"), overrides={"fused": False})
-    b = load_model(os.path.join(MODELS, "templates", "lstm.json"))
+@pytest.mark.parametrize("fused_cell", [True, False])
+def test_graphi_form_of_the_fused_template_is_the_plain_template(fused_cell):
+    a = load_model(os.path.join(MODELS, "templates", "lstm_fused.json"),
+                   overrides={"fused": False, "fused_cell": fused_cell})
+    b = load_model(os.path.join(MODELS, "templates", "lstm.json"),
+                   overrides={"fused_cell": fused_cell})
     assert [(o.name, o.op, o.inputs) for o in a.ops] == [(o.name, o.op, o.inputs) for o in b.ops]
 
 
@@ -109,7 +112,50 @@ def test_graphi_form_of_the_fused_template_is_the_plain_template():
 def test_bundled_medium_large_and_deepcpu_models_are_fused(name):
     g = load_model(os.path.join(MODELS, f"{name}.json"), overrides={"seq": 3})
     kinds = {op.name: op.op for op in g.ops}
-    assert kinds["L1.1.xw"] == "slice" and kinds["XW1.1"] == "matmul"
+    assert kinds["XW1.1"] == "matmul"
+    if name.startswith("phased"):
+        assert kinds["L1.1.xw"] == "slice"
+    else:  # the fused cell reads its rows of XW in place
+        assert kinds["L1.1.cell"] == "lstm_cell" and "L1.1.xw" not in kinds
+
+
+@pytest.mark.parametrize("fused", [False, True])
+@pytest.mark.parametrize("fused_cell", [False, True])
+def test_every_form_computes_the_textbook_lstm(fused, fused_cell):
+    g = lstm.generate(batch=3, seq=7, hidden=5, input=6, layers=2, fused=fused, hoist=3,
+                      fused_cell=fused_cell, seed=7)
+    v = run_reference(g, keep_all=True)
+    want = lstm_numpy([v[f"h0.{t}"] for t in range(1, 8)], v, 2, 5)
+    for t in range(1, 8):
+        np.testing.assert_allclose(v[f"h2.{t}"], want[t - 1], rtol=1e-5, atol=1e-6)
+
+
+def test_fused_cell_step_is_two_ops():
+    """A DeepCPU step with the fused cell: the recurrent matmul and one
+    lstm_cell reading its rows of the hoisted projection (x_row) in place."""
+    batch, seq, hoist = 4, 7, 3
+    g = lstm.generate(batch=batch, seq=seq, hidden=8, input=6, layers=1, fused=True,
+                      hoist=hoist)
+    step = [op for op in g.ops if op.name.startswith("L1.5.")]
+    assert [op.op for op in step] == ["matmul", "lstm_cell"]
+    cell = step[1]
+    assert cell.inputs == ["L1.5.hw", "c1.4", "XW1.2"] and cell.outputs == ["h1.5", "c1.5"]
+    assert cell.resolved["x_row"] == (5 - 1) % hoist * batch
+    unfused = lstm.generate(batch=batch, seq=seq, hidden=8, input=6, layers=1, fused=True,
+                            hoist=hoist, fused_cell=False)
+    # 13 ops a step: slice, matmul, add, split, sigmoid x3, tanh x2, mul x3, add.
+    assert len(unfused.ops) - len(g.ops) == seq * (13 - 2)
+
+
+@pytest.mark.parametrize("overrides", [{"fused_cell": False}, {"fused": False, "fused_cell": False},
+                                       {"fused": False}])
+def test_unfused_cell_templates_equal_the_generator(overrides):
+    sizes = {**dict(batch=64, seq=3, hidden=128, layers=4, fused=True, hoist=2), **overrides}
+    want = lstm.generate(**sizes)
+    g = load_model(os.path.join(MODELS, "templates", "lstm_fused.json"),
+                   overrides={**overrides, "seq": 3, "hoist": 2})
+    assert [(o.name, o.op, o.inputs, o.outputs, o.resolved) for o in g.ops] == \
+        [(o.name, o.op, o.inputs, o.outputs, o.resolved) for o in want.ops]
 
 
 def test_phased_fused_matches_phased_graphi():

@@ -215,7 +215,7 @@ def test_run_inputs_and_saved_outputs(tmp_path):
 # -- export and bundled models ----------------------------------------------------
 
 @pytest.mark.parametrize("name, sets", [
-    ("lstm_small", ["seq=2", "layers=1", "batch=4"]),
+    ("lstm_small", ["seq=2", "layers=1", "batch=4", "fused_cell=false"]),
     ("phased_lstm_small", ["seq=2", "layers=1", "batch=4"]),
     ("resnet18", ["image=32"]),
 ])
@@ -226,7 +226,9 @@ def test_bundled_model_exports_and_round_trips(name, sets, tmp_path):
     res = invoke("model", "export", name, "-o", out, *flags)
     assert res.exit_code == 0, res.output
     from hwtune.sources import load_any
-    graph = load_any(name, {s.split("=")[0]: int(s.split("=")[1]) for s in sets})[0]
+    # Until lstm_cell has an ONNX export, LSTMs go out as the eleven-op cell.
+    graph = load_any(name, {k: False if v == "false" else int(v)
+                            for k, v in (s.split("=") for s in sets)})[0]
     ref = run_reference(graph)
     from hwtune.graph.reference import init_inputs
     feeds = {k: np.asarray(v, np.float32) for k, v in init_inputs(graph).items()}

@@ -143,6 +143,12 @@ static const layout_row LAYOUT[] = {
     FIELD(hwt_gemm_plan, ws_floats),
     FIELD(hwt_gemm_plan, packed_b_floats),
 
+    SIZE(hwt_cache_sizes),
+    FIELD(hwt_cache_sizes, l1d),
+    FIELD(hwt_cache_sizes, l2),
+    FIELD(hwt_cache_sizes, l3),
+    FIELD(hwt_cache_sizes, l3_cpus),
+
     SIZE(hwt_eltwise_desc),
     FIELD(hwt_eltwise_desc, op),
     FIELD(hwt_eltwise_desc, isa),

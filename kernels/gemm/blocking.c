@@ -1,20 +1,20 @@
-/* Cache blocking (BLIS-style, transposed to row-major C): the ukernel keeps
- * one kc x mr A micro-panel in L1 while it streams kc x nr B micro-panels of
- * the packed kc x nc B block, which stays in L2. */
-#include <unistd.h>
+/* Cache blocking (BLIS's analysis, transposed to row-major C), from the cache
+ * sizes of the fingerprint (hwt_cache_sizes_host, or the ones a plan is made
+ * for). Which operand each level holds depends on the variant's loop order
+ * (gemm_internal.h):
+ *   A_IN_L1: kc x mr A micro-panel in L1, kc x nc B block in L2, mc x kc A
+ *            block beside it in L2.
+ *   B_IN_L1: kc x nr B micro-panel in L1, mc x kc A block in L2, kc x nc B
+ *            block in this thread's share of L3. */
 #include "gemm_internal.h"
 
-/* sysconf cache queries are a glibc extension (CPUID leaf 4 underneath);
-   elsewhere, or when it reports 0, use the fallback. */
-static long cache_size(int level, long fallback) {
-  long v = 0;
-#if defined(_SC_LEVEL1_DCACHE_SIZE) && defined(_SC_LEVEL2_CACHE_SIZE)
-  v = sysconf(level == 1 ? _SC_LEVEL1_DCACHE_SIZE : _SC_LEVEL2_CACHE_SIZE);
-#else
-  (void)level;
-#endif
-  return v > 0 ? v : fallback;
-}
+/* Fallback for a cache the host does not report: the smallest of the x86
+ * server cores this project targets (Haswell/Broadwell Xeons: 32 KiB L1d,
+ * 256 KiB L2, 2.5 MiB of L3 per core, rounded down). Blocks sized for smaller
+ * caches than the real ones stay correct and cost a few percent. */
+#define FALLBACK_L1D (32L << 10)
+#define FALLBACK_L2 (256L << 10)
+#define FALLBACK_L3_PER_CPU (2L << 20)
 
 /* Split n into the fewest chunks of at most cap, then even them out (so
  * K = 300 with cap 256 gives 150 + 150, not 256 + 44), rounded up to `unit`. */
@@ -25,24 +25,52 @@ static int balanced(int n, int cap, int unit) {
   return (b + unit - 1) / unit * unit;
 }
 
-void hwt_gemm_blocking(const hwt_gemm_variant *v, const hwt_gemm_desc *d, int *mc, int *kc,
-                       int *nc) {
-  /* Fallbacks: this machine class (Cascade Lake: 32 KiB L1d, 1 MiB L2/core). */
-  long l1 = cache_size(1, 32L << 10);
-  long l2 = cache_size(2, 1L << 20);
+static int clamp(long v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : (int)v; }
+
+/* Largest multiple of unit that is <= bytes / (floats per unit step * 4),
+ * at least unit. */
+static int fit(long bytes, long floats_per_step, int unit) {
+  long n = bytes / (floats_per_step * (long)sizeof(float)) / unit * unit;
+  return n < unit ? unit : (n > (1L << 30) ? 1 << 30 : (int)n);
+}
+
+static void a_in_l1(const hwt_gemm_variant *v, const hwt_gemm_desc *d, long l1, long l2,
+                    int *mc, int *kc, int *nc) {
   /* Half of L1 for the A micro-panel leaves the other half for the B lines in
      flight and C; 12x32 gives kc <= 341, BLIS's skx sgemm uses 384. */
-  int kc_max = (int)(l1 / 2 / ((long)v->mr * (long)sizeof(float)));
-  if (kc_max > 512) kc_max = 512;
-  if (kc_max < 64) kc_max = 64;
-  *kc = balanced(d->K, kc_max, 4);
+  *kc = balanced(d->K, clamp(l1 / 2 / ((long)v->mr * (long)sizeof(float)), 64, 512), 4);
   if (*kc > d->K && d->K > 0) *kc = d->K;
   /* Half of L2 for the B block: the rest holds the A block being streamed. */
-  int nc_max = (int)(l2 / 2 / ((long)*kc * (long)sizeof(float))) / v->nr * v->nr;
-  if (nc_max < v->nr) nc_max = v->nr;
-  *nc = balanced(d->N, nc_max, v->nr);
+  *nc = balanced(d->N, fit(l2 / 2, *kc, v->nr), v->nr);
   /* A block: a quarter of L2, so a share's A block and B block coexist there. */
-  int mc_max = (int)(l2 / 4 / ((long)*kc * (long)sizeof(float))) / v->mr * v->mr;
-  if (mc_max < v->mr) mc_max = v->mr;
-  *mc = balanced(d->M, mc_max, v->mr);
+  *mc = balanced(d->M, fit(l2 / 4, *kc, v->mr), v->mr);
+}
+
+#ifndef MC_L2_PERCENT
+#define MC_L2_PERCENT 30
+#endif
+
+static void b_in_l1(const hwt_gemm_variant *v, const hwt_gemm_desc *d, long l1, long l2,
+                    long l3, int *mc, int *kc, int *nc) {
+  /* The B micro-panel takes half of L1; the A micro-panels stream through
+     the other half. 32 KiB L1d and nr = 16 give kc = 256, BLIS's zen3 kc. */
+  *kc = balanced(d->K, clamp(l1 / 2 / ((long)v->nr * (long)sizeof(float)), 64, 512), 4);
+  if (*kc > d->K && d->K > 0) *kc = d->K;
+  /* A block: MC_L2_PERCENT of L2 (the B micro-panels of the L3 block pass
+     through L2 too). */
+  *mc = balanced(d->M, fit(l2 * MC_L2_PERCENT / 100, *kc, v->mr), v->mr);
+  /* B block: half of this thread's L3 share. */
+  *nc = balanced(d->N, fit(l3 / 2, *kc, v->nr), v->nr);
+}
+
+void hwt_gemm_blocking(const hwt_gemm_variant *v, const hwt_gemm_desc *d,
+                       const hwt_cache_sizes *cs, int *mc, int *kc, int *nc) {
+  long l1 = cs && cs->l1d > 0 ? cs->l1d : FALLBACK_L1D;
+  long l2 = cs && cs->l2 > 0 ? cs->l2 : FALLBACK_L2;
+  long l3 = cs && cs->l3 > 0 ? cs->l3 / (cs->l3_cpus > 0 ? cs->l3_cpus : 1)
+                             : FALLBACK_L3_PER_CPU;
+  if (v->order == HWT_GEMM_B_IN_L1)
+    b_in_l1(v, d, l1, l2, l3, mc, kc, nc);
+  else
+    a_in_l1(v, d, l1, l2, mc, kc, nc);
 }

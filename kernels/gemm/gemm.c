@@ -1,9 +1,10 @@
 /* GEMM driver: plan (blocking, workspace) and run one thread's share.
  * Loop nest per share, BLIS-style: jc (nc columns) > pc (kc depth, pack B
- * block) > ic (mc rows, pack A block) > ir (mr) > jr (nr) micro-kernel, so an
- * A micro-panel stays in L1 while the packed B block streams from L2. B is
- * packed ahead (pack_b), packed by the first row panel's kernels (ukr_pack),
- * or was packed once by hwt_gemm_pack_b (run_part_packed). */
+ * block) > ic (mc rows, pack A block) > then, by the variant's order
+ * (gemm_internal.h), ir (mr) > jr (nr) with the A micro-panel in L1, or jr >
+ * ir with the B micro-panel in L1. B is packed ahead (pack_b), packed by the
+ * first row panel's kernels (ukr_pack), or was packed once by
+ * hwt_gemm_pack_b (run_part_packed). */
 #include <string.h>
 #include "gemm_internal.h"
 
@@ -20,14 +21,23 @@ static size_t align16(size_t n) { return (n + 15) / 16 * 16; }
 
 static int use_gemv(const hwt_gemm_desc *d) { return d->M <= HWT_GEMV_MAX_M; }
 
+/* A 4 KiB page: see run_blocks. */
+#define HWT_FUSED_PACK_MAX_ROW_BYTES 4096
+
 static size_t padded_n(const hwt_gemm_plan *p) {
   return (size_t)((p->d.N + p->nr - 1) / p->nr) * (size_t)p->nr;
 }
 
-int hwt_gemm_plan_make(const hwt_gemm_desc *d, hwt_isa isa, int nth, hwt_gemm_plan *out) {
+int hwt_gemm_plan_make_for(const hwt_gemm_desc *d, hwt_isa isa, int nth,
+                           const hwt_cache_sizes *caches, hwt_gemm_plan *out) {
   if (!d || !out || nth < 1 || !desc_valid(d)) return HWT_EINVAL;
   const hwt_gemm_variant *v = hwt_gemm_variant_get(isa);
   if (!v || !hwt_isa_supported(isa)) return HWT_EISA;
+  hwt_cache_sizes host;
+  if (!caches) {
+    hwt_cache_sizes_host(&host);
+    caches = &host;
+  }
   memset(out, 0, sizeof(*out));
   out->d = *d;
   out->isa = isa;
@@ -39,12 +49,12 @@ int hwt_gemm_plan_make(const hwt_gemm_desc *d, hwt_isa isa, int nth, hwt_gemm_pl
      GEMV path ignores the blocking, but a prepacked B (run_part_packed) always
      takes the packed path, so every plan carries one. */
   int tm, tn;
-  hwt_gemm_grid(d->M, d->N, d->K, v->mr, v->nr, nth, &tm, &tn);
+  hwt_gemm_grid(v, d->M, d->N, d->K, nth, &tm, &tn);
   hwt_gemm_desc share = *d;
   int mt = (d->M + v->mr - 1) / v->mr, nt = (d->N + v->nr - 1) / v->nr;
   share.M = (int)(((long long)mt * tn + nth - 1) / nth) * v->mr;
   share.N = (nt + (nth / tm) - 1) / (nth / tm) * v->nr;
-  hwt_gemm_blocking(v, &share, &out->mc, &out->kc, &out->nc);
+  hwt_gemm_blocking(v, &share, caches, &out->mc, &out->kc, &out->nc);
   size_t kc = (size_t)(out->kc > 0 ? out->kc : 1);
   size_t a_block = align16((size_t)out->mc * kc);
   out->packed_b_floats = align16(padded_n(out) * (size_t)d->K);
@@ -57,6 +67,10 @@ int hwt_gemm_plan_make(const hwt_gemm_desc *d, hwt_isa isa, int nth, hwt_gemm_pl
   }
   out->ws_floats = a_block + align16(kc * (size_t)out->nc);
   return HWT_OK;
+}
+
+int hwt_gemm_plan_make(const hwt_gemm_desc *d, hwt_isa isa, int nth, hwt_gemm_plan *out) {
+  return hwt_gemm_plan_make_for(d, isa, nth, NULL, out);
 }
 
 static void run_gemv(const hwt_gemm_plan *p, const hwt_gemm_variant *v, const float *A,
@@ -81,6 +95,71 @@ static void run_gemv(const hwt_gemm_plan *p, const hwt_gemm_variant *v, const fl
           d->beta, bias ? bias + j0 : NULL);
 }
 
+/* B_IN_L1 with B packed: share `slice` of `slices` of the next packed B
+ * panel (kb rows of 64 bytes, contiguous), prefetched into L2 before one of
+ * the current panel's kernels. Spread over all of them, the next panel
+ * trickles in from L3 or memory while these compute from L1, instead of
+ * stalling the next panel's first kernel; prepacked weights are read from
+ * memory once per call. [64,512]x[512,2048], B prepacked, 1 thread, min of
+ * 151 (thread time, Zen 3, load ~3): 77.6 / 81.3 -> 85.3 / 85.5 GFLOPS in
+ * two runs; [320,512]x[512,2048] and [256,1024]x[1024,1024] within 1%.
+ * Not done for the pass that packs B as it goes (its next panel's rows are
+ * a row of B apart, a page each for wide B): 2-3% slower there. */
+static inline void prefetch_panel_share(const float *next, int kb, int nr, int slice,
+                                        int slices) {
+  const char *p = (const char *)next;
+  size_t bytes = (size_t)kb * (size_t)nr * sizeof(float);
+  size_t b0 = bytes * (size_t)slice / (size_t)slices;
+  size_t b1 = bytes * (size_t)(slice + 1) / (size_t)slices;
+  for (size_t b = b0 / 64 * 64; b < b1; b += 64) __builtin_prefetch(p + b, 0, 2);
+}
+
+/* One depth block of one A block: the micro-kernel over its mb x nb tiles in
+ * the variant's order. bblk holds the packed kb x nb B block. With `bsrc`
+ * (fused packing) the first row panel's kernels read op(B) at bsrc (row
+ * stride ldb) instead and write its packed panels to bblk, which is then
+ * the workspace's (writable) B block. */
+static void run_tiles(const hwt_gemm_variant *v, const float *ap, int mb, int kb,
+                      const float *bsrc, size_t ldb, float *bwrite, const float *bblk, int nb,
+                      float *c, size_t ldc, float beta, const float *bias) {
+  const int mr = v->mr, nr = v->nr;
+  if (v->order == HWT_GEMM_B_IN_L1) {
+    const int slices = (mb + mr - 1) / mr;
+    for (int jr = 0; jr < nb; jr += nr) {
+      int n = nb - jr < nr ? nb - jr : nr;
+      const float *bpanel = bblk + (size_t)jr * kb;
+      const float *bias_j = bias ? bias + jr : NULL;
+      const float *next = !bsrc && jr + nr < nb ? bpanel + (size_t)nr * kb : NULL;
+      int ir = 0;
+      if (bsrc) { /* the first row panel packs this B panel */
+        v->ukr_pack(kb, ap, bsrc + jr, ldb, bwrite + (size_t)jr * kb, c + jr, ldc,
+                    mb < mr ? mb : mr, n, beta, bias_j);
+        ir = mr;
+      }
+      for (; ir < mb; ir += mr) {
+        if (next) prefetch_panel_share(next, kb, nr, ir / mr, slices);
+        v->ukr(kb, ap + (size_t)ir * kb, bpanel, (size_t)nr, c + (size_t)ir * ldc + jr, ldc,
+               mb - ir < mr ? mb - ir : mr, n, beta, bias_j);
+      }
+    }
+    return;
+  }
+  for (int ir = 0; ir < mb; ir += mr) {
+    const float *a = ap + (size_t)ir * kb;
+    float *crow = c + (size_t)ir * ldc;
+    int m = mb - ir < mr ? mb - ir : mr;
+    for (int jr = 0; jr < nb; jr += nr) {
+      int n = nb - jr < nr ? nb - jr : nr;
+      if (bsrc && ir == 0)
+        v->ukr_pack(kb, a, bsrc + jr, ldb, bwrite + (size_t)jr * kb, crow + jr, ldc, m, n,
+                    beta, bias ? bias + jr : NULL);
+      else
+        v->ukr(kb, a, bblk + (size_t)jr * kb, (size_t)nr, crow + jr, ldc, m, n, beta,
+               bias ? bias + jr : NULL);
+    }
+  }
+}
+
 /* One thread's share, BLIS loop nest. B comes packed (`packed`: the whole
  * op(B) as laid out by hwt_gemm_pack_b) or is packed here block by block into
  * the workspace after the A block. */
@@ -102,11 +181,25 @@ static void run_blocks(const hwt_gemm_plan *p, const hwt_gemm_variant *v, const 
       /* Pack as we go when the variant can: the first row panel's kernels
          read B itself and write the packed panels, so B's trip from memory
          overlaps their FMAs instead of running alone before them. A/B in
-         one process, 1 thread, median of 101 (us, fused vs pack_b first):
-         [64,512]x[512,512] 307/327, [128,768]x[768,768] 1270/1352,
+         one process, AVX-512, 1 thread, median of 101 (us, fused vs pack_b
+         first): [64,512]x[512,512] 307/327, [128,768]x[768,768] 1270/1352,
          [256,512]x[512,512] 1127/1207, [64,1024]x[1024,1024] 1307/1448,
-         [256,1024]x[1024,1024] 4807/4703 (the one loss, 2-3%). */
-      int fused = !packed && !d->trans_b && v->ukr_pack;
+         [256,1024]x[1024,1024] 4807/4703 (the one loss, 2-3%). AVX2 (B-panel
+         order), Zen 3, min of 151 thread-time samples, two runs (GFLOPS,
+         fused vs pack_b first): [64,512]x[512,512] 82.9/80.1, 84.3/81.6;
+         [256,1024]x[1024,1024], [64,512]x[512,2048], [128,768]x[768,768]
+         within 2% either way.
+         Only while a row of B is shorter than a 4 KiB page, though: wider,
+         every k of the first row panel's kernels touches a new page, and
+         with L2 and L3 shared with other processes those misses stall the
+         FMAs that were to hide them. Zen 3 AVX2, 1 thread, load ~19, median
+         of 31 interleaved thread-time samples, numpy / hwtune, fused vs
+         pack_b first: [64,512]x[512,2048] 0.80 / 0.87, [256,1024]x
+         [1024,1024] 0.88 / 1.01 (and 0.86-0.93 / 0.95-0.96 in two more
+         runs); narrower B ([64,512]x[512,512], [128,768]x[768,768]) kept
+         fused. */
+      int fused = !packed && !d->trans_b && v->ukr_pack &&
+                  (size_t)d->ldb * sizeof(float) < HWT_FUSED_PACK_MAX_ROW_BYTES;
       if (packed)
         bblk = packed + (size_t)pc * npad + (size_t)jc * (size_t)kb;
       else if (!fused)
@@ -117,23 +210,9 @@ static void run_blocks(const hwt_gemm_plan *p, const hwt_gemm_variant *v, const 
       for (int ic = s.i0; ic < s.i1; ic += mc) {
         int mb = s.i1 - ic < mc ? s.i1 - ic : mc;
         v->pack_a(d, A, ic, mb, pc, kb, mr, ap);
-        for (int ir = 0; ir < mb; ir += mr) {
-          const float *a = ap + (size_t)ir * kb;
-          float *crow = C + (size_t)(ic + ir) * d->ldc + jc;
-          int m = mb - ir < mr ? mb - ir : mr;
-          if (fused && ic == s.i0 && ir == 0) {
-            const float *bsrc = B + (size_t)pc * d->ldb + (size_t)jc;
-            for (int jr = 0; jr < nb; jr += nr)
-              v->ukr_pack(kb, a, bsrc + jr, (size_t)d->ldb, bp + (size_t)jr * kb, crow + jr,
-                          (size_t)d->ldc, m, nb - jr < nr ? nb - jr : nr, beta,
-                          bias_blk ? bias_blk + jr : NULL);
-            continue;
-          }
-          for (int jr = 0; jr < nb; jr += nr) {
-            v->ukr(kb, a, bblk + (size_t)jr * kb, (size_t)nr, crow + jr, (size_t)d->ldc, m,
-                   nb - jr < nr ? nb - jr : nr, beta, bias_blk ? bias_blk + jr : NULL);
-          }
-        }
+        const float *bsrc = fused && ic == s.i0 ? B + (size_t)pc * d->ldb + (size_t)jc : NULL;
+        run_tiles(v, ap, mb, kb, bsrc, (size_t)d->ldb, bp, bblk, nb,
+                  C + (size_t)ic * d->ldc + jc, (size_t)d->ldc, beta, bias_blk);
       }
       pc += kb;
     } while (pc < d->K);
@@ -150,7 +229,7 @@ void hwt_gemm_run_part(const hwt_gemm_plan *p, const float *A, const float *B, f
     return;
   }
   run_blocks(p, v, A, B, NULL, C, bias, ws,
-             hwt_gemm_share_of(d->M, d->N, d->K, v->mr, v->nr, tid, nth));
+             hwt_gemm_share_of(v, d->M, d->N, d->K, tid, nth));
 }
 
 int hwt_gemm_pack_b(const hwt_gemm_plan *p, const float *B, float *packed) {
@@ -173,5 +252,5 @@ void hwt_gemm_run_part_packed(const hwt_gemm_plan *p, const float *A, const floa
   const hwt_gemm_variant *v = hwt_gemm_variant_get(p->isa);
   if (!v || d->M == 0 || d->N == 0 || tid < 0 || tid >= nth) return;
   run_blocks(p, v, A, NULL, packed_b, C, bias, ws,
-             hwt_gemm_share_of(d->M, d->N, d->K, v->mr, v->nr, tid, nth));
+             hwt_gemm_share_of(v, d->M, d->N, d->K, tid, nth));
 }

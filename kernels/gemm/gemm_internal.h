@@ -48,6 +48,16 @@ typedef void (*hwt_gemv_fn)(int m, int n, int k, const float *a, size_t lda, con
 #define HWT_GEMV_MAX_M 6
 #endif
 
+/* Loop order around the micro-kernel, i.e. which packed micro-panel stays
+ * in L1 while the other operand streams past it (gemm.c, blocking.c):
+ * A_IN_L1: ir (mr rows) outside jr (nr columns): one kc x mr A micro-panel
+ *   is reused over the kc x nc B block, which lives in L2. The A block is
+ *   repacked for every nc-wide column block.
+ * B_IN_L1 (BLIS): jr outside ir: one kc x nr B micro-panel is reused over
+ *   the mc x kc A block, which lives in L2; the B block lives in L3, so nc
+ *   can span all of N and A is packed once per depth block. */
+typedef enum { HWT_GEMM_A_IN_L1 = 0, HWT_GEMM_B_IN_L1 = 1 } hwt_gemm_order;
+
 typedef struct {
   int mr, nr;
   hwt_gemm_ukr_fn ukr;
@@ -55,6 +65,10 @@ typedef struct {
   hwt_gemm_pack_b_fn pack_b;
   hwt_gemv_fn gemv;
   hwt_gemm_ukr_pack_fn ukr_pack; /* NULL: B is packed ahead by pack_b */
+  hwt_gemm_order order;
+  /* Cost of packing one float, in flops of micro-kernel time: what the 2-D
+     partition (partition.c) charges for the panels each thread packs. */
+  double pack_cost_flops;
 } hwt_gemm_variant;
 
 /* NULL if the ISA has no variant in this build. */
@@ -72,6 +86,9 @@ void hwt_gemv_generic(int m, int n, int k, const float *a, size_t lda, const flo
 #if defined(HWTUNE_HAVE_X86)
 void hwt_gemm_ukr_avx2_6x16(int kc, const float *a, const float *b, size_t ldb, float *c,
                             size_t ldc, int m, int n, float beta, const float *bias);
+void hwt_gemm_ukr_pack_avx2_6x16(int kc, const float *a, const float *b, size_t ldb,
+                                 float *bcopy, float *c, size_t ldc, int m, int n, float beta,
+                                 const float *bias);
 void hwt_gemm_pack_a_avx2(const hwt_gemm_desc *d, const float *A, int i0, int mb, int p0,
                           int kb, int mr, float *dst);
 void hwt_gemm_pack_b_avx2(const hwt_gemm_desc *d, const float *B, int p0, int kb, int j0,
@@ -92,9 +109,10 @@ void hwt_gemv_avx512(int m, int n, int k, const float *a, size_t lda, const floa
                      const float *bias);
 #endif
 
-/* Blocking (blocking.c): kc, mc, nc for a variant from the cache sizes. */
-void hwt_gemm_blocking(const hwt_gemm_variant *v, const hwt_gemm_desc *d, int *mc, int *kc,
-                       int *nc);
+/* Blocking (blocking.c): kc, mc, nc for a variant and its loop order from
+ * the cache sizes (fields <= 0: the documented fallback). */
+void hwt_gemm_blocking(const hwt_gemm_variant *v, const hwt_gemm_desc *d,
+                       const hwt_cache_sizes *caches, int *mc, int *kc, int *nc);
 
 /* Partition (partition.c): tm row groups of about nth/tm threads each (tn:
  * threads in the largest group), each group splitting its columns, over the
@@ -103,9 +121,10 @@ typedef struct {
   int i0, i1;  /* rows [i0, i1) */
   int j0, j1;  /* columns [j0, j1) */
 } hwt_gemm_share;
-void hwt_gemm_grid(int M, int N, int K, int mr, int nr, int nth, int *tm, int *tn);
+void hwt_gemm_grid(const hwt_gemm_variant *v, int M, int N, int K, int nth, int *tm, int *tn);
 /* Empty share (i0 == i1 or j0 == j1) when the grid leaves tid idle. */
-hwt_gemm_share hwt_gemm_share_of(int M, int N, int K, int mr, int nr, int tid, int nth);
+hwt_gemm_share hwt_gemm_share_of(const hwt_gemm_variant *v, int M, int N, int K, int tid,
+                                 int nth);
 /* 1-D split of n units among parts: [*lo, *hi) of part `idx`, balanced. */
 void hwt_split(int n, int parts, int idx, int *lo, int *hi);
 

@@ -63,9 +63,12 @@ static inline void pack_cols(float *restrict dst, const float *restrict src, siz
                              int n, const int W) {
   int k0 = 0;
 #if defined(__SSE2__)
-  if (n == W && W % 4 == 0) {
+  /* W = 4q + 2 (the 6-row AVX2 panel): q 4x4 transposes and the last two
+     rows interleaved pairwise (unpack), two floats per k. */
+  if (n == W && (W % 4 == 0 || W % 4 == 2)) {
+    const int W4 = W / 4 * 4;
     for (; k0 + 4 <= kb; k0 += 4) {
-      for (int j = 0; j < W; j += 4) {
+      for (int j = 0; j < W4; j += 4) {
         const float *s = src + (size_t)j * ld + k0;
         __m128 r0 = _mm_loadu_ps(s), r1 = _mm_loadu_ps(s + ld);
         __m128 r2 = _mm_loadu_ps(s + 2 * ld), r3 = _mm_loadu_ps(s + 3 * ld);
@@ -75,6 +78,16 @@ static inline void pack_cols(float *restrict dst, const float *restrict src, siz
         _mm_storeu_ps(o + W, r1);
         _mm_storeu_ps(o + 2 * W, r2);
         _mm_storeu_ps(o + 3 * W, r3);
+      }
+      if (W4 < W) {
+        const float *s = src + (size_t)W4 * ld + k0;
+        __m128 x = _mm_loadu_ps(s), y = _mm_loadu_ps(s + ld);
+        __m128 lo = _mm_unpacklo_ps(x, y), hi = _mm_unpackhi_ps(x, y); /* x0 y0 x1 y1 */
+        float *o = dst + (size_t)k0 * W + W4;
+        _mm_storel_pi((__m64 *)o, lo);
+        _mm_storeh_pi((__m64 *)(o + W), lo);
+        _mm_storel_pi((__m64 *)(o + 2 * W), hi);
+        _mm_storeh_pi((__m64 *)(o + 3 * W), hi);
       }
     }
   }

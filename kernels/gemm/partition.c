@@ -5,14 +5,9 @@
  * this uses every thread for any nth (prime ones too) while keeping shares
  * square enough to reuse packed panels. tm minimises the largest share's
  * cost: its FMAs plus the packing it repeats (every thread packs its own rows
- * of A and columns of B, since threads never wait for each other). */
+ * of A and columns of B, since threads never wait for each other), packing
+ * priced per variant (hwt_gemm_variant.pack_cost_flops, variants.c). */
 #include "gemm_internal.h"
-
-/* Cost of packing one float, in flops of micro-kernel time: packing B ran at
- * 14-17 GB/s (~1.5 floats/cycle at 2.5 GHz; pack B 512x512 in 62-75 us) while
- * the AVX-512 micro-kernel retires ~56 flops/cycle (139 GFLOPS, L2-resident),
- * so one packed float costs about 40 flops. */
-#define PACK_COST_FLOPS 40.0
 
 void hwt_split(int n, int parts, int idx, int *lo, int *hi) {
   *lo = (int)((long long)n * idx / parts);
@@ -22,8 +17,9 @@ void hwt_split(int n, int parts, int idx, int *lo, int *hi) {
 static int ceil_div(long long a, long long b) { return (int)((a + b - 1) / b); }
 
 /* Largest share and number of busy threads when the rows form tm groups. */
-static void evaluate(int mt, int nt, int mr, int nr, int K, int nth, int tm, double *cost,
-                     int *busy) {
+static void evaluate(const hwt_gemm_variant *v, int mt, int nt, int K, int nth, int tm,
+                     double *cost, int *busy) {
+  const int mr = v->mr, nr = v->nr;
   int q = nth / tm, r = nth % tm;
   *cost = 0.0;
   *busy = 0;
@@ -32,14 +28,14 @@ static void evaluate(int mt, int nt, int mr, int nr, int K, int nth, int tm, dou
     if (count == 0 || ng == 0) continue;
     double rows = (double)ceil_div((long long)mt * ng, nth) * mr;
     double cols = (double)ceil_div(nt, ng < nt ? ng : nt) * nr;
-    double c = 2.0 * rows * cols * K + PACK_COST_FLOPS * (rows * K + (double)K * cols);
+    double c = 2.0 * rows * cols * K + v->pack_cost_flops * (rows * K + (double)K * cols);
     if (c > *cost) *cost = c;
     *busy += count * (ng < nt ? ng : nt);
   }
 }
 
-void hwt_gemm_grid(int M, int N, int K, int mr, int nr, int nth, int *tm, int *tn) {
-  int mt = ceil_div(M > 0 ? M : 1, mr), nt = ceil_div(N > 0 ? N : 1, nr);
+void hwt_gemm_grid(const hwt_gemm_variant *v, int M, int N, int K, int nth, int *tm, int *tn) {
+  int mt = ceil_div(M > 0 ? M : 1, v->mr), nt = ceil_div(N > 0 ? N : 1, v->nr);
   int best_tm = 1, best_busy = -1;
   double best = 0.0;
   /* Fewest row groups wins ties, so small M splits N and each thread reuses
@@ -48,7 +44,7 @@ void hwt_gemm_grid(int M, int N, int K, int mr, int nr, int nth, int *tm, int *t
   for (int g = 1; g <= nth && g <= mt; g++) {
     double cost;
     int busy;
-    evaluate(mt, nt, mr, nr, K, nth, g, &cost, &busy);
+    evaluate(v, mt, nt, K, nth, g, &cost, &busy);
     if (busy > best_busy || (busy == best_busy && cost < best * 0.999)) {
       best = cost;
       best_busy = busy;
@@ -59,10 +55,12 @@ void hwt_gemm_grid(int M, int N, int K, int mr, int nr, int nth, int *tm, int *t
   *tn = ceil_div(nth, best_tm); /* threads in the largest group */
 }
 
-hwt_gemm_share hwt_gemm_share_of(int M, int N, int K, int mr, int nr, int tid, int nth) {
+hwt_gemm_share hwt_gemm_share_of(const hwt_gemm_variant *v, int M, int N, int K, int tid,
+                                 int nth) {
   hwt_gemm_share s = {0, 0, 0, 0};
+  const int mr = v->mr, nr = v->nr;
   int tm, tn;
-  hwt_gemm_grid(M, N, K, mr, nr, nth, &tm, &tn);
+  hwt_gemm_grid(v, M, N, K, nth, &tm, &tn);
   int q = nth / tm, r = nth % tm;
   /* Groups of q+1 threads come first: group g starts at thread first(g). */
   int g, first, ng;

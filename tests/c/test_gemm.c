@@ -38,8 +38,12 @@ static void run_all(const hwt_gemm_plan *p, const float *A, const float *B, floa
   free(ws);
 }
 
-static void check_case(hwt_isa isa, int M, int N, int K, int ta, int tb, float beta, int use_bias,
-                       int pad, int nth) {
+/* Caches of a small machine for check_case_in: blocks of a few micro-tiles,
+   so small shapes cross every kc, mc and nc block boundary (fast under ASan). */
+static const hwt_cache_sizes tiny_caches = {4L << 10, 16L << 10, 64L << 10, 1};
+
+static void check_case_in(hwt_isa isa, int M, int N, int K, int ta, int tb, float beta,
+                          int use_bias, int pad, int nth, const hwt_cache_sizes *caches) {
   hwt_gemm_desc d = {M, N, K, ta, tb, 0, 0, 0, beta};
   d.lda = (ta ? M : K) + pad;
   d.ldb = (tb ? K : N) + pad;
@@ -53,7 +57,7 @@ static void check_case(hwt_isa isa, int M, int N, int K, int ta, int tb, float b
   float *C = malloc((nc ? nc : 1) * sizeof(float)), *R = malloc((nc ? nc : 1) * sizeof(float));
   memcpy(R, C0, nc * sizeof(float));
   hwt_gemm_plan p;
-  int st = hwt_gemm_plan_make(&d, isa, nth, &p);
+  int st = hwt_gemm_plan_make_for(&d, isa, nth, caches, &p);
   CHECK(st == HWT_OK, "plan_make %d", st);
   if (st == HWT_OK) {
     hwt_gemm_ref(&d, A, B, R, use_bias ? bias : NULL);
@@ -73,11 +77,40 @@ static void check_case(hwt_isa isa, int M, int N, int K, int ta, int tb, float b
           if (!(e <= worst)) worst = e; /* NaN propagates as a failure */
         }
       CHECK(worst <= tol, "%s M=%d N=%d K=%d ta=%d tb=%d beta=%g bias=%d pad=%d nth=%d "
-            "prepacked=%d: max err %g > %g (1e9: wrote the ld padding)", hwt_isa_name(isa), M,
-            N, K, ta, tb, beta, use_bias, pad, nth, prepacked, worst, tol);
+            "prepacked=%d caches=%s (mc %d kc %d nc %d): max err %g > %g (1e9: wrote the ld "
+            "padding)", hwt_isa_name(isa), M, N, K, ta, tb, beta, use_bias, pad, nth,
+            prepacked, caches ? "tiny" : "host", p.mc, p.kc, p.nc, worst, tol);
     }
   }
   free(A); free(B); free(C0); free(bias); free(C); free(R);
+}
+
+static void check_case(hwt_isa isa, int M, int N, int K, int ta, int tb, float beta, int use_bias,
+                       int pad, int nth) {
+  check_case_in(isa, M, N, K, ta, tb, beta, use_bias, pad, nth, NULL);
+}
+
+/* The blocking follows the caches it is given: smaller caches, smaller
+   blocks; every block a whole number of micro-tiles and none beyond the
+   problem. */
+static void check_blocking(hwt_isa isa) {
+  hwt_gemm_desc d = {2000, 3000, 2000, 0, 0, 2000, 3000, 3000, 0.0f};
+  hwt_gemm_plan big, small;
+  const hwt_cache_sizes large = {64L << 10, 2L << 20, 64L << 20, 8};
+  CHECK(hwt_gemm_plan_make_for(&d, isa, 1, &large, &big) == HWT_OK, "plan large caches");
+  CHECK(hwt_gemm_plan_make_for(&d, isa, 1, &tiny_caches, &small) == HWT_OK, "plan tiny caches");
+  CHECK(small.kc <= big.kc && small.mc < big.mc && small.nc < big.nc,
+        "%s: tiny caches kc %d mc %d nc %d vs large %d %d %d", hwt_isa_name(isa), small.kc,
+        small.mc, small.nc, big.kc, big.mc, big.nc);
+  CHECK(big.mc % big.mr == 0 && big.nc % big.nr == 0 && small.mc % small.mr == 0 &&
+            small.nc % small.nr == 0,
+        "%s: blocks not whole micro-tiles", hwt_isa_name(isa));
+  /* Unknown caches (0) take the documented fallback, never a zero block. */
+  const hwt_cache_sizes unknown = {0, 0, 0, 0};
+  hwt_gemm_plan fb;
+  CHECK(hwt_gemm_plan_make_for(&d, isa, 1, &unknown, &fb) == HWT_OK && fb.kc > 0 &&
+            fb.mc >= fb.mr && fb.nc >= fb.nr,
+        "%s: fallback blocking kc %d mc %d nc %d", hwt_isa_name(isa), fb.kc, fb.mc, fb.nc);
 }
 
 /* Disjoint + complete: with beta = 1 and C = 0, a tile computed twice comes
@@ -177,6 +210,15 @@ int main(void) {
     /* A K large enough to need several kc blocks (beta/bias on the first only). */
     check_case((hwt_isa)isa, 30, 70, 1100, 0, 0, 0.5f, 1, 1, 2);
     check_case((hwt_isa)isa, 30, 70, 1100, 1, 1, 0.0f, 1, 0, 3);
+    /* Several kc, mc and nc blocks on small shapes: B packed as it goes by
+       the first A block and reused by the next ones, edges in every block. */
+    for (int t = 0; t < 4; t++) {
+      check_case_in((hwt_isa)isa, 100, 141, 300, t & 1, t >> 1, 0.5f, 1, 1, 1 + t % 3,
+                    &tiny_caches);
+      check_case_in((hwt_isa)isa, 61, 300, 70, t & 1, t >> 1, 0.0f, t & 1, 0, 1 + t,
+                    &tiny_caches);
+    }
+    check_blocking((hwt_isa)isa);
     static const int pnth[] = {1, 2, 3, 5, 7, 16, 64, 255, 256};
     for (int i = 0; i < (int)(sizeof pnth / sizeof pnth[0]); i++) {
       check_partition((hwt_isa)isa, 100, 300, 5, pnth[i]);

@@ -1,6 +1,6 @@
 /* Op implementations: how the engine runs one graph op.
  *
- * Each op family (linear, conv, eltwise, pool, norm, movement) lives in one
+ * Each op family (linear, conv, eltwise, pool, norm, movement, rnn) lives in one
  * file engine/ops/<family>.c and exports a table of hwt_op_impl through
  * hwt_ops_<family>(). The engine looks an op type up once, at prepare time
  * (hwt_ops_find), never on the hot path.
@@ -58,6 +58,7 @@ HWT_API const hwt_op_impl *hwt_ops_eltwise(int *n);  /* the model ops of hwtune/
 HWT_API const hwt_op_impl *hwt_ops_pool(int *n);     /* pool2d, global_pool2d */
 HWT_API const hwt_op_impl *hwt_ops_norm(int *n);     /* batch_norm, softmax */
 HWT_API const hwt_op_impl *hwt_ops_movement(int *n); /* concat split slice reshape flatten */
+HWT_API const hwt_op_impl *hwt_ops_rnn(int *n);      /* lstm_cell */
 /* Not part of the library: a test program may define it to add its own op
  * types (looked up after every real family). */
 HWT_API const hwt_op_impl *hwt_ops_test(int *n);

@@ -35,8 +35,27 @@ typedef struct {
   size_t packed_b_floats; /* size of op(B) packed by hwt_gemm_pack_b */
 } hwt_gemm_plan;
 
-/* Returns HWT_OK or HWT_EINVAL / HWT_EISA. */
+/* Cache sizes the blocking is derived from, in bytes; 0 means unknown (the
+ * blocking then assumes the documented fallback, see blocking.c). l1d and l2
+ * are one core's; l3 is one instance of the last level, shared by l3_cpus
+ * logical CPUs (the blocking budgets l3 / l3_cpus per thread). */
+typedef struct {
+  long l1d, l2, l3;
+  int l3_cpus;
+} hwt_cache_sizes;
+
+/* This host's caches as the fingerprint reads them: sysfs for the first CPU
+ * this process may run on (Linux), else sysconf for L1d and L2, else 0.
+ * Read once per process. */
+HWT_API void hwt_cache_sizes_host(hwt_cache_sizes *out);
+
+/* Returns HWT_OK or HWT_EINVAL / HWT_EISA. Blocking for this host's caches
+ * (hwt_cache_sizes_host). */
 HWT_API int hwt_gemm_plan_make(const hwt_gemm_desc *d, hwt_isa isa, int nth, hwt_gemm_plan *out);
+/* The same for given cache sizes (another machine's fingerprint, a test);
+ * caches NULL means this host's. */
+HWT_API int hwt_gemm_plan_make_for(const hwt_gemm_desc *d, hwt_isa isa, int nth,
+                                   const hwt_cache_sizes *caches, hwt_gemm_plan *out);
 /* bias may be NULL; ws is this thread's workspace (plan->ws_floats floats). */
 HWT_API void hwt_gemm_run_part(const hwt_gemm_plan *p, const float *A, const float *B,
                                float *C, const float *bias, float *ws, int tid, int nth);

@@ -52,6 +52,20 @@ class GemmPlan(CStruct):
     ]
 
 
+class CacheSizes(CStruct):
+    """hwt_cache_sizes: bytes (0 = unknown); l3 is shared by l3_cpus CPUs."""
+
+    _c_name_ = "hwt_cache_sizes"
+    _fields_ = [("l1d", ctypes.c_long), ("l2", ctypes.c_long), ("l3", ctypes.c_long),
+                ("l3_cpus", ctypes.c_int)]
+
+
+lib.hwt_cache_sizes_host.argtypes = [ctypes.POINTER(CacheSizes)]
+lib.hwt_cache_sizes_host.restype = None
+lib.hwt_gemm_plan_make_for.argtypes = [
+    ctypes.POINTER(GemmDesc), ctypes.c_int, ctypes.c_int, ctypes.POINTER(CacheSizes),
+    ctypes.POINTER(GemmPlan)]
+lib.hwt_gemm_plan_make_for.restype = ctypes.c_int
 lib.hwt_gemm_plan_make.argtypes = [
     ctypes.POINTER(GemmDesc), ctypes.c_int, ctypes.c_int, ctypes.POINTER(GemmPlan)]
 lib.hwt_gemm_plan_make.restype = ctypes.c_int
@@ -91,12 +105,37 @@ def make_desc(M, K, N, *, trans_a=False, trans_b=False, beta=0.0, lda=None, ldb=
     )
 
 
-def make_plan(desc: GemmDesc, isa: Optional[str] = None, nth: int = 1) -> GemmPlan:
-    """hwt_gemm_plan_make for a descriptor (for bindings that drive run_part)."""
+def host_caches() -> dict:
+    """The cache sizes the C library blocks for on this host (bytes, 0 if
+    unknown): l1d, l2, l3 and the CPUs sharing one L3."""
+    c = CacheSizes()
+    lib.hwt_cache_sizes_host(ctypes.byref(c))
+    return {"l1d": c.l1d, "l2": c.l2, "l3": c.l3, "l3_cpus": c.l3_cpus}
+
+
+def _cache_struct(caches: Optional[dict]):
+    if caches is None:
+        return None
+    bad = set(caches) - {"l1d", "l2", "l3", "l3_cpus"}
+    if bad:
+        raise UsageError(f"unknown cache field(s) {sorted(bad)}: use l1d, l2, l3, l3_cpus")
+    vals = {k: caches.get(k) or 0 for k in ("l1d", "l2", "l3", "l3_cpus")}
+    if any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0
+           for v in vals.values()):
+        raise UsageError(f"cache sizes must be integers >= 0, got {caches!r}")
+    return ctypes.byref(CacheSizes(int(vals["l1d"]), int(vals["l2"]), int(vals["l3"]),
+                                   int(vals["l3_cpus"])))
+
+
+def make_plan(desc: GemmDesc, isa: Optional[str] = None, nth: int = 1,
+              caches: Optional[dict] = None) -> GemmPlan:
+    """hwt_gemm_plan_make for a descriptor (for bindings that drive run_part);
+    caches (host_caches()'s keys) blocks for another machine's caches."""
     _check_dims(desc.M, desc.K, desc.N, nth)
     idx = resolve_isa(isa)
     out = GemmPlan()
-    check(lib.hwt_gemm_plan_make(ctypes.byref(desc), idx, int(nth), ctypes.byref(out)),
+    check(lib.hwt_gemm_plan_make_for(ctypes.byref(desc), idx, int(nth), _cache_struct(caches),
+                                     ctypes.byref(out)),
           f"gemm plan [{desc.M},{desc.K}]x[{desc.K},{desc.N}] isa={ISA_NAMES[idx]} nth={nth}")
     return out
 
@@ -108,11 +147,13 @@ def _plan_dict(p: GemmPlan) -> dict:
 
 
 def plan(M: int, K: int, N: int, *, trans_a: bool = False, trans_b: bool = False,
-         beta: float = 0.0, isa: Optional[str] = None, nth: int = 1) -> dict:
-    """Blocking and workspace the C library chose for this shape, ISA and nth."""
+         beta: float = 0.0, isa: Optional[str] = None, nth: int = 1,
+         caches: Optional[dict] = None) -> dict:
+    """Blocking and workspace the C library chose for this shape, ISA and nth
+    (for this host's caches, or the given ones)."""
     _check_dims(M, K, N, nth)
     desc = make_desc(M, K, N, trans_a=trans_a, trans_b=trans_b, beta=beta)
-    return _plan_dict(make_plan(desc, isa, nth))
+    return _plan_dict(make_plan(desc, isa, nth, caches))
 
 
 def workspace(ws_floats: int) -> np.ndarray:

@@ -17,6 +17,12 @@ shorter than the sequence let layer l+1 start on chunk k while layer l runs
 chunk k+1: lstm_medium and lstm_large use 5 steps, [320, I] x [I, 4H], big
 enough for the packed GEMM's full rate (113 GFLOPS at M=64 and at M=1920 on
 one core here), and the executor sweep then picks 2 executors x 1 thread.
+
+fused_cell=True (the default) writes the element-wise part of a step as one
+lstm_cell op (src/hwtune/graph/ops/rnn.py) on the recurrent matmul's gates,
+adding the step's rows of the input projection itself (no add, and in the
+DeepCPU form no slice); fused_cell=False writes it as the eleven ops of the
+textbook cell (add, split, sigmoid x3, tanh x2, mul x3, add).
 """
 
 from hwtune.graph.generators.builder import Builder
@@ -58,6 +64,19 @@ def fused_cell(b: Builder, p: str, xw_chunk: str, row: int, batch: int, h_prev: 
     lstm_gates(b, p, f"{p}.gates", c_prev)
 
 
+def cell_op(b: Builder, p: str, x: str, h_prev: str, c_prev: str, layer: int, t: int,
+            xw_chunk=None, x_row=0):
+    """Append one step as the recurrent matmul and a single lstm_cell op that
+    adds the input projection: x W + b (Graphi form), or rows x_row.. of the
+    hoisted chunk xw_chunk (DeepCPU form)."""
+    attrs = {"x_row": x_row} if xw_chunk is not None else {}
+    if xw_chunk is None:
+        xw_chunk = b.op(f"{p}.xw", "matmul", [x, f"W{layer}", f"b{layer}"])
+    b.op(f"{p}.hw", "matmul", [h_prev, f"U{layer}"])
+    b.op(f"{p}.cell", "lstm_cell", [f"{p}.hw", c_prev, xw_chunk],
+         outputs=[f"h{layer}.{t}", f"c{layer}.{t}"], **attrs)
+
+
 def hoisted_projection(b: Builder, layer: int, k: int, steps):
     """x_t W + b for the steps of chunk k at once: their inputs concatenated
     row-wise, one matmul. Returns the name of the [len(steps)*B, 4H] result."""
@@ -77,26 +96,33 @@ def lstm_weights(b: Builder, layer: int, in_dim: int, hidden: int):
     b.param(f"b{layer}", (4 * hidden,))
 
 
-def lstm_layer(b: Builder, layer: int, seq: int, batch: int, fused: bool, hoist: int, combine):
+def lstm_layer(b: Builder, layer: int, seq: int, batch: int, fused: bool, hoist: int, combine,
+               cell: bool = False):
     """All cells of one layer in step order; combine(p, layer, t) appends
-    what turns the cell's products into c and h. Fused: chunk k's hoisted
+    what turns the cell's products into c and h (cell=False), or each step
+    is one lstm_cell op (cell=True, combine unused). Fused: chunk k's hoisted
     projection comes right before its cells, so with chunks shorter than the
     sequence the next layer can start on chunk k while this one runs k+1."""
     chunk = chunk_steps(seq, hoist)
     for t in range(1, seq + 1):
         p, h_prev, c_prev = f"L{layer}.{t}", f"h{layer}.{t - 1}", f"c{layer}.{t - 1}"
+        x = f"h{layer - 1}.{t}"
+        k, row = (t - 1) // chunk + 1, (t - 1) % chunk
+        if fused and row == 0:
+            hoisted_projection(b, layer, k, range(t, min(t + chunk, seq + 1)))
+        if cell:
+            cell_op(b, p, x, h_prev, c_prev, layer, t, f"XW{layer}.{k}" if fused else None,
+                    row * batch if fused else 0)
+            continue
         if not fused:
-            lstm_cell(b, p, f"h{layer - 1}.{t}", h_prev, c_prev, layer)
+            lstm_cell(b, p, x, h_prev, c_prev, layer)
         else:
-            k, row = (t - 1) // chunk + 1, (t - 1) % chunk
-            if row == 0:
-                hoisted_projection(b, layer, k, range(t, min(t + chunk, seq + 1)))
             fused_cell(b, p, f"XW{layer}.{k}", row, batch, h_prev, c_prev, layer)
         combine(p, layer, t)
 
 
 def generate(batch=64, seq=20, hidden=128, input=None, layers=4, fused=False, hoist=0,
-             seed=0):
+             fused_cell=True, seed=0):
     input = hidden if input is None else input
     b = Builder(f"lstm-{layers}x{hidden}-seq{seq}-b{batch}", seed=seed)
     for t in range(1, seq + 1):
@@ -113,6 +139,6 @@ def generate(batch=64, seq=20, hidden=128, input=None, layers=4, fused=False, ho
         b.op(f"h{layer}.{t}", "mul", [f"{p}.so", f"{p}.tc"])
 
     for layer in range(1, layers + 1):
-        lstm_layer(b, layer, seq, batch, fused, hoist, combine)
+        lstm_layer(b, layer, seq, batch, fused, hoist, combine, cell=fused_cell)
     b.output(*[f"h{layers}.{t}" for t in range(1, seq + 1)])
     return b.build()

@@ -1,7 +1,7 @@
 """The op registry: per op its arity, attributes, shape inference, numpy
 reference and FLOP count.
 
-Each family module (eltwise, linear, conv, pool, norm, movement, layout)
+Each family module (eltwise, linear, conv, pool, norm, movement, layout, rnn)
 registers its ops with `register()`; importing this package loads them all.
 The numpy reference of an op is the semantic contract the C engine is tested
 against, so it favours obviousness over speed.
@@ -185,4 +185,4 @@ def normalize_axis(axis: int, rank: int, where="attrs.axis") -> int:
 
 
 # Load every family (each registers its ops on import).
-from hwtune.graph.ops import eltwise, linear, conv, pool, norm, movement, layout  # noqa: E402,F401,E501
+from hwtune.graph.ops import eltwise, linear, conv, pool, norm, movement, layout, rnn  # noqa: E402,F401,E501
