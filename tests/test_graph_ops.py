@@ -92,7 +92,24 @@ UNARY_ORACLES = {
     "abs": (abs, None),
     "leaky_relu": (lambda v, alpha=0.01: v if v > 0 else alpha * v if v < 0 else 0.0,
                    {"alpha": 0.2}),
+    "clip": (lambda v, min=-math.inf, max=math.inf: v if v != v else  # noqa: A002
+             (min if v < min else max if v > max else v), {"min": -0.5, "max": 2.0}),
+    "sqrt": (lambda v: math.sqrt(v) if v >= 0 else math.nan, None),
+    "exp": (math.exp, None),
+    "erf": (math.erf, None),
+    "gelu": (lambda v: 0.5 * v * math.erfc(-v / math.sqrt(2.0)), None),
+    # floor/ceil keep the sign of a zero result: floor(-0) = -0, ceil(-0.5) = -0
+    "floor": (lambda v: v if not math.isfinite(v) else math.copysign(math.floor(v), v), None),
+    "ceil": (lambda v: v if not math.isfinite(v) else math.copysign(math.ceil(v), v), None),
 }
+
+
+def _pow(a, b):
+    try:
+        return math.pow(a, b)
+    except ValueError:  # a negative base to a fractional power
+        return math.nan
+
 BINARY_ORACLES = {
     "add": lambda a, b: a + b,
     "sub": lambda a, b: a - b,
@@ -101,6 +118,7 @@ BINARY_ORACLES = {
     "minimum": min,
     "maximum": max,
     "mod": lambda a, b: a % b,  # Python's float % is floored, like numpy's
+    "pow": _pow,
 }
 
 

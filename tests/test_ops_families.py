@@ -2,6 +2,8 @@
 against the numpy reference, one-op models driven through ops_harness with
 nth in {1, 2, 3} shares, on every ISA variant this CPU supports."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -45,10 +47,12 @@ NARY = [op.name for op in EW_GRAPH_OPS if op.kind == "nary"]
 
 
 def _attr_cases(op):
-    """Defaults, and for ops with attributes values away from them."""
+    """Defaults, and for ops with attributes values away from them (a bound
+    that defaults to infinity, clip's, becomes the offset itself)."""
     attrs = ew.TABLE[op].attrs
-    return [{}] + ([{name: default + (-1.5, 0.25)[i] for i, (name, default) in enumerate(attrs)}]
-                   if attrs else [])
+    away = (-1.5, 0.25)
+    return [{}] + ([{name: (default if math.isfinite(default) else 0.0) + away[i]
+                     for i, (name, default) in enumerate(attrs)}] if attrs else [])
 
 
 CASES = [(op, [a, b], attrs, 1, op) for op in BINARY for a, b in BCAST
@@ -124,8 +128,10 @@ def _tolerance(kind, isa):
         return 0.0, 0.0
     if kind == ARITH:
         return 1e-6, 1e-6
-    bound = max_abs_error(kind, isa)  # an element-wise op: its variant's documented bound
-    return (0.0, 0.0) if bound == 0 else (0.0, bound + 1e-7)
+    # An element-wise op: its variant's documented bound (absolute up to 1,
+    # relative above), plus the reference's float rounding.
+    bound = max_abs_error(kind, isa)
+    return (0.0, 0.0) if bound == 0 else (bound + 1e-7, bound + 1e-7)
 
 
 @pytest.mark.parametrize("isa", supported_isas())
