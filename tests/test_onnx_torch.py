@@ -58,7 +58,8 @@ def exported(tmp_path_factory):
 
 
 @pytest.mark.parametrize("exporter", M.exporters())
-@pytest.mark.parametrize("name", ["resnet_cnn", "assorted", "mlp"])
+@pytest.mark.parametrize("name", ["resnet_cnn", "assorted", "mlp", "mobilenet_block",
+                                  "transformer"])
 def test_import_run_matches_onnxruntime(exported, exporter, name, tmp_path):
     src, x = exported(exporter, name)
     out_json = tmp_path / f"{name}.json"
@@ -101,8 +102,6 @@ def test_dynamic_batch_needs_a_shape(exported, exporter, tmp_path):
 
 @pytest.mark.parametrize("exporter", M.exporters())
 @pytest.mark.parametrize("name, node_op", [
-    ("mobilenet_block", "(Conv): group=8 (grouped or depthwise convolution)"),
-    ("transformer", "LayerNormalization"),
     ("gru", "ONNX op GRU"),
     ("lstm", "ONNX op LSTM"),
 ])
@@ -110,9 +109,25 @@ def test_networks_waiting_for_ops_give_one_clear_line(exported, exporter, name, 
                                                       tmp_path):
     src, _ = exported(exporter, name)
     line = one_line_error(invoke("import", src, "-o", tmp_path / "m.json"), node_op, 'node "')
-    if "ONNX op" in node_op or name == "transformer":
-        assert "not support yet" in line and "Supported: " in line and "Conv" in line
+    assert "not support yet" in line and "Supported: " in line and "Conv" in line
     assert not (tmp_path / "m.json").exists()
+
+
+def test_depthwise_conv_is_split_into_groups(exported, tmp_path):
+    src, _ = exported("legacy", "mobilenet_block")
+    out = tmp_path / "m.json"
+    assert invoke("import", src, "-o", out).exit_code == 0
+    ops = [o["op"] for o in json.loads(out.read_text())["ops"]]
+    assert ops.count("conv2d") == 2 + 8 and "split" in ops and ops.count("clip") == 2
+
+
+def test_transformer_imports_its_own_ops(exported, tmp_path):
+    src, _ = exported("legacy", "transformer")
+    out = tmp_path / "t.json"
+    assert invoke("import", src, "-o", out).exit_code == 0
+    ops = [o["op"] for o in json.loads(out.read_text())["ops"]]
+    assert ops.count("layer_norm") == 4 and ops.count("batch_matmul") == 4
+    assert "transpose" in ops and ops.count("erf") == 2
 
 
 def test_compare_prints_every_side_and_agrees(exported, tmp_path):
