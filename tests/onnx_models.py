@@ -1,6 +1,6 @@
 """Small PyTorch models exported to ONNX inside the test suite (no network):
 the kinds of network the importer must take, and some it must refuse with
-a clear error until their ops land (the ONNX GRU and LSTM ops)."""
+a clear error until their ops land (a bidirectional GRU)."""
 
 import warnings
 
@@ -163,9 +163,10 @@ def transformer():
 
 class _Recurrent:
     @staticmethod
-    def make(kind):
+    def make(kind, **kwargs):
         t = _torch()
-        rnn = getattr(nn, kind)(8, 12, num_layers=2, batch_first=True)
+        t.manual_seed(4)
+        rnn = getattr(nn, kind)(8, 12, num_layers=2, batch_first=True, **kwargs)
 
         class Net(nn.Module):
             def __init__(self):
@@ -184,6 +185,11 @@ def gru():
 
 def lstm():
     return _Recurrent.make("LSTM")
+
+
+def bidirectional_gru():
+    """Waits for the reverse direction."""
+    return _Recurrent.make("GRU", bidirectional=True)
 
 
 def ort_outputs(path, inputs):

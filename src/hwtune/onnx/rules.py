@@ -17,6 +17,7 @@ from typing import Callable, Dict, NamedTuple, Optional
 import numpy as np
 
 from hwtune.onnx import fold as F
+from hwtune.onnx import recurrent
 from hwtune.onnx.convert import Unsupported
 
 
@@ -499,6 +500,9 @@ RULES: Dict[str, Rule] = {
     "BatchNormalization": Rule(batch_norm, None),
     "Softmax": Rule(softmax, None),
     "LayerNormalization": Rule(layer_norm, None),
+    # recurrent cells, unrolled over the sequence
+    "LSTM": Rule(recurrent.lstm, None),
+    "GRU": Rule(recurrent.gru, None),
     # data movement
     "Concat": Rule(concat, F.FOLDS["Concat"]),
     "Split": Rule(split, F.FOLDS["Split"]),
