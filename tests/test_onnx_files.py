@@ -285,6 +285,16 @@ def test_transformer_and_new_element_wise_ops_export_and_round_trip(tmp_path):
     np.testing.assert_allclose(again["z"], ref["z"], rtol=1e-5, atol=1e-6)
     # floor + ceil: integers (exact unless an element sits on an integer)
     assert np.mean(got["y"] == ref["y"]) > 0.99 and np.mean(again["y"] == ref["y"]) > 0.99
+    try:
+        import torch  # noqa: F401 - the PyTorch side of compare, when installed
+    except ImportError:
+        return
+    from hwtune.compare.torch_graph import TorchGraph
+    from hwtune.graph.reference import init_params
+    tg = TorchGraph(graph, init_params(graph), feeds, threads=1)
+    tg.run()
+    np.testing.assert_allclose(tg.outputs()["z"], ref["z"], rtol=1e-5, atol=1e-6)
+    assert np.mean(tg.outputs()["y"] == ref["y"]) > 0.99
 
 
 def test_model_list_and_run_by_name(tmp_path):
