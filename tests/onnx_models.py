@@ -1,6 +1,6 @@
 """Small PyTorch models exported to ONNX inside the test suite (no network):
 the kinds of network the importer must take, and some it must refuse with
-a clear error until their ops land."""
+a clear error until their ops land (a bidirectional GRU)."""
 
 import warnings
 
@@ -145,8 +145,7 @@ def mlp():
 
 
 def mobilenet_block():
-    """Depthwise separable block with ReLU6: depthwise conv is not
-    supported yet."""
+    """Depthwise separable block with ReLU6 (Clip 0..6)."""
     t = _torch()
     net = nn.Sequential(nn.Conv2d(3, 8, 3, 2, 1), nn.BatchNorm2d(8), nn.ReLU6(),
                         nn.Conv2d(8, 8, 3, 1, 1, groups=8), nn.BatchNorm2d(8), nn.ReLU6(),
@@ -164,9 +163,10 @@ def transformer():
 
 class _Recurrent:
     @staticmethod
-    def make(kind):
+    def make(kind, **kwargs):
         t = _torch()
-        rnn = getattr(nn, kind)(8, 12, num_layers=2, batch_first=True)
+        t.manual_seed(4)
+        rnn = getattr(nn, kind)(8, 12, num_layers=2, batch_first=True, **kwargs)
 
         class Net(nn.Module):
             def __init__(self):
@@ -185,6 +185,11 @@ def gru():
 
 def lstm():
     return _Recurrent.make("LSTM")
+
+
+def bidirectional_gru():
+    """Waits for the reverse direction."""
+    return _Recurrent.make("GRU", bidirectional=True)
 
 
 def ort_outputs(path, inputs):

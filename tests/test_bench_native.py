@@ -49,7 +49,7 @@ def test_eltwise_nt_stores(pool):
 
 def test_bad_arguments_raise_usage_errors(pool):
     with pytest.raises(UsageError, match="unknown element-wise op"):
-        bench.eltwise_samples(pool, 1, "pow", 10)
+        bench.eltwise_samples(pool, 1, "swish", 10)
     with pytest.raises(UsageError, match="M=0"):
         bench.gemm_samples(pool, 1, 0, 4, 4)
     with pytest.raises(UsageError, match="reps=0"):

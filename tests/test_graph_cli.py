@@ -46,9 +46,10 @@ def test_validate_error_is_one_line_with_exit_code_2(tmp_path):
     # Text mode lists every problem, one `error:` line each, as --json does.
     assert res.stderr == (f'error: {bad}: ops[0].inputs[0]: unknown tensor "h3"\n'
                           f'error: {bad}: ops[1].op: unsupported op "nope" (supported: abs, add, '
-                          'affine, batch_norm, concat, conv2d, div, flatten, global_pool2d, '
-                          'layout_transform, leaky_relu, lstm_cell, matmul, maximum, minimum, mod, '
-                          'mul, pool2d, relu, reshape, sigmoid, slice, softmax, split, sub, sum, tanh)\n')
+                          'affine, batch_matmul, batch_norm, ceil, clip, concat, conv2d, div, erf, exp, '
+                          'flatten, floor, gelu, global_pool2d, layer_norm, layout_transform, leaky_relu, '
+                          'lstm_cell, matmul, maximum, minimum, mod, mul, pool2d, pow, relu, reshape, '
+                          'sigmoid, slice, softmax, split, sqrt, sub, sum, tanh, transpose)\n')
     res = invoke("validate", str(bad), "--json")
     doc = json.loads(res.output)
     assert res.exit_code == 2 and doc["ok"] is False

@@ -92,7 +92,24 @@ UNARY_ORACLES = {
     "abs": (abs, None),
     "leaky_relu": (lambda v, alpha=0.01: v if v > 0 else alpha * v if v < 0 else 0.0,
                    {"alpha": 0.2}),
+    "clip": (lambda v, min=-math.inf, max=math.inf: v if v != v else  # noqa: A002
+             (min if v < min else max if v > max else v), {"min": -0.5, "max": 2.0}),
+    "sqrt": (lambda v: math.sqrt(v) if v >= 0 else math.nan, None),
+    "exp": (math.exp, None),
+    "erf": (math.erf, None),
+    "gelu": (lambda v: 0.5 * v * math.erfc(-v / math.sqrt(2.0)), None),
+    # floor/ceil keep the sign of a zero result: floor(-0) = -0, ceil(-0.5) = -0
+    "floor": (lambda v: v if not math.isfinite(v) else math.copysign(math.floor(v), v), None),
+    "ceil": (lambda v: v if not math.isfinite(v) else math.copysign(math.ceil(v), v), None),
 }
+
+
+def _pow(a, b):
+    try:
+        return math.pow(a, b)
+    except ValueError:  # a negative base to a fractional power
+        return math.nan
+
 BINARY_ORACLES = {
     "add": lambda a, b: a + b,
     "sub": lambda a, b: a - b,
@@ -101,6 +118,7 @@ BINARY_ORACLES = {
     "minimum": min,
     "maximum": max,
     "mod": lambda a, b: a % b,  # Python's float % is floored, like numpy's
+    "pow": _pow,
 }
 
 
@@ -420,11 +438,84 @@ def test_lstm_cell_errors(shapes, attrs, message):
         spec.infer(shapes, spec.normalize_attrs(attrs), 2)
 
 
+# ---- transformer ops -----------------------------------------------------
+
+@pytest.mark.parametrize("shape,perm", [((2, 3, 4), None), ((2, 3, 4, 5), [0, 2, 1, 3]),
+                                        ((1, 6, 1), [2, 0, 1]), ((4,), [0])])
+def test_transpose(shape, perm):
+    x = rand(*shape)
+    (y,) = run("transpose", [x], **({} if perm is None else {"perm": perm}))
+    p = perm if perm is not None else list(range(len(shape)))[::-1]
+    assert y.shape == tuple(shape[i] for i in p)
+    for idx in itertools.product(*(range(d) for d in y.shape)):
+        src = [0] * len(shape)
+        for i, v in enumerate(idx):
+            src[p[i]] = v
+        assert y[idx] == x[tuple(src)]
+
+
+def test_transpose_rejects_a_non_permutation():
+    with pytest.raises(OpError, match=r"perm \[0, 0, 1\] is not a permutation"):
+        oplib.get("transpose").infer([(2, 3, 4)], {"perm": (0, 0, 1)}, 1)
+
+
+@pytest.mark.parametrize("shape,axis,bias", [((2, 3, 8), -1, True), ((3, 4, 5), 1, False),
+                                             ((5, 1), 1, True)])
+def test_layer_norm(shape, axis, bias):
+    x = rand(*shape, low=-3, high=5)
+    norm = shape[axis % len(shape):]
+    scale, b = rand(*norm), rand(*norm)
+    (y,) = run("layer_norm", [x, scale] + ([b] if bias else []), axis=axis, epsilon=1e-3)
+    rows = x.reshape(-1, int(np.prod(norm)))
+    for r, row in enumerate(rows):
+        vals = [float(v) for v in row]
+        mean = math.fsum(vals) / len(vals)
+        var = math.fsum((v - mean) ** 2 for v in vals) / len(vals)
+        for j, v in enumerate(vals):
+            want = (v - mean) / math.sqrt(var + 1e-3) * float(scale.reshape(-1)[j]) + (
+                float(b.reshape(-1)[j]) if bias else 0.0)
+            assert y.reshape(rows.shape)[r, j] == pytest.approx(want, rel=1e-5, abs=1e-5)
+
+
+def test_layer_norm_needs_the_normalised_shape():
+    with pytest.raises(OpError, match=r"must have the normalised shape \[4, 5\], got \[5\]"):
+        oplib.get("layer_norm").infer([(3, 4, 5), (5,)], {"axis": 1, "epsilon": 1e-5}, 1)
+
+
+@pytest.mark.parametrize("sa,sb,out", [((2, 3, 4), (2, 4, 5), (2, 3, 5)),
+                                       ((2, 1, 3, 4), (3, 4, 2), (2, 3, 3, 2)),
+                                       ((3, 4), (2, 4, 1), (2, 3, 1))])
+def test_batch_matmul_broadcasts_batches(sa, sb, out):
+    a, b = rand(*sa), rand(*sb)
+    (y,) = run("batch_matmul", [a, b])
+    assert y.shape == out
+    for idx in itertools.product(*(range(d) for d in out)):
+        batch, i, j = idx[:-2], idx[-2], idx[-1]
+
+        def pick(t, shape):  # t's matrix for this batch index (size-1 dims broadcast)
+            lead = shape[:-2]
+            sel = tuple(0 if d == 1 else batch[len(batch) - len(lead) + k]
+                        for k, d in enumerate(lead))
+            return t[sel]
+        am, bm = pick(a, sa), pick(b, sb)
+        want = math.fsum(float(am[i, k]) * float(bm[k, j]) for k in range(sa[-1]))
+        assert y[idx] == pytest.approx(want, rel=1e-5, abs=1e-6)
+
+
+def test_batch_matmul_shape_errors():
+    spec = oplib.get("batch_matmul")
+    with pytest.raises(OpError, match="inner dimensions differ"):
+        spec.infer([(2, 3, 4), (2, 5, 4)], {}, 1)
+    with pytest.raises(OpError, match="do not broadcast"):
+        spec.infer([(2, 3, 4), (3, 4, 4)], {}, 1)
+
+
 # ---- the registry itself -------------------------------------------------
 
 TESTED = set(UNARY_ORACLES) | set(BINARY_ORACLES) | {
     "sum", "affine", "matmul", "conv2d", "pool2d", "global_pool2d", "batch_norm", "softmax",
-    "concat", "split", "slice", "reshape", "flatten", "layout_transform", "lstm_cell"}
+    "concat", "split", "slice", "reshape", "flatten", "layout_transform", "lstm_cell",
+    "transpose", "layer_norm", "batch_matmul"}
 
 
 def test_every_registered_op_has_an_oracle_test():

@@ -2,6 +2,8 @@
 against the numpy reference, one-op models driven through ops_harness with
 nth in {1, 2, 3} shares, on every ISA variant this CPU supports."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -14,6 +16,9 @@ from hwtune.native.isa import supported_isas
 from hwtune.native.ops import find_impl
 
 EXACT, ARITH = "exact", "arith"
+# Float accumulation over K against the float64 reference: sums of K products of
+# |x| <= 3 cancel to small results; 1e-5 absolute holds with ~7x margin at K=9.
+GEMM = "gemm"
 
 
 def model(op, in_shapes, attrs=None, n_out=1, params=()):
@@ -45,10 +50,12 @@ NARY = [op.name for op in EW_GRAPH_OPS if op.kind == "nary"]
 
 
 def _attr_cases(op):
-    """Defaults, and for ops with attributes values away from them."""
+    """Defaults, and for ops with attributes values away from them (a bound
+    that defaults to infinity, clip's, becomes the offset itself)."""
     attrs = ew.TABLE[op].attrs
-    return [{}] + ([{name: default + (-1.5, 0.25)[i] for i, (name, default) in enumerate(attrs)}]
-                   if attrs else [])
+    away = (-1.5, 0.25)
+    return [{}] + ([{name: (default if math.isfinite(default) else 0.0) + away[i]
+                     for i, (name, default) in enumerate(attrs)}] if attrs else [])
 
 
 CASES = [(op, [a, b], attrs, 1, op) for op in BINARY for a, b in BCAST
@@ -85,6 +92,17 @@ CASES += [
     ("slice", [(40, 3)], {"axis": 0, "begin": -17}, 1, EXACT),
     ("reshape", [(4, 6, 5)], {"shape": [-1, 10]}, 1, EXACT),
     ("flatten", [(2, 3, 4, 5)], {"axis": 2}, 1, EXACT),
+    ("transpose", [(2, 3, 4, 5)], {"perm": [0, 2, 1, 3]}, 1, EXACT),
+    ("transpose", [(3, 1, 7)], {}, 1, EXACT),
+    ("transpose", [(5, 17)], {"perm": [1, 0]}, 1, EXACT),
+    ("transpose", [(2, 3, 4, 5)], {"perm": [3, 0, -2, 1]}, 1, EXACT),
+    ("layer_norm", [(2, 5, 16), (16,), (16,)], {}, 1, ARITH),
+    ("layer_norm", [(3, 4, 5), (4, 5)], {"axis": 1, "epsilon": 1e-3}, 1, ARITH),
+    ("layer_norm", [(7, 1), (1,), (1,)], {}, 1, ARITH),
+    ("batch_matmul", [(2, 3, 5, 9), (2, 3, 9, 4)], {}, 1, GEMM),
+    ("batch_matmul", [(2, 1, 5, 9), (3, 9, 4)], {}, 1, GEMM),
+    ("batch_matmul", [(1, 9), (2, 3, 9, 7)], {}, 1, GEMM),
+    ("batch_matmul", [(3, 17, 9), (9, 33)], {}, 1, GEMM),
 ]
 
 
@@ -124,8 +142,12 @@ def _tolerance(kind, isa):
         return 0.0, 0.0
     if kind == ARITH:
         return 1e-6, 1e-6
-    bound = max_abs_error(kind, isa)  # an element-wise op: its variant's documented bound
-    return (0.0, 0.0) if bound == 0 else (0.0, bound + 1e-7)
+    if kind == GEMM:
+        return 1e-5, 1e-5
+    # An element-wise op: its variant's documented bound (absolute up to 1,
+    # relative above), plus the reference's float rounding.
+    bound = max_abs_error(kind, isa)
+    return (0.0, 0.0) if bound == 0 else (bound + 1e-7, bound + 1e-7)
 
 
 @pytest.mark.parametrize("isa", supported_isas())

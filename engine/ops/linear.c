@@ -1,5 +1,7 @@
-/* The linear family: matmul y[M,N] = op(a) @ op(b) (+ bias[N]), as
- * src/hwtune/graph/ops/linear.py defines it, on the GEMM kernel's plan. */
+/* The linear family: matmul y[M,N] = op(a) @ op(b) (+ bias[N]) and
+ * batch_matmul y[..., M, N] = a[..., M, K] @ b[..., K, N] (batch dimensions
+ * broadcast), as src/hwtune/graph/ops/linear.py defines them, on the GEMM
+ * kernel's plan. */
 #include <stdio.h>
 #include <stdlib.h>
 #include "hwtune/gemm.h"
@@ -97,8 +99,104 @@ static void matmul_release(hwt_op_ctx *ctx) {
   ctx->state = NULL;
 }
 
+/* batch_matmul: one GEMM plan for the [M,K] x [K,N] product, run once per
+ * batch at per-input offsets (0 stride along a broadcast batch dimension,
+ * listed once at prepare). With at least as many batches as threads, each
+ * thread runs whole batches (attention: heads x batch small products);
+ * otherwise every thread takes its tile share of every batch. */
+typedef struct {
+  hwt_gemm_plan plan;
+  int64_t batches;
+  int64_t *off; /* per batch: offset into a, then into b (2 * batches) */
+} bmm_state;
+
+static int bmm_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
+  const hwt_graph *g = ctx->g;
+  if (ctx->n_in != 2 || ctx->n_out != 1)
+    return snprintf(err, errlen, "batch_matmul takes a, b and one output"), HWT_EINVAL;
+  const int *in = hwt_graph_op_inputs(g, ctx->op);
+  const int ra = hwt_graph_tensor_ndim(g, in[0]), rb = hwt_graph_tensor_ndim(g, in[1]);
+  const int y = hwt_graph_op_outputs(g, ctx->op)[0], ry = hwt_graph_tensor_ndim(g, y);
+  const int64_t *a = hwt_graph_tensor_shape(g, in[0]), *b = hwt_graph_tensor_shape(g, in[1]);
+  const int64_t *ys = hwt_graph_tensor_shape(g, y);
+  if (ra < 2 || rb < 2 || ry != (ra > rb ? ra : rb) || a[ra - 1] != b[rb - 2] ||
+      ys[ry - 2] != a[ra - 2] || ys[ry - 1] != b[rb - 1])
+    return snprintf(err, errlen, "batch_matmul shapes do not match"), HWT_EINVAL;
+  hwt_gemm_desc d = {0};
+  d.M = (int)a[ra - 2];
+  d.K = (int)a[ra - 1];
+  d.N = (int)b[rb - 1];
+  d.lda = d.K;
+  d.ldb = d.N;
+  d.ldc = d.N;
+  bmm_state *s = calloc(1, sizeof *s);
+  if (!s) return HWT_ENOMEM;
+  int st = hwt_gemm_plan_make(&d, ctx->isa, ctx->max_threads, &s->plan);
+  if (st < 0) {
+    free(s);
+    snprintf(err, errlen, "no GEMM plan for M=%d N=%d K=%d (%d)", d.M, d.N, d.K, st);
+    return st;
+  }
+  s->batches = 1;
+  for (int i = 0; i < ry - 2; i++) s->batches *= ys[i];
+  s->off = malloc((size_t)(2 * s->batches) * sizeof *s->off);
+  if (!s->off) {
+    free(s);
+    return HWT_ENOMEM;
+  }
+  for (int64_t bi = 0; bi < s->batches; bi++) {
+    /* batch index -> offsets, from the last batch axis back; an input
+     * shorter than the output, or of extent 1 there, does not move */
+    int64_t r = bi, oa = 0, ob = 0, sa = (int64_t)d.M * d.K, sb = (int64_t)d.K * d.N;
+    for (int k = 1; k <= ry - 2; k++) {
+      const int64_t ext = ys[ry - 2 - k], i = r % ext;
+      r /= ext;
+      const int64_t da = k <= ra - 2 ? a[ra - 2 - k] : 1, db = k <= rb - 2 ? b[rb - 2 - k] : 1;
+      if ((da != ext && da != 1) || (db != ext && db != 1)) {
+        free(s->off);
+        free(s);
+        return snprintf(err, errlen, "batch dimensions do not broadcast"), HWT_EINVAL;
+      }
+      oa += da == 1 ? 0 : i * sa;
+      ob += db == 1 ? 0 : i * sb;
+      sa *= da;
+      sb *= db;
+    }
+    s->off[2 * bi] = oa;
+    s->off[2 * bi + 1] = ob;
+  }
+  ctx->state = s;
+  ctx->ws_floats = s->plan.ws_floats;
+  ctx->flops = 2.0 * (double)s->batches * d.M * d.N * d.K;
+  return HWT_OK;
+}
+
+static void bmm_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
+  const bmm_state *s = ctx->state;
+  const int64_t mn = (int64_t)s->plan.d.M * s->plan.d.N;
+  int64_t lo = 0, hi = s->batches;
+  int part = tid, parts = nth;
+  if (s->batches >= nth) {
+    lo = s->batches * tid / nth;
+    hi = s->batches * (tid + 1) / nth;
+    part = 0;
+    parts = 1;
+  }
+  for (int64_t bi = lo; bi < hi; bi++)
+    hwt_gemm_run_part(&s->plan, ctx->in[0] + s->off[2 * bi], ctx->in[1] + s->off[2 * bi + 1],
+                      ctx->out[0] + bi * mn, NULL, ws, part, parts);
+}
+
+static void bmm_release(hwt_op_ctx *ctx) {
+  bmm_state *s = ctx->state;
+  if (s) free(s->off);
+  free(s);
+  ctx->state = NULL;
+}
+
 static const hwt_op_impl LINEAR[] = {
     {"matmul", matmul_prepare, matmul_run, matmul_release},
+    {"batch_matmul", bmm_prepare, bmm_run, bmm_release},
 };
 
 const hwt_op_impl *hwt_ops_linear(int *n) {

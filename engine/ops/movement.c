@@ -1,4 +1,5 @@
-/* Data-movement op family: concat, split, slice, reshape, flatten.
+/* Data-movement op family: concat, split, slice, reshape, flatten,
+ * transpose.
  *
  * All five are row copies: around the axis, a tensor is outer rows of
  * (axis extent x inner) contiguous floats. concat fills each output row
@@ -138,9 +139,69 @@ static void move_release(hwt_op_ctx *ctx) {
   ctx->state = NULL;
 }
 
+/* transpose: the output is walked in rows of its last axis; each row's
+ * input start comes from its multi-index (one div/mod per axis per row, not
+ * per element) and the row gathers at the input stride of the axis that
+ * became last. Threads share output rows. */
+typedef struct {
+  int rank;
+  int64_t shape[HWT_GRAPH_MAX_DIMS];  /* output shape */
+  int64_t stride[HWT_GRAPH_MAX_DIMS]; /* input stride of output axis i */
+} transpose_state;
+
+static int transpose_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
+  if (ctx->n_in != 1 || ctx->n_out != 1)
+    return hwt_ops_fail(err, errlen, ctx, "transpose takes one input");
+  int x = hwt_ops_in(ctx, 0), y = hwt_ops_out(ctx, 0);
+  const int rank = hwt_graph_tensor_ndim(ctx->g, x);
+  const int64_t *xs = hwt_graph_tensor_shape(ctx->g, x), *ys = hwt_graph_tensor_shape(ctx->g, y);
+  int64_t perm[HWT_GRAPH_MAX_DIMS];
+  int np = hwt_graph_op_get_ints(ctx->g, ctx->op, "perm", perm, HWT_GRAPH_MAX_DIMS);
+  if (np <= 0) /* default: reversed axes */
+    for (int i = 0; i < rank; i++) perm[i] = rank - 1 - i;
+  else if (np != rank)
+    return hwt_ops_fail(err, errlen, ctx, "perm must list every axis");
+  transpose_state *s = calloc(1, sizeof *s);
+  if (!s) return HWT_ENOMEM;
+  s->rank = rank;
+  int seen[HWT_GRAPH_MAX_DIMS] = {0};
+  for (int i = 0; i < rank; i++) {
+    int64_t p = perm[i] < 0 ? perm[i] + rank : perm[i];
+    if (p < 0 || p >= rank || seen[p]++ || ys[i] != xs[p]) {
+      free(s);
+      return hwt_ops_fail(err, errlen, ctx, "perm is not a permutation matching the output");
+    }
+    s->shape[i] = ys[i];
+    s->stride[i] = hwt_ops_prod(xs, (int)p + 1, rank);
+  }
+  ctx->state = s;
+  ctx->ws_floats = 0;
+  ctx->flops = 0.0;
+  return HWT_OK;
+}
+
+static void transpose_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
+  const transpose_state *s = ctx->state;
+  const int last = s->rank - 1;
+  const int64_t len = s->rank ? s->shape[last] : 1, st = s->rank ? s->stride[last] : 0;
+  int64_t lo, hi;
+  hwt_ops_rows(hwt_ops_prod(s->shape, 0, last), tid, nth, &lo, &hi);
+  for (int64_t row = lo; row < hi; row++) {
+    int64_t off = 0, r = row;
+    for (int i = last - 1; i >= 0; i--) {
+      off += (r % s->shape[i]) * s->stride[i];
+      r /= s->shape[i];
+    }
+    const float *x = ctx->in[0] + off;
+    float *y = ctx->out[0] + row * len;
+    for (int64_t j = 0; j < len; j++) y[j] = x[j * st];
+  }
+}
+
 #define MOVE(name) {name, move_prepare, move_run, move_release}
 static const hwt_op_impl k_movement[] = {
     MOVE("concat"), MOVE("split"), MOVE("slice"), MOVE("reshape"), MOVE("flatten"),
+    {"transpose", transpose_prepare, transpose_run, move_release},
 };
 
 const hwt_op_impl *hwt_ops_movement(int *n) {

@@ -1,4 +1,4 @@
-/* Normalisation op family: batch_norm (inference) and softmax.
+/* Normalisation op family: batch_norm (inference), softmax and layer_norm.
  *
  * batch_norm reads gamma/beta/mean/var as inputs at run time (they may be
  * graph inputs, not only params) and forms each channel's scale and shift
@@ -132,6 +132,56 @@ static void sm_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
   }
 }
 
+/* layer_norm: rows of the normalised size (the axes from `axis` on are
+ * contiguous); mean and variance in double, two passes (the reference's
+ * biased variance of x - mean, no cancellation for rows far from zero).
+ * Threads share rows. */
+typedef struct {
+  int64_t rows, len;
+  double eps;
+} ln_state;
+
+static int ln_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
+  if (ctx->n_in < 2 || ctx->n_in > 3 || ctx->n_out != 1)
+    return hwt_ops_fail(err, errlen, ctx, "layer_norm takes x, scale[, bias]");
+  int x = hwt_ops_in(ctx, 0);
+  int rank = hwt_graph_tensor_ndim(ctx->g, x);
+  const int64_t *xs = hwt_graph_tensor_shape(ctx->g, x);
+  int64_t axis = hwt_ops_int(ctx, "axis", -1);
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank) return hwt_ops_fail(err, errlen, ctx, "axis out of range");
+  ln_state st = {hwt_ops_prod(xs, 0, (int)axis), hwt_ops_prod(xs, (int)axis, rank),
+                 hwt_ops_float(ctx, "epsilon", 1e-5)};
+  for (int i = 1; i < ctx->n_in; i++)
+    if (hwt_ops_numel(ctx->g, hwt_ops_in(ctx, i)) != st.len)
+      return hwt_ops_fail(err, errlen, ctx, "scale and bias need the normalised shape");
+  ln_state *heap = malloc(sizeof *heap);
+  if (!heap) return HWT_ENOMEM;
+  *heap = st;
+  ctx->state = heap;
+  ctx->ws_floats = 0;
+  ctx->flops = 5.0 * (double)(st.rows * st.len);
+  return HWT_OK;
+}
+
+static void ln_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
+  const ln_state *s = ctx->state;
+  const float *scale = ctx->in[1], *bias = ctx->n_in == 3 ? ctx->in[2] : NULL;
+  int64_t lo, hi;
+  hwt_ops_rows(s->rows, tid, nth, &lo, &hi);
+  for (int64_t r = lo; r < hi; r++) {
+    const float *x = ctx->in[0] + r * s->len;
+    float *y = ctx->out[0] + r * s->len;
+    double sum = 0.0, sq = 0.0;
+    for (int64_t j = 0; j < s->len; j++) sum += x[j];
+    const double mean = sum / (double)s->len;
+    for (int64_t j = 0; j < s->len; j++) sq += (x[j] - mean) * (x[j] - mean);
+    const double inv = 1.0 / sqrt(sq / (double)s->len + s->eps);
+    for (int64_t j = 0; j < s->len; j++)
+      y[j] = (float)((x[j] - mean) * inv * scale[j] + (bias ? bias[j] : 0.0));
+  }
+}
+
 static void norm_release(hwt_op_ctx *ctx) {
   free(ctx->state);
   ctx->state = NULL;
@@ -140,6 +190,7 @@ static void norm_release(hwt_op_ctx *ctx) {
 static const hwt_op_impl k_norm[] = {
     {"batch_norm", bn_prepare, bn_run, norm_release},
     {"softmax", sm_prepare, sm_run, norm_release},
+    {"layer_norm", ln_prepare, ln_run, norm_release},
 };
 
 const hwt_op_impl *hwt_ops_norm(int *n) {

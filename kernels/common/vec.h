@@ -71,6 +71,12 @@ HV_AI hv_f32 hv_or_sign(hv_f32 t, hv_f32 x) {
 HV_AI hv_f32 hv_round(hv_f32 a) {
   return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 }
+HV_AI hv_f32 hv_floor(hv_f32 a) {
+  return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+}
+HV_AI hv_f32 hv_ceil(hv_f32 a) {
+  return _mm512_roundscale_ps(a, _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC);
+}
 /* p * 2^n for integral n with 2^n a normal float: vscalefps, no integer
  * exponent arithmetic. */
 HV_AI hv_f32 hv_ldexp(hv_f32 p, hv_f32 n) { return _mm512_scalef_ps(p, n); }
@@ -130,6 +136,12 @@ HV_AI hv_f32 hv_or_sign(hv_f32 t, hv_f32 x) {
 }
 HV_AI hv_f32 hv_round(hv_f32 a) {
   return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+HV_AI hv_f32 hv_floor(hv_f32 a) {
+  return _mm256_round_ps(a, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+}
+HV_AI hv_f32 hv_ceil(hv_f32 a) {
+  return _mm256_round_ps(a, _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC);
 }
 /* 2^n built in the exponent field (n >= -126 keeps it a normal float). */
 HV_AI hv_f32 hv_ldexp(hv_f32 p, hv_f32 n) {
@@ -219,6 +231,10 @@ HV_AI hv_f32 hv_or_sign(hv_f32 t, hv_f32 x) {
 /* Round to nearest without libm: adding 1.5 * 2^23 pushes the fraction out
  * of the mantissa (valid for |a| < 2^22). */
 HV_AI hv_f32 hv_round(hv_f32 a) { return (a + 12582912.0f) - 12582912.0f; }
+/* libm's: exact for every float (NaN, infinities and -0 kept). */
+HV_AI hv_f32 hv_floor(hv_f32 a) { return floorf(a); }
+HV_AI hv_f32 hv_ceil(hv_f32 a) { return ceilf(a); }
+HV_AI hv_f32 hv_sqrt(hv_f32 a) { return sqrtf(a); }
 HV_AI hv_f32 hv_ldexp(hv_f32 p, hv_f32 n) {
   uint32_t bits = (uint32_t)((int32_t)n + 127) << 23;
   float scale;
@@ -246,6 +262,7 @@ HV_AI hv_f32 hv_add(hv_f32 a, hv_f32 b) { return HV_MM(add_ps)(a, b); }
 HV_AI hv_f32 hv_sub(hv_f32 a, hv_f32 b) { return HV_MM(sub_ps)(a, b); }
 HV_AI hv_f32 hv_mul(hv_f32 a, hv_f32 b) { return HV_MM(mul_ps)(a, b); }
 HV_AI hv_f32 hv_div(hv_f32 a, hv_f32 b) { return HV_MM(div_ps)(a, b); }
+HV_AI hv_f32 hv_sqrt(hv_f32 a) { return HV_MM(sqrt_ps)(a); } /* correctly rounded, as sqrtf */
 HV_AI hv_f32 hv_fmadd(hv_f32 a, hv_f32 b, hv_f32 c) { return HV_MM(fmadd_ps)(a, b, c); }
 HV_AI hv_f32 hv_fnmadd(hv_f32 a, hv_f32 b, hv_f32 c) { return HV_MM(fnmadd_ps)(a, b, c); }
 HV_AI hv_f32 hv_fma_exact(hv_f32 a, hv_f32 b, hv_f32 c) { return HV_MM(fmadd_ps)(a, b, c); }

@@ -1,5 +1,6 @@
 /* Element-wise driver: the op table's accessors, validation, the split of
  * [0, n) into per-thread shares, and dispatch through the variant table. */
+#include <math.h> /* INFINITY: attribute defaults of the table */
 #include <string.h>
 #include "eltwise_impl.h"
 

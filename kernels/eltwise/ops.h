@@ -161,6 +161,119 @@ OP_VEC tanh_vec(hv_f32 x, hv_f32 b, hv_f32 c, const hv_f32 *at) {
   return hv_select(hv_isnan(x), x, hv_or_sign(t, x));
 }
 
+/* clip (ONNX Clip, ReLU6 = clip(0, 6)): x < min ? min : x, then > max ?
+ * max; NaN stays NaN (both compares are false), -0 stays -0. The defaults,
+ * -inf and +inf, are no bound. */
+OP_REF clip_ref(float a, float b, float c, const float *at) {
+  float r = a < at[0] ? at[0] : a;
+  return r > at[1] ? at[1] : r;
+}
+OP_VEC clip_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) {
+  hv_f32 r = hv_select(hv_lt(a, at[0]), at[0], a);
+  return hv_select(hv_gt(r, at[1]), at[1], r);
+}
+
+/* sqrt, floor, ceil: exact in every variant (IEEE sqrt, rounding modes). */
+OP_REF sqrt_ref(float a, float b, float c, const float *at) { return sqrtf(a); }
+OP_VEC sqrt_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) { return hv_sqrt(a); }
+OP_REF floor_ref(float a, float b, float c, const float *at) { return floorf(a); }
+OP_VEC floor_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) { return hv_floor(a); }
+OP_REF ceil_ref(float a, float b, float c, const float *at) { return ceilf(a); }
+OP_VEC ceil_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) { return hv_ceil(a); }
+
+/* pow: a^b as libm's pow in double, rounded once to float (numpy's float32
+ * power is not the same in every build; this is). Lane by lane: models use
+ * it on small tensors, and the importer turns the common constant exponents
+ * (2, 0.5, 1, -1) into mul, sqrt, identity and div. */
+static inline float pow_scalar(float a, float b) { return (float)pow((double)a, (double)b); }
+OP_REF pow_ref(float a, float b, float c, const float *at) { return pow_scalar(a, b); }
+OP_VEC pow_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) { return hv_map2(pow_scalar, a, b); }
+
+/* exp, erf and gelu: approximations (approx.h) with error bounds measured
+ * as for sigmoid and tanh, relative to max(1, |y|). */
+#define EXP_MAX_ERR HV_BY_ISA(1.2e-7, 1.2e-7, 1.2e-7)
+#define ERF_MAX_ERR HV_BY_ISA(1.2e-7, 1.2e-7, 1.2e-7)
+#define GELU_MAX_ERR HV_BY_ISA(1.2e-7, 1.2e-7, 1.2e-7)
+
+OP_REF exp_ref(float a, float b, float c, const float *at) { return exp((double)a); }
+OP_VEC exp_vec(hv_f32 x, hv_f32 b, hv_f32 c, const hv_f32 *at) {
+  /* NaN clamps to the lower bound and is put back at the end. */
+  hv_f32 y = hv_min(hv_max(x, hv_set1(HWT_EXP_FLUSH)), hv_set1(HWT_EXP_CLAMP));
+  hv_f32 n = hv_round(hv_mul(y, hv_set1(HWT_LOG2E)));
+  hv_f32 r = hv_fnmadd(n, hv_set1(HWT_LN2_HI), y);
+  r = hv_fnmadd(n, hv_set1(HWT_LN2_LO), r);
+  hv_f32 p = hv_set1(HWT_EXP_P0);
+  p = hv_fmadd(p, r, hv_set1(HWT_EXP_P1));
+  p = hv_fmadd(p, r, hv_set1(HWT_EXP_P2));
+  p = hv_fmadd(p, r, hv_set1(HWT_EXP_P3));
+  p = hv_fmadd(p, r, hv_set1(HWT_EXP_P4));
+  p = hv_fmadd(p, r, hv_set1(HWT_EXP_P5));
+  p = hv_add(hv_fmadd(p, hv_mul(r, r), r), hv_set1(1.0f));
+  hv_f32 n1 = hv_round(hv_mul(n, hv_set1(0.5f)));
+  hv_f32 e = hv_ldexp(hv_ldexp(p, n1), hv_sub(n, n1));
+  e = hv_keep(hv_ge(x, hv_set1(HWT_EXP_FLUSH)), e);
+  return hv_select(hv_isnan(x), x, e);
+}
+
+/* erf(|x|) for |x| <= 1: |x| + |x| (P - 1), the large part added last. */
+HV_AI hv_f32 erf_small(hv_f32 ax) {
+  hv_f32 u = hv_mul(ax, ax), p = hv_set1(HWT_ERF_P0);
+  p = hv_fmadd(p, u, hv_set1(HWT_ERF_P1));
+  p = hv_fmadd(p, u, hv_set1(HWT_ERF_P2));
+  p = hv_fmadd(p, u, hv_set1(HWT_ERF_P3));
+  p = hv_fmadd(p, u, hv_set1(HWT_ERF_P4));
+  p = hv_fmadd(p, u, hv_set1(HWT_ERF_P5));
+  p = hv_fmadd(p, u, hv_set1(HWT_ERF_P6));
+  return hv_fmadd(p, ax, ax);
+}
+
+/* erfc(|x|) for 1 <= |x| < HWT_ERF_ONE, 0 from there on; any |x| (NaN
+ * too) keeps the polynomial in its range. */
+HV_AI hv_f32 erfc_large(hv_f32 ax) {
+  hv_f32 t = hv_min(hv_max(ax, hv_set1(1.0f)), hv_set1(HWT_ERF_ONE));
+  t = hv_sub(t, hv_set1(HWT_ERF_MID));
+  hv_f32 r = hv_set1(HWT_ERFC_R0);
+  r = hv_fmadd(r, t, hv_set1(HWT_ERFC_R1));
+  r = hv_fmadd(r, t, hv_set1(HWT_ERFC_R2));
+  r = hv_fmadd(r, t, hv_set1(HWT_ERFC_R3));
+  r = hv_fmadd(r, t, hv_set1(HWT_ERFC_R4));
+  r = hv_fmadd(r, t, hv_set1(HWT_ERFC_R5));
+  r = hv_fmadd(r, t, hv_set1(HWT_ERFC_R6));
+  r = hv_fmadd(r, t, hv_set1(HWT_ERFC_R7));
+  r = hv_fmadd(r, t, hv_set1(HWT_ERFC_R8));
+  r = hv_fmadd(r, t, hv_set1(HWT_ERFC_R9));
+  return hv_keep(hv_lt(ax, hv_set1(HWT_ERF_ONE)), exp_neg(r)); /* r in [-17, -1.8] */
+}
+
+OP_REF erf_ref(float a, float b, float c, const float *at) { return erf((double)a); }
+OP_VEC erf_vec(hv_f32 x, hv_f32 b, hv_f32 c, const hv_f32 *at) {
+  hv_f32 ax = hv_abs(x), a1 = hv_min(ax, hv_set1(1.0f));
+  hv_f32 small = erf_small(a1);
+  hv_f32 e = hv_select(hv_lt(ax, hv_set1(1.0f)), small,
+                       hv_sub(hv_set1(1.0f), erfc_large(ax)));
+  return hv_select(hv_isnan(x), x, hv_or_sign(e, x)); /* erf(-0) = -0 */
+}
+
+/* gelu (exact form, PyTorch's default and ONNX Gelu): x/2 (1 + erf(x/sqrt2)).
+ * 1 + erf(z) is formed without cancellation: 2 - erfc(z) or 1 + erf(z) for
+ * z >= 0, erfc(|z|) or 1 - erf(|z|) below, so negative x keep their
+ * relative accuracy down to z = -HWT_ERF_ONE (then -0). -inf gives NaN
+ * (-inf * 0), as the formula does. */
+OP_REF gelu_ref(float a, float b, float c, const float *at) {
+  return 0.5 * (double)a * erfc(-(double)a * 0.70710678118654752440);
+}
+OP_VEC gelu_vec(hv_f32 x, hv_f32 b, hv_f32 c, const hv_f32 *at) {
+  hv_f32 az = hv_abs(hv_mul(x, hv_set1(0.70710678118654752440f)));
+  hv_f32 a1 = hv_min(az, hv_set1(1.0f));
+  hv_f32 s = erf_small(a1), l = erfc_large(az);
+  hv_f32 hx = hv_mul(x, hv_set1(0.5f));
+  /* hx (1 + s), hx (1 - s), x - hx l and hx l, one rounding fewer each */
+  hv_f32 pos = hv_select(hv_lt(az, hv_set1(1.0f)), hv_fmadd(hx, s, hx),
+                         hv_select(hv_lt(az, hv_set1(HWT_ERF_ONE)), hv_fnmadd(hx, l, x), x));
+  hv_f32 neg = hv_select(hv_lt(az, hv_set1(1.0f)), hv_fnmadd(hx, s, hx), hv_mul(hx, l));
+  return hv_select(hv_lt(x, hv_zero()), neg, pos);
+}
+
 #undef OP_REF
 #undef OP_VEC
 #endif

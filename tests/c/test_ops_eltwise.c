@@ -25,9 +25,12 @@ static void set_attrs(one_op *t, hwt_eltwise_desc *d) {
   }
 }
 
-/* Runs the one-op graph at nth 1-4 against want (within atol); frees both. */
+/* Runs the one-op graph at nth 1-4 against want (within the table's
+ * bound: absolute up to 1, relative above, plus half an ulp for want's own
+ * rounding; bit for bit when bound is 0); frees both. */
 static int64_t run_and_compare(one_op *t, const char *type, hwt_isa isa, float *want,
-                               double atol) {
+                               double bound) {
+  const double tol = bound == 0.0 ? 0.0 : bound + 0x1p-24;
   int64_t bad = 0;
   char err[256];
   for (int nth = 1; nth <= 4; nth++) {
@@ -36,7 +39,7 @@ static int64_t run_and_compare(one_op *t, const char *type, hwt_isa isa, float *
       bad++;
       break;
     }
-    bad += compare(type, t->out[0], want, t->out_n[0], 0.0, atol);
+    bad += compare(type, t->out[0], want, t->out_n[0], tol, tol);
   }
   free(want);
   one_op_free(t);

@@ -56,6 +56,18 @@ def _ops(torch):
     def out_shape(g, op, a, x):
         return x[0].reshape(g.shapes[op.outputs[0]])
 
+    def clip(g, op, a, x):
+        lo, hi = (v if np.isfinite(v) else None for v in (a["min"], a["max"]))
+        return torch.clamp(x[0], lo, hi)
+
+    def layer_norm(g, op, a, x):
+        return F.layer_norm(x[0], tuple(g.shapes[op.inputs[1]]), x[1],
+                            x[2] if len(x) == 3 else None, a["epsilon"])
+
+    def transpose(g, op, a, x):
+        perm = a["perm"] if a["perm"] is not None else list(range(x[0].dim()))[::-1]
+        return x[0].permute(*perm)
+
     return {
         "matmul": matmul,
         "add": lambda g, op, a, x: torch.add(x[0], x[1]),
@@ -71,6 +83,17 @@ def _ops(torch):
         "tanh": lambda g, op, a, x: torch.tanh(x[0]),
         "relu": lambda g, op, a, x: torch.relu(x[0]),
         "abs": lambda g, op, a, x: torch.abs(x[0]),
+        "leaky_relu": lambda g, op, a, x: F.leaky_relu(x[0], a["alpha"]),
+        "clip": clip,
+        "sqrt": lambda g, op, a, x: torch.sqrt(x[0]),
+        "exp": lambda g, op, a, x: torch.exp(x[0]),
+        "erf": lambda g, op, a, x: torch.erf(x[0]),
+        "gelu": lambda g, op, a, x: F.gelu(x[0]),
+        "floor": lambda g, op, a, x: torch.floor(x[0]),
+        "ceil": lambda g, op, a, x: torch.ceil(x[0]),
+        "pow": lambda g, op, a, x: torch.pow(x[0], x[1]),
+        "batch_matmul": lambda g, op, a, x: torch.matmul(x[0], x[1]),
+        "layer_norm": layer_norm, "transpose": transpose,
         "conv2d": conv, "pool2d": pool, "global_pool2d": global_pool,
         "batch_norm": lambda g, op, a, x: F.batch_norm(x[0], x[3], x[4], x[1], x[2],
                                                        training=False, eps=a["epsilon"]),

@@ -133,13 +133,40 @@ def _reshape(e, op, a):
            op.outputs, op.name)
 
 
+def _clip(e, op, a):
+    bounds = [e.const(op.name, a[k], np.float32) if np.isfinite(a[k]) else ""
+              for k in ("min", "max")]
+    e.node("Clip", [op.inputs[0]] + bounds, op.outputs, op.name)
+
+
+def _gelu(e, op, a):
+    # Opset 17 has no Gelu: x/2 (1 + erf(x / sqrt 2)), as PyTorch exports it.
+    x = op.inputs[0]
+    s, f, p, h = (e.tmp(op.name) for _ in range(4))
+    e.node("Mul", [x, e.const(op.name, 0.7071067811865476, np.float32)], [s], f"{op.name}/s")
+    e.node("Erf", [s], [f], f"{op.name}/erf")
+    e.node("Add", [f, e.const(op.name, 1.0, np.float32)], [p], f"{op.name}/add")
+    e.node("Mul", [x, e.const(op.name, 0.5, np.float32)], [h], f"{op.name}/half")
+    e.node("Mul", [h, p], op.outputs, op.name)
+
+
 EXPORTERS: Dict[str, Callable] = {
     "matmul": _matmul,
     "add": _simple("Add"), "sub": _simple("Sub"), "mul": _simple("Mul"),
     "div": _simple("Div"), "minimum": _simple("Min"), "maximum": _simple("Max"),
     "sum": _simple("Sum"), "mod": _mod, "affine": _affine,
     "sigmoid": _simple("Sigmoid"), "tanh": _simple("Tanh"), "relu": _simple("Relu"),
-    "abs": _simple("Abs"),
+    "abs": _simple("Abs"), "sqrt": _simple("Sqrt"), "exp": _simple("Exp"),
+    "erf": _simple("Erf"), "floor": _simple("Floor"), "ceil": _simple("Ceil"),
+    "pow": _simple("Pow"), "clip": _clip, "gelu": _gelu,
+    "leaky_relu": lambda e, op, a: e.node("LeakyRelu", op.inputs, op.outputs, op.name,
+                                          alpha=a["alpha"]),
+    "batch_matmul": _simple("MatMul"),
+    "layer_norm": lambda e, op, a: e.node("LayerNormalization", op.inputs, op.outputs,
+                                          op.name, axis=a["axis"], epsilon=a["epsilon"]),
+    "transpose": lambda e, op, a: e.node("Transpose", op.inputs, op.outputs, op.name,
+                                         perm=list(a["perm"]) if a["perm"] is not None else
+                                         list(range(len(e.graph.shapes[op.inputs[0]])))[::-1]),
     "conv2d": _conv, "pool2d": _pool, "global_pool2d": _global_pool,
     "batch_norm": _batch_norm,
     "softmax": lambda e, op, a: e.node("Softmax", op.inputs, op.outputs, op.name,

@@ -224,6 +224,8 @@ FOLDS = {
     "Where": _where,
     "Add": _binary(np.add), "Sub": _binary(np.subtract), "Mul": _binary(np.multiply),
     "Div": _binary(_int_div), "Pow": _binary(np.power),
+    # fmod=1: C's fmod (sign of the dividend); 0: floored, sign of the divisor
+    "Mod": lambda v, a, cx: [np.asarray((np.fmod if a.get("fmod", 0) else np.mod)(v[0], v[1]))],
     "Equal": _binary(np.equal), "Less": _binary(np.less), "Greater": _binary(np.greater),
     "And": _binary(np.logical_and), "Or": _binary(np.logical_or),
     "Not": _unary(np.logical_not), "Neg": _unary(np.negative), "Abs": _unary(np.abs),

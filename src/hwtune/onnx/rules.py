@@ -17,6 +17,7 @@ from typing import Callable, Dict, NamedTuple, Optional
 import numpy as np
 
 from hwtune.onnx import fold as F
+from hwtune.onnx import recurrent
 from hwtune.onnx.convert import Unsupported
 
 
@@ -94,6 +95,13 @@ def binary(op):
     return convert
 
 
+def mod(cx, attrs):
+    if attrs.get("fmod", 0):
+        raise Unsupported("Mod with fmod=1 (sign of the dividend) of a run-time tensor is not "
+                          "supported yet (hwtune's mod is floored)")
+    cx.emit("mod", [cx.tensor(0), cx.tensor(1)], out=cx.out())
+
+
 def nary(op, pairwise):
     def convert(cx, attrs):
         names = [cx.tensor(i) for i in range(len(cx.node.input)) if cx.has(i)]
@@ -115,17 +123,43 @@ def clip(cx, attrs):
         lo, hi = cx.const(1, "min"), cx.const(2, "max")
         lo = None if lo is None else float(lo.reshape(()))
         hi = None if hi is None else float(hi.reshape(()))
-    steps = []
-    if lo is not None:
-        steps.append(("relu", None) if lo == 0 else ("maximum", lo))
-    if hi is not None:
-        steps.append(("minimum", hi))
-    cur = cx.tensor(0)
-    if not steps:
-        cx.bind(cx.out(), cur)
-    for k, (op, bound) in enumerate(steps):
-        ins = [cur] if bound is None else [cur, cx.param(f"{cx.out()}:{op}", np.float32(bound))]
-        cur = cx.emit(op, ins, out=cx.out() if k == len(steps) - 1 else None)
+    if lo is None and hi is None:
+        cx.bind(cx.out(), cx.tensor(0))
+    elif lo == 0 and hi is None:
+        cx.emit("relu", [cx.tensor(0)], out=cx.out())
+    else:
+        bounds = {k: v for k, v in (("min", lo), ("max", hi)) if v is not None}
+        cx.emit("clip", [cx.tensor(0)], bounds, out=cx.out())
+
+
+def leaky_relu(cx, attrs):
+    cx.emit("leaky_relu", [cx.tensor(0)], {"alpha": float(attrs.get("alpha", 0.01))},
+            out=cx.out())
+
+
+def gelu(cx, attrs):
+    if attrs.get("approximate", "none") != "none":
+        raise Unsupported(f'Gelu with approximate="{attrs["approximate"]}" is not supported '
+                          'yet (only the exact form)')
+    cx.emit("gelu", [cx.tensor(0)], out=cx.out())
+
+
+# x ^ c for a scalar constant c: the exponents models use become cheaper ops.
+_POW_FORMS = {1.0: None, 2.0: "mul", 0.5: "sqrt"}
+
+
+def pow_(cx, attrs):
+    if cx.is_const(1) and not cx.is_const(0) and cx.const(1).size == 1 \
+            and cx.const(1).ndim <= len(cx.shape(0)):
+        c = float(cx.const(1).reshape(()))
+        if c in _POW_FORMS:
+            x, form = cx.tensor(0), _POW_FORMS[c]
+            if form is None:
+                cx.bind(cx.out(), x)
+            else:
+                cx.emit(form, [x, x] if form == "mul" else [x], out=cx.out())
+            return
+    cx.emit("pow", [cx.tensor(0), cx.tensor(1)], out=cx.out())
 
 
 # -- no-ops and shapes -------------------------------------------------------
@@ -183,13 +217,13 @@ def flatten(cx, attrs):
 
 def transpose(cx, attrs):
     rank = len(cx.shape(0))
-    perm = list(attrs.get("perm", range(rank - 1, -1, -1)))
+    perm = [int(p) % rank for p in attrs.get("perm", range(rank - 1, -1, -1))]
     moved = [d for i, d in enumerate(cx.shape(0)) if perm[i] != i]
     if perm == list(range(rank)) or all(d == 1 for d in moved):
         # Only size-1 axes move: the same elements in the same order.
         _reshape_to(cx, [cx.shape(0)[p] for p in perm])
         return
-    raise Unsupported(f"Transpose with perm {perm} is not supported yet")
+    cx.emit("transpose", [cx.tensor(0)], {"perm": perm}, out=cx.out())
 
 
 def concat(cx, attrs):
@@ -260,9 +294,11 @@ def matmul(cx, attrs):
         flat = cx.emit("reshape", [cx.tensor(0)], {"shape": [rows, a[-1]]})
         y = cx.emit("matmul", [flat, cx.tensor(1)])
         cx.emit("reshape", [y], {"shape": list(a[:-1]) + [b[1]]}, out=cx.out())
+    elif len(a) >= 2 and len(b) >= 2:
+        cx.emit("batch_matmul", [cx.tensor(0), cx.tensor(1)], out=cx.out())
     else:
-        raise Unsupported(f"MatMul of {list(a)} by {list(b)}: batched or 1-D MatMul is not "
-                          "supported yet (2-D, or [..., K] x [K, N])")
+        raise Unsupported(f"MatMul of {list(a)} by {list(b)}: 1-D MatMul is not supported "
+                          "yet")
 
 
 def gemm(cx, attrs):
@@ -298,15 +334,42 @@ def conv(cx, attrs):
     w = cx.shape(1)
     if len(x) != 4:
         raise Unsupported(f"{len(x) - 2}-D convolution: hwtune's conv2d is 2-D (NCHW)")
-    group = int(attrs.get("group", 1))
-    if group != 1:
-        raise Unsupported(f"group={group} (grouped or depthwise convolution) is not "
-                          "supported yet")
     _ones(attrs, "dilations", "dilated convolution")
     strides = [int(s) for s in attrs.get("strides", [1, 1])]
     pads = _pads2d(attrs, x[2:], w[2:], strides)
-    ins = [cx.tensor(0), cx.tensor(1)] + ([cx.tensor(2)] if cx.has(2) else [])
-    cx.emit("conv2d", ins, {"stride": strides, "padding": pads}, out=cx.out())
+    conv_attrs = {"stride": strides, "padding": pads}
+    group = int(attrs.get("group", 1))
+    if group == 1:
+        ins = [cx.tensor(0), cx.tensor(1)] + ([cx.tensor(2)] if cx.has(2) else [])
+        cx.emit("conv2d", ins, conv_attrs, out=cx.out())
+        return
+    _grouped_conv(cx, group, conv_attrs)
+
+
+def _grouped_conv(cx, group, conv_attrs):
+    """Grouped (and depthwise) convolution as one conv2d per group between a
+    split and a concat of the channels, weights cut at import."""
+    if not cx.is_const(1) or (cx.has(2) and not cx.is_const(2)):
+        raise Unsupported(f"group={group} (grouped or depthwise convolution) with run-time "
+                          "weights is not supported yet")
+    if group > 64:  # the engine's ops take at most 64 inputs or outputs
+        raise Unsupported(f"group={group} (grouped or depthwise convolution) over more than "
+                          "64 groups is not supported yet")
+    w = cx.const(1)
+    bias = cx.const(2) if cx.has(2) else None
+    c, oc = cx.shape(0)[1], w.shape[0]
+    if c % group or oc % group:
+        raise Unsupported(f"group={group} does not divide {c} input / {oc} output channels")
+    parts = [cx.fresh(f"{cx.node.name or cx.out()}:g{g}") for g in range(group)]
+    cx.emit("split", [cx.tensor(0)], {"axis": 1, "sizes": [c // group] * group},
+            outputs=parts)
+    step, outs = oc // group, []
+    for g, part in enumerate(parts):
+        ins = [part, cx.param(f"{cx.node.input[1]}:g{g}", w[g * step:(g + 1) * step])]
+        if bias is not None:
+            ins.append(cx.param(f"{cx.node.input[2]}:g{g}", bias[g * step:(g + 1) * step]))
+        outs.append(cx.emit("conv2d", ins, conv_attrs))
+    cx.emit("concat", outs, {"axis": 1}, out=cx.out())
 
 
 def pool(mode):
@@ -359,6 +422,28 @@ def batch_norm(cx, attrs):
             {"epsilon": float(attrs.get("epsilon", 1e-5))}, out=cx.out())
 
 
+def layer_norm(cx, attrs):
+    if any(o for o in cx.node.output[1:]):
+        raise Unsupported("the Mean / InvStdDev outputs of LayerNormalization (training)")
+    rank = len(cx.shape(0))
+    axis = int(attrs.get("axis", -1)) % rank
+    norm = list(cx.shape(0)[axis:])
+    ins = [cx.tensor(0)]
+    for i, what in ((1, "scale"), (2, "bias")):
+        if not cx.has(i):
+            continue
+        if list(cx.shape(i)) == norm:
+            ins.append(cx.tensor(i))
+        elif cx.is_const(i):  # broadcast to the normalised shape at import
+            ins.append(cx.param(f"{cx.node.input[i]}:{what}", np.broadcast_to(
+                cx.const(i), norm).astype(np.float32)))
+        else:
+            raise Unsupported(f"LayerNormalization {what} of shape {list(cx.shape(i))} "
+                              f"(the normalised shape is {norm})")
+    cx.emit("layer_norm", ins, {"axis": axis, "epsilon": float(attrs.get("epsilon", 1e-5))},
+            out=cx.out())
+
+
 def softmax(cx, attrs):
     shp = cx.shape(0)
     rank = len(shp)
@@ -389,10 +474,19 @@ RULES: Dict[str, Rule] = {
     "Sub": Rule(binary("sub"), F.FOLDS["Sub"]),
     "Mul": Rule(binary("mul"), F.FOLDS["Mul"]),
     "Div": Rule(binary("div"), F.FOLDS["Div"]),
+    "Mod": Rule(mod, F.FOLDS["Mod"]),
     "Sum": Rule(nary("sum", pairwise=False), F.FOLDS["Sum"]),
     "Max": Rule(nary("maximum", pairwise=True), F.FOLDS["Max"]),
     "Min": Rule(nary("minimum", pairwise=True), F.FOLDS["Min"]),
     "Clip": Rule(clip, None),
+    "LeakyRelu": Rule(leaky_relu, None),
+    "Sqrt": Rule(unary("sqrt"), F.FOLDS.get("Sqrt")),
+    "Exp": Rule(unary("exp"), F.FOLDS.get("Exp")),
+    "Erf": Rule(unary("erf"), F.FOLDS.get("Erf")),
+    "Floor": Rule(unary("floor"), F.FOLDS.get("Floor")),
+    "Ceil": Rule(unary("ceil"), F.FOLDS.get("Ceil")),
+    "Gelu": Rule(gelu, None),
+    "Pow": Rule(pow_, F.FOLDS.get("Pow")),
     # dense, convolution, pooling, normalisation
     "MatMul": Rule(matmul, None),
     "Gemm": Rule(gemm, None),
@@ -405,6 +499,10 @@ RULES: Dict[str, Rule] = {
     "ReduceMax": Rule(reduce_hw("max"), F.FOLDS["ReduceMax"]),
     "BatchNormalization": Rule(batch_norm, None),
     "Softmax": Rule(softmax, None),
+    "LayerNormalization": Rule(layer_norm, None),
+    # recurrent cells, unrolled over the sequence
+    "LSTM": Rule(recurrent.lstm, None),
+    "GRU": Rule(recurrent.gru, None),
     # data movement
     "Concat": Rule(concat, F.FOLDS["Concat"]),
     "Split": Rule(split, F.FOLDS["Split"]),

@@ -16,6 +16,7 @@ not instruction counts.
 """
 
 import functools
+import math
 from typing import Callable, Dict, NamedTuple
 
 import numpy as np
@@ -57,6 +58,36 @@ def _sigmoid(x):
     return 0.5 * (1.0 + np.tanh(0.5 * x))
 
 
+def _libm(fn):
+    """A scalar math function over an array, in float64, back in x's dtype
+    (numpy has no erf)."""
+    vec = np.frompyfunc(lambda v: fn(float(v)), 1, 1)
+    return lambda x: vec(np.asarray(x, np.float64)).astype(np.float64).astype(x.dtype)
+
+
+_erfc = _libm(math.erfc)
+
+
+def _gelu(x):
+    # erfc form: 1 + erf(z) = erfc(-z) without cancellation for negative x.
+    x64 = np.asarray(x, np.float64)
+    with np.errstate(invalid="ignore"):
+        return (0.5 * x64 * _erfc(-x64 * math.sqrt(0.5))).astype(x.dtype)
+
+
+def _clip(x, min, max):  # noqa: A002 - the ONNX attribute names
+    t = x.dtype.type
+    lo, hi = (t(v) if math.isfinite(v) else t(math.copysign(math.inf, v)) for v in (min, max))
+    y = np.where(x < lo, lo, x)
+    return np.where(y > hi, hi, y)
+
+
+def _pow(a, b):
+    with np.errstate(all="ignore"):
+        return np.power(np.asarray(a, np.float64), np.asarray(b, np.float64)).astype(
+            np.result_type(a, b))
+
+
 REFERENCES = {
     "add": Reference(np.add, "a + b"),
     "sub": Reference(np.subtract, "a - b"),
@@ -83,6 +114,16 @@ REFERENCES = {
                           + x.dtype.type(alpha) * np.where(x < 0, x, x.dtype.type(0))),
         "x > 0 ? x : alpha * x (ONNX LeakyRelu; NaN and -0 give +0, as relu)",
         {"alpha": "slope for x < 0"}),
+    "clip": Reference(_clip, "min(max(x, min), max), NaN kept (ONNX Clip; ReLU6 is clip(0, 6))",
+                      {"min": "lower bound (default -inf: none)",
+                       "max": "upper bound (default +inf: none)"}),
+    "sqrt": Reference(np.sqrt, "sqrt(x)"),
+    "exp": Reference(np.exp, "e^x (0 below e^-87.34, the smallest normal float)"),
+    "erf": Reference(_libm(math.erf), "erf(x)"),
+    "gelu": Reference(_gelu, "x / 2 * (1 + erf(x / sqrt(2))) (exact GELU, ONNX Gelu)"),
+    "floor": Reference(np.floor, "floor(x)"),
+    "ceil": Reference(np.ceil, "ceil(x)"),
+    "pow": Reference(_pow, "a ^ b (libm pow in double, rounded to float)"),
 }
 
 

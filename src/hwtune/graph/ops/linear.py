@@ -49,3 +49,42 @@ register(OpSpec(
            Attr("transpose_b", "bool", False, doc="use B^T ([N, K] stored)")],
     doc="y[M, N] = op(a) @ op(b) (+ bias[N]); 2-D, accumulated in float64 "
         "by the reference"))
+
+
+def _bmm_shapes(in_shapes):
+    a, b = in_shapes
+    for i, s in enumerate((a, b)):
+        if len(s) < 2:
+            raise OpError(f"batch_matmul needs matrices (rank >= 2), got {show_shape(s)}",
+                          f"inputs[{i}]")
+    if a[-1] != b[-2]:
+        raise OpError(f"inner dimensions differ: {show_shape(a)} by {show_shape(b)}",
+                      "inputs[1]")
+    batch = []
+    for k in range(1, max(len(a), len(b)) - 1):
+        da = a[-2 - k] if k <= len(a) - 2 else 1
+        db = b[-2 - k] if k <= len(b) - 2 else 1
+        if da != db and 1 not in (da, db):
+            raise OpError(f"batch dimensions of {show_shape(a)} and {show_shape(b)} do not "
+                          "broadcast", "inputs[1]")
+        batch.insert(0, max(da, db))
+    return tuple(batch), a[-2], b[-1], a[-1]
+
+
+def _bmm_infer(in_shapes, attrs, n_out):
+    batch, m, n, _ = _bmm_shapes(in_shapes)
+    return [batch + (m, n)]
+
+
+def _bmm_flops(in_shapes, out_shapes, attrs):
+    batch, m, n, k = _bmm_shapes(in_shapes)
+    return 2 * int(np.prod(batch, dtype=np.int64)) * m * n * k
+
+
+register(OpSpec(
+    "batch_matmul", ("a", "b"), 2, 2, _bmm_infer,
+    lambda arrays, attrs, n_out: [np.matmul(arrays[0].astype(np.float64),
+                                            arrays[1].astype(np.float64)).astype(np.float32)],
+    _bmm_flops,
+    doc="y[..., M, N] = a[..., M, K] @ b[..., K, N] per batch, batch dimensions "
+        "broadcast as numpy's (ONNX MatMul of rank >= 3)"))

@@ -143,3 +143,23 @@ register(OpSpec(
         _flatten_infer([arrays[0].shape], attrs, 1)[0]).copy()],
     _ZERO, attrs=[Attr("axis", "int", 1, doc="dims before it form rows")],
     doc="2-D view: [prod(shape[:axis]), prod(shape[axis:])]"))
+
+
+def _transpose_perm(shape, attrs):
+    rank = len(shape)
+    perm = list(attrs["perm"]) if attrs["perm"] is not None else list(range(rank - 1, -1, -1))
+    if sorted(p % rank if -rank <= p < rank else p for p in perm) != list(range(rank)):
+        raise OpError(f"perm {perm} is not a permutation of the {rank} axes of "
+                      f"{show_shape(shape)}", "attrs.perm")
+    return [p % rank for p in perm]
+
+
+register(OpSpec(
+    "transpose", ("x",), 1, 1,
+    lambda in_shapes, attrs, n_out: [tuple(in_shapes[0][p] for p in
+                                           _transpose_perm(in_shapes[0], attrs))],
+    lambda arrays, attrs, n_out: [np.ascontiguousarray(
+        arrays[0].transpose(_transpose_perm(arrays[0].shape, attrs)))],
+    _ZERO, attrs=[Attr("perm", "ints", None, doc="output axis i is input axis perm[i]; "
+                                                 "default: reversed")],
+    doc="permute the axes (ONNX Transpose)"))

@@ -68,3 +68,33 @@ register(OpSpec(
     lambda ins, outs, attrs: 3 * numel(outs[0]),
     attrs=[Attr("axis", "int", -1, doc="the normalised axis")],
     doc="exp(x - max) / sum(exp(x - max)) along axis"))
+
+
+def _ln_infer(in_shapes, attrs, n_out):
+    x = in_shapes[0]
+    axis = normalize_axis(attrs["axis"], len(x))
+    for i in range(1, len(in_shapes)):
+        if tuple(in_shapes[i]) != tuple(x[axis:]):
+            raise OpError(f"must have the normalised shape {show_shape(x[axis:])}, got "
+                          f"{show_shape(in_shapes[i])}", f"inputs[{i}]")
+    return [tuple(x)]
+
+
+def _ln_ref(arrays, attrs, n_out):
+    x = arrays[0].astype(np.float64)
+    axes = tuple(range(normalize_axis(attrs["axis"], x.ndim), x.ndim))
+    mean = x.mean(axis=axes, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=axes, keepdims=True)
+    y = (x - mean) / np.sqrt(var + attrs["epsilon"]) * arrays[1].astype(np.float64)
+    if len(arrays) == 3:
+        y = y + arrays[2]
+    return [y.astype(np.float32)]
+
+
+register(OpSpec(
+    "layer_norm", ("x", "scale", "bias"), 2, 3, _ln_infer, _ln_ref,
+    lambda ins, outs, attrs: 5 * numel(outs[0]),
+    attrs=[Attr("axis", "int", -1, doc="normalised over this axis and every later one"),
+           Attr("epsilon", "float", 1e-5, minimum=0.0, doc="added to the variance")],
+    doc="(x - mean) / sqrt(var + epsilon) * scale (+ bias) over the axes from axis on "
+        "(ONNX LayerNormalization; biased variance)"))
