@@ -142,23 +142,37 @@ static size_t col_floats(const cg_state *s) {
   return (n + 15) / 16 * 16; /* keep the GEMM workspace after it 64-byte aligned */
 }
 
-/* ---- weight gradient: x [N,IC,H,W], dy [N,OC,OH,OW] -> dw [OC,IC,KH,KW] ---- */
-
-static int gw_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
-  if (ctx->n_in != 2 || ctx->n_out != 1)
-    return hwt_ops_fail(err, errlen, ctx, "conv2d_grad_weight takes x and dy");
+/* The state of either op from its x, w and dy tensors (x or w may be the
+ * output): arity, ranks, geometry and dy's shape checked. */
+static int open_state(hwt_op_ctx *ctx, int x, int w, int dy, const char *arity, cg_state **out,
+                      char *err, size_t errlen) {
+  if (ctx->n_in != 2 || ctx->n_out != 1) return hwt_ops_fail(err, errlen, ctx, arity);
   const hwt_graph *g = ctx->g;
-  int x = hwt_ops_in(ctx, 0), dy = hwt_ops_in(ctx, 1), dw = hwt_ops_out(ctx, 0);
   if (hwt_graph_tensor_ndim(g, x) != 4 || hwt_graph_tensor_ndim(g, dy) != 4 ||
-      hwt_graph_tensor_ndim(g, dw) != 4)
-    return hwt_ops_fail(err, errlen, ctx, "x, dy and dw must be 4-D (NCHW)");
+      hwt_graph_tensor_ndim(g, w) != 4)
+    return hwt_ops_fail(err, errlen, ctx, "x, w and dy must be 4-D (NCHW)");
   cg_state *s = calloc(1, sizeof *s);
   if (!s) return HWT_ENOMEM;
-  int st = geometry(ctx, s, hwt_graph_tensor_shape(g, x), hwt_graph_tensor_shape(g, dw), err,
+  int st = geometry(ctx, s, hwt_graph_tensor_shape(g, x), hwt_graph_tensor_shape(g, w), err,
                     errlen);
   const int64_t *ys = hwt_graph_tensor_shape(g, dy);
   if (st == HWT_OK && (ys[0] != s->n || ys[1] != s->oc || ys[2] != s->oh || ys[3] != s->ow))
     st = hwt_ops_fail(err, errlen, ctx, "dy is not this conv's output shape");
+  if (st != HWT_OK) {
+    free(s);
+    return st;
+  }
+  *out = s;
+  return HWT_OK;
+}
+
+/* ---- weight gradient: x [N,IC,H,W], dy [N,OC,OH,OW] -> dw [OC,IC,KH,KW] ---- */
+
+static int gw_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
+  cg_state *s = NULL;
+  int st = open_state(ctx, hwt_ops_in(ctx, 0), hwt_ops_out(ctx, 0), hwt_ops_in(ctx, 1),
+                      "conv2d_grad_weight takes x and dy", &s, err, errlen);
+  if (st != HWT_OK) return st;
   const int64_t kk = s->kh * s->kw, cols = s->rows * s->ow, k2 = s->ic * kk;
   for (int64_t b = 0; st == HWT_OK && b < s->blocks; b++) {
     int64_t lo, hi;
@@ -173,7 +187,9 @@ static int gw_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   }
   if (st != HWT_OK) {
     free(s);
-    return st == HWT_EINVAL && !err[0] ? hwt_ops_fail(err, errlen, ctx, "no GEMM plan") : st;
+    /* only add_plan fails here: the GEMM refused a shape, or a fifth plan */
+    hwt_ops_fail(err, errlen, ctx, "no GEMM plan for this shape");
+    return st;
   }
   ctx->state = s;
   ctx->ws_floats = col_floats(s) + s->gemm_ws;
@@ -207,20 +223,10 @@ static void gw_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
 /* ---- data gradient: dy [N,OC,OH,OW], w [OC,IC,KH,KW] -> dx [N,IC,H,W] ---- */
 
 static int gd_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
-  if (ctx->n_in != 2 || ctx->n_out != 1)
-    return hwt_ops_fail(err, errlen, ctx, "conv2d_grad_data takes dy and w");
-  const hwt_graph *g = ctx->g;
-  int dy = hwt_ops_in(ctx, 0), w = hwt_ops_in(ctx, 1), dx = hwt_ops_out(ctx, 0);
-  if (hwt_graph_tensor_ndim(g, dy) != 4 || hwt_graph_tensor_ndim(g, w) != 4 ||
-      hwt_graph_tensor_ndim(g, dx) != 4)
-    return hwt_ops_fail(err, errlen, ctx, "dy, w and dx must be 4-D (NCHW)");
-  cg_state *s = calloc(1, sizeof *s);
-  if (!s) return HWT_ENOMEM;
-  int st = geometry(ctx, s, hwt_graph_tensor_shape(g, dx), hwt_graph_tensor_shape(g, w), err,
-                    errlen);
-  const int64_t *ys = hwt_graph_tensor_shape(g, dy);
-  if (st == HWT_OK && (ys[0] != s->n || ys[1] != s->oc || ys[2] != s->oh || ys[3] != s->ow))
-    st = hwt_ops_fail(err, errlen, ctx, "dy is not this conv's output shape");
+  cg_state *s = NULL;
+  int st = open_state(ctx, hwt_ops_out(ctx, 0), hwt_ops_in(ctx, 1), hwt_ops_in(ctx, 0),
+                      "conv2d_grad_data takes dy and w", &s, err, errlen);
+  if (st != HWT_OK) return st;
   const int64_t kk = s->kh * s->kw, cols = s->rows * s->ow;
   for (int64_t b = 0; st == HWT_OK && b < s->blocks; b++) {
     int64_t lo, hi;
@@ -232,7 +238,9 @@ static int gd_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   }
   if (st != HWT_OK) {
     free(s);
-    return st == HWT_EINVAL && !err[0] ? hwt_ops_fail(err, errlen, ctx, "no GEMM plan") : st;
+    /* only add_plan fails here: the GEMM refused a shape, or a fifth plan */
+    hwt_ops_fail(err, errlen, ctx, "no GEMM plan for this shape");
+    return st;
   }
   ctx->state = s;
   ctx->ws_floats = col_floats(s) + s->gemm_ws;

@@ -10,7 +10,7 @@ that op instead of adding one here.
 
 import numpy as np
 
-from hwtune.graph.ops import (Attr, OpError, OpSpec, normalize_axis, numel, register,
+from hwtune.graph.ops import (REGISTRY, Attr, OpError, OpSpec, normalize_axis, numel, register,
                               show_shape)
 from hwtune.graph.ops.pool import _out_len, _stride, pool2d_nchw
 
@@ -248,14 +248,7 @@ register(OpSpec(
                                        at["padding"], at["ceil_mode"],
                                        at["count_include_pad"])],
     lambda ins, outs, at: numel(ins[1]) * at["kernel"][0] * at["kernel"][1],
-    attrs=[
-        Attr("mode", "str", choices=("max", "avg"), doc="the pool's mode"),
-        Attr("kernel", "pair", minimum=1, doc="the pool's window"),
-        Attr("stride", "pair", None, minimum=1, doc="default: the window size"),
-        Attr("padding", "pair", (0, 0), minimum=0, doc="the pool's padding"),
-        Attr("ceil_mode", "bool", False, doc="the pool's ceil_mode"),
-        Attr("count_include_pad", "bool", False, doc="the pool's count_include_pad"),
-    ],
+    attrs=[a for a in REGISTRY["pool2d"].attrs if a.name != "layout"],
     doc="NCHW pool2d (and global_pool2d, as a whole-plane window) gradient"))
 
 
