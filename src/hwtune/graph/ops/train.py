@@ -30,8 +30,7 @@ def _eltwise_grad(name, fn, first, doc, attrs=()):
     register(OpSpec(
         name, (first, "dy"), 2, 2, lambda s, a, n: _same(s, (first, "dy")),
         lambda arrs, a, n: [fn(*_f64(*arrs), a).astype(np.float32)],
-        lambda ins, outs, a: 2 * numel(outs[0]), attrs=list(attrs), doc=doc,
-        layout="elementwise"))
+        lambda ins, outs, a: 2 * numel(outs[0]), attrs=list(attrs), doc=doc))
 
 
 _eltwise_grad("relu_grad", lambda x, dy, a: np.where(x > 0, dy, a["alpha"] * dy), "x",
