@@ -12,7 +12,7 @@ import sys
 
 import click
 
-from hwtune.cli.options import example, json_option, parse_overrides
+from hwtune.cli.options import example, json_option, loss_options, parse_overrides
 from hwtune.errors import HwtuneError, OutputError
 
 _SIZE = re.compile(r"(?i)\s*(\d+(?:\.\d+)?)\s*(b|kib|mib|gib|tib|k|m|g|t)?\s*")
@@ -131,6 +131,57 @@ def expand_cmd(file, output, overrides, max_tensor_bytes, max_total_bytes):
         doc["weights"]["file"] = os.path.relpath(
             graph.weights.path, os.path.dirname(os.path.abspath(output)))
     _write(dumps_graph(doc), output)
+
+
+@model.command("grad", epilog=example(
+    "hwtune model grad resnet18 --loss cross_entropy --optimizer sgd -o resnet18.train.json",
+    "hwtune model grad lstm_small --loss mse --optimizer adam --hyper lr=0.01 -o lstm.train.json"))
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", metavar="OUT", help="Write the training graph here (default: "
+              "stdout).")
+@click.option("--score", metavar="OUTPUT", default=None,
+              help="the one model output the loss reads (default: all of them)")
+@loss_options
+@_model_options
+@json_option
+@_typed_errors
+def grad_cmd(file, output, score, loss, optimizer, hyper, overrides, max_tensor_bytes,
+             max_total_bytes, as_json):
+    """Write the training step of FILE: one graph with the forward pass, the
+    loss, the backward pass (reverse-mode differentiation) and the parameter
+    update. It runs, tunes and reports like any model (docs/training.md)."""
+    from hwtune.engine.lower import plan_model
+    from hwtune.graph.autodiff import TrainSpec, training_graph
+    from hwtune.graph.info import graph_info
+    from hwtune.graph.validate import human_bytes
+    graph = _load(file, overrides, max_tensor_bytes, max_total_bytes)
+    train = training_graph(graph, TrainSpec(loss=loss, optimizer=optimizer, output=score,
+                                            hyper=hyper or None))
+    doc = train.to_json()
+    if "weights" in doc and output not in (None, "-"):
+        import os
+        doc["weights"]["file"] = os.path.relpath(
+            graph.weights.path, os.path.dirname(os.path.abspath(output)))
+    fwd, step = graph_info(graph), graph_info(train)
+    fwd_plan, step_plan = plan_model(graph), plan_model(train)
+    summary = {"model": graph.name, "loss": loss, "optimizer": optimizer,
+               "forward": {"ops": fwd.ops, "flops": fwd.flops,
+                           "arena_bytes": fwd_plan.arena_bytes},
+               "train": {"ops": step.ops, "flops": step.flops,
+                         "arena_bytes": step_plan.arena_bytes,
+                         "outputs": len(train.outputs)}}
+    _write(dumps_graph(doc), output)
+    if output in (None, "-"):
+        return
+    if as_json:
+        click.echo(json.dumps(summary, indent=2))
+        return
+    click.echo(f"{output}: training step of {graph.name} ({loss}, {optimizer})")
+    click.echo(f"ops:     {fwd.ops} forward -> {step.ops} in the step")
+    click.echo(f"FLOPs:   {fwd.flops / 1e9:.3f} G forward -> {step.flops / 1e9:.3f} G per step")
+    click.echo(f"memory:  arena {human_bytes(fwd_plan.arena_bytes)} forward -> "
+               f"{human_bytes(step_plan.arena_bytes)} per step (activations kept for the "
+               "backward pass included)")
 
 
 @model.command("info", epilog=example("hwtune model info configs/models/inception_small.json"))

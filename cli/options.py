@@ -101,3 +101,44 @@ def shape_option(f):
         "--shape", "shapes", multiple=True, callback=parse_shapes, metavar="NAME=DIMS",
         help="ONNX models: the shape of an input, e.g. --shape x=1x3x224x224 (repeatable); "
              "or size a symbolic dimension with --set NAME=N")(f)
+
+
+def _hyper(ctx, param, values):
+    out = {}
+    for item in values or ():
+        key, sep, val = item.partition("=")
+        try:
+            out[key.strip()] = float(val)
+        except ValueError:
+            sep = ""
+        if not sep or not key.strip():
+            raise click.BadParameter(f'"{item}" is not NAME=NUMBER (e.g. lr=0.05)')
+    return out
+
+
+def loss_options(f):
+    """--loss, --optimizer and --hyper: what a training step computes."""
+    from hwtune.graph.autodiff import LOSSES, OPTIMIZERS
+    f = click.option("--hyper", multiple=True, callback=_hyper, metavar="NAME=NUMBER",
+                     help="optimizer setting (repeatable): lr, momentum, weight_decay (sgd); "
+                          "lr, beta1, beta2, epsilon (adam)")(f)
+    f = click.option("--optimizer", type=click.Choice(OPTIMIZERS), default="sgd",
+                     show_default=True,
+                     help="parameter update; none outputs each <param>.grad instead")(f)
+    return click.option("--loss", type=click.Choice(LOSSES), default="cross_entropy",
+                        show_default=True,
+                        help="cross_entropy (on the logits of a final softmax) or mse, "
+                             "summed over the model's outputs")(f)
+
+
+def train_options(f):
+    """--train (with the loss options): run or tune the training step."""
+    f = loss_options(f)
+    return click.option("--train", is_flag=True,
+                        help="use the model's training step (forward, loss, backward, "
+                             "update: `hwtune model grad`) instead of its forward pass")(f)
+
+
+def training_step(graph, loss: str, optimizer: str, hyper):
+    from hwtune.graph.autodiff import TrainSpec, training_graph
+    return training_graph(graph, TrainSpec(loss=loss, optimizer=optimizer, hyper=hyper or None))

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import click
 
-from hwtune.cli.options import (db_option, example, json_option, parse_overrides,
+from hwtune.cli.options import (training_step, train_options, db_option, example, json_option, parse_overrides,
                                 scheduler_option, shape_option)
 from hwtune.errors import UsageError
 
@@ -52,6 +52,7 @@ def _ms(seconds: float) -> str:
               help="override a declared model var (repeatable), e.g. --set seq=5; for an "
                    "ONNX model, size a symbolic dimension, e.g. --set batch=1")
 @shape_option
+@train_options
 @click.option("--input", "input_files", multiple=True, callback=input_files_callback,
               metavar="NAME=FILE.npy",
               help="run on this input (a .npy array of the declared shape) instead of "
@@ -67,7 +68,8 @@ def _ms(seconds: float) -> str:
 @db_option
 @json_option
 def run(model, executors, threads, scheduler, pin, iterations, warmup, trace_path, overrides,
-        shapes, input_files, save_path, check, save, db_path, as_json):
+        shapes, input_files, save_path, check, save, train, loss, optimizer, hyper, db_path,
+        as_json):
     """Run MODEL on the engine and report latency (median, MAD spread, min)
     and throughput (runs/s, GFLOP/s). MODEL is a model.json, an ONNX file
     (imported on the fly, cached) or a bundled model's name (`hwtune model
@@ -92,6 +94,8 @@ def run(model, executors, threads, scheduler, pin, iterations, warmup, trace_pat
     flags = {"executors": executors, "threads": threads, "scheduler": scheduler, "pin": pin}
     check_counts(iterations, warmup)
     graph, model = load_any(model, overrides, shapes)
+    if train:
+        graph = training_step(graph, loss, optimizer, hyper)
     inputs = load_inputs(graph, input_files)
     if save_path and not os.path.isdir(os.path.dirname(os.path.abspath(save_path))):
         raise UsageError(f"invalid --save-outputs {save_path}: its directory does not exist")

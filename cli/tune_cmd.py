@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import click
-
 import sys
 
-from hwtune.cli.options import db_option, example, json_option, parse_overrides, shape_option
+import click
+
+from hwtune.cli.options import (db_option, example, json_option, parse_overrides, shape_option,
+                                 train_options, training_step)
 
 
 def _only(ctx, param, value):
@@ -51,10 +52,11 @@ def _only(ctx, param, value):
               help="override a declared model var (repeatable), e.g. --set seq=5; for an "
                    "ONNX model, size a symbolic dimension, e.g. --set batch=1")
 @shape_option
+@train_options
 @db_option
 @json_option
 def tune_graph(model, budget_s, plan_only, trials, only, search, reps, storage, strategy, overrides,
-               shapes, db_path, as_json):
+               shapes, train, loss, optimizer, hyper, db_path, as_json):
     """Tune MODEL (a model.json, an ONNX file or a bundled model's name) on
     this machine and store the result.
 
@@ -78,6 +80,8 @@ def tune_graph(model, budget_s, plan_only, trials, only, search, reps, storage, 
     opts = TuneOptions(budget_s=budget_s, trials=trials, only=only, search=search, reps=reps,
                        strategy=strategy, plan_only=plan_only, storage=storage).check()
     graph, model = load_any(model, overrides, shapes)
+    if train:
+        graph = training_step(graph, loss, optimizer, hyper)
     native_engine()
     cpus = allowed_cpus()
 

@@ -466,6 +466,14 @@ def _stage_conv(ctx: TuneContext, graph, cfg: EngineConfig, report: StageReport,
     report.trials = sum(c.trials for c in choices.values())
     report.measured = sum(c.measured for c in choices.values())
     report.reused = report.trials - report.measured
+    if is_training_graph(graph):
+        # The backward ops read the forward activations in NCHW, so a
+        # blocked chain would pay a transform back for each of them; the
+        # forward CONVs keep NCHW with their fastest knobs instead.
+        params = {k: {**c.candidates[0][0], "layout": "NCHW"} for k, c in choices.items()}
+        ctx.progress("conv", "training graph: CONVs keep NCHW (no global layout search)")
+        return params, [f"conv: {len(choices)} CONV op(s) of a training graph, NCHW with "
+                        "their fastest knobs"]
     ctx.progress("conv", "global layout search (dynamic programming)")
     cost = layout_dp.measured_transform_cost(ctx.db, ctx.run_id, ctx.host_key,
                                              threads=threads, isa=ctx.isa)
@@ -477,6 +485,13 @@ def _stage_conv(ctx: TuneContext, graph, cfg: EngineConfig, report: StageReport,
            f"default knobs -> {tuned_s * 1e3:.2f} ms tuned (sum over ops, {threads} thread(s)); "
            f"layout DP estimate {plan.est_seconds * 1e3:.2f} ms including transforms"]
     return plan.op_params, why
+
+
+def is_training_graph(graph) -> bool:
+    """Whether graph is a training step (hwtune.graph.autodiff): it holds an
+    optimizer update or a fused loss."""
+    return any(op.op in ("sgd_update", "adam_update", "softmax_cross_entropy", "mse_loss")
+               for op in graph.ops)
 
 
 def _stage_hillclimb(ctx: TuneContext, graph, cfg: EngineConfig, report: StageReport,

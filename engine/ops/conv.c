@@ -40,6 +40,7 @@ static int attr_str(const hwt_graph *g, int op, const char *key, char *buf, size
 typedef struct {
   hwt_conv_plan plan;
   float *w_packed; /* NCHW: packed at prepare; NULL: read the input as is */
+  int pack_per_run; /* NCHW weights that are not a param: packed by each share */
 } conv_state;
 
 static int conv_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
@@ -130,12 +131,16 @@ static int conv_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
    * (model.json's blocked weight tensor, possibly made by a layout_transform
    * op): read in place. NCHW weights are packed once, which needs them
    * constant. */
-  if (!blocked) {
-    if (hwt_graph_tensor_kind(g, in[1]) != HWT_TENSOR_PARAM) {
-      free(s);
-      snprintf(err, errlen, "NCHW conv2d weights must be a param (they are packed once)");
-      return HWT_EINVAL;
-    }
+  size_t pack_ws = 0;
+  if (!blocked && hwt_graph_tensor_kind(g, in[1]) != HWT_TENSOR_PARAM) {
+    /* Weights that change between runs (a training step's): each share
+     * packs its own copy into its workspace before computing, since no
+     * share may wait for another's packing. That repeats the packing nth
+     * times, a copy of the weights each: ResNet-18's largest (2.4M floats)
+     * beside its 231M-FLOP conv. Not yet measured against a separate
+     * packing op. */
+    pack_ws = (s->plan.w_floats + 15) / 16 * 16;
+  } else if (!blocked) {
     size_t bytes = (s->plan.w_floats * sizeof(float) + 63) / 64 * 64;
     if (!(s->w_packed = aligned_alloc(64, bytes))) {
       free(s);
@@ -143,16 +148,23 @@ static int conv_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
     }
     hwt_conv_pack_weights(&s->plan, ctx->in[1], s->w_packed);
   }
+  s->pack_per_run = pack_ws != 0;
   ctx->state = s;
-  ctx->ws_floats = s->plan.ws_floats;
+  ctx->ws_floats = pack_ws + s->plan.ws_floats;
   ctx->flops = 2.0 * d.N * d.K * s->plan.OH * s->plan.OW * d.C * d.R * d.S;
   return HWT_OK;
 }
 
 static void conv_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
   const conv_state *s = ctx->state;
-  hwt_conv_run_part(&s->plan, ctx->in[0], s->w_packed ? s->w_packed : ctx->in[1],
-                    ctx->n_in == 3 ? ctx->in[2] : NULL, ctx->out[0], ws, tid, nth);
+  const float *w = s->w_packed ? s->w_packed : ctx->in[1];
+  if (s->pack_per_run) {
+    hwt_conv_pack_weights(&s->plan, ctx->in[1], ws);
+    w = ws;
+    ws += (s->plan.w_floats + 15) / 16 * 16;
+  }
+  hwt_conv_run_part(&s->plan, ctx->in[0], w, ctx->n_in == 3 ? ctx->in[2] : NULL, ctx->out[0],
+                    ws, tid, nth);
 }
 
 static void conv_release(hwt_op_ctx *ctx) {

@@ -1,0 +1,286 @@
+/* Backward CONV ops (NCHW): conv2d_grad_weight and conv2d_grad_data, as
+ * src/hwtune/graph/ops/train.py defines them, on the GEMM kernel.
+ *
+ * Both are im2col GEMMs over tiles of whole output rows:
+ *   weight: dW[oc, (ic,kh,kw)] += dy_n[oc, tile] * col_n[(ic,kh,kw), tile]^T
+ *   data:   col[(ic,kh,kw), tile] = W[oc, (ic,kh,kw)]^T * dy_n[oc, tile],
+ *           scattered back (col2im) into dx_n[ic].
+ * Work is split in units that own disjoint outputs, so no share needs
+ * another's result: weight units are input-channel blocks (a unit's im2col
+ * covers its channels only, so nothing is gathered twice), data units are
+ * (image, input-channel block) pairs. Every GEMM runs single-threaded inside
+ * its unit on a plan made at prepare time; a unit's shape takes one of at
+ * most two block sizes (even split) x two betas, so four plans cover all.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "hwtune/gemm.h"
+#include "ops_util.h"
+
+/* Output columns per im2col tile: at most this many (whole rows, at least
+ * one), so a tile of IC*KH*KW gathered rows stays in L2 for the GEMM that
+ * reads it (ResNet-18's 3x3x64 layer: 576 x 256 floats = 576 KiB; not yet
+ * tuned). */
+#define TILE_COLS 256
+/* Channel blocks per thread (units = this x max_threads, or IC if fewer):
+ * enough units that the even split of a unit count over threads loses
+ * little; not measured yet. */
+#define UNITS_PER_THREAD 2
+
+#define MAX_PLANS 4
+
+typedef struct {
+  int64_t n, ic, h, w, oc, kh, kw, oh, ow, sh, sw, ph, pw;
+  int64_t rows;   /* output rows per tile (divides oh) */
+  int64_t blocks; /* input-channel blocks */
+  int nplans;
+  hwt_gemm_plan plans[MAX_PLANS];
+  size_t gemm_ws; /* largest plan workspace */
+} cg_state;
+
+static int64_t tile_rows(int64_t oh, int64_t ow) {
+  int64_t best = 1;
+  for (int64_t r = 1; r <= oh; r++)
+    if (oh % r == 0 && r * ow <= (ow > TILE_COLS ? ow : TILE_COLS)) best = r;
+  return best;
+}
+
+static int add_plan(cg_state *s, const hwt_gemm_desc *d, hwt_isa isa) {
+  for (int i = 0; i < s->nplans; i++) {
+    const hwt_gemm_desc *e = &s->plans[i].d;
+    if (e->M == d->M && e->N == d->N && e->K == d->K && e->beta == d->beta) return HWT_OK;
+  }
+  if (s->nplans == MAX_PLANS) return HWT_EINVAL;
+  int st = hwt_gemm_plan_make(d, isa, 1, &s->plans[s->nplans]);
+  if (st < 0) return st;
+  if (s->plans[s->nplans].ws_floats > s->gemm_ws) s->gemm_ws = s->plans[s->nplans].ws_floats;
+  s->nplans++;
+  return HWT_OK;
+}
+
+static const hwt_gemm_plan *find_plan(const cg_state *s, int M, int N, int K, float beta) {
+  for (int i = 0; i < s->nplans; i++) {
+    const hwt_gemm_desc *e = &s->plans[i].d;
+    if (e->M == M && e->N == N && e->K == K && e->beta == beta) return &s->plans[i];
+  }
+  return NULL; /* unreachable: prepare made every shape run() asks for */
+}
+
+/* Geometry from x [N,IC,H,W], w [OC,IC,KH,KW] and the stride/padding attrs. */
+static int geometry(hwt_op_ctx *ctx, cg_state *s, const int64_t *x, const int64_t *w,
+                    char *err, size_t errlen) {
+  int64_t st[2] = {1, 1}, pd[2] = {0, 0};
+  hwt_ops_pair(ctx, "stride", st);
+  hwt_ops_pair(ctx, "padding", pd);
+  s->n = x[0], s->ic = x[1], s->h = x[2], s->w = x[3];
+  s->oc = w[0], s->kh = w[2], s->kw = w[3];
+  s->sh = st[0], s->sw = st[1], s->ph = pd[0], s->pw = pd[1];
+  if (st[0] < 1 || st[1] < 1 || pd[0] < 0 || pd[1] < 0 || w[1] != x[1])
+    return hwt_ops_fail(err, errlen, ctx, "bad stride, padding or channel count");
+  s->oh = (s->h + 2 * s->ph - s->kh) / s->sh + 1;
+  s->ow = (s->w + 2 * s->pw - s->kw) / s->sw + 1;
+  if (s->oh < 1 || s->ow < 1) return hwt_ops_fail(err, errlen, ctx, "empty output");
+  s->rows = tile_rows(s->oh, s->ow);
+  int64_t want = (int64_t)UNITS_PER_THREAD * ctx->max_threads;
+  s->blocks = s->ic < want ? s->ic : want;
+  return HWT_OK;
+}
+
+/* Channel block b of s->blocks: channels [lo, hi). */
+static void block(const cg_state *s, int64_t b, int64_t *lo, int64_t *hi) {
+  *lo = s->ic * b / s->blocks;
+  *hi = s->ic * (b + 1) / s->blocks;
+}
+
+/* col[(c - c0, i, j), t] for channels [c0, c1) and output rows [r0, r0 + rows). */
+static void im2col(const cg_state *s, const float *xn, int64_t c0, int64_t c1, int64_t r0,
+                   float *col) {
+  const int64_t cols = s->rows * s->ow;
+  for (int64_t c = c0; c < c1; c++)
+    for (int64_t i = 0; i < s->kh; i++)
+      for (int64_t j = 0; j < s->kw; j++) {
+        float *dst = col + (((c - c0) * s->kh + i) * s->kw + j) * cols;
+        for (int64_t r = 0; r < s->rows; r++) {
+          const int64_t y = (r0 + r) * s->sh + i - s->ph;
+          float *d = dst + r * s->ow;
+          if (y < 0 || y >= s->h) {
+            memset(d, 0, (size_t)s->ow * sizeof *d);
+            continue;
+          }
+          const float *src = xn + (c * s->h + y) * s->w;
+          for (int64_t q = 0; q < s->ow; q++) {
+            const int64_t xx = q * s->sw + j - s->pw;
+            d[q] = xx >= 0 && xx < s->w ? src[xx] : 0.0f;
+          }
+        }
+      }
+}
+
+static void col2im(const cg_state *s, const float *col, int64_t c0, int64_t c1, int64_t r0,
+                   float *dxn) {
+  const int64_t cols = s->rows * s->ow;
+  for (int64_t c = c0; c < c1; c++)
+    for (int64_t i = 0; i < s->kh; i++)
+      for (int64_t j = 0; j < s->kw; j++) {
+        const float *src = col + (((c - c0) * s->kh + i) * s->kw + j) * cols;
+        for (int64_t r = 0; r < s->rows; r++) {
+          const int64_t y = (r0 + r) * s->sh + i - s->ph;
+          if (y < 0 || y >= s->h) continue;
+          float *d = dxn + (c * s->h + y) * s->w;
+          const float *v = src + r * s->ow;
+          for (int64_t q = 0; q < s->ow; q++) {
+            const int64_t xx = q * s->sw + j - s->pw;
+            if (xx >= 0 && xx < s->w) d[xx] += v[q];
+          }
+        }
+      }
+}
+
+static size_t col_floats(const cg_state *s) {
+  int64_t cmax = (s->ic + s->blocks - 1) / s->blocks;
+  size_t n = (size_t)(cmax * s->kh * s->kw * s->rows * s->ow);
+  return (n + 15) / 16 * 16; /* keep the GEMM workspace after it 64-byte aligned */
+}
+
+/* The state of either op from its x, w and dy tensors (x or w may be the
+ * output): arity, ranks, geometry and dy's shape checked. */
+static int open_state(hwt_op_ctx *ctx, int x, int w, int dy, const char *arity, cg_state **out,
+                      char *err, size_t errlen) {
+  if (ctx->n_in != 2 || ctx->n_out != 1) return hwt_ops_fail(err, errlen, ctx, arity);
+  const hwt_graph *g = ctx->g;
+  if (hwt_graph_tensor_ndim(g, x) != 4 || hwt_graph_tensor_ndim(g, dy) != 4 ||
+      hwt_graph_tensor_ndim(g, w) != 4)
+    return hwt_ops_fail(err, errlen, ctx, "x, w and dy must be 4-D (NCHW)");
+  cg_state *s = calloc(1, sizeof *s);
+  if (!s) return HWT_ENOMEM;
+  int st = geometry(ctx, s, hwt_graph_tensor_shape(g, x), hwt_graph_tensor_shape(g, w), err,
+                    errlen);
+  const int64_t *ys = hwt_graph_tensor_shape(g, dy);
+  if (st == HWT_OK && (ys[0] != s->n || ys[1] != s->oc || ys[2] != s->oh || ys[3] != s->ow))
+    st = hwt_ops_fail(err, errlen, ctx, "dy is not this conv's output shape");
+  if (st != HWT_OK) {
+    free(s);
+    return st;
+  }
+  *out = s;
+  return HWT_OK;
+}
+
+/* ---- weight gradient: x [N,IC,H,W], dy [N,OC,OH,OW] -> dw [OC,IC,KH,KW] ---- */
+
+static int gw_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
+  cg_state *s = NULL;
+  int st = open_state(ctx, hwt_ops_in(ctx, 0), hwt_ops_out(ctx, 0), hwt_ops_in(ctx, 1),
+                      "conv2d_grad_weight takes x and dy", &s, err, errlen);
+  if (st != HWT_OK) return st;
+  const int64_t kk = s->kh * s->kw, cols = s->rows * s->ow, k2 = s->ic * kk;
+  for (int64_t b = 0; st == HWT_OK && b < s->blocks; b++) {
+    int64_t lo, hi;
+    block(s, b, &lo, &hi);
+    for (int beta = 0; beta < 2 && st == HWT_OK; beta++) {
+      /* dW rows [oc], columns [lo*kk, hi*kk): A = dy tile [OC, cols] (lda P),
+       * B = col [(hi-lo)*kk, cols] transposed. */
+      hwt_gemm_desc d = {(int)s->oc, (int)((hi - lo) * kk), (int)cols, 0, 1,
+                         (int)(s->oh * s->ow), (int)cols, (int)k2, (float)beta};
+      st = add_plan(s, &d, ctx->isa);
+    }
+  }
+  if (st != HWT_OK) {
+    free(s);
+    /* only add_plan fails here: the GEMM refused a shape, or a fifth plan */
+    hwt_ops_fail(err, errlen, ctx, "no GEMM plan for this shape");
+    return st;
+  }
+  ctx->state = s;
+  ctx->ws_floats = col_floats(s) + s->gemm_ws;
+  ctx->flops = 2.0 * (double)(s->n * s->oc * s->oh * s->ow * k2);
+  return HWT_OK;
+}
+
+static void gw_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
+  const cg_state *s = ctx->state;
+  const float *x = ctx->in[0], *dy = ctx->in[1];
+  float *dw = ctx->out[0];
+  float *col = ws, *gws = ws + col_floats(s);
+  const int64_t kk = s->kh * s->kw, cols = s->rows * s->ow, p = s->oh * s->ow;
+  int64_t b0, b1;
+  hwt_ops_rows(s->blocks, tid, nth, &b0, &b1);
+  for (int64_t b = b0; b < b1; b++) {
+    int64_t lo, hi;
+    block(s, b, &lo, &hi);
+    const int N = (int)((hi - lo) * kk);
+    for (int64_t n = 0; n < s->n; n++)
+      for (int64_t r0 = 0; r0 < s->oh; r0 += s->rows) {
+        im2col(s, x + n * s->ic * s->h * s->w, lo, hi, r0, col);
+        const float beta = n == 0 && r0 == 0 ? 0.0f : 1.0f;
+        const hwt_gemm_plan *pl = find_plan(s, (int)s->oc, N, (int)cols, beta);
+        hwt_gemm_run_part(pl, dy + n * s->oc * p + r0 * s->ow, col, dw + lo * kk, NULL, gws, 0,
+                          1);
+      }
+  }
+}
+
+/* ---- data gradient: dy [N,OC,OH,OW], w [OC,IC,KH,KW] -> dx [N,IC,H,W] ---- */
+
+static int gd_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
+  cg_state *s = NULL;
+  int st = open_state(ctx, hwt_ops_out(ctx, 0), hwt_ops_in(ctx, 1), hwt_ops_in(ctx, 0),
+                      "conv2d_grad_data takes dy and w", &s, err, errlen);
+  if (st != HWT_OK) return st;
+  const int64_t kk = s->kh * s->kw, cols = s->rows * s->ow;
+  for (int64_t b = 0; st == HWT_OK && b < s->blocks; b++) {
+    int64_t lo, hi;
+    block(s, b, &lo, &hi);
+    /* col [(hi-lo)*kk, cols] = W[:, lo*kk..]^T (A stored [OC, IC*kk]) x dy tile. */
+    hwt_gemm_desc d = {(int)((hi - lo) * kk), (int)cols, (int)s->oc, 1, 0,
+                       (int)(s->ic * kk), (int)(s->oh * s->ow), (int)cols, 0.0f};
+    st = add_plan(s, &d, ctx->isa);
+  }
+  if (st != HWT_OK) {
+    free(s);
+    /* only add_plan fails here: the GEMM refused a shape, or a fifth plan */
+    hwt_ops_fail(err, errlen, ctx, "no GEMM plan for this shape");
+    return st;
+  }
+  ctx->state = s;
+  ctx->ws_floats = col_floats(s) + s->gemm_ws;
+  ctx->flops = 2.0 * (double)(s->n * s->oc * s->oh * s->ow * s->ic * kk);
+  return HWT_OK;
+}
+
+static void gd_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
+  const cg_state *s = ctx->state;
+  const float *dy = ctx->in[0], *w = ctx->in[1];
+  float *dx = ctx->out[0];
+  float *col = ws, *gws = ws + col_floats(s);
+  const int64_t kk = s->kh * s->kw, cols = s->rows * s->ow, p = s->oh * s->ow;
+  int64_t u0, u1;
+  hwt_ops_rows(s->n * s->blocks, tid, nth, &u0, &u1);
+  for (int64_t u = u0; u < u1; u++) {
+    const int64_t n = u / s->blocks;
+    int64_t lo, hi;
+    block(s, u % s->blocks, &lo, &hi);
+    float *dxn = dx + n * s->ic * s->h * s->w;
+    memset(dxn + lo * s->h * s->w, 0, (size_t)((hi - lo) * s->h * s->w) * sizeof *dxn);
+    const hwt_gemm_plan *pl = find_plan(s, (int)((hi - lo) * kk), (int)cols, (int)s->oc, 0.0f);
+    for (int64_t r0 = 0; r0 < s->oh; r0 += s->rows) {
+      hwt_gemm_run_part(pl, w + lo * kk, dy + n * s->oc * p + r0 * s->ow, col, NULL, gws, 0, 1);
+      col2im(s, col, lo, hi, r0, dxn);
+    }
+  }
+}
+
+static void cg_release(hwt_op_ctx *ctx) {
+  free(ctx->state);
+  ctx->state = NULL;
+}
+
+static const hwt_op_impl GRAD_CONV[] = {
+    {"conv2d_grad_weight", gw_prepare, gw_run, cg_release},
+    {"conv2d_grad_data", gd_prepare, gd_run, cg_release},
+};
+
+const hwt_op_impl *hwt_ops_grad_conv(int *n) {
+  *n = (int)(sizeof GRAD_CONV / sizeof GRAD_CONV[0]);
+  return GRAD_CONV;
+}

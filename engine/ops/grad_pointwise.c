@@ -1,0 +1,139 @@
+/* Point-wise training ops: relu_grad, sigmoid_grad, tanh_grad (dx from a
+ * forward tensor and dy), and the optimizer updates sgd_update and
+ * adam_update, as src/hwtune/graph/ops/train.py defines them.
+ *
+ * Each element is independent, so threads take cache-line-aligned ranges
+ * (hwt_ops_range). The loops are plain C over restrict pointers that the
+ * compiler vectorises; they are memory-bound (2-5 streams, 1-10 flops per
+ * element), so the ISA-specific element-wise bodies would add little.
+ * adam_update computes in double as the reference does: its bias
+ * corrections 1 - beta^t are cancellation-prone in float for small t. */
+#include <math.h>
+#include <stdlib.h>
+#include "ops_util.h"
+
+typedef struct {
+  int64_t n;
+  double a[5]; /* the op's float attributes in declaration order */
+} pw_state;
+
+static int pw_setup(hwt_op_ctx *ctx, int n_in, int n_out, const char *const *keys,
+                    const double *defs, int nattr, char *err, size_t errlen) {
+  if (ctx->n_in != n_in || ctx->n_out != n_out)
+    return hwt_ops_fail(err, errlen, ctx, "wrong number of inputs or outputs");
+  pw_state *s = calloc(1, sizeof *s);
+  if (!s) return HWT_ENOMEM;
+  s->n = hwt_ops_numel(ctx->g, hwt_ops_in(ctx, 0));
+  for (int i = 0; i < n_in; i++) {
+    const int64_t want = i == 4 && n_in == 5 ? 1 : s->n; /* adam's step is [1] */
+    if (hwt_ops_numel(ctx->g, hwt_ops_in(ctx, i)) != want) {
+      free(s);
+      return hwt_ops_fail(err, errlen, ctx, "inputs must have the same number of elements");
+    }
+  }
+  for (int i = 0; i < nattr; i++) s->a[i] = hwt_ops_float(ctx, keys[i], defs[i]);
+  ctx->state = s;
+  ctx->ws_floats = 0;
+  ctx->flops = 4.0 * (double)s->n;
+  return HWT_OK;
+}
+
+static int relu_grad_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
+  static const char *const keys[] = {"alpha"};
+  static const double defs[] = {0.0};
+  return pw_setup(ctx, 2, 1, keys, defs, 1, err, errlen);
+}
+
+static int unary_grad_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
+  return pw_setup(ctx, 2, 1, NULL, NULL, 0, err, errlen);
+}
+
+static void relu_grad_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
+  const pw_state *s = ctx->state;
+  const float *restrict x = ctx->in[0], *restrict dy = ctx->in[1];
+  float *restrict dx = ctx->out[0];
+  const float alpha = (float)s->a[0];
+  int64_t lo, hi;
+  hwt_ops_range(s->n, tid, nth, &lo, &hi);
+  for (int64_t i = lo; i < hi; i++) dx[i] = x[i] > 0.0f ? dy[i] : alpha * dy[i];
+}
+
+static void sigmoid_grad_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
+  const pw_state *s = ctx->state;
+  const float *restrict y = ctx->in[0], *restrict dy = ctx->in[1];
+  float *restrict dx = ctx->out[0];
+  int64_t lo, hi;
+  hwt_ops_range(s->n, tid, nth, &lo, &hi);
+  for (int64_t i = lo; i < hi; i++) dx[i] = dy[i] * y[i] * (1.0f - y[i]);
+}
+
+static void tanh_grad_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
+  const pw_state *s = ctx->state;
+  const float *restrict y = ctx->in[0], *restrict dy = ctx->in[1];
+  float *restrict dx = ctx->out[0];
+  int64_t lo, hi;
+  hwt_ops_range(s->n, tid, nth, &lo, &hi);
+  for (int64_t i = lo; i < hi; i++) dx[i] = dy[i] * (1.0f - y[i] * y[i]);
+}
+
+static int sgd_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
+  static const char *const keys[] = {"lr", "momentum", "weight_decay"};
+  static const double defs[] = {0.01, 0.9, 0.0};
+  return pw_setup(ctx, 3, 2, keys, defs, 3, err, errlen);
+}
+
+static void sgd_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
+  const pw_state *s = ctx->state;
+  const float *restrict p = ctx->in[0], *restrict g = ctx->in[1], *restrict m = ctx->in[2];
+  float *restrict p1 = ctx->out[0], *restrict m1 = ctx->out[1];
+  const float lr = (float)s->a[0], mu = (float)s->a[1], wd = (float)s->a[2];
+  int64_t lo, hi;
+  hwt_ops_range(s->n, tid, nth, &lo, &hi);
+  for (int64_t i = lo; i < hi; i++) {
+    const float mi = mu * m[i] + (g[i] + wd * p[i]);
+    m1[i] = mi;
+    p1[i] = p[i] - lr * mi;
+  }
+}
+
+static int adam_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
+  static const char *const keys[] = {"lr", "beta1", "beta2", "epsilon"};
+  static const double defs[] = {0.001, 0.9, 0.999, 1e-8};
+  return pw_setup(ctx, 5, 3, keys, defs, 4, err, errlen);
+}
+
+static void adam_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
+  const pw_state *s = ctx->state;
+  const float *restrict p = ctx->in[0], *restrict g = ctx->in[1];
+  const float *restrict m = ctx->in[2], *restrict v = ctx->in[3];
+  float *restrict p1 = ctx->out[0], *restrict m1 = ctx->out[1], *restrict v1 = ctx->out[2];
+  const double lr = s->a[0], b1 = s->a[1], b2 = s->a[2], eps = s->a[3], t = ctx->in[4][0];
+  const double c1 = 1.0 / (1.0 - pow(b1, t)), c2 = 1.0 / (1.0 - pow(b2, t));
+  int64_t lo, hi;
+  hwt_ops_range(s->n, tid, nth, &lo, &hi);
+  for (int64_t i = lo; i < hi; i++) {
+    const double mi = b1 * m[i] + (1.0 - b1) * g[i];
+    const double vi = b2 * v[i] + (1.0 - b2) * (double)g[i] * g[i];
+    m1[i] = (float)mi;
+    v1[i] = (float)vi;
+    p1[i] = (float)(p[i] - lr * (mi * c1) / (sqrt(vi * c2) + eps));
+  }
+}
+
+static void pw_release(hwt_op_ctx *ctx) {
+  free(ctx->state);
+  ctx->state = NULL;
+}
+
+static const hwt_op_impl GRAD_POINTWISE[] = {
+    {"relu_grad", relu_grad_prepare, relu_grad_run, pw_release},
+    {"sigmoid_grad", unary_grad_prepare, sigmoid_grad_run, pw_release},
+    {"tanh_grad", unary_grad_prepare, tanh_grad_run, pw_release},
+    {"sgd_update", sgd_prepare, sgd_run, pw_release},
+    {"adam_update", adam_prepare, adam_run, pw_release},
+};
+
+const hwt_op_impl *hwt_ops_grad_pointwise(int *n) {
+  *n = (int)(sizeof GRAD_POINTWISE / sizeof GRAD_POINTWISE[0]);
+  return GRAD_POINTWISE;
+}

@@ -1,0 +1,402 @@
+/* Training ops that reduce or scatter: reduce_sum, softmax_grad,
+ * batch_norm_grad, slice_grad, pool2d_grad and the fused losses
+ * softmax_cross_entropy and mse_loss, as src/hwtune/graph/ops/train.py
+ * defines them. Sums accumulate in double, as the reference does.
+ *
+ * Every share owns disjoint outputs. The losses' scalar is a sum over the
+ * whole batch, which one share cannot take from the others without a
+ * barrier, so share 0 computes it alone while every share writes its rows
+ * of the gradient: one extra pass over [N, C] logits, small beside the
+ * model that produced them. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ops_util.h"
+
+/* ---- reduce_sum ---------------------------------------------------------- */
+
+typedef struct {
+  int64_t n_out;
+  int nk, nr;              /* kept and reduced dims */
+  int64_t kdim[HWT_GRAPH_MAX_DIMS], kstride[HWT_GRAPH_MAX_DIMS];
+  int64_t rdim[HWT_GRAPH_MAX_DIMS], rstride[HWT_GRAPH_MAX_DIMS];
+} rs_state;
+
+static int rs_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
+  if (ctx->n_in != 1 || ctx->n_out != 1)
+    return hwt_ops_fail(err, errlen, ctx, "reduce_sum takes one input");
+  int x = hwt_ops_in(ctx, 0);
+  const int rank = hwt_graph_tensor_ndim(ctx->g, x);
+  const int64_t *xs = hwt_graph_tensor_shape(ctx->g, x);
+  int reduced[HWT_GRAPH_MAX_DIMS] = {0};
+  int64_t axes[HWT_GRAPH_MAX_DIMS];
+  int na = hwt_graph_op_attr_kind(ctx->g, ctx->op, "axes") == HWT_ATTR_INTS
+               ? hwt_graph_op_get_ints(ctx->g, ctx->op, "axes", axes, HWT_GRAPH_MAX_DIMS)
+               : 0;
+  if (na < 0 || na > rank) return hwt_ops_fail(err, errlen, ctx, "bad axes");
+  for (int i = 0; i < na; i++) {
+    int64_t a = axes[i] < 0 ? axes[i] + rank : axes[i];
+    if (a < 0 || a >= rank) return hwt_ops_fail(err, errlen, ctx, "axis out of range");
+    reduced[a] = 1;
+  }
+  if (na == 0)
+    for (int i = 0; i < rank; i++) reduced[i] = 1;
+  rs_state *s = calloc(1, sizeof *s);
+  if (!s) return HWT_ENOMEM;
+  int64_t stride = 1;
+  int64_t kd[HWT_GRAPH_MAX_DIMS], ks[HWT_GRAPH_MAX_DIMS], rd[HWT_GRAPH_MAX_DIMS], rsd[HWT_GRAPH_MAX_DIMS];
+  int nk = 0, nr = 0;
+  for (int i = rank - 1; i >= 0; i--) { /* innermost first, then reversed below */
+    if (reduced[i]) rd[nr] = xs[i], rsd[nr++] = stride;
+    else kd[nk] = xs[i], ks[nk++] = stride;
+    stride *= xs[i];
+  }
+  s->nk = nk, s->nr = nr, s->n_out = 1;
+  for (int i = 0; i < nk; i++) {
+    s->kdim[i] = kd[nk - 1 - i], s->kstride[i] = ks[nk - 1 - i];
+    s->n_out *= s->kdim[i];
+  }
+  for (int i = 0; i < nr; i++) s->rdim[i] = rd[nr - 1 - i], s->rstride[i] = rsd[nr - 1 - i];
+  if (hwt_ops_numel(ctx->g, hwt_ops_out(ctx, 0)) != s->n_out) {
+    free(s);
+    return hwt_ops_fail(err, errlen, ctx, "output size differs from the kept dimensions");
+  }
+  ctx->state = s;
+  /* per thread: a double accumulator and an int64 source offset per output */
+  ctx->ws_floats = (size_t)(4 * s->n_out);
+  ctx->flops = (double)hwt_ops_numel(ctx->g, x);
+  return HWT_OK;
+}
+
+static void rs_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
+  const rs_state *s = ctx->state;
+  int64_t lo, hi;
+  hwt_ops_range(s->n_out, tid, nth, &lo, &hi);
+  if (lo >= hi) return;
+  const int64_t m = hi - lo;
+  double *acc = (double *)ws;
+  int64_t *off = (int64_t *)(acc + m);
+  for (int64_t o = lo; o < hi; o++) { /* kept offset of each of this share's outputs */
+    int64_t rest = o, at = 0;
+    for (int k = s->nk - 1; k >= 0; k--) {
+      at += (rest % s->kdim[k]) * s->kstride[k];
+      rest /= s->kdim[k];
+    }
+    off[o - lo] = at;
+    acc[o - lo] = 0.0;
+  }
+  int64_t idx[HWT_GRAPH_MAX_DIMS] = {0}, base = 0;
+  const float *x = ctx->in[0];
+  for (;;) {
+    const float *xb = x + base;
+    for (int64_t j = 0; j < m; j++) acc[j] += xb[off[j]];
+    int k = s->nr - 1; /* odometer over the reduced dims */
+    for (; k >= 0; k--) {
+      base += s->rstride[k];
+      if (++idx[k] < s->rdim[k]) break;
+      base -= idx[k] * s->rstride[k];
+      idx[k] = 0;
+    }
+    if (k < 0) break;
+  }
+  for (int64_t j = 0; j < m; j++) ctx->out[0][lo + j] = (float)acc[j];
+}
+
+/* ---- softmax_grad: lines as softmax's ------------------------------------ */
+
+typedef struct {
+  int64_t outer, len, inner;
+} line_state;
+
+static int smg_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
+  if (ctx->n_in != 2 || ctx->n_out != 1)
+    return hwt_ops_fail(err, errlen, ctx, "softmax_grad takes y and dy");
+  int y = hwt_ops_in(ctx, 0);
+  int rank = hwt_graph_tensor_ndim(ctx->g, y);
+  const int64_t *ys = hwt_graph_tensor_shape(ctx->g, y);
+  int64_t axis = hwt_ops_int(ctx, "axis", -1);
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank) return hwt_ops_fail(err, errlen, ctx, "axis out of range");
+  line_state *s = malloc(sizeof *s);
+  if (!s) return HWT_ENOMEM;
+  s->outer = hwt_ops_prod(ys, 0, (int)axis);
+  s->len = ys[axis];
+  s->inner = hwt_ops_prod(ys, (int)axis + 1, rank);
+  ctx->state = s;
+  ctx->ws_floats = 0;
+  ctx->flops = 4.0 * (double)hwt_ops_numel(ctx->g, y);
+  return HWT_OK;
+}
+
+static void smg_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
+  const line_state *s = ctx->state;
+  int64_t lo, hi;
+  hwt_ops_rows(s->outer * s->inner, tid, nth, &lo, &hi);
+  for (int64_t line = lo; line < hi; line++) {
+    const int64_t base = (line / s->inner) * s->len * s->inner + line % s->inner;
+    const float *y = ctx->in[0] + base, *dy = ctx->in[1] + base;
+    float *dx = ctx->out[0] + base;
+    double dot = 0.0;
+    for (int64_t j = 0; j < s->len; j++) dot += (double)dy[j * s->inner] * y[j * s->inner];
+    for (int64_t j = 0; j < s->len; j++)
+      dx[j * s->inner] = (float)(y[j * s->inner] * (dy[j * s->inner] - dot));
+  }
+}
+
+/* ---- losses ---------------------------------------------------------------- */
+
+typedef struct {
+  int64_t rows, cols;
+} loss_state;
+
+static int loss_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
+  if (ctx->n_in != 2 || ctx->n_out != 2)
+    return hwt_ops_fail(err, errlen, ctx, "a loss takes a prediction and a target and gives "
+                                          "loss and gradient");
+  int a = hwt_ops_in(ctx, 0);
+  const int64_t n = hwt_ops_numel(ctx->g, a);
+  if (hwt_ops_numel(ctx->g, hwt_ops_in(ctx, 1)) != n ||
+      hwt_ops_numel(ctx->g, hwt_ops_out(ctx, 0)) != 1)
+    return hwt_ops_fail(err, errlen, ctx, "target must match the prediction; loss is [1]");
+  loss_state *s = malloc(sizeof *s);
+  if (!s) return HWT_ENOMEM;
+  const int rank = hwt_graph_tensor_ndim(ctx->g, a);
+  s->cols = rank ? hwt_graph_tensor_shape(ctx->g, a)[rank - 1] : 1;
+  s->rows = s->cols ? n / s->cols : 0;
+  ctx->state = s;
+  ctx->ws_floats = 0;
+  ctx->flops = 6.0 * (double)n;
+  return HWT_OK;
+}
+
+/* log-sum-exp of one row, shifted by its max (double). */
+static double row_lse(const float *z, int64_t c, double *mx) {
+  double m = z[0], sum = 0.0;
+  for (int64_t j = 1; j < c; j++) m = z[j] > m ? z[j] : m;
+  for (int64_t j = 0; j < c; j++) sum += exp((double)z[j] - m);
+  *mx = m;
+  return log(sum);
+}
+
+static void xent_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
+  const loss_state *s = ctx->state;
+  const float *z = ctx->in[0], *t = ctx->in[1];
+  float *dz = ctx->out[1];
+  const double inv_n = 1.0 / (double)s->rows;
+  int64_t lo, hi;
+  hwt_ops_rows(s->rows, tid, nth, &lo, &hi);
+  for (int64_t r = lo; r < hi; r++) {
+    const float *zr = z + r * s->cols, *tr = t + r * s->cols;
+    double mx, tsum = 0.0;
+    const double lse = row_lse(zr, s->cols, &mx);
+    for (int64_t j = 0; j < s->cols; j++) tsum += tr[j];
+    for (int64_t j = 0; j < s->cols; j++)
+      dz[r * s->cols + j] = (float)((exp((double)zr[j] - mx - lse) * tsum - tr[j]) * inv_n);
+  }
+  if (tid != 0) return;
+  double loss = 0.0;
+  for (int64_t r = 0; r < s->rows; r++) {
+    const float *zr = z + r * s->cols, *tr = t + r * s->cols;
+    double mx;
+    const double lse = row_lse(zr, s->cols, &mx);
+    for (int64_t j = 0; j < s->cols; j++) loss -= tr[j] * ((double)zr[j] - mx - lse);
+  }
+  ctx->out[0][0] = (float)(loss * inv_n);
+}
+
+static void mse_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
+  const loss_state *s = ctx->state;
+  const int64_t n = s->rows * s->cols;
+  const float *y = ctx->in[0], *t = ctx->in[1];
+  const double scale = 2.0 / (double)n;
+  int64_t lo, hi;
+  hwt_ops_range(n, tid, nth, &lo, &hi);
+  for (int64_t i = lo; i < hi; i++) ctx->out[1][i] = (float)(((double)y[i] - t[i]) * scale);
+  if (tid != 0) return;
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; i++) sum += ((double)y[i] - t[i]) * ((double)y[i] - t[i]);
+  ctx->out[0][0] = (float)(sum / (double)n);
+}
+
+/* ---- batch_norm_grad: channels are independent ---------------------------- */
+
+typedef struct {
+  int64_t batch, channels, inner;
+  double eps;
+} bng_state;
+
+static int bng_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
+  if (ctx->n_in != 5 || ctx->n_out != 3)
+    return hwt_ops_fail(err, errlen, ctx, "batch_norm_grad takes x, dy, gamma, mean, var");
+  int x = hwt_ops_in(ctx, 0);
+  const int rank = hwt_graph_tensor_ndim(ctx->g, x);
+  const int64_t *xs = hwt_graph_tensor_shape(ctx->g, x);
+  if (rank < 2) return hwt_ops_fail(err, errlen, ctx, "x needs a channel axis");
+  bng_state *s = malloc(sizeof *s);
+  if (!s) return HWT_ENOMEM;
+  s->batch = xs[0], s->channels = xs[1], s->inner = hwt_ops_prod(xs, 2, rank);
+  s->eps = hwt_ops_float(ctx, "epsilon", 1e-5);
+  ctx->state = s;
+  ctx->ws_floats = 0;
+  ctx->flops = 5.0 * (double)hwt_ops_numel(ctx->g, x);
+  return HWT_OK;
+}
+
+static void bng_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
+  const bng_state *s = ctx->state;
+  const float *x = ctx->in[0], *dy = ctx->in[1];
+  int64_t lo, hi;
+  hwt_ops_rows(s->channels, tid, nth, &lo, &hi);
+  for (int64_t c = lo; c < hi; c++) {
+    const double inv = 1.0 / sqrt((double)ctx->in[4][c] + s->eps), mean = ctx->in[3][c];
+    const float scale = (float)(ctx->in[2][c] * inv);
+    double dg = 0.0, db = 0.0;
+    for (int64_t n = 0; n < s->batch; n++) {
+      const int64_t at = (n * s->channels + c) * s->inner;
+      for (int64_t k = 0; k < s->inner; k++) {
+        const double d = dy[at + k];
+        dg += d * (((double)x[at + k] - mean) * inv);
+        db += d;
+        ctx->out[0][at + k] = dy[at + k] * scale;
+      }
+    }
+    ctx->out[1][c] = (float)dg;
+    ctx->out[2][c] = (float)db;
+  }
+}
+
+/* ---- slice_grad: rows of the padded output, copied or zeroed --------------- */
+
+typedef struct {
+  int64_t outer, len, size, begin, inner;
+} sg_state;
+
+static int sg_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
+  if (ctx->n_in != 1 || ctx->n_out != 1)
+    return hwt_ops_fail(err, errlen, ctx, "slice_grad takes dy");
+  int dy = hwt_ops_in(ctx, 0);
+  const int rank = hwt_graph_tensor_ndim(ctx->g, dy);
+  const int64_t *ds = hwt_graph_tensor_shape(ctx->g, dy);
+  int64_t axis = hwt_ops_int(ctx, "axis", 0);
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank) return hwt_ops_fail(err, errlen, ctx, "axis out of range");
+  sg_state *s = malloc(sizeof *s);
+  if (!s) return HWT_ENOMEM;
+  s->outer = hwt_ops_prod(ds, 0, (int)axis);
+  s->len = ds[axis];
+  s->inner = hwt_ops_prod(ds, (int)axis + 1, rank);
+  s->size = hwt_ops_int(ctx, "size", 0);
+  s->begin = hwt_ops_int(ctx, "begin", 0);
+  if (s->begin < 0 || s->begin + s->len > s->size ||
+      hwt_ops_numel(ctx->g, hwt_ops_out(ctx, 0)) != s->outer * s->size * s->inner) {
+    free(s);
+    return hwt_ops_fail(err, errlen, ctx, "the slice does not fit in size");
+  }
+  ctx->state = s;
+  ctx->ws_floats = 0;
+  ctx->flops = 0.0;
+  return HWT_OK;
+}
+
+static void sg_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
+  const sg_state *s = ctx->state;
+  int64_t lo, hi;
+  hwt_ops_rows(s->outer * s->size, tid, nth, &lo, &hi);
+  const size_t bytes = (size_t)s->inner * sizeof(float);
+  for (int64_t row = lo; row < hi; row++) {
+    const int64_t o = row / s->size, a = row % s->size - s->begin;
+    float *dst = ctx->out[0] + row * s->inner;
+    if (a >= 0 && a < s->len)
+      memcpy(dst, ctx->in[0] + (o * s->len + a) * s->inner, bytes);
+    else
+      memset(dst, 0, bytes);
+  }
+}
+
+/* ---- pool2d_grad (NCHW): planes are independent ------------------------------ */
+
+typedef struct {
+  int64_t planes, h, w, oh, ow, kh, kw, sh, sw, ph, pw;
+  int max, include_pad;
+} pg_state;
+
+static int pg_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
+  if (ctx->n_in != 2 || ctx->n_out != 1)
+    return hwt_ops_fail(err, errlen, ctx, "pool2d_grad takes x and dy");
+  int x = hwt_ops_in(ctx, 0), dy = hwt_ops_in(ctx, 1);
+  if (hwt_graph_tensor_ndim(ctx->g, x) != 4 || hwt_graph_tensor_ndim(ctx->g, dy) != 4)
+    return hwt_ops_fail(err, errlen, ctx, "x and dy must be NCHW");
+  const int64_t *xs = hwt_graph_tensor_shape(ctx->g, x), *ds = hwt_graph_tensor_shape(ctx->g, dy);
+  int64_t k[2], st[2], pd[2] = {0, 0};
+  if (hwt_ops_pair(ctx, "kernel", k)) return hwt_ops_fail(err, errlen, ctx, "kernel is unset");
+  if (hwt_ops_pair(ctx, "stride", st)) st[0] = k[0], st[1] = k[1];
+  hwt_ops_pair(ctx, "padding", pd);
+  pg_state *s = malloc(sizeof *s);
+  if (!s) return HWT_ENOMEM;
+  s->planes = xs[0] * xs[1], s->h = xs[2], s->w = xs[3], s->oh = ds[2], s->ow = ds[3];
+  s->kh = k[0], s->kw = k[1], s->sh = st[0], s->sw = st[1], s->ph = pd[0], s->pw = pd[1];
+  s->max = hwt_ops_str_is(ctx, "mode", "max", 0);
+  s->include_pad = (int)hwt_ops_int(ctx, "count_include_pad", 0);
+  ctx->state = s;
+  ctx->ws_floats = 0;
+  ctx->flops = (double)(hwt_ops_numel(ctx->g, dy) * s->kh * s->kw);
+  return HWT_OK;
+}
+
+static void pg_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
+  const pg_state *s = ctx->state;
+  int64_t lo, hi;
+  hwt_ops_rows(s->planes, tid, nth, &lo, &hi);
+  for (int64_t p = lo; p < hi; p++) {
+    const float *x = ctx->in[0] + p * s->h * s->w, *dy = ctx->in[1] + p * s->oh * s->ow;
+    float *dx = ctx->out[0] + p * s->h * s->w;
+    memset(dx, 0, (size_t)(s->h * s->w) * sizeof *dx);
+    for (int64_t oy = 0; oy < s->oh; oy++)
+      for (int64_t ox = 0; ox < s->ow; ox++) {
+        const int64_t y0 = oy * s->sh - s->ph, x0 = ox * s->sw - s->pw;
+        const int64_t ya = y0 < 0 ? 0 : y0, yb = y0 + s->kh < s->h ? y0 + s->kh : s->h;
+        const int64_t xa = x0 < 0 ? 0 : x0, xb = x0 + s->kw < s->w ? x0 + s->kw : s->w;
+        const float g = dy[oy * s->ow + ox];
+        if (s->max) { /* the first maximum in row-major order takes dy */
+          int64_t at = -1;
+          float best = -INFINITY;
+          for (int64_t yy = ya; yy < yb; yy++)
+            for (int64_t xx = xa; xx < xb; xx++)
+              if (at < 0 || x[yy * s->w + xx] > best) best = x[yy * s->w + xx], at = yy * s->w + xx;
+          if (at >= 0) dx[at] += g;
+          continue;
+        }
+        int64_t count;
+        if (s->include_pad) { /* the window clipped to the padded input */
+          const int64_t yc = y0 + s->kh < s->h + s->ph ? y0 + s->kh : s->h + s->ph;
+          const int64_t xc = x0 + s->kw < s->w + s->pw ? x0 + s->kw : s->w + s->pw;
+          count = (yc - y0) * (xc - x0);
+        } else {
+          count = (yb - ya) * (xb - xa);
+        }
+        const float share = g / (float)count;
+        for (int64_t yy = ya; yy < yb; yy++)
+          for (int64_t xx = xa; xx < xb; xx++) dx[yy * s->w + xx] += share;
+      }
+  }
+}
+
+static void gr_release(hwt_op_ctx *ctx) {
+  free(ctx->state);
+  ctx->state = NULL;
+}
+
+static const hwt_op_impl GRAD_REDUCE[] = {
+    {"reduce_sum", rs_prepare, rs_run, gr_release},
+    {"softmax_grad", smg_prepare, smg_run, gr_release},
+    {"softmax_cross_entropy", loss_prepare, xent_run, gr_release},
+    {"mse_loss", loss_prepare, mse_run, gr_release},
+    {"batch_norm_grad", bng_prepare, bng_run, gr_release},
+    {"slice_grad", sg_prepare, sg_run, gr_release},
+    {"pool2d_grad", pg_prepare, pg_run, gr_release},
+};
+
+const hwt_op_impl *hwt_ops_grad_reduce(int *n) {
+  *n = (int)(sizeof GRAD_REDUCE / sizeof GRAD_REDUCE[0]);
+  return GRAD_REDUCE;
+}

@@ -1,0 +1,8 @@
+"""Reverse-mode differentiation of model.json graphs: training steps."""
+
+from hwtune.graph.autodiff.build import (DEFAULTS, LOSSES, LOSS_NAME, OPTIMIZERS, TrainSpec,
+                                         trainable_params, training_graph)
+from hwtune.graph.autodiff.rules import RULES
+
+__all__ = ["DEFAULTS", "LOSSES", "LOSS_NAME", "OPTIMIZERS", "RULES", "TrainSpec",
+           "trainable_params", "training_graph"]

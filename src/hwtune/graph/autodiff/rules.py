@@ -1,0 +1,225 @@
+"""Gradient rules: one function per forward op type.
+
+A rule gets the emitter, the forward op (attributes resolved) and the
+gradient of each of its outputs (a tensor name; zeros are materialised by
+the caller for outputs nothing used), plus which inputs need a gradient; it
+emits backward ops and returns one gradient name (or None) per input. Rules
+express backward work with forward ops where one fits (matmul with
+transposes, slice, concat, reshape) and otherwise with the training ops of
+hwtune.graph.ops.train. Every gradient has its tensor's shape.
+
+Kept apart from the op definitions (hwtune.graph.ops) so that adding a
+forward op and adding its rule are separate changes.
+"""
+
+from typing import Callable, Dict, List, Optional, Sequence
+
+from hwtune.graph.ops import normalize_axis
+
+Rule = Callable[..., List[Optional[str]]]
+RULES: Dict[str, Rule] = {}
+
+
+def rule(*names):
+    def deco(fn):
+        for n in names:
+            RULES[n] = fn
+        return fn
+    return deco
+
+
+class NoRule(Exception):
+    """The op has no gradient rule (or none for these attributes)."""
+
+
+def unbroadcast(e, g: str, shape: Sequence[int]) -> str:
+    """Sum a gradient of the broadcast shape back to an operand's shape."""
+    gshape = tuple(e.shape(g))
+    shape = tuple(shape)
+    if gshape == shape:
+        return g
+    lead = len(gshape) - len(shape)
+    axes = list(range(lead)) + [i + lead for i, d in enumerate(shape)
+                                if d == 1 and gshape[i + lead] != 1]
+    out = e.op("reduce_sum", [g], axes=axes, keepdims=True)
+    if tuple(e.shape(out)) != shape:
+        out = e.op("reshape", [out], shape=list(shape) or [1])
+    return out
+
+
+def _shape_of(e, name):
+    return tuple(e.shape(name))
+
+
+@rule("add", "sum")
+def _add(e, op, dys, wants):
+    return [unbroadcast(e, dys[0], _shape_of(e, x)) if w else None
+            for x, w in zip(op.inputs, wants)]
+
+
+@rule("sub")
+def _sub(e, op, dys, wants):
+    a, b = op.inputs
+    da = unbroadcast(e, dys[0], _shape_of(e, a)) if wants[0] else None
+    db = None
+    if wants[1]:
+        db = unbroadcast(e, e.op("affine", [dys[0]], scale=-1.0, shift=0.0), _shape_of(e, b))
+    return [da, db]
+
+
+@rule("mul")
+def _mul(e, op, dys, wants):
+    a, b = op.inputs
+    da = unbroadcast(e, e.op("mul", [dys[0], b]), _shape_of(e, a)) if wants[0] else None
+    db = unbroadcast(e, e.op("mul", [dys[0], a]), _shape_of(e, b)) if wants[1] else None
+    return [da, db]
+
+
+@rule("div")
+def _div(e, op, dys, wants):
+    a, b = op.inputs
+    y = op.outputs[0]
+    da = unbroadcast(e, e.op("div", [dys[0], b]), _shape_of(e, a)) if wants[0] else None
+    db = None
+    if wants[1]:  # d(a/b)/db = -(a/b)/b
+        t = e.op("div", [e.op("mul", [dys[0], y]), b])
+        db = unbroadcast(e, e.op("affine", [t], scale=-1.0, shift=0.0), _shape_of(e, b))
+    return [da, db]
+
+
+@rule("affine")
+def _affine(e, op, dys, wants):
+    return [e.op("affine", [dys[0]], scale=op.resolved["scale"], shift=0.0)]
+
+
+@rule("relu")
+def _relu(e, op, dys, wants):
+    return [e.op("relu_grad", [op.inputs[0], dys[0]])]
+
+
+@rule("leaky_relu")
+def _leaky_relu(e, op, dys, wants):
+    return [e.op("relu_grad", [op.inputs[0], dys[0]], alpha=op.resolved["alpha"])]
+
+
+@rule("sigmoid")
+def _sigmoid(e, op, dys, wants):
+    return [e.op("sigmoid_grad", [op.outputs[0], dys[0]])]
+
+
+@rule("tanh")
+def _tanh(e, op, dys, wants):
+    return [e.op("tanh_grad", [op.outputs[0], dys[0]])]
+
+
+@rule("softmax")
+def _softmax(e, op, dys, wants):
+    return [e.op("softmax_grad", [op.outputs[0], dys[0]], axis=op.resolved["axis"])]
+
+
+@rule("matmul")
+def _matmul(e, op, dys, wants):
+    """y = A B (+ bias), A = op(a), B = op(b): dA = dy B^T, dB = A^T dy,
+    each written as one GEMM with the transposes that give the stored
+    layout of a and b directly."""
+    a, b = op.inputs[0], op.inputs[1]
+    ta, tb = op.resolved["transpose_a"], op.resolved["transpose_b"]
+    dy = dys[0]
+    out = [None] * len(op.inputs)
+    if wants[0]:
+        out[0] = (e.op("matmul", [b, dy], transpose_a=tb, transpose_b=True) if ta
+                  else e.op("matmul", [dy, b], transpose_b=not tb))
+    if wants[1]:
+        out[1] = (e.op("matmul", [dy, a], transpose_a=True, transpose_b=ta) if tb
+                  else e.op("matmul", [a, dy], transpose_a=not ta))
+    if len(op.inputs) == 3 and wants[2]:
+        out[2] = e.op("reduce_sum", [dy], axes=[0], keepdims=False)
+    return out
+
+
+def _nchw_only(op):
+    if op.resolved.get("layout", "NCHW") != "NCHW":
+        raise NoRule(f"{op.op} in layout {op.resolved['layout']} (NCHW only)")
+
+
+@rule("conv2d")
+def _conv2d(e, op, dys, wants):
+    _nchw_only(op)
+    x, w = op.inputs[0], op.inputs[1]
+    st, pad = list(op.resolved["stride"]), list(op.resolved["padding"])
+    xs, ws = _shape_of(e, x), _shape_of(e, w)
+    out = [None] * len(op.inputs)
+    if wants[0]:
+        out[0] = e.op("conv2d_grad_data", [dys[0], w], stride=st, padding=pad,
+                      input_size=[xs[2], xs[3]])
+    if wants[1]:
+        out[1] = e.op("conv2d_grad_weight", [x, dys[0]], stride=st, padding=pad,
+                      kernel=[ws[2], ws[3]])
+    if len(op.inputs) == 3 and wants[2]:
+        out[2] = e.op("reduce_sum", [dys[0]], axes=[0, 2, 3], keepdims=False)
+    return out
+
+
+@rule("pool2d")
+def _pool2d(e, op, dys, wants):
+    _nchw_only(op)
+    r = op.resolved
+    attrs = {k: (list(v) if isinstance(v, tuple) else v) for k, v in r.items()
+             if k != "layout" and v is not None}
+    return [e.op("pool2d_grad", [op.inputs[0], dys[0]], **attrs)]
+
+
+@rule("global_pool2d")
+def _global_pool2d(e, op, dys, wants):
+    _nchw_only(op)
+    h, w = _shape_of(e, op.inputs[0])[2:4]
+    return [e.op("pool2d_grad", [op.inputs[0], dys[0]], mode=op.resolved["mode"],
+                 kernel=[h, w])]
+
+
+@rule("batch_norm")
+def _batch_norm(e, op, dys, wants):
+    """Statistics are the op's inputs (inference-mode batch_norm): x, gamma
+    and beta get gradients, mean and var are constants."""
+    _nchw_only(op)
+    x, gamma, _, mean, var = op.inputs
+    if wants[3] or wants[4]:
+        raise NoRule("batch_norm with respect to its mean or var (they are statistics)")
+    dx, dgamma, dbeta = e.op("batch_norm_grad", [x, dys[0], gamma, mean, var], n_out=3,
+                             epsilon=op.resolved["epsilon"])
+    return [dx, dgamma, dbeta, None, None]
+
+
+@rule("concat")
+def _concat(e, op, dys, wants):
+    axis = normalize_axis(op.resolved["axis"], len(_shape_of(e, op.outputs[0])))
+    out, begin = [], 0
+    for x, w in zip(op.inputs, wants):
+        size = _shape_of(e, x)[axis]
+        out.append(e.op("slice", [dys[0]], axis=axis, begin=begin, end=begin + size)
+                   if w else None)
+        begin += size
+    return out
+
+
+@rule("split")
+def _split(e, op, dys, wants):
+    return [e.op("concat", list(dys), axis=op.resolved["axis"])]
+
+
+@rule("slice")
+def _slice(e, op, dys, wants):
+    shape = _shape_of(e, op.inputs[0])
+    axis = normalize_axis(op.resolved["axis"], len(shape))
+    begin, _, _ = slice(op.resolved["begin"], op.resolved["end"]).indices(shape[axis])
+    return [e.op("slice_grad", [dys[0]], axis=axis, begin=begin, size=shape[axis])]
+
+
+@rule("reshape", "flatten")
+def _reshape(e, op, dys, wants):
+    return [e.op("reshape", [dys[0]], shape=list(_shape_of(e, op.inputs[0])))]
+
+
+@rule("layout_transform")
+def _layout_transform(e, op, dys, wants):
+    return [e.op("layout_transform", [dys[0]], src=op.resolved["dst"], dst=op.resolved["src"])]

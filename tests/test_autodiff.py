@@ -1,0 +1,155 @@
+"""Reverse-mode differentiation: every gradient rule against central finite
+differences in float64, on one-op models whose operands are all trainable.
+
+The numpy reference computes in float64 and rounds each op's result to
+float32; the check runs it with float32 swapped for float64 in the op and
+reference modules, so the loss, its finite differences and the analytic
+gradients (the training graph's own backward ops, run by the same
+reference) are all float64."""
+
+import numpy as np
+import pytest
+
+from hwtune.graph import load_model
+from hwtune.graph.autodiff import RULES, TrainSpec, training_graph
+from hwtune.graph.errors import GraphError
+from hwtune.graph.reference import init_inputs, run_reference
+
+F64_MODULES = ["hwtune.graph.reference"] + [
+    f"hwtune.graph.ops.{m}" for m in ("eltwise", "linear", "conv", "pool", "norm", "movement",
+                                      "layout", "train")]
+
+
+class _Numpy64:
+    """numpy, with float32 meaning float64."""
+
+    def __getattr__(self, name):
+        return np.float64 if name == "float32" else getattr(np, name)
+
+
+@pytest.fixture
+def float64(monkeypatch):
+    import importlib
+    for name in F64_MODULES:
+        monkeypatch.setattr(importlib.import_module(name), "np", _Numpy64())
+
+
+POS = {"low": 0.5, "high": 2.0}  # divisors and variances
+CASES = [  # (op, operand shapes, attrs, per-operand init overrides)
+    ("matmul", [(3, 4), (4, 5), (5,)], {}, {}),
+    ("matmul", [(4, 3), (4, 5)], {"transpose_a": True}, {}),
+    ("matmul", [(3, 4), (5, 4)], {"transpose_b": True}, {}),
+    ("matmul", [(4, 3), (5, 4), (5,)], {"transpose_a": True, "transpose_b": True}, {}),
+    ("add", [(3, 4), (4,)], {}, {}),
+    ("add", [(2, 1, 4), (3, 1)], {}, {}),
+    ("sub", [(3, 4), (3, 1)], {}, {}),
+    ("mul", [(2, 3, 4), (1, 3, 1)], {}, {}),
+    ("div", [(3, 4), (4,)], {}, {1: POS}),
+    ("sum", [(3, 4), (4,), (3, 4)], {}, {}),
+    ("affine", [(3, 4)], {"scale": -1.5, "shift": 0.25}, {}),
+    ("sigmoid", [(3, 5)], {}, {}),
+    ("tanh", [(3, 5)], {}, {}),
+    ("relu", [(3, 5)], {}, {}),
+    ("leaky_relu", [(3, 5)], {"alpha": 0.1}, {}),
+    ("softmax", [(3, 5)], {}, {}),
+    ("softmax", [(2, 4, 3)], {"axis": 1}, {}),
+    ("conv2d", [(2, 3, 5, 5), (4, 3, 3, 3), (4,)], {"padding": 1}, {}),
+    ("conv2d", [(1, 2, 7, 6), (3, 2, 3, 2)], {"stride": 2}, {}),
+    ("conv2d", [(1, 2, 6, 6), (2, 2, 1, 3)], {"stride": [2, 1], "padding": [0, 1]}, {}),
+    ("pool2d", [(2, 2, 6, 6)], {"mode": "max", "kernel": 3, "stride": 2, "padding": 1}, {}),
+    ("pool2d", [(1, 2, 5, 5)], {"mode": "max", "kernel": 2, "ceil_mode": True}, {}),
+    ("pool2d", [(1, 2, 6, 5)], {"mode": "avg", "kernel": 3, "stride": 2, "padding": 1}, {}),
+    ("pool2d", [(1, 2, 7, 7)], {"mode": "avg", "kernel": 3, "stride": 2, "padding": 1,
+                                "ceil_mode": True, "count_include_pad": True}, {}),
+    ("global_pool2d", [(2, 3, 3, 4)], {"mode": "avg"}, {}),
+    ("global_pool2d", [(2, 3, 3, 4)], {"mode": "max"}, {}),
+    ("batch_norm", [(2, 3, 2, 2), (3,), (3,), (3,), (3,)], {}, {4: POS}),
+    ("batch_norm", [(4, 3), (3,), (3,), (3,), (3,)], {"epsilon": 0.1}, {4: POS}),
+    ("concat", [(2, 3), (2, 2), (2, 1)], {"axis": 1}, {}),
+    ("split", [(2, 6, 2)], {"axis": 1, "sizes": [1, 3, 2]}, {}),
+    ("slice", [(3, 7)], {"axis": 1, "begin": 2, "end": -1}, {}),
+    ("slice", [(5, 2)], {"axis": 0, "begin": -3}, {}),
+    ("reshape", [(2, 3, 4)], {"shape": [4, -1]}, {}),
+    ("flatten", [(2, 3, 2, 2)], {}, {}),
+]
+
+
+def one_op(op, shapes, attrs, inits, n_out=1):
+    params = []
+    for i, s in enumerate(shapes):
+        t = {"name": f"p{i}", "shape": list(s)}
+        t.update(inits.get(i, {"low": -1.0, "high": 1.0}))
+        params.append(t)
+    outs = [f"y{i}" for i in range(n_out)]
+    o = {"name": "op", "op": op, "inputs": [p["name"] for p in params], "outputs": outs}
+    if attrs:
+        o["attrs"] = attrs
+    return load_model({"format_version": 1, "name": f"one_{op}", "seed": 5, "inputs": [],
+                       "params": params, "ops": [o], "outputs": outs})
+
+
+def _id(case):
+    return f"{case[0]}-{'-'.join('x'.join(map(str, s)) for s in case[1])}-{case[2]}"
+
+
+@pytest.mark.parametrize("case", CASES, ids=_id)
+def test_rule_matches_finite_differences(case, float64):
+    op, shapes, attrs, inits = case
+    n_out = len(attrs.get("sizes", ())) or 1
+    g = one_op(op, shapes, attrs, inits, n_out)
+    t = training_graph(g, TrainSpec(loss="mse", optimizer="none"))
+    values = init_inputs(t)  # weights (inputs of the step) and zero targets
+    rng = np.random.default_rng(1)
+    for name in values:  # targets away from the outputs: a generic dloss/dy
+        if name.startswith("target"):
+            values[name] = rng.uniform(-1, 1, values[name].shape)
+    out = run_reference(t, inputs=values)
+    grads = {n[:-len(".grad")]: out[n] for n in t.outputs if n.endswith(".grad")}
+    assert grads, "no gradient computed"
+    eps = 1e-6
+    for name, grad in grads.items():
+        assert grad.dtype == np.float64
+        fd = np.zeros(grad.shape)
+        base = values[name]
+        for k in range(base.size):
+            losses = []
+            for sign in (1, -1):
+                v = base.copy()
+                v.flat[k] += sign * eps
+                losses.append(run_reference(t, inputs={**values, name: v})["loss"][0])
+            fd.flat[k] = (losses[0] - losses[1]) / (2 * eps)
+        err = np.linalg.norm(grad - fd) / max(np.linalg.norm(fd), 1e-12)
+        assert err <= 1e-3, f"{name}: relative error {err:.2e}"
+
+
+def test_every_rule_has_a_case():
+    assert {c[0] for c in CASES} == set(RULES) - {"layout_transform"}
+
+
+def test_op_without_rule_is_a_clear_error():
+    g = one_op("maximum", [(3, 4), (3, 4)], {}, {})
+    with pytest.raises(GraphError, match='op "op": maximum has no gradient rule'):
+        training_graph(g, TrainSpec(loss="mse"))
+
+
+def test_blocked_conv_has_no_rule_yet():
+    g = one_op("conv2d", [(1, 1, 4, 4, 4), (1, 1, 3, 3, 4, 4)], {"layout": "NCHWc"}, {})
+    with pytest.raises(GraphError, match="conv2d in layout NCHWc"):
+        training_graph(g, TrainSpec(loss="mse"))
+
+
+def test_batch_norm_statistics_stay_constant():
+    g = one_op("batch_norm", [(2, 3, 2, 2), (3,), (3,), (3,), (3,)], {}, {4: POS})
+    t = training_graph(g, TrainSpec(loss="mse", optimizer="sgd"))
+    assert {p.name for p in t.params} == {"p3", "p4"}
+    assert [o for o in t.outputs if o.endswith(".new") and "momentum" not in o] == [
+        "p0.new", "p1.new", "p2.new"]
+
+
+def test_training_graph_is_an_ordinary_model(tmp_path):
+    g = one_op("matmul", [(3, 4), (4, 5), (5,)], {}, {})
+    t = training_graph(g, TrainSpec(loss="mse", optimizer="adam"))
+    again = load_model(t.to_json())
+    assert [o.op for o in again.ops] == [o.op for o in t.ops]
+    assert "adam.step" in {i.name for i in again.inputs}
+    assert again.outputs[0] == "loss"

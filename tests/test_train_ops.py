@@ -1,0 +1,89 @@
+"""The training ops in C (engine/ops/grad_*.c) against their numpy
+reference (hwtune.graph.ops.train): one-op models through ops_harness with
+nth in {1, 2, 3} shares, on every ISA variant this CPU supports."""
+
+import numpy as np
+import pytest
+
+from hwtune.engine.ops_harness import run_ops
+from hwtune.graph import load_model
+from hwtune.graph.reference import run_reference
+from hwtune.native.isa import supported_isas
+
+POS = (0.5, 2.0)
+# (op, input shapes, attrs, outputs, per-input value range)
+CASES = [
+    ("relu_grad", [(3, 333), (3, 333)], {}, 1, {}),
+    ("relu_grad", [(5, 7), (5, 7)], {"alpha": 0.2}, 1, {}),
+    ("sigmoid_grad", [(3, 333), (3, 333)], {}, 1, {}),
+    ("tanh_grad", [(1000,), (1000,)], {}, 1, {}),
+    ("reduce_sum", [(37, 45)], {"axes": [0], "keepdims": False}, 1, {}),
+    ("reduce_sum", [(4, 6, 5, 3)], {"axes": [0, 2, 3], "keepdims": False}, 1, {}),
+    ("reduce_sum", [(4, 6, 5)], {"axes": [0, 2]}, 1, {}),
+    ("reduce_sum", [(3, 7)], {}, 1, {}),
+    ("softmax_grad", [(4, 37), (4, 37)], {}, 1, {}),
+    ("softmax_grad", [(3, 5, 7), (3, 5, 7)], {"axis": 1}, 1, {}),
+    ("softmax_cross_entropy", [(9, 13), (9, 13)], {}, 2, {1: (0.0, 1.0)}),
+    ("mse_loss", [(7, 45), (7, 45)], {}, 2, {}),
+    ("batch_norm_grad", [(3, 6, 5, 5), (3, 6, 5, 5), (6,), (6,), (6,)], {"epsilon": 1e-3}, 3,
+     {4: POS}),
+    ("batch_norm_grad", [(5, 6), (5, 6), (6,), (6,), (6,)], {}, 3, {4: POS}),
+    ("slice_grad", [(4, 3, 5)], {"axis": 1, "begin": 2, "size": 9}, 1, {}),
+    ("slice_grad", [(2, 40)], {"axis": -1, "begin": 0, "size": 41}, 1, {}),
+    ("pool2d_grad", [(2, 3, 9, 11), (2, 3, 4, 5)], {"mode": "max", "kernel": 3, "stride": 2},
+     1, {}),
+    ("pool2d_grad", [(2, 3, 9, 11), (2, 3, 5, 6)],
+     {"mode": "max", "kernel": 3, "stride": 2, "padding": 1}, 1, {}),
+    ("pool2d_grad", [(2, 3, 8, 8), (2, 3, 4, 9)],
+     {"mode": "avg", "kernel": [3, 2], "stride": [2, 1], "padding": [1, 1]}, 1, {}),
+    ("pool2d_grad", [(1, 4, 7, 7), (1, 4, 4, 4)],
+     {"mode": "avg", "kernel": 3, "stride": 2, "padding": 1, "ceil_mode": True,
+      "count_include_pad": True}, 1, {}),
+    ("pool2d_grad", [(2, 5, 7, 7), (2, 5, 1, 1)], {"mode": "avg", "kernel": 7}, 1, {}),
+    ("conv2d_grad_weight", [(2, 5, 9, 9), (2, 7, 9, 9)], {"padding": 1, "kernel": 3}, 1, {}),
+    ("conv2d_grad_weight", [(3, 3, 23, 20), (3, 8, 10, 7)], {"stride": [2, 3], "kernel": [7, 2],
+                                                           "padding": [1, 0]}, 1, {}),
+    ("conv2d_grad_weight", [(1, 64, 14, 14), (1, 32, 14, 14)], {"kernel": 1}, 1, {}),
+    ("conv2d_grad_data", [(2, 7, 9, 9), (7, 5, 3, 3)], {"padding": 1, "input_size": 9}, 1, {}),
+    ("conv2d_grad_data", [(3, 8, 10, 7), (8, 3, 7, 2)], {"stride": [2, 3], "padding": [1, 0],
+                                                       "input_size": [23, 20]}, 1, {}),
+    ("conv2d_grad_data", [(2, 16, 8, 8), (16, 3, 3, 3)], {"stride": 2, "padding": 1,
+                                                         "input_size": 16}, 1, {}),
+    ("sgd_update", [(1000,), (1000,), (1000,)], {"lr": 0.1, "momentum": 0.9}, 2, {}),
+    ("sgd_update", [(3, 7), (3, 7), (3, 7)], {"weight_decay": 0.01}, 2, {}),
+    ("adam_update", [(1000,), (1000,), (1000,), (1000,), (1,)], {}, 3, {3: (0.0, 1.0),
+                                                                        4: (3.0, 3.0)}),
+]
+
+
+def model(op, shapes, attrs, n_out):
+    outs = [f"y{i}" for i in range(n_out)]
+    o = {"name": "op", "op": op, "inputs": [f"x{i}" for i in range(len(shapes))],
+         "outputs": outs}
+    if attrs:
+        o["attrs"] = attrs
+    return load_model({"format_version": 1, "name": f"one_{op}", "seed": 3,
+                       "inputs": [{"name": f"x{i}", "shape": list(s)}
+                                  for i, s in enumerate(shapes)],
+                       "params": [], "ops": [o], "outputs": outs})
+
+
+def _id(case):
+    return f"{case[0]}-{'-'.join('x'.join(map(str, s)) for s in case[1])}-{case[2]}"
+
+
+@pytest.mark.parametrize("isa", supported_isas())
+@pytest.mark.parametrize("case", CASES, ids=_id)
+def test_train_op_matches_reference(case, isa):
+    op, shapes, attrs, n_out, ranges = case
+    g = model(op, shapes, attrs, n_out)
+    rng = np.random.default_rng(11)
+    inputs = {f"x{i}": rng.uniform(*ranges.get(i, (-3, 3)), s).astype(np.float32)
+              for i, s in enumerate(shapes)}
+    want = run_reference(g, inputs=inputs)
+    for nth in (1, 2, 3):
+        got = run_ops(g, nth=nth, isa=isa, inputs=inputs)
+        for name in g.outputs:
+            scale = max(float(np.abs(want[name]).max()), 1e-6)
+            np.testing.assert_allclose(got[name], want[name], rtol=1e-5, atol=2e-6 * scale,
+                                       err_msg=f"{name}, nth={nth}")

@@ -1,0 +1,91 @@
+"""Training steps of the bundled models on the C engine: parameter
+gradients against PyTorch autograd (float64) on the same weights and
+inputs, the same step under every scheduler, and 20 SGD steps against
+PyTorch's loss curve."""
+
+import numpy as np
+import pytest
+
+from hwtune.engine.train_loop import train_steps
+from hwtune.graph import load_model
+from hwtune.graph.autodiff import TrainSpec, training_graph
+from hwtune.graph.reference import init_inputs
+from hwtune.native.engine import NativeEngine
+
+torch = pytest.importorskip("torch")
+from hwtune.compare.torch_train import TorchTrainer  # noqa: E402
+
+MODELS = [  # name, overrides (small enough for a test), loss
+    ("lstm_small", {"seq": 5}, "mse"),
+    ("pathnet_small", {"batch": 16}, "cross_entropy"),
+    ("resnet18", {"batch": 2, "image": 64}, "cross_entropy"),
+]
+
+
+def values_for(t, seed=0):
+    """The step's initial inputs, with generic targets: one-hot labels of
+    random classes, uniform regression targets."""
+    values = init_inputs(t)
+    rng = np.random.default_rng(seed)
+    for name, v in values.items():
+        if name.startswith("labels"):
+            onehot = np.zeros(v.shape, np.float32)
+            onehot[np.arange(v.shape[0]), rng.integers(0, v.shape[1], v.shape[0])] = 1
+            values[name] = onehot
+        elif name.startswith("target"):
+            values[name] = rng.uniform(-1, 1, v.shape).astype(np.float32)
+    return values
+
+
+def engine_outputs(t, values, **cfg):
+    with NativeEngine(t, **cfg) as eng:
+        for name, v in values.items():
+            eng.set_input(name, v)
+        eng.run()
+        return eng.outputs()
+
+
+@pytest.mark.parametrize("name,overrides,loss", MODELS, ids=[m[0] for m in MODELS])
+def test_gradients_match_pytorch_autograd(name, overrides, loss):
+    g = load_model(f"configs/models/{name}.json", overrides=overrides)
+    t = training_graph(g, TrainSpec(loss=loss, optimizer="none"))
+    values = values_for(t)
+    got = engine_outputs(t, values, threads=2, scheduler="sequential")
+    peer = TorchTrainer(g, t, values, threads=1, dtype="float64")
+    want = peer.gradients()
+    assert float(got["loss"][0]) == pytest.approx(float(peer.loss().detach()), rel=1e-4)
+    assert set(want) == {o[:-len(".grad")] for o in t.outputs if o.endswith(".grad")}
+    for p, w in want.items():
+        scale = max(float(np.abs(w).max()), 1e-12)
+        err = float(np.abs(got[f"{p}.grad"] - w).max()) / scale
+        assert err <= 1e-4, f"{p}: max error {err:.2e} of the gradient's scale"
+
+
+@pytest.mark.parametrize("sched,ex,th", [("sequential", 1, 2), ("shared-queue", 2, 1),
+                                         ("critical-path", 2, 1), ("corun", 2, 1)])
+def test_a_step_runs_under_every_scheduler(sched, ex, th):
+    g = load_model("configs/models/pathnet_small.json", overrides={"batch": 4, "image": 16})
+    t = training_graph(g, TrainSpec(loss="cross_entropy", optimizer="adam"))
+    values = values_for(t)
+    want = engine_outputs(t, values, scheduler="sequential")
+    got = engine_outputs(t, values, executors=ex, threads=th, scheduler=sched)
+    for n in t.outputs:
+        scale = max(float(np.abs(want[n]).max()), 1e-12)
+        assert float(np.abs(got[n] - want[n]).max()) <= 1e-5 * scale, n
+
+
+@pytest.mark.parametrize("name,overrides,loss,opt", [
+    ("lstm_small", {"seq": 4, "layers": 2, "batch": 16}, "mse", "sgd"),
+    ("pathnet_small", {"batch": 8, "image": 16}, "cross_entropy", "sgd"),
+    ("pathnet_small", {"batch": 8, "image": 16}, "cross_entropy", "adam"),
+])
+def test_twenty_steps_follow_pytorch(name, overrides, loss, opt):
+    g = load_model(f"configs/models/{name}.json", overrides=overrides)
+    t = training_graph(g, TrainSpec(loss=loss, optimizer=opt))
+    values = values_for(t)
+    with NativeEngine(t, threads=2) as eng:
+        ours = train_steps(eng, t, 20, values)
+    theirs = TorchTrainer(g, t, values).curve(20)
+    assert ours[-1] < ours[0]
+    for k, (a, b) in enumerate(zip(ours, theirs)):
+        assert a == pytest.approx(b, rel=1e-2), f"step {k}: {a} vs PyTorch {b}"
