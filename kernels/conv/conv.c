@@ -323,7 +323,6 @@ static void nchwc_units(const hwt_conv_plan *p, const float *x, const float *w,
   a.unroll_ker = p->p.unroll_ker;
   a.relu = d->relu;
   a.first = a.last = 1;
-  a.res = 0;
   a.scratch = scratch;
   a.in_ic_stride = ics;
   a.in_row_stride = (long)bn * ics;

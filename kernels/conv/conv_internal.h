@@ -9,7 +9,7 @@
  * of one output channel block, reduced over the CB input channel blocks
  * `in` and `w` point at (one pass of the reduction: the first pass starts
  * from the bias, later ones add to what out holds, the last applies the
- * epilogue: + res, then ReLU). The input is the driver's staged copy:
+ * epilogue, ReLU). The input is the driver's staged copy:
  * zero-padded, each row block transposed from [Wp][ic_bn] to
  * [ic_bn][sw][Wp/sw] (columns split by stride phase), so consecutive output
  * pixels read consecutive floats at every tap -- a compile-time 4-byte pixel
@@ -21,7 +21,6 @@ typedef struct {
   const float *w;      /* this oc block's weights [CB][R][S][ic_bn][oc_bn] */
   const float *bias;   /* oc_bn floats of this block, or NULL */
   float *out;          /* [OW][oc_bn] */
-  const float *res;    /* residual added in the epilogue, laid out as out; or NULL */
   float *scratch;      /* reg_n * oc_bn floats (generic kernel's accumulators) */
   long in_cb_stride;   /* floats between input channel blocks */
   long in_row_stride;  /* floats between input rows */

@@ -10,12 +10,11 @@
  * the shapes MLAS's NCHWc kernels use (3 pixels x 4 vectors on AVX2) are
  * among them, next to the wider rows NeoCPU's template prefers.
  *
- * One call reduces the input channel blocks [0, a->CB) of its row (the
- * driver may split the reduction into passes so that the weight slice of a
- * pass stays in L1 for every row of a thread's share): the first pass
- * starts from the bias, later ones from the partial sums in the output, and
- * the last applies the epilogue (residual add, ReLU) while the block is in
- * registers.
+ * One call reduces the input channel blocks [0, a->CB) of its row. The
+ * first/last flags let a driver split the reduction into passes (MLAS's
+ * accumulate-output flag: the first pass starts from the bias, later ones
+ * from the partial sums in the output, the last applies the ReLU while the
+ * block is in registers); the driver (conv.c) runs one pass today.
  *
  * Vectors are loaded whole; a channel block that is not a multiple of HV_W
  * ends in one masked vector with a block of its own (masked AVX2 loads are
@@ -135,14 +134,11 @@ HV_AI void tile(const hwt_conv_row_args *a, const float *in, const float *w, con
   }
   if (a->last) {
     const hv_f32 zero = hv_zero();
-    const float *res = a->res ? a->res + (out - a->out) : 0;
 #pragma GCC unroll 32
     for (int q = 0; q < RH * RB; q++)
 #pragma GCC unroll 4
       for (int v = 0; v < NV; v++) {
-        const long o = (q / RB) * ors + (long)(q % RB) * ocb + v * HV_W;
         hv_f32 r = acc[q * NV + v];
-        if (res) r = hv_add(r, ld(res + o, mt, MT));
         acc[q * NV + v] = a->relu ? hv_max(r, zero) : r;
       }
   }
