@@ -76,6 +76,7 @@ CASES += [
                                       "layout": "NCHWc"}, 1, EXACT),
     ("pool2d", [(1, 3, 8, 9, 4)], {"mode": "max", "kernel": 3, "stride": 2, "padding": 1,
                                    "layout": "NCHWc"}, 1, EXACT),
+    ("pool2d", [(1, 3, 5, 6)], {"mode": "max", "kernel": 1, "stride": 1}, 1, EXACT),
     ("pool2d", [(1, 2, 7, 6, 4)], {"mode": "avg", "kernel": 3, "stride": 2, "padding": 1,
                                    "layout": "NCHWc"}, 1, ARITH),
     ("global_pool2d", [(2, 5, 7, 7)], {"mode": "avg"}, 1, ARITH),

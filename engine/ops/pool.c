@@ -171,6 +171,7 @@ static void pool_max_same(const pool_state *s, const float *x, float *y, int64_t
     if (d > 0) max_into_fast(yo, v + d, n - d);
     if (d < 0) max_into_fast(yo - d, v, n + d);
   }
+  if (s->pw == 0) return; /* kw 1: no window reaches past its row */
   for (int64_t r = 0; r < ob - oa; r++)
     for (int64_t ow = 0; ow < W; ow++) {
       if (ow == s->pw && W - s->pw > ow) ow = W - s->pw; /* interior columns are right */
