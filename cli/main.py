@@ -72,6 +72,7 @@ def _register():
     from hwtune.cli.import_cmd import import_cmd
     from hwtune.cli.db_cmd import db
     from hwtune.cli.model_cmd import model
+    from hwtune.cli.plan_cmd import plan
     from hwtune.cli.report_cmd import report
     from hwtune.cli.run_cmd import run
     from hwtune.cli.scan_cmd import scan
@@ -81,6 +82,7 @@ def _register():
     cli.add_command(import_cmd)
     cli.add_command(db)
     cli.add_command(model)
+    cli.add_command(plan)
     cli.add_command(report)
     cli.add_command(run)
     cli.add_command(scan)

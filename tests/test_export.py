@@ -16,6 +16,7 @@ from hwtune.report import build_report
 from hwtune.report.export import EXPORTERS, exporter, formats, render, write
 from hwtune.tuners.pipeline import Candidate, StageReport, TuneResult
 
+from plan_fixture import plan_doc
 from test_check_output import make_report
 from test_report_fixture import fixture_db  # noqa: F401 (a pytest fixture)
 
@@ -57,11 +58,12 @@ def documents(fixture_db):
     with ResultsDB.open(path) as db:
         report = build_report(db, host=hosts["a"], compare=[hosts["b"]])
     return {"scan": report["scan"], "report": report, "check": make_report(),
-            "tune": tune_doc(), "compare": compare_doc()}
+            "tune": tune_doc(), "compare": compare_doc(),
+            "plan": plan_doc()}
 
 
 def test_every_kind_has_a_json_and_a_terminal_exporter():
-    for kind in ("scan", "report", "check", "tune", "compare"):
+    for kind in ("scan", "report", "check", "tune", "compare", "plan"):
         assert {"json", "terminal"} <= set(formats(kind)), kind
     assert formats("report") == ("terminal", "markdown", "json", "html")
     assert formats("check") == ("terminal", "markdown", "json", "junit")

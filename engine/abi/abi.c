@@ -14,6 +14,7 @@
 #include "hwtune/op.h"
 #include "hwtune/plan.h"
 #include "hwtune/pool.h"
+#include "hwtune/simulate.h"
 
 typedef struct {
   const char *type, *field; /* field NULL: the size row */
@@ -54,6 +55,18 @@ static const layout_row LAYOUT[] = {
     FIELD(hwt_sched_info, pins),
     FIELD(hwt_sched_info, default_one),
     FIELD(hwt_sched_info, default_many),
+
+    SIZE(hwt_sim_costs),
+    FIELD(hwt_sim_costs, max_threads),
+    FIELD(hwt_sim_costs, seconds),
+    FIELD(hwt_sim_costs, mem_frac),
+    FIELD(hwt_sim_costs, mem_bps),
+    FIELD(hwt_sim_costs, bw_cap),
+    FIELD(hwt_sim_costs, cores),
+    FIELD(hwt_sim_costs, inline_s),
+    FIELD(hwt_sim_costs, dispatch_s),
+    FIELD(hwt_sim_costs, section_s),
+    FIELD(hwt_sim_costs, run_s),
 
     SIZE(hwt_plan_options),
     FIELD(hwt_plan_options, reuse),

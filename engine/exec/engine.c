@@ -8,6 +8,7 @@
 #include <string.h>
 #include "hwtune/config_check.h"
 #include "sched.h"
+#include "hwtune/bench.h"
 #include "hwtune/isa.h"
 
 /* Polls of an empty slot before a critical-path master sleeps: 2000 pause
@@ -38,7 +39,7 @@ void *hwt_sched_alloc(hwt_engine *e, size_t bytes) {
   return b + HWT_CACHELINE;
 }
 
-static void free_sched_mem(hwt_engine *e) {
+void hwt_sched_free_all(hwt_engine *e) {
   while (e->sched_mem) {
     void *next = *(void **)e->sched_mem;
     free(e->sched_mem);
@@ -89,7 +90,20 @@ static int check_config(const hwt_engine_config *c, const hwt_sched_impl *s, cha
 
 /* Copies the config's optional per-op arrays: the caller's may not outlive
  * create. */
+static void free_op_copies(hwt_engine *e) {
+  free(e->op_threads);
+  free(e->op_cost);
+  free(e->op_priority);
+  free(e->cand_threads);
+  free(e->cand_seconds);
+  e->op_threads = NULL;
+  e->op_cost = e->op_priority = e->cand_seconds = NULL;
+  e->cand_threads = NULL;
+  e->cand_n = 0;
+}
+
 static int copy_op_arrays(hwt_engine *e) {
+  free_op_copies(e);
   size_t n = (size_t)(e->n_ops > 0 ? e->n_ops : 1);
   if (e->cfg.op_threads) {
     if (!(e->op_threads = malloc(n * sizeof(int)))) return HWT_ENOMEM;
@@ -200,19 +214,9 @@ static int make_pool(hwt_engine *e, char *err, size_t errlen) {
   return HWT_OK;
 }
 
-static int create_steps(hwt_engine *e, char *err, size_t errlen) {
-  int st;
-  if ((st = copy_op_arrays(e)) < 0) return st;
-  hwt_plan_options po;
-  hwt_plan_options_init(&po);
-  po.reuse = e->sched->info.in_order ? HWT_REUSE_SEQUENTIAL : HWT_REUSE_PARALLEL_SAFE;
-  if (!(e->plan = hwt_plan_build(e->g, &po, err, errlen))) return HWT_EINVAL;
-  size_t n = (size_t)(e->n_ops > 0 ? e->n_ops : 1), nt = (size_t)(e->n_tensors > 0 ? e->n_tensors : 1);
-  e->tensor = calloc(nt, sizeof *e->tensor);
-  e->bound = calloc(nt, 1);
+int hwt_exec_alloc_op_arrays(hwt_engine *e) {
+  size_t n = (size_t)(e->n_ops > 0 ? e->n_ops : 1);
   e->impl = calloc(n, sizeof *e->impl);
-  e->ctx = calloc(n, sizeof *e->ctx);
-  e->ctx_prepared = calloc(n, 1);
   e->op_nth = calloc(n, sizeof(int));
   e->prio = calloc(n, sizeof(double));
   e->cost = calloc(n, sizeof(double));
@@ -222,13 +226,73 @@ static int create_steps(hwt_engine *e, char *err, size_t errlen) {
   e->op_maxth = calloc(n, sizeof(int));
   e->pending = calloc(n, sizeof(_Atomic int));
   e->events = calloc(n, sizeof(hwt_op_event));
-  if (!e->tensor || !e->bound || !e->impl || !e->ctx || !e->ctx_prepared || !e->op_nth ||
-      !e->prio || !e->cost || !e->tiny || !e->solo || !e->folded || !e->op_maxth || !e->pending ||
-      !e->events)
+  if (!e->impl || !e->op_nth || !e->prio || !e->cost || !e->tiny || !e->solo || !e->folded ||
+      !e->op_maxth || !e->pending || !e->events)
     return HWT_ENOMEM;
-  if ((st = place_tensors(e)) < 0 || (st = hwt_fold_plan(e)) < 0) return st;
+  return HWT_OK;
+}
+
+void hwt_exec_free_op_arrays(hwt_engine *e) {
+  free_op_copies(e);
+  free(e->run_order);
+  free(e->init_pending);
+  free(e->roots);
+  free(e->impl);
+  free(e->op_nth);
+  free(e->prio);
+  free(e->cost);
+  free(e->tiny);
+  free(e->solo);
+  free(e->folded);
+  free(e->op_maxth);
+  free(e->pending);
+  free(e->events);
+}
+
+int hwt_exec_configure(hwt_engine *e, const hwt_engine_config *cfg, char *err, size_t errlen) {
+  const hwt_sched_impl *sched = find_sched(cfg->scheduler, err, errlen);
+  if (!sched) return HWT_EINVAL;
+  int st = check_config(cfg, sched, err, errlen);
+  if (st < 0) return st;
+  e->cfg = *cfg;
+  e->cfg.scheduler = sched->info.name; /* the caller's string may not outlive create */
+  e->sched = sched;
+  e->executors = sched->info.single_team ? 1 : cfg->executors;
+  e->team_size = cfg->threads_per_executor;
+  e->default_nth = e->max_nth = e->team_size;
+  if (sched->info.worker_groups) {
+    /* One worker per core; an op's threads are a group formed per dispatch. */
+    e->executors = cfg->executors * cfg->threads_per_executor;
+    e->team_size = 1;
+    e->max_nth = e->executors;
+  }
+  if ((st = copy_op_arrays(e)) < 0) {
+    set_err(err, errlen, "out of memory");
+    return st;
+  }
   hwt_exec_levels(e);
-  if ((st = find_impls(e, err, errlen)) < 0) return st;
+  return find_impls(e, err, errlen);
+}
+
+static int create_steps(hwt_engine *e, const hwt_engine_config *cfg, char *err, size_t errlen) {
+  int st;
+  /* The reuse policy needs the row before the rest of the config is applied. */
+  const hwt_sched_impl *sched = find_sched(cfg->scheduler, err, errlen);
+  if (!sched) return HWT_EINVAL;
+  hwt_plan_options po;
+  hwt_plan_options_init(&po);
+  po.reuse = sched->info.in_order ? HWT_REUSE_SEQUENTIAL : HWT_REUSE_PARALLEL_SAFE;
+  if (!(e->plan = hwt_plan_build(e->g, &po, err, errlen))) return HWT_EINVAL;
+  size_t nt = (size_t)(e->n_tensors > 0 ? e->n_tensors : 1), n = (size_t)(e->n_ops > 0 ? e->n_ops : 1);
+  e->tensor = calloc(nt, sizeof *e->tensor);
+  e->bound = calloc(nt, 1);
+  e->ctx = calloc(n, sizeof *e->ctx);
+  e->ctx_prepared = calloc(n, 1);
+  if (!e->tensor || !e->bound || !e->ctx || !e->ctx_prepared) return HWT_ENOMEM;
+  if ((st = hwt_exec_alloc_op_arrays(e)) < 0) return st;
+  if ((st = place_tensors(e)) < 0 || (st = hwt_fold_plan(e)) < 0 || (st = hwt_fold_place(e)) < 0)
+    return st;
+  if ((st = hwt_exec_configure(e, cfg, err, errlen)) < 0) return st;
   if ((st = make_pool(e, err, errlen)) < 0) return st;
   if (e->sched->init && (st = e->sched->init(e, &e->sched_state)) < 0) return st;
   e->sched_ready = 1;
@@ -248,6 +312,7 @@ int hwt_engine_create(const hwt_graph *g, const hwt_engine_config *cfg, hwt_engi
     set_err(err, errlen, "no graph");
     return HWT_EINVAL;
   }
+  /* Config errors before anything is allocated (configure checks again). */
   const hwt_sched_impl *sched = find_sched(cfg->scheduler, err, errlen);
   if (!sched) return HWT_EINVAL;
   int st = check_config(cfg, sched, err, errlen);
@@ -258,22 +323,11 @@ int hwt_engine_create(const hwt_graph *g, const hwt_engine_config *cfg, hwt_engi
     return HWT_ENOMEM;
   }
   e->g = g;
-  e->cfg = *cfg;
-  e->cfg.scheduler = sched->info.name; /* the caller's string may not outlive create */
-  e->sched = sched;
   e->n_ops = hwt_graph_n_ops(g);
   e->n_tensors = hwt_graph_n_tensors(g);
-  e->executors = sched->info.single_team ? 1 : cfg->executors;
-  e->team_size = cfg->threads_per_executor;
-  e->default_nth = e->max_nth = e->team_size;
-  if (sched->info.worker_groups) {
-    /* One worker per core; an op's threads are a group formed per dispatch. */
-    e->executors = cfg->executors * cfg->threads_per_executor;
-    e->team_size = 1;
-    e->max_nth = e->executors;
-  }
+  e->clock = hwt_now;
   char local[256] = "";
-  st = create_steps(e, local, sizeof local);
+  st = create_steps(e, cfg, local, sizeof local);
   if (st < 0) {
     if (!local[0]) snprintf(local, sizeof local, "out of memory");
     set_err(err, errlen, "%s", local);
@@ -299,33 +353,16 @@ void hwt_engine_destroy(hwt_engine *e) {
   release_ops(e);
   if (e->pool) hwt_pool_destroy(e->pool);
   if (e->sched_ready && e->sched->release) e->sched->release(e, e->sched_state);
-  free_sched_mem(e);
+  hwt_sched_free_all(e);
   hwt_plan_destroy(e->plan);
   free(e->const_mem);
-  free(e->run_order);
-  free(e->init_pending);
-  free(e->roots);
-  free(e->folded);
-  free(e->solo);
-  free(e->op_maxth);
-  free(e->cand_threads);
-  free(e->cand_seconds);
+  hwt_exec_free_op_arrays(e);
   free(e->ws);
   free(e->arena);
   free(e->tensor);
   free(e->bound);
-  free(e->impl);
   free(e->ctx);
   free(e->ctx_prepared);
-  free(e->op_nth);
-  free(e->prio);
-  free(e->cost);
-  free(e->tiny);
-  free(e->pending);
-  free(e->events);
-  free(e->op_threads);
-  free(e->op_cost);
-  free(e->op_priority);
   free(e);
 }
 

@@ -26,6 +26,8 @@ struct hwt_engine {
   int max_nth;                    /* most threads one op may get */
   int default_nth;                /* threads of an op with no count configured */
   int spin;                       /* polls of a slot before sleeping */
+  double (*clock)(void);          /* seconds for Strategy 3's predictions: hwt_now; a
+                                     test may substitute a virtual clock */
   float **tensor;                 /* [n_tensors] storage of each tensor */
   unsigned char *bound;           /* [n_tensors] 1: caller memory */
   void *arena;
@@ -77,6 +79,16 @@ void hwt_exec_reset_pending(hwt_engine *e);
 /* Decrements op's successors; calls ready(arg, s) for each that became ready. */
 void hwt_exec_complete(hwt_engine *e, int op, void (*ready)(void *arg, int s), void *arg);
 
+/* The part of create a simulation shares (engine.c, simulate.c): e->cfg
+ * and the scheduler row from cfg (validated), the executors, copies of the
+ * per-op arrays, levels and op thread counts. Needs e->g, e->plan and the
+ * folding plan; may be called again with another config (the previous
+ * per-op copies are freed). */
+int hwt_exec_configure(hwt_engine *e, const hwt_engine_config *cfg, char *err, size_t errlen);
+/* The per-op arrays every engine allocates at create (and destroy frees). */
+int hwt_exec_alloc_op_arrays(hwt_engine *e);
+void hwt_exec_free_op_arrays(hwt_engine *e);
+
 /* Fills e->cost, e->prio (levels or configured priorities), e->slack,
  * e->tiny and e->solo (cost too small to split over a team). Needs
  * e->folded. */
@@ -85,8 +97,10 @@ void hwt_exec_levels(hwt_engine *e);
 int hwt_exec_solo(const hwt_engine *e, int op);
 
 /* Constant folding (fold.c): marks folded ops and builds run_order,
- * init_pending and roots (at create); places folded outputs in const_mem. */
+ * init_pending and roots (at create); hwt_fold_place then gives folded
+ * outputs storage in const_mem (after the arena placed the others). */
 int hwt_fold_plan(hwt_engine *e);
+int hwt_fold_place(hwt_engine *e);
 /* Runs the folded ops once (at prepare, after their inputs are bound). */
 int hwt_fold_run(hwt_engine *e, int (*prepare_op)(hwt_engine *, int), void (*release_op)(hwt_engine *, int));
 

@@ -23,8 +23,7 @@ static int all_inputs_constant(const hwt_engine *e, int op) {
   return 1;
 }
 
-/* Folded outputs get const_mem; call after the arena placed the others. */
-static int place_folded(hwt_engine *e) {
+int hwt_fold_place(hwt_engine *e) {
   size_t bytes = 0;
   for (int op = 0; op < e->n_ops; op++) {
     if (!e->folded[op]) continue;
@@ -71,7 +70,7 @@ int hwt_fold_plan(hwt_engine *e) {
       for (int j = off[op]; j < off[op + 1]; j++) e->init_pending[succ[j]]++;
   for (int k = 0; k < e->n_run; k++)
     if (e->init_pending[e->run_order[k]] == 0) e->roots[e->n_roots++] = e->run_order[k];
-  return place_folded(e);
+  return HWT_OK;
 }
 
 int hwt_fold_run(hwt_engine *e, int (*prepare_op)(hwt_engine *, int),

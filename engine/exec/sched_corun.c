@@ -25,33 +25,56 @@
  * Lost wake-ups cannot happen: every decision is taken under the lock, by a
  * worker that is about to wait on its own slot or has just pushed work, and
  * a worker only waits after registering as idle under that lock. The worker
- * whose completion is the run's last writes FINISH into every slot (slots.h). */
+ * whose completion is the run's last writes FINISH into every slot (slots.h).
+ * The first ops are placed before any worker starts, with every worker idle,
+ * so the first decisions do not depend on which thread wakes first.
+ *
+ * The decisions (corun_core below: Strategy 3's placement, what runs inline,
+ * what a worker keeps) are shared with the virtual-time version at the end
+ * of this file. */
 #include <pthread.h>
 #include "hwtune/bench.h"
 #include "prio_heap.h"
 #include "slots.h"
 
+/* What the decisions read and change (under the lock in a threaded run). */
 typedef struct {
-  pthread_mutex_t mu;        /* guards heap, idle, busy_until */
   int *heap, heap_size;      /* ready ops, max-heap on prio */
   uint64_t idle;             /* bit w: worker w waits for a part */
   double *busy_until;        /* [workers] predicted end of each busy worker's op */
+} corun_core;
+
+typedef struct {
+  pthread_mutex_t mu;        /* guards core */
+  corun_core k;
   _Alignas(HWT_CACHELINE) _Atomic int completed;
   _Atomic int *remaining;    /* [n_ops] parts of the op still running */
   hwt_slot *slot;            /* [workers]: op, and the part (tid, nth) */
   int *local;                /* [workers * 2 * n_ops] inline stacks, ready buffers */
 } corun_state;
 
+static int core_init(hwt_engine *e, corun_core *k) {
+  size_t n = (size_t)(e->n_ops > 0 ? e->n_ops : 1), w = (size_t)e->executors;
+  k->heap = hwt_sched_alloc(e, sizeof(int) * n);
+  k->busy_until = hwt_sched_alloc(e, sizeof(double) * w);
+  return k->heap && k->busy_until ? HWT_OK : HWT_ENOMEM;
+}
+
+/* A run's start: the roots ready, every worker idle. */
+static void core_reset(const hwt_engine *e, corun_core *k) {
+  k->idle = e->executors >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << e->executors) - 1;
+  for (int w = 0; w < e->executors; w++) k->busy_until[w] = 0;
+  hwt_prio_heap_roots(e, k->heap, &k->heap_size);
+}
+
 static int corun_init(hwt_engine *e, void **state) {
   size_t n = (size_t)(e->n_ops > 0 ? e->n_ops : 1), w = (size_t)e->executors;
   corun_state *c = hwt_sched_alloc(e, sizeof *c);
-  if (!c) return HWT_ENOMEM;
-  c->heap = hwt_sched_alloc(e, sizeof(int) * n);
+  if (!c || core_init(e, &c->k) < 0) return HWT_ENOMEM;
   c->remaining = hwt_sched_alloc(e, sizeof(_Atomic int) * n);
   c->local = hwt_sched_alloc(e, sizeof(int) * n * 2 * w);
-  c->busy_until = hwt_sched_alloc(e, sizeof(double) * w);
   c->slot = hwt_slots_alloc(e, e->executors);
-  if (!c->heap || !c->remaining || !c->local || !c->busy_until || !c->slot) return HWT_ENOMEM;
+  if (!c->remaining || !c->local || !c->slot) return HWT_ENOMEM;
   if (pthread_mutex_init(&c->mu, NULL) != 0) return HWT_ESYS;
   *state = c;
   return HWT_OK;
@@ -62,7 +85,18 @@ static void corun_release(hwt_engine *e, void *state) {
   pthread_mutex_destroy(&((corun_state *)state)->mu);
 }
 
-/* ---- Strategy 3 (under the lock) ---- */
+/* ---- the decisions ---- */
+
+/* One thread, whatever the idle cores: a worker may run it by itself. */
+static int single(const hwt_engine *e, int op) {
+  if (e->op_nth[op] != 1) return 0;
+  const int *ct = e->cand_threads ? e->cand_threads + (size_t)op * (size_t)e->cand_n : NULL;
+  return !ct || ct[0] <= 1;
+}
+
+static int runs_inline(const hwt_engine *e, int op) { return e->tiny[op] && single(e, op); }
+
+/* Strategy 3 */
 
 /* Threads for op given `idle` free workers (0: wait), and its predicted
  * seconds in *sec. */
@@ -93,32 +127,70 @@ static int choose(const hwt_engine *e, int op, int idle, int running, double now
   return running > 0 ? 0 : idle;
 }
 
-static void dispatch(hwt_engine *e, corun_state *c) {
-  if (c->heap_size == 0 || c->idle == 0) return;
+/* Places ready ops, head first, on groups of idle workers until the head
+ * has to wait or nothing is ready; give(arg, w, op, tid, nth) hands each
+ * part to its worker. now: the clock the predictions are on. */
+static inline void core_place(const hwt_engine *e, corun_core *k, double now,
+                              void (*give)(void *arg, int w, int op, int tid, int nth),
+                              void *arg) {
+  if (k->heap_size == 0 || k->idle == 0) return;
   const int workers = e->executors;
-  int idle = __builtin_popcountll(c->idle), running = workers - idle;
-  double now = hwt_now(), horizon = 0;
+  int idle = __builtin_popcountll(k->idle), running = workers - idle;
+  double horizon = 0;
   for (int w = 0; w < workers; w++)
-    if (!(c->idle >> w & 1) && c->busy_until[w] > horizon) horizon = c->busy_until[w];
-  while (c->heap_size > 0 && idle > 0) {
-    int op = c->heap[0];
+    if (!(k->idle >> w & 1) && k->busy_until[w] > horizon) horizon = k->busy_until[w];
+  while (k->heap_size > 0 && idle > 0) {
+    int op = k->heap[0];
     double sec;
     int nth = choose(e, op, idle, running, now, horizon, &sec);
     if (nth == 0) return;
-    (void)hwt_prio_heap_pop(e, c->heap, &c->heap_size);
-    atomic_store_explicit(&c->remaining[op], nth, memory_order_relaxed);
+    (void)hwt_prio_heap_pop(e, k->heap, &k->heap_size);
     for (int tid = 0; tid < nth; tid++) {
-      int w = __builtin_ctzll(c->idle);
-      c->idle &= c->idle - 1;
-      c->busy_until[w] = now + sec;
-      c->slot[w].tid = tid;
-      c->slot[w].nth = nth;
-      hwt_slot_give(&c->slot[w], op);
+      int w = __builtin_ctzll(k->idle);
+      k->idle &= k->idle - 1;
+      k->busy_until[w] = now + sec;
+      give(arg, w, op, tid, nth);
     }
     if (now + sec > horizon) horizon = now + sec;
     idle -= nth;
     running += nth;
   }
+}
+
+/* Heavy successors go to the heap, except one single-thread successor the
+ * worker keeps for itself (inputs in its cache) when nothing waiting is
+ * more critical by more than the graph's slack (levels.c). Returns the kept
+ * op or -1. */
+static inline int core_push_keep(const hwt_engine *e, corun_core *k, const int *heavy,
+                                 int n_heavy) {
+  int cont = -1;
+  for (int i = 0; i < n_heavy; i++) {
+    int s = heavy[i];
+    if (cont < 0 && e->slack > 0 && single(e, s))
+      cont = s;
+    else
+      hwt_prio_heap_push(e, k->heap, &k->heap_size, s);
+  }
+  if (cont < 0) return -1;
+  if (k->heap_size == 0 || e->prio[k->heap[0]] - e->prio[cont] <= e->slack) return cont;
+  hwt_prio_heap_push(e, k->heap, &k->heap_size, cont);
+  return -1;
+}
+
+/* ---- threaded run ---- */
+
+static void give_slot(void *arg, int w, int op, int tid, int nth) {
+  corun_state *c = arg;
+  /* Before the first part can run (and count down). */
+  if (tid == 0) atomic_store_explicit(&c->remaining[op], nth, memory_order_relaxed);
+  c->slot[w].tid = tid;
+  c->slot[w].nth = nth;
+  hwt_slot_give(&c->slot[w], op);
+}
+
+static void dispatch(hwt_engine *e, corun_state *c) {
+  if (c->k.heap_size == 0 || c->k.idle == 0) return;
+  core_place(e, &c->k, e->clock(), give_slot, c);
 }
 
 /* ---- workers ---- */
@@ -130,14 +202,6 @@ typedef struct {
   int *heavy, n_heavy; /* ops for the heap */
 } ready_ctx;
 
-/* One thread, whatever the idle cores: a worker may run it by itself. */
-static int single(const hwt_engine *e, int op) {
-  if (e->op_nth[op] != 1) return 0;
-  const int *ct = e->cand_threads ? e->cand_threads + (size_t)op * (size_t)e->cand_n : NULL;
-  return !ct || ct[0] <= 1;
-}
-
-static int runs_inline(const hwt_engine *e, int op) { return e->tiny[op] && single(e, op); }
 
 static void on_ready(void *arg, int s) {
   ready_ctx *r = arg;
@@ -149,33 +213,18 @@ static void on_ready(void *arg, int s) {
 
 static void flush(hwt_engine *e, corun_state *c, int w) {
   pthread_mutex_lock(&c->mu);
-  c->idle |= (uint64_t)1 << w;
+  c->k.idle |= (uint64_t)1 << w;
   dispatch(e, c);
   pthread_mutex_unlock(&c->mu);
 }
 
-/* Heavy successors go to the heap, except one single-thread successor the
- * worker keeps for itself (inputs in its cache) when nothing waiting is
- * more critical by more than the graph's slack (levels.c); then idle
- * workers get what fits. Returns the kept op or -1. */
+/* The heavy successors to the heap (one maybe kept), then idle workers get
+ * what fits. Returns the kept op or -1. */
 static int flush_keep(hwt_engine *e, ready_ctx *r) {
   corun_state *c = r->c;
-  int cont = -1, keep = -1;
   pthread_mutex_lock(&c->mu);
-  for (int i = 0; i < r->n_heavy; i++) {
-    int s = r->heavy[i];
-    if (cont < 0 && e->slack > 0 && single(e, s))
-      cont = s;
-    else
-      hwt_prio_heap_push(e, c->heap, &c->heap_size, s);
-  }
+  int keep = core_push_keep(e, &c->k, r->heavy, r->n_heavy);
   r->n_heavy = 0;
-  if (cont >= 0) {
-    if (c->heap_size == 0 || e->prio[c->heap[0]] - e->prio[cont] <= e->slack)
-      keep = cont;
-    else
-      hwt_prio_heap_push(e, c->heap, &c->heap_size, cont);
-  }
   dispatch(e, c);
   pthread_mutex_unlock(&c->mu);
   return keep;
@@ -219,26 +268,109 @@ static void run_part(hwt_engine *e, corun_state *c, int w, int op, int tid, int 
   complete(e, w, op, &r);
 }
 
+/* The first ops were placed before the workers started (corun_run). */
 static void corun_worker(void *arg, int w) {
   hwt_engine *e = arg;
   corun_state *c = e->sched_state;
   for (;;) {
-    flush(e, c, w);
     /* The part was written before the op (hwt_slot_give's release). */
     int op = hwt_slot_take(&c->slot[w], e->spin);
     if (op < 0) return;
     run_part(e, c, w, op, c->slot[w].tid, c->slot[w].nth);
+    flush(e, c, w);
   }
 }
 
 static int corun_run(hwt_engine *e, void *state) {
   corun_state *c = state;
   atomic_store(&c->completed, 0);
-  c->idle = 0;
   hwt_slots_reset(c->slot, e->executors, e->n_run == 0);
-  for (int w = 0; w < e->executors; w++) c->busy_until[w] = 0;
-  hwt_prio_heap_roots(e, c->heap, &c->heap_size);
+  core_reset(e, &c->k);
+  pthread_mutex_lock(&c->mu);
+  dispatch(e, c);
+  pthread_mutex_unlock(&c->mu);
   return hwt_pool_run_teams(e->pool, corun_worker, e);
+}
+
+/* ---- virtual time ----
+ * run_part's ending: a part that is not the op's last frees its worker
+ * (flush); the last one completes the op (complete()'s loop body), runs the
+ * worker's inline stack, then frees the worker. The lock is the serial
+ * section. */
+
+typedef struct {
+  corun_core k;
+  int *inl, *n_inl;  /* [workers * n_ops], [workers]: each worker's inline stack */
+  int *heavy;        /* [n_ops] */
+  hwt_vrun *v;
+  int self;          /* the worker taking the decision */
+} corun_vstate;
+
+static int corun_vinit(hwt_engine *e, void **vstate) {
+  size_t n = (size_t)(e->n_ops > 0 ? e->n_ops : 1), w = (size_t)e->executors;
+  corun_vstate *c = hwt_sched_alloc(e, sizeof *c);
+  if (!c || core_init(e, &c->k) < 0 || !(c->inl = hwt_sched_alloc(e, sizeof(int) * n * w)) ||
+      !(c->n_inl = hwt_sched_alloc(e, sizeof(int) * w)) ||
+      !(c->heavy = hwt_sched_alloc(e, sizeof(int) * n)))
+    return HWT_ENOMEM;
+  *vstate = c;
+  return HWT_OK;
+}
+
+static void give_virtual(void *arg, int w, int op, int tid, int nth) {
+  corun_vstate *c = arg;
+  hwt_vrun_start(c->v, w, op, tid, nth, w != c->self);
+}
+
+static void corun_vplace(hwt_vrun *v, corun_vstate *c, int self) {
+  hwt_vrun_section(v);
+  c->v = v;
+  c->self = self;
+  core_place(v->e, &c->k, v->now, give_virtual, c);
+}
+
+static void corun_vstart(hwt_vrun *v, void *vstate) {
+  corun_vstate *c = vstate;
+  core_reset(v->e, &c->k);
+  for (int w = 0; w < v->e->executors; w++) c->n_inl[w] = 0;
+  corun_vplace(v, c, -1);
+}
+
+typedef struct {
+  const hwt_engine *e;
+  int *inl, *n_inl, *heavy, n_heavy;
+} corun_vready;
+
+static void corun_von_ready(void *arg, int s) {
+  corun_vready *r = arg;
+  if (runs_inline(r->e, s))
+    r->inl[(*r->n_inl)++] = s;
+  else
+    r->heavy[r->n_heavy++] = s;
+}
+
+static void corun_vdone(hwt_vrun *v, void *vstate, int w, int op, int last) {
+  corun_vstate *c = vstate;
+  hwt_engine *e = v->e;
+  if (last) {
+    corun_vready r = {e, c->inl + (size_t)w * (size_t)e->n_ops, &c->n_inl[w], c->heavy, 0};
+    hwt_exec_complete(e, op, corun_von_ready, &r);
+    if (r.n_heavy) {
+      hwt_vrun_section(v);
+      int keep = core_push_keep(e, &c->k, r.heavy, r.n_heavy);
+      c->v = v;
+      c->self = w;
+      core_place(e, &c->k, v->now, give_virtual, c);
+      if (keep >= 0) r.inl[(*r.n_inl)++] = keep;
+    }
+    if (*r.n_inl > 0) {
+      int next = r.inl[--(*r.n_inl)];
+      hwt_vrun_start(v, w, next, 0, e->op_nth[next], 0);
+      return;
+    }
+  }
+  c->k.idle |= (uint64_t)1 << w;
+  corun_vplace(v, c, w);
 }
 
 const hwt_sched_impl hwt_sched_corun = {
@@ -251,4 +383,8 @@ const hwt_sched_impl hwt_sched_corun = {
     .init = corun_init,
     .run = corun_run,
     .release = corun_release,
+    .vinit = corun_vinit,
+    .vstart = corun_vstart,
+    .vdone = corun_vdone,
+    .vplaces = 1,
 };

@@ -46,6 +46,36 @@ typedef struct {
   int *local;                /* [executors * n_ops] per-master inline stacks */
 } cp_state;
 
+/* ---- the decisions (shared with the virtual-time version below) ---- */
+
+/* What a master does with a successor s of the op it finished, as it
+ * becomes ready: run it inline (tiny), consider keeping it (the first heavy
+ * one, when the graph has slack), or publish it for the scheduling role. */
+enum { CP_INLINE, CP_CONSIDER, CP_PUBLISH };
+static inline int cp_on_ready(const hwt_engine *e, int s, int have_candidate) {
+  if (e->tiny[s]) return CP_INLINE;
+  if (!have_candidate && e->slack > 0) return CP_CONSIDER;
+  return CP_PUBLISH;
+}
+
+/* Whether the master keeps s: nothing waiting in the heap is more critical
+ * than s by more than the graph's slack (levels.c). */
+static inline int cp_keeps(const hwt_engine *e, const int *heap, int heap_size, int s) {
+  return heap_size == 0 || e->prio[heap[0]] - e->prio[s] <= e->slack;
+}
+
+/* Graphi's dispatch step: the most critical ready op goes to the lowest
+ * idle executor. Returns that executor (removed from *idle) with the op in
+ * *op, or -1 when no executor is idle or nothing is ready. */
+static inline int cp_assign(const hwt_engine *e, uint64_t *idle, int *heap, int *heap_size,
+                            int *op) {
+  if (!*idle || *heap_size == 0) return -1;
+  int x = __builtin_ctzll(*idle);
+  *idle &= *idle - 1;
+  *op = hwt_prio_heap_pop(e, heap, heap_size);
+  return x;
+}
+
 static int cp_init(hwt_engine *e, void **state) {
   size_t n = (size_t)(e->n_ops > 0 ? e->n_ops : 1);
   cp_state *c = hwt_sched_alloc(e, sizeof *c);
@@ -79,11 +109,10 @@ static void cp_schedule(hwt_engine *e) {
     if (!atomic_compare_exchange_strong(&c->token, &free_token, 1)) return;
     int h = drain_inbox(e, c);
     uint64_t idle = atomic_load(&c->idle);
-    while (idle && c->heap_size > 0) {
-      int x = __builtin_ctzll(idle);
-      idle &= idle - 1;
+    int x, op;
+    while ((x = cp_assign(e, &idle, c->heap, &c->heap_size, &op)) >= 0) {
       atomic_fetch_and(&c->idle, ~((uint64_t)1 << x));
-      hwt_slot_give(&c->slot[x], hwt_prio_heap_pop(e, c->heap, &c->heap_size));
+      hwt_slot_give(&c->slot[x], op);
     }
     int left = c->heap_size;
     atomic_store(&c->token, 0);
@@ -110,14 +139,11 @@ static void publish(ready_ctx *r, int s) {
 
 static void on_ready(void *arg, int s) {
   ready_ctx *r = arg;
-  if (r->e->tiny[s]) {
-    r->stack[r->n++] = s;
-    return;
+  switch (cp_on_ready(r->e, s, r->cont >= 0)) {
+    case CP_INLINE: r->stack[r->n++] = s; break;
+    case CP_CONSIDER: r->cont = s; break;
+    default: publish(r, s);
   }
-  if (r->cont < 0 && r->e->slack > 0)
-    r->cont = s;
-  else
-    publish(r, s);
 }
 
 /* Whether the master that made s ready runs it next: nothing waiting is more
@@ -127,7 +153,7 @@ static int keep_successor(hwt_engine *e, cp_state *c, int s) {
   int free_token = 0;
   if (!atomic_compare_exchange_strong(&c->token, &free_token, 1)) return 0;
   drain_inbox(e, c);
-  int keep = c->heap_size == 0 || e->prio[c->heap[0]] - e->prio[s] <= e->slack;
+  int keep = cp_keeps(e, c->heap, c->heap_size, s);
   atomic_store(&c->token, 0);
   /* What was drained may be owed to idle executors. */
   cp_schedule(e);
@@ -158,16 +184,22 @@ static void execute(hwt_engine *e, cp_state *c, int team, int op) {
   }
 }
 
+/* The first ops were handed out before the teams started (cp_run). */
 static void cp_team(void *arg, int team) {
   hwt_engine *e = arg;
   cp_state *c = e->sched_state;
   for (;;) {
-    atomic_fetch_or(&c->idle, (uint64_t)1 << team);
-    cp_schedule(e);
     int op = hwt_slot_take(&c->slot[team], e->spin);
     if (op < 0) return;
     execute(e, c, team, op);
+    atomic_fetch_or(&c->idle, (uint64_t)1 << team);
+    cp_schedule(e);
   }
+}
+
+/* Every executor idle (bits 0 .. executors-1). */
+static uint64_t all_idle(const hwt_engine *e) {
+  return e->executors >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << e->executors) - 1;
 }
 
 static int cp_run(hwt_engine *e, void *state) {
@@ -180,7 +212,100 @@ static int cp_run(hwt_engine *e, void *state) {
   for (int i = 0; i < e->n_ops; i++) atomic_store_explicit(&c->inbox[i], -1, memory_order_relaxed);
   hwt_slots_reset(c->slot, e->executors, e->n_run == 0);
   hwt_prio_heap_roots(e, c->heap, &c->heap_size);
+  /* The roots go out before any team starts, so which executor gets which
+   * does not depend on which thread wakes first. */
+  atomic_store(&c->idle, all_idle(e));
+  cp_schedule(e);
   return hwt_pool_run_teams(e->pool, cp_team, e);
+}
+
+/* ---- virtual time ----
+ * The threaded control flow step by step: a master finishes an op
+ * (execute's loop body), runs its inline stack, then goes idle and
+ * schedules (cp_team). The token is the serial section. */
+
+typedef struct {
+  int *heap, heap_size;
+  uint64_t idle;
+  int *stack, *n;  /* [executors * n_ops], [executors]: each master's inline stack */
+} cp_vstate;
+
+static int cp_vinit(hwt_engine *e, void **vstate) {
+  size_t n = (size_t)(e->n_ops > 0 ? e->n_ops : 1), x = (size_t)e->executors;
+  cp_vstate *c = hwt_sched_alloc(e, sizeof *c);
+  if (!c || !(c->heap = hwt_sched_alloc(e, sizeof(int) * n)) ||
+      !(c->stack = hwt_sched_alloc(e, sizeof(int) * n * x)) ||
+      !(c->n = hwt_sched_alloc(e, sizeof(int) * x)))
+    return HWT_ENOMEM;
+  *vstate = c;
+  return HWT_OK;
+}
+
+/* cp_schedule: heap tops to idle executors; `self` continues without a
+ * wake-up when it gets one. */
+static void cp_vschedule(hwt_vrun *v, cp_vstate *c, int self) {
+  hwt_engine *e = v->e;
+  hwt_vrun_section(v);
+  int x, op;
+  uint64_t idle = c->idle;
+  while ((x = cp_assign(e, &idle, c->heap, &c->heap_size, &op)) >= 0) {
+    c->idle &= ~((uint64_t)1 << x);
+    hwt_vrun_start(v, x, op, 0, e->op_nth[op], x != self);
+  }
+}
+
+static void cp_vstart(hwt_vrun *v, void *vstate) {
+  cp_vstate *c = vstate;
+  hwt_engine *e = v->e;
+  hwt_prio_heap_roots(e, c->heap, &c->heap_size);
+  for (int x = 0; x < e->executors; x++) c->n[x] = 0;
+  c->idle = all_idle(e);
+  cp_vschedule(v, c, -1);
+}
+
+typedef struct {
+  const hwt_engine *e;
+  cp_vstate *c;
+  int *stack, *n;
+  int cont, published;
+} cp_vready;
+
+static void cp_von_ready(void *arg, int s) {
+  cp_vready *r = arg;
+  switch (cp_on_ready(r->e, s, r->cont >= 0)) {
+    case CP_INLINE: r->stack[(*r->n)++] = s; break;
+    case CP_CONSIDER: r->cont = s; break;
+    default:
+      hwt_prio_heap_push(r->e, r->c->heap, &r->c->heap_size, s);
+      r->published = 1;
+  }
+}
+
+static void cp_vdone(hwt_vrun *v, void *vstate, int w, int op, int last) {
+  (void)last;
+  cp_vstate *c = vstate;
+  hwt_engine *e = v->e;
+  cp_vready r = {e, c, c->stack + (size_t)w * (size_t)e->n_ops, &c->n[w], -1, 0};
+  hwt_exec_complete(e, op, cp_von_ready, &r);
+  if (r.cont >= 0) {
+    /* keep_successor: decided with the token, then what it drained goes out */
+    hwt_vrun_section(v);
+    if (cp_keeps(e, c->heap, c->heap_size, r.cont)) {
+      r.stack[(*r.n)++] = r.cont;
+    } else {
+      hwt_prio_heap_push(e, c->heap, &c->heap_size, r.cont);
+      r.published = 1;
+    }
+    cp_vschedule(v, c, w);
+  }
+  if (r.published) cp_vschedule(v, c, w);
+  if (*r.n > 0) {
+    int next = r.stack[--(*r.n)];
+    hwt_vrun_start(v, w, next, 0, e->op_nth[next], 0);
+    return;
+  }
+  c->idle |= (uint64_t)1 << w;
+  cp_vschedule(v, c, w);
 }
 
 const hwt_sched_impl hwt_sched_critical_path = {
@@ -192,4 +317,8 @@ const hwt_sched_impl hwt_sched_critical_path = {
              .default_many = 1},
     .init = cp_init,
     .run = cp_run,
+    .vinit = cp_vinit,
+    .vstart = cp_vstart,
+    .vdone = cp_vdone,
+    .vplaces = 1,
 };

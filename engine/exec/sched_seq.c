@@ -30,6 +30,35 @@ static int seq_run(hwt_engine *e, void *state) {
   return hwt_pool_run_teams(e->pool, seq_team, e);
 }
 
+/* ---- virtual time: the next op of run_order, on team 0, when one ends ---- */
+
+typedef struct {
+  int next; /* index into run_order of the op to start next */
+} seq_vstate;
+
+static int seq_vinit(hwt_engine *e, void **vstate) {
+  return (*vstate = hwt_sched_alloc(e, sizeof(seq_vstate))) ? HWT_OK : HWT_ENOMEM;
+}
+
+static void seq_vnext(hwt_vrun *v, seq_vstate *s) {
+  hwt_engine *e = v->e;
+  if (s->next < e->n_run) {
+    int op = e->run_order[s->next++];
+    hwt_vrun_start(v, 0, op, 0, e->op_nth[op], 0);
+  }
+}
+
+static void seq_vstart(hwt_vrun *v, void *vstate) {
+  seq_vstate *s = vstate;
+  s->next = 0;
+  seq_vnext(v, s);
+}
+
+static void seq_vdone(hwt_vrun *v, void *vstate, int w, int op, int last) {
+  (void)w, (void)op, (void)last;
+  seq_vnext(v, vstate);
+}
+
 const hwt_sched_impl hwt_sched_sequential = {
     .info = {.name = "sequential",
              .summary = "one executor, all threads, the plan's topological order",
@@ -38,4 +67,8 @@ const hwt_sched_impl hwt_sched_sequential = {
              .pins = HWT_PIN_ON_REQUEST,
              .default_one = 1},
     .run = seq_run,
+    .vinit = seq_vinit,
+    .vstart = seq_vstart,
+    .vdone = seq_vdone,
+    .vplaces = 1,
 };

@@ -37,7 +37,9 @@ static inline uint32_t hwt_slot_wait(hwt_slot *s, int spin) {
   for (;;) {
     atomic_store(&s->asleep, 1);
     if ((x = atomic_load(&s->v)) != 0) break;
+    if (hwt_exec_wait_hook) hwt_exec_wait_hook(1);
     hwt_park_wait(&s->v, 0);
+    if (hwt_exec_wait_hook) hwt_exec_wait_hook(0);
   }
   atomic_store_explicit(&s->asleep, 0, memory_order_relaxed);
   return x;

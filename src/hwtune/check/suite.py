@@ -279,16 +279,8 @@ def parse_suite(doc: Mapping[str, Any], path: Optional[str] = None) -> Suite:
 
 
 def _toml():
-    try:
-        import tomllib
-        return tomllib
-    except ImportError:  # Python < 3.11
-        try:
-            import tomli
-            return tomli
-        except ImportError:
-            raise UsageError("reading a suite needs Python >= 3.11 or the tomli package "
-                             "(pip install tomli)") from None
+    from hwtune.tomlread import toml_module
+    return toml_module("a suite")
 
 
 def default_suite_path() -> Path:

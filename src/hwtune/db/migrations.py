@@ -378,6 +378,60 @@ def _m006_scheduler_names(db: sqlite_utils.Database) -> None:
     )
 
 
+def _m007_plan(db: sqlite_utils.Database) -> None:
+    """`hwtune plan`: the cost model's fitted parameters (a serial fraction
+    per op type, with its fit error and what it was fitted to) and the
+    validations (every configuration predicted, then measured, on a host).
+    Every row is kept; readers take the latest per host (and op type, or
+    model and configuration)."""
+    _execute_script(
+        db,
+        """
+        CREATE TABLE plan_cost_params (
+            id               INTEGER PRIMARY KEY,
+            host_key         TEXT NOT NULL REFERENCES hosts(host_key),
+            run_id           INTEGER REFERENCES runs(run_id),
+            op_type          TEXT NOT NULL,
+            -- 'all': scan and op profiles at 2+ threads; 'scan': the scan's
+            -- micro-benchmarks only (predictions from 1-thread profiles)
+            data             TEXT NOT NULL CHECK (data IN ('all', 'scan')),
+            serial_fraction  REAL NOT NULL CHECK (serial_fraction BETWEEN 0 AND 1),
+            points           INTEGER NOT NULL CHECK (points >= 0),
+            -- |predicted / measured - 1| over the points at the fitted value
+            median_rel_err   REAL,
+            max_rel_err      REAL,
+            source           TEXT NOT NULL,
+            hwtune_version   TEXT NOT NULL,
+            created_at       TEXT NOT NULL
+        );
+        CREATE INDEX plan_cost_params_host ON plan_cost_params(host_key, data, op_type, id);
+        CREATE TABLE plan_validations (
+            id               INTEGER PRIMARY KEY,
+            host_key         TEXT NOT NULL REFERENCES hosts(host_key),
+            run_id           INTEGER REFERENCES runs(run_id),
+            model            TEXT NOT NULL,
+            graph_hash       TEXT NOT NULL,
+            scheduler        TEXT NOT NULL CHECK (scheduler <> ''),
+            executors        INTEGER NOT NULL CHECK (executors >= 1),
+            threads          INTEGER NOT NULL CHECK (threads >= 1),
+            predicted_s      REAL,
+            measured_s       REAL,
+            mad_s            REAL,
+            samples_json     TEXT NOT NULL DEFAULT '[]',
+            -- (predicted - measured) / measured
+            rel_error        REAL,
+            status           TEXT NOT NULL
+                CHECK (status IN ('ok', 'error', 'wrong_answer', 'timeout', 'skipped')),
+            note             TEXT,
+            isa              TEXT NOT NULL,
+            hwtune_version   TEXT NOT NULL,
+            created_at       TEXT NOT NULL
+        );
+        CREATE INDEX plan_validations_host ON plan_validations(host_key, model, id);
+        """
+    )
+
+
 Migration = Tuple[int, str, Callable[[sqlite_utils.Database], None]]
 
 MIGRATIONS: List[Migration] = [
@@ -390,6 +444,8 @@ MIGRATIONS: List[Migration] = [
      _m005_check_baselines),
     (6, "engine_configs without the CHECK on scheduler names (the engine's table lists them)",
      _m006_scheduler_names),
+    (7, "plan: plan_cost_params (fitted cost model), plan_validations (predicted vs measured)",
+     _m007_plan),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

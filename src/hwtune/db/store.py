@@ -26,7 +26,7 @@ from hwtune.db.timestamps import parse as parse_time
 from hwtune.db.timestamps import utc_now
 from hwtune.errors import UsageError
 
-RUN_KINDS = ("scan", "tune", "run", "check")
+RUN_KINDS = ("scan", "tune", "run", "check", "plan")
 RUN_END_STATUSES = ("complete", "interrupted", "failed")
 MEASUREMENT_STATUSES = ("ok", "noisy", "error", "skipped")
 CONFIG_SOURCES = ("default", "tuned", "user")
@@ -658,6 +658,54 @@ class ResultsDB:
         return self._query(sql + " ORDER BY iteration, start_s, id", params)
 
     # -- lifetime --------------------------------------------------------
+    # -- plan (schema v7) ---------------------------------------------------
+    def put_cost_params(self, host_key: str, run_id: Optional[int], data: str,
+                        fits: List[dict]) -> None:
+        """The cost model's serial fractions, one row per op type (fits:
+        op_type, serial_fraction, points, median_rel_err, max_rel_err, source)."""
+        now = utc_now()
+        with self._write("store the cost model in"):
+            for f in fits:
+                self._conn.execute(
+                    "INSERT INTO plan_cost_params (host_key, run_id, op_type, data, "
+                    "serial_fraction, points, median_rel_err, max_rel_err, source, "
+                    "hwtune_version, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [host_key, run_id, f["op_type"], data, float(f["serial_fraction"]),
+                     int(f["points"]), _real(f.get("median_rel_err"), "median_rel_err"),
+                     _real(f.get("max_rel_err"), "max_rel_err"), f["source"], __version__, now])
+
+    def cost_params(self, host_key: str, data: str) -> List[dict]:
+        """The latest row of every op type."""
+        return self._query(
+            "SELECT * FROM plan_cost_params WHERE id IN (SELECT max(id) FROM plan_cost_params "
+            "WHERE host_key = ? AND data = ? GROUP BY op_type) ORDER BY op_type",
+            [host_key, data])
+
+    def add_validation(self, host_key: str, run_id: Optional[int], row: dict) -> None:
+        if row["status"] not in TRIAL_STATUSES:
+            raise UsageError(f"unknown validation status {row['status']!r}")
+        with self._write("store a validation in"):
+            self._conn.execute(
+                "INSERT INTO plan_validations (host_key, run_id, model, graph_hash, scheduler, "
+                "executors, threads, predicted_s, measured_s, mad_s, samples_json, rel_error, "
+                "status, note, isa, hwtune_version, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [host_key, run_id, row["model"], row["graph_hash"], row["scheduler"],
+                 int(row["executors"]), int(row["threads"]),
+                 _real(row.get("predicted_s"), "predicted_s"),
+                 _real(row.get("measured_s"), "measured_s"), _real(row.get("mad_s"), "mad_s"),
+                 _dumps(row.get("samples") or [], "samples"),
+                 _real(row.get("rel_error"), "rel_error"), row["status"], row.get("note"),
+                 row["isa"], __version__, utc_now()])
+
+    def validations(self, host_key: str) -> List[dict]:
+        """The latest validation of every (model, scheduler, executors,
+        threads) on this host."""
+        return self._query(
+            "SELECT * FROM plan_validations WHERE id IN (SELECT max(id) FROM plan_validations "
+            "WHERE host_key = ? GROUP BY model, scheduler, executors, threads) "
+            "ORDER BY model, scheduler, executors, threads", [host_key])
+
     def close(self) -> None:
         self._conn.close()
 

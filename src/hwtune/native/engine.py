@@ -67,9 +67,18 @@ sig("hwt_engine_n_folded", _ci, _vp)
 sig("hwt_engine_op_folded", _ci, _vp, _ci)
 
 
-def _per_op(graph: Graph, values: Optional[Mapping[str, float]], ctype, what: str):
+def _per_op(graph: Graph, values, ctype, what: str):
     """op name -> value mapping as a C array in op-id order (lowering adds ops
-    in graph.ops order), or None."""
+    in graph.ops order), or None. A numpy array is taken as already in op
+    order (the simulator's callers pass thousands of configs)."""
+    if isinstance(values, np.ndarray):
+        if values.shape != (len(graph.ops),):
+            raise UsageError(f"{what}: {values.shape} values for {len(graph.ops)} ops")
+        dtype = np.int32 if ctype is ctypes.c_int else np.float64
+        arr = np.ascontiguousarray(values, dtype=dtype)
+        out = (ctype * len(arr)).from_buffer(arr)
+        out._keep = arr  # the buffer must outlive the C array
+        return out
     if not values:
         return None
     names = [op.name for op in graph.ops]
@@ -102,6 +111,34 @@ def _candidates(graph: Graph, cands: Optional[Mapping[str, Sequence[Sequence[flo
     return threads, seconds, width
 
 
+def make_config(graph: Graph, *, executors: int, threads: int, scheduler: str,
+                pin: bool = True, isa: int = -1,
+                op_threads: Optional[Mapping[str, int]] = None,
+                op_cost: Optional[Mapping[str, float]] = None,
+                op_priority: Optional[Mapping[str, float]] = None,
+                op_candidates: Optional[Mapping[str, Sequence[Sequence[float]]]] = None):
+    """The hwt_engine_config of graph under these settings (an engine's or a
+    simulation's), and the arrays it points to: keep both alive until the C
+    call that reads them returns (it copies what it keeps)."""
+    cfg = _Config()
+    lib.hwt_engine_config_init(ctypes.byref(cfg))
+    cfg.executors, cfg.threads_per_executor = int(executors), int(threads)
+    name = scheduler.encode()
+    cfg.scheduler, cfg.pin, cfg.isa = name, int(bool(pin)), int(isa)
+    arrays = (_per_op(graph, op_threads, ctypes.c_int, "op_threads"),
+              _per_op(graph, op_cost, ctypes.c_double, "op_cost"),
+              _per_op(graph, op_priority, ctypes.c_double, "op_priority"))
+    for field, arr in zip(("op_threads", "op_cost", "op_priority"), arrays):
+        if arr is not None:
+            setattr(cfg, field, ctypes.cast(arr, type(getattr(cfg, field))))
+    cands = _candidates(graph, op_candidates)
+    if cands is not None:
+        cfg.op_cand_threads = ctypes.cast(cands[0], _c_int_p)
+        cfg.op_cand_seconds = ctypes.cast(cands[1], _c_dbl_p)
+        cfg.op_cand_n = cands[2]
+    return cfg, (name, arrays, cands)
+
+
 class NativeEngine(Handle):
     """A prepared engine for one model and one configuration. scheduler is
     a name of the scheduler table (hwtune.native.sched; None: the default)."""
@@ -118,23 +155,12 @@ class NativeEngine(Handle):
                           else sched.lookup(scheduler)).name
         self.graph = graph
         self._ng = lower_graph(graph)
-        cfg = _Config()
-        lib.hwt_engine_config_init(ctypes.byref(cfg))
-        cfg.executors, cfg.threads_per_executor = int(executors), int(threads)
-        # The engine reads the name at create only.
-        cfg.scheduler, cfg.pin, cfg.isa = self.scheduler.encode(), int(bool(pin)), int(isa)
-        # The engine copies these at create; keep them referenced until then.
-        arrays = (_per_op(graph, op_threads, ctypes.c_int, "op_threads"),
-                  _per_op(graph, op_cost, ctypes.c_double, "op_cost"),
-                  _per_op(graph, op_priority, ctypes.c_double, "op_priority"))
-        for field, arr in zip(("op_threads", "op_cost", "op_priority"), arrays):
-            if arr is not None:
-                setattr(cfg, field, ctypes.cast(arr, type(getattr(cfg, field))))
-        cands = _candidates(graph, op_candidates)
-        if cands is not None:
-            cfg.op_cand_threads = ctypes.cast(cands[0], _c_int_p)
-            cfg.op_cand_seconds = ctypes.cast(cands[1], _c_dbl_p)
-            cfg.op_cand_n = cands[2]
+        # The engine reads the name at create and copies the arrays; `keep`
+        # holds them until then.
+        cfg, keep = make_config(graph, executors=executors, threads=threads,
+                                scheduler=self.scheduler, pin=pin, isa=isa,
+                                op_threads=op_threads, op_cost=op_cost, op_priority=op_priority,
+                                op_candidates=op_candidates)
         err = ctypes.create_string_buffer(512)
         h = _vp()
         status = lib.hwt_engine_create(self._ng.handle, ctypes.byref(cfg), ctypes.byref(h), err,

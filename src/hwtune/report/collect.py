@@ -209,6 +209,12 @@ def _history(db, host_key: str, until: Optional[str]) -> List[dict]:
     return list(series.values())
 
 
+def _plan_validation(db, host_key: str) -> dict:
+    """hwtune plan --validate's latest figures per model and configuration."""
+    from hwtune.planner.session import host_validations
+    return host_validations(db, host_key)
+
+
 def _snapshot(db, side: Side) -> dict:
     scan = _scan_at(db, side)
     models = _tuned_models(db, side)
@@ -238,6 +244,7 @@ def build_report(db, *, host: Optional[str] = None, compare: Sequence[str] = (),
         "figures": main["figures"],
         "history": _history(db, host_key, None),
         "compare": None,
+        "plan_validation": _plan_validation(db, host_key),
     }
     if sides:
         snaps = [_snapshot(db, s) for s in sides]

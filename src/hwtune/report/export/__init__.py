@@ -10,6 +10,7 @@ A document is what one command produces, named by its kind:
   tune    tune-graph's result: TuneResult.to_json() plus model, graph_hash,
           ops (the graph's op count) and db
   compare hwtune compare's CompareResult (hwtune.compare.run)
+  plan    hwtune plan's predictions or validation (hwtune.planner.session)
 
 A new format is one module here with one Exporter and a row in EXPORTERS;
 a new kind of document (or a new report section) is one function in each

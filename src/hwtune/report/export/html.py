@@ -265,6 +265,7 @@ def _nav(doc) -> str:
             for m in doc["models"]]
     nav += ["<a href='#history'>history</a>"] if doc["history"] else []
     nav += ["<a href='#compare'>compare</a>"] if doc["compare"] else []
+    nav += ["<a href='#plan'>plan</a>"] if (doc.get("plan_validation") or {}).get("rows") else []
     return "<p>" + " &middot; ".join(nav) + "</p>"
 
 
@@ -289,9 +290,56 @@ def _models(doc) -> List[str]:
     return [part for m in doc["models"] for part in _model(m)]
 
 
+def _view(view, left=(0,)) -> str:
+    header, rows = view
+    return _table(header, rows, left=left)
+
+
+def _validation(v, with_model=False) -> List[str]:
+    from hwtune.report import plan_views as pv
+    return [_view(pv.validation_table(v["rows"], with_model), left=(0, 1) if with_model else (0,)),
+            f"<p>{_e(pv.validation_sentence(v['summary']))}.</p>"] + (
+                [f"<p class='dim'>{_e(pv.load_warning(v))}.</p>"] if pv.load_warning(v) else [])
+
+
+def _plan_section(doc) -> List[str]:
+    v = doc.get("plan_validation")
+    if not v or not v["rows"]:
+        return []
+    return ["<h2 id='plan'>Plan: predicted vs measured on this host</h2>"] + _validation(v, True)
+
+
 # The report's sections in order: a new section is a function and a row
 # (and a link in _nav).
-REPORT_SECTIONS = (_head, _scan_or_hint, _models, _history, _compare)
+REPORT_SECTIONS = (_head, _scan_or_hint, _models, _history, _compare, _plan_section)
+
+
+def plan(doc: dict) -> str:
+    """hwtune plan --format html: one self-contained page."""
+    from hwtune.report import plan_views as pv
+    body = [f"<h1>{_e(pv.title(doc))}</h1>"]
+    body += ["<ul>" + "".join(f"<li>{_e(x)}</li>" for x in pv.machine_lines(doc)) + "</ul>"]
+    body += ["<h2>Cost model</h2>", _view(pv.fit_table(doc), left=(0, 5))]
+    if doc.get("mode") == "validate":
+        body += ["<h2>Predicted (1-thread profiles) vs measured, interleaved</h2>"]
+        body += _validation(doc["validation"])
+    else:
+        body += ["<h2>Best configuration per core count</h2>",
+                 _view(pv.best_table(doc), left=(0, 1))]
+        series = pv.chart_series(doc)
+        if len(doc["cores"]) > 1 and series:
+            body.append(svg.line_chart(
+                "plan-cores", "Predicted latency vs cores (best split per scheduler)",
+                [{"name": n, "xs": xs, "ys": ys} for n, xs, ys in series],
+                x_label="cores", y_label="ms"))
+        for r in doc["cores"]:
+            body += [f"<h2>{r['cores']} cores</h2>", _view(pv.split_table(r)),
+                     f"<p>Per-op thread counts (team of {r['op_threads']['team_threads']}):</p>",
+                     _view(pv.op_threads_table(r))]
+    return ("<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+            "<meta name='viewport' content='width=device-width,initial-scale=1'>"
+            f"<title>{_e(pv.title(doc))}</title>"
+            f"<style>{CSS}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
 
 
 def report(doc: dict) -> str:
@@ -302,4 +350,4 @@ def report(doc: dict) -> str:
             f"<style>{CSS}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
 
 
-EXPORTER = Exporter("html", {"report": report})
+EXPORTER = Exporter("html", {"report": report, "plan": plan})

@@ -172,8 +172,49 @@ def _compare(doc) -> List[str]:
           fmt.ratio(r["ratio"]), fmt.gain_word(r["gain"])] for r in c["rows"]])
 
 
+def _view(view) -> List[str]:
+    header, rows = view
+    return table(header, rows, left=(0,)) + [""]
+
+
+def _validation(v, with_model=False) -> List[str]:
+    from hwtune.report import plan_views as pv
+    warn = pv.load_warning(v)
+    return _view(pv.validation_table(v["rows"], with_model)) + [
+        pv.validation_sentence(v["summary"]) + ".", ""] + ([warn + ".", ""] if warn else [])
+
+
+def _plan_section(doc) -> List[str]:
+    v = doc.get("plan_validation")
+    if not v or not v["rows"]:
+        return []
+    return ["## Plan: predicted vs measured on this host", ""] + _validation(v, True)
+
+
 # The report's sections in order: a new section is a function and a row.
-REPORT_SECTIONS = (_head, _scan_or_hint, _models, _history, _compare)
+REPORT_SECTIONS = (_head, _scan_or_hint, _models, _history, _compare, _plan_section)
+
+
+def plan(doc: dict) -> str:
+    """hwtune plan --format markdown."""
+    from hwtune.report import plan_views as pv
+    out = [f"# {pv.title(doc)}", ""] + [f"- {x}" for x in pv.machine_lines(doc)] + [""]
+    out += ["## Cost model", ""] + _view(pv.fit_table(doc))
+    if doc.get("mode") == "validate":
+        out += ["## Predicted (1-thread profiles) vs measured, interleaved", ""]
+        out += _validation(doc["validation"])
+        return "\n".join(out).rstrip() + "\n"
+    out += ["## Best configuration per core count", ""] + _view(pv.best_table(doc))
+    for r in doc["cores"]:
+        out += [f"## {r['cores']} cores", "", "Predicted latency per scheduler and split:", ""]
+        out += _view(pv.split_table(r))
+        out += [f"Per-op thread counts (team of {r['op_threads']['team_threads']}):", ""]
+        out += _view(pv.op_threads_table(r))
+    series = pv.chart_series(doc)
+    if len(doc["cores"]) > 1 and series:
+        out += ["## Predicted latency vs cores (ms, best split per scheduler)", ""]
+        out += _chart(line_chart(series, x_label="cores", y_unit="ms"))
+    return "\n".join(out).rstrip() + "\n"
 
 
 def report(doc: dict) -> str:
@@ -231,4 +272,4 @@ def compare(r) -> str:
     return "\n".join(out) + "\n"
 
 
-EXPORTER = Exporter("markdown", {"report": report, "check": check, "compare": compare})
+EXPORTER = Exporter("markdown", {"report": report, "check": check, "compare": compare, "plan": plan})

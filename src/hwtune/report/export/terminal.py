@@ -376,7 +376,7 @@ def _report_compare(console, doc):
 
 # The report's sections in order: a new section is a function and a row.
 REPORT_SECTIONS = (_report_head, _report_scan_or_hint, _report_models, _report_history,
-                   _report_compare)
+                   _report_compare, lambda console, doc: _report_plan(console, doc))
 
 
 def print_report(console: Console, doc: dict) -> None:
@@ -492,6 +492,58 @@ def print_compare(console: Console, r) -> None:
         line(f"  {s.name}: {s.describe}")
 
 
+# -- plan ---------------------------------------------------------------------
+def _view_table(console, title, view, caption=None):
+    header, rows = view
+    t = _table(title, header, caption=caption)
+    for r in rows:
+        t.add_row(*r)
+    console.print(t)
+
+
+def _validation(console, v, with_model=False):
+    from hwtune.report import plan_views as pv
+    _view_table(console, None, pv.validation_table(v["rows"], with_model))
+    console.print(pv.validation_sentence(v["summary"]), highlight=False)
+    if pv.load_warning(v):
+        console.print(pv.load_warning(v), style="yellow", highlight=False)
+
+
+def print_plan(console: Console, doc: dict) -> None:
+    """hwtune plan: best configuration per core count, every scheduler and
+    split, per-op thread counts, latency vs cores; or the validation."""
+    from hwtune.report import plan_views as pv
+
+    def line(text):
+        console.print(text, markup=False, highlight=False, emoji=False)
+    line(pv.title(doc))
+    for text in pv.machine_lines(doc):
+        line(text)
+    _view_table(console, "Cost model: serial fraction per op type", pv.fit_table(doc))
+    if doc.get("mode") == "validate":
+        console.print(Rule("Predicted (1-thread profiles) vs measured, interleaved",
+                           align="left"))
+        _validation(console, doc["validation"])
+        return
+    _view_table(console, "Best configuration per core count", pv.best_table(doc))
+    for r in doc["cores"]:
+        _view_table(console, f"{r['cores']} cores: predicted latency per scheduler and split",
+                    pv.split_table(r))
+        _view_table(console, f"{r['cores']} cores: per-op thread counts, team of "
+                             f"{r['op_threads']['team_threads']}", pv.op_threads_table(r))
+    series = pv.chart_series(doc)
+    if len(doc["cores"]) > 1 and series:
+        console.print("[bold]Predicted latency vs cores (ms, best split per scheduler)[/]")
+        console.print(to_rich(line_chart(series, x_label="cores", y_unit="ms")))
+
+
+def _report_plan(console, doc):
+    v = doc.get("plan_validation")
+    if v and v["rows"]:
+        console.print(Rule("Plan: predicted vs measured on this host", align="left"))
+        _validation(console, v, with_model=True)
+
+
 # -- the exporter -------------------------------------------------------------
 Printer = Callable[[Console, Any], None]
 
@@ -512,6 +564,7 @@ PRINTERS: Dict[str, Tuple[Printer, Optional[Callable[[int], int]]]] = {
     "check": (print_check, _at_least_80),
     "tune": (print_tune, None),
     "compare": (print_compare, None),
+    "plan": (print_plan, None),
 }
 
 

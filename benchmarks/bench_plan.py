@@ -1,0 +1,144 @@
+"""`hwtune plan` benchmark (issue #13).
+
+Run with the installed package, after `hwtune scan --quick` on this host:
+
+  python benchmarks/bench_plan.py timing     [--db PATH]
+      how long `hwtune plan` takes on the bundled model with the most ops
+      (phased_lstm_large) and 5 core counts, profiles stored (the first
+      call profiles the model and is not timed). Goal: < 10 s.
+  python benchmarks/bench_plan.py graphi     [--db PATH]
+      Graphi's medium models on the bundled 68-core Xeon Phi 7250: the
+      best critical-path n x k against sequential on 64 cores, and
+      critical-path against shared-queue per n x k, beside the paper's
+      Figure 6 and Table 2.
+  python benchmarks/bench_plan.py validate   [--db PATH] [--models a,b]
+      `hwtune plan --validate` on every bundled model (or --models): per
+      model and configuration predicted vs measured, median and worst
+      absolute error overall. Goal: median <= 10%, worst <= 25%.
+
+Every figure names the CPU and ISA it ran on, and the load average seen.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+
+from hwtune.measure import FixedSampling, interleave
+from hwtune.measure.sides import CallSide
+
+GOAL_PLAN_S = 10.0
+TIMING_MODEL = "phased_lstm_large"
+TIMING_CORES = "16,32,64,128,256"
+# inception_large: ~2 TFLOP a run (20-40 s per run on one core here): its
+# validation runs 11 configurations x at least 3 samples, over 20 minutes.
+SLOW = ("inception_large",)
+
+
+def _hwtune(*args, db):
+    return [sys.executable, "-m", "hwtune.cli.main", *args, "--db", db]
+
+
+def _host_line() -> str:
+    from hwtune.machine import fingerprint
+    from hwtune.native.isa import selected_isa
+    fp = fingerprint()
+    load = os.getloadavg()[0]
+    return (f"host: {fp.get('cpu_model')}, {fp.get('usable_cpus')} usable CPUs, ISA "
+            f"{selected_isa()}, load average {load:.1f}")
+
+
+def timing(db: str) -> None:
+    cmd = _hwtune("plan", TIMING_MODEL, "--cores", TIMING_CORES, "--json", db=db)
+    subprocess.run(cmd, check=True, capture_output=True)  # profiles the model once
+    side = CallSide(lambda: subprocess.run(cmd, check=True, capture_output=True),
+                    label="hwtune plan")
+    m = interleave([side], FixedSampling(3), raise_errors=True)[0]
+    print(_host_line())
+    print(f"hwtune plan {TIMING_MODEL} --cores {TIMING_CORES}: {m.median:.2f} s "
+          f"(median of {len(m.samples)}, whole command incl. interpreter start) "
+          f"{'PASS' if m.median < GOAL_PLAN_S else 'MISS'} (goal < {GOAL_PLAN_S:.0f} s)")
+
+
+def graphi(db: str) -> None:
+    from hwtune import machine
+    from hwtune.db import ResultsDB
+    from hwtune.native import sched
+    from hwtune.planner import graphi as g
+    from hwtune.planner import inputs
+    from hwtune.report.export.markdown import table
+    from hwtune.sources import load_any
+    rows_by_name = sched.schedulers()
+    results = []
+    with ResultsDB.open(db) as rdb:
+        fp = machine.fingerprint()
+        hk = rdb.upsert_host(fp)
+        for paper in g.PAPER:
+            graph, _ = load_any(paper.model, None, None)
+            run = rdb.start_run(hk, "plan", {"model": paper.model, "graphi": True})
+            p, _ = inputs.build(rdb, hk, fp, graph, run_id=run, machine="xeon-phi-7250",
+                                progress=lambda m: print(f"[{paper.label}] {m}",
+                                                         file=sys.stderr))
+            try:
+                results.append(g.predict_row(p, paper, rows_by_name))
+            finally:
+                p.close()
+                rdb.finish_run(run, "complete")
+    print(_host_line())
+    print("Graphi's medium models on the Xeon Phi 7250 description (predicted from this "
+          "host's 1-thread profiles), beside the paper:\n")
+    print("\n".join(table(*g.table(results), left=(0,))))
+    print()
+    print("\n".join(table(*g.split_table(results), left=(0,))))
+
+
+def validate(db: str, models) -> None:
+    import json
+    from hwtune.planner.validate import summary
+    from hwtune.report.export.markdown import table
+    from hwtune.sources import bundled_models
+    names = models or [m for m in bundled_models() if m not in SLOW]
+    every, lines = [], []
+    for name in names:
+        out = subprocess.run(_hwtune("plan", name, "--validate", "--json", db=db),
+                             check=True, capture_output=True, text=True)
+        doc = json.loads(out.stdout)
+        rows = doc["validation"]["rows"]
+        every += rows
+        s = doc["validation"]["summary"]
+        lines.append([name, str(s["configs"]), f"{100 * s['median_abs_error']:.1f}%",
+                      f"{100 * s['max_abs_error']:.1f}%", f"{doc['host']['load_1min']:.1f}"])
+        for r in rows:
+            print(f"{name:28s} {r['scheduler']:14s} {r['executors']}x{r['threads']} "
+                  f"predicted {r['predicted_s'] * 1e3:9.3f} ms  measured "
+                  f"{(r['measured_s'] or float('nan')) * 1e3:9.3f} ms  error "
+                  f"{100 * (r['rel_error'] or float('nan')):+6.1f}%", flush=True)
+    print(_host_line())
+    print("\n".join(table(["model", "configs", "median |error|", "worst |error|", "load"],
+                          lines, left=(0,))))
+    s = summary(every)
+    ok = s["median_abs_error"] <= 0.10 and s["max_abs_error"] <= 0.25
+    print(f"overall: median |error| {100 * s['median_abs_error']:.1f}%, worst "
+          f"{100 * s['max_abs_error']:.1f}% over {s['configs']} configurations: "
+          f"{'PASS' if ok else 'MISS'} (goal: median <= 10%, worst <= 25%)")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("what", choices=("timing", "graphi", "validate"))
+    ap.add_argument("--db", default="results.db")
+    ap.add_argument("--models", default=None, help="validate: comma list of bundled models")
+    a = ap.parse_args()
+    if a.what == "timing":
+        timing(a.db)
+    elif a.what == "graphi":
+        graphi(a.db)
+    else:
+        validate(a.db, [m for m in (a.models or "").split(",") if m])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,53 @@
+/* The engine's schedulers in virtual time: one run of a graph under an
+ * engine configuration (executors x threads, scheduler, per-op thread
+ * counts, costs, candidates: hwt_engine_config, as for hwt_engine_create)
+ * replayed on a simulated clock from given op times, without threads or
+ * tensors. The decisions are the schedulers' own (engine/exec/sched.h:
+ * virtual time), so levels, slack, tiny/solo ops, inline runs, kept
+ * successors and Strategy 3's placement are those of a real run; what is
+ * modelled is only time:
+ *   - an op with t threads (a team's, or a group of corun workers) lasts
+ *     seconds[op][t] when it runs alone;
+ *   - ops that run at the same time share the memory system: each moves
+ *     mem_bps bytes/s alone during its mem_frac share of its time, and when
+ *     their sum exceeds bw_cap[busy cores] those shares stretch by the
+ *     ratio (no sharing when either table is NULL);
+ *   - overheads: inline_s for an op an executor goes on with, dispatch_s
+ *     for one handed to a waiting executor, section_s per decision in the
+ *     scheduler's serial section (concurrent decisions queue), run_s per
+ *     run. All zero: the schedule the scheduler's rules give for the op
+ *     times alone.
+ * Executors are limited as in the engine (64; corun: 64 workers). */
+#ifndef HWTUNE_SIMULATE_H
+#define HWTUNE_SIMULATE_H
+#include <stddef.h>
+#include "hwtune/engine.h"
+
+typedef struct hwt_sim hwt_sim;
+
+typedef struct {
+  int max_threads;        /* columns of the per-op tables: thread counts 1..max_threads */
+  const double *seconds;  /* [n_ops * max_threads]: op alone at t threads is
+                             seconds[op * max_threads + t - 1] */
+  const double *mem_frac; /* optional, same shape: share of those seconds bound by memory */
+  const double *mem_bps;  /* optional, same shape: bytes/s the op moves running alone */
+  const double *bw_cap;   /* optional [cores + 1]: bytes/s served with c busy cores */
+  int cores;
+  double inline_s, dispatch_s, section_s, run_s;
+} hwt_sim_costs;
+
+/* A virtual engine for g (its plan and constant folding, once); g must
+ * outlive it. HWT_OK, or a negative status with a one-line reason in err. */
+HWT_API int hwt_sim_create(const hwt_graph *g, hwt_sim **out, char *err, size_t errlen);
+HWT_API void hwt_sim_destroy(hwt_sim *s);
+HWT_API const char *hwt_sim_error(const hwt_sim *s);
+
+/* One simulated run under cfg with costs c: the makespan (seconds, run_s
+ * included) into *makespan_s and, when events is not NULL, one event per op
+ * that runs (folded ops do not), in op-id order, up to max_events; returns
+ * how many ops ran, or a negative status (config, costs; reason in
+ * hwt_sim_error). */
+HWT_API int hwt_sim_run(hwt_sim *s, const hwt_engine_config *cfg, const hwt_sim_costs *c,
+                        double *makespan_s, hwt_op_event *events, int max_events);
+
+#endif

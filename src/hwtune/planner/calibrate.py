@@ -1,0 +1,296 @@
+"""What the cost model and the simulator need measured on this host beyond
+the scan, all timed through hwtune.measure:
+
+  - every op's 1-thread time: profiled runs of the model on one executor of
+    one thread (sequential, the engine's own events), median per workload;
+  - the pool's fork-join per thread count (the C loop of hwtune scan's
+    foundation benchmark);
+  - the engine's overheads per scheduler, read off small graphs of
+    microsecond adds: a run's own start (one op), an op an executor goes on
+    with (a chain, sequential), a decision in the serial section (a chain
+    whose ops are costed above the inline threshold, one executor), an op
+    handed to a waiting executor (a chain of fork-join pairs on two
+    executors). Each is the value that makes the simulator, given the
+    others, reproduce the measured latency (bisection: latency grows with
+    every overhead).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from hwtune.native.simulate import Overheads
+
+# Profiled runs per 1-thread profile: per-workload medians pool every
+# instance of a workload (an LSTM's 30 steps share one), so 5 runs hold
+# 150+ samples of most workloads; lstm_small's op medians moved by < 2%
+# between 5 and 21 runs here.
+PROFILE_RUNS = 5
+# Calibration graphs: adds of 64 floats (~40 ns each here), long enough
+# that a run lasts ~0.1-1 ms, so the 1-2 us of a Python call stays < 2%.
+CHAIN_OPS = 400
+PAIR_STAGES = 150
+ADD_N = 64
+# Costs given to every op of the costed chains: above the engine's 2 us
+# inline threshold (levels.c), so every op goes through the scheduler.
+HEAVY_COST = 1e-5
+CALIBRATION_REPS = 21
+# Back-to-back runs per sample: 50 runs of the 400-op chain last ~1-2 ms
+# here, long enough that the Python call around them is < 1%.
+RUNS_PER_SAMPLE = 50
+FORKJOIN_ITERS = 2000
+FORKJOIN_REPS = 9
+
+
+@dataclass
+class Calibration:
+    """Per scheduler: overheads for one executor and for several, and the
+    run start with 1 and with 2 executors; fork-join per thread count."""
+    forkjoin: Dict[int, float] = field(default_factory=dict)
+    overheads: Dict[str, dict] = field(default_factory=dict)  # sched -> Overheads fields
+    run_s: Dict[str, Dict[int, float]] = field(default_factory=dict)  # sched -> {executors: s}
+    add_s: float = 0.0  # one calibration add, profiled
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, doc: dict) -> "Calibration":
+        return cls(forkjoin={int(k): v for k, v in doc.get("forkjoin", {}).items()},
+                   overheads=dict(doc.get("overheads", {})),
+                   run_s={s: {int(k): v for k, v in d.items()}
+                          for s, d in doc.get("run_s", {}).items()},
+                   add_s=float(doc.get("add_s", 0.0)))
+
+    def overheads_for(self, scheduler: str, executors: int, scale: float = 1.0,
+                      forkjoin_extra_s: float = 0.0) -> Overheads:
+        """The simulator's overheads of a scheduler with `executors`
+        executors (or workers) on a machine whose engine costs are this
+        host's times scale: a run's own cost as measured here with one
+        executor, or with two (waking the second, at the end too), times
+        scale; beyond two, the machine's extra fork-join over the executors
+        (forkjoin_extra_s)."""
+        o = self.overheads.get(scheduler, {})
+        runs = self.run_s.get(scheduler, {})
+        r1 = runs.get(1, 0.0)
+        r2 = runs.get(2, r1)
+        run = (r1 if executors < 2 else max(r1, r2)) * scale + (
+            forkjoin_extra_s if executors > 2 else 0.0)
+        return Overheads(inline_s=o.get("inline_s", 0.0) * scale,
+                         dispatch_s=o.get("dispatch_s", 0.0) * scale,
+                         section_s=o.get("section_s", 0.0) * scale, run_s=run)
+
+
+# -- 1-thread profiles ---------------------------------------------------------
+
+def profile_1t(graph, runs: int = PROFILE_RUNS, progress=None) -> Dict[str, float]:
+    """workload -> median 1-thread seconds of every op of graph (profiled
+    sequential runs on one pinned thread)."""
+    from hwtune.engine.runner import workload_keys
+    from hwtune.measure.engine import profiled_runs
+    from hwtune.measure.stats import median
+    from hwtune.native.engine import NativeEngine
+    keys = dict(zip((op.name for op in graph.ops), workload_keys(graph)))
+    if progress:
+        progress(f"profiling {graph.name}: {runs} runs on 1 thread")
+    engine = NativeEngine(graph, executors=1, threads=1, scheduler="sequential", pin=True)
+    try:
+        history = profiled_runs(engine, graph, runs, warmup=2)
+    finally:
+        engine.close()
+    samples: Dict[str, List[float]] = {}
+    for events in history:
+        for ev in events:
+            samples.setdefault(keys[ev.op_name], []).append(ev.end_s - ev.start_s)
+    return {wk: median(xs) for wk, xs in samples.items()}
+
+
+# -- fork-join ---------------------------------------------------------------------
+
+def forkjoin(cores: int, progress=None) -> Dict[int, float]:
+    """threads -> seconds per empty fork-join region of the pool, 2..cores
+    threads, sampled interleaved."""
+    from hwtune.measure import FixedSampling, interleave
+    from hwtune.measure.sides import SampleSide
+    from hwtune.native import bench
+    from hwtune.native.pool import Pool
+    counts = list(range(2, cores + 1))
+    if not counts:
+        return {}
+    if progress:
+        progress(f"fork-join of the pool, {counts[0]}..{counts[-1]} threads")
+    pool = Pool(executors=1, threads=cores, pin=True)
+    try:
+        sides = [SampleSide(lambda k, t=t: [bench.forkjoin_pool(pool, t, FORKJOIN_ITERS)
+                                            for _ in range(k)], label=f"{t} threads")
+                 for t in counts]
+        got = interleave(sides, FixedSampling(FORKJOIN_REPS), raise_errors=True)
+    finally:
+        pool.close()
+    return {t: m.median for t, m in zip(counts, got)}
+
+
+# -- engine overheads ------------------------------------------------------------
+
+def _chain(n: int):
+    from hwtune.graph.generators.builder import Builder
+    b = Builder("plan-calibration-chain")
+    b.input("x0", (ADD_N,), init="normal")
+    b.input("b", (ADD_N,), init="normal")
+    for i in range(n):
+        b.op(f"x{i + 1}", "add", [f"x{i}", "b"])
+    b.output(f"x{n}")
+    return b.build()
+
+
+def _pairs(stages: int):
+    """x -> (x + b, x + c) -> their sum, repeated: every stage hands one op
+    to the second executor."""
+    from hwtune.graph.generators.builder import Builder
+    b = Builder("plan-calibration-pairs")
+    b.input("x0", (ADD_N,), init="normal")
+    b.input("b", (ADD_N,), init="normal")
+    b.input("c", (ADD_N,), init="normal")
+    for i in range(stages):
+        b.op(f"l{i}", "add", [f"x{i}", "b"])
+        b.op(f"r{i}", "add", [f"x{i}", "c"])
+        b.op(f"x{i + 1}", "add", [f"l{i}", f"r{i}"])
+    b.output(f"x{stages}")
+    return b.build()
+
+
+def _single():
+    return _chain(1)
+
+
+def _solve(f: Callable[[float], float], target: float, hi: float = 1e-3) -> float:
+    """x >= 0 with f(x) = target for an increasing f (0 when f(0) >= target)."""
+    if f(0.0) >= target:
+        return 0.0
+    while f(hi) < target and hi < 1.0:
+        hi *= 4
+    lo = 0.0
+    for _ in range(50):
+        mid = (lo + hi) / 2
+        if f(mid) < target:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+@dataclass(frozen=True)
+class _Case:
+    key: str
+    graph: object
+    scheduler: str
+    executors: int
+    costed: bool
+
+
+def engine_overheads(schedulers, progress=None, reps: int = CALIBRATION_REPS
+                     ) -> Tuple[Dict[str, dict], Dict[str, Dict[int, float]], float]:
+    """(scheduler -> overheads, scheduler -> {executors: run start}, one
+    add's seconds) from latencies measured interleaved on this host (two
+    executors are only measured when the host has two cores)."""
+    from hwtune.measure import FixedSampling, interleave
+    from hwtune.measure.engine import EngineSide, op_medians, profiled_runs
+    from hwtune.native.engine import NativeEngine
+    from hwtune.native.pool import allowed_cpus
+    two = len(allowed_cpus()) >= 2
+    chain, pairs, single = _chain(CHAIN_OPS), _pairs(PAIR_STAGES), _single()
+    cases: List[_Case] = []
+    for s in schedulers:
+        cases.append(_Case(f"{s.name}/run1", single, s.name, 1, False))
+        cases.append(_Case(f"{s.name}/chain", chain, s.name, 1, not s.single_team))
+        if two and not s.single_team:
+            cases.append(_Case(f"{s.name}/run2", single, s.name, 2, False))
+            cases.append(_Case(f"{s.name}/pairs", pairs, s.name, 2, True))
+
+    def costs(g, on: bool):
+        return {op.name: HEAVY_COST for op in g.ops} if on else None
+
+    if progress:
+        progress(f"engine overheads: {len(cases)} small graphs, {reps} samples each, interleaved")
+    # A sample is many back-to-back runs, as an inference loop runs: between
+    # them the pool's threads spin instead of parking, which single runs
+    # interleaved with 13 other engines would measure instead.
+    engines = []
+    try:
+        for c in cases:
+            engines.append(NativeEngine(c.graph, executors=c.executors, threads=1,
+                                        scheduler=c.scheduler, pin=True,
+                                        op_cost=costs(c.graph, c.costed)))
+        sides = [EngineSide(e, label=c.key, runs=RUNS_PER_SAMPLE) for c, e in zip(cases, engines)]
+        got = interleave(sides, FixedSampling(reps), warmup=3, raise_errors=True)
+    finally:
+        for e in engines:
+            e.close()
+    measured = {c.key: m.median for c, m in zip(cases, got)}
+    # one add's own time, from the engine's events
+    e = NativeEngine(chain, executors=1, threads=1, scheduler="sequential", pin=True)
+    try:
+        add_s = float(np.median(list(op_medians(profiled_runs(e, chain, 3, warmup=1)).values())))
+    finally:
+        e.close()
+    return _fit_overheads(schedulers, cases, measured, add_s) + (add_s,)
+
+
+def _fit_overheads(schedulers, cases, measured, add_s):
+    from hwtune.native.simulate import Simulator
+    sims = {}
+    sec = {}
+    for c in cases:
+        if id(c.graph) not in sims:
+            sims[id(c.graph)] = Simulator(c.graph)
+            sec[id(c.graph)] = np.full((len(c.graph.ops), 2), add_s)
+    overheads: Dict[str, dict] = {}
+    run_s: Dict[str, Dict[int, float]] = {}
+    by_key = {c.key: c for c in cases}
+    try:
+        def latency(c: _Case, o: Overheads) -> float:
+            ms, _ = sims[id(c.graph)].run(
+                executors=c.executors, threads=1, scheduler=c.scheduler,
+                seconds=sec[id(c.graph)], overheads=o,
+                op_cost={op.name: HEAVY_COST for op in c.graph.ops} if c.costed else None)
+            return ms
+        # the sequential chain gives the inline cost every scheduler shares
+        seq = next(s for s in schedulers if s.in_order)
+        run_s[seq.name] = {1: max(0.0, measured[f"{seq.name}/run1"] - add_s)}
+        c = by_key[f"{seq.name}/chain"]
+        inline = _solve(lambda x: latency(c, Overheads(inline_s=x, run_s=run_s[seq.name][1])),
+                        measured[c.key])
+        overheads[seq.name] = {"inline_s": inline, "dispatch_s": 0.0, "section_s": 0.0}
+        for s in schedulers:
+            if s.name == seq.name:
+                continue
+            runs = {1: max(0.0, measured[f"{s.name}/run1"] - add_s)}
+            if f"{s.name}/run2" in measured:
+                runs[2] = max(0.0, measured[f"{s.name}/run2"] - add_s)
+            run_s[s.name] = runs
+            c = by_key[f"{s.name}/chain"]
+            section = _solve(lambda x: latency(c, Overheads(inline_s=inline, section_s=x,
+                                                            run_s=runs[1])), measured[c.key])
+            dispatch = 0.0
+            if f"{s.name}/pairs" in measured:
+                c = by_key[f"{s.name}/pairs"]
+                dispatch = _solve(lambda x: latency(c, Overheads(
+                    inline_s=inline, section_s=section, dispatch_s=x,
+                    run_s=runs.get(2, runs[1]))), measured[c.key])
+            overheads[s.name] = {"inline_s": inline, "dispatch_s": dispatch,
+                                 "section_s": section}
+    finally:
+        for sim in sims.values():
+            sim.close()
+    return overheads, run_s
+
+
+def calibrate(cores: int, progress=None) -> Calibration:
+    from hwtune.native import sched
+    rows = list(sched.schedulers().values())
+    fj = forkjoin(cores, progress)
+    overheads, run_s, add_s = engine_overheads(rows, progress)
+    return Calibration(forkjoin=fj, overheads=overheads, run_s=run_s, add_s=add_s)

@@ -1,0 +1,223 @@
+"""An op's time on t threads of a machine, from its 1-thread time measured
+on this host. The parts, each from a measurement:
+
+  memory   the bytes the op reads and writes move at the bandwidth of
+           where they live: in cache when they fit in the last-level cache
+           (at one core's in-L2 triad rate per thread: private caches scale
+           with the threads), else out of cache at the machine's triad
+           bandwidth for that many busy cores (hwtune scan; a description's
+           per-core and saturated figures);
+  compute  the rest of the 1-thread time, at the target's per-core FMA peak
+           relative to this host's (scan), split over the threads but for a
+           serial fraction s fitted per op type;
+  fork-join one region per op on more than one thread (measured here with
+           the engine's pool; a description's figure elsewhere).
+
+    T(t) = c1 * (peak_here / peak_there) * (s + (1 - s) / t) + memory(t) + forkjoin(t)
+    with c1 = t1 - memory_here(1)
+
+The serial fraction of an op type is fitted (least squares on the log of
+predicted / measured time, s in [0, 1]) to measurements of that type on
+more than one thread on this host: the scan's GEMM and element-wise scaling
+runs, and op profiles at 2+ threads (tune-graph's hill climb) unless
+told to use 1-thread data only. Its fit error is kept with it. Co-running
+ops share the out-of-cache bandwidth in the simulator: each op's
+out-of-cache share of its time and its bytes/s go with its times."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from hwtune.planner.machine import GB, Machine
+from hwtune.planner.opdata import SCAN_ELTWISE, SCAN_GEMM_TYPES
+
+# Resolution of the serial-fraction fit: 0.005 is below what 2-thread
+# points can tell apart (run-to-run spread of 2-5% at 2 threads here).
+FIT_STEP = 0.005
+# Operands per element of the scan's element-wise ops (inputs + output).
+_ELT_OPERANDS = {"mul": 3, "add": 3, "fma": 4, "sigmoid": 2, "tanh": 2, "relu": 2}
+
+
+@dataclass(frozen=True)
+class Point:
+    """One multi-thread measurement on this host: the op's 1-thread and
+    t-thread times and its bytes."""
+    op_type: str
+    t1: float
+    tn: float
+    threads: int
+    nbytes: int
+    source: str
+
+
+@dataclass(frozen=True)
+class SerialFit:
+    op_type: str
+    serial_fraction: float
+    points: int
+    median_rel_err: Optional[float]   # |predicted / measured - 1| over the points
+    max_rel_err: Optional[float]
+    source: str
+
+    def to_json(self) -> dict:
+        return dict(self.__dict__)
+
+
+def memory_time(m: Machine, nbytes, threads: int) -> np.ndarray:
+    """Seconds to move nbytes (an array) on `threads` threads of m."""
+    nbytes = np.asarray(nbytes, dtype=np.float64)
+    t = max(int(threads), 1)
+    return np.where(nbytes <= m.llc_bytes, nbytes / (t * m.l2_gbs_core * GB),
+                    nbytes / m.dram_bw(t))
+
+
+def split_here(host: Machine, t1, nbytes) -> Tuple[np.ndarray, np.ndarray]:
+    """(compute, memory) seconds of the 1-thread times t1 on this host: the
+    memory part at the host's 1-thread rates, never more than t1."""
+    t1 = np.asarray(t1, dtype=np.float64)
+    m1 = np.minimum(memory_time(host, nbytes, 1), t1)
+    return t1 - m1, m1
+
+
+def effective_bytes(host: Machine, t1, nbytes) -> np.ndarray:
+    """The bytes an op really moves: all it reads and writes, unless its
+    measured time is shorter than moving them would take (a slice reads a
+    part of its input), then the share that fits in its time."""
+    nb = np.asarray(nbytes, dtype=np.float64)
+    full = memory_time(host, nb, 1)
+    _, m1 = split_here(host, t1, nb)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(full > 0, m1 / full, 0.0)
+    return nb * share
+
+
+def _predict_here(host: Machine, p: Sequence[Point], s: float) -> np.ndarray:
+    t1 = np.array([x.t1 for x in p])
+    nb = np.array([x.nbytes for x in p], dtype=np.float64)
+    n = np.array([x.threads for x in p])
+    c1, _ = split_here(host, t1, nb)
+    moved = effective_bytes(host, t1, nb)
+    mem = np.array([float(memory_time(host, b, t)) for b, t in zip(moved, n)])
+    fj = np.array([host.forkjoin(int(t)) for t in n])
+    return c1 * (s + (1 - s) / n) + mem + fj
+
+
+def fit_serial(host: Machine, points: Sequence[Point]) -> Dict[str, SerialFit]:
+    """Per op type, the serial fraction that best predicts its points."""
+    by_type: Dict[str, List[Point]] = {}
+    for p in points:
+        if p.t1 > 0 and p.tn > 0 and p.threads > 1 and p.threads <= host.cores:
+            by_type.setdefault(p.op_type, []).append(p)
+    out = {}
+    grid = np.arange(0.0, 1.0 + FIT_STEP / 2, FIT_STEP)
+    for op_type, pts in sorted(by_type.items()):
+        meas = np.array([p.tn for p in pts])
+        best_s, best_err = 0.0, math.inf
+        for s in grid:
+            err = float(np.sum(np.log(_predict_here(host, pts, float(s)) / meas) ** 2))
+            if err < best_err - 1e-15:
+                best_s, best_err = float(s), err
+        rel = np.abs(_predict_here(host, pts, best_s) / meas - 1)
+        sources = sorted({p.source for p in pts})
+        out[op_type] = SerialFit(op_type, best_s, len(pts), float(np.median(rel)),
+                                 float(np.max(rel)), " + ".join(sources))
+    return out
+
+
+def scan_points(figs) -> List[Point]:
+    """Points from the scan's GEMM and element-wise scaling runs (each
+    thread count against the 1-thread run of the same shape)."""
+    out = []
+    gemm: Dict[tuple, Dict[int, float]] = {}
+    for r in figs.gemm:
+        if r.get("time_s"):
+            gemm.setdefault((r["M"], r["K"], r["N"]), {})[r["threads"]] = r["time_s"]
+    for (M, K, N), times in gemm.items():
+        nbytes = 4 * (M * K + K * N + M * N)
+        for t, tn in times.items():
+            if t > 1 and 1 in times:
+                for op_type in SCAN_GEMM_TYPES:
+                    out.append(Point(op_type, times[1], tn, t, nbytes, "scan gemm"))
+    elt: Dict[tuple, Dict[int, float]] = {}
+    for r in figs.eltwise:
+        if r.get("time_s") and r["op"] in SCAN_ELTWISE:
+            elt.setdefault((r["op"], r["n"]), {})[r["threads"]] = r["time_s"]
+    for (op, n), times in elt.items():
+        nbytes = 4 * n * _ELT_OPERANDS.get(op, 3)
+        for t, tn in times.items():
+            if t > 1 and 1 in times:
+                out.append(Point(op, times[1], tn, t, nbytes, "scan eltwise"))
+    return out
+
+
+@dataclass
+class OpTable:
+    """The simulator's inputs: [n_ops, max_threads] arrays (column t-1: on t
+    threads) of seconds, out-of-cache share of them, and bytes/s."""
+    seconds: np.ndarray
+    mem_frac: np.ndarray
+    mem_bps: np.ndarray
+
+    def best_threads(self, limit: int) -> np.ndarray:
+        """Per op, the fastest count up to limit (Strategy 1)."""
+        return np.argmin(self.seconds[:, :limit], axis=1) + 1
+
+    def candidates(self, limit: int, k: int = 3) -> List[List[Tuple[int, float]]]:
+        """Per op, its k fastest counts up to limit with their seconds, best
+        first (Strategy 3's candidates)."""
+        order = np.argsort(self.seconds[:, :limit], axis=1, kind="stable")[:, :k]
+        return [[(int(t) + 1, float(self.seconds[i, t])) for t in row]
+                for i, row in enumerate(order)]
+
+
+class CostModel:
+    """Op times on `target` from 1-thread times measured on `host`."""
+
+    def __init__(self, host: Machine, target: Machine, fits: Dict[str, SerialFit]):
+        self.host, self.target, self.fits = host, target, dict(fits)
+
+    def serial_fraction(self, op_type: str) -> float:
+        f = self.fits.get(op_type)
+        return f.serial_fraction if f else 0.0
+
+    def table(self, t1: Sequence[float], nbytes: Sequence[int], types: Sequence[str],
+              max_threads: int) -> OpTable:
+        t1 = np.asarray(t1, dtype=np.float64)
+        c1, _ = split_here(self.host, t1, nbytes)
+        # where the data lives follows all it touches; the traffic, what it moves
+        cached = np.asarray(nbytes, dtype=np.float64) <= self.target.llc_bytes
+        nb = effective_bytes(self.host, t1, nbytes)
+        c1 = c1 * (self.host.peak_gflops_core / self.target.peak_gflops_core)
+        s = np.array([self.serial_fraction(t) for t in types])
+        threads = np.arange(1, max_threads + 1)
+        compute = c1[:, None] * (s[:, None] + (1 - s[:, None]) / threads[None, :])
+        l2 = nb[:, None] / (threads[None, :] * self.target.l2_gbs_core * GB)
+        dram_bw = np.array([self.target.dram_bw(int(t)) for t in threads])
+        dram = nb[:, None] / dram_bw[None, :]
+        memory = np.where(cached[:, None], l2, dram)
+        fj = np.array([self.target.forkjoin(int(t)) for t in threads])
+        seconds = compute + memory + fj[None, :]
+        out_of_cache = np.where(cached[:, None], 0.0, dram)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            frac = np.where(seconds > 0, out_of_cache / seconds, 0.0)
+            bps = np.where(seconds > 0, np.where(cached[:, None], 0.0, nb[:, None]) / seconds, 0.0)
+        return OpTable(seconds, frac, bps)
+
+
+def profile_points(data: Iterable, t1: Dict[str, float], multi: Dict[str, Dict[int, float]]
+                   ) -> List[Point]:
+    """Points from op profiles: workload -> {threads: seconds} beyond 1 thread,
+    against its 1-thread time (data: OpData of the graph)."""
+    out, seen = [], set()
+    for d in data:
+        if d.workload in seen or d.workload not in t1:
+            continue
+        seen.add(d.workload)
+        for t, tn in (multi.get(d.workload) or {}).items():
+            if t > 1:
+                out.append(Point(d.type, t1[d.workload], tn, t, d.bytes, "op profiles"))
+    return out

@@ -1,0 +1,148 @@
+"""Assembling a Predictor for one model: this host's figures (scan,
+calibration, 1-thread op profiles, measured now when missing), the fitted
+serial fractions, and the machine to predict for.
+
+Without --machine the machine is this host's CPU with more cores, as a
+bigger instance of the same cloud machine type gives: each core computes
+and reaches its caches as here, and memory bandwidth grows with the cores
+at this host's all-core figure per core."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Callable, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from hwtune.errors import UsageError
+from hwtune.planner import costmodel
+from hwtune.planner.calibrate import Calibration, calibrate, profile_1t
+from hwtune.planner.machine import Machine, from_toml, host_machine, resolve, scan_figures
+from hwtune.planner.opdata import op_data
+from hwtune.planner.search import Predictor
+
+CALIBRATION_FACT = "plan_calibration"
+# A fork-join region's join scans one cache line per thread: past the thread
+# counts measured here each extra thread adds about one core-to-core line
+# transfer. 30 ns: the published core-to-core latency of Zen 3 within a CCX
+# (20-30 ns, e.g. chips and cheese / AnandTech measurements of the EPYC 7003
+# series), the CPU family of the machine these figures were measured on; not
+# measured by hwtune itself.
+FORKJOIN_LINE_S = 30e-9
+
+Progress = Callable[[str], None]
+
+
+def _quiet(message: str) -> None:
+    pass
+
+
+def stored_calibration(db, host_key: str) -> Optional[Calibration]:
+    for run in reversed(db.runs(host_key, "plan")):
+        facts = db.facts(run["run_id"])
+        if CALIBRATION_FACT in facts:
+            return Calibration.from_json(facts[CALIBRATION_FACT])
+    return None
+
+
+def host_calibration(db, host_key: str, run_id: int, cores: int, *, fresh: bool,
+                     progress: Progress) -> Calibration:
+    cal = None if fresh else stored_calibration(db, host_key)
+    if cal is None:
+        cal = calibrate(cores, progress)
+        db.add_fact(run_id, CALIBRATION_FACT, cal.to_json())
+    return cal
+
+
+def one_thread_times(db, host_key: str, graph, ops, *, fresh: bool,
+                     progress: Progress) -> Dict[str, float]:
+    """workload -> 1-thread seconds: stored op profiles (1 executor x 1
+    thread), or profiled now (and stored) when any is missing or fresh."""
+    t1: Dict[str, float] = {}
+    if not fresh:
+        for d in ops:
+            if d.workload not in t1:
+                row = db.op_profile(host_key, d.workload, threads=1, executors=1)
+                if row and row["median_s"]:
+                    t1[d.workload] = row["median_s"]
+    if fresh or any(d.workload not in t1 for d in ops):
+        t1 = profile_1t(graph, progress=progress)
+        types = {d.workload: d.type for d in ops}
+        for wk, s in t1.items():
+            db.add_op_profile(host_key, wk, types[wk], threads=1, executors=1, median_s=s,
+                              mad_s=None, n=1)
+    return t1
+
+
+def multi_thread_times(db, host_key: str, ops, max_threads: int) -> Dict[str, Dict[int, float]]:
+    """workload -> {threads: seconds} of stored 2+ thread profiles."""
+    out: Dict[str, Dict[int, float]] = {}
+    for wk in {d.workload for d in ops}:
+        for t in range(2, max_threads + 1):
+            row = db.op_profile(host_key, wk, threads=t, executors=1)
+            if row and row["median_s"]:
+                out.setdefault(wk, {})[t] = row["median_s"]
+    return out
+
+
+def scaled_host(host: Machine, cores: int) -> Machine:
+    """This host's CPU with `cores` cores (see the module's docstring)."""
+    if cores <= host.cores:
+        return host
+    per_core_all = host.dram_gbs[-1] / host.cores
+    dram = list(host.dram_gbs) + [max(host.dram_gbs[-1], per_core_all * n)
+                                  for n in range(host.cores + 1, cores + 1)]
+    fj = list(host.forkjoin_s)
+    while len(fj) <= cores:
+        fj.append(fj[-1] + FORKJOIN_LINE_S)
+    # The last-level cache stays as seen here: a VM's L3 is the one its CPU
+    # complex shares, and one op's data competes for one complex's L3.
+    return replace(host, name=f"{host.name.split(' (')[0]} scaled to {cores} cores",
+                   cores=cores, dram_gbs=tuple(dram), forkjoin_s=tuple(fj),
+                   source=host.source + "; more cores: same per-core figures, memory bandwidth "
+                   "per core at this host's all-core figure",
+                   notes=host.notes + ("a bigger instance of this host's CPU: per-core compute "
+                                       "and caches as measured here, memory bandwidth growing "
+                                       "with the cores (a real socket saturates: describe it "
+                                       "with --machine)",))
+
+
+def build(db, host_key: str, fp: dict, graph, *, run_id: int, machine: Optional[str] = None,
+          max_cores: Optional[int] = None, data: str = "all", fresh: bool = False,
+          fresh_profiles: bool = False, progress: Optional[Progress] = None) -> Tuple[Predictor, List[costmodel.SerialFit]]:
+    """The Predictor of graph on the machine (this host scaled to max_cores
+    without one), and the fits it uses. data 'scan': serial fractions from
+    the scan's micro-benchmarks only (validation: nothing but 1-thread
+    profiles of the model itself). fresh: calibrate and profile again;
+    fresh_profiles: profile again."""
+    from hwtune.native.isa import selected_isa
+    progress = progress or _quiet
+    isa = selected_isa()
+    figs = scan_figures(db, host_key, isa)
+    cores_here = int(fp.get("usable_cpus") or 1)
+    cal = host_calibration(db, host_key, run_id, cores_here, fresh=fresh, progress=progress)
+    host = host_machine(fp, figs, cal.forkjoin)
+    ops = op_data(graph)
+    t1w = one_thread_times(db, host_key, graph, ops, fresh=fresh or fresh_profiles,
+                           progress=progress)
+    points = costmodel.scan_points(figs)
+    if data == "all":
+        points += costmodel.profile_points(ops, t1w, multi_thread_times(db, host_key, ops,
+                                                                        cores_here))
+    fits = costmodel.fit_serial(host, points)
+    db.put_cost_params(host_key, run_id, data, [f.to_json() for f in fits.values()])
+    if machine is not None:
+        target = from_toml(resolve(machine))
+    else:
+        target = scaled_host(host, max_cores or host.cores)
+    t1 = np.array([t1w[d.workload] for d in ops])
+    p = Predictor(graph=graph, ops=ops, t1=t1, model=costmodel.CostModel(host, target, fits),
+                  calibration=cal, host=host)
+    return p, list(fits.values())
+
+
+def check_target_cores(target: Machine, cores) -> None:
+    over = [c for c in cores if c > target.cores]
+    if over:
+        raise UsageError(f"invalid --cores {over[0]}: {target.name} has {target.cores} usable "
+                         f"cores")

@@ -1,0 +1,94 @@
+"""`hwtune plan` without the click layer: one 'plan' run in results.db
+holding the calibration it measured, the fitted parameters and, with
+validation, every predicted-vs-measured row; the document every output
+format shows (kind "plan")."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Callable, List, Optional, Sequence
+
+from hwtune.db.lifecycle import finishing
+from hwtune.planner import inputs, search, validate
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class PlanOptions:
+    cores: Sequence[int] = (16, 32, 64)
+    machine: Optional[str] = None      # a TOML file or bundled name; None: this host scaled
+    validate: bool = False
+    fresh: bool = False                # profile and calibrate again
+
+
+def _host_doc(fp: dict, host_key: str) -> dict:
+    from hwtune.native.isa import selected_isa
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        load = None
+    return {"host_key": host_key, "cpu_model": fp.get("cpu_model"), "isa": selected_isa(),
+            "cores": fp.get("usable_cpus"), "load_1min": load}
+
+
+def _rows():
+    from hwtune.native import sched
+    return list(sched.schedulers().values())
+
+
+def run_plan(db, host_key: str, fp: dict, graph, graph_hash: str, opts: PlanOptions, *,
+             progress: Optional[Progress] = None) -> dict:
+    """Predictions (or, with opts.validate, the validation on this host) as
+    the plan document."""
+    progress = progress or (lambda m: None)
+    run_id = db.start_run(host_key, "plan", {
+        "model": graph.name, "graph_hash": graph_hash, "cores": list(opts.cores),
+        "machine": opts.machine, "validate": opts.validate, "fresh": opts.fresh})
+    doc = {"model": graph.name, "graph_hash": graph_hash, "ops": len(graph.ops),
+           "db": str(db.path), "run_id": run_id, "host": _host_doc(fp, host_key)}
+    with finishing(db, run_id, "plan run", kept="the calibration and profiles measured so far "
+                   "are kept"):
+        data = "scan" if opts.validate else "all"
+        max_cores = max(opts.cores) if not opts.validate else None
+        p, fits = inputs.build(db, host_key, fp, graph, run_id=run_id, machine=(
+            None if opts.validate else opts.machine), max_cores=max_cores, data=data,
+            fresh=opts.fresh, fresh_profiles=opts.validate, progress=progress)
+        try:
+            doc.update(machine=p.target.to_json(), fit_data=data,
+                       fits=[f.to_json() for f in fits], calibration=p.calibration.to_json())
+            if opts.validate:
+                doc["mode"] = "validate"
+                load: dict = {}
+                rows = validate.validate(p, _rows(), p.host.cores, progress=progress,
+                                         load=load)
+                for r in rows:
+                    db.add_validation(host_key, run_id, dict(
+                        r.to_json(), model=graph.name, graph_hash=graph_hash,
+                        isa=doc["host"]["isa"]))
+                js = [r.to_json() for r in rows]
+                doc["validation"] = {"rows": js, "summary": validate.summary(js), **load}
+            else:
+                doc["mode"] = "predict"
+                inputs.check_target_cores(p.target, opts.cores)
+                results = search.plan(p, opts.cores, _rows(), progress)
+                doc["cores"] = results
+                doc["chart"] = {k: [[c, s] for c, s in v]
+                                for k, v in search.chart_series(results).items()}
+                seq = [r["schedulers"].get("sequential", {}).get("best") for r in results]
+                doc["speedup_vs_sequential"] = [
+                    (s["latency_s"] / r["best"]["latency_s"]) if s else None
+                    for s, r in zip(seq, results)]
+        finally:
+            p.close()
+    db.add_fact(run_id, "plan_summary", {k: v for k, v in doc.items()
+                                         if k in ("model", "mode", "cores", "validation")})
+    return doc
+
+
+def host_validations(db, host_key: str) -> dict:
+    """The report's section: the latest validation rows of every model on
+    this host, with their summary."""
+    rows = [dict(r, rel_error=r["rel_error"]) for r in db.validations(host_key)]
+    return {"rows": rows, "summary": validate.summary(rows)}

@@ -1,0 +1,148 @@
+"""`hwtune plan --validate`: every configuration that fits this host (one
+and two executors, one and two threads, each scheduler) predicted from the
+model's 1-thread profiles only (serial fractions from the scan's
+micro-benchmarks, never from the model's own multi-thread times), then
+measured interleaved on the engine, each with what the simulation assumed
+(per-op costs for schedulers that order by levels). Error = (predicted -
+measured) / measured; every row is stored (plan_validations) for the
+report's per-host table."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, List, Optional, Sequence
+
+import numpy as np
+
+from hwtune.planner.search import Predictor
+
+# Interleaved samples per configuration: medians of 15 moved by 2-4% between
+# repeated comparisons on this shared 2-core VM (tune-graph's final
+# comparison measured the same); a model whose runs take seconds gets fewer
+# (VALIDATE_BUDGET_S over all its configurations, at least MIN_REPS each).
+REPS = 15
+MIN_REPS = 3
+VALIDATE_BUDGET_S = 120.0
+WARMUP = 2
+
+
+@dataclass
+class Row:
+    scheduler: str
+    executors: int
+    threads: int
+    predicted_s: float
+    measured_s: Optional[float] = None
+    mad_s: Optional[float] = None
+    samples: List[float] = field(default_factory=list)
+    status: str = "ok"
+    note: Optional[str] = None
+
+    @property
+    def rel_error(self) -> Optional[float]:
+        if self.measured_s is None or not self.measured_s > 0:
+            return None
+        return (self.predicted_s - self.measured_s) / self.measured_s
+
+    @property
+    def label(self) -> str:
+        return f"{self.executors}x{self.threads}"
+
+    def to_json(self) -> dict:
+        return {"scheduler": self.scheduler, "executors": self.executors,
+                "threads": self.threads, "predicted_s": self.predicted_s,
+                "measured_s": self.measured_s, "mad_s": self.mad_s,
+                "rel_error": self.rel_error, "status": self.status, "note": self.note,
+                "samples": self.samples}
+
+
+def configs(rows, cores: int) -> List[tuple]:
+    """(row, executors, threads): every split of 1..cores CPUs into at most
+    `cores` threads, per scheduler (one executor for single-team rows)."""
+    out = []
+    for row in rows:
+        for n in range(1, cores + 1):
+            for k in range(1, cores + 1):
+                if n * k > cores or (row.single_team and n > 1):
+                    continue
+                out.append((row, n, k))
+    return out
+
+
+# Above this share of the CPUs taken by other processes while measuring, the
+# validation warns: a 2-thread configuration then shares its cores (2-thread
+# medians here were 1.3-2x their undisturbed values at load ~3-5).
+BUSY_WARN = 0.10
+
+
+class OtherLoad:
+    """The share of all CPUs' time that other processes used between
+    start() and stop() (Linux /proc; None elsewhere)."""
+
+    def __init__(self):
+        self.share: Optional[float] = None
+        self._t0 = None
+
+    @staticmethod
+    def _read():
+        try:
+            with open("/proc/stat") as f:
+                cpu = [int(x) for x in f.readline().split()[1:]]
+            with open("/proc/self/stat") as f:
+                own = f.read().rsplit(")", 1)[1].split()
+            total, idle = sum(cpu[:8]), cpu[3] + cpu[4]
+            return total, total - idle, int(own[11]) + int(own[12])  # utime + stime
+        except (OSError, ValueError, IndexError):
+            return None
+
+    def start(self) -> None:
+        self._t0 = self._read()
+
+    def stop(self) -> Optional[float]:
+        t1 = self._read()
+        if self._t0 and t1 and t1[0] > self._t0[0]:
+            busy, own = t1[1] - self._t0[1], t1[2] - self._t0[2]
+            self.share = max(0.0, busy - own) / (t1[0] - self._t0[0])
+        return self.share
+
+
+def summary(rows: Sequence[dict]) -> dict:
+    """Median and worst absolute error over rows that were measured."""
+    errs = [abs(r["rel_error"]) for r in rows if r.get("rel_error") is not None]
+    if not errs:
+        return {"configs": 0, "median_abs_error": None, "max_abs_error": None}
+    return {"configs": len(errs), "median_abs_error": float(np.median(errs)),
+            "max_abs_error": float(max(errs))}
+
+
+def validate(p: Predictor, rows, cores: int, *, reps: int = REPS,
+             progress: Optional[Callable[[str], None]] = None,
+             load: Optional[dict] = None) -> List[Row]:
+    """Every configuration predicted, then measured; load, when given, gets
+    others_cpu_share: the CPU share other processes took meanwhile."""
+    from hwtune.measure import FixedSampling
+    from hwtune.measure.engine import FIRST, measure_engines
+    from hwtune.native.engine import NativeEngine
+    out: List[Row] = []
+    openers = []
+    for row, n, k in configs(rows, cores):
+        latency, _ = p.simulate(row, n, k)
+        out.append(Row(row.name, n, k, latency))
+        op_cost = p.op_cost(row, n, k)
+        openers.append(lambda row=row, n=n, k=k, c=op_cost: NativeEngine(
+            p.graph, executors=n, threads=k, scheduler=row.name,
+            pin=row.pinned_by_default, op_cost=c))
+    if progress:
+        progress(f"measuring {len(out)} configurations of {p.graph.name} interleaved")
+    policy = FixedSampling(reps, budget_s=VALIDATE_BUDGET_S, min_reps=MIN_REPS)
+    others = OtherLoad()
+    others.start()
+    got = measure_engines(openers, policy, warmup=WARMUP, reference=FIRST,
+                          outputs=list(p.graph.outputs))
+    if load is not None:
+        load["others_cpu_share"] = others.stop()
+    for r, m in zip(out, got):
+        r.status, r.note, r.samples = m.status, m.note, list(m.samples)
+        if m.ok:
+            r.measured_s, r.mad_s = m.median, m.mad
+    return out

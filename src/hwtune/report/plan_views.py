@@ -1,0 +1,151 @@
+"""What every format shows of a plan document (kind "plan", built by
+hwtune.planner.session) and of the report's plan-validation section, as
+headers and rows of strings: the terminal, markdown and HTML exporters only
+lay them out."""
+
+from typing import List, Optional, Sequence, Tuple
+
+Table = Tuple[List[str], List[List[str]]]
+
+# The issue's goal for predictions from 1-thread profiles on this host.
+GOAL_MEDIAN, GOAL_WORST = 0.10, 0.25
+
+
+def ms(s: Optional[float]) -> str:
+    if s is None:
+        return "-"
+    if s < 1e-3:
+        return f"{s * 1e6:.1f} us"
+    return f"{s * 1e3:.3f} ms" if s < 1 else f"{s:.3f} s"
+
+
+def pct(x: Optional[float], signed: bool = False) -> str:
+    if x is None:
+        return "-"
+    return f"{100 * x:+.1f}%" if signed else f"{100 * x:.1f}%"
+
+
+def _config(c: dict) -> str:
+    strategy = {"team": "", "strategy1": ", Strategy 1", "strategy2": ", Strategy 2",
+                "strategy3": ", Strategy 3 candidates"}.get(c["strategy"], "")
+    if c["scheduler"] == "corun":
+        return f"corun, {c['executors'] * c['threads']} workers{strategy}"
+    return f"{c['scheduler']} {c['executors']}x{c['threads']}{strategy}"
+
+
+def title(doc: dict) -> str:
+    m = doc["machine"]
+    what = "validation on this host" if doc.get("mode") == "validate" else "plan"
+    return f"{what}: {doc['model']} ({doc['ops']} ops) on {m['name']}"
+
+
+def machine_lines(doc: dict) -> List[str]:
+    m, h = doc["machine"], doc["host"]
+    load = f", load {h['load_1min']:.1f}" if h.get("load_1min") is not None else ""
+    lines = [f"machine: {m['cores']} cores, {m['peak_gflops_core']:.1f} GFLOPS/core peak, "
+             f"memory {m['dram_gbs'][1]:.1f} GB/s on one core .. {m['dram_gbs'][-1]:.1f} GB/s "
+             f"on all, {m['llc_bytes'] / 2**20:.0f} MiB last-level cache",
+             f"source: {m['source']}",
+             f"profiles: 1-thread op times measured on {h.get('cpu_model') or h['host_key']} "
+             f"({h['isa']}{load})"]
+    return lines + [f"note: {n}" for n in m.get("notes") or []]
+
+
+def fit_table(doc: dict) -> Table:
+    rows = [[f["op_type"], f"{f['serial_fraction']:.3f}", str(f["points"]),
+             pct(f["median_rel_err"]), pct(f["max_rel_err"]), f["source"]]
+            for f in doc.get("fits") or []]
+    return ["op type", "serial fraction", "points", "median err", "worst err", "fitted to"], rows
+
+
+def best_table(doc: dict) -> Table:
+    rows = []
+    for r, sp in zip(doc["cores"], doc.get("speedup_vs_sequential") or []):
+        b = r["best"]
+        rows.append([str(r["cores"]), _config(b), ms(b["latency_s"]),
+                     f"{sp:.2f}x" if sp else "-"])
+    return ["cores", "best configuration", "predicted latency", "vs sequential"], rows
+
+
+def split_table(result: dict) -> Table:
+    """One core count: a row per executors x threads split and per-op
+    thread strategy (at each scheduler's best split), a column per
+    scheduler, predicted milliseconds."""
+    names = list(result["schedulers"])
+    labels: List[str] = []
+    cells = {}
+    for name, s in result["schedulers"].items():
+        for c in s["splits"]:
+            lab = f"{c['executors']}x{c['threads']}"
+            labels += [lab] if lab not in labels else []
+            cells[(lab, name)] = c["latency_s"]
+        for c in s.get("strategies") or []:
+            lab = {"strategy1": "Strategy 1", "strategy2": "Strategy 2",
+                   "strategy3": "Strategy 3"}[c["strategy"]]
+            cells[(lab, name)] = c["latency_s"]
+    labels += [x for x in ("Strategy 1", "Strategy 2", "Strategy 3")
+               if any((x, n) in cells for n in names)]
+
+    def num(v):
+        return "" if v is None else f"{v * 1e3:.3f}"
+    rows = [[lab] + [num(cells.get((lab, n))) for n in names] for lab in labels]
+    rows.append(["best"] + [num(s["best"]["latency_s"]) if s.get("best") else
+                            s.get("note", "-") for s in result["schedulers"].values()])
+    return ["ms"] + names, rows
+
+
+def op_threads_table(result: dict) -> Table:
+    ot = result.get("op_threads") or {}
+    s1 = (ot.get("strategy1") or {}).get("by_type", {})
+    s2 = (ot.get("strategy2") or {}).get("by_type", {})
+
+    def cell(d):
+        return ", ".join(f"{n} op{'s' if n != 1 else ''} x {t}" for t, n in
+                         sorted(d.items(), key=lambda kv: int(kv[0])))
+    rows = [[t, cell(s1.get(t, {})), cell(s2.get(t, {}))] for t in sorted(set(s1) | set(s2))]
+    return ["op type", "Strategy 1 (threads)", "Strategy 2 (threads)"], rows
+
+
+def chart_series(doc: dict) -> List[tuple]:
+    """(scheduler, cores, predicted ms) per scheduler, for line charts."""
+    out = []
+    for name, pts in (doc.get("chart") or {}).items():
+        xs = [c for c, s in pts if s is not None]
+        ys = [s * 1e3 for c, s in pts if s is not None]
+        if xs:
+            out.append((name, xs, ys))
+    return out
+
+
+def validation_table(rows: Sequence[dict], with_model: bool = False) -> Table:
+    header = (["model"] if with_model else []) + [
+        "scheduler", "config", "predicted", "measured", "MAD", "error", "status"]
+    out = []
+    for r in rows:
+        cfg = f"{r['executors']}x{r['threads']}"
+        out.append(([r["model"]] if with_model else []) + [
+            r["scheduler"], cfg, ms(r.get("predicted_s")), ms(r.get("measured_s")),
+            ms(r.get("mad_s")), pct(r.get("rel_error"), signed=True), r.get("status", "ok")])
+    return header, out
+
+
+def load_warning(v: dict) -> Optional[str]:
+    """The validation's note on other processes' load, when they took a
+    noticeable share of the CPUs while it measured."""
+    from hwtune.planner.validate import BUSY_WARN
+    share = v.get("others_cpu_share")
+    if share is None or share <= BUSY_WARN:
+        return None
+    return (f"warning: other processes used {share:.0%} of the CPUs while measuring: "
+            "configurations with more threads than idle CPUs were slowed; rerun "
+            "`hwtune plan --validate` on an idle machine")
+
+
+def validation_sentence(summary: dict) -> str:
+    if not summary.get("configs"):
+        return "nothing measured"
+    med, worst = summary["median_abs_error"], summary["max_abs_error"]
+    ok = med <= GOAL_MEDIAN and worst <= GOAL_WORST
+    return (f"median |error| {pct(med)}, worst {pct(worst)} over {summary['configs']} "
+            f"configurations (goal: median <= {GOAL_MEDIAN:.0%}, worst <= {GOAL_WORST:.0%}: "
+            f"{'met' if ok else 'missed'})")

@@ -1,0 +1,157 @@
+"""`hwtune plan`: predictions for bigger machines, every output format, bad
+input as one `error:` line with exit 2, and --validate measuring this host
+and storing the figures the report shows.
+
+The database is seeded through ResultsDB with a scan of this host (its
+FMA peak and bandwidth) and a calibration (plan_fixture.CALIBRATION), so
+only the models' 1-thread profiles and --validate's runs are measured."""
+
+import json
+import sqlite3
+
+import pytest
+from click.testing import CliRunner
+
+from hwtune import machine
+from hwtune.cli.main import cli
+from hwtune.db import ResultsDB
+from hwtune.native import sched
+from hwtune.native.isa import selected_isa
+
+from plan_fixture import CALIBRATION
+
+SMALL = "deepcpu_lstm_i64_h64"  # 1304 ops, ~1 ms a run on one core here
+
+
+def _seed(path, *, scan=True):
+    with ResultsDB.open(str(path)) as db:
+        hk = db.upsert_host(machine.fingerprint())
+        if scan:
+            run = db.start_run(hk, "scan", {})
+            isa = selected_isa()
+
+            def m(bench, op, threads, value, unit, median=None, params=None):
+                db.add_measurement(run, bench=bench, op=op, params=params or {},
+                                   kernel_variant=isa, threads=threads, samples=[1.0],
+                                   median_s=median, mad_s=0.0, rel_spread=0.0, value=value,
+                                   unit=unit)
+            m("fma_peak", "fma", 1, 100.0, "GFLOPS")
+            for t, (dram, l2) in {1: (22.0, 96.0), 2: (30.0, 180.0)}.items():
+                m("triad", "triad", t, dram, "GB/s", params={"where": "dram", "n": 1 << 24})
+                m("triad", "triad", t, l2, "GB/s", params={"where": "l2", "n": 1 << 15})
+            for t, sec in {1: 4.5e-4, 2: 2.6e-4}.items():
+                m("gemm", "gemm", t, 70.0 * t, "GFLOPS", median=sec,
+                  params={"M": 64, "K": 512, "N": 512})
+            for t, sec in {1: 4.3e-6, 2: 2.3e-6}.items():
+                m("eltwise", "mul", t, 7.0 * t, "GFLOPS", median=sec, params={"n": 32768})
+            db.finish_run(run, "complete")
+        run = db.start_run(hk, "plan", {})
+        db.add_fact(run, "plan_calibration", CALIBRATION.to_json())
+        db.finish_run(run, "complete")
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory):
+    return _seed(tmp_path_factory.mktemp("plan") / "r.db")
+
+
+def _plan(*args):
+    return CliRunner().invoke(cli, ["plan", *args], catch_exceptions=False)
+
+
+def test_predicts_every_core_count_with_a_chart(seeded):
+    r = _plan(SMALL, "--db", seeded, "--cores", "4,8,16")
+    assert r.exit_code == 0, r.output
+    out = r.output
+    assert "Best configuration per core count" in out
+    for c in ("4 cores", "8 cores", "16 cores"):
+        assert f"{c}: predicted latency per scheduler and split" in out
+    assert "Predicted latency vs cores" in out and "per-op thread counts" in out
+    for name in sched.names():
+        assert name in out
+    assert "serial fraction" in out
+
+
+def test_json_is_the_whole_document(seeded):
+    r = _plan(SMALL, "--db", seeded, "--cores", "8,16", "--json")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["mode"] == "predict" and [c["cores"] for c in doc["cores"]] == [8, 16]
+    for c in doc["cores"]:
+        assert set(c["schedulers"]) == set(sched.names())
+        best = c["best"]
+        assert best["executors"] * best["threads"] == c["cores"]
+        assert best["latency_s"] > 0
+    assert {f["op_type"] for f in doc["fits"]} >= {"matmul", "mul"}
+    assert set(doc["chart"]) == set(sched.names())
+    with sqlite3.connect(seeded) as c:
+        types = {r[0] for r in c.execute("SELECT op_type FROM plan_cost_params")}
+        assert {"matmul", "mul"} <= types
+
+
+@pytest.mark.parametrize("fmt,marker", [("markdown", "## Best configuration per core count"),
+                                        ("html", "<svg")])
+def test_markdown_and_html(seeded, tmp_path, fmt, marker):
+    out = tmp_path / f"plan.{fmt}"
+    r = _plan(SMALL, "--db", seeded, "--cores", "4,8", "--format", fmt, "-o", str(out))
+    assert r.exit_code == 0, r.output
+    assert marker in out.read_text()
+
+
+def test_a_bundled_machine_by_name(seeded):
+    r = _plan(SMALL, "--db", seeded, "--cores", "16,68", "--machine", "xeon-phi-7250",
+              "--json")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["machine"]["cores"] == 68 and "xeon-phi-7250.toml" in doc["machine"]["source"]
+    # the engine runs at most 64 workers: corun is not simulated at 68
+    assert doc["cores"][1]["schedulers"]["corun"]["best"] is None
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--cores", "8,x"], "error: invalid --cores '8,x'"),
+    (["--machine", "no-such-machine"], "error: invalid --machine 'no-such-machine'"),
+    (["--machine", "ryzen-9-5950x", "--cores", "32"], "error: invalid --cores 32: AMD Ryzen"),
+    (["--validate", "--machine", "epyc-7763"], "error: --validate measures this host"),
+])
+def test_bad_input_is_one_error_line(seeded, args, message):
+    r = CliRunner().invoke(cli, ["plan", SMALL, "--db", seeded, *args])
+    assert r.exit_code == 2, r.output
+    assert message in r.output and "Traceback" not in r.output
+
+
+def test_without_a_scan_it_says_what_to_run(tmp_path):
+    path = _seed(tmp_path / "r.db", scan=False)
+    r = CliRunner().invoke(cli, ["plan", SMALL, "--db", path])
+    assert r.exit_code == 2
+    assert "error: no scan of this host in the database: run `hwtune scan --quick`" in r.output
+
+
+def test_a_missing_model(seeded):
+    r = CliRunner().invoke(cli, ["plan", "no_such_model", "--db", seeded])
+    assert r.exit_code == 2 and "error: cannot read no_such_model" in r.output
+
+
+def test_validate_measures_every_configuration_and_the_report_keeps_it(tmp_path):
+    path = _seed(tmp_path / "v.db")
+    r = _plan(SMALL, "--db", path, "--validate", "--json")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    rows = doc["validation"]["rows"]
+    configs = {(x["scheduler"], x["executors"], x["threads"]) for x in rows}
+    assert ("sequential", 1, 1) in configs and ("critical-path", 1, 1) in configs
+    assert all(x["predicted_s"] > 0 for x in rows)
+    measured = [x for x in rows if x["status"] == "ok"]
+    assert measured and all(x["measured_s"] > 0 and x["samples"] for x in measured)
+    for x in measured:
+        assert x["rel_error"] == pytest.approx((x["predicted_s"] - x["measured_s"])
+                                               / x["measured_s"])
+    assert doc["validation"]["summary"]["configs"] == len(measured)
+    assert doc["fit_data"] == "scan"  # 1-thread profiles: no multi-thread op data
+    with sqlite3.connect(path) as c:
+        assert c.execute("SELECT count(*) FROM plan_validations").fetchone()[0] == len(rows)
+    rep = CliRunner().invoke(cli, ["report", "--db", path, "--format", "markdown"])
+    assert rep.exit_code == 0, rep.output
+    assert "## Plan: predicted vs measured on this host" in rep.output
+    assert "deepcpu-lstm-i64-h64" in rep.output

@@ -1,0 +1,241 @@
+"""The planner's parts on given inputs: machine descriptions, the cost
+model's stated parts and its serial-fraction fit, the simulator binding,
+and the search over schedulers, splits and per-op thread strategies."""
+
+import math
+
+import numpy as np
+import pytest
+
+from hwtune.errors import UsageError
+from hwtune.graph.generators.builder import Builder
+from hwtune.native import sched
+from hwtune.native.simulate import Overheads, Simulator
+from hwtune.planner import costmodel, graphi, search
+from hwtune.planner.machine import GB, bundled, envelope, from_toml, parse_cores
+
+from plan_fixture import machine, predictor
+
+
+# -- machines -------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["epyc-7763", "xeon-phi-7250", "ryzen-9-5950x"])
+def test_bundled_descriptions_load(name):
+    m = machine(name)
+    assert m.cores in (16, 64, 68) and m.peak_gflops_core > 0
+    # bandwidth rises with cores until it saturates, never falls
+    bw = m.dram_gbs
+    assert all(b1 >= b0 for b0, b1 in zip(bw[1:], bw[2:])) and bw[-1] <= bw[1] * m.cores
+    assert m.forkjoin(1) == 0 and m.forkjoin(m.cores) > m.forkjoin(2) > 0
+    assert "bundled description" in m.source
+
+
+def test_every_bundled_number_has_a_source_comment():
+    for name, path in bundled().items():
+        for i, line in enumerate(path.read_text().splitlines(), 1):
+            code = line.split("#")[0].strip()
+            if "=" in code and not code.startswith(("name", "notes")) and \
+                    any(ch.isdigit() for ch in code.split("=", 1)[1]):
+                # the number's own line or the comment block right above it
+                lines = path.read_text().splitlines()
+                above = lines[i - 2].strip() if i > 1 else ""
+                assert "#" in line or above.startswith("#"), f"{name}:{i}: {line}"
+
+
+def test_xeon_phi_matches_graphi_section_2():
+    m = machine("xeon-phi-7250")
+    assert m.cores == 68 and m.clock_ghz == 1.4 and m.l2_shared_by == 2
+    assert m.l2_bytes == 1 << 20 and m.dram_gbs[-1] == 400.0
+
+
+def test_description_errors_name_the_key(tmp_path):
+    good = bundled()["ryzen-9-5950x"].read_text()
+    p = tmp_path / "m.toml"
+    p.write_text(good.replace("cores = 16", "cores = -3"))
+    with pytest.raises(UsageError, match="cores must be an integer in 1..4096, got -3"):
+        from_toml(str(p))
+    p.write_text(good.replace("dram_gbs_saturated = 41.0", ""))
+    with pytest.raises(UsageError, match="missing memory.dram_gbs_saturated"):
+        from_toml(str(p))
+    p.write_text("name = [")
+    with pytest.raises(UsageError, match="not valid TOML"):
+        from_toml(str(p))
+    with pytest.raises(UsageError, match="cannot read machine description"):
+        from_toml(str(tmp_path / "missing.toml"))
+
+
+def test_bandwidth_envelope_never_falls():
+    # the scan's 2-thread figure below its 1-thread one is other programs' load
+    assert envelope({1: 22.0, 2: 12.1}, 3) == (0.0, 22.0, 22.0, 22.0)
+    assert envelope({2: 30.0, 4: 50.0}, 4) == (0.0, 30.0, 30.0, 30.0, 50.0)
+
+
+@pytest.mark.parametrize("text", ["", "0", "16,x", "-1", "5000"])
+def test_bad_core_lists(text):
+    with pytest.raises(UsageError, match="invalid --cores"):
+        parse_cores(text)
+
+
+def test_core_lists_sorted_distinct():
+    assert parse_cores("64, 16,32,16") == [16, 32, 64]
+
+
+# -- cost model --------------------------------------------------------------------
+
+def _model(host="ryzen-9-5950x", target="epyc-7763", s=0.0):
+    fits = {"x": costmodel.SerialFit("x", s, 1, 0, 0, "given")}
+    return costmodel.CostModel(machine(host), machine(target), fits)
+
+
+def test_one_thread_on_the_same_machine_is_the_measured_time():
+    m = _model(target="ryzen-9-5950x")
+    tab = m.table([1e-3, 5e-6], [1 << 20, 64 << 20], ["x", "x"], 4)
+    assert tab.seconds[:, 0] == pytest.approx([1e-3, 5e-6])
+
+
+def test_compute_scales_with_the_per_core_peak_and_splits_over_threads():
+    m = _model()  # 108.8 -> 78.4 GFLOPS per core
+    tab = m.table([1e-3], [1024], ["x"], 8)
+    c1 = 1e-3 - 1024 / (machine("ryzen-9-5950x").l2_gbs_core * GB)
+    ratio = 108.8 / 78.4
+    t = machine("epyc-7763")
+    for n in (1, 2, 8):
+        want = c1 * ratio / n + 1024 / (n * t.l2_gbs_core * GB) + t.forkjoin(n)
+        assert tab.seconds[0, n - 1] == pytest.approx(want, rel=1e-9)
+
+
+def test_serial_fraction_limits_the_speedup():
+    tab0 = _model(s=0.0).table([1e-2], [1024], ["x"], 64)
+    tab5 = _model(s=0.5).table([1e-2], [1024], ["x"], 64)
+    sp0 = tab0.seconds[0, 0] / tab0.seconds[0, 63]
+    sp5 = tab5.seconds[0, 0] / tab5.seconds[0, 63]
+    assert sp0 > 20 and sp5 < 2  # Amdahl: at most 1 / 0.5
+
+
+def test_out_of_cache_ops_saturate_the_bandwidth_and_share_it():
+    m = _model()
+    big = 256 << 20  # beyond the 32 MiB L3
+    tab = m.table([0.05], [big], ["x"], 64)
+    sat = machine("epyc-7763").dram_gbs[-1] * GB
+    assert tab.seconds[0, 63] >= big / sat
+    assert 0 < tab.mem_frac[0, 63] <= 1 and tab.mem_bps[0, 63] == pytest.approx(
+        big / tab.seconds[0, 63])
+    small = m.table([0.05], [1 << 20], ["x"], 4)
+    assert small.mem_frac[0, 3] == 0 and small.mem_bps[0, 3] == 0
+
+
+def test_serial_fraction_fit_recovers_a_known_value():
+    host = machine("ryzen-9-5950x")
+    true_s = 0.3
+    pts = []
+    for t1, nbytes in ((2e-3, 1 << 16), (5e-4, 1 << 18)):
+        c1, m1 = costmodel.split_here(host, [t1], [nbytes])
+        for n in (2, 4, 8, 16):
+            tn = float(c1[0]) * (true_s + (1 - true_s) / n) + float(
+                costmodel.memory_time(host, nbytes, n)) + host.forkjoin(n)
+            pts.append(costmodel.Point("matmul", t1, tn, n, nbytes, "synthetic"))
+    fit = costmodel.fit_serial(host, pts)["matmul"]
+    assert fit.serial_fraction == pytest.approx(true_s, abs=costmodel.FIT_STEP)
+    assert fit.points == 8 and fit.max_rel_err < 0.01 and fit.source == "synthetic"
+
+
+def test_candidates_and_strategy_one_come_from_the_table():
+    tab = costmodel.OpTable(np.array([[4.0, 2.0, 3.0], [1.0, 1.5, 2.0]]),
+                            np.zeros((2, 3)), np.zeros((2, 3)))
+    assert list(tab.best_threads(3)) == [2, 1]
+    assert tab.candidates(3, 2) == [[(2, 2.0), (3, 3.0)], [(1, 1.0), (2, 1.5)]]
+
+
+# -- the simulator binding ----------------------------------------------------------
+
+def _chain_and_fan():
+    b = Builder("sim-test")
+    b.input("x", (64,), init="normal")
+    b.op("a", "add", ["x", "x"])
+    b.op("b", "add", ["a", "x"])
+    b.op("c", "add", ["a", "x"])
+    b.op("d", "add", ["b", "c"])
+    b.output("d")
+    return b.build()
+
+
+def test_simulated_makespans_follow_the_dependencies():
+    g = _chain_and_fan()
+    sec = np.array([[1e-3, 6e-4], [2e-3, 1.2e-3], [3e-3, 1.8e-3], [1e-3, 6e-4]])
+    cost = {op.name: s for op, s in zip(g.ops, sec[:, 0])}
+    with Simulator(g) as sim:
+        one, ev = sim.run(executors=1, threads=1, scheduler="critical-path", seconds=sec,
+                          op_cost=cost, events=True)
+        assert one == pytest.approx(7e-3)
+        two, ev = sim.run(executors=2, threads=1, scheduler="critical-path", seconds=sec,
+                          op_cost=cost, events=True)
+        assert two == pytest.approx(1e-3 + 3e-3 + 1e-3)  # b and c side by side
+        by = {e.op: e for e in ev}
+        assert by["b"].executor != by["c"].executor and by["d"].start_s == pytest.approx(4e-3)
+        # adds of 64 floats are too small to split (the plan's estimate): one
+        # thread each, as in a real run, unless counts are given
+        seq2, _ = sim.run(executors=1, threads=2, scheduler="sequential", seconds=sec)
+        assert seq2 == pytest.approx(sec[:, 0].sum())
+        seq2, _ = sim.run(executors=1, threads=2, scheduler="sequential", seconds=sec,
+                          op_threads={op.name: 2 for op in g.ops})
+        assert seq2 == pytest.approx(sec[:, 1].sum())
+        slow, _ = sim.run(executors=2, threads=1, scheduler="critical-path", seconds=sec,
+                          op_cost=cost, overheads=Overheads(run_s=1e-4))
+        assert slow == pytest.approx(two + 1e-4)
+        with pytest.raises(UsageError, match="up to 2 threads"):
+            sim.run(executors=1, threads=4, scheduler="sequential", seconds=sec)
+
+
+def test_the_simulator_is_closed_once():
+    sim = Simulator(_chain_and_fan())
+    sim.close()
+    sim.close()
+    with pytest.raises(UsageError, match="closed"):
+        sim.run(executors=1, threads=1, scheduler="sequential", seconds=np.ones((4, 1)))
+
+
+# -- the search ------------------------------------------------------------------------
+
+def test_splits_respect_the_engine_limit():
+    assert search.splits(16) == [(1, 16), (2, 8), (4, 4), (8, 2), (16, 1)]
+    assert search.splits(128)[-1] == (64, 2) and search.splits(16, single_team=True) == [(1, 16)]
+
+
+def test_plan_covers_every_scheduler_and_picks_the_fastest():
+    p = predictor()
+    try:
+        rows = list(sched.schedulers().values())
+        r = search.plan_cores(p, 16, rows)
+        best = r["best"]
+        every = [c for s in r["schedulers"].values()
+                 for c in s["splits"] + (s.get("strategies") or [])]
+        assert best["latency_s"] == min(c["latency_s"] for c in every)
+        assert set(r["schedulers"]) == set(sched.names())
+        assert [c["executors"] for c in r["schedulers"]["sequential"]["splits"]] == [1]
+        assert {c["strategy"] for c in r["schedulers"]["corun"]["strategies"]} == {"strategy3"}
+        s1 = r["op_threads"]["strategy1"]["ops"]
+        assert set(s1) == {op.name for op in p.graph.ops}
+        assert all(1 <= t <= r["op_threads"]["team_threads"] for t in s1.values())
+        # Strategy 2: one count per op type
+        s2 = r["op_threads"]["strategy2"]["by_type"]
+        assert all(len(v) == 1 for v in s2.values())
+        big = search.plan_cores(p, 128, rows)
+        assert big["schedulers"]["corun"]["best"] is None
+        assert "64 workers" in big["schedulers"]["corun"]["note"]
+    finally:
+        p.close()
+
+
+def test_graphi_rows_compare_with_the_paper():
+    p = predictor(model="pathnet_small", target="xeon-phi-7250")
+    try:
+        row = graphi.predict_row(p, graphi.PAPER[2], sched.schedulers())
+    finally:
+        p.close()
+    assert row["label"] == "PathNet" and row["paper_speedup"] == [1.2, 2.1]
+    assert [s["split"] for s in row["splits"]] == ["2x32", "4x16", "8x8", "16x4", "32x2",
+                                                  "6x10"]
+    assert row["speedup"] == pytest.approx(row["sequential_s"] / row["best_cp_s"])
+    header, rows = graphi.table([row])
+    assert rows[0][0] == "PathNet" and rows[0][4] in ("inside", "OUTSIDE")
+    assert math.isfinite(row["cp_over_sq_range"][0])
