@@ -142,7 +142,16 @@ def test_knob_declaration():
         assert dp == dict(ic_bn=32, oc_bn=32, reg_n=14, unroll_ker=0, reg_h=1)
     if "avx2" in ISAS:
         dp = conv.default_params(x_shape, w_shape, stride=1, pad=1, isa="avx2")
-        assert dp["oc_bn"] == 8 and dp["reg_n"] <= 12
+        # Two vectors per pixel (6 pixels x 2 ymm accumulators); reg_n 28
+        # splits into 5 register blocks of 5-6 pixels per 56-pixel row.
+        assert dp["oc_bn"] == 16 and dp["reg_n"] == 28
+        # A 7-pixel row leaves blocks of 4 and 3 pixels (8 and 6 ymm
+        # accumulators, under the 8 FMA chains in flight): two rows per block.
+        dp = conv.default_params((1, 512, 7, 7), (512, 512, 3, 3), stride=1, pad=1, isa="avx2")
+        assert dp["oc_bn"] == 16 and dp["reg_h"] == 2
+    if "avx512" in ISAS:  # one 7-pixel x 2-zmm block already covers the latency
+        dp = conv.default_params((1, 512, 7, 7), (512, 512, 3, 3), stride=1, pad=1, isa="avx512")
+        assert dp["reg_h"] == 1
 
 
 def test_default_on_awkward_channels():

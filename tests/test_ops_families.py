@@ -72,6 +72,18 @@ CASES += [
     ("pool2d", [(1, 4, 7, 7)], {"mode": "avg", "kernel": 3, "stride": 2, "padding": 1,
                                 "ceil_mode": True, "count_include_pad": True}, 1, ARITH),
     ("pool2d", [(1, 2, 6, 6, 8)], {"mode": "max", "kernel": 2, "layout": "NCHWc"}, 1, EXACT),
+    # Same-size stride-1 max windows (GoogLeNet's 3x3/1 pad 1) run whole
+    # chunks of rows; 40 x 16-channel rows give 6-row chunks, so 13 rows end
+    # in a partial chunk and the thread shares cut chunks.
+    ("pool2d", [(2, 3, 9, 11)], {"mode": "max", "kernel": 3, "stride": 1, "padding": 1}, 1,
+     EXACT),
+    ("pool2d", [(1, 2, 13, 40, 16)], {"mode": "max", "kernel": 3, "stride": 1, "padding": 1,
+                                      "layout": "NCHWc"}, 1, EXACT),
+    ("pool2d", [(1, 2, 13, 40, 16)], {"mode": "max", "kernel": 5, "stride": 1, "padding": 2,
+                                      "layout": "NCHWc"}, 1, EXACT),
+    ("pool2d", [(1, 3, 8, 9, 4)], {"mode": "max", "kernel": 3, "stride": 2, "padding": 1,
+                                   "layout": "NCHWc"}, 1, EXACT),
+    ("pool2d", [(1, 3, 5, 6)], {"mode": "max", "kernel": 1, "stride": 1}, 1, EXACT),
     ("pool2d", [(1, 2, 7, 6, 4)], {"mode": "avg", "kernel": 3, "stride": 2, "padding": 1,
                                    "layout": "NCHWc"}, 1, ARITH),
     ("global_pool2d", [(2, 5, 7, 7)], {"mode": "avg"}, 1, ARITH),
@@ -230,3 +242,22 @@ def test_nan_propagates_like_numpy(op, shapes, attrs):
     assert np.isnan(want).any()
     for nth in (1, 3):
         np.testing.assert_array_equal(run_ops(g, nth=nth, inputs=inputs)["y0"], want)
+
+
+@pytest.mark.parametrize("isa", supported_isas())
+@pytest.mark.parametrize("shape,attrs", [
+    ((1, 4, 6, 7), {}), ((1, 1, 6, 7, 4), {"layout": "NCHWc"}),
+    ((1, 4, 6, 7), {"stride": 2}),
+])
+def test_max_pool_propagates_nan(isa, shape, attrs):
+    """A NaN makes every window that holds it NaN, as np.maximum does; the
+    same-size path finds it and redoes those rows with the propagating max."""
+    g = model("pool2d", [shape], dict({"mode": "max", "kernel": 3, "stride": 1, "padding": 1},
+                                      **attrs))
+    x = np.random.default_rng(5).uniform(-3, 3, shape).astype(np.float32)
+    x[0, 0, 2, 4] = np.nan
+    want = run_reference(g, inputs={"x0": x})["y0"]
+    assert np.isnan(want).any()
+    for nth in (1, 2):
+        got = run_ops(g, nth=nth, isa=isa, inputs={"x0": x})["y0"]
+        np.testing.assert_array_equal(got, want)

@@ -6,10 +6,13 @@
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 #include "ops_util.h"
 
 typedef struct {
   int is_max, include_pad;
+  int same;          /* max, strides 1, output as large as the input: pool_max_same */
+  int64_t chunk;     /* pool_max_same's rows per pass */
   int64_t kh, kw, sh, sw, ph, pw;
   int64_t planes, h, w, b, oh, ow;
 } pool_state;
@@ -59,22 +62,135 @@ static int pool_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   const int64_t *ys = hwt_graph_tensor_shape(ctx->g, hwt_ops_out(ctx, 0));
   if (ys[2] != st.oh || ys[3] != st.ow)
     return hwt_ops_fail(err, errlen, ctx, "output shape does not match the window");
+  /* avg: b double accumulators; max: one padded row of the vertical pass,
+   * or pool_max_same's chunk of rows (up to 4096 floats: it stays in L1
+   * between the vertical and the horizontal pass). */
+  st.same = st.is_max && st.sh == 1 && st.sw == 1 && st.oh == st.h && st.ow == st.w;
+  st.chunk = 4096 / (st.w * st.b) > 1 ? 4096 / (st.w * st.b) : 1;
+  const int64_t tw = (st.ow - 1) * st.sw + st.kw;
+  int64_t ws = 2 * st.b > tw * st.b ? 2 * st.b : tw * st.b;
+  if (st.same && st.chunk * st.w * st.b > ws) ws = st.chunk * st.w * st.b;
+  ctx->ws_floats = (size_t)ws;
   pool_state *heap = malloc(sizeof *heap);
   if (!heap) return HWT_ENOMEM;
   *heap = st;
   ctx->state = heap;
-  ctx->ws_floats = (size_t)(2 * st.b); /* b double accumulators */
   ctx->flops = (double)(st.planes * st.b * st.oh * st.ow * st.kh * st.kw);
   return HWT_OK;
 }
 
-/* One output row (plane, oh) of ow x b values. The b channels of a
- * position are innermost so the NCHWc case runs b-wide vector max/adds;
- * acc holds b doubles (the thread's workspace). Max is branchless (maxss)
- * with NaN tracked on the side: `v > m || isnan(v)` as a branch cost ~5 ns
- * per window element on random data (8.9 ms for a 3x3/2 pool of
- * 64x112x112, one thread). */
-static void pool_row(const pool_state *s, const float *x, float *y, int64_t oh, double *acc) {
+/* acc = max(acc, x) elementwise, NaN propagating as np.maximum does; plain
+ * loops over contiguous floats, so the compiler vectorises them. */
+static void max_into(float *restrict acc, const float *restrict x, int64_t n) {
+  for (int64_t i = 0; i < n; i++) acc[i] = (x[i] > acc[i] || x[i] != x[i]) ? x[i] : acc[i];
+}
+
+static int has_nan(const float *x, int64_t n) {
+  int nan = 0;
+  for (int64_t i = 0; i < n; i++) nan |= x[i] != x[i];
+  return nan;
+}
+
+/* max_into without the NaN select (one maxps per vector instead of five
+ * ops); returns nonzero if x held a NaN, for the caller to redo with
+ * max_into. */
+static int max_into_fast(float *restrict acc, const float *restrict x, int64_t n) {
+  int nan = 0;
+  for (int64_t i = 0; i < n; i++) {
+    acc[i] = x[i] > acc[i] ? x[i] : acc[i];
+    nan |= x[i] != x[i];
+  }
+  return nan;
+}
+
+/* Max pooling of one output row, separably: the window's input rows are
+ * reduced into tmp (one padded row, -inf outside the input, so padding
+ * never wins), then each output takes the max of kw columns of tmp. Both
+ * passes run over contiguous floats -- with stride_w 1 the whole row of
+ * ow x b outputs is one run per kernel column -- where the per-window loop
+ * took 9 scalar maxes per output of a 3x3 window (the inception 3a block's
+ * 3x3 stride-1 max-pool cost more than its 3x3 conv). */
+static void pool_max_row(const pool_state *s, const float *x, float *y, int64_t oh,
+                         float *tmp) {
+  const int64_t b = s->b, sw = s->sw, kw = s->kw, ow = s->ow;
+  const int64_t h0 = oh * s->sh - s->ph;
+  const int64_t ha = h0 < 0 ? 0 : h0, hb = h0 + s->kh < s->h ? h0 + s->kh : s->h;
+  const int64_t tw = (ow - 1) * sw + kw; /* padded columns the windows read */
+  const int64_t c0 = s->pw, c1 = s->pw + s->w < tw ? s->pw + s->w : tw;
+  for (int64_t i = 0; i < c0 * b; i++) tmp[i] = -INFINITY;
+  for (int64_t i = c1 * b; i < tw * b; i++) tmp[i] = -INFINITY;
+  float *mid = tmp + c0 * b;
+  const int64_t n = (c1 - c0) * b;
+  if (hb <= ha)
+    for (int64_t i = 0; i < n; i++) mid[i] = -INFINITY;
+  else
+    memcpy(mid, x + ha * s->w * b, (size_t)n * sizeof(float));
+  for (int64_t i = ha + 1; i < hb; i++) max_into(mid, x + i * s->w * b, n);
+  if (sw == 1) {
+    memcpy(y, tmp, (size_t)(ow * b) * sizeof(float));
+    for (int64_t k = 1; k < kw; k++) max_into(y, tmp + k * b, ow * b);
+    return;
+  }
+  for (int64_t o = 0; o < ow; o++) {
+    float *yo = y + o * b;
+    const float *t = tmp + o * sw * b;
+    memcpy(yo, t, (size_t)b * sizeof(float));
+    for (int64_t k = 1; k < kw; k++) max_into(yo, t + k * b, b);
+  }
+}
+
+/* Max pooling of output rows [oa, ob) of one plane when the output is as
+ * large as the input and both strides are 1 (GoogLeNet's 3x3/1 pad 1): both
+ * separable passes then run over all the rows at once as contiguous floats
+ * -- kh + kw vector runs per chunk of rows instead of per row (28-float rows
+ * made the per-row calls cost as much as the maxes) -- and only the
+ * pw columns at each end of a row, whose windows the flat horizontal run
+ * lets wrap into the neighbouring row, are redone per window. */
+static void pool_max_same(const pool_state *s, const float *x, float *y, int64_t oa,
+                          int64_t ob, float *v) {
+  const int64_t b = s->b, W = s->w, H = s->h, rowf = W * b, n = (ob - oa) * rowf;
+  int nan = 0;
+  memcpy(v, x + oa * rowf, (size_t)n * sizeof(float)); /* window row d = 0 */
+  for (int64_t k = 0; k < s->kh; k++) {
+    const int64_t d = k - s->ph;
+    const int64_t lo = oa > -d ? oa : -d, hi = ob < H - d ? ob : H - d;
+    if (d != 0 && hi > lo)
+      nan |= max_into_fast(v + (lo - oa) * rowf, x + (lo + d) * rowf, (hi - lo) * rowf);
+  }
+  /* v's own NaNs flag the rows' (a NaN at window row 0 is never replaced
+   * by > but must be reported); then the horizontal pass may skip the test */
+  if (!nan) nan = has_nan(v, n);
+  if (nan) { /* rare: the NaN-propagating per-row path */
+    for (int64_t oh = oa; oh < ob; oh++) pool_max_row(s, x, y + oh * rowf, oh, v);
+    return;
+  }
+  float *yo = y + oa * rowf;
+  memcpy(yo, v, (size_t)n * sizeof(float));
+  for (int64_t k = 0; k < s->kw; k++) {
+    const int64_t d = (k - s->pw) * b;
+    if (d > 0) max_into_fast(yo, v + d, n - d);
+    if (d < 0) max_into_fast(yo - d, v, n + d);
+  }
+  if (s->pw == 0) return; /* kw 1: no window reaches past its row */
+  for (int64_t r = 0; r < ob - oa; r++)
+    for (int64_t ow = 0; ow < W; ow++) {
+      if (ow == s->pw && W - s->pw > ow) ow = W - s->pw; /* interior columns are right */
+      const int64_t k0 = s->pw - ow > 0 ? s->pw - ow : 0;
+      const int64_t k1 = W + s->pw - ow < s->kw ? W + s->pw - ow : s->kw;
+      const float *vr = v + r * rowf + (ow - s->pw) * b;
+      float *o = yo + r * rowf + ow * b;
+      for (int64_t c = 0; c < b; c++) {
+        float m = -INFINITY;
+        for (int64_t k = k0; k < k1; k++) m = vr[k * b + c] > m ? vr[k * b + c] : m;
+        o[c] = m;
+      }
+    }
+}
+
+/* One output row (plane, oh) of ow x b averages. The b channels of a
+ * position are innermost so the NCHWc case runs b-wide vector adds; acc
+ * holds b doubles (the thread's workspace). */
+static void pool_avg_row(const pool_state *s, const float *x, float *y, int64_t oh, double *acc) {
   const int64_t b = s->b;
   const int64_t h0 = oh * s->sh - s->ph;
   const int64_t ha = h0 < 0 ? 0 : h0, hb = h0 + s->kh < s->h ? h0 + s->kh : s->h;
@@ -84,43 +200,15 @@ static void pool_row(const pool_state *s, const float *x, float *y, int64_t oh, 
     const int64_t wa = w0 < 0 ? 0 : w0, wb = w0 + s->kw < s->w ? w0 + s->kw : s->w;
     const int64_t wpad = (w0 + s->kw < s->w + s->pw ? w0 + s->kw : s->w + s->pw) - w0;
     float *yo = y + ow * b;
-    if (s->is_max && b == 1) { /* NCHW: a register max, no store per element */
-      float m = -INFINITY;
-      int nan = 0;
-      for (int64_t i = ha; i < hb; i++)
-        for (int64_t j = wa; j < wb; j++) {
-          const float v = x[i * s->w + j];
-          m = v > m ? v : m;
-          nan |= v != v;
-        }
-      yo[0] = nan ? NAN : m;
-    } else if (s->is_max) {
-      int nan = 0;
-      for (int64_t c = 0; c < b; c++) yo[c] = -INFINITY; /* padding never wins */
-      for (int64_t i = ha; i < hb; i++)
-        for (int64_t j = wa; j < wb; j++) {
-          const float *xp = x + (i * s->w + j) * b;
-          for (int64_t c = 0; c < b; c++) {
-            yo[c] = xp[c] > yo[c] ? xp[c] : yo[c];
-            nan |= xp[c] != xp[c];
-          }
-        }
-      if (nan) /* rare: redo with NaN propagating, as np.maximum does */
-        for (int64_t i = ha; i < hb; i++)
-          for (int64_t j = wa; j < wb; j++)
-            for (int64_t c = 0; c < b; c++)
-              if (isnan(x[(i * s->w + j) * b + c])) yo[c] = NAN;
-    } else {
-      for (int64_t c = 0; c < b; c++) acc[c] = 0.0;
-      for (int64_t i = ha; i < hb; i++)
-        for (int64_t j = wa; j < wb; j++) {
-          const float *xp = x + (i * s->w + j) * b;
-          for (int64_t c = 0; c < b; c++) acc[c] += xp[c];
-        }
-      const double count =
-          s->include_pad ? (double)(hpad * wpad) : (double)((hb - ha) * (wb - wa));
-      for (int64_t c = 0; c < b; c++) yo[c] = (float)(acc[c] / count);
-    }
+    for (int64_t c = 0; c < b; c++) acc[c] = 0.0;
+    for (int64_t i = ha; i < hb; i++)
+      for (int64_t j = wa; j < wb; j++) {
+        const float *xp = x + (i * s->w + j) * b;
+        for (int64_t c = 0; c < b; c++) acc[c] += xp[c];
+      }
+    const double count =
+        s->include_pad ? (double)(hpad * wpad) : (double)((hb - ha) * (wb - wa));
+    for (int64_t c = 0; c < b; c++) yo[c] = (float)(acc[c] / count);
   }
 }
 
@@ -128,10 +216,22 @@ static void pool_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
   const pool_state *s = ctx->state;
   int64_t lo, hi;
   hwt_ops_rows(s->planes * s->oh, tid, nth, &lo, &hi);
-  for (int64_t r = lo; r < hi; r++) {
+  for (int64_t r = lo; r < hi;) {
     int64_t plane = r / s->oh, oh = r % s->oh;
-    pool_row(s, ctx->in[0] + plane * s->h * s->w * s->b,
-             ctx->out[0] + (plane * s->oh + oh) * s->ow * s->b, oh, (double *)ws);
+    const float *x = ctx->in[0] + plane * s->h * s->w * s->b;
+    float *y = ctx->out[0] + plane * s->oh * s->ow * s->b;
+    if (s->same) {
+      int64_t end = oh + s->chunk < s->oh ? oh + s->chunk : s->oh;
+      if (end - oh > hi - r) end = oh + (hi - r);
+      pool_max_same(s, x, y, oh, end, ws);
+      r += end - oh;
+      continue;
+    }
+    if (s->is_max)
+      pool_max_row(s, x, y + oh * s->ow * s->b, oh, ws);
+    else
+      pool_avg_row(s, x, y + oh * s->ow * s->b, oh, (double *)ws);
+    r++;
   }
 }
 

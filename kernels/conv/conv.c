@@ -70,26 +70,51 @@ static int largest_divisor_le(int n, int cap) {
   return 1;
 }
 
-/* oc_bn with the best SIMD lane use among the divisors of K up to two
- * vectors (a register block holds at most two per pixel), so K = 17 gets 17
- * (two vectors, 53% of lanes) rather than 1 (6%). Ties go to two vectors
- * where the variant says so (prefer_two, with the measurement behind it). */
-static int default_oc_bn(int K, int vec, int prefer_two) {
+/* oc_bn with the best SIMD lane use among the divisors of K up to
+ * DEFAULT_NV vectors per pixel, so K = 17 gets 17 (two vectors, 53% of
+ * lanes) rather than 1 (6%); ties go to the wider block. Wider blocks (up to
+ * the variant's nv_max) stay in the tuner's space: 2 vectors x 6 pixels
+ * measured ahead of 4 x 3 (MLAS's shape) on 5 of the 7 ResNet-18 3x3 layers
+ * on AVX2 (Zen 3, 1 thread, best of 9 interleaved with ONNX Runtime, busy
+ * machine: e.g. 64x56x56 1.01x vs 0.88x ORT, 512x7x7 0.99x vs 0.67x), and
+ * 2 vectors x 14 pixels measured 91-100 vs 71-77 GFLOPS for 1 x 28 on
+ * AVX-512 (Cascade Lake). */
+#define DEFAULT_NV 2
+static int default_oc_bn(int K, int vec) {
   int best = 1;
   double best_use = 0.0;
-  for (int b = 1; b <= K && b <= 2 * vec; b++) {
+  for (int b = 1; b <= K && b <= DEFAULT_NV * vec; b++) {
     if (K % b) continue;
     double use = (double)b / (((b + vec - 1) / vec) * vec);
-    if (use > best_use || (prefer_two && use == best_use)) best_use = use, best = b;
+    if (use >= best_use) best_use = use, best = b;
+  }
+  return best;
+}
+
+/* row() splits a block wider than the register file (cap pixels) into
+ * equal pieces, so reg_n is judged by the pieces it leaves: the widest
+ * average piece over the row (fewest partial blocks), ties to the smaller
+ * reg_n. Returns that average. */
+static double best_reg_n(const hwt_conv_knob *legal, int OW, int cap, int *reg_n) {
+  *reg_n = 1;
+  double best = 0.0;
+  for (int i = 0; i < legal->n; i++) {
+    int r = legal->v[i], pieces = 0;
+    for (int ow = 0; ow < OW; ow += r) {
+      int blk = OW - ow < r ? OW - ow : r;
+      pieces += (blk + cap - 1) / cap;
+    }
+    double avg = (double)OW / pieces;
+    if (avg > best) best = avg, *reg_n = r;
   }
   return best;
 }
 
 /* Untuned fallback, after TVM's x86 conv2d fallback: oc_bn from the SIMD
  * width (above), ic_bn the largest divisor of C up to oc_bn (16, 32 and 64
- * measured within noise of each other at 256x14x14 and 128x28x28), reg_n the
- * legal value with the widest average block that fits the variant's
- * register file, unroll_ker off, one row per block. */
+ * measured within noise of each other at 256x14x14 and 128x28x28), reg_n
+ * the legal value whose register blocks are widest on average (above),
+ * unroll_ker off, one row per block unless the row is too narrow (below). */
 int hwt_conv_default_params(const hwt_conv_desc *d, hwt_isa isa, hwt_conv_params *out) {
   hwt_conv_knobs_t k;
   int st = hwt_conv_knobs(d, isa, &k);
@@ -97,23 +122,27 @@ int hwt_conv_default_params(const hwt_conv_desc *d, hwt_isa isa, hwt_conv_params
   const hwt_conv_variant *v = hwt_conv_variant_for(isa);
   int OW;
   hwt_conv_out_dims(d, 0, &OW);
-  out->oc_bn = default_oc_bn(d->K, v->vec, v->prefer_two);
+  out->oc_bn = default_oc_bn(d->K, v->vec);
   out->ic_bn = largest_divisor_le(d->C, out->oc_bn);
-  int cap = out->oc_bn > v->vec ? v->cap2 : v->cap1;
-  out->reg_n = 1;
-  double best = 0.0;
-  for (int i = 0; i < k.reg_n.n; i++) {
-    int r = k.reg_n.v[i];
-    if (r > cap) break;
-    double avg = (double)OW / ((OW + r - 1) / r);
-    if (avg >= best) best = avg, out->reg_n = r;
-  }
+  int nv = (out->oc_bn + v->vec - 1) / v->vec;
+  int cap = v->caps[nv < v->nv_max ? nv : v->nv_max];
   out->unroll_ker = 0;
-  /* Two rows per block measured no better than one on the ResNet-18 3x3
-   * layers (512x7x7: 71.5 vs 73.1 GFLOPS, 256x14x14: 91.9 vs 93.5; 1 thread,
-   * best of 32 runs on the shared machine): the 1-row inner loop is already
-   * FMA-bound there, so the knob is left to the tuner. */
   out->reg_h = 1;
+  double acc = best_reg_n(&k.reg_n, OW, cap, &out->reg_n) * nv;
+  /* Narrow outputs leave one row too few accumulators to cover the FMA
+   * latency (4 cycles x 2 pipes on Zen 3 and Skylake-class cores: 8
+   * independent chains): two rows share each weight load and double the
+   * block. Measured on 512x7x7 (AVX2, Zen 3, 1 thread, CPU time, best of
+   * 9 interleaved with ONNX Runtime): 2 rows x 7 pixels 0.91x ORT vs 1 row
+   * 0.83x (blocks of 4 and 3 pixels x 2 vectors); on AVX-512 the 7-pixel
+   * row is one 14-accumulator block and two rows measured no better (71.5
+   * vs 73.1 GFLOPS, Cascade Lake), which this rule leaves at one row. */
+  int OH;
+  hwt_conv_out_dims(d, &OH, 0);
+  if (!v->block_scratch && OH > 1 && acc < 8.0 && cap >= 2) {
+    out->reg_h = 2;
+    best_reg_n(&k.reg_n, OW, cap / 2, &out->reg_n);
+  }
   return HWT_OK;
 }
 
@@ -309,6 +338,7 @@ static void nchwc_units(const hwt_conv_plan *p, const float *x, const float *w,
   a.reg_n = p->p.reg_n;
   a.unroll_ker = p->p.unroll_ker;
   a.relu = d->relu;
+  a.first = a.last = 1;
   a.scratch = scratch;
   a.in_ic_stride = ics;
   a.in_row_stride = (long)bn * ics;

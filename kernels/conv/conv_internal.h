@@ -6,7 +6,10 @@
 #include "hwtune/conv.h"
 
 /* `rows` (1 or 2) NCHW[x]c output rows: out[h][ow][oc_bn] for ow in [0, OW)
- * of one output channel block. The input is the driver's staged copy:
+ * of one output channel block, reduced over the CB input channel blocks
+ * `in` and `w` point at (one pass of the reduction: the first pass starts
+ * from the bias, later ones add to what out holds, the last applies the
+ * epilogue, ReLU). The input is the driver's staged copy:
  * zero-padded, each row block transposed from [Wp][ic_bn] to
  * [ic_bn][sw][Wp/sw] (columns split by stride phase), so consecutive output
  * pixels read consecutive floats at every tap -- a compile-time 4-byte pixel
@@ -25,6 +28,7 @@ typedef struct {
   long in_oh_stride;   /* floats between the input rows of consecutive output rows */
   long out_row_stride; /* floats between output rows */
   int rows;            /* output rows in this call: 1 or 2 (reg_h) */
+  int first, last;     /* this pass starts the reduction / ends it (epilogue) */
   int CB, R, S, ic_bn, oc_bn, OW, reg_n, unroll_ker, relu;
   int koff[HWT_CONV_MAX_S]; /* offset of tap kw for output pixel 0 */
 } hwt_conv_row_args;
@@ -38,8 +42,8 @@ typedef void (*hwt_conv_stage_fn)(const float *src, long src_stride, int n, int 
  * facts the knob defaults are derived from. */
 typedef struct {
   int vec;           /* floats per vector */
-  int cap1, cap2;    /* largest register block, in pixels, of 1 and of 2 vectors per pixel */
-  int prefer_two;    /* oc_bn ties go to two vectors per pixel */
+  int nv_max;        /* vectors per pixel a register block holds at most (<= 4) */
+  int caps[5];       /* caps[nv]: largest register block, in pixels, of nv vectors per pixel */
   int block_scratch; /* 1: row() keeps its accumulators in a->scratch (reg_n x oc_bn floats) */
   void (*row)(const hwt_conv_row_args *a);
   hwt_conv_stage_fn stage;

@@ -2,60 +2,114 @@
  * over kernels/common/vec.h (kernels.cmake); the portable variant is
  * nchwc_generic.c, which keeps its accumulators in memory instead.
  *
- * Register block: rb output pixels x nv (1 or 2) vectors of HV_W output
- * channels. Each weight vector is loaded once and multiplied by rb input
- * values broadcast from memory at fixed 4-byte steps (the staged layout,
- * conv_internal.h): AVX-512 FMAs take them as micro-fused [reg + disp]{1to16}
- * operands; AVX2 FMAs cannot broadcast a memory operand, so a broadcast
- * register is needed there. Output-channel blocks that are not a multiple of
- * HV_W use masked loads and stores. */
+ * Register block: rh output rows x rb output pixels x nv (1 to 4) vectors of
+ * HV_W output channels. Each step of the reduction (one input channel of one
+ * kernel tap) loads nv weight vectors and broadcasts rh*rb input values read
+ * at fixed 4-byte steps from the staged input (conv_internal.h), so a block
+ * of 12 accumulators costs 7 or 8 loads per 12 FMAs whatever its shape --
+ * the shapes MLAS's NCHWc kernels use (3 pixels x 4 vectors on AVX2) are
+ * among them, next to the wider rows NeoCPU's template prefers.
+ *
+ * One call reduces the input channel blocks [0, a->CB) of its row. The
+ * first/last flags let a driver split the reduction into passes (MLAS's
+ * accumulate-output flag: the first pass starts from the bias, later ones
+ * from the partial sums in the output, the last applies the ReLU while the
+ * block is in registers); the driver (conv.c) runs one pass today.
+ *
+ * Vectors are loaded whole; a channel block that is not a multiple of HV_W
+ * ends in one masked vector with a block of its own (masked AVX2 loads are
+ * slow and their masks take registers, which the full blocks need). */
 #include "../common/vec.h"
 #include "conv_internal.h"
 
-/* Register blocks (pixels x vectors) that stay in registers, derived from
- * the register file. 32 zmm: 28 accumulators + 2 weight vectors + 2 spare;
- * GCC 12 keeps the 28x1 and 14x2 blocks entirely in registers (checked in
- * the disassembly). 16 ymm: 12 accumulators + 1 weight + 1 broadcast + 2
- * spare, or 6x2 accumulators + 2 weights + 1 broadcast. Two vectors per
- * pixel halve the pixel count. */
-#define CAP1 (HV_REGS - 4)
-#define CAP2 (CAP1 / 2)
+#define NV_MAX 4
 
-/* RH rows x RB pixels x NV vectors: one weight row (oc_bn floats) against
- * RH input runs of RB consecutive floats, ohs floats apart. */
-HV_AI void fma_step(hv_f32 *acc, const float *iq, long ohs, const float *wq, hv_mask m0,
-                    hv_mask m1, const int RB, const int NV, const int RH) {
-  hv_f32 w0 = hv_load_mask(wq, m0);
-  hv_f32 w1 = NV > 1 ? hv_load_mask(wq + HV_W, m1) : w0;
+/* Largest register block (rows x pixels) for nv vectors per pixel, derived
+ * from the register file:
+ *   nv = 1: HV_REGS - 4 accumulators (12 ymm, 28 zmm) + the weight, one
+ *     broadcast and two spare (GCC 12 keeps the 28x1 and 14x2 zmm blocks
+ *     entirely in registers, checked in the disassembly);
+ *   nv >= 2, pixel-outer step (nv weights held, one broadcast at a time):
+ *     pixels*nv + nv + 1 <= HV_REGS (6x2, 4x3 on AVX2; 14x2, 9x3, 6x4 zmm);
+ *   weight-outer step (the block's broadcasts held, one weight at a time),
+ *     used when the block has fewer pixels than vectors:
+ *     pixels*(nv + 1) + 1 <= HV_REGS (3x4 on AVX2, MLAS's shape). */
+#define CAP_PO(nv) ((HV_REGS - 1 - (nv)) / (nv))
+#define CAP_WO(nv) ((HV_REGS - 1) / ((nv) + 1) < (nv) ? (HV_REGS - 1) / ((nv) + 1) : (nv) - 1)
+#define CAP_OF(nv) \
+  ((nv) == 1 ? HV_REGS - 4 : CAP_PO(nv) > CAP_WO(nv) ? CAP_PO(nv) : CAP_WO(nv))
+#define ACC_MAX (HV_REGS - 4)
+
+/* One reduction step: one weight row (NV vectors) against RH rows of RB
+ * consecutive input floats, ohs floats apart. MT: the single vector is the
+ * masked channel tail. */
+HV_AI void fma_step(hv_f32 *acc, const float *iq, long ohs, const float *wq, hv_mask mt,
+                    const int RB, const int NV, const int RH, const int MT) {
+  if (RB * RH < NV) {
+    hv_f32 xv[NV_MAX];
+#pragma GCC unroll 4
+    for (int q = 0; q < RB * RH; q++) xv[q] = hv_set1(iq[(q / RB) * ohs + q % RB]);
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; v++) {
+      hv_f32 wv = hv_load(wq + v * HV_W);
+#pragma GCC unroll 4
+      for (int q = 0; q < RB * RH; q++) acc[q * NV + v] = hv_fmadd(xv[q], wv, acc[q * NV + v]);
+    }
+    return;
+  }
+  hv_f32 wv[NV_MAX];
+#pragma GCC unroll 4
+  for (int v = 0; v < NV; v++) wv[v] = MT ? hv_load_mask(wq, mt) : hv_load(wq + v * HV_W);
 #pragma GCC unroll 2
   for (int h = 0; h < RH; h++)
 #pragma GCC unroll 32
-  for (int j = 0; j < RB; j++) {
-    hv_f32 xv = hv_set1(iq[h * ohs + j]);
-    acc[(h * RB + j) * NV] = hv_fmadd(xv, w0, acc[(h * RB + j) * NV]);
-    if (NV > 1) acc[(h * RB + j) * NV + 1] = hv_fmadd(xv, w1, acc[(h * RB + j) * NV + 1]);
-  }
+    for (int j = 0; j < RB; j++) {
+      hv_f32 xv = hv_set1(iq[h * ohs + j]);
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; v++)
+        acc[(h * RB + j) * NV + v] = hv_fmadd(xv, wv[v], acc[(h * RB + j) * NV + v]);
+    }
 }
 
-/* One register block: the whole reduction (C, R, S) for rb pixels. RB, NV,
- * UNR and SK are compile-time constants at every call site, so acc[] lives
- * in registers. UNR selects unroll_ker's order (ic outside kw); SK > 0 fixes
- * the kernel width so that order's kw loop is unrolled. */
+HV_AI hv_f32 ld(const float *p, hv_mask mt, const int MT) {
+  return MT ? hv_load_mask(p, mt) : hv_load(p);
+}
+
+HV_AI void st(float *p, hv_mask mt, const int MT, hv_f32 v) {
+  if (MT)
+    hv_store_mask(p, mt, v);
+  else
+    hv_store(p, v);
+}
+
+/* One register block: channel blocks [0, a->CB) of the reduction for RB
+ * pixels of RH rows. RB, NV, UNR, SK, RH and MT are compile-time constants
+ * at every call site, so acc[] lives in registers. UNR selects unroll_ker's
+ * order (ic outside kw); SK > 0 fixes the kernel width so that order's kw
+ * loop is unrolled. */
 HV_AI void tile(const hwt_conv_row_args *a, const float *in, const float *w, const float *bias,
-                float *out, hv_mask m0, hv_mask m1, const int RB, const int NV, const int UNR,
-                const int SK, const int RH) {
-  hv_f32 acc[CAP1];
-  hv_f32 b0 = bias ? hv_load_mask(bias, m0) : hv_zero();
-  hv_f32 b1 = (NV > 1 && bias) ? hv_load_mask(bias + HV_W, m1) : hv_zero();
+                float *out, hv_mask mt, const int RB, const int NV, const int UNR, const int SK,
+                const int RH, const int MT) {
+  hv_f32 acc[ACC_MAX];
+  const int icb = a->ic_bn, ocb = a->oc_bn;
+  const long ors = a->out_row_stride;
+  if (a->first) {
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; v++) {
+      hv_f32 b = bias ? ld(bias + v * HV_W, mt, MT) : hv_zero();
 #pragma GCC unroll 32
-  for (int j = 0; j < RH * RB; j++) {
-    acc[j * NV] = b0;
-    if (NV > 1) acc[j * NV + 1] = b1;
+      for (int q = 0; q < RH * RB; q++) acc[q * NV + v] = b;
+    }
+  } else {
+#pragma GCC unroll 32
+    for (int q = 0; q < RH * RB; q++)
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; v++)
+        acc[q * NV + v] = ld(out + (q / RB) * ors + (long)(q % RB) * ocb + v * HV_W, mt, MT);
   }
   const int S = SK ? SK : a->S, R = a->R, CB = a->CB;
-  const int icb = a->ic_bn, ocb = a->oc_bn, relu = a->relu;
   const long ics = a->in_ic_stride, rows = a->in_row_stride, cbs = a->in_cb_stride;
-  const long ohs = a->in_oh_stride, ors = a->out_row_stride;
+  const long ohs = a->in_oh_stride;
   const int *koff = a->koff;
   for (int cb = 0; cb < CB; cb++) {
     for (int kh = 0; kh < R; kh++) {
@@ -66,41 +120,44 @@ HV_AI void tile(const hwt_conv_row_args *a, const float *in, const float *w, con
           const float *iq = ip + koff[kw];
           const float *wq = wp + (long)kw * icb * ocb;
           for (int ic = 0; ic < icb; ic++, iq += ics, wq += ocb)
-            fma_step(acc, iq, ohs, wq, m0, m1, RB, NV, RH);
+            fma_step(acc, iq, ohs, wq, mt, RB, NV, RH, MT);
         }
       } else {
         for (int ic = 0; ic < icb; ic++) {
 #pragma GCC unroll 8
           for (int kw = 0; kw < S; kw++)
-            fma_step(acc, ip + ic * ics + koff[kw], ohs, wp + (long)(kw * icb + ic) * ocb, m0,
-                     m1, RB, NV, RH);
+            fma_step(acc, ip + ic * ics + koff[kw], ohs, wp + (long)(kw * icb + ic) * ocb, mt,
+                     RB, NV, RH, MT);
         }
       }
     }
   }
-  const hv_f32 zero = hv_zero();
+  if (a->last) {
+    const hv_f32 zero = hv_zero();
 #pragma GCC unroll 32
-  for (int q = 0; q < RH * RB; q++) {
-    const int j = q % RB;
-    float *o = out + (q / RB) * ors;
-    hv_f32 r0 = relu ? hv_max(acc[q * NV], zero) : acc[q * NV];
-    hv_store_mask(o + (long)j * ocb, m0, r0);
-    if (NV > 1) {
-      hv_f32 r1 = relu ? hv_max(acc[q * NV + 1], zero) : acc[q * NV + 1];
-      hv_store_mask(o + (long)j * ocb + HV_W, m1, r1);
-    }
+    for (int q = 0; q < RH * RB; q++)
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; v++) {
+        hv_f32 r = acc[q * NV + v];
+        acc[q * NV + v] = a->relu ? hv_max(r, zero) : r;
+      }
   }
+#pragma GCC unroll 32
+  for (int q = 0; q < RH * RB; q++)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; v++)
+      st(out + (q / RB) * ors + (long)(q % RB) * ocb + v * HV_W, mt, MT, acc[q * NV + v]);
 }
 
 /* Turns the run-time block size into a compile-time one; sizes beyond the
- * register file are never called (the driver splits blocks at the cap). */
+ * register file are never called (row() splits blocks at the cap). */
 HV_AI void tile_rb(const hwt_conv_row_args *a, const float *in, const float *w,
-                   const float *bias, float *out, hv_mask m0, hv_mask m1, int rb, const int NV,
-                   const int UNR, const int SK, const int RH) {
-#define HWT_TILE_CASE(n)                                     \
-  case n:                                                    \
-    if ((n) * NV * RH <= CAP1)                               \
-      tile(a, in, w, bias, out, m0, m1, n, NV, UNR, SK, RH); \
+                   const float *bias, float *out, hv_mask mt, int rb, const int NV,
+                   const int UNR, const int SK, const int RH, const int MT) {
+#define HWT_TILE_CASE(n)                                         \
+  case n:                                                        \
+    if ((n) * RH <= CAP_OF(NV))                                  \
+      tile(a, in, w, bias, out, mt, n, NV, UNR, SK, RH, MT);     \
     break;
   switch (rb) {
     HWT_TILE_CASE(1) HWT_TILE_CASE(2) HWT_TILE_CASE(3) HWT_TILE_CASE(4) HWT_TILE_CASE(5)
@@ -113,64 +170,59 @@ HV_AI void tile_rb(const hwt_conv_row_args *a, const float *in, const float *w,
   }
 #undef HWT_TILE_CASE
 }
-_Static_assert(CAP1 <= 28, "tile_rb lists block sizes up to 28 pixels");
+_Static_assert(ACC_MAX <= 28, "tile_rb lists block sizes up to 28 pixels");
 
 typedef void (*tile_fn)(const hwt_conv_row_args *, const float *, const float *, const float *,
-                        float *, hv_mask, hv_mask, int);
+                        float *, hv_mask, int);
 
 /* One out-of-line instance per (vectors, loop order, fixed kernel width,
- * output rows). */
-#define HWT_TILE_FN(name, NV, UNR, SK, RH)                                                \
-  static void name(const hwt_conv_row_args *a, const float *in, const float *w,          \
-                   const float *bias, float *out, hv_mask m0, hv_mask m1, int rb) {      \
-    tile_rb(a, in, w, bias, out, m0, m1, rb, NV, UNR, SK, RH);                            \
+ * rows); the masked tail has one per row count. */
+#define HWT_TILE_FN(name, NV, UNR, SK, RH, MT)                                            \
+  static void name(const hwt_conv_row_args *a, const float *in, const float *w,           \
+                   const float *bias, float *out, hv_mask mt, int rb) {                   \
+    tile_rb(a, in, w, bias, out, mt, rb, NV, UNR, SK, RH, MT);                             \
   }
-HWT_TILE_FN(tile_v1_r1, 1, 0, 0, 1)
-HWT_TILE_FN(tile_v2_r1, 2, 0, 0, 1)
-HWT_TILE_FN(tile_v1_unroll_r1, 1, 1, 0, 1)
-HWT_TILE_FN(tile_v2_unroll_r1, 2, 1, 0, 1)
-HWT_TILE_FN(tile_v1_unroll3_r1, 1, 1, 3, 1)
-HWT_TILE_FN(tile_v2_unroll3_r1, 2, 1, 3, 1)
-HWT_TILE_FN(tile_v1_r2, 1, 0, 0, 2)
-HWT_TILE_FN(tile_v2_r2, 2, 0, 0, 2)
-HWT_TILE_FN(tile_v1_unroll_r2, 1, 1, 0, 2)
-HWT_TILE_FN(tile_v2_unroll_r2, 2, 1, 0, 2)
-HWT_TILE_FN(tile_v1_unroll3_r2, 1, 1, 3, 2)
-HWT_TILE_FN(tile_v2_unroll3_r2, 2, 1, 3, 2)
+#define HWT_TILE_ORDERS(nv, rh)                        \
+  HWT_TILE_FN(tile_v##nv##_r##rh, nv, 0, 0, rh, 0)     \
+  HWT_TILE_FN(tile_v##nv##_u_r##rh, nv, 1, 0, rh, 0)   \
+  HWT_TILE_FN(tile_v##nv##_u3_r##rh, nv, 1, 3, rh, 0)
+HWT_TILE_ORDERS(1, 1) HWT_TILE_ORDERS(2, 1) HWT_TILE_ORDERS(3, 1) HWT_TILE_ORDERS(4, 1)
+HWT_TILE_ORDERS(1, 2) HWT_TILE_ORDERS(2, 2) HWT_TILE_ORDERS(3, 2) HWT_TILE_ORDERS(4, 2)
+HWT_TILE_FN(tile_tail_r1, 1, 0, 0, 1, 1)
+HWT_TILE_FN(tile_tail_r2, 1, 0, 0, 2, 1)
+#undef HWT_TILE_ORDERS
 #undef HWT_TILE_FN
 
-static tile_fn pick(int nv, int unroll, int S, int rh) {
-  static const tile_fn fns[2][3][2] = {
-      {{tile_v1_r1, tile_v2_r1}, {tile_v1_unroll_r1, tile_v2_unroll_r1},
-       {tile_v1_unroll3_r1, tile_v2_unroll3_r1}},
-      {{tile_v1_r2, tile_v2_r2}, {tile_v1_unroll_r2, tile_v2_unroll_r2},
-       {tile_v1_unroll3_r2, tile_v2_unroll3_r2}}};
-  /* With S == 1 both loop orders are the same loop. */
-  int order = (!unroll || S == 1) ? 0 : S == 3 ? 2 : 1;
-  return fns[rh - 1][order][nv - 1];
-}
+#define HWT_ORDERS(nv, rh) {tile_v##nv##_r##rh, tile_v##nv##_u_r##rh, tile_v##nv##_u3_r##rh}
+static const tile_fn k_tiles[2][NV_MAX][3] = {
+    {HWT_ORDERS(1, 1), HWT_ORDERS(2, 1), HWT_ORDERS(3, 1), HWT_ORDERS(4, 1)},
+    {HWT_ORDERS(1, 2), HWT_ORDERS(2, 2), HWT_ORDERS(3, 2), HWT_ORDERS(4, 2)}};
+#undef HWT_ORDERS
+static const int k_caps[NV_MAX + 1] = {0, CAP_OF(1), CAP_OF(2), CAP_OF(3), CAP_OF(4)};
 
 static void row(const hwt_conv_row_args *a) {
-  const int ocb = a->oc_bn, nvec = (ocb + HV_W - 1) / HV_W;
+  const int ocb = a->oc_bn, full = ocb / HV_W, tail = ocb % HV_W;
+  const int groups = (full + NV_MAX - 1) / NV_MAX;
+  /* With S == 1 both loop orders are the same loop. */
+  const int order = (!a->unroll_ker || a->S == 1) ? 0 : a->S == 3 ? 2 : 1;
+  const hv_mask mt = hv_first(tail);
   for (int ow0 = 0; ow0 < a->OW; ow0 += a->reg_n) {
-    int blk = a->OW - ow0 < a->reg_n ? a->OW - ow0 : a->reg_n;
-    for (int v0 = 0; v0 < nvec; v0 += 2) {
-      int nv = nvec - v0 >= 2 ? 2 : 1;
-      int lanes = ocb - v0 * HV_W;
-      hv_mask m0 = hv_first(lanes), m1 = hv_first(lanes - HV_W);
-      int cap = nv == 1 ? CAP1 : CAP2;
+    const int blk = a->OW - ow0 < a->reg_n ? a->OW - ow0 : a->reg_n;
+    for (int g = 0, v0 = 0; g < groups + (tail > 0); g++) {
+      const int masked = g == groups, nv = masked ? 1 : hwt_conv_piece(full, groups, g);
       /* Two output rows share each weight load; the block then holds half
        * the pixels per row. */
-      cap /= a->rows;
-      int pieces = (blk + cap - 1) / cap;
-      tile_fn fn = pick(nv, a->unroll_ker, a->S, a->rows);
+      const int cap = k_caps[nv] / a->rows;
+      const tile_fn fn = masked ? (a->rows == 1 ? tile_tail_r1 : tile_tail_r2)
+                                : k_tiles[a->rows - 1][nv - 1][order];
+      const int pieces = (blk + cap - 1) / cap;
       for (int i = 0, off = 0; i < pieces; i++) {
-        int rb = hwt_conv_piece(blk, pieces, i);
-        int ow = ow0 + off;
+        const int rb = hwt_conv_piece(blk, pieces, i), ow = ow0 + off;
         fn(a, a->in + ow, a->w + v0 * HV_W, a->bias ? a->bias + v0 * HV_W : 0,
-           a->out + (long)ow * ocb + v0 * HV_W, m0, m1, rb);
+           a->out + (long)ow * ocb + v0 * HV_W, mt, rb);
         off += rb;
       }
+      v0 += nv;
     }
   }
 }
@@ -188,10 +240,6 @@ static void stage_tile(const float *src, long src_stride, int n, int bn, float *
   }
 }
 
-/* Ties in oc_bn go to two vectors per pixel when the register file still
- * holds a 14-pixel block of them (AVX-512): half the loads per FMA,
- * measured 91-100 vs 71-77 GFLOPS for one vector on the ResNet-18 3x3
- * layers at 56/28/14, 66 vs 50 at 7x7 (1 thread). */
 const hwt_conv_variant HWT_VARIANT(hwt_conv_variant) = {
-    .vec = HV_W, .cap1 = CAP1, .cap2 = CAP2, .prefer_two = CAP2 >= 14, .block_scratch = 0,
-    .row = row, .stage = stage_tile};
+    .vec = HV_W, .nv_max = NV_MAX, .caps = {0, CAP_OF(1), CAP_OF(2), CAP_OF(3), CAP_OF(4)},
+    .block_scratch = 0, .row = row, .stage = stage_tile};

@@ -8,7 +8,8 @@ static void block(const hwt_conv_row_args *a, const float *in, float *out, int r
   const int icb = a->ic_bn, ocb = a->oc_bn, S = a->S;
   float *acc = a->scratch;
   for (int j = 0; j < rb; j++)
-    for (int o = 0; o < ocb; o++) acc[j * ocb + o] = a->bias ? a->bias[o] : 0.0f;
+    for (int o = 0; o < ocb; o++)
+      acc[j * ocb + o] = !a->first ? out[(long)j * ocb + o] : a->bias ? a->bias[o] : 0.0f;
   for (int cb = 0; cb < a->CB; cb++)
     for (int kh = 0; kh < a->R; kh++) {
       const float *ip = in + cb * a->in_cb_stride + kh * a->in_row_stride;
@@ -30,7 +31,10 @@ static void block(const hwt_conv_row_args *a, const float *in, float *out, int r
   for (int j = 0; j < rb; j++)
     for (int o = 0; o < ocb; o++) {
       float v = acc[j * ocb + o];
-      out[(long)j * ocb + o] = (a->relu && v < 0.0f) ? 0.0f : v;
+      if (a->last) {
+        if (a->relu && v < 0.0f) v = 0.0f;
+      }
+      out[(long)j * ocb + o] = v;
     }
 }
 
@@ -56,5 +60,5 @@ static void stage_tile(const float *src, long src_stride, int n, int bn, float *
  * nominal vector of 8 floats, blocks of up to 8 pixels, two "vectors" (16
  * channels) preferred. */
 const hwt_conv_variant hwt_conv_variant_generic = {
-    .vec = 8, .cap1 = 8, .cap2 = 8, .prefer_two = 1, .block_scratch = 1,
+    .vec = 8, .nv_max = 2, .caps = {0, 8, 8, 8, 8}, .block_scratch = 1,
     .row = row, .stage = stage_tile};
