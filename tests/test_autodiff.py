@@ -17,7 +17,7 @@ from hwtune.graph.reference import init_inputs, run_reference
 
 F64_MODULES = ["hwtune.graph.reference"] + [
     f"hwtune.graph.ops.{m}" for m in ("eltwise", "linear", "conv", "pool", "norm", "movement",
-                                      "layout", "train")]
+                                      "layout", "train", "rnn")]
 
 
 class _Numpy64:
@@ -71,6 +71,8 @@ CASES = [  # (op, operand shapes, attrs, per-operand init overrides)
     ("slice", [(5, 2)], {"axis": 0, "begin": -3}, {}),
     ("reshape", [(2, 3, 4)], {"shape": [4, -1]}, {}),
     ("flatten", [(2, 3, 2, 2)], {}, {}),
+    ("lstm_cell", [(3, 8), (3, 2)], {}, {}),
+    ("lstm_cell", [(2, 12), (2, 3), (5, 12), (12,)], {"x_row": 2}, {}),
 ]
 
 
@@ -95,7 +97,7 @@ def _id(case):
 @pytest.mark.parametrize("case", CASES, ids=_id)
 def test_rule_matches_finite_differences(case, float64):
     op, shapes, attrs, inits = case
-    n_out = len(attrs.get("sizes", ())) or 1
+    n_out = len(attrs.get("sizes", ())) or (2 if op == "lstm_cell" else 1)
     g = one_op(op, shapes, attrs, inits, n_out)
     t = training_graph(g, TrainSpec(loss="mse", optimizer="none"))
     values = init_inputs(t)  # weights (inputs of the step) and zero targets

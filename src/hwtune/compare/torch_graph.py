@@ -68,8 +68,20 @@ def _ops(torch):
         perm = a["perm"] if a["perm"] is not None else list(range(x[0].dim()))[::-1]
         return x[0].permute(*perm)
 
+    def lstm_cell(g, op, a, x):
+        b = x[0].shape[0]
+        z = x[0]
+        if len(x) > 2:
+            z = z + x[2][a["x_row"]:a["x_row"] + b]
+        if len(x) > 3:
+            z = z + x[3]
+        i, f, gg, o = z.chunk(4, dim=1)
+        c = torch.sigmoid(f) * x[1] + torch.sigmoid(i) * torch.tanh(gg)
+        return [torch.sigmoid(o) * torch.tanh(c), c]
+
     return {
         "matmul": matmul,
+        "lstm_cell": lstm_cell,
         "add": lambda g, op, a, x: torch.add(x[0], x[1]),
         "sub": lambda g, op, a, x: torch.sub(x[0], x[1]),
         "mul": lambda g, op, a, x: torch.mul(x[0], x[1]),

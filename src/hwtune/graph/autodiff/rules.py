@@ -223,3 +223,43 @@ def _reshape(e, op, dys, wants):
 @rule("layout_transform")
 def _layout_transform(e, op, dys, wants):
     return [e.op("layout_transform", [dys[0]], src=op.resolved["dst"], dst=op.resolved["src"])]
+
+
+@rule("lstm_cell")
+def _lstm_cell(e, op, dys, wants):
+    """The fused cell (hwtune.graph.ops.rnn) differentiated as its unfused
+    form: the gates are recomputed from z (cheaper to keep than four more
+    [B, H] activations), then
+        dc_total = dc + dh * o * (1 - tanh(c)^2)
+        dz_i = dc_total * g * i(1-i)    dz_f = dc_total * c_prev * f(1-f)
+        dz_g = dc_total * i * (1-g^2)   dz_o = dh * tanh(c) * o(1-o)
+        dc_prev = dc_total * f."""
+    gates, c_prev = op.inputs[0], op.inputs[1]
+    b, h4 = _shape_of(e, gates)
+    h = h4 // 4
+    z = gates
+    if len(op.inputs) > 2:
+        row = op.resolved["x_row"]
+        z = e.op("add", [z, e.op("slice", [op.inputs[2]], axis=0, begin=row, end=row + b)])
+    if len(op.inputs) > 3:
+        z = e.op("add", [z, op.inputs[3]])
+    zi, zf, zg, zo = (e.op("slice", [z], axis=1, begin=k * h, end=(k + 1) * h)
+                      for k in range(4))
+    i, f, o = (e.op("sigmoid", [x]) for x in (zi, zf, zo))
+    g = e.op("tanh", [zg])
+    dh, dc = dys
+    tc = e.op("tanh", [op.outputs[1]])
+    dct = e.op("add", [dc, e.op("tanh_grad", [tc, e.op("mul", [dh, o])])])
+    dz = e.op("concat", [e.op("sigmoid_grad", [i, e.op("mul", [dct, g])]),
+                         e.op("sigmoid_grad", [f, e.op("mul", [dct, c_prev])]),
+                         e.op("tanh_grad", [g, e.op("mul", [dct, i])]),
+                         e.op("sigmoid_grad", [o, e.op("mul", [dh, tc])])], axis=1)
+    out = [dz if wants[0] else None,
+           e.op("mul", [dct, f]) if wants[1] else None]
+    if len(op.inputs) > 2:
+        rows = _shape_of(e, op.inputs[2])[0]
+        out.append(e.op("slice_grad", [dz], axis=0, begin=op.resolved["x_row"], size=rows)
+                   if wants[2] else None)
+    if len(op.inputs) > 3:
+        out.append(unbroadcast(e, dz, _shape_of(e, op.inputs[3])) if wants[3] else None)
+    return out
