@@ -8,31 +8,47 @@ import sys
 import click
 
 from hwtune import __version__
+from hwtune.cli import streams
 from hwtune.cli.options import example
 from hwtune.errors import HwtuneError, Interrupted
 
 
 def _fail(message: str, code: int):
-    click.echo(f"error: {message}", err=True)
-    sys.exit(code)
+    sys.exit(_report(message, code))
+
+
+def _os_error(exc: OSError) -> str:
+    """One line for an OSError: which file, and what the system said."""
+    what = exc.strerror or str(exc)
+    if exc.filename is not None:
+        return f"{exc.filename}: {what}"
+    return f"cannot write the output: {what}"
 
 
 class HwtuneGroup(click.Group):
     """Turns the library's typed errors into one line on stderr + exit code.
 
     The library raises, never prints; this is the one place that decides what
-    the user sees. Ctrl-C outside a scan (which raises Interrupted itself)
-    also exits 130 without a traceback."""
+    the user sees. Ctrl-C, SIGTERM and SIGHUP (streams.on_signal: all three
+    go through what Ctrl-C does) exit 128 + the signal's number; an output
+    that cannot be written (a missing directory, a full disk or stdout) is
+    the user's to fix: exit 2, not the 'internal error' of a bug."""
 
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
+        except Interrupted as exc:
+            _fail(f"{exc}{streams.signal_note()}", streams.interrupt_exit_code())
         except HwtuneError as exc:
             _fail(str(exc), exc.exit_code)
         except KeyboardInterrupt:
-            _fail("interrupted", Interrupted.exit_code)
+            _fail(f"interrupted{streams.signal_note()}", streams.interrupt_exit_code())
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise  # click reports its own usage errors (exit 2)
+        except OSError as exc:
+            if streams.is_broken_pipe(exc):
+                streams.exit_broken_pipe()
+            _fail(_os_error(exc), 2)
         except Exception as exc:  # a bug: still one line, the traceback on request
             if os.environ.get("HWTUNE_DEBUG"):
                 raise
@@ -54,6 +70,7 @@ def _register():
     from hwtune.cli.check_cmd import check
     from hwtune.cli.compare_cmd import compare
     from hwtune.cli.import_cmd import import_cmd
+    from hwtune.cli.db_cmd import db
     from hwtune.cli.model_cmd import model
     from hwtune.cli.report_cmd import report
     from hwtune.cli.run_cmd import run
@@ -62,6 +79,7 @@ def _register():
     cli.add_command(check)
     cli.add_command(compare)
     cli.add_command(import_cmd)
+    cli.add_command(db)
     cli.add_command(model)
     cli.add_command(report)
     cli.add_command(run)
@@ -69,11 +87,43 @@ def _register():
     cli.add_command(tune_graph)
 
 
-_register()
+# Registering the commands imports the library, and the graph package reads
+# the C op tables at import: a library that cannot load (a bad HWTUNE_LIB, a
+# broken install) surfaces here, before main() runs. It is reported by main()
+# like any other user-facing error instead of escaping as a traceback.
+try:
+    _register()
+    _REGISTER_ERROR = None
+except HwtuneError as _exc:
+    _REGISTER_ERROR = _exc
 
 
 def main():
-    cli(prog_name="hwtune")
+    try:
+        streams.setup()
+        if _REGISTER_ERROR is not None:
+            raise SystemExit(_report(str(_REGISTER_ERROR), _REGISTER_ERROR.exit_code))
+        cli.main(prog_name="hwtune")
+        code = 0
+    except SystemExit as exc:
+        code = exc.code
+    except KeyboardInterrupt:  # before a command started (setup, parsing)
+        code = _report(f"interrupted{streams.signal_note()}", streams.interrupt_exit_code())
+    except OSError as exc:  # output while parsing arguments: --help, --version
+        if streams.is_broken_pipe(exc):
+            streams.exit_broken_pipe()
+        code = _report(_os_error(exc), 2)
+    # Output still buffered (stdout redirected to a file) is written here, so
+    # a full disk is reported like any other output error.
+    streams.finish(code)
+
+
+def _report(message: str, code: int) -> int:
+    try:
+        click.echo(f"error: {message}", err=True)
+    except (OSError, ValueError):
+        pass
+    return code
 
 
 if __name__ == "__main__":

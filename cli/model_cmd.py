@@ -13,7 +13,7 @@ import sys
 import click
 
 from hwtune.cli.options import example, json_option, parse_overrides
-from hwtune.errors import HwtuneError
+from hwtune.errors import HwtuneError, OutputError
 
 _SIZE = re.compile(r"(?i)\s*(\d+(?:\.\d+)?)\s*(b|kib|mib|gib|tib|k|m|g|t)?\s*")
 _UNITS = {None: 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20,
@@ -41,7 +41,10 @@ def _typed_errors(fn):
             if kwargs.get("as_json"):
                 click.echo(json.dumps(_error_json(exc), indent=2))
             else:
-                click.echo(f"error: {exc}", err=True)
+                # Every problem, one `error:` line each, as --json lists them.
+                lines = exc.lines() if hasattr(exc, "lines") else [str(exc)]
+                for line in lines:
+                    click.echo(f"error: {line}", err=True)
             sys.exit(exc.exit_code)
     return wrapper
 
@@ -66,10 +69,8 @@ def _model_options(fn):
 
 
 def _limits(max_tensor_bytes, max_total_bytes):
-    from hwtune.graph.validate import Limits
-    base = Limits()
-    return Limits(max_tensor_bytes or base.max_tensor_bytes,
-                  max_total_bytes or base.max_total_bytes)
+    from hwtune.graph.limits import Limits
+    return Limits.from_env(max_tensor_bytes=max_tensor_bytes, max_total_bytes=max_total_bytes)
 
 
 def _load(path, overrides, max_tensor_bytes, max_total_bytes):
@@ -86,9 +87,12 @@ def dumps_graph(doc) -> str:
 def _write(text, output):
     if output in (None, "-"):
         click.echo(text, nl=False)
-    else:
+        return
+    try:
         with open(output, "w", encoding="utf-8") as fh:
             fh.write(text)
+    except OSError as exc:
+        raise OutputError(f"cannot write {output}: {exc.strerror or exc}") from None
 
 
 @click.group("model", epilog=example("hwtune model info configs/models/lstm_small.json"))
@@ -176,6 +180,10 @@ def _family_command(family, fn):
     for name, p in inspect.signature(fn).parameters.items():
         kind = type(p.default) if p.default is not None else int
         default = "same as --hidden" if p.default is None else p.default
+        if kind is int:
+            # A size defaulting to >= 1 stays >= 1 (--seq 0 would build a
+            # model without steps); one defaulting to 0 (hoist) stays >= 0.
+            kind = click.IntRange(min=1 if p.default is None or p.default >= 1 else 0)
         params.append(click.Option([f"--{name.replace('_', '-')}", name], type=kind,
                                    default=None, help=f"default: {default}"))
     doc = " ".join((inspect.getmodule(fn).__doc__ or "").strip().split("\n\n")[0].split())

@@ -51,7 +51,8 @@ def report(db_path, host, compare, fmt, output, as_json):
         # A report measures nothing: never create an empty database for it.
         raise UsageError(f"no results database at {path}: run 'hwtune scan' first, or give "
                          "--db PATH")
-    with ResultsDB.open(path) as db:
+    # A report only reads: a database in a read-only directory is enough.
+    with ResultsDB.open_for_reading(path) as db:
         this_host = None if host else machine.host_key(machine.fingerprint())
         doc = build_report(db, host=host, compare=compare, this_host=this_host)
     if output:

@@ -13,6 +13,8 @@ def _only(ctx, param, value):
     out = []
     for item in value:
         out += [s.strip() for s in item.split(",") if s.strip()]
+    if not out:  # "--only ," names no stage: not "every stage"
+        raise click.BadParameter("name at least one stage: sweep, conv, hillclimb")
     return out
 
 

@@ -150,7 +150,7 @@ def test_errors(tiny, tmp_path):
                    r"cannot open .*such\.db")
     other = tmp_path / "other.db"
     sqlite3.connect(other).executescript("CREATE TABLE t (x); INSERT INTO t VALUES (1);")
-    one_line_error(c_run("--db", other, "--graph", key), r"not an hwtune results\.db")
+    one_line_error(c_run("--db", other, "--graph", key), r"is a SQLite database but not hwtune's")
     one_line_error(c_run("--db", db, "--graph", "XYZ"), r"invalid --graph XYZ")
     one_line_error(c_run("--db", db, "--graph", key, "--iterations", 0), r"--iterations 0")
     one_line_error(c_run("--db", db, "--graph", key, "--scheduler", "fifo"), r"--scheduler fifo")
@@ -217,7 +217,7 @@ def test_v4_config_corun_costs_candidates_and_own_lowered_graph(tiny):
         d.put_engine_config(host, key, executors=2, threads_per_executor=1, scheduler="corun",
                             pin=True, source="tuned", op_candidates={"h1": [[0, 1e-5]]})
     one_line_error(c_run("--db", db, "--graph", key, "--host", host),
-                   r"op_candidates\[h1\]\[0\]: expected \[threads >= 1")
+                   r"op_candidates\['h1'\]: candidate \[0, 1e-05\]: each is \[threads 1\.\.2")
     # the flag form (over a valid stored config)
     with ResultsDB.open(db) as d:
         d.put_engine_config(host, key, executors=1, threads_per_executor=1,
@@ -248,7 +248,7 @@ def test_scheduler_names_come_from_the_engine_table(tiny):
     conn.commit()
     conn.close()
     one_line_error(c_run("--db", db, "--graph", key, "--host", host),
-                   r"names scheduler from-the-future, unknown to this build .*pass --scheduler")
+                   r"names scheduler 'from-the-future', unknown to this hwtune .*pass --scheduler")
     proc = c_run("--db", db, "--graph", key, "--host", host, "--scheduler", "sequential",
                  "--iterations", 2)
     assert proc.returncode == 0 and ", sequential, " in proc.stdout, proc.stderr

@@ -142,7 +142,7 @@ def test_wrong_arity_and_output_count():
 def test_absurd_sizes_are_refused_before_allocation():
     err, probs = problems(model(lambda d: d["inputs"][0].update(shape=[100000, 100000])))
     assert probs[0] == ('inputs[0].shape: tensor "x" [100000, 100000] needs 37.3 GiB, more '
-                        "than the 1.0 GiB limit (--max-tensor-bytes)")
+                        "than the 1.0 GiB limit (raise it with --max-tensor-bytes or HWTUNE_MAX_TENSOR_BYTES=SIZE)")
     assert probs[-1].startswith("model: all tensors together need")
     assert "(+" in str(err)
 
@@ -151,10 +151,10 @@ def test_limits_are_configurable():
     small = Limits(max_tensor_bytes=16, max_total_bytes=1 << 20)
     _, probs = problems(model(), limits=small)
     assert probs[0] == ('inputs[0].shape: tensor "x" [2, 4] needs 32 B, more than the 16 B '
-                        "limit (--max-tensor-bytes)")
+                        "limit (raise it with --max-tensor-bytes or HWTUNE_MAX_TENSOR_BYTES=SIZE)")
     _, probs = problems(model(), limits=Limits(max_total_bytes=64))
     assert probs == ["model: all tensors together need 128 B, more than the 64 B limit "
-                     "(--max-total-bytes)"]
+                     "(raise it with --max-total-bytes or HWTUNE_MAX_TOTAL_BYTES=SIZE)"]
 
 
 def test_malformed_json_reports_line_and_column(tmp_path):
@@ -211,7 +211,7 @@ def test_problems_inside_repeats_point_back_to_the_template():
 
 def test_problems_of_a_file_start_with_its_path(tmp_path):
     path = tmp_path / "bad.json"
-    path.write_text(json.dumps(model(lambda d: d["ops"][1].update(op="nope"))))
+    path.write_text(json.dumps(model(lambda d: d["ops"][1].update(op="rellu"))))
     with pytest.raises(GraphError) as err:
         load_model(str(path))
-    assert str(err.value) == f'{path}: ops[1].op: unknown op "nope"'
+    assert str(err.value) == f'{path}: ops[1].op: unknown op "rellu" (did you mean "relu"?)'

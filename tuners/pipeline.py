@@ -41,6 +41,24 @@ FINAL_REPS = 15
 # MIN_FINAL_REPS), where one run is long enough to average out load bursts.
 FINAL_BUDGET_S = 120.0
 MIN_FINAL_REPS = 5
+# With --budget the whole command (search, profile, final comparison) ends
+# by the deadline: the sweep, which comes first, gets at most this share of
+# it (it measures at least one sample of every config, so it cannot stop at
+# once); the later search stages stop early enough to leave the profile and
+# the final comparison their time at the latencies the sweep measured, and
+# those two shrink to the time left, never below these floors. Measured with
+# --budget 20 on the 2-core dev VM (AMD EPYC, AVX2, load ~5): lstm_medium took
+# 33-47 s before (the profile, 6 s, and 15 final rounds, 14-24 s, ran after
+# the deadline), 21.0 and 21.2 s with this; resnet18 19.9 s (the CONV search
+# stops at the reserve). Half for the sweep: it alone is ~11 s of
+# lstm_medium's 20 (engines, reference check, one round of 2 configs at
+# 0.6-0.9 s a run), which leaves the profile and 3 final rounds their time.
+# Without a sweep (--only conv,hillclimb) no latency is known yet: the
+# search then keeps a fifth of the budget for the end.
+SWEEP_SHARE = 0.5
+NO_SWEEP_SHARE = 0.8
+MIN_BUDGET_FINAL_REPS = 3
+
 # Untimed runs of each candidate before the comparison (the first faults in
 # the arena and forms the teams; see executor_sweep.WARMUP).
 FINAL_WARMUP = 2
@@ -141,12 +159,35 @@ def _noop(stage: str, message: str) -> None:
     pass
 
 
+def _final_reserve(latency: Dict[str, float]) -> float:
+    """Seconds the profile and the final comparison need at their floors:
+    the profile's warm-up and runs of the tuned config, and the warm-up and
+    MIN_BUDGET_FINAL_REPS rounds of three candidates (the default, the tuned
+    config and one partial result)."""
+    from hwtune.tuners.executor_sweep import WARMUP
+    best, default = latency.get("best", 0.0), latency.get("default", 0.0)
+    profile = best * (WARMUP + 1)
+    final = (default + 2 * best) * (FINAL_WARMUP + MIN_BUDGET_FINAL_REPS)
+    return profile + final
+
+
+def _profile_runs(deadline: Optional[float], latency: Dict[str, float]) -> Dict[str, int]:
+    """profile_op_costs' runs: its default, or what a fifth of the time left
+    holds (at least one) when a budget is running out."""
+    from hwtune.tuners.executor_sweep import PROFILE_RUNS, WARMUP
+    best = latency.get("best")
+    if deadline is None or not best:
+        return {}
+    fit = int(0.2 * (deadline - clock.monotonic()) / best) - WARMUP
+    return {"runs": max(1, min(PROFILE_RUNS, fit))}
+
+
 def conv_ops(graph) -> List[str]:
     return [op.name for op in graph.ops if op.op == "conv2d"]
 
 
 def _stage_sweep(ctx: TuneContext, graph, graph_hash: str, cfg: EngineConfig,
-                 report: StageReport) -> Tuple[EngineConfig, List[str]]:
+                 report: StageReport) -> Tuple[EngineConfig, List[str], Dict[str, float]]:
     from hwtune.tuners import executor_sweep
 
     ctx.progress("sweep", "executors x threads per executor")
@@ -155,8 +196,11 @@ def _stage_sweep(ctx: TuneContext, graph, graph_hash: str, cfg: EngineConfig,
     report.trials, report.measured, report.reused = len(res.rows), res.measured, res.reused
     report.stopped = res.stopped
     table = ", ".join(f"{c.executors}x{c.threads} {s * 1e3:.2f} ms" for c, s, _ in rows)
+    latency = {}
+    if rows and res.best_s:
+        latency = {"best": res.best_s, "default": max(sec for _, sec, _ in rows)}
     return res.best, [f"sweep: {res.best.executors} executor(s) x {res.best.threads} thread(s) "
-                      f"was fastest of {len(res.rows)} ({table})"]
+                      f"was fastest of {len(res.rows)} ({table})"], latency
 
 
 def _stage_conv(ctx: TuneContext, graph, cfg: EngineConfig,
@@ -212,15 +256,21 @@ def _stage_hillclimb(ctx: TuneContext, graph, cfg: EngineConfig, report: StageRe
     return res, why
 
 
-def _measure_final(cands: List[Candidate], progress: Progress) -> None:
+def _measure_final(cands: List[Candidate], progress: Progress,
+                   deadline: Optional[float] = None) -> None:
     """The verdict: every candidate's engine sampled interleaved (round
     robin, so a burst of background load hits all alike), each checked
     against the default's outputs first (a candidate that computes
-    something else cannot win); at most FINAL_BUDGET_S of samples."""
+    something else cannot win); at most FINAL_BUDGET_S of samples, and
+    with a deadline as many rounds as fit before it (at least
+    MIN_BUDGET_FINAL_REPS)."""
     from hwtune.engine.runner import open_engine
     from hwtune.measure.engine import FIRST, measure_engines
 
-    policy = FixedSampling(FINAL_REPS, budget_s=FINAL_BUDGET_S, min_reps=MIN_FINAL_REPS)
+    limit_s, low = FINAL_BUDGET_S, MIN_FINAL_REPS
+    if deadline is not None:
+        limit_s, low = min(limit_s, max(deadline - clock.monotonic(), 0.0)), MIN_BUDGET_FINAL_REPS
+    policy = FixedSampling(FINAL_REPS, budget_s=limit_s, min_reps=low)
 
     def on_round(r, n):
         progress("final", f"default vs tuned, interleaved: {n}/{policy.planned}")
@@ -250,12 +300,18 @@ def tune_graph(db, host_key: str, graph, graph_hash: str, opts: TuneOptions, *,
         "model": model_path, "graph_hash": graph_hash, "budget_s": opts.budget_s,
         "trials": opts.trials, "only": list(opts.only or []), "search": opts.search,
         "reps": opts.reps, "strategy": opts.strategy})
+    # The whole budget's deadline ends the profile and the final comparison;
+    # the search stages get their own, earlier one (see SWEEP_SHARE).
+    deadline = clock.deadline_after(opts.budget_s)
     ctx = TuneContext(db, run_id, host_key, cpus=list(cpus), progress=progress,
-                      deadline=clock.deadline_after(opts.budget_s), search=opts.search,
+                      deadline=clock.deadline_after(opts.budget_s and opts.budget_s * SWEEP_SHARE),
+                      search=opts.search,
                       trials=opts.trials, reps=opts.reps, seed=opts.seed,
                       strategy=opts.strategy)
     stages: Dict[str, StageReport] = {}
     why: List[str] = []
+    # The C runner (hwtune-run) runs a graph that was only tuned, too.
+    db.put_lowered(graph_hash, lowered_doc(graph))
 
     def stage(name: str) -> Optional[StageReport]:
         """The stage's report when it runs now (asked for, budget left)."""
@@ -270,15 +326,22 @@ def tune_graph(db, host_key: str, graph, graph_hash: str, opts: TuneOptions, *,
         cfg, tuned_graph = base, graph
         accuracy = None
         partial: List[Candidate] = []
+        latency: Dict[str, float] = {}
 
         rep = stage("sweep")
         if rep is not None:
             took = clock.Stopwatch()
-            cfg, lines = _stage_sweep(ctx, graph, graph_hash, cfg, rep)
+            cfg, lines, latency = _stage_sweep(ctx, graph, graph_hash, cfg, rep)
             rep.seconds = took.elapsed()
             why += lines
             if cfg != base:
                 partial.append(Candidate("sweep", cfg, graph))
+        if deadline is not None:
+            # Later searches stop early enough to leave the profile and the
+            # final comparison their time at the latencies the sweep measured;
+            # without a measured latency (no sweep ran) they keep a share.
+            ctx.deadline = (deadline - _final_reserve(latency) if latency
+                            else deadline - opts.budget_s * (1 - NO_SWEEP_SHARE))
 
         rep = stage("conv") if conv_ops(graph) else None
         if rep is not None:
@@ -319,12 +382,12 @@ def tune_graph(db, host_key: str, graph, graph_hash: str, opts: TuneOptions, *,
         if cfg.sched.needs_costs:
             from hwtune.tuners.executor_sweep import profile_op_costs
             progress("profile", "per-op costs under the tuned config")
-            final.op_cost = profile_op_costs(tuned_graph, cfg)
+            final.op_cost = profile_op_costs(tuned_graph, cfg, **_profile_runs(deadline, latency))
         for c in partial:
             if c.config.sched.needs_costs and not c.op_cost:
                 c.op_cost = final.op_cost if c.graph is tuned_graph else {}
         cands = [default] + [c for c in partial if c.config != cfg] + [final]
-        _measure_final(cands, progress)
+        _measure_final(cands, progress, deadline)
         ran = [c for c in cands[1:] if c.status == OK]
         for c in cands[1:]:
             if c.status != OK:

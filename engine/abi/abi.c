@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <string.h>
 #include "hwtune/abi.h"
+#include "hwtune/config_check.h"
 #include "hwtune/conv.h"
 #include "hwtune/dynamic.h"
 #include "hwtune/eltwise.h"
@@ -254,6 +255,17 @@ static const name_row NAMES[] = {
     {"hwt_sched_pinning", HWT_PIN_NEVER, "never"},
     {"hwt_sched_pinning", HWT_PIN_ON_REQUEST, "on_request"},
     {"hwt_sched_pinning", HWT_PIN_BY_DEFAULT, "by_default"},
+
+    {"hwt_config_field", HWT_CFG_OK, "ok"},
+    {"hwt_config_field", HWT_CFG_SCHEDULER, "scheduler"},
+    {"hwt_config_field", HWT_CFG_EXECUTORS, "executors"},
+    {"hwt_config_field", HWT_CFG_THREADS, "threads"},
+    {"hwt_config_field", HWT_CFG_PIN, "pin"},
+    {"hwt_config_field", HWT_CFG_CPUS, "cpus"},
+    {"hwt_config_field", HWT_CFG_OP_THREADS, "op_threads"},
+    {"hwt_config_field", HWT_CFG_OP_COST, "op_cost"},
+    {"hwt_config_field", HWT_CFG_OP_PRIORITY, "op_priority"},
+    {"hwt_config_field", HWT_CFG_OP_CANDIDATES, "op_candidates"},
 
     {"hwt_conv_layout", HWT_CONV_NCHW, "NCHW"},
     {"hwt_conv_layout", HWT_CONV_NCHWC, "NCHWc"},

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "hwtune/config_check.h"
 #include "sched.h"
 #include "hwtune/isa.h"
 
@@ -71,19 +72,10 @@ static const hwt_sched_impl *find_sched(const char *name, char *err, size_t errl
 
 static int check_config(const hwt_engine_config *c, const hwt_sched_impl *s, char *err,
                         size_t errlen) {
-  if (c->executors < 1 || c->executors > HWT_EXEC_MAX_EXECUTORS) {
-    set_err(err, errlen, "executors must be 1..%d, got %d", HWT_EXEC_MAX_EXECUTORS, c->executors);
-    return HWT_EINVAL;
-  }
-  if (c->threads_per_executor < 1) {
-    set_err(err, errlen, "threads per executor must be >= 1, got %d", c->threads_per_executor);
-    return HWT_EINVAL;
-  }
-  if (s->info.worker_groups && c->executors * c->threads_per_executor > HWT_EXEC_MAX_EXECUTORS) {
-    set_err(err, errlen, "%s: executors x threads must be <= %d workers, got %d", s->info.name,
-            HWT_EXEC_MAX_EXECUTORS, c->executors * c->threads_per_executor);
-    return HWT_EINVAL;
-  }
+  (void)s;
+  /* The rules `hwtune run` and hwtune-run apply too (config_check.c); no
+   * CPU budget here: an oversubscribed engine runs unpinned. */
+  if (hwt_config_check(c, 0, err, errlen) != HWT_CFG_OK) return HWT_EINVAL;
   if (c->op_cand_n < 0 || (c->op_cand_n > 0 && !c->op_cand_threads)) {
     set_err(err, errlen, "op_cand_n %d needs op_cand_threads", c->op_cand_n);
     return HWT_EINVAL;

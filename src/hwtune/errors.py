@@ -30,6 +30,11 @@ class NativeError(HwtuneError):
     """The C library failed or could not be loaded."""
 
 
+class OutputError(HwtuneError):
+    """An output cannot be written: a missing directory, a read-only file, a
+    full disk or stdout, a closed pipe."""
+
+
 class DatabaseError(HwtuneError):
     """results.db cannot be opened, written, or is not an hwtune database."""
 

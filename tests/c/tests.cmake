@@ -24,7 +24,10 @@ foreach(src ${HWTUNE_C_TESTS})
   get_filename_component(name ${src} NAME_WE)
   add_executable(${name} ${src})
   target_compile_options(${name} PRIVATE ${HWTUNE_WARN})
-  target_compile_definitions(${name} PRIVATE _GNU_SOURCE)
+  # The runner's database rules (runner.cmake reads them from migrations.py),
+  # for the tests that compile runner sources.
+  target_compile_definitions(${name} PRIVATE _GNU_SOURCE
+    HWTUNE_SCHEMA_LATEST=${HWTUNE_SCHEMA_LATEST} HWTUNE_APPLICATION_ID=${HWTUNE_APPLICATION_ID})
   if(name MATCHES "^test_pool")
     target_link_libraries(${name} PRIVATE hwtune_pool_static)
   else()

@@ -27,17 +27,18 @@
 
 #include "hwtune/abi.h"
 #include "hwtune/bench.h"
+#include "hwtune/config_check.h"
 #include "hwtune/engine.h"
 #include "hwtune/graph.h"
+#include "hwtune/pool.h"
 #include "json.h"
+#include "runner_checks.h"
 #include "sqlite_dyn.h"
 #include "weights.h"
 
-/* 'HWTN': src/hwtune/db/migrations.py APPLICATION_ID. */
-#define HWTUNE_APPLICATION_ID 0x4857544E
-/* Schema v3 added graphs.lowered_json; v4 engine_configs.op_cost_json,
- * op_candidates_json, lowered_json (read only when present). */
-#define MIN_SCHEMA 3
+/* Schema v4 added engine_configs.op_cost_json, op_candidates_json,
+ * lowered_json (read only when present; the accepted range is in
+ * runner_checks.h). */
 #define CONFIG_V4 4
 #define MAX_ITERATIONS 1000000
 
@@ -96,8 +97,9 @@ static options parse_args(int argc, char **argv) {
     else if (!strcmp(a, "--scheduler")) o.scheduler = v;
     else if (!strcmp(a, "--iterations")) o.iterations = parse_int(a, v, 1, MAX_ITERATIONS);
     else if (!strcmp(a, "--warmup")) o.warmup = parse_int(a, v, 0, MAX_ITERATIONS);
-    else if (!strcmp(a, "--executors")) o.executors = parse_int(a, v, 1, 64);
-    else if (!strcmp(a, "--threads")) o.threads = parse_int(a, v, 1, 4096);
+    else if (!strcmp(a, "--executors"))
+      o.executors = parse_int(a, v, 1, HWT_CONFIG_MAX_EXECUTORS);
+    else if (!strcmp(a, "--threads")) o.threads = parse_int(a, v, 1, HWT_CONFIG_MAX_THREADS);
     else die("unknown option %s (%s)", a, USAGE);
   }
   if (!o.db || !o.graph) die("--db and --graph are required (%s)", USAGE);
@@ -150,6 +152,31 @@ static int pragma_int(store *s, const char *sql) {
   return v;
 }
 
+/* As `hwtune` vets a database before trusting it: intact pages, then
+ * hwtune's application id, a schema this build reads, the hwtune_meta
+ * marker (runner_checks.c). */
+static void check_store(store *s) {
+  sqlite3_stmt *st = prepare(s, "PRAGMA quick_check");
+  char *ok = step(s, st) ? column_dup(s, st, 0) : NULL;
+  s->api.finalize(st);
+  if (!ok || strcmp(ok, "ok") != 0)
+    die("%s is corrupt (quick_check: %s); move it away", s->path, ok ? ok : "no answer");
+  free(ok);
+  int app = pragma_int(s, "PRAGMA application_id");
+  s->version = pragma_int(s, "PRAGMA user_version");
+  char *marker = NULL;
+  if (app == HWTUNE_APPLICATION_ID && s->version > 0 && s->version <= HWTUNE_SCHEMA_LATEST &&
+      pragma_int(s, "SELECT count(*) FROM sqlite_master WHERE name = 'hwtune_meta'")) {
+    st = prepare(s, "SELECT value FROM hwtune_meta WHERE key = 'application'");
+    marker = step(s, st) ? column_dup(s, st, 0) : NULL;
+    s->api.finalize(st);
+  }
+  char err[256];
+  int rc = hr_check_database(app, s->version, marker, err, sizeof err);
+  free(marker);
+  if (rc) die("%s %s", s->path, err);
+}
+
 static void open_store(store *s, const char *path) {
   char err[512];
   if (hr_sqlite_load(&s->api, err, sizeof err)) die("%s", err);
@@ -157,12 +184,18 @@ static void open_store(store *s, const char *path) {
   /* Read-only: the runner never creates or migrates a database. */
   if (s->api.open_v2(path, &s->db, HR_SQLITE_OPEN_READONLY, NULL) != HR_SQLITE_OK)
     die("cannot open %s: %s", path, s->db ? s->api.errmsg(s->db) : "out of memory");
-  int app = pragma_int(s, "PRAGMA application_id");
-  if (app != HWTUNE_APPLICATION_ID) die("%s is not an hwtune results.db", path);
-  int version = s->version = pragma_int(s, "PRAGMA user_version");
-  if (version < MIN_SCHEMA)
-    die("%s has schema v%d; hwtune-run needs v%d or later: run `hwtune run` on it once "
-        "to upgrade it", path, version, MIN_SCHEMA);
+  check_store(s);
+}
+
+/* --host names a stored host (as `hwtune report --host` requires): a typo
+ * must not fall back to the default config quietly. */
+static void check_host(store *s, const char *host) {
+  sqlite3_stmt *st = prepare(s, "SELECT count(*) FROM hosts WHERE host_key = ?1");
+  s->api.bind_text(st, 1, host, -1, NULL);
+  int n = step(s, st) ? s->api.column_int(st, 0) : 0;
+  s->api.finalize(st);
+  if (n == 0) die("--host %s is not a stored host in %s: `hwtune report` lists them", host,
+                  s->path);
 }
 
 typedef struct {
@@ -188,7 +221,7 @@ static graph_row find_graph(store *s, const char *prefix) {
 
 typedef struct {
   int found, executors, threads, pin;
-  char *scheduler, *source, *host, *op_threads, *op_priority;
+  char *scheduler, *source, *host, *op_threads, *op_priority, *op_params;
   char *op_cost, *op_candidates, *lowered; /* schema v4; NULL before */
 } config_row;
 
@@ -197,7 +230,8 @@ typedef struct {
 static config_row find_config(store *s, const char *graph_hash, const char *host) {
   static const char *const cols =
       "SELECT executors, threads_per_executor, scheduler, pin, source, host_key, "
-      "op_threads_json, op_priority_json%s FROM engine_configs WHERE graph_hash = ?1 "
+      "op_threads_json, op_priority_json, op_params_json%s FROM engine_configs "
+      "WHERE graph_hash = ?1 "
       "AND source IN ('tuned', 'user') ";
   char sel[512], sql[768];
   snprintf(sel, sizeof sel, cols,
@@ -220,10 +254,11 @@ static config_row find_config(store *s, const char *graph_hash, const char *host
     c.host = column_dup(s, st, 5);
     c.op_threads = column_dup(s, st, 6);
     c.op_priority = column_dup(s, st, 7);
+    c.op_params = column_dup(s, st, 8);
     if (s->version >= CONFIG_V4) {
-      c.op_cost = column_dup(s, st, 8);
-      c.op_candidates = column_dup(s, st, 9);
-      c.lowered = column_dup(s, st, 10);
+      c.op_cost = column_dup(s, st, 9);
+      c.op_candidates = column_dup(s, st, 10);
+      c.lowered = column_dup(s, st, 11);
     }
   }
   s->api.finalize(st);
@@ -361,6 +396,12 @@ static void fill(float *dst, int64_t n, const hj_value *tensor, const hwt_graph 
   uint64_t seed = 1469598103934665603ull; /* FNV-1a of the name */
   for (const char *c = name; *c; c++) seed = (seed ^ (unsigned char)*c) * 1099511628211ull;
   const hj_value *spec = hj_get(tensor, "init");
+  if (spec && spec->type != HJ_OBJECT) die("lowered_json: tensors[%d].init: expected an object", t);
+  static const char *const numbers[] = {"scale", "low", "high", "value"};
+  char why[256];
+  for (int k = 0; spec && k < 4; k++)
+    if (hr_check_init_number(hj_get(spec, numbers[k]), numbers[k], (size_t)t, why, sizeof why))
+      die("lowered_json: %s", why);
   const hj_value *kind_v = spec ? hj_get(spec, "init") : NULL;
   const char *kind = kind_v && kind_v->type == HJ_STRING ? kind_v->str : "uniform";
   if (!strcmp(kind, "file")) {
@@ -399,9 +440,10 @@ static int op_id(const hwt_graph *g, const char *name) {
 }
 
 /* op name -> number (a JSON object) as an array in op-id order, or NULL
- * when the map is empty; unlisted ops get dflt. */
+ * when the map is empty; unlisted ops get dflt. Each value is checked as
+ * `hwtune run` checks it (field: HWT_CFG_OP_*, under the stored config c). */
 static void *per_op(const char *json, const hwt_graph *g, int as_int_array, double dflt,
-                    const char *what) {
+                    const char *what, const hwt_engine_config *c, int field) {
   if (!json) return NULL;
   hj_value m;
   char err[256];
@@ -422,8 +464,11 @@ static void *per_op(const char *json, const hwt_graph *g, int as_int_array, doub
   for (size_t k = 0; k < m.len; k++) {
     int op = op_id(g, m.keys[k]);
     if (op < 0) die("engine config %s names unknown op \"%s\"", what, m.keys[k]);
-    if (m.items[k].type != HJ_NUMBER) die("engine config %s[%s]: expected a number", what,
-                                          m.keys[k]);
+    if (m.items[k].type != HJ_NUMBER)
+      die("engine config %s['%s']: must be a number", what, m.keys[k]);
+    char why[512];
+    if (hr_check_op_value(c, field, what, m.keys[k], m.items[k].num, 0, why, sizeof why))
+      die("engine config %s", why);
     if (ai) ai[op] = (int)as_int(&m.items[k], what, k);
     else ad[op] = m.items[k].num;
   }
@@ -433,7 +478,8 @@ static void *per_op(const char *json, const hwt_graph *g, int as_int_array, doub
 
 /* op_candidates_json: op name -> [[threads, seconds], ...], best first, as
  * the engine's [n_ops * width] arrays (unlisted ops: no candidate). */
-static int candidates(const char *json, const hwt_graph *g, int **threads, double **seconds) {
+static int candidates(const char *json, const hwt_graph *g, int **threads, double **seconds,
+                      const hwt_engine_config *cfg) {
   *threads = NULL;
   *seconds = NULL;
   if (!json) return 0;
@@ -444,12 +490,15 @@ static int candidates(const char *json, const hwt_graph *g, int **threads, doubl
   size_t width = 0;
   for (size_t k = 0; k < m.len; k++) {
     if (m.items[k].type != HJ_ARRAY || m.items[k].len == 0)
-      die("engine config op_candidates[%s]: expected a non-empty array", m.keys[k]);
+      die("engine config op_candidates['%s']: must be a non-empty list of [threads, seconds] "
+          "pairs", m.keys[k]);
     if (m.items[k].len > width) width = m.items[k].len;
   }
-  if (width == 0 || width > 64) {
+  if (width == 0 || width > HWT_CONFIG_MAX_CANDIDATES) {
     hj_free(&m);
-    if (width > 64) die("engine config op_candidates: more than 64 candidates for one op");
+    if (width > HWT_CONFIG_MAX_CANDIDATES)
+      die("engine config op_candidates: more than %d candidates for one op",
+          HWT_CONFIG_MAX_CANDIDATES);
     return 0;
   }
   size_t n = (size_t)hwt_graph_n_ops(g) * width;
@@ -463,9 +512,13 @@ static int candidates(const char *json, const hwt_graph *g, int **threads, doubl
     for (size_t c = 0; c < m.items[k].len; c++) {
       const hj_value *p = &m.items[k].items[c];
       if (p->type != HJ_ARRAY || p->len != 2 || p->items[0].type != HJ_NUMBER ||
-          p->items[1].type != HJ_NUMBER || p->items[0].num < 1 || p->items[1].num < 0)
-        die("engine config op_candidates[%s][%zu]: expected [threads >= 1, seconds >= 0]",
-            m.keys[k], c);
+          p->items[1].type != HJ_NUMBER)
+        die("engine config op_candidates['%s']: each candidate is a [threads, seconds] pair "
+            "(not item %zu)", m.keys[k], c);
+      char why[512];
+      if (hr_check_op_value(cfg, HWT_CFG_OP_CANDIDATES, "op_candidates", m.keys[k],
+                            p->items[0].num, p->items[1].num, why, sizeof why))
+        die("engine config %s", why);
       t[(size_t)op * width + c] = (int)as_int(&p->items[0], "op_candidates", c);
       sec[(size_t)op * width + c] = p->items[1].num;
     }
@@ -474,6 +527,48 @@ static int candidates(const char *json, const hwt_graph *g, int **threads, doubl
   *threads = t;
   *seconds = sec;
   return (int)width;
+}
+
+/* The row the scheduler table marks default_many: what several executors
+ * get when no scheduler is named. */
+static const hwt_sched_info *default_many(void) {
+  for (int k = 0; k < hwt_sched_count(); k++)
+    if (hwt_sched_at(k)->default_many) return hwt_sched_at(k);
+  return NULL;
+}
+
+/* Flags replace the stored fields as `hwtune run` applies them
+ * (hwtune.engine.config._apply_flags): a count given alone re-derives the
+ * other when both no longer fit; several executors without a scheduler
+ * leave a single-team scheduler for the default_many one; a single-team
+ * --scheduler alone means one executor. Returns the row that runs. */
+static const hwt_sched_info *apply_flags(hwt_engine_config *cfg, const options *o,
+                                         const hwt_sched_info *s) {
+  int cpus = hwt_allowed_cpus(NULL, 0);
+  if (cpus < 1) cpus = 1;
+  if (o->scheduler) {
+    if (!(s = hwt_sched_by_name(o->scheduler)))
+      die("invalid --scheduler %s: choose one of %s", o->scheduler, scheduler_names());
+    if (s->single_team && !o->executors) cfg->executors = 1;
+  }
+  if (o->executors) {
+    cfg->executors = o->executors;
+    const hwt_sched_info *many = default_many();
+    if (s->single_team && o->executors > 1 && !o->scheduler && many) {
+      s = many;
+      fprintf(stderr, "hwtune-run: notice: --executors %d runs several executors: using "
+              "--scheduler %s (name another with --scheduler)\n", o->executors, s->name);
+    }
+    if (!o->threads && cfg->executors * cfg->threads_per_executor > cpus)
+      cfg->threads_per_executor = cpus / o->executors > 1 ? cpus / o->executors : 1;
+  }
+  if (o->threads) {
+    cfg->threads_per_executor = o->threads;
+    if (!o->executors && cfg->executors * o->threads > cpus)
+      cfg->executors = cpus / o->threads > 1 ? cpus / o->threads : 1;
+  }
+  cfg->scheduler = s->name;
+  return s;
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -485,6 +580,7 @@ int main(int argc, char **argv) {
   options o = parse_args(argc, argv);
   store s;
   open_store(&s, o.db);
+  if (o.host) check_host(&s, o.host);
   graph_row gr = find_graph(&s, o.graph);
   config_row cr = find_config(&s, gr.hash, o.host);
   hj_value doc;
@@ -502,22 +598,34 @@ int main(int argc, char **argv) {
   const hwt_sched_info *sched = hwt_sched_by_name(NULL);
   if (!sched) die("this build's scheduler table has no default scheduler");
   if (cr.found) {
-    /* A config written by a newer hwtune may name a scheduler this build
-     * lacks: say so instead of guessing. */
-    if (!(sched = hwt_sched_by_name(cr.scheduler)) && !o.scheduler)
-      die("engine config of graph %.12s names scheduler %s, unknown to this build (one of: "
-          "%s): pass --scheduler to override", gr.hash, cr.scheduler, scheduler_names());
+    /* A config written by a newer hwtune (or damaged) may name a scheduler
+     * this build lacks: say so, as `hwtune run` does, unless a flag names
+     * the one to use. */
+    const hwt_sched_info *stored = hwt_sched_by_name(cr.scheduler);
+    if (!stored && !o.scheduler)
+      die("engine config of graph %.12s names scheduler '%s', unknown to this hwtune (one "
+          "of: %s): pass --scheduler to override", gr.hash, cr.scheduler, scheduler_names());
+    if (stored) sched = stored;
+    else if (!(sched = hwt_sched_by_name(o.scheduler)))
+      die("invalid --scheduler %s: choose one of %s", o.scheduler, scheduler_names());
+    cfg.scheduler = sched->name;
     cfg.executors = cr.executors;
     cfg.threads_per_executor = cr.threads;
     cfg.pin = cr.pin;
-    cfg.op_threads = per_op(cr.op_threads, g, 1, 0, "op_threads");
+    /* The stored row as `hwtune run` checks it: every field and value. */
+    if (hr_check_stored_config(&cfg, err, sizeof err))
+      die("engine config of graph %.12s: %s", gr.hash, err);
+    if (hr_check_op_params(cr.op_params, err, sizeof err))
+      die("engine config of graph %.12s: %s", gr.hash, err);
+    cfg.op_threads = per_op(cr.op_threads, g, 1, 0, "op_threads", &cfg, HWT_CFG_OP_THREADS);
     /* -1: no override, the plan's level (as the Python binding passes). */
-    cfg.op_priority = per_op(cr.op_priority, g, 0, -1.0, "op_priority");
+    cfg.op_priority = per_op(cr.op_priority, g, 0, -1.0, "op_priority", &cfg,
+                             HWT_CFG_OP_PRIORITY);
     /* -1: no profile, the plan's estimate. */
-    cfg.op_cost = per_op(cr.op_cost, g, 0, -1.0, "op_cost");
+    cfg.op_cost = per_op(cr.op_cost, g, 0, -1.0, "op_cost", &cfg, HWT_CFG_OP_COST);
     int *ct;
     double *cs;
-    cfg.op_cand_n = candidates(cr.op_candidates, g, &ct, &cs);
+    cfg.op_cand_n = candidates(cr.op_candidates, g, &ct, &cs, &cfg);
     cfg.op_cand_threads = ct;
     cfg.op_cand_seconds = cs;
     source = cr.source;
@@ -527,11 +635,16 @@ int main(int argc, char **argv) {
             "to choose)\n", gr.hash, o.host ? " on host " : "", o.host ? o.host : "",
             sched->name);
   }
-  if (o.executors) cfg.executors = o.executors;
-  if (o.threads) cfg.threads_per_executor = o.threads;
-  if (o.scheduler && !(sched = hwt_sched_by_name(o.scheduler)))
-    die("invalid --scheduler %s: choose one of %s", o.scheduler, scheduler_names());
-  if (sched) cfg.scheduler = sched->name;
+  sched = apply_flags(&cfg, &o, sched);
+  /* What runs must fit the CPUs this process may use (taskset, cpusets),
+   * as `hwtune run` requires. */
+  if (hr_check_budget(&cfg, err, sizeof err)) {
+    if (cr.found && !o.executors && !o.threads)
+      die("engine config of graph %.12s runs %d executor(s) x %d thread(s): %s; choose a "
+          "smaller config with --executors/--threads", gr.hash, cfg.executors,
+          cfg.threads_per_executor, err);
+    die("invalid --executors %d --threads %d: %s", cfg.executors, cfg.threads_per_executor, err);
+  }
 
   /* Without a stored config, pin as `hwtune run` does (EngineConfig.pinned):
    * only schedulers that pin by default. */
@@ -609,6 +722,7 @@ int main(int argc, char **argv) {
   free(cr.host);
   free(cr.op_threads);
   free(cr.op_priority);
+  free(cr.op_params);
   free(cr.op_cost);
   free(cr.op_candidates);
   free(cr.lowered);

@@ -244,6 +244,10 @@ def run_check(suite: Suite, *, db, mode: str = "gate", baseline_file: Optional[s
             note = bl.check_host(base, host_key, relative)
             if note:
                 notices.append(note)
+            if base.suite != suite.name:
+                notices.append(f"baseline {base.source} was recorded for suite {base.suite!r}, "
+                               f"this is suite {suite.name!r}: figures are compared by name "
+                               "(record this suite's own with --update-baseline)")
         elif mode == "gate":
             where = f"--baseline {baseline_file}" if baseline_file else str(db.path)
             raise UsageError(f"no baseline of suite {suite.name!r} for this host in {where}: "

@@ -128,32 +128,90 @@ def classify(conn: sqlite3.Connection, path: Path) -> int:
     return 0
 
 
+def _vet(conn: sqlite3.Connection, path: Path) -> int:
+    """Integrity, then ownership, on an open connection; the schema version."""
+    try:
+        # quick_check skips the index cross-check: linear in file size,
+        # measured 2-3 ms per open at 150 KiB and ~95 ms at 10.8 MiB (32k
+        # rows, ~1000 quick scans); catches truncated/garbled pages.
+        result = [r[0] for r in conn.execute("PRAGMA quick_check")]
+    except sqlite3.DatabaseError as exc:
+        if _cannot_read_in_place(exc):
+            raise
+        raise DatabaseError(
+            f"{path} is not a SQLite database or is corrupt ({exc}); "
+            "move it away or use --db PATH") from None
+    if result != ["ok"]:
+        what = " ".join(str(result[0]).split())  # SQLite's report spans lines
+        raise DatabaseError(
+            f"{path} is corrupt (quick_check: {what}); move it away or use --db PATH")
+    try:
+        return classify(conn, path)
+    except sqlite3.Error as exc:
+        raise translate(exc, path, "inspect") from None
+
+
+def _cannot_read_in_place(exc: sqlite3.Error) -> bool:
+    """A WAL database in a directory this process cannot write: SQLite
+    cannot create the -shm file a read-only reader needs."""
+    low = str(exc).lower()
+    return "readonly" in low or "read-only" in low or "unable to open" in low
+
+
 def vet_existing(path: Path) -> int:
     """Read-only inspection of an existing file: integrity, then ownership."""
-    uri = path.as_uri() + "?mode=ro"
+    conn = connect_readonly(path, vet_only=True)
     try:
-        conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S)
-    except sqlite3.Error as exc:
-        raise translate(exc, path, "open") from None
-    try:
-        try:
-            # quick_check skips the index cross-check: linear in file size,
-            # measured 2-3 ms per open at 150 KiB and ~95 ms at 10.8 MiB (32k
-            # rows, ~1000 quick scans); catches truncated/garbled pages.
-            result = [r[0] for r in conn.execute("PRAGMA quick_check")]
-        except sqlite3.DatabaseError as exc:
-            raise DatabaseError(
-                f"{path} is not a SQLite database or is corrupt ({exc}); "
-                "move it away or use --db PATH") from None
-        if result != ["ok"]:
-            raise DatabaseError(
-                f"{path} is corrupt (quick_check: {result[0]}); move it away or use --db PATH")
-        try:
-            return classify(conn, path)
-        except sqlite3.Error as exc:
-            raise translate(exc, path, "inspect") from None
+        return _vet(conn, path)
     finally:
         conn.close()
+
+
+def connect_readonly(path: Path, vet_only: bool = False) -> sqlite3.Connection:
+    """A connection that can only read an existing database: it creates,
+    migrates and locks out nothing, so a report works on a file in a
+    read-only directory. The file is vetted (unless vet_only: the caller
+    vets) and must be at this hwtune's schema version."""
+    if str(path) == MEMORY or not path.is_file():
+        raise DatabaseError(f"no results database at {path}: run 'hwtune scan' first, or "
+                            "give --db PATH")
+    last = None
+    # immutable=1: no -shm file (a read-only directory); nothing else can
+    # write there meanwhile without also being able to write the directory.
+    for query in ("mode=ro", "immutable=1"):
+        try:
+            conn = sqlite3.connect(path.as_uri() + "?" + query, uri=True,
+                                   timeout=BUSY_TIMEOUT_S)
+        except sqlite3.Error as exc:
+            raise translate(exc, path, "open") from None
+        if vet_only:
+            try:
+                conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+                return conn
+            except sqlite3.DatabaseError as exc:
+                conn.close()
+                if not _cannot_read_in_place(exc):
+                    raise DatabaseError(f"{path} is not a SQLite database or is corrupt "
+                                        f"({exc}); move it away or use --db PATH") from None
+                last = exc
+                continue
+        try:
+            version = _vet(conn, path)
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            last = exc
+            continue
+        except BaseException:
+            conn.close()
+            raise
+        if version != LATEST_VERSION:
+            conn.close()
+            raise DatabaseError(
+                f"{path} has schema version {version}; this hwtune reads {LATEST_VERSION} and "
+                "would upgrade it, but opens it read-only here: run any hwtune command that "
+                "may write it once (e.g. hwtune db check --fix)")
+        return conn
+    raise translate(last, path, "open")
 
 
 def _switch_to_wal(conn: sqlite3.Connection) -> str:

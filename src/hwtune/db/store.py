@@ -18,6 +18,7 @@ from typing import Any, Dict, List, Optional, Union
 import sqlite_utils
 
 from hwtune import __version__
+from hwtune.db import columns
 from hwtune.db import connect as _connect
 from hwtune.db import migrations
 from hwtune.db.liveness import owner_alive
@@ -76,6 +77,24 @@ class ResultsDB:
             conn.close()
             raise
         return self
+
+    @classmethod
+    def open_readonly(cls, path: Union[str, os.PathLike, None] = None) -> "ResultsDB":
+        """Open an existing, current database only to read it (a report):
+        nothing is created, migrated or marked, so a file in a read-only
+        directory (or on a read-only disk) works."""
+        path = _connect.resolve_path(path)
+        return cls(_connect.connect_readonly(path), path)
+
+    @classmethod
+    def open_for_reading(cls, path: Union[str, os.PathLike, None] = None) -> "ResultsDB":
+        """open() where this process may write (an old schema is upgraded),
+        open_readonly() where it may not."""
+        resolved = _connect.resolve_path(path)
+        if str(resolved) != _connect.MEMORY and resolved.is_file() and not (
+                os.access(resolved, os.W_OK) and os.access(resolved.parent, os.W_OK | os.X_OK)):
+            return cls.open_readonly(resolved)
+        return cls.open(resolved)
 
     def _migrate(self) -> None:
         if self.schema_version == migrations.LATEST_VERSION:
@@ -162,9 +181,14 @@ class ResultsDB:
                 row)
         return key
 
-    @staticmethod
-    def _host_row(row: dict) -> dict:
-        row["fingerprint"] = json.loads(row.pop("fingerprint_json"))
+    def _json(self, table: str, row: dict, column: str) -> Any:
+        """A JSON column read back, checked (columns.CorruptRowError names
+        the row and how to repair it)."""
+        return columns.decode(table, row, column, self.path)
+
+    def _host_row(self, row: dict) -> dict:
+        row["fingerprint"] = self._json("hosts", row, "fingerprint_json")
+        del row["fingerprint_json"]
         return row
 
     def host(self, host_key: str) -> Optional[dict]:
@@ -199,9 +223,9 @@ class ResultsDB:
                 "UPDATE runs SET status = ?, finished_at = ?, note = coalesce(?, note) "
                 "WHERE run_id = ?", [status, utc_now(), note, run_id])
 
-    @staticmethod
-    def _run_row(row: dict) -> dict:
-        row["options"] = json.loads(row.pop("options_json"))
+    def _run_row(self, row: dict) -> dict:
+        row["options"] = self._json("runs", row, "options_json")
+        del row["options_json"]
         return row
 
     def run(self, run_id: int) -> dict:
@@ -258,8 +282,9 @@ class ResultsDB:
             sql, params = sql + " AND bench = ?", params + [bench]
         out = []
         for row in self._query(sql + " ORDER BY id", params):
-            row["params"] = json.loads(row.pop("params_json"))
-            row["samples"] = json.loads(row.pop("samples_json"))
+            row["params"] = self._json("measurements", row, "params_json")
+            row["samples"] = self._json("measurements", row, "samples_json")
+            del row["params_json"], row["samples_json"]
             row["pinned"] = None if row["pinned"] is None else bool(row["pinned"])
             out.append(row)
         return out
@@ -278,15 +303,15 @@ class ResultsDB:
     def facts(self, run_id: int) -> Dict[str, Any]:
         """Latest value of every fact key of the run."""
         rows = self._query(
-            "SELECT key, value_json FROM run_facts WHERE run_id = ? ORDER BY id", [run_id])
-        return {r["key"]: json.loads(r["value_json"]) for r in rows}
+            "SELECT id, key, value_json FROM run_facts WHERE run_id = ? ORDER BY id", [run_id])
+        return {r["key"]: self._json("run_facts", r, "value_json") for r in rows}
 
     def fact_history(self, run_id: int, key: str) -> List[Any]:
         """Every value written for one key, oldest first (e.g. all warnings)."""
         rows = self._query(
-            "SELECT value_json FROM run_facts WHERE run_id = ? AND key = ? ORDER BY id",
+            "SELECT id, value_json FROM run_facts WHERE run_id = ? AND key = ? ORDER BY id",
             [run_id, key])
-        return [json.loads(r["value_json"]) for r in rows]
+        return [self._json("run_facts", r, "value_json") for r in rows]
 
     # -- graphs (schema v2) ----------------------------------------------
     def put_graph(self, expanded_doc: dict) -> str:
@@ -325,9 +350,9 @@ class ResultsDB:
         if not rows:
             return None
         row = rows[0]
-        row["expanded"] = json.loads(row.pop("expanded_json"))
-        lowered = row.pop("lowered_json", None)
-        row["lowered"] = json.loads(lowered) if lowered is not None else None
+        row["expanded"] = self._json("graphs", row, "expanded_json")
+        row["lowered"] = self._json("graphs", row, "lowered_json")
+        del row["expanded_json"], row["lowered_json"]
         return row
 
     # -- engine configs --------------------------------------------------
@@ -382,13 +407,15 @@ class ResultsDB:
                 "SELECT id FROM engine_configs WHERE host_key = ? AND graph_hash = ? "
                 "AND source = ?", [host_key, graph_hash, source]).fetchone()[0]
 
-    @staticmethod
-    def _config_row(row: dict) -> dict:
-        for key in ("op_threads", "op_params", "op_priority", "op_cost", "op_candidates"):
-            row[key] = json.loads(row.pop(f"{key}_json"))
-        lowered = row.pop("lowered_json")
-        row["lowered"] = None if lowered is None else json.loads(lowered)
-        row["pin"] = bool(row["pin"])
+    def _config_row(self, row: dict) -> dict:
+        for key in ("op_threads", "op_params", "op_priority", "op_cost", "op_candidates",
+                    "lowered"):
+            row[key] = self._json("engine_configs", row, f"{key}_json")
+        for key in ("op_threads", "op_params", "op_priority", "op_cost", "op_candidates",
+                    "lowered"):
+            del row[f"{key}_json"]
+        if row["pin"] in (0, 1):  # anything else stays, for the config check to refuse
+            row["pin"] = bool(row["pin"])
         return row
 
     def engine_config(self, host_key: str, graph_hash: str, source: str) -> Optional[dict]:
@@ -489,12 +516,15 @@ class ResultsDB:
         if not rows:
             return None
         row = rows[0]
-        row["suite_doc"] = json.loads(row.pop("suite_json"))
+        row["suite_doc"] = self._json("check_baselines", row, "suite_json")
+        del row["suite_json"]
         row["figures"] = []
         for r in self._query("SELECT * FROM check_baseline_figures WHERE baseline_id = ? "
                              "ORDER BY rowid", [row["id"]]):
             for key in ("params", "samples", "ref"):
-                r[key] = json.loads(r.pop(f"{key}_json"))
+                r[key] = self._json("check_baseline_figures", r, f"{key}_json")
+            for key in ("params", "samples", "ref"):
+                del r[f"{key}_json"]
             r["higher_is_better"] = bool(r["higher_is_better"])
             row["figures"].append(r)
         return row
@@ -506,10 +536,10 @@ class ResultsDB:
         return rows[0]["host_key"] if rows else None
 
     # -- tuning trials (schema v4) ---------------------------------------
-    @staticmethod
-    def _trial_row(row: dict) -> dict:
-        row["params"] = json.loads(row.pop("params_json"))
-        row["samples"] = json.loads(row.pop("samples_json"))
+    def _trial_row(self, row: dict) -> dict:
+        row["params"] = self._json("tuning_trials", row, "params_json")
+        row["samples"] = self._json("tuning_trials", row, "samples_json")
+        del row["params_json"], row["samples_json"]
         return row
 
     def add_trial(self, run_id: Optional[int], host_key: str, *, tuner: str, search: str,
@@ -596,7 +626,8 @@ class ResultsDB:
         if not rows:
             return None
         row = rows[0]
-        row["best_params"] = json.loads(row.pop("best_params_json"))
+        row["best_params"] = self._json("tuned_subjects", row, "best_params_json")
+        del row["best_params_json"]
         return row
 
     # -- run traces ------------------------------------------------------

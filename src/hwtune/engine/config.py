@@ -10,7 +10,6 @@ worker groups, default pinning) come from the engine's scheduler table
 (hwtune.native.sched), never from a list here.
 """
 
-import math
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -74,68 +73,100 @@ class EngineConfig:
     def total_threads(self) -> int:
         return self.executors * self.threads
 
-    def validate(self, cpus: Sequence[int], op_names: Optional[Sequence[str]] = None
-                 ) -> "EngineConfig":
-        """Raise UsageError naming the flag for anything impossible here;
-        returns self so calls chain."""
-        from hwtune.native.pool import format_cpus
+    def validate(self, cpus: Optional[Sequence[int]], op_names: Optional[Sequence[str]] = None,
+                 *, origin: Optional[str] = None) -> "EngineConfig":
+        """Raise UsageError for anything impossible here; returns self so
+        calls chain. The rules are the C engine's (engine/exec/
+        config_check.c), which hwtune-run applies too. cpus: the CPUs the
+        run may use (None: no CPU budget, e.g. checking a stored row); origin:
+        where the values came from ("the stored tuned engine config of graph
+        ..."), else they are named as the flags that set them."""
+        from hwtune.native import config_check as cc
 
-        sched = self.sched
-        _count("executors", self.executors)
-        _count("threads", self.threads)
-        if sched.single_team and self.executors != 1:
-            others = [s.name for s in sched_table.schedulers().values() if not s.single_team]
-            raise UsageError(
-                f"invalid --executors {self.executors} with --scheduler {sched.name} (one "
-                f"executor with all threads): use --executors 1 or --scheduler "
-                f"{' / '.join(others)}")
-        n = len(cpus)
-        if self.total_threads > n:
-            raise UsageError(
-                f"invalid --executors {self.executors} --threads {self.threads}: "
-                f"{self.total_threads} threads but this process may use {n} CPU"
-                f"{'s' if n != 1 else ''} ({format_cpus(cpus)}); keep executors x threads <= {n}")
+        if not isinstance(self.scheduler, str) or self.scheduler not in sched_table.names():
+            if origin:
+                raise UsageError(f"{origin} names scheduler {self.scheduler!r}, unknown to this "
+                                 f"hwtune (one of: {', '.join(sched_table.names())}): pass "
+                                 "--scheduler to override" + _repair(origin))
+            sched_table.lookup(self.scheduler, "--scheduler")
+        for name in ("executors", "threads"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise UsageError(f"{_prefix(origin, _flag(name), value)}: must be an integer"
+                                 + _repair(origin))
+        # A stored pin is 0 or 1; any other value reaches the C check as is.
+        pin = self.pin if isinstance(self.pin, int) and not isinstance(self.pin, bool) \
+            else int(self.pinned)
+        n = None if cpus is None else len(cpus)
+        field, msg = cc.check(self.executors, self.threads, self.scheduler, pin, n)
+        if field != cc.OK:
+            raise UsageError(self._scalar_message(field, msg, cpus, origin))
         known = set(op_names) if op_names is not None else None
         for what, table in (("op_threads", self.op_threads), ("op_params", self.op_params),
                             ("op_priority", self.op_priority), ("op_cost", self.op_cost),
                             ("op_candidates", self.op_candidates)):
             if not isinstance(table, Mapping):
-                raise UsageError(f"{what} must map op names to values, got {type(table).__name__}")
+                raise UsageError(f"{_where(origin)}{what} must map op names to values, got "
+                                 f"{type(table).__name__}" + _repair(origin))
             unknown = sorted(k for k in table if known is not None and k not in known)
             if unknown:
-                raise UsageError(f"{what} names op{'s' if len(unknown) > 1 else ''} not in the "
-                                 f"graph: {', '.join(unknown[:5])}")
-        workers = self.workers
-        for name, t in self.op_threads.items():
-            if isinstance(t, bool) or not isinstance(t, int) or not 1 <= t <= workers:
-                what = f"{sched.name}'s workers" if sched.worker_groups else "one executor"
-                raise UsageError(f"op_threads[{name!r}] = {t!r}: must be an integer in "
-                                 f"1..{workers} (the threads of {what})")
-        for name, p in self.op_priority.items():
-            if isinstance(p, bool) or not isinstance(p, (int, float)) or not math.isfinite(p):
-                raise UsageError(f"op_priority[{name!r}] = {p!r}: must be a finite number")
-        for name, c in self.op_cost.items():
-            if isinstance(c, bool) or not isinstance(c, (int, float)) or not math.isfinite(c) \
-                    or c < 0:
-                raise UsageError(f"op_cost[{name!r}] = {c!r}: must be seconds >= 0")
+                raise UsageError(f"{_where(origin)}{what} names op{'s' if len(unknown) > 1 else ''}"
+                                 f" not in the graph: {', '.join(map(str, unknown[:5]))}")
+        c = cc.CConfig(self.executors, self.threads, self.scheduler, int(self.pinned))
+
+        def refuse(what, name, msg):
+            raise UsageError(f"{_where(origin)}{what}[{name!r}]: {msg}" + _repair(origin))
+
+        for what, field, table in (("op_threads", cc.OP_THREADS, self.op_threads),
+                                   ("op_priority", cc.OP_PRIORITY, self.op_priority),
+                                   ("op_cost", cc.OP_COST, self.op_cost)):
+            for name, v in table.items():
+                if isinstance(v, bool) or not isinstance(v, (int, float)):
+                    refuse(what, name, f"must be a number, got {v!r}")
+                got, msg = cc.check_op(c, field, v)
+                if got != cc.OK:
+                    refuse(what, name, msg)
         for name, cands in self.op_candidates.items():
             if not isinstance(cands, Sequence) or isinstance(cands, str) or not cands:
-                raise UsageError(f"op_candidates[{name!r}] must be a non-empty list of "
-                                 f"[threads, seconds] pairs, got {cands!r}")
+                refuse("op_candidates", name, f"must be a non-empty list of [threads, seconds] "
+                                              f"pairs, got {cands!r}")
+            if len(cands) > cc.limit(cc.OP_CANDIDATES):
+                refuse("op_candidates", name, f"more than {cc.limit(cc.OP_CANDIDATES)} "
+                                              "candidates")
             for pair in cands:
-                ok = (isinstance(pair, Sequence) and not isinstance(pair, str) and len(pair) == 2
-                      and isinstance(pair[0], int) and not isinstance(pair[0], bool)
-                      and 1 <= pair[0] <= workers
-                      and isinstance(pair[1], (int, float)) and not isinstance(pair[1], bool)
-                      and math.isfinite(pair[1]) and pair[1] >= 0)
-                if not ok:
-                    raise UsageError(f"op_candidates[{name!r}] has {pair!r}: each candidate is "
-                                     f"[threads 1..{workers}, seconds >= 0]")
+                if (not isinstance(pair, Sequence) or isinstance(pair, str) or len(pair) != 2
+                        or any(isinstance(x, bool) or not isinstance(x, (int, float))
+                               for x in pair)):
+                    refuse("op_candidates", name, f"each candidate is a [threads, seconds] "
+                                                  f"pair, got {pair!r}")
+                got, msg = cc.check_op(c, cc.OP_CANDIDATES, pair[0], pair[1])
+                if got != cc.OK:
+                    refuse("op_candidates", name, msg)
         for name, p in self.op_params.items():
             if not isinstance(p, Mapping):
-                raise UsageError(f"op_params[{name!r}] must be an object of template "
-                                 f"parameters, got {p!r}")
+                refuse("op_params", name, f"must be an object of template parameters, got {p!r}")
         return self
+
+    def _scalar_message(self, field: int, msg: str, cpus, origin: Optional[str]) -> str:
+        from hwtune.native import config_check as cc
+        from hwtune.native.pool import format_cpus
+
+        if field == cc.CPUS:
+            if cpus:  # name them: "may use 2 CPUs (0-1); keep ..."
+                msg = msg.replace(";", f" ({format_cpus(cpus)});", 1)
+            if origin:
+                return (f"{origin} runs {self.executors} executor(s) x {self.threads} thread(s): "
+                        f"{msg}; choose a smaller config with --executors/--threads")
+            return f"invalid --executors {self.executors} --threads {self.threads}: {msg}"
+        if origin:
+            return f"{origin}: {msg}" + _repair(origin)
+        if field == cc.EXECUTORS and self.sched.single_team:
+            return f"invalid --executors {self.executors} with --scheduler {self.scheduler}: {msg}"
+        flag = {cc.SCHEDULER: "--scheduler", cc.EXECUTORS: "--executors",
+                cc.THREADS: "--threads", cc.PIN: "--pin"}.get(field, "config")
+        value = {cc.SCHEDULER: self.scheduler, cc.EXECUTORS: self.executors,
+                 cc.THREADS: self.threads, cc.PIN: self.pin}.get(field)
+        return f"invalid {flag} {value}: {msg}"
 
     def to_json(self) -> Dict[str, Any]:
         out = asdict(self)
@@ -148,11 +179,14 @@ class EngineConfig:
 
     @classmethod
     def from_db_row(cls, row: Mapping[str, Any]) -> "EngineConfig":
+        pin = row["pin"]  # 0 or 1; anything else is kept for validate() to refuse
         return cls(executors=row["executors"], threads=row["threads_per_executor"],
-                   scheduler=row["scheduler"], pin=bool(row["pin"]),
+                   scheduler=row["scheduler"], pin=bool(pin) if pin in (0, 1) else pin,
                    op_threads=dict(row["op_threads"]), op_params=dict(row["op_params"]),
                    op_priority=dict(row["op_priority"]), op_cost=dict(row.get("op_cost") or {}),
-                   op_candidates={k: [list(p) for p in v]
+                   # kept as stored where it is not a list of pairs: validate() says why
+                   op_candidates={k: [list(p) if isinstance(p, (list, tuple)) else p for p in v]
+                                  if isinstance(v, list) else v
                                   for k, v in (row.get("op_candidates") or {}).items()})
 
     def db_fields(self) -> Dict[str, Any]:
@@ -162,6 +196,21 @@ class EngineConfig:
                     op_params=dict(self.op_params), op_priority=dict(self.op_priority),
                     op_cost=dict(self.op_cost),
                     op_candidates={k: [list(p) for p in v] for k, v in self.op_candidates.items()})
+
+
+def _prefix(origin: Optional[str], flag: str, value) -> str:
+    return f"{origin}: {flag.lstrip('-')} {value!r}" if origin else f"invalid {flag} {value!r}"
+
+
+def _where(origin: Optional[str]) -> str:
+    return f"{origin}: " if origin else ""
+
+
+def _repair(origin: Optional[str]) -> str:
+    if not origin:
+        return ""
+    from hwtune.db.columns import REPAIR_HINT
+    return f"; {REPAIR_HINT}"
 
 
 def default_config(usable: int) -> EngineConfig:
@@ -238,12 +287,13 @@ def resolve(db, host_key: str, graph_hash: str, overrides: Optional[Mapping[str,
             row = db.engine_config(host_key, graph_hash, stored)
             if row is not None:
                 base, source = EngineConfig.from_db_row(row), stored
-                if row["scheduler"] not in sched_table.names() and "scheduler" not in flags:
-                    # Written by an hwtune with a scheduler this one lacks.
-                    raise UsageError(
-                        f"the {stored} engine config of this graph names scheduler "
-                        f"{row['scheduler']!r}, unknown to this hwtune (one of: "
-                        f"{', '.join(sched_table.names())}): pass --scheduler to override")
+                if row["scheduler"] not in sched_table.names() and "scheduler" in flags:
+                    # Written by an hwtune with a scheduler this one lacks:
+                    # the flag names the one to use.
+                    base = replace(base, scheduler=flags["scheduler"])
+                # A stored row is data from outside: its values are checked
+                # as hwtune-run checks them, and named as stored values.
+                base.validate(None, origin=_stored(stored, graph_hash))
                 break
     if base is None:
         base = default_config(usable)
@@ -255,9 +305,16 @@ def resolve(db, host_key: str, graph_hash: str, overrides: Optional[Mapping[str,
             notice = (f"no tuned or user engine config for this graph on this host: flags "
                       f"apply to the default {base.describe()}")
     cfg, notes = _apply_flags(base, flags, len(cpus), usable)
-    if flags:
-        source += "+flags"
     if notes:
         notice = "; ".join(([notice] if notice else []) + notes)
-    cfg.validate(cpus, op_names)
+    # Counts no flag set are the stored config's: say so if they do not fit.
+    counts_flagged = bool({"executors", "threads"} & set(flags))
+    origin = _stored(source, graph_hash) if source != "default" and not counts_flagged else None
+    if flags:
+        source += "+flags"
+    cfg.validate(cpus, op_names, origin=origin)
     return Resolved(cfg, source, notice)
+
+
+def _stored(source: str, graph_hash: str) -> str:
+    return f"the stored {source} engine config of graph {graph_hash[:12]}"

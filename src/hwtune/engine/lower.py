@@ -85,14 +85,18 @@ def lower_graph(graph: Graph, costs: Optional[Mapping[str, float]] = None) -> Na
                                + (f" (+{len(unknown) - 1} more)" if len(unknown) > 1 else ""))
     outputs = set(graph.outputs)
     ng = NativeGraph()
+    subject = None  # what was being lowered when the C graph refused it
     try:
         for kind, tensors in (("input", graph.inputs), ("param", graph.params)):
             for t in tensors:
+                subject = ("tensor", t.name)
                 _add_tensor(ng, graph, t.name, kind)
-        for op in graph.ops:
+        for i, op in enumerate(graph.ops):
             for name in op.outputs:
+                subject = ("tensor", name)
                 _add_tensor(ng, graph, name, "output" if name in outputs else "activation")
-        for op in graph.ops:
+        for i, op in enumerate(graph.ops):
+            subject = ("op", i)
             oid = ng.add_op(op.name, op.op, [ng.tensor_ids[n] for n in op.inputs],
                             [ng.tensor_ids[n] for n in op.outputs])
             for key, value in sorted(op.resolved.items()):
@@ -101,7 +105,12 @@ def lower_graph(graph: Graph, costs: Optional[Mapping[str, float]] = None) -> Na
             ng.set_work(oid, op_flops(graph, op), nbytes * BYTES_PER_ELEMENT)
             if op.name in costs:
                 ng.set_cost(oid, costs[op.name])
+        subject = None
         ng.validate()
+    except EngineGraphError as exc:
+        ng.close()
+        exc.subject = subject  # located by hwtune.graph.validate
+        raise
     except BaseException:
         ng.close()
         raise

@@ -32,14 +32,21 @@ class GraphError(UsageError):
             problems = [problems]
         self.problems: List[Problem] = list(problems)
         self.source = source
-        first = str(self.problems[0]) if self.problems else "invalid model"
+        first = self.lines()[0]
         more = len(self.problems) - 1
-        msg = first + (f" (+{more} more)" if more > 0 else "")
-        if source:
-            # line:column locations attach to the file name as compilers do.
-            glue = ":" if self.problems and _LINE_COL.match(self.problems[0].location) else ": "
-            msg = f"{source}{glue}{msg}"
-        super().__init__(msg)
+        super().__init__(first + (f" (+{more} more)" if more > 0 else ""))
+
+    def lines(self) -> List[str]:
+        """Every problem as one line, prefixed with the file as compilers do
+        (`m.json:3:14: ...`, `m.json: ops[2].op: ...`)."""
+        out = []
+        for p in self.problems or [Problem("", "invalid model")]:
+            text = str(p)
+            if self.source:
+                glue = ":" if _LINE_COL.match(p.location) else ": "
+                text = f"{self.source}{glue}{text}"
+            out.append(text)
+        return out
 
 
 def fail(location, message, source=None):

@@ -6,12 +6,14 @@ graph's meaning (names, ops, attributes, shapes, cycles, sizes).
 """
 
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 from hwtune.graph import template
 from hwtune.graph.errors import GraphError, Problem, fail
+from hwtune.graph.limits import Limits, how_to_raise, human_bytes
 
 FORMAT_VERSION = 1
 DTYPES = ("float32",)
@@ -28,6 +30,15 @@ _TENSOR_KEYS = {"name", "shape", "dtype", "init", "scale", "low", "high",
 _OP_KEYS = {"name", "op", "inputs", "outputs", "attrs", "comment"}
 # `extends` chains longer than this are almost certainly a loop.
 _MAX_EXTENDS_DEPTH = 8
+# The engine's C code holds dimensions and attribute values in 32-bit ints
+# (a conv stride of 1e30 would silently wrap there), and float32 tensors hold
+# values up to FLT_MAX.
+INT_MAX = 2 ** 31 - 1
+FLOAT32_MAX = 3.4028234663852886e38
+# Byte-order marks of encodings JSON files are sometimes saved in by mistake.
+_BOMS = ((b"\xef\xbb\xbf", "UTF-8 with a byte-order mark"),
+         (b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"),
+         (b"\xff\xfe", "UTF-16"), (b"\xfe\xff", "UTF-16"))
 
 
 @dataclass
@@ -131,65 +142,211 @@ def _where(loc, origin):
     return f"{loc} (from {origin})" if origin else loc
 
 
-def _read_json(path: str):
+def _read_json(path: str, limits: Limits):
+    """Read and parse one model file, refusing (with the limit and how to
+    raise it) a file too large, not UTF-8, nested too deeply or holding a
+    number JSON does not have."""
+    cap = limits.max_file_bytes
     try:
-        with open(path, "r", encoding="utf-8") as fh:
-            text = fh.read()
+        with open(path, "rb") as fh:
+            data = fh.read(cap + 1)  # never more: /dev/zero is a "file" too
     except OSError as exc:
         fail("", f"cannot read {path}: {exc.strerror}")
-    return parse_json_text(text, path)
+    if len(data) > cap:
+        fail("", f"the file is larger than {human_bytes(cap)} ({how_to_raise('max_file_bytes')})")
+    return parse_json_text(decode_text(data), path, limits)
 
 
-def parse_json_text(text: str, name: str = "<model>"):
+def decode_text(data: bytes) -> str:
+    """UTF-8 text of a model file, or a GraphError saying what it is instead."""
+    for bom, name in _BOMS:
+        if data.startswith(bom):
+            if bom == b"\xef\xbb\xbf":
+                data = data[len(bom):]  # harmless: a BOM some editors add
+                break
+            fail("", f"the file is {name} text: save it as UTF-8")
     try:
-        return json.loads(text)
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise GraphError([Problem(f"{line}:{col}", f"not UTF-8 text: byte "
+                                  f"0x{data[exc.start]:02x} ({exc.reason}); a model file "
+                                  "is UTF-8 JSON")]) from None
+
+
+class _NonFinite:
+    """What NaN / Infinity literals parse to: refused with their location by
+    check_document (Python's json accepts them; JSON does not)."""
+
+    def __init__(self, text):
+        self.text = text
+
+    def __repr__(self):
+        return self.text
+
+
+def json_depth(text: str) -> int:
+    """Deepest nesting of objects and arrays (outside strings), without
+    recursion, so the limit is checked before Python's parser recurses."""
+    import re
+    from itertools import accumulate
+    if "[" not in text and "{" not in text:
+        return 0
+    bare = re.sub(r'"(?:[^"\\]|\\.)*"', "", text)
+    steps = [1 if c in "[{" else -1 for c in re.findall(r"[\[\]{}]", bare)]
+    return max(accumulate(steps), default=0)
+
+
+def parse_json_text(text: str, name: str = "<model>", limits: Optional[Limits] = None):
+    limits = limits or Limits()
+    if len(text) > limits.max_file_bytes:
+        raise GraphError([Problem("", f"the text is larger than "
+                                      f"{human_bytes(limits.max_file_bytes)} "
+                                      f"({how_to_raise('max_file_bytes')})")], name)
+    depth = json_depth(text)
+    if depth > limits.max_depth:
+        raise GraphError([Problem("", f"JSON nested {depth} deep, more than {limits.max_depth} "
+                                      f"({how_to_raise('max_depth')})")], name)
+    try:
+        return json.loads(text, parse_constant=_NonFinite)
     except json.JSONDecodeError as exc:
         # "file.json:3:14: ..." as compilers print it, whichever file of an
         # `extends` chain is broken.
         raise GraphError([Problem(f"{exc.lineno}:{exc.colno}", f"malformed JSON: {exc.msg}")],
                          name) from None
+    except RecursionError:  # a parser stack smaller than max_depth needs
+        raise GraphError([Problem("", f"JSON nested {depth} deep, more than Python's parser "
+                                      "takes: keep HWTUNE_MAX_JSON_DEPTH below ~900")],
+                         name) from None
 
 
-def _resolve_extends(doc, path, depth=0):
+def _path_text(path) -> str:
+    out = ""
+    for key in path:
+        out += f"[{key}]" if isinstance(key, int) else (f".{key}" if out else str(key))
+    return out
+
+
+def check_document(doc, limits: Limits) -> None:
+    """Refuse, with their location, values no model may hold wherever they
+    are: nesting deeper than the limit, a string longer than the limit or
+    not encodable as UTF-8 (a lone surrogate from a "\\ud800" escape), a
+    non-finite number, a key that is not a string. Iterative: a document
+    built in code may be nested deeper than Python's recursion limit."""
+    problems: List[Problem] = []
+    stack = [(doc, ())]
+    while stack and len(problems) < 20:
+        value, path = stack.pop()
+        if len(path) > limits.max_depth:
+            problems.append(Problem(_path_text(path), f"nested more than {limits.max_depth} deep "
+                                                      f"({how_to_raise('max_depth')})"))
+            continue
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    problems.append(Problem(_path_text(path), f"key {key!r} is not a string"))
+                    continue
+                _check_string(key, path + (key,), limits, problems)
+                stack.append((item, path + (key,)))
+        elif isinstance(value, (list, tuple)):
+            for i, item in enumerate(value):
+                t = type(item)
+                if t is int or t is bool:
+                    continue
+                if t is float:
+                    if not math.isfinite(item):
+                        problems.append(Problem(_path_text(path + (i,)),
+                                                f"{item!r} is not a finite number"))
+                    continue
+                stack.append((item, path + (i,)))
+        elif isinstance(value, str):
+            _check_string(value, path, limits, problems)
+        elif isinstance(value, float):
+            if not math.isfinite(value):
+                problems.append(Problem(_path_text(path), f"{value!r} is not a finite number"))
+        elif isinstance(value, _NonFinite):
+            problems.append(Problem(_path_text(path), f"{value.text} is not a number JSON allows"))
+        elif value is not None and not isinstance(value, int):
+            problems.append(Problem(_path_text(path), f"a {type(value).__name__} is not a "
+                                                      "JSON value"))
+    if problems:
+        problems.sort(key=lambda p: p.location)
+        raise GraphError(problems)
+
+
+def _check_string(text: str, path, limits: Limits, problems: List[Problem]) -> None:
+    if len(text) > limits.max_string_chars:
+        problems.append(Problem(_path_text(path), f"a string of {len(text)} characters, more "
+                                                  f"than {limits.max_string_chars} "
+                                                  f"({how_to_raise('max_string_chars')})"))
+    elif not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            problems.append(Problem(_path_text(path), f"not valid Unicode: U+{ord(text[exc.start]):04X}"
+                                                      " at character "
+                                                      f"{exc.start} is a lone surrogate"))
+
+
+def _resolve_extends(doc, path, limits: Limits, depth=0):
     """Merge a document over the one it `extends` (a path relative to it).
 
     The child's `vars` update the parent's; any other key replaces it.
+    Returns (merged document, each var's value where the chain first
+    declares it: the template's own default, which overrides must match).
     """
     if not isinstance(doc, dict):
         fail("", "the model must be a JSON object")
+    own = doc.get("vars", {})
+    if not isinstance(own, dict):
+        fail("vars", "must be an object of name: value")
     base = doc.get("extends")
     if base is None:
-        return doc
-    if not isinstance(base, str):
+        return doc, dict(own)
+    if not isinstance(base, str) or not base:
         fail("extends", "must be a file path string")
     if depth >= _MAX_EXTENDS_DEPTH:
         fail("extends", f"more than {_MAX_EXTENDS_DEPTH} nested extends (a loop?)")
     here = os.path.dirname(os.path.abspath(path)) if path else os.getcwd()
     base_path = os.path.join(here, base)
-    parent = _resolve_extends(_read_json(base_path), base_path, depth + 1)
+    try:
+        parent_doc = _read_json(base_path, limits)
+        check_document(parent_doc, limits)
+        parent, first = _resolve_extends(parent_doc, base_path, limits, depth + 1)
+    except GraphError as exc:
+        # Name the file of the chain that is broken, as the compiler would.
+        if exc.source is None:
+            raise GraphError(exc.problems, base_path) from None
+        raise
     merged = dict(parent)
     for key, value in doc.items():
         if key == "vars":
             merged["vars"] = {**parent.get("vars", {}), **value}
         elif key != "extends":
             merged[key] = value
-    return merged
+    for key, value in own.items():
+        first.setdefault(key, value)
+    return merged, first
 
 
 def load_model(source, overrides: Optional[Dict[str, Any]] = None,
-               limits=None, validate: bool = True) -> Graph:
+               limits: Optional[Limits] = None, validate: bool = True) -> Graph:
     """Load a model from a path or an already-parsed dict.
 
     overrides replace declared `vars` (e.g. {"seq": 3} for a quick run).
+    limits: what the model may cost (default: Limits.from_env()).
     With validate=True (default) the graph is fully checked and shapes are
     inferred; a GraphError lists every problem.
     """
+    limits = limits or Limits.from_env()
     path = source if isinstance(source, (str, os.PathLike)) else None
     label = os.fspath(path) if path else None
     try:
-        doc = _read_json(os.fspath(path)) if path else source
-        doc = _resolve_extends(doc, label)
-        graph = expand_document(doc, overrides or {})
+        doc = _read_json(os.fspath(path), limits) if path else source
+        check_document(doc, limits)
+        doc, first = _resolve_extends(doc, label, limits)
+        graph = expand_document(doc, overrides or {}, limits, first)
         _attach_weights(graph, doc.get("weights"), label)
     except GraphError as exc:
         if exc.source is None and label:
@@ -202,9 +359,11 @@ def load_model(source, overrides: Optional[Dict[str, Any]] = None,
     return graph
 
 
-def expand_document(doc, overrides) -> Graph:
+def expand_document(doc, overrides, limits: Optional[Limits] = None,
+                    first: Optional[Dict[str, Any]] = None) -> Graph:
     if not isinstance(doc, dict):
         fail("", "the model must be a JSON object")
+    limits = limits or Limits()
     problems: List[Problem] = []
     for key in doc:
         if key not in _TOP_KEYS:
@@ -216,8 +375,8 @@ def expand_document(doc, overrides) -> Graph:
     declared = doc.get("vars", {})
     if not isinstance(declared, dict):
         fail("vars", "must be an object of name: value")
-    env = template.resolve_vars(declared, overrides)
-    counter = template.new_counter()
+    counter = template.new_counter(limits)
+    env = template.resolve_vars(declared, overrides, counter, first)
     sections = {}
     for key in ("inputs", "params", "ops", "outputs"):
         raw = doc.get(key, [])
@@ -226,15 +385,20 @@ def expand_document(doc, overrides) -> Graph:
             raw = []
         sections[key] = template.expand_list(raw, env, key, counter)
     name = template.expand_value(doc.get("name", "model"), env, "name", counter)
+    if not isinstance(name, str) or not name:
+        problems.append(Problem("name", f"must be a non-empty string, got {name!r}"))
+        name = "model"
+    description = template.expand_value(doc.get("description", ""), env, "description",
+                                        counter)
+    if not isinstance(description, str):
+        problems.append(Problem("description", f"must be a string, got {description!r}"))
+        description = ""
     seed = doc.get("seed", 0)
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         problems.append(Problem("seed", f"must be a non-negative integer, got {seed!r}"))
         seed = 0
-    graph = Graph(
-        name=str(name),
-        description=str(template.expand_value(doc.get("description", ""), env,
-                                              "description", counter)),
-        seed=seed, vars=env, inputs=[], params=[], ops=[], outputs=[])
+    graph = Graph(name=name, description=description, seed=seed, vars=env, inputs=[],
+                  params=[], ops=[], outputs=[])
     for key in ("inputs", "params"):
         for i, (item, origin) in enumerate(sections[key]):
             tensor = _parse_tensor(item, f"{key}[{i}]", template.origin_text(origin), problems)
@@ -313,7 +477,23 @@ def _check_object(item, loc, origin, problems, allowed, what):
     if not isinstance(name, str) or not name:
         problems.append(Problem(_where(f"{loc}.name", origin), "missing or empty name"))
         ok = False
+    elif name_problem(name):
+        problems.append(Problem(_where(f"{loc}.name", origin), name_problem(name)))
+        ok = False
     return name, ok
+
+
+def name_problem(name: str) -> Optional[str]:
+    """Why a tensor or op name cannot be stored, lowered and read back by the
+    C engine and runner (NUL-terminated UTF-8), or None."""
+    bad = next((c for c in name if ord(c) < 0x20 or ord(c) == 0x7F), None)
+    if bad is not None:
+        return f"name {name[:40]!r} holds the control character U+{ord(bad):04X}"
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"name {name[:40]!r} is not valid Unicode (a lone surrogate at {exc.start})"
+    return None
 
 
 def _parse_tensor(item, loc, origin, problems) -> Optional[Tensor]:
@@ -330,6 +510,10 @@ def _parse_tensor(item, loc, origin, problems) -> Optional[Tensor]:
         problems.append(Problem(_where(f"{loc}.shape", origin),
                                 f"dimensions must be >= 1, got {shape}"))
         ok = False
+    elif any(d > INT_MAX for d in shape):
+        problems.append(Problem(_where(f"{loc}.shape", origin),
+                                f"dimensions must be at most {INT_MAX}, got {shape}"))
+        ok = False
     dtype = item.get("dtype", "float32")
     if dtype not in DTYPES:
         problems.append(Problem(_where(f"{loc}.dtype", origin),
@@ -338,7 +522,45 @@ def _parse_tensor(item, loc, origin, problems) -> Optional[Tensor]:
     init = _parse_init(item, loc, origin, problems)
     if not ok or init is None:
         return None
+    if "data" in init and not _check_data(init["data"], shape, _where(f"{loc}.data", origin),
+                                          problems):
+        return None
     return Tensor(name, tuple(shape), dtype, init, loc, origin)
+
+
+def flatten_data(data) -> List[Any]:
+    """A `data` value (a number, or arrays nested in any way, row-major) as a
+    flat list; iterative, so any nesting the depth limit lets through works."""
+    out: List[Any] = []
+    stack = [data]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list):
+            stack.extend(reversed(item))
+        else:
+            out.append(item)
+    return out
+
+
+def _check_data(data, shape, where, problems) -> bool:
+    """`data` holds exactly numel(shape) finite float32 numbers."""
+    values = flatten_data(data)
+    want = 1
+    for d in shape:
+        want *= d
+    if len(values) != want:
+        problems.append(Problem(where, f"{len(values)} values for shape {list(shape)} "
+                                       f"({want} elements)"))
+        return False
+    for i, v in enumerate(values):
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            problems.append(Problem(where, f"value {i} is {v!r}: data holds numbers only"))
+            return False
+        if not math.isfinite(v) or abs(v) > FLOAT32_MAX:
+            problems.append(Problem(where, f"value {i} is {v!r}: not a finite float32 "
+                                           f"(|x| <= {FLOAT32_MAX:.7g})"))
+            return False
+    return True
 
 
 def _parse_init(item, loc, origin, problems):
@@ -359,6 +581,11 @@ def _parse_init(item, loc, origin, problems):
         if key in item and not _is_num(item[key]):
             problems.append(Problem(_where(f"{loc}.{key}", origin),
                                     f"must be a number, got {item[key]!r}"))
+            return None
+        if key in item and (not math.isfinite(item[key]) or abs(item[key]) > FLOAT32_MAX):
+            problems.append(Problem(_where(f"{loc}.{key}", origin),
+                                    f"must be a finite float32 (|x| <= {FLOAT32_MAX:.7g}), "
+                                    f"got {item[key]!r}"))
             return None
     if kind == "constant" and "value" not in item:
         problems.append(Problem(where, 'init "constant" needs "value"'))
@@ -394,6 +621,12 @@ def _parse_op(item, loc, origin, problems) -> Optional[Op]:
         problems.append(Problem(_where(f"{loc}.outputs", origin),
                                 "must be a non-empty array of tensor names"))
         ok = False
+    elif "outputs" in item:
+        for j, out in enumerate(outputs):
+            why = name_problem(out)
+            if why:
+                problems.append(Problem(_where(f"{loc}.outputs[{j}]", origin), why))
+                ok = False
     attrs = item.get("attrs", {})
     if not isinstance(attrs, dict):
         problems.append(Problem(_where(f"{loc}.attrs", origin), "must be an object"))

@@ -13,7 +13,7 @@ import numpy as np
 
 from hwtune.graph import ops as oplib
 from hwtune.graph.errors import fail
-from hwtune.graph.model import WEIGHTS_KEY, Graph, Tensor
+from hwtune.graph.model import WEIGHTS_KEY, Graph, Tensor, flatten_data
 
 
 def default_scale(shape, is_param: bool) -> float:
@@ -40,7 +40,7 @@ def default_scale(shape, is_param: bool) -> float:
 def init_tensor(t: Tensor, seed: int, is_param: bool = True) -> np.ndarray:
     spec = t.init
     if "data" in spec:
-        data = np.asarray(spec["data"], dtype=np.float32)
+        data = np.asarray(flatten_data(spec["data"]), dtype=np.float32)
         if data.size != oplib.numel(t.shape):
             fail(f"{t.loc}.data", f"{data.size} values for shape {oplib.show_shape(t.shape)}")
         return data.reshape(t.shape)

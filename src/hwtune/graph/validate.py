@@ -5,45 +5,43 @@ op are skipped rather than reported again, so one typo gives one message.
 """
 
 import difflib
-from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
 from hwtune.graph import ops as oplib
 from hwtune.graph.errors import GraphError, Problem
+from hwtune.graph.limits import Limits, how_to_raise, human_bytes  # noqa: F401 (re-exported)
 from hwtune.graph.model import Graph
 
-GiB = 1 << 30
 BYTES_PER_ELEMENT = 4  # float32 is the only dtype
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Sizes refused before anything is allocated.
-
-    One tensor above 1 GiB in a benchmark graph is almost always a wrong
-    dimension (the largest bundled tensor, inception_large's first conv
-    output, is 512 MiB); 8 GiB for all tensors together (no buffer reuse
-    assumed) stays well inside this 24 GiB machine shared by several users.
-    """
-
-    max_tensor_bytes: int = 1 * GiB
-    max_total_bytes: int = 8 * GiB
-
-
-def human_bytes(n: int) -> str:
-    for unit, size in (("GiB", GiB), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n} B"
+# The C kernels index a tensor's elements (and multiply its dimensions) in
+# 32-bit ints in places: no tensor may have more, even with raised limits.
+MAX_ELEMENTS = 2 ** 31 - 1
+# "did you mean" only for a name this close to a known one (difflib's ratio:
+# 2 x matching characters / total): typos such as "rellu" (0.89), "conv"
+# (0.8) or "softmaxx" (0.93) pass; other frameworks' ops that hwtune lacks do
+# not: "gelu" vs relu (0.75), "batch_matmul" vs matmul (0.67), "layer_norm"
+# vs layout_transform (0.62). A name differing only in case ("Relu") is
+# always suggested.
+OP_SUGGEST_CUTOFF = 0.8
 
 
 def _at(loc: str, origin: Optional[str]) -> str:
     return f"{loc} (from {origin})" if origin else loc
 
 
-def _suggest(name: str, known) -> str:
-    close = difflib.get_close_matches(name, list(known), n=1)
+def _suggest(name: str, known, cutoff: float = 0.6) -> str:
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=cutoff)
     return f' (did you mean "{close[0]}"?)' if close else ""
+
+
+def unknown_op_message(name: str) -> str:
+    """A typo gets a suggestion; any other name is an op hwtune does not
+    have, and the message lists the ones it has."""
+    hint = (f' (did you mean "{name.lower()}"?)' if name.lower() in oplib.REGISTRY
+            else _suggest(name, oplib.REGISTRY, OP_SUGGEST_CUTOFF))
+    if hint:
+        return f'unknown op "{name}"{hint}'
+    return f'unsupported op "{name}" (supported: {", ".join(sorted(oplib.REGISTRY))})'
 
 
 def validate_graph(graph: Graph, limits: Optional[Limits] = None) -> Graph:
@@ -51,7 +49,7 @@ def validate_graph(graph: Graph, limits: Optional[Limits] = None) -> Graph:
 
     Raises GraphError listing every problem found.
     """
-    limits = limits or Limits()
+    limits = limits or Limits.from_env()
     problems: List[Problem] = []
     producer: Dict[str, Tuple[int, str]] = {}   # tensor -> (op index or -1, where)
     shapes: Dict[str, Tuple[int, ...]] = {}
@@ -111,22 +109,61 @@ def validate_graph(graph: Graph, limits: Optional[Limits] = None) -> Graph:
     if cyclic:
         problems.append(_cycle_problem(graph, cyclic, producer))
 
-    _infer_shapes(graph, order, usable, shapes, problems)
+    # Tensors the model declares are sized before inference: inference asks
+    # the C kernels about them (CONV knobs), which must never see a tensor
+    # no run could allocate. Ops reading one are skipped, not run.
+    too_big = _too_big(graph, shapes, limits)
+    known = {k: v for k, v in shapes.items() if k not in too_big}
+    _infer_shapes(graph, order, usable, known, problems)
+    shapes = {**shapes, **known}
     _check_sizes(graph, shapes, limits, problems)
 
     if problems:
         raise GraphError(_in_file_order(problems, graph), graph.source)
     graph.shapes = shapes
     graph.order = order
+    problem = engine_refusal(graph)
+    if problem is not None:
+        graph.shapes, graph.order = {}, []
+        raise GraphError([problem], graph.source)
     return graph
+
+
+def engine_refusal(graph: Graph) -> Optional[Problem]:
+    """What the C engine's graph refuses in a graph these rules accept, as a
+    located problem (None when it takes it): the model is lowered exactly as
+    `hwtune run` lowers it, so `model validate` cannot pass a model the
+    engine then refuses, whatever the two sets of rules say."""
+    from hwtune.errors import EngineGraphError, NativeError
+    try:
+        from hwtune.engine.lower import lower_graph
+    except ImportError:  # a build without the C library: nothing to ask
+        return None
+    try:
+        lower_graph(graph).close()
+    except NativeError:
+        return None  # no library, or out of memory: `run` reports it itself
+    except EngineGraphError as exc:
+        kind, key = getattr(exc, "subject", None) or (None, None)
+        loc, origin = "model", None
+        if kind == "op":
+            loc, origin = graph.ops[key].loc, graph.ops[key].origin
+        elif kind == "tensor":
+            for t in graph.inputs + graph.params:
+                if t.name == key:
+                    loc, origin = f"{t.loc}.name", t.origin
+            for op in graph.ops:
+                if key in op.outputs:
+                    loc, origin = f"{op.loc}.outputs[{op.outputs.index(key)}]", op.origin
+        return Problem(_at(loc, origin), f"the engine refuses it: {exc}")
+    return None
 
 
 def _check_signature(op, problems) -> bool:
     """Op type, arity, output count and attributes (shape-independent)."""
     spec = oplib.get(op.op)
     if spec is None:
-        problems.append(Problem(_at(f"{op.loc}.op", op.origin),
-                                f'unknown op "{op.op}"' + _suggest(op.op, oplib.REGISTRY)))
+        problems.append(Problem(_at(f"{op.loc}.op", op.origin), unknown_op_message(op.op)))
         return False
     n = len(op.inputs)
     if n < spec.min_inputs or (spec.max_inputs is not None and n > spec.max_inputs):
@@ -220,6 +257,14 @@ def _infer_shapes(graph, order, usable, shapes, problems):
             shapes[name] = tuple(int(d) for d in shape)
 
 
+def _too_big(graph, shapes, limits) -> set:
+    """Inputs and params over the tensor limit or the engine's element
+    count (reported by _check_sizes)."""
+    return {t.name for t in graph.inputs + graph.params if t.name in shapes and (
+        oplib.numel(shapes[t.name]) > MAX_ELEMENTS
+        or oplib.numel(shapes[t.name]) * BYTES_PER_ELEMENT > limits.max_tensor_bytes)}
+
+
 def _check_sizes(graph, shapes, limits, problems):
     total = 0
     declared = [(t.name, f"{t.loc}.shape", t.origin) for t in graph.inputs + graph.params]
@@ -238,11 +283,16 @@ def _check_sizes(graph, shapes, limits, problems):
                                     f'tensor "{name}" {oplib.show_shape(shapes[name])} '
                                     f"needs {human_bytes(nbytes)}, more than the "
                                     f"{human_bytes(limits.max_tensor_bytes)} limit "
-                                    "(--max-tensor-bytes)"))
+                                    f"({how_to_raise('max_tensor_bytes')})"))
+        elif oplib.numel(shapes[name]) > MAX_ELEMENTS:
+            problems.append(Problem(_at(loc, origin),
+                                    f'tensor "{name}" {oplib.show_shape(shapes[name])} has '
+                                    f"more than {MAX_ELEMENTS} elements, which the engine's "
+                                    "kernels count in 32-bit ints (whatever the limits)"))
     if total > limits.max_total_bytes:
         problems.append(Problem("model", f"all tensors together need {human_bytes(total)}, "
                                          f"more than the {human_bytes(limits.max_total_bytes)} "
-                                         "limit (--max-total-bytes)"))
+                                         f"limit ({how_to_raise('max_total_bytes')})"))
 
 
 def _in_file_order(problems, graph):

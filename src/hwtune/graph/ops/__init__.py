@@ -7,10 +7,13 @@ The numpy reference of an op is the semantic contract the C engine is tested
 against, so it favours obviousness over speed.
 """
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 REQUIRED = object()  # default marker: the attribute must be given
+# The engine's C ops read integer attributes into 32-bit ints.
+INT_MIN, INT_MAX = -(2 ** 31), 2 ** 31 - 1
 
 
 class OpError(Exception):
@@ -33,6 +36,9 @@ class Attr:
     choices: Optional[Sequence[Any]] = None
     minimum: Optional[float] = None
     doc: str = ""
+    # Integers the C op reads as int64 (slice bounds, where INT64_MAX means
+    # "to the end" as in ONNX); every other integer is read into a C int.
+    int64: bool = False
 
     def normalize(self, value):
         """Return the canonical value or raise OpError naming the attribute."""
@@ -46,8 +52,8 @@ class Attr:
             if not _is_int(value):
                 raise OpError(f"must be an integer, got {value!r}", where)
         elif self.kind == "float":
-            if not _is_num(value):
-                raise OpError(f"must be a number, got {value!r}", where)
+            if not _is_num(value) or not math.isfinite(value):
+                raise OpError(f"must be a finite number, got {value!r}", where)
             value = float(value)
         elif self.kind in ("str", "layout"):
             if not isinstance(value, str):
@@ -64,6 +70,13 @@ class Attr:
             if not isinstance(value, list) or not all(_is_int(v) for v in value):
                 raise OpError(f"must be an array of integers, got {value!r}", where)
             value = tuple(value)
+        items = value if isinstance(value, tuple) else (value,)
+        lo, hi = (-(2 ** 63), 2 ** 63 - 1) if self.int64 else (INT_MIN, INT_MAX)
+        if any(_is_int(v) and not lo <= v <= hi for v in items):
+            # The C ops hold attribute values in C ints (int64 where the Attr
+            # says so): a stride of 1e30 would wrap to an arbitrary number.
+            raise OpError(f"{_show(value)} is out of range: integers here are "
+                          f"{lo}..{hi}", where)
         if self.choices is not None and value not in self.choices:
             legal = ", ".join(_show(c) for c in self.choices)
             raise OpError(f"{_show(value)} is not one of {legal}", where)

@@ -53,6 +53,12 @@ def _geometry(in_shapes, attrs):
     if ph >= kh or pw >= kw:
         raise OpError(f"padding {ph},{pw} must be smaller than the kernel {kh}x{kw}",
                       "attrs.padding")
+    if sh > h + 2 * ph or sw > wd + 2 * pw:
+        # Same output as a stride of the padded extent (one window), but the
+        # template stages stride-wide rows: a stride of 2**30 asked for 77 GB.
+        raise OpError(f"stride {sh},{sw} is larger than the padded input {h + 2 * ph}x"
+                      f"{wd + 2 * pw}: any stride beyond it gives the same output; use at most "
+                      "that", "attrs.stride")
     return n, ic, h, wd, oc, kh, kw, oh, ow, ic_bn, oc_bn
 
 
@@ -72,8 +78,16 @@ def conv2d_knobs(in_shapes, attrs):
     }
 
 
+# The CONV kernels index with 32-bit ints: an output past this is refused
+# here, before the C template is asked for its knobs.
+_MAX_ELEMENTS = 2 ** 31 - 1
+
+
 def _infer(in_shapes, attrs, n_out):
     n, ic, h, wd, oc, kh, kw, oh, ow, ic_bn, oc_bn = _geometry(in_shapes, attrs)
+    if n * oc * oh * ow > _MAX_ELEMENTS:
+        raise OpError(f"the output [{n}, {oc}, {oh}, {ow}] has more than {_MAX_ELEMENTS} "
+                      "elements", "inputs[1]")
     if len(in_shapes) == 3 and tuple(in_shapes[2]) != (oc,):
         raise OpError(f"bias must have shape [{oc}], got {show_shape(in_shapes[2])}",
                       "inputs[2]")

@@ -97,8 +97,9 @@ def _slice_ref(arrays, attrs, n_out):
 register(OpSpec(
     "slice", ("x",), 1, 1, _slice_infer, _slice_ref, _ZERO,
     attrs=[Attr("axis", "int", doc="the sliced axis"),
-           Attr("begin", "int", 0, doc="first index (negative counts from the end)"),
-           Attr("end", "int", 2**62, doc="one past the last index, clamped")],
+           Attr("begin", "int", 0, doc="first index (negative counts from the end)",
+                int64=True),
+           Attr("end", "int", 2**62, doc="one past the last index, clamped", int64=True)],
     doc="x[..., begin:end, ...] on one axis (Python slice rules, step 1)"))
 
 
