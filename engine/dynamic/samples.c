@@ -138,7 +138,11 @@ static int syntax(parser *p, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(what, sizeof what, fmt, ap);
   va_end(ap);
-  if (p->err && p->errlen)
+  /* A sample's line ended early: the reader has consumed the newline and
+   * stands on the next line, but the problem is the sample's. */
+  if (p->err && p->errlen && p->r->line != p->line)
+    snprintf(p->err, p->errlen, "line %lld: %s", (long long)p->line, what);
+  else if (p->err && p->errlen)
     snprintf(p->err, p->errlen, "line %lld, column %lld: %s", (long long)p->r->line,
              (long long)p->r->col, what);
   return HWT_EINVAL;
