@@ -108,6 +108,11 @@ def run(model, executors, threads, scheduler, pin, iterations, warmup, trace_pat
     from hwtune.dynamic.sources import find_dynamic
     if inputs_path is not None:
         from hwtune.cli.run_dynamic import run_dynamic
+        for flag, value in (("--trace", trace_path), ("--save-outputs", save_path),
+                            ("--input", input_files), ("--shape", shapes), ("--save", save),
+                            ("--scheduler", scheduler), ("--db", db_path)):
+            if value:
+                raise UsageError(f"{flag} is not supported for dynamic models (--inputs) yet")
         return run_dynamic(model, inputs_path, batches, policies, chunk, executors, threads,
                            pin, iterations, overrides, check, as_json)
     if find_dynamic(model):

@@ -34,21 +34,21 @@ class DynConfig:
         return asdict(self)
 
 
+def _options(model: DynModel, limits):
+    """What model's vertices take (token ids below the vocabulary, feature
+    rows of the input width, the arity), plus any size limits given."""
+    width = model.input_width if model.input_kind == "features" else 0
+    return samples_options(model.input_kind, vocab=model.vocab, feature_width=width,
+                           arity=model.arity, **limits)
+
+
 def read_samples(model: DynModel, path: str, **limits) -> Samples:
-    """The input graphs of path, checked against what model's vertices take
-    (token ids below the vocabulary, feature rows of the input width, the
-    arity)."""
-    opts = samples_options(model.input_kind, vocab=model.vocab,
-                           feature_width=model.input_width if model.input_kind == "features"
-                           else 0, arity=model.arity, **limits)
-    return Samples.read(path, opts)
+    """The input graphs of path, checked against model's vertex input."""
+    return Samples.read(path, _options(model, limits))
 
 
 def parse_samples(model: DynModel, text: str, **limits) -> Samples:
-    opts = samples_options(model.input_kind, vocab=model.vocab,
-                           feature_width=model.input_width if model.input_kind == "features"
-                           else 0, arity=model.arity, **limits)
-    return Samples.parse(text, opts)
+    return Samples.parse(text, _options(model, limits))
 
 
 class DynamicEngine:
