@@ -2,49 +2,17 @@
 
 from __future__ import annotations
 
-import json
 import os
 
 import click
 
 from hwtune.cli.options import db_option, example, json_option, parse_overrides, shape_option
 from hwtune.cli.run_cmd import input_files_callback
+from hwtune.report import export
 
 
 def _peers(ctx, param, value):
     return [p.strip() for p in (value or "").split(",") if p.strip()]
-
-
-def _ms(s: float) -> str:
-    return f"{s * 1e3:.3f} ms"
-
-
-def _threads(n: int) -> str:
-    return f"{n} thread{'' if n == 1 else 's'}"
-
-
-def _load(xs) -> str:
-    return "/".join(f"{x:.2f}" for x in xs)
-
-
-def markdown(r) -> str:
-    lines = [f"### hwtune compare: {r.model}", "",
-             f"{r.cpu}, kernels {r.isa}, {_threads(r.threads)}, {r.reps} interleaved samples "
-             f"per side (medians); load average {_load(r.load_before)} before, "
-             f"{_load(r.load_after)} after; inputs {r.inputs}.", "",
-             "| side | how it runs | median | MAD | side / hwtune | outputs |",
-             "|---|---|---:|---:|---:|---|"]
-    for s in r.sides:
-        lines.append(f"| {s.name} | {s.describe} | {_ms(s.median_s)} | {_ms(s.mad_s)} | "
-                     f"{s.ratio:.2f}x | {_verdict(s)} |")
-    return "\n".join(lines) + "\n"
-
-
-def _verdict(s) -> str:
-    if s.agree is None:
-        return "reference"
-    word = "ok" if s.agree else "WRONG"
-    return f"{word} (max rel. diff {s.max_rel_err:.1e} on {s.worst_output})"
 
 
 @click.command("compare", epilog=example("hwtune compare resnet.onnx --with ort,torch"))
@@ -105,21 +73,8 @@ def compare(model, peers, reps, threads, input_files, shapes, overrides, md_path
             db.close()
     if md_path:
         with open(md_path, "a", encoding="utf-8") as fh:
-            fh.write(markdown(r))
-    if as_json:
-        click.echo(json.dumps(r.to_json(), indent=2))
-    else:
-        click.echo(f"model:   {r.model} ({r.ops} ops) from {r.source}; inputs {r.inputs}")
-        click.echo(f"machine: {r.cpu}, kernels {r.isa}, {_threads(r.threads)}; load average "
-                   f"{_load(r.load_before)} before, {_load(r.load_after)} after")
-        click.echo(f"timing:  {r.reps} interleaved samples per side, medians")
-        w = max(len(s.name) for s in r.sides)
-        click.echo(f"  {'side':{w}s}  {'median':>11s}  {'MAD':>9s}  {'x hwtune':>8s}  outputs")
-        for s in r.sides:
-            click.echo(f"  {s.name:{w}s}  {_ms(s.median_s):>11s}  {_ms(s.mad_s):>9s}  "
-                       f"{s.ratio:7.2f}x  {_verdict(s)}")
-        for s in r.sides:
-            click.echo(f"  {s.name}: {s.describe}")
+            fh.write(export.render("compare", r, "markdown"))
+    export.write("compare", r, "json" if as_json else "terminal")
     if not r.ok:
         bad = [s for s in r.sides if s.agree is False]
         raise OutputsDiffer(f"outputs differ: {', '.join(s.name for s in bad)} "

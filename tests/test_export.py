@@ -37,17 +37,31 @@ def tune_doc():
     return doc
 
 
+def compare_doc():
+    """hwtune compare's result, a real CompareResult (the exporters read its
+    fields; --json its to_json)."""
+    from hwtune.compare.run import CompareResult, SideResult
+    sides = [SideResult("hwtune", "hwtune", "C engine, 1 executor x 2 threads", [1e-3] * 3,
+                        1e-3, 1e-5, 1.0),
+             SideResult("ort", "ONNX Runtime", "onnxruntime 1.32.0, 2 intra-op threads",
+                        [2e-3] * 3, 2e-3, 2e-5, 2.0, True, 3e-7, "y"),
+             SideResult("torch", "PyTorch", "torch 2.13.0 eager", [3e-3] * 3, 3e-3, 3e-5, 3.0,
+                        False, 2e-2, "y")]
+    return CompareResult("tiny", "tiny.onnx", 3, "seeded", 2, 3, "AMD EPYC", "avx2",
+                         [0.5, 0.4, 0.3], [0.6, 0.5, 0.4], sides)
+
+
 @pytest.fixture(scope="module")
 def documents(fixture_db):
     path, hosts = fixture_db
     with ResultsDB.open(path) as db:
         report = build_report(db, host=hosts["a"], compare=[hosts["b"]])
     return {"scan": report["scan"], "report": report, "check": make_report(),
-            "tune": tune_doc()}
+            "tune": tune_doc(), "compare": compare_doc()}
 
 
 def test_every_kind_has_a_json_and_a_terminal_exporter():
-    for kind in ("scan", "report", "check", "tune"):
+    for kind in ("scan", "report", "check", "tune", "compare"):
         assert {"json", "terminal"} <= set(formats(kind)), kind
     assert formats("report") == ("terminal", "markdown", "json", "html")
     assert formats("check") == ("terminal", "markdown", "json", "junit")
@@ -60,7 +74,7 @@ def test_every_exporter_renders_every_kind_it_claims(documents, fmt, kind):
     assert "\x1b[" not in text  # a file never gets colour codes
     if fmt == "json":
         json.loads(text)
-    if fmt == "terminal" and kind != "tune":  # tune-graph's lines are never wrapped
+    if fmt == "terminal" and kind not in ("tune", "compare"):  # lines never wrapped
         assert max(len(ln) for ln in text.splitlines()) <= 80
     out = io.StringIO()
     write(kind, documents[kind], fmt, out)  # what a command prints on a pipe
@@ -122,3 +136,14 @@ def test_report_help_shows_both_ways_to_get_json():
     code, out = hwtune("report", "--help")
     assert code == 0 and "--json" in out and "same as --json" in out
     assert "hwtune report --json > report.json" in out
+
+
+def test_compare_reads_the_same_in_terminal_and_markdown():
+    doc = compare_doc()
+    for fmt in ("terminal", "markdown"):
+        text = render("compare", doc, fmt)
+        assert "2.00x" in text and "3.00x" in text, fmt
+        assert "WRONG (max rel. diff 2.0e-02 on y)" in text, fmt
+        assert "ok (max rel. diff 3.0e-07 on y)" in text, fmt
+        assert "0.50/0.40/0.30" in text, fmt
+    assert json.loads(render("compare", doc, "json"))["sides"][1]["ratio"] == 2.0

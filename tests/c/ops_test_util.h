@@ -11,6 +11,7 @@
 #include <string.h>
 #include "hwtune/graph.h"
 #include "hwtune/op.h"
+#include "check.h"
 
 typedef struct {
   hwt_graph *g;
@@ -23,16 +24,6 @@ static int64_t shape_numel(int ndim, const int64_t *s) {
   int64_t n = 1;
   for (int i = 0; i < ndim; i++) n *= s[i];
   return n;
-}
-
-static float *alloc_floats(int64_t n) {
-  size_t bytes = ((size_t)n * sizeof(float) + 63) / 64 * 64;
-  float *p = aligned_alloc(64, bytes ? bytes : 64);
-  if (!p) {
-    fprintf(stderr, "out of memory\n");
-    exit(1);
-  }
-  return p;
 }
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;

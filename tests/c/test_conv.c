@@ -7,28 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "hwtune/conv.h"
+#include "check.h"
 
-static int failures = 0;
-#define EXPECT(cond, ...)                         \
-  do {                                            \
-    if (!(cond)) {                                \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);               \
-      fprintf(stderr, "\n");                      \
-      failures++;                                 \
-    }                                             \
-  } while (0)
 
-static unsigned rng = 12345u;
-static float frand(void) {
-  rng = rng * 1664525u + 1013904223u;
-  return (float)((rng >> 8) & 0xFFFF) / 32768.0f - 1.0f;
-}
-
-static float *alloc_floats(size_t n) {
-  size_t bytes = ((n ? n : 1) * sizeof(float) + 63) & ~(size_t)63;
-  return aligned_alloc(64, bytes);
-}
 
 /* NCHW <-> NCHW[bn]c through the library's own transform. */
 static void transform(const hwt_conv_desc *d, int C, long HW, int src_bn, int dst_bn,
@@ -42,11 +23,11 @@ static void run_case(const hwt_conv_desc *d, hwt_conv_layout layout, const hwt_c
                      const float *want) {
   hwt_conv_plan plan;
   int st = hwt_conv_plan_make(d, layout, p, isa, nth, &plan);
-  EXPECT(st == HWT_OK, "plan_make %d", st);
+  CHECK(st == HWT_OK, "plan_make %d", st);
   if (st != HWT_OK) return;
   float *wp = alloc_floats(plan.w_floats), *y = alloc_floats(plan.y_floats);
   float *xin = alloc_floats(plan.x_floats), *yout = alloc_floats(plan.y_floats);
-  EXPECT(hwt_conv_pack_weights(&plan, w, wp) == HWT_OK, "pack");
+  CHECK(hwt_conv_pack_weights(&plan, w, wp) == HWT_OK, "pack");
   long HW = (long)d->H * d->W, OHW = (long)plan.OH * plan.OW;
   if (layout == HWT_CONV_NCHWC)
     transform(d, d->C, HW, 0, plan.p.ic_bn, x, xin);
@@ -66,7 +47,7 @@ static void run_case(const hwt_conv_desc *d, hwt_conv_layout layout, const hwt_c
     if (!(e <= err)) err = e;  /* NaN-propagating max */
   }
   static const char *names[] = {"NCHW", "NCHWc", "NCHW_DIRECT"};
-  EXPECT(err <= tol,
+  CHECK(err <= tol,
          "%s isa=%s nth=%d ic_bn=%d oc_bn=%d reg_n=%d unroll=%d reg_h=%d: err %g > %g",
          names[layout], hwt_isa_name(isa), nth, plan.p.ic_bn, plan.p.oc_bn, plan.p.reg_n,
          plan.p.unroll_ker, plan.p.reg_h, err, tol);
@@ -80,7 +61,7 @@ static void run_case(const hwt_conv_desc *d, hwt_conv_layout layout, const hwt_c
 
 static void test_shape(hwt_conv_desc d) {
   int OH, OW;
-  EXPECT(hwt_conv_out_dims(&d, &OH, &OW) == HWT_OK, "out_dims");
+  CHECK(hwt_conv_out_dims(&d, &OH, &OW) == HWT_OK, "out_dims");
   size_t xn = (size_t)d.N * d.C * d.H * d.W, wn = (size_t)d.K * d.C * d.R * d.S;
   size_t yn = (size_t)d.N * d.K * OH * OW;
   float *x = alloc_floats(xn), *w = alloc_floats(wn), *b = alloc_floats((size_t)d.K);
@@ -88,11 +69,11 @@ static void test_shape(hwt_conv_desc d) {
   for (size_t i = 0; i < xn; i++) x[i] = frand();
   for (size_t i = 0; i < wn; i++) w[i] = frand();
   for (int i = 0; i < d.K; i++) b[i] = frand();
-  EXPECT(hwt_conv_ref(&d, x, w, b, want) == HWT_OK, "ref");
+  CHECK(hwt_conv_ref(&d, x, w, b, want) == HWT_OK, "ref");
   for (int isa = 0; isa < HWT_ISA_COUNT; isa++) {
     if (!hwt_isa_supported((hwt_isa)isa)) continue;
     hwt_conv_knobs_t k;
-    EXPECT(hwt_conv_knobs(&d, (hwt_isa)isa, &k) == HWT_OK, "knobs");
+    CHECK(hwt_conv_knobs(&d, (hwt_isa)isa, &k) == HWT_OK, "knobs");
     hwt_conv_params sets[3] = {
         {k.ic_bn.v[0], k.oc_bn.v[k.oc_bn.n - 1], k.reg_n.v[k.reg_n.n - 1], 1, 1},
         {k.ic_bn.v[k.ic_bn.n - 1], k.oc_bn.v[0], k.reg_n.v[0], 0, k.reg_h.v[k.reg_h.n - 1]},
@@ -123,21 +104,21 @@ static void test_illegal(void) {
                            {16, 16, 7, 2, 1},  {-16, 16, 7, 0, 1}, {16, 16, 7, 0, 0},
                            {16, 16, 7, 0, 3}};
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-    EXPECT(hwt_conv_plan_make(&d, HWT_CONV_NCHWC, &bad[i], HWT_ISA_GENERIC, 1, &plan) ==
+    CHECK(hwt_conv_plan_make(&d, HWT_CONV_NCHWC, &bad[i], HWT_ISA_GENERIC, 1, &plan) ==
                HWT_EINVAL, "bad params %zu accepted", i);
   hwt_conv_desc e = d;
   e.stride_h = 0;
-  EXPECT(hwt_conv_plan_make(&e, HWT_CONV_NCHW, NULL, HWT_ISA_GENERIC, 1, &plan) == HWT_EINVAL,
+  CHECK(hwt_conv_plan_make(&e, HWT_CONV_NCHW, NULL, HWT_ISA_GENERIC, 1, &plan) == HWT_EINVAL,
          "stride 0");
   e = d;
   e.R = 17;
-  EXPECT(hwt_conv_plan_make(&e, HWT_CONV_NCHW, NULL, HWT_ISA_GENERIC, 1, &plan) == HWT_EINVAL,
+  CHECK(hwt_conv_plan_make(&e, HWT_CONV_NCHW, NULL, HWT_ISA_GENERIC, 1, &plan) == HWT_EINVAL,
          "empty output");
-  EXPECT(hwt_conv_plan_make(&d, HWT_CONV_NCHW, NULL, HWT_ISA_GENERIC, 0, &plan) == HWT_EINVAL,
+  CHECK(hwt_conv_plan_make(&d, HWT_CONV_NCHW, NULL, HWT_ISA_GENERIC, 0, &plan) == HWT_EINVAL,
          "nth 0");
-  EXPECT(hwt_conv_plan_make(&d, (hwt_conv_layout)7, NULL, HWT_ISA_GENERIC, 1, &plan) ==
+  CHECK(hwt_conv_plan_make(&d, (hwt_conv_layout)7, NULL, HWT_ISA_GENERIC, 1, &plan) ==
              HWT_EINVAL, "layout 7");
-  EXPECT(hwt_layout_check(1, 24, 10, 5, 0) == HWT_EINVAL, "block 5 of 24");
+  CHECK(hwt_layout_check(1, 24, 10, 5, 0) == HWT_EINVAL, "block 5 of 24");
 }
 
 /* A kernel wider than the template takes: NCHW with default params falls
@@ -145,19 +126,19 @@ static void test_illegal(void) {
 static void test_direct_fallback(void) {
   hwt_conv_desc d = {1, 2, 3, 70, 3, 1, 65, 1, 1, 0, 1, 0};
   hwt_conv_plan plan;
-  EXPECT(hwt_conv_plan_make(&d, HWT_CONV_NCHW, NULL, HWT_ISA_GENERIC, 2, &plan) == HWT_OK &&
+  CHECK(hwt_conv_plan_make(&d, HWT_CONV_NCHW, NULL, HWT_ISA_GENERIC, 2, &plan) == HWT_OK &&
              plan.layout == HWT_CONV_NCHW_DIRECT, "S=65 falls back to direct");
   hwt_conv_params p = {1, 1, 1, 0, 1};
-  EXPECT(hwt_conv_plan_make(&d, HWT_CONV_NCHW, &p, HWT_ISA_GENERIC, 1, &plan) == HWT_EINVAL,
+  CHECK(hwt_conv_plan_make(&d, HWT_CONV_NCHW, &p, HWT_ISA_GENERIC, 1, &plan) == HWT_EINVAL,
          "S=65 with params");
-  EXPECT(hwt_conv_plan_make(&d, HWT_CONV_NCHWC, NULL, HWT_ISA_GENERIC, 1, &plan) == HWT_EINVAL,
+  CHECK(hwt_conv_plan_make(&d, HWT_CONV_NCHWC, NULL, HWT_ISA_GENERIC, 1, &plan) == HWT_EINVAL,
          "S=65 blocked");
   size_t xn = (size_t)d.C * d.H * d.W, wn = (size_t)d.K * d.C * d.R * d.S;
   size_t yn = (size_t)d.K * 3 * 8;
   float *x = alloc_floats(xn), *w = alloc_floats(wn), *want = alloc_floats(yn);
   for (size_t i = 0; i < xn; i++) x[i] = frand();
   for (size_t i = 0; i < wn; i++) w[i] = frand();
-  EXPECT(hwt_conv_ref(&d, x, w, NULL, want) == HWT_OK, "ref");
+  CHECK(hwt_conv_ref(&d, x, w, NULL, want) == HWT_OK, "ref");
   for (int nth = 1; nth <= 3; nth++)
     run_case(&d, HWT_CONV_NCHW, NULL, HWT_ISA_GENERIC, nth, x, w, NULL, want);
   free(x);
@@ -175,24 +156,24 @@ static void test_layout_round_trip(void) {
       for (int t = 0; t < 3; t++) hwt_layout_run_part(N, C, HW, 0, blocks[i], a, b, t, 3);
       for (int t = 0; t < 2; t++) hwt_layout_run_part(N, C, HW, blocks[i], blocks[j], b, c, t, 2);
       for (int t = 0; t < 1; t++) hwt_layout_run_part(N, C, HW, blocks[j], 0, c, b, t, 1);
-      EXPECT(memcmp(a, b, sizeof(float) * N * C * HW) == 0, "round trip %d -> %d", blocks[i],
+      CHECK(memcmp(a, b, sizeof(float) * N * C * HW) == 0, "round trip %d -> %d", blocks[i],
              blocks[j]);
       /* Spot check the blocked layout itself: (n=1, c=13, hw=4). */
       for (int t = 0; t < 1; t++) hwt_layout_run_part(N, C, HW, 0, blocks[i], a, c, t, 1);
       int bn = blocks[i];
       float got = c[(((size_t)1 * (C / bn) + 13 / bn) * HW + 4) * bn + 13 % bn];
-      EXPECT(got == a[((size_t)1 * C + 13) * HW + 4], "NCHW[%d]c element", bn);
+      CHECK(got == a[((size_t)1 * C + 13) * HW + 4], "NCHW[%d]c element", bn);
     }
   float *w = alloc_floats(K * C * R * S), *wb = alloc_floats(K * C * R * S),
         *w2 = alloc_floats(K * C * R * S);
   for (int i = 0; i < K * C * R * S; i++) w[i] = (float)i;
-  EXPECT(hwt_layout_oihw_to_blocked(K, C, R, S, 8, 4, w, wb) == HWT_OK, "block weights");
-  EXPECT(hwt_layout_blocked_to_oihw(K, C, R, S, 8, 4, wb, w2) == HWT_OK, "unblock weights");
-  EXPECT(memcmp(w, w2, sizeof(float) * K * C * R * S) == 0, "weight round trip");
+  CHECK(hwt_layout_oihw_to_blocked(K, C, R, S, 8, 4, w, wb) == HWT_OK, "block weights");
+  CHECK(hwt_layout_blocked_to_oihw(K, C, R, S, 8, 4, wb, w2) == HWT_OK, "unblock weights");
+  CHECK(memcmp(w, w2, sizeof(float) * K * C * R * S) == 0, "weight round trip");
   /* (k=5, c=10, r=2, s=3) lands in block (1, 1), row (2, 3), lane (2, 1). */
-  EXPECT(wb[((((size_t)1 * 3 + 1) * R + 2) * S + 3) * 32 + 2 * 4 + 1] ==
+  CHECK(wb[((((size_t)1 * 3 + 1) * R + 2) * S + 3) * 32 + 2 * 4 + 1] ==
              w[(((size_t)5 * C + 10) * R + 2) * S + 3], "OIHW8i4o element");
-  EXPECT(hwt_layout_oihw_to_blocked(K, C, R, S, 5, 4, w, wb) == HWT_EINVAL, "ic_bn 5 of 24");
+  CHECK(hwt_layout_oihw_to_blocked(K, C, R, S, 5, 4, w, wb) == HWT_EINVAL, "ic_bn 5 of 24");
   free(a); free(b); free(c); free(w); free(wb); free(w2);
 }
 

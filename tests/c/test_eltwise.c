@@ -18,18 +18,8 @@
 #include "hwtune/eltwise.h"
 #include "hwtune/isa.h"
 #include "hwtune/probe.h"
+#include "check.h"
 
-static int failures;
-#define CHECK(cond, ...)                                            \
-  do {                                                              \
-    if (!(cond)) {                                                  \
-      if (++failures <= 25) {                                       \
-        fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);        \
-        fprintf(stderr, __VA_ARGS__);                               \
-        fputc('\n', stderr);                                        \
-      }                                                             \
-    }                                                               \
-  } while (0)
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static uint32_t rnd(void) {

@@ -13,19 +13,10 @@
 #include <string.h>
 #include "hwtune/engine.h"
 #include "hwtune/op.h"
+#include "check.h"
 
 #define LEN 256
 
-static int fails;
-#define CHECK(c, ...)                                      \
-  do {                                                     \
-    if (!(c)) {                                            \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                        \
-      fprintf(stderr, "\n");                               \
-      fails++;                                             \
-    }                                                      \
-  } while (0)
 
 static _Atomic int pack_runs, use_runs;
 
@@ -141,7 +132,7 @@ int main(void) {
         if (!(hwt_sched_at(row)->single_team && ex > 1))
           check_sched(g, hwt_sched_at(row)->name, ex, th, x, w, y);
   hwt_graph_destroy(g);
-  if (fails) return 1;
+  if (failures) return 1;
   printf("test_engine_fold: ok\n");
   return 0;
 }

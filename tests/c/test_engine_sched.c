@@ -21,6 +21,7 @@
 #include "hwtune/engine.h"
 #include "hwtune/op.h"
 #include "../../engine/exec/sched.h"
+#include "check.h"
 
 #define LEN 48        /* floats per tensor */
 #define MAX_OPS 80
@@ -28,16 +29,6 @@
 #define MAX_NTH 4 /* corun 2x2: four workers */
 #define N_CAND 3
 
-static int fails;
-#define CHECK(c, ...)                                  \
-  do {                                                 \
-    if (!(c)) {                                        \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                    \
-      fprintf(stderr, "\n");                           \
-      if (++fails > 20) exit(1);                       \
-    }                                                  \
-  } while (0)
 
 /* Per-op, per-thread start/end stamps from one global clock of events. */
 static _Atomic long clock_;
@@ -380,13 +371,13 @@ int main(int argc, char **argv) {
   int n = argc > 1 ? atoi(argv[1]) : 210;
   unsigned seed = argc > 2 ? (unsigned)atoi(argv[2]) : 12345u;
   test_unimplemented();
-  for (int i = 0; i < n && fails == 0; i++) {
+  for (int i = 0; i < n && failures == 0; i++) {
     unsigned s = seed + (unsigned)i * 7919u, r = s;
     dag d;
     make_dag(&d, &r);
     run_dag(&d, s);
   }
-  if (fails) return 1;
+  if (failures) return 1;
   printf("test_engine_sched: %d random DAGs x %d configurations (%d schedulers) ok\n", n,
          configs_per_dag(), hwt_sched_count());
   return 0;

@@ -11,42 +11,21 @@
 #include <stdlib.h>
 #include <string.h>
 #include "hwtune/gemm.h"
+#include "check.h"
 
-static int failures = 0;
-#define CHECK(cond, ...)                         \
-  do {                                           \
-    if (!(cond)) {                               \
-      failures++;                                \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);              \
-      fprintf(stderr, "\n");                     \
-    }                                            \
-  } while (0)
 
-static unsigned rng_state = 12345u;
-static float frand(void) {
-  rng_state = rng_state * 1664525u + 1013904223u;
-  return (float)((rng_state >> 8) & 0xFFFF) / 32768.0f - 1.0f;
-}
 static float *rand_buf(size_t n) {
   float *p = malloc((n ? n : 1) * sizeof(float));
   for (size_t i = 0; i < n; i++) p[i] = frand();
   return p;
 }
 
-/* Workspace exactly ws_floats long (rounded to the 64-byte alignment), so
-   ASan flags any write past what the plan promised. */
-static float *ws_alloc(size_t n) {
-  size_t bytes = (n * sizeof(float) + 63) / 64 * 64;
-  return aligned_alloc(64, bytes ? bytes : 64);
-}
-
 /* B packed once (hwt_gemm_pack_b, buffer exactly packed_b_floats long) and
    every share run from it; otherwise every share packs B itself. */
 static void run_all(const hwt_gemm_plan *p, const float *A, const float *B, float *C,
                     const float *bias, int nth, int prepacked) {
-  float *ws = ws_alloc(p->ws_floats);
-  float *pb = prepacked ? ws_alloc(p->packed_b_floats) : NULL;
+  float *ws = alloc_floats(p->ws_floats);
+  float *pb = prepacked ? alloc_floats(p->packed_b_floats) : NULL;
   if (pb) CHECK(hwt_gemm_pack_b(p, B, pb) == HWT_OK, "pack_b");
   /* Reverse order: shares must not depend on running in tid order. */
   for (int t = nth - 1; t >= 0; t--) {
@@ -111,7 +90,7 @@ static void check_partition(hwt_isa isa, int M, int N, int K, int nth) {
   for (size_t i = 0; i < (size_t)K * N; i++) B[i] = 1.0f;
   hwt_gemm_plan p;
   CHECK(hwt_gemm_plan_make(&d, isa, nth, &p) == HWT_OK, "plan");
-  float *ws = ws_alloc(p.ws_floats);
+  float *ws = alloc_floats(p.ws_floats);
   int idle = 0;
   size_t before = 0;
   for (int t = 0; t < nth; t++) {
@@ -161,7 +140,7 @@ static void check_threads(hwt_isa isa, int M, int N, int K, int nth) {
   pthread_t th[8];
   share_arg args[8];
   for (int t = 0; t < nth; t++) {
-    args[t] = (share_arg){&p, A, B, bias, C, ws_alloc(p.ws_floats), t, nth};
+    args[t] = (share_arg){&p, A, B, bias, C, alloc_floats(p.ws_floats), t, nth};
     CHECK(pthread_create(&th[t], NULL, share_main, &args[t]) == 0, "pthread_create");
   }
   for (int t = 0; t < nth; t++) pthread_join(th[t], NULL);

@@ -6,16 +6,8 @@
 
 #include <stdio.h>
 #include <string.h>
+#include "check.h"
 
-static int failures;
-
-#define CHECK(cond)                                                   \
-  do {                                                                \
-    if (!(cond)) {                                                    \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-      failures++;                                                     \
-    }                                                                 \
-  } while (0)
 
 static int parse(const char *text, hj_value *v, char *err, size_t errlen) {
   return hj_parse(text, strlen(text), v, err, errlen);

@@ -6,15 +6,8 @@
  * the kernels refuse). */
 #include "hwtune/bench.h"
 #include "ops_test_util.h"
+#include "check.h"
 
-static int fails = 0;
-#define CHECK(c)                                                  \
-  do {                                                            \
-    if (!(c)) {                                                   \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
-      fails++;                                                    \
-    }                                                             \
-  } while (0)
 
 /* Times t's op on the pool with nth threads, then checks the timed runs'
  * outputs are bit for bit those of the op's own shares run one by one
@@ -116,6 +109,6 @@ int main(void) {
   }
   refusals(p, team);
   hwt_pool_destroy(p);
-  if (fails) fprintf(stderr, "%d check(s) failed\n", fails);
-  return fails ? 1 : 0;
+  if (failures) fprintf(stderr, "%d check(s) failed\n", failures);
+  return failures ? 1 : 0;
 }

@@ -14,17 +14,8 @@
 
 #include "hwtune/graph.h"
 #include "hwtune/plan.h"
+#include "check.h"
 
-static int failures;
-#define CHECK(cond, ...)                                       \
-  do {                                                         \
-    if (!(cond)) {                                             \
-      failures++;                                              \
-      fprintf(stderr, "%s:%d: FAIL %s: ", __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                            \
-      fputc('\n', stderr);                                     \
-    }                                                          \
-  } while (0)
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
 static uint32_t rnd(uint32_t n) { /* xorshift64*, uniform enough for tests */

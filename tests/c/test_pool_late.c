@@ -16,17 +16,8 @@ static void late_hook(int team, int idx);
 #include "../../engine/pool/pool.c"
 
 #include <unistd.h>
+#include "check.h"
 
-static int failures;
-#define CHECK(cond, ...)                                   \
-  do {                                                     \
-    if (!(cond)) {                                         \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                        \
-      fputc('\n', stderr);                                 \
-      failures++;                                          \
-    }                                                      \
-  } while (0)
 
 /* A held worker gives up after this long and the test fails: a master that
  * waits for it would otherwise hang the test. */

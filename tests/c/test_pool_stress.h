@@ -12,17 +12,8 @@
 #include <unistd.h>
 
 #include "hwtune/pool.h"
+#include "check.h"
 
-static int failures;
-#define CHECK(cond, ...)                                          \
-  do {                                                            \
-    if (!(cond)) {                                                \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);        \
-      fprintf(stderr, __VA_ARGS__);                               \
-      fputc('\n', stderr);                                        \
-      failures++;                                                 \
-    }                                                             \
-  } while (0)
 
 #define STRESS_MAXT 8
 

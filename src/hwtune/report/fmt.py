@@ -15,6 +15,11 @@ def seconds(s: Optional[float]) -> str:
     return f"{s * 1e6:.1f} µs"
 
 
+def loads(xs) -> str:
+    """Load averages (1, 5, 15 minutes) as uptime shows them."""
+    return "/".join(f"{x:.2f}" for x in xs)
+
+
 def value(v: Optional[float], unit: str) -> str:
     if v is None:
         return "-"

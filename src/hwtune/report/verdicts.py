@@ -57,3 +57,11 @@ def p_value(o) -> str:
         return "-"
     p = o.verdict.p
     return f"{p:.0e}" if p < 1e-3 else f"{p:.2g}"
+
+
+def compare_side(s) -> str:
+    """hwtune compare: one side's output check against the reference side."""
+    if s.agree is None:
+        return "reference"
+    word = "ok" if s.agree else "WRONG"
+    return f"{word} (max rel. diff {s.max_rel_err:.1e} on {s.worst_output})"

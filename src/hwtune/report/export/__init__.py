@@ -9,6 +9,7 @@ A document is what one command produces, named by its kind:
   check   the regression gate's CheckReport (hwtune.check.gate)
   tune    tune-graph's result: TuneResult.to_json() plus model, graph_hash,
           ops (the graph's op count) and db
+  compare hwtune compare's CompareResult (hwtune.compare.run)
 
 A new format is one module here with one Exporter and a row in EXPORTERS;
 a new kind of document (or a new report section) is one function in each

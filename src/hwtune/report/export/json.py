@@ -25,4 +25,4 @@ def document(data: Any) -> str:
     return json.dumps(_finite(doc), indent=2, allow_nan=False, default=str) + "\n"
 
 
-EXPORTER = Exporter("json", {kind: document for kind in ("scan", "report", "check", "tune")})
+EXPORTER = Exporter("json", {kind: document for kind in ("scan", "report", "check", "tune", "compare")})

@@ -216,4 +216,19 @@ def check(r) -> str:
     return "\n".join(out[:-1] + ([""] + notes if notes else [])) + "\n\n"
 
 
-EXPORTER = Exporter("markdown", {"report": report, "check": check})
+# -- compare ------------------------------------------------------------------
+def compare(r) -> str:
+    """hwtune compare as a self-contained section (a job summary, a PR)."""
+    threads = f"{r.threads} thread{'' if r.threads == 1 else 's'}"
+    out = [f"### hwtune compare: {r.model}", "",
+           f"{r.cpu}, kernels {r.isa}, {threads}, {r.reps} interleaved samples per side "
+           f"(medians); load average {fmt.loads(r.load_before)} before, {fmt.loads(r.load_after)} after; "
+           f"inputs {r.inputs}.", ""]
+    out += table(["side", "how it runs", "median", "MAD", "side / hwtune", "outputs"],
+                 [[s.name, s.describe, f"{s.median_s * 1e3:.3f} ms", f"{s.mad_s * 1e3:.3f} ms",
+                   f"{s.ratio:.2f}x", verdicts.compare_side(s)] for s in r.sides],
+                 right_from=2, left=(5,))
+    return "\n".join(out) + "\n"
+
+
+EXPORTER = Exporter("markdown", {"report": report, "check": check, "compare": compare})

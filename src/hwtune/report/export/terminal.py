@@ -473,6 +473,25 @@ def print_tune(console: Console, doc: dict) -> None:
     line(f"stored:    tuned config {doc['config_id']}, run {doc['run_id']} in {doc['db']}")
 
 
+# -- compare ------------------------------------------------------------------
+def print_compare(console: Console, r) -> None:
+    """hwtune compare: one row per side, interleaved medians, ratio to hwtune."""
+    def line(text):
+        console.print(text, markup=False, highlight=False, emoji=False, soft_wrap=True)
+
+    line(f"model:   {r.model} ({r.ops} ops) from {r.source}; inputs {r.inputs}")
+    line(f"machine: {r.cpu}, kernels {r.isa}, {_threads(r.threads)}; load average "
+         f"{fmt.loads(r.load_before)} before, {fmt.loads(r.load_after)} after")
+    line(f"timing:  {r.reps} interleaved samples per side, medians")
+    w = max(len(s.name) for s in r.sides)
+    line(f"  {'side':{w}s}  {'median':>11s}  {'MAD':>9s}  {'x hwtune':>8s}  outputs")
+    for s in r.sides:
+        line(f"  {s.name:{w}s}  {s.median_s * 1e3:>8.3f} ms  {s.mad_s * 1e3:>6.3f} ms  "
+             f"{s.ratio:7.2f}x  {verdicts.compare_side(s)}")
+    for s in r.sides:
+        line(f"  {s.name}: {s.describe}")
+
+
 # -- the exporter -------------------------------------------------------------
 Printer = Callable[[Console, Any], None]
 
@@ -492,6 +511,7 @@ PRINTERS: Dict[str, Tuple[Printer, Optional[Callable[[int], int]]]] = {
     "report": (print_report, _at_most_80),
     "check": (print_check, _at_least_80),
     "tune": (print_tune, None),
+    "compare": (print_compare, None),
 }
 
 
