@@ -23,20 +23,10 @@
 #include <string.h>
 #include "hwtune/dynamic.h"
 #include "hwtune/graph.h"
+#include "check.h"
 
 #define W 4
 #define N_SAMPLES 1000
-
-static int failures = 0;
-#define CHECK(cond, ...)                   \
-  do {                                     \
-    if (!(cond)) {                         \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);        \
-      fprintf(stderr, "\n");               \
-      failures++;                          \
-    }                                      \
-  } while (0)
 
 static unsigned long long rng_state = 0x9e3779b97f4a7c15ULL;
 static unsigned rnd(unsigned n) {
