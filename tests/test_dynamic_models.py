@@ -215,3 +215,14 @@ def test_schema_accepts_the_bundled_dynamic_models():
     for name in BUNDLED:
         with open(os.path.join(DYN, name + ".json")) as fh:
             validator.validate(json.load(fh))
+
+
+def test_a_static_model_naming_a_tensor_vertex_is_not_dynamic(tmp_path):
+    from hwtune.dynamic.sources import find_dynamic
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps({"inputs": [{"name": "vertex", "shape": [2]}],
+                                "ops": [{"name": "y", "op": "relu", "inputs": ["vertex"]}],
+                                "outputs": ["y"]}))
+    assert find_dynamic(str(path)) is None
+    path.write_text(json.dumps(FEATURES_MODEL))
+    assert find_dynamic(str(path)) == str(path)

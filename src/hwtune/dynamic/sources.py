@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Dict, Optional
@@ -24,10 +25,16 @@ def find_dynamic(arg: str) -> Optional[str]:
             return None
         try:
             with open(arg, "rb") as fh:
-                head = fh.read(1 << 22)
+                data = fh.read()
         except OSError:
             return None
-        return arg if b'"vertex"' in head else None
+        if b'"vertex"' not in data:  # the common case, without parsing
+            return None
+        try:  # a static model may name a tensor "vertex": only the top level counts
+            doc = json.loads(data)
+        except ValueError:
+            return None  # the static loader reports the file's syntax error
+        return arg if isinstance(doc, dict) and "vertex" in doc else None
     if os.sep in arg:
         return None
     stem = arg[:-5] if arg.endswith(".json") else arg
