@@ -282,3 +282,27 @@ def export_cmd(file, output, overrides, max_tensor_bytes, max_total_bytes):
     graph = _load(file, overrides, max_tensor_bytes, max_total_bytes)
     n = export_onnx(graph, output)
     click.echo(f"wrote {output}: {graph.name}, {len(graph.ops)} ops, {human_bytes(n)}")
+
+
+@model.command("samples", epilog=example(
+    "hwtune model samples tree_lstm_childsum -o trees.jsonl --count 256 --seed 1"))
+@click.argument("file")
+@click.option("-o", "--output", metavar="OUT.jsonl", required=True,
+              help="JSON Lines file to write (one input graph a line).")
+@click.option("--count", type=int, default=256, show_default=True, metavar="N",
+              help="samples to generate")
+@click.option("--seed", type=int, default=0, show_default=True, help="generator seed")
+@click.option("--set", "overrides", multiple=True, callback=parse_overrides,
+              metavar="NAME=VALUE", help="override a declared model var (repeatable)")
+def samples_cmd(file, output, count, seed, overrides):
+    """Generate seeded input graphs for a dynamic model (a model.json that
+    declares "vertex", or a bundled one's name) with the generator its
+    "samples" section names: SST-like parse trees, sentences, complete
+    binary trees."""
+    from hwtune.dynamic.generate import samples, write_jsonl
+    from hwtune.dynamic.model import load_dynamic
+    from hwtune.dynamic.sources import resolve_dynamic
+    model = load_dynamic(resolve_dynamic(file), overrides)
+    n = write_jsonl(output, samples(model.samples, count, seed, model.vocab))
+    click.echo(f"wrote {output}: {n} samples for {model.name} "
+               f"({model.samples.get('generator')}, seed {seed})")

@@ -30,7 +30,9 @@ def _ms(seconds: float) -> str:
 
 @click.command("run", epilog=example(
     "hwtune run configs/models/lstm_small.json --executors 2 --threads 1 "
-    "--scheduler critical-path --iterations 50 --trace lstm.trace.json"))
+    "--scheduler critical-path --iterations 50 --trace lstm.trace.json",
+    "hwtune run tree_lstm_childsum --inputs trees.jsonl --batch 1,64 "
+    "--policy batched,serial --check"))
 @click.argument("model")
 @click.option("--executors", type=int, default=None, metavar="K",
               help="executors (teams of threads) running ops side by side "
@@ -65,11 +67,24 @@ def _ms(seconds: float) -> str:
 @click.option("--save", is_flag=True,
               help="store the config run as this model's 'user' config on this host "
                    "(used when no tuned config exists)")
+@click.option("--inputs", "inputs_path", type=click.Path(dir_okay=False), default=None,
+              metavar="SAMPLES.jsonl",
+              help="dynamic models: the per-sample input graphs, one JSON object a line "
+                   "(hwtune model samples MODEL -o FILE writes one)")
+@click.option("--batch", "batches", default=None, metavar="B[,B...]",
+              help="dynamic models: samples evaluated together (default 64); a list "
+                   "measures each, interleaved")
+@click.option("--policy", "policies", default=None, metavar="P[,P...]",
+              help="dynamic models: batched (Cavs), by-depth (Fold) or serial (default "
+                   "batched); a list measures each, interleaved")
+@click.option("--chunk", type=int, default=None, metavar="ROWS",
+              help="dynamic models: most vertex rows one op call takes, a power of two "
+                   "(default 256)")
 @db_option
 @json_option
 def run(model, executors, threads, scheduler, pin, iterations, warmup, trace_path, overrides,
-        shapes, input_files, save_path, check, save, train, loss, optimizer, hyper, db_path,
-        as_json):
+        shapes, input_files, save_path, check, save, train, loss, optimizer, hyper, inputs_path,
+        batches, policies, chunk, db_path, as_json):
     """Run MODEL on the engine and report latency (median, MAD spread, min)
     and throughput (runs/s, GFLOP/s). MODEL is a model.json, an ONNX file
     (imported on the fly, cached) or a bundled model's name (`hwtune model
@@ -90,6 +105,24 @@ def run(model, executors, threads, scheduler, pin, iterations, warmup, trace_pat
     from hwtune.native.isa import selected_isa
     from hwtune.native.pool import allowed_cpus
     from hwtune.sources import load_any
+
+    from hwtune.dynamic.sources import find_dynamic
+    if inputs_path is not None:
+        from hwtune.cli.run_dynamic import run_dynamic
+        for flag, value in (("--trace", trace_path), ("--save-outputs", save_path),
+                            ("--input", input_files), ("--shape", shapes), ("--save", save),
+                            ("--scheduler", scheduler), ("--db", db_path), ("--train", train)):
+            if value:
+                raise UsageError(f"{flag} is not supported for dynamic models (--inputs) yet")
+        return run_dynamic(model, inputs_path, batches, policies, chunk, executors, threads,
+                           pin, iterations, overrides, check, as_json)
+    if find_dynamic(model):
+        raise UsageError(f"{model} is a dynamic model (a vertex function): give its input "
+                         "graphs with --inputs FILE.jsonl (hwtune model samples "
+                         f"{model} -o FILE.jsonl writes some)")
+    for flag, value in (("--batch", batches), ("--policy", policies), ("--chunk", chunk)):
+        if value is not None:
+            raise UsageError(f"{flag} is for dynamic models run with --inputs")
 
     flags = {"executors": executors, "threads": threads, "scheduler": scheduler, "pin": pin}
     check_counts(iterations, warmup)

@@ -17,11 +17,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAMS = sorted(p.stem for p in (ROOT / "tests" / "c").glob("test_*.c"))
-# The pool's programs, the schedulers' random-DAG stress test, and the op
-# bench (ops forked on a pool team the caller keeps).
+# The pool's programs, the schedulers' random-DAG stress test, the op
+# bench (ops forked on a pool team the caller keeps), and the dynamic
+# executor (teams claiming batches, ops forked inside them).
 TSAN_PROGRAMS = [p for p in PROGRAMS
                  if p.startswith("test_pool") or p in ("test_engine_sched", "test_engine_fold",
-                                                       "test_op_bench")]
+                                                       "test_op_bench", "test_dynamic")]
 CC = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
 
 pytestmark = pytest.mark.skipif(not CC, reason="no C compiler (cc, gcc or clang) on PATH")

@@ -6,6 +6,7 @@
 #include "hwtune/abi.h"
 #include "hwtune/config_check.h"
 #include "hwtune/conv.h"
+#include "hwtune/dynamic.h"
 #include "hwtune/eltwise.h"
 #include "hwtune/engine.h"
 #include "hwtune/gemm.h"
@@ -203,6 +204,45 @@ static const layout_row LAYOUT[] = {
     FIELD(hwt_conv_plan, y_floats),
     FIELD(hwt_conv_plan, w_floats),
     FIELD(hwt_conv_plan, ws_floats),
+
+    SIZE(hwt_samples_options),
+    FIELD(hwt_samples_options, input),
+    FIELD(hwt_samples_options, vocab),
+    FIELD(hwt_samples_options, feature_width),
+    FIELD(hwt_samples_options, arity),
+    FIELD(hwt_samples_options, max_vertices),
+    FIELD(hwt_samples_options, max_edges),
+    FIELD(hwt_samples_options, max_samples),
+    FIELD(hwt_samples_options, max_total_bytes),
+
+    SIZE(hwt_dyn_role),
+    FIELD(hwt_dyn_role, kind),
+    FIELD(hwt_dyn_role, a),
+    FIELD(hwt_dyn_role, b),
+
+    SIZE(hwt_dyn_fn),
+    FIELD(hwt_dyn_fn, g),
+    FIELD(hwt_dyn_fn, roles),
+    FIELD(hwt_dyn_fn, n_states),
+    FIELD(hwt_dyn_fn, state_update),
+    FIELD(hwt_dyn_fn, embedding),
+    FIELD(hwt_dyn_fn, n_readouts),
+    FIELD(hwt_dyn_fn, readout_at),
+    FIELD(hwt_dyn_fn, readout_offsets),
+    FIELD(hwt_dyn_fn, readout_outputs),
+    FIELD(hwt_dyn_fn, op_flops),
+    FIELD(hwt_dyn_fn, op_bytes),
+
+    SIZE(hwt_dyn_config),
+    FIELD(hwt_dyn_config, policy),
+    FIELD(hwt_dyn_config, batch),
+    FIELD(hwt_dyn_config, chunk),
+    FIELD(hwt_dyn_config, executors),
+    FIELD(hwt_dyn_config, threads_per_executor),
+    FIELD(hwt_dyn_config, pin),
+    FIELD(hwt_dyn_config, isa),
+    FIELD(hwt_dyn_config, hoist),
+    FIELD(hwt_dyn_config, op_threads),
 };
 
 typedef struct {
@@ -249,6 +289,28 @@ static const name_row NAMES[] = {
     {"hwt_conv_layout", HWT_CONV_NCHW, "NCHW"},
     {"hwt_conv_layout", HWT_CONV_NCHWC, "NCHWc"},
     {"hwt_conv_layout", HWT_CONV_NCHW_DIRECT, "NCHW-direct"},
+
+    {"hwt_dyn_input", HWT_DYN_INPUT_NONE, "none"},
+    {"hwt_dyn_input", HWT_DYN_INPUT_TOKENS, "tokens"},
+    {"hwt_dyn_input", HWT_DYN_INPUT_FEATURES, "features"},
+
+    {"hwt_dyn_policy", HWT_DYN_BATCHED, "batched"},
+    {"hwt_dyn_policy", HWT_DYN_BY_DEPTH, "by-depth"},
+    {"hwt_dyn_policy", HWT_DYN_SERIAL, "serial"},
+
+    {"hwt_dyn_role_kind", HWT_DYN_OP, "op"},
+    {"hwt_dyn_role_kind", HWT_DYN_PARAM, "param"},
+    {"hwt_dyn_role_kind", HWT_DYN_VERTEX_IN, "vertex_input"},
+    {"hwt_dyn_role_kind", HWT_DYN_CHILD, "child"},
+    {"hwt_dyn_role_kind", HWT_DYN_CHILD_SUM, "child_sum"},
+    {"hwt_dyn_role_kind", HWT_DYN_CHILD_EACH, "child_each"},
+    {"hwt_dyn_role_kind", HWT_DYN_TO_EDGES, "to_edges"},
+    {"hwt_dyn_role_kind", HWT_DYN_SUM_EDGES, "sum_edges"},
+    {"hwt_dyn_role_kind", HWT_DYN_STATE, "state"},
+
+    {"hwt_dyn_at", HWT_DYN_AT_ROOT, "root"},
+    {"hwt_dyn_at", HWT_DYN_AT_EVERY, "every"},
+    {"hwt_dyn_at", HWT_DYN_AT_LAST, "last"},
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))

@@ -16,6 +16,11 @@
  *                 this thread's workspace of ctx->ws_floats floats (64-byte
  *                 aligned). The same prepared ctx runs many times.
  *   release(ctx)  frees what prepare allocated.
+ * prepare may read params through ctx->in; run reads every tensor through
+ * ctx->in / ctx->out and never keeps an activation's pointer in its state.
+ * So a copy of a prepared ctx whose activation pointers are moved to other
+ * buffers of the same shapes runs on those buffers: the dynamic executor
+ * (hwtune/dynamic.h) runs one prepared ctx per row count on many rows.
  * Semantics of every op type and attribute are model.json's
  * (src/hwtune/graph/ops/, docs/model-format.md); string attributes arrive as
  * int arrays of character codes (src/hwtune/engine/lower.py).

@@ -78,6 +78,46 @@ def _op_rules():
     return rules
 
 
+def _vertex_schema():
+    """A dynamic model's vertex function: the roles of F's inputs
+    (docs/model-format.md, "Dynamic models")."""
+    name = {"type": "string", "minLength": 1}
+    width = {"anyOf": [{"type": "integer", "minimum": 1}, {"$ref": "#/$defs/expr"}]}
+
+    def obj(required, props):
+        props = dict(props, comment={"type": "string"})
+        return {"type": "object", "required": required, "additionalProperties": False,
+                "properties": props}
+
+    return {
+        "type": "object", "required": ["states"], "additionalProperties": False,
+        "description": "The vertex function of a dynamic model: the model's ops are F's and "
+                       "the readouts'; its inputs and outputs are derived from these roles.",
+        "properties": {
+            "input": {"oneOf": [obj(["name", "tokens"], {"name": name, "tokens": name}),
+                                obj(["name", "features"], {"name": name, "features": width})]},
+            "arity": {"anyOf": [{"type": "integer", "minimum": 0}, {"$ref": "#/$defs/expr"}]},
+            "states": {"type": "array", "minItems": 1, "items": obj(
+                ["name", "width", "update"], {"name": name, "width": width, "update": name})},
+            "children": {"type": "array", "items": {"oneOf": [
+                obj(["name", "state", "child"], {"name": name, "state": name,
+                                                 "child": {"type": "integer", "minimum": 0}}),
+                obj(["name", "state", "reduce"], {"name": name, "state": name,
+                                                  "reduce": {"enum": ["sum", "each"]}})]}},
+            "edges": {"type": "array", "items": {"oneOf": [
+                obj(["name", "width", "to_edges"], {"name": name, "width": width,
+                                                    "to_edges": name}),
+                obj(["name", "width", "sum_edges"], {"name": name, "width": width,
+                                                     "sum_edges": name})]}},
+            "readouts": {"type": "array", "items": obj(["name", "reads", "outputs"], {
+                "name": name, "at": {"enum": ["root", "every", "last"]},
+                "reads": {"type": "object", "additionalProperties": name},
+                "outputs": {"type": "array", "minItems": 1, "items": name}})},
+            "comment": {"type": "string"},
+        },
+    }
+
+
 def build_schema():
     names = {"type": "array", "items": {"$ref": "#/$defs/name_item"}}
     number = _or_expr({"type": "number"})
@@ -111,8 +151,19 @@ def build_schema():
                     "sha256": {"type": "string", "pattern": "^[0-9a-fA-F]{64}$"},
                     "comment": {"type": "string"},
                 }},
+            "vertex": {"$ref": "#/$defs/vertex"},
+            "samples": {
+                "type": "object", "required": ["generator"],
+                "description": "A dynamic model's seeded input-graph generator "
+                               "(hwtune model samples).",
+                "properties": {
+                    "generator": {"enum": ["sst-tree", "sentence", "complete-tree",
+                                           "random-dag"]},
+                    "comment": {"type": "string"},
+                }},
         },
         "$defs": {
+            "vertex": _vertex_schema(),
             "expr": _EXPR,
             "name_item": {"anyOf": [{"type": "string", "minLength": 1},
                                     _directive("#/$defs/name_item")]},

@@ -1,0 +1,53 @@
+"""Where a dynamic MODEL argument comes from: a model.json declaring
+"vertex", or the name of a bundled one (configs/dynamic/)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Dict, Optional
+
+from hwtune.errors import UsageError
+
+
+def bundled_dynamic() -> Dict[str, Path]:
+    from hwtune.sources import configs_dir
+    folder = configs_dir() / "dynamic"
+    return {p.stem: p for p in sorted(folder.glob("*.json"))} if folder.is_dir() else {}
+
+
+def find_dynamic(arg: str) -> Optional[str]:
+    """The path of MODEL when it is a dynamic model (a bundled name, or a
+    .json file whose text declares "vertex"), else None."""
+    if os.path.isfile(arg):
+        if not arg.endswith(".json"):
+            return None
+        try:
+            with open(arg, "rb") as fh:
+                data = fh.read()
+        except OSError:
+            return None
+        if b'"vertex"' not in data:  # the common case, without parsing
+            return None
+        try:  # a static model may name a tensor "vertex": only the top level counts
+            doc = json.loads(data)
+        except ValueError:
+            return None  # the static loader reports the file's syntax error
+        return arg if isinstance(doc, dict) and "vertex" in doc else None
+    if os.sep in arg:
+        return None
+    stem = arg[:-5] if arg.endswith(".json") else arg
+    found = bundled_dynamic().get(stem)
+    return str(found) if found else None
+
+
+def resolve_dynamic(arg: str) -> str:
+    path = find_dynamic(arg)
+    if path is None:
+        if os.path.isfile(arg):
+            raise UsageError(f"{arg} is not a dynamic model (it declares no \"vertex\" "
+                             "function); --inputs is for dynamic models")
+        raise UsageError(f"cannot read {arg}: no such file, and no bundled dynamic model of "
+                         f"that name (bundled: {', '.join(bundled_dynamic())})")
+    return path
