@@ -3,6 +3,7 @@ one Optuna study per workload on a real local PostgreSQL server. Both
 workers' trials are in it, no point is measured twice, and each worker's
 own measurements are in its own results.db."""
 
+import json
 import os
 import sqlite3
 import subprocess
@@ -52,6 +53,7 @@ def test_two_workers_share_one_study_and_measure_no_point_twice(postgres, tmp_pa
     studies = optuna.get_all_study_summaries(storage)
     assert studies and all(s.study_name.startswith("hwtune:conv:") for s in studies)
     workers = Counter()
+    points = {}  # worker pid -> the points it measured, over every study
     for summary in studies:
         study = optuna.load_study(study_name=summary.study_name, storage=storage)
         done = study.get_trials(states=(optuna.trial.TrialState.COMPLETE,))
@@ -59,18 +61,26 @@ def test_two_workers_share_one_study_and_measure_no_point_twice(postgres, tmp_pa
         assert len(keys) == len(set(keys)), f"a point measured twice in {summary.study_name}"
         assert not study.get_trials(states=(optuna.trial.TrialState.RUNNING,))
         for t in done:
-            workers[int(t.user_attrs["hwtune_worker"].rsplit(":", 1)[1])] += 1
+            pid = int(t.user_attrs["hwtune_worker"].rsplit(":", 1)[1])
+            workers[pid] += 1
+            points.setdefault(pid, []).append(dict(t.params))
         # Each worker measured its own budget in every study.
         per_worker = Counter(t.user_attrs["hwtune_worker"] for t in done)
         assert sorted(per_worker.values()) == [TRIALS, TRIALS], per_worker
     assert set(workers) == set(pids)
-    # Every point a worker measured is in its own results.db, and only those.
+    # Every point a worker measured is in its own results.db, and only those:
+    # as an Optuna trial, or as the workload's default trial when Optuna
+    # suggested the default point (the stored measurement is reused).
     for db, pid in zip(dbs, pids):
         con = sqlite3.connect(str(db))
-        n = con.execute("SELECT count(*) FROM tuning_trials WHERE tuner = 'conv' "
-                        "AND search = 'optuna'").fetchone()[0]
+        rows = con.execute("SELECT search, params_json FROM tuning_trials "
+                           "WHERE tuner = 'conv' AND search IN ('optuna', 'default')").fetchall()
         con.close()
-        assert n == workers[pid]
+        stored = [json.loads(p) for _, p in rows]
+        for point in points[pid]:
+            assert any(all(s.get(k) == v for k, v in point.items()) for s in stored), point
+        optuna_rows = sum(1 for search, _ in rows if search == "optuna")
+        assert workers[pid] - len(studies) <= optuna_rows <= workers[pid]
 
 
 def test_unreachable_storage_is_one_line(tmp_path):
