@@ -434,3 +434,19 @@ def test_schema_has_documented_columns(db):
     with pytest.raises(sqlite3.IntegrityError, match="CHECK"):  # holds for any writer, e.g. C
         db._conn.execute(insert, [hk, "weird"])
     json.dumps(db.hosts())  # decoded rows are JSON-ready for --json output
+
+
+def test_a_write_cut_off_after_begin_does_not_block_the_next(tmp_path):
+    """Ctrl-C between BEGIN and the write's own handler leaves a transaction
+    open; the next write (marking the run interrupted) still succeeds and
+    nothing of the cut-off write was committed."""
+    from hwtune import machine
+    from hwtune.db import ResultsDB
+    with ResultsDB.open(str(tmp_path / "r.db")) as db:
+        host = db.upsert_host(machine.fingerprint())
+        run = db.start_run(host, "tune", {})
+        db._conn.execute("BEGIN IMMEDIATE")
+        db._conn.execute("UPDATE runs SET note = 'half-written' WHERE run_id = ?", [run])
+        db.finish_run(run, "interrupted")
+        row = db.run(run)
+        assert row["status"] == "interrupted" and row["note"] != "half-written"

@@ -228,6 +228,42 @@ def test_op_bench_runs_the_engines_conv_on_a_kept_pool():
             _conv_op(x, w, b, params, pool, threads + 1)
 
 
+def test_an_owner_closed_first_closes_what_uses_it():
+    """A pool or C graph destroyed before an op bench that uses it (the order
+    a garbage cycle after Ctrl-C may finalise them in) closes the bench
+    first, so no destroy reads freed memory; the same for an engine's graph."""
+    from hwtune.engine.lower import lower_graph
+    from hwtune.graph.generators.builder import Builder
+    from hwtune.native import conv
+    from hwtune.native.engine import NativeEngine
+    from hwtune.native.plan import Plan
+    from hwtune.native.pool import Pool
+
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-1, 1, (1, 8, 6, 6)).astype(np.float32)
+    w = rng.uniform(-1, 1, (8, 8, 3, 3)).astype(np.float32)
+    b = rng.uniform(-1, 1, 8).astype(np.float32)
+    params = dict(conv.default_params(x.shape, w.shape, pad=1))
+    for owner in ("pool", "graph"):
+        pool = Pool(executors=1, threads=1, pin=False)
+        op, _ = _conv_op(x, w, b, params, pool, 1)
+        first = pool if owner == "pool" else op._keep[0]
+        first.close()
+        assert first.closed and op.closed
+        op.close()  # idempotent
+        pool.close()
+    bld = Builder("t")
+    bld.output(bld.op("y", "relu", [bld.input("x", (4, 8))]))
+    g = bld.build()
+    eng = NativeEngine(g)
+    eng._ng.close()
+    assert eng.closed
+    ng = lower_graph(g)
+    plan = Plan(ng)
+    ng.close()
+    assert plan.closed
+
+
 def test_op_bench_refuses_bad_buffers():
     from hwtune.native.op_bench import OpBench
     from hwtune.native.pool import Pool

@@ -150,6 +150,10 @@ class ResultsDB:
     def _write(self, doing: str):
         """One IMMEDIATE transaction: takes the write lock up front, so the
         busy timeout applies (a deferred read-then-write could fail at once)."""
+        # A signal that lands between BEGIN and the try below leaves that
+        # write's transaction open (nothing of it was committed): end it, or
+        # this BEGIN fails and the interrupted run could not be marked.
+        self._rollback()
         try:
             self._conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:

@@ -273,6 +273,7 @@ class DynExecutor(Handle):
         if st < 0:
             raise status_error(st, err.value.decode(errors="replace"), usage=DynamicError)
         self._adopt(out.value)
+        self._needs(self._graph)
         self._params: Dict[int, np.ndarray] = {}
         self._samples = None
         self.n_readouts = len(readouts)

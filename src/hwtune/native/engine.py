@@ -169,6 +169,7 @@ class NativeEngine(Handle):
             self._ng.close()
             raise status_error(status, err.value.decode(errors="replace"))
         self._adopt(h.value)
+        self._needs(self._ng)
         h = h.value
         self._ids = self._ng.tensor_ids
         self._params = {}

@@ -48,10 +48,27 @@ class Handle:
             return status
         raise _lib.status_error(status, self._last_error(), what=what, usage=self._usage)
 
+    def _needs(self, *owners: "Handle") -> None:
+        """This C object uses the owners' C objects (its graph, its pool):
+        each owner closes it before closing itself. Objects in a garbage
+        cycle (the frames a KeyboardInterrupt's traceback holds) are
+        finalised in any order, and an owner destroyed first left this
+        object's destroy reading freed memory: a crash at exit after Ctrl-C
+        in tune-graph (1 CI run)."""
+        self._owners = [o for o in owners if isinstance(o, Handle)]
+        for o in self._owners:
+            o.__dict__.setdefault("_dependents", []).append(self)
+
     def close(self) -> None:
+        for d in list(self.__dict__.get("_dependents", ())):
+            d.close()
         h, self._h = self._h, None  # close once, even when destroy raises
         if h is not None:
             getattr(_lib.lib, self._destroy)(ctypes.c_void_p(h))
+        for o in self.__dict__.get("_owners", ()):
+            deps = o.__dict__.get("_dependents", [])
+            if self in deps:
+                deps.remove(self)
 
     def __enter__(self):
         return self

@@ -11,6 +11,7 @@ import numpy as np
 
 from hwtune.errors import NativeError, UsageError
 from hwtune.native._lib import check, lib
+from hwtune.native.handle import Handle
 from hwtune.native.pool import Pool
 
 _F = ctypes.POINTER(ctypes.c_float)
@@ -33,15 +34,16 @@ def _buffers(arrays: Sequence[np.ndarray], what: str):
     return (_F * max(1, len(arrays)))(*[a.ctypes.data_as(_F) for a in arrays])
 
 
-class OpBench:
+class OpBench(Handle):
     """Op `op` of `graph` (a NativeGraph, kept alive here) prepared for
     `threads` threads of `pool` on `inputs`/`outputs` (float32 arrays in the
     op's input and output order, read and written in place). isa: the C
     hwt_isa value, -1 for the selected one."""
 
+    _destroy, _what = "hwt_bench_op_destroy", "op bench"
+
     def __init__(self, pool: Pool, threads: int, graph, op: int, inputs: Sequence[np.ndarray],
                  outputs: Sequence[np.ndarray], isa: int = -1):
-        self._h = None
         self._pool, self._keep = pool, (graph, list(inputs), list(outputs))
         ins, outs = _buffers(inputs, "inputs"), _buffers(outputs, "outputs")
         err = ctypes.create_string_buffer(256)
@@ -50,7 +52,8 @@ class OpBench:
         if not h:
             msg = err.value.decode(errors="replace") or "cannot prepare the op"
             raise (NativeError if msg.startswith("out of memory") else UsageError)(msg)
-        self._h = h
+        self._adopt(h)
+        self._needs(pool, graph)
 
     def run(self, warmup: int, reps: int, inner: int) -> np.ndarray:
         """`reps` samples of seconds per run, each over `inner` runs, after
@@ -63,19 +66,3 @@ class OpBench:
                                       out.ctypes.data_as(_dp))
         check(st, "op bench run")
         return out[:reps]
-
-    def close(self) -> None:
-        if self._h is not None:
-            lib.hwt_bench_op_destroy(self._h)
-            self._h = None
-
-    def __enter__(self) -> "OpBench":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def __del__(self):
-        if getattr(self, "_h", None) is not None and lib is not None:
-            lib.hwt_bench_op_destroy(self._h)
-            self._h = None

@@ -77,6 +77,7 @@ class Plan(Handle):
             raise status_error(message_status(msg), msg, usage=PlanError)
         self._adopt(h)
         self._graph = graph
+        self._needs(graph)
         self.reuse = reuse
         self.n_ops = lib.hwt_plan_n_ops(h)
         self.n_tensors = lib.hwt_plan_n_tensors(h)
