@@ -22,16 +22,14 @@ import argparse
 import os
 import sys
 
-import numpy as np
-
 from bench_engine import interleaved  # noqa: E402 (benchmarks/ is sys.path[0])
 from bench_peers import Store  # noqa: E402
 
 from hwtune.engine.config import default_config
 from hwtune.engine.runner import open_engine
+from hwtune.engine.train_loop import step_inputs
 from hwtune.graph import load_model
 from hwtune.graph.autodiff import LOSS_NAME, TrainSpec, training_graph
-from hwtune.graph.reference import init_inputs
 
 MODELS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs", "models")
 GOAL_RATIO = 1.0  # issue #15: PyTorch time / hwtune time, after tuning
@@ -42,19 +40,6 @@ MODELS = {  # name: (overrides, loss)
     "pathnet_medium": ({}, "cross_entropy"),
     "resnet18": ({"batch": 16}, "cross_entropy"),
 }
-
-
-def labelled(t):
-    values = init_inputs(t)
-    rng = np.random.default_rng(0)
-    for name, v in values.items():
-        if name.startswith("labels"):
-            onehot = np.zeros(v.shape, np.float32)
-            onehot[np.arange(v.shape[0]), rng.integers(0, v.shape[1], v.shape[0])] = 1
-            values[name] = onehot
-        elif name.startswith("target"):
-            values[name] = rng.uniform(-1, 1, v.shape).astype(np.float32)
-    return values
 
 
 def engine_step(t, values, cfg, cost=None):
@@ -69,7 +54,7 @@ def section(name, overrides, loss, store, threads, reps, lines):
     from hwtune.compare.torch_train import TorchTrainer
     g = load_model(os.path.join(MODELS_DIR, f"{name}.json"), overrides=overrides)
     t = training_graph(g, TrainSpec(loss=loss, optimizer="sgd"))
-    values = labelled(t)
+    values = step_inputs(t)
     cfg, run_graph, cost, source = store.config(t, threads)
     tuned = engine_step(run_graph, values, cfg, cost)
     peer = TorchTrainer(g, t, values, threads=threads)

@@ -6,10 +6,9 @@ PyTorch's loss curve."""
 import numpy as np
 import pytest
 
-from hwtune.engine.train_loop import train_steps
+from hwtune.engine.train_loop import step_inputs, train_steps
 from hwtune.graph import load_model
 from hwtune.graph.autodiff import TrainSpec, training_graph
-from hwtune.graph.reference import init_inputs
 from hwtune.native.engine import NativeEngine
 
 torch = pytest.importorskip("torch")
@@ -20,21 +19,6 @@ MODELS = [  # name, overrides (small enough for a test), loss
     ("pathnet_small", {"batch": 16}, "cross_entropy"),
     ("resnet18", {"batch": 2, "image": 64}, "cross_entropy"),
 ]
-
-
-def values_for(t, seed=0):
-    """The step's initial inputs, with generic targets: one-hot labels of
-    random classes, uniform regression targets."""
-    values = init_inputs(t)
-    rng = np.random.default_rng(seed)
-    for name, v in values.items():
-        if name.startswith("labels"):
-            onehot = np.zeros(v.shape, np.float32)
-            onehot[np.arange(v.shape[0]), rng.integers(0, v.shape[1], v.shape[0])] = 1
-            values[name] = onehot
-        elif name.startswith("target"):
-            values[name] = rng.uniform(-1, 1, v.shape).astype(np.float32)
-    return values
 
 
 def engine_outputs(t, values, **cfg):
@@ -49,7 +33,7 @@ def engine_outputs(t, values, **cfg):
 def test_gradients_match_pytorch_autograd(name, overrides, loss):
     g = load_model(f"configs/models/{name}.json", overrides=overrides)
     t = training_graph(g, TrainSpec(loss=loss, optimizer="none"))
-    values = values_for(t)
+    values = step_inputs(t)
     got = engine_outputs(t, values, threads=2, scheduler="sequential")
     peer = TorchTrainer(g, t, values, threads=1, dtype="float64")
     want = peer.gradients()
@@ -66,7 +50,7 @@ def test_gradients_match_pytorch_autograd(name, overrides, loss):
 def test_a_step_runs_under_every_scheduler(sched, ex, th):
     g = load_model("configs/models/pathnet_small.json", overrides={"batch": 4, "image": 16})
     t = training_graph(g, TrainSpec(loss="cross_entropy", optimizer="adam"))
-    values = values_for(t)
+    values = step_inputs(t)
     want = engine_outputs(t, values, scheduler="sequential")
     got = engine_outputs(t, values, executors=ex, threads=th, scheduler=sched)
     for n in t.outputs:
@@ -82,7 +66,7 @@ def test_a_step_runs_under_every_scheduler(sched, ex, th):
 def test_twenty_steps_follow_pytorch(name, overrides, loss, opt):
     g = load_model(f"configs/models/{name}.json", overrides=overrides)
     t = training_graph(g, TrainSpec(loss=loss, optimizer=opt))
-    values = values_for(t)
+    values = step_inputs(t)
     with NativeEngine(t, threads=2) as eng:
         ours = train_steps(eng, t, 20, values)
     theirs = TorchTrainer(g, t, values).curve(20)

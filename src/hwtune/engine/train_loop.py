@@ -11,6 +11,23 @@ from hwtune.graph.autodiff import LOSS_NAME
 NEW = ".new"
 
 
+def step_inputs(graph, seed: int = 0) -> Dict[str, np.ndarray]:
+    """A training step's initial inputs (hwtune.graph.reference's seeded
+    values) with generic targets: one-hot labels of random classes, uniform
+    regression targets in [-1, 1)."""
+    from hwtune.graph.reference import init_inputs
+    values = init_inputs(graph)
+    rng = np.random.default_rng(seed)
+    for name, v in values.items():
+        if name.startswith("labels"):
+            onehot = np.zeros(v.shape, np.float32)
+            onehot[np.arange(v.shape[0]), rng.integers(0, v.shape[1], v.shape[0])] = 1
+            values[name] = onehot
+        elif name.startswith("target"):
+            values[name] = rng.uniform(-1, 1, v.shape).astype(np.float32)
+    return values
+
+
 def feedback(graph) -> Dict[str, str]:
     """Output name -> the input it replaces in the next step."""
     inputs = {t.name for t in graph.inputs}
