@@ -116,8 +116,10 @@ OP_REF sigmoid_ref(float a, float b, float c, const float *at) {
 }
 OP_REF tanh_ref(float a, float b, float c, const float *at) { return tanh((double)a); }
 
-/* e^y for y in [-HWT_EXP_MIN_ARG, 0]. */
-HV_AI hv_f32 exp_neg(hv_f32 y) {
+/* e^y = 2^n * p: n = round(y log2 e), p = e^r on the reduced argument
+ * r = y - n ln2 (Cody-Waite split, degree-7 polynomial). The callers scale
+ * p by 2^n as their range needs. */
+HV_AI hv_f32 exp_reduced(hv_f32 y, hv_f32 *n_out) {
   hv_f32 n = hv_round(hv_mul(y, hv_set1(HWT_LOG2E)));
   hv_f32 r = hv_fnmadd(n, hv_set1(HWT_LN2_HI), y);
   r = hv_fnmadd(n, hv_set1(HWT_LN2_LO), r);
@@ -127,7 +129,14 @@ HV_AI hv_f32 exp_neg(hv_f32 y) {
   p = hv_fmadd(p, r, hv_set1(HWT_EXP_P3));
   p = hv_fmadd(p, r, hv_set1(HWT_EXP_P4));
   p = hv_fmadd(p, r, hv_set1(HWT_EXP_P5));
-  p = hv_add(hv_fmadd(p, hv_mul(r, r), r), hv_set1(1.0f));
+  *n_out = n;
+  return hv_add(hv_fmadd(p, hv_mul(r, r), r), hv_set1(1.0f));
+}
+
+/* e^y for y in [-HWT_EXP_MIN_ARG, 0]. */
+HV_AI hv_f32 exp_neg(hv_f32 y) {
+  hv_f32 n;
+  hv_f32 p = exp_reduced(y, &n);
   return hv_ldexp(p, n);
 }
 
@@ -199,16 +208,10 @@ OP_REF exp_ref(float a, float b, float c, const float *at) { return exp((double)
 OP_VEC exp_vec(hv_f32 x, hv_f32 b, hv_f32 c, const hv_f32 *at) {
   /* NaN clamps to the lower bound and is put back at the end. */
   hv_f32 y = hv_min(hv_max(x, hv_set1(HWT_EXP_FLUSH)), hv_set1(HWT_EXP_CLAMP));
-  hv_f32 n = hv_round(hv_mul(y, hv_set1(HWT_LOG2E)));
-  hv_f32 r = hv_fnmadd(n, hv_set1(HWT_LN2_HI), y);
-  r = hv_fnmadd(n, hv_set1(HWT_LN2_LO), r);
-  hv_f32 p = hv_set1(HWT_EXP_P0);
-  p = hv_fmadd(p, r, hv_set1(HWT_EXP_P1));
-  p = hv_fmadd(p, r, hv_set1(HWT_EXP_P2));
-  p = hv_fmadd(p, r, hv_set1(HWT_EXP_P3));
-  p = hv_fmadd(p, r, hv_set1(HWT_EXP_P4));
-  p = hv_fmadd(p, r, hv_set1(HWT_EXP_P5));
-  p = hv_add(hv_fmadd(p, hv_mul(r, r), r), hv_set1(1.0f));
+  hv_f32 n;
+  hv_f32 p = exp_reduced(y, &n);
+  /* Two scalings: 2^n alone overflows the exponent near the top of the
+     range. */
   hv_f32 n1 = hv_round(hv_mul(n, hv_set1(0.5f)));
   hv_f32 e = hv_ldexp(hv_ldexp(p, n1), hv_sub(n, n1));
   e = hv_keep(hv_ge(x, hv_set1(HWT_EXP_FLUSH)), e);
