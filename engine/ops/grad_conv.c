@@ -144,6 +144,22 @@ static size_t col_floats(const cg_state *s) {
 
 /* The state of either op from its x, w and dy tensors (x or w may be the
  * output): arity, ranks, geometry and dy's shape checked. */
+/* The end of both prepares: the state and its workspace on success; on a
+ * failed add_plan (the GEMM refused a shape, or a fifth plan) the state is
+ * freed and the error reported. */
+static int finish_prepare(hwt_op_ctx *ctx, cg_state *s, int st, double flops, char *err,
+                          size_t errlen) {
+  if (st != HWT_OK) {
+    free(s);
+    hwt_ops_fail(err, errlen, ctx, "no GEMM plan for this shape");
+    return st;
+  }
+  ctx->state = s;
+  ctx->ws_floats = col_floats(s) + s->gemm_ws;
+  ctx->flops = flops;
+  return HWT_OK;
+}
+
 static int open_state(hwt_op_ctx *ctx, int x, int w, int dy, const char *arity, cg_state **out,
                       char *err, size_t errlen) {
   if (ctx->n_in != 2 || ctx->n_out != 1) return hwt_ops_fail(err, errlen, ctx, arity);
@@ -185,16 +201,8 @@ static int gw_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
       st = add_plan(s, &d, ctx->isa);
     }
   }
-  if (st != HWT_OK) {
-    free(s);
-    /* only add_plan fails here: the GEMM refused a shape, or a fifth plan */
-    hwt_ops_fail(err, errlen, ctx, "no GEMM plan for this shape");
-    return st;
-  }
-  ctx->state = s;
-  ctx->ws_floats = col_floats(s) + s->gemm_ws;
-  ctx->flops = 2.0 * (double)(s->n * s->oc * s->oh * s->ow * k2);
-  return HWT_OK;
+  return finish_prepare(ctx, s, st, 2.0 * (double)(s->n * s->oc * s->oh * s->ow * k2), err,
+                        errlen);
 }
 
 static void gw_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
@@ -236,16 +244,8 @@ static int gd_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
                        (int)(s->ic * kk), (int)(s->oh * s->ow), (int)cols, 0.0f};
     st = add_plan(s, &d, ctx->isa);
   }
-  if (st != HWT_OK) {
-    free(s);
-    /* only add_plan fails here: the GEMM refused a shape, or a fifth plan */
-    hwt_ops_fail(err, errlen, ctx, "no GEMM plan for this shape");
-    return st;
-  }
-  ctx->state = s;
-  ctx->ws_floats = col_floats(s) + s->gemm_ws;
-  ctx->flops = 2.0 * (double)(s->n * s->oc * s->oh * s->ow * s->ic * kk);
-  return HWT_OK;
+  return finish_prepare(ctx, s, st, 2.0 * (double)(s->n * s->oc * s->oh * s->ow * s->ic * kk),
+                        err, errlen);
 }
 
 static void gd_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {

@@ -114,9 +114,9 @@ static int smg_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   int y = hwt_ops_in(ctx, 0);
   int rank = hwt_graph_tensor_ndim(ctx->g, y);
   const int64_t *ys = hwt_graph_tensor_shape(ctx->g, y);
-  int64_t axis = hwt_ops_int(ctx, "axis", -1);
-  if (axis < 0) axis += rank;
-  if (axis < 0 || axis >= rank) return hwt_ops_fail(err, errlen, ctx, "axis out of range");
+  int64_t axis;
+  if (hwt_ops_axis(ctx, rank, -1, &axis))
+    return hwt_ops_fail(err, errlen, ctx, "axis out of range");
   line_state *s = malloc(sizeof *s);
   if (!s) return HWT_ENOMEM;
   s->outer = hwt_ops_prod(ys, 0, (int)axis);
@@ -277,9 +277,9 @@ static int sg_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   int dy = hwt_ops_in(ctx, 0);
   const int rank = hwt_graph_tensor_ndim(ctx->g, dy);
   const int64_t *ds = hwt_graph_tensor_shape(ctx->g, dy);
-  int64_t axis = hwt_ops_int(ctx, "axis", 0);
-  if (axis < 0) axis += rank;
-  if (axis < 0 || axis >= rank) return hwt_ops_fail(err, errlen, ctx, "axis out of range");
+  int64_t axis;
+  if (hwt_ops_axis(ctx, rank, 0, &axis))
+    return hwt_ops_fail(err, errlen, ctx, "axis out of range");
   sg_state *s = malloc(sizeof *s);
   if (!s) return HWT_ENOMEM;
   s->outer = hwt_ops_prod(ds, 0, (int)axis);

@@ -100,9 +100,9 @@ static int sm_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   int x = hwt_ops_in(ctx, 0);
   int rank = hwt_graph_tensor_ndim(ctx->g, x);
   const int64_t *xs = hwt_graph_tensor_shape(ctx->g, x);
-  int64_t axis = hwt_ops_int(ctx, "axis", -1);
-  if (axis < 0) axis += rank;
-  if (axis < 0 || axis >= rank) return hwt_ops_fail(err, errlen, ctx, "axis out of range");
+  int64_t axis;
+  if (hwt_ops_axis(ctx, rank, -1, &axis))
+    return hwt_ops_fail(err, errlen, ctx, "axis out of range");
   sm_state *s = malloc(sizeof *s);
   if (!s) return HWT_ENOMEM;
   s->outer = hwt_ops_prod(xs, 0, (int)axis);
@@ -147,9 +147,9 @@ static int ln_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   int x = hwt_ops_in(ctx, 0);
   int rank = hwt_graph_tensor_ndim(ctx->g, x);
   const int64_t *xs = hwt_graph_tensor_shape(ctx->g, x);
-  int64_t axis = hwt_ops_int(ctx, "axis", -1);
-  if (axis < 0) axis += rank;
-  if (axis < 0 || axis >= rank) return hwt_ops_fail(err, errlen, ctx, "axis out of range");
+  int64_t axis;
+  if (hwt_ops_axis(ctx, rank, -1, &axis))
+    return hwt_ops_fail(err, errlen, ctx, "axis out of range");
   ln_state st = {hwt_ops_prod(xs, 0, (int)axis), hwt_ops_prod(xs, (int)axis, rank),
                  hwt_ops_float(ctx, "epsilon", 1e-5)};
   for (int i = 1; i < ctx->n_in; i++)

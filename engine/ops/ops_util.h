@@ -53,6 +53,15 @@ static inline int64_t hwt_ops_int(const hwt_op_ctx *c, const char *key, int64_t 
   return v;
 }
 
+/* The "axis" attribute (def when unset) for a tensor of this rank, negative
+ * counting from the end, into *axis: 0, or 1 when it is out of range. */
+static inline int hwt_ops_axis(const hwt_op_ctx *c, int rank, int64_t def, int64_t *axis) {
+  int64_t a = hwt_ops_int(c, "axis", def);
+  if (a < 0) a += rank;
+  *axis = a;
+  return a < 0 || a >= rank;
+}
+
 /* A float attribute; an integer given for it (e.g. scale 2) counts too. */
 static inline double hwt_ops_float(const hwt_op_ctx *c, const char *key, double def) {
   int kind = hwt_graph_op_attr_kind(c->g, c->op, key);
