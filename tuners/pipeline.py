@@ -136,6 +136,14 @@ class TuneOptions:
     def runs(self, stage: str) -> bool:
         return not self.only or stage in self.only
 
+    def recorded(self) -> Dict[str, Any]:
+        """The options as the run stores them (`hwtune report` shows them):
+        --storage without its password."""
+        from hwtune.tuners.shared_study import redact_url
+        return {"budget_s": self.budget_s, "trials": self.trials, "only": list(self.only or []),
+                "search": self.search, "reps": self.reps, "strategy": self.strategy,
+                "storage": redact_url(self.storage) if self.storage else None}
+
 
 @dataclass
 class StageReport:
@@ -570,10 +578,8 @@ def tune_graph(db, host_key: str, graph, graph_hash: str, opts: TuneOptions, *,
         progress("plan", line)
     if on_plan is not None:
         on_plan(plan)
-    run_id = db.start_run(host_key, "tune", {
-        "model": model_path, "graph_hash": graph_hash, "budget_s": opts.budget_s,
-        "trials": opts.trials, "only": list(opts.only or []), "search": opts.search,
-        "reps": opts.reps, "strategy": opts.strategy})
+    run_id = db.start_run(host_key, "tune", dict(opts.recorded(), model=model_path,
+                                                 graph_hash=graph_hash))
     ctx.run_id = run_id
     sweep_item = plan.item("sweep", "executors x threads")
     if opts.budget_s is not None:
