@@ -19,7 +19,6 @@ as the gate compares a baseline: otherwise --relative.
 from __future__ import annotations
 
 import json
-import math
 import os
 from dataclasses import replace
 from pathlib import Path
@@ -93,18 +92,12 @@ def _suite(doc: Dict[str, Any]) -> Suite:
     return suite
 
 
-def _costs(f: FigureResult) -> List[float]:
-    """Larger-is-worse samples: seconds, or 1/rate for throughput probes
-    (the gate compares 1/rate)."""
-    if not f.higher_is_better:
-        return list(f.samples)
-    return [1.0 / v if v > 0 else math.inf for v in f.samples]
-
-
 def _values(f: FigureResult, relative: bool) -> Optional[List[float]]:
+    """The per-round values as the gate reads a stored baseline (1/rate
+    for a throughput probe)."""
     if relative and len(f.ref) != len(f.samples):
         return None
-    return baseline_values(_costs(f), f.ref, f.params, absolute=not relative)
+    return baseline_values(f.costs(), f.ref, f.params, absolute=not relative)
 
 
 def decide_time(suite: Suite, cur: FigureResult, old: FigureResult, relative: bool):
