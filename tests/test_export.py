@@ -14,7 +14,8 @@ from hwtune.engine.config import EngineConfig
 from hwtune.errors import UsageError
 from hwtune.report import build_report
 from hwtune.report.export import EXPORTERS, exporter, formats, render, write
-from hwtune.tuners.pipeline import Candidate, StageReport, TuneResult
+from hwtune.tuners.final import Candidate
+from hwtune.tuners.pipeline import StageReport, TuneResult
 
 from plan_fixture import plan_doc
 from test_check_output import make_report

@@ -19,6 +19,9 @@ TOP_OPS = 8
 MAX_SERIES = 6
 # tune-graph's stages, in the order it runs them (tuners/pipeline.py).
 STAGE_ORDER = ("sweep", "conv", "hillclimb")
+# The options of a tune run the report shows (tune-graph's flags, as
+# recorded in the run: --storage without its password).
+TUNE_OPTIONS = ("budget_s", "trials", "only", "search", "reps", "strategy", "storage")
 
 
 def _host(db, host_key: str) -> dict:
@@ -153,6 +156,8 @@ def _model(db, run: dict, summary: dict, until: Optional[str]) -> dict:
         "started_at": run["started_at"],
         "hwtune_version": run["hwtune_version"],
         "status": run["status"],
+        "options": {k: run["options"][k] for k in TUNE_OPTIONS
+                    if run["options"].get(k) not in (None, [], "")},
         "default": summary.get("default") or {},
         "tuned": summary.get("tuned") or {},
         "speedup": summary.get("speedup"),

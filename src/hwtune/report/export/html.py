@@ -133,7 +133,8 @@ def _model(m) -> List[str]:
     mid = _slug(m["model"])
     out = [f"<h2 id='model-{_e(mid)}'>Model {_e(m['model'])}</h2>",
            f"<p class='dim'>tuned in run {m['run_id']} ({_e(fmt.date(m['started_at']))}, "
-           f"hwtune {_e(m['hwtune_version'])}), graph {_e(m['graph_hash'][:12])}</p>",
+           f"hwtune {_e(m['hwtune_version'])}), graph {_e(m['graph_hash'][:12])}"
+           + (f"; {_e(fmt.tune_options(m['options']))}" if m.get("options") else "") + "</p>",
            f"<p><b>{_e(fmt.seconds(d.get('median_s')))}</b> default &rarr; "
            f"<b class='better'>{_e(fmt.seconds(t.get('median_s')))}</b> tuned: speedup "
            f"<b>{_e(fmt.ratio(m.get('speedup')))}</b>"

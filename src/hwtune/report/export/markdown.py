@@ -92,7 +92,9 @@ def _model(m) -> List[str]:
     d, t = m["default"], m["tuned"]
     out = [f"## Model {m['model']}", "",
            f"Tuned in run {m['run_id']} ({fmt.date(m['started_at'])}, hwtune "
-           f"{m['hwtune_version']}).", ""]
+           f"{m['hwtune_version']})"
+           + (f" with {_cell(fmt.tune_options(m['options']))}" if m.get("options") else "")
+           + ".", ""]
     out += table(["", "latency", "MAD", "config"],
                  [["default", fmt.seconds(d.get("median_s")), fmt.seconds(d.get("mad_s")),
                    fmt.config(d.get("config"))],

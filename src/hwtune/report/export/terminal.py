@@ -276,6 +276,9 @@ def _model(console, m):
                   + (f" in {m['tuning_s']:.0f} s of tuning" if m.get("tuning_s") else ""),
                   highlight=False)
     console.print(f"chosen: {fmt.config(t.get('config'))}", highlight=False)
+    if m.get("options"):
+        console.print(f"options: {fmt.tune_options(m['options'])}", highlight=False,
+                      markup=False)
     if m["stages"]:
         st = _table("Search stages", ("stage", "seconds", "trials", "measured", "reused"))
         for name, s in m["stages"].items():
