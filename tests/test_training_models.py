@@ -16,6 +16,7 @@ from hwtune.compare.torch_train import TorchTrainer  # noqa: E402
 
 MODELS = [  # name, overrides (small enough for a test), loss
     ("lstm_small", {"seq": 5}, "mse"),
+    ("phased_lstm_small", {"seq": 4, "layers": 2, "batch": 16}, "mse"),
     ("pathnet_small", {"batch": 16}, "cross_entropy"),
     ("resnet18", {"batch": 2, "image": 64}, "cross_entropy"),
 ]

@@ -1,6 +1,7 @@
-/* Point-wise training ops: relu_grad, sigmoid_grad, tanh_grad (dx from a
- * forward tensor and dy), and the optimizer updates sgd_update and
- * adam_update, as src/hwtune/graph/ops/train.py defines them.
+/* Point-wise training ops: relu_grad, sigmoid_grad, tanh_grad, abs_grad (dx
+ * from a forward tensor and dy), minimum_grad and maximum_grad (both
+ * operands' shares of dy, numpy broadcasting), and the optimizer updates
+ * sgd_update and adam_update, as src/hwtune/graph/ops/train.py defines them.
  *
  * Each element is independent, so threads take cache-line-aligned ranges
  * (hwt_ops_range). The loops are plain C over restrict pointers that the
@@ -10,6 +11,7 @@
  * corrections 1 - beta^t are cancellation-prone in float for small t. */
 #include <math.h>
 #include <stdlib.h>
+#include "eltwise_broadcast.h"
 #include "ops_util.h"
 
 typedef struct {
@@ -76,6 +78,91 @@ static void tanh_grad_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
   for (int64_t i = lo; i < hi; i++) dx[i] = dy[i] * (1.0f - y[i] * y[i]);
 }
 
+static void abs_grad_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
+  const pw_state *s = ctx->state;
+  const float *restrict x = ctx->in[0], *restrict dy = ctx->in[1];
+  float *restrict dx = ctx->out[0];
+  int64_t lo, hi;
+  hwt_ops_range(s->n, tid, nth, &lo, &hi);
+  for (int64_t i = lo; i < hi; i++)
+    dx[i] = x[i] > 0.0f ? dy[i] : x[i] < 0.0f ? -dy[i] : 0.0f; /* sign(0) = 0 */
+}
+
+/* minimum_grad / maximum_grad: a and b broadcast to dy's shape, walked as
+ * the broadcasting element-wise ops walk them (eltwise_broadcast.h). */
+typedef struct {
+  hwt_bc_walk w; /* inputs a, b, dy over the output's shape */
+  int larger;    /* 1: maximum, 0: minimum */
+} minmax_state;
+
+static int minmax_prepare(hwt_op_ctx *ctx, int larger, char *err, size_t errlen) {
+  if (ctx->n_in != 3 || ctx->n_out != 2)
+    return hwt_ops_fail(err, errlen, ctx, "wrong number of inputs or outputs");
+  minmax_state *s = calloc(1, sizeof *s);
+  if (!s) return HWT_ENOMEM;
+  const int in[3] = {hwt_ops_in(ctx, 0), hwt_ops_in(ctx, 1), hwt_ops_in(ctx, 2)};
+  if (hwt_bc_walk_init(&s->w, ctx->g, 3, in, hwt_ops_out(ctx, 0)) != HWT_OK ||
+      hwt_ops_numel(ctx->g, in[2]) != s->w.n ||
+      hwt_ops_numel(ctx->g, hwt_ops_out(ctx, 1)) != s->w.n) {
+    free(s);
+    return hwt_ops_fail(err, errlen, ctx, "a and b must broadcast to dy's shape");
+  }
+  s->larger = larger;
+  ctx->state = s;
+  ctx->ws_floats = 0;
+  ctx->flops = 2.0 * (double)s->w.n;
+  return HWT_OK;
+}
+
+static int maximum_grad_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
+  return minmax_prepare(ctx, 1, err, errlen);
+}
+
+static int minimum_grad_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
+  return minmax_prepare(ctx, 0, err, errlen);
+}
+
+static void minmax_grad_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
+  const minmax_state *s = ctx->state;
+  const hwt_bc_walk *w = &s->w;
+  float *restrict da = ctx->out[0], *restrict db = ctx->out[1];
+  const int last = w->rank - 1;
+  const int64_t sa = w->stride[0][last], sb = w->stride[1][last], sd = w->stride[2][last];
+  int64_t lo, hi, idx[HWT_GRAPH_MAX_DIMS], rem;
+  hwt_ops_range(w->n, tid, nth, &lo, &hi);
+  rem = lo;
+  for (int d = last; d >= 0; d--) {
+    idx[d] = rem % w->shape[d];
+    rem /= w->shape[d];
+  }
+  for (int64_t i = lo; i < hi;) {
+    int64_t len = w->shape[last] - idx[last];
+    if (len > hi - i) len = hi - i;
+    int64_t oa = 0, ob = 0, od = 0;
+    for (int d = 0; d <= last; d++) {
+      oa += idx[d] * w->stride[0][d];
+      ob += idx[d] * w->stride[1][d];
+      od += idx[d] * w->stride[2][d];
+    }
+    const float *a = ctx->in[0] + oa, *b = ctx->in[1] + ob, *dy = ctx->in[2] + od;
+    for (int64_t j = 0; j < len; j++) {
+      const float x = a[j * sa], y = b[j * sb], g = dy[j * sd];
+      /* PyTorch's rule: a tie splits dy, a NaN operand (no order) passes
+       * it to both, as np.where on the comparisons does in the reference */
+      const int a_wins = s->larger ? x > y : x < y, b_wins = s->larger ? y > x : y < x;
+      const float half = x == y ? 0.5f * g : g;
+      da[i + j] = b_wins ? 0.0f : half;
+      db[i + j] = a_wins ? 0.0f : half;
+    }
+    i += len;
+    idx[last] += len;
+    for (int d = last; d > 0 && idx[d] == w->shape[d]; d--) {
+      idx[d] = 0;
+      idx[d - 1]++;
+    }
+  }
+}
+
 static int sgd_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   static const char *const keys[] = {"lr", "momentum", "weight_decay"};
   static const double defs[] = {0.01, 0.9, 0.0};
@@ -129,6 +216,9 @@ static const hwt_op_impl GRAD_POINTWISE[] = {
     {"relu_grad", relu_grad_prepare, relu_grad_run, pw_release},
     {"sigmoid_grad", unary_grad_prepare, sigmoid_grad_run, pw_release},
     {"tanh_grad", unary_grad_prepare, tanh_grad_run, pw_release},
+    {"abs_grad", unary_grad_prepare, abs_grad_run, pw_release},
+    {"minimum_grad", minimum_grad_prepare, minmax_grad_run, pw_release},
+    {"maximum_grad", maximum_grad_prepare, minmax_grad_run, pw_release},
     {"sgd_update", sgd_prepare, sgd_run, pw_release},
     {"adam_update", adam_prepare, adam_run, pw_release},
 };

@@ -87,6 +87,40 @@ def _div(e, op, dys, wants):
     return [da, db]
 
 
+@rule("minimum", "maximum")
+def _minmax(e, op, dys, wants):
+    """The larger (maximum) or smaller (minimum) operand takes dy; a tie
+    gives each half, as PyTorch does. One op computes both shares in the
+    broadcast shape; each is summed back to its operand's shape."""
+    a, b = op.inputs
+    da, db = e.op(f"{op.op}_grad", [a, b, dys[0]], n_out=2)
+    return [unbroadcast(e, da, _shape_of(e, a)) if wants[0] else None,
+            unbroadcast(e, db, _shape_of(e, b)) if wants[1] else None]
+
+
+@rule("mod")
+def _mod(e, op, dys, wants):
+    """y = a - b floor(a / b): da = dy, db = -floor(a / b) dy. floor(a / b)
+    is recovered from the output as (a - y) / b rounded to the nearest
+    integer (exact where a / b in float rounds across an integer), instead
+    of keeping a / b for the backward pass."""
+    a, b = op.inputs
+    y = op.outputs[0]
+    da = unbroadcast(e, dys[0], _shape_of(e, a)) if wants[0] else None
+    db = None
+    if wants[1]:
+        q = e.op("div", [e.op("sub", [a, y]), b])
+        k = e.op("floor", [e.op("affine", [q], scale=1.0, shift=0.5)])
+        t = e.op("mul", [dys[0], k])
+        db = unbroadcast(e, e.op("affine", [t], scale=-1.0, shift=0.0), _shape_of(e, b))
+    return [da, db]
+
+
+@rule("abs")
+def _abs(e, op, dys, wants):
+    return [e.op("abs_grad", [op.inputs[0], dys[0]])]
+
+
 @rule("affine")
 def _affine(e, op, dys, wants):
     return [e.op("affine", [dys[0]], scale=op.resolved["scale"], shift=0.0)]

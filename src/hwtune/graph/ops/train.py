@@ -12,6 +12,7 @@ import numpy as np
 
 from hwtune.graph.ops import (REGISTRY, Attr, OpError, OpSpec, normalize_axis, numel, register,
                               show_shape)
+from hwtune.graph.ops.eltwise import broadcast
 from hwtune.graph.ops.pool import _out_len, _stride, pool2d_nchw
 
 
@@ -40,6 +41,37 @@ _eltwise_grad("sigmoid_grad", lambda y, dy, a: dy * y * (1.0 - y), "y",
               "dx = dy * y * (1 - y), y the sigmoid's output")
 _eltwise_grad("tanh_grad", lambda y, dy, a: dy * (1.0 - y * y), "y",
               "dx = dy * (1 - y^2), y the tanh's output")
+
+_eltwise_grad("abs_grad", lambda x, dy, a: dy * np.sign(x), "x",
+              "dx = dy * sign(x) (0 at x = 0, as PyTorch)")
+
+
+def _minmax_grad_infer(in_shapes, attrs, n_out):
+    shape = broadcast([tuple(in_shapes[0]), tuple(in_shapes[1])])
+    if tuple(in_shapes[2]) != shape:
+        raise OpError(f"dy must have the broadcast shape {show_shape(shape)}, got "
+                      f"{show_shape(in_shapes[2])}", "inputs[2]")
+    return [shape, shape]
+
+
+def _minmax_grad_ref(larger):
+    def ref(arrays, attrs, n_out):
+        a, b, dy = _f64(*arrays)
+        a, b = np.broadcast_to(a, dy.shape), np.broadcast_to(b, dy.shape)
+        a_wins, b_wins = (a > b, b > a) if larger else (a < b, b < a)
+        half = np.where(a == b, 0.5 * dy, dy)
+        return [np.where(b_wins, 0.0, half).astype(np.float32),
+                np.where(a_wins, 0.0, half).astype(np.float32)]
+    return ref
+
+
+for _name, _larger in (("maximum_grad", True), ("minimum_grad", False)):
+    register(OpSpec(
+        _name, ("a", "b", "dy"), 3, 3, _minmax_grad_infer, _minmax_grad_ref(_larger),
+        lambda ins, outs, attrs: 2 * numel(outs[0]), n_outputs=2,
+        doc=f"gradients of {_name[:-5]}(a, b) in the broadcast shape (numpy broadcasting of a "
+            f"and b): the {'larger' if _larger else 'smaller'} operand takes dy, a tie gives "
+            "each dy / 2 (PyTorch's rule), a NaN operand passes dy to both"))
 
 
 # ---- reductions -------------------------------------------------------------
