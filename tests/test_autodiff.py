@@ -107,8 +107,23 @@ def _id(case):
 def test_rule_matches_finite_differences(case, float64):
     op, shapes, attrs, inits = case
     n_out = len(attrs.get("sizes", ())) or (2 if op == "lstm_cell" else 1)
-    g = one_op(op, shapes, attrs, inits, n_out)
-    t = training_graph(g, TrainSpec(loss="mse", optimizer="none"))
+    check_finite_differences(one_op(op, shapes, attrs, inits, n_out))
+
+
+BN_RUNNING = [c for c in CASES if c[0] == "batch_norm"]
+
+
+@pytest.mark.parametrize("case", BN_RUNNING, ids=_id)
+def test_batch_norm_with_running_statistics_matches_finite_differences(case, float64):
+    """The CASES check batch_norm in training mode (batch statistics, the
+    default); here the form that keeps the stored mean and var."""
+    op, shapes, attrs, inits = case
+    g = one_op(op, shapes, attrs, inits)
+    check_finite_differences(g, batch_norm="running")
+
+
+def check_finite_differences(g, **spec):
+    t = training_graph(g, TrainSpec(loss="mse", optimizer="none", **spec))
     values = init_inputs(t)  # weights (inputs of the step) and zero targets
     rng = np.random.default_rng(1)
     for name in values:  # targets away from the outputs: a generic dloss/dy
@@ -134,7 +149,8 @@ def test_rule_matches_finite_differences(case, float64):
 
 
 def test_every_rule_has_a_case():
-    assert {c[0] for c in CASES} == set(RULES) - {"layout_transform"}
+    # batch_norm_train: the training form the batch_norm cases differentiate
+    assert {c[0] for c in CASES} | {"batch_norm_train"} == set(RULES) - {"layout_transform"}
 
 
 def test_op_without_rule_is_a_clear_error():
@@ -149,12 +165,31 @@ def test_blocked_conv_has_no_rule_yet():
         training_graph(g, TrainSpec(loss="mse"))
 
 
-def test_batch_norm_statistics_stay_constant():
+def test_batch_norm_running_statistics_stay_constant():
     g = one_op("batch_norm", [(2, 3, 2, 2), (3,), (3,), (3,), (3,)], {}, {4: POS})
-    t = training_graph(g, TrainSpec(loss="mse", optimizer="sgd"))
+    t = training_graph(g, TrainSpec(loss="mse", optimizer="sgd", batch_norm="running"))
     assert {p.name for p in t.params} == {"p3", "p4"}
     assert [o for o in t.outputs if o.endswith(".new") and "momentum" not in o] == [
         "p0.new", "p1.new", "p2.new"]
+
+
+def test_batch_norm_trains_on_batch_statistics_by_default():
+    g = one_op("batch_norm", [(2, 3, 2, 2), (3,), (3,), (3,), (3,)], {}, {4: POS})
+    t = training_graph(g, TrainSpec(loss="mse", optimizer="sgd"))
+    assert [o.op for o in t.ops if o.op.startswith("batch_norm")] == [
+        "batch_norm_train", "batch_norm_train_grad"]
+    assert not t.params  # the running mean and var are not read
+    # the output is normalised by the batch: per channel mean 0, variance ~1
+    x = np.random.default_rng(0).uniform(-2, 5, (2, 3, 2, 2)).astype(np.float32)
+    y = run_reference(t, inputs={**init_inputs(t), "p0": x,
+                                 "p1": np.ones(3, np.float32), "p2": np.zeros(3, np.float32)})
+    assert y["loss"][0] == pytest.approx(1.0, rel=1e-4)  # mse against zero targets
+
+
+def test_unknown_batch_norm_mode_is_a_clear_error():
+    g = one_op("batch_norm", [(2, 3, 2, 2), (3,), (3,), (3,), (3,)], {}, {4: POS})
+    with pytest.raises(GraphError, match='unknown batch_norm mode "frozen"'):
+        training_graph(g, TrainSpec(loss="mse", batch_norm="frozen"))
 
 
 def test_training_graph_is_an_ordinary_model(tmp_path):

@@ -14,11 +14,14 @@ from hwtune.native.engine import NativeEngine
 torch = pytest.importorskip("torch")
 from hwtune.compare.torch_train import TorchTrainer  # noqa: E402
 
-MODELS = [  # name, overrides (small enough for a test), loss
-    ("lstm_small", {"seq": 5}, "mse"),
-    ("phased_lstm_small", {"seq": 4, "layers": 2, "batch": 16}, "mse"),
-    ("pathnet_small", {"batch": 16}, "cross_entropy"),
-    ("resnet18", {"batch": 2, "image": 64}, "cross_entropy"),
+MODELS = [  # name, overrides (small enough for a test), loss, batch_norm statistics
+    ("lstm_small", {"seq": 5}, "mse", "batch"),
+    ("phased_lstm_small", {"seq": 4, "layers": 2, "batch": 16}, "mse", "batch"),
+    ("pathnet_small", {"batch": 16}, "cross_entropy", "batch"),
+    # training mode (PyTorch's model.train()), and the running statistics
+    # of model.eval() kept fixed
+    ("resnet18", {"batch": 2, "image": 64}, "cross_entropy", "batch"),
+    ("resnet18", {"batch": 2, "image": 64}, "cross_entropy", "running"),
 ]
 
 
@@ -30,10 +33,15 @@ def engine_outputs(t, values, **cfg):
         return eng.outputs()
 
 
-@pytest.mark.parametrize("name,overrides,loss", MODELS, ids=[m[0] for m in MODELS])
-def test_gradients_match_pytorch_autograd(name, overrides, loss):
+@pytest.mark.parametrize("name,overrides,loss,bn", MODELS,
+                         ids=[m[0] + ("-bn-running" if m[3] == "running" else "")
+                              for m in MODELS])
+def test_gradients_match_pytorch_autograd(name, overrides, loss, bn):
     g = load_model(f"configs/models/{name}.json", overrides=overrides)
-    t = training_graph(g, TrainSpec(loss=loss, optimizer="none"))
+    t = training_graph(g, TrainSpec(loss=loss, optimizer="none", batch_norm=bn))
+    if any(o.op == "batch_norm" for o in g.ops):
+        assert any(o.op == ("batch_norm_train" if bn == "batch" else "batch_norm_grad")
+                   for o in t.ops)
     values = step_inputs(t)
     got = engine_outputs(t, values, threads=2, scheduler="sequential")
     peer = TorchTrainer(g, t, values, threads=1, dtype="float64")

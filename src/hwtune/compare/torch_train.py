@@ -2,7 +2,8 @@
 (hwtune.graph.autodiff) for gradient checks, loss curves and timing.
 
 The forward pass is torch_graph's op table on the same weights and inputs,
-the loss the one the training graph fuses (cross-entropy on the logits a
+batch_norm in training mode when the step uses batch statistics, the loss
+the one the training graph fuses (cross-entropy on the logits a
 final softmax reads, or mean squared error, summed over the scored outputs),
 then loss.backward() and torch.optim.SGD / Adam with the same settings: what
 a PyTorch user's training loop runs. torch is imported on first use only.
@@ -35,6 +36,11 @@ class TorchTrainer:
         for op in graph.ops:
             if op.op not in table or (op.resolved or {}).get("layout") not in (None, "NCHW"):
                 raise UsageError(f'op "{op.name}" ({op.op}) has no PyTorch form here')
+        if any(op.op == "batch_norm_train" for op in train.ops):
+            # the step normalises by batch statistics: PyTorch's model.train()
+            # form (running statistics are neither read nor updated)
+            table = dict(table, batch_norm=lambda g, op, a, x: torch.nn.functional.batch_norm(
+                x[0], None, None, x[1], x[2], training=True, eps=a["epsilon"]))
         self.table = table
         from hwtune.graph.reference import init_params
         fixed = {n: v for n, v in init_params(graph).items()}

@@ -40,6 +40,14 @@ class TrainSpec:
     optimizer: str = "sgd"
     output: Optional[str] = None          # the model output the loss reads (default: first)
     hyper: Optional[Dict[str, float]] = None  # lr, momentum, ... over DEFAULTS
+    # batch_norm: "batch" normalises by the batch's statistics, as PyTorch's
+    # model.train() does (batch_norm_train); "running" keeps the model's
+    # stored mean and var, as in inference (fine-tuning with frozen
+    # statistics, model.eval()).
+    batch_norm: str = "batch"
+
+
+BATCH_NORM_MODES = ("batch", "running")
 
 
 class Emitter:
@@ -259,6 +267,35 @@ def _as_input(t: Tensor) -> Tensor:
     return Tensor(t.name, t.shape, t.dtype, init)
 
 
+def _batch_statistics(graph: Graph) -> Graph:
+    """The forward graph with each NCHW batch_norm in training mode:
+    batch_norm_train on (x, gamma, beta), whose extra outputs (the batch's
+    mean and invstd) the backward pass reads. The running mean and var it no
+    longer reads are dropped (the step does not update them)."""
+    from dataclasses import replace
+    ops, stats = [], set()
+    for i in graph.order:
+        o = graph.ops[i]
+        attrs = dict(o.attrs)
+        if o.op == "batch_norm" and o.resolved.get("layout", "NCHW") == "NCHW":
+            stats.update(o.inputs[3:5])
+            y = o.outputs[0]
+            outs = [y, f"{y}/batch_mean", f"{y}/batch_invstd"]
+            attrs.pop("layout", None)
+            ops.append(Op(o.name, "batch_norm_train", list(o.inputs[:3]), outs, attrs,
+                          loc=o.loc))
+        else:
+            ops.append(Op(o.name, o.op, list(o.inputs), list(o.outputs), attrs, loc=o.loc))
+    if not stats:
+        return graph
+    still = {n for o in ops for n in o.inputs}
+    params = [t for t in graph.params if t.name not in stats or t.name in still]
+    out = replace(graph, ops=ops, params=params, shapes={}, order=[])
+    from hwtune.graph.validate import validate_graph
+    validate_graph(out)
+    return out
+
+
 def _prune(ops: List[Op], outputs: Sequence[str]) -> List[Op]:
     """Drop ops nothing reads (the forward softmax the fused loss replaces)."""
     needed = set(outputs)
@@ -278,9 +315,14 @@ def training_graph(graph: Graph, spec: Optional[TrainSpec] = None) -> Graph:
     if spec.optimizer not in OPTIMIZERS:
         fail("optimizer", f'unknown optimizer "{spec.optimizer}" (choose '
                           f'{", ".join(OPTIMIZERS)})')
+    if spec.batch_norm not in BATCH_NORM_MODES:
+        fail("batch_norm", f'unknown batch_norm mode "{spec.batch_norm}" (choose '
+                           f'{", ".join(BATCH_NORM_MODES)})')
     if not graph.order and graph.ops:
         from hwtune.graph.validate import validate_graph
         validate_graph(graph)
+    if spec.batch_norm == "batch":
+        graph = _batch_statistics(graph)
     e = Emitter(graph)
     inputs = [Tensor(t.name, t.shape, t.dtype, dict(t.init)) for t in graph.inputs]
     trainable = trainable_params(graph)

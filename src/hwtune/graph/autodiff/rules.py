@@ -224,6 +224,17 @@ def _batch_norm(e, op, dys, wants):
     return [dx, dgamma, dbeta, None, None]
 
 
+@rule("batch_norm_train")
+def _batch_norm_train(e, op, dys, wants):
+    """Batch statistics (training mode): dx also flows through the mean and
+    variance; the op's saved mean and invstd are not differentiated (nothing
+    but this rule reads them)."""
+    x, gamma, _ = op.inputs
+    _, mean, inv = op.outputs
+    dx, dgamma, dbeta = e.op("batch_norm_train_grad", [x, dys[0], gamma, mean, inv], n_out=3)
+    return [dx, dgamma, dbeta]
+
+
 @rule("concat")
 def _concat(e, op, dys, wants):
     axis = normalize_axis(op.resolved["axis"], len(_shape_of(e, op.outputs[0])))

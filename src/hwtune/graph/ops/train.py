@@ -317,6 +317,66 @@ register(OpSpec(
         "dbeta"))
 
 
+def _bn_train_infer(in_shapes, attrs, n_out):
+    x = in_shapes[0]
+    if len(x) < 2:
+        raise OpError(f"x needs a channel axis, got {show_shape(x)}", "inputs[0]")
+    for i in (1, 2):
+        if tuple(in_shapes[i]) != (x[1],):
+            raise OpError(f"must have shape [{x[1]}], got {show_shape(in_shapes[i])}",
+                          f"inputs[{i}]")
+    return [tuple(x), (x[1],), (x[1],)]
+
+
+def _bn_train_ref(arrays, attrs, n_out):
+    x, gamma, beta = _f64(*arrays)
+    shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
+    axes = (0,) + tuple(range(2, x.ndim))
+    mean = x.mean(axis=axes)
+    inv = 1.0 / np.sqrt(((x - mean.reshape(shape)) ** 2).mean(axis=axes) + attrs["epsilon"])
+    y = (x - mean.reshape(shape)) * (gamma * inv).reshape(shape) + beta.reshape(shape)
+    return [y.astype(np.float32), mean.astype(np.float32), inv.astype(np.float32)]
+
+
+register(OpSpec(
+    "batch_norm_train", ("x", "gamma", "beta"), 3, 3, _bn_train_infer, _bn_train_ref,
+    lambda ins, outs, attrs: 6 * numel(ins[0]),
+    attrs=[Attr("epsilon", "float", 1e-5, minimum=0.0, doc="added to the variance")],
+    n_outputs=3,
+    doc="batch_norm in training mode (PyTorch's model.train()): normalise an NCHW (or [N, C]) "
+        "x by its batch's mean and biased variance over N, H, W; outputs y, mean and "
+        "invstd = 1 / sqrt(var + epsilon) (kept for the backward pass)"))
+
+
+def _bn_train_grad_infer(in_shapes, attrs, n_out):
+    x = in_shapes[0]
+    _same(in_shapes[:2])
+    _bn_train_infer([x, in_shapes[2], in_shapes[3]], attrs, n_out)
+    if tuple(in_shapes[4]) != (x[1],):
+        raise OpError(f"must have shape [{x[1]}], got {show_shape(in_shapes[4])}", "inputs[4]")
+    return [tuple(x), (x[1],), (x[1],)]
+
+
+def _bn_train_grad_ref(arrays, attrs, n_out):
+    x, dy, gamma, mean, inv = _f64(*arrays)
+    shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
+    axes = (0,) + tuple(range(2, x.ndim))
+    m = x.size / x.shape[1]
+    xhat = (x - mean.reshape(shape)) * inv.reshape(shape)
+    db, dg = dy.sum(axis=axes), (dy * xhat).sum(axis=axes)
+    dx = (gamma * inv).reshape(shape) * (dy - (db / m).reshape(shape)
+                                         - xhat * (dg / m).reshape(shape))
+    return [dx.astype(np.float32), dg.astype(np.float32), db.astype(np.float32)]
+
+
+register(OpSpec(
+    "batch_norm_train_grad", ("x", "dy", "gamma", "mean", "invstd"), 5, 5,
+    _bn_train_grad_infer, _bn_train_grad_ref,
+    lambda ins, outs, attrs: 8 * numel(ins[0]), n_outputs=3,
+    doc="gradients of batch_norm_train from its saved mean and invstd: dx (through the batch "
+        "statistics), dgamma, dbeta"))
+
+
 # ---- movement -------------------------------------------------------------------
 
 def _slice_grad_infer(in_shapes, attrs, n_out):

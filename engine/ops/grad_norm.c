@@ -1,0 +1,127 @@
+/* batch_norm in training mode: batch_norm_train (the forward with the
+ * batch's statistics, which it also outputs for the backward pass) and
+ * batch_norm_train_grad, as src/hwtune/graph/ops/train.py defines them.
+ *
+ * Channels are independent, so threads take whole channels
+ * (hwt_ops_rows); each channel is N runs of H*W contiguous floats. Sums
+ * accumulate in double, as the reference does; the variance is a second
+ * pass over the centred values (exact where E[x^2] - E[x]^2 cancels for
+ * activations with a large mean). */
+#include <math.h>
+#include <stdlib.h>
+#include "ops_util.h"
+
+typedef struct {
+  int64_t batch, channels, inner;
+  double eps;
+} bnt_state;
+
+static int bnt_setup(hwt_op_ctx *ctx, int n_in, int n_out, const char *usage, char *err,
+                     size_t errlen) {
+  if (ctx->n_in != n_in || ctx->n_out != n_out) return hwt_ops_fail(err, errlen, ctx, usage);
+  const int x = hwt_ops_in(ctx, 0);
+  const int rank = hwt_graph_tensor_ndim(ctx->g, x);
+  const int64_t *xs = hwt_graph_tensor_shape(ctx->g, x);
+  if (rank < 2) return hwt_ops_fail(err, errlen, ctx, "x needs a channel axis");
+  for (int i = 1; i < n_in; i++) {
+    const int64_t want = n_in == 5 && i == 1 ? hwt_ops_numel(ctx->g, x) : xs[1];
+    if (hwt_ops_numel(ctx->g, hwt_ops_in(ctx, i)) != want)
+      return hwt_ops_fail(err, errlen, ctx, "inputs do not match x's channels");
+  }
+  bnt_state *s = malloc(sizeof *s);
+  if (!s) return HWT_ENOMEM;
+  s->batch = xs[0], s->channels = xs[1], s->inner = hwt_ops_prod(xs, 2, rank);
+  s->eps = hwt_ops_float(ctx, "epsilon", 1e-5);
+  ctx->state = s;
+  ctx->ws_floats = 0;
+  ctx->flops = 6.0 * (double)hwt_ops_numel(ctx->g, x);
+  return HWT_OK;
+}
+
+static int bnt_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
+  return bnt_setup(ctx, 3, 3, "batch_norm_train takes x, gamma, beta and outputs y, mean, invstd",
+                   err, errlen);
+}
+
+static int bntg_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
+  return bnt_setup(ctx, 5, 3,
+                   "batch_norm_train_grad takes x, dy, gamma, mean, invstd and outputs dx, "
+                   "dgamma, dbeta",
+                   err, errlen);
+}
+
+/* y = gamma (x - mean) invstd + beta with the biased variance over N, H, W
+ * (PyTorch's train-mode normalisation). */
+static void bnt_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
+  const bnt_state *s = ctx->state;
+  const float *x = ctx->in[0];
+  float *y = ctx->out[0];
+  const double m = (double)(s->batch * s->inner);
+  int64_t lo, hi;
+  hwt_ops_rows(s->channels, tid, nth, &lo, &hi);
+  for (int64_t c = lo; c < hi; c++) {
+    double sum = 0.0, sq = 0.0;
+    for (int64_t n = 0; n < s->batch; n++) {
+      const float *xc = x + (n * s->channels + c) * s->inner;
+      for (int64_t k = 0; k < s->inner; k++) sum += xc[k];
+    }
+    const double mean = sum / m;
+    for (int64_t n = 0; n < s->batch; n++) {
+      const float *xc = x + (n * s->channels + c) * s->inner;
+      for (int64_t k = 0; k < s->inner; k++) sq += (xc[k] - mean) * (xc[k] - mean);
+    }
+    const double inv = 1.0 / sqrt(sq / m + s->eps);
+    const double scale = ctx->in[1][c] * inv, shift = ctx->in[2][c] - mean * scale;
+    for (int64_t n = 0; n < s->batch; n++) {
+      const int64_t at = (n * s->channels + c) * s->inner;
+      for (int64_t k = 0; k < s->inner; k++) y[at + k] = (float)(x[at + k] * scale + shift);
+    }
+    ctx->out[1][c] = (float)mean;
+    ctx->out[2][c] = (float)inv;
+  }
+}
+
+/* xhat = (x - mean) invstd; dbeta = sum dy; dgamma = sum dy xhat;
+ * dx = gamma invstd (dy - dbeta / M - xhat dgamma / M), M = N H W. */
+static void bntg_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
+  const bnt_state *s = ctx->state;
+  const float *x = ctx->in[0], *dy = ctx->in[1];
+  const double m = (double)(s->batch * s->inner);
+  int64_t lo, hi;
+  hwt_ops_rows(s->channels, tid, nth, &lo, &hi);
+  for (int64_t c = lo; c < hi; c++) {
+    const double mean = ctx->in[3][c], inv = ctx->in[4][c];
+    double dg = 0.0, db = 0.0;
+    for (int64_t n = 0; n < s->batch; n++) {
+      const int64_t at = (n * s->channels + c) * s->inner;
+      for (int64_t k = 0; k < s->inner; k++) {
+        db += dy[at + k];
+        dg += dy[at + k] * ((x[at + k] - mean) * inv);
+      }
+    }
+    const double scale = ctx->in[2][c] * inv, mb = db / m, mg = dg / m;
+    for (int64_t n = 0; n < s->batch; n++) {
+      const int64_t at = (n * s->channels + c) * s->inner;
+      for (int64_t k = 0; k < s->inner; k++)
+        ctx->out[0][at + k] =
+            (float)(scale * (dy[at + k] - mb - (x[at + k] - mean) * inv * mg));
+    }
+    ctx->out[1][c] = (float)dg;
+    ctx->out[2][c] = (float)db;
+  }
+}
+
+static void bnt_release(hwt_op_ctx *ctx) {
+  free(ctx->state);
+  ctx->state = NULL;
+}
+
+static const hwt_op_impl GRAD_NORM[] = {
+    {"batch_norm_train", bnt_prepare, bnt_run, bnt_release},
+    {"batch_norm_train_grad", bntg_prepare, bntg_run, bnt_release},
+};
+
+const hwt_op_impl *hwt_ops_grad_norm(int *n) {
+  *n = (int)(sizeof GRAD_NORM / sizeof GRAD_NORM[0]);
+  return GRAD_NORM;
+}
