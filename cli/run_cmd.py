@@ -169,7 +169,9 @@ def run(model, executors, threads, scheduler, pin, iterations, warmup, trace_pat
         options = {"model": model, "graph_hash": graph_hash, "vars": overrides,
                    "config": cfg.to_json(), "config_source": resolved.source,
                    "iterations": iterations, "warmup": warmup, "trace": trace_path,
-                   "inputs": input_files or None}
+                   "inputs": input_files or None,
+                   "train": {"loss": loss, "optimizer": optimizer, "hyper": hyper or None}
+                   if train else None}
         result = run_model(db, host_key, run_graph, graph_hash, cfg, iterations=iterations,
                            warmup=warmup, trace=trace_path is not None, options=options,
                            kernel_variant=selected_isa(), config_id=config_id, check=check,

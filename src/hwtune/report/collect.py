@@ -242,7 +242,8 @@ def _snapshot(db, side: Side) -> dict:
     for e in checks:
         figs += results.check_figures(e)
     return {"side": side.to_json(), "host": _host(db, side.host_key), "scan": scan,
-            "models": models, "runs": runs, "checks": checks, "figures": figs}
+            "models": models, "runs": runs, "training": results.training_pairs(runs),
+            "checks": checks, "figures": figs}
 
 
 def _run_compare(db, values: Sequence[str]) -> Optional[dict]:
@@ -294,6 +295,7 @@ def build_report(db, *, host: Optional[str] = None, compare: Sequence[str] = (),
         "scan": main["scan"],
         "models": main["models"],
         "runs": main["runs"],
+        "training": main["training"],
         "checks": main["checks"],
         "figures": main["figures"],
         "history": _history(db, host_key, None),

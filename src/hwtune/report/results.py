@@ -3,11 +3,14 @@ every graph and the latest check of every suite, each with its history, and
 the key figures of any one stored run (what `--compare run:ID run:ID` puts
 side by side)."""
 
+import json
 from typing import Dict, List, Optional
 
 from hwtune.errors import UsageError
 from hwtune.report.figures import Figure, _fig, model_figures, scan_figures
 
+# hwtune.graph.autodiff names a model's training step "<model>.train".
+TRAIN_SUFFIX = ".train"
 # Entries of a run's or a check's history kept in the document (newest last);
 # older ones stay in results.db and in the history figures.
 MAX_HISTORY = 20
@@ -21,9 +24,14 @@ def _graph_measurement(db, run_id: int) -> Optional[dict]:
 def _run_entry(db, run: dict, m: dict) -> dict:
     check = db.facts(run["run_id"]).get("check")
     cfg = run["options"].get("config") or m["params"].get("config") or {}
+    train = run["options"].get("train")
+    if not train and str(m["op"]).endswith(TRAIN_SUFFIX):  # stored before runs recorded it
+        train = {}
     return {"run_id": run["run_id"], "started_at": run["started_at"],
             "hwtune_version": run["hwtune_version"], "status": run["status"],
             "model": m["op"], "model_path": run["options"].get("model"),
+            "vars": run["options"].get("vars") or {},
+            "train": train if isinstance(train, dict) else None,
             "graph_hash": m["params"].get("graph_hash"),
             "median_s": m["median_s"], "mad_s": m["mad_s"], "gflops": m["value"],
             "samples": m["n_samples"], "noisy": m["status"] == "noisy",
@@ -48,6 +56,32 @@ def run_results(db, host_key: str, until: Optional[str] = None) -> List[dict]:
             {k: e[k] for k in ("run_id", "started_at", "hwtune_version", "median_s", "mad_s",
                                "config_source")} for e in entries[-MAX_HISTORY:]]))
     return sorted(out, key=lambda e: (str(e["model"]), e["started_at"]))
+
+
+def training_pairs(runs: List[dict]) -> List[dict]:
+    """Each training step run (`run --train`) beside the forward pass of the
+    same model with the same --set values: the latest run of each, and the
+    step's time as a multiple of the forward's. A step whose forward pass
+    was never run stands alone (forward None)."""
+    def key(model, e):
+        return (model, json.dumps(e["vars"], sort_keys=True))
+
+    forward = {key(e["model"], e): e for e in runs if e["train"] is None}
+    out = []
+    for e in runs:
+        if e["train"] is None:
+            continue
+        name = e["model"][:-len(TRAIN_SUFFIX)] if e["model"].endswith(TRAIN_SUFFIX) \
+            else e["model"]
+        f = forward.get(key(name, e))
+        ratio = (e["median_s"] / f["median_s"]) if f and f["median_s"] else None
+        out.append({"model": name, "vars": e["vars"],
+                    "loss": e["train"].get("loss"), "optimizer": e["train"].get("optimizer"),
+                    "training": {k: e[k] for k in ("run_id", "median_s", "gflops", "noisy")},
+                    "forward": {k: f[k] for k in ("run_id", "median_s", "gflops", "noisy")}
+                    if f else None,
+                    "step_over_forward": None if ratio is None else round(ratio, 3)})
+    return sorted(out, key=lambda r: (str(r["model"]), json.dumps(r["vars"], sort_keys=True)))
 
 
 def _check_entry(run: dict, fact: dict) -> dict:

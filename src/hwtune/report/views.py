@@ -2,6 +2,7 @@
 grid, and a model's search convergence as chart series or as a sentence.
 Each format draws them its own way; what they contain is decided here once."""
 
+import json
 from typing import List, Tuple
 
 from hwtune.report.fmt import date, seconds, spark
@@ -62,6 +63,26 @@ def _run_notes(e: dict) -> str:
     return ", ".join(notes + (["noisy"] if e["noisy"] else [])) or "-"
 
 
+def _training_rows(pairs: List[dict]) -> List[list]:
+    """One row per training step; a model's --set values are shown only
+    where its steps differ in them (the whole set is in --format json)."""
+    differ = {}
+    for p in pairs:
+        for k, v in p["vars"].items():
+            differ.setdefault((p["model"], k), set()).add(json.dumps(v))
+    rows = []
+    for p in pairs:
+        f, t = p["forward"] or {}, p["training"]
+        shown = [f"{k}={v}" for k, v in sorted(p["vars"].items())
+                 if len(differ[(p["model"], k)]) > 1]
+        rows.append([" ".join([p["model"]] + shown),
+                     f"{p['loss'] or '?'}, {p['optimizer'] or '?'}",
+                     seconds(f["median_s"]) if f else "not run", seconds(t["median_s"]),
+                     "-" if p["step_over_forward"] is None else f"{p['step_over_forward']:.2f}x",
+                     f"{f['run_id']}, {t['run_id']}" if f else str(t["run_id"])])
+    return rows
+
+
 def results_tables(doc: dict) -> List[Tuple[str, List[str], List[list]]]:
     """The latest `hwtune run` of each graph and `hwtune check` of each
     suite, as (title, header, rows) tables; the trend column is the history
@@ -76,6 +97,11 @@ def results_tables(doc: dict) -> List[Tuple[str, List[str], List[list]]]:
                       "-" if e["gflops"] is None else f"{e['gflops']:.2f}",
                       _run_notes(e), e["runs"],
                       spark([h["median_s"] for h in e["history"]][-12:])] for e in runs]))
+    pairs = doc.get("training") or []
+    if pairs:
+        out.append(("Training steps beside forward passes (latest `run --train` and `run`)",
+                    ["model", "loss, optimizer", "forward", "step", "step / forward",
+                     "run ids"], _training_rows(pairs)))
     checks = doc.get("checks") or []
     if checks:
         out.append((f"Latest check of {len(checks)} suite{'s' if len(checks) != 1 else ''}",
