@@ -69,6 +69,7 @@ def test_a_step_runs_under_every_scheduler(sched, ex, th):
 
 @pytest.mark.parametrize("name,overrides,loss,opt", [
     ("lstm_small", {"seq": 4, "layers": 2, "batch": 16}, "mse", "sgd"),
+    ("phased_lstm_small", {"seq": 4, "layers": 2, "batch": 16}, "mse", "sgd"),
     ("pathnet_small", {"batch": 8, "image": 16}, "cross_entropy", "sgd"),
     ("pathnet_small", {"batch": 8, "image": 16}, "cross_entropy", "adam"),
 ])
@@ -82,3 +83,20 @@ def test_twenty_steps_follow_pytorch(name, overrides, loss, opt):
     assert ours[-1] < ours[0]
     for k, (a, b) in enumerate(zip(ours, theirs)):
         assert a == pytest.approx(b, rel=1e-2), f"step {k}: {a} vs PyTorch {b}"
+
+
+def test_run_train_of_phased_lstm_checks_its_outputs(tmp_path):
+    """`hwtune run phased_lstm_small --train`: the step (minimum, maximum and
+    mod differentiated) runs on the engine and its outputs match the
+    reference (--check)."""
+    import json
+    import subprocess
+    import sys
+    proc = subprocess.run(
+        [sys.executable, "-m", "hwtune.cli.main", "run", "phased_lstm_small", "--train",
+         "--set", "seq=3", "--set", "layers=2", "--set", "batch=8", "--check",
+         "--iterations", "2", "--json", "--db", str(tmp_path / "r.db")],
+        capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["model"] == "phased-lstm-small.train" and doc["check"]["ok"] is True
