@@ -1,6 +1,7 @@
-/* batch_norm in training mode: batch_norm_train (the forward with the
- * batch's statistics, which it also outputs for the backward pass) and
- * batch_norm_train_grad, as src/hwtune/graph/ops/train.py defines them.
+/* batch_norm's training ops: batch_norm_train (the forward with the batch's
+ * statistics, which it also outputs for the backward pass) and
+ * batch_norm_train_grad, and batch_norm_grad (the gradient with fixed,
+ * running statistics), as src/hwtune/graph/ops/train.py defines them.
  *
  * Channels are independent, so threads take whole channels
  * (hwt_ops_rows); each channel is N runs of H*W contiguous floats. Sums
@@ -16,8 +17,9 @@ typedef struct {
   double eps;
 } bnt_state;
 
-static int bnt_setup(hwt_op_ctx *ctx, int n_in, int n_out, const char *usage, char *err,
-                     size_t errlen) {
+/* flops: per element of x. */
+static int bnt_setup(hwt_op_ctx *ctx, int n_in, int n_out, double flops, const char *usage,
+                     char *err, size_t errlen) {
   if (ctx->n_in != n_in || ctx->n_out != n_out) return hwt_ops_fail(err, errlen, ctx, usage);
   const int x = hwt_ops_in(ctx, 0);
   const int rank = hwt_graph_tensor_ndim(ctx->g, x);
@@ -34,17 +36,18 @@ static int bnt_setup(hwt_op_ctx *ctx, int n_in, int n_out, const char *usage, ch
   s->eps = hwt_ops_float(ctx, "epsilon", 1e-5);
   ctx->state = s;
   ctx->ws_floats = 0;
-  ctx->flops = 6.0 * (double)hwt_ops_numel(ctx->g, x);
+  ctx->flops = flops * (double)hwt_ops_numel(ctx->g, x);
   return HWT_OK;
 }
 
 static int bnt_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
-  return bnt_setup(ctx, 3, 3, "batch_norm_train takes x, gamma, beta and outputs y, mean, invstd",
-                   err, errlen);
+  return bnt_setup(ctx, 3, 3, 6.0,
+                   "batch_norm_train takes x, gamma, beta and outputs y, mean, invstd", err,
+                   errlen);
 }
 
 static int bntg_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
-  return bnt_setup(ctx, 5, 3,
+  return bnt_setup(ctx, 5, 3, 8.0,
                    "batch_norm_train_grad takes x, dy, gamma, mean, invstd and outputs dx, "
                    "dgamma, dbeta",
                    err, errlen);
@@ -111,6 +114,36 @@ static void bntg_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
   }
 }
 
+static int bng_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
+  return bnt_setup(ctx, 5, 3, 5.0, "batch_norm_grad takes x, dy, gamma, mean, var", err,
+                   errlen);
+}
+
+/* Fixed statistics: dx = dy gamma / sqrt(var + eps), dgamma = sum dy xhat,
+ * dbeta = sum dy. */
+static void bng_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
+  const bnt_state *s = ctx->state;
+  const float *x = ctx->in[0], *dy = ctx->in[1];
+  int64_t lo, hi;
+  hwt_ops_rows(s->channels, tid, nth, &lo, &hi);
+  for (int64_t c = lo; c < hi; c++) {
+    const double inv = 1.0 / sqrt((double)ctx->in[4][c] + s->eps), mean = ctx->in[3][c];
+    const float scale = (float)(ctx->in[2][c] * inv);
+    double dg = 0.0, db = 0.0;
+    for (int64_t n = 0; n < s->batch; n++) {
+      const int64_t at = (n * s->channels + c) * s->inner;
+      for (int64_t k = 0; k < s->inner; k++) {
+        const double d = dy[at + k];
+        dg += d * (((double)x[at + k] - mean) * inv);
+        db += d;
+        ctx->out[0][at + k] = dy[at + k] * scale;
+      }
+    }
+    ctx->out[1][c] = (float)dg;
+    ctx->out[2][c] = (float)db;
+  }
+}
+
 static void bnt_release(hwt_op_ctx *ctx) {
   free(ctx->state);
   ctx->state = NULL;
@@ -119,6 +152,7 @@ static void bnt_release(hwt_op_ctx *ctx) {
 static const hwt_op_impl GRAD_NORM[] = {
     {"batch_norm_train", bnt_prepare, bnt_run, bnt_release},
     {"batch_norm_train_grad", bntg_prepare, bntg_run, bnt_release},
+    {"batch_norm_grad", bng_prepare, bng_run, bnt_release},
 };
 
 const hwt_op_impl *hwt_ops_grad_norm(int *n) {

@@ -1,5 +1,5 @@
 /* Training ops that reduce or scatter: reduce_sum, softmax_grad,
- * batch_norm_grad, slice_grad, pool2d_grad and the fused losses
+ * slice_grad, pool2d_grad and the fused losses
  * softmax_cross_entropy and mse_loss, as src/hwtune/graph/ops/train.py
  * defines them. Sums accumulate in double, as the reference does.
  *
@@ -218,53 +218,6 @@ static void mse_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
   ctx->out[0][0] = (float)(sum / (double)n);
 }
 
-/* ---- batch_norm_grad: channels are independent ---------------------------- */
-
-typedef struct {
-  int64_t batch, channels, inner;
-  double eps;
-} bng_state;
-
-static int bng_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
-  if (ctx->n_in != 5 || ctx->n_out != 3)
-    return hwt_ops_fail(err, errlen, ctx, "batch_norm_grad takes x, dy, gamma, mean, var");
-  int x = hwt_ops_in(ctx, 0);
-  const int rank = hwt_graph_tensor_ndim(ctx->g, x);
-  const int64_t *xs = hwt_graph_tensor_shape(ctx->g, x);
-  if (rank < 2) return hwt_ops_fail(err, errlen, ctx, "x needs a channel axis");
-  bng_state *s = malloc(sizeof *s);
-  if (!s) return HWT_ENOMEM;
-  s->batch = xs[0], s->channels = xs[1], s->inner = hwt_ops_prod(xs, 2, rank);
-  s->eps = hwt_ops_float(ctx, "epsilon", 1e-5);
-  ctx->state = s;
-  ctx->ws_floats = 0;
-  ctx->flops = 5.0 * (double)hwt_ops_numel(ctx->g, x);
-  return HWT_OK;
-}
-
-static void bng_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
-  const bng_state *s = ctx->state;
-  const float *x = ctx->in[0], *dy = ctx->in[1];
-  int64_t lo, hi;
-  hwt_ops_rows(s->channels, tid, nth, &lo, &hi);
-  for (int64_t c = lo; c < hi; c++) {
-    const double inv = 1.0 / sqrt((double)ctx->in[4][c] + s->eps), mean = ctx->in[3][c];
-    const float scale = (float)(ctx->in[2][c] * inv);
-    double dg = 0.0, db = 0.0;
-    for (int64_t n = 0; n < s->batch; n++) {
-      const int64_t at = (n * s->channels + c) * s->inner;
-      for (int64_t k = 0; k < s->inner; k++) {
-        const double d = dy[at + k];
-        dg += d * (((double)x[at + k] - mean) * inv);
-        db += d;
-        ctx->out[0][at + k] = dy[at + k] * scale;
-      }
-    }
-    ctx->out[1][c] = (float)dg;
-    ctx->out[2][c] = (float)db;
-  }
-}
-
 /* ---- slice_grad: rows of the padded output, copied or zeroed --------------- */
 
 typedef struct {
@@ -391,7 +344,6 @@ static const hwt_op_impl GRAD_REDUCE[] = {
     {"softmax_grad", smg_prepare, smg_run, gr_release},
     {"softmax_cross_entropy", loss_prepare, xent_run, gr_release},
     {"mse_loss", loss_prepare, mse_run, gr_release},
-    {"batch_norm_grad", bng_prepare, bng_run, gr_release},
     {"slice_grad", sg_prepare, sg_run, gr_release},
     {"pool2d_grad", pg_prepare, pg_run, gr_release},
 };

@@ -96,9 +96,9 @@ HWT_API const hwt_op_impl *hwt_ops_rnn(int *n);      /* lstm_cell */
  * differentiation emits, the fused losses and the optimizer updates. */
 HWT_API const hwt_op_impl *hwt_ops_grad_pointwise(int *n); /* *_grad, sgd/adam */
 HWT_API const hwt_op_impl *hwt_ops_grad_reduce(int *n);    /* reduce_sum, softmax_grad, losses,
-                                                              batch_norm/slice/pool2d_grad */
+                                                              slice/pool2d_grad */
 HWT_API const hwt_op_impl *hwt_ops_grad_conv(int *n);      /* conv2d_grad_weight/_data */
-HWT_API const hwt_op_impl *hwt_ops_grad_norm(int *n);      /* batch_norm_train(_grad) */
+HWT_API const hwt_op_impl *hwt_ops_grad_norm(int *n);      /* batch_norm_train(_grad), _grad */
 /* Not part of the library: a test program may define it to add its own op
  * types (looked up after every real family). */
 HWT_API const hwt_op_impl *hwt_ops_test(int *n);
