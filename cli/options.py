@@ -139,6 +139,12 @@ def train_options(f):
                              "update: `hwtune model grad`) instead of its forward pass")(f)
 
 
+def train_record(train: bool, loss: str, optimizer: str, hyper):
+    """What a run records of --train (the report pairs the step with the
+    model's forward pass by it): None for a forward pass."""
+    return {"loss": loss, "optimizer": optimizer, "hyper": hyper or None} if train else None
+
+
 def training_step(graph, loss: str, optimizer: str, hyper):
     from hwtune.graph.autodiff import TrainSpec, training_graph
     return training_graph(graph, TrainSpec(loss=loss, optimizer=optimizer, hyper=hyper or None))

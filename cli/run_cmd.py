@@ -8,8 +8,9 @@ from dataclasses import replace
 
 import click
 
-from hwtune.cli.options import (training_step, train_options, db_option, example, json_option, parse_overrides,
-                                scheduler_option, shape_option)
+from hwtune.cli.options import (db_option, example, json_option, parse_overrides,
+                                scheduler_option, shape_option, train_options, train_record,
+                                training_step)
 from hwtune.errors import UsageError
 
 
@@ -170,8 +171,7 @@ def run(model, executors, threads, scheduler, pin, iterations, warmup, trace_pat
                    "config": cfg.to_json(), "config_source": resolved.source,
                    "iterations": iterations, "warmup": warmup, "trace": trace_path,
                    "inputs": input_files or None,
-                   "train": {"loss": loss, "optimizer": optimizer, "hyper": hyper or None}
-                   if train else None}
+                   "train": train_record(train, loss, optimizer, hyper)}
         result = run_model(db, host_key, run_graph, graph_hash, cfg, iterations=iterations,
                            warmup=warmup, trace=trace_path is not None, options=options,
                            kernel_variant=selected_isa(), config_id=config_id, check=check,

@@ -7,7 +7,7 @@ import sys
 import click
 
 from hwtune.cli.options import (db_option, example, json_option, parse_overrides, shape_option,
-                                 train_options, training_step)
+                                 train_options, train_record, training_step)
 
 
 def _only(ctx, param, value):
@@ -93,7 +93,8 @@ def tune_graph(model, budget_s, plan_only, trials, only, search, reps, storage, 
             host_key = db.upsert_host(machine.fingerprint())
             graph_hash = db.put_graph(graph.to_json())
             res = run_tuning(db, host_key, graph, graph_hash, opts, cpus=cpus,
-                             model_path=model, progress=progress, on_plan=on_plan)
+                             model_path=model, progress=progress, on_plan=on_plan,
+                             run_options={"vars": overrides or {}, "train": train_record(train, loss, optimizer, hyper)})
             db_file = str(db.path)
 
     doc = {"model": graph.name, "graph_hash": graph_hash, "ops": len(graph.ops), "db": db_file}

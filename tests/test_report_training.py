@@ -1,6 +1,7 @@
 """Training steps in `hwtune report`: the latest `run --train` of a model
-beside the latest forward `run` of the same model and --set values, in
-every format (terminal, markdown, HTML, JSON), with real runs on the engine."""
+beside the latest forward `run` of the same model and --set values, and the
+latest `tune-graph --train` beside the latest forward tuning, in every
+format (terminal, markdown, HTML, JSON), with real runs on the engine."""
 
 import json
 import os
@@ -15,6 +16,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LSTM = [os.path.join(ROOT, "configs", "models", "lstm_small.json"), "--set", "seq=3",
         "--set", "hidden=32", "--set", "batch=4", "--set", "layers=2"]
 TITLE = "Training steps beside forward passes"
+TUNED = "Tuned training steps beside tuned forward passes"
 
 
 def hwtune(*args, db):
@@ -38,6 +40,8 @@ def db(tmp_path_factory):
     fwd = run_id(*LSTM, db=path)
     step = run_id(*LSTM, "--train", "--loss", "mse", "--optimizer", "adam", db=path)
     alone = run_id(*LSTM[:-2], "--set", "layers=1", "--train", "--loss", "mse", db=path)
+    for extra in ((), ("--train", "--loss", "mse")):  # the sweep alone: a quick tuning
+        hwtune("tune-graph", *LSTM, *extra, "--only", "sweep", "--reps", "3", db=path)
     with ResultsDB.open(path) as d:
         host = d.hosts()[0]["host_key"]
     return path, host, fwd, step, alone
@@ -51,7 +55,7 @@ def _median(path, run):
 def test_training_steps_sit_beside_their_forward_pass(db):
     path, host, fwd, step, alone = db
     doc = json.loads(hwtune("report", "--json", "--host", host, db=path).stdout)
-    pairs = {json.dumps(p["vars"], sort_keys=True): p for p in doc["training"]}
+    pairs = {json.dumps(p["vars"], sort_keys=True): p for p in doc["training"]["runs"]}
     assert len(pairs) == 2
     both = next(p for p in pairs.values() if p["forward"])
     assert both["model"] == "lstm-small" and both["vars"]["layers"] == 2
@@ -65,18 +69,31 @@ def test_training_steps_sit_beside_their_forward_pass(db):
     assert (lone["loss"], lone["optimizer"]) == ("mse", "sgd")
 
 
+def test_tuned_training_step_sits_beside_the_tuned_forward_pass(db):
+    path, host, *_ = db
+    doc = json.loads(hwtune("report", "--json", "--host", host, db=path).stdout)
+    (pair,) = doc["training"]["tuned"]
+    assert pair["model"] == "lstm-small" and (pair["loss"], pair["optimizer"]) == ("mse", "sgd")
+    models = {m["run_id"]: m for m in doc["models"]}
+    fwd, step = models[pair["forward"]["run_id"]], models[pair["training"]["run_id"]]
+    assert fwd["train"] is None and step["model"] == "lstm-small.train"
+    assert pair["training"]["tuned_s"] == step["tuned"]["median_s"]
+    assert pair["step_over_forward"] == pytest.approx(
+        step["tuned"]["median_s"] / fwd["tuned"]["median_s"], abs=1e-3)
+
+
 def test_every_format_shows_the_training_table(db):
     path, host, fwd, step, alone = db
     text = hwtune("report", "--host", host, db=path).stdout
-    assert TITLE in text and "mse, adam" in text and "not run" in text
+    assert TITLE in text and "mse, adam" in text and "not run" in text and TUNED in text
     md = hwtune("report", "--host", host, "--format", "markdown", db=path).stdout
-    assert f"## {TITLE}" in md
+    assert f"## {TITLE}" in md and f"## {TUNED}" in md
     row = next(line for line in md.splitlines() if "mse, adam" in line)
     assert f"{fwd}, {step}" in row and "x |" in row
     html = path.parent / "r.html"
     hwtune("report", "--host", host, "--format", "html", "-o", str(html), db=path)
     page = html.read_text()
-    assert TITLE in page and "mse, adam" in page
+    assert TITLE in page and TUNED in page and "mse, adam" in page
 
 
 def test_a_run_records_that_it_ran_the_training_step(db):

@@ -381,10 +381,12 @@ def _stage_hillclimb(ctx: TuneContext, graph, cfg: EngineConfig, report: StageRe
 
 def tune_graph(db, host_key: str, graph, graph_hash: str, opts: TuneOptions, *,
                cpus: Sequence[int], model_path: str = "", progress: Optional[Progress] = None,
-               on_plan=None):
+               on_plan=None, run_options: Optional[dict] = None):
     """Tune graph; returns its TuneResult, or with opts.plan_only the Plan
     (the probe is its only measurement; nothing is stored). on_plan(plan):
-    called once before the first stage (a progress bar's total)."""
+    called once before the first stage (a progress bar's total).
+    run_options: recorded with the run besides the tuning options (the
+    command's --set values, the training step's loss and optimizer)."""
     from hwtune.engine.effective import effective_graph
     from hwtune.engine.lowered import lowered_doc
 
@@ -407,8 +409,8 @@ def tune_graph(db, host_key: str, graph, graph_hash: str, opts: TuneOptions, *,
         progress("plan", line)
     if on_plan is not None:
         on_plan(plan)
-    run_id = db.start_run(host_key, "tune", dict(opts.recorded(), model=model_path,
-                                                 graph_hash=graph_hash))
+    run_id = db.start_run(host_key, "tune", dict(opts.recorded(), **(run_options or {}),
+                                                 model=model_path, graph_hash=graph_hash))
     ctx.run_id = run_id
     sweep_item = plan.item("sweep", "executors x threads")
     if opts.budget_s is not None:

@@ -151,6 +151,8 @@ def _model(db, run: dict, summary: dict, until: Optional[str]) -> dict:
     return {
         "model": summary.get("model") or run["options"].get("model"),
         "model_path": run["options"].get("model"),
+        "vars": run["options"].get("vars") or {},
+        "train": results.train_of(run["options"], summary.get("model") or ""),
         "graph_hash": gh,
         "run_id": run["run_id"],
         "started_at": run["started_at"],
@@ -242,7 +244,8 @@ def _snapshot(db, side: Side) -> dict:
     for e in checks:
         figs += results.check_figures(e)
     return {"side": side.to_json(), "host": _host(db, side.host_key), "scan": scan,
-            "models": models, "runs": runs, "training": results.training_pairs(runs),
+            "models": models, "runs": runs,
+            "training": {"runs": results.run_pairs(runs), "tuned": results.tuned_pairs(models)},
             "checks": checks, "figures": figs}
 
 

@@ -4,7 +4,7 @@ the key figures of any one stored run (what `--compare run:ID run:ID` puts
 side by side)."""
 
 import json
-from typing import Dict, List, Optional
+from typing import Callable, Dict, List, Optional
 
 from hwtune.errors import UsageError
 from hwtune.report.figures import Figure, _fig, model_figures, scan_figures
@@ -24,14 +24,11 @@ def _graph_measurement(db, run_id: int) -> Optional[dict]:
 def _run_entry(db, run: dict, m: dict) -> dict:
     check = db.facts(run["run_id"]).get("check")
     cfg = run["options"].get("config") or m["params"].get("config") or {}
-    train = run["options"].get("train")
-    if not train and str(m["op"]).endswith(TRAIN_SUFFIX):  # stored before runs recorded it
-        train = {}
     return {"run_id": run["run_id"], "started_at": run["started_at"],
             "hwtune_version": run["hwtune_version"], "status": run["status"],
             "model": m["op"], "model_path": run["options"].get("model"),
             "vars": run["options"].get("vars") or {},
-            "train": train if isinstance(train, dict) else None,
+            "train": train_of(run["options"], m["op"]),
             "graph_hash": m["params"].get("graph_hash"),
             "median_s": m["median_s"], "mad_s": m["mad_s"], "gflops": m["value"],
             "samples": m["n_samples"], "noisy": m["status"] == "noisy",
@@ -58,30 +55,55 @@ def run_results(db, host_key: str, until: Optional[str] = None) -> List[dict]:
     return sorted(out, key=lambda e: (str(e["model"]), e["started_at"]))
 
 
-def training_pairs(runs: List[dict]) -> List[dict]:
-    """Each training step run (`run --train`) beside the forward pass of the
-    same model with the same --set values: the latest run of each, and the
-    step's time as a multiple of the forward's. A step whose forward pass
-    was never run stands alone (forward None)."""
+def train_of(options: dict, model: str) -> Optional[dict]:
+    """What a run recorded of --train (loss, optimizer), {} for a training
+    step stored before runs recorded it (its graph is "<model>.train"), None
+    for a forward pass."""
+    train = options.get("train")
+    if not train and str(model).endswith(TRAIN_SUFFIX):
+        return {}
+    return train if isinstance(train, dict) else None
+
+
+def training_pairs(entries: List[dict], fields: Callable[[dict], dict],
+                   seconds: str) -> List[dict]:
+    """Each training step (entries with a `train` record) beside the forward
+    pass of the same model with the same --set values, both the latest of
+    their kind; entries carry model, vars and train. fields(entry): what a
+    side shows; seconds: the field the step / forward ratio divides. A step
+    whose forward pass is not stored stands alone (forward None)."""
     def key(model, e):
         return (model, json.dumps(e["vars"], sort_keys=True))
 
-    forward = {key(e["model"], e): e for e in runs if e["train"] is None}
+    forward = {key(e["model"], e): e for e in entries if e["train"] is None}
     out = []
-    for e in runs:
+    for e in entries:
         if e["train"] is None:
             continue
         name = e["model"][:-len(TRAIN_SUFFIX)] if e["model"].endswith(TRAIN_SUFFIX) \
             else e["model"]
-        f = forward.get(key(name, e))
-        ratio = (e["median_s"] / f["median_s"]) if f and f["median_s"] else None
+        f, t = forward.get(key(name, e)), fields(e)
+        fw = fields(f) if f else None
+        ratio = t[seconds] / fw[seconds] if fw and fw[seconds] and t[seconds] else None
         out.append({"model": name, "vars": e["vars"],
                     "loss": e["train"].get("loss"), "optimizer": e["train"].get("optimizer"),
-                    "training": {k: e[k] for k in ("run_id", "median_s", "gflops", "noisy")},
-                    "forward": {k: f[k] for k in ("run_id", "median_s", "gflops", "noisy")}
-                    if f else None,
+                    "training": t, "forward": fw,
                     "step_over_forward": None if ratio is None else round(ratio, 3)})
     return sorted(out, key=lambda r: (str(r["model"]), json.dumps(r["vars"], sort_keys=True)))
+
+
+def run_pairs(runs: List[dict]) -> List[dict]:
+    """`run --train` beside `run`: latencies of the latest runs."""
+    return training_pairs(runs, lambda e: {k: e[k] for k in ("run_id", "median_s", "gflops",
+                                                            "noisy")}, "median_s")
+
+
+def tuned_pairs(models: List[dict]) -> List[dict]:
+    """`tune-graph --train` beside `tune-graph`: tuned latencies (the step
+    over the forward pass, both tuned) and each side's tuning speedup."""
+    return training_pairs(models, lambda m: {
+        "run_id": m["run_id"], "default_s": m["default"].get("median_s"),
+        "tuned_s": m["tuned"].get("median_s"), "speedup": m.get("speedup")}, "tuned_s")
 
 
 def _check_entry(run: dict, fact: dict) -> dict:

@@ -63,24 +63,55 @@ def _run_notes(e: dict) -> str:
     return ", ".join(notes + (["noisy"] if e["noisy"] else [])) or "-"
 
 
-def _training_rows(pairs: List[dict]) -> List[list]:
-    """One row per training step; a model's --set values are shown only
-    where its steps differ in them (the whole set is in --format json)."""
+def _shown_vars(pairs: List[dict]):
+    """A model's --set values are shown only where its steps differ in them
+    (the whole set is in --format json)."""
     differ = {}
     for p in pairs:
         for k, v in p["vars"].items():
             differ.setdefault((p["model"], k), set()).add(json.dumps(v))
-    rows = []
-    for p in pairs:
-        f, t = p["forward"] or {}, p["training"]
-        shown = [f"{k}={v}" for k, v in sorted(p["vars"].items())
-                 if len(differ[(p["model"], k)]) > 1]
-        rows.append([" ".join([p["model"]] + shown),
-                     f"{p['loss'] or '?'}, {p['optimizer'] or '?'}",
-                     seconds(f["median_s"]) if f else "not run", seconds(t["median_s"]),
-                     "-" if p["step_over_forward"] is None else f"{p['step_over_forward']:.2f}x",
-                     f"{f['run_id']}, {t['run_id']}" if f else str(t["run_id"])])
-    return rows
+    return lambda p: " ".join([p["model"]] + [f"{k}={v}" for k, v in sorted(p["vars"].items())
+                                              if len(differ[(p["model"], k)]) > 1])
+
+
+def _ratio(v) -> str:
+    return "-" if v is None else f"{v:.2f}x"
+
+
+def _run_pair_rows(pairs: List[dict]) -> List[list]:
+    name = _shown_vars(pairs)
+    return [[name(p), f"{p['loss'] or '?'}, {p['optimizer'] or '?'}",
+             seconds(p["forward"]["median_s"]) if p["forward"] else "not run",
+             seconds(p["training"]["median_s"]), _ratio(p["step_over_forward"]),
+             (f"{p['forward']['run_id']}, " if p["forward"] else "")
+             + str(p["training"]["run_id"])] for p in pairs]
+
+
+def _tuned_pair_rows(pairs: List[dict]) -> List[list]:
+    name = _shown_vars(pairs)
+    # narrower than the runs' table: the step's own default-vs-tuned speedup
+    # is in its tuned model's section and in --format json
+    return [[f"{name(p)} ({p['loss'] or '?'}, {p['optimizer'] or '?'})",
+             seconds(p["forward"]["tuned_s"]) if p["forward"] else "not tuned",
+             seconds(p["training"]["default_s"]), seconds(p["training"]["tuned_s"]),
+             _ratio(p["step_over_forward"])] for p in pairs]
+
+
+def training_tables(doc: dict) -> List[Tuple[str, List[str], List[list]]]:
+    """Training steps beside forward passes: the latest `run --train` and
+    `run`, and the latest `tune-graph --train` and `tune-graph`."""
+    training = doc.get("training") or {}
+    out = []
+    if training.get("runs"):
+        out.append(("Training steps beside forward passes (latest `run --train` and `run`)",
+                    ["model", "loss, optimizer", "forward", "step", "step / forward",
+                     "run ids"], _run_pair_rows(training["runs"])))
+    if training.get("tuned"):
+        out.append(("Tuned training steps beside tuned forward passes (`tune-graph --train`)",
+                    ["model (loss, optimizer)", "forward tuned", "step default", "step tuned",
+                     "step / forward"],
+                    _tuned_pair_rows(training["tuned"])))
+    return out
 
 
 def results_tables(doc: dict) -> List[Tuple[str, List[str], List[list]]]:
@@ -97,11 +128,7 @@ def results_tables(doc: dict) -> List[Tuple[str, List[str], List[list]]]:
                       "-" if e["gflops"] is None else f"{e['gflops']:.2f}",
                       _run_notes(e), e["runs"],
                       spark([h["median_s"] for h in e["history"]][-12:])] for e in runs]))
-    pairs = doc.get("training") or []
-    if pairs:
-        out.append(("Training steps beside forward passes (latest `run --train` and `run`)",
-                    ["model", "loss, optimizer", "forward", "step", "step / forward",
-                     "run ids"], _training_rows(pairs)))
+    out += training_tables(doc)
     checks = doc.get("checks") or []
     if checks:
         out.append((f"Latest check of {len(checks)} suite{'s' if len(checks) != 1 else ''}",
