@@ -4,7 +4,7 @@ eager (loss.backward() + torch.optim.SGD) on the same weights and batch.
 
 Run with the installed package:
     python benchmarks/bench_train.py [--db results.db] [--reps 5] [--threads 2]
-        [--only lstm_medium,pathnet_medium,resnet18] [--resnet-batch 16]
+        [--only lstm_medium,pathnet_medium,phased_lstm_medium,resnet18] [--resnet-batch 16]
 (PyTorch is a benchmark-only dependency: pip install torch)
 
 hwtune runs each training graph with the config `hwtune run --train` would
@@ -38,6 +38,8 @@ LOSS_RTOL = 1e-3
 MODELS = {  # name: (overrides, loss)
     "lstm_medium": ({}, "mse"),
     "pathnet_medium": ({}, "cross_entropy"),
+    # Graphi's PhasedLSTM (its time gate: minimum, maximum, mod)
+    "phased_lstm_medium": ({}, "mse"),
     "resnet18": ({"batch": 16}, "cross_entropy"),
 }
 
