@@ -177,13 +177,20 @@ def test_batch_norm_trains_on_batch_statistics_by_default():
     g = one_op("batch_norm", [(2, 3, 2, 2), (3,), (3,), (3,), (3,)], {}, {4: POS})
     t = training_graph(g, TrainSpec(loss="mse", optimizer="sgd"))
     assert [o.op for o in t.ops if o.op.startswith("batch_norm")] == [
-        "batch_norm_train", "batch_norm_train_grad"]
-    assert not t.params  # the running mean and var are not read
+        "batch_norm_train", "batch_norm_train_grad", "batch_norm_stats_update"]
+    # the running mean and var are state of the step, updated as PyTorch does
+    assert not t.params and {"p3", "p4"} <= {i.name for i in t.inputs}
+    assert {"p3.new", "p4.new"} <= set(t.outputs)
     # the output is normalised by the batch: per channel mean 0, variance ~1
     x = np.random.default_rng(0).uniform(-2, 5, (2, 3, 2, 2)).astype(np.float32)
     y = run_reference(t, inputs={**init_inputs(t), "p0": x,
                                  "p1": np.ones(3, np.float32), "p2": np.zeros(3, np.float32)})
     assert y["loss"][0] == pytest.approx(1.0, rel=1e-4)  # mse against zero targets
+    m = 2 * 2 * 2  # elements per channel
+    mean, var = x.mean(axis=(0, 2, 3)), x.var(axis=(0, 2, 3)) * m / (m - 1)
+    values = init_inputs(t)
+    np.testing.assert_allclose(y["p3.new"], 0.9 * values["p3"] + 0.1 * mean, rtol=1e-5)
+    np.testing.assert_allclose(y["p4.new"], 0.9 * values["p4"] + 0.1 * var, rtol=1e-4)
 
 
 def test_unknown_batch_norm_mode_is_a_clear_error():

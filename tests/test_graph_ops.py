@@ -519,7 +519,7 @@ TESTED = set(UNARY_ORACLES) | set(BINARY_ORACLES) | {
     # training ops: their references are checked by gradient checks
     # (tests/test_autodiff.py) and oracle-tested in C (tests/test_train_ops.py)
     "relu_grad", "sigmoid_grad", "tanh_grad", "abs_grad", "minimum_grad", "maximum_grad",
-    "batch_norm_train", "batch_norm_train_grad", "reduce_sum", "softmax_grad",
+    "batch_norm_train", "batch_norm_train_grad", "batch_norm_stats_update", "reduce_sum", "softmax_grad",
     "conv2d_grad_data", "conv2d_grad_weight", "pool2d_grad", "batch_norm_grad", "slice_grad",
     "softmax_cross_entropy", "mse_loss", "sgd_update", "adam_update"}
 

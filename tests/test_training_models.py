@@ -46,12 +46,16 @@ def test_gradients_match_pytorch_autograd(name, overrides, loss, bn):
     got = engine_outputs(t, values, threads=2, scheduler="sequential")
     peer = TorchTrainer(g, t, values, threads=1, dtype="float64")
     want = peer.gradients()
+    stats = {n: w.numpy().copy() for n, w in peer.stats.items()}  # after one model.train() pass
     assert float(got["loss"][0]) == pytest.approx(float(peer.loss().detach()), rel=1e-4)
     assert set(want) == {o[:-len(".grad")] for o in t.outputs if o.endswith(".grad")}
     for p, w in want.items():
         scale = max(float(np.abs(w).max()), 1e-12)
         err = float(np.abs(got[f"{p}.grad"] - w).max()) / scale
         assert err <= 1e-4, f"{p}: max error {err:.2e} of the gradient's scale"
+    for n, w in stats.items():  # the running statistics the step leaves
+        if f"{n}.new" in got:
+            assert float(np.abs(got[f"{n}.new"] - w).max()) <= 1e-5 * float(np.abs(w).max()), n
 
 
 @pytest.mark.parametrize("sched,ex,th", [("sequential", 1, 2), ("shared-queue", 2, 1),

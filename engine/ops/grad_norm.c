@@ -1,7 +1,8 @@
 /* batch_norm's training ops: batch_norm_train (the forward with the batch's
- * statistics, which it also outputs for the backward pass) and
- * batch_norm_train_grad, and batch_norm_grad (the gradient with fixed,
- * running statistics), as src/hwtune/graph/ops/train.py defines them.
+ * statistics, which it also outputs for the backward pass),
+ * batch_norm_train_grad, batch_norm_stats_update (the running statistics
+ * after such a step), and batch_norm_grad (the gradient with fixed, running
+ * statistics), as src/hwtune/graph/ops/train.py defines them.
  *
  * Channels are independent, so threads take whole channels
  * (hwt_ops_rows); each channel is N runs of H*W contiguous floats. Sums
@@ -144,6 +145,46 @@ static void bng_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
   }
 }
 
+/* batch_norm_stats_update: per channel, PyTorch's running averages. */
+typedef struct {
+  int64_t channels, count;
+  double momentum, eps;
+} bns_state;
+
+static int bns_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
+  if (ctx->n_in != 4 || ctx->n_out != 2)
+    return hwt_ops_fail(err, errlen, ctx,
+                        "batch_norm_stats_update takes mean, var, batch_mean, batch_invstd");
+  const int64_t c = hwt_ops_numel(ctx->g, hwt_ops_in(ctx, 0));
+  for (int i = 1; i < 4; i++)
+    if (hwt_ops_numel(ctx->g, hwt_ops_in(ctx, i)) != c)
+      return hwt_ops_fail(err, errlen, ctx, "inputs must have the same number of channels");
+  bns_state *s = malloc(sizeof *s);
+  if (!s) return HWT_ENOMEM;
+  s->channels = c;
+  s->count = hwt_ops_int(ctx, "count", 2);
+  s->momentum = hwt_ops_float(ctx, "momentum", 0.1);
+  s->eps = hwt_ops_float(ctx, "epsilon", 1e-5);
+  ctx->state = s;
+  ctx->ws_floats = 0;
+  ctx->flops = 8.0 * (double)c;
+  return HWT_OK;
+}
+
+static void bns_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
+  const bns_state *s = ctx->state;
+  const double m = s->momentum;
+  /* the running variance is unbiased, as PyTorch keeps it */
+  const double unbias = s->count > 1 ? (double)s->count / (double)(s->count - 1) : 1.0;
+  int64_t lo, hi;
+  hwt_ops_rows(s->channels, tid, nth, &lo, &hi);
+  for (int64_t c = lo; c < hi; c++) {
+    const double inv = ctx->in[3][c], bvar = (1.0 / (inv * inv) - s->eps) * unbias;
+    ctx->out[0][c] = (float)((1.0 - m) * ctx->in[0][c] + m * ctx->in[2][c]);
+    ctx->out[1][c] = (float)((1.0 - m) * ctx->in[1][c] + m * bvar);
+  }
+}
+
 static void bnt_release(hwt_op_ctx *ctx) {
   free(ctx->state);
   ctx->state = NULL;
@@ -153,6 +194,7 @@ static const hwt_op_impl GRAD_NORM[] = {
     {"batch_norm_train", bnt_prepare, bnt_run, bnt_release},
     {"batch_norm_train_grad", bntg_prepare, bntg_run, bnt_release},
     {"batch_norm_grad", bng_prepare, bng_run, bnt_release},
+    {"batch_norm_stats_update", bns_prepare, bns_run, bnt_release},
 };
 
 const hwt_op_impl *hwt_ops_grad_norm(int *n) {

@@ -2,8 +2,9 @@
  * minimum_grad and maximum_grad with numpy broadcasting (random shapes of
  * rank 1-4 where either operand broadcasts along any dimension, forced ties
  * and NaNs; each share walks the broadcast from its own start, so a wrong
- * multi-index restart shows here), abs_grad, and batch_norm_train with its
- * gradient (rank 2-4, a batch of one element per channel included). */
+ * multi-index restart shows here), abs_grad, batch_norm_train with its
+ * gradient (rank 2-4, a batch of one element per channel included) and
+ * batch_norm_stats_update. */
 #include "ops_test_util.h"
 
 static int64_t run_all_tol(one_op *t, float *const *want, const char *what, double tol) {
@@ -167,10 +168,36 @@ static int64_t check_bn_train(int grad) {
   return bad;
 }
 
+static int64_t check_bn_stats(void) {
+  int64_t s[4][HWT_GRAPH_MAX_DIMS];
+  int r[4] = {1, 1, 1, 1};
+  const int64_t c = rnd_int(1, 70), count = rnd_int(1, 9);
+  for (int i = 0; i < 4; i++) s[i][0] = c;
+  one_op t;
+  one_op_build(&t, "batch_norm_stats_update", 4, r, (const int64_t(*)[HWT_GRAPH_MAX_DIMS])s,
+               2, r, (const int64_t(*)[HWT_GRAPH_MAX_DIMS])s);
+  const double m = 0.25, eps = 0.01;
+  hwt_graph_op_set_floats(t.g, t.op, "momentum", 1, &m);
+  hwt_graph_op_set_floats(t.g, t.op, "epsilon", 1, &eps);
+  hwt_graph_op_set_ints(t.g, t.op, "count", 1, &count);
+  float *want[2] = {alloc_floats(c), alloc_floats(c)};
+  for (int64_t k = 0; k < c; k++) {
+    const double inv = t.in[3][k] = rnd(0.2f, 3.0f);
+    const double bvar = (1.0 / (inv * inv) - eps) * (count > 1 ? count / (count - 1.0) : 1.0);
+    want[0][k] = (float)((1 - m) * t.in[0][k] + m * t.in[2][k]);
+    want[1][k] = (float)((1 - m) * t.in[1][k] + m * bvar);
+  }
+  int64_t bad = run_all_tol(&t, want, "batch_norm_stats_update", 1e-6);
+  free(want[0]);
+  free(want[1]);
+  one_op_free(&t);
+  return bad;
+}
+
 int main(void) {
   int64_t bad = 0;
   for (int rep = 0; rep < 200; rep++) bad += check_minmax(rep % 2) + (rep % 10 ? 0 : check_abs());
-  for (int rep = 0; rep < 40; rep++) bad += check_bn_train(rep % 2);
+  for (int rep = 0; rep < 40; rep++) bad += check_bn_train(rep % 2) + check_bn_stats();
   if (bad) {
     fprintf(stderr, "FAIL: %lld mismatches\n", (long long)bad);
     return 1;

@@ -36,12 +36,6 @@ class TorchTrainer:
         for op in graph.ops:
             if op.op not in table or (op.resolved or {}).get("layout") not in (None, "NCHW"):
                 raise UsageError(f'op "{op.name}" ({op.op}) has no PyTorch form here')
-        if any(op.op == "batch_norm_train" for op in train.ops):
-            # the step normalises by batch statistics: PyTorch's model.train()
-            # form (running statistics are neither read nor updated)
-            table = dict(table, batch_norm=lambda g, op, a, x: torch.nn.functional.batch_norm(
-                x[0], None, None, x[1], x[2], training=True, eps=a["epsilon"]))
-        self.table = table
         from hwtune.graph.reference import init_params
         fixed = {n: v for n, v in init_params(graph).items()}
         trainable = trainable_params(graph)
@@ -51,6 +45,17 @@ class TorchTrainer:
                        for n in fixed if n not in self.weights}
         self.consts.update({t.name: torch.tensor(np.asarray(values[t.name]), dtype=self.dt)
                             for t in graph.inputs})
+        # running statistics: state of a batch-statistics step (its inputs),
+        # updated in place by model.train()'s batch_norm
+        self.stats = {n: torch.tensor(np.asarray(values[n]), dtype=self.dt)
+                      for n in fixed if n not in self.weights and n in values}
+        upd = [op for op in train.ops if op.op == "batch_norm_stats_update"]
+        if upd:
+            momentum = upd[0].resolved["momentum"]
+            table = dict(table, batch_norm=lambda g, op, a, x: torch.nn.functional.batch_norm(
+                x[0], self.stats[op.inputs[3]], self.stats[op.inputs[4]], x[1], x[2],
+                training=True, momentum=momentum, eps=a["epsilon"]))
+        self.table = table
         self.loss_ops = [op for op in train.ops if op.op in ("softmax_cross_entropy",
                                                               "mse_loss")]
         self.targets = {op.inputs[1]: torch.tensor(np.asarray(values[op.inputs[1]]),

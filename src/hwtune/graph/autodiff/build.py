@@ -21,6 +21,7 @@ from typing import Dict, List, Optional, Sequence
 
 from hwtune.graph.autodiff.rules import RULES, NoRule
 from hwtune.graph.errors import fail
+from hwtune.graph.ops import numel
 from hwtune.graph.model import Graph, Op, Tensor
 
 LOSSES = ("cross_entropy", "mse")
@@ -45,6 +46,8 @@ class TrainSpec:
     # stored mean and var, as in inference (fine-tuning with frozen
     # statistics, model.eval()).
     batch_norm: str = "batch"
+    # PyTorch's BatchNorm momentum: the batch's weight in the running averages
+    bn_momentum: float = 0.1
 
 
 BATCH_NORM_MODES = ("batch", "running")
@@ -267,33 +270,61 @@ def _as_input(t: Tensor) -> Tensor:
     return Tensor(t.name, t.shape, t.dtype, init)
 
 
-def _batch_statistics(graph: Graph) -> Graph:
+def _batch_statistics(graph: Graph):
     """The forward graph with each NCHW batch_norm in training mode:
     batch_norm_train on (x, gamma, beta), whose extra outputs (the batch's
-    mean and invstd) the backward pass reads. The running mean and var it no
-    longer reads are dropped (the step does not update them)."""
+    mean and invstd) the backward pass and the running statistics' update
+    read. Returns it and, per such op, (mean, var, batch mean, batch
+    invstd, elements per channel): the running mean and var leave the
+    forward graph's params to become state of the step."""
     from dataclasses import replace
-    ops, stats = [], set()
+    ops, stats = [], []
     for i in graph.order:
         o = graph.ops[i]
         attrs = dict(o.attrs)
         if o.op == "batch_norm" and o.resolved.get("layout", "NCHW") == "NCHW":
-            stats.update(o.inputs[3:5])
             y = o.outputs[0]
             outs = [y, f"{y}/batch_mean", f"{y}/batch_invstd"]
             attrs.pop("layout", None)
+            shape = graph.shapes[o.inputs[0]]
+            count = shape[0] * (numel(shape[2:]) if len(shape) > 2 else 1)
+            stats.append((o.inputs[3], o.inputs[4], outs[1], outs[2], count,
+                          o.resolved["epsilon"]))
             ops.append(Op(o.name, "batch_norm_train", list(o.inputs[:3]), outs, attrs,
                           loc=o.loc))
         else:
             ops.append(Op(o.name, o.op, list(o.inputs), list(o.outputs), attrs, loc=o.loc))
     if not stats:
-        return graph
-    still = {n for o in ops for n in o.inputs}
-    params = [t for t in graph.params if t.name not in stats or t.name in still]
+        return graph, []
+    names = {n for s in stats for n in s[:2]}
+    params = [t for t in graph.params if t.name not in names]
     out = replace(graph, ops=ops, params=params, shapes={}, order=[])
     from hwtune.graph.validate import validate_graph
     validate_graph(out)
-    return out
+    return out, stats
+
+
+def _running_statistics(e: Emitter, original: Graph, stats, momentum: float,
+                        inputs: List[Tensor], outputs: List[str]) -> None:
+    """Each running mean and var becomes an input of the step (state, its
+    initial value the model's), updated as PyTorch's model.train() does:
+    outputs `<mean>.new` and `<var>.new`."""
+    by_name = {t.name: t for t in original.params}
+    done = set()
+    for mean, var, bmean, binv, count, eps in stats:
+        e.current = mean
+        if mean in done or var in done:
+            fail(mean, f'batch_norm statistics "{mean}"/"{var}" are shared by two batch_norm '
+                       "ops: a training step cannot update them twice")
+        done.update((mean, var))
+        inputs.extend(_as_input(by_name[n]) for n in (mean, var))
+        outs = [e.fresh(f"{mean}.new"), e.fresh(f"{var}.new")]
+        for o in outs:
+            e.shapes[o] = tuple(by_name[mean].shape)
+        e.ops.append(Op(e.fresh(f"update/{mean}"), "batch_norm_stats_update",
+                        [mean, var, bmean, binv], outs,
+                        {"momentum": momentum, "epsilon": eps, "count": count}))
+        outputs.extend(outs)
 
 
 def _prune(ops: List[Op], outputs: Sequence[str]) -> List[Op]:
@@ -321,8 +352,9 @@ def training_graph(graph: Graph, spec: Optional[TrainSpec] = None) -> Graph:
     if not graph.order and graph.ops:
         from hwtune.graph.validate import validate_graph
         validate_graph(graph)
+    original, stats = graph, []
     if spec.batch_norm == "batch":
-        graph = _batch_statistics(graph)
+        graph, stats = _batch_statistics(graph)
     e = Emitter(graph)
     inputs = [Tensor(t.name, t.shape, t.dtype, dict(t.init)) for t in graph.inputs]
     trainable = trainable_params(graph)
@@ -335,6 +367,7 @@ def training_graph(graph: Graph, spec: Optional[TrainSpec] = None) -> Graph:
     outputs = [loss]
     _optimizer(e, spec, [t for t in graph.params if t.name in trainable], grads, inputs,
                outputs)
+    _running_statistics(e, original, stats, spec.bn_momentum, inputs, outputs)
     forward = [Op(o.name, o.op, list(o.inputs), list(o.outputs), dict(o.attrs))
                for o in (graph.ops[i] for i in graph.order)]
     weights = [_as_input(t) for t in graph.params if t.name in trainable]

@@ -377,6 +377,34 @@ register(OpSpec(
         "statistics), dgamma, dbeta"))
 
 
+def _bn_stats_infer(in_shapes, attrs, n_out):
+    c = tuple(in_shapes[0])
+    for i in (1, 2, 3):
+        if tuple(in_shapes[i]) != c:
+            raise OpError(f"must have the running mean's shape {show_shape(c)}, got "
+                          f"{show_shape(in_shapes[i])}", f"inputs[{i}]")
+    return [c, c]
+
+
+def _bn_stats_ref(arrays, attrs, n_out):
+    mean, var, bmean, inv = _f64(*arrays)
+    m, n = attrs["momentum"], attrs["count"]
+    bvar = (1.0 / (inv * inv) - attrs["epsilon"]) * (n / (n - 1) if n > 1 else 1.0)
+    return [((1 - m) * mean + m * bmean).astype(np.float32),
+            ((1 - m) * var + m * bvar).astype(np.float32)]
+
+
+register(OpSpec(
+    "batch_norm_stats_update", ("mean", "var", "batch_mean", "batch_invstd"), 4, 4,
+    _bn_stats_infer, _bn_stats_ref, lambda ins, outs, attrs: 8 * numel(ins[0]), n_outputs=2,
+    attrs=[Attr("momentum", "float", 0.1, minimum=0.0, doc="weight of the batch's statistics"),
+           Attr("epsilon", "float", 1e-5, minimum=0.0, doc="the batch_norm's epsilon"),
+           Attr("count", "int", 2, minimum=1, doc="elements per channel in the batch (N H W)")],
+    doc="running statistics after a batch_norm_train step (PyTorch's): mean' = (1 - m) mean "
+        "+ m batch_mean; var' = (1 - m) var + m batch_var count / (count - 1), batch_var "
+        "= 1 / invstd^2 - epsilon"))
+
+
 # ---- movement -------------------------------------------------------------------
 
 def _slice_grad_infer(in_shapes, attrs, n_out):
