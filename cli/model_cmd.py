@@ -145,8 +145,8 @@ def expand_cmd(file, output, overrides, max_tensor_bytes, max_total_bytes):
 @_model_options
 @json_option
 @_typed_errors
-def grad_cmd(file, output, score, loss, optimizer, hyper, overrides, max_tensor_bytes,
-             max_total_bytes, as_json):
+def grad_cmd(file, output, score, loss, optimizer, hyper, batch_norm, overrides,
+             max_tensor_bytes, max_total_bytes, as_json):
     """Write the training step of FILE: one graph with the forward pass, the
     loss, the backward pass (reverse-mode differentiation) and the parameter
     update. It runs, tunes and reports like any model (docs/training.md)."""
@@ -156,7 +156,7 @@ def grad_cmd(file, output, score, loss, optimizer, hyper, overrides, max_tensor_
     from hwtune.graph.validate import human_bytes
     graph = _load(file, overrides, max_tensor_bytes, max_total_bytes)
     train = training_graph(graph, TrainSpec(loss=loss, optimizer=optimizer, output=score,
-                                            hyper=hyper or None))
+                                            hyper=hyper or None, batch_norm=batch_norm))
     doc = train.to_json()
     if "weights" in doc and output not in (None, "-"):
         import os

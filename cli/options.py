@@ -118,7 +118,11 @@ def _hyper(ctx, param, values):
 
 def loss_options(f):
     """--loss, --optimizer and --hyper: what a training step computes."""
-    from hwtune.graph.autodiff import LOSSES, OPTIMIZERS
+    from hwtune.graph.autodiff import BATCH_NORM_MODES, LOSSES, OPTIMIZERS
+    f = click.option("--batch-norm", "batch_norm", type=click.Choice(BATCH_NORM_MODES),
+                     default="batch", show_default=True,
+                     help="batch_norm statistics in the step: batch (PyTorch's model.train(); "
+                          "the running ones updated) or running (the model's, fixed)")(f)
     f = click.option("--hyper", multiple=True, callback=_hyper, metavar="NAME=NUMBER",
                      help="optimizer setting (repeatable): lr, momentum, weight_decay (sgd); "
                           "lr, beta1, beta2, epsilon (adam)")(f)
@@ -139,12 +143,16 @@ def train_options(f):
                              "update: `hwtune model grad`) instead of its forward pass")(f)
 
 
-def train_record(train: bool, loss: str, optimizer: str, hyper):
+def train_record(train: bool, loss: str, optimizer: str, hyper, batch_norm: str):
     """What a run records of --train (the report pairs the step with the
     model's forward pass by it): None for a forward pass."""
-    return {"loss": loss, "optimizer": optimizer, "hyper": hyper or None} if train else None
+    if not train:
+        return None
+    return {"loss": loss, "optimizer": optimizer, "hyper": hyper or None,
+            "batch_norm": batch_norm}
 
 
-def training_step(graph, loss: str, optimizer: str, hyper):
+def training_step(graph, loss: str, optimizer: str, hyper, batch_norm: str):
     from hwtune.graph.autodiff import TrainSpec, training_graph
-    return training_graph(graph, TrainSpec(loss=loss, optimizer=optimizer, hyper=hyper or None))
+    return training_graph(graph, TrainSpec(loss=loss, optimizer=optimizer, hyper=hyper or None,
+                                           batch_norm=batch_norm))

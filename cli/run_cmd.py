@@ -84,7 +84,8 @@ def _ms(seconds: float) -> str:
 @db_option
 @json_option
 def run(model, executors, threads, scheduler, pin, iterations, warmup, trace_path, overrides,
-        shapes, input_files, save_path, check, save, train, loss, optimizer, hyper, inputs_path,
+        shapes, input_files, save_path, check, save, train, loss, optimizer, hyper, batch_norm,
+        inputs_path,
         batches, policies, chunk, db_path, as_json):
     """Run MODEL on the engine and report latency (median, MAD spread, min)
     and throughput (runs/s, GFLOP/s). MODEL is a model.json, an ONNX file
@@ -129,7 +130,7 @@ def run(model, executors, threads, scheduler, pin, iterations, warmup, trace_pat
     check_counts(iterations, warmup)
     graph, model = load_any(model, overrides, shapes)
     if train:
-        graph = training_step(graph, loss, optimizer, hyper)
+        graph = training_step(graph, loss, optimizer, hyper, batch_norm)
     inputs = load_inputs(graph, input_files)
     if save_path and not os.path.isdir(os.path.dirname(os.path.abspath(save_path))):
         raise UsageError(f"invalid --save-outputs {save_path}: its directory does not exist")
@@ -171,7 +172,7 @@ def run(model, executors, threads, scheduler, pin, iterations, warmup, trace_pat
                    "config": cfg.to_json(), "config_source": resolved.source,
                    "iterations": iterations, "warmup": warmup, "trace": trace_path,
                    "inputs": input_files or None,
-                   "train": train_record(train, loss, optimizer, hyper)}
+                   "train": train_record(train, loss, optimizer, hyper, batch_norm)}
         result = run_model(db, host_key, run_graph, graph_hash, cfg, iterations=iterations,
                            warmup=warmup, trace=trace_path is not None, options=options,
                            kernel_variant=selected_isa(), config_id=config_id, check=check,

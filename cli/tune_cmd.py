@@ -56,7 +56,7 @@ def _only(ctx, param, value):
 @db_option
 @json_option
 def tune_graph(model, budget_s, plan_only, trials, only, search, reps, storage, strategy, overrides,
-               shapes, train, loss, optimizer, hyper, db_path, as_json):
+               shapes, train, loss, optimizer, hyper, batch_norm, db_path, as_json):
     """Tune MODEL (a model.json, an ONNX file or a bundled model's name) on
     this machine and store the result.
 
@@ -81,7 +81,7 @@ def tune_graph(model, budget_s, plan_only, trials, only, search, reps, storage, 
                        strategy=strategy, plan_only=plan_only, storage=storage).check()
     graph, model = load_any(model, overrides, shapes)
     if train:
-        graph = training_step(graph, loss, optimizer, hyper)
+        graph = training_step(graph, loss, optimizer, hyper, batch_norm)
     native_engine()
     cpus = allowed_cpus()
 
@@ -94,7 +94,9 @@ def tune_graph(model, budget_s, plan_only, trials, only, search, reps, storage, 
             graph_hash = db.put_graph(graph.to_json())
             res = run_tuning(db, host_key, graph, graph_hash, opts, cpus=cpus,
                              model_path=model, progress=progress, on_plan=on_plan,
-                             run_options={"vars": overrides or {}, "train": train_record(train, loss, optimizer, hyper)})
+                             run_options={"vars": overrides or {},
+                                          "train": train_record(train, loss, optimizer, hyper,
+                                                                batch_norm)})
             db_file = str(db.path)
 
     doc = {"model": graph.name, "graph_hash": graph_hash, "ops": len(graph.ops), "db": db_file}

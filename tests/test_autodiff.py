@@ -193,6 +193,13 @@ def test_batch_norm_trains_on_batch_statistics_by_default():
     np.testing.assert_allclose(y["p4.new"], 0.9 * values["p4"] + 0.1 * var, rtol=1e-4)
 
 
+def test_batch_statistics_of_one_value_are_a_clear_error():
+    g = one_op("batch_norm", [(1, 3, 1, 1), (3,), (3,), (3,), (3,)], {}, {4: POS})
+    with pytest.raises(GraphError, match="one value per channel"):
+        training_graph(g, TrainSpec(loss="mse"))
+    training_graph(g, TrainSpec(loss="mse", batch_norm="running"))
+
+
 def test_unknown_batch_norm_mode_is_a_clear_error():
     g = one_op("batch_norm", [(2, 3, 2, 2), (3,), (3,), (3,), (3,)], {}, {4: POS})
     with pytest.raises(GraphError, match='unknown batch_norm mode "frozen"'):

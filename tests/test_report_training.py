@@ -101,4 +101,4 @@ def test_a_run_records_that_it_ran_the_training_step(db):
     with ResultsDB.open_snapshot(path) as d:
         assert d.run(fwd)["options"]["train"] is None
         assert d.run(step)["options"]["train"] == {"loss": "mse", "optimizer": "adam",
-                                                   "hyper": None}
+                                                   "hyper": None, "batch_norm": "batch"}

@@ -104,3 +104,19 @@ def test_run_train_of_phased_lstm_checks_its_outputs(tmp_path):
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["model"] == "phased-lstm-small.train" and doc["check"]["ok"] is True
+
+
+def test_one_value_per_channel_is_refused_with_the_flag_that_fixes_it(tmp_path):
+    """Batch statistics of one value per channel (resnet18's last stage at
+    batch 1, 32x32) are refused as PyTorch refuses them; --batch-norm
+    running trains on the model's statistics instead."""
+    import subprocess
+    import sys
+    args = [sys.executable, "-m", "hwtune.cli.main", "run", "resnet18", "--train", "--set",
+            "batch=1", "--set", "image=32", "--iterations", "1", "--db", str(tmp_path / "r.db")]
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "one value per channel" in proc.stderr and "--batch-norm running" in proc.stderr
+    proc = subprocess.run(args + ["--batch-norm", "running"], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr

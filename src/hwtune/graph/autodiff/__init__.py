@@ -1,8 +1,10 @@
 """Reverse-mode differentiation of model.json graphs: training steps."""
 
-from hwtune.graph.autodiff.build import (DEFAULTS, LOSSES, LOSS_NAME, OPTIMIZERS, TrainSpec,
-                                         trainable_params, training_graph)
+from hwtune.graph.autodiff.build import (BATCH_NORM_MODES, DEFAULTS, LOSSES, LOSS_NAME,
+                                         OPTIMIZERS, TrainSpec, trainable_params,
+                                         training_graph)
 from hwtune.graph.autodiff.rules import RULES
 
-__all__ = ["DEFAULTS", "LOSSES", "LOSS_NAME", "OPTIMIZERS", "RULES", "TrainSpec",
+__all__ = ["BATCH_NORM_MODES", "DEFAULTS", "LOSSES", "LOSS_NAME", "OPTIMIZERS", "RULES",
+           "TrainSpec",
            "trainable_params", "training_graph"]

@@ -288,6 +288,10 @@ def _batch_statistics(graph: Graph):
             attrs.pop("layout", None)
             shape = graph.shapes[o.inputs[0]]
             count = shape[0] * (numel(shape[2:]) if len(shape) > 2 else 1)
+            if count < 2:  # PyTorch refuses it too: the output would be beta, dx zero
+                fail(o.loc or o.name, f'batch_norm "{o.name}" sees one value per channel '
+                                      f"({list(shape)}): batch statistics need at least two "
+                                      "(a larger batch, or --batch-norm running)")
             stats.append((o.inputs[3], o.inputs[4], outs[1], outs[2], count,
                           o.resolved["epsilon"]))
             ops.append(Op(o.name, "batch_norm_train", list(o.inputs[:3]), outs, attrs,
