@@ -87,7 +87,7 @@ def training_pairs(entries: List[dict], fields: Callable[[dict], dict],
         ratio = t[seconds] / fw[seconds] if fw and fw[seconds] and t[seconds] else None
         out.append({"model": name, "vars": e["vars"],
                     "loss": e["train"].get("loss"), "optimizer": e["train"].get("optimizer"),
-                    "training": t, "forward": fw,
+                    "batch_norm": e["train"].get("batch_norm"), "training": t, "forward": fw,
                     "step_over_forward": None if ratio is None else round(ratio, 3)})
     return sorted(out, key=lambda r: (str(r["model"]), json.dumps(r["vars"], sort_keys=True)))
 

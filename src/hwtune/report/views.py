@@ -74,13 +74,20 @@ def _shown_vars(pairs: List[dict]):
                                               if len(differ[(p["model"], k)]) > 1])
 
 
+def _step(p: dict) -> str:
+    """'mse, sgd': the step's loss and optimizer (and batch_norm's form when
+    it is not the default batch statistics)."""
+    bn = ", running BN" if p.get("batch_norm") == "running" else ""
+    return f"{p['loss'] or '?'}, {p['optimizer'] or '?'}{bn}"
+
+
 def _ratio(v) -> str:
     return "-" if v is None else f"{v:.2f}x"
 
 
 def _run_pair_rows(pairs: List[dict]) -> List[list]:
     name = _shown_vars(pairs)
-    return [[name(p), f"{p['loss'] or '?'}, {p['optimizer'] or '?'}",
+    return [[name(p), _step(p),
              seconds(p["forward"]["median_s"]) if p["forward"] else "not run",
              seconds(p["training"]["median_s"]), _ratio(p["step_over_forward"]),
              (f"{p['forward']['run_id']}, " if p["forward"] else "")
@@ -91,7 +98,7 @@ def _tuned_pair_rows(pairs: List[dict]) -> List[list]:
     name = _shown_vars(pairs)
     # narrower than the runs' table: the step's own default-vs-tuned speedup
     # is in its tuned model's section and in --format json
-    return [[f"{name(p)} ({p['loss'] or '?'}, {p['optimizer'] or '?'})",
+    return [[f"{name(p)} ({_step(p)})",
              seconds(p["forward"]["tuned_s"]) if p["forward"] else "not tuned",
              seconds(p["training"]["default_s"]), seconds(p["training"]["tuned_s"]),
              _ratio(p["step_over_forward"])] for p in pairs]
