@@ -69,7 +69,8 @@ HWT_API const hwt_op_impl *hwt_ops_rnn(int *n);      /* lstm_cell */
 HWT_API const hwt_op_impl *hwt_ops_grad_pointwise(int *n); /* relu/sigmoid/tanh_grad, sgd/adam */
 HWT_API const hwt_op_impl *hwt_ops_grad_reduce(int *n);    /* reduce_sum, softmax_grad, losses,
                                                               batch_norm/slice/pool2d_grad */
-HWT_API const hwt_op_impl *hwt_ops_grad_conv(int *n);      /* conv2d_grad_weight/_data */
+HWT_API const hwt_op_impl *hwt_ops_grad_conv(int *n);      /* conv2d_grad_weight/_data and
+                                                              conv_transpose2d (col2im GEMMs) */
 /* Not part of the library: a test program may define it to add its own op
  * types (looked up after every real family). */
 HWT_API const hwt_op_impl *hwt_ops_test(int *n);
