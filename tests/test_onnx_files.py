@@ -82,6 +82,26 @@ def import_and_compare(path, tmp_path, x, feeds_name="x"):
     return g
 
 
+def export_round_trip(doc, tmp_path):
+    """`model export` of a model.json document, run by ONNX Runtime and
+    imported back: (graph, reference outputs, inputs, ORT outputs, the
+    re-imported graph's reference outputs)."""
+    ort = pytest.importorskip("onnxruntime")
+    from hwtune.graph.reference import init_inputs
+    from hwtune.sources import load_any
+    src, out = tmp_path / f"{doc['name']}.json", tmp_path / f"{doc['name']}.onnx"
+    src.write_text(json.dumps(doc))
+    res = invoke("model", "export", src, "-o", out)
+    assert res.exit_code == 0, res.output
+    graph = load_any(str(src))[0]
+    ref = run_reference(graph)
+    feeds = {k: np.asarray(v, np.float32) for k, v in init_inputs(graph).items()}
+    sess = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
+    got = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)))
+    again = run_reference(load_any(str(out))[0], feeds)
+    return graph, ref, feeds, got, again
+
+
 # -- bad files -------------------------------------------------------------------
 
 def test_truncated_and_garbage_files(tmp_path):
@@ -152,7 +172,6 @@ def test_dilated_and_transposed_convs_export_and_round_trip(tmp_path):
     conv_transpose2d through `model export`: ONNX Runtime computes what the
     reference does, the file imports back to the same, and the PyTorch
     forms of compare agree."""
-    ort = pytest.importorskip("onnxruntime")
     doc = {
         "name": "convs", "seed": 5,
         "inputs": [{"name": "x", "shape": [1, 3, 9, 10]}],
@@ -175,19 +194,7 @@ def test_dilated_and_transposed_convs_export_and_round_trip(tmp_path):
         ],
         "outputs": ["y", "q"],
     }
-    src = tmp_path / "convs.json"
-    src.write_text(json.dumps(doc))
-    out = tmp_path / "convs.onnx"
-    res = invoke("model", "export", src, "-o", out)
-    assert res.exit_code == 0, res.output
-    from hwtune.graph.reference import init_inputs, init_params
-    from hwtune.sources import load_any
-    graph = load_any(str(src))[0]
-    ref = run_reference(graph)
-    feeds = {k: np.asarray(v, np.float32) for k, v in init_inputs(graph).items()}
-    sess = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
-    got = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)))
-    again = run_reference(load_any(str(out))[0], feeds)
+    graph, ref, feeds, got, again = export_round_trip(doc, tmp_path)
     for o in graph.outputs:
         scale = np.abs(ref[o]).max()
         assert np.abs(got[o] - ref[o]).max() <= TOL * scale, o
@@ -204,6 +211,7 @@ def test_dilated_and_transposed_convs_export_and_round_trip(tmp_path):
     except ImportError:
         return
     from hwtune.compare.torch_graph import TorchGraph
+    from hwtune.graph.reference import init_params
     tg = TorchGraph(graph, init_params(graph), feeds, threads=1)
     tg.run()
     for o in graph.outputs:
@@ -364,7 +372,6 @@ def test_bundled_model_exports_and_round_trips(name, sets, tmp_path):
 def test_transformer_and_new_element_wise_ops_export_and_round_trip(tmp_path):
     """Every op of #11's second half through `model export`: ONNX Runtime
     computes what the reference does, and importing the file back too."""
-    ort = pytest.importorskip("onnxruntime")
     doc = {
         "name": "ops-11", "seed": 3,
         "inputs": [{"name": "x", "shape": [2, 3, 4, 8]}],
@@ -388,19 +395,7 @@ def test_transformer_and_new_element_wise_ops_export_and_round_trip(tmp_path):
         ],
         "outputs": ["y", "z"],
     }
-    src = tmp_path / "ops.json"
-    src.write_text(json.dumps(doc))
-    out = tmp_path / "ops.onnx"
-    res = invoke("model", "export", src, "-o", out)
-    assert res.exit_code == 0, res.output
-    from hwtune.graph.reference import init_inputs
-    from hwtune.sources import load_any
-    graph = load_any(str(src))[0]
-    ref = run_reference(graph)
-    feeds = {k: np.asarray(v, np.float32) for k, v in init_inputs(graph).items()}
-    sess = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
-    got = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)))
-    again = run_reference(load_any(str(out))[0], feeds)
+    graph, ref, feeds, got, again = export_round_trip(doc, tmp_path)
     np.testing.assert_allclose(got["z"], ref["z"], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(again["z"], ref["z"], rtol=1e-5, atol=1e-6)
     # floor + ceil: integers (exact unless an element sits on an integer)

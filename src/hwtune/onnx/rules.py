@@ -349,21 +349,31 @@ def gemm(cx, attrs):
 
 def conv(cx, attrs):
     x = cx.shape(0)
-    w = cx.shape(1)
     if len(x) != 4:
         raise Unsupported(f"{len(x) - 2}-D convolution: hwtune's conv2d is 2-D (NCHW)")
+    _emit_conv(cx, attrs, "conv2d", _conv_attrs(cx, attrs))
+
+
+def _conv_attrs(cx, attrs):
+    """stride, padding (+ padding_end) and dilation (when not 1) of a Conv
+    or ConvTranspose node; auto_pad SAME resolved against the dilated
+    kernel's extent, as ONNX says."""
     strides = _pair_attr(attrs, "strides", [1, 1])
     dilations = _pair_attr(attrs, "dilations", [1, 1])
-    conv_attrs = {"stride": strides, **_pad_attrs(_pads2d(attrs, x[2:], w[2:], strides,
-                                                          dilations))}
+    pads = _pads2d(attrs, cx.shape(0)[2:], cx.shape(1)[2:], strides, dilations)
+    out = {"stride": strides, **_pad_attrs(pads)}
     if dilations != [1, 1]:
-        conv_attrs["dilation"] = dilations
+        out["dilation"] = dilations
+    return out
+
+
+def _emit_conv(cx, attrs, op, op_attrs):
     group = int(attrs.get("group", 1))
     if group == 1:
         ins = [cx.tensor(0), cx.tensor(1)] + ([cx.tensor(2)] if cx.has(2) else [])
-        cx.emit("conv2d", ins, conv_attrs, out=cx.out())
+        cx.emit(op, ins, op_attrs, out=cx.out())
         return
-    _grouped_conv(cx, group, conv_attrs)
+    _grouped_conv(cx, group, op_attrs, op)
 
 
 def _grouped_conv(cx, group, conv_attrs, op="conv2d"):
@@ -398,7 +408,7 @@ def _grouped_conv(cx, group, conv_attrs, op="conv2d"):
 
 
 def conv_transpose(cx, attrs):
-    x, w = cx.shape(0), cx.shape(1)
+    x = cx.shape(0)
     if len(x) != 4:
         raise Unsupported(f"{len(x) - 2}-D transposed convolution: hwtune's "
                           "conv_transpose2d is 2-D (NCHW)")
@@ -408,20 +418,11 @@ def conv_transpose(cx, attrs):
     if attrs.get("output_shape") is not None:
         raise Unsupported("ConvTranspose output_shape is not supported yet (give pads and "
                           "output_padding)")
-    strides = _pair_attr(attrs, "strides", [1, 1])
-    dilations = _pair_attr(attrs, "dilations", [1, 1])
+    ct_attrs = _conv_attrs(cx, attrs)  # auto_pad NOTSET or VALID here
     out_pad = _pair_attr(attrs, "output_padding", [0, 0])
-    ct_attrs = {"stride": strides, **_pad_attrs(_pads2d(attrs, x[2:], w[2:], strides))}
-    if dilations != [1, 1]:
-        ct_attrs["dilation"] = dilations
     if out_pad != [0, 0]:
         ct_attrs["output_padding"] = out_pad
-    group = int(attrs.get("group", 1))
-    if group == 1:
-        ins = [cx.tensor(0), cx.tensor(1)] + ([cx.tensor(2)] if cx.has(2) else [])
-        cx.emit("conv_transpose2d", ins, ct_attrs, out=cx.out())
-        return
-    _grouped_conv(cx, group, ct_attrs, op="conv_transpose2d")
+    _emit_conv(cx, attrs, "conv_transpose2d", ct_attrs)
 
 
 def pool(mode):

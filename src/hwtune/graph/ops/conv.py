@@ -159,18 +159,23 @@ def _flops(in_shapes, out_shapes, attrs):
     return 2 * n * oc * oh * ow * ic * kh * kw + bias
 
 
+# Shared with conv_transpose2d (conv_transpose.py).
+STRIDE = Attr("stride", "pair", (1, 1), minimum=1, doc="int or [sh, sw]")
+DILATION = Attr("dilation", "pair", (1, 1), minimum=1,
+                doc="int or [dh, dw]: kernel taps dh rows and dw columns apart")
+
+
 register(OpSpec(
     "conv2d", ("x", "w", "bias"), 2, 3, _infer, _ref, _flops,
     attrs=[
-        Attr("stride", "pair", (1, 1), minimum=1, doc="int or [sh, sw]"),
+        STRIDE,
         Attr("padding", "pair", (0, 0), minimum=0,
              doc="int or [ph, pw], zeros added on both sides (before only, when "
                  "padding_end is given)"),
         Attr("padding_end", "pair", None, minimum=0,
              doc="int or [bottom, right] zeros after the input, when they differ from "
                  "padding (asymmetric padding)"),
-        Attr("dilation", "pair", (1, 1), minimum=1,
-             doc="int or [dh, dw]: kernel taps dh rows and dw columns apart"),
+        DILATION,
         Attr("layout", "str", "NCHW", choices=("NCHW", "NCHWc"),
              doc="NCHW: x [N,C,H,W], w [OC,IC,KH,KW]; NCHWc: x [N,C/ic_bn,H,W,ic_bn], "
                  "w [OC/oc_bn,IC/ic_bn,KH,KW,ic_bn,oc_bn], y [N,OC/oc_bn,OH,OW,oc_bn]"),

@@ -13,7 +13,7 @@ from the output's shape to the input's, and the engine runs it as one
 import numpy as np
 
 from hwtune.graph.ops import Attr, OpError, OpSpec, register, show_shape
-from hwtune.graph.ops.conv import conv_pads
+from hwtune.graph.ops.conv import DILATION, STRIDE, conv_pads
 
 
 def _geometry(in_shapes, attrs):
@@ -94,7 +94,7 @@ def _flops(in_shapes, out_shapes, attrs):
 register(OpSpec(
     "conv_transpose2d", ("x", "w", "bias"), 2, 3, _infer, _ref, _flops,
     attrs=[
-        Attr("stride", "pair", (1, 1), minimum=1, doc="int or [sh, sw]"),
+        STRIDE,
         Attr("padding", "pair", (0, 0), minimum=0,
              doc="int or [ph, pw] rows/columns cropped from both ends of the full output "
                  "(the start only, when padding_end is given)"),
@@ -102,7 +102,7 @@ register(OpSpec(
              doc="int or [bottom, right] cropped from the end, when it differs from padding"),
         Attr("output_padding", "pair", (0, 0), minimum=0,
              doc="int or [h, w] added at the end (smaller than the stride or dilation)"),
-        Attr("dilation", "pair", (1, 1), minimum=1, doc="int or [dh, dw]: taps apart"),
+        DILATION,
     ],
     doc="transposed 2-D convolution (ONNX ConvTranspose): x [N,C,H,W], w [C,OC,KH,KW], "
         "bias [OC] -> [N, OC, (H-1)*sh + (KH-1)*dh + 1 - pads + output_padding, ...]"))
