@@ -283,6 +283,9 @@ def test_conv2d_dilation_and_padding_end_are_checked():
         spec.infer(shapes, spec.normalize_attrs({"padding_end": [3, 0]}), 1)
     with pytest.raises(OpError, match="must be >= 1"):
         spec.normalize_attrs({"dilation": 0})
+    with pytest.raises(OpError, match=r"the padded input \[2, 5, 2147483653\] has more"):
+        huge = {"dilation": [1, 2 ** 30], "padding": [0, 2 ** 30]}
+        spec.infer(shapes, spec.normalize_attrs(huge), 1)
     # A dilated kernel's extent bounds the padding, not its tap count.
     (_, _, oh, ow), = spec.infer(shapes, spec.normalize_attrs({"dilation": 2, "padding": 4}), 1)
     assert (oh, ow) == (9, 9)

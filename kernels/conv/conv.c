@@ -17,10 +17,12 @@ int hwt_conv_out_dims(const hwt_conv_desc *d, int *oh, int *ow) {
       d->S < 1 || d->stride_h < 1 || d->stride_w < 1 || d->pad_h < 0 || d->pad_w < 0 ||
       d->pad_h_end < 0 || d->pad_w_end < 0 || d->dil_h < 1 || d->dil_w < 1)
     return HWT_EINVAL;
-  /* In long: a dilation near INT_MAX must not wrap the extent. */
-  long h = (long)d->H + d->pad_h + d->pad_h_end - ((long)(d->R - 1) * d->dil_h + 1);
-  long w = (long)d->W + d->pad_w + d->pad_w_end - ((long)(d->S - 1) * d->dil_w + 1);
-  if (h < 0 || w < 0 || h > 0x7fffffffL || w > 0x7fffffffL) return HWT_EINVAL;
+  /* In long: a dilation or padding near INT_MAX must not wrap; the padded
+   * extent (which bounds every staged row and tap offset) must fit an int. */
+  long hp = (long)d->H + d->pad_h + d->pad_h_end, wp = (long)d->W + d->pad_w + d->pad_w_end;
+  long h = hp - ((long)(d->R - 1) * d->dil_h + 1);
+  long w = wp - ((long)(d->S - 1) * d->dil_w + 1);
+  if (h < 0 || w < 0 || hp > 0x7fffffffL || wp > 0x7fffffffL) return HWT_EINVAL;
   if (oh) *oh = (int)(h / d->stride_h + 1);
   if (ow) *ow = (int)(w / d->stride_w + 1);
   return HWT_OK;

@@ -68,6 +68,11 @@ def _geometry(in_shapes, attrs):
         if attrs.get(key) is not None and (pads[0] >= eh or pads[1] >= ew):
             raise OpError(f"{key} {pads[0]},{pads[1]} must be smaller than the {what} "
                           f"(extent {eh}x{ew})", f"attrs.{key}")
+    if ic * hp * wp > _MAX_ELEMENTS:
+        # The template stages the padded input: a dilation of 2**30 makes
+        # padding of that size legal, and the copy would not fit 32-bit ints.
+        raise OpError(f"the padded input [{ic}, {hp}, {wp}] has more than {_MAX_ELEMENTS} "
+                      "elements", "attrs.padding")
     if sh > hp or sw > wp:
         # Same output as a stride of the padded extent (one window), but the
         # template stages stride-wide rows: a stride of 2**30 asked for 77 GB.
