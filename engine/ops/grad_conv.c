@@ -121,33 +121,79 @@ static void im2col(const cg_state *s, const float *xn, int64_t c0, int64_t c1, i
       }
 }
 
-/* dxn[c] += each gathered row back at its window position. A memory-bound
- * scatter-add (one add per float moved): the GEMM before it carries the
- * FLOPs and its SIMD; with stride 1 the inner loop is a contiguous run
- * (the tap's in-range columns) that the compiler vectorises. */
+/* Floats of col2im's phase rows when stride_w > 1: sw rows of ceil(w / sw). */
+static size_t phase_floats(const cg_state *s) {
+  if (s->sw == 1) return 0;
+  size_t n = (size_t)(s->sw * ((s->w + s->sw - 1) / s->sw));
+  return (n + 15) / 16 * 16;
+}
+
+/* dxn[c] += each gathered row back at its window position: a memory-bound
+ * scatter-add after the GEMM, which carries the FLOPs and their SIMD.
+ * Stride 1: every tap's row is one contiguous run of adds (vectorised by
+ * the compiler). Stride sw > 1: a tap lands on every sw-th column, one
+ * phase of the row; the taps of a phase are first summed into that
+ * phase's row of `phase` with contiguous adds, then each phase is added to
+ * the output once -- sw strided passes per row instead of kw (DCGAN's 4x4
+ * stride-2 layers: col2im was 35% of the op with a strided pass per tap,
+ * perf, AVX2). */
 static void col2im(const cg_state *s, const float *col, int64_t c0, int64_t c1, int64_t r0,
-                   float *dxn) {
-  const int64_t cols = s->rows * s->ow;
+                   float *dxn, float *phase) {
+  const int64_t cols = s->rows * s->ow, sw = s->sw, pl = (s->w + sw - 1) / sw;
+  /* Rows are short (DCGAN's: 4 to 32 columns): no division per tap and row.
+   * Tap j's offset j*dw - pw is phase p0 + j*dw (mod sw) at position b; a
+   * phase p < rem holds pl columns, the others pl - 1. */
+  const int64_t dq = s->dw / sw, dr = s->dw % sw, rem = s->w - (pl - 1) * sw;
+  const int64_t p0 = ((-s->pw % sw) + sw) % sw, b0 = (-s->pw - p0) / sw;
   for (int64_t c = c0; c < c1; c++)
-    for (int64_t i = 0; i < s->kh; i++)
-      for (int64_t j = 0; j < s->kw; j++) {
-        const float *src = col + (((c - c0) * s->kh + i) * s->kw + j) * cols;
-        /* columns q whose xx = q*sw + j*dw - pw lies in [0, w) */
-        const int64_t off = j * s->dw - s->pw;
-        const int64_t qa = off >= 0 ? 0 : (-off + s->sw - 1) / s->sw;
-        int64_t qb = s->w - 1 - off < 0 ? 0 : (s->w - 1 - off) / s->sw + 1;
-        if (qb > s->ow) qb = s->ow;
-        for (int64_t r = 0; r < s->rows; r++) {
-          const int64_t y = (r0 + r) * s->sh + i * s->dh - s->ph;
-          if (y < 0 || y >= s->h) continue;
-          float *d = dxn + (c * s->h + y) * s->w;
-          const float *v = src + r * s->ow;
-          if (s->sw == 1)
+    for (int64_t i = 0; i < s->kh; i++) {
+      const float *taps = col + ((c - c0) * s->kh + i) * s->kw * cols;
+      for (int64_t r = 0; r < s->rows; r++) {
+        const int64_t y = (r0 + r) * s->sh + i * s->dh - s->ph;
+        if (y < 0 || y >= s->h) continue;
+        float *d = dxn + (c * s->h + y) * s->w;
+        if (sw == 1) {
+          for (int64_t j = 0; j < s->kw; j++) {
+            const float *v = taps + j * cols + r * s->ow;
+            /* output column off + q for q in [0, ow) */
+            const int64_t off = j * s->dw - s->pw;
+            const int64_t qa = off >= 0 ? 0 : -off;
+            const int64_t qb = s->w - off < s->ow ? s->w - off : s->ow;
             for (int64_t q = qa; q < qb; q++) d[off + q] += v[q];
-          else
-            for (int64_t q = qa; q < qb; q++) d[off + q * s->sw] += v[q];
+          }
+          continue;
+        }
+        memset(phase, 0, (size_t)(sw * pl) * sizeof *phase);
+        for (int64_t j = 0, p = p0, b = b0; j < s->kw; j++) {
+          /* output column (q + b)*sw + p for q in [0, ow): phase p, position q + b */
+          const float *v = taps + j * cols + r * s->ow;
+          const int64_t mh = p < rem ? pl : pl - 1;
+          const int64_t ma = b > 0 ? b : 0, mb = b + s->ow < mh ? b + s->ow : mh;
+          float *t = phase + p * pl;
+          for (int64_t m = ma; m < mb; m++) t[m] += v[m - b];
+          p += dr, b += dq;
+          if (p >= sw) p -= sw, b++;
+        }
+        int64_t p = 0;
+        if (sw == 2) {
+          /* both phases in one contiguous pass (vectorised as an interleave) */
+          const float *restrict t0 = phase, *restrict t1 = phase + pl;
+          float *restrict dd = d;
+          const int64_t both = rem == 2 ? pl : pl - 1;
+          for (int64_t m = 0; m < both; m++) {
+            dd[2 * m] += t0[m];
+            dd[2 * m + 1] += t1[m];
+          }
+          if (both < pl) dd[2 * both] += t0[both];
+          p = 2;
+        }
+        for (; p < sw; p++) {
+          const float *t = phase + p * pl;
+          const int64_t mh = p < rem ? pl : pl - 1;
+          for (int64_t m = 0; m < mh; m++) d[m * sw + p] += t[m];
         }
       }
+    }
 }
 
 static size_t col_floats(const cg_state *s) {
@@ -169,7 +215,7 @@ static int finish_prepare(hwt_op_ctx *ctx, cg_state *s, int st, double flops, ch
     return st;
   }
   ctx->state = s;
-  ctx->ws_floats = col_floats(s) + s->gemm_ws;
+  ctx->ws_floats = col_floats(s) + s->gemm_ws + phase_floats(s);
   ctx->flops = flops;
   return HWT_OK;
 }
@@ -294,7 +340,7 @@ static void gd_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
     const hwt_gemm_plan *pl = find_plan(s, (int)((hi - lo) * kk), (int)cols, (int)s->oc, 0.0f);
     for (int64_t r0 = 0; r0 < s->oh; r0 += s->rows) {
       hwt_gemm_run_part(pl, w + lo * kk, dy + n * s->oc * p + r0 * s->ow, col, NULL, gws, 0, 1);
-      col2im(s, col, lo, hi, r0, dxn);
+      col2im(s, col, lo, hi, r0, dxn, gws + s->gemm_ws);
     }
   }
 }
