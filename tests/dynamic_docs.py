@@ -1,8 +1,14 @@
-"""The documents `hwtune run --inputs` and `hwtune tune-graph --inputs`
-hand to the output layer (kinds "dynamic" and "dynamic-tune"), made by the
-real library calls on a tiny Tree-FC, for the exporters' contract tests."""
+"""Shared by the dynamic-model tests: the CLI in-process, the one-error-line
+rule, a small sample file, and the documents `hwtune run --inputs` and
+`hwtune tune-graph --inputs` hand to the output layer (kinds "dynamic" and
+"dynamic-tune"), made by the real library calls on a tiny Tree-FC, for the
+exporters' contract tests."""
 
 import os
+
+from click.testing import CliRunner
+
+from hwtune.cli.main import cli
 
 from hwtune.db import ResultsDB
 from hwtune.dynamic.executor import read_samples
@@ -16,6 +22,26 @@ from hwtune.tuners.dynamic_graph import DynTuneOptions, tune_dynamic
 from conftest import FINGERPRINT
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MODEL = "tree_lstm_childsum"
+VARS = {"hidden": 16, "embed": 8, "vocab": 30}
+SMALL = [a for k, v in VARS.items() for a in ("--set", f"{k}={v}")]
+
+
+def invoke(*args):
+    return CliRunner().invoke(cli, list(args))
+
+
+def one_error_line(res) -> bool:
+    """Bad input: exit 2 and one `error:` line on stderr."""
+    lines = res.stderr.strip().splitlines()
+    return res.exit_code == 2 and len(lines) == 1 and lines[0].startswith("error: ")
+
+
+def write_samples(path: str, count: int = 12) -> str:
+    """`hwtune model samples` of MODEL at SMALL sizes."""
+    res = invoke("model", "samples", MODEL, "-o", path, "--count", str(count), *SMALL)
+    assert res.exit_code == 0, res.output
+    return path
 
 
 def dynamic_documents(tmp_path):

@@ -10,19 +10,12 @@ import os
 import sqlite3
 
 import pytest
-from click.testing import CliRunner
 
-from hwtune.cli.main import cli
 from hwtune.db import ResultsDB, migrations
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MODEL = "tree_lstm_childsum"
-SMALL = ["--set", "hidden=16", "--set", "embed=8", "--set", "vocab=30"]
+from dynamic_docs import MODEL, ROOT, SMALL, invoke, one_error_line, write_samples
+
 COUNT = 12
-
-
-def invoke(*args):
-    return CliRunner().invoke(cli, list(args))
 
 
 def run(samples, db, *args):
@@ -30,17 +23,9 @@ def run(samples, db, *args):
                   "--threads", "1", *args, "--db", str(db))
 
 
-def one_error_line(res):
-    lines = res.stderr.strip().splitlines()
-    return res.exit_code == 2 and len(lines) == 1 and lines[0].startswith("error: ")
-
-
 @pytest.fixture(scope="module")
 def samples(tmp_path_factory):
-    path = str(tmp_path_factory.mktemp("dyn") / "trees.jsonl")
-    res = invoke("model", "samples", MODEL, "-o", path, "--count", str(COUNT), *SMALL)
-    assert res.exit_code == 0, res.output
-    return path
+    return write_samples(str(tmp_path_factory.mktemp("dyn") / "trees.jsonl"), COUNT)
 
 
 @pytest.fixture(scope="module")

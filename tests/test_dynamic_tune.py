@@ -8,9 +8,7 @@ import json
 import os
 
 import pytest
-from click.testing import CliRunner
 
-from hwtune.cli.main import cli
 from hwtune.db import ResultsDB
 from hwtune.dynamic.executor import DynamicEngine, DynConfig, read_samples
 from hwtune.dynamic.model import load_dynamic, model_hash
@@ -18,27 +16,12 @@ from hwtune.native.pool import allowed_cpus
 from hwtune.tuners import dynamic_graph as dg
 from hwtune.tuners.search import ERROR, OK, STATUSES
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MODEL = "tree_lstm_childsum"
-VARS = {"hidden": 16, "embed": 8, "vocab": 30}
-SMALL = [a for k, v in VARS.items() for a in ("--set", f"{k}={v}")]
-
-
-def invoke(*args):
-    return CliRunner().invoke(cli, list(args))
-
-
-def one_error_line(res):
-    lines = res.stderr.strip().splitlines()
-    return res.exit_code == 2 and len(lines) == 1 and lines[0].startswith("error: ")
+from dynamic_docs import MODEL, ROOT, SMALL, VARS, invoke, one_error_line, write_samples
 
 
 @pytest.fixture(scope="module")
 def samples(tmp_path_factory):
-    path = str(tmp_path_factory.mktemp("dyn") / "trees.jsonl")
-    res = invoke("model", "samples", MODEL, "-o", path, "--count", "12", *SMALL)
-    assert res.exit_code == 0, res.output
-    return path
+    return write_samples(str(tmp_path_factory.mktemp("dyn") / "trees.jsonl"))
 
 
 @pytest.fixture(scope="module")

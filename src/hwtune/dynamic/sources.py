@@ -57,11 +57,10 @@ def resolve_dynamic(arg: str) -> str:
 def samples_digest(path: str) -> str:
     """sha256 (hex) of an input-graph file's bytes: which samples a stored
     figure was measured on, whatever the file is called."""
+    from hwtune.db.keys import hash_file
     h = hashlib.sha256()
     try:
-        with open(path, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                h.update(block)
+        hash_file(h, path)
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
     return h.hexdigest()
