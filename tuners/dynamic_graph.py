@@ -158,7 +158,10 @@ def rows_graph(model, rows: int, op_names: Sequence[str]):
 
 
 def _stage_executors(ctx: TuneContext, model, samples, opts: DynTuneOptions, subject: str,
-                     reference) -> Tuple[Optional[Dict[str, Any]], Optional[float], dict]:
+                     reference) -> Tuple[Optional[Dict[str, Any]], Optional[float],
+                                         Optional[Dict[str, Any]], dict]:
+    """(best params, its seconds, the best params with teams of 2+ threads,
+    the stage's report)."""
     from hwtune.tuners.loop import run_search
     n_batches = -(-samples.count // opts.batch)
     points = candidates(len(ctx.cpus), n_batches)
@@ -177,9 +180,12 @@ def _stage_executors(ctx: TuneContext, model, samples, opts: DynTuneOptions, sub
     failed = sum(1 for o in looked if o is not None and o.status != OK)
     if failed:
         summary += f" ({failed} failed or wrong)"
-    return best, res.best_s, {"summary": summary, "trials": res.trials,
-                              "measured": res.measured, "reused": res.reused,
-                              "seconds": watch.elapsed(), "stopped": res.stopped}
+    wide = min(((o.seconds, i) for i, o in enumerate(looked)
+                if o is not None and o.status == OK and points[i]["threads"] >= 2),
+               default=None)
+    return best, res.best_s, None if wide is None else points[wide[1]], {
+        "summary": summary, "trials": res.trials, "measured": res.measured,
+        "reused": res.reused, "seconds": watch.elapsed(), "stopped": res.stopped}
 
 
 def _stage_op_threads(ctx: TuneContext, model, hist: Dict[str, Dict[int, int]], team: int
@@ -273,19 +279,28 @@ def tune_dynamic(db, host_key: str, model, samples, opts: DynTuneOptions, *, inp
         why: List[str] = []
         if opts.budget_s is not None:
             ctx.deadline = clock.deadline_after(opts.budget_s * EXECUTOR_SHARE)
-        best, best_s, stages["executors"] = _stage_executors(ctx, model, samples, opts,
-                                                             subject, reference)
+        best, best_s, wide, stages["executors"] = _stage_executors(ctx, model, samples, opts,
+                                                                   subject, reference)
         default = DynConfig(policy=opts.policy, batch=opts.batch)
         swept = _config(opts, best) if best else default
+        # Per-op counts need a team to choose in: when 1-thread teams won,
+        # the ops are climbed in the best team of 2+ threads, a third
+        # candidate for the final comparison to decide.
+        climbed = swept
+        if best is not None and best["threads"] < 2 and wide is not None:
+            climbed = _config(opts, wide)
+            why.append(f"op-threads: climbed in {wide['executors']}x{wide['threads']} "
+                       f"c{wide['chunk']}, the best config with teams of 2+ threads (the "
+                       "executors' best has 1-thread teams)")
         if deadline is not None:
             # leave the final comparison its passes (3 candidates)
             pass_s = best_s or 0.0
             ctx.deadline = deadline - 3 * MIN_FINAL_REPS * 2 * pass_s
-        with DynamicEngine(model, samples, swept) as e:
+        with DynamicEngine(model, samples, climbed) as e:
             hist, team = e.histogram(), e.threads
         op_threads, stages["op-threads"], lines = _stage_op_threads(ctx, model, hist, team)
         why += lines
-        tuned = replace(swept, op_threads=op_threads or None)
+        tuned = replace(climbed, op_threads=op_threads or None)
         cands = [default, swept] + ([tuned] if op_threads else [])
         reps = FINAL_REPS
         if deadline is not None and best_s:
@@ -321,11 +336,12 @@ def tune_dynamic(db, host_key: str, model, samples, opts: DynTuneOptions, *, inp
                "samples_digest": digest, "policy": opts.policy, "batch": opts.batch,
                "cpu": cpu_model, "isa": selected_isa(), "cpus": len(cpus),
                "histogram": {op: {str(r): c for r, c in by.items()} for op, by in hist.items()},
-               "stages": stages, "default": _side(got[0]), "tuned": _side(got[-1]),
+               "stages": stages, "default": _side(got[0]), "tuned": _side(chosen),
                "chosen": labels[win], "chosen_config": cfg,
-               "candidates": [dict(_side(r), label=labels[i]) for i, r in enumerate(got)],
-               "speedup": got[0].median_s / got[-1].median_s,
-               "chosen_speedup": got[0].median_s / chosen.median_s, "reps": reps,
+               "candidates": [dict(_side(r), label=labels[i],
+                                   speedup=got[0].median_s / r.median_s)
+                              for i, r in enumerate(got)],
+               "speedup": got[0].median_s / chosen.median_s, "reps": reps,
                "load": [load_before, load_after], "why": why, "config_id": config_id,
                "run_id": run_id, "db": str(db.path), "tuning_s": watch.elapsed()}
         db.add_fact(run_id, "dynamic_tune_summary", {k: v for k, v in doc.items()

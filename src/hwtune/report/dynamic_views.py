@@ -80,16 +80,19 @@ def tune_lines(doc: dict) -> List[str]:
            "row counts per op call over one pass (rows:calls, every op of F at the chosen "
            "chunk): " + (" ".join(f"{r}:{c}" for r, c in hist.items()) or "-")]
     for name, st in doc["stages"].items():
-        out.append(f"{name + ':':<11}{st['summary']} ({st['trials']} trials, {st['measured']} "
+        out.append(f"{name + ':':<12}{st['summary']} ({st['trials']} trials, {st['measured']} "
                    f"measured, {st['reused']} reused, {st['seconds']:.1f} s"
                    f"{', stopped: ' + st['stopped'] if st['stopped'] != 'done' else ''})")
     out.append(f"default:   {_ms(d['median_s'])} a pass, {d['samples_per_s']:.1f} samples/s "
-               f"({config_cell(d['config'], '')})".replace(" ()", ""))
+               f"({config_cell(d['config'], '')})")
     out.append(f"tuned:     {_ms(t['median_s'])} a pass, {t['samples_per_s']:.1f} samples/s "
-               f"({config_cell(t['config'], '')})".replace(" ()", ""))
+               f"({config_cell(t['config'], '')}; the {doc['chosen']} candidate)")
     out.append(f"ratio:     {doc['speedup']:.2f}x tuned vs default (medians of {doc['reps']} "
                f"passes each, interleaved; 1-min load {load[0]:.2f} before, {load[1]:.2f} "
                "after)")
+    out.append("measured:  " + ", ".join(
+        f"{c['label']} {c['speedup']:.2f}x ({config_cell(c['config'], '')})"
+        for c in doc.get("candidates") or []))
     for w in doc.get("why") or []:
         out.append(f"  - {w}")
     out.append(f"stored:    {doc['chosen']} config as the tuned config {doc['config_id']} "
