@@ -100,10 +100,10 @@ def test_report_shows_throughput_and_the_batch_curve(stored, tmp_path):
     assert any(s["key"].startswith("dyn:") for s in doc["history"])
     term = invoke("report", "--db", str(db))
     assert term.exit_code == 0, term.output
-    assert "Dynamic models: throughput" in term.stdout
+    assert "Dynamic models: best samples/s per policy" in term.stdout
     assert "samples/s vs batch" in term.stdout
     md = invoke("report", "--db", str(db), "--format", "markdown")
-    assert "## Dynamic models: throughput" in md.stdout and "```text" in md.stdout
+    assert "## Dynamic models: best samples/s" in md.stdout and "```text" in md.stdout
     page = tmp_path / "r.html"
     html = invoke("report", "--db", str(db), "--format", "html", "-o", str(page))
     assert html.exit_code == 0, html.output

@@ -5,7 +5,6 @@ policy, the batch-size curve). Each format draws these its own way."""
 
 from typing import Dict, List, Optional, Tuple
 
-from hwtune.report.fmt import date
 
 View = Tuple[List[str], List[list]]
 
@@ -112,14 +111,15 @@ def throughput_table(doc: dict) -> Optional[Tuple[str, List[str], List[list]]]:
     for e in entries:
         for policy, points in e["curves"].items():
             best = max(points, key=lambda p: p["samples_per_s"] or 0)
-            rows.append([e["model"], f"{e['samples']} ({e['samples_digest'][:8]})", policy,
-                         f"{best['samples_per_s']:.1f}", best["batch"],
-                         ", ".join(str(p["batch"]) for p in points), config_cell(best),
-                         best["run_id"], date(best["created_at"])])
-    return (f"Dynamic models: throughput of {len(entries)} model/sample set"
-            f"{'s' if len(entries) != 1 else ''} (best samples/s per policy)",
-            ["model", "samples", "policy", "samples/s", "at batch", "batches", "config",
-             "run", "date"], rows)
+            batches = [p["batch"] for p in points]
+            rows.append([f"{e['model']} ({e['samples']} samples {e['samples_digest'][:6]})",
+                         policy, f"{best['samples_per_s']:.1f}", best["batch"],
+                         ", ".join(map(str, batches)) if len(batches) < 4 else
+                         f"{batches[0]}..{batches[-1]} ({len(batches)})",
+                         config_cell(best), best["run_id"]])
+    return (f"Dynamic models: best samples/s per policy ({len(entries)} model/sample set"
+            f"{'s' if len(entries) != 1 else ''})",
+            ["model", "policy", "samples/s", "batch", "batches", "config", "run"], rows)
 
 
 def curve_series(entry: dict) -> List[tuple]:
@@ -129,5 +129,6 @@ def curve_series(entry: dict) -> List[tuple]:
 
 
 def curve_title(entry: dict) -> str:
-    return (f"{entry['model']}: samples/s vs batch ({entry['samples']} samples, "
-            f"{entry['runs']} run{'s' if entry['runs'] != 1 else ''})")
+    return (f"{entry['model']}: samples/s vs batch ({entry['samples']} samples "
+            f"{entry['samples_digest'][:6]}, {entry['runs']} run"
+            f"{'s' if entry['runs'] != 1 else ''})")

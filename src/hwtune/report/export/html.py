@@ -325,7 +325,7 @@ def _dynamic_section(doc) -> List[str]:
     if got is None:
         return []
     title, header, rows = got
-    out = [f"<h2 id='dynamic'>{_e(title)}</h2>", _table(header, rows, left=(0, 1, 2, 5, 6))]
+    out = [f"<h2 id='dynamic'>{_e(title)}</h2>", _table(header, rows, left=(0, 1, 5))]
     charts = []
     for i, e in enumerate(doc["dynamic"]):
         series = dv.curve_series(e)

@@ -204,7 +204,7 @@ def _dynamic_section(doc) -> List[str]:
     if got is None:
         return []
     title, header, rows = got
-    out = [f"## {title}", ""] + table(header, rows, left=(1, 2, 5, 6))
+    out = [f"## {title}", ""] + table(header, rows, left=(1, 5))
     for e in doc["dynamic"]:
         series = dv.curve_series(e)
         if any(len(xs) > 1 for _, xs, _ in series):
