@@ -167,3 +167,21 @@ def test_v7_database_migrates_to_v8_keeping_rows(tmp_path, monkeypatch):
     with ResultsDB.open(path) as d:
         found = integrity.find(d)
     assert [(p.table, p.action) for p in found.problems] == [("dynamic_runs", "drop the row")]
+
+
+def test_dynamic_rows_travel_with_db_export_and_import(stored, tmp_path):
+    db, a, _ = stored
+    out = tmp_path / "records.jsonl"
+    res = invoke("db", "export", "-o", str(out), "--db", str(db))
+    assert res.exit_code == 0, res.output
+    target = tmp_path / "other.db"
+    for _ in range(2):  # the second import finds every row already there
+        res = invoke("db", "import", str(out), "--db", str(target))
+        assert res.exit_code == 0, res.output
+    with ResultsDB.open(db) as src, ResultsDB.open(target) as dst:
+        host = src.hosts()[0]["host_key"]
+        want = [{k: v for k, v in r.items() if k not in ("id", "run_id")}
+                for r in src.dynamic_runs(host)]
+        got = [{k: v for k, v in r.items() if k not in ("id", "run_id")}
+               for r in dst.dynamic_runs(host)]
+    assert got == want and len(got) == 5
