@@ -297,7 +297,7 @@ def tune_dynamic(db, host_key: str, model, samples, opts: DynTuneOptions, *, inp
             pass_s = best_s or 0.0
             ctx.deadline = deadline - 3 * MIN_FINAL_REPS * 2 * pass_s
         with DynamicEngine(model, samples, climbed) as e:
-            hist, team = e.histogram(), e.threads
+            hist, team, hist_chunk = e.histogram(), e.threads, e.chunk
         op_threads, stages["op-threads"], lines = _stage_op_threads(ctx, model, hist, team)
         why += lines
         tuned = replace(climbed, op_threads=op_threads or None)
@@ -336,6 +336,7 @@ def tune_dynamic(db, host_key: str, model, samples, opts: DynTuneOptions, *, inp
                "samples_digest": digest, "policy": opts.policy, "batch": opts.batch,
                "cpu": cpu_model, "isa": selected_isa(), "cpus": len(cpus),
                "histogram": {op: {str(r): c for r, c in by.items()} for op, by in hist.items()},
+               "histogram_chunk": hist_chunk,
                "stages": stages, "default": _side(got[0]), "tuned": _side(chosen),
                "chosen": labels[win], "chosen_config": cfg,
                "candidates": [dict(_side(r), label=labels[i],

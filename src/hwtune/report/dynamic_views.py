@@ -76,8 +76,9 @@ def tune_lines(doc: dict) -> List[str]:
            f"(sha256 {doc['samples_digest'][:12]})",
            f"machine:   {doc.get('cpu') or '?'}, kernels {doc['isa']}, "
            f"{doc['cpus']} usable CPUs",
-           "row counts per op call over one pass (rows:calls, every op of F at the chosen "
-           "chunk): " + (" ".join(f"{r}:{c}" for r, c in hist.items()) or "-")]
+           f"row counts per op call over one pass (rows:calls, every op of F, chunk "
+           f"{doc.get('histogram_chunk', '?')}): "
+           + (" ".join(f"{r}:{c}" for r, c in hist.items()) or "-")]
     for name, st in doc["stages"].items():
         out.append(f"{name + ':':<12}{st['summary']} ({st['trials']} trials, {st['measured']} "
                    f"measured, {st['reused']} reused, {st['seconds']:.1f} s"
