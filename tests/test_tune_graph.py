@@ -225,6 +225,33 @@ def test_retune_measures_the_stored_config_and_never_stores_a_slower_one(db):
             == [(first_id, first_at)]
 
 
+def test_a_rerun_plans_cut_workloads_at_the_trial_times_measured_before(db):
+    from statistics import median
+
+    from hwtune.db.timestamps import parse
+
+    conv = [*PATHNET, "--reps", "2", "--search", "grid", "--only", "conv"]
+    # An exhaustive CONV grid (~300 trials) cannot fit in 3 s: both workloads are cut.
+    first = json.loads(hwtune("tune-graph", *conv, "--budget", "3", "--json", db=db).stdout)
+    assert {c["stage"] for c in first["cuts"]} == {"conv"}
+    plan = json.loads(hwtune("tune-graph", *conv, "--plan", "--json", db=db).stdout)
+    measured = [i for i in plan["items"] if i["measured_run"] == first["run_id"]]
+    assert measured
+    for item in measured:
+        # The median gap between the first run's stored trials of the workload.
+        stamps = [parse(t).timestamp() for (t,) in rows(
+            db, "SELECT created_at FROM tuning_trials WHERE run_id = ? AND subject = ? "
+                "AND status != 'skipped' ORDER BY id", (first["run_id"], item["name"]))]
+        assert item["trial_s"] == pytest.approx(median(b - a for a, b in zip(stamps,
+                                                                             stamps[1:])))
+    # A budget the measured plan says is enough (with room for load) finishes them.
+    budget = 2 * plan["total_cost_s"] + 5
+    second = json.loads(hwtune("tune-graph", *conv, "--budget", f"{budget:.1f}", "--json",
+                               db=db).stdout)
+    assert not second["cuts"]
+    assert rows(db, "SELECT count(*) FROM tuned_subjects WHERE tuner = 'conv'")[0][0] == 2
+
+
 def test_tune_dilated_asymmetric_and_transposed_convs(db, tmp_path):
     """The conv forms of ONNX import through tune-graph: dilated and
     asymmetrically padded conv2d are tuned on the NCHW[x]c template like any

@@ -88,6 +88,7 @@ static const layout_row LAYOUT[] = {
     FIELD(hwt_op_ctx, state),
     FIELD(hwt_op_ctx, ws_floats),
     FIELD(hwt_op_ctx, flops),
+    FIELD(hwt_op_ctx, shared),
 
     SIZE(hwt_op_impl),
     FIELD(hwt_op_impl, type),
