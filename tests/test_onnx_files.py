@@ -342,6 +342,9 @@ def test_run_inputs_and_saved_outputs(tmp_path):
 
 @pytest.mark.parametrize("name, sets", [
     ("lstm_small", ["seq=2", "layers=1", "batch=4", "fused_cell=false"]),
+    ("lstm_small", ["seq=3", "layers=2", "batch=4"]),
+    # the fused cell with rows of a hoisted input projection (x_row > 0)
+    ("lstm_medium", ["seq=6", "layers=2", "batch=3", "hidden=16"]),
     ("phased_lstm_small", ["seq=2", "layers=1", "batch=4"]),
     ("resnet18", ["image=32"]),
 ])
@@ -352,7 +355,6 @@ def test_bundled_model_exports_and_round_trips(name, sets, tmp_path):
     res = invoke("model", "export", name, "-o", out, *flags)
     assert res.exit_code == 0, res.output
     from hwtune.sources import load_any
-    # Until lstm_cell has an ONNX export, LSTMs go out as the eleven-op cell.
     graph = load_any(name, {k: False if v == "false" else int(v)
                             for k, v in (s.split("=") for s in sets)})[0]
     ref = run_reference(graph)

@@ -162,7 +162,41 @@ def _gelu(e, op, a):
     e.node("Mul", [h, p], op.outputs, op.name)
 
 
+def _lstm_cell(e, op, a):
+    # The fused cell written out as the unfused one (graph/ops/rnn.py): gate
+    # pre-activations (+ a step's rows of the hoisted projection, + bias),
+    # split into i, f, g, o, then c and h.
+    b, h4 = e.graph.shapes[op.inputs[0]]
+    z = op.inputs[0]
+    if len(op.inputs) > 2:
+        rows, zx = e.tmp(op.name), e.tmp(op.name)
+        e.node("Slice", [op.inputs[2], e.const(op.name, [a["x_row"]]),
+                         e.const(op.name, [a["x_row"] + b]), e.const(op.name, [0])],
+               [rows], f"{op.name}/x_rows")
+        e.node("Add", [z, rows], [zx], f"{op.name}/x_add")
+        z = zx
+    if len(op.inputs) > 3:
+        zb = e.tmp(op.name)
+        e.node("Add", [z, op.inputs[3]], [zb], f"{op.name}/bias")
+        z = zb
+    gi, gf, gg, go = (e.tmp(op.name) for _ in range(4))
+    e.node("Split", [z, e.const(op.name, [h4 // 4] * 4)], [gi, gf, gg, go], f"{op.name}/split",
+           axis=1)
+    si, sf, tg, so = (e.tmp(op.name) for _ in range(4))
+    e.node("Sigmoid", [gi], [si], f"{op.name}/i")
+    e.node("Sigmoid", [gf], [sf], f"{op.name}/f")
+    e.node("Tanh", [gg], [tg], f"{op.name}/g")
+    e.node("Sigmoid", [go], [so], f"{op.name}/o")
+    keep, new, tc = e.tmp(op.name), e.tmp(op.name), e.tmp(op.name)
+    e.node("Mul", [sf, op.inputs[1]], [keep], f"{op.name}/keep")
+    e.node("Mul", [si, tg], [new], f"{op.name}/new")
+    e.node("Add", [keep, new], [op.outputs[1]], f"{op.name}/c")
+    e.node("Tanh", [op.outputs[1]], [tc], f"{op.name}/tanh_c")
+    e.node("Mul", [so, tc], [op.outputs[0]], op.name)
+
+
 EXPORTERS: Dict[str, Callable] = {
+    "lstm_cell": _lstm_cell,
     "matmul": _matmul,
     "add": _simple("Add"), "sub": _simple("Sub"), "mul": _simple("Mul"),
     "div": _simple("Div"), "minimum": _simple("Min"), "maximum": _simple("Max"),
