@@ -75,3 +75,23 @@ def test_counted_region_is_the_kernel(counts):
     # filled: more instructions than the kernel itself for element-wise)
     for r in counts.values():
         assert not any("job_make" in n or "bench_fill" in n for n in r.params["functions"])
+
+
+def test_perf_counters_count_the_kernel_alone(counts):
+    """On a host with hardware counters, `instructions` is counted with
+    perf_event_open, which cannot be limited to the kernel's functions: it
+    must still come out near callgrind's kernel-only count, not the whole
+    call (operands allocated and filled: ~50x the element-wise kernel)."""
+    hw, why = counting.hardware_counters()
+    if not hw:
+        pytest.skip(f"no hardware counters here ({why})")
+    isa = counts["e-1"].params["isa"]  # the kernels callgrind ran
+    figs = [Figure(n, k, dict(p, threads=1), metric="instructions")
+            for n, k, p in (("e-1", "eltwise", EW), ("g-1", "gemm", GEMM))]
+    suite = Suite(name="scaling", path=None, figures=figs, references=[], count_reps=2,
+                  isa=isa)
+    got = count_figures(figs, "instructions", suite)
+    for name, r in got.items():
+        assert r.error is None and r.params["counter"] == "perf", r.error
+        ratio = r.samples[0] / counts[name].params["counts"]["Ir"]
+        assert 0.8 <= ratio <= 1.25, f"{name}: perf counted x{ratio:.2f} of the kernel's work"
