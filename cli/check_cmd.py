@@ -44,6 +44,10 @@ from hwtune.cli.options import db_option, example, json_option
                    "machine has them, else valgrind)")
 @click.option("--max-seconds", type=float, default=None, metavar="S",
               help="cap on sampling one time figure (default: the suite's max_seconds)")
+@click.option("--compare", "compare", nargs=2, type=click.Path(dir_okay=False), default=None,
+              metavar="A.json B.json",
+              help="decide two saved `hwtune check --json` results (A the baseline, B the "
+                   "current run) by the same rules, exit codes and outputs; measures nothing")
 @click.option("--undecidable-ok", is_flag=True,
               help="exit 0 instead of 3 when the machine was too noisy to decide")
 @click.option("--junit", "junit_path", type=click.Path(dir_okay=False), default=None,
@@ -53,7 +57,7 @@ from hwtune.cli.options import db_option, example, json_option
 @db_option
 @json_option
 def check(suite_path, init, baseline_file, update_baseline, mode, relative, figures, against,
-          metric, max_seconds, undecidable_ok, junit_path, md_path, db_path, as_json):
+          metric, max_seconds, compare, undecidable_ok, junit_path, md_path, db_path, as_json):
     """Run the performance suite and compare it with this host's baseline
     (or with another build: --against).
 
@@ -65,8 +69,24 @@ def check(suite_path, init, baseline_file, update_baseline, mode, relative, figu
     are compared without statistics against count_threshold. Exit 0: pass
     (an improvement passes, with a note) or baseline recorded; 1: a
     regression; 2: an error; 3: undecidable (too noisy; 0 with
-    --undecidable-ok).
+    --undecidable-ok). --compare A.json B.json decides two saved --json
+    results the same way, measuring nothing.
     """
+    if compare:
+        from hwtune.check.compare_files import compare_files
+        from hwtune.errors import UsageError
+        measuring = [flag for flag, given in (
+            ("--init", init), ("--suite", suite_path is not None),
+            ("--baseline", baseline_file is not None), ("--update-baseline", update_baseline),
+            ("--against", against is not None), ("--metric", metric is not None),
+            ("--max-seconds", max_seconds is not None)) if given]
+        if measuring:
+            raise UsageError(f"--compare decides two saved results and measures nothing: it "
+                             f"takes no {measuring[0]}")
+        report = compare_files(*compare, mode=mode, relative=relative,
+                               undecidable_ok=undecidable_ok, figures=list(figures))
+        _output(report, junit_path, md_path, as_json)
+        return
     if init:
         _init_suite(suite_path or "hwtune-check.toml")
         return
@@ -75,8 +95,6 @@ def check(suite_path, init, baseline_file, update_baseline, mode, relative, figu
     from hwtune.check.gate import run_check, with_figures, with_max_seconds, with_metric
     from hwtune.check.suite import load_suite
     from hwtune.db import ResultsDB
-    from hwtune.report import export
-    from hwtune.report.files import write_file
 
     suite = with_max_seconds(with_metric(with_figures(load_suite(suite_path), list(figures)),
                                          metric), max_seconds)
@@ -97,6 +115,14 @@ def check(suite_path, init, baseline_file, update_baseline, mode, relative, figu
                                update_baseline=update_baseline, relative=relative,
                                against=against, undecidable_ok=undecidable_ok,
                                progress=progress, warn=warn)
+    _output(report, junit_path, md_path, as_json)
+
+
+def _output(report, junit_path, md_path, as_json):
+    """Every output the options ask for, then the report's exit code."""
+    from hwtune.report import export
+    from hwtune.report.files import write_file
+
     if junit_path:
         write_file(junit_path, export.render("check", report, "junit"))
     if md_path:

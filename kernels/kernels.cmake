@@ -7,7 +7,8 @@
 # table). Runtime CPUID dispatch picks the row.
 #
 # Other files are portable C, compiled once, except those whose name contains
-# "avx512" or "avx2" (GEMM's per-ISA files), compiled with that ISA's flags;
+# "avx512" or "avx2" (GEMM's micro-kernels, one register tile per ISA), compiled
+# with that ISA's flags;
 # all of them are only ever called after runtime dispatch.
 # Portable loops are a handful of instructions: aligned to 32 bytes so that
 # none straddles a 64-byte line (the add loop did, and ran at 0.8x of the
@@ -20,6 +21,8 @@ set(HWTUNE_KERNEL_BODIES
   "kernels/eltwise/body.c generic avx2 avx512"
   "kernels/probe/body.c generic avx2 avx512"
   "kernels/conv/nchwc_body.c avx2 avx512"  # generic: nchwc_generic.c (accumulators in memory)
+  "kernels/gemm/pack_body.c generic avx2 avx512"
+  "kernels/gemm/gemv_body.c generic avx2 avx512"
 )
 
 if(HWTUNE_X86)

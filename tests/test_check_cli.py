@@ -345,3 +345,23 @@ def test_unknown_figure_and_bad_options(env):
 def test_help_has_example():
     r = CliRunner().invoke(cli, ["check", "--help"])
     assert r.exit_code == 0 and "Example:" in r.output and "--update-baseline" in r.output
+
+
+def test_compare_two_saved_json_results(env):
+    """--compare on two real `--json` results: A/A passes, B (A's samples
+    x1000) regresses; nothing is measured or stored."""
+    tmp_path, args = env
+    r = CliRunner().invoke(cli, ["check", *args, "--update-baseline", "--baseline",
+                                 str(tmp_path / "base.json"), "--json"])
+    assert r.exit_code == 0, r.output
+    a = tmp_path / "a.json"
+    a.write_text(r.stdout)
+    code, out = invoke(["--compare", str(a), str(a)])
+    assert code == 0 and "PASS" in out, out
+    doc = json.loads(r.stdout)
+    for f in doc["figures"]:
+        f["current"]["samples"] = [x * 1e3 for x in f["current"]["samples"]]
+    b = tmp_path / "b.json"
+    b.write_text(json.dumps(doc))
+    code, out = invoke(["--compare", str(a), str(b)])
+    assert code == 1 and "REGRESSION" in out, out

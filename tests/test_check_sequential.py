@@ -136,3 +136,29 @@ def test_count_comparison():
     other = counted(1000.0)
     other.params["counter"] = "perf"
     assert compare_counts(counted(1000.0), other, 0.01)[0] == "error"
+
+
+def test_a_lower_rate_is_a_slowdown_in_the_gates_rule():
+    """Throughput probes sample GFLOPS or GB/s: the rule compares 1/rate, so
+    a probe 20% lower than its baseline (or the other build) regresses."""
+    from hwtune.check.suite import parse_suite
+    from hwtune.check.timed import _Rule, baseline_values, costs
+
+    suite = parse_suite({"suite": {"name": "t", "min_rounds": 3, "max_rounds": 12},
+                         "figure": [{"kind": "fma_peak", "name": "peak"}]})
+    rng = random.Random(0)
+    ends = list(range(3, 37, 3))
+    old = [100.0 * rng.lognormvariate(0, 0.01) for _ in range(36)]
+    new = [80.0 * rng.lognormvariate(0, 0.01) for _ in range(36)]
+    ref = [1e-3] * 36
+    # paired: both sides rates (two builds)
+    d = _Rule(suite, [None, None], None, rates=(True, True))([old, new], ends, 1.0)
+    assert d.status == "regression" and d.ratio == pytest.approx(1.25, rel=0.02)
+    # against a baseline: the reference kernel times, the figure is a rate
+    base = baseline_values(costs(old), ref, {"ends": ends}, absolute=True)
+    d = _Rule(suite, [None, None], base, absolute=True, rates=(False, True))(
+        [ref, new], ends, 1.0)
+    assert d.status == "regression"
+    d = _Rule(suite, [None, None], base, absolute=True, rates=(False, True))(
+        [ref, [x * 1.5 for x in new]], ends, 1.0)   # 120 GFLOPS: faster
+    assert d.status == "improvement"

@@ -1,13 +1,16 @@
 """Distributed CONV search: two `hwtune tune-graph --storage` workers share
 one Optuna study per workload on a real local PostgreSQL server. Both
 workers' trials are in it, no point is measured twice, and each worker's
-own measurements are in its own results.db."""
+own measurements are in its own results.db. A worker killed mid-trial
+leaves no trial RUNNING: the next worker fails it and measures its point,
+once."""
 
 import json
 import os
 import sqlite3
 import subprocess
 import sys
+import time
 from collections import Counter
 
 import pytest
@@ -81,6 +84,66 @@ def test_two_workers_share_one_study_and_measure_no_point_twice(postgres, tmp_pa
             assert any(all(s.get(k) == v for k, v in point.items()) for s in stored), point
         optuna_rows = sum(1 for search, _ in rows if search == "optuna")
         assert workers[pid] - len(studies) <= optuna_rows <= workers[pid]
+
+
+def _database(url, name):
+    """A new, empty database on the test server: studies of its own."""
+    import psycopg
+    with psycopg.connect(url, autocommit=True) as con:
+        con.execute(f"CREATE DATABASE {name}")
+    return url.rsplit("/", 1)[0] + "/" + name
+
+
+def test_a_killed_workers_trial_is_failed_and_measured_once_by_another(postgres, tmp_path):
+    import optuna
+    from hwtune.tuners.shared_study import GRACE_S, HEARTBEAT_S, WORKER_ATTR
+
+    url = _database(postgres, "killed")
+    model, *sets = PATHNET
+    dying = subprocess.Popen(
+        [sys.executable, os.path.join(ROOT, "tests", "fleet_worker.py"), url, model,
+         *sets[1::2]], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True)
+    try:
+        line = dying.stdout.readline()
+        assert line, dying.stderr.read()
+        drawn = json.loads(line)
+        storage = optuna.storages.RDBStorage(url.replace("postgresql://",
+                                                         "postgresql+psycopg://"))
+        study = optuna.load_study(study_name=drawn["study"], storage=storage)
+        (running,) = study.get_trials(states=(optuna.trial.TrialState.RUNNING,))
+        assert running.params == drawn["params"]
+    finally:
+        dying.kill()  # mid-trial: no tell, no clean-up
+        dying.communicate(timeout=60)
+    time.sleep(GRACE_S + 2 * HEARTBEAT_S)  # its last heartbeat is stale by now
+    # A password the trust-authenticated server never asks for: the run's
+    # recorded options keep the URL without it.
+    secret = url.replace("://hwtune@", "://hwtune:s3cret@")
+    db = tmp_path / "live.db"
+    live = subprocess.Popen(
+        [sys.executable, "-m", "hwtune.cli.main", "tune-graph", *PATHNET, "--only", "conv",
+         "--reps", "2", "--trials", "3", "--storage", secret, "--json", "--db", str(db)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _, err = live.communicate(timeout=600)
+    assert live.returncode == 0, err
+    trials = optuna.load_study(study_name=drawn["study"], storage=storage).get_trials()
+    dead = next(t for t in trials if t.number == running.number)
+    assert dead.state == optuna.trial.TrialState.FAIL
+    assert not [t for t in trials if t.state == optuna.trial.TrialState.RUNNING]
+    # Its point was queued again once and measured by the live worker, once.
+    done = [t for t in trials if t.state == optuna.trial.TrialState.COMPLETE]
+    again = [t for t in done if t.system_attrs.get("failed_trial") == running.number]
+    assert len(again) == 1 and again[0].params == drawn["params"]
+    assert again[0].user_attrs[WORKER_ATTR].endswith(f":{live.pid}")
+    keys = [tuple(sorted(t.params.items())) for t in done]
+    assert len(keys) == len(set(keys))
+    con = sqlite3.connect(str(db))
+    (options,) = [json.loads(o) for (o,) in con.execute(
+        "SELECT options_json FROM runs WHERE kind = 'tune'")]
+    con.close()
+    assert options["storage"] == secret.replace(":s3cret@", ":***@")
+    assert "s3cret" not in json.dumps(options)
 
 
 def test_unreachable_storage_is_one_line(tmp_path):

@@ -14,7 +14,7 @@ from hwtune.report import build_report
 from hwtune.report.export import render
 from hwtune.report.text_charts import gantt_lines
 
-from test_report_fixture import BLAS, CONV_TRIALS, GEMM, OP_COST, TUNED_TRIALS
+from test_report_fixture import BLAS, CONV_TRIALS, GEMM, OP_COST, STORAGE, TUNED_TRIALS
 from test_report_fixture import fixture_db  # noqa: F401 (a pytest fixture)
 
 
@@ -56,6 +56,15 @@ def test_model_section_latencies_config_and_top_ops(doc):
     assert [o["op"] for o in top["ops"]] == sorted(OP_COST, key=lambda k: -OP_COST[k])
     assert top["ops"][0]["op_type"] == "conv2d"
     assert sum(o["share"] for o in top["ops"]) == pytest.approx(1.0, abs=1e-3)
+
+
+def test_model_section_shows_the_runs_options_storage_without_password(doc):
+    (m,) = doc["models"]
+    assert m["options"] == {"search": "optuna", "reps": 5, "budget_s": 60.0,
+                            "storage": STORAGE}
+    for fmt in ("terminal", "markdown", "html"):
+        text = " ".join(render("report", doc, fmt).split())
+        assert f"storage {STORAGE}" in text and "budget 60 s" in text, fmt
 
 
 def test_convergence_is_best_so_far_over_trials_in_order(doc):
@@ -128,7 +137,7 @@ def test_json_is_complete_and_parseable(fixture_db, doc):
     assert code == 0, out
     got = json.loads(out)
     assert set(got) == {"report_version", "generated_at", "hwtune_version", "db", "host",
-                        "scan", "models", "runs", "checks", "figures", "history",
+                        "scan", "models", "runs", "checks", "dynamic", "figures", "history",
                         "compare", "plan_validation"}
     assert got["host"]["cpu_model"] == "Fixture Xeon A"
     assert got["models"][0]["timeline"]["events"] and got["compare"]["rows"]
@@ -203,7 +212,10 @@ def test_html_is_self_contained_with_nonempty_charts(tmp_path, fixture_db):
                        "-o", str(out), "--compare", hosts["b"])
     assert code == 0, msg
     html = out.read_text()
-    assert "://" not in html and "<script" not in html and "src=" not in html
+    # The one URL in the page is a tune run's --storage, shown as text.
+    assert f"storage {STORAGE}" in html
+    assert "://" not in html.replace(STORAGE, "") and "<script" not in html
+    assert "src=" not in html
     assert re.findall(r"href=['\"]([^'\"]*)", html) and all(
         h.startswith("#") for h in re.findall(r"href=['\"]([^'\"]*)", html))
     charts = re.findall(r'<svg class="chart" data-chart="([^"]+)"(.*?)</svg>', html, re.S)

@@ -92,10 +92,16 @@ def add_scan(db, host, scale=1.0, version=None):
     return run
 
 
+# As tune-graph records --storage: without its password.
+STORAGE = "postgresql://tuner:***@db-host/hwtune"
+
+
 def add_tuning(db, host, tuned_s=3.0e-3, default_s=4.5e-3):
     gh = db.put_graph(GRAPH)
     run = db.start_run(host, "tune", {"model": "configs/models/tiny_cnn.json",
-                                      "graph_hash": gh})
+                                      "graph_hash": gh, "search": "optuna", "reps": 5,
+                                      "budget_s": 60.0, "only": [], "trials": None,
+                                      "storage": STORAGE})
     for i, s in enumerate(TUNED_TRIALS):
         db.add_trial(run, host, tuner="executor_sweep", search="grid", subject=gh,
                      isa="avx512", threads=4, params={"executors": 1 + i % 4, "i": i},

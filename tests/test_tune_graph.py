@@ -223,3 +223,65 @@ def test_retune_measures_the_stored_config_and_never_stores_a_slower_one(db):
     if out["kept_stored"]:
         assert rows(db, "SELECT id, created_at FROM engine_configs WHERE source = 'tuned'") \
             == [(first_id, first_at)]
+
+
+def test_a_rerun_plans_cut_workloads_at_the_trial_times_measured_before(db):
+    from statistics import median
+
+    from hwtune.db.timestamps import parse
+
+    conv = [*PATHNET, "--reps", "2", "--search", "grid", "--only", "conv"]
+    # An exhaustive CONV grid (~300 trials) cannot fit in 3 s: both workloads are cut.
+    first = json.loads(hwtune("tune-graph", *conv, "--budget", "3", "--json", db=db).stdout)
+    assert {c["stage"] for c in first["cuts"]} == {"conv"}
+    plan = json.loads(hwtune("tune-graph", *conv, "--plan", "--json", db=db).stdout)
+    measured = [i for i in plan["items"] if i["measured_run"] == first["run_id"]]
+    assert measured
+    for item in measured:
+        # The median gap between the first run's stored trials of the workload.
+        stamps = [parse(t).timestamp() for (t,) in rows(
+            db, "SELECT created_at FROM tuning_trials WHERE run_id = ? AND subject = ? "
+                "AND status != 'skipped' ORDER BY id", (first["run_id"], item["name"]))]
+        assert item["trial_s"] == pytest.approx(median(b - a for a, b in zip(stamps,
+                                                                             stamps[1:])))
+    # A budget the measured plan says is enough (with room for load) finishes them.
+    budget = 2 * plan["total_cost_s"] + 5
+    second = json.loads(hwtune("tune-graph", *conv, "--budget", f"{budget:.1f}", "--json",
+                               db=db).stdout)
+    assert not second["cuts"]
+    assert rows(db, "SELECT count(*) FROM tuned_subjects WHERE tuner = 'conv'")[0][0] == 2
+
+
+def test_tune_dilated_asymmetric_and_transposed_convs(db, tmp_path):
+    """The conv forms of ONNX import through tune-graph: dilated and
+    asymmetrically padded conv2d are tuned on the NCHW[x]c template like any
+    other (their workload keys carry the extra attributes), conv_transpose2d
+    stays NCHW, and the tuned config runs and checks."""
+    doc = {
+        "name": "conv-forms", "seed": 1,
+        "inputs": [{"name": "x", "shape": [1, 8, 10, 10]}],
+        "params": [{"name": "w1", "shape": [8, 8, 3, 3]}, {"name": "w2", "shape": [8, 8, 2, 2]},
+                   {"name": "w3", "shape": [8, 4, 4, 4]}, {"name": "b3", "shape": [4]}],
+        "ops": [
+            {"name": "dil", "op": "conv2d", "inputs": ["x", "w1"],
+             "attrs": {"dilation": 2, "padding": 2}},
+            {"name": "r", "op": "relu", "inputs": ["dil"]},
+            {"name": "same", "op": "conv2d", "inputs": ["r", "w2"], "attrs": {"padding_end": 1}},
+            {"name": "pool", "op": "pool2d", "inputs": ["same"],
+             "attrs": {"mode": "max", "kernel": 3, "stride": 2, "padding_end": 1}},
+            {"name": "up", "op": "conv_transpose2d", "inputs": ["pool", "w3", "b3"],
+             "attrs": {"stride": 2, "padding": 1}},
+        ],
+        "outputs": ["up"],
+    }
+    model = tmp_path / "forms.json"
+    model.write_text(json.dumps(doc))
+    out = json.loads(hwtune("tune-graph", str(model), "--reps", "2", "--only", "conv",
+                            "--json", db=db).stdout)
+    assert out["stages"]["conv"]["trials"] >= 2
+    keys = {k for (k,) in rows(db, "SELECT DISTINCT subject FROM tuning_trials "
+                                   "WHERE tuner = 'conv'")}
+    assert any('"dilation"' in k for k in keys) and any('"padding_end"' in k for k in keys)
+    ran = json.loads(hwtune("run", str(model), "--iterations", "2", "--check", "--json",
+                            db=db).stdout)
+    assert ran["config_source"] == "tuned" and ran["check"]["ok"]

@@ -126,3 +126,54 @@ def test_verdict_never_replaces_the_stored_config_with_a_slower_one():
     fast = Cand("tuned", [0.5] * 7)
     v = verdict.decide(default, [fast, broken], incumbent=broken)
     assert v.chosen is fast
+
+
+# -- trial times measured by an earlier run ----------------------------------
+def _trials_at(db, run, host, subject, times, status="ok", threads=2):
+    """Trials of one subject stored at the given seconds after a start."""
+    from datetime import datetime, timedelta, timezone
+    t0 = datetime(2026, 11, 23, 12, 0, 0, tzinfo=timezone.utc)
+    for t, st in zip(times, status if isinstance(status, list) else [status] * len(times)):
+        tid = db.add_trial(run, host, tuner="conv", search="grid", subject=subject, isa="avx2",
+                           threads=threads, params={"t": t}, status=st,
+                           median_s=1e-3 if st == "ok" else None,
+                           samples=[1e-3] if st == "ok" else [])
+        stamp = (t0 + timedelta(seconds=t)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        db._conn.execute("UPDATE tuning_trials SET created_at = ? WHERE id = ?", [stamp, tid])
+    db._conn.commit()
+
+
+def test_trial_times_are_the_median_gap_of_the_newest_run_of_the_graph(tmp_path):
+    from hwtune.db import ResultsDB
+    from hwtune.tuners.trial_times import TrialTimes
+    from test_report_fixture import fingerprint
+
+    with ResultsDB.open(str(tmp_path / "r.db")) as db:
+        host = db.upsert_host(fingerprint("Test CPU", 2))
+        old = db.start_run(host, "tune", {"graph_hash": "g", "reps": 2})
+        _trials_at(db, old, host, "wl", [0, 1, 2, 3, 4])
+        db.finish_run(old, "complete")
+        new = db.start_run(host, "tune", {"graph_hash": "g", "reps": 2})
+        # 0.5 s a trial; the skipped point (stored with no measurement) and
+        # the search's slow start are not a trial's time
+        _trials_at(db, new, host, "wl", [0, 2.0, 2.5, 2.6, 3.0, 3.5],
+                   status=["ok", "ok", "ok", "skipped", "ok", "ok"])
+        _trials_at(db, new, host, "few", [0, 0.1, 0.2])  # 2 gaps: not enough
+        db.finish_run(new, "complete")
+        other = db.start_run(host, "tune", {"graph_hash": "g", "reps": 5})  # other reps
+        _trials_at(db, other, host, "wl", [0, 9, 18, 27, 36])
+        db.finish_run(other, "complete")
+        times = TrialTimes(db, host, "g", 2)
+        assert times.get("conv", "wl", "avx2", 2) == (pytest.approx(0.5), new)
+        assert times.get("conv", "wl", "avx2", 4) is None        # another team size
+        assert times.get("conv", "few", "avx2", 2) is None
+        assert TrialTimes(db, host, "other-graph", 2).get("conv", "wl", "avx2", 2) is None
+
+
+def test_measured_trial_times_replace_the_estimate_in_the_plan():
+    items = [Item("conv", "a", 100, 0.01, 0.5, measured_run=7), Item("conv", "b", 10, 0.01, 0.5)]
+    plan = build(None, latency_s=1e-3, open_s=0.0, budget_s=None, sweep=None, conv=items,
+                 hillclimb=[], reserve_s=0.0, sweep_share=0.0)
+    lines = "\n".join(plan.lines())
+    assert "measured in run 7" in lines and lines.count("measured in run") == 1
+    assert plan.to_json()["items"][0]["measured_run"] == 7

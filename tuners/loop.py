@@ -132,39 +132,43 @@ def run_search(search: Search, measure: Callable[[Params], Outcome],
     stopped = "done"
     batched: Dict[Tuple, Outcome] = {}
     can_batch = hasattr(measure, "batch") and hasattr(search, "upcoming")
-    while True:
-        params = search.propose()
-        for p, why in search.take_skipped():
-            if store is not None and store.lookup(p) is None:
-                store.add(p, Outcome(SKIPPED, note=why), search.name)
-        if params is None:
-            if search.done():
-                stopped = "max_trials"
-            break
-        outcome = store.lookup(params) if store is not None else None
-        was_reused = outcome is not None
-        if was_reused:
-            reused += 1
-        else:
-            key = key_of(params)
-            if key not in batched:
-                if clock.passed(deadline):
-                    stopped = "deadline"
-                    break
-                if can_batch:
-                    todo = [params] + [p for p in search.upcoming()
-                                       if key_of(p) != key and key_of(p) not in batched
-                                       and (store is None or store.lookup(p) is None)]
-                    batched.update(zip(map(key_of, todo), _measure_batch(measure, todo)))
-                else:
-                    batched[key] = measure_once(measure, params, trial_timeout_s)
-            outcome = batched.pop(key)
-            if store is not None:
-                store.add(params, outcome, search.name)
-            measured += 1
-        search.record(params, outcome)
-        if on_trial is not None:
-            on_trial(params, outcome, was_reused)
+    try:
+        while True:
+            params = search.propose()
+            for p, why in search.take_skipped():
+                if store is not None and store.lookup(p) is None:
+                    store.add(p, Outcome(SKIPPED, note=why), search.name)
+            if params is None:
+                if search.done():
+                    stopped = "max_trials"
+                break
+            outcome = store.lookup(params) if store is not None else None
+            was_reused = outcome is not None
+            if was_reused:
+                reused += 1
+            else:
+                key = key_of(params)
+                if key not in batched:
+                    if clock.passed(deadline):
+                        stopped = "deadline"
+                        break
+                    if can_batch:
+                        todo = [params] + [p for p in search.upcoming()
+                                           if key_of(p) != key and key_of(p) not in batched
+                                           and (store is None or store.lookup(p) is None)]
+                        batched.update(zip(map(key_of, todo), _measure_batch(measure, todo)))
+                    else:
+                        batched[key] = measure_once(measure, params, trial_timeout_s)
+                outcome = batched.pop(key)
+                if store is not None:
+                    store.add(params, outcome, search.name)
+                measured += 1
+            search.record(params, outcome)
+            if on_trial is not None:
+                on_trial(params, outcome, was_reused)
+    finally:
+        # A proposal left unmeasured (deadline, Ctrl-C) is let go of now.
+        search.close()
     best = search.best()
     return SearchResult(best_params=best[0] if best else None,
                         best_s=best[1] if best else None, trials=len(search.history),

@@ -71,14 +71,17 @@ class OptunaSearch(Search):
         sampler = optuna.samplers.TPESampler(seed=seed, multivariate=multivariate,
                                              n_startup_trials=startup,
                                              constant_liar=self._shared)
+        self._rdb = None
         if self._shared:
+            self._rdb = shared_study.open_storage(optuna, storage)
             self._study = optuna.create_study(
                 direction="minimize", sampler=sampler, load_if_exists=True,
-                storage=shared_study.open_storage(optuna, storage),
-                study_name=study_name or "hwtune")
+                storage=self._rdb, study_name=study_name or "hwtune")
         else:
             self._study = optuna.create_study(direction="minimize", sampler=sampler)
         self._pending: Dict[Tuple, object] = {}
+        # Proposed trials of a shared study, beating until recorded.
+        self._beats: Dict[Tuple, shared_study.Heartbeat] = {}
         self._invalid: set = set()
         self._rng = random.Random(self.seed)
         self._unseen_order = None
@@ -94,7 +97,14 @@ class OptunaSearch(Search):
     def _ask(self, fixed: Optional[Params] = None):
         if fixed is not None:
             self._study.enqueue_trial(fixed)
-        trial = self._study.ask(self._dists)
+        if self._shared:
+            # A dead worker's trial is failed here and its point queued:
+            # this ask may be the one that takes it.
+            shared_study.fail_stale(self._optuna, self._study)
+            with shared_study.quiet(self._optuna):
+                trial = self._study.ask(self._dists)
+        else:
+            trial = self._study.ask(self._dists)
         return trial, {name: trial.params[name] for name in self.space.knobs}
 
     def _random_unseen(self) -> Optional[Params]:
@@ -149,17 +159,44 @@ class OptunaSearch(Search):
                 repeats += 1
                 continue
             self._pending[key] = trial
+            if self._shared:
+                self._beats[key] = shared_study.Heartbeat(self._rdb, trial._trial_id)
             return params
 
     def record(self, params: Params, outcome: Outcome) -> None:
         super().record(params, outcome)
         trial = self._pending.pop(key_of(params), None)
+        beat = self._beats.pop(key_of(params), None)
         value = self._value(outcome)
-        if trial is not None:
-            if self._shared:
+        if trial is not None and self._shared:
+            try:
                 trial.set_user_attr(shared_study.WORKER_ATTR, shared_study.worker_id())
                 trial.set_user_attr(shared_study.STATUS_ATTR, outcome.status)
+                self._study.tell(trial, value)
+            except (self._optuna.exceptions.UpdateFinishedTrialError, RuntimeError):
+                # Failed as stale while this worker measured it (no beat for
+                # GRACE_S): the measurement stays in this host's results.db.
+                pass
+            finally:
+                if beat is not None:
+                    beat.stop()
+        elif trial is not None:
             self._study.tell(trial, value)
         else:  # recorded without being proposed here: still teach TPE
             self._study.add_trial(self._optuna.trial.create_trial(
                 params=dict(params), distributions=self._dists, value=value))
+
+    def close(self) -> None:
+        """Give up the trials proposed and never recorded (the driver
+        stopped at its deadline, or was interrupted): FAIL now, rather
+        than RUNNING until their heartbeat goes stale."""
+        for key, trial in list(self._pending.items()):
+            beat = self._beats.pop(key, None)
+            if beat is not None:
+                beat.stop()
+            try:
+                self._study.tell(trial, state=self._optuna.trial.TrialState.FAIL,
+                                 skip_if_finished=True)
+            except Exception:  # an unreachable storage: the heartbeat's grace ends it
+                pass
+        self._pending.clear()

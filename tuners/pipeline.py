@@ -10,10 +10,11 @@
               control, Strategy 1 or 2) and each op's best few counts for
               Strategy 3 ('corun').
 Then per-op costs are profiled under the result (the critical-path levels),
-and the tuned config is measured against the default (1 executor x all
-threads, sequential, default CONV parameters) and every partial result,
-interleaved; the fastest wins, so the stored config is never slower than the
-default as measured in this run.
+and the final comparison (final.py) measures the tuned config against the
+default (1 executor x all threads, sequential, default CONV parameters),
+every partial result and the stored tuned config, interleaved; a candidate
+replaces the incumbent only by a significant gain, so the stored config is
+never slower than the one before as measured in this run.
 
 Every trial is committed as it finishes; a rerun after Ctrl-C reuses them
 (resume), and CONV workloads / per-op thread counts tuned on this host are
@@ -29,26 +30,18 @@ from hwtune.db.lifecycle import finishing
 from hwtune.engine.config import EngineConfig, default_config, usable_cpu_count
 from hwtune.errors import HwtuneError, UsageError
 from hwtune.measure import OK, FixedSampling, clock
-from hwtune.tuners import verdict as verdicts
+from hwtune.tuners import final as finals
 from hwtune.tuners.context import Progress, TuneContext
+from hwtune.tuners.final import Candidate, pin_choices
 from hwtune.tuners.plan import Ledger, Plan
 
 STAGES = ("sweep", "conv", "hillclimb")
-# Interleaved repetitions of the final default-vs-candidates comparison: 15
-# samples give a median whose MAD is ~2-4% here under the usual background
-# load (measured on the 2-core dev VM with lstm_small and resnet18).
-FINAL_REPS = 15
-# ...but the whole comparison gets about this long: a 2-TFLOP model
-# (inception_large, ~20 s a run here) gets fewer samples (never fewer than
-# MIN_FINAL_REPS), where one run is long enough to average out load bursts.
-FINAL_BUDGET_S = 120.0
-MIN_FINAL_REPS = 5
 # With --budget the whole command (search, profile, final comparison) ends
 # by the deadline: the sweep, which comes first, gets at most this share of
 # it (it measures at least one sample of every config, so it cannot stop at
 # once); the later search stages stop early enough to leave the profile and
 # the final comparison their time at the latencies the sweep measured, and
-# those two shrink to the time left, never below these floors. Measured with
+# those two shrink to the time left, never below their floors (final.py). Measured with
 # --budget 20 on the 2-core dev VM (AMD EPYC, AVX2, load ~5): lstm_medium took
 # 33-47 s before (the profile, 6 s, and 15 final rounds, 14-24 s, ran after
 # the deadline), 21.0 and 21.2 s with this; resnet18 19.9 s (the CONV search
@@ -59,37 +52,10 @@ MIN_FINAL_REPS = 5
 # share of the budget left after the final reserve; without a sweep
 # (--only conv,hillclimb) the plan's probe gives the latency.
 SWEEP_SHARE = 0.5
-MIN_BUDGET_FINAL_REPS = 3
 # Samples of the plan's probe of the default config (after one warm-up run):
 # the sweep's first figures come later; the plan only needs the size of a
 # run, and two samples keep the probe under 3 runs for a 20-s model.
 PROBE_REPS = 2
-
-# Untimed runs of each candidate before the comparison (the first faults in
-# the arena and forms the teams; see executor_sweep.WARMUP).
-FINAL_WARMUP = 2
-# Each candidate's engine is opened anew for each round and closed after it
-# (no other engine exists while it runs), with one untimed run first, after
-# the previous engine's workers have parked (measure.settle): each chunk is
-# taken as a lone `hwtune run` takes its samples. With every engine open side
-# by side, issue #12's random DAG printed 2.29x in tune-graph and ~1.0x under
-# `hwtune run`, and here a stored corun config of the Wide-ResNet block of
-# benchmarks/unseen_graphs.py ran 8.9 ms among six open engines against 32-42
-# ms alone (as `hwtune run` measured it; 2-core AMD EPYC, AVX2, load ~12).
-FINAL_REWARM = 1
-# Rounds of the final comparison (samples split evenly among them): each
-# round opens every candidate's engine once, so the rounds are fewer than
-# the samples (an open prepacks weights: ~80 ms for that Wide-ResNet block).
-FINAL_ROUNDS = 5
-# Candidates the budget reserves the final comparison for: the default, the
-# sweep's result, sweep + CONV, corun pinned and unpinned and the tuned
-# config (plus the stored one on a re-tune). Fewer leave their time to the
-# final comparison's samples.
-FINAL_CANDIDATES = 6
-# The settle before each final sample polls the process' CPU time for at
-# least one interval (measure.settling's poll_s) even when every pool is
-# parked: the budget's reserve counts it.
-SETTLE_POLL_S = 0.01
 
 
 @dataclass
@@ -136,6 +102,14 @@ class TuneOptions:
     def runs(self, stage: str) -> bool:
         return not self.only or stage in self.only
 
+    def recorded(self) -> Dict[str, Any]:
+        """The options as the run stores them (`hwtune report` shows them):
+        --storage without its password."""
+        from hwtune.tuners.shared_study import redact_url
+        return {"budget_s": self.budget_s, "trials": self.trials, "only": list(self.only or []),
+                "search": self.search, "reps": self.reps, "strategy": self.strategy,
+                "storage": redact_url(self.storage) if self.storage else None}
+
 
 @dataclass
 class StageReport:
@@ -145,19 +119,6 @@ class StageReport:
     reused: int = 0
     note: str = ""
     stopped: str = "done"
-
-
-@dataclass
-class Candidate:
-    label: str
-    config: EngineConfig
-    graph: Any                          # the graph this config runs (layout rewrites applied)
-    op_cost: Dict[str, float] = field(default_factory=dict)
-    median_s: Optional[float] = None
-    mad_s: Optional[float] = None
-    samples: List[float] = field(default_factory=list)
-    status: Optional[str] = None        # of its final measurement
-    note: Optional[str] = None
 
 
 @dataclass
@@ -203,34 +164,6 @@ def _noop(stage: str, message: str) -> None:
     pass
 
 
-def _final_reserve(latency: Dict[str, float], candidates: int = 3,
-                   open_s: float = 0.0) -> float:
-    """Seconds the profile and the final comparison need at their floors:
-    the profile's warm-up and runs of the tuned config, and the warm-up and
-    MIN_BUDGET_FINAL_REPS rounds (each opening the engine, with its re-warm
-    run and its settle poll) of `candidates` candidates (FINAL_CANDIDATES,
-    plus the stored config on a re-tune)."""
-    from hwtune.tuners.executor_sweep import WARMUP
-    best, default = latency.get("best", 0.0), latency.get("default", 0.0)
-    profile = best * (WARMUP + 1)
-    runs = FINAL_WARMUP + MIN_BUDGET_FINAL_REPS * (1 + FINAL_REWARM)  # a round a sample
-    final = (default + (candidates - 1) * best) * runs
-    opens = candidates * (1 + MIN_BUDGET_FINAL_REPS) * open_s  # warm-up + each round
-    return profile + final + opens + candidates * MIN_BUDGET_FINAL_REPS * SETTLE_POLL_S
-
-
-def pin_choices(label: str, cfg: EngineConfig) -> List[Tuple[str, EngineConfig]]:
-    """A scheduler that can pin is measured both ways, each with its pin
-    stated, so the stored config carries a measured choice rather than the
-    scheduler's default (issue #12: corun unpinned ran 7-25x slower than
-    pinned on a 200-op random DAG, and a stored unpinned choice was then
-    inherited by --scheduler corun)."""
-    if not cfg.sched.can_pin:
-        return [(label, cfg)]
-    return [(f"{label} pinned", replace(cfg, pin=True)),
-            (f"{label} unpinned", replace(cfg, pin=False))]
-
-
 def _profile_runs(deadline: Optional[float], latency: Dict[str, float]) -> Dict[str, int]:
     """profile_op_costs' runs: its default, or what a fifth of the time left
     holds (at least one) when a budget is running out."""
@@ -240,68 +173,6 @@ def _profile_runs(deadline: Optional[float], latency: Dict[str, float]) -> Dict[
         return {}
     fit = int(0.2 * (deadline - clock.monotonic()) / best) - WARMUP
     return {"runs": max(1, min(PROFILE_RUNS, fit))}
-
-
-def same_config(a: EngineConfig, b: EngineConfig) -> bool:
-    """The same engine settings: pinning compared as it runs (None is the
-    scheduler's default), profiled op costs left aside (they are
-    measurements, not settings)."""
-    ja, jb = a.to_json(), b.to_json()
-    ja.pop("op_cost", None)
-    jb.pop("op_cost", None)
-    return ja == jb
-
-
-def _stored_candidate(db, host_key: str, graph, graph_hash: str, cpus,
-                      why: List[str]) -> Tuple[Optional[Candidate], Optional[int]]:
-    """The tuned config stored for this graph and host, as a candidate of
-    the final comparison (a re-tune must beat it, not just the default);
-    (None, None) when there is none. One that no longer applies (another
-    hwtune's scheduler, CONV parameters for another graph, too many
-    threads for this machine) is left out with a line in `why` and will
-    be replaced."""
-    from hwtune.engine.effective import effective_graph
-
-    row = db.engine_config(host_key, graph_hash, "tuned")
-    if row is None:
-        return None, None
-    try:
-        cfg = EngineConfig.from_db_row(row)
-        cfg.validate(list(cpus), [op.name for op in graph.ops],
-                     origin=f"the stored tuned engine config of graph {graph_hash[:12]}")
-        run_graph = effective_graph(graph, cfg)
-    except HwtuneError as exc:
-        why.append(f"stored: the stored tuned config does not apply here ({exc}); a new one "
-                   f"replaces it")
-        return None, row["id"]
-    return Candidate("stored", cfg, run_graph, op_cost=dict(row.get("op_cost") or {})), row["id"]
-
-
-def _store_verdict(db, host_key: str, graph, graph_hash: str, run_id: int, chosen: Candidate,
-                   held: Optional[Candidate], stored_id: Optional[int]) -> int:
-    """Store the chosen config as the tuned one. A stored config it replaces
-    stays in the run's facts ('replaced_config'), with the figures both
-    had in this run's interleaved comparison (held: the stored config as
-    measured now, None when it was not)."""
-    from hwtune.engine.lowered import lowered_doc
-
-    if stored_id is not None:
-        old = db.engine_config(host_key, graph_hash, "tuned")
-        measured = held is not None and held.status == OK and held.samples
-        db.add_fact(run_id, "replaced_config", {
-            "config_id": stored_id,
-            "config": old and {k: v for k, v in old.items() if k != "lowered"},
-            "measured": ({"median_s": held.median_s, "mad_s": held.mad_s,
-                          "samples": held.samples} if measured else
-                         {"status": held.status, "note": held.note} if held else None),
-            "by": {"label": chosen.label, "median_s": chosen.median_s, "mad_s": chosen.mad_s,
-                   "samples": chosen.samples},
-            "ratio": (verdicts.ratio(held.samples, chosen.samples).to_json()
-                      if measured and chosen.samples else None)})
-    fields = dict(chosen.config.db_fields(), op_cost=dict(chosen.op_cost))
-    return db.put_engine_config(
-        host_key, graph_hash, source="tuned", **fields,
-        lowered=lowered_doc(chosen.graph) if chosen.graph is not graph else None)
 
 
 def _probe(graph, cfg: EngineConfig) -> Tuple[float, float]:
@@ -335,11 +206,9 @@ def make_plan(ctx: TuneContext, graph, graph_hash: str, opts: TuneOptions, *, us
     names = [s for s in STAGES if opts.runs(s) and (s != "conv" or conv_ops(graph))]
     items = plans.stage_items(ctx, graph, graph_hash, usable=usable, latency_s=latency_s,
                               open_s=open_s, stages=names)
-    n_final = FINAL_CANDIDATES + stored
-    reserve = (_final_reserve({"best": latency_s, "default": latency_s}, n_final, open_s)
-               if opts.budget_s is not None else
-               n_final * ((FINAL_WARMUP + FINAL_REPS + FINAL_ROUNDS * FINAL_REWARM) * latency_s
-                          + (1 + FINAL_ROUNDS) * open_s))
+    n_final = finals.FINAL_CANDIDATES + stored
+    reserve = (finals.final_reserve({"best": latency_s, "default": latency_s}, n_final, open_s)
+               if opts.budget_s is not None else finals.full_cost(latency_s, n_final, open_s))
     sweep = items["sweep"][0] if items["sweep"] else None
     return plans.build(graph, latency_s=latency_s, open_s=open_s, budget_s=opts.budget_s,
                        sweep=sweep, conv=items["conv"], hillclimb=items["hillclimb"],
@@ -510,38 +379,6 @@ def _stage_hillclimb(ctx: TuneContext, graph, cfg: EngineConfig, report: StageRe
     return res, why
 
 
-def _measure_final(cands: List[Candidate], progress: Progress,
-                   deadline: Optional[float] = None) -> None:
-    """The verdict: every candidate's engine sampled interleaved (round
-    robin, so a burst of background load hits all alike), each checked
-    against the default's outputs first (a candidate that computes
-    something else cannot win); at most FINAL_BUDGET_S of samples, and
-    with a deadline as many rounds as fit before it (at least
-    MIN_BUDGET_FINAL_REPS)."""
-    from hwtune.engine.runner import open_engine
-    from hwtune.measure import settle
-    from hwtune.measure.engine import FIRST, measure_engines
-
-    limit_s, low = FINAL_BUDGET_S, MIN_FINAL_REPS
-    if deadline is not None:
-        limit_s, low = min(limit_s, max(deadline - clock.monotonic(), 0.0)), MIN_BUDGET_FINAL_REPS
-    policy = FixedSampling(FINAL_REPS, rounds=FINAL_ROUNDS, budget_s=limit_s, min_reps=low)
-
-    def on_round(r, n):
-        progress("final", f"default vs tuned, interleaved: {n}/{policy.planned}")
-
-    got = measure_engines([lambda c=c: open_engine(c.graph, c.config, c.op_cost or None)
-                           for c in cands], policy, warmup=FINAL_WARMUP, reference=FIRST,
-                          outputs=cands[0].graph.outputs, on_round=on_round,
-                          settle=settle, settle_each=True, rewarm=FINAL_REWARM, fresh=True)
-    for c, m in zip(cands, got):
-        c.samples, c.status, c.note = list(m.samples), m.status, m.note
-        c.median_s, c.mad_s = (m.median, m.mad) if m.status == OK else (None, None)
-    if cands[0].status != OK:
-        raise HwtuneError(f"the default config of {cands[0].graph.name} failed in the final "
-                          f"comparison: {cands[0].note}")
-
-
 def tune_graph(db, host_key: str, graph, graph_hash: str, opts: TuneOptions, *,
                cpus: Sequence[int], model_path: str = "", progress: Optional[Progress] = None,
                on_plan=None):
@@ -570,10 +407,8 @@ def tune_graph(db, host_key: str, graph, graph_hash: str, opts: TuneOptions, *,
         progress("plan", line)
     if on_plan is not None:
         on_plan(plan)
-    run_id = db.start_run(host_key, "tune", {
-        "model": model_path, "graph_hash": graph_hash, "budget_s": opts.budget_s,
-        "trials": opts.trials, "only": list(opts.only or []), "search": opts.search,
-        "reps": opts.reps, "strategy": opts.strategy})
+    run_id = db.start_run(host_key, "tune", dict(opts.recorded(), model=model_path,
+                                                 graph_hash=graph_hash))
     ctx.run_id = run_id
     sweep_item = plan.item("sweep", "executors x threads")
     if opts.budget_s is not None:
@@ -598,14 +433,14 @@ def tune_graph(db, host_key: str, graph, graph_hash: str, opts: TuneOptions, *,
         # Inside `finishing`: a signal now still marks the run interrupted.
         db.put_lowered(graph_hash, lowered_doc(graph))
         db.add_fact(run_id, "tune_plan", plan.to_json())
-        stored, stored_id = _stored_candidate(db, host_key, graph, graph_hash, cpus, why)
+        stored, stored_id = finals.stored_candidate(db, host_key, graph, graph_hash, cpus, why)
         base = default_config(usable)
         default = Candidate("default", base, graph)
         cfg, tuned_graph = base, graph
         accuracy = None
         partial: List[Candidate] = []
         latency: Dict[str, float] = {"best": plan.latency_s, "default": plan.latency_s}
-        n_final = FINAL_CANDIDATES + (stored is not None)
+        n_final = finals.FINAL_CANDIDATES + (stored is not None)
 
         rep = stage("sweep")
         if rep is not None:
@@ -619,7 +454,7 @@ def tune_graph(db, host_key: str, graph, graph_hash: str, opts: TuneOptions, *,
         if deadline is not None:
             # Later searches stop early enough to leave the profile and the
             # final comparison their time at the latencies measured so far.
-            ctx.deadline = deadline - _final_reserve(latency, n_final, plan.open_s)
+            ctx.deadline = deadline - finals.final_reserve(latency, n_final, plan.open_s)
         # Planned again for the team the sweep chose, at its latency, with
         # the time that is left.
         later = [s for s in ("conv", "hillclimb") if opts.runs(s)]
@@ -709,27 +544,16 @@ def tune_graph(db, host_key: str, graph, graph_hash: str, opts: TuneOptions, *,
         for c in partial:
             if c.config.sched.needs_costs and not c.op_cost:
                 c.op_cost = final.op_cost if c.graph is tuned_graph else {}
-        cands = [default] + [c for c in partial if c.config != cfg] + [final]
-        if stored is not None and not any(same_config(c.config, stored.config) for c in cands):
-            cands.append(stored)
-        _measure_final(cands, progress, deadline)
-        for c in cands[1:]:
-            if c.status != OK and c is not stored:
-                why.append(f"final: '{c.label}' left out ({c.status}: {c.note})")
-        # The stored config, or the new candidate that equals it.
-        same = [c for c in cands if stored is not None and same_config(c.config, stored.config)]
-        held = same[0] if same else None
-        verdict = verdicts.decide(default, cands[1:], held)
-        why += verdict.why
-        chosen = verdict.chosen
-        kept = held is not None and chosen is held
-        config_id = (stored_id if kept else
-                     _store_verdict(db, host_key, graph, graph_hash, run_id, chosen, held,
-                                    stored_id))
+        fin = finals.decide_and_store(db, host_key, graph, graph_hash, run_id, default=default,
+                                      partial=partial, tuned=final, stored=stored,
+                                      stored_id=stored_id, progress=progress,
+                                      deadline=deadline)
+        why += fin.why
+        chosen, cands = fin.chosen, fin.candidates
         result = TuneResult(run_id=run_id, default=default, chosen=chosen, candidates=cands,
                             stages=stages, why=why, tuning_s=watch.elapsed(),
-                            config_id=config_id, accuracy=accuracy,
-                            speedup_ci=verdict.speedup, kept_stored=kept, plan=plan,
+                            config_id=fin.config_id, accuracy=accuracy,
+                            speedup_ci=fin.speedup, kept_stored=fin.kept_stored, plan=plan,
                             cuts=cuts)
         db.add_fact(run_id, "tune_summary", {
             "model": graph.name, "graph_hash": graph_hash,
@@ -740,7 +564,7 @@ def tune_graph(db, host_key: str, graph, graph_hash: str, opts: TuneOptions, *,
             "candidates": [{"label": x.label, "median_s": x.median_s, "mad_s": x.mad_s}
                            for x in cands],
             "speedup": result.speedup,
-            "speedup_ci": verdict.speedup.to_json() if verdict.speedup else None,
+            "speedup_ci": fin.speedup.to_json() if fin.speedup else None,
             "kept_stored": result.kept_stored, "cuts": cuts,
             "resume_s": result.resume_s, "why": why, "tuning_s": result.tuning_s,
             "stages": {k: vars(v) for k, v in stages.items()}, "accuracy": accuracy})

@@ -1,18 +1,23 @@
 """tune-graph's plan: what each stage and workload would cost, and what the
 budget gives it, decided before any search measures.
 
-The costs are trials x measured trial time. One probe (the default config,
-opened, warmed up and sampled as the sweep samples) gives the graph's
-latency; an op's time is the graph's latency times the op's share of the
-graph's work (flops plus elements written: element-wise ops move memory
-rather than compute). With --budget, the time left after the final
-comparison's reserve is split like Ansor's task scheduler splits trials:
-each workload is weighted by its share of the graph's time (a CONV that is
-half the graph gets half the CONV time), an item never gets more than it
-costs, and what a capped item leaves is shared again among the others
-(water-filling). An item that gets less than it costs is cut: its search
-runs fewer trials and it is not stored as tuned, so a later run with a
-bigger budget resumes it from its stored trials.
+The costs are trials x trial time. A workload that an earlier run of the
+same model on this host measured is costed at the seconds per trial that
+run measured (tuners/trial_times.py), so a rerun with a bigger budget plans
+the stages the first one cut at what they cost here. The others are
+estimated from one probe (the default config, opened, warmed up and sampled
+as the sweep samples), which gives the graph's latency; an op's time is the
+graph's latency times the op's share of the graph's work (flops plus
+elements written: element-wise ops move memory rather than compute).
+
+With --budget, the time left after the final comparison's reserve is split
+like Ansor's task scheduler splits trials: each workload is weighted by
+its share of the graph's time (a CONV that is half the graph gets half the
+CONV time), an item never gets more than it costs, and what a capped item
+leaves is shared again among the others (water-filling). An item that
+gets less than it costs is cut: its search runs fewer trials and it is not
+stored as tuned, so a later run with a bigger budget resumes it from its
+stored trials.
 """
 
 from __future__ import annotations
@@ -55,6 +60,7 @@ class Item:
     allot_s: float = 0.0
     label: str = ""                     # for people: the op names (name is the key)
     tail_s: float = 0.0                 # after its trials, whatever their number
+    measured_run: Optional[int] = None  # trial_s was measured in this earlier run
 
     @property
     def cost_s(self) -> float:
@@ -83,6 +89,7 @@ class Item:
         return {"stage": self.stage, "name": self.name, "label": self.label,
                 "trials": self.trials,
                 "trial_s": self.trial_s, "weight": self.weight, "reused": self.reused,
+                "measured_run": self.measured_run,
                 "cost_s": self.cost_s, "allot_s": self.allot_s,
                 "allowed_trials": self.allowed_trials, "cut": self.cut}
 
@@ -126,9 +133,10 @@ class Plan:
             out.append(f"{stage}: {self.stage_cost(stage):.1f} s estimated, "
                        f"{sum(min(i.allot_s, i.cost_s) for i in items):.1f} s planned")
             for i in items:
+                seen = "" if i.measured_run is None else f" (measured in run {i.measured_run})"
                 state = ("reused (tuned before on this host)" if i.reused else
                          f"{i.allowed_trials} of {i.trials} trials x {i.trial_s * 1e3:.1f} ms"
-                         + (" CUT" if i.cut else ""))
+                         + seen + (" CUT" if i.cut else ""))
                 out.append(f"  {i.label or i.name} ({i.weight:.0%} of the graph's time): "
                            f"{state}")
         out.append(f"final comparison and profile: {self.reserve_s:.1f} s")
@@ -211,11 +219,13 @@ def build(graph, *, latency_s: float, open_s: float, budget_s: Optional[float],
 
 def stage_items(ctx, graph, graph_hash: str, *, usable: int, latency_s: float, open_s: float,
                 stages: Sequence[str], team: Optional[int] = None) -> Dict[str, list]:
-    """The items of every stage that will run, costed from the probe.
-    Trials already stored count as done (a rerun resumes them); a workload
-    tuned before on this host is reused."""
+    """The items of every stage that will run, costed from the probe, or at
+    the trial time an earlier run of this graph measured for the workload
+    (tuners/trial_times.py). Trials already stored count as done (a rerun
+    resumes them); a workload tuned before on this host is reused."""
     from hwtune.tuners import conv_local, executor_sweep, hillclimb
     from hwtune.tuners.search import Space
+    from hwtune.tuners.trial_times import TrialTimes
 
     weights = op_weights(graph)
     reps = ctx.reps
@@ -234,6 +244,8 @@ def stage_items(ctx, graph, graph_hash: str, *, usable: int, latency_s: float, o
     # plan costs them for one team of every usable CPU (the default), and
     # the pipeline plans them again with the team the sweep chose.
     team = team or usable
+    times = TrialTimes(ctx.db, ctx.host_key, graph_hash, reps) \
+        if "conv" in stages or "hillclimb" in stages else None
     if "conv" in stages:
         for key, (wl, names) in conv_local.workload_groups(graph).items():
             done = ctx.db.tuned(ctx.host_key, tuner=conv_local.TUNER, subject=wl.key,
@@ -251,9 +263,11 @@ def stage_items(ctx, graph, graph_hash: str, *, usable: int, latency_s: float, o
             # rounds of the best point of each of the top layouts and the
             # default, interleaved.
             tail = trial_s + conv_local.CONFIRM_ROUNDS * (conv_local.TOP_K + 1) * op_s
-            out["conv"].append(Item("conv", key, left, trial_s,
+            seen = times.get(conv_local.TUNER, wl.key, ctx.isa, team)
+            out["conv"].append(Item("conv", key, left, seen[0] if seen else trial_s,
                                     sum(weights[n] for n in names), reused=done is not None,
-                                    label=_label(names), tail_s=tail))
+                                    label=_label(names), tail_s=tail,
+                                    measured_run=seen[1] if seen else None))
     if "hillclimb" in stages and team >= 2:
         space = hillclimb.thread_space(team, ctx.cpus)
         for g in hillclimb.group_ops(graph):
@@ -264,12 +278,14 @@ def stage_items(ctx, graph, graph_hash: str, *, usable: int, latency_s: float, o
             # space size bounds it); samples until MIN_SAMPLE_S of op time.
             per = max(hillclimb.MIN_REPS * op_s, min(hillclimb.MIN_SAMPLE_S,
                                                      hillclimb.MAX_REPS * op_s))
+            seen = times.get(hillclimb.TUNER, g.workload_key, ctx.isa)
             out["hillclimb"].append(Item("hillclimb", g.workload_key, space.size(),
-                                         TRIAL_OVERHEAD_S + per,
+                                         seen[0] if seen else TRIAL_OVERHEAD_S + per,
                                          sum(weights[n] for n in g.ops),
                                          reused=done is not None,
                                          label=f"{g.op_type} {_label(g.ops)}",
-                                         tail_s=CLIMB_SETUP_S))
+                                         tail_s=CLIMB_SETUP_S,
+                                         measured_run=seen[1] if seen else None))
     return out
 
 

@@ -119,6 +119,11 @@ class Search:
         out, self._skipped = self._skipped, []
         return out
 
+    def close(self) -> None:
+        """The driver is done with the search (finished, stopped or
+        interrupted): let go of what a proposal holds (a shared study's
+        running trial)."""
+
     def best(self) -> Optional[Tuple[Params, float]]:
         ok = [(p, o.seconds) for p, o in self.history if o.status == OK]
         return min(ok, key=lambda x: x[1]) if ok else None

@@ -95,5 +95,8 @@ class SeededSearch(Search):
     def take_skipped(self):
         return self.inner.take_skipped()
 
+    def close(self) -> None:
+        self.inner.close()
+
     def done(self) -> bool:
         return self.inner.done()

@@ -88,6 +88,7 @@ static const layout_row LAYOUT[] = {
     FIELD(hwt_op_ctx, state),
     FIELD(hwt_op_ctx, ws_floats),
     FIELD(hwt_op_ctx, flops),
+    FIELD(hwt_op_ctx, shared),
 
     SIZE(hwt_op_impl),
     FIELD(hwt_op_impl, type),
@@ -170,6 +171,10 @@ static const layout_row LAYOUT[] = {
     FIELD(hwt_conv_desc, pad_h),
     FIELD(hwt_conv_desc, pad_w),
     FIELD(hwt_conv_desc, relu),
+    FIELD(hwt_conv_desc, dil_h),
+    FIELD(hwt_conv_desc, dil_w),
+    FIELD(hwt_conv_desc, pad_h_end),
+    FIELD(hwt_conv_desc, pad_w_end),
 
     SIZE(hwt_conv_params),
     FIELD(hwt_conv_params, ic_bn),

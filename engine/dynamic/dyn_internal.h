@@ -49,6 +49,7 @@ typedef struct {
 
 struct hwt_dyn {
   hwt_dyn_fn fn;
+  hwt_op_shared *shared; /* packed params shared by every row count's contexts */
   hwt_dyn_config cfg;
   const hwt_graph *g;
   int n_tensors, n_ops, n_buckets, hoist;

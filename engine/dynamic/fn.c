@@ -420,6 +420,7 @@ int hwt_dyn_create(const hwt_dyn_fn *fn, const hwt_dyn_config *cfg, hwt_dyn **ou
 void hwt_dyn_destroy(hwt_dyn *d) {
   if (!d) return;
   hwt_dyn_release_prepared(d);
+  hwt_op_shared_destroy(d->shared);
   if (d->pool) hwt_pool_destroy(d->pool);
   for (int j = 0; d->gb && j < d->n_buckets; j++) hwt_graph_destroy(d->gb[j]);
   free(d->gb);

@@ -236,6 +236,8 @@ static int prepare_ctx(hwt_dyn *d, int op, int j) {
   for (int i = 0; i < c->n_out; i++) c->out[i] = prep_ptr(d, out[i]);
   c->isa = (hwt_isa)(d->cfg.isa >= 0 ? d->cfg.isa : hwt_isa_select());
   c->max_threads = d->team_size;
+  if (!d->shared) d->shared = hwt_op_shared_create(); /* NULL: private copies */
+  c->shared = d->shared;
   char why[200] = "";
   int st = d->impl[op]->prepare(c, why, sizeof why);
   if (st < 0) {

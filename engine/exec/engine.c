@@ -351,6 +351,7 @@ static void release_ops(hwt_engine *e) {
 void hwt_engine_destroy(hwt_engine *e) {
   if (!e) return;
   release_ops(e);
+  hwt_op_shared_destroy(e->shared);
   if (e->pool) hwt_pool_destroy(e->pool);
   if (e->sched_ready && e->sched->release) e->sched->release(e, e->sched_state);
   hwt_sched_free_all(e);
@@ -399,6 +400,9 @@ static int prepare_op(hwt_engine *e, int op) {
   for (int i = 0; i < c->n_out; i++) c->out[i] = e->tensor[out[i]];
   c->isa = (hwt_isa)(e->cfg.isa >= 0 ? e->cfg.isa : hwt_isa_select());
   c->max_threads = e->op_maxth[op];
+  /* Without a table (out of memory) every op packs its own copy. */
+  if (!e->shared) e->shared = hwt_op_shared_create();
+  c->shared = e->shared;
   char why[200] = "";
   int st = e->impl[op]->prepare(c, why, sizeof why);
   if (st < 0) {

@@ -34,6 +34,7 @@ struct hwt_engine {
   const hwt_op_impl **impl;       /* [n_ops] */
   hwt_op_ctx *ctx;                /* [n_ops] */
   unsigned char *ctx_prepared;    /* [n_ops] 1: release() owed */
+  hwt_op_shared *shared;          /* packed constants the ops share (at first prepare) */
   int *op_nth;                    /* [n_ops] threads each op runs with */
   int *op_maxth;                  /* [n_ops] most threads it may run with (candidates) */
   double *prio;                   /* [n_ops] level, or the configured priority */

@@ -64,14 +64,19 @@ static int matmul_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
     return st;
   }
   if (hwt_graph_tensor_kind(g, in[1]) == HWT_TENSOR_PARAM && d.M >= PACK_MIN_M) {
-    size_t bytes = (s->plan.packed_b_floats * sizeof(float) + 63) / 64 * 64;
-    s->packed_b = aligned_alloc(64, bytes ? bytes : 64);
+    /* The packed layout depends on these only (hwtune/gemm.h): matmuls
+     * on the same param with them equal share one packed copy. */
+    const hwt_gemm_plan *p = &s->plan;
+    int key[] = {p->d.trans_b, p->d.ldb, p->d.K, p->d.N, p->kc, p->nc, p->nr, (int)p->isa};
+    uint64_t form = hwt_op_form_hash(0, key, sizeof key);
+    int fill = 0;
+    s->packed_b = hwt_op_shared_acquire(ctx, ctx->in[1], form, p->packed_b_floats, &fill);
     if (!s->packed_b) {
       free(s);
       return HWT_ENOMEM;
     }
-    if ((st = hwt_gemm_pack_b(&s->plan, ctx->in[1], s->packed_b)) < 0) {
-      free(s->packed_b);
+    if (fill && (st = hwt_gemm_pack_b(&s->plan, ctx->in[1], s->packed_b)) < 0) {
+      hwt_op_shared_release(ctx, s->packed_b);
       free(s);
       snprintf(err, errlen, "packing B failed (%d)", st);
       return st;
@@ -94,7 +99,7 @@ static void matmul_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
 
 static void matmul_release(hwt_op_ctx *ctx) {
   matmul_state *s = ctx->state;
-  if (s) free(s->packed_b);
+  if (s) hwt_op_shared_release(ctx, s->packed_b);
   free(s);
   ctx->state = NULL;
 }

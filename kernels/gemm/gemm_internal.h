@@ -21,7 +21,7 @@ typedef void (*hwt_gemm_ukr_pack_fn)(int kc, const float *a, const float *b, siz
                                      float *bcopy, float *c, size_t ldc, int m, int n,
                                      float beta, const float *bias);
 
-/* Packing (pack_body.h, compiled per ISA). pack_a: op(A) rows [i0, i0+mb) x
+/* Packing (pack_body.c, compiled per ISA). pack_a: op(A) rows [i0, i0+mb) x
  * depth [p0, p0+kb) into ceil(mb/mr) micro-panels of kb x mr, zero-padded.
  * pack_b: depth [p0, p0+kb) x columns [j0, j0+nb) of op(B) into ceil(nb/nr)
  * micro-panels of kb x nr, zero-padded. Both absorb the transposes. */

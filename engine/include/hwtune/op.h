@@ -35,6 +35,14 @@
 
 #define HWT_OP_MAX_IO 64 /* inputs or outputs of one op (concat/sum/split) */
 
+/* Derived forms of constant tensors (packed weights) that ops of one engine
+ * share: the ops that pack the same param the same way hold one copy. An
+ * LSTM unrolled over 40 steps has 40 matmuls on one recurrent weight; with a
+ * packed copy each, lstm_large (4 x 1024 hidden) held 2.6 GB of packed
+ * weights per engine instead of 64 MB, and every step streamed its own copy
+ * from memory instead of finding the previous step's in cache. */
+typedef struct hwt_op_shared hwt_op_shared;
+
 typedef struct hwt_op_ctx {
   const hwt_graph *g;
   int op;                       /* op id in g: attributes and shapes via graph.h */
@@ -46,7 +54,27 @@ typedef struct hwt_op_ctx {
   void *state;                  /* owned by the implementation */
   size_t ws_floats;             /* per-thread workspace run() needs */
   double flops;                 /* set by prepare when known (cost estimates) */
+  hwt_op_shared *shared;        /* the engine's shared constants; NULL: none */
 } hwt_op_ctx;
+
+/* A 64-byte aligned buffer of `floats` floats holding the form `form` (the
+ * caller's hash of everything the derivation depends on) of the constant
+ * at `data`. *fill is 1 when the caller got a fresh buffer and must fill it
+ * before prepare returns (then nobody else reads it yet); 0 when another op
+ * filled it. Without ctx->shared every call gets a private buffer. NULL
+ * when out of memory. Prepare-time only (not thread-safe). */
+HWT_API float *hwt_op_shared_acquire(hwt_op_ctx *ctx, const void *data, uint64_t form,
+                                     size_t floats, int *fill);
+/* Gives back a buffer from hwt_op_shared_acquire (freed with its last
+ * holder). */
+HWT_API void hwt_op_shared_release(hwt_op_ctx *ctx, float *buf);
+/* An engine's table (hwt_op_shared_destroy frees it; it must be empty). */
+HWT_API hwt_op_shared *hwt_op_shared_create(void);
+HWT_API void hwt_op_shared_destroy(hwt_op_shared *s);
+/* Buffers held now, and their bytes (tests). */
+HWT_API size_t hwt_op_shared_count(const hwt_op_shared *s, size_t *bytes);
+/* FNV-1a over n bytes, continuing from h (0: start): builds form keys. */
+HWT_API uint64_t hwt_op_form_hash(uint64_t h, const void *p, size_t n);
 
 typedef struct {
   const char *type; /* op type as in model.json, e.g. "matmul" */
@@ -69,7 +97,8 @@ HWT_API const hwt_op_impl *hwt_ops_rnn(int *n);      /* lstm_cell */
 HWT_API const hwt_op_impl *hwt_ops_grad_pointwise(int *n); /* relu/sigmoid/tanh_grad, sgd/adam */
 HWT_API const hwt_op_impl *hwt_ops_grad_reduce(int *n);    /* reduce_sum, softmax_grad, losses,
                                                               batch_norm/slice/pool2d_grad */
-HWT_API const hwt_op_impl *hwt_ops_grad_conv(int *n);      /* conv2d_grad_weight/_data */
+HWT_API const hwt_op_impl *hwt_ops_grad_conv(int *n);      /* conv2d_grad_weight/_data and
+                                                              conv_transpose2d (col2im GEMMs) */
 /* Not part of the library: a test program may define it to add its own op
  * types (looked up after every real family). */
 HWT_API const hwt_op_impl *hwt_ops_test(int *n);

@@ -32,11 +32,13 @@ import os
 from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Optional
 
+from hwtune import __version__
 from hwtune.check import baseline as bl
 from hwtune.check.measure import FigureResult, measure_suite
 from hwtune.check.stats import Verdict
 from hwtune.check.suite import COUNTABLE, Suite
 from hwtune.db.lifecycle import finishing
+from hwtune.db.timestamps import utc_now
 from hwtune.errors import UsageError
 from hwtune.measure import clock
 from hwtune.scan import stats
@@ -108,6 +110,7 @@ class CheckReport:
     elapsed_s: float = 0.0
     against: Optional[Dict[str, Any]] = None    # the other build (paired mode)
     undecidable_ok: bool = False
+    created_at: str = field(default_factory=utc_now)
 
     def counts(self) -> Dict[str, int]:
         out: Dict[str, int] = {}
@@ -121,7 +124,9 @@ class CheckReport:
                 "relative": self.relative, "host_key": self.host_key, "status": self.status,
                 "exit_code": self.exit_code, "counts": self.counts(),
                 "thresholds": {"alpha": th.alpha, "min_effect": th.min_effect,
-                               "large_effect": self.suite.large_effect, "level": th.level},
+                               "large_effect": self.suite.large_effect, "level": th.level,
+                               "count_threshold": self.suite.count_threshold},
+                "hwtune_version": __version__, "created_at": self.created_at,
                 "noise_floor": self.noise_floor, "baseline": self.baseline_info,
                 "recorded_to": self.recorded_to, "notices": self.notices,
                 "run_id": self.run_id, "elapsed_s": self.elapsed_s, "against": self.against,

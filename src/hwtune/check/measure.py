@@ -290,10 +290,12 @@ def measure_suite(suite: Suite, *, db=None, host_key: Optional[str] = None,
                     base = None
                 else:
                     from hwtune.check.timed import baseline_values
-                    base = baseline_values(old.samples, old.ref, old.params,
+                    base = baseline_values(old.costs(), old.ref, old.params,
                                            absolute=not relative)
+            # The reference kernels time; a throughput probe samples a rate.
             got = timed.sample(suite, partner, figure, base=base,
-                               record=record or base is None, absolute=not relative)
+                               record=record or base is None, absolute=not relative,
+                               rates=(False, f.higher_is_better))
             if got.errors[0]:
                 raise UsageError(f"reference kernel {ref.name} failed: {got.errors[0]}")
             res.samples = list(got.b)

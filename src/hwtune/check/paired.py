@@ -69,7 +69,8 @@ def _one(suite: Suite, fa, fb, wa: Worker, wb: Worker, old, cur) -> None:
         ra.error = rb.error = str(exc)
         return
     try:
-        got = timed.sample(suite, sa, sb, settle_each=False)
+        got = timed.sample(suite, sa, sb, settle_each=False,
+                           rates=(fa.higher_is_better, fb.higher_is_better))
     finally:
         sa.close()
         sb.close()

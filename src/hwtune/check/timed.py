@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from hwtune.check.sequential import (Decision, SequentialTest, estimate, round_logratios)
 from hwtune.check.suite import Suite
@@ -90,10 +90,11 @@ class _Rule:
     partner (build A, or the reference), side 1 the figure (build B)."""
 
     def __init__(self, suite: Suite, sides: Sequence[Side], base: Optional[List[float]],
-                 record: bool = False, absolute: bool = False):
+                 record: bool = False, absolute: bool = False,
+                 rates: Tuple[bool, bool] = (False, False)):
         th = suite.thresholds
         self.suite, self.sides, self.base, self.record = suite, sides, base, record
-        self.absolute = absolute
+        self.absolute, self.rates = absolute, rates
         self.test = SequentialTest(alpha=th.alpha, min_effect=th.min_effect,
                                    min_rounds=suite.min_rounds, max_rounds=suite.max_rounds)
         self.policy: Optional[SequentialSampling] = None
@@ -102,12 +103,17 @@ class _Rule:
         self.values: List[float] = []
 
     def __call__(self, samples, ends, share) -> Optional[Any]:
-        a, b = samples
+        # Throughput probes sample a rate: the test compares 1/rate, so a
+        # lower rate reads as slower, as a longer time does.
+        a, b = (costs(xs) if rate else xs for xs, rate in zip(samples, self.rates))
         rounds = len(ends)
         if not self.planned and self.policy is not None:
             self.planned = True
             round_s = self.policy.elapsed_s / max(rounds, 1)
-            per = [x for x in a + b if x > 0]
+            # Seconds per sample from the sides that time (a probe's
+            # sample is one slice of sample_seconds).
+            per = [x for xs, rate in zip(samples, self.rates) if not rate
+                   for x in xs if x > 0]
             inner = [getattr(s, "inner", None) or 1 for s in self.sides]
             sample_s = (sorted(per)[len(per) // 2] * max(inner) * self.suite.best_of
                         if per else self.suite.sample_seconds)
@@ -170,11 +176,14 @@ class Sampled:
 
 
 def sample(suite: Suite, partner: Side, figure: Side, *, base: Optional[List[float]] = None,
-           record: bool = False, absolute: bool = False, settle_each: bool = True) -> Sampled:
+           record: bool = False, absolute: bool = False, settle_each: bool = True,
+           rates: Tuple[bool, bool] = (False, False)) -> Sampled:
     """Rounds of partner and figure chunks until the rule decides: against
     base (a stored baseline's per-round values), paired (base None, not
-    recording: figure vs partner), or until precise enough to record."""
-    rule = _Rule(suite, [partner, figure], base, record, absolute)
+    recording: figure vs partner), or until precise enough to record.
+    rates: whether each side samples a rate (higher is better) rather than
+    seconds."""
+    rule = _Rule(suite, [partner, figure], base, record, absolute, rates)
     policy = SequentialSampling(rule, chunk=suite.chunk, min_rounds=suite.min_rounds,
                                 max_seconds=suite.max_seconds, max_rounds=suite.max_rounds)
     rule.policy = policy
@@ -187,6 +196,11 @@ def sample(suite: Suite, partner: Side, figure: Side, *, base: Optional[List[flo
                 wb[i].lost_share() if i < len(wb) else 0.0) for i in range(len(ends))]
     return Sampled(got[0].samples, got[1].samples, ends, rule.keep or [True] * len(ends),
                    policy.verdict, policy.chunk, policy.elapsed_s, policy.capped, errors, lost)
+
+
+def costs(samples: Sequence[float]) -> List[float]:
+    """Larger-is-worse values of rate samples: 1/rate."""
+    return [1.0 / x if x > 0 else math.inf for x in samples]
 
 
 def baseline_values(samples: Sequence[float], ref: Sequence[float],

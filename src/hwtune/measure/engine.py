@@ -55,10 +55,13 @@ class FreshEngineSide(Side):
     it, so that no other engine's pool exists while it runs: the process
     state of a lone `hwtune run`. warm(n) opens it, runs it n times (the
     last run's seconds are returned) and keeps its outputs for the check;
-    take(k) opens it, runs `rewarm` untimed runs, takes k samples."""
+    take(k) opens it, runs `rewarm` untimed runs, takes k samples, each
+    `runs` back-to-back runs timed together (seconds per run)."""
 
-    def __init__(self, opener: Callable[[], object], *, label: str = "", rewarm: int = 1):
+    def __init__(self, opener: Callable[[], object], *, label: str = "", rewarm: int = 1,
+                 runs: int = 1):
         self.opener, self.label, self.rewarm = opener, label, max(0, int(rewarm))
+        self.runs = max(1, int(runs))
         self._outputs = None
 
     def _with_engine(self, body):
@@ -87,7 +90,7 @@ class FreshEngineSide(Side):
         def body(engine):
             for _ in range(self.rewarm):
                 engine.run()
-            return [clock.per_call(engine.run, 1) for _ in range(k)]
+            return [clock.per_call(engine.run, self.runs) for _ in range(k)]
         return self._with_engine(body)
 
     def outputs(self):
@@ -147,7 +150,7 @@ def measure_engines(openers: Sequence[Callable[[], object]], policy: SamplingPol
                     warmup: int, reference: Optional[Mapping[str, object]] = None,
                     outputs: Sequence[str] = (), deadline: Optional[float] = None,
                     settle: Optional[Callable[[], None]] = None, settle_each: bool = False,
-                    rewarm: int = 0, fresh: bool = False,
+                    rewarm: int = 0, fresh: bool = False, runs: int = 1,
                     on_round=None) -> List[Measurement]:
     """One Measurement per opener (a callable returning a prepared engine):
     all engines are open side by side while they are sampled, so their
@@ -159,16 +162,18 @@ def measure_engines(openers: Sequence[Callable[[], object]], policy: SamplingPol
     tuner's final verdict, whose figures a later `hwtune run` must
     reproduce). fresh: each engine is opened for each chunk of samples and
     closed after it (FreshEngineSide): no two engines exist at once.
+    runs: back-to-back runs per sample (seconds per run), as an inference
+    loop runs a sub-millisecond model.
     """
     sides: List[Optional[Side]] = []
     failed = {}
     try:
         for i, open_engine in enumerate(openers):
             if fresh:
-                sides.append(FreshEngineSide(open_engine, rewarm=rewarm))
+                sides.append(FreshEngineSide(open_engine, rewarm=rewarm, runs=runs))
                 continue
             try:
-                sides.append(EngineSide(open_engine(), rewarm=rewarm))
+                sides.append(EngineSide(open_engine(), rewarm=rewarm, runs=runs))
             except HwtuneError as exc:
                 sides.append(None)
                 failed[i] = Measurement(ERROR, note=str(exc))

@@ -30,6 +30,7 @@ class OpCtx(CStruct):
         ("state", ctypes.c_void_p),
         ("ws_floats", ctypes.c_size_t),
         ("flops", ctypes.c_double),
+        ("shared", ctypes.c_void_p),
     ]
 
 

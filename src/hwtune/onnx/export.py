@@ -14,6 +14,7 @@ from typing import Callable, Dict, List
 import numpy as np
 
 from hwtune.errors import UsageError
+from hwtune.graph.ops.conv import conv_pads
 
 OPSET = 17
 # ONNX Runtime builds of the last years all read IR 8 (the onnx package
@@ -85,21 +86,32 @@ def _affine(e, op, a):
         e.node("Add", [x, e.const(op.name, a["shift"], np.float32)], op.outputs, op.name)
 
 
+def _pads(a):
+    """ONNX pads [top, left, bottom, right] of padding (+ padding_end)."""
+    return list(conv_pads(a))
+
+
 def _conv(e, op, a):
     _plain(op)
     kh, kw = e.graph.shapes[op.inputs[1]][2:]
-    (sh, sw), (ph, pw) = a["stride"], a["padding"]
-    e.node("Conv", op.inputs, op.outputs, op.name, kernel_shape=[kh, kw], strides=[sh, sw],
-           pads=[ph, pw, ph, pw])
+    e.node("Conv", op.inputs, op.outputs, op.name, kernel_shape=[kh, kw],
+           strides=list(a["stride"]), pads=_pads(a), dilations=list(a["dilation"]))
+
+
+def _conv_transpose(e, op, a):
+    kh, kw = e.graph.shapes[op.inputs[1]][2:]
+    e.node("ConvTranspose", op.inputs, op.outputs, op.name, kernel_shape=[kh, kw],
+           strides=list(a["stride"]), pads=_pads(a), dilations=list(a["dilation"]),
+           output_padding=list(a["output_padding"]))
 
 
 def _pool(e, op, a):
     _plain(op)
-    (kh, kw), (ph, pw) = a["kernel"], a["padding"]
+    kh, kw = a["kernel"]
     sh, sw = a["stride"] if a["stride"] is not None else a["kernel"]
     extra = {"count_include_pad": int(a["count_include_pad"])} if a["mode"] == "avg" else {}
     e.node("MaxPool" if a["mode"] == "max" else "AveragePool", op.inputs, op.outputs, op.name,
-           kernel_shape=[kh, kw], strides=[sh, sw], pads=[ph, pw, ph, pw],
+           kernel_shape=[kh, kw], strides=[sh, sw], pads=_pads(a),
            ceil_mode=int(a["ceil_mode"]), **extra)
 
 
@@ -168,7 +180,7 @@ EXPORTERS: Dict[str, Callable] = {
                                          perm=list(a["perm"]) if a["perm"] is not None else
                                          list(range(len(e.graph.shapes[op.inputs[0]])))[::-1]),
     "conv2d": _conv, "pool2d": _pool, "global_pool2d": _global_pool,
-    "batch_norm": _batch_norm,
+    "conv_transpose2d": _conv_transpose, "batch_norm": _batch_norm,
     "softmax": lambda e, op, a: e.node("Softmax", op.inputs, op.outputs, op.name,
                                        axis=a["axis"]),
     "concat": lambda e, op, a: e.node("Concat", op.inputs, op.outputs, op.name,

@@ -45,6 +45,11 @@ FORKJOIN_ITERS = 2000
 FORKJOIN_REPS = 9
 
 
+# Bumped when what a calibration measures changes; a stored one of another
+# version is measured again (2: fork-join inside a run, see forkjoin()).
+CALIBRATION_VERSION = 2
+
+
 @dataclass
 class Calibration:
     """Per scheduler: overheads for one executor and for several, and the
@@ -53,6 +58,7 @@ class Calibration:
     overheads: Dict[str, dict] = field(default_factory=dict)  # sched -> Overheads fields
     run_s: Dict[str, Dict[int, float]] = field(default_factory=dict)  # sched -> {executors: s}
     add_s: float = 0.0  # one calibration add, profiled
+    version: int = CALIBRATION_VERSION
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -63,7 +69,7 @@ class Calibration:
                    overheads=dict(doc.get("overheads", {})),
                    run_s={s: {int(k): v for k, v in d.items()}
                           for s, d in doc.get("run_s", {}).items()},
-                   add_s=float(doc.get("add_s", 0.0)))
+                   add_s=float(doc.get("add_s", 0.0)), version=int(doc.get("version", 1)))
 
     def overheads_for(self, scheduler: str, executors: int, scale: float = 1.0,
                       forkjoin_extra_s: float = 0.0) -> Overheads:
@@ -105,32 +111,66 @@ def profile_1t(graph, runs: int = PROFILE_RUNS, progress=None) -> Dict[str, floa
     for events in history:
         for ev in events:
             samples.setdefault(keys[ev.op_name], []).append(ev.end_s - ev.start_s)
-    return {wk: median(xs) for wk, xs in samples.items()}
+    out = {wk: median(xs) for wk, xs in samples.items()}
+    # A run lasts the sum of its ops, and the median of a right-skewed op
+    # time under-counts its share of that sum: per-workload medians set the
+    # ops' relative times, the median run's op total sets their sum. Summed
+    # medians were 1-6% below the median run's op total on the bundled
+    # LSTMs and PathNet here (9 profiled runs, 2-core AMD EPYC).
+    count: Dict[str, int] = {}
+    for op in graph.ops:
+        count[keys[op.name]] = count.get(keys[op.name], 0) + 1
+    per_run = median([sum(ev.end_s - ev.start_s for ev in events) for events in history
+                      if events])
+    summed = sum(out[wk] * count.get(wk, 0) for wk in out)
+    if per_run > 0 and summed > 0:
+        out = {wk: t * per_run / summed for wk, t in out.items()}
+    return out
 
 
 # -- fork-join ---------------------------------------------------------------------
 
 def forkjoin(cores: int, progress=None) -> Dict[int, float]:
-    """threads -> seconds per empty fork-join region of the pool, 2..cores
-    threads, sampled interleaved."""
+    """threads -> seconds a fork-join region costs an op inside a run, 2..cores
+    threads: the larger of an empty region of the pool (the C loop) and
+    what forking every op of a chain of tiny adds costs per op over the
+    same chain on one thread (both sampled interleaved, back to back). An
+    empty region measured 0.2 us here, while forking the ops of a run cost
+    each op ~1 us more (the team's second core pulls the op's lines and
+    hands its half of the output back): the 2-thread runs of the DeepCPU
+    LSTMs (1-2 us ops) were predicted 30-40% faster than they ran."""
     from hwtune.measure import FixedSampling, interleave
+    from hwtune.measure.engine import EngineSide
     from hwtune.measure.sides import SampleSide
     from hwtune.native import bench
+    from hwtune.native.engine import NativeEngine
     from hwtune.native.pool import Pool
     counts = list(range(2, cores + 1))
     if not counts:
         return {}
     if progress:
-        progress(f"fork-join of the pool, {counts[0]}..{counts[-1]} threads")
+        progress(f"fork-join of the pool and inside a run, {counts[0]}..{counts[-1]} threads")
+    chain = _chain(CHAIN_OPS)
     pool = Pool(executors=1, threads=cores, pin=True)
+    engines = []
     try:
         sides = [SampleSide(lambda k, t=t: [bench.forkjoin_pool(pool, t, FORKJOIN_ITERS)
                                             for _ in range(k)], label=f"{t} threads")
                  for t in counts]
+        for t in [1] + counts:
+            engines.append(NativeEngine(chain, executors=1, threads=t, scheduler="sequential",
+                                        pin=True, op_threads={op.name: t for op in chain.ops}))
+        sides += [EngineSide(e, label=f"chain forked on {t}", runs=RUNS_PER_SAMPLE)
+                  for t, e in zip([1] + counts, engines)]
         got = interleave(sides, FixedSampling(FORKJOIN_REPS), raise_errors=True)
     finally:
+        for e in engines:
+            e.close()
         pool.close()
-    return {t: m.median for t, m in zip(counts, got)}
+    empty = {t: m.median for t, m in zip(counts, got)}
+    chains = [m.median for m in got[len(counts):]]
+    return {t: max(empty[t], (chains[i + 1] - chains[0]) / CHAIN_OPS)
+            for i, t in enumerate(counts)}
 
 
 # -- engine overheads ------------------------------------------------------------

@@ -16,7 +16,7 @@ import numpy as np
 
 from hwtune.errors import UsageError
 from hwtune.planner import costmodel
-from hwtune.planner.calibrate import Calibration, calibrate, profile_1t
+from hwtune.planner.calibrate import CALIBRATION_VERSION, Calibration, calibrate, profile_1t
 from hwtune.planner.machine import Machine, from_toml, host_machine, resolve, scan_figures
 from hwtune.planner.opdata import op_data
 from hwtune.planner.search import Predictor
@@ -41,7 +41,9 @@ def stored_calibration(db, host_key: str) -> Optional[Calibration]:
     for run in reversed(db.runs(host_key, "plan")):
         facts = db.facts(run["run_id"])
         if CALIBRATION_FACT in facts:
-            return Calibration.from_json(facts[CALIBRATION_FACT])
+            cal = Calibration.from_json(facts[CALIBRATION_FACT])
+            # an older method's figures: measure again
+            return cal if cal.version == CALIBRATION_VERSION else None
     return None
 
 

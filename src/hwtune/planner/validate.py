@@ -24,6 +24,25 @@ REPS = 15
 MIN_REPS = 3
 VALIDATE_BUDGET_S = 120.0
 WARMUP = 2
+# Each configuration is measured as a lone `hwtune run` runs it, as the
+# tuner's final verdict does (tuners/pipeline.py): the engine opened for
+# its chunk of samples (ROUNDS chunks) with one untimed run first, the other
+# engines closed and their workers parked. With all 11 engines open side by
+# side, a run started on caches the 10 others had just filled and beside
+# their spinning workers: the 1-thread configurations of the DeepCPU LSTMs
+# measured 10-17% above their own profiles (2-core AMD EPYC, quiet).
+ROUNDS = 5
+REWARM = 1
+# Sub-millisecond models get samples until a configuration's add up to this
+# (the median of 15 single runs of a 0.3 ms model moved by ~5% here).
+MIN_TOTAL_S = 0.1
+MAX_REPS = 300
+# A sample of a sub-millisecond model is this long at least, in back-to-
+# back runs (seconds per run), as an inference loop runs it and as the
+# 1-thread profiles and the engine calibration were taken: a lone run
+# after a settle started on parked workers, and i64_h64's (0.3 ms) 1x2
+# then measured 0.55 ms against 0.28 ms back to back.
+MIN_SAMPLE_S = 0.002
 
 
 @dataclass
@@ -120,7 +139,7 @@ def validate(p: Predictor, rows, cores: int, *, reps: int = REPS,
              load: Optional[dict] = None) -> List[Row]:
     """Every configuration predicted, then measured; load, when given, gets
     others_cpu_share: the CPU share other processes took meanwhile."""
-    from hwtune.measure import FixedSampling
+    from hwtune.measure import FixedSampling, settle
     from hwtune.measure.engine import FIRST, measure_engines
     from hwtune.native.engine import NativeEngine
     out: List[Row] = []
@@ -134,11 +153,14 @@ def validate(p: Predictor, rows, cores: int, *, reps: int = REPS,
             pin=row.pinned_by_default, op_cost=c))
     if progress:
         progress(f"measuring {len(out)} configurations of {p.graph.name} interleaved")
-    policy = FixedSampling(reps, budget_s=VALIDATE_BUDGET_S, min_reps=MIN_REPS)
+    runs = max(1, int(np.ceil(MIN_SAMPLE_S / max(min(r.predicted_s for r in out), 1e-9))))
+    policy = FixedSampling(reps, rounds=ROUNDS, budget_s=VALIDATE_BUDGET_S, min_reps=MIN_REPS,
+                           min_total_s=MIN_TOTAL_S, max_reps=MAX_REPS)
     others = OtherLoad()
     others.start()
     got = measure_engines(openers, policy, warmup=WARMUP, reference=FIRST,
-                          outputs=list(p.graph.outputs))
+                          outputs=list(p.graph.outputs), settle=settle, settle_each=True,
+                          rewarm=REWARM, fresh=True, runs=runs)
     if load is not None:
         load["others_cpu_share"] = others.stop()
     for r, m in zip(out, got):

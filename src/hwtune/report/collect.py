@@ -8,6 +8,8 @@ from hwtune import __version__
 from hwtune.db.timestamps import utc_now
 from hwtune.errors import UsageError
 from hwtune.report import figures, results
+from hwtune.report.dynamic_results import dynamic_figures, dynamic_results
+from hwtune.report.dynamic_results import run_figures as dynamic_run_figures
 from hwtune.report.sides import Side, compare_sides, resolve_host
 from hwtune.scan import summary as scan_summary
 
@@ -19,6 +21,9 @@ TOP_OPS = 8
 MAX_SERIES = 6
 # tune-graph's stages, in the order it runs them (tuners/pipeline.py).
 STAGE_ORDER = ("sweep", "conv", "hillclimb")
+# The options of a tune run the report shows (tune-graph's flags, as
+# recorded in the run: --storage without its password).
+TUNE_OPTIONS = ("budget_s", "trials", "only", "search", "reps", "strategy", "storage")
 
 
 def _host(db, host_key: str) -> dict:
@@ -153,6 +158,8 @@ def _model(db, run: dict, summary: dict, until: Optional[str]) -> dict:
         "started_at": run["started_at"],
         "hwtune_version": run["hwtune_version"],
         "status": run["status"],
+        "options": {k: run["options"][k] for k in TUNE_OPTIONS
+                    if run["options"].get(k) not in (None, [], "")},
         "default": summary.get("default") or {},
         "tuned": summary.get("tuned") or {},
         "speedup": summary.get("speedup"),
@@ -208,6 +215,8 @@ def _history(db, host_key: str, until: Optional[str]) -> List[dict]:
             except UsageError:  # a run that stored no figure (failed early)
                 continue
             add(got["figures"], run)
+    for run in db.runs(host_key, "dynamic", until=until):
+        add(dynamic_run_figures(db, run["run_id"]), run)
     for s in series.values():
         vals = [p["value"] for p in s["points"]]
         s["first"], s["latest"] = vals[0], vals[-1]
@@ -227,7 +236,8 @@ def _snapshot(db, side: Side) -> dict:
     models = _tuned_models(db, side)
     runs = results.run_results(db, side.host_key, side.until)
     checks = results.check_results(db, side.host_key, side.until)
-    if scan is None and not models and not runs and not checks:
+    dynamic = dynamic_results(db, side.host_key, side.until)
+    if scan is None and not models and not runs and not checks and not dynamic:
         when = f" on or before {side.label}" if side.until else ""
         raise UsageError(f"host {side.host_key} has no scan, tuning, run or check stored{when} "
                          f"in {db.path}")
@@ -236,8 +246,11 @@ def _snapshot(db, side: Side) -> dict:
         figs += results.run_figures(e)
     for e in checks:
         figs += results.check_figures(e)
+    for e in dynamic:
+        figs += dynamic_figures(e)
     return {"side": side.to_json(), "host": _host(db, side.host_key), "scan": scan,
-            "models": models, "runs": runs, "checks": checks, "figures": figs}
+            "models": models, "runs": runs, "checks": checks, "dynamic": dynamic,
+            "figures": figs}
 
 
 def _run_compare(db, values: Sequence[str]) -> Optional[dict]:
@@ -290,6 +303,7 @@ def build_report(db, *, host: Optional[str] = None, compare: Sequence[str] = (),
         "models": main["models"],
         "runs": main["runs"],
         "checks": main["checks"],
+        "dynamic": main["dynamic"],
         "figures": main["figures"],
         "history": _history(db, host_key, None),
         "compare": by_run,

@@ -67,6 +67,24 @@ def config(c: Optional[dict]) -> str:
     return text + ("; " + ", ".join(extra) if extra else "")
 
 
+def tune_options(o: Optional[dict]) -> str:
+    """A tune run's recorded options, as tune-graph's flags read."""
+    if not o:
+        return "-"
+    parts = []
+    for key, flag, unit in (("search", "search", ""), ("reps", "reps", ""),
+                            ("budget_s", "budget", " s"), ("trials", "trials", ""),
+                            ("strategy", "strategy", "")):
+        if o.get(key) is not None:
+            parts.append(f"{flag} {o[key]:g}{unit}" if isinstance(o[key], float)
+                         else f"{flag} {o[key]}{unit}")
+    if o.get("only"):
+        parts.append(f"only {','.join(o['only'])}")
+    if o.get("storage"):
+        parts.append(f"storage {o['storage']}")
+    return ", ".join(parts) or "-"
+
+
 def spark(values) -> str:
     vals = [v for v in values if v is not None]
     if not vals:

@@ -1,9 +1,7 @@
 /* GEMV for a few rows (M <= HWT_GEMV_MAX_M), streaming B once without
- * packing. Plain C written for the vectoriser; gemv_{generic,avx2,avx512}.c
- * each compile it with their ISA flags, so one source gives three widths.
- * Included only by those three files. */
-#ifndef HWTUNE_GEMV_BODY_H
-#define HWTUNE_GEMV_BODY_H
+ * packing. Plain C written for the vectoriser, compiled once per ISA variant
+ * (kernels.cmake, HWTUNE_KERNEL_BODIES): one source, three widths. */
+#include "../common/vec.h"
 #include "gemm_internal.h"
 
 /* C rows of the current column block stay in L1 across the k loop:
@@ -105,9 +103,9 @@ static inline void gemv_t(int m, int n, int k, const float *a, size_t lda, const
   }
 }
 
-static inline void gemv_body(int m, int n, int k, const float *a, size_t lda, const float *b,
-                             size_t ldb, int trans_b, float *c, size_t ldc, float beta,
-                             const float *bias) {
+void HWT_VARIANT(hwt_gemv)(int m, int n, int k, const float *a, size_t lda, const float *b,
+                           size_t ldb, int trans_b, float *c, size_t ldc, float beta,
+                           const float *bias) {
   if (m <= 0 || n <= 0) return;
   gemv_init(m, n, c, ldc, beta, bias);
   if (trans_b)
@@ -115,5 +113,3 @@ static inline void gemv_body(int m, int n, int k, const float *a, size_t lda, co
   else
     gemv_n(m, n, k, a, lda, b, ldb, c, ldc);
 }
-
-#endif

@@ -2,13 +2,13 @@
  * micro-kernel reads both operands with unit stride, zero-padding edges so it
  * never branches on them. Transposes are absorbed here. Plain C with the
  * panel width a compile-time constant (the switch below), so copies become
- * full-width vector moves; pack_{generic,avx2,avx512}.c compile it per ISA. */
-#ifndef HWTUNE_PACK_BODY_H
-#define HWTUNE_PACK_BODY_H
+ * full-width vector moves. One body, compiled once per ISA variant
+ * (kernels.cmake, HWTUNE_KERNEL_BODIES), exporting HWT_VARIANT(hwt_gemm_pack_a/b). */
 #include <stddef.h>
 #if defined(__SSE2__)
 #include <xmmintrin.h>
 #endif
+#include "../common/vec.h"
 #include "gemm_internal.h"
 
 /* Contiguous source: row k of the block is src[k*ld + 0:nb], cut into
@@ -147,4 +147,12 @@ static inline void pack_b_body(const hwt_gemm_desc *d, const float *B, int p0, i
     pack_block(dst, B + (size_t)j0 * d->ldb + p0, (size_t)d->ldb, kb, nb, nr, 0);
 }
 
-#endif
+void HWT_VARIANT(hwt_gemm_pack_a)(const hwt_gemm_desc *d, const float *A, int i0, int mb, int p0,
+                                  int kb, int mr, float *dst) {
+  pack_a_body(d, A, i0, mb, p0, kb, mr, dst);
+}
+
+void HWT_VARIANT(hwt_gemm_pack_b)(const hwt_gemm_desc *d, const float *B, int p0, int kb, int j0,
+                                  int nb, int nr, float *dst) {
+  pack_b_body(d, B, p0, kb, j0, nb, nr, dst);
+}
