@@ -6,14 +6,19 @@ seconds it spends per figure.
 Suite B is suite A with 10% more work (GEMM with K x 1.1, element-wise over
 n x 1.1 elements: a real longer computation, not a scaled number).
 
-- time: each comparison records a baseline of A the way `hwtune check
-  --update-baseline` does (sequential sampling until precise enough), then
-  samples A (A/A) and B (A/B) against it until the sequential test decides
-  or the suite's max_seconds pass, exactly as `hwtune check` does.
+- time, paired (the default, `hwtune check --against`): each comparison
+  runs A in one worker process and A (A/A) or B (A/B) in another, chunk by
+  chunk, until the sequential test decides on the per-round log-ratios or
+  the suite's max_seconds pass. Seconds per figure include starting both
+  workers.
+- time, baseline (`--procedure baseline`, `hwtune check` against a stored
+  baseline): each comparison records a baseline of A the way `hwtune check
+  --update-baseline` does, then samples A (A/A) and B (A/B) against it.
 - counts (estimated-cycles, or --metric): A counted twice and B once per
   comparison, in separate processes under valgrind as `hwtune check` does.
 - fork-join: the same element-wise work as 64x as many fork-join regions
-  (regions = 64): counts see nothing, time must catch it.
+  (regions = 64): counts see only the kernel's own per-region set-up (64x
+  as many entries), time must catch the fork-joins.
 
     python benchmarks/bench_gate.py --pairs 30            # the issue's figures (long)
     python benchmarks/bench_gate.py --pairs 3 --what counts,forkjoin
@@ -30,6 +35,7 @@ from pathlib import Path
 from hwtune.check.baseline import Baseline
 from hwtune.check.counted import compare_counts, count_figures
 from hwtune.check.measure import measure_suite
+from hwtune.check.paired import measure_paired
 from hwtune.check.suite import Figure, load_suite
 from hwtune.measure import clock
 
@@ -73,9 +79,34 @@ def timed(suite_a, suite_b, pairs: int) -> dict:
                                  r.decision.ratio if r.decision else None,
                                  r.params.get("rounds")) for n, r in got.items()
                              if n in FIGURES or n.startswith("ew-")})
-        print(f"\rtime: pair {i + 1}/{pairs}", end="", file=sys.stderr, flush=True)
-    print(file=sys.stderr)
+        said(f"time pair {i + 1}/{pairs}", out)
     return out
+
+
+def paired(suite_a, suite_b, pairs: int) -> dict:
+    """A/A and A/B outcomes per figure through `hwtune check --against`'s
+    procedure: two worker processes of this interpreter, one running A, the
+    other A or B."""
+    out = {"aa": [], "ab": [], "seconds": []}
+    figs_b = {f.name: f for f in suite_b.figures}
+    for i in range(pairs):
+        for key, fb in (("aa", None), ("ab", figs_b)):
+            watch = clock.Stopwatch()
+            _, got, _ = measure_paired(suite_a, sys.executable, figures_b=fb)
+            out["seconds"].append(watch.elapsed() / len(suite_a.figures))
+            out[key].append({n: (r.decision.status if r.decision else "error",
+                                 r.decision.ratio if r.decision else None,
+                                 r.params.get("rounds")) for n, r in got.items()})
+        said(f"time pair {i + 1}/{pairs}", out)
+    return out
+
+
+def said(what: str, out: dict) -> None:
+    """One line per pair as it ends (status, ratio, rounds per figure), so
+    that a run stopped early still shows what it measured."""
+    row = {k: {n: (st, round(r, 4) if r else r, k2) for n, (st, r, k2) in out[k][-1].items()}
+           for k in ("aa", "ab")}
+    print(f"  {what} (load {load1():.1f}): {json.dumps(row)}", file=sys.stderr, flush=True)
 
 
 def summary(label: str, rows, goal: str) -> dict:
@@ -101,8 +132,7 @@ def counts(suite_a, suite_b, pairs: int, metric: str) -> dict:
                 st, ratio, _ = compare_counts(cur[n], a1[n], suite_a.count_threshold)
                 row[n] = (st, ratio, 1)
             out[key].append(row)
-        print(f"\rcounts: pair {i + 1}/{pairs}", end="", file=sys.stderr, flush=True)
-    print(file=sys.stderr)
+        said(f"counts pair {i + 1}/{pairs}", out)
     return out
 
 
@@ -114,6 +144,8 @@ def main(argv=None) -> int:
                     help="the counting metric (instructions, cycles, estimated-cycles)")
     ap.add_argument("--what", default="time,counts,forkjoin",
                     help="comma-separated: time, counts, forkjoin")
+    ap.add_argument("--procedure", choices=("paired", "baseline"), default="paired",
+                    help="time: against another build now (--against), or a stored baseline")
     ap.add_argument("--max-seconds", type=float, default=None,
                     help="cap per time figure (default: the suite's)")
     ap.add_argument("--json", dest="json_path", default=None, help="write raw results here")
@@ -135,9 +167,10 @@ def main(argv=None) -> int:
           f"{full.count_threshold:.1%}; B = A with {SLOWDOWN - 1:.0%} more work", flush=True)
     results = {}
     watch = clock.Stopwatch()
+    time_of = paired if args.procedure == "paired" else timed
     if "time" in what:
-        r = timed(suite_a, suite_b, args.pairs)
-        print(f"time (load average {load1():.1f}):")
+        r = time_of(suite_a, suite_b, args.pairs)
+        print(f"time, {args.procedure} (load average {load1():.1f}):")
         r["aa_counts"] = summary("A/A", r["aa"], "goal: <= 1/30 regression, <= 3/30 undecidable")
         r["ab_counts"] = summary("A/B", r["ab"], "goal: >= 27/30 regression")
         print(f"  seconds per figure: mean {sum(r['seconds']) / len(r['seconds']):.1f} "
@@ -157,11 +190,12 @@ def main(argv=None) -> int:
             suite_a.figures[1].params, threads=2))
         one = replace(suite_a, figures=[ew])
         many = replace(one, figures=[replace(ew, params=dict(ew.params, regions=REGIONS))])
-        t = timed(one, many, max(1, args.pairs // 3))
+        t = time_of(one, many, max(1, args.pairs // 3))
         c = counts(one, many, 1, args.metric)
         print(f"fork-join x{REGIONS}, same work (load average {load1():.1f}):")
         summary("time A/B", t["ab"], "goal: regression")
-        summary(f"{args.metric} A/B", c["ab"], "counts see no change")
+        summary(f"{args.metric} A/B", c["ab"], "counts see only the kernel's entries: "
+                "its per-region set-up, not the fork-join")
         results["forkjoin"] = {"time": t, "counts": c}
     print(f"total {watch.elapsed():.0f} s")
     if args.json_path:

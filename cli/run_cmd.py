@@ -80,13 +80,18 @@ def _ms(seconds: float) -> str:
                    "batched); a list measures each, interleaved")
 @click.option("--chunk", type=int, default=None, metavar="ROWS",
               help="dynamic models: most vertex rows one op call takes, a power of two "
-                   "(default 256)")
+                   "(default: the stored tuned config's, else 256)")
+@click.option("--untuned", is_flag=True,
+              help="dynamic models: ignore the config tune-graph stored for this model, "
+                   "policy and batch (run the default, or the flags)")
+@click.option("--format", "fmt", type=click.Choice(["terminal", "markdown", "json"]),
+              default=None, help="dynamic models: output format (default terminal; --json "
+                                 "is --format json)")
 @db_option
 @json_option
 def run(model, executors, threads, scheduler, pin, iterations, warmup, trace_path, overrides,
         shapes, input_files, save_path, check, save, train, loss, optimizer, hyper, batch_norm,
-        inputs_path,
-        batches, policies, chunk, db_path, as_json):
+        inputs_path, batches, policies, chunk, untuned, fmt, db_path, as_json):
     """Run MODEL on the engine and report latency (median, MAD spread, min)
     and throughput (runs/s, GFLOP/s). MODEL is a model.json, an ONNX file
     (imported on the fly, cached) or a bundled model's name (`hwtune model
@@ -96,6 +101,12 @@ def run(model, executors, threads, scheduler, pin, iterations, warmup, trace_pat
     and its timings are stored in results.db; --trace profiles 5 more runs
     (per-op medians to op_profiles, which order later runs of the schedulers
     that need op costs) and writes the last one as a Chrome trace.
+
+    With --inputs SAMPLES.jsonl, MODEL is a dynamic model (a vertex function
+    over input graphs): each --policy x --batch runs with the config
+    tune-graph --inputs stored for it (else the default; flags override,
+    --untuned ignores it), measured interleaved, stored in results.db and
+    shown by `hwtune report`.
     """
     from hwtune import machine
     from hwtune.db import ResultsDB
@@ -113,16 +124,20 @@ def run(model, executors, threads, scheduler, pin, iterations, warmup, trace_pat
         from hwtune.cli.run_dynamic import run_dynamic
         for flag, value in (("--trace", trace_path), ("--save-outputs", save_path),
                             ("--input", input_files), ("--shape", shapes), ("--save", save),
-                            ("--scheduler", scheduler), ("--db", db_path), ("--train", train)):
+                            ("--scheduler", scheduler), ("--train", train)):
             if value:
                 raise UsageError(f"{flag} is not supported for dynamic models (--inputs) yet")
+        if as_json and fmt not in (None, "json"):
+            raise UsageError(f"--json and --format {fmt} ask for two formats: drop one")
         return run_dynamic(model, inputs_path, batches, policies, chunk, executors, threads,
-                           pin, iterations, overrides, check, as_json)
+                           pin, iterations, overrides, check, untuned, db_path,
+                           "json" if as_json else fmt or "terminal")
     if find_dynamic(model):
         raise UsageError(f"{model} is a dynamic model (a vertex function): give its input "
                          "graphs with --inputs FILE.jsonl (hwtune model samples "
                          f"{model} -o FILE.jsonl writes some)")
-    for flag, value in (("--batch", batches), ("--policy", policies), ("--chunk", chunk)):
+    for flag, value in (("--batch", batches), ("--policy", policies), ("--chunk", chunk),
+                        ("--format", fmt), ("--untuned", untuned or None)):
         if value is not None:
             raise UsageError(f"{flag} is for dynamic models run with --inputs")
 

@@ -8,6 +8,7 @@ import click
 
 from hwtune.cli.options import (db_option, example, json_option, parse_overrides, shape_option,
                                  train_options, train_record, training_step)
+from hwtune.errors import UsageError
 
 
 def _only(ctx, param, value):
@@ -22,7 +23,8 @@ def _only(ctx, param, value):
 
 
 @click.command("tune-graph", epilog=example(
-    "hwtune tune-graph configs/models/lstm_medium.json --budget 300"))
+    "hwtune tune-graph configs/models/lstm_medium.json --budget 300",
+    "hwtune tune-graph tree_lstm_binary --inputs trees.jsonl --batch 64 --budget 120"))
 @click.argument("model")
 @click.option("--budget", "budget_s", type=float, default=None, metavar="SECONDS",
               help="the whole command's time: shared among the stages and workloads by "
@@ -53,10 +55,22 @@ def _only(ctx, param, value):
                    "ONNX model, size a symbolic dimension, e.g. --set batch=1")
 @shape_option
 @train_options
+@click.option("--inputs", "inputs_path", type=click.Path(dir_okay=False), default=None,
+              metavar="SAMPLES.jsonl",
+              help="dynamic models: tune on these input graphs (executors x threads x chunk, "
+                   "then per-op threads at the row counts a pass runs at)")
+@click.option("--batch", type=int, default=None, metavar="B",
+              help="dynamic models: the batch to tune for (default 64); `hwtune run --inputs` "
+                   "uses the result at this batch")
+@click.option("--policy", default=None, metavar="P",
+              help="dynamic models: batched (default), by-depth or serial")
+@click.option("--format", "fmt", type=click.Choice(["terminal", "markdown", "json"]),
+              default=None, help="dynamic models: output format (default terminal)")
 @db_option
 @json_option
 def tune_graph(model, budget_s, plan_only, trials, only, search, reps, storage, strategy, overrides,
-               shapes, train, loss, optimizer, hyper, batch_norm, db_path, as_json):
+               shapes, train, loss, optimizer, hyper, batch_norm, inputs_path, batch, policy, fmt,
+               db_path, as_json):
     """Tune MODEL (a model.json, an ONNX file or a bundled model's name) on
     this machine and store the result.
 
@@ -67,6 +81,12 @@ def tune_graph(model, budget_s, plan_only, trials, only, search, reps, storage, 
     faster. `hwtune run` and the C runner (hwtune-run) use the stored
     config automatically. Ctrl-C keeps every finished trial; running again
     resumes, and workloads tuned on this host are never measured twice.
+
+    With --inputs SAMPLES.jsonl, MODEL is a dynamic model (a vertex function
+    over input graphs): tunes executors x threads x chunk on those samples
+    at --batch, then per-op threads at the row counts a pass runs at, and
+    prints the tuned-vs-default ratio measured interleaved; `hwtune run
+    MODEL --inputs` uses the result at that policy and batch.
     """
     from hwtune import machine
     from hwtune.db import ResultsDB
@@ -76,6 +96,29 @@ def tune_graph(model, budget_s, plan_only, trials, only, search, reps, storage, 
     from hwtune.sources import load_any
     from hwtune.cli.progress import tune_progress
     from hwtune.tuners.pipeline import TuneOptions, tune_graph as run_tuning
+
+    if inputs_path is not None:
+        for flag, value in (("--plan", plan_only), ("--trials", trials), ("--only", only),
+                            ("--storage", storage), ("--shape", shapes), ("--train", train)):
+            if value:
+                raise UsageError(f"{flag} is not supported for dynamic models (--inputs)")
+        if click.get_current_context().get_parameter_source("search") == \
+                click.core.ParameterSource.COMMANDLINE:
+            raise UsageError("--search is for CONV templates; dynamic models (--inputs) "
+                             "sweep and hill-climb")
+        if as_json and fmt not in (None, "json"):
+            raise UsageError(f"--json and --format {fmt} ask for two formats: drop one")
+        from hwtune.cli.tune_dynamic import tune_dynamic_cmd
+        return tune_dynamic_cmd(model, inputs_path, batch, policy, budget_s, reps, strategy,
+                                overrides, db_path, "json" if as_json else fmt or "terminal")
+    from hwtune.dynamic.sources import find_dynamic
+    if find_dynamic(model):
+        raise UsageError(f"{model} is a dynamic model (a vertex function): give its input "
+                         "graphs with --inputs FILE.jsonl (hwtune model samples "
+                         f"{model} -o FILE.jsonl writes some)")
+    for flag, value in (("--batch", batch), ("--policy", policy), ("--format", fmt)):
+        if value is not None:
+            raise UsageError(f"{flag} is for dynamic models tuned with --inputs")
 
     opts = TuneOptions(budget_s=budget_s, trials=trials, only=only, search=search, reps=reps,
                        strategy=strategy, plan_only=plan_only, storage=storage).check()

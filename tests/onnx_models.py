@@ -154,6 +154,44 @@ def mobilenet_block():
     return net, t.randn(1, 3, 32, 32)
 
 
+def dilated_cnn():
+    """Dilated convolutions (DeepLab-style atrous): "same" padding, strided
+    with unequal dilations, and a dilated depthwise conv."""
+    t = _torch()
+    t.manual_seed(5)
+    net = nn.Sequential(nn.Conv2d(3, 8, 3, padding=2, dilation=2), nn.ReLU(),
+                        nn.Conv2d(8, 8, 3, stride=2, padding=(1, 2), dilation=(2, 3)),
+                        nn.BatchNorm2d(8), nn.ReLU(),
+                        nn.Conv2d(8, 8, 3, padding=2, dilation=2, groups=8), nn.ReLU(),
+                        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 5))
+    return _randomize_bn(net), t.randn(2, 3, 17, 16)
+
+
+def same_padding_cnn():
+    """padding="same" with even kernels: Conv with auto_pad SAME_UPPER, one
+    more row and column of padding after than before (asymmetric)."""
+    t = _torch()
+    t.manual_seed(6)
+    net = nn.Sequential(nn.Conv2d(3, 8, 2, padding="same"), nn.ReLU(),
+                        nn.Conv2d(8, 8, 4, padding="same"), nn.ReLU(),
+                        nn.MaxPool2d(2), nn.Conv2d(8, 4, (2, 3), padding="same"))
+    return net, t.randn(1, 3, 12, 11)
+
+
+def conv_transpose_net():
+    """DCGAN-style generator: ConvTranspose2d upsampling with padding and
+    output_padding, then a dilated and grouped one."""
+    t = _torch()
+    t.manual_seed(7)
+    net = nn.Sequential(nn.ConvTranspose2d(8, 6, 4, stride=2, padding=1), nn.BatchNorm2d(6),
+                        nn.ReLU(),
+                        nn.ConvTranspose2d(6, 4, 3, stride=2, padding=1, output_padding=1),
+                        nn.ReLU(),
+                        nn.ConvTranspose2d(4, 4, 3, padding=2, dilation=2, groups=2),
+                        nn.Tanh())
+    return _randomize_bn(net), t.randn(2, 8, 5, 5)
+
+
 def transformer():
     t = _torch()
     layer = nn.TransformerEncoderLayer(16, 2, dim_feedforward=32, dropout=0.0,

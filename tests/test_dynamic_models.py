@@ -188,7 +188,7 @@ def test_cli_samples_then_run_with_check_and_json(tmp_path):
     res = r.invoke(cli, ["run", "tree_lstm_childsum", "--inputs", path, "--set", "hidden=16",
                          "--set", "embed=8", "--set", "vocab=30", "--batch", "1,4",
                          "--policy", "batched,serial", "--iterations", "2", "--threads", "1",
-                         "--check", "--json"])
+                         "--check", "--json", "--db", str(tmp_path / "r.db")])
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
     assert out["samples"] == 12

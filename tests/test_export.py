@@ -54,17 +54,20 @@ def compare_doc():
 
 
 @pytest.fixture(scope="module")
-def documents(fixture_db):
+def documents(fixture_db, tmp_path_factory):
+    from dynamic_docs import dynamic_documents
     path, hosts = fixture_db
     with ResultsDB.open(path) as db:
         report = build_report(db, host=hosts["a"], compare=[hosts["b"]])
+    run, tune = dynamic_documents(tmp_path_factory.mktemp("dynamic"))
     return {"scan": report["scan"], "report": report, "check": make_report(),
             "tune": tune_doc(), "compare": compare_doc(),
-            "plan": plan_doc()}
+            "plan": plan_doc(), "dynamic": run, "dynamic-tune": tune}
 
 
 def test_every_kind_has_a_json_and_a_terminal_exporter():
-    for kind in ("scan", "report", "check", "tune", "compare", "plan"):
+    for kind in ("scan", "report", "check", "tune", "compare", "plan", "dynamic",
+                 "dynamic-tune"):
         assert {"json", "terminal"} <= set(formats(kind)), kind
     assert formats("report") == ("terminal", "markdown", "json", "html")
     assert formats("check") == ("terminal", "markdown", "json", "junit")
@@ -77,7 +80,8 @@ def test_every_exporter_renders_every_kind_it_claims(documents, fmt, kind):
     assert "\x1b[" not in text  # a file never gets colour codes
     if fmt == "json":
         json.loads(text)
-    if fmt == "terminal" and kind not in ("tune", "compare"):  # lines never wrapped
+    # lines never wrapped (the one-line-per-fact summaries may be longer)
+    if fmt == "terminal" and kind not in ("tune", "compare", "dynamic", "dynamic-tune"):
         assert max(len(ln) for ln in text.splitlines()) <= 80
     out = io.StringIO()
     write(kind, documents[kind], fmt, out)  # what a command prints on a pipe

@@ -11,6 +11,7 @@ from hwtune.graph import ops as oplib
 from hwtune.graph.ops import OpError
 from hwtune.graph.ops.conv import conv2d_knobs
 from hwtune.graph.ops.layout import to_nchwc, to_oihwio
+from hwtune.native import conv as native_conv
 
 RNG = np.random.default_rng(1234)
 
@@ -40,32 +41,54 @@ def elementwise(fn, *arrays):
     return out
 
 
-def conv_loops(x, w, b, stride, pad):
+def conv_loops(x, w, b, stride, pad, dil=(1, 1), end=None):
     n, c, h, wd = x.shape
     o, _, kh, kw = w.shape
-    oh, ow = (h + 2 * pad[0] - kh) // stride[0] + 1, (wd + 2 * pad[1] - kw) // stride[1] + 1
+    end = pad if end is None else end
+    oh = (h + pad[0] + end[0] - (kh - 1) * dil[0] - 1) // stride[0] + 1
+    ow = (wd + pad[1] + end[1] - (kw - 1) * dil[1] - 1) // stride[1] + 1
     out = np.zeros((n, o, oh, ow))
     for ni, oi, y, xx in itertools.product(range(n), range(o), range(oh), range(ow)):
         acc = float(b[oi]) if b is not None else 0.0
         for ci, i, j in itertools.product(range(c), range(kh), range(kw)):
-            r, s = y * stride[0] + i - pad[0], xx * stride[1] + j - pad[1]
+            r = y * stride[0] + i * dil[0] - pad[0]
+            s = xx * stride[1] + j * dil[1] - pad[1]
             if 0 <= r < h and 0 <= s < wd:
                 acc += float(x[ni, ci, r, s]) * float(w[oi, ci, i, j])
         out[ni, oi, y, xx] = acc
     return out
 
 
-def pool_loops(x, mode, k, s, p, ceil_mode=False, include_pad=False):
-    n, c, h, w = x.shape
+def conv_transpose_loops(x, w, b, stride, pad, dil, end, out_pad):
+    """Scatter each input value over its window, then crop: the definition."""
+    n, c, h, wd = x.shape
+    _, o, kh, kw = w.shape
+    oh = (h - 1) * stride[0] + (kh - 1) * dil[0] + 1 - pad[0] - end[0] + out_pad[0]
+    ow = (wd - 1) * stride[1] + (kw - 1) * dil[1] + 1 - pad[1] - end[1] + out_pad[1]
+    out = np.zeros((n, o, oh, ow))
+    for ni, ci, y, xx, oi, i, j in itertools.product(range(n), range(c), range(h), range(wd),
+                                                     range(o), range(kh), range(kw)):
+        r = y * stride[0] + i * dil[0] - pad[0]
+        q = xx * stride[1] + j * dil[1] - pad[1]
+        if 0 <= r < oh and 0 <= q < ow:
+            out[ni, oi, r, q] += float(x[ni, ci, y, xx]) * float(w[ci, oi, i, j])
+    if b is not None:
+        out += np.asarray(b, np.float64).reshape(1, o, 1, 1)
+    return out
 
-    def out_len(size, kk, ss, pp):
-        span = size + 2 * pp - kk
+
+def pool_loops(x, mode, k, s, p, ceil_mode=False, include_pad=False, end=None):
+    n, c, h, w = x.shape
+    end = p if end is None else end
+
+    def out_len(size, kk, ss, pp, ee):
+        span = size + pp + ee - kk
         o = (math.ceil(span / ss) if ceil_mode else span // ss) + 1
         if ceil_mode and (o - 1) * ss >= size + pp:
             o -= 1
         return o
 
-    oh, ow = out_len(h, k[0], s[0], p[0]), out_len(w, k[1], s[1], p[1])
+    oh, ow = out_len(h, k[0], s[0], p[0], end[0]), out_len(w, k[1], s[1], p[1], end[1])
     out = np.zeros((n, c, oh, ow))
     for ni, ci, y, xx in itertools.product(range(n), range(c), range(oh), range(ow)):
         r0, c0 = y * s[0] - p[0], xx * s[1] - p[1]
@@ -75,7 +98,7 @@ def pool_loops(x, mode, k, s, p, ceil_mode=False, include_pad=False):
             if 0 <= r < h and 0 <= q < w:
                 vals.append(float(x[ni, ci, r, q]))
                 count += 1
-            elif include_pad and r < h + p[0] and q < w + p[1]:
+            elif include_pad and r < h + end[0] and q < w + end[1]:
                 count += 1
         out[ni, ci, y, xx] = max(vals) if mode == "max" else sum(vals) / count
     return out
@@ -230,6 +253,82 @@ def test_conv2d_nchw_against_loops(k, stride, pad, bias):
     np.testing.assert_allclose(y, conv_loops(x, w, b, s, p), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("k,stride,pad,dil,end", [
+    ((3, 3), (1, 1), (2, 2), (2, 2), None),          # dilated "same"
+    ((3, 2), (2, 1), (1, 0), (2, 3), (0, 2)),        # dilated, strided, asymmetric
+    ((2, 2), (1, 1), (0, 0), (1, 1), (1, 1)),        # TF "same", even kernel
+    ((3, 3), (2, 2), (0, 0), (1, 1), (1, 1)),        # TF "same", strided, even input
+    ((3, 3), (1, 1), (0, 0), (3, 1), None),          # dilated, unpadded
+])
+def test_conv2d_dilated_and_asymmetric_against_loops(k, stride, pad, dil, end):
+    x, w, b = rand(2, 3, 8, 9), rand(4, 3, *k), rand(4)
+    attrs = {"stride": list(stride), "padding": list(pad), "dilation": list(dil)}
+    if end is not None:
+        attrs["padding_end"] = list(end)
+    (y,) = run("conv2d", [x, w, b], **attrs)
+    np.testing.assert_allclose(y, conv_loops(x, w, b, stride, pad, dil, end), rtol=1e-5,
+                               atol=1e-5)
+    # The C reference agrees on the same geometry.
+    c = native_conv.conv2d_ref(x, w, b, stride=stride, pad=pad, dilation=dil, pad_end=end)
+    np.testing.assert_allclose(y, c, rtol=1e-5, atol=1e-5)
+
+
+def test_conv2d_dilation_and_padding_end_are_checked():
+    spec = oplib.get("conv2d")
+    shapes = [(1, 2, 5, 5), (3, 2, 3, 3)]
+    with pytest.raises(OpError, match=r"kernel 3x3 dilated 3,3 does not fit input 5x5") as e:
+        spec.infer(shapes, spec.normalize_attrs({"dilation": 3}), 1)
+    assert e.value.where == "inputs[1]"
+    with pytest.raises(OpError, match=r"padding_end 3,0 must be smaller than the kernel 3x3"):
+        spec.infer(shapes, spec.normalize_attrs({"padding_end": [3, 0]}), 1)
+    with pytest.raises(OpError, match="must be >= 1"):
+        spec.normalize_attrs({"dilation": 0})
+    with pytest.raises(OpError, match=r"the padded input \[2, 5, 2147483653\] has more"):
+        huge = {"dilation": [1, 2 ** 30], "padding": [0, 2 ** 30]}
+        spec.infer(shapes, spec.normalize_attrs(huge), 1)
+    # A dilated kernel's extent bounds the padding, not its tap count.
+    (_, _, oh, ow), = spec.infer(shapes, spec.normalize_attrs({"dilation": 2, "padding": 4}), 1)
+    assert (oh, ow) == (9, 9)
+
+
+@pytest.mark.parametrize("k,stride,pad,dil,end,out_pad,bias", [
+    ((3, 3), (2, 2), (1, 1), (1, 1), (1, 1), (1, 1), True),   # DCGAN-style upsampling
+    ((4, 4), (2, 2), (1, 1), (1, 1), (1, 1), (0, 0), False),
+    ((3, 2), (2, 3), (1, 0), (2, 1), (0, 2), (1, 0), True),   # asymmetric, dilated
+    ((1, 1), (1, 1), (0, 0), (1, 1), (0, 0), (0, 0), True),
+    ((2, 3), (1, 2), (0, 1), (3, 1), (1, 0), (2, 1), False),  # output_padding < dilation
+])
+def test_conv_transpose2d_against_loops(k, stride, pad, dil, end, out_pad, bias):
+    x, w = rand(2, 3, 4, 5), rand(3, 2, *k)
+    b = rand(2) if bias else None
+    attrs = {"stride": list(stride), "padding": list(pad), "dilation": list(dil),
+             "padding_end": list(end), "output_padding": list(out_pad)}
+    (y,) = run("conv_transpose2d", [x, w] + ([b] if bias else []), **attrs)
+    np.testing.assert_allclose(y, conv_transpose_loops(x, w, b, stride, pad, dil, end,
+                                                       out_pad), rtol=1e-5, atol=1e-5)
+    if out_pad[0] < stride[0] and out_pad[1] < stride[1]:  # else no adjoint conv exists
+        c = native_conv.conv_transpose2d_ref(x, w, b, out_hw=y.shape[2:], stride=stride,
+                                             pad=pad, dilation=dil)
+        np.testing.assert_allclose(y, c, rtol=1e-5, atol=1e-5)
+
+
+def test_conv_transpose2d_is_checked():
+    spec = oplib.get("conv_transpose2d")
+    attrs = spec.normalize_attrs({"stride": 2, "output_padding": 1})
+    assert spec.infer([(1, 4, 5, 5), (4, 6, 3, 3)], attrs, 1) == [(1, 6, 12, 12)]
+    with pytest.raises(OpError, match=r"output_padding 2,2 must be smaller than the stride"):
+        spec.infer([(1, 4, 5, 5), (4, 6, 3, 3)],
+                   spec.normalize_attrs({"stride": 2, "output_padding": 2}), 1)
+    with pytest.raises(OpError, match="expect 3 input channels, input has 4"):
+        spec.infer([(1, 4, 5, 5), (3, 6, 3, 3)], spec.normalize_attrs({}), 1)
+    with pytest.raises(OpError, match=r"bias must have shape \[6\]"):
+        spec.infer([(1, 4, 5, 5), (4, 6, 3, 3), (4,)], spec.normalize_attrs({}), 1)
+    with pytest.raises(OpError, match="crops the whole"):
+        spec.infer([(1, 4, 1, 1), (4, 6, 1, 1)], spec.normalize_attrs({"padding": 1}), 1)
+    assert spec.flops([(1, 4, 5, 5), (4, 6, 3, 3)], [(1, 6, 11, 11)], spec.normalize_attrs(
+        {"stride": 2})) == 2 * 4 * 25 * 6 * 9
+
+
 def test_conv2d_nchwc_matches_loops_through_index_mapping():
     ic_bn, oc_bn = 2, 4
     x, w, b = rand(1, 4, 5, 5), rand(8, 4, 3, 3), rand(8)
@@ -280,6 +379,20 @@ def test_pool2d_against_loops(mode, k, s, p, ceil, inc):
     (y,) = run("pool2d", [x], mode=mode, kernel=k, stride=s, padding=p, ceil_mode=ceil,
                count_include_pad=inc)
     want = pool_loops(x, mode, (k, k), (s or k, s or k), (p, p), ceil, inc)
+    np.testing.assert_allclose(y, want, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("mode,k,s,p,end,ceil,inc", [
+    ("max", 2, 1, 0, 1, False, False),              # TF "same" 2x2 stride 1
+    ("max", 3, 2, 0, 1, False, False),              # TF "same" 3x3 stride 2, even input
+    ("avg", 3, 2, 0, 1, False, False), ("avg", 3, 2, 0, 1, False, True),
+    ("avg", 3, 2, 1, 0, True, True), ("max", 3, 2, 1, 0, True, False),
+])
+def test_pool2d_asymmetric_against_loops(mode, k, s, p, end, ceil, inc):
+    x = rand(2, 3, 8, 7)
+    (y,) = run("pool2d", [x], mode=mode, kernel=k, stride=s, padding=p, padding_end=end,
+               ceil_mode=ceil, count_include_pad=inc)
+    want = pool_loops(x, mode, (k, k), (s, s), (p, p), ceil, inc, (end, end))
     np.testing.assert_allclose(y, want, rtol=1e-6, atol=1e-6)
 
 
@@ -515,7 +628,7 @@ def test_batch_matmul_shape_errors():
 TESTED = set(UNARY_ORACLES) | set(BINARY_ORACLES) | {
     "sum", "affine", "matmul", "conv2d", "pool2d", "global_pool2d", "batch_norm", "softmax",
     "concat", "split", "slice", "reshape", "flatten", "layout_transform", "lstm_cell",
-    "transpose", "layer_norm", "batch_matmul"} | {
+    "transpose", "layer_norm", "batch_matmul", "conv_transpose2d"} | {
     # training ops: their references are checked by gradient checks
     # (tests/test_autodiff.py) and oracle-tested in C (tests/test_train_ops.py)
     "relu_grad", "sigmoid_grad", "tanh_grad", "abs_grad", "minimum_grad", "maximum_grad",

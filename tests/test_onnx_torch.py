@@ -59,7 +59,8 @@ def exported(tmp_path_factory):
 
 @pytest.mark.parametrize("exporter", M.exporters())
 @pytest.mark.parametrize("name", ["resnet_cnn", "assorted", "mlp", "mobilenet_block",
-                                  "transformer", "gru", "lstm"])
+                                  "transformer", "gru", "lstm", "dilated_cnn",
+                                  "same_padding_cnn", "conv_transpose_net"])
 def test_import_run_matches_onnxruntime(exported, exporter, name, tmp_path):
     src, x = exported(exporter, name)
     out_json = tmp_path / f"{name}.json"
@@ -129,6 +130,23 @@ def test_depthwise_conv_is_split_into_groups(exported, tmp_path):
     assert invoke("import", src, "-o", out).exit_code == 0
     ops = [o["op"] for o in json.loads(out.read_text())["ops"]]
     assert ops.count("conv2d") == 2 + 8 and "split" in ops and ops.count("clip") == 2
+
+
+@pytest.mark.parametrize("name, want", [
+    ("dilated_cnn", {"dilation": 1 + 1 + 8}),  # the depthwise conv: one per group
+    ("same_padding_cnn", {"padding_end": 3}),
+    ("conv_transpose_net", {"conv_transpose2d": 1 + 1 + 2}),
+])
+def test_conv_forms_import_as_attributes_and_ops(exported, name, want, tmp_path):
+    """Dilations and asymmetric pads become conv2d attributes, ConvTranspose
+    its own op (grouped: one per group), not a chain of workarounds."""
+    src, _ = exported("legacy", name)
+    out = tmp_path / "m.json"
+    assert invoke("import", src, "-o", out).exit_code == 0
+    ops = json.loads(out.read_text())["ops"]
+    for key, count in want.items():
+        got = sum(1 for o in ops if o["op"] == key or key in o.get("attrs", {}))
+        assert got == count, (key, [(o["op"], o.get("attrs")) for o in ops])
 
 
 def test_transformer_imports_its_own_ops(exported, tmp_path):

@@ -1,4 +1,5 @@
-"""The eltwise, pool, norm and movement op families in C (engine/ops/)
+"""The eltwise, pool, norm and movement op families, and the convolutions
+(conv2d's dilated and asymmetric forms, conv_transpose2d), in C (engine/ops/)
 against the numpy reference, one-op models driven through ops_harness with
 nth in {1, 2, 3} shares, on every ISA variant this CPU supports."""
 
@@ -19,6 +20,9 @@ EXACT, ARITH = "exact", "arith"
 # Float accumulation over K against the float64 reference: sums of K products of
 # |x| <= 3 cancel to small results; 1e-5 absolute holds with ~7x margin at K=9.
 GEMM = "gemm"
+# Convolutions sum C*KH*KW (<= 256 here) products of |x| <= 3 in float:
+# 2 eps per term at worst relative to the sum of |terms| (tests/test_conv.py).
+CONV = "conv"
 
 
 def model(op, in_shapes, attrs=None, n_out=1, params=()):
@@ -86,6 +90,17 @@ CASES += [
     ("pool2d", [(1, 3, 5, 6)], {"mode": "max", "kernel": 1, "stride": 1}, 1, EXACT),
     ("pool2d", [(1, 2, 7, 6, 4)], {"mode": "avg", "kernel": 3, "stride": 2, "padding": 1,
                                    "layout": "NCHWc"}, 1, ARITH),
+    # Asymmetric padding (padding_end): TF "same" windows; the same-size
+    # stride-1 max takes the row path (its fast path pads symmetrically).
+    ("pool2d", [(2, 3, 9, 11)], {"mode": "max", "kernel": 2, "stride": 1,
+                                 "padding_end": 1}, 1, EXACT),
+    ("pool2d", [(2, 3, 8, 10)], {"mode": "avg", "kernel": 3, "stride": 2,
+                                 "padding_end": 1}, 1, ARITH),
+    ("pool2d", [(1, 3, 8, 9)], {"mode": "avg", "kernel": 3, "stride": 2, "padding": [1, 0],
+                                "padding_end": [0, 1], "count_include_pad": True,
+                                "ceil_mode": True}, 1, ARITH),
+    ("pool2d", [(1, 2, 6, 7, 8)], {"mode": "max", "kernel": 3, "stride": 2, "padding": 0,
+                                   "padding_end": 1, "layout": "NCHWc"}, 1, EXACT),
     ("global_pool2d", [(2, 5, 7, 7)], {"mode": "avg"}, 1, ARITH),
     ("global_pool2d", [(2, 5, 7, 7)], {"mode": "max"}, 1, EXACT),
     ("global_pool2d", [(2, 2, 3, 3, 8)], {"mode": "avg", "layout": "NCHWc"}, 1, ARITH),
@@ -115,6 +130,25 @@ CASES += [
     ("batch_matmul", [(2, 1, 5, 9), (3, 9, 4)], {}, 1, GEMM),
     ("batch_matmul", [(1, 9), (2, 3, 9, 7)], {}, 1, GEMM),
     ("batch_matmul", [(3, 17, 9), (9, 33)], {}, 1, GEMM),
+    # conv2d's template with dilation and asymmetric padding, NCHW (staged
+    # and read in place) and NCHW[x]c; conv_transpose2d's col2im GEMM.
+    ("conv2d", [(1, 4, 9, 10), (6, 4, 3, 3), (6,)], {"dilation": 2, "padding": 2}, 1, CONV),
+    ("conv2d", [(2, 3, 11, 9), (5, 3, 3, 2)], {"dilation": [2, 3], "stride": 2,
+                                               "padding": [1, 2], "padding_end": [0, 1]},
+     1, CONV),
+    ("conv2d", [(1, 5, 8, 8), (4, 5, 2, 2)], {"padding_end": 1}, 1, CONV),
+    ("conv2d", [(1, 6, 10, 12), (8, 6, 3, 3)], {"dilation": [1, 3]}, 1, CONV),
+    ("conv2d", [(1, 2, 9, 9, 4), (2, 2, 3, 3, 4, 4)], {"layout": "NCHWc", "dilation": 2,
+                                                       "padding": [2, 1],
+                                                       "padding_end": [1, 2]}, 1, CONV),
+    ("conv_transpose2d", [(2, 4, 5, 6), (4, 3, 3, 3), (3,)],
+     {"stride": 2, "padding": 1, "output_padding": 1}, 1, CONV),
+    ("conv_transpose2d", [(1, 3, 4, 5), (3, 5, 4, 3)],
+     {"stride": [2, 3], "dilation": [2, 1], "padding": [1, 0], "padding_end": [0, 2]}, 1,
+     CONV),
+    ("conv_transpose2d", [(1, 6, 7, 7), (6, 2, 1, 1)], {}, 1, CONV),
+    ("conv_transpose2d", [(1, 16, 6, 6), (16, 8, 4, 4), (8,)], {"stride": 2, "padding": 1},
+     1, CONV),
 ]
 
 
@@ -156,6 +190,8 @@ def _tolerance(kind, isa):
         return 1e-6, 1e-6
     if kind == GEMM:
         return 1e-5, 1e-5
+    if kind == CONV:
+        return 1e-5, 1e-3
     # An element-wise op: its variant's documented bound (absolute up to 1,
     # relative above), plus the reference's float rounding.
     bound = max_abs_error(kind, isa)

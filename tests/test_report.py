@@ -137,7 +137,8 @@ def test_json_is_complete_and_parseable(fixture_db, doc):
     assert code == 0, out
     got = json.loads(out)
     assert set(got) == {"report_version", "generated_at", "hwtune_version", "db", "host",
-                        "scan", "models", "runs", "training", "checks", "figures", "history",
+                        "scan", "models", "runs", "training", "checks", "dynamic", "figures",
+                        "history",
                         "compare", "plan_validation"}
     assert got["host"]["cpu_model"] == "Fixture Xeon A"
     assert got["models"][0]["timeline"]["events"] and got["compare"]["rows"]

@@ -250,3 +250,38 @@ def test_a_rerun_plans_cut_workloads_at_the_trial_times_measured_before(db):
                                db=db).stdout)
     assert not second["cuts"]
     assert rows(db, "SELECT count(*) FROM tuned_subjects WHERE tuner = 'conv'")[0][0] == 2
+
+
+def test_tune_dilated_asymmetric_and_transposed_convs(db, tmp_path):
+    """The conv forms of ONNX import through tune-graph: dilated and
+    asymmetrically padded conv2d are tuned on the NCHW[x]c template like any
+    other (their workload keys carry the extra attributes), conv_transpose2d
+    stays NCHW, and the tuned config runs and checks."""
+    doc = {
+        "name": "conv-forms", "seed": 1,
+        "inputs": [{"name": "x", "shape": [1, 8, 10, 10]}],
+        "params": [{"name": "w1", "shape": [8, 8, 3, 3]}, {"name": "w2", "shape": [8, 8, 2, 2]},
+                   {"name": "w3", "shape": [8, 4, 4, 4]}, {"name": "b3", "shape": [4]}],
+        "ops": [
+            {"name": "dil", "op": "conv2d", "inputs": ["x", "w1"],
+             "attrs": {"dilation": 2, "padding": 2}},
+            {"name": "r", "op": "relu", "inputs": ["dil"]},
+            {"name": "same", "op": "conv2d", "inputs": ["r", "w2"], "attrs": {"padding_end": 1}},
+            {"name": "pool", "op": "pool2d", "inputs": ["same"],
+             "attrs": {"mode": "max", "kernel": 3, "stride": 2, "padding_end": 1}},
+            {"name": "up", "op": "conv_transpose2d", "inputs": ["pool", "w3", "b3"],
+             "attrs": {"stride": 2, "padding": 1}},
+        ],
+        "outputs": ["up"],
+    }
+    model = tmp_path / "forms.json"
+    model.write_text(json.dumps(doc))
+    out = json.loads(hwtune("tune-graph", str(model), "--reps", "2", "--only", "conv",
+                            "--json", db=db).stdout)
+    assert out["stages"]["conv"]["trials"] >= 2
+    keys = {k for (k,) in rows(db, "SELECT DISTINCT subject FROM tuning_trials "
+                                   "WHERE tuner = 'conv'")}
+    assert any('"dilation"' in k for k in keys) and any('"padding_end"' in k for k in keys)
+    ran = json.loads(hwtune("run", str(model), "--iterations", "2", "--check", "--json",
+                            db=db).stdout)
+    assert ran["config_source"] == "tuned" and ran["check"]["ok"]

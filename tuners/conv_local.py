@@ -78,27 +78,38 @@ class ConvWorkload:
     bias: bool
     stride: Tuple[int, int]
     pad: Tuple[int, int]
+    dilation: Tuple[int, int] = (1, 1)
+    pad_end: Optional[Tuple[int, int]] = None  # None: symmetric (= pad)
+
+    @property
+    def geometry(self) -> Dict[str, object]:
+        """The native binding's keyword arguments for this workload."""
+        return {"stride": self.stride, "pad": self.pad, "dilation": self.dilation,
+                "pad_end": self.pad_end}
 
     @property
     def key(self) -> str:
         shapes = [self.x_shape, self.w_shape] + ([(self.w_shape[0],)] if self.bias else [])
-        return workload_key("conv2d", shapes,
-                            {"stride": list(self.stride), "padding": list(self.pad)})
+        attrs = {"stride": list(self.stride), "padding": list(self.pad)}
+        # Only when not the default, so the keys of workloads tuned before
+        # dilation and asymmetric padding existed stay the same.
+        if tuple(self.dilation) != (1, 1):
+            attrs["dilation"] = list(self.dilation)
+        if self.pad_end is not None and tuple(self.pad_end) != tuple(self.pad):
+            attrs["padding_end"] = list(self.pad_end)
+        return workload_key("conv2d", shapes, attrs)
 
     @property
     def flops(self) -> float:
-        n, _, oh, ow = conv.out_shape(self.x_shape, self.w_shape, stride=self.stride,
-                                      pad=self.pad)
+        n, _, oh, ow = conv.out_shape(self.x_shape, self.w_shape, **self.geometry)
         k, c, r, s = self.w_shape
         return 2.0 * n * k * oh * ow * c * r * s
 
     def knobs(self, isa: str) -> Dict[str, list]:
-        return conv.knobs(self.x_shape, self.w_shape, stride=self.stride, pad=self.pad,
-                          isa=isa)
+        return conv.knobs(self.x_shape, self.w_shape, isa=isa, **self.geometry)
 
     def default_params(self, isa: str) -> Params:
-        return conv.default_params(self.x_shape, self.w_shape, stride=self.stride,
-                                   pad=self.pad, isa=isa)
+        return conv.default_params(self.x_shape, self.w_shape, isa=isa, **self.geometry)
 
 
 def conv_workload(graph, op) -> ConvWorkload:
@@ -110,8 +121,11 @@ def conv_workload(graph, op) -> ConvWorkload:
         w = (w[0] * w[5], w[1] * w[4], w[2], w[3])
     stride = tuple(attrs.get("stride", (1, 1)))
     pad = tuple(attrs.get("padding", (0, 0)))
+    dilation = tuple(attrs.get("dilation") or (1, 1))
+    pad_end = attrs.get("padding_end")
+    pad_end = None if pad_end is None or tuple(pad_end) == pad else tuple(pad_end)
     return ConvWorkload(tuple(int(v) for v in x), tuple(int(v) for v in w),
-                        len(op.inputs) == 3, stride, pad)
+                        len(op.inputs) == 3, stride, pad, dilation, pad_end)
 
 
 def tolerance(w_shape) -> float:
@@ -147,7 +161,7 @@ class ConvMeasure:
         self.x = rng.uniform(-1, 1, wl.x_shape).astype(np.float32)
         self.w = rng.uniform(-1, 1, wl.w_shape).astype(np.float32)
         self.b = rng.uniform(-1, 1, wl.w_shape[0]).astype(np.float32) if wl.bias else None
-        self.ref = conv.conv2d_ref(self.x, self.w, self.b, stride=wl.stride, pad=wl.pad)
+        self.ref = conv.conv2d_ref(self.x, self.w, self.b, **wl.geometry)
         self.tol = tolerance(wl.w_shape)
         self.check_hook = check_hook
         self.limit_s: Optional[float] = None  # first-run cap, see SLOW_FACTOR
@@ -240,7 +254,12 @@ def _one_conv_graph(wl: ConvWorkload):
     b = Builder("conv-trial")
     x = b.input("x", wl.x_shape)
     ins = [x, b.param("w", wl.w_shape)] + ([b.param("b", (wl.w_shape[0],))] if wl.bias else [])
-    b.output(b.op("conv", "conv2d", ins, stride=list(wl.stride), padding=list(wl.pad)))
+    geo = {"stride": list(wl.stride), "padding": list(wl.pad)}
+    if tuple(wl.dilation) != (1, 1):
+        geo["dilation"] = list(wl.dilation)
+    if wl.pad_end is not None:
+        geo["padding_end"] = list(wl.pad_end)
+    b.output(b.op("conv", "conv2d", ins, **geo))
     return b.build()
 
 

@@ -171,6 +171,10 @@ static const layout_row LAYOUT[] = {
     FIELD(hwt_conv_desc, pad_h),
     FIELD(hwt_conv_desc, pad_w),
     FIELD(hwt_conv_desc, relu),
+    FIELD(hwt_conv_desc, dil_h),
+    FIELD(hwt_conv_desc, dil_w),
+    FIELD(hwt_conv_desc, pad_h_end),
+    FIELD(hwt_conv_desc, pad_w_end),
 
     SIZE(hwt_conv_params),
     FIELD(hwt_conv_params, ic_bn),

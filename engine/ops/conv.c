@@ -1,6 +1,6 @@
-/* The conv family: conv2d (NCHW or NCHW[x]c tensors, both run by the
- * NCHW[x]c template with its knobs from attributes or the kernel's default)
- * and layout_transform, as src/hwtune/graph/ops/{conv,layout}.py define
+/* The conv family: conv2d (NCHW or NCHW[x]c tensors, any stride, padding
+ * -- symmetric or not -- and dilation, all run by the NCHW[x]c template with
+ * its knobs from attributes or the kernel's default) and layout_transform, as src/hwtune/graph/ops/{conv,layout}.py define
  * them. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,9 +67,14 @@ static int conv_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   const int64_t *x = hwt_graph_tensor_shape(g, in[0]), *w = hwt_graph_tensor_shape(g, in[1]);
   hwt_conv_desc d = {0};
   hwt_conv_params p = {0};
-  int stride[2], pad[2];
+  int stride[2], pad[2], pad_end[2], dil[2];
   attr_pair(g, op, "stride", 1, stride);
   attr_pair(g, op, "padding", 0, pad);
+  attr_pair(g, op, "dilation", 1, dil);
+  /* padding_end: the bottom/right zeros when they differ from padding. */
+  pad_end[0] = pad[0], pad_end[1] = pad[1];
+  if (hwt_graph_op_attr_kind(g, op, "padding_end") != HWT_ATTR_NONE)
+    attr_pair(g, op, "padding_end", 0, pad_end);
   d.N = (int)x[0];
   d.H = (int)x[2];
   d.W = (int)x[3];
@@ -79,6 +84,10 @@ static int conv_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   d.stride_w = stride[1];
   d.pad_h = pad[0];
   d.pad_w = pad[1];
+  d.pad_h_end = pad_end[0];
+  d.pad_w_end = pad_end[1];
+  d.dil_h = dil[0];
+  d.dil_w = dil[1];
   if (blocked) {
     p.ic_bn = (int)x[4];
     p.oc_bn = (int)w[5];
@@ -122,9 +131,11 @@ static int conv_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
     free(s);
     snprintf(err, errlen,
              "the CONV kernel refuses N=%d C=%d %dx%d K=%d %dx%d stride %d,%d pad %d,%d"
-             " ic_bn=%d oc_bn=%d reg_n=%d unroll_ker=%d reg_h=%d (%d)",
+             " end %d,%d dilation %d,%d ic_bn=%d oc_bn=%d reg_n=%d unroll_ker=%d reg_h=%d"
+             " (%d)",
              d.N, d.C, d.H, d.W, d.K, d.R, d.S, d.stride_h, d.stride_w, d.pad_h, d.pad_w,
-             p.ic_bn, p.oc_bn, p.reg_n, p.unroll_ker, p.reg_h, st);
+             d.pad_h_end, d.pad_w_end, d.dil_h, d.dil_w, p.ic_bn, p.oc_bn, p.reg_n,
+             p.unroll_ker, p.reg_h, st);
     return st;
   }
   /* NCHWc weights already arrive in the template's OIHW[i]i[o]o layout

@@ -1,5 +1,8 @@
-/* Backward CONV ops (NCHW): conv2d_grad_weight and conv2d_grad_data, as
- * src/hwtune/graph/ops/train.py defines them, on the GEMM kernel.
+/* The col2im/im2col CONV ops (NCHW) on the GEMM kernel: the backward ops
+ * conv2d_grad_weight and conv2d_grad_data, as src/hwtune/graph/ops/train.py
+ * defines them, and conv_transpose2d (ONNX ConvTranspose,
+ * src/hwtune/graph/ops/conv_transpose.py), which is conv2d_grad_data of the
+ * conv it transposes plus a bias, with dilation and output padding.
  *
  * Both are im2col GEMMs over tiles of whole output rows:
  *   weight: dW[oc, (ic,kh,kw)] += dy_n[oc, tile] * col_n[(ic,kh,kw), tile]^T
@@ -31,6 +34,7 @@
 
 typedef struct {
   int64_t n, ic, h, w, oc, kh, kw, oh, ow, sh, sw, ph, pw;
+  int64_t dh, dw; /* dilation (conv_transpose2d; 1 for the gradients) */
   int64_t rows;   /* output rows per tile (divides oh) */
   int64_t blocks; /* input-channel blocks */
   int nplans;
@@ -75,6 +79,7 @@ static int geometry(hwt_op_ctx *ctx, cg_state *s, const int64_t *x, const int64_
   s->n = x[0], s->ic = x[1], s->h = x[2], s->w = x[3];
   s->oc = w[0], s->kh = w[2], s->kw = w[3];
   s->sh = st[0], s->sw = st[1], s->ph = pd[0], s->pw = pd[1];
+  s->dh = s->dw = 1;
   if (st[0] < 1 || st[1] < 1 || pd[0] < 0 || pd[1] < 0 || w[1] != x[1])
     return hwt_ops_fail(err, errlen, ctx, "bad stride, padding or channel count");
   s->oh = (s->h + 2 * s->ph - s->kh) / s->sh + 1;
@@ -101,7 +106,7 @@ static void im2col(const cg_state *s, const float *xn, int64_t c0, int64_t c1, i
       for (int64_t j = 0; j < s->kw; j++) {
         float *dst = col + (((c - c0) * s->kh + i) * s->kw + j) * cols;
         for (int64_t r = 0; r < s->rows; r++) {
-          const int64_t y = (r0 + r) * s->sh + i - s->ph;
+          const int64_t y = (r0 + r) * s->sh + i * s->dh - s->ph;
           float *d = dst + r * s->ow;
           if (y < 0 || y >= s->h) {
             memset(d, 0, (size_t)s->ow * sizeof *d);
@@ -109,31 +114,86 @@ static void im2col(const cg_state *s, const float *xn, int64_t c0, int64_t c1, i
           }
           const float *src = xn + (c * s->h + y) * s->w;
           for (int64_t q = 0; q < s->ow; q++) {
-            const int64_t xx = q * s->sw + j - s->pw;
+            const int64_t xx = q * s->sw + j * s->dw - s->pw;
             d[q] = xx >= 0 && xx < s->w ? src[xx] : 0.0f;
           }
         }
       }
 }
 
+/* Floats of col2im's phase rows when stride_w > 1: sw rows of ceil(w / sw). */
+static size_t phase_floats(const cg_state *s) {
+  if (s->sw == 1) return 0;
+  size_t n = (size_t)(s->sw * ((s->w + s->sw - 1) / s->sw));
+  return (n + 15) / 16 * 16;
+}
+
+/* dxn[c] += each gathered row back at its window position: a memory-bound
+ * scatter-add after the GEMM, which carries the FLOPs and their SIMD.
+ * Stride 1: every tap's row is one contiguous run of adds (vectorised by
+ * the compiler). Stride sw > 1: a tap lands on every sw-th column, one
+ * phase of the row; the taps of a phase are first summed into that
+ * phase's row of `phase` with contiguous adds, then each phase is added to
+ * the output once -- sw strided passes per row instead of kw (DCGAN's 4x4
+ * stride-2 layers: col2im was 35% of the op with a strided pass per tap,
+ * perf, AVX2). */
 static void col2im(const cg_state *s, const float *col, int64_t c0, int64_t c1, int64_t r0,
-                   float *dxn) {
-  const int64_t cols = s->rows * s->ow;
+                   float *dxn, float *phase) {
+  const int64_t cols = s->rows * s->ow, sw = s->sw, pl = (s->w + sw - 1) / sw;
+  /* Rows are short (DCGAN's: 4 to 32 columns): no division per tap and row.
+   * Tap j's offset j*dw - pw is phase p0 + j*dw (mod sw) at position b; a
+   * phase p < rem holds pl columns, the others pl - 1. */
+  const int64_t dq = s->dw / sw, dr = s->dw % sw, rem = s->w - (pl - 1) * sw;
+  const int64_t p0 = ((-s->pw % sw) + sw) % sw, b0 = (-s->pw - p0) / sw;
   for (int64_t c = c0; c < c1; c++)
-    for (int64_t i = 0; i < s->kh; i++)
-      for (int64_t j = 0; j < s->kw; j++) {
-        const float *src = col + (((c - c0) * s->kh + i) * s->kw + j) * cols;
-        for (int64_t r = 0; r < s->rows; r++) {
-          const int64_t y = (r0 + r) * s->sh + i - s->ph;
-          if (y < 0 || y >= s->h) continue;
-          float *d = dxn + (c * s->h + y) * s->w;
-          const float *v = src + r * s->ow;
-          for (int64_t q = 0; q < s->ow; q++) {
-            const int64_t xx = q * s->sw + j - s->pw;
-            if (xx >= 0 && xx < s->w) d[xx] += v[q];
+    for (int64_t i = 0; i < s->kh; i++) {
+      const float *taps = col + ((c - c0) * s->kh + i) * s->kw * cols;
+      for (int64_t r = 0; r < s->rows; r++) {
+        const int64_t y = (r0 + r) * s->sh + i * s->dh - s->ph;
+        if (y < 0 || y >= s->h) continue;
+        float *d = dxn + (c * s->h + y) * s->w;
+        if (sw == 1) {
+          for (int64_t j = 0; j < s->kw; j++) {
+            const float *v = taps + j * cols + r * s->ow;
+            /* output column off + q for q in [0, ow) */
+            const int64_t off = j * s->dw - s->pw;
+            const int64_t qa = off >= 0 ? 0 : -off;
+            const int64_t qb = s->w - off < s->ow ? s->w - off : s->ow;
+            for (int64_t q = qa; q < qb; q++) d[off + q] += v[q];
           }
+          continue;
+        }
+        memset(phase, 0, (size_t)(sw * pl) * sizeof *phase);
+        for (int64_t j = 0, p = p0, b = b0; j < s->kw; j++) {
+          /* output column (q + b)*sw + p for q in [0, ow): phase p, position q + b */
+          const float *v = taps + j * cols + r * s->ow;
+          const int64_t mh = p < rem ? pl : pl - 1;
+          const int64_t ma = b > 0 ? b : 0, mb = b + s->ow < mh ? b + s->ow : mh;
+          float *t = phase + p * pl;
+          for (int64_t m = ma; m < mb; m++) t[m] += v[m - b];
+          p += dr, b += dq;
+          if (p >= sw) p -= sw, b++;
+        }
+        int64_t p = 0;
+        if (sw == 2) {
+          /* both phases in one contiguous pass (vectorised as an interleave) */
+          const float *restrict t0 = phase, *restrict t1 = phase + pl;
+          float *restrict dd = d;
+          const int64_t both = rem == 2 ? pl : pl - 1;
+          for (int64_t m = 0; m < both; m++) {
+            dd[2 * m] += t0[m];
+            dd[2 * m + 1] += t1[m];
+          }
+          if (both < pl) dd[2 * both] += t0[both];
+          p = 2;
+        }
+        for (; p < sw; p++) {
+          const float *t = phase + p * pl;
+          const int64_t mh = p < rem ? pl : pl - 1;
+          for (int64_t m = 0; m < mh; m++) d[m * sw + p] += t[m];
         }
       }
+    }
 }
 
 static size_t col_floats(const cg_state *s) {
@@ -155,7 +215,7 @@ static int finish_prepare(hwt_op_ctx *ctx, cg_state *s, int st, double flops, ch
     return st;
   }
   ctx->state = s;
-  ctx->ws_floats = col_floats(s) + s->gemm_ws;
+  ctx->ws_floats = col_floats(s) + s->gemm_ws + phase_floats(s);
   ctx->flops = flops;
   return HWT_OK;
 }
@@ -230,11 +290,10 @@ static void gw_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
 
 /* ---- data gradient: dy [N,OC,OH,OW], w [OC,IC,KH,KW] -> dx [N,IC,H,W] ---- */
 
-static int gd_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
-  cg_state *s = NULL;
-  int st = open_state(ctx, hwt_ops_out(ctx, 0), hwt_ops_in(ctx, 1), hwt_ops_in(ctx, 0),
-                      "conv2d_grad_data takes dy and w", &s, err, errlen);
-  if (st != HWT_OK) return st;
+/* The data gradient's GEMM plans and the end of its prepare (shared with
+ * conv_transpose2d). */
+static int data_prepare(hwt_op_ctx *ctx, cg_state *s, char *err, size_t errlen) {
+  int st = HWT_OK;
   const int64_t kk = s->kh * s->kw, cols = s->rows * s->ow;
   for (int64_t b = 0; st == HWT_OK && b < s->blocks; b++) {
     int64_t lo, hi;
@@ -248,9 +307,20 @@ static int gd_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
                         err, errlen);
 }
 
+static int gd_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
+  cg_state *s = NULL;
+  int st = open_state(ctx, hwt_ops_out(ctx, 0), hwt_ops_in(ctx, 1), hwt_ops_in(ctx, 0),
+                      "conv2d_grad_data takes dy and w", &s, err, errlen);
+  if (st != HWT_OK) return st;
+  return data_prepare(ctx, s, err, errlen);
+}
+
+/* Both data ops: units (image, channel block of the output) each start
+ * their channels at the bias (conv_transpose2d's third input) or zero. */
 static void gd_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
   const cg_state *s = ctx->state;
   const float *dy = ctx->in[0], *w = ctx->in[1];
+  const float *bias = ctx->n_in == 3 ? ctx->in[2] : NULL;
   float *dx = ctx->out[0];
   float *col = ws, *gws = ws + col_floats(s);
   const int64_t kk = s->kh * s->kw, cols = s->rows * s->ow, p = s->oh * s->ow;
@@ -261,13 +331,60 @@ static void gd_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
     int64_t lo, hi;
     block(s, u % s->blocks, &lo, &hi);
     float *dxn = dx + n * s->ic * s->h * s->w;
-    memset(dxn + lo * s->h * s->w, 0, (size_t)((hi - lo) * s->h * s->w) * sizeof *dxn);
+    const int64_t plane = s->h * s->w;
+    if (!bias)
+      memset(dxn + lo * plane, 0, (size_t)((hi - lo) * plane) * sizeof *dxn);
+    else
+      for (int64_t c = lo; c < hi; c++)
+        for (int64_t i = 0; i < plane; i++) dxn[c * plane + i] = bias[c];
     const hwt_gemm_plan *pl = find_plan(s, (int)((hi - lo) * kk), (int)cols, (int)s->oc, 0.0f);
     for (int64_t r0 = 0; r0 < s->oh; r0 += s->rows) {
       hwt_gemm_run_part(pl, w + lo * kk, dy + n * s->oc * p + r0 * s->ow, col, NULL, gws, 0, 1);
-      col2im(s, col, lo, hi, r0, dxn);
+      col2im(s, col, lo, hi, r0, dxn, gws + s->gemm_ws);
     }
   }
+}
+
+/* ---- conv_transpose2d: x [N,C,H,W], w [C,OC,KH,KW], bias [OC] -> y [N,OC,OH,OW] ----
+ * The data gradient of the conv from y's shape to x's: x plays dy, OC the
+ * conv's input channels. OH = (H-1)*sh + (KH-1)*dh + 1 - pad - pad_end +
+ * output_padding; the rows past the windows' reach (output_padding) hold
+ * the bias only. */
+static int ct_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
+  if (ctx->n_in < 2 || ctx->n_in > 3 || ctx->n_out != 1)
+    return hwt_ops_fail(err, errlen, ctx, "conv_transpose2d takes x, w[, bias]");
+  const hwt_graph *g = ctx->g;
+  const int xi = hwt_ops_in(ctx, 0), wi = hwt_ops_in(ctx, 1), yi = hwt_ops_out(ctx, 0);
+  if (hwt_graph_tensor_ndim(g, xi) != 4 || hwt_graph_tensor_ndim(g, wi) != 4 ||
+      hwt_graph_tensor_ndim(g, yi) != 4)
+    return hwt_ops_fail(err, errlen, ctx, "x, w and y must be 4-D (NCHW)");
+  const int64_t *x = hwt_graph_tensor_shape(g, xi), *w = hwt_graph_tensor_shape(g, wi);
+  const int64_t *y = hwt_graph_tensor_shape(g, yi);
+  int64_t st[2] = {1, 1}, pd[2] = {0, 0}, dl[2] = {1, 1}, op[2] = {0, 0};
+  hwt_ops_pair(ctx, "stride", st);
+  hwt_ops_pair(ctx, "padding", pd);
+  hwt_ops_pair(ctx, "dilation", dl);
+  hwt_ops_pair(ctx, "output_padding", op);
+  int64_t pe[2] = {pd[0], pd[1]};
+  hwt_ops_pair(ctx, "padding_end", pe);
+  for (int i = 0; i < 2; i++)
+    if (st[i] < 1 || dl[i] < 1 || pd[i] < 0 || pe[i] < 0 || op[i] < 0)
+      return hwt_ops_fail(err, errlen, ctx, "bad stride, dilation or padding");
+  if (w[0] != x[1] || y[0] != x[0] || y[1] != w[1] ||
+      (ctx->n_in == 3 && hwt_ops_numel(g, hwt_ops_in(ctx, 2)) != w[1]))
+    return hwt_ops_fail(err, errlen, ctx, "x, w, bias and y disagree on channels");
+  for (int i = 0; i < 2; i++)
+    if (y[2 + i] != (x[2 + i] - 1) * st[i] + (w[2 + i] - 1) * dl[i] + 1 - pd[i] - pe[i] + op[i])
+      return hwt_ops_fail(err, errlen, ctx, "y is not the transposed conv's output shape");
+  cg_state *s = calloc(1, sizeof *s);
+  if (!s) return HWT_ENOMEM;
+  s->n = x[0], s->ic = w[1], s->h = y[2], s->w = y[3];
+  s->oc = x[1], s->kh = w[2], s->kw = w[3], s->oh = x[2], s->ow = x[3];
+  s->sh = st[0], s->sw = st[1], s->ph = pd[0], s->pw = pd[1], s->dh = dl[0], s->dw = dl[1];
+  s->rows = tile_rows(s->oh, s->ow);
+  int64_t want = (int64_t)UNITS_PER_THREAD * ctx->max_threads;
+  s->blocks = s->ic < want ? s->ic : want;
+  return data_prepare(ctx, s, err, errlen);
 }
 
 static void cg_release(hwt_op_ctx *ctx) {
@@ -278,6 +395,7 @@ static void cg_release(hwt_op_ctx *ctx) {
 static const hwt_op_impl GRAD_CONV[] = {
     {"conv2d_grad_weight", gw_prepare, gw_run, cg_release},
     {"conv2d_grad_data", gd_prepare, gd_run, cg_release},
+    {"conv_transpose2d", ct_prepare, gd_run, cg_release},
 };
 
 const hwt_op_impl *hwt_ops_grad_conv(int *n) {

@@ -13,12 +13,14 @@ typedef struct {
   int is_max, include_pad;
   int same;          /* max, strides 1, output as large as the input: pool_max_same */
   int64_t chunk;     /* pool_max_same's rows per pass */
-  int64_t kh, kw, sh, sw, ph, pw;
+  int64_t kh, kw, sh, sw, ph, pw; /* ph, pw: zeros before (top, left) */
+  int64_t eh, ew;                 /* zeros after (bottom, right): padding_end */
   int64_t planes, h, w, b, oh, ow;
 } pool_state;
 
-static int64_t out_len(int64_t size, int64_t k, int64_t s, int64_t p, int ceil_mode) {
-  int64_t span = size + 2 * p - k;
+static int64_t out_len(int64_t size, int64_t k, int64_t s, int64_t p, int64_t e,
+                       int ceil_mode) {
+  int64_t span = size + p + e - k;
   int64_t out = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
   /* a ceil-mode window must start inside the input or its left padding */
   if (ceil_mode && (out - 1) * s >= size + p) out--;
@@ -51,21 +53,28 @@ static int pool_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   if (hwt_ops_pair(ctx, "kernel", k)) return hwt_ops_fail(err, errlen, ctx, "kernel is missing");
   if (hwt_ops_pair(ctx, "stride", s)) s[0] = k[0], s[1] = k[1];
   hwt_ops_pair(ctx, "padding", p);
+  int64_t e[2] = {p[0], p[1]};
+  hwt_ops_pair(ctx, "padding_end", e); /* absent: symmetric */
   st.kh = k[0], st.kw = k[1], st.sh = s[0], st.sw = s[1], st.ph = p[0], st.pw = p[1];
-  if (st.kh < 1 || st.kw < 1 || st.sh < 1 || st.sw < 1 || 2 * st.ph > st.kh ||
-      2 * st.pw > st.kw || st.kh > st.h + 2 * st.ph || st.kw > st.w + 2 * st.pw)
+  st.eh = e[0], st.ew = e[1];
+  if (st.kh < 1 || st.kw < 1 || st.sh < 1 || st.sw < 1 || st.ph < 0 || st.pw < 0 ||
+      st.eh < 0 || st.ew < 0 || 2 * st.ph > st.kh || 2 * st.pw > st.kw || 2 * st.eh > st.kh ||
+      2 * st.ew > st.kw || st.kh > st.h + st.ph + st.eh || st.kw > st.w + st.pw + st.ew)
     return hwt_ops_fail(err, errlen, ctx, "bad window, stride or padding");
   int ceil_mode = (int)hwt_ops_int(ctx, "ceil_mode", 0);
   st.include_pad = (int)hwt_ops_int(ctx, "count_include_pad", 0);
-  st.oh = out_len(st.h, st.kh, st.sh, st.ph, ceil_mode);
-  st.ow = out_len(st.w, st.kw, st.sw, st.pw, ceil_mode);
+  st.oh = out_len(st.h, st.kh, st.sh, st.ph, st.eh, ceil_mode);
+  st.ow = out_len(st.w, st.kw, st.sw, st.pw, st.ew, ceil_mode);
   const int64_t *ys = hwt_graph_tensor_shape(ctx->g, hwt_ops_out(ctx, 0));
   if (ys[2] != st.oh || ys[3] != st.ow)
     return hwt_ops_fail(err, errlen, ctx, "output shape does not match the window");
   /* avg: b double accumulators; max: one padded row of the vertical pass,
    * or pool_max_same's chunk of rows (up to 4096 floats: it stays in L1
    * between the vertical and the horizontal pass). */
-  st.same = st.is_max && st.sh == 1 && st.sw == 1 && st.oh == st.h && st.ow == st.w;
+  /* pool_max_same fixes up the windows of pw columns at either end of a
+   * row: symmetric padding only (an asymmetric one takes the row path). */
+  st.same = st.is_max && st.sh == 1 && st.sw == 1 && st.oh == st.h && st.ow == st.w &&
+            st.ph == st.eh && st.pw == st.ew;
   st.chunk = 4096 / (st.w * st.b) > 1 ? 4096 / (st.w * st.b) : 1;
   const int64_t tw = (st.ow - 1) * st.sw + st.kw;
   int64_t ws = 2 * st.b > tw * st.b ? 2 * st.b : tw * st.b;
@@ -194,11 +203,11 @@ static void pool_avg_row(const pool_state *s, const float *x, float *y, int64_t 
   const int64_t b = s->b;
   const int64_t h0 = oh * s->sh - s->ph;
   const int64_t ha = h0 < 0 ? 0 : h0, hb = h0 + s->kh < s->h ? h0 + s->kh : s->h;
-  const int64_t hpad = (h0 + s->kh < s->h + s->ph ? h0 + s->kh : s->h + s->ph) - h0;
+  const int64_t hpad = (h0 + s->kh < s->h + s->eh ? h0 + s->kh : s->h + s->eh) - h0;
   for (int64_t ow = 0; ow < s->ow; ow++) {
     const int64_t w0 = ow * s->sw - s->pw;
     const int64_t wa = w0 < 0 ? 0 : w0, wb = w0 + s->kw < s->w ? w0 + s->kw : s->w;
-    const int64_t wpad = (w0 + s->kw < s->w + s->pw ? w0 + s->kw : s->w + s->pw) - w0;
+    const int64_t wpad = (w0 + s->kw < s->w + s->ew ? w0 + s->kw : s->w + s->ew) - w0;
     float *yo = y + ow * b;
     for (int64_t c = 0; c < b; c++) acc[c] = 0.0;
     for (int64_t i = ha; i < hb; i++)

@@ -14,12 +14,17 @@ static long stage_ic_stride(const hwt_conv_plan *p) {
 
 int hwt_conv_out_dims(const hwt_conv_desc *d, int *oh, int *ow) {
   if (!d || d->N < 1 || d->C < 1 || d->H < 1 || d->W < 1 || d->K < 1 || d->R < 1 ||
-      d->S < 1 || d->stride_h < 1 || d->stride_w < 1 || d->pad_h < 0 || d->pad_w < 0)
+      d->S < 1 || d->stride_h < 1 || d->stride_w < 1 || d->pad_h < 0 || d->pad_w < 0 ||
+      d->pad_h_end < 0 || d->pad_w_end < 0 || d->dil_h < 1 || d->dil_w < 1)
     return HWT_EINVAL;
-  int h = d->H + 2 * d->pad_h - d->R, w = d->W + 2 * d->pad_w - d->S;
-  if (h < 0 || w < 0) return HWT_EINVAL;
-  if (oh) *oh = h / d->stride_h + 1;
-  if (ow) *ow = w / d->stride_w + 1;
+  /* In long: a dilation or padding near INT_MAX must not wrap; the padded
+   * extent (which bounds every staged row and tap offset) must fit an int. */
+  long hp = (long)d->H + d->pad_h + d->pad_h_end, wp = (long)d->W + d->pad_w + d->pad_w_end;
+  long h = hp - ((long)(d->R - 1) * d->dil_h + 1);
+  long w = wp - ((long)(d->S - 1) * d->dil_w + 1);
+  if (h < 0 || w < 0 || hp > 0x7fffffffL || wp > 0x7fffffffL) return HWT_EINVAL;
+  if (oh) *oh = (int)(h / d->stride_h + 1);
+  if (ow) *ow = (int)(w / d->stride_w + 1);
   return HWT_OK;
 }
 
@@ -199,9 +204,11 @@ int hwt_conv_plan_make(const hwt_conv_desc *d, hwt_conv_layout layout,
    * convs: otherwise every thread copies the whole input for only 2*K
    * flops per float copied). */
   out->copy_input = !(layout == HWT_CONV_NCHW && d->pad_h == 0 && d->pad_w == 0 &&
-                      d->stride_w == 1);
-  out->Hp = (OH - 1) * d->stride_h + d->R;
-  out->Wp = (OW - 1) * d->stride_w + d->S;
+                      d->pad_h_end == 0 && d->pad_w_end == 0 && d->stride_w == 1);
+  /* Dilation only spreads the taps: the staged rows are the same, the
+   * kernels step dil_h rows and dil_w columns between taps (koff). */
+  out->Hp = (OH - 1) * d->stride_h + (d->R - 1) * d->dil_h + 1;
+  out->Wp = (OW - 1) * d->stride_w + (d->S - 1) * d->dil_w + 1;
   size_t ws = out->copy_input ? ALIGN_FLOATS((size_t)d->C * out->Hp * stage_ic_stride(out)) : 0;
   if (hwt_conv_variant_for(isa)->block_scratch) ws += ALIGN_FLOATS((size_t)p.reg_n * p.oc_bn);
   /* NCHW output: reg_h rows of the register blocks' [OW][oc_bn] before they
@@ -341,18 +348,20 @@ static void nchwc_units(const hwt_conv_plan *p, const float *x, const float *w,
   a.first = a.last = 1;
   a.scratch = scratch;
   a.in_ic_stride = ics;
-  a.in_row_stride = (long)bn * ics;
+  long in_row = (long)bn * ics;  /* floats between staged rows */
   a.in_cb_stride = (long)p->Hp * bn * ics;
-  a.in_oh_stride = (long)d->stride_h * a.in_row_stride;
   a.out_row_stride = (long)p->OW * obn;
-  for (int s = 0; s < d->S; s++)
-    a.koff[s] = (s % d->stride_w) * (int)(ics / d->stride_w) + s / d->stride_w;
-  if (!p->copy_input) {  /* the NCHW input itself (stride_w 1: koff[s] == s) */
-    a.in_ic_stride = (long)d->H * d->W;
-    a.in_row_stride = d->W;
-    a.in_cb_stride = (long)bn * d->H * d->W;
-    a.in_oh_stride = (long)d->stride_h * d->W;
+  for (int s = 0; s < d->S; s++) {
+    const int col = s * d->dil_w;  /* the tap's padded column for output pixel 0 */
+    a.koff[s] = (col % d->stride_w) * (int)(ics / d->stride_w) + col / d->stride_w;
   }
+  if (!p->copy_input) {  /* the NCHW input itself (stride_w 1: koff[s] == s * dil_w) */
+    a.in_ic_stride = (long)d->H * d->W;
+    in_row = d->W;
+    a.in_cb_stride = (long)bn * d->H * d->W;
+  }
+  a.in_oh_stride = (long)d->stride_h * in_row;
+  a.in_row_stride = (long)d->dil_h * in_row;
   void (*const row)(const hwt_conv_row_args *) = v->row;
   const hwt_conv_stage_fn stage = v->stage;
   int staged_n = -1;
@@ -373,7 +382,7 @@ static void nchwc_units(const hwt_conv_plan *p, const float *x, const float *w,
         oh1 = (int)((u1 - 1) % OHB) * rh + rh;
         if (oh1 > OH) oh1 = OH;
       }
-      int r0 = oh0 * d->stride_h, r1 = (oh1 - 1) * d->stride_h + d->R;
+      int r0 = oh0 * d->stride_h, r1 = (oh1 - 1) * d->stride_h + (d->R - 1) * d->dil_h + 1;
       if (nchw)
         stage_rows_nchw(p, x, staged, n, r0, r1);
       else

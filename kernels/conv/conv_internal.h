@@ -23,14 +23,15 @@ typedef struct {
   float *out;          /* [OW][oc_bn] */
   float *scratch;      /* reg_n * oc_bn floats (generic kernel's accumulators) */
   long in_cb_stride;   /* floats between input channel blocks */
-  long in_row_stride;  /* floats between input rows */
+  long in_row_stride;  /* floats between the input rows of consecutive kernel rows
+                          (dil_h input rows apart) */
   long in_ic_stride;   /* floats between channels of one input row */
   long in_oh_stride;   /* floats between the input rows of consecutive output rows */
   long out_row_stride; /* floats between output rows */
   int rows;            /* output rows in this call: 1 or 2 (reg_h) */
   int first, last;     /* this pass starts the reduction / ends it (epilogue) */
   int CB, R, S, ic_bn, oc_bn, OW, reg_n, unroll_ker, relu;
-  int koff[HWT_CONV_MAX_S]; /* offset of tap kw for output pixel 0 */
+  int koff[HWT_CONV_MAX_S]; /* offset of tap kw (column kw * dil_w) for output pixel 0 */
 } hwt_conv_row_args;
 
 /* Staging transpose of one tile of n <= 16 columns:

@@ -6,7 +6,8 @@
 #include <string.h>
 #include "conv_internal.h"
 
-/* Output columns [lo, hi) whose input column ow*sw - pw + s lies in [0, W). */
+/* Output columns [lo, hi) whose input column ow*sw - pw + s lies in [0, W)
+ * (s: the tap's column offset, kernel column times dilation). */
 static void tap_range(int s, int sw, int pw, int W, int OW, int *lo, int *hi) {
   int first = pw - s;  /* smallest ow*sw that is in range */
   int l = first <= 0 ? 0 : (first + sw - 1) / sw;
@@ -45,17 +46,18 @@ void hwt_conv_direct_units(const hwt_conv_plan *p, const float *x, const float *
     }
     for (int c = 0; c < d->C; c++) {
       for (int r = 0; r < d->R; r++) {
-        int ih = oh * d->stride_h - d->pad_h + r;
+        int ih = oh * d->stride_h - d->pad_h + r * d->dil_h;
         if (ih < 0 || ih >= d->H) continue;
         const float *xrow = x + (((size_t)n * d->C + c) * d->H + ih) * d->W;
         for (int s = 0; s < d->S; s++) {
           int ow_lo, ow_hi;
-          tap_range(s, sw, d->pad_w, d->W, OW, &ow_lo, &ow_hi);
+          const int col = s * d->dil_w;
+          tap_range(col, sw, d->pad_w, d->W, OW, &ow_lo, &ow_hi);
           /* Packed [K/G][C][R][S][G], zero-filled past K: a short last group
            * accumulates with weight 0 into scratch that is never stored. */
           const float *wv = w + ((((size_t)kg * d->C + c) * d->R + r) * d->S + s) * G;
           const float w0 = wv[0], w1 = wv[1], w2 = wv[2], w3 = wv[3];
-          const float *restrict xs = xrow + s - d->pad_w;
+          const float *restrict xs = xrow + col - d->pad_w;
           float *restrict a0 = acc[0], *restrict a1 = acc[1], *restrict a2 = acc[2],
                          *restrict a3 = acc[3];
           if (sw == 1) {

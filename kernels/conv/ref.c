@@ -1,5 +1,7 @@
-/* Plain-C CONV reference: the contract and the test oracle. NCHW input,
- * OIHW weights, double accumulation so it is more accurate than any variant. */
+/* Plain-C CONV references: the contract and the test oracles. NCHW input,
+ * OIHW weights, double accumulation so they are more accurate than any
+ * variant. */
+#include <stdlib.h>
 #include "hwtune/conv.h"
 
 int hwt_conv_ref(const hwt_conv_desc *d, const float *x, const float *w, const float *bias,
@@ -13,10 +15,10 @@ int hwt_conv_ref(const hwt_conv_desc *d, const float *x, const float *w, const f
           double acc = bias ? bias[k] : 0.0;
           for (int c = 0; c < d->C; c++)
             for (int r = 0; r < d->R; r++) {
-              int ih = oh * d->stride_h - d->pad_h + r;
+              int ih = oh * d->stride_h - d->pad_h + r * d->dil_h;
               if (ih < 0 || ih >= d->H) continue;
               for (int s = 0; s < d->S; s++) {
-                int iw = ow * d->stride_w - d->pad_w + s;
+                int iw = ow * d->stride_w - d->pad_w + s * d->dil_w;
                 if (iw < 0 || iw >= d->W) continue;
                 acc += (double)x[(((size_t)n * d->C + c) * d->H + ih) * d->W + iw] *
                        (double)w[(((size_t)k * d->C + c) * d->R + r) * d->S + s];
@@ -25,5 +27,40 @@ int hwt_conv_ref(const hwt_conv_desc *d, const float *x, const float *w, const f
           if (d->relu && acc < 0.0) acc = 0.0;
           y[(((size_t)n * d->K + k) * OH + oh) * OW + ow] = (float)acc;
         }
+  return HWT_OK;
+}
+
+/* Scatter form: every input value spreads over the R x S window it would
+ * have been gathered from, so the loops are the forward conv's with the
+ * roles of x and y swapped. */
+int hwt_conv_transpose_ref(const hwt_conv_desc *d, const float *x, const float *w,
+                           const float *bias, float *y) {
+  int OH, OW;
+  if (!x || !w || !y || hwt_conv_out_dims(d, &OH, &OW) != HWT_OK) return HWT_EINVAL;
+  const size_t plane = (size_t)d->H * d->W;
+  double *acc = malloc(plane * sizeof *acc);
+  if (!acc) return HWT_ENOMEM;
+  for (int n = 0; n < d->N; n++)
+    for (int c = 0; c < d->C; c++) {
+      for (size_t i = 0; i < plane; i++) acc[i] = bias ? bias[c] : 0.0;
+      for (int k = 0; k < d->K; k++)
+        for (int oh = 0; oh < OH; oh++)
+          for (int ow = 0; ow < OW; ow++) {
+            double v = x[(((size_t)n * d->K + k) * OH + oh) * OW + ow];
+            for (int r = 0; r < d->R; r++) {
+              int ih = oh * d->stride_h - d->pad_h + r * d->dil_h;
+              if (ih < 0 || ih >= d->H) continue;
+              for (int s = 0; s < d->S; s++) {
+                int iw = ow * d->stride_w - d->pad_w + s * d->dil_w;
+                if (iw < 0 || iw >= d->W) continue;
+                acc[(size_t)ih * d->W + iw] +=
+                    v * (double)w[(((size_t)k * d->C + c) * d->R + r) * d->S + s];
+              }
+            }
+          }
+      float *yp = y + ((size_t)n * d->C + c) * plane;
+      for (size_t i = 0; i < plane; i++) yp[i] = (float)acc[i];
+    }
+  free(acc);
   return HWT_OK;
 }

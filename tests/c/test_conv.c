@@ -1,7 +1,8 @@
 /* CONV variants vs the plain-C reference: every supported ISA, the three
  * layouts (NCHW through the template, NCHW direct, NCHW[x]c), a few shapes
- * and legal parameter sets, nth 1..3; the direct fallback; layout round
- * trips and illegal parameters. Small shapes so it runs in seconds under ASan/UBSan. */
+ * (strided, dilated, asymmetrically padded) and legal parameter sets, nth
+ * 1..3; the direct fallback; the transposed-conv reference as the adjoint of
+ * the conv reference; layout round trips and illegal parameters. Small shapes so it runs in seconds under ASan/UBSan. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,7 +98,7 @@ static void test_shape(hwt_conv_desc d) {
 }
 
 static void test_illegal(void) {
-  hwt_conv_desc d = {1, 64, 14, 14, 32, 3, 3, 1, 1, 1, 1, 0};
+  hwt_conv_desc d = {1, 64, 14, 14, 32, 3, 3, 1, 1, 1, 1, 0, 1, 1, 1, 1};
   hwt_conv_plan plan;
   hwt_conv_params bad[] = {{3, 16, 7, 0, 1},  {16, 0, 7, 0, 1},  {16, 20, 7, 0, 1},
                            {16, 16, 33, 0, 1}, {16, 16, 13, 0, 1}, {16, 16, 0, 0, 1},
@@ -110,6 +111,18 @@ static void test_illegal(void) {
   e.stride_h = 0;
   CHECK(hwt_conv_plan_make(&e, HWT_CONV_NCHW, NULL, HWT_ISA_GENERIC, 1, &plan) == HWT_EINVAL,
          "stride 0");
+  e = d;
+  e.dil_w = 0;
+  CHECK(hwt_conv_plan_make(&e, HWT_CONV_NCHW, NULL, HWT_ISA_GENERIC, 1, &plan) == HWT_EINVAL,
+         "dilation 0");
+  e = d;
+  e.pad_h_end = -1;
+  CHECK(hwt_conv_plan_make(&e, HWT_CONV_NCHW, NULL, HWT_ISA_GENERIC, 1, &plan) == HWT_EINVAL,
+         "negative end padding");
+  e = d;
+  e.dil_h = 8;  /* 3 taps 8 apart span 17 rows > 14 + 2 */
+  CHECK(hwt_conv_plan_make(&e, HWT_CONV_NCHW, NULL, HWT_ISA_GENERIC, 1, &plan) == HWT_EINVAL,
+         "dilated window larger than the input");
   e = d;
   e.R = 17;
   CHECK(hwt_conv_plan_make(&e, HWT_CONV_NCHW, NULL, HWT_ISA_GENERIC, 1, &plan) == HWT_EINVAL,
@@ -124,7 +137,7 @@ static void test_illegal(void) {
 /* A kernel wider than the template takes: NCHW with default params falls
  * back to the direct kernel (and says so), with params it is refused. */
 static void test_direct_fallback(void) {
-  hwt_conv_desc d = {1, 2, 3, 70, 3, 1, 65, 1, 1, 0, 1, 0};
+  hwt_conv_desc d = {1, 2, 3, 70, 3, 1, 65, 1, 1, 0, 1, 0, 1, 1, 0, 1};
   hwt_conv_plan plan;
   CHECK(hwt_conv_plan_make(&d, HWT_CONV_NCHW, NULL, HWT_ISA_GENERIC, 2, &plan) == HWT_OK &&
              plan.layout == HWT_CONV_NCHW_DIRECT, "S=65 falls back to direct");
@@ -177,14 +190,48 @@ static void test_layout_round_trip(void) {
   free(a); free(b); free(c); free(w); free(wb); free(w2);
 }
 
+/* <conv(x), y> == <x, conv_transpose(y)> for random x, y: the transposed
+ * reference is the adjoint of the conv reference (no bias). */
+static void test_transpose_adjoint(hwt_conv_desc d) {
+  int OH, OW;
+  CHECK(hwt_conv_out_dims(&d, &OH, &OW) == HWT_OK, "out_dims");
+  d.relu = 0;
+  size_t xn = (size_t)d.N * d.C * d.H * d.W, wn = (size_t)d.K * d.C * d.R * d.S;
+  size_t yn = (size_t)d.N * d.K * OH * OW;
+  float *x = alloc_floats(xn), *w = alloc_floats(wn), *y = alloc_floats(yn);
+  float *cx = alloc_floats(yn), *ty = alloc_floats(xn);
+  for (size_t i = 0; i < xn; i++) x[i] = frand();
+  for (size_t i = 0; i < wn; i++) w[i] = frand();
+  for (size_t i = 0; i < yn; i++) y[i] = frand();
+  CHECK(hwt_conv_ref(&d, x, w, NULL, cx) == HWT_OK, "ref");
+  CHECK(hwt_conv_transpose_ref(&d, y, w, NULL, ty) == HWT_OK, "transpose ref");
+  double a = 0.0, b = 0.0, scale = 0.0;
+  for (size_t i = 0; i < yn; i++) a += (double)cx[i] * y[i], scale += fabs((double)cx[i] * y[i]);
+  for (size_t i = 0; i < xn; i++) b += (double)x[i] * ty[i];
+  CHECK(fabs(a - b) <= 1e-5 * (scale + 1.0), "adjoint: %g vs %g", a, b);
+  free(x); free(w); free(y); free(cx); free(ty);
+}
+
 int main(void) {
-  /* N, C, H, W, K, R, S, sh, sw, ph, pw, relu */
-  test_shape((hwt_conv_desc){1, 3, 9, 9, 8, 1, 1, 1, 1, 0, 0, 0});
-  test_shape((hwt_conv_desc){2, 5, 7, 10, 7, 3, 3, 1, 1, 1, 1, 1});
-  test_shape((hwt_conv_desc){1, 20, 11, 13, 24, 3, 3, 2, 2, 1, 1, 0});
-  test_shape((hwt_conv_desc){1, 6, 12, 9, 10, 5, 5, 1, 1, 2, 2, 1});
-  test_shape((hwt_conv_desc){1, 9, 4, 37, 34, 3, 3, 1, 1, 1, 1, 0});
-  test_shape((hwt_conv_desc){1, 4, 6, 7, 40, 3, 1, 2, 1, 1, 0, 0});
+  /* N, C, H, W, K, R, S, sh, sw, ph, pw, relu, dil_h, dil_w, pad_h_end, pad_w_end */
+  test_shape((hwt_conv_desc){1, 3, 9, 9, 8, 1, 1, 1, 1, 0, 0, 0, 1, 1, 0, 0});
+  test_shape((hwt_conv_desc){2, 5, 7, 10, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1});
+  test_shape((hwt_conv_desc){1, 20, 11, 13, 24, 3, 3, 2, 2, 1, 1, 0, 1, 1, 1, 1});
+  test_shape((hwt_conv_desc){1, 6, 12, 9, 10, 5, 5, 1, 1, 2, 2, 1, 1, 1, 2, 2});
+  test_shape((hwt_conv_desc){1, 9, 4, 37, 34, 3, 3, 1, 1, 1, 1, 0, 1, 1, 1, 1});
+  test_shape((hwt_conv_desc){1, 4, 6, 7, 40, 3, 1, 2, 1, 1, 0, 0, 1, 1, 1, 0});
+  /* dilated: "same" padding, strided with unequal dilations, unpadded (the
+   * NCHW input read in place) */
+  test_shape((hwt_conv_desc){1, 6, 13, 12, 10, 3, 3, 1, 1, 2, 2, 0, 2, 2, 2, 2});
+  test_shape((hwt_conv_desc){2, 5, 15, 17, 12, 3, 3, 2, 2, 1, 1, 1, 2, 3, 1, 1});
+  test_shape((hwt_conv_desc){1, 8, 10, 11, 16, 3, 3, 1, 1, 0, 0, 0, 2, 2, 0, 0});
+  /* asymmetric: TF "same" with an even kernel, strided "same" on an even
+   * input, more before than after with dilation */
+  test_shape((hwt_conv_desc){1, 7, 8, 9, 9, 2, 2, 1, 1, 0, 0, 0, 1, 1, 1, 1});
+  test_shape((hwt_conv_desc){1, 4, 10, 10, 8, 3, 3, 2, 2, 0, 0, 0, 1, 1, 1, 1});
+  test_shape((hwt_conv_desc){1, 3, 9, 11, 5, 3, 4, 1, 2, 2, 3, 0, 2, 1, 0, 1});
+  test_transpose_adjoint((hwt_conv_desc){2, 3, 7, 8, 4, 3, 3, 2, 2, 1, 1, 0, 1, 1, 1, 1});
+  test_transpose_adjoint((hwt_conv_desc){1, 5, 9, 6, 3, 3, 2, 2, 1, 2, 0, 0, 2, 1, 0, 1});
   test_illegal();
   test_direct_fallback();
   test_layout_round_trip();

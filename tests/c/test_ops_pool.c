@@ -1,11 +1,12 @@
 /* pool op family vs a plain-C oracle that pads explicitly (a padded copy
  * of each plane, -inf or excluded positions), as the numpy reference does:
- * random windows, strides, padding, ceil mode, count_include_pad, NCHW and
- * NCHW[x]c, nth 1-4. */
+ * random windows, strides, padding (symmetric or not: padding_end), ceil
+ * mode, count_include_pad, NCHW and NCHW[x]c, nth 1-4. */
 #include "ops_test_util.h"
 
-static int64_t out_len(int64_t size, int64_t k, int64_t s, int64_t p, int ceil_mode) {
-  int64_t span = size + 2 * p - k;
+static int64_t out_len(int64_t size, int64_t k, int64_t s, int64_t p, int64_t e,
+                       int ceil_mode) {
+  int64_t span = size + p + e - k;
   int64_t out = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
   if (ceil_mode && (out - 1) * s >= size + p) out--;
   return out;
@@ -14,6 +15,7 @@ static int64_t out_len(int64_t size, int64_t k, int64_t s, int64_t p, int ceil_m
 typedef struct {
   int is_max, ceil_mode, include_pad, blocked;
   int64_t n, cb, h, w, b, kh, kw, sh, sw, ph, pw;
+  int64_t eh, ew; /* padding after the input (== ph, pw unless asymmetric) */
 } pool_case;
 
 /* Value at padded position (i, j) of channel ch in plane p, and whether the
@@ -23,15 +25,15 @@ static int at(const pool_case *c, const float *x, int64_t p, int64_t ch, int64_t
   int64_t r = i - c->ph, q = j - c->pw;
   if (r < 0 || q < 0 || r >= c->h || q >= c->w) {
     *v = c->is_max ? -INFINITY : 0.0f;
-    return c->include_pad && i < c->h + 2 * c->ph && j < c->w + 2 * c->pw;
+    return c->include_pad && i < c->h + c->ph + c->eh && j < c->w + c->pw + c->ew;
   }
   *v = x[((p * c->h + r) * c->w + q) * c->b + ch];
   return 1;
 }
 
 static int64_t check(const pool_case *c, int global) {
-  int64_t oh = global ? 1 : out_len(c->h, c->kh, c->sh, c->ph, c->ceil_mode);
-  int64_t ow = global ? 1 : out_len(c->w, c->kw, c->sw, c->pw, c->ceil_mode);
+  int64_t oh = global ? 1 : out_len(c->h, c->kh, c->sh, c->ph, c->eh, c->ceil_mode);
+  int64_t ow = global ? 1 : out_len(c->w, c->kw, c->sw, c->pw, c->ew, c->ceil_mode);
   int rank = c->blocked ? 5 : 4;
   int64_t in_s[1][HWT_GRAPH_MAX_DIMS] = {{c->n, c->cb, c->h, c->w, c->b}};
   int64_t out_s[1][HWT_GRAPH_MAX_DIMS] = {{c->n, c->cb, oh, ow, c->b}};
@@ -50,12 +52,16 @@ static int64_t check(const pool_case *c, int global) {
     hwt_graph_op_set_ints(t.g, t.op, "kernel", 2, k);
     hwt_graph_op_set_ints(t.g, t.op, "stride", 2, s);
     hwt_graph_op_set_ints(t.g, t.op, "padding", 2, p);
+    if (c->eh != c->ph || c->ew != c->pw) {
+      int64_t e[2] = {c->eh, c->ew};
+      hwt_graph_op_set_ints(t.g, t.op, "padding_end", 2, e);
+    }
     hwt_graph_op_set_ints(t.g, t.op, "ceil_mode", 1, &cm);
     hwt_graph_op_set_ints(t.g, t.op, "count_include_pad", 1, &ip);
   }
   float *want = alloc_floats(t.out_n[0]);
   pool_case g = *c;
-  if (global) g.kh = c->h, g.kw = c->w, g.sh = g.sw = 1, g.ph = g.pw = 0;
+  if (global) g.kh = c->h, g.kw = c->w, g.sh = g.sw = 1, g.ph = g.pw = g.eh = g.ew = 0;
   for (int64_t p = 0; p < c->n * c->cb; p++)
     for (int64_t i = 0; i < oh; i++)
       for (int64_t j = 0; j < ow; j++)
@@ -81,9 +87,12 @@ static int64_t check(const pool_case *c, int global) {
                    g.is_max ? 0.0 : 1e-6, g.is_max ? 0.0 : 1e-6);
   }
   if (bad)
-    fprintf(stderr, "  case max=%d k=%lldx%lld s=%lldx%lld p=%lldx%lld ceil=%d incl=%d b=%lld\n",
+    fprintf(stderr,
+            "  case max=%d k=%lldx%lld s=%lldx%lld p=%lldx%lld end=%lldx%lld ceil=%d incl=%d"
+            " b=%lld\n",
             c->is_max, (long long)c->kh, (long long)c->kw, (long long)c->sh, (long long)c->sw,
-            (long long)c->ph, (long long)c->pw, c->ceil_mode, c->include_pad, (long long)c->b);
+            (long long)c->ph, (long long)c->pw, (long long)c->eh, (long long)c->ew,
+            c->ceil_mode, c->include_pad, (long long)c->b);
   free(want);
   one_op_free(&t);
   return bad;
@@ -106,9 +115,15 @@ int main(void) {
     c.kw = rnd_int(1, 4);
     c.ph = rnd_int(0, (int)c.kh / 2);
     c.pw = rnd_int(0, (int)c.kw / 2);
+    /* every third case asymmetric (TF "same" padding: more after than before) */
+    c.eh = rep % 3 == 0 ? rnd_int(0, (int)c.kh / 2) : c.ph;
+    c.ew = rep % 3 == 0 ? rnd_int(0, (int)c.kw / 2) : c.pw;
     c.sh = rnd_int(1, 3);
     c.sw = rnd_int(1, 3);
-    if (c.kh > c.h + 2 * c.ph || c.kw > c.w + 2 * c.pw) continue;
+    /* stride 1 with "same" output (pool_max_same's case), asymmetric */
+    if (rep % 10 == 1) c.sh = c.sw = 1, c.ph = c.pw = 0, c.eh = c.kh - 1, c.ew = c.kw - 1;
+    if (2 * c.eh > c.kh || 2 * c.ew > c.kw) c.eh = c.ph, c.ew = c.pw;
+    if (c.kh > c.h + c.ph + c.eh || c.kw > c.w + c.pw + c.ew) continue;
     bad += check(&c, 0);
     if (rep % 8 == 0) bad += check(&c, 1);
   }

@@ -97,7 +97,8 @@ HWT_API const hwt_op_impl *hwt_ops_rnn(int *n);      /* lstm_cell */
 HWT_API const hwt_op_impl *hwt_ops_grad_pointwise(int *n); /* *_grad, sgd/adam */
 HWT_API const hwt_op_impl *hwt_ops_grad_reduce(int *n);    /* reduce_sum, softmax_grad, losses,
                                                               slice/pool2d_grad */
-HWT_API const hwt_op_impl *hwt_ops_grad_conv(int *n);      /* conv2d_grad_weight/_data */
+HWT_API const hwt_op_impl *hwt_ops_grad_conv(int *n);      /* conv2d_grad_weight/_data and
+                                                              conv_transpose2d (col2im GEMMs) */
 HWT_API const hwt_op_impl *hwt_ops_grad_norm(int *n);      /* batch_norm_train(_grad), _grad */
 /* Not part of the library: a test program may define it to add its own op
  * types (looked up after every real family). */

@@ -37,8 +37,11 @@ typedef struct {
   int N, C, H, W;       /* input */
   int K, R, S;          /* output channels, kernel height and width */
   int stride_h, stride_w;
-  int pad_h, pad_w;     /* symmetric zero padding */
+  int pad_h, pad_w;     /* zero padding before the first row / column (top, left) */
   int relu;             /* 1: y = max(conv + bias, 0) */
+  int dil_h, dil_w;     /* dilation (>= 1): kernel taps dil apart, extent (R-1)*dil_h+1 */
+  int pad_h_end, pad_w_end; /* zero padding after the last row / column (bottom, right);
+                               equal to pad_h / pad_w unless the padding is asymmetric */
 } hwt_conv_desc;
 
 /* NCHW[x]c template parameters (NeoCPU Section 3.1.1). */
@@ -99,6 +102,15 @@ HWT_API void hwt_conv_run_part(const hwt_conv_plan *p, const float *x, const flo
 /* Plain-C reference (the test oracle): NCHW/OIHW, double accumulation. */
 HWT_API int hwt_conv_ref(const hwt_conv_desc *d, const float *x, const float *w,
                          const float *bias, float *y);
+/* Plain-C reference of the transposed convolution (ConvTranspose), the
+ * adjoint of the conv d describes: x has that conv's output shape
+ * [N][K][OH][OW], y its input shape [N][C][H][W], w is [K][C][R][S] (ONNX's
+ * and PyTorch's ConvTranspose weight layout), bias C floats or NULL:
+ * y[n][c][oh*sh - pad_h + r*dil_h][...] += x[n][k][oh][ow] * w[k][c][r][s].
+ * relu is ignored. An output_padding of ConvTranspose is a conv input H
+ * larger than the windows reach (pad_h_end then 0). Double accumulation. */
+HWT_API int hwt_conv_transpose_ref(const hwt_conv_desc *d, const float *x, const float *w,
+                                   const float *bias, float *y);
 
 /* Layout transforms. An activation [N][C][HW] is plain NCHW when its block
  * is 0, NCHW[bn]c when bn > 0 (bn divides C). Converts src_bn -> dst_bn

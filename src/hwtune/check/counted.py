@@ -77,9 +77,10 @@ def count_figures(figs: List[Figure], metric: str, suite: Suite, *,
             toggles = sorted({TOGGLES[g.kind] for g in figs})
             argv = counting.callgrind_argv(cg, toggles) + CACHES + argv
             env["HWTUNE_ISA"] = isa
-            # Parked, not spinning, pool workers: spinning under valgrind only
-            # burns simulated instructions outside the counted functions.
-            env["HWTUNE_POOL_SPIN_US"] = "0"
+        # Parked, not spinning, pool workers: spinning under valgrind only
+        # burns simulated instructions outside the counted functions, and
+        # perf counters would count it, as long as the other thread takes.
+        env["HWTUNE_POOL_SPIN_US"] = "0"
         proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                               env=env)
         if proc.returncode != 0 or not os.path.exists(res_path):

@@ -18,6 +18,7 @@ from typing import Dict
 import numpy as np
 
 from hwtune.errors import UsageError
+from hwtune.graph.ops.conv import conv_pads
 
 
 def _ops(torch):
@@ -28,16 +29,54 @@ def _ops(torch):
         B = x[1].t() if a["transpose_b"] else x[1]
         return torch.addmm(x[2], A, B) if len(x) == 3 else torch.mm(A, B)
 
+    def asymmetric(a):
+        """F.pad's (left, right, top, bottom) when padding_end differs from
+        padding (PyTorch's ops pad symmetrically), else None."""
+        pt, pl, pb, pr = conv_pads(a)
+        return None if (pt, pl) == (pb, pr) else (pl, pr, pt, pb)
+
     def conv(g, op, a, x):
-        return F.conv2d(x[0], x[1], x[2] if len(x) == 3 else None, a["stride"], a["padding"])
+        b = x[2] if len(x) == 3 else None
+        pads = asymmetric(a)
+        if pads is None:
+            return F.conv2d(x[0], x[1], b, a["stride"], a["padding"], a["dilation"])
+        # As PyTorch's own padding="same" does for even kernels: pad, then convolve.
+        return F.conv2d(F.pad(x[0], pads), x[1], b, a["stride"], 0, a["dilation"])
+
+    def conv_transpose(g, op, a, x):
+        b = x[2] if len(x) == 3 else None
+        pt, pl, pb, pr = conv_pads(a)
+        if (pt, pl) == (pb, pr):
+            return F.conv_transpose2d(x[0], x[1], b, a["stride"], a["padding"],
+                                      a["output_padding"], 1, a["dilation"])
+        # Asymmetric: the full output, cropped (and extended) to the shape.
+        y = F.conv_transpose2d(x[0], x[1], None, a["stride"], 0, 0, 1, a["dilation"])
+        oh, ow = g.shapes[op.outputs[0]][2:]
+        y = F.pad(y, (0, max(0, pl + ow - y.shape[3]), 0, max(0, pt + oh - y.shape[2])))
+        y = y[:, :, pt:pt + oh, pl:pl + ow]
+        return y if b is None else y + b.reshape(1, -1, 1, 1)
 
     def pool(g, op, a, x):
         stride = a["stride"] if a["stride"] is not None else a["kernel"]
-        if a["mode"] == "max":
+        pads = asymmetric(a)
+        if pads is None and a["mode"] == "max":
             return F.max_pool2d(x[0], a["kernel"], stride, a["padding"],
                                 ceil_mode=a["ceil_mode"])
-        return F.avg_pool2d(x[0], a["kernel"], stride, a["padding"], ceil_mode=a["ceil_mode"],
-                            count_include_pad=a["count_include_pad"])
+        if pads is None:
+            return F.avg_pool2d(x[0], a["kernel"], stride, a["padding"],
+                                ceil_mode=a["ceil_mode"],
+                                count_include_pad=a["count_include_pad"])
+        # Asymmetric: pad explicitly (-inf never wins a max); an average is
+        # the window sum over the count of positions its divisor counts.
+        if a["mode"] == "max":
+            return F.max_pool2d(F.pad(x[0], pads, value=float("-inf")), a["kernel"], stride,
+                                ceil_mode=a["ceil_mode"])
+        xp = F.pad(x[0], pads)
+        mask = torch.ones_like(xp[:1, :1]) if a["count_include_pad"] else \
+            F.pad(torch.ones_like(x[0][:1, :1]), pads)
+        sums = [F.avg_pool2d(t, a["kernel"], stride, ceil_mode=a["ceil_mode"],
+                             divisor_override=1) for t in (xp, mask)]
+        return sums[0] / sums[1]
 
     def global_pool(g, op, a, x):
         if a["mode"] == "max":
@@ -107,6 +146,7 @@ def _ops(torch):
         "batch_matmul": lambda g, op, a, x: torch.matmul(x[0], x[1]),
         "layer_norm": layer_norm, "transpose": transpose,
         "conv2d": conv, "pool2d": pool, "global_pool2d": global_pool,
+        "conv_transpose2d": conv_transpose,
         "batch_norm": lambda g, op, a, x: F.batch_norm(x[0], x[3], x[4], x[1], x[2],
                                                        training=False, eps=a["epsilon"]),
         "softmax": lambda g, op, a, x: torch.softmax(x[0], a["axis"]),

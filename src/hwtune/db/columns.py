@@ -133,6 +133,11 @@ TABLES: Dict[str, Table] = {
         "params_json": Column(obj, "drop"),
         "samples_json": Column(numbers, "drop"),
         "ref_json": Column(numbers, "drop")}),
+    "dynamic_runs": Table(("id",), {
+        "op_threads_json": Column(obj, "reset", "{}", why="a description of the run"),
+        "seconds_json": Column(numbers, "drop")}),
+    "dynamic_configs": Table(("id",), {
+        "op_threads_json": Column(obj, "drop", why="the next tune-graph --inputs redoes it")}),
 }
 
 

@@ -60,7 +60,7 @@ def _label(table: str, row: Dict[str, Any]) -> str:
         return f"{row.get('source')} config of graph {str(row.get('graph_hash'))[:12]}"
     if table == "graphs":
         return f"graph {row.get('name')!r}"
-    if table in ("measurements", "run_facts", "tuning_trials"):
+    if table in ("measurements", "run_facts", "tuning_trials", "dynamic_runs"):
         return f"run {row.get('run_id')}"
     return ""
 
@@ -108,7 +108,7 @@ def _extra(table: str) -> Tuple[str, ...]:
     return {"engine_configs": ("graph_hash", "source", "executors", "threads_per_executor",
                                "scheduler", "pin"),
             "graphs": ("name",), "measurements": ("run_id",), "run_facts": ("run_id",),
-            "tuning_trials": ("run_id",)}.get(table, ())
+            "tuning_trials": ("run_id",), "dynamic_runs": ("run_id",)}.get(table, ())
 
 
 def _where(key: Dict[str, Any]) -> Tuple[str, List[Any]]:

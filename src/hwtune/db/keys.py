@@ -23,3 +23,11 @@ def workload_key(op_type: str, input_shapes: Iterable[Sequence[int]],
     depends on these alone, not on its name or the model around it."""
     shapes = ";".join(canonical_json([int(d) for d in s]) for s in input_shapes)
     return f"{op_type}|{shapes}|{canonical_json(dict(attrs or {}))}"
+
+
+def hash_file(h, path) -> None:
+    """Feed a file's bytes to the hashlib object h, a MiB at a time (a
+    content key for files of any size); OSError when unreadable."""
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)

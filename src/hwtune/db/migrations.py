@@ -432,6 +432,81 @@ def _m007_plan(db: sqlite_utils.Database) -> None:
     )
 
 
+def _m008_dynamic(db: sqlite_utils.Database) -> None:
+    """Dynamic models (a vertex function over per-sample input graphs):
+    every measured (policy, batch, executors x threads, chunk) of `hwtune
+    run MODEL --inputs FILE` as one row, and the configs `hwtune tune-graph
+    MODEL --inputs FILE` chose. A dynamic model has no graphs row (its F is
+    not a graph run on its own): model_hash is the sha256 of F's expanded
+    document plus the vertex roles (hwtune.dynamic.model.model_hash), and
+    samples_digest the sha256 of the input file's bytes, so runs over the
+    same model and the same samples line up whatever the files were called."""
+    _execute_script(
+        db,
+        """
+        CREATE TABLE dynamic_runs (
+            id             INTEGER PRIMARY KEY,
+            run_id         INTEGER NOT NULL REFERENCES runs(run_id),
+            host_key       TEXT NOT NULL REFERENCES hosts(host_key),
+            model          TEXT NOT NULL,
+            model_hash     TEXT NOT NULL,
+            inputs         TEXT NOT NULL,
+            samples_digest TEXT NOT NULL,
+            n_samples      INTEGER NOT NULL CHECK (n_samples >= 1),
+            n_vertices     INTEGER NOT NULL CHECK (n_vertices >= 0),
+            policy         TEXT NOT NULL CHECK (policy <> ''),
+            batch          INTEGER NOT NULL CHECK (batch >= 1),
+            executors      INTEGER NOT NULL CHECK (executors >= 1),
+            threads        INTEGER NOT NULL CHECK (threads >= 1),
+            chunk          INTEGER NOT NULL CHECK (chunk >= 1),
+            pinned         INTEGER NOT NULL CHECK (pinned IN (0, 1)),
+            -- where the config came from: default, tuned, user, +flags
+            config_source  TEXT NOT NULL,
+            -- per-op thread counts run: op -> {rows: threads} ({}: the default)
+            op_threads_json TEXT NOT NULL DEFAULT '{}',
+            -- seconds of each timed pass over the whole sample set
+            seconds_json   TEXT NOT NULL DEFAULT '[]',
+            median_s       REAL,
+            mad_s          REAL,
+            samples_per_s  REAL,
+            groups         INTEGER NOT NULL DEFAULT 0 CHECK (groups >= 0),
+            rows           INTEGER NOT NULL DEFAULT 0 CHECK (rows >= 0),
+            -- --check: 'ok' or 'wrong_answer' against the numpy reference
+            -- (check_rel: max |engine - numpy| / max |numpy|); NULL: not checked
+            check_status   TEXT CHECK (check_status IN ('ok', 'wrong_answer')),
+            check_rel      REAL,
+            kernel_variant TEXT NOT NULL,
+            hwtune_version TEXT NOT NULL,
+            created_at     TEXT NOT NULL
+        );
+        CREATE INDEX dynamic_runs_host_model ON dynamic_runs(host_key, model_hash, id);
+        CREATE INDEX dynamic_runs_run ON dynamic_runs(run_id);
+        -- The executor's config for a model on a host at one (policy, batch):
+        -- what tune-graph chose ('tuned'), used by `hwtune run --inputs`.
+        CREATE TABLE dynamic_configs (
+            id              INTEGER PRIMARY KEY,
+            host_key        TEXT NOT NULL REFERENCES hosts(host_key),
+            model           TEXT NOT NULL,
+            model_hash      TEXT NOT NULL,
+            policy          TEXT NOT NULL CHECK (policy <> ''),
+            batch           INTEGER NOT NULL CHECK (batch >= 1),
+            executors       INTEGER NOT NULL CHECK (executors >= 1),
+            threads         INTEGER NOT NULL CHECK (threads >= 1),
+            chunk           INTEGER NOT NULL CHECK (chunk >= 1),
+            pin             INTEGER NOT NULL CHECK (pin IN (0, 1)),
+            op_threads_json TEXT NOT NULL DEFAULT '{}',
+            -- the samples it was tuned on
+            samples_digest  TEXT NOT NULL,
+            source          TEXT NOT NULL CHECK (source IN ('tuned', 'user')),
+            run_id          INTEGER REFERENCES runs(run_id),
+            hwtune_version  TEXT NOT NULL,
+            created_at      TEXT NOT NULL,
+            UNIQUE (host_key, model_hash, policy, batch, source)
+        );
+        """
+    )
+
+
 Migration = Tuple[int, str, Callable[[sqlite_utils.Database], None]]
 
 MIGRATIONS: List[Migration] = [
@@ -446,6 +521,8 @@ MIGRATIONS: List[Migration] = [
      _m006_scheduler_names),
     (7, "plan: plan_cost_params (fitted cost model), plan_validations (predicted vs measured)",
      _m007_plan),
+    (8, "dynamic: dynamic_runs (every measured policy x batch x config), dynamic_configs "
+        "(tuned executor configs)", _m008_dynamic),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -80,6 +80,11 @@ KINDS: Tuple[Kind, ...] = (
          {"run_id": "run"}),
     Kind("tuned", "tuned_subjects", "id", ("host_key", "tuner", "subject", "isa", "threads"),
          {"run_id": "run"}),
+    Kind("dynamic_run", "dynamic_runs", "id",
+         ("run_id", "created_at", "policy", "batch", "executors", "threads", "chunk"),
+         {"run_id": "run"}),
+    Kind("dynamic_config", "dynamic_configs", "id",
+         ("host_key", "model_hash", "policy", "batch", "source"), {"run_id": "run"}),
 )
 BY_NAME = {k.name: k for k in KINDS}
 # Children whose host is their parent's: exported with a --host filter
@@ -320,6 +325,11 @@ class _Importer:
                 if mine is not None or theirs is not None:
                     return _better(theirs, mine) and self._update(kind, there, row)
             # Without figures (a user's or default config): the newer one.
+            if (row.get("created_at") or "") > (there.get("created_at") or ""):
+                return self._update(kind, there, row)
+            return False
+        if kind.name == "dynamic_config":
+            # tuned on different samples, so no figure compares them: the newer one
             if (row.get("created_at") or "") > (there.get("created_at") or ""):
                 return self._update(kind, there, row)
             return False

@@ -21,12 +21,14 @@ from hwtune import __version__
 from hwtune.db import columns
 from hwtune.db import connect as _connect
 from hwtune.db import migrations
+from hwtune.db.dynamic import DynamicStore
 from hwtune.db.liveness import owner_alive
 from hwtune.db.timestamps import parse as parse_time
 from hwtune.db.timestamps import utc_now
 from hwtune.errors import UsageError
 
-RUN_KINDS = ("scan", "tune", "run", "check", "plan")
+# "dynamic": `hwtune run MODEL --inputs FILE` (its figures are dynamic_runs rows)
+RUN_KINDS = ("scan", "tune", "run", "check", "plan", "dynamic")
 RUN_END_STATUSES = ("complete", "interrupted", "failed")
 MEASUREMENT_STATUSES = ("ok", "noisy", "error", "skipped")
 CONFIG_SOURCES = ("default", "tuned", "user")
@@ -51,7 +53,7 @@ def _real(value: Optional[float], what: str) -> Optional[float]:
     return value if math.isfinite(value) else None
 
 
-class ResultsDB:
+class ResultsDB(DynamicStore):
     """An open, vetted, migrated results.db."""
 
     def __init__(self, conn: sqlite3.Connection, path: Path):

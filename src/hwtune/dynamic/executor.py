@@ -14,7 +14,8 @@ import numpy as np
 from hwtune.dynamic.model import DynModel
 from hwtune.engine.lower import lower_graph
 from hwtune.graph.reference import init_params
-from hwtune.native.dynamic import DynExecutor, Samples, samples_options
+from hwtune.native.dynamic import (DynamicError, DynExecutor, Samples, default_chunk,
+                                   n_buckets, samples_options)
 
 
 @dataclass
@@ -29,9 +30,42 @@ class DynConfig:
     pin: bool = True
     hoist: Optional[bool] = None     # None: by policy (on for batched and by-depth)
     isa: Optional[int] = None
+    # op name -> {rows: threads} for the op calls over that many rows (a
+    # power of two up to the chunk); unnamed ops and row counts: the
+    # engine's default (the whole team unless the piece is too small)
+    op_threads: Optional[Dict[str, Dict[int, int]]] = None
 
     def to_json(self) -> Dict[str, object]:
         return asdict(self)
+
+
+def op_thread_table(model: DynModel, op_threads: Optional[Dict[str, Dict[int, int]]],
+                    chunk: int) -> Optional[List[int]]:
+    """The C table of per-op thread counts (hwt_dyn_config.op_threads: op k
+    at bucket j, 2^j rows, at k * n_buckets + j; 0: the default) from op
+    name -> {rows: threads}. Row counts above the chunk are never called
+    (left out); a name F lacks or a row count that is no power of two is
+    refused."""
+    if not op_threads:
+        return None
+    nb = n_buckets(chunk)
+    index = {op.name: k for k, op in enumerate(model.graph.ops)}
+    table = [0] * (len(index) * nb)
+    for name, by_rows in op_threads.items():
+        if name not in index:
+            raise DynamicError(f"per-op thread counts name op {name!r}, which {model.name} "
+                               "does not have")
+        for rows, threads in by_rows.items():
+            rows, threads = int(rows), int(threads)
+            if rows < 1 or rows & (rows - 1):
+                raise DynamicError(f"per-op thread counts of {name!r}: {rows} rows is not a "
+                                   "power of two")
+            if threads < 1:
+                raise DynamicError(f"per-op thread counts of {name!r}: {threads} threads at "
+                                   f"{rows} rows")
+            if rows <= chunk:
+                table[index[name] * nb + rows.bit_length() - 1] = threads
+    return table
 
 
 def _options(model: DynModel, limits):
@@ -79,10 +113,12 @@ class DynamicEngine:
             else:  # a readout's read of a final state
                 roles.append(("state", x.readout, x.state))
         threads = config.threads or max(1, len(allowed_cpus()) // max(1, config.executors))
-        cfg = {"policy": config.policy, "batch": config.batch, "chunk": config.chunk,
+        self.chunk = config.chunk or default_chunk()
+        cfg = {"policy": config.policy, "batch": config.batch, "chunk": self.chunk,
                "executors": config.executors, "threads_per_executor": threads,
                "pin": config.pin, "isa": config.isa,
-               "hoist": None if config.hoist is None else int(config.hoist)}
+               "hoist": None if config.hoist is None else int(config.hoist),
+               "op_threads": op_thread_table(model, config.op_threads, self.chunk)}
         self.threads = threads
         self.ex = DynExecutor(ng, roles, [ids[u] for _, _, u in model.states],
                               ids[model.embedding] if model.embedding else -1,
@@ -106,6 +142,18 @@ class DynamicEngine:
 
     def groups(self) -> tuple:
         return self.ex.groups()
+
+    def histogram(self) -> Dict[str, Dict[int, int]]:
+        """op name -> {rows: calls per run}: the row counts F's ops are
+        called at over the prepared sample set (each call is one piece,
+        prepared for a power-of-two row count up to the chunk)."""
+        nb = n_buckets(self.chunk)
+        out: Dict[str, Dict[int, int]] = {}
+        for k, op in enumerate(self.model.graph.ops):
+            calls = {1 << j: c for j, (c, _) in enumerate(self.ex.op_calls(k, nb)) if c}
+            if calls:
+                out[op.name] = calls
+        return out
 
     def close(self) -> None:
         self.ex.close()

@@ -36,7 +36,7 @@ class DynResult:
     def to_json(self) -> Dict[str, object]:
         return {"policy": self.config.policy, "batch": self.config.batch,
                 "chunk": self.config.chunk, "executors": self.config.executors,
-                "threads": self.threads, "median_s": self.median_s,
+                "threads": self.threads, "pin": self.config.pin, "median_s": self.median_s,
                 "mad_s": stats.mad(self.seconds), "samples_per_s": self.samples_per_s,
                 "samples": self.samples, "groups": self.groups,
                 "rows_per_group": self.rows / max(self.groups, 1), "seconds": self.seconds,
@@ -49,8 +49,10 @@ def measure(model: DynModel, samples: Samples, configs: Sequence[DynConfig], *,
     """One DynResult per config; every engine is prepared first, then timed
     one pass each per round, rounds interleaved."""
     from hwtune.dynamic.reference import run_reference
-    engines = [DynamicEngine(model, samples, c) for c in configs]
+    engines: List[DynamicEngine] = []
     try:
+        for c in configs:  # inside the try: one that fails closes those made before it
+            engines.append(DynamicEngine(model, samples, c))
         want = None
         if check:
             want = reference or run_reference(model, samples.arrays(),
@@ -63,7 +65,9 @@ def measure(model: DynModel, samples: Samples, configs: Sequence[DynConfig], *,
         out = []
         for e, c, secs, chk in zip(engines, configs, times, checks):
             g, r = e.groups()
-            out.append(DynResult(replace(c), e.threads, list(secs), samples.count, g, r, chk))
+            # the chunk the engine ran (None in a config: the engine's default)
+            out.append(DynResult(replace(c, chunk=e.chunk), e.threads, list(secs),
+                                 samples.count, g, r, chk))
         return out
     finally:
         for e in engines:

@@ -76,6 +76,19 @@ class DynModel:
         return int(self.graph.shapes[tensor][-1])
 
 
+def model_hash(model: "DynModel") -> str:
+    """sha256 of what the engine evaluates: F's expanded document (ops,
+    params, shapes) and the vertex roles (gathers, states, readouts), so a
+    stored run or tuned config follows the model, not its file's name."""
+    from dataclasses import asdict
+    from hwtune.db.keys import graph_hash
+    return graph_hash({"graph": model.graph.to_json(), "input": model.input_kind,
+                       "embedding": model.embedding, "arity": model.arity,
+                       "states": [list(s) for s in model.states],
+                       "gathers": [asdict(g) for g in model.gathers],
+                       "readouts": [asdict(r) for r in model.readouts]})
+
+
 def is_dynamic(doc) -> bool:
     return isinstance(doc, dict) and VERTEX_KEY in doc
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -51,3 +52,15 @@ def resolve_dynamic(arg: str) -> str:
         raise UsageError(f"cannot read {arg}: no such file, and no bundled dynamic model of "
                          f"that name (bundled: {', '.join(bundled_dynamic())})")
     return path
+
+
+def samples_digest(path: str) -> str:
+    """sha256 (hex) of an input-graph file's bytes: which samples a stored
+    figure was measured on, whatever the file is called."""
+    from hwtune.db.keys import hash_file
+    h = hashlib.sha256()
+    try:
+        hash_file(h, path)
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    return h.hexdigest()

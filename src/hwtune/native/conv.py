@@ -25,7 +25,8 @@ class _Desc(CStruct):
     _c_name_ = "hwt_conv_desc"
     _fields_ = [(n, ctypes.c_int) for n in (
         "N", "C", "H", "W", "K", "R", "S",
-        "stride_h", "stride_w", "pad_h", "pad_w", "relu")]
+        "stride_h", "stride_w", "pad_h", "pad_w", "relu",
+        "dil_h", "dil_w", "pad_h_end", "pad_w_end")]
 
 
 class _Params(CStruct):
@@ -68,6 +69,7 @@ lib.hwt_conv_run_part.argtypes = [ctypes.POINTER(_Plan), _F, _F, _F, _F, _F,
                                   ctypes.c_int, ctypes.c_int]
 lib.hwt_conv_run_part.restype = None
 lib.hwt_conv_ref.argtypes = [ctypes.POINTER(_Desc), _F, _F, _F, _F]
+lib.hwt_conv_transpose_ref.argtypes = [ctypes.POINTER(_Desc), _F, _F, _F, _F]
 lib.hwt_layout_check.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_int,
                                  ctypes.c_int]
 lib.hwt_layout_run_part.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_int,
@@ -96,7 +98,9 @@ def _pair(v, name):
     return int(v), int(v)
 
 
-def _desc(x_shape, w_shape, stride, pad, relu=False):
+def _desc(x_shape, w_shape, stride, pad, relu=False, dilation=1, pad_end=None):
+    """pad: [top, left] zeros (or one int); pad_end: [bottom, right], None
+    for the same as pad (symmetric)."""
     if len(x_shape) != 4 or len(w_shape) != 4:
         raise UsageError(f"conv2d wants x [N,C,H,W] and w [K,C,R,S], got {tuple(x_shape)} "
                          f"and {tuple(w_shape)}")
@@ -106,37 +110,41 @@ def _desc(x_shape, w_shape, stride, pad, relu=False):
         raise UsageError(f"input has {c} channels but the weights expect {c2}")
     sh, sw = _pair(stride, "stride")
     ph, pw = _pair(pad, "pad")
-    d = _Desc(n, c, h, w, k, r, s, sh, sw, ph, pw, int(bool(relu)))
+    eh, ew = (ph, pw) if pad_end is None else _pair(pad_end, "pad_end")
+    dh, dw = _pair(dilation, "dilation")
+    d = _Desc(n, c, h, w, k, r, s, sh, sw, ph, pw, int(bool(relu)), dh, dw, eh, ew)
     if lib.hwt_conv_out_dims(ctypes.byref(d), None, None) != 0:
         raise UsageError(
             f"invalid conv2d shape: x {tuple(x_shape)}, w {tuple(w_shape)}, stride {stride}, "
-            f"pad {pad} (sizes and strides must be >= 1, pads >= 0, output non-empty)")
+            f"pad {pad}, pad_end {pad_end}, dilation {dilation} (sizes, strides and "
+            "dilations must be >= 1, pads >= 0, output non-empty)")
     return d
 
 
-def out_shape(x_shape, w_shape, *, stride=1, pad=0) -> tuple:
-    d = _desc(x_shape, w_shape, stride, pad)
+def out_shape(x_shape, w_shape, *, stride=1, pad=0, dilation=1, pad_end=None) -> tuple:
+    d = _desc(x_shape, w_shape, stride, pad, dilation=dilation, pad_end=pad_end)
     oh, ow = ctypes.c_int(), ctypes.c_int()
     lib.hwt_conv_out_dims(ctypes.byref(d), ctypes.byref(oh), ctypes.byref(ow))
     return (d.N, d.K, oh.value, ow.value)
 
 
-def knobs(x_shape, w_shape, *, stride=1, pad=0, isa=None) -> dict:
+def knobs(x_shape, w_shape, *, stride=1, pad=0, isa=None, dilation=1, pad_end=None) -> dict:
     """The NCHW[x]c template's search space: knob name -> legal values.
 
     Declared by the C template itself (hwt_conv_knobs); any combination of
     listed values is accepted by conv2d(layout="NCHWc").
     """
-    d = _desc(x_shape, w_shape, stride, pad)
+    d = _desc(x_shape, w_shape, stride, pad, dilation=dilation, pad_end=pad_end)
     k = _Knobs()
     check(lib.hwt_conv_knobs(ctypes.byref(d), resolve_isa(isa),
                              ctypes.byref(k)), "conv knobs")
     return {name: list(getattr(k, name).v[:getattr(k, name).n]) for name in KNOBS}
 
 
-def default_params(x_shape, w_shape, *, stride=1, pad=0, isa=None) -> dict:
+def default_params(x_shape, w_shape, *, stride=1, pad=0, isa=None, dilation=1,
+                   pad_end=None) -> dict:
     """Untuned fallback derived from the SIMD width of `isa`."""
-    d = _desc(x_shape, w_shape, stride, pad)
+    d = _desc(x_shape, w_shape, stride, pad, dilation=dilation, pad_end=pad_end)
     p = _Params()
     check(lib.hwt_conv_default_params(ctypes.byref(d), resolve_isa(isa),
                                       ctypes.byref(p)), "conv default params")
@@ -157,7 +165,7 @@ def _params(params, d, isa_i):
 
 
 def conv2d(x, w, bias=None, *, stride=1, pad=0, relu=False, layout="NCHW", params=None,
-           isa=None, nth=1) -> np.ndarray:
+           isa=None, nth=1, dilation=1, pad_end=None) -> np.ndarray:
     """y = conv2d(x, w) + bias (then ReLU if relu), NCHW in and out.
 
     layout="NCHW" runs the template on the NCHW tensors; "NCHWc" transforms
@@ -171,7 +179,7 @@ def conv2d(x, w, bias=None, *, stride=1, pad=0, relu=False, layout="NCHW", param
         raise UsageError(f"nth must be >= 1, got {nth}")
     x = _f32(x, "input")
     w = _f32(w, "weights")
-    d = _desc(x.shape, w.shape, stride, pad, relu)
+    d = _desc(x.shape, w.shape, stride, pad, relu, dilation, pad_end)
     if bias is not None:
         bias = _f32(bias, "bias")
         if bias.shape != (d.K,):
@@ -212,13 +220,13 @@ class Conv2dPlan:
     """
 
     def __init__(self, x_shape, w, bias=None, *, stride=1, pad=0, relu=False, layout="NCHW",
-                 params=None, isa=None, nth=1):
+                 params=None, isa=None, nth=1, dilation=1, pad_end=None):
         if layout not in LAYOUTS:
             raise UsageError(f"unknown layout {layout!r}: choose one of {', '.join(LAYOUTS)}")
         if int(nth) < 1:
             raise UsageError(f"nth must be >= 1, got {nth}")
         w = _f32(w, "weights")
-        self._d = _desc(x_shape, w.shape, stride, pad, relu)
+        self._d = _desc(x_shape, w.shape, stride, pad, relu, dilation, pad_end)
         isa_i = resolve_isa(isa)
         p = _params(params, self._d, isa_i)
         self.layout, self.nth = layout, int(nth)
@@ -269,15 +277,50 @@ class Conv2dPlan:
         return out
 
 
-def conv2d_ref(x, w, bias=None, *, stride=1, pad=0, relu=False) -> np.ndarray:
+def conv2d_ref(x, w, bias=None, *, stride=1, pad=0, relu=False, dilation=1,
+               pad_end=None) -> np.ndarray:
     """The C reference (double accumulation), NCHW/OIHW."""
     x = _f32(x, "input")
     w = _f32(w, "weights")
-    d = _desc(x.shape, w.shape, stride, pad, relu)
+    d = _desc(x.shape, w.shape, stride, pad, relu, dilation, pad_end)
     if bias is not None:
         bias = _f32(bias, "bias")
-    y = np.empty(out_shape(x.shape, w.shape, stride=stride, pad=pad), np.float32)
+    y = np.empty(out_shape(x.shape, w.shape, stride=stride, pad=pad, dilation=dilation,
+                           pad_end=pad_end), np.float32)
     check(lib.hwt_conv_ref(ctypes.byref(d), _ptr(x), _ptr(w), _ptr(bias), _ptr(y)), "conv ref")
+    return y
+
+
+def conv_transpose2d_ref(x, w, bias=None, *, out_hw, stride=1, pad=0,
+                         dilation=1) -> np.ndarray:
+    """ConvTranspose by the C reference: x [N, K, H, W], w [K, C, R, S] (the
+    ONNX/PyTorch layout), y [N, C, out_hw]; pad: the [top, left] rows and
+    columns cropped from the full output. The C side describes it as the
+    adjoint of the conv from y's shape to x's, whose end padding follows
+    from out_hw (output_padding is an out_hw the windows do not reach)."""
+    x = _f32(x, "input")
+    w = _f32(w, "weights")
+    if x.ndim != 4 or w.ndim != 4 or x.shape[1] != w.shape[0]:
+        raise UsageError(f"conv_transpose2d wants x [N,K,H,W] and w [K,C,R,S], got "
+                         f"{x.shape} and {w.shape}")
+    (sh, sw), (ph, pw), (dh, dw) = (_pair(stride, "stride"), _pair(pad, "pad"),
+                                    _pair(dilation, "dilation"))
+    oh, ow = (int(v) for v in out_hw)
+    n, k, h, wd = x.shape
+    _, c, r, s = w.shape
+    ends = [max(0, (h - 1) * sh + (r - 1) * dh + 1 - oh - ph),
+            max(0, (wd - 1) * sw + (s - 1) * dw + 1 - ow - pw)]
+    d = _desc((n, c, oh, ow), (k, c, r, s), (sh, sw), (ph, pw), dilation=(dh, dw),
+              pad_end=ends)
+    if out_shape((n, c, oh, ow), (k, c, r, s), stride=(sh, sw), pad=(ph, pw),
+                 dilation=(dh, dw), pad_end=ends)[2:] != (h, wd):
+        raise UsageError(f"no convolution maps {out_hw} to {x.shape[2:]} with stride {stride}, "
+                         f"padding {pad}, dilation {dilation}")
+    if bias is not None:
+        bias = _f32(bias, "bias")
+    y = np.empty((n, c, oh, ow), np.float32)
+    check(lib.hwt_conv_transpose_ref(ctypes.byref(d), _ptr(x), _ptr(w), _ptr(bias), _ptr(y)),
+          "conv transpose ref")
     return y
 
 

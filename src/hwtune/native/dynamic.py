@@ -265,6 +265,10 @@ class DynExecutor(Handle):
                 value = POLICIES[value]
             elif key == "pin":
                 value = int(bool(value))
+            elif key == "op_threads":  # copied by hwt_dyn_create
+                self._op_threads = (ctypes.c_int * max(len(value), 1))(*value)
+                cfg.op_threads = self._op_threads
+                continue
             setattr(cfg, key, int(value))
         self.config = cfg
         out, err = _vp(), ctypes.create_string_buffer(512)
@@ -333,3 +337,9 @@ class DynExecutor(Handle):
 def n_buckets(chunk: int) -> int:
     return lib.hwt_dyn_n_buckets(int(chunk))
 
+
+def default_chunk() -> int:
+    """The chunk hwt_dyn_config_init gives (most rows per op call)."""
+    cfg = DynConfig()
+    lib.hwt_dyn_config_init(ctypes.byref(cfg))
+    return int(cfg.chunk)

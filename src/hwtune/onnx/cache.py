@@ -48,11 +48,10 @@ def _externals(onnx_path: str):
 def import_key(path: str, shapes=None, dims=None) -> str:
     from hwtune import __version__
     from hwtune.onnx.importer import IMPORTER_VERSION
+    from hwtune.db.keys import hash_file
     h = hashlib.sha256()
     try:
-        with open(path, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                h.update(block)
+        hash_file(h, path)
     except OSError as exc:
         raise OnnxImportError(f"{path}: cannot read: {exc.strerror}") from None
     extra = {"importer": IMPORTER_VERSION, "hwtune": __version__,

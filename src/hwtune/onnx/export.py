@@ -14,6 +14,7 @@ from typing import Callable, Dict, List
 import numpy as np
 
 from hwtune.errors import UsageError
+from hwtune.graph.ops.conv import conv_pads
 
 OPSET = 17
 # ONNX Runtime builds of the last years all read IR 8 (the onnx package
@@ -85,21 +86,32 @@ def _affine(e, op, a):
         e.node("Add", [x, e.const(op.name, a["shift"], np.float32)], op.outputs, op.name)
 
 
+def _pads(a):
+    """ONNX pads [top, left, bottom, right] of padding (+ padding_end)."""
+    return list(conv_pads(a))
+
+
 def _conv(e, op, a):
     _plain(op)
     kh, kw = e.graph.shapes[op.inputs[1]][2:]
-    (sh, sw), (ph, pw) = a["stride"], a["padding"]
-    e.node("Conv", op.inputs, op.outputs, op.name, kernel_shape=[kh, kw], strides=[sh, sw],
-           pads=[ph, pw, ph, pw])
+    e.node("Conv", op.inputs, op.outputs, op.name, kernel_shape=[kh, kw],
+           strides=list(a["stride"]), pads=_pads(a), dilations=list(a["dilation"]))
+
+
+def _conv_transpose(e, op, a):
+    kh, kw = e.graph.shapes[op.inputs[1]][2:]
+    e.node("ConvTranspose", op.inputs, op.outputs, op.name, kernel_shape=[kh, kw],
+           strides=list(a["stride"]), pads=_pads(a), dilations=list(a["dilation"]),
+           output_padding=list(a["output_padding"]))
 
 
 def _pool(e, op, a):
     _plain(op)
-    (kh, kw), (ph, pw) = a["kernel"], a["padding"]
+    kh, kw = a["kernel"]
     sh, sw = a["stride"] if a["stride"] is not None else a["kernel"]
     extra = {"count_include_pad": int(a["count_include_pad"])} if a["mode"] == "avg" else {}
     e.node("MaxPool" if a["mode"] == "max" else "AveragePool", op.inputs, op.outputs, op.name,
-           kernel_shape=[kh, kw], strides=[sh, sw], pads=[ph, pw, ph, pw],
+           kernel_shape=[kh, kw], strides=[sh, sw], pads=_pads(a),
            ceil_mode=int(a["ceil_mode"]), **extra)
 
 
@@ -150,7 +162,41 @@ def _gelu(e, op, a):
     e.node("Mul", [h, p], op.outputs, op.name)
 
 
+def _lstm_cell(e, op, a):
+    # The fused cell written out as the unfused one (graph/ops/rnn.py): gate
+    # pre-activations (+ a step's rows of the hoisted projection, + bias),
+    # split into i, f, g, o, then c and h.
+    b, h4 = e.graph.shapes[op.inputs[0]]
+    z = op.inputs[0]
+    if len(op.inputs) > 2:
+        rows, zx = e.tmp(op.name), e.tmp(op.name)
+        e.node("Slice", [op.inputs[2], e.const(op.name, [a["x_row"]]),
+                         e.const(op.name, [a["x_row"] + b]), e.const(op.name, [0])],
+               [rows], f"{op.name}/x_rows")
+        e.node("Add", [z, rows], [zx], f"{op.name}/x_add")
+        z = zx
+    if len(op.inputs) > 3:
+        zb = e.tmp(op.name)
+        e.node("Add", [z, op.inputs[3]], [zb], f"{op.name}/bias")
+        z = zb
+    gi, gf, gg, go = (e.tmp(op.name) for _ in range(4))
+    e.node("Split", [z, e.const(op.name, [h4 // 4] * 4)], [gi, gf, gg, go], f"{op.name}/split",
+           axis=1)
+    si, sf, tg, so = (e.tmp(op.name) for _ in range(4))
+    e.node("Sigmoid", [gi], [si], f"{op.name}/i")
+    e.node("Sigmoid", [gf], [sf], f"{op.name}/f")
+    e.node("Tanh", [gg], [tg], f"{op.name}/g")
+    e.node("Sigmoid", [go], [so], f"{op.name}/o")
+    keep, new, tc = e.tmp(op.name), e.tmp(op.name), e.tmp(op.name)
+    e.node("Mul", [sf, op.inputs[1]], [keep], f"{op.name}/keep")
+    e.node("Mul", [si, tg], [new], f"{op.name}/new")
+    e.node("Add", [keep, new], [op.outputs[1]], f"{op.name}/c")
+    e.node("Tanh", [op.outputs[1]], [tc], f"{op.name}/tanh_c")
+    e.node("Mul", [so, tc], [op.outputs[0]], op.name)
+
+
 EXPORTERS: Dict[str, Callable] = {
+    "lstm_cell": _lstm_cell,
     "matmul": _matmul,
     "add": _simple("Add"), "sub": _simple("Sub"), "mul": _simple("Mul"),
     "div": _simple("Div"), "minimum": _simple("Min"), "maximum": _simple("Max"),
@@ -168,7 +214,7 @@ EXPORTERS: Dict[str, Callable] = {
                                          perm=list(a["perm"]) if a["perm"] is not None else
                                          list(range(len(e.graph.shapes[op.inputs[0]])))[::-1]),
     "conv2d": _conv, "pool2d": _pool, "global_pool2d": _global_pool,
-    "batch_norm": _batch_norm,
+    "conv_transpose2d": _conv_transpose, "batch_norm": _batch_norm,
     "softmax": lambda e, op, a: e.node("Softmax", op.inputs, op.outputs, op.name,
                                        axis=a["axis"]),
     "concat": lambda e, op, a: e.node("Concat", op.inputs, op.outputs, op.name,

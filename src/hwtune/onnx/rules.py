@@ -28,8 +28,9 @@ class Rule(NamedTuple):
 
 # -- helpers -----------------------------------------------------------------
 
-def _pads2d(attrs, spatial, kernel, strides, what="pads"):
-    """(ph, pw) of a 2-D window op; asymmetric padding is unsupported."""
+def _pads2d(attrs, spatial, kernel, strides, dilations=(1, 1)):
+    """[top, left, bottom, right] of a 2-D window op (ONNX's pads order),
+    auto_pad resolved against the dilated kernel's extent."""
     auto = attrs.get("auto_pad", "NOTSET")
     if auto in ("NOTSET", ""):
         pads = list(attrs.get("pads", [0, 0, 0, 0]))
@@ -39,13 +40,30 @@ def _pads2d(attrs, spatial, kernel, strides, what="pads"):
         pads = [0, 0, 0, 0]
         for i in range(2):
             out = -(-spatial[i] // strides[i])
-            total = max((out - 1) * strides[i] + kernel[i] - spatial[i], 0)
+            extent = (kernel[i] - 1) * dilations[i] + 1
+            total = max((out - 1) * strides[i] + extent - spatial[i], 0)
             small = total // 2
             pads[i], pads[i + 2] = ((small, total - small) if auto == "SAME_UPPER"
                                     else (total - small, small))
-    if pads[0] != pads[2] or pads[1] != pads[3]:
-        raise Unsupported(f"asymmetric {what} {pads} (begin != end) are not supported yet")
-    return [int(pads[0]), int(pads[1])]
+    if len(pads) != 4 or any(int(p) < 0 for p in pads):
+        raise Unsupported(f"pads {list(pads)} (2-D ops take 4 non-negative pads)")
+    return [int(p) for p in pads]
+
+
+def _pad_attrs(pads):
+    """model.json padding attributes of ONNX pads [top, left, bottom, right]:
+    padding_end only when the padding is asymmetric."""
+    out = {"padding": pads[:2]}
+    if pads[2:] != pads[:2]:
+        out["padding_end"] = pads[2:]
+    return out
+
+
+def _pair_attr(attrs, key, default):
+    v = [int(d) for d in attrs.get(key, default)]
+    if len(v) != 2:
+        raise Unsupported(f"{key} {v} (2-D ops take two)")
+    return v
 
 
 def _check_2d(cx, what):
@@ -331,45 +349,80 @@ def gemm(cx, attrs):
 
 def conv(cx, attrs):
     x = cx.shape(0)
-    w = cx.shape(1)
     if len(x) != 4:
         raise Unsupported(f"{len(x) - 2}-D convolution: hwtune's conv2d is 2-D (NCHW)")
-    _ones(attrs, "dilations", "dilated convolution")
-    strides = [int(s) for s in attrs.get("strides", [1, 1])]
-    pads = _pads2d(attrs, x[2:], w[2:], strides)
-    conv_attrs = {"stride": strides, "padding": pads}
+    _emit_conv(cx, attrs, "conv2d", _conv_attrs(cx, attrs))
+
+
+def _conv_attrs(cx, attrs):
+    """stride, padding (+ padding_end) and dilation (when not 1) of a Conv
+    or ConvTranspose node; auto_pad SAME resolved against the dilated
+    kernel's extent, as ONNX says."""
+    strides = _pair_attr(attrs, "strides", [1, 1])
+    dilations = _pair_attr(attrs, "dilations", [1, 1])
+    pads = _pads2d(attrs, cx.shape(0)[2:], cx.shape(1)[2:], strides, dilations)
+    out = {"stride": strides, **_pad_attrs(pads)}
+    if dilations != [1, 1]:
+        out["dilation"] = dilations
+    return out
+
+
+def _emit_conv(cx, attrs, op, op_attrs):
     group = int(attrs.get("group", 1))
     if group == 1:
         ins = [cx.tensor(0), cx.tensor(1)] + ([cx.tensor(2)] if cx.has(2) else [])
-        cx.emit("conv2d", ins, conv_attrs, out=cx.out())
+        cx.emit(op, ins, op_attrs, out=cx.out())
         return
-    _grouped_conv(cx, group, conv_attrs)
+    _grouped_conv(cx, group, op_attrs, op)
 
 
-def _grouped_conv(cx, group, conv_attrs):
-    """Grouped (and depthwise) convolution as one conv2d per group between a
-    split and a concat of the channels, weights cut at import."""
+def _grouped_conv(cx, group, conv_attrs, op="conv2d"):
+    """Grouped (and depthwise) convolution as one conv2d (conv_transpose2d)
+    per group between a split and a concat of the channels, weights cut at
+    import: conv weights [OC, C/g, ...] along OC, transposed-conv weights
+    [C, OC/g, ...] along C."""
+    what = "convolution" if op == "conv2d" else "transposed convolution"
     if not cx.is_const(1) or (cx.has(2) and not cx.is_const(2)):
-        raise Unsupported(f"group={group} (grouped or depthwise convolution) with run-time "
+        raise Unsupported(f"group={group} (grouped or depthwise {what}) with run-time "
                           "weights is not supported yet")
     if group > 64:  # the engine's ops take at most 64 inputs or outputs
-        raise Unsupported(f"group={group} (grouped or depthwise convolution) over more than "
+        raise Unsupported(f"group={group} (grouped or depthwise {what}) over more than "
                           "64 groups is not supported yet")
     w = cx.const(1)
     bias = cx.const(2) if cx.has(2) else None
-    c, oc = cx.shape(0)[1], w.shape[0]
+    c = cx.shape(0)[1]
+    oc = w.shape[0] if op == "conv2d" else w.shape[1] * group
     if c % group or oc % group:
         raise Unsupported(f"group={group} does not divide {c} input / {oc} output channels")
     parts = [cx.fresh(f"{cx.node.name or cx.out()}:g{g}") for g in range(group)]
     cx.emit("split", [cx.tensor(0)], {"axis": 1, "sizes": [c // group] * group},
             outputs=parts)
+    wstep = w.shape[0] // group
     step, outs = oc // group, []
     for g, part in enumerate(parts):
-        ins = [part, cx.param(f"{cx.node.input[1]}:g{g}", w[g * step:(g + 1) * step])]
+        ins = [part, cx.param(f"{cx.node.input[1]}:g{g}", w[g * wstep:(g + 1) * wstep])]
         if bias is not None:
             ins.append(cx.param(f"{cx.node.input[2]}:g{g}", bias[g * step:(g + 1) * step]))
-        outs.append(cx.emit("conv2d", ins, conv_attrs))
+        outs.append(cx.emit(op, ins, conv_attrs))
     cx.emit("concat", outs, {"axis": 1}, out=cx.out())
+
+
+def conv_transpose(cx, attrs):
+    x = cx.shape(0)
+    if len(x) != 4:
+        raise Unsupported(f"{len(x) - 2}-D transposed convolution: hwtune's "
+                          "conv_transpose2d is 2-D (NCHW)")
+    if attrs.get("auto_pad", "NOTSET") not in ("NOTSET", "", "VALID"):
+        raise Unsupported(f'ConvTranspose auto_pad="{attrs["auto_pad"]}" is not supported yet '
+                          "(give pads)")
+    if attrs.get("output_shape") is not None:
+        raise Unsupported("ConvTranspose output_shape is not supported yet (give pads and "
+                          "output_padding)")
+    ct_attrs = _conv_attrs(cx, attrs)  # auto_pad NOTSET or VALID here
+    out_pad = _pair_attr(attrs, "output_padding", [0, 0])
+    if out_pad != [0, 0]:
+        ct_attrs["output_padding"] = out_pad
+    _emit_conv(cx, attrs, "conv_transpose2d", ct_attrs)
 
 
 def pool(mode):
@@ -378,10 +431,10 @@ def pool(mode):
         if len(cx.node.output) > 1 and cx.node.output[1]:
             raise Unsupported("the Indices output of MaxPool is not supported")
         _ones(attrs, "dilations", "dilated pooling")
-        kernel = [int(k) for k in attrs["kernel_shape"]]
-        strides = [int(s) for s in attrs.get("strides", [1, 1])]
+        kernel = _pair_attr(attrs, "kernel_shape", [])
+        strides = _pair_attr(attrs, "strides", [1, 1])
         out = {"mode": mode, "kernel": kernel, "stride": strides,
-               "padding": _pads2d(attrs, x[2:], kernel, strides),
+               **_pad_attrs(_pads2d(attrs, x[2:], kernel, strides)),
                "ceil_mode": bool(attrs.get("ceil_mode", 0))}
         if mode == "avg":
             out["count_include_pad"] = bool(attrs.get("count_include_pad", 0))
@@ -491,6 +544,7 @@ RULES: Dict[str, Rule] = {
     "MatMul": Rule(matmul, None),
     "Gemm": Rule(gemm, None),
     "Conv": Rule(conv, None),
+    "ConvTranspose": Rule(conv_transpose, None),
     "MaxPool": Rule(pool("max"), None),
     "AveragePool": Rule(pool("avg"), None),
     "GlobalAveragePool": Rule(global_pool("avg"), None),

@@ -8,6 +8,8 @@ from hwtune import __version__
 from hwtune.db.timestamps import utc_now
 from hwtune.errors import UsageError
 from hwtune.report import figures, results
+from hwtune.report.dynamic_results import dynamic_figures, dynamic_results
+from hwtune.report.dynamic_results import run_figures as dynamic_run_figures
 from hwtune.report.sides import Side, compare_sides, resolve_host
 from hwtune.scan import summary as scan_summary
 
@@ -215,6 +217,8 @@ def _history(db, host_key: str, until: Optional[str]) -> List[dict]:
             except UsageError:  # a run that stored no figure (failed early)
                 continue
             add(got["figures"], run)
+    for run in db.runs(host_key, "dynamic", until=until):
+        add(dynamic_run_figures(db, run["run_id"]), run)
     for s in series.values():
         vals = [p["value"] for p in s["points"]]
         s["first"], s["latest"] = vals[0], vals[-1]
@@ -234,7 +238,8 @@ def _snapshot(db, side: Side) -> dict:
     models = _tuned_models(db, side)
     runs = results.run_results(db, side.host_key, side.until)
     checks = results.check_results(db, side.host_key, side.until)
-    if scan is None and not models and not runs and not checks:
+    dynamic = dynamic_results(db, side.host_key, side.until)
+    if scan is None and not models and not runs and not checks and not dynamic:
         when = f" on or before {side.label}" if side.until else ""
         raise UsageError(f"host {side.host_key} has no scan, tuning, run or check stored{when} "
                          f"in {db.path}")
@@ -243,10 +248,12 @@ def _snapshot(db, side: Side) -> dict:
         figs += results.run_figures(e)
     for e in checks:
         figs += results.check_figures(e)
+    for e in dynamic:
+        figs += dynamic_figures(e)
     return {"side": side.to_json(), "host": _host(db, side.host_key), "scan": scan,
             "models": models, "runs": runs,
             "training": {"runs": results.run_pairs(runs), "tuned": results.tuned_pairs(models)},
-            "checks": checks, "figures": figs}
+            "checks": checks, "dynamic": dynamic, "figures": figs}
 
 
 def _run_compare(db, values: Sequence[str]) -> Optional[dict]:
@@ -300,6 +307,7 @@ def build_report(db, *, host: Optional[str] = None, compare: Sequence[str] = (),
         "runs": main["runs"],
         "training": main["training"],
         "checks": main["checks"],
+        "dynamic": main["dynamic"],
         "figures": main["figures"],
         "history": _history(db, host_key, None),
         "compare": by_run,

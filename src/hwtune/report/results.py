@@ -164,6 +164,9 @@ def one_run(db, run_id: int) -> dict:
         fact = db.facts(run_id).get("check")
         if isinstance(fact, dict):
             figs = check_figures(_check_entry(run, fact))
+    elif kind == "dynamic":
+        from hwtune.report.dynamic_results import run_figures as dynamic_run_figures
+        figs = dynamic_run_figures(db, run_id)
     elif kind == "tune":
         s = db.facts(run_id).get("tune_summary")
         if isinstance(s, dict):

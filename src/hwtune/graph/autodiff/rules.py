@@ -176,9 +176,18 @@ def _nchw_only(op):
         raise NoRule(f"{op.op} in layout {op.resolved['layout']} (NCHW only)")
 
 
+def _symmetric_only(op, dilated=False):
+    r = op.resolved
+    if r.get("padding_end") is not None and tuple(r["padding_end"]) != tuple(r["padding"]):
+        raise NoRule(f"{op.op} with asymmetric padding (padding_end)")
+    if dilated and tuple(r.get("dilation", (1, 1))) != (1, 1):
+        raise NoRule(f"dilated {op.op}")
+
+
 @rule("conv2d")
 def _conv2d(e, op, dys, wants):
     _nchw_only(op)
+    _symmetric_only(op, dilated=True)
     x, w = op.inputs[0], op.inputs[1]
     st, pad = list(op.resolved["stride"]), list(op.resolved["padding"])
     xs, ws = _shape_of(e, x), _shape_of(e, w)
@@ -197,9 +206,10 @@ def _conv2d(e, op, dys, wants):
 @rule("pool2d")
 def _pool2d(e, op, dys, wants):
     _nchw_only(op)
+    _symmetric_only(op)
     r = op.resolved
     attrs = {k: (list(v) if isinstance(v, tuple) else v) for k, v in r.items()
-             if k != "layout" and v is not None}
+             if k not in ("layout", "padding_end") and v is not None}
     return [e.op("pool2d_grad", [op.inputs[0], dys[0]], **attrs)]
 
 

@@ -1,5 +1,7 @@
 """conv2d in NCHW or the blocked NCHW[x]c layout, with the CONV template's
 tunable knobs (ic_bn, oc_bn, reg_n, unroll_ker, reg_h) as optional attributes.
+Any stride, dilation and zero padding (asymmetric through `padding_end`, as
+TF-style "same" padding with an even kernel needs) runs on the template.
 
 The knobs and their legal values are declared once, by the C template next
 to the code they shape (hwt_conv_knobs in kernels/conv/conv.c);
@@ -11,6 +13,13 @@ import numpy as np
 
 from hwtune.graph.ops import Attr, OpError, OpSpec, register, show_shape
 from hwtune.graph.ops.layout import from_nchwc, from_oihwio, to_nchwc
+
+def conv_pads(attrs):
+    """(top, left, bottom, right) zeros of a conv2d / pool2d / conv_transpose2d."""
+    (pt, pl) = attrs["padding"]
+    pb, pr = attrs["padding_end"] if attrs.get("padding_end") is not None else (pt, pl)
+    return pt, pl, pb, pr
+
 
 def _geometry(in_shapes, attrs):
     """(N, IC, H, W, OC, KH, KW, OH, OW, ic_bn, oc_bn) or OpError."""
@@ -44,20 +53,31 @@ def _geometry(in_shapes, attrs):
         ic, wic, oc = icb * ic_bn, wicb * wib, ocb * oc_bn
     if wic != ic:
         raise OpError(f"weights expect {wic} input channels, input has {ic}", "inputs[1]")
-    (sh, sw), (ph, pw) = attrs["stride"], attrs["padding"]
-    oh = (h + 2 * ph - kh) // sh + 1
-    ow = (wd + 2 * pw - kw) // sw + 1
+    (sh, sw), (dh, dw) = attrs["stride"], attrs["dilation"]
+    pt, pl, pb, pr = conv_pads(attrs)
+    # The window's extent: a dilated kernel spans (k - 1) * d + 1 inputs.
+    eh, ew = (kh - 1) * dh + 1, (kw - 1) * dw + 1
+    hp, wp = h + pt + pb, wd + pl + pr
+    oh = (hp - eh) // sh + 1
+    ow = (wp - ew) // sw + 1
+    what = f"kernel {kh}x{kw}" + (f" dilated {dh},{dw}" if (dh, dw) != (1, 1) else "")
     if oh < 1 or ow < 1:
-        raise OpError(f"kernel {kh}x{kw} does not fit input {h}x{wd} with padding "
-                      f"{ph},{pw}", "inputs[1]")
-    if ph >= kh or pw >= kw:
-        raise OpError(f"padding {ph},{pw} must be smaller than the kernel {kh}x{kw}",
-                      "attrs.padding")
-    if sh > h + 2 * ph or sw > wd + 2 * pw:
+        raise OpError(f"{what} does not fit input {h}x{wd} with padding "
+                      f"{pt},{pl},{pb},{pr}", "inputs[1]")
+    for key, pads in (("padding", (pt, pl)), ("padding_end", (pb, pr))):
+        if attrs.get(key) is not None and (pads[0] >= eh or pads[1] >= ew):
+            raise OpError(f"{key} {pads[0]},{pads[1]} must be smaller than the {what} "
+                          f"(extent {eh}x{ew})", f"attrs.{key}")
+    if ic * hp * wp > _MAX_ELEMENTS:
+        # The template stages the padded input: a dilation of 2**30 makes
+        # padding of that size legal, and the copy would not fit 32-bit ints.
+        raise OpError(f"the padded input [{ic}, {hp}, {wp}] has more than {_MAX_ELEMENTS} "
+                      "elements", "attrs.padding")
+    if sh > hp or sw > wp:
         # Same output as a stride of the padded extent (one window), but the
         # template stages stride-wide rows: a stride of 2**30 asked for 77 GB.
-        raise OpError(f"stride {sh},{sw} is larger than the padded input {h + 2 * ph}x"
-                      f"{wd + 2 * pw}: any stride beyond it gives the same output; use at most "
+        raise OpError(f"stride {sh},{sw} is larger than the padded input {hp}x"
+                      f"{wp}: any stride beyond it gives the same output; use at most "
                       "that", "attrs.stride")
     return n, ic, h, wd, oc, kh, kw, oh, ow, ic_bn, oc_bn
 
@@ -66,8 +86,9 @@ def conv2d_knobs(in_shapes, attrs):
     """Legal values of each tunable knob for this conv (the search space)."""
     n, ic, h, wd, oc, kh, kw, oh, ow, ic_bn, oc_bn = _geometry(in_shapes, attrs)
     from hwtune.native import conv as native_conv  # loads the C library on first use
+    pt, pl, pb, pr = conv_pads(attrs)
     legal = native_conv.knobs((n, ic, h, wd), (oc, ic, kh, kw), stride=attrs["stride"],
-                              pad=attrs["padding"])
+                              pad=(pt, pl), pad_end=(pb, pr), dilation=attrs["dilation"])
     blocked = attrs["layout"] == "NCHWc"
     return {
         "ic_bn": [ic_bn] if blocked else legal["ic_bn"],
@@ -101,19 +122,24 @@ def _infer(in_shapes, attrs, n_out):
     return [(n, oc, oh, ow)]
 
 
-def conv2d_nchw(x, w, bias, stride, padding):
+def conv2d_nchw(x, w, bias, stride, padding, dilation=(1, 1), padding_end=None):
     """Direct convolution as one float64 matrix product over gathered
-    patches (im2col): cheap to read, and BLAS keeps the reference fast."""
-    (sh, sw), (ph, pw) = stride, padding
+    patches (im2col): cheap to read, and BLAS keeps the reference fast.
+    padding: [top, left] zeros; padding_end: [bottom, right] (None: the
+    same); tap (i, j) reads the padded input at (i * dh, j * dw)."""
+    (sh, sw), (pt, pl), (dh, dw) = stride, padding, dilation
+    pb, pr = padding_end if padding_end is not None else (pt, pl)
     n, ic, h, wd = x.shape
     oc, _, kh, kw = w.shape
-    oh, ow = (h + 2 * ph - kh) // sh + 1, (wd + 2 * pw - kw) // sw + 1
-    xp = np.zeros((n, ic, h + 2 * ph, wd + 2 * pw), np.float64)
-    xp[:, :, ph:ph + h, pw:pw + wd] = x
+    oh = (h + pt + pb - (kh - 1) * dh - 1) // sh + 1
+    ow = (wd + pl + pr - (kw - 1) * dw - 1) // sw + 1
+    xp = np.zeros((n, ic, h + pt + pb, wd + pl + pr), np.float64)
+    xp[:, :, pt:pt + h, pl:pl + wd] = x
     cols = np.empty((n, ic, kh, kw, oh, ow), np.float64)
     for i in range(kh):
         for j in range(kw):
-            cols[:, :, i, j] = xp[:, :, i:i + sh * (oh - 1) + 1:sh, j:j + sw * (ow - 1) + 1:sw]
+            r0, c0 = i * dh, j * dw
+            cols[:, :, i, j] = xp[:, :, r0:r0 + sh * (oh - 1) + 1:sh, c0:c0 + sw * (ow - 1) + 1:sw]
     out = w.reshape(oc, -1).astype(np.float64) @ cols.reshape(n, ic * kh * kw, oh * ow)
     out = out.reshape(n, oc, oh, ow)
     if bias is not None:
@@ -124,10 +150,11 @@ def conv2d_nchw(x, w, bias, stride, padding):
 def _ref(arrays, attrs, n_out):
     x, w = arrays[0], arrays[1]
     bias = arrays[2] if len(arrays) == 3 else None
+    geo = (attrs["stride"], attrs["padding"], attrs["dilation"], attrs["padding_end"])
     if attrs["layout"] == "NCHW":
-        return [conv2d_nchw(x, w, bias, attrs["stride"], attrs["padding"])]
+        return [conv2d_nchw(x, w, bias, *geo)]
     oc_bn = w.shape[5]
-    y = conv2d_nchw(from_nchwc(x), from_oihwio(w), bias, attrs["stride"], attrs["padding"])
+    y = conv2d_nchw(from_nchwc(x), from_oihwio(w), bias, *geo)
     return [to_nchwc(y, oc_bn)]
 
 
@@ -137,12 +164,23 @@ def _flops(in_shapes, out_shapes, attrs):
     return 2 * n * oc * oh * ow * ic * kh * kw + bias
 
 
+# Shared with conv_transpose2d (conv_transpose.py).
+STRIDE = Attr("stride", "pair", (1, 1), minimum=1, doc="int or [sh, sw]")
+DILATION = Attr("dilation", "pair", (1, 1), minimum=1,
+                doc="int or [dh, dw]: kernel taps dh rows and dw columns apart")
+
+
 register(OpSpec(
     "conv2d", ("x", "w", "bias"), 2, 3, _infer, _ref, _flops,
     attrs=[
-        Attr("stride", "pair", (1, 1), minimum=1, doc="int or [sh, sw]"),
+        STRIDE,
         Attr("padding", "pair", (0, 0), minimum=0,
-             doc="int or [ph, pw], zeros added on both sides"),
+             doc="int or [ph, pw], zeros added on both sides (before only, when "
+                 "padding_end is given)"),
+        Attr("padding_end", "pair", None, minimum=0,
+             doc="int or [bottom, right] zeros after the input, when they differ from "
+                 "padding (asymmetric padding)"),
+        DILATION,
         Attr("layout", "str", "NCHW", choices=("NCHW", "NCHWc"),
              doc="NCHW: x [N,C,H,W], w [OC,IC,KH,KW]; NCHWc: x [N,C/ic_bn,H,W,ic_bn], "
                  "w [OC/oc_bn,IC/ic_bn,KH,KW,ic_bn,oc_bn], y [N,OC/oc_bn,OH,OW,oc_bn]"),

@@ -5,6 +5,7 @@ in NCHW or NCHW[x]c (channels are independent, so blocking only moves data).
 import numpy as np
 
 from hwtune.graph.ops import Attr, OpError, OpSpec, numel, register, show_shape
+from hwtune.graph.ops.conv import conv_pads
 from hwtune.graph.ops.layout import from_nchwc, to_nchwc
 
 _LAYOUT = Attr("layout", "str", "NCHW", choices=("NCHW", "NCHWc"),
@@ -19,8 +20,9 @@ def _spatial(shape, layout):
     return shape[2], shape[3]
 
 
-def _out_len(size, k, s, p, ceil_mode):
-    span = size + 2 * p - k
+def _out_len(size, k, s, p, ceil_mode, p_end=None):
+    """Windows along one axis with p zeros before and p_end (default p) after."""
+    span = size + p + (p if p_end is None else p_end) - k
     out = (-(-span // s) if ceil_mode else span // s) + 1
     # A ceil-mode window must start inside the input or its left padding
     # (PyTorch's rule), otherwise it would pool padding only.
@@ -35,33 +37,38 @@ def _stride(attrs):
 
 def _infer(in_shapes, attrs, n_out):
     h, w = _spatial(in_shapes[0], attrs["layout"])
-    (kh, kw), (sh, sw), (ph, pw) = attrs["kernel"], _stride(attrs), attrs["padding"]
-    if 2 * ph > kh or 2 * pw > kw:
-        raise OpError(f"padding {ph},{pw} must be at most half the window {kh}x{kw}",
-                      "attrs.padding")
-    if kh > h + 2 * ph or kw > w + 2 * pw:
+    (kh, kw), (sh, sw) = attrs["kernel"], _stride(attrs)
+    pt, pl, pb, pr = conv_pads(attrs)
+    for key, (ph, pw) in (("padding", (pt, pl)), ("padding_end", (pb, pr))):
+        if 2 * ph > kh or 2 * pw > kw:
+            raise OpError(f"{key} {ph},{pw} must be at most half the window {kh}x{kw}",
+                          f"attrs.{key}")
+    if kh > h + pt + pb or kw > w + pl + pr:
         raise OpError(f"window {kh}x{kw} is larger than the padded input "
-                      f"{h + 2 * ph}x{w + 2 * pw}", "attrs.kernel")
-    oh = _out_len(h, kh, sh, ph, attrs["ceil_mode"])
-    ow = _out_len(w, kw, sw, pw, attrs["ceil_mode"])
+                      f"{h + pt + pb}x{w + pl + pr}", "attrs.kernel")
+    oh = _out_len(h, kh, sh, pt, attrs["ceil_mode"], pb)
+    ow = _out_len(w, kw, sw, pl, attrs["ceil_mode"], pr)
     shape = list(in_shapes[0])
     shape[2], shape[3] = oh, ow
     return [tuple(shape)]
 
 
-def pool2d_nchw(x, mode, kernel, stride, padding, ceil_mode, count_include_pad):
+def pool2d_nchw(x, mode, kernel, stride, padding, ceil_mode, count_include_pad,
+                padding_end=None):
+    """padding: [top, left]; padding_end: [bottom, right] (None: the same)."""
     (kh, kw), (sh, sw), (ph, pw) = kernel, stride, padding
+    eh, ew = padding_end if padding_end is not None else (ph, pw)
     n, c, h, w = x.shape
-    oh = _out_len(h, kh, sh, ph, ceil_mode)
-    ow = _out_len(w, kw, sw, pw, ceil_mode)
+    oh = _out_len(h, kh, sh, ph, ceil_mode, eh)
+    ow = _out_len(w, kw, sw, pw, ceil_mode, ew)
     # Room for the last (ceil-mode) window past the right padding.
-    hp, wp = max(h + 2 * ph, (oh - 1) * sh + kh), max(w + 2 * pw, (ow - 1) * sw + kw)
+    hp, wp = max(h + ph + eh, (oh - 1) * sh + kh), max(w + pw + ew, (ow - 1) * sw + kw)
     fill = -np.inf if mode == "max" else 0.0
     xp = np.full((n, c, hp, wp), fill, np.float64)
     xp[:, :, ph:ph + h, pw:pw + w] = x
     inside = np.zeros((hp, wp))  # 1 where the divisor counts the position
     if count_include_pad:
-        inside[:h + 2 * ph, :w + 2 * pw] = 1
+        inside[:h + ph + eh, :w + pw + ew] = 1
     else:
         inside[ph:ph + h, pw:pw + w] = 1
     acc = np.full((n, c, oh, ow), fill, np.float64)
@@ -83,7 +90,7 @@ def pool2d_nchw(x, mode, kernel, stride, padding, ceil_mode, count_include_pad):
 def _ref(arrays, attrs, n_out):
     x = arrays[0]
     args = (attrs["mode"], attrs["kernel"], _stride(attrs), attrs["padding"],
-            attrs["ceil_mode"], attrs["count_include_pad"])
+            attrs["ceil_mode"], attrs["count_include_pad"], attrs["padding_end"])
     if attrs["layout"] == "NCHW":
         return [pool2d_nchw(x, *args)]
     return [to_nchwc(pool2d_nchw(from_nchwc(x), *args), x.shape[4])]
@@ -96,7 +103,10 @@ register(OpSpec(
         Attr("mode", "str", choices=("max", "avg"), doc="max or avg"),
         Attr("kernel", "pair", minimum=1, doc="window, int or [kh, kw]"),
         Attr("stride", "pair", None, minimum=1, doc="default: the window size"),
-        Attr("padding", "pair", (0, 0), minimum=0, doc="int or [ph, pw]"),
+        Attr("padding", "pair", (0, 0), minimum=0,
+             doc="int or [ph, pw] (before only, when padding_end is given)"),
+        Attr("padding_end", "pair", None, minimum=0,
+             doc="int or [bottom, right] padding when it differs from padding"),
         Attr("ceil_mode", "bool", False, doc="round the output size up"),
         Attr("count_include_pad", "bool", False,
              doc="avg: divide by the full window including padding"),

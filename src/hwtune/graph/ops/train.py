@@ -279,7 +279,8 @@ register(OpSpec(
                                        at["padding"], at["ceil_mode"],
                                        at["count_include_pad"])],
     lambda ins, outs, at: numel(ins[1]) * at["kernel"][0] * at["kernel"][1],
-    attrs=[a for a in REGISTRY["pool2d"].attrs if a.name != "layout"],
+    # Symmetric padding only: autodiff refuses a pool2d with padding_end.
+    attrs=[a for a in REGISTRY["pool2d"].attrs if a.name not in ("layout", "padding_end")],
     doc="NCHW pool2d (and global_pool2d, as a whole-plane window) gradient"))
 
 

@@ -11,6 +11,10 @@ A document is what one command produces, named by its kind:
           ops (the graph's op count) and db
   compare hwtune compare's CompareResult (hwtune.compare.run)
   plan    hwtune plan's predictions or validation (hwtune.planner.session)
+  dynamic hwtune run MODEL --inputs FILE: a dynamic model's measured
+          (policy, batch) configs (hwtune.dynamic.runs)
+  dynamic-tune
+          hwtune tune-graph MODEL --inputs FILE (hwtune.tuners.dynamic_graph)
 
 A new format is one module here with one Exporter and a row in EXPORTERS;
 a new kind of document (or a new report section) is one function in each

@@ -265,6 +265,7 @@ def _nav(doc) -> str:
     nav += [f"<a href='#model-{_e(_slug(m['model']))}'>{_e(m['model'])}</a>"
             for m in doc["models"]]
     nav += ["<a href='#results'>runs and checks</a>"] if views.results_tables(doc) else []
+    nav += ["<a href='#dynamic'>dynamic models</a>"] if doc.get("dynamic") else []
     nav += ["<a href='#history'>history</a>"] if doc["history"] else []
     nav += ["<a href='#compare'>compare</a>"] if doc["compare"] else []
     nav += ["<a href='#plan'>plan</a>"] if (doc.get("plan_validation") or {}).get("rows") else []
@@ -319,10 +320,30 @@ def _results(doc) -> List[str]:
     return out
 
 
+def _dynamic_section(doc) -> List[str]:
+    from hwtune.report import dynamic_views as dv
+    got = dv.throughput_table(doc)
+    if got is None:
+        return []
+    title, header, rows = got
+    out = [f"<h2 id='dynamic'>{_e(title)}</h2>", _table(header, rows, left=(0, 1, 5))]
+    charts = []
+    for i, e in enumerate(doc["dynamic"]):
+        series = dv.curve_series(e)
+        if any(len(xs) > 1 for _, xs, _ in series):
+            charts.append(svg.line_chart(f"dynamic-{i}", dv.curve_title(e),
+                                         [{"name": n, "xs": xs, "ys": ys}
+                                          for n, xs, ys in series],
+                                         x_label="batch", y_label="samples/s"))
+    if charts:
+        out.append("<div class='charts'>" + "".join(charts) + "</div>")
+    return out
+
+
 # The report's sections in order: a new section is a function and a row
 # (and a link in _nav).
-REPORT_SECTIONS = (_head, _scan_or_hint, _models, _results, _history, _compare,
-                   _plan_section)
+REPORT_SECTIONS = (_head, _scan_or_hint, _models, _results, _dynamic_section, _history,
+                   _compare, _plan_section)
 
 
 def plan(doc: dict) -> str:

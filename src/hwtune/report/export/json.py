@@ -25,4 +25,5 @@ def document(data: Any) -> str:
     return json.dumps(_finite(doc), indent=2, allow_nan=False, default=str) + "\n"
 
 
-EXPORTER = Exporter("json", {kind: document for kind in ("scan", "report", "check", "tune", "compare", "plan")})
+EXPORTER = Exporter("json", {kind: document for kind in ("scan", "report", "check", "tune", "compare", "plan",
+                                                   "dynamic", "dynamic-tune")})

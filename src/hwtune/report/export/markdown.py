@@ -200,9 +200,25 @@ def _results(doc) -> List[str]:
     return out
 
 
+def _dynamic_section(doc) -> List[str]:
+    from hwtune.report import dynamic_views as dv
+    got = dv.throughput_table(doc)
+    if got is None:
+        return []
+    title, header, rows = got
+    out = [f"## {title}", ""] + table(header, rows, left=(1, 5))
+    for e in doc["dynamic"]:
+        series = dv.curve_series(e)
+        if any(len(xs) > 1 for _, xs, _ in series):
+            out += [f"### {dv.curve_title(e)}", ""]
+            out += _chart(line_chart(series, width=50, height=8, y_unit="samples/s",
+                                     x_label="batch"))
+    return out
+
+
 # The report's sections in order: a new section is a function and a row.
-REPORT_SECTIONS = (_head, _scan_or_hint, _models, _results, _history, _compare,
-                   _plan_section)
+REPORT_SECTIONS = (_head, _scan_or_hint, _models, _results, _dynamic_section, _history,
+                   _compare, _plan_section)
 
 
 def plan(doc: dict) -> str:
@@ -282,4 +298,23 @@ def compare(r) -> str:
     return "\n".join(out) + "\n"
 
 
-EXPORTER = Exporter("markdown", {"report": report, "check": check, "compare": compare, "plan": plan})
+# -- dynamic models -------------------------------------------------------------
+def dynamic(doc: dict) -> str:
+    """hwtune run --inputs as a self-contained section."""
+    from hwtune.report import dynamic_views as dv
+    out = [f"### hwtune run: {doc['model']} over {doc['samples']} samples", ""]
+    out += [f"- {x}" for x in dv.run_head(doc)[1:]] + [""]
+    header, rows = dv.run_table(doc)
+    out += table(header, rows, left=(2, len(header) - 1))
+    out += [f"Stored as run {doc['run_id']} in `{doc['db']}`."]
+    return "\n".join(out) + "\n"
+
+
+def dynamic_tune(doc: dict) -> str:
+    from hwtune.report import dynamic_views as dv
+    return "\n".join([f"### hwtune tune-graph: {doc['model']}", "", "```text"]
+                     + dv.tune_lines(doc) + ["```"]) + "\n"
+
+
+EXPORTER = Exporter("markdown", {"report": report, "check": check, "compare": compare,
+                                 "plan": plan, "dynamic": dynamic, "dynamic-tune": dynamic_tune})

@@ -390,9 +390,28 @@ def _report_results(console, doc):
         console.print()
 
 
+def _report_dynamic(console, doc):
+    from hwtune.report import dynamic_views as dv
+    got = dv.throughput_table(doc)
+    if got is None:
+        return
+    title, header, rows = got
+    t = _table(title, header)
+    for r in rows:
+        t.add_row(*map(str, r))
+    console.print(t)
+    for e in doc["dynamic"]:
+        series = dv.curve_series(e)
+        if any(len(xs) > 1 for _, xs, _ in series):
+            console.print(f"[bold]{dv.curve_title(e)}[/]", highlight=False)
+            console.print(to_rich(line_chart(series, width=50, height=8, y_unit="samples/s",
+                                             x_label="batch")))
+    console.print()
+
+
 # The report's sections in order: a new section is a function and a row.
 REPORT_SECTIONS = (_report_head, _report_scan_or_hint, _report_models, _report_results,
-                   _report_history, _report_compare,
+                   _report_dynamic, _report_history, _report_compare,
                    lambda console, doc: _report_plan(console, doc))
 
 
@@ -519,6 +538,33 @@ def print_tune(console: Console, doc: dict) -> None:
     line(f"stored:    tuned config {doc['config_id']}, run {doc['run_id']} in {doc['db']}")
 
 
+# -- dynamic models -----------------------------------------------------------
+def print_dynamic(console: Console, doc: dict) -> None:
+    """`hwtune run MODEL --inputs FILE`: one line per (policy, batch)
+    measured, interleaved, with its config and the ratio to serial."""
+    from hwtune.report import dynamic_views as dv
+
+    def line(text):
+        console.print(text, markup=False, highlight=False, emoji=False, soft_wrap=True)
+
+    for text in dv.run_head(doc):
+        line(text)
+    header, rows = dv.run_table(doc)
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
+    for r in [header] + rows:
+        line("  ".join(str(c).ljust(w) if i in (0, 2, len(r) - 1) else str(c).rjust(w)
+                       for i, (c, w) in enumerate(zip(r, widths))).rstrip())
+    line(f"stored:   run {doc['run_id']} in {doc['db']}")
+
+
+def print_dynamic_tune(console: Console, doc: dict) -> None:
+    """`hwtune tune-graph MODEL --inputs FILE`: the stages, the row-count
+    histogram, default vs tuned measured interleaved."""
+    from hwtune.report import dynamic_views as dv
+    for text in dv.tune_lines(doc):
+        console.print(text, markup=False, highlight=False, emoji=False, soft_wrap=True)
+
+
 # -- compare ------------------------------------------------------------------
 def print_compare(console: Console, r) -> None:
     """hwtune compare: one row per side, interleaved medians, ratio to hwtune."""
@@ -611,6 +657,8 @@ PRINTERS: Dict[str, Tuple[Printer, Optional[Callable[[int], int]]]] = {
     "tune": (print_tune, None),
     "compare": (print_compare, None),
     "plan": (print_plan, None),
+    "dynamic": (print_dynamic, None),
+    "dynamic-tune": (print_dynamic_tune, None),
 }
 
 
