@@ -186,10 +186,13 @@ def test_budget_cuts_are_listed_and_a_bigger_budget_finishes_them(db):
     assert cut_conv  # the grid was cut
     # a cut workload is not stored as tuned: the rerun resumes it
     assert rows(db, "SELECT count(*) FROM tuned_subjects WHERE tuner = 'conv'")[0][0] == 0
+    # under load the 4 s may end before the grid's first trial: what the first
+    # run measured is what the second must reuse
+    kept = rows(db, "SELECT count(*) FROM tuning_trials WHERE tuner = 'conv'")[0][0]
     second = json.loads(hwtune("tune-graph", *PATHNET, "--reps", "2", "--search", "grid",
                                "--json", db=db).stdout)
     assert not [c for c in second["cuts"] if c["stage"] == "conv"]
-    assert second["stages"]["conv"]["reused"] > 0  # first run's trials were kept
+    assert (second["stages"]["conv"]["reused"] > 0) == (kept > 0)  # first run's trials kept
     _never_slower(db, second)
 
 
