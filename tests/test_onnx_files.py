@@ -465,3 +465,45 @@ def test_compare_skips_a_missing_peer(tmp_path, monkeypatch):
                  "--db", tmp_path / "x.db")
     assert res.exit_code == 0, res.output
     assert "skipping torch: PyTorch is not installed: pip install torch==2.13.0" in res.stderr
+
+
+# -- Pad ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("opset", [17, 18, 9])
+def test_pad_imports_in_both_forms_and_matches_onnxruntime(opset, tmp_path):
+    x = RNG.standard_normal((2, 3, 5, 7)).astype(np.float32)
+    pads, value = [1, 1, 2, 0, 0, 0, 1, 5], 0.75
+    inits = {}
+    if opset >= 11:
+        ins, inits = ["x", "p", "v"], {"p": np.array(pads, np.int64),
+                                        "v": np.array(value, np.float32)}
+        if opset >= 18:  # pads of the listed axes only
+            ins.append("a")
+            inits["p"], inits["a"] = np.array([1, 2, 1, 3], np.int64), np.array([1, -1])
+        node = helper.make_node("Pad", ins, ["y"], name="pad")
+    else:
+        node = helper.make_node("Pad", ["x"], ["y"], name="pad", pads=pads, value=value)
+    y_shape = [3, 4, 8, 12] if opset < 18 else [2, 5, 5, 12]
+    path = save([node, helper.make_node("Relu", ["y"], ["r"], name="relu")],
+                [fin("x", [2, 3, 5, 7])], [fin("r", y_shape)], inits, tmp_path / "pad.onnx",
+                opset)
+    g = import_and_compare(path, tmp_path, x)
+    assert [o.op for o in g.ops] == ["pad", "relu"]
+    _, ref, _, got, again = export_round_trip({
+        "format_version": 1, "name": "padded", "seed": 3,
+        "inputs": [{"name": "x", "shape": [2, 3, 5, 7]}],
+        "ops": [{"name": "pad", "op": "pad", "inputs": ["x"], "outputs": ["y"],
+                 "attrs": {"pads": pads, "value": value}}], "outputs": ["y"]}, tmp_path)
+    assert np.abs(got["y"] - ref["y"]).max() == 0 and np.abs(again["y"] - ref["y"]).max() == 0
+
+
+def test_pad_other_modes_and_negative_pads_are_one_line(tmp_path):
+    for name, attrs, pads, needle in (("refl", {"mode": "reflect"}, [0, 0, 1, 1, 0, 0, 1, 1],
+                                       'Pad mode "reflect"'),
+                                      ("edge", {"mode": "edge"}, [0, 0, 1, 1, 0, 0, 1, 1],
+                                       'Pad mode "edge"'),
+                                      ("crop", {}, [0, 0, -1, 0, 0, 0, 0, 0], "negative pads")):
+        node = helper.make_node("Pad", ["x", "p"], ["y"], name=name, **attrs)
+        path = save([node], [fin("x", [1, 2, 4, 4])], [fin("y", [1, 2, 6, 6])],
+                    {"p": np.array(pads, np.int64)}, tmp_path / f"{name}.onnx")
+        one_line_error(invoke("import", path), f'node "{name}" (Pad)', needle)

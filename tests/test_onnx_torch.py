@@ -60,7 +60,7 @@ def exported(tmp_path_factory):
 @pytest.mark.parametrize("exporter", M.exporters())
 @pytest.mark.parametrize("name", ["resnet_cnn", "assorted", "mlp", "mobilenet_block",
                                   "transformer", "gru", "lstm", "dilated_cnn",
-                                  "same_padding_cnn", "conv_transpose_net"])
+                                  "same_padding_cnn", "conv_transpose_net", "padded_cnn"])
 def test_import_run_matches_onnxruntime(exported, exporter, name, tmp_path):
     src, x = exported(exporter, name)
     out_json = tmp_path / f"{name}.json"
@@ -176,6 +176,20 @@ def test_compare_prints_every_side_and_agrees(exported, tmp_path):
                  "--db", tmp_path / "none.db")
     assert res.exit_code == 0, res.output
     assert "ONNX Runtime" in res.stdout and "x hwtune" in res.stdout
+
+
+def test_padded_cnn_compares_against_both_peers(exported, tmp_path):
+    """Pad imports as pad ops and PyTorch's form of them agrees too."""
+    src, _ = exported("legacy", "padded_cnn")
+    out = tmp_path / "p.json"
+    assert invoke("import", src, "-o", out).exit_code == 0
+    ops = [o["op"] for o in json.loads(out.read_text())["ops"]]
+    assert ops.count("pad") == 3, ops
+    res = invoke("compare", src, "--with", "ort,torch", "--reps", 1, "--json",
+                 "--db", tmp_path / "none.db")
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert doc["ok"] and all(s["agree"] for s in doc["sides"][1:])
 
 
 def test_onnx_run_is_cached_by_content(exported, tmp_path):

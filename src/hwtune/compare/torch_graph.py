@@ -92,6 +92,12 @@ def _ops(torch):
         b, e, _ = slice(a["begin"], a["end"]).indices(x[0].shape[axis])
         return x[0].narrow(axis, b, e - b)
 
+    def pad(g, op, a, x):
+        rank = x[0].dim()
+        # F.pad takes (begin, end) pairs from the last axis backwards.
+        widths = [w for i in reversed(range(rank)) for w in (a["pads"][i], a["pads"][i + rank])]
+        return F.pad(x[0], widths, value=a["value"])
+
     def out_shape(g, op, a, x):
         return x[0].reshape(g.shapes[op.outputs[0]])
 
@@ -151,7 +157,7 @@ def _ops(torch):
                                                        training=False, eps=a["epsilon"]),
         "softmax": lambda g, op, a, x: torch.softmax(x[0], a["axis"]),
         "concat": lambda g, op, a, x: torch.cat(x, a["axis"]),
-        "split": split, "slice": slice_, "reshape": out_shape, "flatten": out_shape,
+        "split": split, "slice": slice_, "pad": pad, "reshape": out_shape, "flatten": out_shape,
     }
 
 

@@ -140,6 +140,11 @@ def _slice(e, op, a):
                      e.const(op.name, [axis])], op.outputs, op.name)
 
 
+def _pad(e, op, a):
+    e.node("Pad", [op.inputs[0], e.const(op.name, list(a["pads"])),
+                   e.const(op.name, a["value"], np.float32)], op.outputs, op.name)
+
+
 def _reshape(e, op, a):
     e.node("Reshape", [op.inputs[0], e.const(op.name, list(e.graph.shapes[op.outputs[0]]))],
            op.outputs, op.name)
@@ -219,7 +224,7 @@ EXPORTERS: Dict[str, Callable] = {
                                        axis=a["axis"]),
     "concat": lambda e, op, a: e.node("Concat", op.inputs, op.outputs, op.name,
                                       axis=a["axis"]),
-    "split": _split, "slice": _slice, "reshape": _reshape,
+    "split": _split, "slice": _slice, "reshape": _reshape, "pad": _pad,
     "flatten": lambda e, op, a: e.node("Flatten", op.inputs, op.outputs, op.name,
                                        axis=a["axis"]),
 }

@@ -300,6 +300,38 @@ def gather(cx, attrs):
     cx.emit("reshape", [sl], {"shape": target or [1]}, out=cx.out())
 
 
+def pad(cx, attrs):
+    """Pad, mode constant: the pads (an attribute before opset 11, an input
+    from it on, with optional constant_value and, from 18, axes)."""
+    mode = attrs.get("mode", "constant")
+    if mode != "constant":
+        raise Unsupported(f'Pad mode "{mode}" is not supported (only "constant")')
+    rank = len(cx.shape(0))
+    if cx.opset >= 11:
+        pads = [int(p) for p in np.asarray(cx.const(1, "pads")).reshape(-1)]
+        value = cx.const(2, "constant_value") if cx.has(2) else None
+        value = 0.0 if value is None else float(np.asarray(value).reshape(-1)[0])
+        axes = cx.const(3, "axes") if cx.has(3) else None
+    else:
+        pads, value, axes = [int(p) for p in attrs["pads"]], float(attrs.get("value", 0.0)), None
+    if axes is not None:  # pads for the listed axes only
+        axes = [int(a) % rank for a in np.asarray(axes).reshape(-1)]
+        if len(pads) != 2 * len(axes):
+            raise Unsupported(f"{len(pads)} pads for {len(axes)} axes")
+        full = [0] * (2 * rank)
+        for k, a in enumerate(axes):
+            full[a], full[a + rank] = pads[k], pads[k + len(axes)]
+        pads = full
+    if len(pads) != 2 * rank:
+        raise Unsupported(f"{len(pads)} pads for a rank-{rank} tensor")
+    if any(p < 0 for p in pads):
+        raise Unsupported(f"negative pads {pads} (cropping) are not supported yet")
+    if not any(pads):
+        cx.bind(cx.out(), cx.tensor(0))
+        return
+    cx.emit("pad", [cx.tensor(0)], {"pads": pads, "value": value}, out=cx.out())
+
+
 # -- dense and convolution ---------------------------------------------------
 
 def matmul(cx, attrs):
@@ -567,6 +599,7 @@ RULES: Dict[str, Rule] = {
     "Squeeze": Rule(squeeze, F.FOLDS["Squeeze"]),
     "Unsqueeze": Rule(unsqueeze, F.FOLDS["Unsqueeze"]),
     "Transpose": Rule(transpose, F.FOLDS["Transpose"]),
+    "Pad": Rule(pad, None),
     # no-ops at inference
     "Identity": Rule(passthrough, F.FOLDS["Identity"]),
     "Dropout": Rule(passthrough, F.FOLDS["Dropout"]),
