@@ -507,3 +507,25 @@ def test_pad_other_modes_and_negative_pads_are_one_line(tmp_path):
         path = save([node], [fin("x", [1, 2, 4, 4])], [fin("y", [1, 2, 6, 6])],
                     {"p": np.array(pads, np.int64)}, tmp_path / f"{name}.onnx")
         one_line_error(invoke("import", path), f'node "{name}" (Pad)', needle)
+
+
+def test_zero_pad_before_a_conv_becomes_its_padding(tmp_path):
+    x = RNG.standard_normal((1, 3, 6, 7)).astype(np.float32)
+    w = RNG.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    for value, shared, folded in ((0.0, False, True), (0.5, False, False), (0.0, True, False)):
+        nodes = [helper.make_node("Pad", ["x", "p", "v"], ["xp"], name="pad"),
+                 helper.make_node("Conv", ["xp", "w"], ["c"], name="conv", pads=[1, 0, 0, 1])]
+        # conv: rows 6 + 0 + 2 + 1 + 0 - 2 = 7, columns 7 + 1 + 0 + 0 + 1 - 2 = 7
+        outs = [fin("c", [1, 4, 7, 7])]
+        if shared:  # the padded tensor is read twice: it must exist
+            nodes.append(helper.make_node("Relu", ["xp"], ["r"], name="relu"))
+            outs.append(fin("r", [1, 3, 8, 8]))
+        path = save(nodes, [fin("x", [1, 3, 6, 7])], outs,
+                    {"w": w, "p": np.array([0, 0, 0, 1, 0, 0, 2, 0], np.int64),
+                     "v": np.array(value, np.float32)}, tmp_path / "pc.onnx")
+        g = import_and_compare(path, tmp_path, x)
+        convs = [o for o in g.ops if o.op == "conv2d"]
+        assert ("pad" not in [o.op for o in g.ops]) == folded
+        if folded:
+            assert list(convs[0].attrs["padding"]) == [1, 1]
+            assert list(convs[0].attrs["padding_end"]) == [2, 1]

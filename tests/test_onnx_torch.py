@@ -179,12 +179,15 @@ def test_compare_prints_every_side_and_agrees(exported, tmp_path):
 
 
 def test_padded_cnn_compares_against_both_peers(exported, tmp_path):
-    """Pad imports as pad ops and PyTorch's form of them agrees too."""
+    """Pad imports as pad ops (ZeroPad2d before a conv: the conv's own
+    padding) and PyTorch's form of them agrees too."""
     src, _ = exported("legacy", "padded_cnn")
     out = tmp_path / "p.json"
     assert invoke("import", src, "-o", out).exit_code == 0
-    ops = [o["op"] for o in json.loads(out.read_text())["ops"]]
-    assert ops.count("pad") == 3, ops
+    doc = json.loads(out.read_text())["ops"]
+    ops = [o["op"] for o in doc]
+    assert ops.count("pad") == 2, ops
+    assert [o["attrs"].get("padding_end") for o in doc if o["op"] == "conv2d"] == [None, [1, 2]]
     res = invoke("compare", src, "--with", "ort,torch", "--reps", 1, "--json",
                  "--db", tmp_path / "none.db")
     assert res.exit_code == 0, res.output
