@@ -216,6 +216,26 @@ def padded_cnn():
     return Padded(), t.randn(2, 3, 7, 8)
 
 
+def reducing_net():
+    """Reductions exporters write outside pooling: a hand-written layer
+    norm (mean over the last axis, keepdim), a sum over the sequence and a
+    mean over two axes without keepdim."""
+    t = _torch()
+    t.manual_seed(9)
+
+    class Reducing(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(6, 7)
+
+        def forward(self, x):
+            h = self.fc(x)
+            c = h - h.mean(-1, keepdim=True)
+            s = (c * c).sum(1)
+            return s + c.mean((0, 2)).sum()
+    return Reducing(), t.randn(3, 5, 6)
+
+
 def transformer():
     t = _torch()
     layer = nn.TransformerEncoderLayer(16, 2, dim_feedforward=32, dropout=0.0,

@@ -529,3 +529,67 @@ def test_zero_pad_before_a_conv_becomes_its_padding(tmp_path):
         if folded:
             assert list(convs[0].attrs["padding"]) == [1, 1]
             assert list(convs[0].attrs["padding_end"]) == [2, 1]
+
+
+# -- ReduceSum / ReduceMean ----------------------------------------------------------
+
+@pytest.mark.parametrize("op,opset,axes,keep,noop", [
+    ("ReduceSum", 13, [-1], 1, 0), ("ReduceSum", 17, [0, 2], 0, 0),
+    ("ReduceSum", 17, None, 0, 0), ("ReduceSum", 17, None, 1, 1),
+    ("ReduceMean", 17, [1], 0, 0), ("ReduceMean", 17, [-3, -1], 1, 0),
+    ("ReduceMean", 18, [2, 3], 1, 0), ("ReduceMean", 18, [0, 1, 2, 3], 0, 0),
+    ("ReduceMean", 11, [2], 1, 0), ("ReduceMean", 17, [3], 0, 0),
+])
+def test_reductions_over_any_axes_match_onnxruntime(op, opset, axes, keep, noop, tmp_path):
+    shape = (3, 5, 1, 7)
+    x = RNG.standard_normal(shape).astype(np.float32) + 0.5
+    inits, ins, extra = {}, ["x"], {"keepdims": keep}
+    axes_as_input = (op == "ReduceSum" and opset >= 13) or opset >= 18
+    if axes is not None and axes_as_input:
+        ins.append("axes")
+        inits["axes"] = np.array(axes, np.int64)
+    elif axes is not None:
+        extra["axes"] = axes
+    if noop:
+        extra["noop_with_empty_axes"] = 1
+    node = helper.make_node(op, ins, ["r"], name="red", **extra)
+    want = onnx.shape_inference.infer_shapes(helper.make_model(
+        helper.make_graph([node], "g", [fin("x", list(shape))], [fin("r", None)],
+                          [numpy_helper.from_array(v, k) for k, v in inits.items()]),
+        opset_imports=[helper.make_opsetid("", opset)]))
+    dims = [d.dim_value for d in want.graph.output[0].type.tensor_type.shape.dim]
+    # a following Mul keeps the reduction off the graph output
+    path = save([node, helper.make_node("Mul", ["r", "r"], ["y"], name="sq")],
+                [fin("x", list(shape))], [fin("y", dims)], inits, tmp_path / "r.onnx", opset)
+    if not dims:  # every axis dropped: hwtune's tensors keep [1]
+        ort = pytest.importorskip("onnxruntime")
+        want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"x": x})
+        out = tmp_path / "m.json"
+        assert invoke("import", path, "-o", out).exit_code == 0
+        got = run_reference(load_model(str(out)), {"x": x})["y"]
+        assert got.shape == (1,) and abs(got[0] - want[0]) <= TOL * abs(want[0])
+        return
+    g = import_and_compare(path, tmp_path, x)
+    kinds = [o.op for o in g.ops]
+    assert "reduce_sum" in kinds or noop or kinds[0] == "global_pool2d"
+
+
+def test_reduce_max_over_other_axes_is_one_line(tmp_path):
+    node = helper.make_node("ReduceMax", ["x"], ["y"], name="rmax", axes=[1], keepdims=1)
+    path = save([node], [fin("x", [2, 3, 4])], [fin("y", [2, 1, 4])], {}, tmp_path / "m.onnx")
+    one_line_error(invoke("import", path), 'node "rmax" (ReduceMax)', "ReduceMax over axes [1]")
+
+
+def test_reduce_sum_exports_and_round_trips(tmp_path):
+    ops = [{"name": "a", "op": "reduce_sum", "inputs": ["x"], "attrs": {"axes": [1, -1]}},
+           {"name": "b", "op": "reduce_sum", "inputs": ["x"], "attrs": {"axes": [0],
+                                                                         "keepdims": False}},
+           {"name": "c", "op": "reduce_sum", "inputs": ["x"], "attrs": {"keepdims": False}}]
+    _, ref, _, got, again = export_round_trip({
+        "format_version": 1, "name": "sums", "seed": 4,
+        "inputs": [{"name": "x", "shape": [3, 5, 7]}], "ops": ops,
+        "outputs": ["a", "b", "c"]}, tmp_path)
+    for o in "abc":
+        scale = np.abs(ref[o]).max()
+        assert got[o].shape == ref[o].shape and np.abs(got[o] - ref[o]).max() <= TOL * scale
+        assert np.abs(again[o] - ref[o]).max() <= TOL * scale

@@ -60,7 +60,8 @@ def exported(tmp_path_factory):
 @pytest.mark.parametrize("exporter", M.exporters())
 @pytest.mark.parametrize("name", ["resnet_cnn", "assorted", "mlp", "mobilenet_block",
                                   "transformer", "gru", "lstm", "dilated_cnn",
-                                  "same_padding_cnn", "conv_transpose_net", "padded_cnn"])
+                                  "same_padding_cnn", "conv_transpose_net", "padded_cnn",
+                                  "reducing_net"])
 def test_import_run_matches_onnxruntime(exported, exporter, name, tmp_path):
     src, x = exported(exporter, name)
     out_json = tmp_path / f"{name}.json"
@@ -188,6 +189,19 @@ def test_padded_cnn_compares_against_both_peers(exported, tmp_path):
     ops = [o["op"] for o in doc]
     assert ops.count("pad") == 2, ops
     assert [o["attrs"].get("padding_end") for o in doc if o["op"] == "conv2d"] == [None, [1, 2]]
+    res = invoke("compare", src, "--with", "ort,torch", "--reps", 1, "--json",
+                 "--db", tmp_path / "none.db")
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert doc["ok"] and all(s["agree"] for s in doc["sides"][1:])
+
+
+def test_reductions_import_as_reduce_sum_and_compare(exported, tmp_path):
+    src, _ = exported("legacy", "reducing_net")
+    out = tmp_path / "r.json"
+    assert invoke("import", src, "-o", out).exit_code == 0
+    ops = [o["op"] for o in json.loads(out.read_text())["ops"]]
+    assert ops.count("reduce_sum") == 4 and "global_pool2d" not in ops, ops
     res = invoke("compare", src, "--with", "ort,torch", "--reps", 1, "--json",
                  "--db", tmp_path / "none.db")
     assert res.exit_code == 0, res.output

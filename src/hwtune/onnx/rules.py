@@ -481,22 +481,48 @@ def global_pool(mode):
     return convert
 
 
-def reduce_hw(mode):
-    """ReduceMean/ReduceMax over H and W of an NCHW tensor (what exporters
-    write for adaptive average pooling) is a global pool; other reductions
-    wait for the reduction ops."""
+def _reduce_axes(cx, attrs, since):
+    """Sorted non-negative axes of a Reduce* node (None: every axis), and
+    whether it is a no-op (empty axes with noop_with_empty_axes)."""
+    shp = cx.shape(0)
+    axes = F.axes_of([None, cx.const(1, "axes") if cx.opset >= since else None], attrs, cx,
+                     since)
+    if not axes and attrs.get("noop_with_empty_axes", 0):
+        return None, True
+    if not axes:
+        return list(range(len(shp))), False
+    return sorted({int(a) % len(shp) for a in axes}), False
+
+
+def reduce_(mode):
+    """ReduceSum / ReduceMean / ReduceMax. Over H and W of an NCHW tensor
+    (what exporters write for adaptive average pooling) a global pool;
+    ReduceSum and ReduceMean over any other axes reduce_sum (mean: then
+    scaled by 1/count, one pass over the smaller output)."""
+    since = 13 if mode == "sum" else 18
+
     def convert(cx, attrs):
         shp = cx.shape(0)
-        axes = F.axes_of([None, cx.const(1, "axes") if cx.opset >= 18 else None], attrs, cx, 18)
-        axes = sorted(a % len(shp) for a in (axes if axes is not None else range(len(shp))))
-        if len(shp) != 4 or axes != [2, 3]:
-            raise Unsupported(f"reduction over axes {axes} of {list(shp)} is not supported "
-                              "yet (only over H and W of an NCHW tensor)")
+        axes, noop = _reduce_axes(cx, attrs, since)
+        if noop:
+            cx.bind(cx.out(), cx.tensor(0))
+            return
         keep = bool(attrs.get("keepdims", 1))
-        y = cx.emit("global_pool2d", [cx.tensor(0)], {"mode": mode},
-                    out=cx.out() if keep else None)
-        if not keep:
-            cx.emit("reshape", [y], {"shape": list(shp[:2])}, out=cx.out())
+        if len(shp) == 4 and axes == [2, 3] and mode != "sum":
+            y = cx.emit("global_pool2d", [cx.tensor(0)], {"mode": mode},
+                        out=cx.out() if keep else None)
+            if not keep:
+                cx.emit("reshape", [y], {"shape": list(shp[:2])}, out=cx.out())
+            return
+        if mode == "max":
+            raise Unsupported(f"ReduceMax over axes {axes} of {list(shp)} is not supported "
+                              "yet (only over H and W of an NCHW tensor)")
+        count = int(np.prod([shp[a] for a in axes], dtype=np.int64))
+        last = mode == "sum" or count == 1
+        y = cx.emit("reduce_sum", [cx.tensor(0)], {"axes": axes, "keepdims": keep},
+                    out=cx.out() if last else None)
+        if not last:
+            cx.emit("affine", [y], {"scale": 1.0 / count}, out=cx.out())
     return convert
 
 
@@ -581,8 +607,9 @@ RULES: Dict[str, Rule] = {
     "AveragePool": Rule(pool("avg"), None),
     "GlobalAveragePool": Rule(global_pool("avg"), None),
     "GlobalMaxPool": Rule(global_pool("max"), None),
-    "ReduceMean": Rule(reduce_hw("avg"), F.FOLDS["ReduceMean"]),
-    "ReduceMax": Rule(reduce_hw("max"), F.FOLDS["ReduceMax"]),
+    "ReduceMean": Rule(reduce_("avg"), F.FOLDS["ReduceMean"]),
+    "ReduceMax": Rule(reduce_("max"), F.FOLDS["ReduceMax"]),
+    "ReduceSum": Rule(reduce_("sum"), F.FOLDS["ReduceSum"]),
     "BatchNormalization": Rule(batch_norm, None),
     "Softmax": Rule(softmax, None),
     "LayerNormalization": Rule(layer_norm, None),
