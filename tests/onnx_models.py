@@ -236,6 +236,26 @@ def reducing_net():
     return Reducing(), t.randn(3, 5, 6)
 
 
+def strided_net():
+    """Strided and reversed slices (x[:, ::2], flip) and a fixed channel
+    permutation (index_select): Slice with steps and Gather at
+    non-consecutive constant indices."""
+    t = _torch()
+    t.manual_seed(10)
+
+    class Strided(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 6, 3, padding=1)
+            self.register_buffer("perm", t.tensor([5, 0, 3, 3, 1]))
+
+        def forward(self, x):
+            y = self.conv(x)[:, :, ::2, 1::3]
+            y = t.index_select(y, 1, self.perm)
+            return t.flip(y, [3]) + y
+    return Strided(), t.randn(2, 3, 9, 10)
+
+
 def transformer():
     t = _torch()
     layer = nn.TransformerEncoderLayer(16, 2, dim_feedforward=32, dropout=0.0,

@@ -588,6 +588,26 @@ def test_pad_errors(pads, message):
         spec.infer([(2, 3)], spec.normalize_attrs({"pads": pads}), 1)
 
 
+@pytest.mark.parametrize("shape,axis,indices", [
+    ((3, 5, 2), 1, [4, 0, 4, -1]), ((6,), 0, [5]), ((2, 3, 7), -1, [6, 2, 0])])
+def test_gather(shape, axis, indices):
+    x = rand(*shape)
+    (y,) = run("gather", [x], axis=axis, indices=indices)
+    a = axis % len(shape)
+    for idx in itertools.product(*(range(d) for d in y.shape)):
+        src = list(idx)
+        src[a] = indices[idx[a]] % shape[a]
+        assert y[idx] == x[tuple(src)]
+
+
+def test_gather_errors():
+    spec = oplib.get("gather")
+    with pytest.raises(OpError, match=r"indices \[3, -4\] are out of range for axis 1"):
+        spec.infer([(2, 3)], spec.normalize_attrs({"axis": 1, "indices": [0, 3, -4]}), 1)
+    with pytest.raises(OpError, match="at least one index"):
+        spec.infer([(2, 3)], spec.normalize_attrs({"indices": []}), 1)
+
+
 def test_transpose_rejects_a_non_permutation():
     with pytest.raises(OpError, match=r"perm \[0, 0, 1\] is not a permutation"):
         oplib.get("transpose").infer([(2, 3, 4)], {"perm": (0, 0, 1)}, 1)
@@ -649,7 +669,7 @@ def test_batch_matmul_shape_errors():
 TESTED = set(UNARY_ORACLES) | set(BINARY_ORACLES) | {
     "sum", "affine", "matmul", "conv2d", "pool2d", "global_pool2d", "batch_norm", "softmax",
     "concat", "split", "slice", "reshape", "flatten", "layout_transform", "lstm_cell",
-    "transpose", "layer_norm", "batch_matmul", "conv_transpose2d", "pad"} | {
+    "transpose", "layer_norm", "batch_matmul", "conv_transpose2d", "pad", "gather"} | {
     # training ops: their references are checked by gradient checks
     # (tests/test_autodiff.py) and oracle-tested in C (tests/test_train_ops.py)
     "relu_grad", "sigmoid_grad", "tanh_grad", "reduce_sum", "softmax_grad",

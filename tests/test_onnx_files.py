@@ -593,3 +593,39 @@ def test_reduce_sum_exports_and_round_trips(tmp_path):
         scale = np.abs(ref[o]).max()
         assert got[o].shape == ref[o].shape and np.abs(got[o] - ref[o]).max() <= TOL * scale
         assert np.abs(again[o] - ref[o]).max() <= TOL * scale
+
+
+# -- Gather at any constant indices, Slice with a step ---------------------------------
+
+def test_gather_and_strided_slices_match_onnxruntime(tmp_path):
+    x = RNG.standard_normal((2, 9, 7)).astype(np.float32)
+    nodes = [
+        helper.make_node("Gather", ["x", "i"], ["g"], name="gather", axis=1),
+        helper.make_node("Slice", ["g", "s0", "e0", "a0", "st0"], ["s"], name="strided"),
+        helper.make_node("Slice", ["x", "s1", "e1", "a1", "st1"], ["r"], name="reversed"),
+    ]
+    inits = {"i": np.array([[8, 0], [3, 3], [-1, 5]], np.int64),
+             # g [2, 3, 2, 7]: every second column from 1, rows 2..0 backwards
+             "s0": np.array([1, -1], np.int64), "e0": np.array([7, -100], np.int64),
+             "a0": np.array([3, 1], np.int64), "st0": np.array([2, -1], np.int64),
+             # x backwards on axis 2 from the end, step -3; rows 1..8 by 3
+             "s1": np.array([100, 1], np.int64), "e1": np.array([-100, 9], np.int64),
+             "a1": np.array([2, 1], np.int64), "st1": np.array([-3, 3], np.int64)}
+    path = save(nodes, [fin("x", [2, 9, 7])], [fin("s", [2, 3, 2, 3]), fin("r", [2, 3, 3])],
+                inits, tmp_path / "g.onnx")
+    g = import_and_compare(path, tmp_path, x)
+    assert [o.op for o in g.ops].count("gather") == 5
+    bad = save([helper.make_node("Gather", ["x", "i"], ["y"], name="oob", axis=2)],
+               [fin("x", [2, 9, 7])], [fin("y", [2, 9, 3])], {"i": np.array([0, 7, 1])},
+               tmp_path / "bad.onnx")
+    one_line_error(invoke("import", bad), 'node "oob" (Gather)', "out of range")
+
+
+def test_gather_exports_and_round_trips(tmp_path):
+    _, ref, _, got, again = export_round_trip({
+        "format_version": 1, "name": "gathers", "seed": 5,
+        "inputs": [{"name": "x", "shape": [3, 5, 4]}],
+        "ops": [{"name": "y", "op": "gather", "inputs": ["x"],
+                 "attrs": {"axis": -2, "indices": [4, 4, 0, 2]}}],
+        "outputs": ["y"]}, tmp_path)
+    assert np.array_equal(got["y"], ref["y"]) and np.array_equal(again["y"], ref["y"])

@@ -61,7 +61,7 @@ def exported(tmp_path_factory):
 @pytest.mark.parametrize("name", ["resnet_cnn", "assorted", "mlp", "mobilenet_block",
                                   "transformer", "gru", "lstm", "dilated_cnn",
                                   "same_padding_cnn", "conv_transpose_net", "padded_cnn",
-                                  "reducing_net"])
+                                  "reducing_net", "strided_net"])
 def test_import_run_matches_onnxruntime(exported, exporter, name, tmp_path):
     src, x = exported(exporter, name)
     out_json = tmp_path / f"{name}.json"
@@ -196,12 +196,14 @@ def test_padded_cnn_compares_against_both_peers(exported, tmp_path):
     assert doc["ok"] and all(s["agree"] for s in doc["sides"][1:])
 
 
-def test_reductions_import_as_reduce_sum_and_compare(exported, tmp_path):
-    src, _ = exported("legacy", "reducing_net")
+@pytest.mark.parametrize("name, op, count", [("reducing_net", "reduce_sum", 4),
+                                             ("strided_net", "gather", 4)])
+def test_new_movement_and_reductions_import_and_compare(exported, name, op, count, tmp_path):
+    src, _ = exported("legacy", name)
     out = tmp_path / "r.json"
     assert invoke("import", src, "-o", out).exit_code == 0
     ops = [o["op"] for o in json.loads(out.read_text())["ops"]]
-    assert ops.count("reduce_sum") == 4 and "global_pool2d" not in ops, ops
+    assert ops.count(op) == count and "global_pool2d" not in ops, ops
     res = invoke("compare", src, "--with", "ort,torch", "--reps", 1, "--json",
                  "--db", tmp_path / "none.db")
     assert res.exit_code == 0, res.output

@@ -1,5 +1,5 @@
 /* Data-movement op family: concat, split, slice, reshape, flatten,
- * transpose, pad.
+ * transpose, pad, gather.
  *
  * All five are row copies: around the axis, a tensor is outer rows of
  * (axis extent x inner) contiguous floats. concat fills each output row
@@ -277,11 +277,63 @@ static void pad_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
   }
 }
 
+/* gather (constant indices on one axis): output rows of `inner` floats, k
+ * per outer index; row (o, j) is input row (o, idx[j]). Threads share
+ * output rows. */
+typedef struct {
+  int64_t outer, n, k, inner;
+  int64_t idx[]; /* k indices, non-negative */
+} gather_state;
+
+static int gather_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
+  if (ctx->n_in != 1 || ctx->n_out != 1)
+    return hwt_ops_fail(err, errlen, ctx, "gather takes one input");
+  int x = hwt_ops_in(ctx, 0), y = hwt_ops_out(ctx, 0);
+  const int rank = hwt_graph_tensor_ndim(ctx->g, x);
+  const int64_t *xs = hwt_graph_tensor_shape(ctx->g, x), *ys = hwt_graph_tensor_shape(ctx->g, y);
+  int64_t axis = 0;
+  if (!axis_of(ctx, rank, &axis) || hwt_graph_tensor_ndim(ctx->g, y) != rank)
+    return hwt_ops_fail(err, errlen, ctx, "bad axis");
+  int64_t probe = 0;
+  int k = hwt_graph_op_get_ints(ctx->g, ctx->op, "indices", &probe, 1);
+  if (k < 1 || ys[axis] != k)
+    return hwt_ops_fail(err, errlen, ctx, "indices must be as many as the output's axis");
+  gather_state *s = malloc(sizeof *s + (size_t)k * sizeof(int64_t));
+  if (!s) return HWT_ENOMEM;
+  hwt_graph_op_get_ints(ctx->g, ctx->op, "indices", s->idx, k);
+  s->outer = hwt_ops_prod(xs, 0, (int)axis);
+  s->n = xs[axis];
+  s->k = k;
+  s->inner = hwt_ops_prod(xs, (int)axis + 1, rank);
+  for (int j = 0; j < k; j++) {
+    if (s->idx[j] < 0) s->idx[j] += s->n;
+    if (s->idx[j] < 0 || s->idx[j] >= s->n) {
+      free(s);
+      return hwt_ops_fail(err, errlen, ctx, "index out of range");
+    }
+  }
+  ctx->state = s;
+  ctx->ws_floats = 0;
+  ctx->flops = 0.0;
+  return HWT_OK;
+}
+
+static void gather_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
+  const gather_state *s = ctx->state;
+  int64_t lo, hi;
+  hwt_ops_rows(s->outer * s->k, tid, nth, &lo, &hi);
+  for (int64_t r = lo; r < hi; r++) {
+    const float *src = ctx->in[0] + ((r / s->k) * s->n + s->idx[r % s->k]) * s->inner;
+    memcpy(ctx->out[0] + r * s->inner, src, (size_t)s->inner * sizeof(float));
+  }
+}
+
 #define MOVE(name) {name, move_prepare, move_run, move_release}
 static const hwt_op_impl k_movement[] = {
     MOVE("concat"), MOVE("split"), MOVE("slice"), MOVE("reshape"), MOVE("flatten"),
     {"transpose", transpose_prepare, transpose_run, move_release},
     {"pad", pad_prepare, pad_run, move_release},
+    {"gather", gather_prepare, gather_run, move_release},
 };
 
 const hwt_op_impl *hwt_ops_movement(int *n) {

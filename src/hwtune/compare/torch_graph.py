@@ -163,6 +163,8 @@ def _ops(torch):
         "concat": lambda g, op, a, x: torch.cat(x, a["axis"]),
         "split": split, "slice": slice_, "pad": pad, "reduce_sum": reduce_sum,
         "reshape": out_shape, "flatten": out_shape,
+        "gather": lambda g, op, a, x: torch.index_select(
+            x[0], a["axis"], torch.tensor(a["indices"], dtype=torch.long)),
     }
 
 

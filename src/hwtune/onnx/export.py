@@ -237,6 +237,8 @@ EXPORTERS: Dict[str, Callable] = {
                                       axis=a["axis"]),
     "split": _split, "slice": _slice, "reshape": _reshape, "pad": _pad,
     "reduce_sum": _reduce_sum,
+    "gather": lambda e, op, a: e.node("Gather", [op.inputs[0], e.const(op.name, a["indices"])],
+                                      op.outputs, op.name, axis=a["axis"]),
     "flatten": lambda e, op, a: e.node("Flatten", op.inputs, op.outputs, op.name,
                                        axis=a["axis"]),
 }

@@ -265,39 +265,49 @@ def split(cx, attrs):
 
 
 def slice_(cx, attrs):
+    """Slice: step 1 on an axis is a slice op, any other step (negative
+    too) a gather of the positions it visits."""
     shp = cx.shape(0)
     values = [None] + [cx.const(i) for i in range(1, len(cx.node.input))]
     cuts = []
     for axis, b, e, step in F.slice_params(values, attrs, cx, len(shp)):
+        if step == 0:
+            raise Unsupported("Slice with step 0")
+        picked = range(*slice(b, e, step).indices(shp[axis]))
+        if not picked:
+            raise Unsupported(f"empty Slice [{b}:{e}:{step}] of axis {axis} (size {shp[axis]})")
         if step != 1:
-            raise Unsupported(f"Slice with step {step} is not supported yet")
-        begin, end, _ = slice(b, e).indices(shp[axis])
-        if end <= begin:
-            raise Unsupported(f"empty Slice [{b}:{e}] of axis {axis} (size {shp[axis]})")
-        if (begin, end) != (0, shp[axis]):
-            cuts.append((axis, begin, end))
+            cuts.append(("gather", {"axis": axis, "indices": list(picked)}))
+        elif (picked.start, picked.stop) != (0, shp[axis]):
+            cuts.append(("slice", {"axis": axis, "begin": picked.start, "end": picked.stop}))
     cur = cx.tensor(0)
     if not cuts:
         cx.bind(cx.out(), cur)
-    for k, (axis, begin, end) in enumerate(cuts):
-        cur = cx.emit("slice", [cur], {"axis": axis, "begin": begin, "end": end},
-                      out=cx.out() if k == len(cuts) - 1 else None)
+    for k, (op, op_attrs) in enumerate(cuts):
+        cur = cx.emit(op, [cur], op_attrs, out=cx.out() if k == len(cuts) - 1 else None)
 
 
 def gather(cx, attrs):
     """Gather of run-time data at constant indices: one index or a run of
-    consecutive ones is a slice (the [CLS] token, a head); others wait
-    for a gather op."""
+    consecutive ones is a slice (the [CLS] token, a head), others a gather
+    op; then a reshape to the indices' shape."""
     shp = cx.shape(0)
     axis = attrs.get("axis", 0) % len(shp)
     idx = np.asarray(cx.const(1, "indices")).astype(np.int64)
+    bad = [int(i) for i in idx.reshape(-1) if not -shp[axis] <= i < shp[axis]]
+    if bad:
+        raise Unsupported(f"indices {bad[:5]} are out of range for axis {axis} of size "
+                          f"{shp[axis]}")
     flat = [int(i) % shp[axis] for i in idx.reshape(-1)]
-    if not flat or flat != list(range(flat[0], flat[0] + len(flat))):
-        raise Unsupported("Gather at non-consecutive indices is not supported yet")
-    sl = cx.emit("slice", [cx.tensor(0)], {"axis": axis, "begin": flat[0],
-                                            "end": flat[0] + len(flat)})
+    if not flat:
+        raise Unsupported("Gather with no indices")
+    if flat == list(range(flat[0], flat[0] + len(flat))):
+        g = cx.emit("slice", [cx.tensor(0)], {"axis": axis, "begin": flat[0],
+                                               "end": flat[0] + len(flat)})
+    else:
+        g = cx.emit("gather", [cx.tensor(0)], {"axis": axis, "indices": flat})
     target = list(shp[:axis]) + list(idx.shape) + list(shp[axis + 1:])
-    cx.emit("reshape", [sl], {"shape": target or [1]}, out=cx.out())
+    cx.emit("reshape", [g], {"shape": target or [1]}, out=cx.out())
 
 
 def pad(cx, attrs):
