@@ -497,12 +497,23 @@ def test_pad_imports_in_both_forms_and_matches_onnxruntime(opset, tmp_path):
     assert np.abs(got["y"] - ref["y"]).max() == 0 and np.abs(again["y"] - ref["y"]).max() == 0
 
 
-def test_pad_other_modes_and_negative_pads_are_one_line(tmp_path):
+def test_negative_pads_crop(tmp_path):
+    x = RNG.standard_normal((2, 3, 6, 7)).astype(np.float32)
+    node = helper.make_node("Pad", ["x", "p", "v"], ["y"], name="crop")
+    path = save([node], [fin("x", [2, 3, 6, 7])], [fin("y", [2, 4, 3, 9])],
+                {"p": np.array([0, 1, -2, 3, 0, 0, -1, -1], np.int64),
+                 "v": np.array(-2.0, np.float32)}, tmp_path / "crop.onnx")
+    g = import_and_compare(path, tmp_path, x)
+    assert [o.op for o in g.ops] == ["slice", "slice", "pad"]
+
+
+def test_pad_other_modes_and_empty_crops_are_one_line(tmp_path):
     for name, attrs, pads, needle in (("refl", {"mode": "reflect"}, [0, 0, 1, 1, 0, 0, 1, 1],
                                        'Pad mode "reflect"'),
                                       ("edge", {"mode": "edge"}, [0, 0, 1, 1, 0, 0, 1, 1],
                                        'Pad mode "edge"'),
-                                      ("crop", {}, [0, 0, -1, 0, 0, 0, 0, 0], "negative pads")):
+                                      ("crop", {}, [0, 0, -3, 0, 0, 0, -1, 0],
+                                       "crop axis 2 (size 4) to nothing")):
         node = helper.make_node("Pad", ["x", "p"], ["y"], name=name, **attrs)
         path = save([node], [fin("x", [1, 2, 4, 4])], [fin("y", [1, 2, 6, 6])],
                     {"p": np.array(pads, np.int64)}, tmp_path / f"{name}.onnx")

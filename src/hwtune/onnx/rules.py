@@ -334,12 +334,21 @@ def pad(cx, attrs):
         pads = full
     if len(pads) != 2 * rank:
         raise Unsupported(f"{len(pads)} pads for a rank-{rank} tensor")
-    if any(p < 0 for p in pads):
-        raise Unsupported(f"negative pads {pads} (cropping) are not supported yet")
-    if not any(pads):
-        cx.bind(cx.out(), cx.tensor(0))
-        return
-    cx.emit("pad", [cx.tensor(0)], {"pads": pads, "value": value}, out=cx.out())
+    # Negative pads crop: a slice per cropped axis, then the padding.
+    shp, cur = cx.shape(0), cx.tensor(0)
+    crops = [a for a in range(rank) if pads[a] < 0 or pads[a + rank] < 0]
+    grow = [max(p, 0) for p in pads]
+    for k, a in enumerate(crops):
+        begin, end = max(-pads[a], 0), shp[a] - max(-pads[a + rank], 0)
+        if end <= begin:
+            raise Unsupported(f"pads {pads} crop axis {a} (size {shp[a]}) to nothing")
+        last = k == len(crops) - 1 and not any(grow)
+        cur = cx.emit("slice", [cur], {"axis": a, "begin": begin, "end": end},
+                      out=cx.out() if last else None)
+    if any(grow):
+        cx.emit("pad", [cur], {"pads": grow, "value": value}, out=cx.out())
+    elif not crops:
+        cx.bind(cx.out(), cur)
 
 
 # -- dense and convolution ---------------------------------------------------
