@@ -192,6 +192,70 @@ def conv_transpose_net():
     return _randomize_bn(net), t.randn(2, 8, 5, 5)
 
 
+def padded_cnn():
+    """Explicit padding: a constant of 0.5 on every side of a 3-D map
+    (channels included), zero padding before a conv (ZeroPad2d,
+    asymmetric), and padding of the flattened features with -1."""
+    t = _torch()
+    t.manual_seed(8)
+    F = nn.functional
+
+    class Padded(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(4, 6, 3)
+            self.zero = nn.ZeroPad2d((1, 2, 0, 1))
+            self.conv2 = nn.Conv2d(6, 4, 3, stride=2)
+            self.fc = nn.Linear(4 * 4 * 4 + 3, 5)
+
+        def forward(self, x):
+            x = F.pad(x, (1, 0, 2, 1, 0, 1), value=0.5)
+            x = self.zero(F.relu(self.conv1(x)))
+            x = F.relu(self.conv2(x)).flatten(1)
+            return self.fc(F.pad(x, (2, 1), value=-1.0))
+    return Padded(), t.randn(2, 3, 7, 8)
+
+
+def reducing_net():
+    """Reductions exporters write outside pooling: a hand-written layer
+    norm (mean over the last axis, keepdim), a sum over the sequence and a
+    mean over two axes without keepdim."""
+    t = _torch()
+    t.manual_seed(9)
+
+    class Reducing(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(6, 7)
+
+        def forward(self, x):
+            h = self.fc(x)
+            c = h - h.mean(-1, keepdim=True)
+            s = (c * c).sum(1)
+            return s + c.mean((0, 2)).sum()
+    return Reducing(), t.randn(3, 5, 6)
+
+
+def strided_net():
+    """Strided and reversed slices (x[:, ::2], flip) and a fixed channel
+    permutation (index_select): Slice with steps and Gather at
+    non-consecutive constant indices."""
+    t = _torch()
+    t.manual_seed(10)
+
+    class Strided(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 6, 3, padding=1)
+            self.register_buffer("perm", t.tensor([5, 0, 3, 3, 1]))
+
+        def forward(self, x):
+            y = self.conv(x)[:, :, ::2, 1::3]
+            y = t.index_select(y, 1, self.perm)
+            return t.flip(y, [3]) + y
+    return Strided(), t.randn(2, 3, 9, 10)
+
+
 def transformer():
     t = _torch()
     layer = nn.TransformerEncoderLayer(16, 2, dim_feedforward=32, dropout=0.0,

@@ -567,6 +567,47 @@ def test_transpose(shape, perm):
         assert y[idx] == x[tuple(src)]
 
 
+@pytest.mark.parametrize("shape,pads,value", [
+    ((2, 3, 5), [0, 1, 2, 1, 0, 3], 0.0), ((4,), [3, 0], -2.5), ((1, 2, 1, 3), [1] * 8, 7.0)])
+def test_pad(shape, pads, value):
+    x = rand(*shape)
+    (y,) = run("pad", [x], pads=pads, value=value)
+    rank = len(shape)
+    assert y.shape == tuple(d + pads[i] + pads[i + rank] for i, d in enumerate(shape))
+    for idx in itertools.product(*(range(d) for d in y.shape)):
+        src = tuple(v - pads[i] for i, v in enumerate(idx))
+        inside = all(0 <= v < shape[i] for i, v in enumerate(src))
+        assert y[idx] == (x[src] if inside else np.float32(value))
+
+
+@pytest.mark.parametrize("pads,message", [
+    ([1, 1, 1], r"3 pads for a rank-2 tensor \[2, 3\]"), ([0, -1, 0, 0], "must be >= 0")])
+def test_pad_errors(pads, message):
+    spec = oplib.get("pad")
+    with pytest.raises(OpError, match=message):
+        spec.infer([(2, 3)], spec.normalize_attrs({"pads": pads}), 1)
+
+
+@pytest.mark.parametrize("shape,axis,indices", [
+    ((3, 5, 2), 1, [4, 0, 4, -1]), ((6,), 0, [5]), ((2, 3, 7), -1, [6, 2, 0])])
+def test_gather(shape, axis, indices):
+    x = rand(*shape)
+    (y,) = run("gather", [x], axis=axis, indices=indices)
+    a = axis % len(shape)
+    for idx in itertools.product(*(range(d) for d in y.shape)):
+        src = list(idx)
+        src[a] = indices[idx[a]] % shape[a]
+        assert y[idx] == x[tuple(src)]
+
+
+def test_gather_errors():
+    spec = oplib.get("gather")
+    with pytest.raises(OpError, match=r"indices \[3, -4\] are out of range for axis 1"):
+        spec.infer([(2, 3)], spec.normalize_attrs({"axis": 1, "indices": [0, 3, -4]}), 1)
+    with pytest.raises(OpError, match="at least one index"):
+        spec.infer([(2, 3)], spec.normalize_attrs({"indices": []}), 1)
+
+
 def test_transpose_rejects_a_non_permutation():
     with pytest.raises(OpError, match=r"perm \[0, 0, 1\] is not a permutation"):
         oplib.get("transpose").infer([(2, 3, 4)], {"perm": (0, 0, 1)}, 1)
@@ -628,7 +669,7 @@ def test_batch_matmul_shape_errors():
 TESTED = set(UNARY_ORACLES) | set(BINARY_ORACLES) | {
     "sum", "affine", "matmul", "conv2d", "pool2d", "global_pool2d", "batch_norm", "softmax",
     "concat", "split", "slice", "reshape", "flatten", "layout_transform", "lstm_cell",
-    "transpose", "layer_norm", "batch_matmul", "conv_transpose2d"} | {
+    "transpose", "layer_norm", "batch_matmul", "conv_transpose2d", "pad", "gather"} | {
     # training ops: their references are checked by gradient checks
     # (tests/test_autodiff.py) and oracle-tested in C (tests/test_train_ops.py)
     "relu_grad", "sigmoid_grad", "tanh_grad", "abs_grad", "minimum_grad", "maximum_grad",

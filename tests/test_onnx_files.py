@@ -465,3 +465,178 @@ def test_compare_skips_a_missing_peer(tmp_path, monkeypatch):
                  "--db", tmp_path / "x.db")
     assert res.exit_code == 0, res.output
     assert "skipping torch: PyTorch is not installed: pip install torch==2.13.0" in res.stderr
+
+
+# -- Pad ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("opset", [17, 18, 9])
+def test_pad_imports_in_both_forms_and_matches_onnxruntime(opset, tmp_path):
+    x = RNG.standard_normal((2, 3, 5, 7)).astype(np.float32)
+    pads, value = [1, 1, 2, 0, 0, 0, 1, 5], 0.75
+    inits = {}
+    if opset >= 11:
+        ins, inits = ["x", "p", "v"], {"p": np.array(pads, np.int64),
+                                        "v": np.array(value, np.float32)}
+        if opset >= 18:  # pads of the listed axes only
+            ins.append("a")
+            inits["p"], inits["a"] = np.array([1, 2, 1, 3], np.int64), np.array([1, -1])
+        node = helper.make_node("Pad", ins, ["y"], name="pad")
+    else:
+        node = helper.make_node("Pad", ["x"], ["y"], name="pad", pads=pads, value=value)
+    y_shape = [3, 4, 8, 12] if opset < 18 else [2, 5, 5, 12]
+    path = save([node, helper.make_node("Relu", ["y"], ["r"], name="relu")],
+                [fin("x", [2, 3, 5, 7])], [fin("r", y_shape)], inits, tmp_path / "pad.onnx",
+                opset)
+    g = import_and_compare(path, tmp_path, x)
+    assert [o.op for o in g.ops] == ["pad", "relu"]
+    _, ref, _, got, again = export_round_trip({
+        "format_version": 1, "name": "padded", "seed": 3,
+        "inputs": [{"name": "x", "shape": [2, 3, 5, 7]}],
+        "ops": [{"name": "pad", "op": "pad", "inputs": ["x"], "outputs": ["y"],
+                 "attrs": {"pads": pads, "value": value}}], "outputs": ["y"]}, tmp_path)
+    assert np.abs(got["y"] - ref["y"]).max() == 0 and np.abs(again["y"] - ref["y"]).max() == 0
+
+
+def test_negative_pads_crop(tmp_path):
+    x = RNG.standard_normal((2, 3, 6, 7)).astype(np.float32)
+    node = helper.make_node("Pad", ["x", "p", "v"], ["y"], name="crop")
+    path = save([node], [fin("x", [2, 3, 6, 7])], [fin("y", [2, 4, 3, 9])],
+                {"p": np.array([0, 1, -2, 3, 0, 0, -1, -1], np.int64),
+                 "v": np.array(-2.0, np.float32)}, tmp_path / "crop.onnx")
+    g = import_and_compare(path, tmp_path, x)
+    assert [o.op for o in g.ops] == ["slice", "slice", "pad"]
+
+
+def test_pad_other_modes_and_empty_crops_are_one_line(tmp_path):
+    for name, attrs, pads, needle in (("refl", {"mode": "reflect"}, [0, 0, 1, 1, 0, 0, 1, 1],
+                                       'Pad mode "reflect"'),
+                                      ("edge", {"mode": "edge"}, [0, 0, 1, 1, 0, 0, 1, 1],
+                                       'Pad mode "edge"'),
+                                      ("crop", {}, [0, 0, -3, 0, 0, 0, -1, 0],
+                                       "crop axis 2 (size 4) to nothing")):
+        node = helper.make_node("Pad", ["x", "p"], ["y"], name=name, **attrs)
+        path = save([node], [fin("x", [1, 2, 4, 4])], [fin("y", [1, 2, 6, 6])],
+                    {"p": np.array(pads, np.int64)}, tmp_path / f"{name}.onnx")
+        one_line_error(invoke("import", path), f'node "{name}" (Pad)', needle)
+
+
+def test_zero_pad_before_a_conv_becomes_its_padding(tmp_path):
+    x = RNG.standard_normal((1, 3, 6, 7)).astype(np.float32)
+    w = RNG.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    for value, shared, folded in ((0.0, False, True), (0.5, False, False), (0.0, True, False)):
+        nodes = [helper.make_node("Pad", ["x", "p", "v"], ["xp"], name="pad"),
+                 helper.make_node("Conv", ["xp", "w"], ["c"], name="conv", pads=[1, 0, 0, 1])]
+        # conv: rows 6 + 0 + 2 + 1 + 0 - 2 = 7, columns 7 + 1 + 0 + 0 + 1 - 2 = 7
+        outs = [fin("c", [1, 4, 7, 7])]
+        if shared:  # the padded tensor is read twice: it must exist
+            nodes.append(helper.make_node("Relu", ["xp"], ["r"], name="relu"))
+            outs.append(fin("r", [1, 3, 8, 8]))
+        path = save(nodes, [fin("x", [1, 3, 6, 7])], outs,
+                    {"w": w, "p": np.array([0, 0, 0, 1, 0, 0, 2, 0], np.int64),
+                     "v": np.array(value, np.float32)}, tmp_path / "pc.onnx")
+        g = import_and_compare(path, tmp_path, x)
+        convs = [o for o in g.ops if o.op == "conv2d"]
+        assert ("pad" not in [o.op for o in g.ops]) == folded
+        if folded:
+            assert list(convs[0].attrs["padding"]) == [1, 1]
+            assert list(convs[0].attrs["padding_end"]) == [2, 1]
+
+
+# -- ReduceSum / ReduceMean ----------------------------------------------------------
+
+@pytest.mark.parametrize("op,opset,axes,keep,noop", [
+    ("ReduceSum", 13, [-1], 1, 0), ("ReduceSum", 17, [0, 2], 0, 0),
+    ("ReduceSum", 17, None, 0, 0), ("ReduceSum", 17, None, 1, 1),
+    ("ReduceMean", 17, [1], 0, 0), ("ReduceMean", 17, [-3, -1], 1, 0),
+    ("ReduceMean", 18, [2, 3], 1, 0), ("ReduceMean", 18, [0, 1, 2, 3], 0, 0),
+    ("ReduceMean", 11, [2], 1, 0), ("ReduceMean", 17, [3], 0, 0),
+])
+def test_reductions_over_any_axes_match_onnxruntime(op, opset, axes, keep, noop, tmp_path):
+    shape = (3, 5, 1, 7)
+    x = RNG.standard_normal(shape).astype(np.float32) + 0.5
+    inits, ins, extra = {}, ["x"], {"keepdims": keep}
+    axes_as_input = (op == "ReduceSum" and opset >= 13) or opset >= 18
+    if axes is not None and axes_as_input:
+        ins.append("axes")
+        inits["axes"] = np.array(axes, np.int64)
+    elif axes is not None:
+        extra["axes"] = axes
+    if noop:
+        extra["noop_with_empty_axes"] = 1
+    node = helper.make_node(op, ins, ["r"], name="red", **extra)
+    want = onnx.shape_inference.infer_shapes(helper.make_model(
+        helper.make_graph([node], "g", [fin("x", list(shape))], [fin("r", None)],
+                          [numpy_helper.from_array(v, k) for k, v in inits.items()]),
+        opset_imports=[helper.make_opsetid("", opset)]))
+    dims = [d.dim_value for d in want.graph.output[0].type.tensor_type.shape.dim]
+    # a following Mul keeps the reduction off the graph output
+    path = save([node, helper.make_node("Mul", ["r", "r"], ["y"], name="sq")],
+                [fin("x", list(shape))], [fin("y", dims)], inits, tmp_path / "r.onnx", opset)
+    if not dims:  # every axis dropped: hwtune's tensors keep [1]
+        ort = pytest.importorskip("onnxruntime")
+        want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"x": x})
+        out = tmp_path / "m.json"
+        assert invoke("import", path, "-o", out).exit_code == 0
+        got = run_reference(load_model(str(out)), {"x": x})["y"]
+        assert got.shape == (1,) and abs(got[0] - want[0]) <= TOL * abs(want[0])
+        return
+    g = import_and_compare(path, tmp_path, x)
+    kinds = [o.op for o in g.ops]
+    assert "reduce_sum" in kinds or noop or kinds[0] == "global_pool2d"
+
+
+def test_reduce_max_over_other_axes_is_one_line(tmp_path):
+    node = helper.make_node("ReduceMax", ["x"], ["y"], name="rmax", axes=[1], keepdims=1)
+    path = save([node], [fin("x", [2, 3, 4])], [fin("y", [2, 1, 4])], {}, tmp_path / "m.onnx")
+    one_line_error(invoke("import", path), 'node "rmax" (ReduceMax)', "ReduceMax over axes [1]")
+
+
+def test_reduce_sum_exports_and_round_trips(tmp_path):
+    ops = [{"name": "a", "op": "reduce_sum", "inputs": ["x"], "attrs": {"axes": [1, -1]}},
+           {"name": "b", "op": "reduce_sum", "inputs": ["x"], "attrs": {"axes": [0],
+                                                                         "keepdims": False}},
+           {"name": "c", "op": "reduce_sum", "inputs": ["x"], "attrs": {"keepdims": False}}]
+    _, ref, _, got, again = export_round_trip({
+        "format_version": 1, "name": "sums", "seed": 4,
+        "inputs": [{"name": "x", "shape": [3, 5, 7]}], "ops": ops,
+        "outputs": ["a", "b", "c"]}, tmp_path)
+    for o in "abc":
+        scale = np.abs(ref[o]).max()
+        assert got[o].shape == ref[o].shape and np.abs(got[o] - ref[o]).max() <= TOL * scale
+        assert np.abs(again[o] - ref[o]).max() <= TOL * scale
+
+
+# -- Gather at any constant indices, Slice with a step ---------------------------------
+
+def test_gather_and_strided_slices_match_onnxruntime(tmp_path):
+    x = RNG.standard_normal((2, 9, 7)).astype(np.float32)
+    nodes = [
+        helper.make_node("Gather", ["x", "i"], ["g"], name="gather", axis=1),
+        helper.make_node("Slice", ["g", "s0", "e0", "a0", "st0"], ["s"], name="strided"),
+        helper.make_node("Slice", ["x", "s1", "e1", "a1", "st1"], ["r"], name="reversed"),
+    ]
+    inits = {"i": np.array([[8, 0], [3, 3], [-1, 5]], np.int64),
+             # g [2, 3, 2, 7]: every second column from 1, rows 2..0 backwards
+             "s0": np.array([1, -1], np.int64), "e0": np.array([7, -100], np.int64),
+             "a0": np.array([3, 1], np.int64), "st0": np.array([2, -1], np.int64),
+             # x backwards on axis 2 from the end, step -3; rows 1..8 by 3
+             "s1": np.array([100, 1], np.int64), "e1": np.array([-100, 9], np.int64),
+             "a1": np.array([2, 1], np.int64), "st1": np.array([-3, 3], np.int64)}
+    path = save(nodes, [fin("x", [2, 9, 7])], [fin("s", [2, 3, 2, 3]), fin("r", [2, 3, 3])],
+                inits, tmp_path / "g.onnx")
+    g = import_and_compare(path, tmp_path, x)
+    assert [o.op for o in g.ops].count("gather") == 5
+    bad = save([helper.make_node("Gather", ["x", "i"], ["y"], name="oob", axis=2)],
+               [fin("x", [2, 9, 7])], [fin("y", [2, 9, 3])], {"i": np.array([0, 7, 1])},
+               tmp_path / "bad.onnx")
+    one_line_error(invoke("import", bad), 'node "oob" (Gather)', "out of range")
+
+
+def test_gather_exports_and_round_trips(tmp_path):
+    _, ref, _, got, again = export_round_trip({
+        "format_version": 1, "name": "gathers", "seed": 5,
+        "inputs": [{"name": "x", "shape": [3, 5, 4]}],
+        "ops": [{"name": "y", "op": "gather", "inputs": ["x"],
+                 "attrs": {"axis": -2, "indices": [4, 4, 0, 2]}}],
+        "outputs": ["y"]}, tmp_path)
+    assert np.array_equal(got["y"], ref["y"]) and np.array_equal(again["y"], ref["y"])

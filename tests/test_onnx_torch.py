@@ -60,7 +60,8 @@ def exported(tmp_path_factory):
 @pytest.mark.parametrize("exporter", M.exporters())
 @pytest.mark.parametrize("name", ["resnet_cnn", "assorted", "mlp", "mobilenet_block",
                                   "transformer", "gru", "lstm", "dilated_cnn",
-                                  "same_padding_cnn", "conv_transpose_net"])
+                                  "same_padding_cnn", "conv_transpose_net", "padded_cnn",
+                                  "reducing_net", "strided_net"])
 def test_import_run_matches_onnxruntime(exported, exporter, name, tmp_path):
     src, x = exported(exporter, name)
     out_json = tmp_path / f"{name}.json"
@@ -176,6 +177,38 @@ def test_compare_prints_every_side_and_agrees(exported, tmp_path):
                  "--db", tmp_path / "none.db")
     assert res.exit_code == 0, res.output
     assert "ONNX Runtime" in res.stdout and "x hwtune" in res.stdout
+
+
+def test_padded_cnn_compares_against_both_peers(exported, tmp_path):
+    """Pad imports as pad ops (ZeroPad2d before a conv: the conv's own
+    padding) and PyTorch's form of them agrees too."""
+    src, _ = exported("legacy", "padded_cnn")
+    out = tmp_path / "p.json"
+    assert invoke("import", src, "-o", out).exit_code == 0
+    doc = json.loads(out.read_text())["ops"]
+    ops = [o["op"] for o in doc]
+    assert ops.count("pad") == 2, ops
+    assert [o["attrs"].get("padding_end") for o in doc if o["op"] == "conv2d"] == [None, [1, 2]]
+    res = invoke("compare", src, "--with", "ort,torch", "--reps", 1, "--json",
+                 "--db", tmp_path / "none.db")
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert doc["ok"] and all(s["agree"] for s in doc["sides"][1:])
+
+
+@pytest.mark.parametrize("name, op, count", [("reducing_net", "reduce_sum", 4),
+                                             ("strided_net", "gather", 4)])
+def test_new_movement_and_reductions_import_and_compare(exported, name, op, count, tmp_path):
+    src, _ = exported("legacy", name)
+    out = tmp_path / "r.json"
+    assert invoke("import", src, "-o", out).exit_code == 0
+    ops = [o["op"] for o in json.loads(out.read_text())["ops"]]
+    assert ops.count(op) == count and "global_pool2d" not in ops, ops
+    res = invoke("compare", src, "--with", "ort,torch", "--reps", 1, "--json",
+                 "--db", tmp_path / "none.db")
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert doc["ok"] and all(s["agree"] for s in doc["sides"][1:])
 
 
 def test_onnx_run_is_cached_by_content(exported, tmp_path):

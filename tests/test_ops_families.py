@@ -123,6 +123,18 @@ CASES += [
     ("transpose", [(3, 1, 7)], {}, 1, EXACT),
     ("transpose", [(5, 17)], {"perm": [1, 0]}, 1, EXACT),
     ("transpose", [(2, 3, 4, 5)], {"perm": [3, 0, -2, 1]}, 1, EXACT),
+    # pad: every axis, only outer axes (whole rows of value), only the last,
+    # a 1-D tensor, rows fewer than threads.
+    ("pad", [(2, 3, 5, 7)], {"pads": [0, 1, 2, 1, 1, 0, 3, 2], "value": -1.5}, 1, EXACT),
+    ("pad", [(3, 5, 7)], {"pads": [2, 1, 0, 0, 3, 0]}, 1, EXACT),
+    ("pad", [(3, 17)], {"pads": [0, 5, 0, 11], "value": 2.0}, 1, EXACT),
+    ("pad", [(9,)], {"pads": [3, 4], "value": 0.5}, 1, EXACT),
+    ("pad", [(1, 1)], {"pads": [0, 0, 1, 0]}, 1, EXACT),
+    # gather: repeats, reversed and negative indices, the last axis (rows of
+    # one float), the first (whole blocks)
+    ("gather", [(2, 7, 5)], {"axis": 1, "indices": [6, 0, 0, -2, 3]}, 1, EXACT),
+    ("gather", [(4, 9)], {"axis": -1, "indices": [8, 6, 4, 2, 0]}, 1, EXACT),
+    ("gather", [(5, 3, 4)], {"indices": [4, 1]}, 1, EXACT),
     ("layer_norm", [(2, 5, 16), (16,), (16,)], {}, 1, ARITH),
     ("layer_norm", [(3, 4, 5), (4, 5)], {"axis": 1, "epsilon": 1e-3}, 1, ARITH),
     ("layer_norm", [(7, 1), (1,), (1,)], {}, 1, ARITH),

@@ -26,6 +26,12 @@ CASES = [
     ("reduce_sum", [(4, 6, 5, 3)], {"axes": [0, 2, 3], "keepdims": False}, 1, {}),
     ("reduce_sum", [(4, 6, 5)], {"axes": [0, 2]}, 1, {}),
     ("reduce_sum", [(3, 7)], {}, 1, {}),
+    # what ONNX ReduceSum/ReduceMean import to: the last axis (odd size), a
+    # middle one, negative axes, a size-1 axis, rank 5
+    ("reduce_sum", [(5, 3, 37)], {"axes": [-1], "keepdims": True}, 1, {}),
+    ("reduce_sum", [(2, 7, 3, 5)], {"axes": [1], "keepdims": False}, 1, {}),
+    ("reduce_sum", [(3, 1, 9, 11)], {"axes": [-3, -1]}, 1, {}),
+    ("reduce_sum", [(2, 3, 1, 4, 5)], {"axes": [0, 2, 4], "keepdims": False}, 1, {}),
     ("softmax_grad", [(4, 37), (4, 37)], {}, 1, {}),
     ("softmax_grad", [(3, 5, 7), (3, 5, 7)], {"axis": 1}, 1, {}),
     ("softmax_cross_entropy", [(9, 13), (9, 13)], {}, 2, {1: (0.0, 1.0)}),

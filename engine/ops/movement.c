@@ -1,5 +1,5 @@
 /* Data-movement op family: concat, split, slice, reshape, flatten,
- * transpose.
+ * transpose, pad, gather.
  *
  * All five are row copies: around the axis, a tensor is outer rows of
  * (axis extent x inner) contiguous floats. concat fills each output row
@@ -198,10 +198,142 @@ static void transpose_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
   }
 }
 
+/* pad (constant mode): the output is walked in rows of its last axis, as
+ * transpose does. A row whose outer multi-index falls in the padding of
+ * some axis is all `value`; any other row is value, one contiguous input
+ * row, value. Threads share output rows. */
+typedef struct {
+  int rank;
+  float value;
+  int64_t shape[HWT_GRAPH_MAX_DIMS];  /* output shape */
+  int64_t in_shape[HWT_GRAPH_MAX_DIMS];
+  int64_t begin[HWT_GRAPH_MAX_DIMS];  /* padding before each axis */
+  int64_t stride[HWT_GRAPH_MAX_DIMS]; /* input stride of axis i */
+} pad_state;
+
+static int pad_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
+  if (ctx->n_in != 1 || ctx->n_out != 1)
+    return hwt_ops_fail(err, errlen, ctx, "pad takes one input");
+  int x = hwt_ops_in(ctx, 0), y = hwt_ops_out(ctx, 0);
+  const int rank = hwt_graph_tensor_ndim(ctx->g, x);
+  const int64_t *xs = hwt_graph_tensor_shape(ctx->g, x), *ys = hwt_graph_tensor_shape(ctx->g, y);
+  int64_t pads[2 * HWT_GRAPH_MAX_DIMS];
+  int np = hwt_graph_op_attr_kind(ctx->g, ctx->op, "pads") == HWT_ATTR_INTS
+               ? hwt_graph_op_get_ints(ctx->g, ctx->op, "pads", pads, 2 * HWT_GRAPH_MAX_DIMS)
+               : -1;
+  if (np != 2 * rank || hwt_graph_tensor_ndim(ctx->g, y) != rank)
+    return hwt_ops_fail(err, errlen, ctx, "pads must give a begin and an end per axis");
+  pad_state *s = calloc(1, sizeof *s);
+  if (!s) return HWT_ENOMEM;
+  s->rank = rank;
+  s->value = (float)hwt_ops_float(ctx, "value", 0.0);
+  for (int i = 0; i < rank; i++) {
+    if (pads[i] < 0 || pads[i + rank] < 0 || ys[i] != xs[i] + pads[i] + pads[i + rank]) {
+      free(s);
+      return hwt_ops_fail(err, errlen, ctx, "pads must be >= 0 and match the output shape");
+    }
+    s->shape[i] = ys[i];
+    s->in_shape[i] = xs[i];
+    s->begin[i] = pads[i];
+    s->stride[i] = hwt_ops_prod(xs, i + 1, rank);
+  }
+  ctx->state = s;
+  ctx->ws_floats = 0;
+  ctx->flops = 0.0;
+  return HWT_OK;
+}
+
+static void fill(float *y, int64_t n, float v) {
+  for (int64_t j = 0; j < n; j++) y[j] = v;
+}
+
+static void pad_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
+  const pad_state *s = ctx->state;
+  if (s->rank == 0) { /* a scalar has nothing to pad */
+    if (tid == 0) ctx->out[0][0] = ctx->in[0][0];
+    return;
+  }
+  const int last = s->rank - 1;
+  const int64_t len = s->shape[last], b = s->begin[last], n = s->in_shape[last];
+  int64_t lo, hi;
+  hwt_ops_rows(hwt_ops_prod(s->shape, 0, last), tid, nth, &lo, &hi);
+  for (int64_t row = lo; row < hi; row++) {
+    float *y = ctx->out[0] + row * len;
+    int64_t off = 0, r = row;
+    int inside = 1;
+    for (int i = last - 1; i >= 0 && inside; i--) {
+      int64_t k = r % s->shape[i] - s->begin[i];
+      r /= s->shape[i];
+      inside = k >= 0 && k < s->in_shape[i];
+      off += k * s->stride[i];
+    }
+    if (!inside) {
+      fill(y, len, s->value);
+      continue;
+    }
+    fill(y, b, s->value);
+    memcpy(y + b, ctx->in[0] + off, (size_t)n * sizeof(float));
+    fill(y + b + n, len - b - n, s->value);
+  }
+}
+
+/* gather (constant indices on one axis): output rows of `inner` floats, k
+ * per outer index; row (o, j) is input row (o, idx[j]). Threads share
+ * output rows. */
+typedef struct {
+  int64_t outer, n, k, inner;
+  int64_t idx[]; /* k indices, non-negative */
+} gather_state;
+
+static int gather_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
+  if (ctx->n_in != 1 || ctx->n_out != 1)
+    return hwt_ops_fail(err, errlen, ctx, "gather takes one input");
+  int x = hwt_ops_in(ctx, 0), y = hwt_ops_out(ctx, 0);
+  const int rank = hwt_graph_tensor_ndim(ctx->g, x);
+  const int64_t *xs = hwt_graph_tensor_shape(ctx->g, x), *ys = hwt_graph_tensor_shape(ctx->g, y);
+  int64_t axis = 0;
+  if (!axis_of(ctx, rank, &axis) || hwt_graph_tensor_ndim(ctx->g, y) != rank)
+    return hwt_ops_fail(err, errlen, ctx, "bad axis");
+  int64_t probe = 0;
+  int k = hwt_graph_op_get_ints(ctx->g, ctx->op, "indices", &probe, 1);
+  if (k < 1 || ys[axis] != k)
+    return hwt_ops_fail(err, errlen, ctx, "indices must be as many as the output's axis");
+  gather_state *s = malloc(sizeof *s + (size_t)k * sizeof(int64_t));
+  if (!s) return HWT_ENOMEM;
+  hwt_graph_op_get_ints(ctx->g, ctx->op, "indices", s->idx, k);
+  s->outer = hwt_ops_prod(xs, 0, (int)axis);
+  s->n = xs[axis];
+  s->k = k;
+  s->inner = hwt_ops_prod(xs, (int)axis + 1, rank);
+  for (int j = 0; j < k; j++) {
+    if (s->idx[j] < 0) s->idx[j] += s->n;
+    if (s->idx[j] < 0 || s->idx[j] >= s->n) {
+      free(s);
+      return hwt_ops_fail(err, errlen, ctx, "index out of range");
+    }
+  }
+  ctx->state = s;
+  ctx->ws_floats = 0;
+  ctx->flops = 0.0;
+  return HWT_OK;
+}
+
+static void gather_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
+  const gather_state *s = ctx->state;
+  int64_t lo, hi;
+  hwt_ops_rows(s->outer * s->k, tid, nth, &lo, &hi);
+  for (int64_t r = lo; r < hi; r++) {
+    const float *src = ctx->in[0] + ((r / s->k) * s->n + s->idx[r % s->k]) * s->inner;
+    memcpy(ctx->out[0] + r * s->inner, src, (size_t)s->inner * sizeof(float));
+  }
+}
+
 #define MOVE(name) {name, move_prepare, move_run, move_release}
 static const hwt_op_impl k_movement[] = {
     MOVE("concat"), MOVE("split"), MOVE("slice"), MOVE("reshape"), MOVE("flatten"),
     {"transpose", transpose_prepare, transpose_run, move_release},
+    {"pad", pad_prepare, pad_run, move_release},
+    {"gather", gather_prepare, gather_run, move_release},
 };
 
 const hwt_op_impl *hwt_ops_movement(int *n) {

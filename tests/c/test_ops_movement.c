@@ -1,5 +1,6 @@
 /* movement op family vs index-arithmetic oracles (exact): concat and split
- * with 1-6 parts on every axis, slice with Python bounds, reshape, nth 1-4. */
+ * with 1-6 parts on every axis, slice with Python bounds, pad (constant, any
+ * rank and value), gather (repeated and negative indices), reshape, nth 1-4. */
 #include "ops_test_util.h"
 
 static int64_t run_all(one_op *t, float *const *want, const char *what) {
@@ -92,6 +93,72 @@ static int64_t check_slice(void) {
   return bad;
 }
 
+/* pad: random rank, pads 0-3 per side, a random value; the oracle walks
+ * output indices and maps each back to the input or the value. */
+static int64_t check_pad(void) {
+  int rank = rnd_int(1, 4);
+  int64_t in[1][HWT_GRAPH_MAX_DIMS], out[1][HWT_GRAPH_MAX_DIMS], pads[2 * HWT_GRAPH_MAX_DIMS];
+  int r[1] = {rank};
+  for (int d = 0; d < rank; d++) {
+    in[0][d] = rnd_int(1, 6);
+    pads[d] = rnd_int(0, 3);
+    pads[d + rank] = rnd_int(0, 3);
+    out[0][d] = in[0][d] + pads[d] + pads[d + rank];
+  }
+  one_op t;
+  one_op_build(&t, "pad", 1, r, (const int64_t(*)[HWT_GRAPH_MAX_DIMS])in, 1, r,
+               (const int64_t(*)[HWT_GRAPH_MAX_DIMS])out);
+  hwt_graph_op_set_ints(t.g, t.op, "pads", 2 * rank, pads);
+  double value = rnd_int(-8, 8) * 0.25;
+  hwt_graph_op_set_floats(t.g, t.op, "value", 1, &value);
+  float *want[1] = {alloc_floats(t.out_n[0])};
+  for (int64_t i = 0; i < t.out_n[0]; i++) {
+    int64_t rest = i, src = 0, stride = 1;
+    int inside = 1;
+    for (int d = rank - 1; d >= 0; d--) {
+      int64_t k = rest % out[0][d] - pads[d];
+      rest /= out[0][d];
+      if (k < 0 || k >= in[0][d]) inside = 0;
+      src += k * stride;
+      stride *= in[0][d];
+    }
+    want[0][i] = inside ? t.in[0][src] : (float)value;
+  }
+  int64_t bad = run_all(&t, want, "pad");
+  free(want[0]);
+  one_op_free(&t);
+  return bad;
+}
+
+/* gather: random axis and 1-9 indices (repeats, negative ones). */
+static int64_t check_gather(void) {
+  int rank = rnd_int(1, 4), axis = rnd_int(0, rank - 1), k = rnd_int(1, 9);
+  int64_t in[1][HWT_GRAPH_MAX_DIMS], out[1][HWT_GRAPH_MAX_DIMS], idx[9];
+  int r[1] = {rank};
+  for (int d = 0; d < rank; d++) in[0][d] = out[0][d] = rnd_int(1, 6);
+  out[0][axis] = k;
+  int64_t n = in[0][axis];
+  for (int j = 0; j < k; j++) idx[j] = rnd_int(0, (int)n - 1) - (rnd_int(0, 1) ? n : 0);
+  one_op t;
+  one_op_build(&t, "gather", 1, r, (const int64_t(*)[HWT_GRAPH_MAX_DIMS])in, 1, r,
+               (const int64_t(*)[HWT_GRAPH_MAX_DIMS])out);
+  int64_t a64 = axis - (rnd_int(0, 1) ? rank : 0);
+  hwt_graph_op_set_ints(t.g, t.op, "axis", 1, &a64);
+  hwt_graph_op_set_ints(t.g, t.op, "indices", k, idx);
+  int64_t inner = 1;
+  for (int d = axis + 1; d < rank; d++) inner *= in[0][d];
+  float *want[1] = {alloc_floats(t.out_n[0])};
+  for (int64_t i = 0; i < t.out_n[0]; i++) {
+    int64_t o = i / (k * inner), j = (i / inner) % k, e = i % inner;
+    int64_t at = idx[j] < 0 ? idx[j] + n : idx[j];
+    want[0][i] = t.in[0][(o * n + at) * inner + e];
+  }
+  int64_t bad = run_all(&t, want, "gather");
+  free(want[0]);
+  one_op_free(&t);
+  return bad;
+}
+
 static int64_t check_reshape(const char *type) {
   int64_t in[1][HWT_GRAPH_MAX_DIMS] = {{3, 5, 7, 2}}, out[1][HWT_GRAPH_MAX_DIMS] = {{15, 14}};
   int ri[1] = {4}, ro[1] = {2};
@@ -113,6 +180,8 @@ int main(void) {
     bad += check_join(0);
     bad += check_join(1);
     bad += check_slice();
+    bad += check_pad();
+    bad += check_gather();
   }
   bad += check_reshape("reshape") + check_reshape("flatten");
   if (bad) {

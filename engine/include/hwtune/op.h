@@ -90,7 +90,8 @@ HWT_API const hwt_op_impl *hwt_ops_eltwise(int *n);  /* the model ops of hwtune/
                                                         (broadcasting) */
 HWT_API const hwt_op_impl *hwt_ops_pool(int *n);     /* pool2d, global_pool2d */
 HWT_API const hwt_op_impl *hwt_ops_norm(int *n);     /* batch_norm, softmax */
-HWT_API const hwt_op_impl *hwt_ops_movement(int *n); /* concat split slice reshape flatten */
+HWT_API const hwt_op_impl *hwt_ops_movement(int *n); /* concat split slice reshape flatten
+                                                        transpose pad gather */
 HWT_API const hwt_op_impl *hwt_ops_rnn(int *n);      /* lstm_cell */
 /* Training ops (src/hwtune/graph/ops/train.py): what reverse-mode
  * differentiation emits, the fused losses and the optimizer updates. */

@@ -92,6 +92,16 @@ def _ops(torch):
         b, e, _ = slice(a["begin"], a["end"]).indices(x[0].shape[axis])
         return x[0].narrow(axis, b, e - b)
 
+    def pad(g, op, a, x):
+        rank = x[0].dim()
+        # F.pad takes (begin, end) pairs from the last axis backwards.
+        widths = [w for i in reversed(range(rank)) for w in (a["pads"][i], a["pads"][i + rank])]
+        return F.pad(x[0], widths, value=a["value"])
+
+    def reduce_sum(g, op, a, x):
+        axes = list(a["axes"]) or list(range(x[0].dim()))
+        return torch.sum(x[0], axes, keepdim=a["keepdims"]).reshape(g.shapes[op.outputs[0]])
+
     def out_shape(g, op, a, x):
         return x[0].reshape(g.shapes[op.outputs[0]])
 
@@ -151,7 +161,10 @@ def _ops(torch):
                                                        training=False, eps=a["epsilon"]),
         "softmax": lambda g, op, a, x: torch.softmax(x[0], a["axis"]),
         "concat": lambda g, op, a, x: torch.cat(x, a["axis"]),
-        "split": split, "slice": slice_, "reshape": out_shape, "flatten": out_shape,
+        "split": split, "slice": slice_, "pad": pad, "reduce_sum": reduce_sum,
+        "reshape": out_shape, "flatten": out_shape,
+        "gather": lambda g, op, a, x: torch.index_select(
+            x[0], a["axis"], torch.tensor(a["indices"], dtype=torch.long)),
     }
 
 

@@ -140,6 +140,22 @@ def _slice(e, op, a):
                      e.const(op.name, [axis])], op.outputs, op.name)
 
 
+def _pad(e, op, a):
+    e.node("Pad", [op.inputs[0], e.const(op.name, list(a["pads"])),
+                   e.const(op.name, a["value"], np.float32)], op.outputs, op.name)
+
+
+def _reduce_sum(e, op, a):
+    rank = len(e.graph.shapes[op.inputs[0]])
+    axes = list(a["axes"]) or list(range(rank))
+    keep = a["keepdims"] or len(axes) == rank  # hwtune keeps [1] when every axis goes
+    y = op.outputs[0] if keep == a["keepdims"] else e.tmp(op.name)
+    e.node("ReduceSum", [op.inputs[0], e.const(op.name, axes)], [y], op.name,
+           keepdims=int(keep))
+    if y != op.outputs[0]:
+        e.node("Reshape", [y, e.const(op.name, [1])], op.outputs, f"{op.name}:shape")
+
+
 def _reshape(e, op, a):
     e.node("Reshape", [op.inputs[0], e.const(op.name, list(e.graph.shapes[op.outputs[0]]))],
            op.outputs, op.name)
@@ -219,7 +235,10 @@ EXPORTERS: Dict[str, Callable] = {
                                        axis=a["axis"]),
     "concat": lambda e, op, a: e.node("Concat", op.inputs, op.outputs, op.name,
                                       axis=a["axis"]),
-    "split": _split, "slice": _slice, "reshape": _reshape,
+    "split": _split, "slice": _slice, "reshape": _reshape, "pad": _pad,
+    "reduce_sum": _reduce_sum,
+    "gather": lambda e, op, a: e.node("Gather", [op.inputs[0], e.const(op.name, a["indices"])],
+                                      op.outputs, op.name, axis=a["axis"]),
     "flatten": lambda e, op, a: e.node("Flatten", op.inputs, op.outputs, op.name,
                                        axis=a["axis"]),
 }

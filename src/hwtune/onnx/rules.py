@@ -265,39 +265,90 @@ def split(cx, attrs):
 
 
 def slice_(cx, attrs):
+    """Slice: step 1 on an axis is a slice op, any other step (negative
+    too) a gather of the positions it visits."""
     shp = cx.shape(0)
     values = [None] + [cx.const(i) for i in range(1, len(cx.node.input))]
     cuts = []
     for axis, b, e, step in F.slice_params(values, attrs, cx, len(shp)):
+        if step == 0:
+            raise Unsupported("Slice with step 0")
+        picked = range(*slice(b, e, step).indices(shp[axis]))
+        if not picked:
+            raise Unsupported(f"empty Slice [{b}:{e}:{step}] of axis {axis} (size {shp[axis]})")
         if step != 1:
-            raise Unsupported(f"Slice with step {step} is not supported yet")
-        begin, end, _ = slice(b, e).indices(shp[axis])
-        if end <= begin:
-            raise Unsupported(f"empty Slice [{b}:{e}] of axis {axis} (size {shp[axis]})")
-        if (begin, end) != (0, shp[axis]):
-            cuts.append((axis, begin, end))
+            cuts.append(("gather", {"axis": axis, "indices": list(picked)}))
+        elif (picked.start, picked.stop) != (0, shp[axis]):
+            cuts.append(("slice", {"axis": axis, "begin": picked.start, "end": picked.stop}))
     cur = cx.tensor(0)
     if not cuts:
         cx.bind(cx.out(), cur)
-    for k, (axis, begin, end) in enumerate(cuts):
-        cur = cx.emit("slice", [cur], {"axis": axis, "begin": begin, "end": end},
-                      out=cx.out() if k == len(cuts) - 1 else None)
+    for k, (op, op_attrs) in enumerate(cuts):
+        cur = cx.emit(op, [cur], op_attrs, out=cx.out() if k == len(cuts) - 1 else None)
 
 
 def gather(cx, attrs):
     """Gather of run-time data at constant indices: one index or a run of
-    consecutive ones is a slice (the [CLS] token, a head); others wait
-    for a gather op."""
+    consecutive ones is a slice (the [CLS] token, a head), others a gather
+    op; then a reshape to the indices' shape."""
     shp = cx.shape(0)
     axis = attrs.get("axis", 0) % len(shp)
     idx = np.asarray(cx.const(1, "indices")).astype(np.int64)
+    bad = [int(i) for i in idx.reshape(-1) if not -shp[axis] <= i < shp[axis]]
+    if bad:
+        raise Unsupported(f"indices {bad[:5]} are out of range for axis {axis} of size "
+                          f"{shp[axis]}")
     flat = [int(i) % shp[axis] for i in idx.reshape(-1)]
-    if not flat or flat != list(range(flat[0], flat[0] + len(flat))):
-        raise Unsupported("Gather at non-consecutive indices is not supported yet")
-    sl = cx.emit("slice", [cx.tensor(0)], {"axis": axis, "begin": flat[0],
-                                            "end": flat[0] + len(flat)})
+    if not flat:
+        raise Unsupported("Gather with no indices")
+    if flat == list(range(flat[0], flat[0] + len(flat))):
+        g = cx.emit("slice", [cx.tensor(0)], {"axis": axis, "begin": flat[0],
+                                               "end": flat[0] + len(flat)})
+    else:
+        g = cx.emit("gather", [cx.tensor(0)], {"axis": axis, "indices": flat})
     target = list(shp[:axis]) + list(idx.shape) + list(shp[axis + 1:])
-    cx.emit("reshape", [sl], {"shape": target or [1]}, out=cx.out())
+    cx.emit("reshape", [g], {"shape": target or [1]}, out=cx.out())
+
+
+def pad(cx, attrs):
+    """Pad, mode constant: the pads (an attribute before opset 11, an input
+    from it on, with optional constant_value and, from 18, axes)."""
+    mode = attrs.get("mode", "constant")
+    if mode != "constant":
+        raise Unsupported(f'Pad mode "{mode}" is not supported (only "constant")')
+    rank = len(cx.shape(0))
+    if cx.opset >= 11:
+        pads = [int(p) for p in np.asarray(cx.const(1, "pads")).reshape(-1)]
+        value = cx.const(2, "constant_value") if cx.has(2) else None
+        value = 0.0 if value is None else float(np.asarray(value).reshape(-1)[0])
+        axes = cx.const(3, "axes") if cx.has(3) else None
+    else:
+        pads, value, axes = [int(p) for p in attrs["pads"]], float(attrs.get("value", 0.0)), None
+    if axes is not None:  # pads for the listed axes only
+        axes = [int(a) % rank for a in np.asarray(axes).reshape(-1)]
+        if len(pads) != 2 * len(axes):
+            raise Unsupported(f"{len(pads)} pads for {len(axes)} axes")
+        full = [0] * (2 * rank)
+        for k, a in enumerate(axes):
+            full[a], full[a + rank] = pads[k], pads[k + len(axes)]
+        pads = full
+    if len(pads) != 2 * rank:
+        raise Unsupported(f"{len(pads)} pads for a rank-{rank} tensor")
+    # Negative pads crop: a slice per cropped axis, then the padding.
+    shp, cur = cx.shape(0), cx.tensor(0)
+    crops = [a for a in range(rank) if pads[a] < 0 or pads[a + rank] < 0]
+    grow = [max(p, 0) for p in pads]
+    for k, a in enumerate(crops):
+        begin, end = max(-pads[a], 0), shp[a] - max(-pads[a + rank], 0)
+        if end <= begin:
+            raise Unsupported(f"pads {pads} crop axis {a} (size {shp[a]}) to nothing")
+        last = k == len(crops) - 1 and not any(grow)
+        cur = cx.emit("slice", [cur], {"axis": a, "begin": begin, "end": end},
+                      out=cx.out() if last else None)
+    if any(grow):
+        cx.emit("pad", [cur], {"pads": grow, "value": value}, out=cx.out())
+    elif not crops:
+        cx.bind(cx.out(), cur)
 
 
 # -- dense and convolution ---------------------------------------------------
@@ -449,22 +500,48 @@ def global_pool(mode):
     return convert
 
 
-def reduce_hw(mode):
-    """ReduceMean/ReduceMax over H and W of an NCHW tensor (what exporters
-    write for adaptive average pooling) is a global pool; other reductions
-    wait for the reduction ops."""
+def _reduce_axes(cx, attrs, since):
+    """Sorted non-negative axes of a Reduce* node (None: every axis), and
+    whether it is a no-op (empty axes with noop_with_empty_axes)."""
+    shp = cx.shape(0)
+    axes = F.axes_of([None, cx.const(1, "axes") if cx.opset >= since else None], attrs, cx,
+                     since)
+    if not axes and attrs.get("noop_with_empty_axes", 0):
+        return None, True
+    if not axes:
+        return list(range(len(shp))), False
+    return sorted({int(a) % len(shp) for a in axes}), False
+
+
+def reduce_(mode):
+    """ReduceSum / ReduceMean / ReduceMax. Over H and W of an NCHW tensor
+    (what exporters write for adaptive average pooling) a global pool;
+    ReduceSum and ReduceMean over any other axes reduce_sum (mean: then
+    scaled by 1/count, one pass over the smaller output)."""
+    since = 13 if mode == "sum" else 18
+
     def convert(cx, attrs):
         shp = cx.shape(0)
-        axes = F.axes_of([None, cx.const(1, "axes") if cx.opset >= 18 else None], attrs, cx, 18)
-        axes = sorted(a % len(shp) for a in (axes if axes is not None else range(len(shp))))
-        if len(shp) != 4 or axes != [2, 3]:
-            raise Unsupported(f"reduction over axes {axes} of {list(shp)} is not supported "
-                              "yet (only over H and W of an NCHW tensor)")
+        axes, noop = _reduce_axes(cx, attrs, since)
+        if noop:
+            cx.bind(cx.out(), cx.tensor(0))
+            return
         keep = bool(attrs.get("keepdims", 1))
-        y = cx.emit("global_pool2d", [cx.tensor(0)], {"mode": mode},
-                    out=cx.out() if keep else None)
-        if not keep:
-            cx.emit("reshape", [y], {"shape": list(shp[:2])}, out=cx.out())
+        if len(shp) == 4 and axes == [2, 3] and mode != "sum":
+            y = cx.emit("global_pool2d", [cx.tensor(0)], {"mode": mode},
+                        out=cx.out() if keep else None)
+            if not keep:
+                cx.emit("reshape", [y], {"shape": list(shp[:2])}, out=cx.out())
+            return
+        if mode == "max":
+            raise Unsupported(f"ReduceMax over axes {axes} of {list(shp)} is not supported "
+                              "yet (only over H and W of an NCHW tensor)")
+        count = int(np.prod([shp[a] for a in axes], dtype=np.int64))
+        last = mode == "sum" or count == 1
+        y = cx.emit("reduce_sum", [cx.tensor(0)], {"axes": axes, "keepdims": keep},
+                    out=cx.out() if last else None)
+        if not last:
+            cx.emit("affine", [y], {"scale": 1.0 / count}, out=cx.out())
     return convert
 
 
@@ -549,8 +626,9 @@ RULES: Dict[str, Rule] = {
     "AveragePool": Rule(pool("avg"), None),
     "GlobalAveragePool": Rule(global_pool("avg"), None),
     "GlobalMaxPool": Rule(global_pool("max"), None),
-    "ReduceMean": Rule(reduce_hw("avg"), F.FOLDS["ReduceMean"]),
-    "ReduceMax": Rule(reduce_hw("max"), F.FOLDS["ReduceMax"]),
+    "ReduceMean": Rule(reduce_("avg"), F.FOLDS["ReduceMean"]),
+    "ReduceMax": Rule(reduce_("max"), F.FOLDS["ReduceMax"]),
+    "ReduceSum": Rule(reduce_("sum"), F.FOLDS["ReduceSum"]),
     "BatchNormalization": Rule(batch_norm, None),
     "Softmax": Rule(softmax, None),
     "LayerNormalization": Rule(layer_norm, None),
@@ -567,6 +645,7 @@ RULES: Dict[str, Rule] = {
     "Squeeze": Rule(squeeze, F.FOLDS["Squeeze"]),
     "Unsqueeze": Rule(unsqueeze, F.FOLDS["Unsqueeze"]),
     "Transpose": Rule(transpose, F.FOLDS["Transpose"]),
+    "Pad": Rule(pad, None),
     # no-ops at inference
     "Identity": Rule(passthrough, F.FOLDS["Identity"]),
     "Dropout": Rule(passthrough, F.FOLDS["Dropout"]),

@@ -1,4 +1,5 @@
-"""Ops that only move data: concat, split, slice, reshape, flatten."""
+"""Ops that only move data: concat, split, slice, reshape, flatten, transpose, pad,
+gather."""
 
 import numpy as np
 
@@ -163,3 +164,58 @@ register(OpSpec(
     _ZERO, attrs=[Attr("perm", "ints", None, doc="output axis i is input axis perm[i]; "
                                                  "default: reversed")],
     doc="permute the axes (ONNX Transpose)"))
+
+
+def _pad_widths(shape, attrs):
+    """[(before, after)] per axis from ONNX's pads order [b0, b1, ..., e0, e1, ...]."""
+    pads, rank = attrs["pads"], len(shape)
+    if len(pads) != 2 * rank:
+        raise OpError(f"{len(pads)} pads for a rank-{rank} tensor {show_shape(shape)} "
+                      f"(give {2 * rank}: every axis' begin, then every axis' end)",
+                      "attrs.pads")
+    return [(pads[i], pads[i + rank]) for i in range(rank)]
+
+
+def _pad_infer(in_shapes, attrs, n_out):
+    return [tuple(d + b + e for d, (b, e) in zip(in_shapes[0], _pad_widths(in_shapes[0], attrs)))]
+
+
+register(OpSpec(
+    "pad", ("x",), 1, 1, _pad_infer,
+    lambda arrays, attrs, n_out: [np.pad(arrays[0], _pad_widths(arrays[0].shape, attrs),
+                                         constant_values=np.float32(attrs["value"]))],
+    _ZERO, attrs=[Attr("pads", "ints", minimum=0,
+                       doc="zeros or more before each axis, then after each axis "
+                           "(ONNX order: [b0, b1, ..., e0, e1, ...])"),
+                  Attr("value", "float", 0.0, doc="the constant written in the padding")],
+    doc="x surrounded by a constant on every axis (ONNX Pad, mode constant)"))
+
+
+def _gather_axis(shape, attrs):
+    axis = normalize_axis(attrs["axis"], len(shape))
+    n = shape[axis]
+    bad = [i for i in attrs["indices"] if not -n <= i < n]
+    if bad:
+        raise OpError(f"indices {bad} are out of range for axis {axis} of size {n}",
+                      "attrs.indices")
+    if not attrs["indices"]:
+        raise OpError("needs at least one index", "attrs.indices")
+    return axis
+
+
+def _gather_infer(in_shapes, attrs, n_out):
+    axis = _gather_axis(in_shapes[0], attrs)
+    out = list(in_shapes[0])
+    out[axis] = len(attrs["indices"])
+    return [tuple(out)]
+
+
+register(OpSpec(
+    "gather", ("x",), 1, 1, _gather_infer,
+    lambda arrays, attrs, n_out: [np.ascontiguousarray(np.take(
+        arrays[0], list(attrs["indices"]), axis=_gather_axis(arrays[0].shape, attrs)))],
+    _ZERO, attrs=[Attr("axis", "int", 0, doc="the gathered axis (negative counts from the end)"),
+                  Attr("indices", "ints", doc="positions along axis, in output order, repeats "
+                                              "allowed (negative counts from the end)")],
+    doc="x's slices at constant positions along one axis (ONNX Gather with constant "
+        "indices, Slice with a step)"))
