@@ -3,7 +3,7 @@
  * caller's err[errlen], and each file names its own refusal as a one-line
  * macro over this function (the status it returns). Internal, not part of
  * the library's API; header-only, because the pool's test build links
- * engine/pool alone and the runner sees only the library's exported
+ * engine/threads alone and the runner sees only the library's exported
  * symbols. */
 #ifndef HWTUNE_ERRORF_H
 #define HWTUNE_ERRORF_H

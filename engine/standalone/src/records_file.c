@@ -9,7 +9,7 @@
 #include "json.h"
 
 #ifndef HWTUNE_SCHEMA_LATEST
-#error "HWTUNE_SCHEMA_LATEST comes from the build (runner.cmake)"
+#error "HWTUNE_SCHEMA_LATEST comes from the build (standalone.cmake)"
 #endif
 
 /* A records file larger than this is not a config to run: the exporter
