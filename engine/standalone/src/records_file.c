@@ -96,6 +96,15 @@ static int usable_config(const hj_value *row, const char *host) {
          (!host || (hk && !strcmp(hk, host)));
 }
 
+/* Kept record i (a graph or a config): its row, with its kind and the
+ * hash of the graph it belongs to. */
+static const hj_value *kept_row(const records *k, size_t i, const char **kind, const char **hash) {
+  const hj_value *row = hj_get(&k->items[i], "row");
+  *kind = str_of(&k->items[i], "record");
+  *hash = str_of(row, "graph_hash");
+  return row;
+}
+
 static int prefix_of(const char *hash, const char *prefix) {
   return hash && (!prefix || !strncmp(hash, prefix, strlen(prefix)));
 }
@@ -182,9 +191,8 @@ int hr_records_load(const char *path, const char *graph_prefix, const char *host
   /* The graph: the prefix's, else the one graph the usable configs name. */
   const char *hash = NULL;
   for (size_t i = 0; i < keep.n; i++) {
-    const hj_value *row = hj_get(&keep.items[i], "row");
-    const char *kind = str_of(&keep.items[i], "record");
-    const char *h = str_of(row, "graph_hash");
+    const char *kind, *h;
+    const hj_value *row = kept_row(&keep, i, &kind, &h);
     int usable = graph_prefix ? !strcmp(kind, "graph")
                               : !strcmp(kind, "config") && usable_config(row, host);
     if (!usable || !prefix_of(h, graph_prefix)) continue;
@@ -209,9 +217,8 @@ int hr_records_load(const char *path, const char *graph_prefix, const char *host
   }
   const hj_value *best = NULL;
   for (size_t i = 0; i < keep.n; i++) {
-    const hj_value *row = hj_get(&keep.items[i], "row");
-    const char *kind = str_of(&keep.items[i], "record");
-    const char *h = str_of(row, "graph_hash");
+    const char *kind, *h;
+    const hj_value *row = kept_row(&keep, i, &kind, &h);
     if (!h || strcmp(h, hash)) continue;
     if (!strcmp(kind, "graph")) {
       if (!g->hash) {
