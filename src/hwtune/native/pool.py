@@ -32,7 +32,7 @@ lib.hwt_pool_thread_cpu.restype = ctypes.c_int
 lib.hwt_allowed_cpus.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_int]
 lib.hwt_allowed_cpus.restype = ctypes.c_int
 
-# Matches POOL_MAX_THREADS in engine/pool/pool.c.
+# Matches POOL_MAX_THREADS in engine/threads/pool.c.
 MAX_THREADS = 4096
 
 
