@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "hwtune/conv.h"
-#include "hwtune/op.h"
+#include "ops_util.h"
 
 /* ---- attributes ---- */
 
@@ -160,10 +160,8 @@ static int conv_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
     hwt_conv_pack_weights(&s->plan, ctx->in[1], s->w_packed);
   }
   s->pack_per_run = pack_ws != 0;
-  ctx->state = s;
-  ctx->ws_floats = pack_ws + s->plan.ws_floats;
-  ctx->flops = 2.0 * d.N * d.K * s->plan.OH * s->plan.OW * d.C * d.R * d.S;
-  return HWT_OK;
+  return hwt_ops_prepared(ctx, s, pack_ws + s->plan.ws_floats,
+                          2.0 * d.N * d.K * s->plan.OH * s->plan.OW * d.C * d.R * d.S);
 }
 
 static void conv_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
@@ -285,17 +283,9 @@ static void layout_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
   }
 }
 
-static void layout_release(hwt_op_ctx *ctx) {
-  free(ctx->state);
-  ctx->state = NULL;
-}
-
 static const hwt_op_impl CONV[] = {
     {"conv2d", conv_prepare, conv_run, conv_release},
-    {"layout_transform", layout_prepare, layout_run, layout_release},
+    {"layout_transform", layout_prepare, layout_run, hwt_ops_free_state},
 };
 
-const hwt_op_impl *hwt_ops_conv(int *n) {
-  *n = (int)(sizeof CONV / sizeof CONV[0]);
-  return CONV;
-}
+HWT_OPS_FAMILY(hwt_ops_conv, CONV)

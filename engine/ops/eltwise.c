@@ -47,10 +47,9 @@ static int ew_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
     free(s);
     return hwt_ops_fail(err, errlen, ctx, "input shapes do not broadcast to the output");
   }
-  ctx->state = s;
-  ctx->ws_floats = 0;
-  ctx->flops = (double)n * hwt_eltwise_flops(op) * (kind == HWT_EW_NARY ? ctx->n_in - 1 : 1);
-  return HWT_OK;
+  return hwt_ops_prepared(ctx, s, 0,
+                          (double)n * hwt_eltwise_flops(op) *
+                              (kind == HWT_EW_NARY ? ctx->n_in - 1 : 1));
 }
 
 static void ew_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
@@ -72,18 +71,10 @@ static void ew_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
       hwt_eltwise_run_part(&s->desc, out, ctx->in[i], NULL, out, tid, nth);
 }
 
-static void ew_release(hwt_op_ctx *ctx) {
-  free(ctx->state);
-  ctx->state = NULL;
-}
-
 static const hwt_op_impl k_eltwise[] = {
-#define HWT_EW_OP(id, name, ...) {name, ew_prepare, ew_run, ew_release},
+#define HWT_EW_OP(id, name, ...) {name, ew_prepare, ew_run, hwt_ops_free_state},
 #define HWT_EW_KERNEL_OP(...)
 #include "hwtune/eltwise_ops.def"
 };
 
-const hwt_op_impl *hwt_ops_eltwise(int *n) {
-  *n = (int)(sizeof k_eltwise / sizeof k_eltwise[0]);
-  return k_eltwise;
-}
+HWT_OPS_FAMILY(hwt_ops_eltwise, k_eltwise)

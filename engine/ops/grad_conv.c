@@ -214,10 +214,7 @@ static int finish_prepare(hwt_op_ctx *ctx, cg_state *s, int st, double flops, ch
     hwt_ops_fail(err, errlen, ctx, "no GEMM plan for this shape");
     return st;
   }
-  ctx->state = s;
-  ctx->ws_floats = col_floats(s) + s->gemm_ws + phase_floats(s);
-  ctx->flops = flops;
-  return HWT_OK;
+  return hwt_ops_prepared(ctx, s, col_floats(s) + s->gemm_ws + phase_floats(s), flops);
 }
 
 static int open_state(hwt_op_ctx *ctx, int x, int w, int dy, const char *arity, cg_state **out,
@@ -387,18 +384,10 @@ static int ct_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   return data_prepare(ctx, s, err, errlen);
 }
 
-static void cg_release(hwt_op_ctx *ctx) {
-  free(ctx->state);
-  ctx->state = NULL;
-}
-
 static const hwt_op_impl GRAD_CONV[] = {
-    {"conv2d_grad_weight", gw_prepare, gw_run, cg_release},
-    {"conv2d_grad_data", gd_prepare, gd_run, cg_release},
-    {"conv_transpose2d", ct_prepare, gd_run, cg_release},
+    {"conv2d_grad_weight", gw_prepare, gw_run, hwt_ops_free_state},
+    {"conv2d_grad_data", gd_prepare, gd_run, hwt_ops_free_state},
+    {"conv_transpose2d", ct_prepare, gd_run, hwt_ops_free_state},
 };
 
-const hwt_op_impl *hwt_ops_grad_conv(int *n) {
-  *n = (int)(sizeof GRAD_CONV / sizeof GRAD_CONV[0]);
-  return GRAD_CONV;
-}
+HWT_OPS_FAMILY(hwt_ops_grad_conv, GRAD_CONV)

@@ -35,10 +35,7 @@ static int bnt_setup(hwt_op_ctx *ctx, int n_in, int n_out, double flops, const c
   if (!s) return HWT_ENOMEM;
   s->batch = xs[0], s->channels = xs[1], s->inner = hwt_ops_prod(xs, 2, rank);
   s->eps = hwt_ops_float(ctx, "epsilon", 1e-5);
-  ctx->state = s;
-  ctx->ws_floats = 0;
-  ctx->flops = flops * (double)hwt_ops_numel(ctx->g, x);
-  return HWT_OK;
+  return hwt_ops_prepared(ctx, s, 0, flops * (double)hwt_ops_numel(ctx->g, x));
 }
 
 static int bnt_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
@@ -165,10 +162,7 @@ static int bns_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   s->count = hwt_ops_int(ctx, "count", 2);
   s->momentum = hwt_ops_float(ctx, "momentum", 0.1);
   s->eps = hwt_ops_float(ctx, "epsilon", 1e-5);
-  ctx->state = s;
-  ctx->ws_floats = 0;
-  ctx->flops = 8.0 * (double)c;
-  return HWT_OK;
+  return hwt_ops_prepared(ctx, s, 0, 8.0 * (double)c);
 }
 
 static void bns_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
@@ -185,19 +179,11 @@ static void bns_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
   }
 }
 
-static void bnt_release(hwt_op_ctx *ctx) {
-  free(ctx->state);
-  ctx->state = NULL;
-}
-
 static const hwt_op_impl GRAD_NORM[] = {
-    {"batch_norm_train", bnt_prepare, bnt_run, bnt_release},
-    {"batch_norm_train_grad", bntg_prepare, bntg_run, bnt_release},
-    {"batch_norm_grad", bng_prepare, bng_run, bnt_release},
-    {"batch_norm_stats_update", bns_prepare, bns_run, bnt_release},
+    {"batch_norm_train", bnt_prepare, bnt_run, hwt_ops_free_state},
+    {"batch_norm_train_grad", bntg_prepare, bntg_run, hwt_ops_free_state},
+    {"batch_norm_grad", bng_prepare, bng_run, hwt_ops_free_state},
+    {"batch_norm_stats_update", bns_prepare, bns_run, hwt_ops_free_state},
 };
 
-const hwt_op_impl *hwt_ops_grad_norm(int *n) {
-  *n = (int)(sizeof GRAD_NORM / sizeof GRAD_NORM[0]);
-  return GRAD_NORM;
-}
+HWT_OPS_FAMILY(hwt_ops_grad_norm, GRAD_NORM)

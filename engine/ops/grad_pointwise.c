@@ -34,10 +34,7 @@ static int pw_setup(hwt_op_ctx *ctx, int n_in, int n_out, const char *const *key
     }
   }
   for (int i = 0; i < nattr; i++) s->a[i] = hwt_ops_float(ctx, keys[i], defs[i]);
-  ctx->state = s;
-  ctx->ws_floats = 0;
-  ctx->flops = 4.0 * (double)s->n;
-  return HWT_OK;
+  return hwt_ops_prepared(ctx, s, 0, 4.0 * (double)s->n);
 }
 
 static int relu_grad_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
@@ -50,43 +47,26 @@ static int unary_grad_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   return pw_setup(ctx, 2, 1, NULL, NULL, 0, err, errlen);
 }
 
-static void relu_grad_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
-  const pw_state *s = ctx->state;
-  const float *restrict x = ctx->in[0], *restrict dy = ctx->in[1];
-  float *restrict dx = ctx->out[0];
-  const float alpha = (float)s->a[0];
-  int64_t lo, hi;
-  hwt_ops_range(s->n, tid, nth, &lo, &hi);
-  for (int64_t i = lo; i < hi; i++) dx[i] = x[i] > 0.0f ? dy[i] : alpha * dy[i];
-}
+/* The run of a unary gradient: dx[i] = DX, an expression of the forward
+ * tensor FWD (x or y, input 0), dy (input 1) and alpha (attribute 0, where
+ * the op has one), over this share's range. */
+#define UNARY_GRAD_RUN(name, FWD, DX)                                         \
+  static void name(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {      \
+    const pw_state *s = ctx->state;                                           \
+    const float *restrict FWD = ctx->in[0], *restrict dy = ctx->in[1];        \
+    float *restrict dx = ctx->out[0];                                         \
+    const float alpha = (float)s->a[0];                                       \
+    (void)alpha;                                                              \
+    int64_t lo, hi;                                                           \
+    hwt_ops_range(s->n, tid, nth, &lo, &hi);                                  \
+    for (int64_t i = lo; i < hi; i++) dx[i] = DX;                             \
+  }
 
-static void sigmoid_grad_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
-  const pw_state *s = ctx->state;
-  const float *restrict y = ctx->in[0], *restrict dy = ctx->in[1];
-  float *restrict dx = ctx->out[0];
-  int64_t lo, hi;
-  hwt_ops_range(s->n, tid, nth, &lo, &hi);
-  for (int64_t i = lo; i < hi; i++) dx[i] = dy[i] * y[i] * (1.0f - y[i]);
-}
-
-static void tanh_grad_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
-  const pw_state *s = ctx->state;
-  const float *restrict y = ctx->in[0], *restrict dy = ctx->in[1];
-  float *restrict dx = ctx->out[0];
-  int64_t lo, hi;
-  hwt_ops_range(s->n, tid, nth, &lo, &hi);
-  for (int64_t i = lo; i < hi; i++) dx[i] = dy[i] * (1.0f - y[i] * y[i]);
-}
-
-static void abs_grad_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
-  const pw_state *s = ctx->state;
-  const float *restrict x = ctx->in[0], *restrict dy = ctx->in[1];
-  float *restrict dx = ctx->out[0];
-  int64_t lo, hi;
-  hwt_ops_range(s->n, tid, nth, &lo, &hi);
-  for (int64_t i = lo; i < hi; i++)
-    dx[i] = x[i] > 0.0f ? dy[i] : x[i] < 0.0f ? -dy[i] : 0.0f; /* sign(0) = 0 */
-}
+UNARY_GRAD_RUN(relu_grad_run, x, x[i] > 0.0f ? dy[i] : alpha * dy[i])
+UNARY_GRAD_RUN(sigmoid_grad_run, y, dy[i] * y[i] * (1.0f - y[i]))
+UNARY_GRAD_RUN(tanh_grad_run, y, dy[i] * (1.0f - y[i] * y[i]))
+/* sign(0) = 0 */
+UNARY_GRAD_RUN(abs_grad_run, x, x[i] > 0.0f ? dy[i] : x[i] < 0.0f ? -dy[i] : 0.0f)
 
 /* minimum_grad / maximum_grad: a and b broadcast to dy's shape, walked as
  * the broadcasting element-wise ops walk them (eltwise_broadcast.h). */
@@ -108,10 +88,7 @@ static int minmax_prepare(hwt_op_ctx *ctx, int larger, char *err, size_t errlen)
     return hwt_ops_fail(err, errlen, ctx, "a and b must broadcast to dy's shape");
   }
   s->larger = larger;
-  ctx->state = s;
-  ctx->ws_floats = 0;
-  ctx->flops = 2.0 * (double)s->w.n;
-  return HWT_OK;
+  return hwt_ops_prepared(ctx, s, 0, 2.0 * (double)s->w.n);
 }
 
 static int maximum_grad_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
@@ -207,23 +184,15 @@ static void adam_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
   }
 }
 
-static void pw_release(hwt_op_ctx *ctx) {
-  free(ctx->state);
-  ctx->state = NULL;
-}
-
 static const hwt_op_impl GRAD_POINTWISE[] = {
-    {"relu_grad", relu_grad_prepare, relu_grad_run, pw_release},
-    {"sigmoid_grad", unary_grad_prepare, sigmoid_grad_run, pw_release},
-    {"tanh_grad", unary_grad_prepare, tanh_grad_run, pw_release},
-    {"abs_grad", unary_grad_prepare, abs_grad_run, pw_release},
-    {"minimum_grad", minimum_grad_prepare, minmax_grad_run, pw_release},
-    {"maximum_grad", maximum_grad_prepare, minmax_grad_run, pw_release},
-    {"sgd_update", sgd_prepare, sgd_run, pw_release},
-    {"adam_update", adam_prepare, adam_run, pw_release},
+    {"relu_grad", relu_grad_prepare, relu_grad_run, hwt_ops_free_state},
+    {"sigmoid_grad", unary_grad_prepare, sigmoid_grad_run, hwt_ops_free_state},
+    {"tanh_grad", unary_grad_prepare, tanh_grad_run, hwt_ops_free_state},
+    {"abs_grad", unary_grad_prepare, abs_grad_run, hwt_ops_free_state},
+    {"minimum_grad", minimum_grad_prepare, minmax_grad_run, hwt_ops_free_state},
+    {"maximum_grad", maximum_grad_prepare, minmax_grad_run, hwt_ops_free_state},
+    {"sgd_update", sgd_prepare, sgd_run, hwt_ops_free_state},
+    {"adam_update", adam_prepare, adam_run, hwt_ops_free_state},
 };
 
-const hwt_op_impl *hwt_ops_grad_pointwise(int *n) {
-  *n = (int)(sizeof GRAD_POINTWISE / sizeof GRAD_POINTWISE[0]);
-  return GRAD_POINTWISE;
-}
+HWT_OPS_FAMILY(hwt_ops_grad_pointwise, GRAD_POINTWISE)

@@ -61,11 +61,8 @@ static int rs_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
     free(s);
     return hwt_ops_fail(err, errlen, ctx, "output size differs from the kept dimensions");
   }
-  ctx->state = s;
   /* per thread: a double accumulator and an int64 source offset per output */
-  ctx->ws_floats = (size_t)(4 * s->n_out);
-  ctx->flops = (double)hwt_ops_numel(ctx->g, x);
-  return HWT_OK;
+  return hwt_ops_prepared(ctx, s, (size_t)(4 * s->n_out), (double)hwt_ops_numel(ctx->g, x));
 }
 
 static void rs_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
@@ -104,43 +101,21 @@ static void rs_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
 
 /* ---- softmax_grad: lines as softmax's ------------------------------------ */
 
-typedef struct {
-  int64_t outer, len, inner;
-} line_state;
-
 static int smg_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
-  if (ctx->n_in != 2 || ctx->n_out != 1)
-    return hwt_ops_fail(err, errlen, ctx, "softmax_grad takes y and dy");
-  int y = hwt_ops_in(ctx, 0);
-  int rank = hwt_graph_tensor_ndim(ctx->g, y);
-  const int64_t *ys = hwt_graph_tensor_shape(ctx->g, y);
-  int64_t axis;
-  if (hwt_ops_axis(ctx, rank, -1, &axis))
-    return hwt_ops_fail(err, errlen, ctx, "axis out of range");
-  line_state *s = malloc(sizeof *s);
-  if (!s) return HWT_ENOMEM;
-  s->outer = hwt_ops_prod(ys, 0, (int)axis);
-  s->len = ys[axis];
-  s->inner = hwt_ops_prod(ys, (int)axis + 1, rank);
-  ctx->state = s;
-  ctx->ws_floats = 0;
-  ctx->flops = 4.0 * (double)hwt_ops_numel(ctx->g, y);
-  return HWT_OK;
+  return hwt_ops_lines_prepare(ctx, 2, "softmax_grad takes y and dy", 4.0, err, errlen);
+}
+
+static void smg_line(const hwt_op_ctx *ctx, const hwt_ops_lines *s, int64_t base) {
+  const float *y = ctx->in[0] + base, *dy = ctx->in[1] + base;
+  float *dx = ctx->out[0] + base;
+  double dot = 0.0;
+  for (int64_t j = 0; j < s->len; j++) dot += (double)dy[j * s->inner] * y[j * s->inner];
+  for (int64_t j = 0; j < s->len; j++)
+    dx[j * s->inner] = (float)(y[j * s->inner] * (dy[j * s->inner] - dot));
 }
 
 static void smg_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
-  const line_state *s = ctx->state;
-  int64_t lo, hi;
-  hwt_ops_rows(s->outer * s->inner, tid, nth, &lo, &hi);
-  for (int64_t line = lo; line < hi; line++) {
-    const int64_t base = (line / s->inner) * s->len * s->inner + line % s->inner;
-    const float *y = ctx->in[0] + base, *dy = ctx->in[1] + base;
-    float *dx = ctx->out[0] + base;
-    double dot = 0.0;
-    for (int64_t j = 0; j < s->len; j++) dot += (double)dy[j * s->inner] * y[j * s->inner];
-    for (int64_t j = 0; j < s->len; j++)
-      dx[j * s->inner] = (float)(y[j * s->inner] * (dy[j * s->inner] - dot));
-  }
+  hwt_ops_each_line(ctx, tid, nth, smg_line);
 }
 
 /* ---- losses ---------------------------------------------------------------- */
@@ -163,10 +138,7 @@ static int loss_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   const int rank = hwt_graph_tensor_ndim(ctx->g, a);
   s->cols = rank ? hwt_graph_tensor_shape(ctx->g, a)[rank - 1] : 1;
   s->rows = s->cols ? n / s->cols : 0;
-  ctx->state = s;
-  ctx->ws_floats = 0;
-  ctx->flops = 6.0 * (double)n;
-  return HWT_OK;
+  return hwt_ops_prepared(ctx, s, 0, 6.0 * (double)n);
 }
 
 /* log-sum-exp of one row, shifted by its max (double). */
@@ -221,46 +193,34 @@ static void mse_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
 /* ---- slice_grad: rows of the padded output, copied or zeroed --------------- */
 
 typedef struct {
-  int64_t outer, len, size, begin, inner;
+  hwt_ops_lines dy; /* dy along the axis; the output has size for len */
+  int64_t size, begin;
 } sg_state;
 
 static int sg_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   if (ctx->n_in != 1 || ctx->n_out != 1)
     return hwt_ops_fail(err, errlen, ctx, "slice_grad takes dy");
-  int dy = hwt_ops_in(ctx, 0);
-  const int rank = hwt_graph_tensor_ndim(ctx->g, dy);
-  const int64_t *ds = hwt_graph_tensor_shape(ctx->g, dy);
-  int64_t axis;
-  if (hwt_ops_axis(ctx, rank, 0, &axis))
+  sg_state st;
+  if (hwt_ops_lines_of(ctx, 0, 0, &st.dy))
     return hwt_ops_fail(err, errlen, ctx, "axis out of range");
-  sg_state *s = malloc(sizeof *s);
-  if (!s) return HWT_ENOMEM;
-  s->outer = hwt_ops_prod(ds, 0, (int)axis);
-  s->len = ds[axis];
-  s->inner = hwt_ops_prod(ds, (int)axis + 1, rank);
-  s->size = hwt_ops_int(ctx, "size", 0);
-  s->begin = hwt_ops_int(ctx, "begin", 0);
-  if (s->begin < 0 || s->begin + s->len > s->size ||
-      hwt_ops_numel(ctx->g, hwt_ops_out(ctx, 0)) != s->outer * s->size * s->inner) {
-    free(s);
+  st.size = hwt_ops_int(ctx, "size", 0);
+  st.begin = hwt_ops_int(ctx, "begin", 0);
+  if (st.begin < 0 || st.begin + st.dy.len > st.size ||
+      hwt_ops_numel(ctx->g, hwt_ops_out(ctx, 0)) != st.dy.outer * st.size * st.dy.inner)
     return hwt_ops_fail(err, errlen, ctx, "the slice does not fit in size");
-  }
-  ctx->state = s;
-  ctx->ws_floats = 0;
-  ctx->flops = 0.0;
-  return HWT_OK;
+  return hwt_ops_keep(ctx, &st, sizeof st, 0, 0.0);
 }
 
 static void sg_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
   const sg_state *s = ctx->state;
   int64_t lo, hi;
-  hwt_ops_rows(s->outer * s->size, tid, nth, &lo, &hi);
-  const size_t bytes = (size_t)s->inner * sizeof(float);
+  hwt_ops_rows(s->dy.outer * s->size, tid, nth, &lo, &hi);
+  const size_t bytes = (size_t)s->dy.inner * sizeof(float);
   for (int64_t row = lo; row < hi; row++) {
     const int64_t o = row / s->size, a = row % s->size - s->begin;
-    float *dst = ctx->out[0] + row * s->inner;
-    if (a >= 0 && a < s->len)
-      memcpy(dst, ctx->in[0] + (o * s->len + a) * s->inner, bytes);
+    float *dst = ctx->out[0] + row * s->dy.inner;
+    if (a >= 0 && a < s->dy.len)
+      memcpy(dst, ctx->in[0] + (o * s->dy.len + a) * s->dy.inner, bytes);
     else
       memset(dst, 0, bytes);
   }
@@ -290,10 +250,7 @@ static int pg_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   s->kh = k[0], s->kw = k[1], s->sh = st[0], s->sw = st[1], s->ph = pd[0], s->pw = pd[1];
   s->max = hwt_ops_str_is(ctx, "mode", "max", 0);
   s->include_pad = (int)hwt_ops_int(ctx, "count_include_pad", 0);
-  ctx->state = s;
-  ctx->ws_floats = 0;
-  ctx->flops = (double)(hwt_ops_numel(ctx->g, dy) * s->kh * s->kw);
-  return HWT_OK;
+  return hwt_ops_prepared(ctx, s, 0, (double)(hwt_ops_numel(ctx->g, dy) * s->kh * s->kw));
 }
 
 static void pg_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
@@ -334,21 +291,13 @@ static void pg_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
   }
 }
 
-static void gr_release(hwt_op_ctx *ctx) {
-  free(ctx->state);
-  ctx->state = NULL;
-}
-
 static const hwt_op_impl GRAD_REDUCE[] = {
-    {"reduce_sum", rs_prepare, rs_run, gr_release},
-    {"softmax_grad", smg_prepare, smg_run, gr_release},
-    {"softmax_cross_entropy", loss_prepare, xent_run, gr_release},
-    {"mse_loss", loss_prepare, mse_run, gr_release},
-    {"slice_grad", sg_prepare, sg_run, gr_release},
-    {"pool2d_grad", pg_prepare, pg_run, gr_release},
+    {"reduce_sum", rs_prepare, rs_run, hwt_ops_free_state},
+    {"softmax_grad", smg_prepare, smg_run, hwt_ops_free_state},
+    {"softmax_cross_entropy", loss_prepare, xent_run, hwt_ops_free_state},
+    {"mse_loss", loss_prepare, mse_run, hwt_ops_free_state},
+    {"slice_grad", sg_prepare, sg_run, hwt_ops_free_state},
+    {"pool2d_grad", pg_prepare, pg_run, hwt_ops_free_state},
 };
 
-const hwt_op_impl *hwt_ops_grad_reduce(int *n) {
-  *n = (int)(sizeof GRAD_REDUCE / sizeof GRAD_REDUCE[0]);
-  return GRAD_REDUCE;
-}
+HWT_OPS_FAMILY(hwt_ops_grad_reduce, GRAD_REDUCE)

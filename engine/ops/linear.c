@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "hwtune/gemm.h"
-#include "hwtune/op.h"
+#include "ops_util.h"
 
 /* With M <= 6 (HWT_GEMV_MAX_M) plain run_part takes the GEMV path, which
  * beats the packed micro-kernel path that run_part_packed always takes: the
@@ -18,6 +18,24 @@ typedef struct {
   hwt_gemm_plan plan;
   float *packed_b; /* NULL: B is read (and packed per run) by run_part */
 } matmul_state;
+
+/* A zeroed state of `bytes` whose first member is the GEMM plan for d at
+ * the op's ISA and threads; NULL with *st (and err) saying why not. */
+static void *planned_state(const hwt_op_ctx *ctx, const hwt_gemm_desc *d, size_t bytes, int *st,
+                           char *err, size_t errlen) {
+  hwt_gemm_plan *plan = calloc(1, bytes);
+  if (!plan) {
+    *st = HWT_ENOMEM;
+    return NULL;
+  }
+  *st = hwt_gemm_plan_make(d, ctx->isa, ctx->max_threads, plan);
+  if (*st < 0) {
+    free(plan);
+    snprintf(err, errlen, "no GEMM plan for M=%d N=%d K=%d (%d)", d->M, d->N, d->K, *st);
+    return NULL;
+  }
+  return plan;
+}
 
 static int attr_flag(const hwt_graph *g, int op, const char *key) {
   int64_t v = 0;
@@ -55,14 +73,9 @@ static int matmul_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   d.lda = (int)a[1];
   d.ldb = (int)b[1];
   d.ldc = d.N;
-  matmul_state *s = calloc(1, sizeof *s);
-  if (!s) return HWT_ENOMEM;
-  int st = hwt_gemm_plan_make(&d, ctx->isa, ctx->max_threads, &s->plan);
-  if (st < 0) {
-    free(s);
-    snprintf(err, errlen, "no GEMM plan for M=%d N=%d K=%d (%d)", d.M, d.N, d.K, st);
-    return st;
-  }
+  int st;
+  matmul_state *s = planned_state(ctx, &d, sizeof *s, &st, err, errlen);
+  if (!s) return st;
   if (hwt_graph_tensor_kind(g, in[1]) == HWT_TENSOR_PARAM && d.M >= PACK_MIN_M) {
     /* The packed layout depends on these only (hwtune/gemm.h): matmuls
      * on the same param with them equal share one packed copy. */
@@ -82,10 +95,7 @@ static int matmul_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
       return st;
     }
   }
-  ctx->state = s;
-  ctx->ws_floats = s->plan.ws_floats;
-  ctx->flops = 2.0 * d.M * d.N * d.K;
-  return HWT_OK;
+  return hwt_ops_prepared(ctx, s, s->plan.ws_floats, 2.0 * d.M * d.N * d.K);
 }
 
 static void matmul_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
@@ -134,14 +144,9 @@ static int bmm_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   d.lda = d.K;
   d.ldb = d.N;
   d.ldc = d.N;
-  bmm_state *s = calloc(1, sizeof *s);
-  if (!s) return HWT_ENOMEM;
-  int st = hwt_gemm_plan_make(&d, ctx->isa, ctx->max_threads, &s->plan);
-  if (st < 0) {
-    free(s);
-    snprintf(err, errlen, "no GEMM plan for M=%d N=%d K=%d (%d)", d.M, d.N, d.K, st);
-    return st;
-  }
+  int st;
+  bmm_state *s = planned_state(ctx, &d, sizeof *s, &st, err, errlen);
+  if (!s) return st;
   s->batches = 1;
   for (int i = 0; i < ry - 2; i++) s->batches *= ys[i];
   s->off = malloc((size_t)(2 * s->batches) * sizeof *s->off);
@@ -170,10 +175,7 @@ static int bmm_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
     s->off[2 * bi] = oa;
     s->off[2 * bi + 1] = ob;
   }
-  ctx->state = s;
-  ctx->ws_floats = s->plan.ws_floats;
-  ctx->flops = 2.0 * (double)s->batches * d.M * d.N * d.K;
-  return HWT_OK;
+  return hwt_ops_prepared(ctx, s, s->plan.ws_floats, 2.0 * (double)s->batches * d.M * d.N * d.K);
 }
 
 static void bmm_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
@@ -204,7 +206,4 @@ static const hwt_op_impl LINEAR[] = {
     {"batch_matmul", bmm_prepare, bmm_run, bmm_release},
 };
 
-const hwt_op_impl *hwt_ops_linear(int *n) {
-  *n = (int)(sizeof LINEAR / sizeof LINEAR[0]);
-  return LINEAR;
-}
+HWT_OPS_FAMILY(hwt_ops_linear, LINEAR)

@@ -31,6 +31,16 @@ static int axis_of(const hwt_op_ctx *ctx, int rank, int64_t *axis) {
   return a >= 0 && a < rank;
 }
 
+/* The shapes of an op of one input and one output (transpose, pad,
+ * gather) and the input's rank: 0, or 1 when the op has other arity. */
+static int one_in_one_out(const hwt_op_ctx *ctx, int *rank, const int64_t **xs,
+                          const int64_t **ys) {
+  if (ctx->n_in != 1 || ctx->n_out != 1) return 1;
+  *xs = hwt_ops_in_shape(ctx, 0, rank);
+  *ys = hwt_graph_tensor_shape(ctx->g, hwt_ops_out(ctx, 0));
+  return 0;
+}
+
 /* Segments of the `parts` tensors ids[] joined along axis. */
 static void segments(move_state *s, const hwt_op_ctx *ctx, int parts, const int *ids,
                      int64_t axis) {
@@ -55,18 +65,20 @@ static int move_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
         hwt_ops_numel(ctx->g, x) != hwt_ops_numel(ctx->g, y))
       return hwt_ops_fail(err, errlen, ctx, "element counts differ");
     st.total = hwt_ops_numel(ctx->g, y);
-  } else if (strcmp(type, "concat") == 0) {
-    st.kind = M_CONCAT;
-    if (ctx->n_out != 1 || !axis_of(ctx, hwt_graph_tensor_ndim(ctx->g, y), &axis))
-      return hwt_ops_fail(err, errlen, ctx, "bad axis or outputs");
-    segments(&st, ctx, ctx->n_in, hwt_graph_op_inputs(ctx->g, ctx->op), axis);
-    st.total = hwt_ops_numel(ctx->g, y);
-  } else if (strcmp(type, "split") == 0) {
-    st.kind = M_SPLIT;
-    if (ctx->n_in != 1 || !axis_of(ctx, hwt_graph_tensor_ndim(ctx->g, x), &axis))
-      return hwt_ops_fail(err, errlen, ctx, "bad axis or inputs");
-    segments(&st, ctx, ctx->n_out, hwt_graph_op_outputs(ctx->g, ctx->op), axis);
-    st.total = hwt_ops_numel(ctx->g, x);
+  } else if (strcmp(type, "concat") == 0 || strcmp(type, "split") == 0) {
+    /* mirror images: concat joins its inputs into its one output, split
+     * cuts its one input into its outputs; the joined side is walked */
+    const int split = strcmp(type, "split") == 0;
+    const int whole = split ? x : y;
+    st.kind = split ? M_SPLIT : M_CONCAT;
+    if ((split ? ctx->n_in : ctx->n_out) != 1 ||
+        !axis_of(ctx, hwt_graph_tensor_ndim(ctx->g, whole), &axis))
+      return hwt_ops_fail(err, errlen, ctx, split ? "bad axis or inputs" : "bad axis or outputs");
+    if (split)
+      segments(&st, ctx, ctx->n_out, hwt_graph_op_outputs(ctx->g, ctx->op), axis);
+    else
+      segments(&st, ctx, ctx->n_in, hwt_graph_op_inputs(ctx->g, ctx->op), axis);
+    st.total = hwt_ops_numel(ctx->g, whole);
   } else if (strcmp(type, "slice") == 0) {
     st.kind = M_SLICE;
     int rank = hwt_graph_tensor_ndim(ctx->g, x);
@@ -92,13 +104,7 @@ static int move_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   } else {
     return hwt_ops_fail(err, errlen, ctx, "not a data-movement op");
   }
-  move_state *heap = malloc(sizeof *heap);
-  if (!heap) return HWT_ENOMEM;
-  *heap = st;
-  ctx->state = heap;
-  ctx->ws_floats = 0;
-  ctx->flops = 0.0;
-  return HWT_OK;
+  return hwt_ops_keep(ctx, &st, sizeof st, 0, 0.0);
 }
 
 static void move_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
@@ -134,11 +140,6 @@ static void move_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
   }
 }
 
-static void move_release(hwt_op_ctx *ctx) {
-  free(ctx->state);
-  ctx->state = NULL;
-}
-
 /* transpose: the output is walked in rows of its last axis; each row's
  * input start comes from its multi-index (one div/mod per axis per row, not
  * per element) and the row gathers at the input stride of the axis that
@@ -150,11 +151,10 @@ typedef struct {
 } transpose_state;
 
 static int transpose_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
-  if (ctx->n_in != 1 || ctx->n_out != 1)
+  int rank;
+  const int64_t *xs, *ys;
+  if (one_in_one_out(ctx, &rank, &xs, &ys))
     return hwt_ops_fail(err, errlen, ctx, "transpose takes one input");
-  int x = hwt_ops_in(ctx, 0), y = hwt_ops_out(ctx, 0);
-  const int rank = hwt_graph_tensor_ndim(ctx->g, x);
-  const int64_t *xs = hwt_graph_tensor_shape(ctx->g, x), *ys = hwt_graph_tensor_shape(ctx->g, y);
   int64_t perm[HWT_GRAPH_MAX_DIMS];
   int np = hwt_graph_op_get_ints(ctx->g, ctx->op, "perm", perm, HWT_GRAPH_MAX_DIMS);
   if (np <= 0) /* default: reversed axes */
@@ -174,10 +174,7 @@ static int transpose_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
     s->shape[i] = ys[i];
     s->stride[i] = hwt_ops_prod(xs, (int)p + 1, rank);
   }
-  ctx->state = s;
-  ctx->ws_floats = 0;
-  ctx->flops = 0.0;
-  return HWT_OK;
+  return hwt_ops_prepared(ctx, s, 0, 0.0);
 }
 
 static void transpose_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
@@ -212,16 +209,15 @@ typedef struct {
 } pad_state;
 
 static int pad_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
-  if (ctx->n_in != 1 || ctx->n_out != 1)
+  int rank;
+  const int64_t *xs, *ys;
+  if (one_in_one_out(ctx, &rank, &xs, &ys))
     return hwt_ops_fail(err, errlen, ctx, "pad takes one input");
-  int x = hwt_ops_in(ctx, 0), y = hwt_ops_out(ctx, 0);
-  const int rank = hwt_graph_tensor_ndim(ctx->g, x);
-  const int64_t *xs = hwt_graph_tensor_shape(ctx->g, x), *ys = hwt_graph_tensor_shape(ctx->g, y);
   int64_t pads[2 * HWT_GRAPH_MAX_DIMS];
   int np = hwt_graph_op_attr_kind(ctx->g, ctx->op, "pads") == HWT_ATTR_INTS
                ? hwt_graph_op_get_ints(ctx->g, ctx->op, "pads", pads, 2 * HWT_GRAPH_MAX_DIMS)
                : -1;
-  if (np != 2 * rank || hwt_graph_tensor_ndim(ctx->g, y) != rank)
+  if (np != 2 * rank || hwt_graph_tensor_ndim(ctx->g, hwt_ops_out(ctx, 0)) != rank)
     return hwt_ops_fail(err, errlen, ctx, "pads must give a begin and an end per axis");
   pad_state *s = calloc(1, sizeof *s);
   if (!s) return HWT_ENOMEM;
@@ -237,10 +233,7 @@ static int pad_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
     s->begin[i] = pads[i];
     s->stride[i] = hwt_ops_prod(xs, i + 1, rank);
   }
-  ctx->state = s;
-  ctx->ws_floats = 0;
-  ctx->flops = 0.0;
-  return HWT_OK;
+  return hwt_ops_prepared(ctx, s, 0, 0.0);
 }
 
 static void fill(float *y, int64_t n, float v) {
@@ -281,18 +274,18 @@ static void pad_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
  * per outer index; row (o, j) is input row (o, idx[j]). Threads share
  * output rows. */
 typedef struct {
-  int64_t outer, n, k, inner;
+  hwt_ops_lines x; /* the input along the axis */
+  int64_t k;
   int64_t idx[]; /* k indices, non-negative */
 } gather_state;
 
 static int gather_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
-  if (ctx->n_in != 1 || ctx->n_out != 1)
+  int rank;
+  const int64_t *xs, *ys;
+  if (one_in_one_out(ctx, &rank, &xs, &ys))
     return hwt_ops_fail(err, errlen, ctx, "gather takes one input");
-  int x = hwt_ops_in(ctx, 0), y = hwt_ops_out(ctx, 0);
-  const int rank = hwt_graph_tensor_ndim(ctx->g, x);
-  const int64_t *xs = hwt_graph_tensor_shape(ctx->g, x), *ys = hwt_graph_tensor_shape(ctx->g, y);
   int64_t axis = 0;
-  if (!axis_of(ctx, rank, &axis) || hwt_graph_tensor_ndim(ctx->g, y) != rank)
+  if (!axis_of(ctx, rank, &axis) || hwt_graph_tensor_ndim(ctx->g, hwt_ops_out(ctx, 0)) != rank)
     return hwt_ops_fail(err, errlen, ctx, "bad axis");
   int64_t probe = 0;
   int k = hwt_graph_op_get_ints(ctx->g, ctx->op, "indices", &probe, 1);
@@ -301,42 +294,34 @@ static int gather_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   gather_state *s = malloc(sizeof *s + (size_t)k * sizeof(int64_t));
   if (!s) return HWT_ENOMEM;
   hwt_graph_op_get_ints(ctx->g, ctx->op, "indices", s->idx, k);
-  s->outer = hwt_ops_prod(xs, 0, (int)axis);
-  s->n = xs[axis];
+  s->x = hwt_ops_lines_at(xs, rank, axis);
   s->k = k;
-  s->inner = hwt_ops_prod(xs, (int)axis + 1, rank);
   for (int j = 0; j < k; j++) {
-    if (s->idx[j] < 0) s->idx[j] += s->n;
-    if (s->idx[j] < 0 || s->idx[j] >= s->n) {
+    if (s->idx[j] < 0) s->idx[j] += s->x.len;
+    if (s->idx[j] < 0 || s->idx[j] >= s->x.len) {
       free(s);
       return hwt_ops_fail(err, errlen, ctx, "index out of range");
     }
   }
-  ctx->state = s;
-  ctx->ws_floats = 0;
-  ctx->flops = 0.0;
-  return HWT_OK;
+  return hwt_ops_prepared(ctx, s, 0, 0.0);
 }
 
 static void gather_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
   const gather_state *s = ctx->state;
   int64_t lo, hi;
-  hwt_ops_rows(s->outer * s->k, tid, nth, &lo, &hi);
+  hwt_ops_rows(s->x.outer * s->k, tid, nth, &lo, &hi);
   for (int64_t r = lo; r < hi; r++) {
-    const float *src = ctx->in[0] + ((r / s->k) * s->n + s->idx[r % s->k]) * s->inner;
-    memcpy(ctx->out[0] + r * s->inner, src, (size_t)s->inner * sizeof(float));
+    const float *src = ctx->in[0] + ((r / s->k) * s->x.len + s->idx[r % s->k]) * s->x.inner;
+    memcpy(ctx->out[0] + r * s->x.inner, src, (size_t)s->x.inner * sizeof(float));
   }
 }
 
-#define MOVE(name) {name, move_prepare, move_run, move_release}
+#define MOVE(name) {name, move_prepare, move_run, hwt_ops_free_state}
 static const hwt_op_impl k_movement[] = {
     MOVE("concat"), MOVE("split"), MOVE("slice"), MOVE("reshape"), MOVE("flatten"),
-    {"transpose", transpose_prepare, transpose_run, move_release},
-    {"pad", pad_prepare, pad_run, move_release},
-    {"gather", gather_prepare, gather_run, move_release},
+    {"transpose", transpose_prepare, transpose_run, hwt_ops_free_state},
+    {"pad", pad_prepare, pad_run, hwt_ops_free_state},
+    {"gather", gather_prepare, gather_run, hwt_ops_free_state},
 };
 
-const hwt_op_impl *hwt_ops_movement(int *n) {
-  *n = (int)(sizeof k_movement / sizeof k_movement[0]);
-  return k_movement;
-}
+HWT_OPS_FAMILY(hwt_ops_movement, k_movement)

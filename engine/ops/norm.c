@@ -39,13 +39,8 @@ static int bn_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   for (int i = 1; i < 5; i++)
     if (hwt_ops_numel(ctx->g, hwt_ops_in(ctx, i)) != st.channels)
       return hwt_ops_fail(err, errlen, ctx, "gamma/beta/mean/var need one value per channel");
-  bn_state *heap = malloc(sizeof *heap);
-  if (!heap) return HWT_ENOMEM;
-  *heap = st;
-  ctx->state = heap;
-  ctx->ws_floats = (size_t)(4 * st.block); /* NCHWc: x scales + x shifts, doubles */
-  ctx->flops = 2.0 * (double)st.n;
-  return HWT_OK;
+  /* workspace: NCHWc's x scales + x shifts, doubles */
+  return hwt_ops_keep(ctx, &st, sizeof st, (size_t)(4 * st.block), 2.0 * (double)st.n);
 }
 
 static void bn_channel(const hwt_op_ctx *ctx, const bn_state *s, int64_t c, double *scale,
@@ -90,46 +85,25 @@ static void bn_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
   }
 }
 
-typedef struct {
-  int64_t outer, len, inner; /* lines: outer x inner, each len long at stride inner */
-} sm_state;
-
+/* softmax: lines along the axis (hwt_ops_lines), one at a time. */
 static int sm_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
-  if (ctx->n_in != 1 || ctx->n_out != 1)
-    return hwt_ops_fail(err, errlen, ctx, "softmax takes one input");
-  int x = hwt_ops_in(ctx, 0);
-  int rank = hwt_graph_tensor_ndim(ctx->g, x);
-  const int64_t *xs = hwt_graph_tensor_shape(ctx->g, x);
-  int64_t axis;
-  if (hwt_ops_axis(ctx, rank, -1, &axis))
-    return hwt_ops_fail(err, errlen, ctx, "axis out of range");
-  sm_state *s = malloc(sizeof *s);
-  if (!s) return HWT_ENOMEM;
-  s->outer = hwt_ops_prod(xs, 0, (int)axis);
-  s->len = xs[axis];
-  s->inner = hwt_ops_prod(xs, (int)axis + 1, rank);
-  ctx->state = s;
-  ctx->ws_floats = 0;
-  ctx->flops = 3.0 * (double)hwt_ops_numel(ctx->g, x);
-  return HWT_OK;
+  return hwt_ops_lines_prepare(ctx, 1, "softmax takes one input", 3.0, err, errlen);
+}
+
+static void sm_line(const hwt_op_ctx *ctx, const hwt_ops_lines *s, int64_t base) {
+  const float *x = ctx->in[0] + base;
+  float *y = ctx->out[0] + base;
+  float mx = x[0];
+  for (int64_t j = 1; j < s->len; j++) mx = x[j * s->inner] > mx ? x[j * s->inner] : mx;
+  double sum = 0.0;
+  for (int64_t j = 0; j < s->len; j++) sum += exp((double)x[j * s->inner] - mx);
+  const double inv = 1.0 / sum;
+  for (int64_t j = 0; j < s->len; j++)
+    y[j * s->inner] = (float)(exp((double)x[j * s->inner] - mx) * inv);
 }
 
 static void sm_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
-  const sm_state *s = ctx->state;
-  int64_t lo, hi;
-  hwt_ops_rows(s->outer * s->inner, tid, nth, &lo, &hi);
-  for (int64_t line = lo; line < hi; line++) {
-    const int64_t base = (line / s->inner) * s->len * s->inner + line % s->inner;
-    const float *x = ctx->in[0] + base;
-    float *y = ctx->out[0] + base;
-    float mx = x[0];
-    for (int64_t j = 1; j < s->len; j++) mx = x[j * s->inner] > mx ? x[j * s->inner] : mx;
-    double sum = 0.0;
-    for (int64_t j = 0; j < s->len; j++) sum += exp((double)x[j * s->inner] - mx);
-    const double inv = 1.0 / sum;
-    for (int64_t j = 0; j < s->len; j++)
-      y[j * s->inner] = (float)(exp((double)x[j * s->inner] - mx) * inv);
-  }
+  hwt_ops_each_line(ctx, tid, nth, sm_line);
 }
 
 /* layer_norm: rows of the normalised size (the axes from `axis` on are
@@ -155,13 +129,7 @@ static int ln_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   for (int i = 1; i < ctx->n_in; i++)
     if (hwt_ops_numel(ctx->g, hwt_ops_in(ctx, i)) != st.len)
       return hwt_ops_fail(err, errlen, ctx, "scale and bias need the normalised shape");
-  ln_state *heap = malloc(sizeof *heap);
-  if (!heap) return HWT_ENOMEM;
-  *heap = st;
-  ctx->state = heap;
-  ctx->ws_floats = 0;
-  ctx->flops = 5.0 * (double)(st.rows * st.len);
-  return HWT_OK;
+  return hwt_ops_keep(ctx, &st, sizeof st, 0, 5.0 * (double)(st.rows * st.len));
 }
 
 static void ln_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
@@ -182,18 +150,10 @@ static void ln_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
   }
 }
 
-static void norm_release(hwt_op_ctx *ctx) {
-  free(ctx->state);
-  ctx->state = NULL;
-}
-
 static const hwt_op_impl k_norm[] = {
-    {"batch_norm", bn_prepare, bn_run, norm_release},
-    {"softmax", sm_prepare, sm_run, norm_release},
-    {"layer_norm", ln_prepare, ln_run, norm_release},
+    {"batch_norm", bn_prepare, bn_run, hwt_ops_free_state},
+    {"softmax", sm_prepare, sm_run, hwt_ops_free_state},
+    {"layer_norm", ln_prepare, ln_run, hwt_ops_free_state},
 };
 
-const hwt_op_impl *hwt_ops_norm(int *n) {
-  *n = (int)(sizeof k_norm / sizeof k_norm[0]);
-  return k_norm;
-}
+HWT_OPS_FAMILY(hwt_ops_norm, k_norm)

@@ -1,10 +1,12 @@
-/* Helpers shared by the eltwise, pool, norm and movement op families:
- * attribute reads with model.json defaults, shape products, and the split
- * of a flat output range over threads. */
+/* Helpers shared by the op families (engine/ops/): attribute reads with
+ * model.json defaults, shape products, the split of a flat output range over
+ * threads, and the parts every family writes the same way: prepare's last
+ * step, the release of a one-block state, the family's table accessor. */
 #ifndef HWTUNE_OPS_UTIL_H
 #define HWTUNE_OPS_UTIL_H
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "hwtune/op.h"
 
@@ -102,5 +104,92 @@ static inline int hwt_ops_fail(char *err, size_t errlen, const hwt_op_ctx *c, co
   if (err && errlen) snprintf(err, errlen, "op \"%s\": %s", hwt_graph_op_name(c->g, c->op), why);
   return HWT_EINVAL;
 }
+
+/* The idx-th input's shape, its rank into *rank. */
+static inline const int64_t *hwt_ops_in_shape(const hwt_op_ctx *c, int idx, int *rank) {
+  const int t = hwt_ops_in(c, idx);
+  *rank = hwt_graph_tensor_ndim(c->g, t);
+  return hwt_graph_tensor_shape(c->g, t);
+}
+
+/* Prepare's last step: the heap block `state` becomes the op's (release
+ * frees it), with the workspace each thread needs and the op's flops. */
+static inline int hwt_ops_prepared(hwt_op_ctx *c, void *state, size_t ws_floats, double flops) {
+  c->state = state;
+  c->ws_floats = ws_floats;
+  c->flops = flops;
+  return HWT_OK;
+}
+
+/* The same for a state prepare built in a local: a heap copy of its bytes. */
+static inline int hwt_ops_keep(hwt_op_ctx *c, const void *st, size_t bytes, size_t ws_floats,
+                               double flops) {
+  void *heap = malloc(bytes);
+  if (!heap) return HWT_ENOMEM;
+  memcpy(heap, st, bytes);
+  return hwt_ops_prepared(c, heap, ws_floats, flops);
+}
+
+/* release of every op whose state is one heap block. */
+static inline void hwt_ops_free_state(hwt_op_ctx *c) {
+  free(c->state);
+  c->state = NULL;
+}
+
+/* Lines along an axis: a tensor seen as outer x len x inner, each line len
+ * elements inner apart (softmax, softmax_grad, slice_grad, gather). */
+typedef struct {
+  int64_t outer, len, inner;
+} hwt_ops_lines;
+
+/* Shape s (rank dims) as lines along axis (0 <= axis < rank). */
+static inline hwt_ops_lines hwt_ops_lines_at(const int64_t *s, int rank, int64_t axis) {
+  const hwt_ops_lines l = {hwt_ops_prod(s, 0, (int)axis), s[axis],
+                           hwt_ops_prod(s, (int)axis + 1, rank)};
+  return l;
+}
+
+/* The idx-th input as lines along the "axis" attribute (def when unset,
+ * negative from the end) into *l: 0, or 1 when the axis is out of range. */
+static inline int hwt_ops_lines_of(const hwt_op_ctx *c, int idx, int64_t def, hwt_ops_lines *l) {
+  int rank;
+  const int64_t *s = hwt_ops_in_shape(c, idx, &rank);
+  int64_t axis;
+  if (hwt_ops_axis(c, rank, def, &axis)) return 1;
+  *l = hwt_ops_lines_at(s, rank, axis);
+  return 0;
+}
+
+/* prepare of an op on n_in inputs of one shape and one output of it, walked
+ * in lines along "axis" (default -1; softmax, softmax_grad): the state is
+ * the lines; `arity` says what the op takes. */
+static inline int hwt_ops_lines_prepare(hwt_op_ctx *c, int n_in, const char *arity,
+                                        double flops_per_element, char *err, size_t errlen) {
+  hwt_ops_lines l;
+  if (c->n_in != n_in || c->n_out != 1) return hwt_ops_fail(err, errlen, c, arity);
+  if (hwt_ops_lines_of(c, 0, -1, &l)) return hwt_ops_fail(err, errlen, c, "axis out of range");
+  return hwt_ops_keep(c, &l, sizeof l, 0, flops_per_element * (double)(l.outer * l.len * l.inner));
+}
+
+/* run of such an op: line(ctx, l, base) for each line of thread tid's share,
+ * base the offset of the line's first element (its others follow inner
+ * apart). Inlined with the constant `line`, so each op's loop compiles as if
+ * written out. */
+static inline __attribute__((always_inline)) void hwt_ops_each_line(
+    const hwt_op_ctx *c, int tid, int nth,
+    void (*line)(const hwt_op_ctx *, const hwt_ops_lines *, int64_t)) {
+  const hwt_ops_lines *l = c->state;
+  int64_t lo, hi;
+  hwt_ops_rows(l->outer * l->inner, tid, nth, &lo, &hi);
+  for (int64_t i = lo; i < hi; i++) line(c, l, (i / l->inner) * l->len * l->inner + i % l->inner);
+}
+
+/* Defines the family's accessor `const hwt_op_impl *fn(int *n)` (hwtune/op.h)
+ * over its static table. */
+#define HWT_OPS_FAMILY(fn, table)                    \
+  const hwt_op_impl *fn(int *n) {                     \
+    *n = (int)(sizeof table / sizeof table[0]);       \
+    return table;                                     \
+  }
 
 #endif

@@ -79,13 +79,8 @@ static int pool_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   const int64_t tw = (st.ow - 1) * st.sw + st.kw;
   int64_t ws = 2 * st.b > tw * st.b ? 2 * st.b : tw * st.b;
   if (st.same && st.chunk * st.w * st.b > ws) ws = st.chunk * st.w * st.b;
-  ctx->ws_floats = (size_t)ws;
-  pool_state *heap = malloc(sizeof *heap);
-  if (!heap) return HWT_ENOMEM;
-  *heap = st;
-  ctx->state = heap;
-  ctx->flops = (double)(st.planes * st.b * st.oh * st.ow * st.kh * st.kw);
-  return HWT_OK;
+  return hwt_ops_keep(ctx, &st, sizeof st, (size_t)ws,
+                      (double)(st.planes * st.b * st.oh * st.ow * st.kh * st.kw));
 }
 
 /* acc = max(acc, x) elementwise, NaN propagating as np.maximum does; plain
@@ -248,13 +243,7 @@ static int global_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   pool_state st = {0};
   int rc = read_geometry(ctx, &st, err, errlen);
   if (rc != HWT_OK) return rc;
-  pool_state *heap = malloc(sizeof *heap);
-  if (!heap) return HWT_ENOMEM;
-  *heap = st;
-  ctx->state = heap;
-  ctx->ws_floats = 0;
-  ctx->flops = (double)(st.planes * st.b * st.h * st.w);
-  return HWT_OK;
+  return hwt_ops_keep(ctx, &st, sizeof st, 0, (double)(st.planes * st.b * st.h * st.w));
 }
 
 static void global_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
@@ -279,17 +268,9 @@ static void global_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
   }
 }
 
-static void pool_release(hwt_op_ctx *ctx) {
-  free(ctx->state);
-  ctx->state = NULL;
-}
-
 static const hwt_op_impl k_pool[] = {
-    {"pool2d", pool_prepare, pool_run, pool_release},
-    {"global_pool2d", global_prepare, global_run, pool_release},
+    {"pool2d", pool_prepare, pool_run, hwt_ops_free_state},
+    {"global_pool2d", global_prepare, global_run, hwt_ops_free_state},
 };
 
-const hwt_op_impl *hwt_ops_pool(int *n) {
-  *n = (int)(sizeof k_pool / sizeof k_pool[0]);
-  return k_pool;
-}
+HWT_OPS_FAMILY(hwt_ops_pool, k_pool)

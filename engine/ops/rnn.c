@@ -51,11 +51,9 @@ static int lstm_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
     return hwt_ops_fail(err, errlen, ctx, "no LSTM cell plan for this ISA");
   }
   s->x_offset = (size_t)x_row * (size_t)(4 * H);
-  ctx->state = s;
-  ctx->ws_floats = s->plan.ws_floats;
   /* As graph/ops/rnn.py counts: one per add, mul and activation element. */
-  ctx->flops = (double)B * (double)H * (4.0 * (ctx->n_in - 2) + 9.0);
-  return HWT_OK;
+  return hwt_ops_prepared(ctx, s, s->plan.ws_floats,
+                          (double)B * (double)H * (4.0 * (ctx->n_in - 2) + 9.0));
 }
 
 static void lstm_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
@@ -66,16 +64,8 @@ static void lstm_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
                          ws, tid, nth);
 }
 
-static void lstm_release(hwt_op_ctx *ctx) {
-  free(ctx->state);
-  ctx->state = NULL;
-}
-
 static const hwt_op_impl k_rnn[] = {
-    {"lstm_cell", lstm_prepare, lstm_run, lstm_release},
+    {"lstm_cell", lstm_prepare, lstm_run, hwt_ops_free_state},
 };
 
-const hwt_op_impl *hwt_ops_rnn(int *n) {
-  *n = (int)(sizeof k_rnn / sizeof k_rnn[0]);
-  return k_rnn;
-}
+HWT_OPS_FAMILY(hwt_ops_rnn, k_rnn)

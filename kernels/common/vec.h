@@ -68,15 +68,8 @@ HV_AI hv_f32 hv_or_sign(hv_f32 t, hv_f32 x) {
       _mm512_castps_si512(t),
       _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32((int)0x80000000u))));
 }
-HV_AI hv_f32 hv_round(hv_f32 a) {
-  return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-}
-HV_AI hv_f32 hv_floor(hv_f32 a) {
-  return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-}
-HV_AI hv_f32 hv_ceil(hv_f32 a) {
-  return _mm512_roundscale_ps(a, _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC);
-}
+/* Rounding to an integral float, the mode an immediate (hv_round below). */
+#define HV_ROUND_PS(a, mode) _mm512_roundscale_ps(a, mode)
 /* p * 2^n for integral n with 2^n a normal float: vscalefps, no integer
  * exponent arithmetic. */
 HV_AI hv_f32 hv_ldexp(hv_f32 p, hv_f32 n) { return _mm512_scalef_ps(p, n); }
@@ -134,15 +127,7 @@ HV_AI hv_f32 hv_abs(hv_f32 a) {
 HV_AI hv_f32 hv_or_sign(hv_f32 t, hv_f32 x) {
   return _mm256_or_ps(t, _mm256_and_ps(x, _mm256_set1_ps(-0.0f)));
 }
-HV_AI hv_f32 hv_round(hv_f32 a) {
-  return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-}
-HV_AI hv_f32 hv_floor(hv_f32 a) {
-  return _mm256_round_ps(a, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-}
-HV_AI hv_f32 hv_ceil(hv_f32 a) {
-  return _mm256_round_ps(a, _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC);
-}
+#define HV_ROUND_PS(a, mode) _mm256_round_ps(a, mode)
 /* 2^n built in the exponent field (n >= -126 keeps it a normal float). */
 HV_AI hv_f32 hv_ldexp(hv_f32 p, hv_f32 n) {
   __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
@@ -268,6 +253,15 @@ HV_AI hv_f32 hv_fnmadd(hv_f32 a, hv_f32 b, hv_f32 c) { return HV_MM(fnmadd_ps)(a
 HV_AI hv_f32 hv_fma_exact(hv_f32 a, hv_f32 b, hv_f32 c) { return HV_MM(fmadd_ps)(a, b, c); }
 HV_AI hv_f32 hv_min(hv_f32 a, hv_f32 b) { return HV_MM(min_ps)(a, b); }
 HV_AI hv_f32 hv_max(hv_f32 a, hv_f32 b) { return HV_MM(max_ps)(a, b); }
+HV_AI hv_f32 hv_round(hv_f32 a) {
+  return HV_ROUND_PS(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+HV_AI hv_f32 hv_floor(hv_f32 a) {
+  return HV_ROUND_PS(a, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+}
+HV_AI hv_f32 hv_ceil(hv_f32 a) {
+  return HV_ROUND_PS(a, _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC);
+}
 #endif
 
 /* Lane-wise scalar function, for ops with no vector form (fmod). */

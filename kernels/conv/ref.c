@@ -4,6 +4,15 @@
 #include <stdlib.h>
 #include "hwtune/conv.h"
 
+/* The input pixel (*ih, *iw) that output pixel (oh, ow) meets at window tap
+ * (r, s); 0 where it falls in the padding. The window geometry both
+ * references walk; what each does at a tap (gather, scatter) stays its own. */
+static int tap(const hwt_conv_desc *d, int oh, int ow, int r, int s, int *ih, int *iw) {
+  *ih = oh * d->stride_h - d->pad_h + r * d->dil_h;
+  *iw = ow * d->stride_w - d->pad_w + s * d->dil_w;
+  return *ih >= 0 && *ih < d->H && *iw >= 0 && *iw < d->W;
+}
+
 int hwt_conv_ref(const hwt_conv_desc *d, const float *x, const float *w, const float *bias,
                  float *y) {
   int OH, OW;
@@ -14,16 +23,13 @@ int hwt_conv_ref(const hwt_conv_desc *d, const float *x, const float *w, const f
         for (int ow = 0; ow < OW; ow++) {
           double acc = bias ? bias[k] : 0.0;
           for (int c = 0; c < d->C; c++)
-            for (int r = 0; r < d->R; r++) {
-              int ih = oh * d->stride_h - d->pad_h + r * d->dil_h;
-              if (ih < 0 || ih >= d->H) continue;
+            for (int r = 0; r < d->R; r++)
               for (int s = 0; s < d->S; s++) {
-                int iw = ow * d->stride_w - d->pad_w + s * d->dil_w;
-                if (iw < 0 || iw >= d->W) continue;
+                int ih, iw;
+                if (!tap(d, oh, ow, r, s, &ih, &iw)) continue;
                 acc += (double)x[(((size_t)n * d->C + c) * d->H + ih) * d->W + iw] *
                        (double)w[(((size_t)k * d->C + c) * d->R + r) * d->S + s];
               }
-            }
           if (d->relu && acc < 0.0) acc = 0.0;
           y[(((size_t)n * d->K + k) * OH + oh) * OW + ow] = (float)acc;
         }
@@ -47,16 +53,13 @@ int hwt_conv_transpose_ref(const hwt_conv_desc *d, const float *x, const float *
         for (int oh = 0; oh < OH; oh++)
           for (int ow = 0; ow < OW; ow++) {
             double v = x[(((size_t)n * d->K + k) * OH + oh) * OW + ow];
-            for (int r = 0; r < d->R; r++) {
-              int ih = oh * d->stride_h - d->pad_h + r * d->dil_h;
-              if (ih < 0 || ih >= d->H) continue;
+            for (int r = 0; r < d->R; r++)
               for (int s = 0; s < d->S; s++) {
-                int iw = ow * d->stride_w - d->pad_w + s * d->dil_w;
-                if (iw < 0 || iw >= d->W) continue;
+                int ih, iw;
+                if (!tap(d, oh, ow, r, s, &ih, &iw)) continue;
                 acc[(size_t)ih * d->W + iw] +=
                     v * (double)w[(((size_t)k * d->C + c) * d->R + r) * d->S + s];
               }
-            }
           }
       float *yp = y + ((size_t)n * d->C + c) * plane;
       for (size_t i = 0; i < plane; i++) yp[i] = (float)acc[i];

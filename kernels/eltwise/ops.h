@@ -116,19 +116,25 @@ OP_REF sigmoid_ref(float a, float b, float c, const float *at) {
 }
 OP_REF tanh_ref(float a, float b, float c, const float *at) { return tanh((double)a); }
 
+/* c[0] x^(n-1) + c[1] x^(n-2) + ... + c[n-1] by Horner's rule, one hv_fmadd
+ * per coefficient: how every polynomial of approx.h is evaluated. Inlined
+ * over a constant table, the loop unrolls into the chain written out. */
+HV_AI hv_f32 horner(hv_f32 x, const float *c, int n) {
+  hv_f32 p = hv_set1(c[0]);
+  for (int i = 1; i < n; i++) p = hv_fmadd(p, x, hv_set1(c[i]));
+  return p;
+}
+
 /* e^y = 2^n * p: n = round(y log2 e), p = e^r on the reduced argument
  * r = y - n ln2 (Cody-Waite split, degree-7 polynomial). The callers scale
  * p by 2^n as their range needs. */
 HV_AI hv_f32 exp_reduced(hv_f32 y, hv_f32 *n_out) {
+  static const float P[] = {HWT_EXP_P0, HWT_EXP_P1, HWT_EXP_P2,
+                            HWT_EXP_P3, HWT_EXP_P4, HWT_EXP_P5};
   hv_f32 n = hv_round(hv_mul(y, hv_set1(HWT_LOG2E)));
   hv_f32 r = hv_fnmadd(n, hv_set1(HWT_LN2_HI), y);
   r = hv_fnmadd(n, hv_set1(HWT_LN2_LO), r);
-  hv_f32 p = hv_set1(HWT_EXP_P0);
-  p = hv_fmadd(p, r, hv_set1(HWT_EXP_P1));
-  p = hv_fmadd(p, r, hv_set1(HWT_EXP_P2));
-  p = hv_fmadd(p, r, hv_set1(HWT_EXP_P3));
-  p = hv_fmadd(p, r, hv_set1(HWT_EXP_P4));
-  p = hv_fmadd(p, r, hv_set1(HWT_EXP_P5));
+  hv_f32 p = horner(r, P, 6);
   *n_out = n;
   return hv_add(hv_fmadd(p, hv_mul(r, r), r), hv_set1(1.0f));
 }
@@ -154,16 +160,13 @@ OP_VEC sigmoid_vec(hv_f32 x, hv_f32 b, hv_f32 c, const hv_f32 *at) {
 }
 
 OP_VEC tanh_vec(hv_f32 x, hv_f32 b, hv_f32 c, const hv_f32 *at) {
+  static const float P[] = {HWT_TANH_P0, HWT_TANH_P1, HWT_TANH_P2, HWT_TANH_P3, HWT_TANH_P4};
   hv_f32 ax = hv_abs(x);
   hv_f32 t2 = hv_min(hv_add(ax, ax), hv_set1(HWT_EXP_MIN_ARG));
   hv_f32 e = exp_neg(hv_sub(hv_zero(), t2));
   hv_f32 q = hv_mul(e, hv_recip12(hv_add(hv_set1(1.0f), e)));
   hv_f32 big = hv_fnmadd(q, hv_set1(2.0f), hv_set1(1.0f));
-  hv_f32 s = hv_mul(ax, ax), p = hv_set1(HWT_TANH_P0);
-  p = hv_fmadd(p, s, hv_set1(HWT_TANH_P1));
-  p = hv_fmadd(p, s, hv_set1(HWT_TANH_P2));
-  p = hv_fmadd(p, s, hv_set1(HWT_TANH_P3));
-  p = hv_fmadd(p, s, hv_set1(HWT_TANH_P4));
+  hv_f32 s = hv_mul(ax, ax), p = horner(s, P, 5);
   hv_f32 small = hv_fmadd(hv_mul(p, s), ax, ax);
   hv_f32 t = hv_select(hv_lt(ax, hv_set1(HWT_TANH_SMALL)), small, big);
   /* t >= 0: OR in the sign of x (also gives tanh(-0) = -0). */
@@ -220,31 +223,20 @@ OP_VEC exp_vec(hv_f32 x, hv_f32 b, hv_f32 c, const hv_f32 *at) {
 
 /* erf(|x|) for |x| <= 1: |x| + |x| (P - 1), the large part added last. */
 HV_AI hv_f32 erf_small(hv_f32 ax) {
-  hv_f32 u = hv_mul(ax, ax), p = hv_set1(HWT_ERF_P0);
-  p = hv_fmadd(p, u, hv_set1(HWT_ERF_P1));
-  p = hv_fmadd(p, u, hv_set1(HWT_ERF_P2));
-  p = hv_fmadd(p, u, hv_set1(HWT_ERF_P3));
-  p = hv_fmadd(p, u, hv_set1(HWT_ERF_P4));
-  p = hv_fmadd(p, u, hv_set1(HWT_ERF_P5));
-  p = hv_fmadd(p, u, hv_set1(HWT_ERF_P6));
+  static const float P[] = {HWT_ERF_P0, HWT_ERF_P1, HWT_ERF_P2, HWT_ERF_P3,
+                            HWT_ERF_P4, HWT_ERF_P5, HWT_ERF_P6};
+  hv_f32 p = horner(hv_mul(ax, ax), P, 7);
   return hv_fmadd(p, ax, ax);
 }
 
 /* erfc(|x|) for 1 <= |x| < HWT_ERF_ONE, 0 from there on; any |x| (NaN
  * too) keeps the polynomial in its range. */
 HV_AI hv_f32 erfc_large(hv_f32 ax) {
+  static const float R[] = {HWT_ERFC_R0, HWT_ERFC_R1, HWT_ERFC_R2, HWT_ERFC_R3, HWT_ERFC_R4,
+                            HWT_ERFC_R5, HWT_ERFC_R6, HWT_ERFC_R7, HWT_ERFC_R8, HWT_ERFC_R9};
   hv_f32 t = hv_min(hv_max(ax, hv_set1(1.0f)), hv_set1(HWT_ERF_ONE));
   t = hv_sub(t, hv_set1(HWT_ERF_MID));
-  hv_f32 r = hv_set1(HWT_ERFC_R0);
-  r = hv_fmadd(r, t, hv_set1(HWT_ERFC_R1));
-  r = hv_fmadd(r, t, hv_set1(HWT_ERFC_R2));
-  r = hv_fmadd(r, t, hv_set1(HWT_ERFC_R3));
-  r = hv_fmadd(r, t, hv_set1(HWT_ERFC_R4));
-  r = hv_fmadd(r, t, hv_set1(HWT_ERFC_R5));
-  r = hv_fmadd(r, t, hv_set1(HWT_ERFC_R6));
-  r = hv_fmadd(r, t, hv_set1(HWT_ERFC_R7));
-  r = hv_fmadd(r, t, hv_set1(HWT_ERFC_R8));
-  r = hv_fmadd(r, t, hv_set1(HWT_ERFC_R9));
+  hv_f32 r = horner(t, R, 10);
   return hv_keep(hv_lt(ax, hv_set1(HWT_ERF_ONE)), exp_neg(r)); /* r in [-17, -1.8] */
 }
 

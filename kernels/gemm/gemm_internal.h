@@ -1,6 +1,8 @@
 /* Internal contracts of the GEMM family: what a micro-kernel, a packing
  * routine and a GEMV routine promise, and the per-ISA table the driver uses.
- * Not installed; only kernels/gemm/ includes it. */
+ * The contracts are function types: each ISA's routines are declared
+ * through them, so a definition that drifts from its contract does not
+ * compile. Not installed; only kernels/gemm/ includes it. */
 #ifndef HWTUNE_GEMM_INTERNAL_H
 #define HWTUNE_GEMM_INTERNAL_H
 #include <stddef.h>
@@ -10,33 +12,33 @@
  * a: packed A micro-panel, kc x mr, a[k*mr + i] (rows beyond m are zero).
  * b: B micro-panel, kc x nr, b[k*ldb + j] (columns beyond n are zero).
  * beta == 0 never reads C (it may hold NaN). bias is NULL or bias[0:n]. */
-typedef void (*hwt_gemm_ukr_fn)(int kc, const float *a, const float *b, size_t ldb, float *c,
-                                size_t ldc, int m, int n, float beta, const float *bias);
+typedef void hwt_gemm_ukr_fn(int kc, const float *a, const float *b, size_t ldb, float *c,
+                             size_t ldc, int m, int n, float beta, const float *bias);
 
 /* Micro-kernel that packs as it goes: b is op(B) itself, not transposed
  * (b[k*ldb + j], only j < n read), and each row it loads is also stored into
  * bcopy (kc x nr, 64-byte aligned, columns beyond n zeroed), which then is
  * the packed B micro-panel for the remaining row panels. */
-typedef void (*hwt_gemm_ukr_pack_fn)(int kc, const float *a, const float *b, size_t ldb,
-                                     float *bcopy, float *c, size_t ldc, int m, int n,
-                                     float beta, const float *bias);
+typedef void hwt_gemm_ukr_pack_fn(int kc, const float *a, const float *b, size_t ldb,
+                                  float *bcopy, float *c, size_t ldc, int m, int n, float beta,
+                                  const float *bias);
 
 /* Packing (pack_body.c, compiled per ISA). pack_a: op(A) rows [i0, i0+mb) x
  * depth [p0, p0+kb) into ceil(mb/mr) micro-panels of kb x mr, zero-padded.
  * pack_b: depth [p0, p0+kb) x columns [j0, j0+nb) of op(B) into ceil(nb/nr)
  * micro-panels of kb x nr, zero-padded. Both absorb the transposes. */
-typedef void (*hwt_gemm_pack_a_fn)(const hwt_gemm_desc *d, const float *A, int i0, int mb,
-                                   int p0, int kb, int mr, float *dst);
-typedef void (*hwt_gemm_pack_b_fn)(const hwt_gemm_desc *d, const float *B, int p0, int kb,
-                                   int j0, int nb, int nr, float *dst);
+typedef void hwt_gemm_pack_a_fn(const hwt_gemm_desc *d, const float *A, int i0, int mb, int p0,
+                                int kb, int mr, float *dst);
+typedef void hwt_gemm_pack_b_fn(const hwt_gemm_desc *d, const float *B, int p0, int kb, int j0,
+                                int nb, int nr, float *dst);
 
 /* GEMV for m <= HWT_GEMV_MAX_M rows of A (row i at a + i*lda, K contiguous
  * floats) times op(B) restricted to n columns: B points at column 0 of the
  * range ([K, n] with row stride ldb, or [n, K] with row stride ldb when
  * trans_b). c, bias likewise point at column 0 of the range. */
-typedef void (*hwt_gemv_fn)(int m, int n, int k, const float *a, size_t lda, const float *b,
-                            size_t ldb, int trans_b, float *c, size_t ldc, float beta,
-                            const float *bias);
+typedef void hwt_gemv_fn(int m, int n, int k, const float *a, size_t lda, const float *b,
+                         size_t ldb, int trans_b, float *c, size_t ldc, float beta,
+                         const float *bias);
 
 /* Rows up to which GEMV (B streamed once for all rows) beats the packed path
  * (12-row AVX-512 tiles padded with zeros + packing). Sweep of M on
@@ -60,11 +62,11 @@ typedef enum { HWT_GEMM_A_IN_L1 = 0, HWT_GEMM_B_IN_L1 = 1 } hwt_gemm_order;
 
 typedef struct {
   int mr, nr;
-  hwt_gemm_ukr_fn ukr;
-  hwt_gemm_pack_a_fn pack_a;
-  hwt_gemm_pack_b_fn pack_b;
-  hwt_gemv_fn gemv;
-  hwt_gemm_ukr_pack_fn ukr_pack; /* NULL: B is packed ahead by pack_b */
+  hwt_gemm_ukr_fn *ukr;
+  hwt_gemm_pack_a_fn *pack_a;
+  hwt_gemm_pack_b_fn *pack_b;
+  hwt_gemv_fn *gemv;
+  hwt_gemm_ukr_pack_fn *ukr_pack; /* NULL: B is packed ahead by pack_b */
   hwt_gemm_order order;
   /* Cost of packing one float, in flops of micro-kernel time: what the 2-D
      partition (partition.c) charges for the panels each thread packs. */
@@ -74,39 +76,18 @@ typedef struct {
 /* NULL if the ISA has no variant in this build. */
 const hwt_gemm_variant *hwt_gemm_variant_get(hwt_isa isa);
 
-void hwt_gemm_ukr_generic_4x8(int kc, const float *a, const float *b, size_t ldb, float *c,
-                              size_t ldc, int m, int n, float beta, const float *bias);
-void hwt_gemm_pack_a_generic(const hwt_gemm_desc *d, const float *A, int i0, int mb, int p0,
-                             int kb, int mr, float *dst);
-void hwt_gemm_pack_b_generic(const hwt_gemm_desc *d, const float *B, int p0, int kb, int j0,
-                             int nb, int nr, float *dst);
-void hwt_gemv_generic(int m, int n, int k, const float *a, size_t lda, const float *b,
-                      size_t ldb, int trans_b, float *c, size_t ldc, float beta,
-                      const float *bias);
+/* Micro-kernels, by ISA and tile (ukernel_<isa>_<tile>.c). */
+hwt_gemm_ukr_fn hwt_gemm_ukr_generic_4x8;
+/* What pack_body.c and gemv_body.c export per ISA variant (HWT_VARIANT). */
+hwt_gemm_pack_a_fn hwt_gemm_pack_a_generic;
+hwt_gemm_pack_b_fn hwt_gemm_pack_b_generic;
+hwt_gemv_fn hwt_gemv_generic;
 #if defined(HWTUNE_HAVE_X86)
-void hwt_gemm_ukr_avx2_6x16(int kc, const float *a, const float *b, size_t ldb, float *c,
-                            size_t ldc, int m, int n, float beta, const float *bias);
-void hwt_gemm_ukr_pack_avx2_6x16(int kc, const float *a, const float *b, size_t ldb,
-                                 float *bcopy, float *c, size_t ldc, int m, int n, float beta,
-                                 const float *bias);
-void hwt_gemm_pack_a_avx2(const hwt_gemm_desc *d, const float *A, int i0, int mb, int p0,
-                          int kb, int mr, float *dst);
-void hwt_gemm_pack_b_avx2(const hwt_gemm_desc *d, const float *B, int p0, int kb, int j0,
-                          int nb, int nr, float *dst);
-void hwt_gemv_avx2(int m, int n, int k, const float *a, size_t lda, const float *b,
-                   size_t ldb, int trans_b, float *c, size_t ldc, float beta, const float *bias);
-void hwt_gemm_ukr_avx512_12x32(int kc, const float *a, const float *b, size_t ldb, float *c,
-                               size_t ldc, int m, int n, float beta, const float *bias);
-void hwt_gemm_ukr_pack_avx512_12x32(int kc, const float *a, const float *b, size_t ldb,
-                                    float *bcopy, float *c, size_t ldc, int m, int n,
-                                    float beta, const float *bias);
-void hwt_gemm_pack_a_avx512(const hwt_gemm_desc *d, const float *A, int i0, int mb, int p0,
-                            int kb, int mr, float *dst);
-void hwt_gemm_pack_b_avx512(const hwt_gemm_desc *d, const float *B, int p0, int kb, int j0,
-                            int nb, int nr, float *dst);
-void hwt_gemv_avx512(int m, int n, int k, const float *a, size_t lda, const float *b,
-                     size_t ldb, int trans_b, float *c, size_t ldc, float beta,
-                     const float *bias);
+hwt_gemm_ukr_fn hwt_gemm_ukr_avx2_6x16, hwt_gemm_ukr_avx512_12x32;
+hwt_gemm_ukr_pack_fn hwt_gemm_ukr_pack_avx2_6x16, hwt_gemm_ukr_pack_avx512_12x32;
+hwt_gemm_pack_a_fn hwt_gemm_pack_a_avx2, hwt_gemm_pack_a_avx512;
+hwt_gemm_pack_b_fn hwt_gemm_pack_b_avx2, hwt_gemm_pack_b_avx512;
+hwt_gemv_fn hwt_gemv_avx2, hwt_gemv_avx512;
 #endif
 
 /* Blocking (blocking.c): kc, mc, nc for a variant and its loop order from

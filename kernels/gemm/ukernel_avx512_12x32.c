@@ -86,23 +86,27 @@ static inline __attribute__((always_inline)) void body(int kc, const float *a, c
     if (i < m) store_row(c + (size_t)i * ldc, acc[i][0], acc[i][1], k0, k1, beta, blo, bhi);
 }
 
+/* The body for the panel's rows: 12, or the 8- or 4-row edge. */
+static inline __attribute__((always_inline)) void rows_body(int kc, const float *a,
+                                                            const float *b, size_t ldb,
+                                                            float *bcopy, float *c, size_t ldc,
+                                                            int m, int n, float beta,
+                                                            const float *bias, const int COPY) {
+  if (m > 8)
+    body(kc, a, b, ldb, bcopy, c, ldc, m, n, beta, bias, 12, COPY);
+  else if (m > 4)
+    body(kc, a, b, ldb, bcopy, c, ldc, m, n, beta, bias, 8, COPY);
+  else
+    body(kc, a, b, ldb, bcopy, c, ldc, m, n, beta, bias, 4, COPY);
+}
+
 void hwt_gemm_ukr_avx512_12x32(int kc, const float *a, const float *b, size_t ldb, float *c,
                                size_t ldc, int m, int n, float beta, const float *bias) {
-  if (m > 8)
-    body(kc, a, b, ldb, NULL, c, ldc, m, n, beta, bias, 12, 0);
-  else if (m > 4)
-    body(kc, a, b, ldb, NULL, c, ldc, m, n, beta, bias, 8, 0);
-  else
-    body(kc, a, b, ldb, NULL, c, ldc, m, n, beta, bias, 4, 0);
+  rows_body(kc, a, b, ldb, NULL, c, ldc, m, n, beta, bias, 0);
 }
 
 void hwt_gemm_ukr_pack_avx512_12x32(int kc, const float *a, const float *b, size_t ldb,
                                     float *bcopy, float *c, size_t ldc, int m, int n,
                                     float beta, const float *bias) {
-  if (m > 8)
-    body(kc, a, b, ldb, bcopy, c, ldc, m, n, beta, bias, 12, 1);
-  else if (m > 4)
-    body(kc, a, b, ldb, bcopy, c, ldc, m, n, beta, bias, 8, 1);
-  else
-    body(kc, a, b, ldb, bcopy, c, ldc, m, n, beta, bias, 4, 1);
+  rows_body(kc, a, b, ldb, bcopy, c, ldc, m, n, beta, bias, 1);
 }

@@ -42,6 +42,20 @@ __attribute__((format(printf, 4, 5), unused)) static void check_failed_(const ch
     if (!(cond)) check_failed_(__FILE__, __LINE__, #cond, "" __VA_ARGS__); \
   } while (0)
 
+/* main's exit status: 1 after a line counting the failed checks, 0 after
+ * the program's success line (printf's format and arguments). */
+__attribute__((format(printf, 1, 2), unused)) static int check_verdict(const char *fmt, ...) {
+  if (failures) {
+    fprintf(stderr, "%d failure(s)\n", failures);
+    return 1;
+  }
+  va_list ap;
+  va_start(ap, fmt);
+  vprintf(fmt, ap);
+  va_end(ap);
+  return 0;
+}
+
 /* Uniform in [-1, 1), the same sequence in every run (an LCG: test data,
  * not statistics). */
 static unsigned frand_state = 12345u;

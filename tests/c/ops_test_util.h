@@ -127,4 +127,39 @@ static int64_t compare(const char *what, const float *got, const float *want, in
   return bad;
 }
 
+/* Runs t at every nth of 1-4 (generic ISA) and compares each output k with
+ * want[k] within tol (compare's rtol and atol; 0: bit for bit). The count of
+ * mismatches, one more when prepare fails (then it stops). */
+static inline int64_t one_op_check(one_op *t, float *const *want, const char *what, double tol) {
+  int64_t bad = 0;
+  char err[256];
+  for (int nth = 1; nth <= 4; nth++) {
+    if (one_op_run(t, HWT_ISA_GENERIC, nth, err, sizeof err) != HWT_OK) {
+      fprintf(stderr, "%s: prepare failed: %s\n", what, err);
+      return bad + 1;
+    }
+    for (int k = 0; k < t->n_out; k++)
+      bad += compare(what, t->out[k], want[k], t->out_n[k], tol, tol);
+  }
+  return bad;
+}
+
+/* one_op_check, then frees want[0..n_out) (alloc_floats buffers) and t. */
+static inline int64_t one_op_check_free(one_op *t, float **want, const char *what, double tol) {
+  const int64_t bad = one_op_check(t, want, what, tol);
+  for (int k = 0; k < t->n_out; k++) free(want[k]);
+  one_op_free(t);
+  return bad;
+}
+
+/* main's exit status: 1 after a line counting the mismatches, else
+ * check_verdict's. */
+static inline int one_op_verdict(int64_t bad) {
+  if (bad) {
+    fprintf(stderr, "FAIL: %lld mismatches\n", (long long)bad);
+    return 1;
+  }
+  return check_verdict("ok\n");
+}
+
 #endif

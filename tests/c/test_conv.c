@@ -4,6 +4,7 @@
  * 1..3; the direct fallback; the transposed-conv reference as the adjoint of
  * the conv reference; layout round trips and illegal parameters. Small shapes so it runs in seconds under ASan/UBSan. */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,26 +108,25 @@ static void test_illegal(void) {
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
     CHECK(hwt_conv_plan_make(&d, HWT_CONV_NCHWC, &bad[i], HWT_ISA_GENERIC, 1, &plan) ==
                HWT_EINVAL, "bad params %zu accepted", i);
-  hwt_conv_desc e = d;
-  e.stride_h = 0;
-  CHECK(hwt_conv_plan_make(&e, HWT_CONV_NCHW, NULL, HWT_ISA_GENERIC, 1, &plan) == HWT_EINVAL,
-         "stride 0");
-  e = d;
-  e.dil_w = 0;
-  CHECK(hwt_conv_plan_make(&e, HWT_CONV_NCHW, NULL, HWT_ISA_GENERIC, 1, &plan) == HWT_EINVAL,
-         "dilation 0");
-  e = d;
-  e.pad_h_end = -1;
-  CHECK(hwt_conv_plan_make(&e, HWT_CONV_NCHW, NULL, HWT_ISA_GENERIC, 1, &plan) == HWT_EINVAL,
-         "negative end padding");
-  e = d;
-  e.dil_h = 8;  /* 3 taps 8 apart span 17 rows > 14 + 2 */
-  CHECK(hwt_conv_plan_make(&e, HWT_CONV_NCHW, NULL, HWT_ISA_GENERIC, 1, &plan) == HWT_EINVAL,
-         "dilated window larger than the input");
-  e = d;
-  e.R = 17;
-  CHECK(hwt_conv_plan_make(&e, HWT_CONV_NCHW, NULL, HWT_ISA_GENERIC, 1, &plan) == HWT_EINVAL,
-         "empty output");
+  /* d with one field (an int) set to an illegal value, a row each. */
+  static const struct {
+    size_t field;
+    int value;
+    const char *why;
+  } illegal[] = {
+      {offsetof(hwt_conv_desc, stride_h), 0, "stride 0"},
+      {offsetof(hwt_conv_desc, dil_w), 0, "dilation 0"},
+      {offsetof(hwt_conv_desc, pad_h_end), -1, "negative end padding"},
+      /* 3 taps 8 apart span 17 rows > 14 + 2 */
+      {offsetof(hwt_conv_desc, dil_h), 8, "dilated window larger than the input"},
+      {offsetof(hwt_conv_desc, R), 17, "empty output"},
+  };
+  for (size_t i = 0; i < sizeof illegal / sizeof illegal[0]; i++) {
+    hwt_conv_desc e = d;
+    memcpy((char *)&e + illegal[i].field, &illegal[i].value, sizeof(int));
+    CHECK(hwt_conv_plan_make(&e, HWT_CONV_NCHW, NULL, HWT_ISA_GENERIC, 1, &plan) == HWT_EINVAL,
+          "%s", illegal[i].why);
+  }
   CHECK(hwt_conv_plan_make(&d, HWT_CONV_NCHW, NULL, HWT_ISA_GENERIC, 0, &plan) == HWT_EINVAL,
          "nth 0");
   CHECK(hwt_conv_plan_make(&d, (hwt_conv_layout)7, NULL, HWT_ISA_GENERIC, 1, &plan) ==
@@ -235,10 +235,5 @@ int main(void) {
   test_illegal();
   test_direct_fallback();
   test_layout_round_trip();
-  if (failures) {
-    fprintf(stderr, "%d failure(s)\n", failures);
-    return 1;
-  }
-  printf("test_conv: ok\n");
-  return 0;
+  return check_verdict("test_conv: ok\n");
 }

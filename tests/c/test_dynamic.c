@@ -390,10 +390,5 @@ int main(void) {
   free(ref.u);
   free(ref.r);
   free(ref.q);
-  if (failures) {
-    fprintf(stderr, "%d failure(s)\n", failures);
-    return 1;
-  }
-  printf("test_dynamic: ok\n");
-  return 0;
+  return check_verdict("test_dynamic: ok\n");
 }

@@ -350,7 +350,5 @@ int main(int argc, char **argv) {
   CHECK(hwt_eltwise_check(&bad) == HWT_EINVAL, "bad op accepted");
   CHECK(hwt_eltwise_check(NULL) == HWT_EINVAL, "NULL desc accepted");
   CHECK(hwt_probe_fma_thread((hwt_isa)HWT_ISA_COUNT, 10) == HWT_EISA, "bad ISA accepted by probe");
-  if (failures) fprintf(stderr, "%d check(s) failed\n", failures);
-  else printf("test_eltwise: all checks passed\n");
-  return failures ? 1 : 0;
+  return check_verdict("test_eltwise: all checks passed\n");
 }

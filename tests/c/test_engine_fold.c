@@ -132,7 +132,5 @@ int main(void) {
         if (!(hwt_sched_at(row)->single_team && ex > 1))
           check_sched(g, hwt_sched_at(row)->name, ex, th, x, w, y);
   hwt_graph_destroy(g);
-  if (failures) return 1;
-  printf("test_engine_fold: ok\n");
-  return 0;
+  return check_verdict("test_engine_fold: ok\n");
 }

@@ -309,8 +309,6 @@ int main(int argc, char **argv) {
     make_dag(&d, &r);
     run_dag(&d, s);
   }
-  if (failures) return 1;
-  printf("test_engine_sched: %d random DAGs x %d configurations (%d schedulers) ok\n", n,
-         configs_per_dag(), hwt_sched_count());
-  return 0;
+  return check_verdict("test_engine_sched: %d random DAGs x %d configurations (%d schedulers) ok\n",
+                       n, configs_per_dag(), hwt_sched_count());
 }

@@ -134,10 +134,5 @@ int main(void) {
   test_numbers();
   test_refused();
   test_depth_and_length();
-  if (failures) {
-    fprintf(stderr, "test_json: %d failure(s)\n", failures);
-    return 1;
-  }
-  printf("test_json: ok\n");
-  return 0;
+  return check_verdict("test_json: ok\n");
 }

@@ -109,6 +109,5 @@ int main(void) {
   }
   refusals(p, team);
   hwt_pool_destroy(p);
-  if (failures) fprintf(stderr, "%d check(s) failed\n", failures);
-  return failures ? 1 : 0;
+  return check_verdict("test_op_bench: ok\n");
 }

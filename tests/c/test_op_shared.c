@@ -136,7 +136,5 @@ static void engine_shares(void) {
 int main(void) {
   table_semantics();
   engine_shares();
-  if (failures) return 1;
-  printf("test_op_shared: ok\n");
-  return 0;
+  return check_verdict("test_op_shared: ok\n");
 }

@@ -123,10 +123,5 @@ int main(void) {
     bad += run_case(&k);
   }
   test_refuses_bad_shape();
-  if (bad || failures) {
-    fprintf(stderr, "FAIL: %lld mismatches, %d failures\n", (long long)bad, failures);
-    return 1;
-  }
-  printf("test_ops_conv_transpose: ok\n");
-  return 0;
+  return one_op_verdict(bad);
 }

@@ -7,24 +7,6 @@
  * batch_norm_stats_update. */
 #include "ops_test_util.h"
 
-static int64_t run_all_tol(one_op *t, float *const *want, const char *what, double tol) {
-  int64_t bad = 0;
-  char err[256];
-  for (int nth = 1; nth <= 4; nth++) {
-    if (one_op_run(t, HWT_ISA_GENERIC, nth, err, sizeof err) != HWT_OK) {
-      fprintf(stderr, "%s: prepare failed: %s\n", what, err);
-      return bad + 1;
-    }
-    for (int k = 0; k < t->n_out; k++)
-      bad += compare(what, t->out[k], want[k], t->out_n[k], tol, tol);
-  }
-  return bad;
-}
-
-static int64_t run_all(one_op *t, float *const *want, const char *what) {
-  return run_all_tol(t, want, what, 0.0);
-}
-
 /* Offset of output element i in an operand of shape s (rank r, right
  * aligned to the output's rank ro, size-1 dimensions broadcast). */
 static int64_t bc_offset(int64_t i, int ro, const int64_t *os, int r, const int64_t *s) {
@@ -70,11 +52,7 @@ static int64_t check_minmax(int larger) {
     want[0][i] = b_wins ? 0.0f : half;
     want[1][i] = a_wins ? 0.0f : half;
   }
-  int64_t bad = run_all(&t, want, larger ? "maximum_grad" : "minimum_grad");
-  free(want[0]);
-  free(want[1]);
-  one_op_free(&t);
-  return bad;
+  return one_op_check_free(&t, want, larger ? "maximum_grad" : "minimum_grad", 0.0);
 }
 
 static int64_t check_abs(void) {
@@ -90,10 +68,7 @@ static int64_t check_abs(void) {
     float x = t.in[0][i];
     want[0][i] = x > 0 ? t.in[1][i] : x < 0 ? -t.in[1][i] : 0.0f;
   }
-  int64_t bad = run_all(&t, want, "abs_grad");
-  free(want[0]);
-  one_op_free(&t);
-  return bad;
+  return one_op_check_free(&t, want, "abs_grad", 0.0);
 }
 
 /* batch_norm_train (grad = 0) or batch_norm_train_grad (grad = 1) of a
@@ -162,10 +137,7 @@ static int64_t check_bn_train(int grad) {
       want[2][ch] = (float)inv;
     }
   }
-  int64_t bad = run_all_tol(&t, want, what, 1e-5);
-  for (int k = 0; k < 3; k++) free(want[k]);
-  one_op_free(&t);
-  return bad;
+  return one_op_check_free(&t, want, what, 1e-5);
 }
 
 static int64_t check_bn_stats(void) {
@@ -187,21 +159,12 @@ static int64_t check_bn_stats(void) {
     want[0][k] = (float)((1 - m) * t.in[0][k] + m * t.in[2][k]);
     want[1][k] = (float)((1 - m) * t.in[1][k] + m * bvar);
   }
-  int64_t bad = run_all_tol(&t, want, "batch_norm_stats_update", 1e-6);
-  free(want[0]);
-  free(want[1]);
-  one_op_free(&t);
-  return bad;
+  return one_op_check_free(&t, want, "batch_norm_stats_update", 1e-6);
 }
 
 int main(void) {
   int64_t bad = 0;
   for (int rep = 0; rep < 200; rep++) bad += check_minmax(rep % 2) + (rep % 10 ? 0 : check_abs());
   for (int rep = 0; rep < 40; rep++) bad += check_bn_train(rep % 2) + check_bn_stats();
-  if (bad) {
-    fprintf(stderr, "FAIL: %lld mismatches\n", (long long)bad);
-    return 1;
-  }
-  printf("ok\n");
-  return 0;
+  return one_op_verdict(bad);
 }

@@ -2,19 +2,6 @@
  * 2-5, NCHW[x]c) and softmax on every axis, nth 1-4. */
 #include "ops_test_util.h"
 
-static int64_t run_all(one_op *t, const float *want, double tol, const char *what) {
-  int64_t bad = 0;
-  char err[256];
-  for (int nth = 1; nth <= 4; nth++) {
-    if (one_op_run(t, HWT_ISA_GENERIC, nth, err, sizeof err) != HWT_OK) {
-      fprintf(stderr, "%s: prepare failed: %s\n", what, err);
-      return bad + 1;
-    }
-    bad += compare(what, t->out[0], want, t->out_n[0], tol, tol);
-  }
-  return bad;
-}
-
 static int64_t check_bn(int rank, int blocked) {
   int64_t s[5][HWT_GRAPH_MAX_DIMS];
   int r[5] = {rank, 1, 1, 1, 1};
@@ -40,10 +27,7 @@ static int64_t check_bn(int rank, int blocked) {
     double sc = t.in[1][ch] / sqrt((double)t.in[4][ch] + eps);
     want[i] = (float)(t.in[0][i] * sc + (t.in[2][ch] - t.in[3][ch] * sc));
   }
-  int64_t bad = run_all(&t, want, 1e-6, "batch_norm");
-  free(want);
-  one_op_free(&t);
-  return bad;
+  return one_op_check_free(&t, &want, "batch_norm", 1e-6);
 }
 
 static int64_t check_softmax(int rank, int axis) {
@@ -65,10 +49,7 @@ static int64_t check_softmax(int rank, int axis) {
     for (int64_t j = 0; j < len; j++) sum += exp(t.in[0][base + j * inner] - mx);
     want[i] = (float)(exp(t.in[0][i] - mx) / sum);
   }
-  int64_t bad = run_all(&t, want, 1e-6, "softmax");
-  free(want);
-  one_op_free(&t);
-  return bad;
+  return one_op_check_free(&t, &want, "softmax", 1e-6);
 }
 
 int main(void) {
@@ -79,10 +60,5 @@ int main(void) {
     for (int rank = 1; rank <= 4; rank++)
       for (int axis = 0; axis < rank; axis++) bad += check_softmax(rank, axis);
   }
-  if (bad) {
-    fprintf(stderr, "FAIL: %lld mismatches\n", (long long)bad);
-    return 1;
-  }
-  printf("ok\n");
-  return 0;
+  return one_op_verdict(bad);
 }

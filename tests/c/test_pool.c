@@ -188,7 +188,5 @@ int main(void) {
   test_pinning();
   test_bad_arguments();
   test_churn();
-  if (failures) fprintf(stderr, "%d failure(s)\n", failures);
-  else printf("test_pool: ok\n");
-  return failures != 0;
+  return check_verdict("test_pool: ok\n");
 }

@@ -10,7 +10,5 @@ int main(void) {
   setenv("HWTUNE_POOL_SPIN_US", "0", 1);
   stress_pool("condvar 1x4", 1, 4, 0, 3000, 2, 0);
   stress_pool("condvar 3x2", 3, 2, 0, 2000, 3, 0);
-  if (failures) fprintf(stderr, "%d failure(s)\n", failures);
-  else printf("test_pool_condvar: ok\n");
-  return failures != 0;
+  return check_verdict("test_pool_condvar: ok\n");
 }

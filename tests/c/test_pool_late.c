@@ -135,7 +135,5 @@ int main(void) {
   setenv("HWTUNE_POOL_SPIN_US", "0", 1);
   run_late("1x2 parked, worker 1 late", 2, 1u << 1);
   unsetenv("HWTUNE_POOL_SPIN_US");
-  if (failures) fprintf(stderr, "%d failure(s)\n", failures);
-  else printf("test_pool_late: ok\n");
-  return failures != 0;
+  return check_verdict("test_pool_late: ok\n");
 }

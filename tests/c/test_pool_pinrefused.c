@@ -35,7 +35,6 @@ int main(void) {
   /* The same through run_teams (which pins and restores the caller). */
   stress_pool("refused 2x1", n >= 2 ? 2 : 1, 1, 1, 1000, 2, 0);
   CHECK(atomic_load(&refusals) > 0, "the pool never tried to pin");
-  if (failures) fprintf(stderr, "%d failure(s)\n", failures);
-  else printf("test_pool_pinrefused: ok (%d pins refused)\n", atomic_load(&refusals));
-  return failures != 0;
+  return check_verdict("test_pool_pinrefused: ok (%d pins refused)\n",
+                       atomic_load(&refusals));
 }

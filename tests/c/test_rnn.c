@@ -111,10 +111,5 @@ int main(void) {
   d.isa = HWT_ISA_COUNT;
   CHECK(hwt_lstm_cell_plan_make(&d, 1, &p) != HWT_OK, "unknown ISA");
   CHECK(variants >= 1, "no variant ran");
-  if (failures) {
-    fprintf(stderr, "%d failures\n", failures);
-    return 1;
-  }
-  printf("test_rnn: %d ISA variants OK\n", variants);
-  return 0;
+  return check_verdict("test_rnn: %d ISA variants OK\n", variants);
 }
