@@ -116,7 +116,7 @@ def run(model, executors, threads, scheduler, pin, iterations, warmup, trace_pat
     from hwtune.engine.trace import summary, write_chrome_trace
     from hwtune.engine.tensor_files import load_inputs, save_outputs
     from hwtune.native.isa import selected_isa
-    from hwtune.native.pool import allowed_cpus
+    from hwtune.native.threads import allowed_cpus
     from hwtune.sources import load_any
 
     from hwtune.dynamic.sources import find_dynamic

@@ -91,7 +91,7 @@ def tune_graph(model, budget_s, plan_only, trials, only, search, reps, storage, 
     from hwtune import machine
     from hwtune.db import ResultsDB
     from hwtune.engine.runner import native_engine
-    from hwtune.native.pool import allowed_cpus
+    from hwtune.native.threads import allowed_cpus
     from hwtune.report import export
     from hwtune.sources import load_any
     from hwtune.cli.progress import tune_progress

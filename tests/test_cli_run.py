@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from hwtune.cli.main import cli
-from hwtune.native.pool import allowed_cpus
+from hwtune.native.threads import allowed_cpus
 
 NCPU = len(allowed_cpus())
 HAVE_ENGINE = importlib.util.find_spec("hwtune.native.engine") is not None

@@ -15,7 +15,7 @@ from hwtune.errors import UsageError
 from hwtune.native._lib import check, lib
 from hwtune.native.eltwise import OPS
 from hwtune.native.isa import resolve_isa
-from hwtune.native.pool import Pool
+from hwtune.native.threads import Pool
 
 # Long enough that per-call setup (allocation, initialisation, one warm-up)
 # stays a small fraction, short enough for Ctrl-C to feel immediate.

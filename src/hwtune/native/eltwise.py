@@ -3,7 +3,7 @@
 `eltwise()` runs every share of the thread split one after another in this
 thread: that exercises the partition exactly as a pool would (shares are
 disjoint, line-aligned and need no synchronisation); the parallel pool lives
-in hwtune.native.pool.
+in hwtune.native.threads.
 """
 
 import ctypes

@@ -2,7 +2,7 @@
 
 `gemm()` runs every share of the partition one after another in this thread:
 that exercises the partition exactly as a pool would (shares are disjoint and
-need no synchronisation); the parallel pool lives in hwtune.native.pool.
+need no synchronisation); the parallel pool lives in hwtune.native.threads.
 `PackedGemm` packs a constant B (weights) once (hwt_gemm_pack_b) and runs each
 call without packing B (hwt_gemm_run_part_packed).
 """

@@ -12,7 +12,7 @@ import numpy as np
 from hwtune.errors import NativeError, UsageError
 from hwtune.native._lib import check, lib
 from hwtune.native.handle import Handle
-from hwtune.native.pool import Pool
+from hwtune.native.threads import Pool
 
 _F = ctypes.POINTER(ctypes.c_float)
 _dp = ctypes.POINTER(ctypes.c_double)

@@ -1,4 +1,5 @@
-"""Binding for hwtune/pool.h: a pool of executor teams of (pinned) threads."""
+"""Binding for hwtune/pool.h: a pool of executor teams of (pinned) threads
+(named threads, not pool, so it is never taken for the pooling op)."""
 
 import ctypes
 import threading
