@@ -12,7 +12,7 @@ import time
 import pytest
 from click.testing import CliRunner
 
-from conftest import sigint_default
+from conftest import rows, sigint_default
 
 from hwtune.cli.main import cli
 from hwtune.native.threads import allowed_cpus
@@ -27,14 +27,6 @@ NCPU = len(allowed_cpus())
 def hwtune(*args, env=None, timeout=120):
     return subprocess.run([sys.executable, "-m", "hwtune.cli.main", *args],
                           capture_output=True, text=True, env=env or ENV, timeout=timeout)
-
-
-def rows(db, sql, *params):
-    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    try:
-        return con.execute(sql, params).fetchall()
-    finally:
-        con.close()
 
 
 @pytest.fixture(scope="module")
