@@ -17,8 +17,9 @@ n x 1.1 elements: a real longer computation, not a scaled number).
 - counts (estimated-cycles, or --metric): A counted twice and B once per
   comparison, in separate processes under valgrind as `hwtune check` does.
 - fork-join: the same element-wise work as 64x as many fork-join regions
-  (regions = 64): counts see only the kernel's own per-region set-up (64x
-  as many entries), time must catch the fork-joins.
+  over consecutive slices of the same arrays (regions = 64): counts see
+  only the kernel's own per-region set-up (64x as many entries), time must
+  catch the fork-joins.
 
     python benchmarks/bench_gate.py --pairs 30            # the figures (long)
     python benchmarks/bench_gate.py --pairs 3 --what counts,forkjoin

@@ -47,7 +47,21 @@ def test_eltwise_nt_stores(pool):
     _ok(bench.eltwise_samples(pool, THREADS, "mul", 1 << 18, nt_stores=True, reps=3), 3)
 
 
+@pytest.mark.parametrize("n, regions", [(10_001, 7), (64, 64), (1 << 18, 64)])
+def test_eltwise_regions_cover_odd_splits(pool, n, regions):
+    """The same n elements as `regions` fork-joins over consecutive slices
+    (uneven slices when regions does not divide n; one element each at
+    regions = n), with and without non-temporal stores."""
+    _ok(bench.eltwise_samples(pool, THREADS, "mul", n, reps=3, regions=regions), 3)
+    _ok(bench.eltwise_samples(pool, THREADS, "fma", n, reps=2, regions=regions,
+                              nt_stores=True), 2)
+
+
 def test_bad_arguments_raise_usage_errors(pool):
+    with pytest.raises(UsageError, match="regions=65 exceeds n=64"):
+        bench.eltwise_samples(pool, 1, "mul", 64, regions=65)
+    with pytest.raises(UsageError, match="regions=0"):
+        bench.eltwise_samples(pool, 1, "mul", 64, regions=0)
     with pytest.raises(UsageError, match="unknown element-wise op"):
         bench.eltwise_samples(pool, 1, "swish", 10)
     with pytest.raises(UsageError, match="M=0"):

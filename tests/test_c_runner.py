@@ -1,4 +1,4 @@
-"""The stand-alone C runner (engine/runner/, installed as
+"""The stand-alone C runner (engine/standalone/, installed as
 hwtune/_lib/hwtune-run): it rebuilds the graph `hwtune run` stored, picks the
 stored engine config (tuned > user for a host; the newest without one),
 and times it without Python; every error is one line on stderr, exit 2."""
@@ -39,7 +39,8 @@ TINY = {
 @pytest.fixture(scope="module", autouse=True)
 def runner_built():
     if not RUNNER.exists():
-        pytest.fail(f"{RUNNER} is missing: the build must include engine/runner/runner.cmake")
+        pytest.fail(f"{RUNNER} is missing: the build must include "
+                    "engine/standalone/standalone.cmake")
 
 
 def hwtune_run(db, model, *args):

@@ -69,6 +69,8 @@ def test_parse_good_and_reference_matching():
     ({"figure": [{"kind": "gemm", "M": 0, "K": 8, "N": 8}]}, "must be >= 1"),
     ({"figure": [{"kind": "gemm", "M": 8, "K": 8, "N": 8, "tile": 4}]}, "unknown key tile"),
     ({"figure": [{"kind": "eltwise", "op": "swish", "n": 8}]}, "op must be one of"),
+    ({"figure": [{"kind": "eltwise", "op": "mul", "n": 8, "regions": 9}]},
+     "regions (9) exceeds n (8)"),
     ({"figure": [{"kind": "model", "model": "nope.json"}]}, "no such file"),
     ({"figure": [{"kind": "fma_peak"}, {"kind": "fma_peak"}]}, "duplicate figure name"),
     ({"reference": {"kind": "triad", "n": 8}}, "reference[0].kind must be one of"),

@@ -125,6 +125,33 @@ def test_deadline_stops_after_a_round_and_says_so(monkeypatch):
     assert len(got[0].samples) == 1
 
 
+def test_a_round_that_would_end_past_the_deadline_is_not_started(monkeypatch):
+    """A round as long as the last one is not begun when it would end past
+    the deadline (the budget's final comparison overran a 60 s budget by
+    a whole round of fresh-engine chunks), once the policy's minimum is in."""
+    now = [0.0]
+    monkeypatch.setattr(clock, "monotonic", lambda: now[0])
+
+    class Ticking(Fake):
+        def take(self, k):
+            now[0] += 1.0 * k
+            return super().take(k)
+
+    got = interleave([Ticking("a", [])], FixedSampling(20, rounds=20), deadline=5.5)
+    # rounds end at 1, 2, ..., 5; a sixth would end at 6 > 5.5
+    assert len(got[0].samples) == 5 and now[0] <= 5.5
+    assert "5 of 20 samples (deadline)" in got[0].note
+    # ...but never below the policy's minimum: 4 rounds of 1 s with 2.5 s left
+    now[0] = 0.0
+    got = interleave([Ticking("b", [])], FixedSampling(20, rounds=20, min_reps=4),
+                     deadline=2.5)
+    assert len(got[0].samples) == 3  # the passed deadline still stops it (at 3.0)
+    now[0] = 0.0
+    got = interleave([Ticking("c", [])], FixedSampling(20, rounds=20, min_reps=3),
+                     deadline=2.5)
+    assert len(got[0].samples) == 3  # the third round runs although it ends at 3.0
+
+
 def test_settle_runs_before_every_chunk_when_asked():
     calls, log = [], []
     interleave([Fake("a", log), Fake("b", log)], FixedSampling(2),

@@ -16,6 +16,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from hwtune.engine.config import EngineConfig
 from hwtune.errors import HwtuneError
 from hwtune.measure import OK, FixedSampling, clock
+from hwtune.tuners import confirm as confirms
 from hwtune.tuners import verdict as verdicts
 from hwtune.tuners.context import Progress
 
@@ -69,29 +70,34 @@ class Candidate:
     samples: List[float] = field(default_factory=list)
     status: Optional[str] = None        # of its final measurement
     note: Optional[str] = None
+    process_s: List[float] = field(default_factory=list)  # per fresh process (confirm.py)
 
 
 def final_reserve(latency: Dict[str, float], candidates: int = 3,
-                  open_s: float = 0.0) -> float:
+                  open_s: float = 0.0, budget_s: Optional[float] = None) -> float:
     """Seconds the profile and the final comparison need at their floors:
-    the profile's warm-up and runs of the tuned config, and the warm-up and
+    the profile's warm-up and runs of the tuned config, the warm-up and
     MIN_BUDGET_FINAL_REPS rounds (each opening the engine, with its re-warm
     run and its settle poll) of `candidates` candidates (FINAL_CANDIDATES,
-    plus the stored config on a re-tune)."""
+    plus the stored config on a re-tune), and the confirmation of a gain in
+    fresh processes (confirm.py) at its minimum."""
     from hwtune.tuners.executor_sweep import WARMUP
     best, default = latency.get("best", 0.0), latency.get("default", 0.0)
     profile = best * (WARMUP + 1)
     runs = FINAL_WARMUP + MIN_BUDGET_FINAL_REPS * (1 + FINAL_REWARM)  # a round a sample
     final = (default + (candidates - 1) * best) * runs
     opens = candidates * (1 + MIN_BUDGET_FINAL_REPS) * open_s  # warm-up + each round
-    return profile + final + opens + candidates * MIN_BUDGET_FINAL_REPS * SETTLE_POLL_S
+    confirm = confirms.reserve(max(best, default), open_s, budget_s=budget_s)
+    return profile + final + opens + candidates * MIN_BUDGET_FINAL_REPS * SETTLE_POLL_S + confirm
 
 
 def full_cost(latency_s: float, candidates: int, open_s: float) -> float:
     """Seconds of the whole comparison without a budget: every candidate's
-    warm-up, FINAL_REPS samples and a re-warm run and an open per round."""
-    return candidates * ((FINAL_WARMUP + FINAL_REPS + FINAL_ROUNDS * FINAL_REWARM) * latency_s
-                         + (1 + FINAL_ROUNDS) * open_s)
+    warm-up, FINAL_REPS samples and a re-warm run and an open per round,
+    and the confirmation's pairs of processes (confirm.py)."""
+    return (candidates * ((FINAL_WARMUP + FINAL_REPS + FINAL_ROUNDS * FINAL_REWARM) * latency_s
+                          + (1 + FINAL_ROUNDS) * open_s)
+            + confirms.full_cost(latency_s, open_s))
 
 
 def pin_choices(label: str, cfg: EngineConfig) -> List[Tuple[str, EngineConfig]]:
@@ -175,7 +181,10 @@ def measure_final(cands: List[Candidate], progress: Progress,
     against the default's outputs first (a candidate that computes
     something else cannot win); at most FINAL_BUDGET_S of samples, and
     with a deadline as many rounds as fit before it (at least
-    MIN_BUDGET_FINAL_REPS)."""
+    MIN_BUDGET_FINAL_REPS, and no round starts after the deadline: the
+    budget's sample estimate counts runs, not each round's engine opens and
+    re-warm runs, which made inception_small's final comparison end 17 s
+    after a 60 s budget)."""
     from hwtune.engine.runner import open_engine
     from hwtune.measure import settle
     from hwtune.measure.engine import FIRST, measure_engines
@@ -186,12 +195,14 @@ def measure_final(cands: List[Candidate], progress: Progress,
     policy = FixedSampling(FINAL_REPS, rounds=FINAL_ROUNDS, budget_s=limit_s, min_reps=low)
 
     def on_round(r, n):
-        progress("final", f"default vs tuned, interleaved: {n}/{policy.planned}")
+        progress("final", f"default vs {len(cands) - 1} candidate(s), interleaved: "
+                          f"{n}/{policy.planned}")
 
     got = measure_engines([lambda c=c: open_engine(c.graph, c.config, c.op_cost or None)
                            for c in cands], policy, warmup=FINAL_WARMUP, reference=FIRST,
                           outputs=cands[0].graph.outputs, on_round=on_round,
-                          settle=settle, settle_each=True, rewarm=FINAL_REWARM, fresh=True)
+                          settle=settle, settle_each=True, rewarm=FINAL_REWARM, fresh=True,
+                          deadline=deadline)
     for c, m in zip(cands, got):
         c.samples, c.status, c.note = list(m.samples), m.status, m.note
         c.median_s, c.mad_s = (m.median, m.mad) if m.status == OK else (None, None)
@@ -217,8 +228,9 @@ def decide_and_store(db, host_key: str, graph, graph_hash: str, run_id: int, *,
                      progress: Progress, deadline: Optional[float] = None) -> Final:
     """Measure the default, the partial results that differ from the tuned
     config, the tuned config and the stored one (unless one of them is the
-    same config) interleaved; store the verdict's choice unless it is the
-    stored config itself."""
+    same config) interleaved; confirm a choice other than the default in
+    fresh processes (confirm.py); store the choice unless it is the stored
+    config itself."""
     cands = [default] + [c for c in partial if c.config != tuned.config] + [tuned]
     if stored is not None and not any(same_config(c.config, stored.config) for c in cands):
         cands.append(stored)
@@ -232,8 +244,12 @@ def decide_and_store(db, host_key: str, graph, graph_hash: str, run_id: int, *,
     held = same[0] if same else None
     verdict = verdicts.decide(default, cands[1:], held)
     why += verdict.why
-    chosen = verdict.chosen
+    chosen, speedup = verdict.chosen, verdict.speedup
+    if chosen is not default:
+        chosen, speedup, lines = confirms.across_processes(
+            default, verdict.incumbent, chosen, progress=progress, deadline=deadline)
+        why += lines
     kept = held is not None and chosen is held
     config_id = (stored_id if kept else
                  store_verdict(db, host_key, graph, graph_hash, run_id, chosen, held, stored_id))
-    return Final(cands, chosen, verdict.speedup, kept, config_id, why)
+    return Final(cands, chosen, speedup, kept, config_id, why)

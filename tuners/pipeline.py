@@ -144,12 +144,17 @@ class TuneResult:
 
     @property
     def speedup(self) -> float:
+        """default / tuned: the verdict's paired figure (across fresh
+        processes when a gain was confirmed, confirm.py), else the ratio of
+        the in-process medians."""
+        if self.speedup_ci is not None:
+            return self.speedup_ci.median
         return self.default.median_s / self.chosen.median_s if self.chosen.median_s else 0.0
 
     def to_json(self) -> Dict[str, Any]:
         def cand(c: Candidate):
             return {"label": c.label, "config": c.config.to_json(), "median_s": c.median_s,
-                    "mad_s": c.mad_s, "samples": c.samples}
+                    "mad_s": c.mad_s, "samples": c.samples, "process_s": c.process_s}
         return {"run_id": self.run_id, "default": cand(self.default), "tuned": cand(self.chosen),
                 "candidates": [cand(c) for c in self.candidates], "speedup": self.speedup,
                 "why": self.why, "tuning_s": self.tuning_s,
@@ -207,7 +212,8 @@ def make_plan(ctx: TuneContext, graph, graph_hash: str, opts: TuneOptions, *, us
     items = plans.stage_items(ctx, graph, graph_hash, usable=usable, latency_s=latency_s,
                               open_s=open_s, stages=names)
     n_final = finals.FINAL_CANDIDATES + stored
-    reserve = (finals.final_reserve({"best": latency_s, "default": latency_s}, n_final, open_s)
+    reserve = (finals.final_reserve({"best": latency_s, "default": latency_s}, n_final, open_s,
+                                    opts.budget_s)
                if opts.budget_s is not None else finals.full_cost(latency_s, n_final, open_s))
     sweep = items["sweep"][0] if items["sweep"] else None
     return plans.build(graph, latency_s=latency_s, open_s=open_s, budget_s=opts.budget_s,
@@ -456,7 +462,8 @@ def tune_graph(db, host_key: str, graph, graph_hash: str, opts: TuneOptions, *,
         if deadline is not None:
             # Later searches stop early enough to leave the profile and the
             # final comparison their time at the latencies measured so far.
-            ctx.deadline = deadline - finals.final_reserve(latency, n_final, plan.open_s)
+            ctx.deadline = deadline - finals.final_reserve(latency, n_final, plan.open_s,
+                                                           opts.budget_s)
         # Planned again for the team the sweep chose, at its latency, with
         # the time that is left.
         later = [s for s in ("conv", "hillclimb") if opts.runs(s)]

@@ -45,6 +45,10 @@ typedef struct {
   hwt_task_fn fn;
   void *job;
   double *samples;
+  /* A call is `regions` fork-joins; before each, region(job, g) points the
+   * job at its slice g. NULL: one fork-join over the whole job. */
+  int regions;
+  void (*region)(void *job, int g);
 } timed_loop;
 
 static void timed_team0(void *arg, int team) {
@@ -52,7 +56,11 @@ static void timed_team0(void *arg, int team) {
   if (team != 0) return;
   for (int r = -t->warmup; r < t->reps; r++) {
     double t0 = hwt_now();
-    for (int i = 0; i < t->inner; i++) hwt_team_parallel(t->p, 0, t->fn, t->job, t->nth);
+    for (int i = 0; i < t->inner; i++)
+      for (int g = 0; g < t->regions; g++) {
+        if (t->region) t->region(t->job, g);
+        hwt_team_parallel(t->p, 0, t->fn, t->job, t->nth);
+      }
     double dt = (hwt_now() - t0) / t->inner;
     if (r >= 0) t->samples[r] = dt;
   }
@@ -60,7 +68,7 @@ static void timed_team0(void *arg, int team) {
 
 int hwt_bench_run_timed(hwt_pool *p, int nth, hwt_task_fn fn, void *job, int warmup, int reps,
                         int inner, double *samples) {
-  timed_loop t = {p, nth, warmup, reps, inner, fn, job, samples};
+  timed_loop t = {p, nth, warmup, reps, inner, fn, job, samples, 1, NULL};
   return hwt_pool_run_teams(p, timed_team0, &t);
 }
 
@@ -127,11 +135,26 @@ int hwt_bench_gemm(hwt_pool *p, int nth, int M, int K, int N, hwt_isa isa, int w
 typedef struct {
   hwt_eltwise_desc d;
   float *a, *b, *c, *out;
+  /* Regions: the call's n elements as `regions` consecutive slices, one
+   * fork-join each; `off` is the current slice's first element. */
+  long n, off;
+  int regions;
 } ew_job;
 
 static void ew_task(void *arg, int tid, int nth) {
   ew_job *j = arg;
-  hwt_eltwise_run_part(&j->d, j->a, j->b, j->c, j->out, tid, nth);
+  long o = j->off;
+  hwt_eltwise_run_part(&j->d, j->a + o, j->b + o, j->c + o, j->out + o, tid, nth);
+}
+
+/* Slice g of the n elements: [g n / regions, (g + 1) n / regions). Written by
+ * team 0's master between fork-joins, which order it before the workers read. */
+static void ew_region(void *arg, int g) {
+  ew_job *j = arg;
+  long lo = (long)((long long)g * j->n / j->regions);
+  long hi = (long)((long long)(g + 1) * j->n / j->regions);
+  j->off = lo;
+  j->d.n = (size_t)(hi - lo);
 }
 
 static void ew_job_free(ew_job *j) {
@@ -142,6 +165,7 @@ static int ew_job_make(ew_job *j, hwt_ew_op op, long n, hwt_isa isa, int nt_stor
   memset(j, 0, sizeof *j);
   if (n < 1) return HWT_EINVAL;
   hwt_eltwise_desc_init(&j->d, op, isa, (size_t)n);
+  j->n = n, j->off = 0, j->regions = 1;
   j->d.nt_stores = nt_stores != 0;
   int rc = hwt_eltwise_check(&j->d);
   if (rc != HWT_OK) return rc;
@@ -162,14 +186,17 @@ static int ew_job_make(ew_job *j, hwt_ew_op op, long n, hwt_isa isa, int nt_stor
 }
 
 int hwt_bench_eltwise(hwt_pool *p, int nth, hwt_ew_op op, long n, hwt_isa isa, int nt_stores,
-                      int warmup, int reps, int inner, double *samples) {
+                      int warmup, int reps, int inner, int regions, double *samples) {
   if (hwt_bench_check_team0(p, nth) != HWT_OK ||
-      !hwt_bench_loop_args_ok(warmup, reps, inner, samples))
+      !hwt_bench_loop_args_ok(warmup, reps, inner, samples) || regions < 1 || regions > n)
     return HWT_EINVAL;
   ew_job j;
   int rc = ew_job_make(&j, op, n, isa, nt_stores);
   if (rc != HWT_OK) return rc;
-  rc = hwt_bench_run_timed(p, nth, ew_task, &j, warmup, reps, inner, samples);
+  j.regions = regions;
+  timed_loop t = {p, nth, warmup, reps, inner, ew_task, &j, samples, regions,
+                  regions > 1 ? ew_region : NULL};
+  rc = hwt_pool_run_teams(p, timed_team0, &t);
   ew_job_free(&j);
   return rc;
 }

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "dyn_internal.h"
+#include "hwtune/errorf.h"
+#include "hwtune/free_all.h"
 #include "hwtune/isa.h"
 
 void hwt_dyn_set_err(hwt_dyn *d, const char *fmt, ...) {
@@ -44,17 +46,8 @@ int hwt_dyn_n_buckets(int chunk) {
   return n;
 }
 
-static int bad(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int bad(char *err, size_t errlen, const char *fmt, ...) {
-  if (err && errlen) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-  }
-  return HWT_EINVAL;
-}
+/* A refused configuration or vertex function: HWT_EINVAL, the reason in err. */
+#define bad(...) hwt_errorf(HWT_EINVAL, __VA_ARGS__)
 
 static int check_config(const hwt_dyn_config *c, char *err, size_t errlen) {
   if (c->policy < HWT_DYN_BATCHED || c->policy > HWT_DYN_SERIAL)
@@ -423,22 +416,9 @@ void hwt_dyn_destroy(hwt_dyn *d) {
   hwt_op_shared_destroy(d->shared);
   if (d->pool) hwt_pool_destroy(d->pool);
   for (int j = 0; d->gb && j < d->n_buckets; j++) hwt_graph_destroy(d->gb[j]);
-  free(d->gb);
-  free(d->teams);
-  free(d->space);
-  free(d->width);
-  free(d->update_of);
-  free(d->op_space);
-  free(d->op_readout);
-  free(d->state_width);
-  free(d->param);
-  free(d->nodes);
-  free(d->impl);
-  free(d->ctx);
-  free(d->prepared);
-  free(d->used);
-  free(d->nth);
-  free(d->calls);
+  HWT_FREE_ALL(d->gb, d->teams, d->space, d->width, d->update_of, d->op_space, d->op_readout,
+               d->state_width, d->param, d->nodes, d->impl, d->ctx, d->prepared, d->used, d->nth,
+               d->calls);
   free(d);
 }
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "dyn_internal.h"
+#include "hwtune/free_all.h"
 #include "hwtune/isa.h"
 #include "hwtune/plan.h"
 /* F at another row count is F rebuilt with its attributes; the graph API
@@ -59,22 +60,9 @@ void hwt_dyn_release_prepared(hwt_dyn *d) {
     }
   for (int t = 0; d->teams && t < d->cfg.executors; t++) {
     dyn_team *tm = &d->teams[t];
-    free(tm->arena);
-    free(tm->ws);
-    free(tm->base);
-    free(tm->cur);
-    free(tm->state);
-    free(tm->order);
-    free(tm->slot);
-    free(tm->step_off);
-    free(tm->pending);
-    free(tm->poff);
-    free(tm->parents);
-    free(tm->child);
-    free(tm->cursor);
-    free(tm->seg);
-    free(tm->edge_child);
-    free(tm->seconds);
+    HWT_FREE_ALL(tm->arena, tm->ws, tm->base, tm->cur, tm->state, tm->order, tm->slot, tm->step_off,
+                 tm->pending, tm->poff, tm->parents, tm->child, tm->cursor, tm->seg, tm->edge_child,
+                 tm->seconds);
     memset(tm, 0, sizeof *tm);
   }
   for (int r = 0; d->sel && r < d->fn.n_readouts; r++) {

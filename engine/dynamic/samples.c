@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "hwtune/dynamic.h"
+#include "hwtune/free_all.h"
 
 struct hwt_samples {
   int64_t count, n_vertices, n_edges;
@@ -130,34 +131,30 @@ typedef struct {
   int has_tokens, has_features, has_children, has_edges, has_n, chain;
 } parser;
 
-/* Both return HWT_EINVAL so a caller can `return syntax(...)`. */
-static int syntax(parser *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int syntax(parser *p, const char *fmt, ...) {
-  char what[200];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(what, sizeof what, fmt, ap);
-  va_end(ap);
-  /* A sample's line ended early: the reader has consumed the newline and
-   * stands on the next line, but the problem is the sample's. */
-  if (p->err && p->errlen && p->r->line != p->line)
-    snprintf(p->err, p->errlen, "line %lld: %s", (long long)p->line, what);
-  else if (p->err && p->errlen)
-    snprintf(p->err, p->errlen, "line %lld, column %lld: %s", (long long)p->r->line,
-             (long long)p->r->col, what);
-  return HWT_EINVAL;
-}
-
-static int problem(parser *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int problem(parser *p, const char *fmt, ...) {
+/* The message of syntax() and problem(); returns HWT_EINVAL so a caller can
+ * `return syntax(...)`. */
+static int report(parser *p, int at_reader, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int report(parser *p, int at_reader, const char *fmt, ...) {
   char what[240];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(what, sizeof what, fmt, ap);
   va_end(ap);
-  if (p->err && p->errlen) snprintf(p->err, p->errlen, "line %lld: %s", (long long)p->line, what);
+  if (!p->err || !p->errlen) return HWT_EINVAL;
+  /* A sample's line ended early: the reader has consumed the newline and
+   * stands on the next line, but the problem is the sample's. */
+  if (at_reader && p->r->line == p->line)
+    snprintf(p->err, p->errlen, "line %lld, column %lld: %s", (long long)p->r->line,
+             (long long)p->r->col, what);
+  else
+    snprintf(p->err, p->errlen, "line %lld: %s", (long long)p->line, what);
   return HWT_EINVAL;
 }
+/* Malformed text, where the reader stands. */
+#define syntax(p, ...) report(p, 1, __VA_ARGS__)
+/* Well-formed JSON that is not a valid sample: the sample's line. */
+#define problem(p, ...) report(p, 0, __VA_ARGS__)
 
 static int oom(parser *p) {
   if (p->err && p->errlen) snprintf(p->err, p->errlen, "out of memory reading the samples");
@@ -196,6 +193,29 @@ static int expect(parser *p, int want) {
   char got[64];
   describe(c, got, sizeof got);
   return syntax(p, "expected '%c', got %s", want, got);
+}
+
+/* A JSON array or object, element by element: open_container returns 1
+ * for an empty one (its close consumed), 0 when an element follows;
+ * after_element, called after each element, 0 when another follows (','),
+ * 1 at the close; both return the syntax error for anything else. */
+static int open_container(parser *p, int open, int close) {
+  int st = expect(p, open);
+  if (st < 0) return st;
+  skip_blanks(p);
+  if (rd_peek(p->r) != close) return 0;
+  rd_get(p->r);
+  return 1;
+}
+
+static int after_element(parser *p, int close) {
+  skip_blanks(p);
+  int c = rd_get(p->r);
+  if (c == ',') return 0;
+  if (c == close) return 1;
+  char got[64];
+  describe(c, got, sizeof got);
+  return syntax(p, "expected ',' or '%c', got %s", close, got);
 }
 
 /* A string; its first (keylen - 1) bytes go to key when given. */
@@ -290,28 +310,16 @@ static int parse_int(parser *p, int64_t *out, const char *what) {
 static int skip_value(parser *p, int depth);
 
 static int skip_container(parser *p, int depth, int open, int close) {
-  int st;
   if (depth > 64) return syntax(p, "values nested more than 64 deep");
-  if ((st = expect(p, open)) < 0) return st;
-  skip_blanks(p);
-  if (rd_peek(p->r) == close) {
-    rd_get(p->r);
-    return HWT_OK;
-  }
-  for (;;) {
+  int st = open_container(p, open, close);
+  while (st == 0) {
     if (open == '{') {
       if ((st = parse_string(p, NULL, 0)) < 0 || (st = expect(p, ':')) < 0) return st;
     }
     if ((st = skip_value(p, depth + 1)) < 0) return st;
-    skip_blanks(p);
-    int c = rd_get(p->r);
-    if (c == close) return HWT_OK;
-    if (c != ',') {
-      char got[64];
-      describe(c, got, sizeof got);
-      return syntax(p, "expected ',' or '%c', got %s", close, got);
-    }
+    st = after_element(p, close);
   }
+  return st < 0 ? st : HWT_OK;
 }
 
 static int skip_value(parser *p, int depth) {
@@ -332,27 +340,14 @@ static int skip_value(parser *p, int depth) {
 
 /* Calls item(p, index) for each element of an array; item parses it. */
 static int parse_array(parser *p, int (*item)(parser *, int64_t), int64_t *count) {
-  int st;
-  if ((st = expect(p, '[')) < 0) return st;
   int64_t i = 0;
-  skip_blanks(p);
-  if (rd_peek(p->r) == ']') {
-    rd_get(p->r);
-    *count = 0;
-    return HWT_OK;
-  }
-  for (;;) {
+  int st = open_container(p, '[', ']');
+  while (st == 0) {
     if ((st = item(p, i)) < 0) return st;
     i++;
-    skip_blanks(p);
-    int c = rd_get(p->r);
-    if (c == ']') break;
-    if (c != ',') {
-      char got[64];
-      describe(c, got, sizeof got);
-      return syntax(p, "expected ',' or ']', got %s", got);
-    }
+    st = after_element(p, ']');
   }
+  if (st < 0) return st;
   *count = i;
   return HWT_OK;
 }
@@ -477,35 +472,26 @@ static void reset_sample(parser *p) {
   p->chain = 0;
 }
 
+/* A sample's array field: at most once per sample, each element parsed by
+ * item; the element count goes to *count when the caller keeps it. */
+static int array_field(parser *p, const char *key, int *seen, int (*item)(parser *, int64_t),
+                       int64_t *count) {
+  if (*seen) return problem(p, "\"%s\" given twice", key);
+  *seen = 1;
+  int64_t n = 0;
+  int st = parse_array(p, item, &n);
+  if (count) *count = n;
+  return st;
+}
+
 static int parse_field(parser *p, const char *key) {
   int st;
-  int64_t count = 0;
-  if (!strcmp(key, "tokens")) {
-    if (p->has_tokens) return problem(p, "\"tokens\" given twice");
-    p->has_tokens = 1;
-    st = parse_array(p, token_item, &count);
-    p->n_tokens = count;
-    return st;
-  }
-  if (!strcmp(key, "features")) {
-    if (p->has_features) return problem(p, "\"features\" given twice");
-    p->has_features = 1;
-    st = parse_array(p, feature_item, &count);
-    p->n_features = count;
-    return st;
-  }
-  if (!strcmp(key, "children")) {
-    if (p->has_children) return problem(p, "\"children\" given twice");
-    p->has_children = 1;
-    st = parse_array(p, children_item, &count);
-    p->n_lists = count;
-    return st;
-  }
-  if (!strcmp(key, "edges")) {
-    if (p->has_edges) return problem(p, "\"edges\" given twice");
-    p->has_edges = 1;
-    return parse_array(p, edge_item, &count);
-  }
+  if (!strcmp(key, "tokens")) return array_field(p, key, &p->has_tokens, token_item, &p->n_tokens);
+  if (!strcmp(key, "features"))
+    return array_field(p, key, &p->has_features, feature_item, &p->n_features);
+  if (!strcmp(key, "children"))
+    return array_field(p, key, &p->has_children, children_item, &p->n_lists);
+  if (!strcmp(key, "edges")) return array_field(p, key, &p->has_edges, edge_item, NULL);
   if (!strcmp(key, "chain")) {
     skip_blanks(p);
     int c = rd_peek(p->r);
@@ -780,27 +766,16 @@ static int parse_sample(parser *p) {
   int st;
   char key[64];
   reset_sample(p);
-  if ((st = expect(p, '{')) < 0) return st;
-  skip_blanks(p);
-  if (rd_peek(p->r) == '}') {
-    rd_get(p->r);
-  } else {
-    for (;;) {
-      skip_blanks(p);
-      if ((st = parse_string(p, key, sizeof key)) < 0) return st;
-      if ((st = expect(p, ':')) < 0) return st;
-      skip_blanks(p);
-      if ((st = parse_field(p, key)) < 0) return st;
-      skip_blanks(p);
-      int c = rd_get(p->r);
-      if (c == '}') break;
-      if (c != ',') {
-        char got[64];
-        describe(c, got, sizeof got);
-        return syntax(p, "expected ',' or '}', got %s", got);
-      }
-    }
+  st = open_container(p, '{', '}');
+  while (st == 0) {
+    skip_blanks(p);
+    if ((st = parse_string(p, key, sizeof key)) < 0) return st;
+    if ((st = expect(p, ':')) < 0) return st;
+    skip_blanks(p);
+    if ((st = parse_field(p, key)) < 0) return st;
+    st = after_element(p, '}');
   }
+  if (st < 0) return st;
   skip_blanks(p);
   int c = rd_peek(p->r);
   if (c >= 0 && c != '\n') {
@@ -895,12 +870,7 @@ static int read_all(reader *r, const hwt_samples_options *opt, hwt_samples **out
     if (err && errlen) snprintf(err, errlen, "no samples: every line is blank");
     st = HWT_EINVAL;
   }
-  free(p.tokens.p);
-  free(p.features.p);
-  free(p.ccount.p);
-  free(p.clist.p);
-  free(p.edges.p);
-  free(p.scratch.p);
+  HWT_FREE_ALL(p.tokens.p, p.features.p, p.ccount.p, p.clist.p, p.edges.p, p.scratch.p);
   if (st < 0) {
     hwt_samples_destroy(s);
     return st;
@@ -946,12 +916,7 @@ int hwt_samples_read(const char *path, const hwt_samples_options *o, hwt_samples
 
 void hwt_samples_destroy(hwt_samples *s) {
   if (!s) return;
-  free(s->vertex_off);
-  free(s->child_off);
-  free(s->children);
-  free(s->tokens);
-  free(s->features);
-  free(s->lines);
+  HWT_FREE_ALL(s->vertex_off, s->child_off, s->children, s->tokens, s->features, s->lines);
   free(s);
 }
 

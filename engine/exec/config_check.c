@@ -3,24 +3,17 @@
 #include "hwtune/config_check.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 
 #include "exec_internal.h"
+#include "hwtune/errorf.h"
 #include "hwtune/pool.h"
 
 _Static_assert(HWT_CONFIG_MAX_EXECUTORS == HWT_EXEC_MAX_EXECUTORS,
                "the executor limit has one value");
 
-static int refuse(int field, char *err, size_t errlen, const char *fmt, ...) {
-  if (err && errlen) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-  }
-  return field;
-}
+/* A refusal returns the field it is about (HWT_CFG_*), the reason in err. */
+#define refuse(field, ...) hwt_errorf(field, __VA_ARGS__)
 
 /* Threads an op may be given: one executor's team, or every worker of a
  * worker-group scheduler. */

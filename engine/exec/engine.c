@@ -2,11 +2,12 @@
  * state), bind, prepare (folded ops, op contexts, packed weights,
  * workspaces), run, destroy. The scheduler is a row of sched_table.c: this
  * file applies its properties and calls its functions, never its name. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "hwtune/config_check.h"
+#include "hwtune/errorf.h"
+#include "hwtune/free_all.h"
 #include "sched.h"
 #include "hwtune/bench.h"
 #include "hwtune/isa.h"
@@ -17,13 +18,8 @@
  * back-to-back dispatches within a run never pay a futex wake. */
 #define HWT_EXEC_SPIN 2000
 
-static void set_err(char *dst, size_t n, const char *fmt, ...) {
-  if (!dst || n == 0) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(dst, n, fmt, ap);
-  va_end(ap);
-}
+/* Why a call failed, into the caller's err or the engine's. */
+#define set_err(...) ((void)hwt_errorf(0, __VA_ARGS__))
 
 static size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
@@ -234,19 +230,8 @@ int hwt_exec_alloc_op_arrays(hwt_engine *e) {
 
 void hwt_exec_free_op_arrays(hwt_engine *e) {
   free_op_copies(e);
-  free(e->run_order);
-  free(e->init_pending);
-  free(e->roots);
-  free(e->impl);
-  free(e->op_nth);
-  free(e->prio);
-  free(e->cost);
-  free(e->tiny);
-  free(e->solo);
-  free(e->folded);
-  free(e->op_maxth);
-  free(e->pending);
-  free(e->events);
+  HWT_FREE_ALL(e->run_order, e->init_pending, e->roots, e->impl, e->op_nth, e->prio, e->cost,
+               e->tiny, e->solo, e->folded, e->op_maxth, e->pending, e->events);
 }
 
 int hwt_exec_configure(hwt_engine *e, const hwt_engine_config *cfg, char *err, size_t errlen) {
@@ -358,12 +343,7 @@ void hwt_engine_destroy(hwt_engine *e) {
   hwt_plan_destroy(e->plan);
   free(e->const_mem);
   hwt_exec_free_op_arrays(e);
-  free(e->ws);
-  free(e->arena);
-  free(e->tensor);
-  free(e->bound);
-  free(e->ctx);
-  free(e->ctx_prepared);
+  HWT_FREE_ALL(e->ws, e->arena, e->tensor, e->bound, e->ctx, e->ctx_prepared);
   free(e);
 }
 

@@ -28,6 +28,13 @@ static inline void hwt_prio_heap_roots(const hwt_engine *e, int *h, int *n) {
   for (int i = 0; i < e->n_roots; i++) hwt_prio_heap_push(e, h, n, e->roots[i]);
 }
 
+/* Whether the master that made s ready keeps it and runs it next (inputs
+ * still in its cache): nothing waiting in the heap is more critical than s
+ * by more than the graph's slack (levels.c). */
+static inline int hwt_prio_heap_keeps(const hwt_engine *e, const int *h, int n, int s) {
+  return n == 0 || e->prio[h[0]] - e->prio[s] <= e->slack;
+}
+
 /* Removes and returns the top; *n must be > 0. */
 static inline int hwt_prio_heap_pop(const hwt_engine *e, int *h, int *n) {
   int top = h[0], last = h[--(*n)], i = 0;

@@ -172,7 +172,7 @@ static inline int core_push_keep(const hwt_engine *e, corun_core *k, const int *
       hwt_prio_heap_push(e, k->heap, &k->heap_size, s);
   }
   if (cont < 0) return -1;
-  if (k->heap_size == 0 || e->prio[k->heap[0]] - e->prio[cont] <= e->slack) return cont;
+  if (hwt_prio_heap_keeps(e, k->heap, k->heap_size, cont)) return cont;
   hwt_prio_heap_push(e, k->heap, &k->heap_size, cont);
   return -1;
 }
@@ -363,11 +363,7 @@ static void corun_vdone(hwt_vrun *v, void *vstate, int w, int op, int last) {
       core_place(e, &c->k, v->now, give_virtual, c);
       if (keep >= 0) r.inl[(*r.n_inl)++] = keep;
     }
-    if (*r.n_inl > 0) {
-      int next = r.inl[--(*r.n_inl)];
-      hwt_vrun_start(v, w, next, 0, e->op_nth[next], 0);
-      return;
-    }
+    if (hwt_vrun_next_inline(v, w, r.inl, r.n_inl)) return;
   }
   c->k.idle |= (uint64_t)1 << w;
   corun_vplace(v, c, w);

@@ -58,12 +58,6 @@ static inline int cp_on_ready(const hwt_engine *e, int s, int have_candidate) {
   return CP_PUBLISH;
 }
 
-/* Whether the master keeps s: nothing waiting in the heap is more critical
- * than s by more than the graph's slack (levels.c). */
-static inline int cp_keeps(const hwt_engine *e, const int *heap, int heap_size, int s) {
-  return heap_size == 0 || e->prio[heap[0]] - e->prio[s] <= e->slack;
-}
-
 /* Graphi's dispatch step: the most critical ready op goes to the lowest
  * idle executor. Returns that executor (removed from *idle) with the op in
  * *op, or -1 when no executor is idle or nothing is ready. */
@@ -153,7 +147,7 @@ static int keep_successor(hwt_engine *e, cp_state *c, int s) {
   int free_token = 0;
   if (!atomic_compare_exchange_strong(&c->token, &free_token, 1)) return 0;
   drain_inbox(e, c);
-  int keep = cp_keeps(e, c->heap, c->heap_size, s);
+  int keep = hwt_prio_heap_keeps(e, c->heap, c->heap_size, s);
   atomic_store(&c->token, 0);
   /* What was drained may be owed to idle executors. */
   cp_schedule(e);
@@ -290,7 +284,7 @@ static void cp_vdone(hwt_vrun *v, void *vstate, int w, int op, int last) {
   if (r.cont >= 0) {
     /* keep_successor: decided with the token, then what it drained goes out */
     hwt_vrun_section(v);
-    if (cp_keeps(e, c->heap, c->heap_size, r.cont)) {
+    if (hwt_prio_heap_keeps(e, c->heap, c->heap_size, r.cont)) {
       r.stack[(*r.n)++] = r.cont;
     } else {
       hwt_prio_heap_push(e, c->heap, &c->heap_size, r.cont);
@@ -299,11 +293,7 @@ static void cp_vdone(hwt_vrun *v, void *vstate, int w, int op, int last) {
     cp_vschedule(v, c, w);
   }
   if (r.published) cp_vschedule(v, c, w);
-  if (*r.n > 0) {
-    int next = r.stack[--(*r.n)];
-    hwt_vrun_start(v, w, next, 0, e->op_nth[next], 0);
-    return;
-  }
+  if (hwt_vrun_next_inline(v, w, r.stack, r.n)) return;
   c->idle |= (uint64_t)1 << w;
   cp_vschedule(v, c, w);
 }

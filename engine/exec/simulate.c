@@ -92,6 +92,13 @@ void hwt_vrun_start(hwt_vrun *v, int w, int op, int tid, int nth, int handoff) {
   log_step(r, 0, w, op, tid, nth, t);
 }
 
+int hwt_vrun_next_inline(hwt_vrun *v, int w, const int *stack, int *n) {
+  if (*n == 0) return 0;
+  int op = stack[--(*n)];
+  hwt_vrun_start(v, w, op, 0, v->e->op_nth[op], 0);
+  return 1;
+}
+
 /* Memory model: brings `left` up to `now`, then re-rates every running part
  * from the demand of all of them against what the memory system serves. */
 static void rerate(vrun_impl *r) {

@@ -10,7 +10,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include "sched.h"
-#include "../pool/park.h"
+#include "../threads/park.h"
 
 #define HWT_SLOT_FINISH UINT32_MAX
 

@@ -19,6 +19,12 @@ struct hwt_vrun {
  * a serial section (hwt_vrun_section) start when that section ends. */
 void hwt_vrun_start(hwt_vrun *v, int w, int op, int tid, int nth, int handoff);
 
+/* The end of a master's turn, as the loop of a threaded master that runs
+ * the tiny ops it made ready inline: w goes on with the newest op of its
+ * inline stack (stack[0 .. *n), popped) with all of that op's threads and
+ * no hand-off, and 1 is returned; 0 when the stack is empty. */
+int hwt_vrun_next_inline(hwt_vrun *v, int w, const int *stack, int *n);
+
 /* The scheduler takes its serial section (critical-path's token, the
  * shared queue's and corun's lock) for one decision: sections of concurrent
  * decisions queue behind each other. */

@@ -4,13 +4,10 @@
 #include <string.h>
 
 #include "graph_internal.h"
+#include "hwtune/free_all.h"
 
 void gr_dag_free(gr_dag *d) {
-  free(d->pred_off);
-  free(d->pred);
-  free(d->succ_off);
-  free(d->succ);
-  free(d->order);
+  HWT_FREE_ALL(d->pred_off, d->pred, d->succ_off, d->succ, d->order);
   memset(d, 0, sizeof *d);
 }
 
@@ -81,11 +78,7 @@ int gr_dag_build(const hwt_graph *g, gr_dag *d, char *err, size_t errlen) {
    * output is kept as a self-edge so that it shows up as a cycle. */
   int64_t edges = 0;
   for (int v = 0; v < n; v++) {
-    const gr_op *op = &g->ops[v];
-    for (int i = 0; i < op->n_in; i++) {
-      int u = g->tensors[op->io[i]].producer;
-      if (u < 0 || mark[u] == v) continue;
-      mark[u] = v;
+    for (int i = 0, u; (u = gr_next_input(g, v, 1, &i, mark)) >= 0;) {
       edges++;
       d->succ_off[u + 2]++;
     }
@@ -104,15 +97,9 @@ int gr_dag_build(const hwt_graph *g, gr_dag *d, char *err, size_t errlen) {
   /* succ_off[u+1] is the fill cursor of u; visiting v ascending leaves every
    * successor list sorted and ends with succ_off[u] = start of u. */
   for (int v = 0; v < n; v++) mark[v] = -1;
-  for (int v = 0; v < n; v++) {
-    const gr_op *op = &g->ops[v];
-    for (int i = 0; i < op->n_in; i++) {
-      int u = g->tensors[op->io[i]].producer;
-      if (u < 0 || mark[u] == v) continue;
-      mark[u] = v;
+  for (int v = 0; v < n; v++)
+    for (int i = 0, u; (u = gr_next_input(g, v, 1, &i, mark)) >= 0;)
       d->succ[d->succ_off[u + 1]++] = v;
-    }
-  }
   /* Predecessor lists from the successor lists, ascending by construction. */
   int *cursor = mark;
   for (int v = 0; v < n; v++) cursor[v] = d->pred_off[v];

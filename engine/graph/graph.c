@@ -8,14 +8,6 @@
 
 #include "graph_internal.h"
 
-void gr_errorf(char *err, size_t errlen, const char *fmt, ...) {
-  if (!err || errlen == 0) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, errlen, fmt, ap);
-  va_end(ap);
-}
-
 static int refuse(hwt_graph *g, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static int refuse(hwt_graph *g, int status, const char *fmt, ...) {
@@ -285,52 +277,24 @@ static const gr_tensor *tensor_at(const hwt_graph *g, int t) {
   return (g && t >= 0 && t < g->n_tensors) ? &g->tensors[t] : NULL;
 }
 
-const char *hwt_graph_tensor_name(const hwt_graph *g, int t) {
-  const gr_tensor *x = tensor_at(g, t);
-  return x ? x->name : NULL;
-}
-int hwt_graph_tensor_kind(const hwt_graph *g, int t) {
-  const gr_tensor *x = tensor_at(g, t);
-  return x ? x->kind : HWT_EINVAL;
-}
-int hwt_graph_tensor_ndim(const hwt_graph *g, int t) {
-  const gr_tensor *x = tensor_at(g, t);
-  return x ? x->ndim : HWT_EINVAL;
-}
-const int64_t *hwt_graph_tensor_shape(const hwt_graph *g, int t) {
-  const gr_tensor *x = tensor_at(g, t);
-  return x ? x->shape : NULL;
-}
-int64_t hwt_graph_tensor_bytes(const hwt_graph *g, int t) {
-  const gr_tensor *x = tensor_at(g, t);
-  return x ? x->bytes : HWT_EINVAL;
-}
-int hwt_graph_tensor_producer(const hwt_graph *g, int t) {
-  const gr_tensor *x = tensor_at(g, t);
-  return x ? x->producer : HWT_EINVAL;
-}
+/* The read-only getters: one field of the tensor or op at id, or `none`
+ * for a NULL graph or an id out of range. */
+#define GR_GETTER(ret, fn, elem, at, field, none) \
+  ret fn(const hwt_graph *g, int id) {             \
+    const elem *x = at(g, id);                     \
+    return x ? (field) : (none);                   \
+  }
 
-const char *hwt_graph_op_name(const hwt_graph *g, int op) {
-  const gr_op *x = op_at(g, op);
-  return x ? x->name : NULL;
-}
-const char *hwt_graph_op_type(const hwt_graph *g, int op) {
-  const gr_op *x = op_at(g, op);
-  return x ? x->type : NULL;
-}
-int hwt_graph_op_n_inputs(const hwt_graph *g, int op) {
-  const gr_op *x = op_at(g, op);
-  return x ? x->n_in : HWT_EINVAL;
-}
-const int *hwt_graph_op_inputs(const hwt_graph *g, int op) {
-  const gr_op *x = op_at(g, op);
-  return x ? x->io : NULL;
-}
-int hwt_graph_op_n_outputs(const hwt_graph *g, int op) {
-  const gr_op *x = op_at(g, op);
-  return x ? x->n_out : HWT_EINVAL;
-}
-const int *hwt_graph_op_outputs(const hwt_graph *g, int op) {
-  const gr_op *x = op_at(g, op);
-  return x ? x->io + x->n_in : NULL;
-}
+GR_GETTER(const char *, hwt_graph_tensor_name, gr_tensor, tensor_at, x->name, NULL)
+GR_GETTER(int, hwt_graph_tensor_kind, gr_tensor, tensor_at, x->kind, HWT_EINVAL)
+GR_GETTER(int, hwt_graph_tensor_ndim, gr_tensor, tensor_at, x->ndim, HWT_EINVAL)
+GR_GETTER(const int64_t *, hwt_graph_tensor_shape, gr_tensor, tensor_at, x->shape, NULL)
+GR_GETTER(int64_t, hwt_graph_tensor_bytes, gr_tensor, tensor_at, x->bytes, HWT_EINVAL)
+GR_GETTER(int, hwt_graph_tensor_producer, gr_tensor, tensor_at, x->producer, HWT_EINVAL)
+
+GR_GETTER(const char *, hwt_graph_op_name, gr_op, op_at, x->name, NULL)
+GR_GETTER(const char *, hwt_graph_op_type, gr_op, op_at, x->type, NULL)
+GR_GETTER(int, hwt_graph_op_n_inputs, gr_op, op_at, x->n_in, HWT_EINVAL)
+GR_GETTER(const int *, hwt_graph_op_inputs, gr_op, op_at, x->io, NULL)
+GR_GETTER(int, hwt_graph_op_n_outputs, gr_op, op_at, x->n_out, HWT_EINVAL)
+GR_GETTER(const int *, hwt_graph_op_outputs, gr_op, op_at, x->io + x->n_in, NULL)

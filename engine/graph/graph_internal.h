@@ -3,6 +3,7 @@
 #define HWTUNE_GRAPH_INTERNAL_H
 #include <stddef.h>
 #include <stdint.h>
+#include "hwtune/errorf.h"
 #include "hwtune/graph.h"
 
 typedef struct {
@@ -53,6 +54,24 @@ typedef struct {
   int n_ordered;        /* < n: the graph has a cycle */
 } gr_dag;
 
+/* Op v's inputs, each once: the next one from input *i on that was not yet
+ * returned for v, as a tensor id (of_producer 0) or as the op producing it
+ * (1; an input no op produces is skipped), or -1 when none is left.
+ * mark[id] == v records what was returned (every mark < 0 before op 0).
+ * The two-pass CSR builders (dag.c: op -> successor ops; the planner's
+ * arena: tensor -> consumer ops) walk it once to count, once to fill. */
+static inline int gr_next_input(const hwt_graph *g, int v, int of_producer, int *i, int *mark) {
+  const gr_op *op = &g->ops[v];
+  while (*i < op->n_in) {
+    int id = op->io[(*i)++];
+    if (of_producer) id = g->tensors[id].producer;
+    if (id < 0 || mark[id] == v) continue;
+    mark[id] = v;
+    return id;
+  }
+  return -1;
+}
+
 /* Builds the DAG and the order. HWT_OK even for a cyclic graph (n_ordered <
  * n); HWT_ENOMEM, or HWT_EINVAL (with err) when edges exceed INT_MAX. */
 int gr_dag_build(const hwt_graph *g, gr_dag *d, char *err, size_t errlen);
@@ -66,7 +85,6 @@ void gr_dag_describe_cycle(const hwt_graph *g, const gr_dag *d, char *err, size_
 int gr_validate(const hwt_graph *g, gr_dag *d, char *err, size_t errlen);
 
 /* snprintf that tolerates err == NULL / errlen == 0. */
-void gr_errorf(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+#define gr_errorf(...) ((void)hwt_errorf(0, __VA_ARGS__))
 
 #endif

@@ -58,16 +58,11 @@ static int build_liveness(arena_ctx *c) {
   /* Distinct consumers per tensor: an op reading a tensor twice counts once. */
   for (int t = 0; t < nt; t++) mark[t] = -1;
   int64_t total = 0;
-  for (int v = 0; v < g->n_ops; v++) {
-    const gr_op *op = &g->ops[v];
-    for (int i = 0; i < op->n_in; i++) {
-      int t = op->io[i];
-      if (mark[t] == v) continue;
-      mark[t] = v;
+  for (int v = 0; v < g->n_ops; v++)
+    for (int i = 0, t; (t = gr_next_input(g, v, 0, &i, mark)) >= 0;) {
       c->cons_off[t + 2]++;
       total++;
     }
-  }
   if (total > INT_MAX) {
     free(mark);
     return HWT_EINVAL;
@@ -79,15 +74,9 @@ static int build_liveness(arena_ctx *c) {
   }
   for (int t = 0; t < nt; t++) c->cons_off[t + 2] += c->cons_off[t + 1];
   for (int t = 0; t < nt; t++) mark[t] = -1;
-  for (int v = 0; v < g->n_ops; v++) {
-    const gr_op *op = &g->ops[v];
-    for (int i = 0; i < op->n_in; i++) {
-      int t = op->io[i];
-      if (mark[t] == v) continue;
-      mark[t] = v;
+  for (int v = 0; v < g->n_ops; v++)
+    for (int i = 0, t; (t = gr_next_input(g, v, 0, &i, mark)) >= 0;)
       c->cons[c->cons_off[t + 1]++] = v;
-    }
-  }
   free(mark);
   for (int t = 0; t < nt; t++) {
     const gr_tensor *x = &g->tensors[t];

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "plan_internal.h"
+#include "hwtune/free_all.h"
 
 /* Roofline rates for ops that carry work (flops, bytes) but no measured
  * cost. Measured on the reference machine (Xeon, Cascade Lake, 2.5 GHz), one
@@ -23,15 +24,8 @@ void hwt_plan_options_init(hwt_plan_options *o) {
 
 void hwt_plan_destroy(hwt_plan *p) {
   if (!p) return;
-  free(p->order);
-  free(p->position);
-  free(p->pred_count);
-  free(p->succ_off);
-  free(p->succ);
-  free(p->roots);
-  free(p->cost);
-  free(p->level);
-  free(p->offset);
+  HWT_FREE_ALL(p->order, p->position, p->pred_count, p->succ_off, p->succ, p->roots, p->cost,
+               p->level, p->offset);
   free(p);
 }
 

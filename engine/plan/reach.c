@@ -68,6 +68,19 @@ int pl_reach_all_desc(const pl_reach *r, int n, int *first_all_desc) {
   return HWT_OK;
 }
 
+/* One step of pl_sync_points' sweep: v's neighbours (adj_off/adj: its
+ * predecessors going forward, its successors going backward) stop being
+ * open ends, v becomes one; returns the new count of open ends. */
+static int sweep_step(const int *adj_off, const int *adj, int v, char *open, int n_open) {
+  for (int e = adj_off[v]; e < adj_off[v + 1]; e++)
+    if (open[adj[e]]) {
+      open[adj[e]] = 0;
+      n_open--;
+    }
+  open[v] = 1;
+  return n_open + 1;
+}
+
 int pl_sync_points(const gr_dag *d, int *sync_before) {
   int n = d->n;
   /* An op is the only sink of the ops before it (plus itself) exactly when
@@ -84,27 +97,13 @@ int pl_sync_points(const gr_dag *d, int *sync_before) {
   }
   int sinks = 0;
   for (int p = 0; p < n; p++) {
-    int v = d->order[p];
-    for (int e = d->pred_off[v]; e < d->pred_off[v + 1]; e++)
-      if (open[d->pred[e]]) {
-        open[d->pred[e]] = 0;
-        sinks--;
-      }
-    open[v] = 1;
-    sinks++;
+    sinks = sweep_step(d->pred_off, d->pred, d->order[p], open, sinks);
     in[p] = sinks == 1;
   }
   memset(open, 0, nz);
   int sources = 0;
   for (int p = n - 1; p >= 0; p--) {
-    int v = d->order[p];
-    for (int e = d->succ_off[v]; e < d->succ_off[v + 1]; e++)
-      if (open[d->succ[e]]) {
-        open[d->succ[e]] = 0;
-        sources--;
-      }
-    open[v] = 1;
-    sources++;
+    sources = sweep_step(d->succ_off, d->succ, d->order[p], open, sources);
     in[p] = in[p] && sources == 1;
   }
   int last = -1;

@@ -1,8 +1,8 @@
 /* The runner's JSON parser: accepted documents round-trip into the right
  * tree, and every refused one names the byte offset of its first error.
- * The parser is not part of libhwtune (engine/runner/src/ is a separate
+ * The parser is not part of libhwtune (engine/standalone/src/ is a separate
  * program), so it is compiled into this test directly. */
-#include "../../engine/runner/src/json.c"
+#include "../../engine/standalone/src/json.c"
 
 #include <stdio.h>
 #include <string.h>

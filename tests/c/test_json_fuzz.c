@@ -1,5 +1,5 @@
 /* A seeded mutation fuzzer over the runner's JSON reader and the checks it
- * feeds (engine/runner/src/json.c, runner_checks.c), built with the test
+ * feeds (engine/standalone/src/json.c, runner_checks.c), built with the test
  * suite under AddressSanitizer + UndefinedBehaviorSanitizer: any
  * out-of-bounds read, leak, overflow or crash fails the program. Seeds are
  * the kinds of text hwtune-run reads from results.db (a lowered graph,
@@ -9,8 +9,8 @@
  *
  *   test_json_fuzz [ITERATIONS] [SEED]     (default 20000 mutants, seed 1)
  */
-#include "../../engine/runner/src/json.c"
-#include "../../engine/runner/src/runner_checks.c"
+#include "../../engine/standalone/src/json.c"
+#include "../../engine/standalone/src/runner_checks.c"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -2,7 +2,7 @@
  * instead of futexes: this file defines hwt_park_wait/hwt_park_wake itself,
  * so the linker takes these over the library's futex versions. */
 #define HWT_PARK_FORCE_CONDVAR 1
-#include "../../engine/pool/park.c"
+#include "../../engine/threads/park.c"
 #include "test_pool_stress.h"
 
 int main(void) {

@@ -13,7 +13,7 @@
 
 static void late_hook(int team, int idx);
 #define HWT_POOL_LATE_HOOK(team, idx) late_hook(team, idx)
-#include "../../engine/pool/pool.c"
+#include "../../engine/threads/pool.c"
 
 #include <unistd.h>
 #include "check.h"

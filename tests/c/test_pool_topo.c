@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../engine/pool/topo.h"
+#include "../../engine/threads/topo.h"
 
 static int failures;
 

@@ -4,7 +4,7 @@
 # (test_pool*) link only the pool, so a ThreadSanitizer build of them
 # (`ninja test_pool test_pool_condvar`) compiles a handful of files.
 file(GLOB HWTUNE_C_TESTS CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/tests/c/test_*.c)
-file(GLOB HWTUNE_POOL_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/engine/pool/*.c)
+file(GLOB HWTUNE_POOL_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/engine/threads/*.c)
 
 add_library(hwtune_static STATIC ${HWTUNE_KERNEL_SOURCES} ${HWTUNE_ENGINE_SOURCES})
 add_library(hwtune_pool_static STATIC ${HWTUNE_POOL_SOURCES})
@@ -24,7 +24,7 @@ foreach(src ${HWTUNE_C_TESTS})
   get_filename_component(name ${src} NAME_WE)
   add_executable(${name} ${src})
   target_compile_options(${name} PRIVATE ${HWTUNE_WARN})
-  # The runner's database rules (runner.cmake reads them from migrations.py),
+  # The runner's database rules (standalone.cmake reads them from migrations.py),
   # for the tests that compile runner sources.
   target_compile_definitions(${name} PRIVATE _GNU_SOURCE
     HWTUNE_SCHEMA_LATEST=${HWTUNE_SCHEMA_LATEST} HWTUNE_APPLICATION_ID=${HWTUNE_APPLICATION_ID})

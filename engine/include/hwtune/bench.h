@@ -28,9 +28,12 @@ HWT_API void hwt_count_end(const char *name);
  * seconds per call into samples[reps]. */
 HWT_API int hwt_bench_gemm(hwt_pool *p, int nth, int M, int K, int N, hwt_isa isa,
                            int warmup, int reps, int inner, double *samples);
-/* Element-wise op over n floats on team 0 with nth threads. */
+/* Element-wise op over n floats on team 0 with nth threads. A call is
+ * `regions` fork-joins over consecutive slices of the same n elements (1: one
+ * fork-join), so more regions is the same work with more fork-join cost. */
 HWT_API int hwt_bench_eltwise(hwt_pool *p, int nth, hwt_ew_op op, long n, hwt_isa isa,
-                              int nt_stores, int warmup, int reps, int inner, double *samples);
+                              int nt_stores, int warmup, int reps, int inner, int regions,
+                              double *samples);
 
 /* Co-running: every team of the pool loops the op (GEMM M,K,N when is_gemm,
  * else element-wise multiply of n floats) with all its threads for `seconds`.

@@ -46,9 +46,8 @@ def work(fig: Dict[str, Any], pool, isa, reps: int, one_call: bool = False
                                           warmup=0, reps=r, inner=k)
     if fig["kind"] == "eltwise":
         regions = int(p.get("regions", 1))
-        n = p["n"] // regions
-        return lambda: bench.eltwise_samples(pool, p["threads"], p["op"], n, isa=isa,
-                                             warmup=0, reps=r, inner=k * regions)
+        return lambda: bench.eltwise_samples(pool, p["threads"], p["op"], p["n"], isa=isa,
+                                             warmup=0, reps=r, inner=k, regions=regions)
     raise ValueError(f"figure kind {fig['kind']!r} cannot be counted")
 
 
@@ -77,7 +76,6 @@ def main(argv=None) -> int:
     out: Dict[str, Any] = {"marks": bench.count_marks(), "figures": {}}
     for fig in spec["figures"]:
         threads = int(fig["params"].get("threads", 1))
-        regions = int(fig["params"].get("regions", 1))
         with Pool(executors=1, threads=threads, pin=False) as pool:
             if metric in ("cycles", "instructions") and spec.get("counter") == "perf":
                 got = perf_count(metric, fig, pool, isa, reps)

@@ -107,14 +107,13 @@ def _kernel(fig: Figure, pool, suite: Suite, inner: Optional[int]) -> _BestOf:
             return bench.gemm_samples(pool, p["threads"], p["M"], p["K"], p["N"], isa=suite.isa,
                                       warmup=w, reps=r, inner=k)
     else:
-        # regions > 1: the same n elements as that many fork-join regions of
-        # n / regions each (a sample is still seconds per n elements).
+        # regions > 1: the same n elements as that many fork-join regions
+        # over consecutive slices (a sample is still seconds per n elements).
         regions = int(p.get("regions", 1))
 
         def loop(w, r, k):
-            xs = bench.eltwise_samples(pool, p["threads"], p["op"], p["n"] // regions,
-                                       isa=suite.isa, warmup=w, reps=r, inner=k * regions)
-            return [x * regions for x in xs]
+            return bench.eltwise_samples(pool, p["threads"], p["op"], p["n"], isa=suite.isa,
+                                         warmup=w, reps=r, inner=k, regions=regions)
     side = LoopSide(loop, sample_s=None if inner else suite.sample_seconds / suite.best_of,
                     inner=inner or 1, take_warmup=suite.warmup, calibrate=CALIBRATE)
     if inner is None:

@@ -257,6 +257,9 @@ def parse_figure(raw: Any, where: str, base_dir: Optional[Path]) -> Figure:
         if params["op"] not in EW_OPS:
             raise UsageError(f"{where}.op must be one of {', '.join(EW_OPS)}, "
                              f"got {params['op']!r}")
+        if params["regions"] > params["n"]:
+            raise UsageError(f"{where}.regions ({params['regions']}) exceeds n "
+                             f"({params['n']}): every fork-join region needs an element")
     if kind == "model":
         model = Path(params["model"])
         if not model.is_absolute() and base_dir is not None:

@@ -242,7 +242,7 @@ def _m002_engine(db: sqlite_utils.Database) -> None:
 def _m003_lowered(db: sqlite_utils.Database) -> None:
     # The lowered graph (tensors with inferred shapes, ops with C-encoded
     # attributes): shape inference lives in Python, so the stand-alone C
-    # runner (engine/runner/) reads this instead of re-lowering model.json.
+    # runner (engine/standalone/) reads this instead of re-lowering model.json.
     # NULL for graphs stored before v3 until `hwtune run` stores them again.
     db.execute("ALTER TABLE graphs ADD COLUMN lowered_json TEXT")
 

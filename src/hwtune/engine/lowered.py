@@ -2,7 +2,7 @@
 
 Shape inference and attribute resolution live in Python, so `hwtune run`
 stores this document in results.db (graphs.lowered_json) and
-engine/runner/ rebuilds the C graph from it with the same builder calls
+engine/standalone/ rebuilds the C graph from it with the same builder calls
 lower_graph() makes: tensors in id order (inputs, params, then each op's
 outputs), ops in model order, attributes encoded by lower.py's own encoder
 (strings as character codes, unset attributes omitted). Inputs and params

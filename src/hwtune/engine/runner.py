@@ -191,7 +191,7 @@ def run_model(db, host_key: str, graph, graph_hash: str, cfg: EngineConfig, *,
     check_counts(iterations, warmup)
     flops = graph_info(graph).flops
     costs = op_costs(db, host_key, graph, cfg, op_cost)
-    # for the C runner (engine/runner/)
+    # for the C runner (engine/standalone/)
     db.put_lowered(graph_hash, lowered_doc(base_graph if base_graph is not None else graph))
     engine = open_engine(graph, cfg, costs)
     for name, value in (inputs or {}).items():

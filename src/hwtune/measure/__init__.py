@@ -14,6 +14,8 @@
     check.py       outputs against a reference
     sampling.py    the one sampling loop: warm-up, check, limit, rotated rounds,
                    deadline
+    processes.py   engine samples in fresh worker processes, pair by pair (the
+                   level `hwtune run` repeats at)
 
 Scan, check, run, every tuner stage and the benchmarks time through here
 (tests/test_measure_only_here.py holds every other module to that).

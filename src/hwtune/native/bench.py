@@ -32,7 +32,7 @@ sig("hwt_count_marks", _i)
 sig("hwt_count_begin", None)
 sig("hwt_count_end", None, ctypes.c_char_p)
 sig("hwt_bench_gemm", _i, _P, _i, _i, _i, _i, _i, _i, _i, _i, _dp)
-sig("hwt_bench_eltwise", _i, _P, _i, _i, _l, _i, _i, _i, _i, _i, _dp)
+sig("hwt_bench_eltwise", _i, _P, _i, _i, _l, _i, _i, _i, _i, _i, _i, _dp)
 sig("hwt_bench_corun", _i, _P, _i, _i, _i, _i, _l, _i, _d, _dp)
 sig("hwt_bench_forkjoin_pool", _d, _P, _i, _l)
 sig("hwt_bench_forkjoin_omp", _d, _i, _l)
@@ -124,16 +124,22 @@ def gemm_samples(pool: Pool, threads: int, M: int, K: int, N: int, *, isa: Optio
 
 def eltwise_samples(pool: Pool, threads: int, op: str, n: int, *, isa: Optional[str] = None,
                     nt_stores: bool = False, warmup: int = 3, reps: int = 10,
-                    inner: int = 1) -> np.ndarray:
-    """Seconds per element-wise `op` (one of EW_OPS) over n floats on executor 0."""
+                    inner: int = 1, regions: int = 1) -> np.ndarray:
+    """Seconds per element-wise `op` (one of EW_OPS) over n floats on executor 0.
+
+    regions > 1: each call covers the same n elements as that many fork-join
+    regions over consecutive slices: the same work, more fork-join cost."""
     threads = _threads(pool, threads)
-    _positive(n=n, inner=inner)
+    _positive(n=n, inner=inner, regions=regions)
+    if regions > n:
+        raise UsageError(f"regions={regions} exceeds n={n}: every region needs an element")
     if op not in EW_OPS:
         raise UsageError(f"unknown element-wise op {op!r}: choose one of {', '.join(EW_OPS)}")
     op_i, isa_i, nt = EW_OPS.index(op), resolve_isa(isa), 1 if nt_stores else 0
     return _sampled(
         pool,
-        lambda h, w, r, out: lib.hwt_bench_eltwise(h, threads, op_i, n, isa_i, nt, w, r, inner, out),
+        lambda h, w, r, out: lib.hwt_bench_eltwise(h, threads, op_i, n, isa_i, nt, w, r, inner,
+                                                   regions, out),
         warmup, reps, f"{op} n={n}")
 
 

@@ -21,7 +21,7 @@ sig("hwt_pool_pinned", ctypes.c_int, ctypes.c_void_p)
 sig("hwt_pool_thread_cpu", ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_int)
 sig("hwt_allowed_cpus", ctypes.c_int, ctypes.POINTER(ctypes.c_int), ctypes.c_int)
 
-# Matches POOL_MAX_THREADS in engine/pool/pool.c.
+# Matches POOL_MAX_THREADS in engine/threads/pool.c.
 MAX_THREADS = 4096
 
 

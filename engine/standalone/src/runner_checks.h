@@ -1,7 +1,7 @@
 /* What hwtune-run checks before it trusts a results.db, and the stored
  * config it reads from one: the same rules as `hwtune run`. The database
  * rules (application id, schema range) come from src/hwtune/db/
- * migrations.py through the build (runner.cmake), the config rules from the
+ * migrations.py through the build (standalone.cmake), the config rules from the
  * engine library (hwtune/config_check.h), so neither is a second list. */
 #ifndef HWTUNE_RUNNER_CHECKS_H
 #define HWTUNE_RUNNER_CHECKS_H
@@ -10,12 +10,12 @@
 #include "hwtune/engine.h"
 #include "json.h"
 
-/* Set by runner.cmake from src/hwtune/db/migrations.py. */
+/* Set by standalone.cmake from src/hwtune/db/migrations.py. */
 #ifndef HWTUNE_APPLICATION_ID
-#error "HWTUNE_APPLICATION_ID comes from the build (runner.cmake)"
+#error "HWTUNE_APPLICATION_ID comes from the build (standalone.cmake)"
 #endif
 #ifndef HWTUNE_SCHEMA_LATEST
-#error "HWTUNE_SCHEMA_LATEST comes from the build (runner.cmake)"
+#error "HWTUNE_SCHEMA_LATEST comes from the build (standalone.cmake)"
 #endif
 /* The oldest schema the runner reads: v3 added graphs.lowered_json. */
 #define HWTUNE_SCHEMA_MIN 3

@@ -31,7 +31,6 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -40,6 +39,8 @@
 #include <time.h>
 
 #include "hwtune/pool.h"
+#include "hwtune/errorf.h"
+#include "hwtune/free_all.h"
 #include "park.h"
 #include "topo.h"
 
@@ -369,14 +370,8 @@ static void format_cpus(const int *cpu, int n, char *buf, size_t len) {
   free(s);
 }
 
-__attribute__((format(printf, 3, 4))) static void set_err(char *err, size_t errlen,
-                                                           const char *fmt, ...) {
-  if (!err || !errlen) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, errlen, fmt, ap);
-  va_end(ap);
-}
+/* Why create refused, into the caller's err. */
+#define set_err(...) ((void)hwt_errorf(0, __VA_ARGS__))
 
 static void stop_and_free(hwt_pool *p) {
   int total = p->n_teams * p->tpt;
@@ -396,13 +391,7 @@ static void stop_and_free(hwt_pool *p) {
       if (p->created[i]) pthread_join(p->threads[i], NULL);
   if (p->team_ch)
     for (int t = 0; t < p->n_teams; t++) free(p->team_ch[t].slots);
-  free(p->pool_ch.slots);
-  free(p->team_ch);
-  free(p->cpu);
-  free(p->pin_ok);
-  free(p->threads);
-  free(p->created);
-  free(p->targs);
+  HWT_FREE_ALL(p->pool_ch.slots, p->team_ch, p->cpu, p->pin_ok, p->threads, p->created, p->targs);
   free(p);
 }
 

@@ -1,15 +1,15 @@
 #include "records_file.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "hwtune/errorf.h"
 #include "json.h"
 
 #ifndef HWTUNE_SCHEMA_LATEST
-#error "HWTUNE_SCHEMA_LATEST comes from the build (runner.cmake)"
+#error "HWTUNE_SCHEMA_LATEST comes from the build (standalone.cmake)"
 #endif
 
 /* A records file larger than this is not a config to run: the exporter
@@ -22,13 +22,8 @@ typedef struct {
   size_t n, cap;
 } records;
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, errlen, fmt, ap);
-  va_end(ap);
-  return -1;
-}
+/* A refused file: -1, the reason in err. */
+#define fail(...) hwt_errorf(-1, __VA_ARGS__)
 
 static char *slurp(const char *path, size_t *n, char *err, size_t errlen) {
   FILE *f = fopen(path, "rb");
@@ -91,6 +86,23 @@ static int int_of(const hj_value *obj, const char *key, int *out) {
   if (!v || v->type != HJ_NUMBER || v->num != (double)(int)v->num) return -1;
   *out = (int)v->num;
   return 0;
+}
+
+/* A config row the runner may use: tuned or given by the user, and of the
+ * named host when there is one. */
+static int usable_config(const hj_value *row, const char *host) {
+  const char *src = str_of(row, "source"), *hk = str_of(row, "host_key");
+  return src && (!strcmp(src, "tuned") || !strcmp(src, "user")) &&
+         (!host || (hk && !strcmp(hk, host)));
+}
+
+/* Kept record i (a graph or a config): its row, with its kind and the
+ * hash of the graph it belongs to. */
+static const hj_value *kept_row(const records *k, size_t i, const char **kind, const char **hash) {
+  const hj_value *row = hj_get(&k->items[i], "row");
+  *kind = str_of(&k->items[i], "record");
+  *hash = str_of(row, "graph_hash");
+  return row;
 }
 
 static int prefix_of(const char *hash, const char *prefix) {
@@ -179,15 +191,10 @@ int hr_records_load(const char *path, const char *graph_prefix, const char *host
   /* The graph: the prefix's, else the one graph the usable configs name. */
   const char *hash = NULL;
   for (size_t i = 0; i < keep.n; i++) {
-    const hj_value *row = hj_get(&keep.items[i], "row");
-    const char *kind = str_of(&keep.items[i], "record");
-    const char *h = str_of(row, "graph_hash");
-    const char *src = str_of(row, "source");
+    const char *kind, *h;
+    const hj_value *row = kept_row(&keep, i, &kind, &h);
     int usable = graph_prefix ? !strcmp(kind, "graph")
-                              : !strcmp(kind, "config") && src &&
-                                    (!strcmp(src, "tuned") || !strcmp(src, "user")) &&
-                                    (!host || (str_of(row, "host_key") &&
-                                               !strcmp(str_of(row, "host_key"), host)));
+                              : !strcmp(kind, "config") && usable_config(row, host);
     if (!usable || !prefix_of(h, graph_prefix)) continue;
     if (hash && strcmp(hash, h)) {
       if (graph_prefix)
@@ -210,9 +217,8 @@ int hr_records_load(const char *path, const char *graph_prefix, const char *host
   }
   const hj_value *best = NULL;
   for (size_t i = 0; i < keep.n; i++) {
-    const hj_value *row = hj_get(&keep.items[i], "row");
-    const char *kind = str_of(&keep.items[i], "record");
-    const char *h = str_of(row, "graph_hash");
+    const char *kind, *h;
+    const hj_value *row = kept_row(&keep, i, &kind, &h);
     if (!h || strcmp(h, hash)) continue;
     if (!strcmp(kind, "graph")) {
       if (!g->hash) {
@@ -222,10 +228,8 @@ int hr_records_load(const char *path, const char *graph_prefix, const char *host
       }
       continue;
     }
+    if (!usable_config(row, host)) continue;
     const char *src = str_of(row, "source");
-    if (!src || (strcmp(src, "tuned") && strcmp(src, "user"))) continue;
-    const char *hk = str_of(row, "host_key");
-    if (host && (!hk || strcmp(hk, host))) continue;
     if (!best) {
       best = row;
       continue;

@@ -1,5 +1,5 @@
 # hwtune-run: the stand-alone C runner (issue #3). Its sources sit one level
-# below engine/runner/ on purpose: engine.cmake globs engine/*/*.c into
+# below engine/standalone/ on purpose: engine.cmake globs engine/*/*.c into
 # libhwtune.so, and this program's main() must not land in the library.
 # SQLite is dlopen'ed at run time (src/sqlite_dyn.c), so the build needs
 # neither SQLite headers nor a library to link.

@@ -4,21 +4,14 @@
 
 #include <float.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "hwtune/config_check.h"
+#include "hwtune/errorf.h"
 
-static int refuse(char *err, size_t errlen, const char *fmt, ...) {
-  if (err && errlen) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-  }
-  return -1;
-}
+/* A refusal: -1, the reason in err. */
+#define refuse(...) hwt_errorf(-1, __VA_ARGS__)
 
 int hr_check_database(int application_id, int version, const char *marker, char *err,
                       size_t errlen) {
