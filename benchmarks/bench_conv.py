@@ -45,7 +45,7 @@ from hwtune.measure.sampling import interleaved_calls
 from hwtune.graph import load_model
 from hwtune.native import conv
 from hwtune.native.isa import selected_isa
-from hwtune.native.pool import allowed_cpus
+from hwtune.native.threads import allowed_cpus
 
 LAYERS = [(64, 56), (128, 28), (256, 14), (512, 7)]  # (channels, spatial)
 GOAL_RATIO = 1.0

@@ -38,6 +38,7 @@ from hwtune.dynamic.model import load_dynamic
 from hwtune.dynamic.sources import bundled_dynamic
 from hwtune.errors import HwtuneError
 from hwtune.measure.sampling import interleaved_calls
+from bench_sections import chosen_sections, print_sections  # benchmarks/ is sys.path[0]
 
 TOL = 1e-4
 
@@ -270,11 +271,8 @@ def main(argv=None):
                     help="comma-separated sections: policies, tree, var")
     args = ap.parse_args(argv)
     sections = {"policies": section_policies, "tree": section_tree, "var": section_var}
-    wanted = [x.strip() for x in args.only.split(",") if x.strip()]
-    bad = [x for x in wanted if x not in sections]
-    if bad:
-        print(f"unknown --only section {bad[0]!r}: choose from {', '.join(sections)}",
-              file=sys.stderr)
+    wanted = chosen_sections(args.only, sections)
+    if wanted is None:
         return 2
     from hwtune import machine
     from hwtune.native.isa import selected_isa
@@ -283,10 +281,7 @@ def main(argv=None):
           f"{args.reps} interleaved reps (medians)", flush=True)
     try:
         with tempfile.TemporaryDirectory() as folder:
-            for name in wanted:
-                lines = []
-                sections[name](args, folder, lines)
-                print("\n".join(lines), flush=True)
+            print_sections(wanted, sections, args, folder)
     except ImportError as exc:
         print(f"error: {exc} (PyTorch: pip install torch==2.13.0)", file=sys.stderr)
         return 2

@@ -32,7 +32,7 @@ from hwtune.errors import HwtuneError
 from hwtune.graph import load_model
 from hwtune.measure import clock
 from hwtune.measure.sampling import interleaved_calls
-from hwtune.native.pool import allowed_cpus
+from hwtune.native.threads import allowed_cpus
 
 MODELS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs", "models")
 ORT_MISSING = "onnxruntime not installed: pip install onnx onnxruntime"

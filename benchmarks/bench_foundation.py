@@ -21,7 +21,7 @@ from hwtune.measure import FixedSampling, interleave, settle
 from hwtune.measure.sides import CallSide, LoopSide
 from hwtune.native import bench
 from hwtune.native.isa import selected_isa
-from hwtune.native.pool import Pool, allowed_cpus
+from hwtune.native.threads import Pool, allowed_cpus
 
 # Issue #10 goals: the LSTM-sized GEMM at least as fast as the system BLAS
 # (numpy's OpenBLAS) at 1 and at all threads, and the large GEMM at >= 85% of

@@ -34,6 +34,7 @@ from dataclasses import replace
 import numpy as np
 
 from bench_engine import interleaved  # noqa: E402 (benchmarks/ is sys.path[0])
+from bench_sections import chosen_sections, print_sections  # noqa: E402
 
 from hwtune.db.keys import graph_hash
 from hwtune.engine.config import EngineConfig, default_config, resolve
@@ -413,11 +414,8 @@ def main(argv=None):
         return 2
     sections = {"conv": section_conv, "inception": section_inception,
                 "lstm": lambda s, r, l: section_lstm(s, r, l, args.lstm_model)}
-    wanted = [s.strip() for s in args.only.split(",") if s.strip()]
-    bad = [s for s in wanted if s not in sections]
-    if bad:
-        print(f"unknown --only section {bad[0]!r}: choose from {', '.join(sections)}",
-              file=sys.stderr)
+    wanted = chosen_sections(args.only, sections)
+    if wanted is None:
         return 2
     try:
         store = Store(args.db)
@@ -428,10 +426,7 @@ def main(argv=None):
               f"interleaved reps, medians; {fp.get('cpu_model')} (family {fp.get('family')}, "
               f"model {fp.get('model')}), isa {selected_isa()}, load "
               f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-        for name in wanted:
-            lines = []
-            sections[name](store, args.reps, lines)
-            print("\n".join(lines), flush=True)
+        print_sections(wanted, sections, store, args.reps)
         print(f"load at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     except HwtuneError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -23,7 +23,7 @@ import argparse
 import os
 
 from hwtune.native.isa import selected_isa
-from hwtune.native.pool import allowed_cpus
+from hwtune.native.threads import allowed_cpus
 from hwtune.measure import clock
 from hwtune.measure.stats import median
 from hwtune.tuners.conv_local import (DEFAULT_BUDGET_FRACTION, ConvMeasure, ConvWorkload,

@@ -68,6 +68,11 @@ def _model_options(fn):
     return fn
 
 
+def _model_file(fn):
+    """FILE (a model.json) and the options that load it."""
+    return click.argument("file", type=click.Path(dir_okay=False))(_model_options(fn))
+
+
 def _limits(max_tensor_bytes, max_total_bytes):
     from hwtune.graph.limits import Limits
     return Limits.from_env(max_tensor_bytes=max_tensor_bytes, max_total_bytes=max_total_bytes)
@@ -101,8 +106,7 @@ def model():
 
 
 @model.command("validate", epilog=example("hwtune model validate configs/models/resnet18.json"))
-@click.argument("file", type=click.Path(dir_okay=False))
-@_model_options
+@_model_file
 @json_option
 @_typed_errors
 def validate_cmd(file, overrides, max_tensor_bytes, max_total_bytes, as_json):
@@ -185,8 +189,7 @@ def grad_cmd(file, output, score, loss, optimizer, hyper, batch_norm, overrides,
 
 
 @model.command("info", epilog=example("hwtune model info configs/models/inception_small.json"))
-@click.argument("file", type=click.Path(dir_okay=False))
-@_model_options
+@_model_file
 @json_option
 @_typed_errors
 def info_cmd(file, overrides, max_tensor_bytes, max_total_bytes, as_json):

@@ -75,6 +75,14 @@ class _SchedulerOption(click.Option):
         return super().get_help_record(ctx)
 
 
+def set_option(f):
+    """--set for commands that take a model.json or an ONNX model."""
+    return click.option(
+        "--set", "overrides", multiple=True, callback=parse_overrides, metavar="NAME=VALUE",
+        help="override a declared model var (repeatable), e.g. --set seq=5; for an "
+             "ONNX model, size a symbolic dimension, e.g. --set batch=1")(f)
+
+
 def scheduler_option(f):
     return click.option(
         "--scheduler", default=None, metavar="NAME", cls=_SchedulerOption,

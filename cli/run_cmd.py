@@ -8,8 +8,8 @@ from dataclasses import replace
 
 import click
 
-from hwtune.cli.options import (db_option, example, json_option, parse_overrides,
-                                scheduler_option, shape_option, train_options, train_record,
+from hwtune.cli.options import (db_option, example, json_option, scheduler_option,
+                                set_option, shape_option, train_options, train_record,
                                 training_step)
 from hwtune.errors import UsageError
 
@@ -51,9 +51,7 @@ def _ms(seconds: float) -> str:
 @click.option("--trace", "trace_path", type=click.Path(dir_okay=False), default=None,
               metavar="FILE", help="profile 5 extra runs; write the last as a Chrome trace "
                                    "(open in ui.perfetto.dev) and store it in results.db")
-@click.option("--set", "overrides", multiple=True, callback=parse_overrides, metavar="NAME=VALUE",
-              help="override a declared model var (repeatable), e.g. --set seq=5; for an "
-                   "ONNX model, size a symbolic dimension, e.g. --set batch=1")
+@set_option
 @shape_option
 @train_options
 @click.option("--input", "input_files", multiple=True, callback=input_files_callback,
@@ -116,7 +114,7 @@ def run(model, executors, threads, scheduler, pin, iterations, warmup, trace_pat
     from hwtune.engine.trace import summary, write_chrome_trace
     from hwtune.engine.tensor_files import load_inputs, save_outputs
     from hwtune.native.isa import selected_isa
-    from hwtune.native.pool import allowed_cpus
+    from hwtune.native.threads import allowed_cpus
     from hwtune.sources import load_any
 
     from hwtune.dynamic.sources import find_dynamic

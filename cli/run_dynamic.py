@@ -50,7 +50,7 @@ def run_dynamic(model_arg, inputs, batches, policies, chunk, executors, threads,
     from hwtune.dynamic.sources import resolve_dynamic
     from hwtune.engine.runner import OutputMismatch
     from hwtune.native.isa import selected_isa
-    from hwtune.native.pool import allowed_cpus
+    from hwtune.native.threads import allowed_cpus
     from hwtune.report import export
 
     export.exporter(fmt, "dynamic")  # refuse an unknown format before measuring

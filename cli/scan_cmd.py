@@ -73,7 +73,7 @@ def scan(db_path, quick, threads, isa, reps, gemm, eltwise_size, saturation, noi
     else:
         from hwtune.cli.progress import scan_progress
         from hwtune.native.isa import supported_isas
-        from hwtune.native.pool import allowed_cpus
+        from hwtune.native.threads import allowed_cpus
         from hwtune.scan.steps import validate
         from hwtune.scan.runner import run_scan
 

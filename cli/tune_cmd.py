@@ -6,8 +6,8 @@ import sys
 
 import click
 
-from hwtune.cli.options import (db_option, example, json_option, parse_overrides, shape_option,
-                                 train_options, train_record, training_step)
+from hwtune.cli.options import (db_option, example, json_option, set_option, shape_option,
+                                train_options, train_record, training_step)
 from hwtune.errors import UsageError
 
 
@@ -50,9 +50,7 @@ def _only(ctx, param, value):
 @click.option("--strategy", type=int, default=1, show_default=True, metavar="1|2",
               help="per-op thread counts: 1 per op, 2 one count per op type (its largest "
                    "instance decides)")
-@click.option("--set", "overrides", multiple=True, callback=parse_overrides, metavar="NAME=VALUE",
-              help="override a declared model var (repeatable), e.g. --set seq=5; for an "
-                   "ONNX model, size a symbolic dimension, e.g. --set batch=1")
+@set_option
 @shape_option
 @train_options
 @click.option("--inputs", "inputs_path", type=click.Path(dir_okay=False), default=None,
@@ -91,7 +89,7 @@ def tune_graph(model, budget_s, plan_only, trials, only, search, reps, storage, 
     from hwtune import machine
     from hwtune.db import ResultsDB
     from hwtune.engine.runner import native_engine
-    from hwtune.native.pool import allowed_cpus
+    from hwtune.native.threads import allowed_cpus
     from hwtune.report import export
     from hwtune.sources import load_any
     from hwtune.cli.progress import tune_progress

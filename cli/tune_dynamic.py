@@ -13,7 +13,7 @@ def tune_dynamic_cmd(model_arg, inputs, batch, policy, budget_s, reps, strategy,
     from hwtune.dynamic.executor import read_samples
     from hwtune.dynamic.model import load_dynamic
     from hwtune.dynamic.sources import resolve_dynamic
-    from hwtune.native.pool import allowed_cpus
+    from hwtune.native.threads import allowed_cpus
     from hwtune.report import export
     from hwtune.tuners.dynamic_graph import DynTuneOptions, tune_dynamic
 

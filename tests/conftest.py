@@ -1,10 +1,13 @@
-"""Fixtures shared by the test files: an in-memory results.db and a host in it."""
+"""Fixtures shared by the test files: an in-memory results.db and a host in
+it, a database of an older schema, read-only queries of a database file."""
 
 import signal
+import sqlite3
+from contextlib import contextmanager
 
 import pytest
 
-from hwtune.db import ResultsDB
+from hwtune.db import ResultsDB, migrations
 
 # A made-up machine: tests that store rows need a host; nothing reads its values.
 FINGERPRINT = {
@@ -23,6 +26,27 @@ def db():
 @pytest.fixture
 def host(db):
     return db.upsert_host(FINGERPRINT)
+
+
+@contextmanager
+def schema_at(version: int):
+    """Inside: hwtune knows the migrations up to `version` only, as the
+    release that wrote that schema did (a released migration is never
+    edited), so ResultsDB.open makes or keeps a database at that version."""
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(migrations, "MIGRATIONS", [x for x in migrations.MIGRATIONS if x[0] <= version])
+        m.setattr(migrations, "LATEST_VERSION", version)
+        m.setattr("hwtune.db.connect.LATEST_VERSION", version)
+        yield
+
+
+def rows(db, sql, *params):
+    """The rows of a query on the database file db, opened read-only."""
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return con.execute(sql, params).fetchall()
+    finally:
+        con.close()
 
 
 def sigint_default():

@@ -16,7 +16,7 @@ from hwtune.dynamic.generate import samples as generate, write_jsonl
 from hwtune.dynamic.model import load_dynamic
 from hwtune.dynamic.runs import RunRequest, run_dynamic
 from hwtune.native.isa import selected_isa
-from hwtune.native.pool import allowed_cpus
+from hwtune.native.threads import allowed_cpus
 from hwtune.tuners.dynamic_graph import DynTuneOptions, tune_dynamic
 
 from conftest import FINGERPRINT

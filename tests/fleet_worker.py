@@ -16,7 +16,7 @@ def main(url, model, *sets):
     from hwtune.engine.config import usable_cpu_count
     from hwtune.graph import load_model
     from hwtune.native.isa import selected_isa
-    from hwtune.native.pool import allowed_cpus
+    from hwtune.native.threads import allowed_cpus
     from hwtune.tuners import conv_local
     from hwtune.tuners.optuna_search import OptunaSearch
     from hwtune.tuners.search import Space

@@ -9,7 +9,7 @@ import pytest
 from hwtune.errors import UsageError
 from hwtune.native import bench
 from hwtune.native.isa import supported_isas
-from hwtune.native.pool import Pool, allowed_cpus
+from hwtune.native.threads import Pool, allowed_cpus
 
 THREADS = min(2, len(allowed_cpus()))
 

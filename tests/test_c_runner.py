@@ -96,13 +96,18 @@ def test_default_config_with_notice(tiny):
     assert "--executors/--threads/--scheduler" in notice[0]
 
 
+def save_user_config(db):
+    """`hwtune run --save` of tiny.json at 2 x 1, critical-path: a user
+    config. Returns the host it is stored for."""
+    hwtune_run(db, db.parent / "tiny.json", "--executors", "2", "--threads", "1",
+               "--scheduler", "critical-path", "--save", "--iterations", "2")
+    with ResultsDB.open(db) as d:
+        return d.hosts()[0]["host_key"]
+
+
 def test_stored_configs_tuned_beats_user(tiny):
     db, key = tiny
-    model = db.parent / "tiny.json"
-    hwtune_run(db, model, "--executors", "2", "--threads", "1", "--scheduler", "critical-path",
-               "--save", "--iterations", "2")
-    with ResultsDB.open(db) as d:
-        host = d.hosts()[0]["host_key"]
+    host = save_user_config(db)
     proc = c_run("--db", db, "--graph", key, "--host", host, "--iterations", 3, "--warmup", 1)
     assert assert_timed(proc, 3, 1).endswith("config user: 2 x 1, critical-path, pinned")
     assert proc.stderr == ""
@@ -272,15 +277,14 @@ def test_scheduler_flag_takes_its_own_pinning_default(tiny):
                                    "--json", "--iterations", "2", "--scheduler", "corun"])
     assert ran.exit_code == 0, ran.output
     assert json.loads(ran.stdout)["config"]["pin"] is True
+
+
 def test_runs_from_an_exported_config_without_the_database(tiny):
     """hwtune-run --config: the records file of `hwtune db export` is enough;
     the config chosen is the one the database run chooses."""
     db, key = tiny
-    model = db.parent / "tiny.json"
-    hwtune_run(db, model, "--executors", "2", "--threads", "1", "--scheduler", "critical-path",
-               "--save", "--iterations", "2")
+    host = save_user_config(db)
     with ResultsDB.open(db) as d:
-        host = d.hosts()[0]["host_key"]
         d.put_engine_config(host, key, executors=2, threads_per_executor=1,
                             scheduler="shared-queue", pin=False, source="tuned",
                             op_threads={"h1": 1})

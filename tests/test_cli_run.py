@@ -4,13 +4,14 @@ scheduler and layout that fits, --json, --trace, and what is stored."""
 
 import importlib.util
 import json
-import sqlite3
 
 import pytest
 from click.testing import CliRunner
 
 from hwtune.cli.main import cli
-from hwtune.native.pool import allowed_cpus
+from hwtune.native.threads import allowed_cpus
+
+from conftest import rows
 
 NCPU = len(allowed_cpus())
 HAVE_ENGINE = importlib.util.find_spec("hwtune.native.engine") is not None
@@ -48,14 +49,6 @@ def one_line_error(res, *needles):
     assert len(lines) == 1 and res.stderr.strip().splitlines()[-1] == lines[0], res.stderr
     for n in needles:
         assert n in lines[0], lines[0]
-
-
-def rows(db, sql, *params):
-    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    try:
-        return con.execute(sql, params).fetchall()
-    finally:
-        con.close()
 
 
 def test_missing_model(tmp_path):

@@ -12,10 +12,10 @@ import time
 import pytest
 from click.testing import CliRunner
 
-from conftest import sigint_default
+from conftest import rows, sigint_default
 
 from hwtune.cli.main import cli
-from hwtune.native.pool import allowed_cpus
+from hwtune.native.threads import allowed_cpus
 
 # HWTUNE_SCAN_SCALE shrinks reps and probe durations so the quick scan of the
 # test runs in a few seconds; the code path is the real one.
@@ -27,14 +27,6 @@ NCPU = len(allowed_cpus())
 def hwtune(*args, env=None, timeout=120):
     return subprocess.run([sys.executable, "-m", "hwtune.cli.main", *args],
                           capture_output=True, text=True, env=env or ENV, timeout=timeout)
-
-
-def rows(db, sql, *params):
-    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    try:
-        return con.execute(sql, params).fetchall()
-    finally:
-        con.close()
 
 
 @pytest.fixture(scope="module")
@@ -226,7 +218,7 @@ def test_ctrl_c_keeps_finished_measurements_and_exits_130(tmp_path):
 def test_refused_pinning_is_a_single_warning_not_an_error():
     # An unpinned pool stands for one whose pins the OS refused (the pool
     # reports both the same way: .pinned is False); the scan keeps going.
-    from hwtune.native.pool import Pool
+    from hwtune.native.threads import Pool
     from hwtune.scan.runner import _Measurer
 
     warned = []

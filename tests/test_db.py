@@ -30,12 +30,6 @@ MEAS = dict(bench="gemm", op="sgemm", params={"m": 64, "n": 64, "k": 64},
 
 
 @pytest.fixture
-def db():
-    with ResultsDB.open(":memory:") as d:
-        yield d
-
-
-@pytest.fixture
 def dbfile(tmp_path):
     return tmp_path / "results.db"
 

@@ -8,30 +8,29 @@ import pytest
 from hwtune.db import ResultsDB, migrations
 from hwtune.errors import UsageError
 
+from conftest import schema_at
+
 FP = {"cpu_model": "Test CPU", "vendor": "GenuineIntel", "isa_best": "avx2", "sockets": 1,
       "physical_cores": 2, "logical_cpus": 2, "numa_nodes": 1}
 GRAPH = {"name": "g", "inputs": [], "params": [], "ops": [], "outputs": []}
 
 
-def test_v3_to_v4_keeps_configs_and_profile_links(tmp_path, monkeypatch):
+def test_v3_to_v4_keeps_configs_and_profile_links(tmp_path):
     path = tmp_path / "results.db"
-    v3 = [m for m in migrations.MIGRATIONS if m[0] <= 3]
-    monkeypatch.setattr(migrations, "MIGRATIONS", v3)
-    monkeypatch.setattr(migrations, "LATEST_VERSION", 3)
-    monkeypatch.setattr("hwtune.db.connect.LATEST_VERSION", 3)
-    with ResultsDB.open(path) as db:
-        host = db.upsert_host(FP)
-        key = db.put_graph(GRAPH)
-        cid = db._conn.execute(
-            "INSERT INTO engine_configs (host_key, graph_hash, executors, threads_per_executor, "
-            "scheduler, pin, op_threads_json, source, hwtune_version, created_at) VALUES "
-            "(?, ?, 2, 1, 'critical-path', 1, ?, 'tuned', '0.1', 'x')",
-            [host, key, '{"a": 1}']).lastrowid
-        db._conn.commit()
-        pid = db.add_op_profile(host, "add|[4]|{}", "add", threads=1, median_s=1e-6, mad_s=0.0,
-                                n=3, config_id=cid)
-        assert db.schema_version == 3
-    monkeypatch.undo()
+    with schema_at(3):
+        with ResultsDB.open(path) as db:
+            host = db.upsert_host(FP)
+            key = db.put_graph(GRAPH)
+            cid = db._conn.execute(
+                "INSERT INTO engine_configs (host_key, graph_hash, executors, "
+                "threads_per_executor, scheduler, pin, op_threads_json, source, "
+                "hwtune_version, created_at) VALUES "
+                "(?, ?, 2, 1, 'critical-path', 1, ?, 'tuned', '0.1', 'x')",
+                [host, key, '{"a": 1}']).lastrowid
+            db._conn.commit()
+            pid = db.add_op_profile(host, "add|[4]|{}", "add", threads=1, median_s=1e-6, mad_s=0.0,
+                                    n=3, config_id=cid)
+            assert db.schema_version == 3
     with ResultsDB.open(path) as db:
         assert db.schema_version == migrations.LATEST_VERSION >= 4
         row = db.engine_config(host, key, "tuned")

@@ -13,6 +13,8 @@ from hwtune.engine.config import resolve
 from hwtune.errors import UsageError
 from hwtune.native.sched import names
 
+from conftest import schema_at
+
 # A value for every column any schema version has (a column a version lacks
 # is skipped); tables are filled parents first so foreign keys hold.
 VALUES = {
@@ -76,11 +78,8 @@ def _dump(path):
         conn.close()
 
 
-def _make(path, version, monkeypatch):
-    with monkeypatch.context() as m:
-        m.setattr(migrations, "MIGRATIONS", [x for x in migrations.MIGRATIONS if x[0] <= version])
-        m.setattr(migrations, "LATEST_VERSION", version)
-        m.setattr("hwtune.db.connect.LATEST_VERSION", version)
+def _make(path, version):
+    with schema_at(version):
         with ResultsDB.open(path) as d:
             assert d.schema_version == version
     _fill(path)
@@ -88,9 +87,9 @@ def _make(path, version, monkeypatch):
 
 @pytest.mark.parametrize("version", [v for v, _, _ in migrations.MIGRATIONS
                                      if v < migrations.LATEST_VERSION])
-def test_every_older_version_migrates_keeping_every_row(tmp_path, monkeypatch, version):
+def test_every_older_version_migrates_keeping_every_row(tmp_path, version):
     path = tmp_path / f"v{version}.db"
-    _make(path, version, monkeypatch)
+    _make(path, version)
     before = _dump(path)
     assert all(before.values()), "every table holds a row"
     with ResultsDB.open(path) as d:

@@ -134,13 +134,10 @@ def test_bad_flags_are_one_error_line(samples, tmp_path):
     assert not db.exists() or not ResultsDB.open(db).dynamic_runs()
 
 
-def test_v7_database_migrates_to_v8_keeping_rows(tmp_path, monkeypatch):
-    from conftest import FINGERPRINT
+def test_v7_database_migrates_to_v8_keeping_rows(tmp_path):
+    from conftest import FINGERPRINT, schema_at
     path = tmp_path / "v7.db"
-    with monkeypatch.context() as m:
-        m.setattr(migrations, "MIGRATIONS", [x for x in migrations.MIGRATIONS if x[0] <= 7])
-        m.setattr(migrations, "LATEST_VERSION", 7)
-        m.setattr("hwtune.db.connect.LATEST_VERSION", 7)
+    with schema_at(7):
         with ResultsDB.open(path) as d:
             host = d.upsert_host(FINGERPRINT)
             rid = d.start_run(host, "run", {"model": "m"})

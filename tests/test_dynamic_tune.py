@@ -12,7 +12,7 @@ import pytest
 from hwtune.db import ResultsDB
 from hwtune.dynamic.executor import DynamicEngine, DynConfig, read_samples
 from hwtune.dynamic.model import load_dynamic, model_hash
-from hwtune.native.pool import allowed_cpus
+from hwtune.native.threads import allowed_cpus
 from hwtune.tuners import dynamic_graph as dg
 from hwtune.tuners.search import ERROR, OK, STATUSES
 

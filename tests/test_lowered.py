@@ -16,6 +16,8 @@ from hwtune.engine.lowered import lowered_doc
 from hwtune.errors import UsageError
 from hwtune.graph import load_model
 
+from conftest import schema_at
+
 ROOT = os.path.join(os.path.dirname(__file__), "..")
 # Inception has every attribute kind: ints, pairs, strings (padding,
 # layout) and floats; the LSTM has many small ops and the "data"-free inits.
@@ -100,26 +102,23 @@ def test_put_lowered_round_trip(tmp_path):
     assert raw == canonical_json(doc)
 
 
-def test_v3_migration_keeps_rows(tmp_path, monkeypatch):
+def test_v3_migration_keeps_rows(tmp_path):
     path = tmp_path / "results.db"
-    v2 = [m for m in migrations.MIGRATIONS if m[0] <= 2]
-    monkeypatch.setattr(migrations, "MIGRATIONS", v2)
-    monkeypatch.setattr(migrations, "LATEST_VERSION", 2)
-    monkeypatch.setattr("hwtune.db.connect.LATEST_VERSION", 2)
     graph = _model("lstm_small")
-    with ResultsDB.open(path) as db:
-        host = db.upsert_host(FP)
-        key = db.put_graph(graph.to_json())
-        # A v2 row, written as hwtune of schema v2 wrote it (today's
-        # put_engine_config knows later columns).
-        cid = db._conn.execute(
-            "INSERT INTO engine_configs (host_key, graph_hash, executors, threads_per_executor, "
-            "scheduler, pin, source, hwtune_version, created_at) VALUES "
-            "(?, ?, 2, 1, 'critical-path', 1, 'tuned', '0.1', '2026-11-01T00:00:00Z')",
-            [host, key]).lastrowid
-        db._conn.commit()
-        assert db.schema_version == 2
-    monkeypatch.undo()
+    with schema_at(2):
+        with ResultsDB.open(path) as db:
+            host = db.upsert_host(FP)
+            key = db.put_graph(graph.to_json())
+            # A v2 row, written as hwtune of schema v2 wrote it (today's
+            # put_engine_config knows later columns).
+            cid = db._conn.execute(
+                "INSERT INTO engine_configs (host_key, graph_hash, executors, "
+                "threads_per_executor, scheduler, pin, source, hwtune_version, created_at) "
+                "VALUES "
+                "(?, ?, 2, 1, 'critical-path', 1, 'tuned', '0.1', '2026-11-01T00:00:00Z')",
+                [host, key]).lastrowid
+            db._conn.commit()
+            assert db.schema_version == 2
     conn = sqlite3.connect(path)
     before = conn.execute("SELECT * FROM graphs").fetchall()
     conn.close()

@@ -178,7 +178,7 @@ def test_phased_fused_template_equals_the_generator():
                                                          ("critical-path", 2, 1)])
 def test_engine_runs_the_fused_graph_like_the_reference(scheduler, executors, threads):
     from hwtune.native.engine import NativeEngine
-    from hwtune.native.pool import allowed_cpus
+    from hwtune.native.threads import allowed_cpus
     if executors * threads > len(allowed_cpus()):
         pytest.skip("needs 2 CPUs")
     g = lstm.generate(batch=8, seq=9, hidden=32, input=16, layers=2, fused=True, hoist=4,

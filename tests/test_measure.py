@@ -232,7 +232,7 @@ def _conv_op(x, w, b, params, pool, threads):
 def test_op_bench_runs_the_engines_conv_on_a_kept_pool():
     from hwtune.native import conv
     from hwtune.native.isa import selected_isa
-    from hwtune.native.pool import Pool, allowed_cpus
+    from hwtune.native.threads import Pool, allowed_cpus
 
     rng = np.random.default_rng(0)
     x = rng.uniform(-1, 1, (1, 16, 8, 8)).astype(np.float32)
@@ -264,7 +264,7 @@ def test_an_owner_closed_first_closes_what_uses_it():
     from hwtune.native import conv
     from hwtune.native.engine import NativeEngine
     from hwtune.native.plan import Plan
-    from hwtune.native.pool import Pool
+    from hwtune.native.threads import Pool
 
     rng = np.random.default_rng(0)
     x = rng.uniform(-1, 1, (1, 8, 6, 6)).astype(np.float32)
@@ -293,7 +293,7 @@ def test_an_owner_closed_first_closes_what_uses_it():
 
 def test_op_bench_refuses_bad_buffers():
     from hwtune.native.op_bench import OpBench
-    from hwtune.native.pool import Pool
+    from hwtune.native.threads import Pool
     with Pool(executors=1, threads=1, pin=False) as pool:
         with pytest.raises(UsageError, match="float32"):
             OpBench(pool, 1, None, 0, [np.zeros(3)], [])

@@ -1,6 +1,7 @@
-"""The native seam against the C compiler: every ctypes struct mirror has
-the size, fields and field offsets of its C struct, and every enum the
-bindings spell has the names the rest of hwtune uses (hwtune/abi.h)."""
+"""The native seam against the C compiler: every ctypes struct mirror is
+built from the fields C describes and has the size, fields and field
+offsets of its C struct, and every enum the bindings spell has the names
+the rest of hwtune uses (hwtune/abi.h)."""
 
 import ctypes
 import importlib
@@ -54,6 +55,29 @@ def test_a_wrong_mirror_is_caught():
     finally:
         CStruct.mirrors.remove(Shifted)
         CStruct.mirrors.remove(Short)
+
+
+def test_mirrors_take_their_fields_from_c():
+    """A mirror's fields, their order and their scalar and pointer types
+    come from the C compiler; a field C cannot describe (an array) must be
+    named by the binding, and a name C does not have is refused."""
+    from hwtune.errors import NativeError
+    from hwtune.native.abi import c_fields
+    event = c_fields("hwt_op_event")
+    assert [f for f, _ in event] == ["op", "executor", "threads", "start_s", "end_s"]
+    assert dict(event)["op"] is ctypes.c_int and dict(event)["start_s"] is ctypes.c_double
+    config = dict(c_fields("hwt_engine_config"))
+    assert config["scheduler"] is ctypes.c_char_p
+    assert config["op_threads"] is ctypes.POINTER(ctypes.c_int)
+    assert dict(c_fields("hwt_op_ctx", g=ctypes.c_void_p, in_=ctypes.c_void_p * 64,
+                         out=ctypes.c_void_p * 64, shared=ctypes.c_void_p))["ws_floats"] \
+        is ctypes.c_size_t
+    with pytest.raises(NativeError, match="attr"):
+        c_fields("hwt_eltwise_desc")
+    with pytest.raises(NativeError, match="bogus"):
+        c_fields("hwt_op_event", bogus=ctypes.c_int)
+    with pytest.raises(NativeError, match="different builds"):
+        c_fields("hwt_no_such_struct")
 
 
 def test_enum_names_are_the_ones_hwtune_spells():

@@ -12,7 +12,7 @@ from hwtune.native import _lib
 from hwtune.native.engine import NativeEngine
 from hwtune.native.graph import NativeGraph
 from hwtune.native.plan import Plan
-from hwtune.native.pool import Pool
+from hwtune.native.threads import Pool
 
 DOC = {"format_version": 1, "name": "tiny", "seed": 0,
        "inputs": [{"name": "x", "shape": [4]}], "params": [],
@@ -45,7 +45,7 @@ def _objects():
     return [ng, Plan(NativeGraph()), NativeEngine(g), Pool(1, 1, pin=False)]
 
 
-@pytest.mark.parametrize("i", range(4), ids=["graph", "plan", "engine", "pool"])
+@pytest.mark.parametrize("i", range(4), ids=["graph", "plan", "engine", "thread-pool"])
 def test_close_once_and_closed_errors(i):
     obj = _objects()[i]
     with obj as same:

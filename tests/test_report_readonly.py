@@ -12,18 +12,15 @@ import pytest
 
 from hwtune.db import ResultsDB, migrations
 
-from conftest import FINGERPRINT
+from conftest import FINGERPRINT, schema_at
 
 OLDER = [v for v, _, _ in migrations.MIGRATIONS if v < migrations.LATEST_VERSION]
 
 
-def _old_db(path, version, monkeypatch):
+def _old_db(path, version):
     """A database written at `version` (the migrations of that release, which
     are never edited) holding a tuning of one model."""
-    with monkeypatch.context() as m:
-        m.setattr(migrations, "MIGRATIONS", [x for x in migrations.MIGRATIONS if x[0] <= version])
-        m.setattr(migrations, "LATEST_VERSION", version)
-        m.setattr("hwtune.db.connect.LATEST_VERSION", version)
+    with schema_at(version):
         with ResultsDB.open(path) as d:
             assert d.schema_version == version
             host = d.upsert_host(FINGERPRINT)
@@ -46,10 +43,9 @@ def _state(path):
 
 
 @pytest.mark.parametrize("version", OLDER)
-def test_report_and_export_leave_an_older_database_byte_identical(tmp_path, monkeypatch,
-                                                                   version):
+def test_report_and_export_leave_an_older_database_byte_identical(tmp_path, version):
     path = tmp_path / f"v{version}.db"
-    host = _old_db(path, version, monkeypatch)
+    host = _old_db(path, version)
     before = _state(path)
     proc = subprocess.run([sys.executable, "-m", "hwtune.cli.main", "report", "--json",
                            "--host", host, "--db", str(path)],

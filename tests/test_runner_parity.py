@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from hwtune.cli.main import cli
 from hwtune.native._lib import _find
-from hwtune.native.pool import allowed_cpus
+from hwtune.native.threads import allowed_cpus
 
 RUNNER = _find().parent / "hwtune-run"
 NCPU = len(allowed_cpus())

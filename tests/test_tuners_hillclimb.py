@@ -11,7 +11,7 @@ import pytest
 
 from hwtune.errors import HwtuneError, UsageError
 from hwtune.graph.generators.builder import Builder
-from hwtune.native.pool import allowed_cpus
+from hwtune.native.threads import allowed_cpus
 from hwtune.measure import check as checks
 from hwtune.measure import clock
 from hwtune.tuners import hillclimb as hc

@@ -10,7 +10,7 @@ from hwtune.db.keys import graph_hash
 from hwtune.engine.config import EngineConfig
 from hwtune.errors import HwtuneError, UsageError
 from hwtune.graph.generators.builder import Builder
-from hwtune.native.pool import allowed_cpus
+from hwtune.native.threads import allowed_cpus
 from hwtune.measure import check as checks
 from hwtune.tuners import executor_sweep as es
 from hwtune.tuners.context import TuneContext

@@ -42,7 +42,7 @@ class TuneContext:
             from hwtune.native.isa import selected_isa
             self.isa = selected_isa()
         if self.cpus is None:
-            from hwtune.native.pool import allowed_cpus
+            from hwtune.native.threads import allowed_cpus
             self.cpus = allowed_cpus()
         self.cpus = list(self.cpus)
 

@@ -172,7 +172,7 @@ class ConvMeasure:
 
     def pool(self):
         if self._pool is None:
-            from hwtune.native.pool import Pool, allowed_cpus
+            from hwtune.native.threads import Pool, allowed_cpus
             # As the engine: more threads than CPUs run unpinned.
             pin = self.pin and self.threads <= len(allowed_cpus())
             self._pool = Pool(executors=1, threads=self.threads, pin=pin)

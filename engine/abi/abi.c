@@ -20,10 +20,25 @@
 typedef struct {
   const char *type, *field; /* field NULL: the size row */
   long value;
+  const char *kind; /* the field's C type (hwt_abi_field_at), NULL: one a binding names */
 } layout_row;
 
-#define SIZE(t) {#t, NULL, (long)sizeof(t)}
-#define FIELD(t, f) {#t, #f, (long)offsetof(t, f)}
+/* A field's C type as a binding builds its mirror from it. _Generic looks at
+ * a pointer to the field, so an array or a struct member matches none of
+ * these (no decay) and its binding names its type itself. */
+#define KIND(t, f)                                                           \
+  _Generic(&((t *)0)->f,                                                     \
+      int *: "int", unsigned *: "unsigned", long *: "long",                  \
+      unsigned long *: "unsigned long", long long *: "long long",            \
+      unsigned long long *: "unsigned long long", float *: "float",          \
+      double *: "double", char **: "char *", const char **: "char *",        \
+      void **: "void *", const void **: "void *", int **: "int *",           \
+      const int **: "int *", long **: "long *", const long **: "long *",     \
+      float **: "float *", const float **: "float *", double **: "double *", \
+      const double **: "double *", default: NULL)
+
+#define SIZE(t) {#t, NULL, (long)sizeof(t), NULL}
+#define FIELD(t, f) {#t, #f, (long)offsetof(t, f), KIND(t, f)}
 
 static const layout_row LAYOUT[] = {
     SIZE(hwt_engine_config),
@@ -334,6 +349,16 @@ long hwt_abi_sizeof(const char *type) { return layout(type, NULL); }
 
 long hwt_abi_offsetof(const char *type, const char *field) {
   return field ? layout(type, field) : -1;
+}
+
+const char *hwt_abi_field_at(const char *type, int i, long *offset, const char **kind) {
+  for (size_t k = 0; type && k < COUNT(LAYOUT); k++)
+    if (LAYOUT[k].field && strcmp(LAYOUT[k].type, type) == 0 && i-- == 0) {
+      if (offset) *offset = LAYOUT[k].value;
+      if (kind) *kind = LAYOUT[k].kind;
+      return LAYOUT[k].field;
+    }
+  return NULL;
 }
 
 int hwt_abi_n_fields(const char *type) {

@@ -17,6 +17,13 @@ HWT_API long hwt_abi_offsetof(const char *type, const char *field);
 /* How many fields of type the table describes (all of them: a test checks
  * that each mirror has exactly these). */
 HWT_API int hwt_abi_n_fields(const char *type);
+/* The i-th field of type (i = 0, 1, ...: in declaration order): its name,
+ * its offset into *offset and its C type into *kind ("int", "double",
+ * "int *", ...: a scalar or a pointer to one; NULL for an array, a struct, a
+ * function pointer or a pointer to a struct, which a binding names itself);
+ * NULL past the last. Bindings build their struct mirrors from these. */
+HWT_API const char *hwt_abi_field_at(const char *type, int i, long *offset,
+                                     const char **kind);
 
 /* The name of value in enum type ("hwt_tensor_kind", 2 -> "activation"), as
  * bindings and stored data spell it; NULL if the value has none. Status

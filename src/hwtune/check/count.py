@@ -67,7 +67,7 @@ def perf_count(metric: str, fig: Dict[str, Any], pool, isa, reps: int) -> int:
 
 def main(argv=None) -> int:
     from hwtune.native import bench
-    from hwtune.native.pool import Pool
+    from hwtune.native.threads import Pool
 
     spec_path, out_path = (argv or sys.argv[1:])[:2]
     with open(spec_path, encoding="utf-8") as f:

@@ -169,7 +169,7 @@ def _model(fig: Figure, suite: Suite, db, host_key: Optional[str]):
     from hwtune.engine.config import resolve
     from hwtune.engine.runner import native_engine, op_costs, open_engine
     from hwtune.graph import load_model
-    from hwtune.native.pool import allowed_cpus
+    from hwtune.native.threads import allowed_cpus
     native_engine()
     graph = load_model(fig.params["model"], fig.params.get("vars") or None)
     cpus = allowed_cpus()
@@ -231,7 +231,7 @@ def measure_suite(suite: Suite, *, db=None, host_key: Optional[str] = None,
     time the same loop. A figure the kernels refuse keeps its error and no
     samples; the others go on."""
     from hwtune.check import timed
-    from hwtune.native.pool import Pool, allowed_cpus
+    from hwtune.native.threads import Pool, allowed_cpus
 
     hints = inner_hints or {}
     figs = [f for f in suite.figures if suite.metric_of(f) == "time"]

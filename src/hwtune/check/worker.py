@@ -42,7 +42,7 @@ class _Worker:
         from hwtune.check.measure import runner_for
         from hwtune.check.suite import Figure, suite_from_settings
         from hwtune.measure.preempt import WindowedSide
-        from hwtune.native.pool import Pool
+        from hwtune.native.threads import Pool
         self.close(req)
         f = req["figure"]
         fig = Figure(f["name"], f["kind"], dict(f["params"]))

@@ -118,7 +118,7 @@ def compare(graph, source_path: str, peers: Sequence[str], *, inputs: Dict[str, 
     from hwtune.graph.reference import init_inputs, init_params
     from hwtune.machine import fingerprint
     from hwtune.native.isa import selected_isa
-    from hwtune.native.pool import allowed_cpus
+    from hwtune.native.threads import allowed_cpus
     from hwtune.scan.stats import mad, median
     from hwtune.sources import is_onnx
     from hwtune.measure.sampling import interleaved_calls

@@ -66,15 +66,14 @@ class DynamicStore:
                   _count("rows", int(row.get("rows") or 0), 0), status,
                   _real(row.get("check_rel"), "check_rel"), str(row["kernel_variant"]),
                   __version__, utc_now()]
-        with self._write("store a dynamic run in"):
-            cur = self._conn.execute(
-                "INSERT INTO dynamic_runs (run_id, host_key, model, model_hash, inputs, "
-                "samples_digest, n_samples, n_vertices, policy, batch, executors, threads, "
-                "chunk, pinned, config_source, op_threads_json, seconds_json, median_s, mad_s, "
-                "samples_per_s, groups, rows, check_status, check_rel, kernel_variant, "
-                "hwtune_version, created_at) VALUES "
-                f"({', '.join('?' * len(values))})", values)
-            return cur.lastrowid
+        return self._insert(
+            "store a dynamic run in",
+            "INSERT INTO dynamic_runs (run_id, host_key, model, model_hash, inputs, "
+            "samples_digest, n_samples, n_vertices, policy, batch, executors, threads, "
+            "chunk, pinned, config_source, op_threads_json, seconds_json, median_s, mad_s, "
+            "samples_per_s, groups, rows, check_status, check_rel, kernel_variant, "
+            "hwtune_version, created_at) VALUES "
+            f"({', '.join('?' * len(values))})", values)
 
     def _dynamic_row(self, row: dict) -> dict:
         row["op_threads"] = self._json("dynamic_runs", row, "op_threads_json")
@@ -107,8 +106,7 @@ class DynamicStore:
         if source not in DYNAMIC_SOURCES:
             raise UsageError(f"unknown dynamic config source {source!r}: one of "
                              f"{', '.join(DYNAMIC_SOURCES)}")
-        if self.host(host_key) is None:
-            raise UsageError(f"unknown host {host_key!r} in {self.path}: call upsert_host first")
+        self._require_host(host_key)
         values = [host_key, str(model), str(model_hash), str(policy), _count("batch", batch),
                   _count("executors", executors), _count("threads", threads),
                   _count("chunk", chunk), int(bool(pin)),

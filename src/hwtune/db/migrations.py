@@ -32,6 +32,67 @@ def _execute_script(db: sqlite_utils.Database, script: str) -> None:
         raise ValueError(f"incomplete SQL statement in migration: {statement.strip()[:60]}")
 
 
+# engine_configs as migrations 4 and 6 rebuild it: they differ only in the
+# scheduler column and two comments. SQLite keeps each CREATE's text as the
+# schema (sqlite_master), so this text is what those migrations recorded:
+# never edit it, add a new migration instead.
+_ENGINE_CONFIGS = """
+        CREATE TABLE %(table)s (
+            id                   INTEGER PRIMARY KEY,
+            host_key             TEXT NOT NULL REFERENCES hosts(host_key),
+            graph_hash           TEXT NOT NULL REFERENCES graphs(graph_hash),
+            executors            INTEGER NOT NULL CHECK (executors >= 1),
+            threads_per_executor INTEGER NOT NULL CHECK (threads_per_executor >= 1),
+%(scheduler)s
+            pin                  INTEGER NOT NULL CHECK (pin IN (0, 1)),
+            op_threads_json      TEXT NOT NULL DEFAULT '{}',
+            op_params_json       TEXT NOT NULL DEFAULT '{}',
+            op_priority_json     TEXT NOT NULL DEFAULT '{}',
+            -- %(cost_note)s
+            op_cost_json         TEXT NOT NULL DEFAULT '{}',
+            -- %(candidates_note)s
+            op_candidates_json   TEXT NOT NULL DEFAULT '{}',
+            -- the lowered graph after this config's layout rewrites (NULL:
+            -- graphs.lowered_json), for the stand-alone C runner
+            lowered_json         TEXT,
+            source               TEXT NOT NULL CHECK (source IN ('default', 'tuned', 'user')),
+            hwtune_version       TEXT NOT NULL,
+            created_at           TEXT NOT NULL,
+            UNIQUE (host_key, graph_hash, source)
+        );
+"""
+# The columns each version's engine_configs has that the previous one had
+# not (v2: all of its columns), copied by the next rebuild.
+_V2_COLUMNS = ("id", "host_key", "graph_hash", "executors", "threads_per_executor",
+               "scheduler", "pin", "op_threads_json", "op_params_json", "op_priority_json",
+               "source", "hwtune_version", "created_at")
+_V4_COLUMNS = ("op_cost_json", "op_candidates_json", "lowered_json")
+
+
+def _rebuild_engine_configs(db: sqlite_utils.Database, table: str, columns: Tuple[str, ...],
+                            **ddl: str) -> None:
+    """Replace engine_configs by _ENGINE_CONFIGS filled with `ddl`
+    (scheduler: the column's lines, cost_note, candidates_note), created as
+    `table` and renamed (SQLite cannot alter a CHECK), keeping `columns` of
+    every row, its id, and the op_profiles links into it: those links are
+    set aside while the old table is dropped and restored once the rebuilt
+    one is in place (foreign keys stay on: the migration runs inside a
+    transaction, where SQLite cannot turn them off)."""
+    names = ", ".join(columns)
+    _execute_script(db, _ENGINE_CONFIGS % dict(ddl, table=table) + f"""
+        CREATE TEMP TABLE profile_links AS
+            SELECT id, config_id FROM op_profiles WHERE config_id IS NOT NULL;
+        UPDATE op_profiles SET config_id = NULL WHERE config_id IS NOT NULL;
+        INSERT INTO {table} ({names}) SELECT {names} FROM engine_configs;
+        DROP TABLE engine_configs;
+        ALTER TABLE {table} RENAME TO engine_configs;
+        UPDATE op_profiles SET config_id =
+            (SELECT config_id FROM profile_links WHERE profile_links.id = op_profiles.id)
+            WHERE id IN (SELECT id FROM profile_links);
+        DROP TABLE profile_links;
+        """)
+
+
 def _m001_initial(db: sqlite_utils.Database) -> None:
     _execute_script(
         db,
@@ -191,11 +252,8 @@ def _m004_tuning(db: sqlite_utils.Database) -> None:
     status), the best result per tuned subject, and engine configs that carry
     what the tuner found (Strategy 3's 'corun' scheduler, per-op costs and
     thread-count candidates, the config's own lowered graph after layout
-    rewrites). engine_configs is rebuilt because SQLite cannot alter a CHECK;
-    op_profiles.config_id points into it, so those links are set aside while
-    the old table is dropped and restored once the rebuilt one (same ids) is
-    in place (foreign keys stay on: the migration runs inside a transaction,
-    where SQLite cannot turn them off)."""
+    rewrites). engine_configs is rebuilt because SQLite cannot alter a CHECK
+    (_rebuild_engine_configs)."""
     _execute_script(
         db,
         """
@@ -243,47 +301,14 @@ def _m004_tuning(db: sqlite_utils.Database) -> None:
             created_at       TEXT NOT NULL,
             UNIQUE (host_key, tuner, subject, isa, threads)
         );
-        CREATE TABLE engine_configs_v4 (
-            id                   INTEGER PRIMARY KEY,
-            host_key             TEXT NOT NULL REFERENCES hosts(host_key),
-            graph_hash           TEXT NOT NULL REFERENCES graphs(graph_hash),
-            executors            INTEGER NOT NULL CHECK (executors >= 1),
-            threads_per_executor INTEGER NOT NULL CHECK (threads_per_executor >= 1),
-            scheduler            TEXT NOT NULL
-                CHECK (scheduler IN ('sequential', 'shared-queue', 'critical-path', 'corun')),
-            pin                  INTEGER NOT NULL CHECK (pin IN (0, 1)),
-            op_threads_json      TEXT NOT NULL DEFAULT '{}',
-            op_params_json       TEXT NOT NULL DEFAULT '{}',
-            op_priority_json     TEXT NOT NULL DEFAULT '{}',
-            -- profiled seconds per op under this config (critical-path levels)
-            op_cost_json         TEXT NOT NULL DEFAULT '{}',
-            -- Strategy 3: op -> [[threads, seconds], ...], best first
-            op_candidates_json   TEXT NOT NULL DEFAULT '{}',
-            -- the lowered graph after this config's layout rewrites (NULL:
-            -- graphs.lowered_json), for the stand-alone C runner
-            lowered_json         TEXT,
-            source               TEXT NOT NULL CHECK (source IN ('default', 'tuned', 'user')),
-            hwtune_version       TEXT NOT NULL,
-            created_at           TEXT NOT NULL,
-            UNIQUE (host_key, graph_hash, source)
-        );
-        CREATE TEMP TABLE profile_links AS
-            SELECT id, config_id FROM op_profiles WHERE config_id IS NOT NULL;
-        UPDATE op_profiles SET config_id = NULL WHERE config_id IS NOT NULL;
-        INSERT INTO engine_configs_v4 (id, host_key, graph_hash, executors,
-            threads_per_executor, scheduler, pin, op_threads_json, op_params_json,
-            op_priority_json, source, hwtune_version, created_at)
-          SELECT id, host_key, graph_hash, executors, threads_per_executor, scheduler, pin,
-            op_threads_json, op_params_json, op_priority_json, source, hwtune_version,
-            created_at FROM engine_configs;
-        DROP TABLE engine_configs;
-        ALTER TABLE engine_configs_v4 RENAME TO engine_configs;
-        UPDATE op_profiles SET config_id =
-            (SELECT config_id FROM profile_links WHERE profile_links.id = op_profiles.id)
-            WHERE id IN (SELECT id FROM profile_links);
-        DROP TABLE profile_links;
         """
     )
+    _rebuild_engine_configs(
+        db, "engine_configs_v4", _V2_COLUMNS,
+        scheduler="""            scheduler            TEXT NOT NULL
+                CHECK (scheduler IN ('sequential', 'shared-queue', 'critical-path', 'corun')),""",
+        cost_note="profiled seconds per op under this config (critical-path levels)",
+        candidates_note="Strategy 3: op -> [[threads, seconds], ...], best first")
 
 
 def _m005_check_baselines(db: sqlite_utils.Database) -> None:
@@ -330,52 +355,12 @@ def _m006_scheduler_names(db: sqlite_utils.Database) -> None:
     the C runner) check against it, refusing a name they do not know. The
     table is rebuilt as in v4 (SQLite cannot drop a CHECK), keeping every
     row, its id, and the op_profiles links into it."""
-    _execute_script(
-        db,
-        """
-        CREATE TABLE engine_configs_v6 (
-            id                   INTEGER PRIMARY KEY,
-            host_key             TEXT NOT NULL REFERENCES hosts(host_key),
-            graph_hash           TEXT NOT NULL REFERENCES graphs(graph_hash),
-            executors            INTEGER NOT NULL CHECK (executors >= 1),
-            threads_per_executor INTEGER NOT NULL CHECK (threads_per_executor >= 1),
-            -- a name of the engine's scheduler table ('critical-path')
-            scheduler            TEXT NOT NULL CHECK (scheduler <> ''),
-            pin                  INTEGER NOT NULL CHECK (pin IN (0, 1)),
-            op_threads_json      TEXT NOT NULL DEFAULT '{}',
-            op_params_json       TEXT NOT NULL DEFAULT '{}',
-            op_priority_json     TEXT NOT NULL DEFAULT '{}',
-            -- profiled seconds per op under this config (level-ordered schedulers)
-            op_cost_json         TEXT NOT NULL DEFAULT '{}',
-            -- worker-group schedulers: op -> [[threads, seconds], ...], best first
-            op_candidates_json   TEXT NOT NULL DEFAULT '{}',
-            -- the lowered graph after this config's layout rewrites (NULL:
-            -- graphs.lowered_json), for the stand-alone C runner
-            lowered_json         TEXT,
-            source               TEXT NOT NULL CHECK (source IN ('default', 'tuned', 'user')),
-            hwtune_version       TEXT NOT NULL,
-            created_at           TEXT NOT NULL,
-            UNIQUE (host_key, graph_hash, source)
-        );
-        CREATE TEMP TABLE profile_links AS
-            SELECT id, config_id FROM op_profiles WHERE config_id IS NOT NULL;
-        UPDATE op_profiles SET config_id = NULL WHERE config_id IS NOT NULL;
-        INSERT INTO engine_configs_v6 (id, host_key, graph_hash, executors,
-            threads_per_executor, scheduler, pin, op_threads_json, op_params_json,
-            op_priority_json, op_cost_json, op_candidates_json, lowered_json, source,
-            hwtune_version, created_at)
-          SELECT id, host_key, graph_hash, executors, threads_per_executor, scheduler, pin,
-            op_threads_json, op_params_json, op_priority_json, op_cost_json,
-            op_candidates_json, lowered_json, source, hwtune_version, created_at
-          FROM engine_configs;
-        DROP TABLE engine_configs;
-        ALTER TABLE engine_configs_v6 RENAME TO engine_configs;
-        UPDATE op_profiles SET config_id =
-            (SELECT config_id FROM profile_links WHERE profile_links.id = op_profiles.id)
-            WHERE id IN (SELECT id FROM profile_links);
-        DROP TABLE profile_links;
-        """
-    )
+    _rebuild_engine_configs(
+        db, "engine_configs_v6", _V2_COLUMNS + _V4_COLUMNS,
+        scheduler="""            -- a name of the engine's scheduler table ('critical-path')
+            scheduler            TEXT NOT NULL CHECK (scheduler <> ''),""",
+        cost_note="profiled seconds per op under this config (level-ordered schedulers)",
+        candidates_note="worker-group schedulers: op -> [[threads, seconds], ...], best first")
 
 
 def _m007_plan(db: sqlite_utils.Database) -> None:

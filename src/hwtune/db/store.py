@@ -70,15 +70,7 @@ class ResultsDB(DynamicStore):
         path = _connect.resolve_path(path)
         if _connect.check_location(path):
             _connect.vet_existing(path)  # read-only: never touches a foreign file
-        conn = _connect.connect(path)
-        self = cls(conn, path)
-        try:
-            self._migrate()
-            self._mark_orphaned_runs()
-        except BaseException:
-            conn.close()
-            raise
-        return self
+        return cls._migrated(_connect.connect(path), path, mark_orphans=True)
 
     @classmethod
     def open_readonly(cls, path: Union[str, os.PathLike, None] = None) -> "ResultsDB":
@@ -108,11 +100,21 @@ class ResultsDB(DynamicStore):
         finally:
             conn.close()
         mem.execute("PRAGMA foreign_keys = ON")
-        self = cls(mem, path)
+        return cls._migrated(mem, path, mark_orphans=False)
+
+    @classmethod
+    def _migrated(cls, conn: sqlite3.Connection, path: Path, *,
+                  mark_orphans: bool) -> "ResultsDB":
+        """The database on conn brought to the latest schema (and, where this
+        process may write, runs of killed processes marked interrupted);
+        conn is closed when that fails."""
+        self = cls(conn, path)
         try:
             self._migrate()
+            if mark_orphans:
+                self._mark_orphaned_runs()
         except BaseException:
-            mem.close()
+            conn.close()
             raise
         return self
 
@@ -147,6 +149,11 @@ class ResultsDB(DynamicStore):
                     "note = coalesce(note, ?) WHERE run_id = ? AND status = 'running'",
                     [utc_now(), f"process {r['pid']} exited before finishing the run",
                      r["run_id"]])
+
+    def _insert(self, doing: str, sql: str, values) -> int:
+        """One INSERT in its own write transaction; the new row's id."""
+        with self._write(doing):
+            return self._conn.execute(sql, values).lastrowid
 
     @contextmanager
     def _write(self, doing: str):
@@ -229,6 +236,11 @@ class ResultsDB(DynamicStore):
         rows = self._query("SELECT * FROM hosts WHERE host_key = ?", [host_key])
         return self._host_row(rows[0]) if rows else None
 
+    def _require_host(self, host_key: str) -> None:
+        """UsageError unless host_key is a stored host (rows point to it)."""
+        if self.host(host_key) is None:
+            raise UsageError(f"unknown host {host_key!r} in {self.path}: call upsert_host first")
+
     def hosts(self) -> List[dict]:
         return [self._host_row(r) for r in
                 self._query("SELECT * FROM hosts ORDER BY last_seen DESC, host_key")]
@@ -237,15 +249,13 @@ class ResultsDB(DynamicStore):
     def start_run(self, host_key: str, kind: str, options: Optional[dict] = None) -> int:
         if kind not in RUN_KINDS:
             raise UsageError(f"unknown run kind {kind!r}: choose one of {', '.join(RUN_KINDS)}")
-        if self.host(host_key) is None:
-            raise UsageError(f"unknown host {host_key!r} in {self.path}: call upsert_host first")
-        with self._write("start a run in"):
-            cur = self._conn.execute(
-                "INSERT INTO runs (host_key, kind, hwtune_version, started_at, status, "
-                "options_json, pid, hostname) VALUES (?, ?, ?, ?, 'running', ?, ?, ?)",
-                [host_key, kind, __version__, utc_now(), _dumps(options or {}, "run options"),
-                 os.getpid(), self._hostname])
-            return cur.lastrowid
+        self._require_host(host_key)
+        return self._insert(
+            "start a run in",
+            "INSERT INTO runs (host_key, kind, hwtune_version, started_at, status, "
+            "options_json, pid, hostname) VALUES (?, ?, ?, ?, 'running', ?, ?, ?)",
+            [host_key, kind, __version__, utc_now(), _dumps(options or {}, "run options"),
+             os.getpid(), self._hostname])
 
     def finish_run(self, run_id: int, status: str, note: Optional[str] = None) -> None:
         if status not in RUN_END_STATUSES:
@@ -302,13 +312,12 @@ class ResultsDB(DynamicStore):
                _dumps(samples, "samples"), _real(median_s, "median_s"), _real(mad_s, "mad_s"),
                _real(rel_spread, "rel_spread"), _real(value, "value"), unit, status, note,
                utc_now()]
-        with self._write("store a measurement in"):
-            cur = self._conn.execute(
-                "INSERT INTO measurements (run_id, host_key, hwtune_version, kernel_variant, "
-                "bench, op, params_json, threads, executors, pinned, n_samples, samples_json, "
-                "median_s, mad_s, rel_spread, value, unit, status, note, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
-            return cur.lastrowid
+        return self._insert(
+            "store a measurement in",
+            "INSERT INTO measurements (run_id, host_key, hwtune_version, kernel_variant, "
+            "bench, op, params_json, threads, executors, pinned, n_samples, samples_json, "
+            "median_s, mad_s, rel_spread, value, unit, status, note, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
 
     def measurements(self, run_id: int, bench: Optional[str] = None) -> List[dict]:
         sql, params = "SELECT * FROM measurements WHERE run_id = ?", [run_id]
@@ -408,8 +417,7 @@ class ResultsDB(DynamicStore):
         for name, v in (("executors", executors), ("threads_per_executor", threads_per_executor)):
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise UsageError(f"{name} must be an integer >= 1, got {v!r}")
-        if self.host(host_key) is None:
-            raise UsageError(f"unknown host {host_key!r} in {self.path}: call upsert_host first")
+        self._require_host(host_key)
         if self.graph(graph_hash) is None:
             raise UsageError(f"unknown graph {graph_hash[:12]} in {self.path}: call put_graph first")
         row = [host_key, graph_hash, executors, threads_per_executor, scheduler, int(bool(pin)),
@@ -465,16 +473,14 @@ class ResultsDB(DynamicStore):
         for name, v in (("threads", threads), ("executors", executors)):
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise UsageError(f"{name} must be an integer >= 1, got {v!r}")
-        if self.host(host_key) is None:
-            raise UsageError(f"unknown host {host_key!r} in {self.path}: call upsert_host first")
-        with self._write("store an op profile in"):
-            cur = self._conn.execute(
-                "INSERT INTO op_profiles (host_key, workload_key, op_type, threads, executors, "
-                "median_s, mad_s, n, config_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [host_key, workload_key, op_type, threads, executors,
-                 _real(median_s, "median_s"), _real(mad_s, "mad_s"), int(n), config_id,
-                 utc_now()])
-            return cur.lastrowid
+        self._require_host(host_key)
+        return self._insert(
+            "store an op profile in",
+            "INSERT INTO op_profiles (host_key, workload_key, op_type, threads, executors, "
+            "median_s, mad_s, n, config_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [host_key, workload_key, op_type, threads, executors,
+             _real(median_s, "median_s"), _real(mad_s, "mad_s"), int(n), config_id,
+             utc_now()])
 
     def op_profile(self, host_key: str, workload_key: str, threads: int,
                    executors: int = 1) -> Optional[dict]:
@@ -590,22 +596,20 @@ class ResultsDB(DynamicStore):
                              f"{', '.join(TRIAL_STATUSES)}")
         if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
             raise UsageError(f"threads must be an integer >= 1, got {threads!r}")
-        if self.host(host_key) is None:
-            raise UsageError(f"unknown host {host_key!r} in {self.path}: call upsert_host first")
+        self._require_host(host_key)
         try:
             params_json = canonical_json(params)
         except (TypeError, ValueError) as exc:
             raise UsageError(f"trial params are not storable as JSON: {exc}") from None
         samples = [float(x) for x in (samples or [])]
-        with self._write("store a tuning trial in"):
-            cur = self._conn.execute(
-                "INSERT INTO tuning_trials (run_id, host_key, tuner, search, subject, isa, "
-                "threads, params_json, status, median_s, mad_s, n, samples_json, note, "
-                "hwtune_version, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [run_id, host_key, tuner, search, subject, isa, threads, params_json, status,
-                 _real(median_s, "median_s"), _real(mad_s, "mad_s"), len(samples),
-                 _dumps(samples, "samples"), note, __version__, utc_now()])
-            return cur.lastrowid
+        return self._insert(
+            "store a tuning trial in",
+            "INSERT INTO tuning_trials (run_id, host_key, tuner, search, subject, isa, "
+            "threads, params_json, status, median_s, mad_s, n, samples_json, note, "
+            "hwtune_version, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [run_id, host_key, tuner, search, subject, isa, threads, params_json, status,
+             _real(median_s, "median_s"), _real(mad_s, "mad_s"), len(samples),
+             _dumps(samples, "samples"), note, __version__, utc_now()])
 
     def trial(self, host_key: str, *, tuner: str, subject: str, isa: str, threads: int,
               params: dict) -> Optional[dict]:

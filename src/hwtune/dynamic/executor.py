@@ -89,7 +89,7 @@ class DynamicEngine:
     def __init__(self, model: DynModel, samples: Samples, config: DynConfig, *,
                  params: Optional[Dict[str, np.ndarray]] = None, keep_states: bool = False,
                  record: bool = False):
-        from hwtune.native.pool import allowed_cpus
+        from hwtune.native.threads import allowed_cpus
         self.model, self.samples, self.config = model, samples, config
         ng = lower_graph(model.graph)
         ids = ng.tensor_ids

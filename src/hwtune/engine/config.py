@@ -149,7 +149,7 @@ class EngineConfig:
 
     def _scalar_message(self, field: int, msg: str, cpus, origin: Optional[str]) -> str:
         from hwtune.native import config_check as cc
-        from hwtune.native.pool import format_cpus
+        from hwtune.native.threads import format_cpus
 
         if field == cc.CPUS:
             if cpus:  # name them: "may use 2 CPUs (0-1); keep ..."
@@ -278,7 +278,7 @@ def resolve(db, host_key: str, graph_hash: str, overrides: Optional[Mapping[str,
     flags the user gave (keys of FLAG_FIELDS, absent = not given); db may be
     None (nothing stored). Raises UsageError for impossible settings."""
     if cpus is None:
-        from hwtune.native.pool import allowed_cpus
+        from hwtune.native.threads import allowed_cpus
         cpus = allowed_cpus()
     flags = {k: v for k, v in (overrides or {}).items() if v is not None}
     bad = sorted(set(flags) - set(FLAG_FIELDS))

@@ -12,10 +12,10 @@ from typing import List, Optional
 import numpy as np
 
 from hwtune.errors import UsageError
-from hwtune.native._lib import check, lib
+from hwtune.native._lib import check, lib, sig
 from hwtune.native.eltwise import OPS
 from hwtune.native.isa import resolve_isa
-from hwtune.native.pool import Pool
+from hwtune.native.threads import Pool
 
 # Long enough that per-call setup (allocation, initialisation, one warm-up)
 # stays a small fraction, short enough for Ctrl-C to feel immediate.
@@ -27,24 +27,15 @@ _dp = ctypes.POINTER(ctypes.c_double)
 _P = ctypes.c_void_p
 _i, _l, _d = ctypes.c_int, ctypes.c_long, ctypes.c_double
 
-lib.hwt_now.argtypes = []
-lib.hwt_now.restype = _d
-lib.hwt_count_marks.argtypes = []
-lib.hwt_count_marks.restype = _i
-lib.hwt_count_begin.argtypes = []
-lib.hwt_count_begin.restype = None
-lib.hwt_count_end.argtypes = [ctypes.c_char_p]
-lib.hwt_count_end.restype = None
-lib.hwt_bench_gemm.argtypes = [_P, _i, _i, _i, _i, _i, _i, _i, _i, _dp]
-lib.hwt_bench_gemm.restype = _i
-lib.hwt_bench_eltwise.argtypes = [_P, _i, _i, _l, _i, _i, _i, _i, _i, _i, _dp]
-lib.hwt_bench_eltwise.restype = _i
-lib.hwt_bench_corun.argtypes = [_P, _i, _i, _i, _i, _l, _i, _d, _dp]
-lib.hwt_bench_corun.restype = _i
-lib.hwt_bench_forkjoin_pool.argtypes = [_P, _i, _l]
-lib.hwt_bench_forkjoin_pool.restype = _d
-lib.hwt_bench_forkjoin_omp.argtypes = [_i, _l]
-lib.hwt_bench_forkjoin_omp.restype = _d
+sig("hwt_now", _d)
+sig("hwt_count_marks", _i)
+sig("hwt_count_begin", None)
+sig("hwt_count_end", None, ctypes.c_char_p)
+sig("hwt_bench_gemm", _i, _P, _i, _i, _i, _i, _i, _i, _i, _i, _dp)
+sig("hwt_bench_eltwise", _i, _P, _i, _i, _l, _i, _i, _i, _i, _i, _i, _dp)
+sig("hwt_bench_corun", _i, _P, _i, _i, _i, _i, _l, _i, _d, _dp)
+sig("hwt_bench_forkjoin_pool", _d, _P, _i, _l)
+sig("hwt_bench_forkjoin_omp", _d, _i, _l)
 # Element-wise op names as the C library's table spells them (ids are positions).
 EW_OPS = OPS
 

@@ -12,8 +12,8 @@ import ctypes
 import numpy as np
 
 from hwtune.errors import UsageError
-from hwtune.native._lib import check, enum_names, lib
-from hwtune.native.abi import CStruct
+from hwtune.native._lib import check, enum_names, lib, sig
+from hwtune.native.abi import mirror
 from hwtune.native.isa import resolve_isa
 
 LAYOUTS = tuple(enum_names("hwt_conv_layout"))  # "NCHW", "NCHWc", "NCHW-direct"; index = value
@@ -21,62 +21,28 @@ KNOBS = ("ic_bn", "oc_bn", "reg_n", "unroll_ker", "reg_h")  # hwt_conv_params or
 _KNOB_MAX = 128
 
 
-class _Desc(CStruct):
-    _c_name_ = "hwt_conv_desc"
-    _fields_ = [(n, ctypes.c_int) for n in (
-        "N", "C", "H", "W", "K", "R", "S",
-        "stride_h", "stride_w", "pad_h", "pad_w", "relu",
-        "dil_h", "dil_w", "pad_h_end", "pad_w_end")]
-
-
-class _Params(CStruct):
-    _c_name_ = "hwt_conv_params"
-    _fields_ = [(n, ctypes.c_int) for n in KNOBS]
-
-
-class _Knob(CStruct):
-    _c_name_ = "hwt_conv_knob"
-    _fields_ = [("n", ctypes.c_int), ("v", ctypes.c_int * _KNOB_MAX)]
-
-
-class _Knobs(CStruct):
-    _c_name_ = "hwt_conv_knobs_t"
-    _fields_ = [(n, _Knob) for n in KNOBS]
-
-
-class _Plan(CStruct):
-    _c_name_ = "hwt_conv_plan"
-    _fields_ = [
-        ("d", _Desc), ("layout", ctypes.c_int), ("p", _Params), ("isa", ctypes.c_int),
-        ("nth", ctypes.c_int), ("OH", ctypes.c_int), ("OW", ctypes.c_int),
-        ("Hp", ctypes.c_int), ("Wp", ctypes.c_int), ("copy_input", ctypes.c_int),
-        ("x_floats", ctypes.c_size_t), ("y_floats", ctypes.c_size_t),
-        ("w_floats", ctypes.c_size_t), ("ws_floats", ctypes.c_size_t),
-    ]
+_Desc = mirror("hwt_conv_desc")
+_Params = mirror("hwt_conv_params")
+_Knob = mirror("hwt_conv_knob", v=ctypes.c_int * _KNOB_MAX)
+_Knobs = mirror("hwt_conv_knobs_t", **{n: _Knob for n in KNOBS})
+_Plan = mirror("hwt_conv_plan", d=_Desc, p=_Params)
 
 
 _F = ctypes.POINTER(ctypes.c_float)
-lib.hwt_conv_out_dims.argtypes = [ctypes.POINTER(_Desc), ctypes.POINTER(ctypes.c_int),
-                                  ctypes.POINTER(ctypes.c_int)]
-lib.hwt_conv_knobs.argtypes = [ctypes.POINTER(_Desc), ctypes.c_int, ctypes.POINTER(_Knobs)]
-lib.hwt_conv_default_params.argtypes = [ctypes.POINTER(_Desc), ctypes.c_int,
-                                        ctypes.POINTER(_Params)]
-lib.hwt_conv_plan_make.argtypes = [ctypes.POINTER(_Desc), ctypes.c_int,
-                                   ctypes.POINTER(_Params), ctypes.c_int, ctypes.c_int,
-                                   ctypes.POINTER(_Plan)]
-lib.hwt_conv_pack_weights.argtypes = [ctypes.POINTER(_Plan), _F, _F]
-lib.hwt_conv_run_part.argtypes = [ctypes.POINTER(_Plan), _F, _F, _F, _F, _F,
-                                  ctypes.c_int, ctypes.c_int]
-lib.hwt_conv_run_part.restype = None
-lib.hwt_conv_ref.argtypes = [ctypes.POINTER(_Desc), _F, _F, _F, _F]
-lib.hwt_conv_transpose_ref.argtypes = [ctypes.POINTER(_Desc), _F, _F, _F, _F]
-lib.hwt_layout_check.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_int,
-                                 ctypes.c_int]
-lib.hwt_layout_run_part.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_int,
-                                    ctypes.c_int, _F, _F, ctypes.c_int, ctypes.c_int]
-lib.hwt_layout_run_part.restype = None
-for _fn in (lib.hwt_layout_oihw_to_blocked, lib.hwt_layout_blocked_to_oihw):
-    _fn.argtypes = [ctypes.c_int] * 6 + [_F, _F]
+_ci = ctypes.c_int
+_Dp, _Pp = ctypes.POINTER(_Desc), ctypes.POINTER(_Plan)
+sig("hwt_conv_out_dims", _ci, _Dp, ctypes.POINTER(_ci), ctypes.POINTER(_ci))
+sig("hwt_conv_knobs", _ci, _Dp, _ci, ctypes.POINTER(_Knobs))
+sig("hwt_conv_default_params", _ci, _Dp, _ci, ctypes.POINTER(_Params))
+sig("hwt_conv_plan_make", _ci, _Dp, _ci, ctypes.POINTER(_Params), _ci, _ci, _Pp)
+sig("hwt_conv_pack_weights", _ci, _Pp, _F, _F)
+sig("hwt_conv_run_part", None, _Pp, _F, _F, _F, _F, _F, _ci, _ci)
+sig("hwt_conv_ref", _ci, _Dp, _F, _F, _F, _F)
+sig("hwt_conv_transpose_ref", _ci, _Dp, _F, _F, _F, _F)
+sig("hwt_layout_check", _ci, _ci, _ci, ctypes.c_long, _ci, _ci)
+sig("hwt_layout_run_part", None, _ci, _ci, ctypes.c_long, _ci, _ci, _F, _F, _ci, _ci)
+for _name in ("hwt_layout_oihw_to_blocked", "hwt_layout_blocked_to_oihw"):
+    sig(_name, _ci, *[_ci] * 6, _F, _F)
 
 
 def _ptr(a):

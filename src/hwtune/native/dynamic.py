@@ -12,8 +12,8 @@ import numpy as np
 
 from hwtune.errors import UsageError
 from hwtune.native._lib import enum_names, lib, sig, status_error
-from hwtune.native.abi import CStruct
-from hwtune.native.handle import Handle
+from hwtune.native.abi import mirror
+from hwtune.native.handle import Handle, c_getter
 
 INPUTS = enum_names("hwt_dyn_input")      # "none", "tokens", "features"
 POLICIES = enum_names("hwt_dyn_policy")   # "batched", "by-depth", "serial"
@@ -31,7 +31,6 @@ class DynamicError(UsageError):
     """The vertex function or the executor's config was refused."""
 
 
-_c_int_p = ctypes.POINTER(ctypes.c_int)
 _c_i32_p = ctypes.POINTER(ctypes.c_int32)
 _c_i64_p = ctypes.POINTER(ctypes.c_int64)
 _c_dbl_p = ctypes.POINTER(ctypes.c_double)
@@ -40,55 +39,10 @@ _vp, _ci, _cs, _sz, _i64 = (ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, ctyp
                             ctypes.c_int64)
 
 
-class SamplesOptions(CStruct):
-    _c_name_ = "hwt_samples_options"
-    _fields_ = [
-        ("input", ctypes.c_int),
-        ("vocab", ctypes.c_int64),
-        ("feature_width", ctypes.c_int),
-        ("arity", ctypes.c_int),
-        ("max_vertices", ctypes.c_int64),
-        ("max_edges", ctypes.c_int64),
-        ("max_samples", ctypes.c_int64),
-        ("max_total_bytes", ctypes.c_int64),
-    ]
-
-
-class Role(CStruct):
-    _c_name_ = "hwt_dyn_role"
-    _fields_ = [("kind", ctypes.c_int), ("a", ctypes.c_int), ("b", ctypes.c_int)]
-
-
-class _Fn(CStruct):
-    _c_name_ = "hwt_dyn_fn"
-    _fields_ = [
-        ("g", _vp),
-        ("roles", ctypes.POINTER(Role)),
-        ("n_states", ctypes.c_int),
-        ("state_update", _c_int_p),
-        ("embedding", ctypes.c_int),
-        ("n_readouts", ctypes.c_int),
-        ("readout_at", _c_int_p),
-        ("readout_offsets", _c_int_p),
-        ("readout_outputs", _c_int_p),
-        ("op_flops", _c_dbl_p),
-        ("op_bytes", _c_dbl_p),
-    ]
-
-
-class DynConfig(CStruct):
-    _c_name_ = "hwt_dyn_config"
-    _fields_ = [
-        ("policy", ctypes.c_int),
-        ("batch", ctypes.c_int),
-        ("chunk", ctypes.c_int),
-        ("executors", ctypes.c_int),
-        ("threads_per_executor", ctypes.c_int),
-        ("pin", ctypes.c_int),
-        ("isa", ctypes.c_int),
-        ("hoist", ctypes.c_int),
-        ("op_threads", _c_int_p),
-    ]
+SamplesOptions = mirror("hwt_samples_options")
+Role = mirror("hwt_dyn_role")
+_Fn = mirror("hwt_dyn_fn", g=_vp, roles=ctypes.POINTER(Role))
+DynConfig = mirror("hwt_dyn_config")
 
 
 sig("hwt_samples_options_init", None, ctypes.POINTER(SamplesOptions))
@@ -182,26 +136,15 @@ class Samples(Handle):
             raise status_error(st, f"{label}: {text}" if text else "", usage=SamplesError)
         return cls(out.value, label)
 
-    @property
-    def count(self) -> int:
-        return lib.hwt_samples_count(self.handle)
-
-    @property
-    def n_vertices(self) -> int:
-        return lib.hwt_samples_n_vertices(self.handle)
-
-    @property
-    def n_edges(self) -> int:
-        return lib.hwt_samples_n_edges(self.handle)
+    count = c_getter("hwt_samples_count")
+    n_vertices = c_getter("hwt_samples_n_vertices")
+    n_edges = c_getter("hwt_samples_n_edges")
+    feature_width = c_getter("hwt_samples_feature_width")
 
     @property
     def input(self) -> str:
         value = lib.hwt_samples_input(self.handle)
         return next(k for k, v in INPUTS.items() if v == value)
-
-    @property
-    def feature_width(self) -> int:
-        return lib.hwt_samples_feature_width(self.handle)
 
     def arrays(self) -> Dict[str, np.ndarray]:
         """Copies of the flat arrays (hwtune/dynamic.h): vertex_offsets,

@@ -3,7 +3,7 @@
 `eltwise()` runs every share of the thread split one after another in this
 thread: that exercises the partition exactly as a pool would (shares are
 disjoint, line-aligned and need no synchronisation); the parallel pool lives
-in hwtune.native.pool.
+in hwtune.native.threads.
 """
 
 import ctypes
@@ -12,8 +12,8 @@ from typing import Dict, NamedTuple, Optional, Tuple
 import numpy as np
 
 from hwtune.errors import UsageError
-from hwtune.native._lib import check, lib
-from hwtune.native.abi import CStruct
+from hwtune.native._lib import check, lib, sig
+from hwtune.native.abi import mirror
 from hwtune.native.isa import resolve_isa
 
 # Partition contract: run_part is exercised up to this many shares.
@@ -29,8 +29,7 @@ for _name, _args, _res in (
         ("hwt_eltwise_is_graph_op", [_i], _i), ("hwt_eltwise_flops", [_i], _i),
         ("hwt_eltwise_attr_count", [_i], _i), ("hwt_eltwise_attr_name", [_i, _i], _s),
         ("hwt_eltwise_attr_default", [_i, _i], ctypes.c_double)):
-    getattr(lib, _name).argtypes = _args
-    getattr(lib, _name).restype = _res
+    sig(_name, _res, *_args)
 
 MAX_ATTRS = 2  # HWT_EW_MAX_ATTRS; EltwiseDesc's layout is checked against C by tests/test_native_abi.py
 
@@ -63,33 +62,16 @@ TABLE = _table()
 OPS = tuple(TABLE)
 
 
-class EltwiseDesc(CStruct):
-    """hwt_eltwise_desc."""
-
-    _c_name_ = "hwt_eltwise_desc"
-    _fields_ = [
-        ("op", ctypes.c_int),
-        ("isa", ctypes.c_int),
-        ("n", ctypes.c_size_t),
-        ("nt_stores", ctypes.c_int),
-        ("attr", ctypes.c_float * MAX_ATTRS),
-    ]
+EltwiseDesc = mirror("hwt_eltwise_desc", attr=ctypes.c_float * MAX_ATTRS)
 
 
-lib.hwt_eltwise_check.argtypes = [ctypes.POINTER(EltwiseDesc)]
-lib.hwt_eltwise_check.restype = ctypes.c_int
-lib.hwt_eltwise_run_part.argtypes = [
-    ctypes.POINTER(EltwiseDesc), _c_float_p, _c_float_p, _c_float_p, _c_float_p,
-    ctypes.c_int, ctypes.c_int]
-lib.hwt_eltwise_run_part.restype = None
-lib.hwt_eltwise_max_abs_error.argtypes = [ctypes.c_int, ctypes.c_int]
-lib.hwt_eltwise_max_abs_error.restype = ctypes.c_double
-lib.hwt_probe_fma_thread.argtypes = [ctypes.c_int, ctypes.c_long]
-lib.hwt_probe_fma_thread.restype = ctypes.c_double
-lib.hwt_probe_triad_part.argtypes = [
-    ctypes.c_int, _c_float_p, _c_float_p, _c_float_p, ctypes.c_float, ctypes.c_size_t,
-    ctypes.c_int, ctypes.c_int, ctypes.c_int]
-lib.hwt_probe_triad_part.restype = None
+sig("hwt_eltwise_check", ctypes.c_int, ctypes.POINTER(EltwiseDesc))
+sig("hwt_eltwise_run_part", None, ctypes.POINTER(EltwiseDesc), _c_float_p, _c_float_p,
+    _c_float_p, _c_float_p, ctypes.c_int, ctypes.c_int)
+sig("hwt_eltwise_max_abs_error", ctypes.c_double, ctypes.c_int, ctypes.c_int)
+sig("hwt_probe_fma_thread", ctypes.c_double, ctypes.c_int, ctypes.c_long)
+sig("hwt_probe_triad_part", None, ctypes.c_int, _c_float_p, _c_float_p, _c_float_p,
+    ctypes.c_float, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int)
 
 
 def _op_index(op: str) -> int:

@@ -15,7 +15,7 @@ from hwtune.graph.model import Graph
 from hwtune.graph.reference import init_inputs, init_params
 from hwtune.native import sched
 from hwtune.native._lib import lib, sig, status_error
-from hwtune.native.abi import CStruct
+from hwtune.native.abi import mirror
 from hwtune.native.handle import Handle
 
 _c_int_p = ctypes.POINTER(ctypes.c_int)
@@ -23,32 +23,8 @@ _c_dbl_p = ctypes.POINTER(ctypes.c_double)
 _f_p = ctypes.POINTER(ctypes.c_float)
 
 
-class _Config(CStruct):
-    _c_name_ = "hwt_engine_config"
-    _fields_ = [
-        ("executors", ctypes.c_int),
-        ("threads_per_executor", ctypes.c_int),
-        ("scheduler", ctypes.c_char_p),
-        ("pin", ctypes.c_int),
-        ("isa", ctypes.c_int),
-        ("op_threads", _c_int_p),
-        ("op_cost", _c_dbl_p),
-        ("op_priority", _c_dbl_p),
-        ("op_cand_threads", _c_int_p),
-        ("op_cand_seconds", _c_dbl_p),
-        ("op_cand_n", ctypes.c_int),
-    ]
-
-
-class Event(CStruct):
-    _c_name_ = "hwt_op_event"
-    _fields_ = [
-        ("op", ctypes.c_int),
-        ("executor", ctypes.c_int),
-        ("threads", ctypes.c_int),
-        ("start_s", ctypes.c_double),
-        ("end_s", ctypes.c_double),
-    ]
+_Config = mirror("hwt_engine_config")
+Event = mirror("hwt_op_event")
 
 
 _vp, _ci = ctypes.c_void_p, ctypes.c_int
@@ -67,6 +43,16 @@ sig("hwt_engine_n_folded", _ci, _vp)
 sig("hwt_engine_op_folded", _ci, _vp, _ci)
 
 
+def _op_names(graph: Graph, given: Mapping, what: str) -> List[str]:
+    """The graph's op names in op-id order; UsageError when `given` (the
+    setting `what`) names an op the graph does not have."""
+    names = [op.name for op in graph.ops]
+    unknown = sorted(set(given) - set(names))
+    if unknown:
+        raise UsageError(f'{what} names unknown op "{unknown[0]}"')
+    return names
+
+
 def _per_op(graph: Graph, values, ctype, what: str):
     """op name -> value mapping as a C array in op-id order (lowering adds ops
     in graph.ops order), or None. A numpy array is taken as already in op
@@ -81,10 +67,7 @@ def _per_op(graph: Graph, values, ctype, what: str):
         return out
     if not values:
         return None
-    names = [op.name for op in graph.ops]
-    unknown = sorted(set(values) - set(names))
-    if unknown:
-        raise UsageError(f'{what} names unknown op "{unknown[0]}"')
+    names = _op_names(graph, values, what)
     default = 0 if ctype is ctypes.c_int else -1.0
     return (ctype * len(names))(*[values.get(n, default) for n in names])
 
@@ -94,10 +77,7 @@ def _candidates(graph: Graph, cands: Optional[Mapping[str, Sequence[Sequence[flo
     in op-id order, or None. Ops without candidates get none (count 0)."""
     if not cands:
         return None
-    names = [op.name for op in graph.ops]
-    unknown = sorted(set(cands) - set(names))
-    if unknown:
-        raise UsageError(f'op_candidates names unknown op "{unknown[0]}"')
+    names = _op_names(graph, cands, "op_candidates")
     width = max(len(v) for v in cands.values())
     threads = (ctypes.c_int * (len(names) * width))()
     seconds = (ctypes.c_double * (len(names) * width))(*([-1.0] * (len(names) * width)))

@@ -2,7 +2,7 @@
 
 `gemm()` runs every share of the partition one after another in this thread:
 that exercises the partition exactly as a pool would (shares are disjoint and
-need no synchronisation); the parallel pool lives in hwtune.native.pool.
+need no synchronisation); the parallel pool lives in hwtune.native.threads.
 `PackedGemm` packs a constant B (weights) once (hwt_gemm_pack_b) and runs each
 call without packing B (hwt_gemm_run_part_packed).
 """
@@ -13,8 +13,8 @@ from typing import Optional
 import numpy as np
 
 from hwtune.errors import UsageError
-from hwtune.native._lib import check, lib
-from hwtune.native.abi import CStruct
+from hwtune.native._lib import check, lib, sig
+from hwtune.native.abi import mirror
 from hwtune.native.isa import ISA_NAMES, resolve_isa
 
 _c_float_p = ctypes.POINTER(ctypes.c_float)
@@ -25,61 +25,25 @@ _WS_ALIGN = 64
 MAX_THREADS = 256
 
 
-class GemmDesc(CStruct):
-    """hwt_gemm_desc (row-major; leading dimensions in elements)."""
-
-    _c_name_ = "hwt_gemm_desc"
-    _fields_ = [
-        ("M", ctypes.c_int), ("N", ctypes.c_int), ("K", ctypes.c_int),
-        ("trans_a", ctypes.c_int), ("trans_b", ctypes.c_int),
-        ("lda", ctypes.c_int), ("ldb", ctypes.c_int), ("ldc", ctypes.c_int),
-        ("beta", ctypes.c_float),
-    ]
+# hwt_gemm_desc (row-major; leading dimensions in elements).
+GemmDesc = mirror("hwt_gemm_desc")
+# hwt_gemm_plan, as filled by hwt_gemm_plan_make.
+GemmPlan = mirror("hwt_gemm_plan", d=GemmDesc)
+# hwt_cache_sizes: bytes (0 = unknown); l3 is shared by l3_cpus CPUs.
+CacheSizes = mirror("hwt_cache_sizes")
 
 
-class GemmPlan(CStruct):
-    """hwt_gemm_plan, as filled by hwt_gemm_plan_make."""
-
-    _c_name_ = "hwt_gemm_plan"
-    _fields_ = [
-        ("d", GemmDesc),
-        ("isa", ctypes.c_int),
-        ("nth", ctypes.c_int),
-        ("mr", ctypes.c_int), ("nr", ctypes.c_int),
-        ("mc", ctypes.c_int), ("kc", ctypes.c_int), ("nc", ctypes.c_int),
-        ("ws_floats", ctypes.c_size_t),
-        ("packed_b_floats", ctypes.c_size_t),
-    ]
-
-
-class CacheSizes(CStruct):
-    """hwt_cache_sizes: bytes (0 = unknown); l3 is shared by l3_cpus CPUs."""
-
-    _c_name_ = "hwt_cache_sizes"
-    _fields_ = [("l1d", ctypes.c_long), ("l2", ctypes.c_long), ("l3", ctypes.c_long),
-                ("l3_cpus", ctypes.c_int)]
-
-
-lib.hwt_cache_sizes_host.argtypes = [ctypes.POINTER(CacheSizes)]
-lib.hwt_cache_sizes_host.restype = None
-lib.hwt_gemm_plan_make_for.argtypes = [
-    ctypes.POINTER(GemmDesc), ctypes.c_int, ctypes.c_int, ctypes.POINTER(CacheSizes),
-    ctypes.POINTER(GemmPlan)]
-lib.hwt_gemm_plan_make_for.restype = ctypes.c_int
-lib.hwt_gemm_plan_make.argtypes = [
-    ctypes.POINTER(GemmDesc), ctypes.c_int, ctypes.c_int, ctypes.POINTER(GemmPlan)]
-lib.hwt_gemm_plan_make.restype = ctypes.c_int
-lib.hwt_gemm_run_part.argtypes = [
-    ctypes.POINTER(GemmPlan), _c_float_p, _c_float_p, _c_float_p, _c_float_p, _c_float_p,
-    ctypes.c_int, ctypes.c_int]
-lib.hwt_gemm_run_part.restype = None
-lib.hwt_gemm_pack_b.argtypes = [ctypes.POINTER(GemmPlan), _c_float_p, _c_float_p]
-lib.hwt_gemm_pack_b.restype = ctypes.c_int
-lib.hwt_gemm_run_part_packed.argtypes = lib.hwt_gemm_run_part.argtypes
-lib.hwt_gemm_run_part_packed.restype = None
-lib.hwt_gemm_ref.argtypes = [
-    ctypes.POINTER(GemmDesc), _c_float_p, _c_float_p, _c_float_p, _c_float_p]
-lib.hwt_gemm_ref.restype = ctypes.c_int
+sig("hwt_cache_sizes_host", None, ctypes.POINTER(CacheSizes))
+sig("hwt_gemm_plan_make_for", ctypes.c_int, ctypes.POINTER(GemmDesc), ctypes.c_int, ctypes.c_int,
+    ctypes.POINTER(CacheSizes), ctypes.POINTER(GemmPlan))
+sig("hwt_gemm_plan_make", ctypes.c_int, ctypes.POINTER(GemmDesc), ctypes.c_int, ctypes.c_int,
+    ctypes.POINTER(GemmPlan))
+_run_part = sig("hwt_gemm_run_part", None, ctypes.POINTER(GemmPlan), _c_float_p, _c_float_p,
+                _c_float_p, _c_float_p, _c_float_p, ctypes.c_int, ctypes.c_int)
+sig("hwt_gemm_pack_b", ctypes.c_int, ctypes.POINTER(GemmPlan), _c_float_p, _c_float_p)
+sig("hwt_gemm_run_part_packed", None, *_run_part.argtypes)
+sig("hwt_gemm_ref", ctypes.c_int, ctypes.POINTER(GemmDesc), _c_float_p, _c_float_p, _c_float_p,
+    _c_float_p)
 
 
 def _check_dims(M: int, K: int, N: int, nth: int) -> None:

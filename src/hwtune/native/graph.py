@@ -6,7 +6,7 @@ from typing import Dict, Sequence
 
 from hwtune.errors import EngineGraphError
 from hwtune.native._lib import STATUS, enum_names, lib, sig, status_error
-from hwtune.native.handle import Handle
+from hwtune.native.handle import Handle, c_getter
 
 TENSOR_KINDS = enum_names("hwt_tensor_kind")  # "input" -> 0, ...
 _ATTR = enum_names("hwt_attr_kind")           # "none", "ints", "floats"
@@ -96,13 +96,8 @@ class NativeGraph(Handle):
     def set_work(self, op: int, flops: float, nbytes: float) -> None:
         self._check(lib.hwt_graph_op_set_work(self.handle, op, float(flops), float(nbytes)))
 
-    @property
-    def n_ops(self) -> int:
-        return lib.hwt_graph_n_ops(self.handle)
-
-    @property
-    def n_tensors(self) -> int:
-        return lib.hwt_graph_n_tensors(self.handle)
+    n_ops = c_getter("hwt_graph_n_ops")
+    n_tensors = c_getter("hwt_graph_n_tensors")
 
     def validate(self) -> None:
         err = ctypes.create_string_buffer(512)

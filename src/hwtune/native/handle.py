@@ -9,6 +9,13 @@ from hwtune.errors import UsageError
 from hwtune.native import _lib
 
 
+def c_getter(c_function: str) -> property:
+    """A read-only property whose value is c_function(handle) (a C accessor
+    of the object, its signature declared by the binding's module)."""
+    fn = getattr(_lib.lib, c_function)
+    return property(lambda self: fn(self.handle))
+
+
 class Handle:
     """Owns one C object. Subclasses set _destroy (the C destroy function's
     name), _what (how messages name the object) and, when the object keeps

@@ -4,13 +4,11 @@ import ctypes
 import os
 
 from hwtune.errors import UsageError
-from hwtune.native._lib import lib
-from hwtune.native.abi import CStruct
+from hwtune.native._lib import lib, sig
+from hwtune.native.abi import mirror
 
-lib.hwt_isa_name.argtypes = [ctypes.c_int]
-lib.hwt_isa_name.restype = ctypes.c_char_p
-lib.hwt_isa_from_name.argtypes = [ctypes.c_char_p]
-lib.hwt_isa_from_name.restype = ctypes.c_int
+sig("hwt_isa_name", ctypes.c_char_p, ctypes.c_int)
+sig("hwt_isa_from_name", ctypes.c_int, ctypes.c_char_p)
 
 
 def _isa_names() -> tuple:
@@ -25,27 +23,18 @@ def _isa_names() -> tuple:
 
 ISA_NAMES = _isa_names()  # ("generic", "avx2", "avx512")
 
-_FEATURE_FIELDS = [
-    "sse42", "avx", "avx2", "fma",
-    "avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512_bf16", "avx512_vnni",
-    "amx_tile", "amx_bf16", "amx_int8",
-    "neon",
-    "os_avx", "os_avx512", "os_amx",
-]
+_Features = mirror("hwt_cpu_features")
 
 
-class _Features(CStruct):
-    _c_name_ = "hwt_cpu_features"
-    _fields_ = [(name, ctypes.c_int) for name in _FEATURE_FIELDS]
+# "sse42", "avx", ..., "os_amx": the feature bits, in C's order.
+_FEATURE_FIELDS = [name for name, _ in _Features._fields_]
 
 
-lib.hwt_cpu_features_get.argtypes = [ctypes.POINTER(_Features)]
-lib.hwt_cpu_features_get.restype = None
-lib.hwt_isa_supported.argtypes = [ctypes.c_int]
-lib.hwt_isa_supported.restype = ctypes.c_int
-lib.hwt_isa_best.restype = ctypes.c_int
-lib.hwt_isa_select.restype = ctypes.c_int
-lib.hwt_version.restype = ctypes.c_char_p
+sig("hwt_cpu_features_get", None, ctypes.POINTER(_Features))
+sig("hwt_isa_supported", ctypes.c_int, ctypes.c_int)
+sig("hwt_isa_best", ctypes.c_int)
+sig("hwt_isa_select", ctypes.c_int)
+sig("hwt_version", ctypes.c_char_p)
 
 
 def cpu_features() -> dict:

@@ -10,21 +10,19 @@ from typing import Sequence
 import numpy as np
 
 from hwtune.errors import NativeError, UsageError
-from hwtune.native._lib import check, lib
+from hwtune.native._lib import check, lib, sig
 from hwtune.native.handle import Handle
-from hwtune.native.pool import Pool
+from hwtune.native.threads import Pool
 
 _F = ctypes.POINTER(ctypes.c_float)
 _dp = ctypes.POINTER(ctypes.c_double)
 
-lib.hwt_bench_op_create.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p,
-                                    ctypes.c_int, ctypes.c_int, ctypes.POINTER(_F),
-                                    ctypes.POINTER(_F), ctypes.c_char_p, ctypes.c_size_t]
-lib.hwt_bench_op_create.restype = ctypes.c_void_p
-lib.hwt_bench_op_run.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int, _dp]
-lib.hwt_bench_op_run.restype = ctypes.c_int
-lib.hwt_bench_op_destroy.argtypes = [ctypes.c_void_p]
-lib.hwt_bench_op_destroy.restype = None
+sig("hwt_bench_op_create", ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p,
+    ctypes.c_int, ctypes.c_int, ctypes.POINTER(_F), ctypes.POINTER(_F), ctypes.c_char_p,
+    ctypes.c_size_t)
+sig("hwt_bench_op_run", ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+    _dp)
+sig("hwt_bench_op_destroy", None, ctypes.c_void_p)
 
 
 def _buffers(arrays: Sequence[np.ndarray], what: str):

@@ -9,41 +9,24 @@ import numpy as np
 
 from hwtune.errors import EngineGraphError
 from hwtune.native._lib import check, sig
-from hwtune.native.abi import CStruct
+from hwtune.native.abi import mirror
 
 MAX_IO = 64  # HWT_OP_MAX_IO
 _ERRLEN = 512
 _fp = ctypes.POINTER(ctypes.c_float)
 
 
-class OpCtx(CStruct):
-    _c_name_ = "hwt_op_ctx"
-    _fields_ = [
-        ("g", ctypes.c_void_p),
-        ("op", ctypes.c_int),
-        ("n_in", ctypes.c_int),
-        ("n_out", ctypes.c_int),
-        ("in_", _fp * MAX_IO),
-        ("out", _fp * MAX_IO),
-        ("isa", ctypes.c_int),
-        ("max_threads", ctypes.c_int),
-        ("state", ctypes.c_void_p),
-        ("ws_floats", ctypes.c_size_t),
-        ("flops", ctypes.c_double),
-        ("shared", ctypes.c_void_p),
-    ]
-
+# g and shared point to structs Python never reads: plain addresses.
+OpCtx = mirror("hwt_op_ctx", g=ctypes.c_void_p, in_=_fp * MAX_IO, out=_fp * MAX_IO,
+               shared=ctypes.c_void_p)
 
 _PREPARE = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(OpCtx), ctypes.c_char_p,
                             ctypes.c_size_t)
 _RUN = ctypes.CFUNCTYPE(None, ctypes.POINTER(OpCtx), _fp, ctypes.c_int, ctypes.c_int)
 _RELEASE = ctypes.CFUNCTYPE(None, ctypes.POINTER(OpCtx))
 
-
-class OpImpl(CStruct):
-    _c_name_ = "hwt_op_impl"
-    _fields_ = [("type", ctypes.c_char_p), ("prepare", _PREPARE), ("run", _RUN),
-                ("release", ctypes.c_void_p)]
+# release may be NULL: kept an address, called through _RELEASE when set.
+OpImpl = mirror("hwt_op_impl", prepare=_PREPARE, run=_RUN, release=ctypes.c_void_p)
 
 
 _find = sig("hwt_ops_find", ctypes.POINTER(OpImpl), ctypes.c_char_p)

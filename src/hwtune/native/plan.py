@@ -6,7 +6,7 @@ from typing import List, Optional
 
 from hwtune.errors import PlanError
 from hwtune.native._lib import enum_names, lib, message_status, sig, status_error
-from hwtune.native.abi import CStruct
+from hwtune.native.abi import mirror
 from hwtune.native.graph import NativeGraph
 from hwtune.native.handle import Handle
 
@@ -17,15 +17,7 @@ _c_i64_p = ctypes.POINTER(ctypes.c_int64)
 _c_dbl_p = ctypes.POINTER(ctypes.c_double)
 
 
-class _Options(CStruct):
-    _c_name_ = "hwt_plan_options"
-    _fields_ = [
-        ("reuse", ctypes.c_int),
-        ("reach_max_ops", ctypes.c_int),
-        ("flops_per_s", ctypes.c_double),
-        ("bytes_per_s", ctypes.c_double),
-        ("default_cost", ctypes.c_double),
-    ]
+_Options = mirror("hwt_plan_options")
 
 
 _vp, _ci, _cs, _sz = ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t

@@ -9,22 +9,10 @@ from typing import Dict, Optional, Tuple
 
 from hwtune.errors import UsageError
 from hwtune.native._lib import enum_names, sig
-from hwtune.native.abi import CStruct
+from hwtune.native.abi import mirror
 
 
-class SchedInfo(CStruct):
-    _c_name_ = "hwt_sched_info"
-    _fields_ = [
-        ("name", ctypes.c_char_p),
-        ("summary", ctypes.c_char_p),
-        ("single_team", ctypes.c_int),
-        ("worker_groups", ctypes.c_int),
-        ("in_order", ctypes.c_int),
-        ("needs_costs", ctypes.c_int),
-        ("pins", ctypes.c_int),
-        ("default_one", ctypes.c_int),
-        ("default_many", ctypes.c_int),
-    ]
+SchedInfo = mirror("hwt_sched_info")
 
 
 _count = sig("hwt_sched_count", ctypes.c_int)

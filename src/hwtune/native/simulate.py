@@ -13,27 +13,14 @@ from hwtune.engine.lower import lower_graph
 from hwtune.graph.model import Graph
 from hwtune.native import sched
 from hwtune.native._lib import lib, sig, status_error
-from hwtune.native.abi import CStruct
+from hwtune.native.abi import mirror
 from hwtune.native.engine import Event, make_config
 from hwtune.native.handle import Handle
 
 _dp = ctypes.POINTER(ctypes.c_double)
 
 
-class SimCosts(CStruct):
-    _c_name_ = "hwt_sim_costs"
-    _fields_ = [
-        ("max_threads", ctypes.c_int),
-        ("seconds", _dp),
-        ("mem_frac", _dp),
-        ("mem_bps", _dp),
-        ("bw_cap", _dp),
-        ("cores", ctypes.c_int),
-        ("inline_s", ctypes.c_double),
-        ("dispatch_s", ctypes.c_double),
-        ("section_s", ctypes.c_double),
-        ("run_s", ctypes.c_double),
-    ]
+SimCosts = mirror("hwt_sim_costs")
 
 
 _vp = ctypes.c_void_p

@@ -19,6 +19,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from hwtune.graph import ops as oplib
+from hwtune.graph.naming import fresh_name
 from hwtune.onnx.errors import OnnxImportError
 
 
@@ -61,12 +62,7 @@ class Context:
     # -- names --------------------------------------------------------------
     def fresh(self, hint: str) -> str:
         """A tensor name no ONNX tensor and no emitted tensor uses."""
-        name, k = hint, 1
-        while name in self._taken:
-            k += 1
-            name = f"{hint}:{k}"
-        self._taken.add(name)
-        return name
+        return fresh_name(hint, self._taken, ":")
 
     def reserve(self, names: Sequence[str]) -> None:
         self._taken.update(n for n in names if n)

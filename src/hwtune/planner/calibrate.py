@@ -144,7 +144,7 @@ def forkjoin(cores: int, progress=None) -> Dict[int, float]:
     from hwtune.measure.sides import SampleSide
     from hwtune.native import bench
     from hwtune.native.engine import NativeEngine
-    from hwtune.native.pool import Pool
+    from hwtune.native.threads import Pool
     counts = list(range(2, cores + 1))
     if not counts:
         return {}
@@ -239,7 +239,7 @@ def engine_overheads(schedulers, progress=None, reps: int = CALIBRATION_REPS
     from hwtune.measure import FixedSampling, interleave
     from hwtune.measure.engine import EngineSide, op_medians, profiled_runs
     from hwtune.native.engine import NativeEngine
-    from hwtune.native.pool import allowed_cpus
+    from hwtune.native.threads import allowed_cpus
     two = len(allowed_cpus()) >= 2
     chain, pairs, single = _chain(CHAIN_OPS), _pairs(PAIR_STAGES), _single()
     cases: List[_Case] = []

@@ -33,13 +33,12 @@ STRATEGIES = ("team", "strategy1", "strategy2")
 
 
 @dataclass
-class Config:
+class Split:
+    """A scheduler running executors x threads: what a plan predicts and a
+    validation measures."""
     scheduler: str
     executors: int
     threads: int
-    strategy: str = "team"        # team | strategy1 | strategy2 | strategy3
-    latency_s: Optional[float] = None
-    note: str = ""
 
     @property
     def label(self) -> str:
@@ -47,8 +46,18 @@ class Config:
 
     def to_json(self) -> dict:
         return {"scheduler": self.scheduler, "executors": self.executors,
-                "threads": self.threads, "strategy": self.strategy,
-                "latency_s": self.latency_s, "note": self.note}
+                "threads": self.threads}
+
+
+@dataclass
+class Config(Split):
+    strategy: str = "team"        # team | strategy1 | strategy2 | strategy3
+    latency_s: Optional[float] = None
+    note: str = ""
+
+    def to_json(self) -> dict:
+        return {**super().to_json(), "strategy": self.strategy, "latency_s": self.latency_s,
+                "note": self.note}
 
 
 def splits(cores: int, single_team: bool = False) -> List[Tuple[int, int]]:

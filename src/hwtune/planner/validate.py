@@ -14,7 +14,7 @@ from typing import Callable, List, Optional, Sequence
 
 import numpy as np
 
-from hwtune.planner.search import Predictor
+from hwtune.planner.search import Predictor, Split
 
 # Interleaved samples per configuration: medians of 15 moved by 2-4% between
 # repeated comparisons on this shared 2-core VM (tune-graph's final
@@ -46,10 +46,7 @@ MIN_SAMPLE_S = 0.002
 
 
 @dataclass
-class Row:
-    scheduler: str
-    executors: int
-    threads: int
+class Row(Split):
     predicted_s: float
     measured_s: Optional[float] = None
     mad_s: Optional[float] = None
@@ -63,13 +60,8 @@ class Row:
             return None
         return (self.predicted_s - self.measured_s) / self.measured_s
 
-    @property
-    def label(self) -> str:
-        return f"{self.executors}x{self.threads}"
-
     def to_json(self) -> dict:
-        return {"scheduler": self.scheduler, "executors": self.executors,
-                "threads": self.threads, "predicted_s": self.predicted_s,
+        return {**super().to_json(), "predicted_s": self.predicted_s,
                 "measured_s": self.measured_s, "mad_s": self.mad_s,
                 "rel_error": self.rel_error, "status": self.status, "note": self.note,
                 "samples": self.samples}

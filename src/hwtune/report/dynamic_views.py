@@ -133,3 +133,14 @@ def curve_title(entry: dict) -> str:
     return (f"{entry['model']}: samples/s vs batch ({entry['samples']} samples "
             f"{entry['samples_digest'][:6]}, {entry['runs']} run"
             f"{'s' if entry['runs'] != 1 else ''})")
+
+
+def curve_charts(doc: dict) -> List[tuple]:
+    """(i, title, series) of every stored model entry i measured at more
+    than one batch: the line charts each report format draws."""
+    out = []
+    for i, e in enumerate(doc.get("dynamic") or []):
+        series = curve_series(e)
+        if any(len(xs) > 1 for _, xs, _ in series):
+            out.append((i, curve_title(e), series))
+    return out

@@ -113,8 +113,8 @@ class _Measurer:
     """Runs one step on the right pool. Owns pools and reference buffers."""
 
     def __init__(self, threads_max: int, warn: Callable[[str], None]):
-        from hwtune.native import pool as native_pool
-        self._pool_mod = native_pool
+        from hwtune.native import threads as native_threads
+        self._pool_mod = native_threads
         self._stack = contextlib.ExitStack()
         self._threads_max = threads_max
         self._main = None
@@ -292,9 +292,9 @@ def run_scan(db, opts: ScanOptions, *, progress: Optional[ProgressFn] = None,
     marking the run 'interrupted') on Ctrl-C."""
     from hwtune import machine
     from hwtune.native import isa as native_isa
-    from hwtune.native import pool as native_pool
+    from hwtune.native import threads as native_threads
 
-    allowed = list(native_pool.allowed_cpus())
+    allowed = list(native_threads.allowed_cpus())
     supported = native_isa.supported_isas()
     selected = native_isa.selected_isa()
     fp = machine.fingerprint()

@@ -23,6 +23,7 @@ from hwtune.graph.autodiff.rules import RULES, NoRule
 from hwtune.graph.errors import fail
 from hwtune.graph.ops import numel
 from hwtune.graph.model import Graph, Op, Tensor
+from hwtune.graph.naming import fresh_name
 
 LOSSES = ("cross_entropy", "mse")
 # "none": the step outputs the loss and each parameter's gradient
@@ -65,12 +66,7 @@ class Emitter:
         self.current = ""  # the forward op whose rule is emitting
 
     def fresh(self, base: str) -> str:
-        name, k = base, 1
-        while name in self.taken:
-            k += 1
-            name = f"{base}.{k}"
-        self.taken.add(name)
-        return name
+        return fresh_name(base, self.taken, ".")
 
     def shape(self, name: str) -> tuple:
         return self.shapes[name]

@@ -116,39 +116,29 @@ def _mod(e, op, dys, wants):
     return [da, db]
 
 
-@rule("abs")
-def _abs(e, op, dys, wants):
-    return [e.op("abs_grad", [op.inputs[0], dys[0]])]
+# One-input ops whose gradient is one training op of (the forward op's input
+# or its output, dy): op -> (gradient op, what it reads, the forward
+# attributes it takes).
+_ONE_OP = {
+    "abs": ("abs_grad", "input", ()),
+    "relu": ("relu_grad", "input", ()),
+    "leaky_relu": ("relu_grad", "input", ("alpha",)),
+    "sigmoid": ("sigmoid_grad", "output", ()),
+    "tanh": ("tanh_grad", "output", ()),
+    "softmax": ("softmax_grad", "output", ("axis",)),
+}
+
+
+@rule(*_ONE_OP)
+def _one_op(e, op, dys, wants):
+    grad, reads, attrs = _ONE_OP[op.op]
+    x = op.inputs[0] if reads == "input" else op.outputs[0]
+    return [e.op(grad, [x, dys[0]], **{a: op.resolved[a] for a in attrs})]
 
 
 @rule("affine")
 def _affine(e, op, dys, wants):
     return [e.op("affine", [dys[0]], scale=op.resolved["scale"], shift=0.0)]
-
-
-@rule("relu")
-def _relu(e, op, dys, wants):
-    return [e.op("relu_grad", [op.inputs[0], dys[0]])]
-
-
-@rule("leaky_relu")
-def _leaky_relu(e, op, dys, wants):
-    return [e.op("relu_grad", [op.inputs[0], dys[0]], alpha=op.resolved["alpha"])]
-
-
-@rule("sigmoid")
-def _sigmoid(e, op, dys, wants):
-    return [e.op("sigmoid_grad", [op.outputs[0], dys[0]])]
-
-
-@rule("tanh")
-def _tanh(e, op, dys, wants):
-    return [e.op("tanh_grad", [op.outputs[0], dys[0]])]
-
-
-@rule("softmax")
-def _softmax(e, op, dys, wants):
-    return [e.op("softmax_grad", [op.outputs[0], dys[0]], axis=op.resolved["axis"])]
 
 
 @rule("matmul")

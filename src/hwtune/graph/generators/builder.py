@@ -22,19 +22,19 @@ class Builder:
                           f"{Limits.from_env().max_expanded_items} items "
                           f"({how_to_raise('max_expanded_items')})")
 
-    def input(self, name, shape, **init):
+    def _tensor(self, kind, name, shape, init):
+        """Append a tensor to the graph's `kind` list (inputs, params)."""
         self._count()
-        g = self.graph
-        g.inputs.append(Tensor(name, tuple(shape), init=dict(init),
-                               loc=f"inputs[{len(g.inputs)}]"))
+        tensors = getattr(self.graph, kind)
+        tensors.append(Tensor(name, tuple(shape), init=dict(init),
+                              loc=f"{kind}[{len(tensors)}]"))
         return name
 
+    def input(self, name, shape, **init):
+        return self._tensor("inputs", name, shape, init)
+
     def param(self, name, shape, **init):
-        self._count()
-        g = self.graph
-        g.params.append(Tensor(name, tuple(shape), init=dict(init),
-                               loc=f"params[{len(g.params)}]"))
-        return name
+        return self._tensor("params", name, shape, init)
 
     def op(self, name, op, inputs, outputs=None, **attrs):
         self._count()

@@ -178,6 +178,20 @@ def show_shape(shape) -> str:
     return "[" + ", ".join(str(d) for d in shape) + "]"
 
 
+def expect_rank(shape, rank: int, form: str, where: str) -> None:
+    """OpError at `where` unless shape has `rank` dims; form says what it
+    must be ("conv2d input must be [N, C, H, W]")."""
+    if len(shape) != rank:
+        raise OpError(f"{form}, got {show_shape(shape)}", where)
+
+
+def check_bias(in_shapes, i: int, n: int) -> None:
+    """The optional bias, input i, must be [n]."""
+    if len(in_shapes) > i and tuple(in_shapes[i]) != (n,):
+        raise OpError(f"bias must have shape [{n}], got {show_shape(in_shapes[i])}",
+                      f"inputs[{i}]")
+
+
 def normalize_axis(axis: int, rank: int, where="attrs.axis") -> int:
     if not -rank <= axis < rank:
         raise OpError(f"axis {axis} is out of range for rank {rank}", where)

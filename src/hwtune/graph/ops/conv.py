@@ -11,7 +11,7 @@ the engine and the tuner agree.
 
 import numpy as np
 
-from hwtune.graph.ops import Attr, OpError, OpSpec, register, show_shape
+from hwtune.graph.ops import Attr, OpError, OpSpec, check_bias, expect_rank, register, show_shape
 from hwtune.graph.ops.layout import from_nchwc, from_oihwio, to_nchwc
 
 def conv_pads(attrs):
@@ -25,22 +25,15 @@ def _geometry(in_shapes, attrs):
     """(N, IC, H, W, OC, KH, KW, OH, OW, ic_bn, oc_bn) or OpError."""
     x, w = in_shapes[0], in_shapes[1]
     if attrs["layout"] == "NCHW":
-        if len(x) != 4:
-            raise OpError(f"NCHW conv2d input must be [N, C, H, W], got {show_shape(x)}",
-                          "inputs[0]")
-        if len(w) != 4:
-            raise OpError(f"NCHW conv2d weights must be [OC, IC, KH, KW], got "
-                          f"{show_shape(w)}", "inputs[1]")
+        expect_rank(x, 4, "NCHW conv2d input must be [N, C, H, W]", "inputs[0]")
+        expect_rank(w, 4, "NCHW conv2d weights must be [OC, IC, KH, KW]", "inputs[1]")
         n, ic, h, wd = x
         oc, wic, kh, kw = w
         ic_bn, oc_bn = attrs["ic_bn"], attrs["oc_bn"]
     else:
-        if len(x) != 5:
-            raise OpError(f"NCHWc conv2d input must be [N, C/ic_bn, H, W, ic_bn], "
-                          f"got {show_shape(x)}", "inputs[0]")
-        if len(w) != 6:
-            raise OpError(f"NCHWc conv2d weights must be [OC/oc_bn, IC/ic_bn, KH, KW, "
-                          f"ic_bn, oc_bn], got {show_shape(w)}", "inputs[1]")
+        expect_rank(x, 5, "NCHWc conv2d input must be [N, C/ic_bn, H, W, ic_bn]", "inputs[0]")
+        expect_rank(w, 6, "NCHWc conv2d weights must be [OC/oc_bn, IC/ic_bn, KH, KW, ic_bn, "
+                    "oc_bn]", "inputs[1]")
         n, icb, h, wd, ic_bn = x
         ocb, wicb, kh, kw, wib, oc_bn = w
         if wib != ic_bn or wicb != icb:
@@ -109,9 +102,7 @@ def _infer(in_shapes, attrs, n_out):
     if n * oc * oh * ow > _MAX_ELEMENTS:
         raise OpError(f"the output [{n}, {oc}, {oh}, {ow}] has more than {_MAX_ELEMENTS} "
                       "elements", "inputs[1]")
-    if len(in_shapes) == 3 and tuple(in_shapes[2]) != (oc,):
-        raise OpError(f"bias must have shape [{oc}], got {show_shape(in_shapes[2])}",
-                      "inputs[2]")
+    check_bias(in_shapes, 2, oc)
     legal = conv2d_knobs(in_shapes, attrs)
     for key in ("ic_bn", "oc_bn", "reg_n", "reg_h"):
         if attrs[key] is not None and attrs[key] not in legal[key]:

@@ -12,19 +12,15 @@ from the output's shape to the input's, and the engine runs it as one
 
 import numpy as np
 
-from hwtune.graph.ops import Attr, OpError, OpSpec, register, show_shape
+from hwtune.graph.ops import Attr, OpError, OpSpec, check_bias, expect_rank, register
 from hwtune.graph.ops.conv import DILATION, STRIDE, conv_pads
 
 
 def _geometry(in_shapes, attrs):
     """(n, c, h, w, oc, kh, kw, oh, ow) or OpError."""
     x, w = in_shapes[0], in_shapes[1]
-    if len(x) != 4:
-        raise OpError(f"conv_transpose2d input must be [N, C, H, W], got {show_shape(x)}",
-                      "inputs[0]")
-    if len(w) != 4:
-        raise OpError(f"conv_transpose2d weights must be [C, OC, KH, KW], got "
-                      f"{show_shape(w)}", "inputs[1]")
+    expect_rank(x, 4, "conv_transpose2d input must be [N, C, H, W]", "inputs[0]")
+    expect_rank(w, 4, "conv_transpose2d weights must be [C, OC, KH, KW]", "inputs[1]")
     n, c, h, wd = x
     wc, oc, kh, kw = w
     if wc != c:
@@ -47,9 +43,7 @@ def _geometry(in_shapes, attrs):
 
 def _infer(in_shapes, attrs, n_out):
     n, c, h, wd, oc, kh, kw, oh, ow = _geometry(in_shapes, attrs)
-    if len(in_shapes) == 3 and tuple(in_shapes[2]) != (oc,):
-        raise OpError(f"bias must have shape [{oc}], got {show_shape(in_shapes[2])}",
-                      "inputs[2]")
+    check_bias(in_shapes, 2, oc)
     return [(n, oc, oh, ow)]
 
 

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from hwtune.graph.ops import Attr, OpError, OpSpec, register, show_shape
+from hwtune.graph.ops import Attr, OpError, OpSpec, check_bias, register, show_shape
 
 
 def _dims(in_shapes, attrs):
@@ -20,9 +20,7 @@ def _dims(in_shapes, attrs):
 
 def _infer(in_shapes, attrs, n_out):
     m, n, _ = _dims(in_shapes, attrs)
-    if len(in_shapes) == 3 and tuple(in_shapes[2]) != (n,):
-        raise OpError(f"bias must have shape [{n}], got {show_shape(in_shapes[2])}",
-                      "inputs[2]")
+    check_bias(in_shapes, 2, n)
     return [(m, n)]
 
 

@@ -15,7 +15,7 @@ The same function as the unfused cell of configs/models/templates/lstm.json
 
 import numpy as np
 
-from hwtune.graph.ops import Attr, OpError, OpSpec, register, show_shape
+from hwtune.graph.ops import Attr, OpError, OpSpec, check_bias, register, show_shape
 
 
 def _dims(in_shapes, attrs):
@@ -37,9 +37,7 @@ def _dims(in_shapes, attrs):
                           f"{xg[0]} rows of x_gates", "attrs.x_row")
     elif attrs["x_row"] != 0:
         raise OpError("x_row needs an x_gates input", "attrs.x_row")
-    if len(in_shapes) > 3 and tuple(in_shapes[3]) != (4 * h,):
-        raise OpError(f"bias must have shape [{4 * h}], got {show_shape(in_shapes[3])}",
-                      "inputs[3]")
+    check_bias(in_shapes, 3, 4 * h)
     return b, h
 
 

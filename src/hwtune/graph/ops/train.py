@@ -10,8 +10,8 @@ that op instead of adding one here.
 
 import numpy as np
 
-from hwtune.graph.ops import (REGISTRY, Attr, OpError, OpSpec, normalize_axis, numel, register,
-                              show_shape)
+from hwtune.graph.ops import (REGISTRY, Attr, OpError, OpSpec, expect_rank, normalize_axis, numel,
+                              register, show_shape)
 from hwtune.graph.ops.eltwise import broadcast
 from hwtune.graph.ops.pool import _out_len, _stride, pool2d_nchw
 
@@ -134,15 +134,15 @@ def _conv_geometry(x_shape, w_shape, stride, padding):
     return n, ic, h, wd, oc, kh, kw, (h + 2 * ph - kh) // sh + 1, (wd + 2 * pw - kw) // sw + 1
 
 
-def _check_4d(shape, i, what):
-    if len(shape) != 4:
-        raise OpError(f"{what} must be 4-D (NCHW), got {show_shape(shape)}", f"inputs[{i}]")
+def _check_4d(in_shapes, *names):
+    """The first inputs, called names in messages, must be 4-D (NCHW)."""
+    for i, what in enumerate(names):
+        expect_rank(in_shapes[i], 4, f"{what} must be 4-D (NCHW)", f"inputs[{i}]")
 
 
 def _grad_data_infer(in_shapes, attrs, n_out):
     dy, w = in_shapes
-    _check_4d(dy, 0, "dy")
-    _check_4d(w, 1, "w")
+    _check_4d(in_shapes, "dy", "w")
     h, wd = attrs["input_size"]
     x_shape = (dy[0], w[1], h, wd)
     *_, oc, kh, kw, oh, ow = _conv_geometry(x_shape, w, attrs["stride"], attrs["padding"])
@@ -172,8 +172,7 @@ def conv2d_grad_data_nchw(dy, w, stride, padding, size):
 
 def _grad_weight_infer(in_shapes, attrs, n_out):
     x, dy = in_shapes
-    _check_4d(x, 0, "x")
-    _check_4d(dy, 1, "dy")
+    _check_4d(in_shapes, "x", "dy")
     kh, kw = attrs["kernel"]
     w_shape = (dy[1], x[1], kh, kw)
     *_, oh, ow = _conv_geometry(x, w_shape, attrs["stride"], attrs["padding"])
@@ -223,7 +222,7 @@ register(OpSpec(
 
 def _pool_grad_infer(in_shapes, attrs, n_out):
     x, dy = in_shapes
-    _check_4d(x, 0, "x")
+    _check_4d(in_shapes, "x")
     (kh, kw), (sh, sw), (ph, pw) = attrs["kernel"], _stride(attrs), attrs["padding"]
     oh = _out_len(x[2], kh, sh, ph, attrs["ceil_mode"])
     ow = _out_len(x[3], kw, sw, pw, attrs["ceil_mode"])

@@ -327,14 +327,10 @@ def _dynamic_section(doc) -> List[str]:
         return []
     title, header, rows = got
     out = [f"<h2 id='dynamic'>{_e(title)}</h2>", _table(header, rows, left=(0, 1, 5))]
-    charts = []
-    for i, e in enumerate(doc["dynamic"]):
-        series = dv.curve_series(e)
-        if any(len(xs) > 1 for _, xs, _ in series):
-            charts.append(svg.line_chart(f"dynamic-{i}", dv.curve_title(e),
-                                         [{"name": n, "xs": xs, "ys": ys}
-                                          for n, xs, ys in series],
-                                         x_label="batch", y_label="samples/s"))
+    charts = [svg.line_chart(f"dynamic-{i}", chart_title,
+                             [{"name": n, "xs": xs, "ys": ys} for n, xs, ys in series],
+                             x_label="batch", y_label="samples/s")
+              for i, chart_title, series in dv.curve_charts(doc)]
     if charts:
         out.append("<div class='charts'>" + "".join(charts) + "</div>")
     return out

@@ -207,12 +207,10 @@ def _dynamic_section(doc) -> List[str]:
         return []
     title, header, rows = got
     out = [f"## {title}", ""] + table(header, rows, left=(1, 5))
-    for e in doc["dynamic"]:
-        series = dv.curve_series(e)
-        if any(len(xs) > 1 for _, xs, _ in series):
-            out += [f"### {dv.curve_title(e)}", ""]
-            out += _chart(line_chart(series, width=50, height=8, y_unit="samples/s",
-                                     x_label="batch"))
+    for _, chart_title, series in dv.curve_charts(doc):
+        out += [f"### {chart_title}", ""]
+        out += _chart(line_chart(series, width=50, height=8, y_unit="samples/s",
+                                 x_label="batch"))
     return out
 
 

@@ -400,12 +400,10 @@ def _report_dynamic(console, doc):
     for r in rows:
         t.add_row(*map(str, r))
     console.print(t)
-    for e in doc["dynamic"]:
-        series = dv.curve_series(e)
-        if any(len(xs) > 1 for _, xs, _ in series):
-            console.print(f"[bold]{dv.curve_title(e)}[/]", highlight=False)
-            console.print(to_rich(line_chart(series, width=50, height=8, y_unit="samples/s",
-                                             x_label="batch")))
+    for _, chart_title, series in dv.curve_charts(doc):
+        console.print(f"[bold]{chart_title}[/]", highlight=False)
+        console.print(to_rich(line_chart(series, width=50, height=8, y_unit="samples/s",
+                                         x_label="batch")))
     console.print()
 
 

@@ -1,4 +1,4 @@
-"""hwtune.native.pool: teams of pinned threads, as the engine and scan use them."""
+"""hwtune.native.threads: teams of pinned threads, as the engine and scan use them."""
 
 import os
 
@@ -6,7 +6,7 @@ import pytest
 
 from hwtune.errors import UsageError
 from hwtune.native import bench
-from hwtune.native.pool import Pool, allowed_cpus, format_cpus
+from hwtune.native.threads import Pool, allowed_cpus, format_cpus
 
 ALLOWED = allowed_cpus()
 N = len(ALLOWED)

@@ -1,36 +1,25 @@
-"""Binding for hwtune/pool.h: a pool of executor teams of (pinned) threads."""
+"""Binding for hwtune/pool.h: a pool of executor teams of (pinned) threads
+(named threads, not pool, so it is never taken for the pooling op)."""
 
 import ctypes
 import threading
 from typing import List, Optional, Sequence
 
 from hwtune.errors import UsageError
-from hwtune.native._lib import STATUS, check, lib, status_error
-from hwtune.native.abi import CStruct
+from hwtune.native._lib import STATUS, check, lib, sig, status_error
+from hwtune.native.abi import mirror
 from hwtune.native.handle import Handle
 
 
-class _Config(CStruct):
-    _c_name_ = "hwt_pool_config"
-    _fields_ = [
-        ("n_teams", ctypes.c_int),
-        ("threads_per_team", ctypes.c_int),
-        ("pin", ctypes.c_int),
-        ("cpus", ctypes.POINTER(ctypes.c_int)),
-        ("n_cpus", ctypes.c_int),
-    ]
+_Config = mirror("hwt_pool_config")
 
 
-lib.hwt_pool_create.argtypes = [ctypes.POINTER(_Config), ctypes.c_char_p, ctypes.c_size_t]
-lib.hwt_pool_create.restype = ctypes.c_void_p
-lib.hwt_pool_destroy.argtypes = [ctypes.c_void_p]
-lib.hwt_pool_destroy.restype = None
-lib.hwt_pool_pinned.argtypes = [ctypes.c_void_p]
-lib.hwt_pool_pinned.restype = ctypes.c_int
-lib.hwt_pool_thread_cpu.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
-lib.hwt_pool_thread_cpu.restype = ctypes.c_int
-lib.hwt_allowed_cpus.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_int]
-lib.hwt_allowed_cpus.restype = ctypes.c_int
+sig("hwt_pool_create", ctypes.c_void_p, ctypes.POINTER(_Config), ctypes.c_char_p,
+    ctypes.c_size_t)
+sig("hwt_pool_destroy", None, ctypes.c_void_p)
+sig("hwt_pool_pinned", ctypes.c_int, ctypes.c_void_p)
+sig("hwt_pool_thread_cpu", ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_int)
+sig("hwt_allowed_cpus", ctypes.c_int, ctypes.POINTER(ctypes.c_int), ctypes.c_int)
 
 # Matches POOL_MAX_THREADS in engine/threads/pool.c.
 MAX_THREADS = 4096
