@@ -253,7 +253,7 @@ def test_plan_runs_in_blocked_layout(isa):
     rerunning into the same output gives the same result."""
     case = (2, 12, 7, 9, 24, 3, 3, 1, 1)
     x, w, b, stride, pad = make(case, seed=6)
-    params = dict(ic_bn=4, oc_bn=8, reg_n=9, unroll_ker=1, reg_h=2)
+    params = dict(ic_bn=4, oc_bn=8, reg_n=9, unroll_ker=1, reg_h=2, winograd=0)
     plan = conv.Conv2dPlan(x.shape, w, b, pad=1, relu=True, layout="NCHWc", params=params,
                            isa=isa, nth=2)
     assert plan.params == params
@@ -276,7 +276,7 @@ def test_nchw_runs_the_template_and_falls_back_to_direct(isa):
     assert plan.layout == "NCHW"
     assert plan.params == conv.default_params(x.shape, w.shape, pad=1, isa=isa)
     assert np.abs(plan.run(x) - ref_conv(x, w, b, 1, 1, False)).max() <= tolerance(16, 3, 3)
-    params = dict(ic_bn=8, oc_bn=12, reg_n=10, unroll_ker=1, reg_h=2)
+    params = dict(ic_bn=8, oc_bn=12, reg_n=10, unroll_ker=1, reg_h=2, winograd=0)
     plan = conv.Conv2dPlan(x.shape, w, b, pad=1, relu=True, params=params, isa=isa, nth=3)
     assert plan.params == params and plan.layout == "NCHW"
     assert np.abs(plan.run(x) - ref_conv(x, w, b, 1, 1, True)).max() <= tolerance(16, 3, 3)

@@ -224,7 +224,6 @@ def stage_items(ctx, graph, graph_hash: str, *, usable: int, latency_s: float, o
     (tuners/trial_times.py). Trials already stored count as done (a rerun
     resumes them); a workload tuned before on this host is reused."""
     from hwtune.tuners import conv_local, executor_sweep, hillclimb
-    from hwtune.tuners.search import Space
     from hwtune.tuners.trial_times import TrialTimes
 
     weights = op_weights(graph)
@@ -250,7 +249,7 @@ def stage_items(ctx, graph, graph_hash: str, *, usable: int, latency_s: float, o
         for key, (wl, names) in conv_local.workload_groups(graph).items():
             done = ctx.db.tuned(ctx.host_key, tuner=conv_local.TUNER, subject=wl.key,
                                 isa=ctx.isa, threads=team)
-            space = Space(wl.knobs(ctx.isa))
+            space = wl.space(ctx.isa)
             stored = len(ctx.store(tuner=conv_local.TUNER, subject=wl.key,
                                    threads=team).rows())
             trials = conv_local.planned_trials(ctx, space)
