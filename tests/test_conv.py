@@ -30,6 +30,8 @@ CASES = [
     (1, 9, 5, 37, 18, 3, 3, 1, 1),
     (2, 4, 6, 7, 40, 3, 1, (2, 1), (1, 0)),
     (2, 8, 9, 10, 16, 3, 3, (2, 1), 0),  # NCHW read in place: unpadded, stride_w 1
+    (1, 16, 9, 40, 24, 3, 3, 2, 1),  # stride-2 phases of 20 floats: the shuffle path
+    (1, 8, 7, 50, 16, 3, 3, 3, 1),   # stride 3: the gather path
 ]
 
 

@@ -309,6 +309,7 @@ static void stage_rows(const hwt_conv_plan *p, const float *x, float *ws, int n,
 static void stage_rows_nchw(const hwt_conv_plan *p, const float *x, float *ws, int n, int r0,
                             int r1) {
   const hwt_conv_desc *d = &p->d;
+  void (*const phase)(const float *, int, int, float *) = hwt_conv_variant_for(p->isa)->phase;
   const int bn = p->p.ic_bn, CB = d->C / bn, sw = d->stride_w;
   const long ics = stage_ic_stride(p), row = (long)bn * ics;
   const int pl = (int)(ics / sw);
@@ -329,7 +330,7 @@ static void stage_rows_nchw(const hwt_conv_plan *p, const float *x, float *ws, i
           if (sw == 1)
             memcpy(o + lo, s + lo, (size_t)(hi - lo) * sizeof(float));
           else
-            for (int pos = lo; pos < hi; pos++) o[pos] = s[(long)pos * sw];
+            phase(s + (long)lo * sw, sw, hi - lo, o + lo);
         }
       }
     }

@@ -48,6 +48,8 @@ typedef struct {
   int block_scratch; /* 1: row() keeps its accumulators in a->scratch (reg_n x oc_bn floats) */
   void (*row)(const hwt_conv_row_args *a);
   hwt_conv_stage_fn stage;
+  /* dst[pos] = src[pos * step] for pos < n (a stride phase of a row). */
+  void (*phase)(const float *src, int step, int n, float *dst);
 } hwt_conv_variant;
 
 extern const hwt_conv_variant hwt_conv_variant_generic;
