@@ -126,7 +126,7 @@ int hwt_conv_wino_plan(hwt_conv_plan *p) {
   p->copy_input = 1;
   p->ws_floats = ALIGN_FLOATS((size_t)p->wino_cpad * p->Hp * p->Wp) +
                  ALIGN_FLOATS((size_t)XI * tb * p->wino_cpad) +
-                 ALIGN_FLOATS((size_t)XI * tb * kb) + ALIGN_FLOATS((size_t)4 * kb) +
+                 ALIGN_FLOATS((size_t)XI * tb * kb) + ALIGN_FLOATS((size_t)4 * p->wino_tw * kb) +
                  ALIGN_FLOATS(gws);
   return HWT_OK;
 }
@@ -223,8 +223,9 @@ void hwt_conv_wino_run_part(const hwt_conv_plan *p, const float *x, const float 
   float *st = ws;
   float *V = st + ALIGN_FLOATS((size_t)cpad * rows * cols);
   float *M = V + ALIGN_FLOATS((size_t)XI * tb * cpad);
-  float *tmp = M + ALIGN_FLOATS((size_t)XI * tb * kb);
-  float *gws = tmp + ALIGN_FLOATS((size_t)4 * kb);
+  float *orow = M + ALIGN_FLOATS((size_t)XI * tb * kb);
+  float *gws = orow + ALIGN_FLOATS((size_t)4 * tw * kb);
+  const hwt_conv_stage_fn transpose = hwt_conv_variant_for(p->isa)->stage;
   const int blocked_out = p->layout == HWT_CONV_NCHWC, obn = p->p.oc_bn;
   long have = -1;  /* (image, tile block) whose V this thread holds */
   for (long u = lo; u < hi; u++) {
@@ -255,14 +256,18 @@ void hwt_conv_wino_run_part(const hwt_conv_plan *p, const float *x, const float 
       const int oh = 2 * (t / tw), ow = 2 * (t % tw);
       const float *mt = M + (size_t)(t - t0) * kn;
       if (!blocked_out) {
-        float *dst[4] = {tmp, tmp + kb, tmp + 2 * kb, tmp + 3 * kb};
+        /* NCHW: the tile's 2x2 pixels x kn channels into the two output
+         * rows held pixel-major (orow), each row segment transposed into
+         * the kn channel rows once its tile row ends here. */
+        const long owp = 2L * tw;
+        float *dst[4];
+        for (int q = 0; q < 4; q++) dst[q] = orow + ((q / 2) * owp + ow + q % 2) * kn;
         v->out_tile(mt, ms, kn, bias ? bias + k0 : NULL, d->relu, dst);
-        for (int q = 0; q < 4; q++) {
-          const int h = oh + q / 2, c = ow + q % 2;
-          if (h >= OH || c >= OW) continue;
-          float *yo = y + (((size_t)n * d->K + k0) * OH + h) * OW + c;
-          for (int k = 0; k < kn; k++) yo[(size_t)k * OH * OW] = dst[q][k];
-        }
+        if (t % tw != tw - 1 && t != t1 - 1) continue;
+        const int c0 = t / tw == t0 / tw ? 2 * (t0 % tw) : 0, c1 = ow + 2 < OW ? ow + 2 : OW;
+        for (int a = 0; a < 2 && oh + a < OH; a++)
+          transpose(orow + (a * owp + c0) * kn, kn, c1 - c0, kn,
+                    y + (((size_t)n * d->K + k0) * OH + oh + a) * OW + c0, (long)OH * OW);
         continue;
       }
       for (int k = k0; k < k0 + kn;) {
