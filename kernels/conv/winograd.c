@@ -24,6 +24,8 @@
 #include "conv_internal.h"
 
 #define XI 16  /* transform elements: 4x4 */
+/* Largest V + M of one tile block (a thread's workspace holds one). */
+#define MAX_BLOCK_BYTES (8L << 20)
 #define ALIGN_FLOATS(n) (((n) + 15) & ~(size_t)15)
 
 int hwt_conv_wino_ok(const hwt_conv_desc *d) {
@@ -83,12 +85,20 @@ int hwt_conv_wino_plan(hwt_conv_plan *p) {
   hwt_cache_sizes_host(&cs);
   /* Tile block: V (tb x C) and M (tb x kb) for all 16 elements in half of
    * L2, so the GEMMs read V where the transform left it and the output
-   * transform reads M likewise; whole micro-tiles of mr rows. */
+   * transform reads M likewise; whole micro-tiles of mr rows. Every tile
+   * block streams the weights (16 x C x kb) once, though: when they are
+   * larger than that, the block grows to their size (up to MAX_BLOCK_BYTES)
+   * -- V and M then come from L3 too, but once per block, not per tile.
+   * ResNet-18's conv4_x (256x14x14, 4 MB of weights, 49 tiles) had 9
+   * blocks of 6 tiles and read 38 MB of weights per run. */
   const long l2 = cs.l2 > 0 ? cs.l2 : 256L << 10;
   int kb = d->K, tb = 0;
   for (int pass = 0; pass < 2; pass++) {
     long per_tile = (long)XI * (p->wino_cpad + kb) * (long)sizeof(float);
-    tb = (int)(l2 / 2 / per_tile) / mr * mr;
+    long budget = (long)XI * p->wino_cpad * kb * (long)sizeof(float);
+    if (budget < l2 / 2) budget = l2 / 2;
+    if (budget > MAX_BLOCK_BYTES) budget = MAX_BLOCK_BYTES;
+    tb = (int)(budget / per_tile) / mr * mr;
     if (tb < mr) tb = mr;
     if (tb >= T) {
       tb = T;
