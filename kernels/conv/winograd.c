@@ -103,8 +103,14 @@ int hwt_conv_wino_plan(hwt_conv_plan *p) {
     if (tb >= T) {
       tb = T;
     } else {
+      /* As many blocks as the budget asks, rounded up to a multiple of
+       * the threads when the batch is one image (27 blocks on 2 threads
+       * leave one idle for a block's time); equal blocks, whole
+       * micro-tiles when that keeps the count. */
       int blocks = (T + tb - 1) / tb;
-      tb = round_up((T + blocks - 1) / blocks, mr);
+      if (d->N == 1 && blocks > p->nth) blocks = round_up(blocks, p->nth);
+      tb = (T + blocks - 1) / blocks;
+      if ((T + round_up(tb, mr) - 1) / round_up(tb, mr) == blocks) tb = round_up(tb, mr);
       if (tb > T) tb = T;
     }
     /* Output channel blocks only to give every thread equal work: units
