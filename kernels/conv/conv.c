@@ -451,7 +451,7 @@ void hwt_conv_run_part(const hwt_conv_plan *p, const float *x, const float *w_pa
   const hwt_conv_desc *d = &p->d;
   long units;
   if (p->layout != HWT_CONV_NCHW_DIRECT && p->p.winograd) {
-    hwt_conv_wino_run_part(p, x, w_packed, bias, y, ws, tid, nth);
+    hwt_conv_wino_run_part(p, x, w_packed, bias, NULL, y, ws, tid, nth);
     return;
   }
   if (p->layout == HWT_CONV_NCHW_DIRECT)

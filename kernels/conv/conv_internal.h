@@ -65,13 +65,14 @@ const hwt_conv_variant *hwt_conv_variant_for(hwt_isa isa);
  *   in_tile:  patch element (i, j) of lane l at src[i*rs + j*cs + l] ->
  *             V element xi = 4i + j of lane l at v[xi*vs + l];
  *   out_tile: m element xi of lane l at m[xi*ms + l] -> the 2x2 outputs
- *             (+ bias[l], ReLU if relu) of lane l at dst[q][l], q = 2*row +
- *             column; a NULL dst[q] (outside the output) is skipped. */
+ *             (+ bias[l], + res[q][l] when res is not NULL, then ReLU if
+ *             relu) of lane l at dst[q][l], q = 2*row + column; a NULL
+ *             dst[q] (outside the output) is skipped. */
 typedef struct {
   int vec;
   void (*in_tile)(const float *src, long rs, long cs, int lanes, float *v, long vs);
   void (*out_tile)(const float *m, long ms, int lanes, const float *bias, int relu,
-                   float *const dst[4]);
+                   float *const dst[4], const float *const *res);
 } hwt_wino_variant;
 
 extern const hwt_wino_variant hwt_wino_variant_generic;
@@ -85,8 +86,10 @@ const hwt_wino_variant *hwt_wino_variant_for(hwt_isa isa);
 int hwt_conv_wino_ok(const hwt_conv_desc *d);
 int hwt_conv_wino_plan(hwt_conv_plan *p);
 int hwt_conv_wino_pack(const hwt_conv_plan *p, const float *w_oihw, float *w_packed);
+/* res: a residual of y's layout added before the ReLU, or NULL. */
 void hwt_conv_wino_run_part(const hwt_conv_plan *p, const float *x, const float *w,
-                            const float *bias, float *y, float *ws, int tid, int nth);
+                            const float *bias, const float *res, float *y, float *ws, int tid,
+                            int nth);
 
 /* Direct NCHW convolution of work units [lo, hi) of N x ceil(K/HWT_CONV_DIRECT_OCG) x OH
  * (direct.c); ws holds HWT_CONV_DIRECT_OCG * OW floats. Weights packed

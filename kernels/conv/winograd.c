@@ -227,8 +227,26 @@ static void stage(const hwt_conv_plan *p, const float *x, int n, int r0, int row
     }
 }
 
+/* NCHW rows [c0, c1) of output row h, channels [k0, k0 + kn): + res, then
+ * the ReLU (the epilogue the NCHW output transform leaves to after its
+ * transpose when there is a residual). */
+static void residual_rows(const hwt_conv_plan *p, float *y, const float *res, int n, int k0,
+                          int kn, int h, int c0, int c1) {
+  const size_t plane = (size_t)p->OH * p->OW;
+  for (int k = k0; k < k0 + kn; k++) {
+    const size_t off = ((size_t)n * p->d.K + k) * plane + (size_t)h * p->OW;
+    float *yo = y + off;
+    const float *ro = res + off;
+    for (int c = c0; c < c1; c++) {
+      float v = yo[c] + ro[c];
+      yo[c] = p->d.relu && v < 0.0f ? 0.0f : v;
+    }
+  }
+}
+
 void hwt_conv_wino_run_part(const hwt_conv_plan *p, const float *x, const float *w,
-                            const float *bias, float *y, float *ws, int tid, int nth) {
+                            const float *bias, const float *res, float *y, float *ws, int tid,
+                            int nth) {
   const hwt_conv_desc *d = &p->d;
   const hwt_wino_variant *v = hwt_wino_variant_for(p->isa);
   const int tw = p->wino_tw, tb = p->wino_tb, kb = p->wino_kb, bs = p->wino_bs;
@@ -278,25 +296,29 @@ void hwt_conv_wino_run_part(const hwt_conv_plan *p, const float *x, const float 
         const long owp = 2L * tw;
         float *dst[4];
         for (int q = 0; q < 4; q++) dst[q] = orow + ((q / 2) * owp + ow + q % 2) * kn;
-        v->out_tile(mt, ms, kn, bias ? bias + k0 : NULL, d->relu, dst);
+        v->out_tile(mt, ms, kn, bias ? bias + k0 : NULL, res ? 0 : d->relu, dst, NULL);
         if (t % tw != tw - 1 && t != t1 - 1) continue;
         const int c0 = t / tw == t0 / tw ? 2 * (t0 % tw) : 0, c1 = ow + 2 < OW ? ow + 2 : OW;
-        for (int a = 0; a < 2 && oh + a < OH; a++)
+        for (int a = 0; a < 2 && oh + a < OH; a++) {
           transpose(orow + (a * owp + c0) * kn, kn, c1 - c0, kn,
                     y + (((size_t)n * d->K + k0) * OH + oh + a) * OW + c0, (long)OH * OW);
+          if (res) residual_rows(p, y, res, n, k0, kn, oh + a, c0, c1);
+        }
         continue;
       }
       for (int k = k0; k < k0 + kn;) {
         const int run = obn - k % obn < k0 + kn - k ? obn - k % obn : k0 + kn - k;
         float *dst[4];
+        const float *rq[4];
         for (int q = 0; q < 4; q++) {
           const int h = oh + q / 2, c = ow + q % 2;
-          dst[q] = h < OH && c < OW
-                       ? y + ((((size_t)n * (d->K / obn) + k / obn) * OH + h) * OW + c) * obn +
-                             k % obn
-                       : NULL;
+          const size_t off =
+              ((((size_t)n * (d->K / obn) + k / obn) * OH + h) * OW + c) * obn + k % obn;
+          dst[q] = h < OH && c < OW ? y + off : NULL;
+          rq[q] = res && h < OH && c < OW ? res + off : NULL;
         }
-        v->out_tile(mt + (k - k0), ms, run, bias ? bias + k : NULL, d->relu, dst);
+        v->out_tile(mt + (k - k0), ms, run, bias ? bias + k : NULL, d->relu, dst,
+                    res ? rq : NULL);
         k += run;
       }
     }

@@ -50,11 +50,11 @@ static void in_tile(const float *src, long rs, long cs, int lanes, float *v, lon
   if (l < lanes) in_vec(src + l, rs, cs, v + l, vs, hv_first(lanes - l), 1);
 }
 
-/* One vector of the output transform: m[xi] at m + xi * ms; Y (2x2) + bias,
- * ReLU if relu, into dst[q] (q = row * 2 + column; NULL: outside the
- * output, skipped). */
+/* One vector of the output transform: m[xi] at m + xi * ms; Y (2x2) + bias
+ * (+ res[q], when res), ReLU if relu, into dst[q] (q = row * 2 + column;
+ * NULL: outside the output, skipped). */
 HV_AI void out_vec(const float *mp, long ms, const float *bias, int relu, float *const dst[4],
-                   long off, hv_mask mk, const int MT) {
+                   const float *const *res, long off, hv_mask mk, const int MT) {
   hv_f32 x[4][4], s[2][4];
 #pragma GCC unroll 16
   for (int q = 0; q < 16; q++)
@@ -74,7 +74,9 @@ HV_AI void out_vec(const float *mp, long ms, const float *bias, int relu, float 
     for (int j = 0; j < 2; j++) {
       float *p = dst[i * 2 + j];
       if (!p) continue;
-      hv_f32 r = relu ? hv_max(y[j], zero) : y[j];
+      hv_f32 r = y[j];
+      if (res) r = hv_add(r, MT ? hv_load_mask(res[i * 2 + j] + off, mk) : hv_load(res[i * 2 + j] + off));
+      if (relu) r = hv_max(r, zero);
       if (MT)
         hv_store_mask(p + off, mk, r);
       else
@@ -84,12 +86,12 @@ HV_AI void out_vec(const float *mp, long ms, const float *bias, int relu, float 
 }
 
 static void out_tile(const float *mp, long ms, int lanes, const float *bias, int relu,
-                     float *const dst[4]) {
+                     float *const dst[4], const float *const *res) {
   int l = 0;
   for (; l + HV_W <= lanes; l += HV_W)
-    out_vec(mp + l, ms, bias ? bias + l : 0, relu, dst, l, hv_first(HV_W), 0);
+    out_vec(mp + l, ms, bias ? bias + l : 0, relu, dst, res, l, hv_first(HV_W), 0);
   if (l < lanes)
-    out_vec(mp + l, ms, bias ? bias + l : 0, relu, dst, l, hv_first(lanes - l), 1);
+    out_vec(mp + l, ms, bias ? bias + l : 0, relu, dst, res, l, hv_first(lanes - l), 1);
 }
 
 const hwt_wino_variant HWT_VARIANT(hwt_wino_variant) = {
