@@ -1,0 +1,220 @@
+/* The pooling variant body, compiled once per ISA over kernels/common/vec.h
+ * (kernels.cmake). Separable, one output row at a time: the window's kh
+ * input rows are first folded into one padded row t (the vertical pass,
+ * contiguous over the row's w x b floats), then each output folds kw
+ * columns of t (the horizontal pass). A 3x3 window costs 4 vector ops per
+ * output vector instead of 8, and every pass runs over contiguous floats:
+ * along the output row when stride_w is 1 (any b), over the channel block
+ * per pixel when b > 1, and for NCHW at larger strides as a stride-1 pass
+ * whose every sw-th column is kept. Channel blocks and rows that are not a
+ * multiple of the vector width end in a masked tail.
+ *
+ * Max pooling without NaNs is one vmaxps per fold; a NaN must make its
+ * windows NaN (np.maximum), which a single max cannot do in both operand
+ * orders. So each block of rows first scans the input it reads (one
+ * multiply-add per vector) and, if it holds a NaN, runs the propagating
+ * select instead. Averages sum in float and divide by the window's count. */
+#include <math.h>
+#include "../common/vec.h"
+#include "pool_impl.h"
+
+HV_AI hv_f32 op_v(hv_f32 acc, hv_f32 x, const int MAX, const int STICKY) {
+  if (!MAX) return hv_add(acc, x);
+  if (!STICKY) return hv_max(acc, x);
+  return hv_select(hv_mask_or(hv_gt(x, acc), hv_isnan(x)), x, acc);
+}
+
+/* out[i] = op over r < nr of x[r * stride + i] for i < n (nr >= 1), then
+ * divided by div when averaging (div 0: left as sums). */
+HV_AI void fold(const float *x, int64_t stride, int64_t nr, float *out, int64_t n, float div,
+                const int MAX, const int STICKY) {
+  const hv_f32 dv = hv_set1(div);
+  const int scale = !MAX && div != 0.0f;
+  int64_t i = 0;
+  for (; i + 2 * HV_W <= n; i += 2 * HV_W) {
+    hv_f32 a = hv_load(x + i), b = hv_load(x + i + HV_W);
+    for (int64_t r = 1; r < nr; r++) {
+      a = op_v(a, hv_load(x + r * stride + i), MAX, STICKY);
+      b = op_v(b, hv_load(x + r * stride + i + HV_W), MAX, STICKY);
+    }
+    if (scale) a = hv_div(a, dv), b = hv_div(b, dv);
+    hv_store(out + i, a);
+    hv_store(out + i + HV_W, b);
+  }
+  for (; i + HV_W <= n; i += HV_W) {
+    hv_f32 a = hv_load(x + i);
+    for (int64_t r = 1; r < nr; r++) a = op_v(a, hv_load(x + r * stride + i), MAX, STICKY);
+    hv_store(out + i, scale ? hv_div(a, dv) : a);
+  }
+  if (i < n) {
+    const hv_mask m = hv_first((long)(n - i));
+    hv_f32 a = hv_load_mask(x + i, m);
+    for (int64_t r = 1; r < nr; r++)
+      a = op_v(a, hv_load_mask(x + r * stride + i, m), MAX, STICKY);
+    hv_store_mask(out + i, m, scale ? hv_div(a, dv) : a);
+  }
+}
+
+/* Nonzero if x[0, n) holds a NaN (or an infinity: x * 0 is NaN for both;
+ * the propagating path is right for either, only slower). */
+static int has_nan(const float *x, int64_t n) {
+  const hv_f32 z = hv_zero();
+  hv_f32 a = z, b = z;
+  int64_t i = 0;
+  for (; i + 2 * HV_W <= n; i += 2 * HV_W) {
+    a = hv_fmadd(hv_load(x + i), z, a);
+    b = hv_fmadd(hv_load(x + i + HV_W), z, b);
+  }
+  for (; i < n; i += HV_W) a = hv_fmadd(hv_load_mask(x + i, hv_first((long)(n - i))), z, a);
+  const float s = hv_reduce_add(hv_add(a, b));
+  return s != s;
+}
+
+/* Columns of output pixel j's window that the average divides by. */
+static float cols_counted(const hwt_pool2d_desc *d, int64_t j) {
+  const int64_t w0 = j * d->sw - d->pw;
+  if (d->include_pad) return (float)((w0 + d->kw < d->w + d->ew ? w0 + d->kw : d->w + d->ew) - w0);
+  return (float)((w0 + d->kw < d->w ? w0 + d->kw : d->w) - (w0 > 0 ? w0 : 0));
+}
+
+/* Outputs [j0, j1) of a row from its folded padded row t (u: scratch of
+ * the row's columns for the NCHW strided case). */
+HV_AI void horizontal(const hwt_pool2d_desc *d, const float *t, float *u, float *y, int64_t j0,
+                      int64_t j1, float div, const int MAX, const int STICKY) {
+  const int64_t B = d->b, sw = d->sw, kw = d->kw;
+  if (sw == 1) {
+    fold(t + j0 * B, B, kw, y + j0 * B, (j1 - j0) * B, div, MAX, STICKY);
+  } else if (B > 1) {
+    for (int64_t o = j0; o < j1; o++) fold(t + o * sw * B, B, kw, y + o * B, B, div, MAX, STICKY);
+  } else {
+    /* every column's window at stride 1, then every sw-th kept: 2x the
+     * vector work at stride 2 but no scalar fold per output */
+    fold(t + j0 * sw, 1, kw, u, (j1 - 1 - j0) * sw + 1, div, MAX, STICKY);
+    for (int64_t o = j0; o < j1; o++) y[o] = u[(o - j0) * sw];
+  }
+}
+
+/* Output row o of one plane. */
+HV_AI void one_row(const hwt_pool2d_desc *d, const float *x, float *y, int64_t o, float *ws,
+                   const int MAX, const int STICKY) {
+  const int64_t B = d->b, RW = d->w * B, tw = hwt_pool2d_row_cols(d);
+  const int64_t h0 = o * d->sh - d->ph;
+  const int64_t ha = h0 > 0 ? h0 : 0, hb = h0 + d->kh < d->h ? h0 + d->kh : d->h;
+  const int64_t c0 = d->pw, c1 = d->pw + d->w < tw ? d->pw + d->w : tw;
+  const float idn = MAX ? -INFINITY : 0.0f;
+  float *t = ws, *u = ws + tw * B;
+  for (int64_t i = 0; i < c0 * B; i++) t[i] = idn;
+  for (int64_t i = c1 * B; i < tw * B; i++) t[i] = idn;
+  if (hb > ha)
+    fold(x + ha * RW, RW, hb - ha, t + c0 * B, (c1 - c0) * B, 0.0f, MAX, STICKY);
+  else
+    for (int64_t i = c0 * B; i < c1 * B; i++) t[i] = idn;
+  y += o * d->ow * B;
+  if (MAX) {
+    horizontal(d, t, u, y, 0, d->ow, 0.0f, MAX, STICKY);
+    return;
+  }
+  /* count = rows x columns counted: one divisor per run of equal columns
+   * (the interior, and each edge pixel whose window meets the padding) */
+  const int64_t rows = d->include_pad
+                           ? (h0 + d->kh < d->h + d->eh ? h0 + d->kh : d->h + d->eh) - h0
+                           : hb - ha;
+  for (int64_t j0 = 0, j1; j0 < d->ow; j0 = j1) {
+    const float c = cols_counted(d, j0);
+    for (j1 = j0 + 1; j1 < d->ow && cols_counted(d, j1) == c;) j1++;
+    horizontal(d, t, u, y, j0, j1, (float)rows * c, MAX, STICKY);
+  }
+}
+
+/* Pixel j of one row of a same-size output (flat path below): its window's
+ * columns clipped to the row, folded straight from the row of vertical
+ * results v. */
+HV_AI void flat_pixel(const hwt_pool2d_desc *d, const float *v, float *y, int64_t j, float rows,
+                      const int MAX) {
+  const int64_t B = d->b, k0 = d->pw - j > 0 ? d->pw - j : 0;
+  const int64_t k1 = d->w + d->pw - j < d->kw ? d->w + d->pw - j : d->kw;
+  fold(v + (j - d->pw + k0) * B, B, k1 - k0, y + j * B, B, MAX ? 0.0f : rows * cols_counted(d, j),
+       MAX, 0);
+}
+
+/* Output rows [oa, ob) when both strides are 1 and the output row is as
+ * long as the input's (GoogLeNet's 3x3/1 pad 1): rows of x, of the
+ * vertical results v and of y then have one stride, so both passes run
+ * over all the rows at once as one flat run each -- kh + kw vector runs per
+ * block of rows instead of per row (NCHW rows of 28 floats made per-row
+ * calls cost as much as the folds) -- and only the pixels whose windows
+ * meet the left or right padding, which the flat horizontal run lets wrap
+ * into the neighbouring row, are redone one by one. No NaN in the input
+ * (the caller scanned it). */
+HV_AI void flat_rows(const hwt_pool2d_desc *d, const float *x, float *y, int64_t oa, int64_t ob,
+                     float *ws, const int MAX) {
+  const int64_t B = d->b, H = d->h, W = d->w, RW = W * B, n = (ob - oa) * RW;
+  const float idn = MAX ? -INFINITY : 0.0f;
+  float *v = ws + d->pw * B; /* margins of pw and ew pixels either side */
+  for (int64_t i = 0; i < d->pw * B; i++) ws[i] = idn;
+  for (int64_t i = 0; i < d->ew * B; i++) v[n + i] = idn;
+  /* vertical: rows whose window lies inside the plane as one run; the rows
+   * at the plane's top and bottom each with their own rows */
+  const int64_t ia = oa > d->ph ? oa : d->ph;
+  const int64_t ib = ob < H + d->ph - d->kh + 1 ? ob : H + d->ph - d->kh + 1;
+  if (ib > ia)
+    fold(x + (ia - d->ph) * RW, RW, d->kh, v + (ia - oa) * RW, (ib - ia) * RW, 0.0f, MAX, 0);
+  for (int64_t o = oa; o < ob; o++) {
+    if (o >= ia && o < ib) continue;
+    const int64_t h0 = o - d->ph, ha = h0 > 0 ? h0 : 0, hb = h0 + d->kh < H ? h0 + d->kh : H;
+    fold(x + ha * RW, RW, hb - ha, v + (o - oa) * RW, RW, 0.0f, MAX, 0);
+  }
+  /* horizontal, divided by the interior count; then the edge pixels, and
+   * for averages the rows at the plane's top and bottom, whose windows
+   * count fewer rows */
+  const float rows_in = (float)d->kh;
+  fold(v - d->pw * B, B, d->kw, y + oa * RW, n, rows_in * (float)d->kw, MAX, 0);
+  const int64_t left = d->pw < W ? d->pw : W, right = W - d->ew > left ? W - d->ew : left;
+  for (int64_t o = oa; o < ob; o++) {
+    const float *vr = v + (o - oa) * RW;
+    float *yr = y + o * RW;
+    const int64_t h0 = o - d->ph, hb = h0 + d->kh < H ? h0 + d->kh : H;
+    const float rows =
+        d->include_pad ? (float)((h0 + d->kh < H + d->eh ? h0 + d->kh : H + d->eh) - h0)
+                       : (float)(hb - (h0 > 0 ? h0 : 0));
+    if (!MAX && rows != rows_in)
+      fold(vr + (left - d->pw) * B, B, d->kw, yr + left * B, (right - left) * B,
+           rows * (float)d->kw, MAX, 0);
+    for (int64_t j = 0; j < left; j++) flat_pixel(d, vr, yr, j, rows, MAX);
+    for (int64_t j = right; j < W; j++) flat_pixel(d, vr, yr, j, rows, MAX);
+  }
+}
+
+/* Output rows per block: the input one block reads, ~16 KiB, stays in L1
+ * from the NaN scan through both passes. */
+#define BLOCK_FLOATS 4096
+
+static void rows(const hwt_pool2d_desc *d, const float *x, float *y, int64_t oa, int64_t ob,
+                 float *ws) {
+  const int64_t RW = d->w * d->b;
+  const int flat = d->sh == 1 && d->sw == 1 && d->ow == d->w;
+  int64_t blk = BLOCK_FLOATS / (RW * d->sh);
+  if (blk < 1) blk = 1;
+  for (int64_t o = oa, oe; o < ob; o = oe) {
+    oe = o + blk < ob ? o + blk : ob;
+    int nan = 0;
+    if (d->is_max) {
+      int64_t r0 = o * d->sh - d->ph, r1 = (oe - 1) * d->sh - d->ph + d->kh;
+      r0 = r0 > 0 ? r0 : 0;
+      r1 = r1 < d->h ? r1 : d->h;
+      nan = r1 > r0 && has_nan(x + r0 * RW, (r1 - r0) * RW);
+    }
+    if (nan)
+      for (int64_t r = o; r < oe; r++) one_row(d, x, y, r, ws, 1, 1);
+    else if (flat && d->is_max)
+      flat_rows(d, x, y, o, oe, ws, 1);
+    else if (flat)
+      flat_rows(d, x, y, o, oe, ws, 0);
+    else if (d->is_max)
+      for (int64_t r = o; r < oe; r++) one_row(d, x, y, r, ws, 1, 0);
+    else
+      for (int64_t r = o; r < oe; r++) one_row(d, x, y, r, ws, 0, 0);
+  }
+}
+
+const hwt_pool2d_variant HWT_VARIANT(hwt_pool2d_variant) = {rows};
