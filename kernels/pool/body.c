@@ -24,10 +24,21 @@ HV_AI hv_f32 op_v(hv_f32 acc, hv_f32 x, const int MAX, const int STICKY) {
   return hv_select(hv_mask_or(hv_gt(x, acc), hv_isnan(x)), x, acc);
 }
 
+/* p[0, k) = the first k lanes of v, 0 < k < HV_W: through a stack vector
+ * rather than a masked store (vmaskmovps to memory issues once per ~12
+ * cycles on Zen 3, and the NCHW edge pixels store one lane each). */
+HV_AI void store_part(float *p, long k, hv_f32 v) {
+  float t[HV_W];
+  hv_store(t, v);
+  for (long i = 0; i < k; i++) p[i] = t[i];
+}
+
 /* out[i] = op over r < nr of x[r * stride + i] for i < n (nr >= 1), then
- * divided by div when averaging (div 0: left as sums). */
-HV_AI void fold(const float *x, int64_t stride, int64_t nr, float *out, int64_t n, float div,
-                const int MAX, const int STICKY) {
+ * divided by div when averaging (div 0: left as sums). Inlined with nr a
+ * constant (fold's callers below), so the usual 2- and 3-row windows have
+ * no loop over r. */
+HV_AI void fold_nr(const float *x, int64_t stride, int64_t nr, float *out, int64_t n, float div,
+                   const int MAX, const int STICKY) {
   const hv_f32 dv = hv_set1(div);
   const int scale = !MAX && div != 0.0f;
   int64_t i = 0;
@@ -51,23 +62,31 @@ HV_AI void fold(const float *x, int64_t stride, int64_t nr, float *out, int64_t 
     hv_f32 a = hv_load_mask(x + i, m);
     for (int64_t r = 1; r < nr; r++)
       a = op_v(a, hv_load_mask(x + r * stride + i, m), MAX, STICKY);
-    hv_store_mask(out + i, m, scale ? hv_div(a, dv) : a);
+    store_part(out + i, (long)(n - i), scale ? hv_div(a, dv) : a);
   }
 }
 
-/* Nonzero if x[0, n) holds a NaN (or an infinity: x * 0 is NaN for both;
- * the propagating path is right for either, only slower). */
+HV_AI void fold(const float *x, int64_t stride, int64_t nr, float *out, int64_t n, float div,
+                const int MAX, const int STICKY) {
+  switch (nr) {
+    case 2: fold_nr(x, stride, 2, out, n, div, MAX, STICKY); break;
+    case 3: fold_nr(x, stride, 3, out, n, div, MAX, STICKY); break;
+    default: fold_nr(x, stride, nr, out, n, div, MAX, STICKY); break;
+  }
+}
+
+/* Nonzero if x[0, n) holds a NaN: unordered compares OR'ed together (a
+ * chain of one-cycle ORs; an x * 0 + acc chain was latency-bound at 11% of
+ * the same-size max pool's time). */
 static int has_nan(const float *x, int64_t n) {
-  const hv_f32 z = hv_zero();
-  hv_f32 a = z, b = z;
+  hv_mask a = hv_isnan(hv_zero()), b = a;
   int64_t i = 0;
   for (; i + 2 * HV_W <= n; i += 2 * HV_W) {
-    a = hv_fmadd(hv_load(x + i), z, a);
-    b = hv_fmadd(hv_load(x + i + HV_W), z, b);
+    a = hv_mask_or(a, hv_isnan(hv_load(x + i)));
+    b = hv_mask_or(b, hv_isnan(hv_load(x + i + HV_W)));
   }
-  for (; i < n; i += HV_W) a = hv_fmadd(hv_load_mask(x + i, hv_first((long)(n - i))), z, a);
-  const float s = hv_reduce_add(hv_add(a, b));
-  return s != s;
+  for (; i < n; i += HV_W) a = hv_mask_or(a, hv_isnan(hv_load_mask(x + i, hv_first((long)(n - i)))));
+  return hv_reduce_add(hv_keep(hv_mask_or(a, b), hv_set1(1.0f))) != 0.0f;
 }
 
 /* Columns of output pixel j's window that the average divides by. */
@@ -133,6 +152,13 @@ HV_AI void flat_pixel(const hwt_pool2d_desc *d, const float *v, float *y, int64_
                       const int MAX) {
   const int64_t B = d->b, k0 = d->pw - j > 0 ? d->pw - j : 0;
   const int64_t k1 = d->w + d->pw - j < d->kw ? d->w + d->pw - j : d->kw;
+  if (B == 1) { /* NCHW: one float, no vector */
+    const float *p = v + j - d->pw;
+    float a = p[k0];
+    for (int64_t k = k0 + 1; k < k1; k++) a = MAX ? (p[k] > a ? p[k] : a) : a + p[k];
+    y[j] = MAX ? a : a / (rows * cols_counted(d, j));
+    return;
+  }
   fold(v + (j - d->pw + k0) * B, B, k1 - k0, y + j * B, B, MAX ? 0.0f : rows * cols_counted(d, j),
        MAX, 0);
 }
