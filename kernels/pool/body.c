@@ -133,16 +133,22 @@ HV_AI void one_row(const hwt_pool2d_desc *d, const float *x, float *y, int64_t o
     horizontal(d, t, u, y, 0, d->ow, 0.0f, MAX, STICKY);
     return;
   }
-  /* count = rows x columns counted: one divisor per run of equal columns
-   * (the interior, and each edge pixel whose window meets the padding) */
+  /* count = rows x columns counted: the interior columns (windows inside
+   * the row) share kw, the few edge pixels whose windows meet the padding
+   * have their own */
   const int64_t rows = d->include_pad
                            ? (h0 + d->kh < d->h + d->eh ? h0 + d->kh : d->h + d->eh) - h0
                            : hb - ha;
-  for (int64_t j0 = 0, j1; j0 < d->ow; j0 = j1) {
-    const float c = cols_counted(d, j0);
-    for (j1 = j0 + 1; j1 < d->ow && cols_counted(d, j1) == c;) j1++;
-    horizontal(d, t, u, y, j0, j1, (float)rows * c, MAX, STICKY);
-  }
+  int64_t jl = (d->pw + d->sw - 1) / d->sw, jr = d->w + d->pw >= d->kw
+                                                      ? (d->w + d->pw - d->kw) / d->sw + 1
+                                                      : 0;
+  jl = jl < d->ow ? jl : d->ow;
+  jr = jr < jl ? jl : jr < d->ow ? jr : d->ow;
+  for (int64_t j = 0; j < jl; j++)
+    horizontal(d, t, u, y, j, j + 1, (float)rows * cols_counted(d, j), MAX, STICKY);
+  if (jr > jl) horizontal(d, t, u, y, jl, jr, (float)(rows * d->kw), MAX, STICKY);
+  for (int64_t j = jr; j < d->ow; j++)
+    horizontal(d, t, u, y, j, j + 1, (float)rows * cols_counted(d, j), MAX, STICKY);
 }
 
 /* Pixel j of one row of a same-size output (flat path below): its window's
