@@ -90,8 +90,8 @@ CASES += [
     ("pool2d", [(1, 3, 5, 6)], {"mode": "max", "kernel": 1, "stride": 1}, 1, EXACT),
     ("pool2d", [(1, 2, 7, 6, 4)], {"mode": "avg", "kernel": 3, "stride": 2, "padding": 1,
                                    "layout": "NCHWc"}, 1, ARITH),
-    # Asymmetric padding (padding_end): TF "same" windows; the same-size
-    # stride-1 max takes the row path (its fast path pads symmetrically).
+    # Asymmetric padding (padding_end): TF "same" windows (stride 1: the
+    # kernels' flat multi-row path with more padding after than before).
     ("pool2d", [(2, 3, 9, 11)], {"mode": "max", "kernel": 2, "stride": 1,
                                  "padding_end": 1}, 1, EXACT),
     ("pool2d", [(2, 3, 8, 10)], {"mode": "avg", "kernel": 3, "stride": 2,
