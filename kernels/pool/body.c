@@ -1,26 +1,28 @@
 /* The pooling variant body, compiled once per ISA over kernels/common/vec.h
- * (kernels.cmake). Separable, one output row at a time: the window's kh
- * input rows are first folded into one padded row t (the vertical pass,
- * contiguous over the row's w x b floats), then each output folds kw
- * columns of t (the horizontal pass). A 3x3 window costs 4 vector ops per
- * output vector instead of 8, and every pass runs over contiguous floats:
- * along the output row when stride_w is 1 (any b), over the channel block
- * per pixel when b > 1, and for NCHW at larger strides as a stride-1 pass
- * whose every sw-th column is kept. Channel blocks and rows that are not a
- * multiple of the vector width end in a masked tail.
+ * (kernels.cmake). Separable: a window's kh input rows are first folded
+ * into one padded row (the vertical pass, contiguous over the row's w x b
+ * floats), then each output folds kw columns of it (the horizontal pass).
+ * A 3x3 max costs 4 vector maxes per output vector instead of 8: a direct
+ * 3x3 window over NCHW8c (9 loads, 8 maxes per output vector) measured
+ * 2.6x slower at stride 1 and 1.2x at stride 2 (AVX2, Zen 3, 1 thread).
+ * Every pass runs over contiguous floats: along the output row when
+ * stride_w is 1 (any b), over the channel block per pixel when b > 1, and
+ * for NCHW at larger strides as a stride-1 pass whose every sw-th column is
+ * kept. Rows of a few vectors (NCHW at 28x28 and below) are not folded one
+ * by one: the same-size stride-1 case (flat_rows) and the NCHW strided one
+ * (strided_rows) fold whole blocks of rows per call. Channel blocks and
+ * rows off the vector width end in a masked tail.
  *
  * Max pooling without NaNs is one vmaxps per fold; a NaN must make its
  * windows NaN (np.maximum), which a single max cannot do in both operand
- * orders. So each block of rows first scans the input it reads (one
- * multiply-add per vector) and, if it holds a NaN, runs the propagating
- * select instead. Averages sum in float and divide by the window's count. */
+ * orders. So each block of rows first scans the input it reads (an
+ * unordered compare per vector) and, if it holds a NaN, runs the
+ * propagating select instead. Averages sum in float and divide by the
+ * window's count: within (kh + kw) x 2^-24 x max|x| of the reference's
+ * double sums (tests/c/test_kernel_pool.c). */
 #include <math.h>
 #include "../common/vec.h"
 #include "pool_impl.h"
-
-/* strided_rows' block of padded rows (its results take as many more):
- * 2 x 8 KiB stay in L1 between the passes. */
-#define STRIDED_FLOATS 2048
 
 HV_AI hv_f32 op_v(hv_f32 acc, hv_f32 x, const int MAX, const int STICKY) {
   if (!MAX) return hv_add(acc, x);
@@ -235,7 +237,7 @@ HV_AI void strided_rows(const hwt_pool2d_desc *d, const float *x, float *y, int6
   int64_t jl = (d->pw + sw - 1) / sw, jr = W + d->pw >= kw ? (W + d->pw - kw) / sw + 1 : 0;
   jl = jl < ow ? jl : ow;
   jr = jr < jl ? jl : jr < ow ? jr : ow;
-  int64_t rows_per = STRIDED_FLOATS / tw;
+  int64_t rows_per = HWT_POOL2D_STRIDED_FLOATS / tw;
   if (rows_per < 1) rows_per = 1;
   float *T = ws, *U = ws + rows_per * tw;
   for (int64_t o = oa, oe; o < ob; o = oe) {
@@ -262,10 +264,6 @@ HV_AI void strided_rows(const hwt_pool2d_desc *d, const float *x, float *y, int6
   }
 }
 
-/* Output rows per block: the input one block reads, ~16 KiB, stays in L1
- * from the NaN scan through both passes. */
-#define BLOCK_FLOATS 4096
-
 static void rows(const hwt_pool2d_desc *d, const float *x, float *y, int64_t oa, int64_t ob,
                  float *ws) {
   const int64_t RW = d->w * d->b;
@@ -274,7 +272,7 @@ static void rows(const hwt_pool2d_desc *d, const float *x, float *y, int64_t oa,
   const int strided = d->b == 1 && d->sw > 1;
   const int64_t ia = (d->ph + d->sh - 1) / d->sh;
   const int64_t ib = d->h + d->ph >= d->kh ? (d->h + d->ph - d->kh) / d->sh + 1 : 0;
-  int64_t blk = BLOCK_FLOATS / (RW * d->sh);
+  int64_t blk = HWT_POOL2D_BLOCK_FLOATS / (RW * d->sh);
   if (blk < 1) blk = 1;
   for (int64_t o = oa, oe; o < ob; o = oe) {
     oe = o + blk < ob ? o + blk : ob;

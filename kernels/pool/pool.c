@@ -28,13 +28,14 @@ int hwt_pool2d_check(const hwt_pool2d_desc *d) {
 }
 
 size_t hwt_pool2d_ws_floats(const hwt_pool2d_desc *d) {
-  /* the folded padded row and the NCHW strided pass's row of columns; the
-   * same-size path's block of rows (body.c: BLOCK_FLOATS, at least one row)
-   * with a window's width of margins; or the NCHW strided block of rows
-   * and their results (STRIDED_FLOATS, at least one row each) */
+  /* the largest of: one folded padded row and the NCHW strided row of
+   * columns; the same-size path's block of rows (at least one) with a
+   * window's width of margins; the NCHW strided block of rows and their
+   * results (at least one row each) */
   const int64_t tw = hwt_pool2d_row_cols(d), row = d->w * d->b;
-  const int64_t block = row > 4096 ? row : 4096 / row * row;
-  const int64_t a = 2 * tw * d->b, b = block + d->kw * d->b, c = 2 * (tw > 2048 ? tw : 2048);
+  const int64_t block = row > HWT_POOL2D_BLOCK_FLOATS ? row : HWT_POOL2D_BLOCK_FLOATS / row * row;
+  const int64_t strided = tw > HWT_POOL2D_STRIDED_FLOATS ? tw : HWT_POOL2D_STRIDED_FLOATS;
+  const int64_t a = 2 * tw * d->b, b = block + d->kw * d->b, c = 2 * strided;
   return (size_t)(a > b ? (a > c ? a : c) : (b > c ? b : c));
 }
 

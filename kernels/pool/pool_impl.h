@@ -23,6 +23,13 @@ extern const hwt_pool2d_variant hwt_pool2d_variant_avx2, hwt_pool2d_variant_avx5
  * (kernels/common/variants.c). */
 const hwt_pool2d_variant *hwt_pool2d_variant_for(hwt_isa isa);
 
+/* Output rows per block of the body: the input one block reads, ~16 KiB,
+ * stays in L1 from the NaN scan through both passes. */
+#define HWT_POOL2D_BLOCK_FLOATS 4096
+/* The NCHW strided path's block of padded rows (its results take as many
+ * more): 2 x 8 KiB stay in L1 between the passes. */
+#define HWT_POOL2D_STRIDED_FLOATS 2048
+
 /* The padded columns one output row's windows read: (ow - 1) * sw + kw. */
 static inline int64_t hwt_pool2d_row_cols(const hwt_pool2d_desc *d) {
   return (d->ow - 1) * d->sw + d->kw;
