@@ -252,10 +252,13 @@ HV_AI void strided_rows(const hwt_pool2d_desc *d, const float *x, float *y, int6
     for (int64_t r = o; r < oe; r++) {
       const float *u = U + (r - o) * tw, *t = T + (r - o) * tw;
       float *yr = y + r * ow;
-      for (int64_t j = 0; j < ow; j++) yr[j] = u[j * sw];
+      int64_t q = 0; /* every sw-th result: a gather per vector (vec.h has no deinterleave) */
+      for (; q + HV_W <= ow; q += HV_W)
+        hv_store(yr + q, hv_gather_mask(u + q * sw, (long)sw, hv_first(HV_W)));
+      for (; q < ow; q++) yr[q] = u[q * sw];
       if (MAX) continue;
-      for (int64_t j = 0; j < ow; j = j + 1 == jl ? jr : j + 1) { /* edges: own count */
-        if (j >= jl && j < jr) continue;
+      for (int64_t e = 0; e < jl + (ow - jr); e++) { /* edge pixels: their own count */
+        const int64_t j = e < jl ? e : jr + (e - jl);
         float a = 0.0f;
         for (int64_t k = 0; k < kw; k++) a += t[j * sw + k];
         yr[j] = a / ((float)d->kh * cols_counted(d, j));
