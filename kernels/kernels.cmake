@@ -20,6 +20,7 @@ set(HWTUNE_ISA_FLAGS_avx512 -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx2 -m
 set(HWTUNE_KERNEL_BODIES
   "kernels/eltwise/body.c generic avx2 avx512"
   "kernels/probe/body.c generic avx2 avx512"
+  "kernels/pool/body.c generic avx2 avx512"
   "kernels/conv/nchwc_body.c avx2 avx512"  # generic: nchwc_generic.c (accumulators in memory)
   "kernels/conv/winograd_body.c generic avx2 avx512"
   "kernels/gemm/pack_body.c generic avx2 avx512"

@@ -90,8 +90,8 @@ CASES += [
     ("pool2d", [(1, 3, 5, 6)], {"mode": "max", "kernel": 1, "stride": 1}, 1, EXACT),
     ("pool2d", [(1, 2, 7, 6, 4)], {"mode": "avg", "kernel": 3, "stride": 2, "padding": 1,
                                    "layout": "NCHWc"}, 1, ARITH),
-    # Asymmetric padding (padding_end): TF "same" windows; the same-size
-    # stride-1 max takes the row path (its fast path pads symmetrically).
+    # Asymmetric padding (padding_end): TF "same" windows (stride 1: the
+    # kernels' flat multi-row path with more padding after than before).
     ("pool2d", [(2, 3, 9, 11)], {"mode": "max", "kernel": 2, "stride": 1,
                                  "padding_end": 1}, 1, EXACT),
     ("pool2d", [(2, 3, 8, 10)], {"mode": "avg", "kernel": 3, "stride": 2,
@@ -101,6 +101,23 @@ CASES += [
                                 "ceil_mode": True}, 1, ARITH),
     ("pool2d", [(1, 2, 6, 7, 8)], {"mode": "max", "kernel": 3, "stride": 2, "padding": 0,
                                    "padding_end": 1, "layout": "NCHWc"}, 1, EXACT),
+    # The vector kernels' odd shapes: channel blocks off the vector width
+    # (3, 24) and of one or two vectors (8, 16), W = 1, H below the window,
+    # same-size averages (their flat multi-row path) both ways of counting.
+    ("pool2d", [(1, 2, 7, 9, 3)], {"mode": "max", "kernel": 3, "stride": 1, "padding": 1,
+                                   "layout": "NCHWc"}, 1, EXACT),
+    ("pool2d", [(1, 1, 9, 7, 24)], {"mode": "avg", "kernel": 3, "stride": 2, "padding": 1,
+                                    "ceil_mode": True, "layout": "NCHWc"}, 1, ARITH),
+    ("pool2d", [(1, 2, 6, 5, 16)], {"mode": "avg", "kernel": 3, "stride": 1, "padding": 1,
+                                    "count_include_pad": True, "layout": "NCHWc"}, 1, ARITH),
+    ("pool2d", [(2, 3, 7, 1)], {"mode": "max", "kernel": 3, "stride": 1, "padding": 1}, 1, EXACT),
+    ("pool2d", [(1, 3, 2, 9)], {"mode": "avg", "kernel": 3, "stride": 1, "padding": 1}, 1, ARITH),
+    ("pool2d", [(1, 3, 2, 9, 8)], {"mode": "max", "kernel": 3, "stride": 2, "padding": 1,
+                                   "ceil_mode": True, "layout": "NCHWc"}, 1, EXACT),
+    ("pool2d", [(2, 4, 28, 28)], {"mode": "avg", "kernel": 3, "stride": 1, "padding": 1,
+                                  "count_include_pad": True}, 1, ARITH),
+    ("pool2d", [(2, 4, 28, 28)], {"mode": "avg", "kernel": 3, "stride": 1, "padding": 1}, 1,
+     ARITH),
     ("global_pool2d", [(2, 5, 7, 7)], {"mode": "avg"}, 1, ARITH),
     ("global_pool2d", [(2, 5, 7, 7)], {"mode": "max"}, 1, EXACT),
     ("global_pool2d", [(2, 2, 3, 3, 8)], {"mode": "avg", "layout": "NCHWc"}, 1, ARITH),

@@ -1,8 +1,29 @@
 /* pool op family vs a plain-C oracle that pads explicitly (a padded copy
  * of each plane, -inf or excluded positions), as the numpy reference does:
  * random windows, strides, padding (symmetric or not: padding_end), ceil
- * mode, count_include_pad, NCHW and NCHW[x]c, nth 1-4. */
+ * mode, count_include_pad, NCHW and NCHW[x]c, nth 1-4, every ISA variant
+ * this CPU runs. */
 #include "ops_test_util.h"
+
+/* one_op_check on every supported ISA, then frees want and t. */
+static int64_t check_isas(one_op *t, float **want, const char *what, double tol) {
+  int64_t bad = 0;
+  char err[256];
+  for (int isa = 0; isa < HWT_ISA_COUNT; isa++) {
+    if (!hwt_isa_supported((hwt_isa)isa)) continue;
+    for (int nth = 1; nth <= 4; nth++) {
+      if (one_op_run(t, (hwt_isa)isa, nth, err, sizeof err) != HWT_OK) {
+        fprintf(stderr, "%s: prepare failed: %s\n", what, err);
+        bad++;
+        break;
+      }
+      bad += compare(what, t->out[0], want[0], t->out_n[0], tol, tol);
+    }
+  }
+  free(want[0]);
+  one_op_free(t);
+  return bad;
+}
 
 /* Output length by counting the windows one by one (the op has a closed
  * form): window i starts at i * s in the padded input of size + p + e. It
@@ -84,8 +105,8 @@ static int64_t check(const pool_case *c, int global) {
             }
           want[((p * oh + i) * ow + j) * c->b + ch] = (float)(g.is_max ? acc : acc / count);
         }
-  int64_t bad = one_op_check_free(&t, &want, global ? "global_pool2d" : "pool2d",
-                                  g.is_max ? 0.0 : 1e-6);
+  int64_t bad = check_isas(&t, &want, global ? "global_pool2d" : "pool2d",
+                           g.is_max ? 0.0 : 1e-6);
   if (bad)
     fprintf(stderr,
             "  case max=%d k=%lldx%lld s=%lldx%lld p=%lldx%lld end=%lldx%lld ceil=%d incl=%d"
