@@ -30,6 +30,8 @@ CASES = [
     (1, 9, 5, 37, 18, 3, 3, 1, 1),
     (2, 4, 6, 7, 40, 3, 1, (2, 1), (1, 0)),
     (2, 8, 9, 10, 16, 3, 3, (2, 1), 0),  # NCHW read in place: unpadded, stride_w 1
+    (1, 16, 9, 40, 24, 3, 3, 2, 1),  # stride-2 phases of 20 floats: the shuffle path
+    (1, 8, 7, 50, 16, 3, 3, 3, 1),   # stride 3: the gather path
 ]
 
 
@@ -253,7 +255,7 @@ def test_plan_runs_in_blocked_layout(isa):
     rerunning into the same output gives the same result."""
     case = (2, 12, 7, 9, 24, 3, 3, 1, 1)
     x, w, b, stride, pad = make(case, seed=6)
-    params = dict(ic_bn=4, oc_bn=8, reg_n=9, unroll_ker=1, reg_h=2)
+    params = dict(ic_bn=4, oc_bn=8, reg_n=9, unroll_ker=1, reg_h=2, winograd=0)
     plan = conv.Conv2dPlan(x.shape, w, b, pad=1, relu=True, layout="NCHWc", params=params,
                            isa=isa, nth=2)
     assert plan.params == params
@@ -276,7 +278,7 @@ def test_nchw_runs_the_template_and_falls_back_to_direct(isa):
     assert plan.layout == "NCHW"
     assert plan.params == conv.default_params(x.shape, w.shape, pad=1, isa=isa)
     assert np.abs(plan.run(x) - ref_conv(x, w, b, 1, 1, False)).max() <= tolerance(16, 3, 3)
-    params = dict(ic_bn=8, oc_bn=12, reg_n=10, unroll_ker=1, reg_h=2)
+    params = dict(ic_bn=8, oc_bn=12, reg_n=10, unroll_ker=1, reg_h=2, winograd=0)
     plan = conv.Conv2dPlan(x.shape, w, b, pad=1, relu=True, params=params, isa=isa, nth=3)
     assert plan.params == params and plan.layout == "NCHW"
     assert np.abs(plan.run(x) - ref_conv(x, w, b, 1, 1, True)).max() <= tolerance(16, 3, 3)

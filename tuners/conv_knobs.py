@@ -89,7 +89,6 @@ def choose(db, host_key: str, graph, op_params: Mapping[str, dict], *, threads: 
     from hwtune.native.isa import selected_isa
     from hwtune.tuners.conv_local import TUNER, conv_workload
     from hwtune.tuners.pipeline import is_training_graph
-    from hwtune.tuners.search import Space
 
     isa = isa or selected_isa()
     out = ConvKnobs(threads=int(threads))
@@ -111,7 +110,7 @@ def choose(db, host_key: str, graph, op_params: Mapping[str, dict], *, threads: 
         if wl.key not in rows:
             got = {} if db is None else db.tuned_threads(host_key, tuner=TUNER,
                                                          subject=wl.key, isa=isa)
-            space = Space(wl.knobs(isa))
+            space = wl.space(isa)
             rows[wl.key] = {t: r for t, r in got.items()
                             if space.contains(r["best_params"]) and r["best_s"]}
             old = sorted(set(got) - set(rows[wl.key]))

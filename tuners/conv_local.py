@@ -111,6 +111,18 @@ class ConvWorkload:
     def default_params(self, isa: str) -> Params:
         return conv.default_params(self.x_shape, self.w_shape, isa=isa, **self.geometry)
 
+    def space(self, isa: str) -> Space:
+        """The search space: the template's knobs, with the Winograd points
+        (winograd != 0) only at the default's register knobs, which that
+        template does not read (ic_bn / oc_bn still name its NCHW[x]c
+        tensors' blocks, so they stay free)."""
+        fixed = {k: v for k, v in self.default_params(isa).items()
+                 if k in ("reg_n", "unroll_ker", "reg_h")}
+
+        def valid(p: Params) -> bool:
+            return not p.get("winograd") or all(p.get(k) == v for k, v in fixed.items())
+        return Space(self.knobs(isa), valid=valid)
+
 
 def conv_workload(graph, op) -> ConvWorkload:
     """The workload of a validated graph's conv2d op (NCHW or NCHWc)."""
@@ -350,7 +362,7 @@ def tune_workload(ctx: TuneContext, wl: ConvWorkload, *, threads: int, on_trial=
     pin: whether the team that will run it is pinned (the measuring pool is
     made the same). cut: the tuning plan gave it only this many trials; its
     best so far is used but not stored as tuned (a rerun resumes it)."""
-    space = Space(wl.knobs(ctx.isa))
+    space = wl.space(ctx.isa)
     store = ctx.store(tuner=TUNER, subject=wl.key, threads=threads)
     default = wl.default_params(ctx.isa)
     done = ctx.db.tuned(ctx.host_key, tuner=TUNER, subject=wl.key, isa=ctx.isa, threads=threads)

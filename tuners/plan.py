@@ -227,7 +227,6 @@ def stage_items(ctx, graph, graph_hash: str, *, usable: int, latency_s: float, o
     conv_threads: the thread counts CONV workloads are tuned at besides the
     team's (an item per workload and count, named "<key>@<t>t")."""
     from hwtune.tuners import conv_local, executor_sweep, hillclimb
-    from hwtune.tuners.search import Space
     from hwtune.tuners.trial_times import TrialTimes
 
     weights = op_weights(graph)
@@ -254,7 +253,7 @@ def stage_items(ctx, graph, graph_hash: str, *, usable: int, latency_s: float, o
         for key, (wl, names) in conv_local.workload_groups(graph).items():
             done = ctx.db.tuned(ctx.host_key, tuner=conv_local.TUNER, subject=wl.key,
                                 isa=ctx.isa, threads=threads)
-            space = Space(wl.knobs(ctx.isa))
+            space = wl.space(ctx.isa)
             stored = len(ctx.store(tuner=conv_local.TUNER, subject=wl.key,
                                    threads=threads).rows())
             trials = conv_local.planned_trials(ctx, space)

@@ -104,6 +104,7 @@ static const layout_row LAYOUT[] = {
     FIELD(hwt_op_ctx, ws_floats),
     FIELD(hwt_op_ctx, flops),
     FIELD(hwt_op_ctx, shared),
+    FIELD(hwt_op_ctx, const_in),
 
     SIZE(hwt_op_impl),
     FIELD(hwt_op_impl, type),
@@ -197,6 +198,7 @@ static const layout_row LAYOUT[] = {
     FIELD(hwt_conv_params, reg_n),
     FIELD(hwt_conv_params, unroll_ker),
     FIELD(hwt_conv_params, reg_h),
+    FIELD(hwt_conv_params, winograd),
 
     SIZE(hwt_conv_knob),
     FIELD(hwt_conv_knob, n),
@@ -208,6 +210,7 @@ static const layout_row LAYOUT[] = {
     FIELD(hwt_conv_knobs_t, reg_n),
     FIELD(hwt_conv_knobs_t, unroll_ker),
     FIELD(hwt_conv_knobs_t, reg_h),
+    FIELD(hwt_conv_knobs_t, winograd),
 
     SIZE(hwt_conv_plan),
     FIELD(hwt_conv_plan, d),
@@ -224,6 +227,14 @@ static const layout_row LAYOUT[] = {
     FIELD(hwt_conv_plan, y_floats),
     FIELD(hwt_conv_plan, w_floats),
     FIELD(hwt_conv_plan, ws_floats),
+    FIELD(hwt_conv_plan, wino_th),
+    FIELD(hwt_conv_plan, wino_tw),
+    FIELD(hwt_conv_plan, wino_tb),
+    FIELD(hwt_conv_plan, wino_kb),
+    FIELD(hwt_conv_plan, wino_bs),
+    FIELD(hwt_conv_plan, wino_cpad),
+    FIELD(hwt_conv_plan, wino_pack_full),
+    FIELD(hwt_conv_plan, wino_pack_tail),
 
     SIZE(hwt_samples_options),
     FIELD(hwt_samples_options, input),

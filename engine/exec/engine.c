@@ -376,7 +376,13 @@ static int prepare_op(hwt_engine *e, int op) {
   c->n_in = hwt_graph_op_n_inputs(e->g, op);
   c->n_out = hwt_graph_op_n_outputs(e->g, op);
   const int *in = hwt_graph_op_inputs(e->g, op), *out = hwt_graph_op_outputs(e->g, op);
-  for (int i = 0; i < c->n_in; i++) c->in[i] = e->tensor[in[i]];
+  for (int i = 0; i < c->n_in; i++) {
+    c->in[i] = e->tensor[in[i]];
+    int producer = hwt_graph_tensor_producer(e->g, in[i]);
+    if (hwt_graph_tensor_kind(e->g, in[i]) == HWT_TENSOR_PARAM ||
+        (producer >= 0 && e->folded[producer]))
+      c->const_in |= (uint64_t)1 << i;
+  }
   for (int i = 0; i < c->n_out; i++) c->out[i] = e->tensor[out[i]];
   c->isa = (hwt_isa)(e->cfg.isa >= 0 ? e->cfg.isa : hwt_isa_select());
   c->max_threads = e->op_maxth[op];

@@ -107,8 +107,8 @@ static int conv_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   const hwt_conv_params *pp = NULL;
   int reg_n = attr_int(g, op, "reg_n"), unroll = attr_int(g, op, "unroll_ker");
   int ic_bn = attr_int(g, op, "ic_bn"), oc_bn = attr_int(g, op, "oc_bn");
-  int reg_h = attr_int(g, op, "reg_h");
-  if (blocked || reg_n > 0 || unroll >= 0 || ic_bn > 0 || oc_bn > 0 || reg_h > 0) {
+  int reg_h = attr_int(g, op, "reg_h"), wino = attr_int(g, op, "winograd");
+  if (blocked || reg_n > 0 || unroll >= 0 || ic_bn > 0 || oc_bn > 0 || reg_h > 0 || wino >= 0) {
     hwt_conv_params def;
     int st = hwt_conv_default_params(&d, ctx->isa, &def);
     if (st < 0) {
@@ -123,6 +123,7 @@ static int conv_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
     p.reg_n = reg_n > 0 ? reg_n : def.reg_n;
     p.unroll_ker = unroll >= 0 ? unroll : def.unroll_ker;
     p.reg_h = reg_h > 0 ? reg_h : def.reg_h;
+    p.winograd = wino >= 0 ? wino : def.winograd;
     pp = &p;
   }
   int st = hwt_conv_plan_make(&d, blocked ? HWT_CONV_NCHWC : HWT_CONV_NCHW, pp, ctx->isa,
@@ -132,10 +133,10 @@ static int conv_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
     snprintf(err, errlen,
              "the CONV kernel refuses N=%d C=%d %dx%d K=%d %dx%d stride %d,%d pad %d,%d"
              " end %d,%d dilation %d,%d ic_bn=%d oc_bn=%d reg_n=%d unroll_ker=%d reg_h=%d"
-             " (%d)",
+             " winograd=%d (%d)",
              d.N, d.C, d.H, d.W, d.K, d.R, d.S, d.stride_h, d.stride_w, d.pad_h, d.pad_w,
              d.pad_h_end, d.pad_w_end, d.dil_h, d.dil_w, p.ic_bn, p.oc_bn, p.reg_n,
-             p.unroll_ker, p.reg_h, st);
+             p.unroll_ker, p.reg_h, p.winograd, st);
     return st;
   }
   /* NCHWc weights already arrive in the template's OIHW[i]i[o]o layout
@@ -143,7 +144,40 @@ static int conv_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
    * op): read in place. NCHW weights are packed once, which needs them
    * constant. */
   size_t pack_ws = 0;
-  if (!blocked && hwt_graph_tensor_kind(g, in[1]) != HWT_TENSOR_PARAM) {
+  const int w_const = (int)(ctx->const_in >> 1 & 1) ||
+                      hwt_graph_tensor_kind(g, in[1]) == HWT_TENSOR_PARAM;
+  if (s->plan.p.winograd && !w_const) {
+    /* Winograd transforms the weights once, at prepare (into memory of
+     * their own); weights that change between runs keep the direct
+     * template. */
+    p.winograd = 0;
+    if ((st = hwt_conv_plan_make(&d, s->plan.layout, &p, ctx->isa, ctx->max_threads,
+                                 &s->plan)) < 0) {
+      free(s);
+      snprintf(err, errlen, "the CONV kernel refuses the direct template (%d)", st);
+      return st;
+    }
+  }
+  if (s->plan.p.winograd) {
+    /* NCHWc's blocked weights go through a plain copy. */
+    float *plain = blocked ? malloc((size_t)d.K * d.C * 9 * sizeof(float)) : NULL;
+    s->w_packed = aligned_alloc(64, (s->plan.w_floats * sizeof(float) + 63) / 64 * 64);
+    if ((blocked && !plain) || !s->w_packed) {
+      free(plain);
+      free(s->w_packed);
+      free(s);
+      return HWT_ENOMEM;
+    }
+    if (blocked) hwt_layout_blocked_to_oihw(d.K, d.C, 3, 3, p.ic_bn, p.oc_bn, ctx->in[1], plain);
+    st = hwt_conv_pack_weights(&s->plan, blocked ? plain : ctx->in[1], s->w_packed);
+    free(plain);
+    if (st < 0) {
+      free(s->w_packed);
+      free(s);
+      snprintf(err, errlen, "out of memory for the Winograd weight transform");
+      return st;
+    }
+  } else if (!blocked && hwt_graph_tensor_kind(g, in[1]) != HWT_TENSOR_PARAM) {
     /* Weights that change between runs (a training step's): each share
      * packs its own copy into its workspace before computing, since no
      * share may wait for another's packing. That repeats the packing nth

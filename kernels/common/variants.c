@@ -11,15 +11,17 @@ typedef struct {
   const hwt_ew_variant *eltwise;
   const hwt_conv_variant *conv;
   const hwt_probe_variant *probe;
+  const hwt_wino_variant *wino;
 } variant_row;
 
 static const variant_row k_rows[HWT_ISA_COUNT] = {
     [HWT_ISA_GENERIC] = {&hwt_ew_variant_generic, &hwt_conv_variant_generic,
-                         &hwt_probe_variant_generic},
+                         &hwt_probe_variant_generic, &hwt_wino_variant_generic},
 #if defined(HWTUNE_HAVE_X86)
-    [HWT_ISA_AVX2] = {&hwt_ew_variant_avx2, &hwt_conv_variant_avx2, &hwt_probe_variant_avx2},
+    [HWT_ISA_AVX2] = {&hwt_ew_variant_avx2, &hwt_conv_variant_avx2, &hwt_probe_variant_avx2,
+                      &hwt_wino_variant_avx2},
     [HWT_ISA_AVX512] = {&hwt_ew_variant_avx512, &hwt_conv_variant_avx512,
-                        &hwt_probe_variant_avx512},
+                        &hwt_probe_variant_avx512, &hwt_wino_variant_avx512},
 #endif
 };
 
@@ -34,6 +36,7 @@ static const variant_row *row(hwt_isa isa) {
 const hwt_ew_variant *hwt_ew_variant_for(hwt_isa isa) { return row(isa)->eltwise; }
 const hwt_conv_variant *hwt_conv_variant_for(hwt_isa isa) { return row(isa)->conv; }
 const hwt_probe_variant *hwt_probe_variant_for(hwt_isa isa) { return row(isa)->probe; }
+const hwt_wino_variant *hwt_wino_variant_for(hwt_isa isa) { return row(isa)->wino; }
 
 /* Bounds are documented per compiled variant, whatever this CPU runs. */
 const hwt_ew_variant *hwt_ew_variant_compiled(hwt_isa isa) {

@@ -48,6 +48,8 @@ typedef struct {
   int block_scratch; /* 1: row() keeps its accumulators in a->scratch (reg_n x oc_bn floats) */
   void (*row)(const hwt_conv_row_args *a);
   hwt_conv_stage_fn stage;
+  /* dst[pos] = src[pos * step] for pos < n (a stride phase of a row). */
+  void (*phase)(const float *src, int step, int n, float *dst);
 } hwt_conv_variant;
 
 extern const hwt_conv_variant hwt_conv_variant_generic;
@@ -57,6 +59,34 @@ extern const hwt_conv_variant hwt_conv_variant_avx2, hwt_conv_variant_avx512;
 /* The variant for isa when the CPU runs it, else the portable one
  * (kernels/common/variants.c). */
 const hwt_conv_variant *hwt_conv_variant_for(hwt_isa isa);
+
+/* Winograd F(2x2, 3x3) tile transforms of one variant (winograd_body.c),
+ * vectorised over `lanes` consecutive channels:
+ *   in_tile:  patch element (i, j) of lane l at src[i*rs + j*cs + l] ->
+ *             V element xi = 4i + j of lane l at v[xi*vs + l];
+ *   out_tile: m element xi of lane l at m[xi*ms + l] -> the 2x2 outputs
+ *             (+ bias[l], ReLU if relu) of lane l at dst[q][l], q = 2*row +
+ *             column; a NULL dst[q] (outside the output) is skipped. */
+typedef struct {
+  int vec;
+  void (*in_tile)(const float *src, long rs, long cs, int lanes, float *v, long vs);
+  void (*out_tile)(const float *m, long ms, int lanes, const float *bias, int relu,
+                   float *const dst[4]);
+} hwt_wino_variant;
+
+extern const hwt_wino_variant hwt_wino_variant_generic;
+#if defined(HWTUNE_HAVE_X86)
+extern const hwt_wino_variant hwt_wino_variant_avx2, hwt_wino_variant_avx512;
+#endif
+const hwt_wino_variant *hwt_wino_variant_for(hwt_isa isa);
+
+/* The Winograd template (winograd.c): eligibility, plan sizing, weight
+ * transform and packing, and thread tid's share of the units. */
+int hwt_conv_wino_ok(const hwt_conv_desc *d);
+int hwt_conv_wino_plan(hwt_conv_plan *p);
+int hwt_conv_wino_pack(const hwt_conv_plan *p, const float *w_oihw, float *w_packed);
+void hwt_conv_wino_run_part(const hwt_conv_plan *p, const float *x, const float *w,
+                            const float *bias, float *y, float *ws, int tid, int nth);
 
 /* Direct NCHW convolution of work units [lo, hi) of N x ceil(K/HWT_CONV_DIRECT_OCG) x OH
  * (direct.c); ws holds HWT_CONV_DIRECT_OCG * OW floats. Weights packed

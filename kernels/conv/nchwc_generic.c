@@ -54,6 +54,10 @@ static void stage_tile(const float *src, long src_stride, int n, int bn, float *
     for (int pos = 0; pos < n; pos++) dst[i * dst_stride + pos] = src[pos * src_stride + i];
 }
 
+static void phase_copy(const float *src, int step, int n, float *dst) {
+  for (int pos = 0; pos < n; pos++) dst[pos] = src[(long)pos * step];
+}
+
 /* SSE2 auto-vectorised over oc_bn with the accumulators in an L1 scratch,
  * so longer oc runs pay off beyond the 4 lanes: oc_bn 16 / reg_n 8 measured
  * 4.3 GFLOPS vs 2.3 (8) and 1.2 (4), reg_n 4: 2.7 (64x56x56 3x3). Hence a
@@ -61,4 +65,4 @@ static void stage_tile(const float *src, long src_stride, int n, int bn, float *
  * channels) preferred. */
 const hwt_conv_variant hwt_conv_variant_generic = {
     .vec = 8, .nv_max = 2, .caps = {0, 8, 8, 8, 8}, .block_scratch = 1,
-    .row = row, .stage = stage_tile};
+    .row = row, .stage = stage_tile, .phase = phase_copy};

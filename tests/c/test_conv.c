@@ -76,17 +76,20 @@ static void test_shape(hwt_conv_desc d) {
     if (!hwt_isa_supported((hwt_isa)isa)) continue;
     hwt_conv_knobs_t k;
     CHECK(hwt_conv_knobs(&d, (hwt_isa)isa, &k) == HWT_OK, "knobs");
-    hwt_conv_params sets[3] = {
-        {k.ic_bn.v[0], k.oc_bn.v[k.oc_bn.n - 1], k.reg_n.v[k.reg_n.n - 1], 1, 1},
-        {k.ic_bn.v[k.ic_bn.n - 1], k.oc_bn.v[0], k.reg_n.v[0], 0, k.reg_h.v[k.reg_h.n - 1]},
+    /* The last set is the Winograd template where the shape has it. */
+    hwt_conv_params sets[4] = {
+        {k.ic_bn.v[0], k.oc_bn.v[k.oc_bn.n - 1], k.reg_n.v[k.reg_n.n - 1], 1, 1, 0},
+        {k.ic_bn.v[k.ic_bn.n - 1], k.oc_bn.v[0], k.reg_n.v[0], 0, k.reg_h.v[k.reg_h.n - 1], 0},
         {k.ic_bn.v[k.ic_bn.n / 2], k.oc_bn.v[k.oc_bn.n / 2], k.reg_n.v[k.reg_n.n / 2], 1,
-         k.reg_h.v[k.reg_h.n - 1]},
+         k.reg_h.v[k.reg_h.n - 1], 0},
+        {k.ic_bn.v[k.ic_bn.n / 2], k.oc_bn.v[k.oc_bn.n - 1], k.reg_n.v[0], 0, 1,
+         k.winograd.v[k.winograd.n - 1]},
     };
     for (int nth = 1; nth <= 3; nth++) {
       run_case(&d, HWT_CONV_NCHW_DIRECT, NULL, (hwt_isa)isa, nth, x, w, b, want);
       run_case(&d, HWT_CONV_NCHW, NULL, (hwt_isa)isa, nth, x, w, b, want);
       run_case(&d, HWT_CONV_NCHWC, NULL, (hwt_isa)isa, nth, x, w, b, want);
-      for (int s = 0; s < 3; s++) {
+      for (int s = 0; s < 4; s++) {
         run_case(&d, HWT_CONV_NCHWC, &sets[s], (hwt_isa)isa, nth, x, w, b, want);
         run_case(&d, HWT_CONV_NCHW, &sets[s], (hwt_isa)isa, nth, x, w, b, want);
       }
@@ -101,10 +104,10 @@ static void test_shape(hwt_conv_desc d) {
 static void test_illegal(void) {
   hwt_conv_desc d = {1, 64, 14, 14, 32, 3, 3, 1, 1, 1, 1, 0, 1, 1, 1, 1};
   hwt_conv_plan plan;
-  hwt_conv_params bad[] = {{3, 16, 7, 0, 1},  {16, 0, 7, 0, 1},  {16, 20, 7, 0, 1},
-                           {16, 16, 33, 0, 1}, {16, 16, 13, 0, 1}, {16, 16, 0, 0, 1},
-                           {16, 16, 7, 2, 1},  {-16, 16, 7, 0, 1}, {16, 16, 7, 0, 0},
-                           {16, 16, 7, 0, 3}};
+  hwt_conv_params bad[] = {{3, 16, 7, 0, 1, 0},   {16, 0, 7, 0, 1, 0},  {16, 20, 7, 0, 1, 0},
+                           {16, 16, 33, 0, 1, 0},  {16, 16, 13, 0, 1, 0}, {16, 16, 0, 0, 1, 0},
+                           {16, 16, 7, 2, 1, 0},   {-16, 16, 7, 0, 1, 0}, {16, 16, 7, 0, 0, 0},
+                           {16, 16, 7, 0, 3, 0},   {16, 16, 7, 0, 1, 1},  {16, 16, 7, 0, 1, 4}};
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
     CHECK(hwt_conv_plan_make(&d, HWT_CONV_NCHWC, &bad[i], HWT_ISA_GENERIC, 1, &plan) ==
                HWT_EINVAL, "bad params %zu accepted", i);
@@ -129,6 +132,17 @@ static void test_illegal(void) {
   }
   CHECK(hwt_conv_plan_make(&d, HWT_CONV_NCHW, NULL, HWT_ISA_GENERIC, 0, &plan) == HWT_EINVAL,
          "nth 0");
+  /* Winograd only for 3x3 stride 1 without dilation. */
+  hwt_conv_params wino = {16, 16, 7, 0, 1, 2};
+  CHECK(hwt_conv_plan_make(&d, HWT_CONV_NCHWC, &wino, HWT_ISA_GENERIC, 1, &plan) == HWT_OK,
+        "winograd 3x3 stride 1");
+  for (int i = 0; i < 2; i++) {
+    hwt_conv_desc e = d;
+    if (i == 0) e.stride_w = 2;
+    if (i == 1) e.dil_h = 2;
+    CHECK(hwt_conv_plan_make(&e, HWT_CONV_NCHWC, &wino, HWT_ISA_GENERIC, 1, &plan) ==
+              HWT_EINVAL, "winograd refused %d", i);
+  }
   CHECK(hwt_conv_plan_make(&d, (hwt_conv_layout)7, NULL, HWT_ISA_GENERIC, 1, &plan) ==
              HWT_EINVAL, "layout 7");
   CHECK(hwt_layout_check(1, 24, 10, 5, 0) == HWT_EINVAL, "block 5 of 24");
@@ -141,7 +155,7 @@ static void test_direct_fallback(void) {
   hwt_conv_plan plan;
   CHECK(hwt_conv_plan_make(&d, HWT_CONV_NCHW, NULL, HWT_ISA_GENERIC, 2, &plan) == HWT_OK &&
              plan.layout == HWT_CONV_NCHW_DIRECT, "S=65 falls back to direct");
-  hwt_conv_params p = {1, 1, 1, 0, 1};
+  hwt_conv_params p = {1, 1, 1, 0, 1, 0};
   CHECK(hwt_conv_plan_make(&d, HWT_CONV_NCHW, &p, HWT_ISA_GENERIC, 1, &plan) == HWT_EINVAL,
          "S=65 with params");
   CHECK(hwt_conv_plan_make(&d, HWT_CONV_NCHWC, NULL, HWT_ISA_GENERIC, 1, &plan) == HWT_EINVAL,

@@ -55,6 +55,10 @@ typedef struct hwt_op_ctx {
   size_t ws_floats;             /* per-thread workspace run() needs */
   double flops;                 /* set by prepare when known (cost estimates) */
   hwt_op_shared *shared;        /* the engine's shared constants; NULL: none */
+  uint64_t const_in;            /* bit i: in[i] holds its final values at prepare and never
+                                   changes (a param, or the output of an op folded at
+                                   prepare, engine/exec/fold.c), so prepare may derive
+                                   packed forms of it */
 } hwt_op_ctx;
 
 /* A 64-byte aligned buffer of `floats` floats holding the form `form` (the

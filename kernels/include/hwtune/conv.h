@@ -52,6 +52,9 @@ typedef struct {
   int unroll_ker;  /* 1: kernel-width loop innermost and unrolled (ic inside kh) */
   int reg_h;       /* output rows per register block (1 or 2): two rows share every
                       weight load, for narrow outputs (7x7, 14x14) */
+  int winograd;    /* 0: the direct NCHW[x]c template above; 2: Winograd F(2x2, 3x3)
+                      (3x3, stride 1, no dilation), the other knobs then unused
+                      except ic_bn / oc_bn, which still name the NCHWC tensors' blocks */
 } hwt_conv_params;
 
 #define HWT_CONV_KNOB_MAX 128
@@ -64,9 +67,9 @@ typedef struct {
  * of listed values is accepted by hwt_conv_plan_make(): ic_bn / oc_bn are
  * the divisors of C / K (the first HWT_CONV_KNOB_MAX), reg_n the values up
  * to min(32, OW) that divide OW or are powers of two, unroll_ker 0 and 1,
- * reg_h 1 and (when OH > 1) 2. */
+ * reg_h 1 and (when OH > 1) 2, winograd 0 and (3x3 stride 1 undilated) 2. */
 typedef struct {
-  hwt_conv_knob ic_bn, oc_bn, reg_n, unroll_ker, reg_h;
+  hwt_conv_knob ic_bn, oc_bn, reg_n, unroll_ker, reg_h, winograd;
 } hwt_conv_knobs_t;
 
 typedef struct {
@@ -80,6 +83,13 @@ typedef struct {
   int copy_input;     /* 1: run_part stages a zero-padded input copy in ws (template) */
   size_t x_floats, y_floats, w_floats;  /* tensor sizes in this layout */
   size_t ws_floats;   /* workspace floats each thread needs (64-byte aligned) */
+  /* Winograd (p.winograd == 2; winograd.c): tiles of 2x2 outputs, tw x th
+   * of them per image, worked in blocks of tb tiles x kb output channels;
+   * the input staged in channel blocks of bs lanes, cpad channels (C
+   * rounded up to bs); packed weights per channel block: pack_full floats
+   * per transform element (pack_tail for the last, narrower block). */
+  int wino_th, wino_tw, wino_tb, wino_kb, wino_bs, wino_cpad;
+  size_t wino_pack_full, wino_pack_tail;
 } hwt_conv_plan;
 
 /* Output size; HWT_EINVAL if the shape is invalid (empty output, bad stride). */

@@ -17,7 +17,7 @@ from hwtune.native.abi import mirror
 from hwtune.native.isa import resolve_isa
 
 LAYOUTS = tuple(enum_names("hwt_conv_layout"))  # "NCHW", "NCHWc", "NCHW-direct"; index = value
-KNOBS = ("ic_bn", "oc_bn", "reg_n", "unroll_ker", "reg_h")  # hwt_conv_params order
+KNOBS = ("ic_bn", "oc_bn", "reg_n", "unroll_ker", "reg_h", "winograd")  # hwt_conv_params order
 _KNOB_MAX = 128
 
 

@@ -1,5 +1,5 @@
 """conv2d in NCHW or the blocked NCHW[x]c layout, with the CONV template's
-tunable knobs (ic_bn, oc_bn, reg_n, unroll_ker, reg_h) as optional attributes.
+tunable knobs (ic_bn, oc_bn, reg_n, unroll_ker, reg_h, winograd) as optional attributes.
 Any stride, dilation and zero padding (asymmetric through `padding_end`, as
 TF-style "same" padding with an even kernel needs) runs on the template.
 
@@ -89,6 +89,7 @@ def conv2d_knobs(in_shapes, attrs):
         "reg_n": legal["reg_n"],
         "unroll_ker": [bool(v) for v in legal["unroll_ker"]],
         "reg_h": legal["reg_h"],
+        "winograd": legal["winograd"],
     }
 
 
@@ -104,7 +105,7 @@ def _infer(in_shapes, attrs, n_out):
                       "elements", "inputs[1]")
     check_bias(in_shapes, 2, oc)
     legal = conv2d_knobs(in_shapes, attrs)
-    for key in ("ic_bn", "oc_bn", "reg_n", "reg_h"):
+    for key in ("ic_bn", "oc_bn", "reg_n", "reg_h", "winograd"):
         if attrs[key] is not None and attrs[key] not in legal[key]:
             raise OpError(f"{attrs[key]} is not legal here (legal: "
                           f"{', '.join(map(str, legal[key]))})", f"attrs.{key}")
@@ -183,5 +184,8 @@ register(OpSpec(
         Attr("unroll_ker", "bool", None, doc="unroll the kernel-width loop"),
         Attr("reg_h", "int", None, minimum=1,
              doc="output rows per register block (1 or 2)"),
+        Attr("winograd", "int", None, minimum=0,
+             doc="0: the direct template; 2: Winograd F(2x2, 3x3) (3x3, stride 1, no "
+                 "dilation; the other register knobs then unused)"),
     ],
     doc="2-D convolution (+ bias[OC]); cross-correlation as in every DL framework"))

@@ -1,0 +1,283 @@
+/* The Winograd F(2x2, 3x3) template (Lavin and Gray, "Fast Algorithms for
+ * Convolutional Neural Networks", 2016): a 3x3 stride-1 CONV as 16
+ * independent GEMMs over 2x2 output tiles, 2.25x fewer multiplications
+ * than the direct template, at the price of transforms and a 16/9 larger
+ * weight tensor. One of the templates the tuner picks per workload (knob
+ * `winograd`, conv.c); the tile transforms are per ISA (winograd_body.c),
+ * the GEMMs are hwtune's (gemm.h) on weights packed once.
+ *
+ * Per image: tiles (th x tw, raster order) in blocks of tb; output channels
+ * in blocks of kb. A work unit is (image, tile block, channel block); a
+ * thread's share is a contiguous range of units, so it stages and
+ * transforms each tile block's input once for all the channel blocks it
+ * computes, and no unit waits for another (no barrier, as conv.h
+ * requires):
+ *   1. stage the tile block's input rows: zero-padded, channel-blocked
+ *      [C/bs][rows][cols][bs] (NCHW[x]c rows are copied, NCHW ones
+ *      transposed by the variant's gathers);
+ *   2. V[xi][tile][c] = B^T d B for each tile and channel;
+ *   3. M[xi] = V[xi] * U[xi] (tiles x C times C x kb), 16 GEMMs;
+ *   4. Y = A^T M A (+ bias, ReLU) into the output tiles. */
+#include <stdlib.h>
+#include <string.h>
+#include "hwtune/gemm.h"
+#include "conv_internal.h"
+
+#define XI 16  /* transform elements: 4x4 */
+#define ALIGN_FLOATS(n) (((n) + 15) & ~(size_t)15)
+
+int hwt_conv_wino_ok(const hwt_conv_desc *d) {
+  return d->R == 3 && d->S == 3 && d->stride_h == 1 && d->stride_w == 1 && d->dil_h == 1 &&
+         d->dil_w == 1;
+}
+
+static int gcd(int a, int b) {
+  while (b) {
+    int t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
+static int round_up(int v, int a) { return (v + a - 1) / a * a; }
+
+static int gemm_plan(const hwt_conv_plan *p, int m, int n, hwt_gemm_plan *gp) {
+  hwt_gemm_desc g = {0};
+  g.M = m;
+  g.N = n;
+  g.K = p->wino_cpad;
+  g.lda = p->wino_cpad;
+  g.ldb = p->d.K;
+  g.ldc = n;
+  return hwt_gemm_plan_make(&g, p->isa, 1, gp);
+}
+
+static int n_kblocks(const hwt_conv_plan *p) { return (p->d.K + p->wino_kb - 1) / p->wino_kb; }
+static int tail_kb(const hwt_conv_plan *p) { return p->d.K - (n_kblocks(p) - 1) * p->wino_kb; }
+
+/* Staged rows of a tile block: at most this many tile rows, two input rows
+ * each plus the two the last tile row's 4x4 patches reach past. */
+static int staged_rows(const hwt_conv_plan *p) {
+  int tiles_rows = (p->wino_tb + p->wino_tw - 1) / p->wino_tw + 1;
+  if (tiles_rows > p->wino_th) tiles_rows = p->wino_th;
+  return 2 * tiles_rows + 2;
+}
+static int staged_cols(const hwt_conv_plan *p) { return 2 * p->wino_tw + 2; }
+
+int hwt_conv_wino_plan(hwt_conv_plan *p) {
+  const hwt_conv_desc *d = &p->d;
+  if (!hwt_conv_wino_ok(d)) return HWT_EINVAL;
+  const int vec = hwt_wino_variant_for(p->isa)->vec;
+  /* NCHW input is staged in blocks of one vector (8 lanes at least, so the
+   * portable variant's staging moves whole lines); NCHW[x]c keeps ic_bn. */
+  p->wino_bs = p->layout == HWT_CONV_NCHWC ? p->p.ic_bn : (vec < 8 ? 8 : vec);
+  p->wino_cpad = round_up(d->C, p->wino_bs);
+  p->wino_th = (p->OH + 1) / 2;
+  p->wino_tw = (p->OW + 1) / 2;
+  const int T = p->wino_th * p->wino_tw;
+  hwt_gemm_plan gp;
+  if (gemm_plan(p, 1, 1, &gp) != HWT_OK) return HWT_EINVAL;
+  const int mr = gp.mr;
+  hwt_cache_sizes cs;
+  hwt_cache_sizes_host(&cs);
+  /* Tile block: V (tb x C) and M (tb x kb) for all 16 elements in half of
+   * L2, so the GEMMs read V where the transform left it and the output
+   * transform reads M likewise; whole micro-tiles of mr rows. */
+  const long l2 = cs.l2 > 0 ? cs.l2 : 256L << 10;
+  int kb = d->K, tb = 0;
+  for (int pass = 0; pass < 2; pass++) {
+    long per_tile = (long)XI * (p->wino_cpad + kb) * (long)sizeof(float);
+    tb = (int)(l2 / 2 / per_tile) / mr * mr;
+    if (tb < mr) tb = mr;
+    if (tb >= T) {
+      tb = T;
+    } else {
+      int blocks = (T + tb - 1) / tb;
+      tb = round_up((T + blocks - 1) / blocks, mr);
+      if (tb > T) tb = T;
+    }
+    /* Output channel blocks only to give every thread equal work: units
+     * (images x tile blocks) that do not divide among the threads split
+     * K as well (2 threads, 5 tile blocks: 10 units). */
+    int units = d->N * ((T + tb - 1) / tb), nkb = 1;
+    if (units < 4 * p->nth && units % p->nth) {
+      nkb = p->nth / gcd(units, p->nth);
+      if (units * nkb < p->nth) nkb = (p->nth + units - 1) / units;
+    }
+    const int align = p->layout == HWT_CONV_NCHWC && p->p.oc_bn % 8 == 0 ? p->p.oc_bn : 16;
+    kb = round_up((d->K + nkb - 1) / nkb, align);
+    if (kb > d->K) kb = d->K;
+  }
+  p->wino_tb = tb;
+  p->wino_kb = kb;
+  if (gemm_plan(p, tb, kb, &gp) != HWT_OK) return HWT_EINVAL;
+  p->wino_pack_full = ALIGN_FLOATS(gp.packed_b_floats);
+  size_t gws = gp.ws_floats;
+  p->wino_pack_tail = p->wino_pack_full;
+  if (tail_kb(p) != kb) {
+    if (gemm_plan(p, tb, tail_kb(p), &gp) != HWT_OK) return HWT_EINVAL;
+    p->wino_pack_tail = ALIGN_FLOATS(gp.packed_b_floats);
+    if (gp.ws_floats > gws) gws = gp.ws_floats;
+  }
+  p->w_floats = (size_t)XI * ((size_t)(n_kblocks(p) - 1) * p->wino_pack_full + p->wino_pack_tail);
+  p->Hp = staged_rows(p);
+  p->Wp = staged_cols(p);
+  p->copy_input = 1;
+  p->ws_floats = ALIGN_FLOATS((size_t)p->wino_cpad * p->Hp * p->Wp) +
+                 ALIGN_FLOATS((size_t)XI * tb * p->wino_cpad) +
+                 ALIGN_FLOATS((size_t)XI * tb * kb) + ALIGN_FLOATS((size_t)4 * kb) +
+                 ALIGN_FLOATS(gws);
+  return HWT_OK;
+}
+
+/* U = G g G^T for one 3x3 kernel g, G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1]. */
+static void weight_transform(const float *g, double u[XI]) {
+  double t[4][3];
+  for (int j = 0; j < 3; j++) {
+    double a = g[j], b = g[3 + j], c = g[6 + j];
+    t[0][j] = a;
+    t[1][j] = 0.5 * (a + b + c);
+    t[2][j] = 0.5 * (a - b + c);
+    t[3][j] = c;
+  }
+  for (int i = 0; i < 4; i++) {
+    double a = t[i][0], b = t[i][1], c = t[i][2];
+    u[i * 4 + 0] = a;
+    u[i * 4 + 1] = 0.5 * (a + b + c);
+    u[i * 4 + 2] = 0.5 * (a - b + c);
+    u[i * 4 + 3] = c;
+  }
+}
+
+int hwt_conv_wino_pack(const hwt_conv_plan *p, const float *w_oihw, float *w_packed) {
+  const hwt_conv_desc *d = &p->d;
+  const int C = d->C, K = d->K, cpad = p->wino_cpad;
+  /* U[xi][c][k]: each element's GEMM operand, C x K row-major, zero rows
+   * for the padding channels. Prepare-time only. */
+  float *u = calloc((size_t)XI * cpad * K, sizeof(float));
+  if (!u) return HWT_ENOMEM;
+  for (int k = 0; k < K; k++)
+    for (int c = 0; c < C; c++) {
+      double t[XI];
+      weight_transform(w_oihw + ((size_t)k * C + c) * 9, t);
+      for (int xi = 0; xi < XI; xi++) u[((size_t)xi * cpad + c) * K + k] = (float)t[xi];
+    }
+  const int nkb = n_kblocks(p);
+  for (int b = 0; b < nkb; b++) {
+    const int n = b == nkb - 1 ? tail_kb(p) : p->wino_kb;
+    const size_t per = b == nkb - 1 ? p->wino_pack_tail : p->wino_pack_full;
+    hwt_gemm_plan gp;
+    gemm_plan(p, p->wino_tb, n, &gp);
+    for (int xi = 0; xi < XI; xi++)
+      hwt_gemm_pack_b(&gp, u + (size_t)xi * cpad * K + (size_t)b * p->wino_kb,
+                      w_packed + (size_t)b * XI * p->wino_pack_full + (size_t)xi * per);
+  }
+  free(u);
+  return HWT_OK;
+}
+
+/* Step 1: padded rows [2*r0, 2*r0 + rows) of image n into st. */
+static void stage(const hwt_conv_plan *p, const float *x, int n, int r0, int rows, float *st) {
+  const hwt_conv_desc *d = &p->d;
+  const int bs = p->wino_bs, cols = p->Wp, CB = p->wino_cpad / bs;
+  const size_t row_floats = (size_t)cols * bs;
+  const hwt_conv_stage_fn transpose = hwt_conv_variant_for(p->isa)->stage;
+  for (int cb = 0; cb < CB; cb++)
+    for (int r = 0; r < rows; r++) {
+      float *dst = st + ((size_t)cb * rows + r) * row_floats;
+      const int ih = 2 * r0 + r - d->pad_h;
+      if (ih < 0 || ih >= d->H) {
+        memset(dst, 0, row_floats * sizeof(float));
+        continue;
+      }
+      const int c0 = cb * bs, nch = d->C - c0 < bs ? d->C - c0 : bs;
+      memset(dst, 0, (size_t)d->pad_w * bs * sizeof(float));
+      const int end = d->pad_w + d->W;
+      memset(dst + (size_t)end * bs, 0, (size_t)(cols - end) * bs * sizeof(float));
+      float *o = dst + (size_t)d->pad_w * bs;
+      if (p->layout == HWT_CONV_NCHWC) {
+        memcpy(o, x + (((size_t)n * (d->C / bs) + cb) * d->H + ih) * d->W * bs,
+               (size_t)d->W * bs * sizeof(float));
+        continue;
+      }
+      if (nch < bs) memset(o, 0, (size_t)d->W * bs * sizeof(float));
+      const size_t hw = (size_t)d->H * d->W;
+      const float *src = x + ((size_t)n * d->C + c0) * hw + (size_t)ih * d->W;
+      /* o[col * bs + ch] = src[ch * hw + col], 16 columns per call. */
+      for (int c = 0; c < d->W; c += 16)
+        transpose(src + c, (long)hw, nch, d->W - c < 16 ? d->W - c : 16, o + (size_t)c * bs,
+                  bs);
+    }
+}
+
+void hwt_conv_wino_run_part(const hwt_conv_plan *p, const float *x, const float *w,
+                            const float *bias, float *y, float *ws, int tid, int nth) {
+  const hwt_conv_desc *d = &p->d;
+  const hwt_wino_variant *v = hwt_wino_variant_for(p->isa);
+  const int tw = p->wino_tw, tb = p->wino_tb, kb = p->wino_kb, bs = p->wino_bs;
+  const int cpad = p->wino_cpad, rows = p->Hp, cols = p->Wp, OH = p->OH, OW = p->OW;
+  const int T = p->wino_th * tw, ntb = (T + tb - 1) / tb, nkb = n_kblocks(p);
+  const long units = (long)d->N * ntb * nkb;
+  const long lo = units * tid / nth, hi = units * (tid + 1) / nth;
+  float *st = ws;
+  float *V = st + ALIGN_FLOATS((size_t)cpad * rows * cols);
+  float *M = V + ALIGN_FLOATS((size_t)XI * tb * cpad);
+  float *tmp = M + ALIGN_FLOATS((size_t)XI * tb * kb);
+  float *gws = tmp + ALIGN_FLOATS((size_t)4 * kb);
+  const int blocked_out = p->layout == HWT_CONV_NCHWC, obn = p->p.oc_bn;
+  long have = -1;  /* (image, tile block) whose V this thread holds */
+  for (long u = lo; u < hi; u++) {
+    const int n = (int)(u / ((long)ntb * nkb)), bi = (int)(u / nkb % ntb), ki = (int)(u % nkb);
+    const int t0 = bi * tb, t1 = t0 + tb < T ? t0 + tb : T, r0 = t0 / tw;
+    if (u / nkb != have) {
+      const int r1 = (t1 - 1) / tw;
+      stage(p, x, n, r0, 2 * (r1 - r0) + 4, st);
+      const int srows = 2 * (r1 - r0) + 4;
+      for (int t = t0; t < t1; t++) {
+        const int lr = 2 * (t / tw - r0), lc = 2 * (t % tw);
+        for (int cb = 0; cb < cpad / bs; cb++)
+          v->in_tile(st + (((size_t)cb * srows + lr) * cols + lc) * bs, (long)cols * bs, bs, bs,
+                     V + (size_t)(t - t0) * cpad + (size_t)cb * bs, (long)tb * cpad);
+      }
+      have = u / nkb;
+    }
+    const int k0 = ki * kb, kn = ki == nkb - 1 ? d->K - k0 : kb;
+    hwt_gemm_plan gp;
+    gemm_plan(p, t1 - t0, kn, &gp);
+    const float *wk = w + (size_t)ki * XI * p->wino_pack_full;
+    const size_t per = ki == nkb - 1 ? p->wino_pack_tail : p->wino_pack_full;
+    for (int xi = 0; xi < XI; xi++)
+      hwt_gemm_run_part_packed(&gp, V + (size_t)xi * tb * cpad, wk + (size_t)xi * per,
+                               M + (size_t)xi * tb * kn, NULL, gws, 0, 1);
+    const long ms = (long)tb * kn;
+    for (int t = t0; t < t1; t++) {
+      const int oh = 2 * (t / tw), ow = 2 * (t % tw);
+      const float *mt = M + (size_t)(t - t0) * kn;
+      if (!blocked_out) {
+        float *dst[4] = {tmp, tmp + kb, tmp + 2 * kb, tmp + 3 * kb};
+        v->out_tile(mt, ms, kn, bias ? bias + k0 : NULL, d->relu, dst);
+        for (int q = 0; q < 4; q++) {
+          const int h = oh + q / 2, c = ow + q % 2;
+          if (h >= OH || c >= OW) continue;
+          float *yo = y + (((size_t)n * d->K + k0) * OH + h) * OW + c;
+          for (int k = 0; k < kn; k++) yo[(size_t)k * OH * OW] = dst[q][k];
+        }
+        continue;
+      }
+      for (int k = k0; k < k0 + kn;) {
+        const int run = obn - k % obn < k0 + kn - k ? obn - k % obn : k0 + kn - k;
+        float *dst[4];
+        for (int q = 0; q < 4; q++) {
+          const int h = oh + q / 2, c = ow + q % 2;
+          dst[q] = h < OH && c < OW
+                       ? y + ((((size_t)n * (d->K / obn) + k / obn) * OH + h) * OW + c) * obn +
+                             k % obn
+                       : NULL;
+        }
+        v->out_tile(mt + (k - k0), ms, run, bias ? bias + k : NULL, d->relu, dst);
+        k += run;
+      }
+    }
+  }
+}

@@ -1,0 +1,96 @@
+/* Winograd F(2x2, 3x3) transforms (Lavin and Gray, 2016), compiled once per
+ * SIMD ISA over kernels/common/vec.h (kernels.cmake), vectorised over
+ * channels: every call transforms one tile for `lanes` consecutive
+ * channels, HV_W at a time, the last vector masked.
+ *
+ *   input:  V = B^T d B, d the 4x4 input patch,
+ *           B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]
+ *   output: Y = A^T m A, m the 4x4 products summed over channels,
+ *           A^T = [1 1 1 0; 0 1 -1 -1]
+ * The weight transform U = G g G^T runs once, at packing (winograd.c). All
+ * coefficients are 0 and +-1, so the transforms round no more than the sum
+ * they replace. */
+#include "../common/vec.h"
+#include "conv_internal.h"
+
+/* One vector of the input transform: patch element (i, j) at
+ * src + i * rs + j * cs; element xi of V at v + xi * vs. */
+HV_AI void in_vec(const float *src, long rs, long cs, float *v, long vs, hv_mask m,
+                  const int MT) {
+  hv_f32 d[4][4], t[4][4];
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; i++)
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++)
+      d[i][j] = MT ? hv_load_mask(src + i * rs + j * cs, m) : hv_load(src + i * rs + j * cs);
+#pragma GCC unroll 4
+  for (int j = 0; j < 4; j++) {  /* B^T d: rows */
+    t[0][j] = hv_sub(d[0][j], d[2][j]);
+    t[1][j] = hv_add(d[1][j], d[2][j]);
+    t[2][j] = hv_sub(d[2][j], d[1][j]);
+    t[3][j] = hv_sub(d[1][j], d[3][j]);
+  }
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; i++) {  /* (B^T d) B: columns */
+    hv_f32 r[4] = {hv_sub(t[i][0], t[i][2]), hv_add(t[i][1], t[i][2]),
+                   hv_sub(t[i][2], t[i][1]), hv_sub(t[i][1], t[i][3])};
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++) {
+      if (MT)
+        hv_store_mask(v + (i * 4 + j) * vs, m, r[j]);
+      else
+        hv_store(v + (i * 4 + j) * vs, r[j]);
+    }
+  }
+}
+
+static void in_tile(const float *src, long rs, long cs, int lanes, float *v, long vs) {
+  int l = 0;
+  for (; l + HV_W <= lanes; l += HV_W) in_vec(src + l, rs, cs, v + l, vs, hv_first(HV_W), 0);
+  if (l < lanes) in_vec(src + l, rs, cs, v + l, vs, hv_first(lanes - l), 1);
+}
+
+/* One vector of the output transform: m[xi] at m + xi * ms; Y (2x2) + bias,
+ * ReLU if relu, into dst[q] (q = row * 2 + column; NULL: outside the
+ * output, skipped). */
+HV_AI void out_vec(const float *mp, long ms, const float *bias, int relu, float *const dst[4],
+                   long off, hv_mask mk, const int MT) {
+  hv_f32 x[4][4], s[2][4];
+#pragma GCC unroll 16
+  for (int q = 0; q < 16; q++)
+    x[q / 4][q % 4] = MT ? hv_load_mask(mp + q * ms, mk) : hv_load(mp + q * ms);
+#pragma GCC unroll 4
+  for (int j = 0; j < 4; j++) {
+    s[0][j] = hv_add(hv_add(x[0][j], x[1][j]), x[2][j]);
+    s[1][j] = hv_sub(hv_sub(x[1][j], x[2][j]), x[3][j]);
+  }
+  const hv_f32 b = bias ? (MT ? hv_load_mask(bias, mk) : hv_load(bias)) : hv_zero();
+  const hv_f32 zero = hv_zero();
+#pragma GCC unroll 2
+  for (int i = 0; i < 2; i++) {
+    hv_f32 y[2] = {hv_add(hv_add(hv_add(s[i][0], s[i][1]), s[i][2]), b),
+                   hv_add(hv_sub(hv_sub(s[i][1], s[i][2]), s[i][3]), b)};
+#pragma GCC unroll 2
+    for (int j = 0; j < 2; j++) {
+      float *p = dst[i * 2 + j];
+      if (!p) continue;
+      hv_f32 r = relu ? hv_max(y[j], zero) : y[j];
+      if (MT)
+        hv_store_mask(p + off, mk, r);
+      else
+        hv_store(p + off, r);
+    }
+  }
+}
+
+static void out_tile(const float *mp, long ms, int lanes, const float *bias, int relu,
+                     float *const dst[4]) {
+  int l = 0;
+  for (; l + HV_W <= lanes; l += HV_W)
+    out_vec(mp + l, ms, bias ? bias + l : 0, relu, dst, l, hv_first(HV_W), 0);
+  if (l < lanes)
+    out_vec(mp + l, ms, bias ? bias + l : 0, relu, dst, l, hv_first(lanes - l), 1);
+}
+
+const hwt_wino_variant HWT_VARIANT(hwt_wino_variant) = {
+    .vec = HV_W, .in_tile = in_tile, .out_tile = out_tile};

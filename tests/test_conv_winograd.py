@@ -1,0 +1,143 @@
+"""The Winograd F(2x2, 3x3) template (kernels/conv/winograd.c): the knob's
+legality, numerics against the plain-C reference in both tensor layouts on
+every ISA this CPU runs (odd sizes, channel counts that are not a multiple
+of the vector, batch > 1, asymmetric padding, any thread count), and the
+engine op: NCHWc weights made by a folded layout_transform, and weights
+that change between runs (the direct template then runs)."""
+import numpy as np
+import pytest
+
+from hwtune.errors import UsageError
+from hwtune.native import conv
+from hwtune.native.isa import supported_isas
+
+ISAS = supported_isas()
+
+# (n, c, h, w, k, pad, pad_end)
+CASES = [
+    (1, 64, 56, 56, 64, 1, None),     # ResNet-18 conv2_x
+    (2, 5, 7, 9, 3, 1, None),         # batch 2, 5 channels: masked lanes everywhere
+    (1, 17, 13, 11, 19, (0, 2), None),
+    (1, 33, 6, 5, 40, 1, (0, 1)),     # asymmetric padding, odd output
+    (1, 3, 1, 1, 5, 1, None),         # one pixel
+    (1, 40, 4, 30, 24, 0, None),      # no padding, wide rows
+    (3, 24, 9, 2, 50, 1, None),
+]
+
+
+def make(case, seed):
+    n, c, h, w, k, pad, pad_end = case
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-1, 1, (n, c, h, w)).astype(np.float32)
+    wt = rng.uniform(-1, 1, (k, c, 3, 3)).astype(np.float32)
+    b = rng.uniform(-1, 1, k).astype(np.float32)
+    return x, wt, b, pad, pad_end
+
+
+def scale(ref):
+    return max(1.0, float(np.abs(ref).max()))
+
+
+def blocks(c, k):
+    """Channel blocks that exercise partial vectors: the largest divisor of
+    c up to 12 and of k up to 20."""
+    ib = max(d for d in range(1, 13) if c % d == 0)
+    ob = max(d for d in range(1, 21) if k % d == 0)
+    return ib, ob
+
+
+def test_knob_is_declared_only_where_the_template_applies():
+    assert conv.knobs((1, 8, 9, 9), (8, 8, 3, 3), pad=1)["winograd"] == [0, 2]
+    for kw in (dict(stride=2), dict(dilation=2)):
+        assert conv.knobs((1, 8, 9, 9), (8, 8, 3, 3), pad=1, **kw)["winograd"] == [0]
+    assert conv.knobs((1, 8, 9, 9), (8, 8, 5, 5), pad=2)["winograd"] == [0]
+    with pytest.raises(UsageError):
+        conv.Conv2dPlan((1, 8, 9, 9), np.zeros((8, 8, 3, 3), np.float32), stride=2, pad=1,
+                        params=dict(conv.default_params((1, 8, 9, 9), (8, 8, 3, 3), stride=2,
+                                                        pad=1), winograd=2))
+
+
+def test_default_uses_winograd_only_with_enough_channels():
+    assert conv.default_params((1, 64, 56, 56), (64, 64, 3, 3), pad=1)["winograd"] == 2
+    assert conv.default_params((1, 3, 224, 224), (64, 3, 3, 3), pad=1)["winograd"] == 0
+    assert conv.default_params((1, 64, 56, 56), (64, 64, 3, 3), stride=2, pad=1)["winograd"] == 0
+
+
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("layout", ["NCHW", "NCHWc"])
+@pytest.mark.parametrize("case", CASES)
+def test_matches_reference(isa, layout, case):
+    x, w, b, pad, pad_end = make(case, seed=CASES.index(case))
+    relu = case[1] % 2 == 1
+    ref = conv.conv2d_ref(x, w, b, pad=pad, relu=relu, pad_end=pad_end)
+    ib, ob = blocks(x.shape[1], w.shape[0])
+    params = dict(conv.default_params(x.shape, w.shape, pad=pad, pad_end=pad_end, isa=isa),
+                  winograd=2, ic_bn=ib, oc_bn=ob)
+    for nth in (1, 2, 3):
+        plan = conv.Conv2dPlan(x.shape, w, b, pad=pad, relu=relu, layout=layout, params=params,
+                               isa=isa, nth=nth, pad_end=pad_end)
+        assert plan.params["winograd"] == 2
+        xi = x if layout == "NCHW" else conv.to_nchwc(x, ib)
+        y = plan.run(xi)
+        y = y if layout == "NCHW" else conv.from_nchwc(y)
+        # F(2x2, 3x3)'s transforms use only 0, +-1 and +-1/2: the error
+        # stays at the direct sum's (the issue allows 1e-4 of the scale).
+        err = float(np.abs(y - ref).max()) / scale(ref)
+        assert err <= 1e-5, (nth, err)
+
+
+@pytest.mark.parametrize("isa", ISAS)
+def test_every_thread_count_writes_every_output(isa):
+    """Shares are disjoint and cover the output: a NaN-filled output is
+    fully overwritten whatever the thread count (units may be fewer than
+    threads)."""
+    x, w, b, pad, _ = make((1, 32, 3, 3, 48, 1, None), seed=3)
+    ref = conv.conv2d_ref(x, w, b, pad=pad)
+    for nth in (1, 2, 4, 7, 16):
+        plan = conv.Conv2dPlan(x.shape, w, b, pad=pad, isa=isa, nth=nth,
+                               params=dict(conv.default_params(x.shape, w.shape, pad=pad,
+                                                               isa=isa), winograd=2))
+        y = np.full(plan.out_shape, np.nan, np.float32)
+        plan.run(x, y)
+        assert np.isfinite(y).all()
+        assert float(np.abs(y - ref).max()) / scale(ref) <= 1e-5
+
+
+# ---------------------------------------------------------------- the engine op
+
+def _graph(weights_as_input: bool):
+    from hwtune.graph.generators.builder import Builder
+    b = Builder("wino", seed=4)
+    b.input("x", (1, 24, 10, 9))
+    (b.input if weights_as_input else b.param)("w", (40, 24, 3, 3))
+    b.param("b", (40,))
+    b.op("y", "conv2d", ["x", "w", "b"], padding=1)
+    b.op("z", "relu", ["y"])
+    b.output("z")
+    return b.build()
+
+
+@pytest.mark.parametrize("op_params", [
+    {"y": {"layout": "NCHW", "winograd": 2}},
+    {"y": {"layout": "NCHWc", "ic_bn": 8, "oc_bn": 20, "winograd": 2}},
+    {"y": {"layout": "NCHWc", "ic_bn": 3, "oc_bn": 8, "winograd": 2}},
+])
+@pytest.mark.parametrize("weights_as_input", [False, True])
+def test_engine_runs_winograd_in_both_layouts(op_params, weights_as_input):
+    """NCHWc weights reach the op through a layout_transform folded at
+    prepare (constant: transformed once); weights fed as an input change
+    between runs, so the op keeps the direct template for them."""
+    from dataclasses import replace
+    from hwtune.engine.config import default_config
+    from hwtune.engine.effective import effective_graph
+    from hwtune.engine.runner import open_engine
+    from hwtune.graph.reference import run_reference
+
+    g = _graph(weights_as_input)
+    ref = run_reference(g)["z"]
+    cfg = replace(default_config(2), op_params=op_params)
+    eng = open_engine(effective_graph(g, cfg), cfg)
+    for _ in range(2):
+        eng.run()
+        out = eng.outputs()["z"]
+        assert float(np.abs(out - ref).max()) / scale(ref) <= 1e-5
