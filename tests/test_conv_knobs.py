@@ -93,6 +93,33 @@ def test_each_thread_count_takes_its_own_knobs(db, host, threads, a_src, b_src):
     assert a_src in k.summary() and b_src in k.summary()
 
 
+def test_a_cut_search_at_the_count_comes_before_the_nearest(db, host):
+    g = two_convs()
+    store(db, host, g)
+    key, fast = legal(g, "B", 4, 8)
+    _, slow = legal(g, "B", 8, 4)
+    run = db.start_run(host, "tune", {})
+
+    def trial(search, p, s):
+        db.add_trial(run, host, tuner=cl.TUNER, search=search, subject=key, isa=ISA,
+                     threads=1, params=p, status="ok", median_s=s, samples=[s])
+    # An interrupted search (no confirmation rounds): not trusted, nearest.
+    trial("optuna", fast, 1e-4)
+    trial("optuna", slow, 2e-4)
+    k = conv_knobs.choose(db, host, g, {}, threads=1, params_threads=None, isa=ISA)
+    assert k.sources["B"] == "tuned@2t(nearest)"
+    # Cut by the budget after its confirmation rounds: its best at 1 thread
+    # (as re-measured: the confirmed figures decide, not the search's).
+    trial(cl.CONFIRM_SEARCH, fast, 3e-4)
+    trial(cl.CONFIRM_SEARCH, slow, 2.5e-4)
+    k = conv_knobs.choose(db, host, g, {}, threads=1, params_threads=None, isa=ISA)
+    assert k.sources["B"] == "partial@1t"
+    assert {x: v for x, v in k.op_params["B"].items() if x != "layout"} == slow
+    # A tuned row at the count still comes first.
+    assert conv_knobs.choose(db, host, g, {}, threads=2, params_threads=None,
+                             isa=ISA).sources["B"] == "tuned@2t"
+
+
 def test_nothing_stored_keeps_the_defaults(db, host):
     g = two_convs()
     k = conv_knobs.choose(db, host, g, {}, threads=1, params_threads=None, isa=ISA)

@@ -9,9 +9,12 @@ own thread count. A run at T threads per executor takes, for each conv2d op:
    picked them among the workload's best layouts with the transforms between
    ops priced: better than each workload's best alone);
 2. else the workload's tuned knobs at T;
-3. else its tuned knobs at the nearest tuned thread count (NEAREST below);
-4. else the config's op_params chosen at another thread count;
-5. else the template's default (the op stays as the model has it).
+3. else the best point of a search at T that the budget cut ("partial@Tt":
+   not stored as tuned, but its best so far was re-measured interleaved with
+   the default at T, so it is at least as fast as the default there);
+4. else its tuned knobs at the nearest tuned thread count (nearest() below);
+5. else the config's op_params chosen at another thread count;
+6. else the template's default (the op stays as the model has it).
 
 A tuned row whose knobs no longer fit the template's declared space (a knob
 added or its legal values changed: the tuner itself re-tunes such a row) is
@@ -43,7 +46,15 @@ def nearest(counts: Sequence[int], threads: int) -> int:
     knobs tuned for more threads leave at least as many tasks as a smaller
     team can use, while knobs tuned for fewer can leave a bigger team's
     threads idle (a reasoned rule, not a measured one: no machine here has
-    more than 2 cores to measure it on)."""
+    more than 2 cores to measure it on).
+
+    Knobs from another count are a guess, not a measurement: on a 2-core
+    Zen 3 (AVX2) the ResNet-18 3x3 workloads' knobs tuned at 2 threads ran
+    at 1 thread 0.80-1.37x as fast as the template default (0.80x and 0.83x
+    where the 1-thread default is Winograd and the 2-thread tuning chose the
+    direct template; 1.19x and 1.37x on the 7x7 and 14x14 layers), which is
+    why tune-graph tunes every count the sweep measures and a search at T,
+    even a cut one, comes first."""
     if not counts:
         raise ValueError("no tuned thread counts")
     return min(counts, key=lambda t: (abs(math.log(t / threads)), -t))
@@ -96,6 +107,7 @@ def choose(db, host_key: str, graph, op_params: Mapping[str, dict], *, threads: 
     # NCHW: its CONVs keep NCHW with tuned knobs (as tune-graph stores them).
     layout = "NCHW" if is_training_graph(graph) else "NCHWc"
     rows: Dict[str, Dict[int, dict]] = {}
+    partial: Dict[Tuple[str, int], Optional[dict]] = {}
     stale: Dict[str, List[int]] = {}
     for op in graph.ops:
         if op.op != "conv2d":
@@ -118,12 +130,21 @@ def choose(db, host_key: str, graph, op_params: Mapping[str, dict], *, threads: 
                 stale[wl.key] = old
         tuned = rows[wl.key]
         keep = (mine or {}).get("layout", layout)
+        cut = None
+        if threads not in tuned and db is not None and not (mine is not None
+                                                           and params_threads == threads):
+            if (wl.key, threads) not in partial:
+                partial[wl.key, threads] = _partial_best(db, host_key, wl, isa, threads)
+            cut = partial[wl.key, threads]
         if mine is not None and params_threads == threads:
             out.op_params[op.name], src = mine, f"config@{threads}t"
-        elif tuned:
+        elif threads in tuned or (tuned and cut is None):
             t = threads if threads in tuned else nearest(sorted(tuned), threads)
             out.op_params[op.name] = dict(tuned[t]["best_params"], layout=keep)
             src = f"tuned@{t}t" + ("" if t == threads else "(nearest)")
+        elif cut is not None:
+            out.op_params[op.name] = dict(cut, layout=keep)
+            src = f"partial@{threads}t"
         elif mine is not None:
             out.op_params[op.name] = mine
             src = f"config@{params_threads}t" if params_threads else "config"
@@ -142,6 +163,20 @@ def choose(db, host_key: str, graph, op_params: Mapping[str, dict], *, threads: 
                          f"template's knobs (stale, ignored; tune-graph re-tunes them): {shown}"
                          + (" ..." if len(stale) > 3 else ""))
     return out
+
+
+def _partial_best(db, host_key: str, wl, isa: str, threads: int) -> Optional[dict]:
+    """The best point of a search of wl at `threads` that ended without a
+    tuned row (cut by the budget), when its confirmation rounds ran (the
+    best points re-measured interleaved with the default); None otherwise
+    (an interrupted search's figures were never compared like with like)."""
+    from hwtune.tuners.conv_local import CONFIRM_SEARCH, TUNER, layout_candidates
+    from hwtune.tuners.search import OK
+    trials = db.trials(host_key, tuner=TUNER, subject=wl.key, isa=isa, threads=threads)
+    if not any(r["search"] == CONFIRM_SEARCH and r["status"] == OK for r in trials):
+        return None
+    best = layout_candidates(trials, wl.space(isa), 1)
+    return dict(best[0][0]) if best else None
 
 
 def for_run(db, host_key: str, graph, cfg, *, params_threads: Optional[int],
