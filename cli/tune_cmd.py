@@ -85,8 +85,8 @@ def _thread_list(value):
 @db_option
 @json_option
 def tune_graph(model, budget_s, plan_only, trials, only, search, reps, storage, strategy,
-               conv_threads, overrides, shapes, train, loss, optimizer, hyper, batch_norm, inputs_path, batch, policy, fmt,
-               db_path, as_json):
+               conv_threads, overrides, shapes, train, loss, optimizer, hyper, batch_norm,
+               inputs_path, batch, policy, fmt, db_path, as_json):
     """Tune MODEL (a model.json, an ONNX file or a bundled model's name) on
     this machine and store the result.
 
@@ -115,7 +115,8 @@ def tune_graph(model, budget_s, plan_only, trials, only, search, reps, storage, 
 
     if inputs_path is not None:
         for flag, value in (("--plan", plan_only), ("--trials", trials), ("--only", only),
-                            ("--storage", storage), ("--conv-threads", conv_threads), ("--shape", shapes), ("--train", train)):
+                            ("--storage", storage), ("--conv-threads", conv_threads),
+                            ("--shape", shapes), ("--train", train)):
             if value:
                 raise UsageError(f"{flag} is not supported for dynamic models (--inputs)")
         if click.get_current_context().get_parameter_source("search") == \

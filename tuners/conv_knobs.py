@@ -35,6 +35,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from hwtune.errors import UsageError
 
+
 def nearest(counts: Sequence[int], threads: int) -> int:
     """The tuned thread count closest to `threads` by ratio (|log t/T|), a
     tie going to the larger count.
@@ -42,7 +43,7 @@ def nearest(counts: Sequence[int], threads: int) -> int:
     Ratio, not difference: the knobs size the blocks each thread works on
     and the number of parallel tasks (output-channel blocks x row blocks),
     and a thread's share of the work scales as 1/threads, so 4 is as far
-    from 2 as 1 is, and 16 is nearer to 12 than 4 is to 2. Ties go up:
+    from 2 as 1 is, and a run at 12 takes 16 (x1.33) over 8 (x1.5). Ties go up:
     knobs tuned for more threads leave at least as many tasks as a smaller
     team can use, while knobs tuned for fewer can leave a bigger team's
     threads idle (a reasoned rule, not a measured one: no machine here has
@@ -52,7 +53,8 @@ def nearest(counts: Sequence[int], threads: int) -> int:
     Zen 3 (AVX2) the ResNet-18 3x3 workloads' knobs tuned at 2 threads ran
     at 1 thread 0.80-1.37x as fast as the template default (0.80x and 0.83x
     where the 1-thread default is Winograd and the 2-thread tuning chose the
-    direct template; 1.19x and 1.37x on the 7x7 and 14x14 layers), which is
+    direct template; 0.99x on 256x14x14, 1.19x and 1.37x on the 256->512
+    stride-2 and the 512x7x7 layers; measured interleaved), which is
     why tune-graph tunes every count the sweep measures and a search at T,
     even a cut one, comes first."""
     if not counts:
