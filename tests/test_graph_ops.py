@@ -352,7 +352,7 @@ def test_conv2d_knobs_and_their_checks():
     # a power of two, up to 32; reg_h is 1 or 2 output rows.
     assert knobs == {"ic_bn": [1, 2, 3, 4, 6, 12], "oc_bn": [1, 2, 4, 8, 16],
                      "reg_n": [1, 2, 4, 7, 8, 14], "unroll_ker": [False, True],
-                     "reg_h": [1, 2]}
+                     "reg_h": [1, 2], "winograd": [0, 2]}
     bad = spec.normalize_attrs({"padding": 1, "reg_n": 13})
     with pytest.raises(OpError, match=r"13 is not legal here \(legal: 1, 2, 4, 7, 8, 14\)") \
             as err:

@@ -134,6 +134,11 @@ class OptunaSearch(Search):
                 if key not in self._invalid:
                     self._invalid.add(key)
                     self.skip(params, "outside the search space's valid() filter")
+                if self._shared:
+                    # Told, never measured: other workers and readers of
+                    # the study tell it from a measurement by this status.
+                    trial.set_user_attr(shared_study.WORKER_ATTR, shared_study.worker_id())
+                    trial.set_user_attr(shared_study.STATUS_ATTR, "skipped")
                 self._study.tell(trial, self._penalty())
                 repeats += 1
                 continue

@@ -223,6 +223,7 @@ static const layout_row LAYOUT[] = {
     FIELD(hwt_conv_plan, Hp),
     FIELD(hwt_conv_plan, Wp),
     FIELD(hwt_conv_plan, copy_input),
+    FIELD(hwt_conv_plan, rows_outer),
     FIELD(hwt_conv_plan, x_floats),
     FIELD(hwt_conv_plan, y_floats),
     FIELD(hwt_conv_plan, w_floats),

@@ -150,6 +150,7 @@ static int conv_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
     /* Winograd transforms the weights once, at prepare (into memory of
      * their own); weights that change between runs keep the direct
      * template. */
+    p = s->plan.p;
     p.winograd = 0;
     if ((st = hwt_conv_plan_make(&d, s->plan.layout, &p, ctx->isa, ctx->max_threads,
                                  &s->plan)) < 0) {

@@ -5,6 +5,9 @@
 #include "conv_internal.h"
 
 #define ALIGN_FLOATS(n) (((n) + 15) & ~(size_t)15)  /* 64-byte multiples */
+#ifndef ROWS_OUTER_ENABLED
+#define ROWS_OUTER_ENABLED 1
+#endif
 
 /* Floats per channel of one staged row: sw phases of PL = ceil(Wp / sw). */
 static long stage_ic_stride(const hwt_conv_plan *p) {
@@ -226,6 +229,13 @@ int hwt_conv_plan_make(const hwt_conv_desc *d, hwt_conv_layout layout,
   out->Hp = (OH - 1) * d->stride_h + (d->R - 1) * d->dil_h + 1;
   out->Wp = (OW - 1) * d->stride_w + (d->S - 1) * d->dil_w + 1;
   size_t ws = out->copy_input ? ALIGN_FLOATS((size_t)d->C * out->Hp * stage_ic_stride(out)) : 0;
+  /* Rows outer when the staged input outweighs the weights: split over oc
+   * blocks, every thread would stage (and stream from L2/L3 once per oc
+   * block) the whole input to read a fraction of weights that fit in L2.
+   * ResNet-18's conv3_1 (64x56x56 -> 128, stride 2; 830K staged floats vs
+   * 74K weights) ENTER-MEASUREMENT. */
+  out->rows_outer = ROWS_OUTER_ENABLED && out->copy_input &&
+                    (size_t)d->C * out->Hp * stage_ic_stride(out) > out->w_floats;
   if (hwt_conv_variant_for(isa)->block_scratch) ws += ALIGN_FLOATS((size_t)p.reg_n * p.oc_bn);
   /* NCHW output: reg_h rows of the register blocks' [OW][oc_bn] before they
    * are transposed into NCHW rows. */
@@ -338,7 +348,9 @@ static void stage_rows_nchw(const hwt_conv_plan *p, const float *x, float *ws, i
 
 /* Work units: groups of reg_h output rows over (n, oc block, oh), split
  * contiguously so one thread keeps an oc block's weights (C*R*S*oc_bn
- * floats) hot in L2 across its rows. */
+ * floats) hot in L2 across its rows; with rows_outer, over (n, oh, oc
+ * block): a share is a band of rows for every oc block, so a thread stages
+ * only its band's input rows and reads all the weights (plan_make's rule). */
 static void nchwc_units(const hwt_conv_plan *p, const float *x, const float *w,
                         const float *bias, float *y, float *ws, long lo, long hi) {
   const hwt_conv_desc *d = &p->d;
@@ -385,7 +397,10 @@ static void nchwc_units(const hwt_conv_plan *p, const float *x, const float *w,
   int staged_n = -1;
   const float *img = staged;  /* the rows the kernel reads: staged, or x itself */
   for (long u = lo; u < hi; u++) {
-    int n = (int)(u / per_image), kb = (int)(u / OHB % KB), oh = (int)(u % OHB) * rh;
+    const long ui = u % per_image;
+    const int n = (int)(u / per_image);
+    const int kb = (int)(p->rows_outer ? ui % KB : ui / OHB);
+    const int oh = (int)(p->rows_outer ? ui / KB : ui % OHB) * rh;
     a.rows = OH - oh < rh ? OH - oh : rh;
     if (!p->copy_input) {
       img = x + (size_t)n * d->C * d->H * d->W;
@@ -395,11 +410,14 @@ static void nchwc_units(const hwt_conv_plan *p, const float *x, const float *w,
       long u0 = lo > (long)n * per_image ? lo : (long)n * per_image;
       long u1 = hi < (long)(n + 1) * per_image ? hi : (long)(n + 1) * per_image;
       int oh0 = 0, oh1 = OH;
-      if ((u0 / OHB) == ((u1 - 1) / OHB)) {
+      if (p->rows_outer) {  /* the rows of the share, every oc block */
+        oh0 = (int)((u0 % per_image) / KB) * rh;
+        oh1 = (int)(((u1 - 1) % per_image) / KB) * rh + rh;
+      } else if ((u0 / OHB) == ((u1 - 1) / OHB)) {  /* one oc block: its rows */
         oh0 = (int)(u0 % OHB) * rh;
         oh1 = (int)((u1 - 1) % OHB) * rh + rh;
-        if (oh1 > OH) oh1 = OH;
       }
+      if (oh1 > OH) oh1 = OH;
       int r0 = oh0 * d->stride_h, r1 = (oh1 - 1) * d->stride_h + (d->R - 1) * d->dil_h + 1;
       if (nchw)
         stage_rows_nchw(p, x, staged, n, r0, r1);

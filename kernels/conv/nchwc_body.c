@@ -257,26 +257,30 @@ static inline void transpose8x8(const float *src, long ss, float *dst, long ds) 
  * gathers still took 6.5% of ResNet-18's conv3_1 (64x56x56 -> 128, stride
  * 2, NCHW output transposed back) on Zen 3, where a gather of 8 floats
  * costs about what the whole 8x8 shuffle transpose does. */
+/* Gathers for positions [p0, p1) x columns [i0, i1) of stage_tile. */
+static void stage_gather(const float *src, long src_stride, int p0, int p1, int i0, int i1,
+                         float *dst, long dst_stride) {
+  for (int p = p0; p < p1; p += HV_W) {
+    const hv_mask m = hv_first(p1 - p);
+    const float *s = src + p * src_stride;
+    for (int i = i0; i < i1; i++)
+      hv_store_mask(dst + i * dst_stride + p, m, hv_gather_mask(s + i, src_stride, m));
+  }
+}
+
 static void stage_tile(const float *src, long src_stride, int n, int bn, float *dst,
                        long dst_stride) {
-  int p_done = 0;
+  int pf = 0, bf = 0;  /* the extent done by whole 8x8 blocks */
 #if defined(__AVX2__)
-  if (bn % 8 == 0) {
-    for (; p_done + 8 <= n; p_done += 8)
-      for (int i0 = 0; i0 < bn; i0 += 8)
-        transpose8x8(src + p_done * src_stride + i0, src_stride, dst + i0 * dst_stride + p_done,
-                     dst_stride);
-  }
+  pf = n / 8 * 8;
+  bf = bn / 8 * 8;
+  for (int p = 0; p < pf; p += 8)
+    for (int i0 = 0; i0 < bf; i0 += 8)
+      transpose8x8(src + p * src_stride + i0, src_stride, dst + i0 * dst_stride + p,
+                   dst_stride);
 #endif
-  src += p_done * src_stride;
-  dst += p_done;
-  n -= p_done;
-  for (int p0 = 0; p0 < n; p0 += HV_W) {
-    const hv_mask m = hv_first(n - p0);
-    const float *s = src + p0 * src_stride;
-    for (int i = 0; i < bn; i++)
-      hv_store_mask(dst + i * dst_stride + p0, m, hv_gather_mask(s + i, src_stride, m));
-  }
+  stage_gather(src, src_stride, 0, pf, bf, bn, dst, dst_stride);
+  stage_gather(src, src_stride, pf, n, 0, bn, dst, dst_stride);
 }
 
 /* dst[pos] = src[pos * step] for pos < n: one stride phase of an NCHW

@@ -24,6 +24,8 @@
 #include "conv_internal.h"
 
 #define XI 16  /* transform elements: 4x4 */
+/* Largest V + M of one tile block (a thread's workspace holds one). */
+#define MAX_BLOCK_BYTES (8L << 20)
 #define ALIGN_FLOATS(n) (((n) + 15) & ~(size_t)15)
 
 int hwt_conv_wino_ok(const hwt_conv_desc *d) {
@@ -83,18 +85,32 @@ int hwt_conv_wino_plan(hwt_conv_plan *p) {
   hwt_cache_sizes_host(&cs);
   /* Tile block: V (tb x C) and M (tb x kb) for all 16 elements in half of
    * L2, so the GEMMs read V where the transform left it and the output
-   * transform reads M likewise; whole micro-tiles of mr rows. */
+   * transform reads M likewise; whole micro-tiles of mr rows. Every tile
+   * block streams the weights (16 x C x kb) once, though: when they are
+   * larger than that, the block grows to their size (up to MAX_BLOCK_BYTES)
+   * -- V and M then come from L3 too, but once per block, not per tile.
+   * ResNet-18's conv4_x (256x14x14, 4 MB of weights, 49 tiles) had 9
+   * blocks of 6 tiles and read 38 MB of weights per run. */
   const long l2 = cs.l2 > 0 ? cs.l2 : 256L << 10;
   int kb = d->K, tb = 0;
   for (int pass = 0; pass < 2; pass++) {
     long per_tile = (long)XI * (p->wino_cpad + kb) * (long)sizeof(float);
-    tb = (int)(l2 / 2 / per_tile) / mr * mr;
+    long budget = (long)XI * p->wino_cpad * kb * (long)sizeof(float);
+    if (budget < l2 / 2) budget = l2 / 2;
+    if (budget > MAX_BLOCK_BYTES) budget = MAX_BLOCK_BYTES;
+    tb = (int)(budget / per_tile) / mr * mr;
     if (tb < mr) tb = mr;
     if (tb >= T) {
       tb = T;
     } else {
+      /* As many blocks as the budget asks, rounded up to a multiple of
+       * the threads when the batch is one image (27 blocks on 2 threads
+       * leave one idle for a block's time); equal blocks, whole
+       * micro-tiles when that keeps the count. */
       int blocks = (T + tb - 1) / tb;
-      tb = round_up((T + blocks - 1) / blocks, mr);
+      if (d->N == 1 && blocks > p->nth) blocks = round_up(blocks, p->nth);
+      tb = (T + blocks - 1) / blocks;
+      if ((T + round_up(tb, mr) - 1) / round_up(tb, mr) == blocks) tb = round_up(tb, mr);
       if (tb > T) tb = T;
     }
     /* Output channel blocks only to give every thread equal work: units
@@ -126,7 +142,7 @@ int hwt_conv_wino_plan(hwt_conv_plan *p) {
   p->copy_input = 1;
   p->ws_floats = ALIGN_FLOATS((size_t)p->wino_cpad * p->Hp * p->Wp) +
                  ALIGN_FLOATS((size_t)XI * tb * p->wino_cpad) +
-                 ALIGN_FLOATS((size_t)XI * tb * kb) + ALIGN_FLOATS((size_t)4 * kb) +
+                 ALIGN_FLOATS((size_t)XI * tb * kb) + ALIGN_FLOATS((size_t)4 * p->wino_tw * kb) +
                  ALIGN_FLOATS(gws);
   return HWT_OK;
 }
@@ -223,8 +239,9 @@ void hwt_conv_wino_run_part(const hwt_conv_plan *p, const float *x, const float 
   float *st = ws;
   float *V = st + ALIGN_FLOATS((size_t)cpad * rows * cols);
   float *M = V + ALIGN_FLOATS((size_t)XI * tb * cpad);
-  float *tmp = M + ALIGN_FLOATS((size_t)XI * tb * kb);
-  float *gws = tmp + ALIGN_FLOATS((size_t)4 * kb);
+  float *orow = M + ALIGN_FLOATS((size_t)XI * tb * kb);
+  float *gws = orow + ALIGN_FLOATS((size_t)4 * tw * kb);
+  const hwt_conv_stage_fn transpose = hwt_conv_variant_for(p->isa)->stage;
   const int blocked_out = p->layout == HWT_CONV_NCHWC, obn = p->p.oc_bn;
   long have = -1;  /* (image, tile block) whose V this thread holds */
   for (long u = lo; u < hi; u++) {
@@ -255,14 +272,18 @@ void hwt_conv_wino_run_part(const hwt_conv_plan *p, const float *x, const float 
       const int oh = 2 * (t / tw), ow = 2 * (t % tw);
       const float *mt = M + (size_t)(t - t0) * kn;
       if (!blocked_out) {
-        float *dst[4] = {tmp, tmp + kb, tmp + 2 * kb, tmp + 3 * kb};
+        /* NCHW: the tile's 2x2 pixels x kn channels into the two output
+         * rows held pixel-major (orow), each row segment transposed into
+         * the kn channel rows once its tile row ends here. */
+        const long owp = 2L * tw;
+        float *dst[4];
+        for (int q = 0; q < 4; q++) dst[q] = orow + ((q / 2) * owp + ow + q % 2) * kn;
         v->out_tile(mt, ms, kn, bias ? bias + k0 : NULL, d->relu, dst);
-        for (int q = 0; q < 4; q++) {
-          const int h = oh + q / 2, c = ow + q % 2;
-          if (h >= OH || c >= OW) continue;
-          float *yo = y + (((size_t)n * d->K + k0) * OH + h) * OW + c;
-          for (int k = 0; k < kn; k++) yo[(size_t)k * OH * OW] = dst[q][k];
-        }
+        if (t % tw != tw - 1 && t != t1 - 1) continue;
+        const int c0 = t / tw == t0 / tw ? 2 * (t0 % tw) : 0, c1 = ow + 2 < OW ? ow + 2 : OW;
+        for (int a = 0; a < 2 && oh + a < OH; a++)
+          transpose(orow + (a * owp + c0) * kn, kn, c1 - c0, kn,
+                    y + (((size_t)n * d->K + k0) * OH + oh + a) * OW + c0, (long)OH * OW);
         continue;
       }
       for (int k = k0; k < k0 + kn;) {

@@ -81,6 +81,7 @@ typedef struct {
   int OH, OW;
   int Hp, Wp;         /* input extent the kernel reads (padded copy, or H/W) */
   int copy_input;     /* 1: run_part stages a zero-padded input copy in ws (template) */
+  int rows_outer;     /* 1: shares are bands of output rows over every oc block (template) */
   size_t x_floats, y_floats, w_floats;  /* tensor sizes in this layout */
   size_t ws_floats;   /* workspace floats each thread needs (64-byte aligned) */
   /* Winograd (p.winograd == 2; winograd.c): tiles of 2x2 outputs, tw x th
