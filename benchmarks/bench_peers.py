@@ -13,9 +13,10 @@ Run with the installed package:
     than both).
 
 hwtune runs each graph with the config `hwtune run` would pick: the tuned
-config stored in --db for (this host, this graph) if there is one, else for a
-CONV its tuned template parameters of the workload (tuned_subjects, shared
-across models), else the defaults; the source is printed. The peers get the
+config stored in --db for (this host, this graph) if there is one, else the
+defaults, and each CONV with the template knobs tuned for its workload at the
+thread count of the row (tuned_subjects, shared across models; the nearest
+tuned count when that one was not tuned); the config column says which. The peers get the
 very same weights and inputs, and every comparison first checks that both
 sides compute the same outputs: a peer row whose outputs differ says WRONG.
 
@@ -29,7 +30,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from dataclasses import replace
 
 import numpy as np
 
@@ -38,7 +38,6 @@ from bench_sections import chosen_sections, print_sections  # noqa: E402
 
 from hwtune.db.keys import graph_hash
 from hwtune.engine.config import EngineConfig, default_config, resolve
-from hwtune.engine.effective import StaleConfig, effective_graph
 from hwtune.engine.runner import open_engine
 from hwtune.errors import HwtuneError
 from hwtune.graph import load_model
@@ -83,37 +82,20 @@ class Store:
 
     def config(self, graph, threads=None):
         """(config, graph to run, op costs, source) as `hwtune run` resolves
-        them; threads pins executors x threads to 1 x threads."""
+        them; threads pins executors x threads to 1 x threads. Each CONV
+        gets the knobs tuned for its workload at that thread count, else at
+        the nearest tuned count, else the config's (hwtune.tuners.conv_knobs);
+        the source says which."""
+        from hwtune.tuners import conv_knobs
         flags = {} if threads is None else {"executors": 1, "threads": threads}
         res = resolve(self.db, self.host_key, graph_hash(graph.to_json()), flags,
                       op_names=[op.name for op in graph.ops])
-        cfg, source, cost = res.config, res.source, None
-        if self.db is not None and res.source in ("tuned", "user"):
-            cost = self.db.engine_config(self.host_key, graph_hash(graph.to_json()),
-                                         res.source)["op_cost"] or None
-        if not cfg.op_params and self.db is not None:
-            conv = self._tuned_conv_params(graph, cfg.threads)
-            if conv:
-                cfg, source = replace(cfg, op_params=conv), source + "+conv-workloads"
-        try:
-            return cfg, effective_graph(graph, cfg), cost, source
-        except StaleConfig as exc:
-            print(f"note: {exc}; default CONV parameters", file=sys.stderr)
-            return replace(cfg, op_params={}), graph, None, source + "(stale)"
-
-    def _tuned_conv_params(self, graph, threads):
-        """op name -> tuned template params of its CONV workload."""
-        from hwtune.native.isa import selected_isa
-        from hwtune.tuners.conv_local import TUNER, conv_workload
-        out = {}
-        for op in graph.ops:
-            if op.op != "conv2d":
-                continue
-            row = self.db.tuned(self.host_key, tuner=TUNER, subject=conv_workload(graph, op).key,
-                                isa=selected_isa(), threads=threads)
-            if row is not None:
-                out[op.name] = dict(row["best_params"], layout="NCHWc")
-        return out
+        cfg, run_graph, knobs = conv_knobs.for_run(self.db, self.host_key, graph, res.config,
+                                                   params_threads=res.params_threads)
+        for line in knobs.notes:
+            print(f"note: {line}", file=sys.stderr)
+        source = res.source + (f"; {knobs.summary()}" if knobs.sources else "")
+        return cfg, run_graph, cfg.op_cost or None, source
 
 
 def hwtune_runner(store: Store, graph, threads=None):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import replace
 
 import click
 
@@ -109,13 +108,13 @@ def run(model, executors, threads, scheduler, pin, iterations, warmup, trace_pat
     from hwtune import machine
     from hwtune.db import ResultsDB
     from hwtune.engine.config import resolve
-    from hwtune.engine.effective import StaleConfig, effective_graph
     from hwtune.engine.runner import check_counts, native_engine, run_model
     from hwtune.engine.trace import summary, write_chrome_trace
     from hwtune.engine.tensor_files import load_inputs, save_outputs
     from hwtune.native.isa import selected_isa
     from hwtune.native.threads import allowed_cpus
     from hwtune.sources import load_any
+    from hwtune.tuners import conv_knobs
 
     from hwtune.dynamic.sources import find_dynamic
     if inputs_path is not None:
@@ -161,13 +160,12 @@ def run(model, executors, threads, scheduler, pin, iterations, warmup, trace_pat
         resolved = resolve(db, host_key, graph_hash, flags, cpus=cpus)
         if resolved.notice:
             click.echo(f"note: {resolved.notice}", err=True)
-        cfg = resolved.config
-        try:
-            run_graph = effective_graph(graph, cfg)
-        except StaleConfig as exc:
-            click.echo(f"note: {exc}; running with default CONV parameters", err=True)
-            cfg, run_graph = replace(cfg, op_params={}, op_threads={}, op_cost={},
-                                     op_candidates={}), graph
+        # Each CONV's knobs for the threads it runs at (tuned there, else
+        # at the nearest tuned count, else the config's, else the default).
+        cfg, run_graph, knobs = conv_knobs.for_run(db, host_key, graph, resolved.config,
+                                                   params_threads=resolved.params_threads)
+        for line in knobs.notes:
+            click.echo(f"note: {line}", err=True)
         # Per-op tables name ops of the graph that runs (layout rewrites add some).
         cfg.validate(cpus, [op.name for op in run_graph.ops])
         # The config actually run is stored, so the C engine and the tuner
@@ -184,7 +182,7 @@ def run(model, executors, threads, scheduler, pin, iterations, warmup, trace_pat
         options = {"model": model, "graph_hash": graph_hash, "vars": overrides,
                    "config": cfg.to_json(), "config_source": resolved.source,
                    "iterations": iterations, "warmup": warmup, "trace": trace_path,
-                   "inputs": input_files or None,
+                   "inputs": input_files or None, "conv_knobs": knobs.to_json(),
                    "train": train_record(train, loss, optimizer, hyper, batch_norm)}
         result = run_model(db, host_key, run_graph, graph_hash, cfg, iterations=iterations,
                            warmup=warmup, trace=trace_path is not None, options=options,
@@ -205,7 +203,8 @@ def run(model, executors, threads, scheduler, pin, iterations, warmup, trace_pat
         out = {"model": graph.name, "graph_hash": graph_hash, "ops": len(graph.ops),
                "config": cfg.to_json(), "config_source": resolved.source,
                "iterations": iterations, "warmup": warmup, "db": db_file,
-               "trace": trace_info, "notice": resolved.notice, "outputs_file": save_path}
+               "trace": trace_info, "notice": resolved.notice, "outputs_file": save_path,
+               "conv_knobs": knobs.to_json()}
         out.update(result.to_json())
         click.echo(json.dumps(out, indent=2))
         _fail_check(result.check)
@@ -213,6 +212,8 @@ def run(model, executors, threads, scheduler, pin, iterations, warmup, trace_pat
     click.echo(f"model:      {graph.name} ({len(graph.ops)} ops, {result.flops / 1e9:.3f} GFLOP, "
                f"graph {graph_hash[:12]})")
     click.echo(f"config:     {cfg.describe()} ({resolved.source})")
+    if knobs.sources:
+        click.echo(f"            {knobs.summary()}")
     click.echo(f"latency:    median {_ms(result.median_s)} +- {_ms(result.mad_s)} (MAD, "
                f"{result.rel_spread:.1%}), min {_ms(result.min_s)} over {iterations} runs "
                f"after {warmup} warm-up")

@@ -22,6 +22,20 @@ def _only(ctx, param, value):
     return out
 
 
+def _thread_list(value):
+    """--conv-threads "1,2" -> [1, 2] (None when not given)."""
+    if value is None:
+        return None
+    try:
+        out = [int(v) for v in value.split(",") if v.strip()]
+    except ValueError:
+        out = []
+    if not out:
+        raise UsageError(f"invalid --conv-threads {value!r}: give thread counts separated by "
+                         "commas, e.g. 1,2")
+    return out
+
+
 @click.command("tune-graph", epilog=example(
     "hwtune tune-graph configs/models/lstm_medium.json --budget 300",
     "hwtune tune-graph tree_lstm_binary --inputs trees.jsonl --batch 64 --budget 120"))
@@ -50,6 +64,10 @@ def _only(ctx, param, value):
 @click.option("--strategy", type=int, default=1, show_default=True, metavar="1|2",
               help="per-op thread counts: 1 per op, 2 one count per op type (its largest "
                    "instance decides)")
+@click.option("--conv-threads", "conv_threads", default=None, metavar="N[,N...]",
+              help="threads per executor to tune the CONV knobs at besides the chosen "
+                   "team's (default: those of the executor x threads configs the sweep "
+                   "measures); `hwtune run --threads N` then uses knobs tuned for N")
 @set_option
 @shape_option
 @train_options
@@ -66,9 +84,9 @@ def _only(ctx, param, value):
               default=None, help="dynamic models: output format (default terminal)")
 @db_option
 @json_option
-def tune_graph(model, budget_s, plan_only, trials, only, search, reps, storage, strategy, overrides,
-               shapes, train, loss, optimizer, hyper, batch_norm, inputs_path, batch, policy, fmt,
-               db_path, as_json):
+def tune_graph(model, budget_s, plan_only, trials, only, search, reps, storage, strategy,
+               conv_threads, overrides, shapes, train, loss, optimizer, hyper, batch_norm,
+               inputs_path, batch, policy, fmt, db_path, as_json):
     """Tune MODEL (a model.json, an ONNX file or a bundled model's name) on
     this machine and store the result.
 
@@ -97,7 +115,8 @@ def tune_graph(model, budget_s, plan_only, trials, only, search, reps, storage, 
 
     if inputs_path is not None:
         for flag, value in (("--plan", plan_only), ("--trials", trials), ("--only", only),
-                            ("--storage", storage), ("--shape", shapes), ("--train", train)):
+                            ("--storage", storage), ("--conv-threads", conv_threads),
+                            ("--shape", shapes), ("--train", train)):
             if value:
                 raise UsageError(f"{flag} is not supported for dynamic models (--inputs)")
         if click.get_current_context().get_parameter_source("search") == \
@@ -119,7 +138,8 @@ def tune_graph(model, budget_s, plan_only, trials, only, search, reps, storage, 
             raise UsageError(f"{flag} is for dynamic models tuned with --inputs")
 
     opts = TuneOptions(budget_s=budget_s, trials=trials, only=only, search=search, reps=reps,
-                       strategy=strategy, plan_only=plan_only, storage=storage).check()
+                       strategy=strategy, plan_only=plan_only, storage=storage,
+                       conv_threads=_thread_list(conv_threads)).check()
     graph, model = load_any(model, overrides, shapes)
     if train:
         graph = training_step(graph, loss, optimizer, hyper, batch_norm)

@@ -73,6 +73,11 @@ class TuneOptions:
     strategy: int = 1                   # hill climbing: 1 per op, 2 per op type
     plan_only: bool = False             # --plan: print the plan and stop
     storage: Optional[str] = None       # Optuna RDB URL shared by a fleet (CONV studies)
+    # Threads per executor to tune the CONV workloads at besides the team's
+    # (--conv-threads; None: the thread counts of the configs the sweep
+    # measures): a run at another count then finds knobs tuned for it
+    # (tuners/conv_knobs.py) instead of the team's.
+    conv_threads: Optional[Sequence[int]] = None
 
     def check(self) -> "TuneOptions":
         if self.budget_s is not None and not self.budget_s > 0:
@@ -97,7 +102,25 @@ class TuneOptions:
             check_storage(self.storage)
         if self.strategy not in (1, 2):
             raise UsageError(f"invalid --strategy {self.strategy}: 1 (per op) or 2 (per op type)")
+        for t in self.conv_threads or ():
+            if isinstance(t, bool) or not isinstance(t, int) or t < 1:
+                raise UsageError(f"invalid --conv-threads {t!r}: thread counts are integers "
+                                 ">= 1")
         return self
+
+    def conv_counts(self, graph, usable: int, team: int) -> List[int]:
+        """The thread counts the CONV stage tunes at: the team's first, then
+        --conv-threads, or by default the threads per executor of every
+        config the sweep measures (1x2 and 2x1 on 2 CPUs: 2 and 1)."""
+        if self.conv_threads is not None:
+            extra = list(self.conv_threads)
+        elif self.runs("sweep"):
+            from hwtune.tuners import executor_sweep
+            extra = sorted({c.threads for c in executor_sweep.candidate_configs(
+                usable, width=executor_sweep.graph_width(graph))}, reverse=True)
+        else:
+            extra = []
+        return list(dict.fromkeys([team] + [t for t in extra if t <= usable]))
 
     def runs(self, stage: str) -> bool:
         return not self.only or stage in self.only
@@ -108,7 +131,8 @@ class TuneOptions:
         from hwtune.tuners.shared_study import redact_url
         return {"budget_s": self.budget_s, "trials": self.trials, "only": list(self.only or []),
                 "search": self.search, "reps": self.reps, "strategy": self.strategy,
-                "storage": redact_url(self.storage) if self.storage else None}
+                "storage": redact_url(self.storage) if self.storage else None,
+                "conv_threads": list(self.conv_threads) if self.conv_threads else None}
 
 
 @dataclass
@@ -210,7 +234,8 @@ def make_plan(ctx: TuneContext, graph, graph_hash: str, opts: TuneOptions, *, us
     latency_s, open_s = _probe(graph, default_config(usable))
     names = [s for s in STAGES if opts.runs(s) and (s != "conv" or conv_ops(graph))]
     items = plans.stage_items(ctx, graph, graph_hash, usable=usable, latency_s=latency_s,
-                              open_s=open_s, stages=names)
+                              open_s=open_s, stages=names,
+                              conv_threads=opts.conv_counts(graph, usable, usable))
     n_final = finals.FINAL_CANDIDATES + stored
     reserve = (finals.final_reserve({"best": latency_s, "default": latency_s}, n_final, open_s,
                                     opts.budget_s)
@@ -231,7 +256,8 @@ def _replan(ctx: TuneContext, graph, graph_hash: str, opts: TuneOptions, *, usab
 
     names = [s for s in stages if s != "conv" or conv_ops(graph)]
     items = plans.stage_items(ctx, graph, graph_hash, usable=usable, latency_s=latency_s,
-                              open_s=open_s, stages=names, team=team)
+                              open_s=open_s, stages=names, team=team,
+                              conv_threads=opts.conv_counts(graph, usable, team))
     return plans.build(graph, latency_s=latency_s, open_s=open_s, budget_s=seconds,
                        sweep=None, conv=items["conv"], hillclimb=items["hillclimb"],
                        reserve_s=0.0, sweep_share=0.0)
@@ -272,7 +298,8 @@ def _cuts(ctx: TuneContext, graph, tuned_graph, graph_hash: str, opts: TuneOptio
     if opts.runs("conv") and conv_ops(graph):
         rep = stages.get("conv")
         items = plans.stage_items(ctx, graph, graph_hash, usable=usable, latency_s=latency_s,
-                                  open_s=open_s, stages=["conv"], team=team)["conv"]
+                                  open_s=open_s, stages=["conv"], team=team,
+                                  conv_threads=opts.conv_counts(graph, usable, team))["conv"]
         calibrate("conv", items)
         for item in items:
             if not item.reused:
@@ -317,24 +344,65 @@ def _stage_sweep(ctx: TuneContext, graph, graph_hash: str, cfg: EngineConfig,
 
 
 def _stage_conv(ctx: TuneContext, graph, cfg: EngineConfig, report: StageReport,
-                limits=None) -> Tuple[Dict[str, dict], List[str]]:
-    from hwtune.tuners import conv_local, layout_dp
+                limits=None, other_threads: Sequence[int] = ()
+                ) -> Tuple[Dict[str, dict], List[str]]:
+    """The team's CONV knobs and layouts (the config's op_params), then the
+    workloads' knobs at other_threads (stored per thread count for runs at
+    those counts; they do not change this config)."""
+    params, why = _conv_team(ctx, graph, cfg, report, limits)
+    why += _conv_other_threads(ctx, graph, cfg, report, limits, other_threads)
+    return params, why
 
-    threads = cfg.threads
-    ctx.progress("conv", f"CONV template search ({ctx.search}) at {threads} thread(s)")
 
+def _conv_progress(ctx: TuneContext, threads: int):
     def on_event(ev):
         if ev.get("done"):
             c = ev["choice"]
             ctx.progress("conv", f"{', '.join(ev['ops'][:3])}"
-                                 f"{' ...' if len(ev['ops']) > 3 else ''}: "
+                                 f"{' ...' if len(ev['ops']) > 3 else ''} @{threads}t: "
                                  f"{c.seconds * 1e3:.3f} ms tuned vs "
                                  f"{c.default_seconds * 1e3:.3f} ms default "
                                  f"({c.trials} trials{', reused' if c.reused else ''})")
         elif ev["trial"] % 100 == 0:
-            ctx.progress("conv", f"{ev['ops'][0]}: trial {ev['trial']}")
+            ctx.progress("conv", f"{ev['ops'][0]} @{threads}t: trial {ev['trial']}")
+    return on_event
 
-    choices = conv_local.tune_conv_workloads(ctx, graph, threads=threads, events=on_event,
+
+def _conv_other_threads(ctx: TuneContext, graph, cfg: EngineConfig, report: StageReport,
+                        limits, counts: Sequence[int]) -> List[str]:
+    from hwtune.tuners import conv_local
+
+    why = []
+    for t in counts:
+        if ctx.out_of_time():
+            why.append(f"conv: not tuned at {t} thread(s): the budget ran out (a rerun "
+                       "resumes)")
+            continue
+        ctx.progress("conv", f"CONV template search ({ctx.search}) at {t} thread(s), for "
+                             f"runs at that count")
+        # The plan keys a workload's item at another count "<key>@<t>t".
+        got = conv_local.tune_conv_workloads(
+            ctx, graph, threads=t, events=_conv_progress(ctx, t), pin=cfg.pinned,
+            limits=None if limits is None else (lambda key, t=t: limits(f"{key}@{t}t")))
+        seen = {c.workload_key: c for c in got.values()}.values()
+        report.trials += sum(c.trials for c in seen)
+        measured = sum(c.measured for c in seen)
+        report.measured += measured
+        report.reused += sum(c.trials for c in seen) - measured
+        n_wl = len(conv_local.workload_groups(graph))
+        why.append(f"conv: {len(seen)} of {n_wl} CONV workload(s) tuned at {t} thread(s) "
+                   f"too (stored for runs at {t} thread(s) per executor)")
+    return why
+
+
+def _conv_team(ctx: TuneContext, graph, cfg: EngineConfig, report: StageReport,
+               limits=None) -> Tuple[Dict[str, dict], List[str]]:
+    from hwtune.tuners import conv_local, layout_dp
+
+    threads = cfg.threads
+    ctx.progress("conv", f"CONV template search ({ctx.search}) at {threads} thread(s)")
+    choices = conv_local.tune_conv_workloads(ctx, graph, threads=threads,
+                                             events=_conv_progress(ctx, threads),
                                              pin=cfg.pinned, limits=limits)
     if not choices:
         return {}, []
@@ -400,6 +468,10 @@ def tune_graph(db, host_key: str, graph, graph_hash: str, opts: TuneOptions, *,
     progress = progress or _noop
     watch = clock.Stopwatch()
     usable = min(usable_cpu_count(cpus), len(cpus))
+    over = [t for t in opts.conv_threads or () if t > usable]
+    if over:
+        raise UsageError(f"invalid --conv-threads {over[0]}: this run may use {usable} "
+                         f"CPU(s); tune at counts up to {usable}")
     # The whole budget's deadline ends the profile and the final comparison;
     # each search stage and workload gets the plan's share of it.
     deadline = clock.deadline_after(opts.budget_s)
@@ -497,7 +569,8 @@ def tune_graph(db, host_key: str, graph, graph_hash: str, opts: TuneOptions, *,
         rep = stage("conv") if conv_ops(graph) else None
         if rep is not None:
             took = clock.Stopwatch()
-            op_params, lines = _stage_conv(ctx, graph, cfg, rep, conv_limits)
+            op_params, lines = _stage_conv(ctx, graph, cfg, rep, conv_limits,
+                                           opts.conv_counts(graph, usable, cfg.threads)[1:])
             rep.seconds = took.elapsed()
             why += lines
             if op_params:

@@ -218,11 +218,14 @@ def build(graph, *, latency_s: float, open_s: float, budget_s: Optional[float],
 
 
 def stage_items(ctx, graph, graph_hash: str, *, usable: int, latency_s: float, open_s: float,
-                stages: Sequence[str], team: Optional[int] = None) -> Dict[str, list]:
+                stages: Sequence[str], team: Optional[int] = None,
+                conv_threads: Sequence[int] = ()) -> Dict[str, list]:
     """The items of every stage that will run, costed from the probe, or at
     the trial time an earlier run of this graph measured for the workload
     (tuners/trial_times.py). Trials already stored count as done (a rerun
-    resumes them); a workload tuned before on this host is reused."""
+    resumes them); a workload tuned before on this host is reused.
+    conv_threads: the thread counts CONV workloads are tuned at besides the
+    team's (an item per workload and count, named "<key>@<t>t")."""
     from hwtune.tuners import conv_local, executor_sweep, hillclimb
     from hwtune.tuners.trial_times import TrialTimes
 
@@ -245,28 +248,36 @@ def stage_items(ctx, graph, graph_hash: str, *, usable: int, latency_s: float, o
     team = team or usable
     times = TrialTimes(ctx.db, ctx.host_key, graph_hash, reps) \
         if "conv" in stages or "hillclimb" in stages else None
-    if "conv" in stages:
+    counts = list(dict.fromkeys([team] + [t for t in conv_threads if t != team]))
+    for threads in counts if "conv" in stages else ():
         for key, (wl, names) in conv_local.workload_groups(graph).items():
             done = ctx.db.tuned(ctx.host_key, tuner=conv_local.TUNER, subject=wl.key,
-                                isa=ctx.isa, threads=team)
+                                isa=ctx.isa, threads=threads)
             space = wl.space(ctx.isa)
             stored = len(ctx.store(tuner=conv_local.TUNER, subject=wl.key,
-                                   threads=team).rows())
+                                   threads=threads).rows())
             trials = conv_local.planned_trials(ctx, space)
             left = max(1, trials - stored)
             # One op's share of the graph's time at the team size, each
-            # sample at least the workload measure's minimum sample length.
-            op_s = max(latency_s * weights[names[0]], conv_local.MIN_SAMPLE_S)
+            # sample at least the workload measure's minimum sample length;
+            # at another count, scaled by team / threads (perfect scaling;
+            # issue #10's ResNet-18 3x3 rows ran 1.1-2.6x faster on 2
+            # threads than on 1, mostly below 2x, so the estimate for fewer
+            # threads errs long, on the side of the budget).
+            op_s = max(latency_s * weights[names[0]] * team / threads,
+                       conv_local.MIN_SAMPLE_S)
             trial_s = TRIAL_OVERHEAD_S + reps * op_s
             # After the search: the default's trial, and the confirmation
             # rounds of the best point of each of the top layouts and the
             # default, interleaved.
             tail = trial_s + conv_local.CONFIRM_ROUNDS * (conv_local.TOP_K + 1) * op_s
-            seen = times.get(conv_local.TUNER, wl.key, ctx.isa, team)
-            out["conv"].append(Item("conv", key, left, seen[0] if seen else trial_s,
+            seen = times.get(conv_local.TUNER, wl.key, ctx.isa, threads)
+            other = threads != team
+            out["conv"].append(Item("conv", f"{key}@{threads}t" if other else key, left,
+                                    seen[0] if seen else trial_s,
                                     sum(weights[n] for n in names), reused=done is not None,
-                                    label=_label(names), tail_s=tail,
-                                    measured_run=seen[1] if seen else None))
+                                    label=_label(names) + (f" @{threads}t" if other else ""),
+                                    tail_s=tail, measured_run=seen[1] if seen else None))
     if "hillclimb" in stages and team >= 2:
         space = hillclimb.thread_space(team, ctx.cpus)
         for g in hillclimb.group_ops(graph):

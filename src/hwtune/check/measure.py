@@ -166,8 +166,11 @@ def _model(fig: Figure, suite: Suite, db, host_key: Optional[str]):
     """A model on the engine, with the stored tuned config when this host has
     one (else the default), as `hwtune run` would run it. Returns the runner
     and the config with its source."""
+    from dataclasses import replace
+
     from hwtune.engine.config import resolve
     from hwtune.engine.runner import native_engine, op_costs, open_engine
+    from hwtune.tuners import conv_knobs
     from hwtune.graph import load_model
     from hwtune.native.threads import allowed_cpus
     native_engine()
@@ -177,8 +180,13 @@ def _model(fig: Figure, suite: Suite, db, host_key: Optional[str]):
     graph_hash = db.put_graph(graph.to_json()) if db is not None else ""
     res = resolve(db if host_key else None, host_key or "", graph_hash, {}, cpus=cpus,
                   op_names=names)
-    costs = op_costs(db, host_key, graph, res.config)
-    side = EngineSide(open_engine(graph, res.config, costs),
+    # The CONVs with their knobs for the config's thread count, on the graph
+    # the layout pass builds for them (as `hwtune run`).
+    cfg, run_graph, _ = conv_knobs.for_run(db if host_key else None, host_key or "", graph,
+                                           res.config, params_threads=res.params_threads)
+    res = replace(res, config=cfg)
+    costs = op_costs(db, host_key, run_graph, cfg)
+    side = EngineSide(open_engine(run_graph, cfg, costs),
                       runs=int(fig.params.get("iterations_per_sample", 1)))
     try:
         side.warm(max(1, suite.warmup))

@@ -90,21 +90,17 @@ def _hwtune_side(db, host_key, graph, graph_hash, inputs, threads):
     """(Side, config): the engine as `hwtune run` would configure it, the
     stored tuned (or user) config of this graph on this host, else the
     default; threads forces 1 executor x threads."""
-    from dataclasses import replace
-
     from hwtune.engine.config import resolve
-    from hwtune.engine.effective import StaleConfig, effective_graph
     from hwtune.engine.runner import open_engine
+    from hwtune.tuners import conv_knobs
     flags = {} if threads is None else {"executors": 1, "threads": threads}
     res = resolve(db, host_key, graph_hash, flags, op_names=[op.name for op in graph.ops])
-    cfg, cost, source = res.config, None, res.source
-    if db is not None and res.source in ("tuned", "user"):
-        cost = db.engine_config(host_key, graph_hash, res.source)["op_cost"] or None
-    try:
-        run_graph = effective_graph(graph, cfg)
-    except StaleConfig:
-        cfg, run_graph, source = replace(cfg, op_params={}), graph, source + ", stale CONV params"
-    eng = open_engine(run_graph, cfg, op_cost=cost)
+    # Each CONV's knobs for the threads this side runs at (tuners/conv_knobs.py).
+    cfg, run_graph, knobs = conv_knobs.for_run(db, host_key, graph, res.config,
+                                               params_threads=res.params_threads)
+    source = "; ".join([res.source] + ([knobs.summary()] if knobs.sources else [])
+                       + (["notes: " + " / ".join(knobs.notes)] if knobs.notes else []))
+    eng = open_engine(run_graph, cfg, op_cost=cfg.op_cost or None)
     for name, value in inputs.items():
         eng.set_input(name, value)
     return Side("hwtune", "hwtune", f"{cfg.describe()} [{source}]", eng.run, eng.outputs,

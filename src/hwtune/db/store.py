@@ -668,6 +668,21 @@ class ResultsDB(DynamicStore):
         del row["best_params_json"]
         return row
 
+    def tuned_threads(self, host_key: str, *, tuner: str, subject: str,
+                      isa: str) -> Dict[int, dict]:
+        """threads -> the tuned row of subject at that thread count (every
+        count it was tuned at on this host and ISA): a run at a count never
+        tuned picks the nearest one (hwtune.tuners.conv_knobs)."""
+        rows = self._query(
+            "SELECT * FROM tuned_subjects WHERE host_key = ? AND tuner = ? AND subject = ? "
+            "AND isa = ? ORDER BY threads", [host_key, tuner, subject, isa])
+        out = {}
+        for row in rows:
+            row["best_params"] = self._json("tuned_subjects", row, "best_params_json")
+            del row["best_params_json"]
+            out[int(row["threads"])] = row
+        return out
+
     # -- run traces ------------------------------------------------------
     TRACE_FIELDS = ("op_name", "op_type", "executor", "threads", "start_s", "end_s")
 

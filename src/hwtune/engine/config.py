@@ -229,6 +229,10 @@ class Resolved:
     config: EngineConfig
     source: str  # 'default', 'tuned', 'user', optionally '+flags'
     notice: Optional[str] = None
+    # The threads per executor the config's op_params (CONV knobs) were
+    # chosen at: the stored config's own count, whatever flags changed
+    # (hwtune.tuners.conv_knobs picks each CONV's knobs for the count run).
+    params_threads: Optional[int] = None
 
 
 def _apply_flags(base: EngineConfig, flags: Mapping[str, Any], n_allowed: int,
@@ -320,7 +324,8 @@ def resolve(db, host_key: str, graph_hash: str, overrides: Optional[Mapping[str,
     if flags:
         source += "+flags"
     cfg.validate(cpus, op_names, origin=origin)
-    return Resolved(cfg, source, notice)
+    return Resolved(cfg, source, notice,
+                    params_threads=base.threads if base.op_params else None)
 
 
 def _stored(source: str, graph_hash: str) -> str:

@@ -1,0 +1,214 @@
+"""Which CONV template knobs a run uses, per op, at the thread count it runs.
+
+tune-graph stores the best knobs of each CONV workload per thread count
+(tuned_subjects: host, tuner "conv", workload key, ISA, threads), and the
+tuned engine config carries the knobs the layout DP chose at the config's
+own thread count. A run at T threads per executor takes, for each conv2d op:
+
+1. the config's own op_params when they were chosen at T (the layout DP
+   picked them among the workload's best layouts with the transforms between
+   ops priced: better than each workload's best alone);
+2. else the workload's tuned knobs at T;
+3. else the best point of a search at T that the budget cut ("partial@Tt":
+   not stored as tuned, but its best so far was re-measured interleaved with
+   the default at T, so it is at least as fast as the default there);
+4. else its tuned knobs at the nearest tuned thread count (nearest() below);
+5. else the config's op_params chosen at another thread count;
+6. else the template's default (the op stays as the model has it).
+
+A tuned row whose knobs no longer fit the template's declared space (a knob
+added or its legal values changed: the tuner itself re-tunes such a row) is
+ignored with a note. The knobs are applied to the plain model by the layout
+pass, which inserts a transform wherever two ops' blocks now differ, so any
+mix of sources gives a valid graph.
+
+Knob names are never listed here: the space is the template's declaration
+(hwt_conv_knobs through ConvWorkload.knobs) and the layout pass's KNOBS.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+
+from hwtune.errors import UsageError
+
+
+def nearest(counts: Sequence[int], threads: int) -> int:
+    """The tuned thread count closest to `threads` by ratio (|log t/T|), a
+    tie going to the larger count.
+
+    Ratio, not difference: the knobs size the blocks each thread works on
+    and the number of parallel tasks (output-channel blocks x row blocks),
+    and a thread's share of the work scales as 1/threads, so 4 is as far
+    from 2 as 1 is, and a run at 12 takes 16 (x1.33) over 8 (x1.5). Ties go up:
+    knobs tuned for more threads leave at least as many tasks as a smaller
+    team can use, while knobs tuned for fewer can leave a bigger team's
+    threads idle (a reasoned rule, not a measured one: no machine here has
+    more than 2 cores to measure it on).
+
+    Knobs from another count are a guess, not a measurement: on a 2-core
+    Zen 3 (AVX2) the ResNet-18 3x3 workloads' knobs tuned at 2 threads ran
+    at 1 thread 0.80-1.37x as fast as the template default (0.80x and 0.83x
+    where the 1-thread default is Winograd and the 2-thread tuning chose the
+    direct template; 0.99x on 256x14x14, 1.19x and 1.37x on the 256->512
+    stride-2 and the 512x7x7 layers; measured interleaved), which is
+    why tune-graph tunes every count the sweep measures and a search at T,
+    even a cut one, comes first."""
+    if not counts:
+        raise ValueError("no tuned thread counts")
+    return min(counts, key=lambda t: (abs(math.log(t / threads)), -t))
+
+
+@dataclass
+class ConvKnobs:
+    """The knobs chosen for a run: op_params for the layout pass, and per
+    conv2d op where its knobs came from ("config@2t", "tuned@1t",
+    "tuned@2t(nearest)", "default")."""
+    threads: int
+    op_params: Dict[str, dict] = field(default_factory=dict)
+    sources: Dict[str, str] = field(default_factory=dict)
+    notes: List[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        """'conv knobs: tuned@1t for 12 ops, tuned@2t(nearest) for 8' ('' without CONVs)."""
+        if not self.sources:
+            return ""
+        counts = Counter(self.sources.values())  # first-seen order among equals
+        parts = [f"{src} for {n} op{'s' if n > 1 else ''}"
+                 for src, n in sorted(counts.items(), key=lambda kv: -kv[1])]
+        return "conv knobs: " + ", ".join(parts)
+
+    def to_json(self) -> dict:
+        return {"threads": self.threads, "sources": dict(self.sources),
+                "summary": self.summary(), "notes": list(self.notes)}
+
+
+def _plain(graph) -> bool:
+    """Whether the layout pass may rewrite graph (no blocked op in it yet)."""
+    return not any(op.op == "layout_transform" or (op.resolved or {}).get("layout") == "NCHWc"
+                   for op in graph.ops)
+
+
+def choose(db, host_key: str, graph, op_params: Mapping[str, dict], *, threads: int,
+           params_threads: Optional[int], isa: Optional[str] = None) -> ConvKnobs:
+    """The knobs of every conv2d op of the validated plain `graph` for a run
+    at `threads` threads per executor. op_params: the config's (chosen at
+    params_threads; None: unknown, never taken as chosen at `threads`).
+    db None: nothing stored."""
+    from hwtune.graph.passes.layout import check_op_params
+    from hwtune.native.isa import selected_isa
+    from hwtune.tuners.conv_local import TUNER, conv_workload
+    from hwtune.tuners.pipeline import is_training_graph
+
+    isa = isa or selected_isa()
+    out = ConvKnobs(threads=int(threads))
+    # A training graph's backward ops read the forward activations in
+    # NCHW: its CONVs keep NCHW with tuned knobs (as tune-graph stores them).
+    layout = "NCHW" if is_training_graph(graph) else "NCHWc"
+    rows: Dict[str, Dict[int, dict]] = {}
+    partial: Dict[Tuple[str, int], Optional[dict]] = {}
+    stale: Dict[str, List[int]] = {}
+    for op in graph.ops:
+        if op.op != "conv2d":
+            continue
+        mine, refused = op_params.get(op.name), None
+        if mine is not None:
+            try:
+                mine = check_op_params(graph, {op.name: dict(mine)})[op.name]
+            except UsageError as exc:
+                mine, refused = None, exc
+        wl = conv_workload(graph, op)
+        if wl.key not in rows:
+            got = {} if db is None else db.tuned_threads(host_key, tuner=TUNER,
+                                                         subject=wl.key, isa=isa)
+            space = wl.space(isa)
+            rows[wl.key] = {t: r for t, r in got.items()
+                            if space.contains(r["best_params"]) and r["best_s"]}
+            old = sorted(set(got) - set(rows[wl.key]))
+            if old:
+                stale[wl.key] = old
+        tuned = rows[wl.key]
+        keep = (mine or {}).get("layout", layout)
+        cut = None
+        if threads not in tuned and db is not None and not (mine is not None
+                                                           and params_threads == threads):
+            if (wl.key, threads) not in partial:
+                partial[wl.key, threads] = _partial_best(db, host_key, wl, isa, threads)
+            cut = partial[wl.key, threads]
+        if mine is not None and params_threads == threads:
+            out.op_params[op.name], src = mine, f"config@{threads}t"
+        elif threads in tuned or (tuned and cut is None):
+            t = threads if threads in tuned else nearest(sorted(tuned), threads)
+            out.op_params[op.name] = dict(tuned[t]["best_params"], layout=keep)
+            src = f"tuned@{t}t" + ("" if t == threads else "(nearest)")
+        elif cut is not None:
+            out.op_params[op.name] = dict(cut, layout=keep)
+            src = f"partial@{threads}t"
+        elif mine is not None:
+            out.op_params[op.name] = mine
+            src = f"config@{params_threads}t" if params_threads else "config"
+        else:
+            src = "default"
+        out.sources[op.name] = src
+        if refused is not None:
+            out.notes.append(f"the config's CONV parameters of {op.name} do not apply "
+                             f"({refused}): ignored, running "
+                             + ("default CONV parameters" if src == "default"
+                                else f"the knobs {src}"))
+    if stale:
+        shown = "; ".join(f"{k} at {', '.join(f'{t}t' for t in ts)}"
+                          for k, ts in list(stale.items())[:3])
+        out.notes.append(f"tuned CONV knobs of {len(stale)} workload(s) no longer fit the "
+                         f"template's knobs (stale, ignored; tune-graph re-tunes them): {shown}"
+                         + (" ..." if len(stale) > 3 else ""))
+    return out
+
+
+def _partial_best(db, host_key: str, wl, isa: str, threads: int) -> Optional[dict]:
+    """The best point of a search of wl at `threads` that ended without a
+    tuned row (cut by the budget), when its confirmation rounds ran (the
+    best points re-measured interleaved with the default); None otherwise
+    (an interrupted search's figures were never compared like with like)."""
+    from hwtune.tuners.conv_local import CONFIRM_SEARCH, TUNER, layout_candidates
+    from hwtune.tuners.search import OK
+    trials = db.trials(host_key, tuner=TUNER, subject=wl.key, isa=isa, threads=threads)
+    if not any(r["search"] == CONFIRM_SEARCH and r["status"] == OK for r in trials):
+        return None
+    best = layout_candidates(trials, wl.space(isa), 1)
+    return dict(best[0][0]) if best else None
+
+
+def for_run(db, host_key: str, graph, cfg, *, params_threads: Optional[int],
+            isa: Optional[str] = None) -> Tuple[object, object, ConvKnobs]:
+    """(config, graph to run, knobs): cfg with each CONV's knobs for its
+    thread count (choose) and the model rewritten for them. Per-op tables
+    (op_cost, op_candidates, ...) that name ops of another rewrite (layout
+    transforms the chosen knobs no longer need) lose those entries.
+    A graph that is already blocked runs as it is."""
+    from hwtune.engine.effective import StaleConfig, effective_graph
+    from hwtune.graph.passes.layout import ensure_validated
+
+    graph = ensure_validated(graph)
+    if not _plain(graph):
+        return cfg, effective_graph(graph, cfg), ConvKnobs(threads=cfg.threads)
+    knobs = choose(db, host_key, graph, cfg.op_params, threads=cfg.threads,
+                   params_threads=params_threads, isa=isa)
+    new = replace(cfg, op_params=knobs.op_params)
+    try:
+        run_graph = effective_graph(graph, new)
+    except StaleConfig as exc:
+        # Every op's params were checked on their own: a mix the pass
+        # refuses is a rule-table bug, reported, and the run goes on untuned.
+        knobs.notes.append(f"{exc}; default CONV parameters")
+        knobs.op_params = {}
+        knobs.sources = {k: "default" for k in knobs.sources}
+        new, run_graph = replace(cfg, op_params={}), graph
+    if knobs.op_params != cfg.op_params:
+        names = {op.name for op in run_graph.ops}
+        new = replace(new, **{f: {k: v for k, v in getattr(new, f).items() if k in names}
+                              for f in ("op_threads", "op_priority", "op_cost",
+                                        "op_candidates")})
+    return new, run_graph, knobs
