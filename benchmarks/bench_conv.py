@@ -43,6 +43,7 @@ from hwtune.native.engine import NativeEngine
 from hwtune.measure import clock
 from hwtune.measure.sampling import interleaved_calls
 from hwtune.graph import load_model
+from hwtune.graph.passes.fuse import fuse_conv
 from hwtune.native import conv
 from hwtune.native.isa import selected_isa
 from hwtune.native.threads import allowed_cpus
@@ -334,7 +335,9 @@ def layer_section(args, ncpu: int, lines: list) -> bool:
 
 def inception_section(args, ncpu: int, lines: list) -> bool:
     model = inception_model()
-    eng = NativeEngine(load_model(model), executors=1, threads=ncpu, scheduler="sequential")
+    # As `hwtune run` runs it: each conv's ReLU fused into its epilogue.
+    graph = fuse_conv(load_model(model))
+    eng = NativeEngine(graph, executors=1, threads=ncpu, scheduler="sequential")
     try:
         from hwtune.graph.reference import run_reference
         eng.run()

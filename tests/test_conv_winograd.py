@@ -141,3 +141,38 @@ def test_engine_runs_winograd_in_both_layouts(op_params, weights_as_input):
         eng.run()
         out = eng.outputs()["z"]
         assert float(np.abs(out - ref).max()) / scale(ref) <= 1e-5
+
+
+@pytest.mark.parametrize("layout", ["NCHW", "NCHWc"])
+def test_engine_fuses_residual_and_relu_into_winograd(layout):
+    """conv -> add(r) -> relu fused by the pass runs the residual and the
+    ReLU in the Winograd output transform (NCHW: after its transpose)."""
+    from dataclasses import replace
+    from hwtune.engine.config import default_config
+    from hwtune.engine.effective import effective_graph
+    from hwtune.engine.runner import open_engine
+    from hwtune.graph.generators.builder import Builder
+    from hwtune.graph.reference import run_reference
+
+    b = Builder("wino-res", seed=5)
+    b.input("x", (1, 40, 11, 13))
+    b.input("r", (1, 48, 11, 13))
+    b.param("w", (48, 40, 3, 3))
+    b.op("y", "conv2d", ["x", "w"], padding=1)
+    b.op("s", "add", ["y", "r"])
+    b.op("z", "relu", ["s"])
+    b.output("z")
+    g = b.build()
+    ref = run_reference(g)["z"]
+    params = {"layout": layout, "winograd": 2}
+    if layout == "NCHWc":
+        params.update(ic_bn=8, oc_bn=16)
+    cfg = replace(default_config(2), op_params={"y": params})
+    run_graph = effective_graph(g, cfg)
+    conv = next(op for op in run_graph.ops if op.op == "conv2d")
+    assert len(conv.inputs) == 4 and conv.attrs.get("relu"), "the pass fused add and relu"
+    eng = open_engine(run_graph, cfg)
+    eng.run()
+    out = eng.outputs()["z"]
+    assert (out >= 0).all()
+    assert float(np.abs(out - ref).max()) / scale(ref) <= 1e-5

@@ -137,7 +137,7 @@ def conv_workload(graph, op) -> ConvWorkload:
     pad_end = attrs.get("padding_end")
     pad_end = None if pad_end is None or tuple(pad_end) == pad else tuple(pad_end)
     return ConvWorkload(tuple(int(v) for v in x), tuple(int(v) for v in w),
-                        len(op.inputs) == 3, stride, pad, dilation, pad_end)
+                        len(op.inputs) >= 3, stride, pad, dilation, pad_end)
 
 
 def tolerance(w_shape) -> float:

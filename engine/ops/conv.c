@@ -57,10 +57,10 @@ static int conv_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
     snprintf(err, errlen, "unknown layout \"%s\" (NCHW or NCHWc)", layout);
     return HWT_EINVAL;
   }
-  if (ctx->n_in < 2 || ctx->n_in > 3 || ctx->n_out != 1 ||
+  if (ctx->n_in < 2 || ctx->n_in > 4 || ctx->n_out != 1 ||
       hwt_graph_tensor_ndim(g, in[0]) != (blocked ? 5 : 4) ||
       hwt_graph_tensor_ndim(g, in[1]) != (blocked ? 6 : 4)) {
-    snprintf(err, errlen, "conv2d %s takes x, w[, bias] of ranks %d, %d", layout,
+    snprintf(err, errlen, "conv2d %s takes x, w[, bias[, residual]] of ranks %d, %d", layout,
              blocked ? 5 : 4, blocked ? 6 : 4);
     return HWT_EINVAL;
   }
@@ -88,6 +88,7 @@ static int conv_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   d.pad_w_end = pad_end[1];
   d.dil_h = dil[0];
   d.dil_w = dil[1];
+  d.relu = attr_int(g, op, "relu") > 0;
   if (blocked) {
     p.ic_bn = (int)x[4];
     p.oc_bn = (int)w[5];
@@ -139,6 +140,19 @@ static int conv_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
              p.unroll_ker, p.reg_h, p.winograd, st);
     return st;
   }
+  /* The residual is added in the epilogue: it must have the output's shape. */
+  if (ctx->n_in == 4) {
+    const int *out = hwt_graph_op_outputs(g, op);
+    int nd = hwt_graph_tensor_ndim(g, in[3]);
+    const int64_t *rs = hwt_graph_tensor_shape(g, in[3]), *ys = hwt_graph_tensor_shape(g, out[0]);
+    int same = nd == hwt_graph_tensor_ndim(g, out[0]);
+    for (int i = 0; same && i < nd; i++) same = rs[i] == ys[i];
+    if (!same) {
+      free(s);
+      snprintf(err, errlen, "conv2d residual must have the output's shape");
+      return HWT_EINVAL;
+    }
+  }
   /* NCHWc weights already arrive in the template's OIHW[i]i[o]o layout
    * (model.json's blocked weight tensor, possibly made by a layout_transform
    * op): read in place. NCHW weights are packed once, which needs them
@@ -178,7 +192,7 @@ static int conv_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
       snprintf(err, errlen, "out of memory for the Winograd weight transform");
       return st;
     }
-  } else if (!blocked && hwt_graph_tensor_kind(g, in[1]) != HWT_TENSOR_PARAM) {
+  } else if (!blocked && !w_const) {
     /* Weights that change between runs (a training step's): each share
      * packs its own copy into its workspace before computing, since no
      * share may wait for another's packing. That repeats the packing nth
@@ -207,8 +221,8 @@ static void conv_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
     w = ws;
     ws += (s->plan.w_floats + 15) / 16 * 16;
   }
-  hwt_conv_run_part(&s->plan, ctx->in[0], w, ctx->n_in == 3 ? ctx->in[2] : NULL, ctx->out[0],
-                    ws, tid, nth);
+  hwt_conv_run_part_res(&s->plan, ctx->in[0], w, ctx->n_in >= 3 ? ctx->in[2] : NULL,
+                        ctx->n_in == 4 ? ctx->in[3] : NULL, ctx->out[0], ws, tid, nth);
 }
 
 static void conv_release(hwt_op_ctx *ctx) {

@@ -352,7 +352,8 @@ static void stage_rows_nchw(const hwt_conv_plan *p, const float *x, float *ws, i
  * block): a share is a band of rows for every oc block, so a thread stages
  * only its band's input rows and reads all the weights (plan_make's rule). */
 static void nchwc_units(const hwt_conv_plan *p, const float *x, const float *w,
-                        const float *bias, float *y, float *ws, long lo, long hi) {
+                        const float *bias, const float *res, float *y, float *ws, long lo,
+                        long hi) {
   const hwt_conv_desc *d = &p->d;
   const int bn = p->p.ic_bn, obn = p->p.oc_bn, KB = d->K / obn, OH = p->OH;
   const int rh = p->p.reg_h, OHB = (OH + rh - 1) / rh;
@@ -374,7 +375,10 @@ static void nchwc_units(const hwt_conv_plan *p, const float *x, const float *w,
   a.OW = p->OW;
   a.reg_n = p->p.reg_n;
   a.unroll_ker = p->p.unroll_ker;
-  a.relu = d->relu;
+  /* An NCHW residual is added (then the ReLU) to each row after its
+   * transpose, while the row is still in L1. */
+  a.relu = d->relu && !(nchw && res);
+  a.res = NULL;
   a.first = a.last = 1;
   a.scratch = scratch;
   a.in_ic_stride = ics;
@@ -429,7 +433,9 @@ static void nchwc_units(const hwt_conv_plan *p, const float *x, const float *w,
     a.w = w + (size_t)kb * a.CB * d->R * d->S * bn * obn;
     a.bias = bias ? bias + (size_t)kb * obn : 0;
     if (!nchw) {
-      a.out = y + (((size_t)n * KB + kb) * OH + oh) * p->OW * obn;
+      const size_t at = (((size_t)n * KB + kb) * OH + oh) * p->OW * obn;
+      a.out = y + at;
+      a.res = res ? res + at : NULL;
       row(&a);
       continue;
     }
@@ -442,16 +448,31 @@ static void nchwc_units(const hwt_conv_plan *p, const float *x, const float *w,
       for (int ow0 = 0; ow0 < p->OW; ow0 += 16)
         stage(src + (long)ow0 * obn, obn, p->OW - ow0 < 16 ? p->OW - ow0 : 16, obn, yo + ow0,
               ohw);
+      if (res)
+        for (int o = 0; o < obn; o++) {
+          float *yr = yo + (long)o * ohw;
+          const float *rr = res + (yo - y) + (long)o * ohw;
+          for (int ow = 0; ow < p->OW; ow++) {
+            float sum = yr[ow] + rr[ow];
+            yr[ow] = d->relu && sum < 0.0f ? 0.0f : sum;
+          }
+        }
     }
   }
 }
 
 void hwt_conv_run_part(const hwt_conv_plan *p, const float *x, const float *w_packed,
                        const float *bias, float *y, float *ws, int tid, int nth) {
+  hwt_conv_run_part_res(p, x, w_packed, bias, NULL, y, ws, tid, nth);
+}
+
+void hwt_conv_run_part_res(const hwt_conv_plan *p, const float *x, const float *w_packed,
+                           const float *bias, const float *res, float *y, float *ws, int tid,
+                           int nth) {
   const hwt_conv_desc *d = &p->d;
   long units;
   if (p->layout != HWT_CONV_NCHW_DIRECT && p->p.winograd) {
-    hwt_conv_wino_run_part(p, x, w_packed, bias, NULL, y, ws, tid, nth);
+    hwt_conv_wino_run_part(p, x, w_packed, bias, res, y, ws, tid, nth);
     return;
   }
   if (p->layout == HWT_CONV_NCHW_DIRECT)
@@ -461,7 +482,7 @@ void hwt_conv_run_part(const hwt_conv_plan *p, const float *x, const float *w_pa
   long lo = units * tid / nth, hi = units * (tid + 1) / nth;
   if (lo >= hi) return;
   if (p->layout == HWT_CONV_NCHW_DIRECT)
-    hwt_conv_direct_units(p, x, w_packed, bias, y, ws, lo, hi);
+    hwt_conv_direct_units(p, x, w_packed, bias, res, y, ws, lo, hi);
   else
-    nchwc_units(p, x, w_packed, bias, y, ws, lo, hi);
+    nchwc_units(p, x, w_packed, bias, res, y, ws, lo, hi);
 }

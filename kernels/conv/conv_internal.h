@@ -9,7 +9,7 @@
  * of one output channel block, reduced over the CB input channel blocks
  * `in` and `w` point at (one pass of the reduction: the first pass starts
  * from the bias, later ones add to what out holds, the last applies the
- * epilogue, ReLU). The input is the driver's staged copy:
+ * epilogue: + residual, then ReLU). The input is the driver's staged copy:
  * zero-padded, each row block transposed from [Wp][ic_bn] to
  * [ic_bn][sw][Wp/sw] (columns split by stride phase), so consecutive output
  * pixels read consecutive floats at every tap -- a compile-time 4-byte pixel
@@ -21,6 +21,7 @@ typedef struct {
   const float *w;      /* this oc block's weights [CB][R][S][ic_bn][oc_bn] */
   const float *bias;   /* oc_bn floats of this block, or NULL */
   float *out;          /* [OW][oc_bn] */
+  const float *res;    /* residual added before the ReLU, laid out as out; or NULL */
   float *scratch;      /* reg_n * oc_bn floats (generic kernel's accumulators) */
   long in_cb_stride;   /* floats between input channel blocks */
   long in_row_stride;  /* floats between the input rows of consecutive kernel rows
@@ -97,7 +98,8 @@ void hwt_conv_wino_run_part(const hwt_conv_plan *p, const float *x, const float 
 #define HWT_CONV_DIRECT_OCG 4
 void hwt_conv_direct_pack(const hwt_conv_desc *d, const float *w_oihw, float *w_packed);
 void hwt_conv_direct_units(const hwt_conv_plan *p, const float *x, const float *w,
-                           const float *bias, float *y, float *ws, long lo, long hi);
+                           const float *bias, const float *res, float *y, float *ws, long lo,
+                           long hi);
 /* Split `n` pixels into ceil(n / cap) nearly equal pieces; returns the size
  * of piece `i` of `pieces`. Equal pieces keep every piece near the cap. */
 static inline int hwt_conv_piece(int n, int pieces, int i) {

@@ -31,7 +31,8 @@ void hwt_conv_direct_pack(const hwt_conv_desc *d, const float *w_oihw, float *w_
 }
 
 void hwt_conv_direct_units(const hwt_conv_plan *p, const float *x, const float *w,
-                           const float *bias, float *y, float *ws, long lo, long hi) {
+                           const float *bias, const float *res, float *y, float *ws, long lo,
+                           long hi) {
   const hwt_conv_desc *d = &p->d;
   const int G = HWT_CONV_DIRECT_OCG, OH = p->OH, OW = p->OW;
   const int KG = (d->K + G - 1) / G, sw = d->stride_w;
@@ -81,7 +82,10 @@ void hwt_conv_direct_units(const hwt_conv_plan *p, const float *x, const float *
       }
     }
     for (int g = 0; g < g_n; g++) {
-      float *yrow = y + (((size_t)n * d->K + k0 + g) * OH + oh) * OW;
+      const size_t at = (((size_t)n * d->K + k0 + g) * OH + oh) * OW;
+      float *yrow = y + at;
+      if (res)
+        for (int ow = 0; ow < OW; ow++) acc[g][ow] += res[at + ow];
       if (d->relu)
         for (int ow = 0; ow < OW; ow++) yrow[ow] = acc[g][ow] > 0.0f ? acc[g][ow] : 0.0f;
       else

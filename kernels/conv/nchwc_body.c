@@ -134,11 +134,14 @@ HV_AI void tile(const hwt_conv_row_args *a, const float *in, const float *w, con
   }
   if (a->last) {
     const hv_f32 zero = hv_zero();
+    /* The residual tile sits where this block's output goes. */
+    const float *res = a->res ? a->res + (out - a->out) : 0;
 #pragma GCC unroll 32
     for (int q = 0; q < RH * RB; q++)
 #pragma GCC unroll 4
       for (int v = 0; v < NV; v++) {
         hv_f32 r = acc[q * NV + v];
+        if (res) r = hv_add(r, ld(res + (q / RB) * ors + (long)(q % RB) * ocb + v * HV_W, mt, MT));
         acc[q * NV + v] = a->relu ? hv_max(r, zero) : r;
       }
   }

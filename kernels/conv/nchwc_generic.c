@@ -28,12 +28,13 @@ static void block(const hwt_conv_row_args *a, const float *in, float *out, int r
           }
         }
     }
+  /* The residual tile sits where this block's output goes. */
+  const float *res = a->last && a->res ? a->res + (out - a->out) : 0;
   for (int j = 0; j < rb; j++)
     for (int o = 0; o < ocb; o++) {
       float v = acc[j * ocb + o];
-      if (a->last) {
-        if (a->relu && v < 0.0f) v = 0.0f;
-      }
+      if (res) v += res[(long)j * ocb + o];
+      if (a->last && a->relu && v < 0.0f) v = 0.0f;
       out[(long)j * ocb + o] = v;
     }
 }

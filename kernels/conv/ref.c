@@ -15,6 +15,11 @@ static int tap(const hwt_conv_desc *d, int oh, int ow, int r, int s, int *ih, in
 
 int hwt_conv_ref(const hwt_conv_desc *d, const float *x, const float *w, const float *bias,
                  float *y) {
+  return hwt_conv_ref_res(d, x, w, bias, NULL, y);
+}
+
+int hwt_conv_ref_res(const hwt_conv_desc *d, const float *x, const float *w, const float *bias,
+                     const float *res, float *y) {
   int OH, OW;
   if (!x || !w || !y || hwt_conv_out_dims(d, &OH, &OW) != HWT_OK) return HWT_EINVAL;
   for (int n = 0; n < d->N; n++)
@@ -30,8 +35,10 @@ int hwt_conv_ref(const hwt_conv_desc *d, const float *x, const float *w, const f
                 acc += (double)x[(((size_t)n * d->C + c) * d->H + ih) * d->W + iw] *
                        (double)w[(((size_t)k * d->C + c) * d->R + r) * d->S + s];
               }
+          const size_t at = (((size_t)n * d->K + k) * OH + oh) * OW + ow;
+          if (res) acc += res[at];
           if (d->relu && acc < 0.0) acc = 0.0;
-          y[(((size_t)n * d->K + k) * OH + oh) * OW + ow] = (float)acc;
+          y[at] = (float)acc;
         }
   return HWT_OK;
 }

@@ -19,10 +19,12 @@ static void transform(const hwt_conv_desc *d, int C, long HW, int src_bn, int ds
   for (int t = 0; t < 2; t++) hwt_layout_run_part(d->N, C, HW, src_bn, dst_bn, src, dst, t, 2);
 }
 
-/* Runs one configuration and compares with want (NCHW). */
-static void run_case(const hwt_conv_desc *d, hwt_conv_layout layout, const hwt_conv_params *p,
-                     hwt_isa isa, int nth, const float *x, const float *w, const float *bias,
-                     const float *want) {
+/* Runs one configuration and compares with want (NCHW); res: a residual
+ * (NCHW, the output's shape) for the epilogue, or NULL. */
+static void run_case_res(const hwt_conv_desc *d, hwt_conv_layout layout,
+                         const hwt_conv_params *p, hwt_isa isa, int nth, const float *x,
+                         const float *w, const float *bias, const float *res,
+                         const float *want) {
   hwt_conv_plan plan;
   int st = hwt_conv_plan_make(d, layout, p, isa, nth, &plan);
   CHECK(st == HWT_OK, "plan_make %d", st);
@@ -35,10 +37,20 @@ static void run_case(const hwt_conv_desc *d, hwt_conv_layout layout, const hwt_c
     transform(d, d->C, HW, 0, plan.p.ic_bn, x, xin);
   else
     memcpy(xin, x, plan.x_floats * sizeof(float));
+  float *rin = res ? alloc_floats(plan.y_floats) : NULL;
+  if (res && layout == HWT_CONV_NCHWC)
+    transform(d, d->K, OHW, 0, plan.p.oc_bn, res, rin);
+  else if (res)
+    memcpy(rin, res, plan.y_floats * sizeof(float));
   float **ws = calloc((size_t)nth, sizeof(float *));
   for (int t = 0; t < nth; t++) ws[t] = plan.ws_floats ? alloc_floats(plan.ws_floats) : NULL;
   /* Shares in reverse order: no share may depend on another having run. */
-  for (int t = nth - 1; t >= 0; t--) hwt_conv_run_part(&plan, xin, wp, bias, y, ws[t], t, nth);
+  for (int t = nth - 1; t >= 0; t--) {
+    if (res)
+      hwt_conv_run_part_res(&plan, xin, wp, bias, rin, y, ws[t], t, nth);
+    else
+      hwt_conv_run_part(&plan, xin, wp, bias, y, ws[t], t, nth);
+  }
   if (layout == HWT_CONV_NCHWC)
     transform(d, d->K, OHW, plan.p.oc_bn, 0, y, yout);
   else
@@ -50,8 +62,8 @@ static void run_case(const hwt_conv_desc *d, hwt_conv_layout layout, const hwt_c
   }
   static const char *names[] = {"NCHW", "NCHWc", "NCHW_DIRECT"};
   CHECK(err <= tol,
-         "%s isa=%s nth=%d ic_bn=%d oc_bn=%d reg_n=%d unroll=%d reg_h=%d: err %g > %g",
-         names[layout], hwt_isa_name(isa), nth, plan.p.ic_bn, plan.p.oc_bn, plan.p.reg_n,
+         "%s%s isa=%s nth=%d ic_bn=%d oc_bn=%d reg_n=%d unroll=%d reg_h=%d: err %g > %g",
+         names[layout], res ? " +residual" : "", hwt_isa_name(isa), nth, plan.p.ic_bn, plan.p.oc_bn, plan.p.reg_n,
          plan.p.unroll_ker, plan.p.reg_h, err, tol);
   for (int t = 0; t < nth; t++) free(ws[t]);
   free(ws);
@@ -59,6 +71,13 @@ static void run_case(const hwt_conv_desc *d, hwt_conv_layout layout, const hwt_c
   free(y);
   free(xin);
   free(yout);
+  free(rin);
+}
+
+static void run_case(const hwt_conv_desc *d, hwt_conv_layout layout, const hwt_conv_params *p,
+                     hwt_isa isa, int nth, const float *x, const float *w, const float *bias,
+                     const float *want) {
+  run_case_res(d, layout, p, isa, nth, x, w, bias, NULL, want);
 }
 
 static void test_shape(hwt_conv_desc d) {
@@ -67,11 +86,14 @@ static void test_shape(hwt_conv_desc d) {
   size_t xn = (size_t)d.N * d.C * d.H * d.W, wn = (size_t)d.K * d.C * d.R * d.S;
   size_t yn = (size_t)d.N * d.K * OH * OW;
   float *x = alloc_floats(xn), *w = alloc_floats(wn), *b = alloc_floats((size_t)d.K);
-  float *want = alloc_floats(yn);
+  float *want = alloc_floats(yn), *res = alloc_floats(yn), *want_res = alloc_floats(yn);
   for (size_t i = 0; i < xn; i++) x[i] = frand();
   for (size_t i = 0; i < wn; i++) w[i] = frand();
   for (int i = 0; i < d.K; i++) b[i] = frand();
+  for (size_t i = 0; i < yn; i++) res[i] = frand();
   CHECK(hwt_conv_ref(&d, x, w, b, want) == HWT_OK, "ref");
+  /* The residual epilogue (added before the ReLU), 2 threads. */
+  CHECK(hwt_conv_ref_res(&d, x, w, b, res, want_res) == HWT_OK, "ref_res");
   for (int isa = 0; isa < HWT_ISA_COUNT; isa++) {
     if (!hwt_isa_supported((hwt_isa)isa)) continue;
     hwt_conv_knobs_t k;
@@ -94,7 +116,15 @@ static void test_shape(hwt_conv_desc d) {
         run_case(&d, HWT_CONV_NCHW, &sets[s], (hwt_isa)isa, nth, x, w, b, want);
       }
     }
+    const hwt_conv_layout all[3] = {HWT_CONV_NCHW_DIRECT, HWT_CONV_NCHW, HWT_CONV_NCHWC};
+    for (int l = 0; l < 3; l++) {
+      run_case_res(&d, all[l], NULL, (hwt_isa)isa, 2, x, w, b, res, want_res);
+      for (int s = 0; l && s < 3; s++)
+        run_case_res(&d, all[l], &sets[s], (hwt_isa)isa, 2, x, w, b, res, want_res);
+    }
   }
+  free(res);
+  free(want_res);
   free(x);
   free(w);
   free(b);

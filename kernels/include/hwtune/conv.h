@@ -110,9 +110,19 @@ HWT_API int hwt_conv_pack_weights(const hwt_conv_plan *p, const float *w_oihw, f
  * 64-byte aligned; may be NULL if ws_floats is 0). */
 HWT_API void hwt_conv_run_part(const hwt_conv_plan *p, const float *x, const float *w_packed,
                                const float *bias, float *y, float *ws, int tid, int nth);
+/* hwt_conv_run_part with a residual: y = conv + bias + res, then the ReLU
+ * when d.relu (ResNet's block ending in the CONV's epilogue). res has y's
+ * layout and size, or is NULL; it may not alias y. */
+HWT_API void hwt_conv_run_part_res(const hwt_conv_plan *p, const float *x,
+                                   const float *w_packed, const float *bias, const float *res,
+                                   float *y, float *ws, int tid, int nth);
 /* Plain-C reference (the test oracle): NCHW/OIHW, double accumulation. */
 HWT_API int hwt_conv_ref(const hwt_conv_desc *d, const float *x, const float *w,
                          const float *bias, float *y);
+/* hwt_conv_ref with a residual res (NCHW, y's shape; NULL: none) added
+ * before the ReLU. */
+HWT_API int hwt_conv_ref_res(const hwt_conv_desc *d, const float *x, const float *w,
+                             const float *bias, const float *res, float *y);
 /* Plain-C reference of the transposed convolution (ConvTranspose), the
  * adjoint of the conv d describes: x has that conv's output shape
  * [N][K][OH][OW], y its input shape [N][C][H][W], w is [K][C][R][S] (ONNX's

@@ -1,5 +1,6 @@
-"""The graph a config actually runs: the model with the config's CONV
-layouts and template knobs (op_params) applied by the layout pass.
+"""The graph a config actually runs: the model with its CONVs' batch norms
+and ReLUs fused (graph/passes/fuse.py), then the config's CONV layouts and
+template knobs (op_params) applied by the layout pass.
 
 A stored config whose op_params no longer fit the model or the kernels (a
 newer hwtune changed a knob's legal values, say) is stale: StaleConfig says
@@ -16,11 +17,16 @@ class StaleConfig(UsageError):
 
 
 def effective_graph(graph, cfg):
+    from hwtune.graph.passes.fuse import fuse_conv
+    fused = fuse_conv(graph)
     if not cfg.op_params:
-        return graph
+        return fused
     from hwtune.graph.passes.layout import apply_op_params
     try:
-        return apply_op_params(graph, cfg.op_params)
+        run = apply_op_params(fused, cfg.op_params)
     except UsageError as exc:
         raise StaleConfig(f"the config's CONV parameters do not apply to {graph.name}: {exc}"
                           ) from None
+    # The layout pass keeps op names: the absorbed ops stay absorbed.
+    setattr(run, "_fused_ops", getattr(fused, "_fused_ops", {}))
+    return run

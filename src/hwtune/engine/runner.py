@@ -81,13 +81,19 @@ def native_engine():
 
 def open_engine(graph, cfg: EngineConfig, op_cost: Optional[Dict[str, float]] = None):
     """A prepared C engine for graph under cfg (params and inputs seeded as
-    run_reference seeds them)."""
+    run_reference seeds them). Per-op settings of ops the fusion pass
+    absorbed into a CONV are dropped: that CONV's own settings apply."""
+    from hwtune.graph.passes.fuse import fused_ops
+    gone = fused_ops(graph)
+
+    def kept(table):
+        return {k: v for k, v in table.items() if k not in gone} if table else None
     return native_engine().NativeEngine(
         graph, executors=cfg.executors, threads=cfg.threads,
         scheduler=cfg.scheduler, pin=cfg.pinned,
-        op_threads=cfg.op_threads or None, op_cost=op_cost or cfg.op_cost or None,
-        op_priority=cfg.op_priority or None,
-        op_candidates=getattr(cfg, "op_candidates", None) or None)
+        op_threads=kept(cfg.op_threads), op_cost=kept(op_cost or cfg.op_cost),
+        op_priority=kept(cfg.op_priority),
+        op_candidates=kept(getattr(cfg, "op_candidates", None)))
 
 
 def workload_keys(graph) -> List[str]:

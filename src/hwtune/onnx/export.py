@@ -94,8 +94,17 @@ def _pads(a):
 def _conv(e, op, a):
     _plain(op)
     kh, kw = e.graph.shapes[op.inputs[1]][2:]
-    e.node("Conv", op.inputs, op.outputs, op.name, kernel_shape=[kh, kw],
+    # A fused epilogue (residual add, ReLU) is ONNX's Add and Relu after the Conv.
+    steps = (["Add"] if len(op.inputs) == 4 else []) + (["Relu"] if a.get("relu") else [])
+    out = [f"{op.outputs[0]}@conv"] if steps else op.outputs
+    e.node("Conv", op.inputs[:3], out, op.name, kernel_shape=[kh, kw],
            strides=list(a["stride"]), pads=_pads(a), dilations=list(a["dilation"]))
+    for i, kind in enumerate(steps):
+        last = i == len(steps) - 1
+        dst = op.outputs if last else [f"{op.outputs[0]}@{kind.lower()}"]
+        ins = out + ([op.inputs[3]] if kind == "Add" else [])
+        e.node(kind, ins, dst, f"{op.name}@{kind.lower()}")
+        out = dst
 
 
 def _conv_transpose(e, op, a):

@@ -177,6 +177,9 @@ def _symmetric_only(op, dilated=False):
 @rule("conv2d")
 def _conv2d(e, op, dys, wants):
     _nchw_only(op)
+    if len(op.inputs) == 4 or op.resolved.get("relu"):
+        raise NoRule("conv2d with a fused epilogue (relu / residual): train the unfused "
+                     "model (conv2d, add, relu)")
     _symmetric_only(op, dilated=True)
     x, w = op.inputs[0], op.inputs[1]
     st, pad = list(op.resolved["stride"]), list(op.resolved["padding"])

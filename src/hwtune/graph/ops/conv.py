@@ -1,5 +1,8 @@
 """conv2d in NCHW or the blocked NCHW[x]c layout, with the CONV template's
-tunable knobs (ic_bn, oc_bn, reg_n, unroll_ker, reg_h, winograd) as optional attributes.
+tunable knobs (ic_bn, oc_bn, reg_n, unroll_ker, reg_h, winograd) as optional
+attributes, and an optional epilogue: a residual input (4th, the output's shape, added
+after the bias) and a ReLU (`relu`), which the fusion pass
+(graph/passes/fuse.py) sets for ResNet's conv -> [add] -> relu.
 Any stride, dilation and zero padding (asymmetric through `padding_end`, as
 TF-style "same" padding with an even kernel needs) runs on the template.
 
@@ -109,9 +112,11 @@ def _infer(in_shapes, attrs, n_out):
         if attrs[key] is not None and attrs[key] not in legal[key]:
             raise OpError(f"{attrs[key]} is not legal here (legal: "
                           f"{', '.join(map(str, legal[key]))})", f"attrs.{key}")
-    if attrs["layout"] == "NCHWc":
-        return [(n, oc // oc_bn, oh, ow, oc_bn)]
-    return [(n, oc, oh, ow)]
+    out = (n, oc // oc_bn, oh, ow, oc_bn) if attrs["layout"] == "NCHWc" else (n, oc, oh, ow)
+    if len(in_shapes) == 4 and tuple(in_shapes[3]) != out:
+        raise OpError(f"the residual must have the output's shape {show_shape(out)}, got "
+                      f"{show_shape(in_shapes[3])}", "inputs[3]")
+    return [out]
 
 
 def conv2d_nchw(x, w, bias, stride, padding, dilation=(1, 1), padding_end=None):
@@ -141,19 +146,26 @@ def conv2d_nchw(x, w, bias, stride, padding, dilation=(1, 1), padding_end=None):
 
 def _ref(arrays, attrs, n_out):
     x, w = arrays[0], arrays[1]
-    bias = arrays[2] if len(arrays) == 3 else None
+    bias = arrays[2] if len(arrays) >= 3 else None
     geo = (attrs["stride"], attrs["padding"], attrs["dilation"], attrs["padding_end"])
     if attrs["layout"] == "NCHW":
-        return [conv2d_nchw(x, w, bias, *geo)]
-    oc_bn = w.shape[5]
-    y = conv2d_nchw(from_nchwc(x), from_oihwio(w), bias, *geo)
-    return [to_nchwc(y, oc_bn)]
+        y = conv2d_nchw(x, w, bias, *geo)
+    else:
+        y = to_nchwc(conv2d_nchw(from_nchwc(x), from_oihwio(w), bias, *geo), w.shape[5])
+    if len(arrays) == 4:
+        y = (y.astype(np.float64) + arrays[3]).astype(np.float32)
+    if attrs["relu"]:
+        y = np.maximum(y, np.float32(0))
+    return [y]
 
 
 def _flops(in_shapes, out_shapes, attrs):
     n, ic, h, wd, oc, kh, kw, oh, ow, _, _ = _geometry(in_shapes, attrs)
-    bias = n * oc * oh * ow if len(in_shapes) == 3 else 0
-    return 2 * n * oc * oh * ow * ic * kh * kw + bias
+    # One per output element for the bias, the residual and the fused ReLU,
+    # as the unfused add / relu ops count them.
+    out = n * oc * oh * ow
+    epilogue = out * (min(len(in_shapes) - 2, 2) + bool(attrs["relu"]))
+    return 2 * out * ic * kh * kw + epilogue
 
 
 # Shared with conv_transpose2d (conv_transpose.py).
@@ -163,7 +175,7 @@ DILATION = Attr("dilation", "pair", (1, 1), minimum=1,
 
 
 register(OpSpec(
-    "conv2d", ("x", "w", "bias"), 2, 3, _infer, _ref, _flops,
+    "conv2d", ("x", "w", "bias", "residual"), 2, 4, _infer, _ref, _flops,
     attrs=[
         STRIDE,
         Attr("padding", "pair", (0, 0), minimum=0,
@@ -187,5 +199,9 @@ register(OpSpec(
         Attr("winograd", "int", None, minimum=0,
              doc="0: the direct template; 2: Winograd F(2x2, 3x3) (3x3, stride 1, no "
                  "dilation; the other register knobs then unused)"),
+        Attr("relu", "bool", False,
+             doc="y = max(conv + bias, 0), applied while the output tile is in "
+                 "registers (the fusion pass sets it for a conv2d followed by relu)"),
     ],
-    doc="2-D convolution (+ bias[OC]); cross-correlation as in every DL framework"))
+    doc="2-D convolution (+ bias[OC]) (+ residual, a tensor of the output's shape) "
+        "(then ReLU when relu); cross-correlation as in every DL framework"))

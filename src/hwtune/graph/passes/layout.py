@@ -137,6 +137,8 @@ class _Rewriter:
         if ib:
             attrs["layout"] = "NCHWc"
             inputs[1] = self.weight(op.inputs[1], ib, ob)
+        if len(inputs) == 4:  # a fused residual is read in the output's layout
+            inputs[3] = self.fetch(op.inputs[3], ob)
         return inputs, attrs, ob
 
     def other(self, op: Op):
