@@ -25,6 +25,22 @@ static void op_share(void *arg, int tid, int nth) {
   b->impl->run(&b->ctx, b->ws + (size_t)tid * b->ws_stride, tid, nth);
 }
 
+/* 1 when tensor t would be constant in an engine: a param, or the output
+ * of an op with inputs that are all constant (exec/fold.c's rule; such
+ * values are computed once at prepare). The caller's buffers for those
+ * hold their final values for the bench's lifetime, so the op may derive
+ * packed forms at prepare -- the CONV template's Winograd weights, without
+ * which a tuner would time the direct fallback under the Winograd knob. */
+static int constant_tensor(const hwt_graph *g, int t, int depth) {
+  if (hwt_graph_tensor_kind(g, t) == HWT_TENSOR_PARAM) return 1;
+  int p = hwt_graph_tensor_producer(g, t), n = p < 0 ? 0 : hwt_graph_op_n_inputs(g, p);
+  if (n == 0 || depth > 64) return 0;
+  const int *in = hwt_graph_op_inputs(g, p);
+  for (int i = 0; i < n; i++)
+    if (!constant_tensor(g, in[i], depth + 1)) return 0;
+  return 1;
+}
+
 static hwt_bench_op *fail(hwt_bench_op *b, char *err, size_t errlen, const char *what) {
   if (err && errlen) snprintf(err, errlen, "%s", what);
   free(b);
@@ -57,7 +73,11 @@ hwt_bench_op *hwt_bench_op_create(hwt_pool *p, int nth, const hwt_graph *g, int 
   b->ctx.op = op;
   b->ctx.n_in = n_in;
   b->ctx.n_out = n_out;
-  for (int i = 0; i < n_in; i++) b->ctx.in[i] = in[i];
+  const int *ids = hwt_graph_op_inputs(g, op);
+  for (int i = 0; i < n_in; i++) {
+    b->ctx.in[i] = in[i];
+    if (constant_tensor(g, ids[i], 0)) b->ctx.const_in |= (uint64_t)1 << i;
+  }
   for (int i = 0; i < n_out; i++) b->ctx.out[i] = out[i];
   b->ctx.isa = (hwt_isa)isa;
   b->ctx.max_threads = nth;
