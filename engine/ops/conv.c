@@ -173,8 +173,17 @@ static int conv_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
       return st;
     }
   }
-  if (s->plan.p.winograd) {
-    /* NCHWc's blocked weights go through a plain copy. */
+  if (!blocked && !w_const) {
+    /* Weights that change between runs (a training step's): each share
+     * packs its own copy into its workspace before computing, since no
+     * share may wait for another's packing. That repeats the packing nth
+     * times, a copy of the weights each: ResNet-18's largest (2.4M floats)
+     * beside its 231M-FLOP conv. Not yet measured against a separate
+     * packing op. */
+    pack_ws = (s->plan.w_floats + 15) / 16 * 16;
+  } else if (!blocked || s->plan.p.winograd) {
+    /* Packed once: NCHW weights, and Winograd's transformed ones (NCHWc's
+     * blocked weights through a plain copy first). */
     float *plain = blocked ? malloc((size_t)d.K * d.C * 9 * sizeof(float)) : NULL;
     s->w_packed = aligned_alloc(64, (s->plan.w_floats * sizeof(float) + 63) / 64 * 64);
     if ((blocked && !plain) || !s->w_packed) {
@@ -189,24 +198,9 @@ static int conv_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
     if (st < 0) {
       free(s->w_packed);
       free(s);
-      snprintf(err, errlen, "out of memory for the Winograd weight transform");
+      snprintf(err, errlen, "packing the CONV weights failed (%d)", st);
       return st;
     }
-  } else if (!blocked && !w_const) {
-    /* Weights that change between runs (a training step's): each share
-     * packs its own copy into its workspace before computing, since no
-     * share may wait for another's packing. That repeats the packing nth
-     * times, a copy of the weights each: ResNet-18's largest (2.4M floats)
-     * beside its 231M-FLOP conv. Not yet measured against a separate
-     * packing op. */
-    pack_ws = (s->plan.w_floats + 15) / 16 * 16;
-  } else if (!blocked) {
-    size_t bytes = (s->plan.w_floats * sizeof(float) + 63) / 64 * 64;
-    if (!(s->w_packed = aligned_alloc(64, bytes))) {
-      free(s);
-      return HWT_ENOMEM;
-    }
-    hwt_conv_pack_weights(&s->plan, ctx->in[1], s->w_packed);
   }
   s->pack_per_run = pack_ws != 0;
   return hwt_ops_prepared(ctx, s, pack_ws + s->plan.ws_floats,

@@ -4,7 +4,6 @@
 #include <string.h>
 #include "conv_internal.h"
 
-#define ALIGN_FLOATS(n) (((n) + 15) & ~(size_t)15)  /* 64-byte multiples */
 #ifndef ROWS_OUTER_ENABLED
 #define ROWS_OUTER_ENABLED 1
 #endif
@@ -451,15 +450,7 @@ static void nchwc_units(const hwt_conv_plan *p, const float *x, const float *w,
       for (int ow0 = 0; ow0 < p->OW; ow0 += 16)
         stage(src + (long)ow0 * obn, obn, p->OW - ow0 < 16 ? p->OW - ow0 : 16, obn, yo + ow0,
               ohw);
-      if (res)
-        for (int o = 0; o < obn; o++) {
-          float *yr = yo + (long)o * ohw;
-          const float *rr = res + (yo - y) + (long)o * ohw;
-          for (int ow = 0; ow < p->OW; ow++) {
-            float sum = yr[ow] + rr[ow];
-            yr[ow] = d->relu && sum < 0.0f ? 0.0f : sum;
-          }
-        }
+      if (res) hwt_conv_residual_rows(yo, res + (yo - y), ohw, obn, p->OW, d->relu);
     }
   }
 }

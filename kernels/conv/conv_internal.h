@@ -100,6 +100,25 @@ void hwt_conv_direct_pack(const hwt_conv_desc *d, const float *w_oihw, float *w_
 void hwt_conv_direct_units(const hwt_conv_plan *p, const float *x, const float *w,
                            const float *bias, const float *res, float *y, float *ws, long lo,
                            long hi);
+/* Workspace pieces start on 64-byte lines: floats rounded up to 16. */
+#define ALIGN_FLOATS(n) (((n) + 15) & ~(size_t)15)
+
+/* The NCHW epilogue with a residual, applied after an output row segment
+ * is transposed into place: y[o * stride + i] += res[o * stride + i], then
+ * the ReLU when relu, for o < channels, i < n (y and res point at the same
+ * element of their tensors). */
+static inline void hwt_conv_residual_rows(float *y, const float *res, long stride, int channels,
+                                          int n, int relu) {
+  for (int o = 0; o < channels; o++) {
+    float *yr = y + (long)o * stride;
+    const float *rr = res + (long)o * stride;
+    for (int i = 0; i < n; i++) {
+      float sum = yr[i] + rr[i];
+      yr[i] = relu && sum < 0.0f ? 0.0f : sum;
+    }
+  }
+}
+
 /* Split `n` pixels into ceil(n / cap) nearly equal pieces; returns the size
  * of piece `i` of `pieces`. Equal pieces keep every piece near the cap. */
 static inline int hwt_conv_piece(int n, int pieces, int i) {

@@ -26,7 +26,6 @@
 #define XI 16  /* transform elements: 4x4 */
 /* Largest V + M of one tile block (a thread's workspace holds one). */
 #define MAX_BLOCK_BYTES (8L << 20)
-#define ALIGN_FLOATS(n) (((n) + 15) & ~(size_t)15)
 
 int hwt_conv_wino_ok(const hwt_conv_desc *d) {
   return d->R == 3 && d->S == 3 && d->stride_h == 1 && d->stride_w == 1 && d->dil_h == 1 &&
@@ -227,23 +226,6 @@ static void stage(const hwt_conv_plan *p, const float *x, int n, int r0, int row
     }
 }
 
-/* NCHW rows [c0, c1) of output row h, channels [k0, k0 + kn): + res, then
- * the ReLU (the epilogue the NCHW output transform leaves to after its
- * transpose when there is a residual). */
-static void residual_rows(const hwt_conv_plan *p, float *y, const float *res, int n, int k0,
-                          int kn, int h, int c0, int c1) {
-  const size_t plane = (size_t)p->OH * p->OW;
-  for (int k = k0; k < k0 + kn; k++) {
-    const size_t off = ((size_t)n * p->d.K + k) * plane + (size_t)h * p->OW;
-    float *yo = y + off;
-    const float *ro = res + off;
-    for (int c = c0; c < c1; c++) {
-      float v = yo[c] + ro[c];
-      yo[c] = p->d.relu && v < 0.0f ? 0.0f : v;
-    }
-  }
-}
-
 void hwt_conv_wino_run_part(const hwt_conv_plan *p, const float *x, const float *w,
                             const float *bias, const float *res, float *y, float *ws, int tid,
                             int nth) {
@@ -262,13 +244,14 @@ void hwt_conv_wino_run_part(const hwt_conv_plan *p, const float *x, const float 
   const hwt_conv_stage_fn transpose = hwt_conv_variant_for(p->isa)->stage;
   const int blocked_out = p->layout == HWT_CONV_NCHWC, obn = p->p.oc_bn;
   long have = -1;  /* (image, tile block) whose V this thread holds */
+  hwt_gemm_plan gp;
+  int gp_m = -1, gp_n = -1;  /* the shape gp was made for: remade for tail blocks only */
   for (long u = lo; u < hi; u++) {
     const int n = (int)(u / ((long)ntb * nkb)), bi = (int)(u / nkb % ntb), ki = (int)(u % nkb);
     const int t0 = bi * tb, t1 = t0 + tb < T ? t0 + tb : T, r0 = t0 / tw;
     if (u / nkb != have) {
-      const int r1 = (t1 - 1) / tw;
-      stage(p, x, n, r0, 2 * (r1 - r0) + 4, st);
-      const int srows = 2 * (r1 - r0) + 4;
+      const int srows = 2 * ((t1 - 1) / tw - r0) + 4;
+      stage(p, x, n, r0, srows, st);
       for (int t = t0; t < t1; t++) {
         const int lr = 2 * (t / tw - r0), lc = 2 * (t % tw);
         for (int cb = 0; cb < cpad / bs; cb++)
@@ -278,8 +261,11 @@ void hwt_conv_wino_run_part(const hwt_conv_plan *p, const float *x, const float 
       have = u / nkb;
     }
     const int k0 = ki * kb, kn = ki == nkb - 1 ? d->K - k0 : kb;
-    hwt_gemm_plan gp;
-    gemm_plan(p, t1 - t0, kn, &gp);
+    if (t1 - t0 != gp_m || kn != gp_n) {
+      gemm_plan(p, t1 - t0, kn, &gp);
+      gp_m = t1 - t0;
+      gp_n = kn;
+    }
     const float *wk = w + (size_t)ki * XI * p->wino_pack_full;
     const size_t per = ki == nkb - 1 ? p->wino_pack_tail : p->wino_pack_full;
     for (int xi = 0; xi < XI; xi++)
@@ -300,9 +286,9 @@ void hwt_conv_wino_run_part(const hwt_conv_plan *p, const float *x, const float 
         if (t % tw != tw - 1 && t != t1 - 1) continue;
         const int c0 = t / tw == t0 / tw ? 2 * (t0 % tw) : 0, c1 = ow + 2 < OW ? ow + 2 : OW;
         for (int a = 0; a < 2 && oh + a < OH; a++) {
-          transpose(orow + (a * owp + c0) * kn, kn, c1 - c0, kn,
-                    y + (((size_t)n * d->K + k0) * OH + oh + a) * OW + c0, (long)OH * OW);
-          if (res) residual_rows(p, y, res, n, k0, kn, oh + a, c0, c1);
+          const size_t at = (((size_t)n * d->K + k0) * OH + oh + a) * OW + c0;
+          transpose(orow + (a * owp + c0) * kn, kn, c1 - c0, kn, y + at, (long)OH * OW);
+          if (res) hwt_conv_residual_rows(y + at, res + at, (long)OH * OW, kn, c1 - c0, d->relu);
         }
         continue;
       }
