@@ -316,35 +316,71 @@ static void stage_rows(const hwt_conv_plan *p, const float *x, float *ws, int n,
   }
 }
 
+/* Phase ranges are per plan, not per row: at most this many phases keep
+ * theirs in a table (larger strides recompute them per row). */
+#define PHASES_CACHED 8
+
+/* One NCHW channel row of the input (its real columns at src) staged as
+ * row o: sw phases of pl, phase ph's real positions [lo[ph], hi[ph]), the
+ * rest zero. Stride 2 reads the row once for both phases (deint2) over the
+ * positions where both are real. */
+static void stage_channel_row(const hwt_conv_plan *p, const hwt_conv_variant *v,
+                              const float *src, float *o, int pl, const int *lo,
+                              const int *hi) {
+  const hwt_conv_desc *d = &p->d;
+  const int sw = d->stride_w;
+  for (int ph = 0; ph < sw; ph++) {
+    int l, h;
+    if (ph < PHASES_CACHED)
+      l = lo[ph], h = hi[ph];
+    else
+      phase_real(p, ph, pl, &l, &h);
+    float *op = o + (long)ph * pl;
+    for (int pos = 0; pos < l; pos++) op[pos] = 0.0f;
+    for (int pos = h; pos < pl; pos++) op[pos] = 0.0f;
+    if (sw == 2) continue; /* copied below, both phases at once */
+    const float *s = src + ph - d->pad_w;
+    if (sw == 1)
+      memcpy(op + l, s + l, (size_t)(h - l) * sizeof(float));
+    else
+      v->phase(s + (long)l * sw, sw, h - l, op + l);
+  }
+  if (sw != 2) return;
+  /* Positions both phases hold real columns, one pass; the few others
+   * (next to the padding) one float at a time. */
+  const int both_lo = lo[0] > lo[1] ? lo[0] : lo[1], both_hi = hi[0] < hi[1] ? hi[0] : hi[1];
+  const float *s = src - d->pad_w;
+  for (int ph = 0; ph < 2; ph++) {
+    float *op = o + (long)ph * pl;
+    const int edge_lo = both_lo < hi[ph] ? both_lo : hi[ph];
+    const int edge_hi = both_hi > lo[ph] ? both_hi : lo[ph];
+    for (int pos = lo[ph]; pos < edge_lo; pos++) op[pos] = s[ph + 2 * pos];
+    for (int pos = edge_hi > edge_lo ? edge_hi : edge_lo; pos < hi[ph]; pos++)
+      op[pos] = s[ph + 2 * pos];
+  }
+  if (both_hi > both_lo)
+    v->deint2(s + 2 * both_lo, both_hi - both_lo, o + both_lo, o + pl + both_lo);
+}
+
 /* stage_rows for an NCHW input: every staged channel row is a (phase-split)
  * copy of one contiguous input row, so no transpose is needed. */
 static void stage_rows_nchw(const hwt_conv_plan *p, const float *x, float *ws, int n, int r0,
                             int r1) {
   const hwt_conv_desc *d = &p->d;
-  void (*const phase)(const float *, int, int, float *) = hwt_conv_variant_for(p->isa)->phase;
+  const hwt_conv_variant *v = hwt_conv_variant_for(p->isa);
   const int bn = p->p.ic_bn, CB = d->C / bn, sw = d->stride_w;
   const long ics = stage_ic_stride(p), row = (long)bn * ics;
   const int pl = (int)(ics / sw);
+  int lo[PHASES_CACHED], hi[PHASES_CACHED];
+  for (int ph = 0; ph < sw && ph < PHASES_CACHED; ph++) phase_real(p, ph, pl, &lo[ph], &hi[ph]);
   for (int cb = 0; cb < CB; cb++)
     for (int r = r0; r < r1; r++) {
       int ih;
       float *dst = staged_row(p, ws, cb, r, row, &ih);
       if (!dst) continue;
-      for (int i = 0; i < bn; i++) {
-        const float *src = x + (((size_t)n * d->C + cb * bn + i) * d->H + ih) * d->W;
-        for (int ph = 0; ph < sw; ph++) {
-          int lo, hi;
-          phase_real(p, ph, pl, &lo, &hi);
-          float *o = dst + (long)i * ics + (long)ph * pl;
-          for (int pos = 0; pos < lo; pos++) o[pos] = 0.0f;
-          for (int pos = hi; pos < pl; pos++) o[pos] = 0.0f;
-          const float *s = src + ph - d->pad_w;
-          if (sw == 1)
-            memcpy(o + lo, s + lo, (size_t)(hi - lo) * sizeof(float));
-          else
-            phase(s + (long)lo * sw, sw, hi - lo, o + lo);
-        }
-      }
+      for (int i = 0; i < bn; i++)
+        stage_channel_row(p, v, x + (((size_t)n * d->C + cb * bn + i) * d->H + ih) * d->W,
+                          dst + (long)i * ics, pl, lo, hi);
     }
 }
 
@@ -369,7 +405,9 @@ static void nchwc_units(const hwt_conv_plan *p, const float *x, const float *w,
   float *orow = scratch + (v->block_scratch ? ALIGN_FLOATS((size_t)p->p.reg_n * obn) : 0);
   const long ohw = (long)OH * p->OW;
   hwt_conv_row_args a;
-  a.CB = d->C / bn;
+  const int CB = d->C / bn;
+  a.CB = CB;
+  a.first = a.last = 1;
   a.R = d->R;
   a.S = d->S;
   a.ic_bn = bn;
@@ -381,7 +419,6 @@ static void nchwc_units(const hwt_conv_plan *p, const float *x, const float *w,
    * transpose, while the row is still in L1. */
   a.relu = d->relu && !(nchw && res);
   a.res = NULL;
-  a.first = a.last = 1;
   a.scratch = scratch;
   a.in_ic_stride = ics;
   long in_row = (long)bn * ics;  /* floats between staged rows */
@@ -400,7 +437,7 @@ static void nchwc_units(const hwt_conv_plan *p, const float *x, const float *w,
   a.in_row_stride = (long)d->dil_h * in_row;
   void (*const row)(const hwt_conv_row_args *) = v->row;
   const hwt_conv_stage_fn stage = v->stage;
-  int staged_n = -1;
+  int staged_n = -1, staged_to = 0, band_end = 0;
   const float *img = staged;  /* the rows the kernel reads: staged, or x itself */
   for (long u = lo; u < hi; u++) {
     const long ui = u % per_image;
@@ -410,39 +447,55 @@ static void nchwc_units(const hwt_conv_plan *p, const float *x, const float *w,
     a.rows = OH - oh < rh ? OH - oh : rh;
     if (!p->copy_input) {
       img = x + (size_t)n * d->C * d->H * d->W;
-    } else if (n != staged_n) {
-      /* Rows this thread reads in image n: all of them if its share spans
-       * more than one oc block, else those of its output rows. */
-      long u0 = lo > (long)n * per_image ? lo : (long)n * per_image;
-      long u1 = hi < (long)(n + 1) * per_image ? hi : (long)(n + 1) * per_image;
-      int oh0 = 0, oh1 = OH;
-      if (p->rows_outer) {  /* the rows of the share, every oc block */
-        oh0 = (int)((u0 % per_image) / KB) * rh;
-        oh1 = (int)(((u1 - 1) % per_image) / KB) * rh + rh;
-      } else if ((u0 / OHB) == ((u1 - 1) / OHB)) {  /* one oc block: its rows */
-        oh0 = (int)(u0 % OHB) * rh;
-        oh1 = (int)((u1 - 1) % OHB) * rh + rh;
+    } else {
+      if (n != staged_n) {
+        /* Rows this thread reads in image n: all of them if its share spans
+         * more than one oc block, else those of its output rows. */
+        long u0 = lo > (long)n * per_image ? lo : (long)n * per_image;
+        long u1 = hi < (long)(n + 1) * per_image ? hi : (long)(n + 1) * per_image;
+        int oh0 = 0, oh1 = OH;
+        if (p->rows_outer) {  /* the rows of the share, every oc block */
+          oh0 = (int)((u0 % per_image) / KB) * rh;
+          oh1 = (int)(((u1 - 1) % per_image) / KB) * rh + rh;
+        } else if ((u0 / OHB) == ((u1 - 1) / OHB)) {  /* one oc block: its rows */
+          oh0 = (int)(u0 % OHB) * rh;
+          oh1 = (int)((u1 - 1) % OHB) * rh + rh;
+        }
+        if (oh1 > OH) oh1 = OH;
+        staged_to = oh0 * d->stride_h;
+        band_end = (oh1 - 1) * d->stride_h + (d->R - 1) * d->dil_h + 1;
+        staged_n = n;
       }
-      if (oh1 > OH) oh1 = OH;
-      int r0 = oh0 * d->stride_h, r1 = (oh1 - 1) * d->stride_h + (d->R - 1) * d->dil_h + 1;
-      if (nchw)
-        stage_rows_nchw(p, x, staged, n, r0, r1);
-      else
-        stage_rows(p, x, staged, n, r0, r1, stage);
-      staged_n = n;
+      /* Oc blocks outer: every block reads the whole band, staged at once.
+       * Rows outer: each output row's input rows are staged when its first
+       * unit comes, so they are still in L1/L2 for the other oc blocks
+       * (staging the whole band first left 830 KB staged for conv3_1 to be
+       * read back from L3). */
+      int need = band_end;
+      if (p->rows_outer) {
+        need = (oh + a.rows - 1) * d->stride_h + (d->R - 1) * d->dil_h + 1;
+        if (need > band_end) need = band_end;
+      }
+      if (need > staged_to) {
+        if (nchw)
+          stage_rows_nchw(p, x, staged, n, staged_to, need);
+        else
+          stage_rows(p, x, staged, n, staged_to, need, stage);
+        staged_to = need;
+      }
     }
     a.in = img + (size_t)oh * a.in_oh_stride;
-    a.w = w + (size_t)kb * a.CB * d->R * d->S * bn * obn;
+    a.w = w + (size_t)kb * CB * d->R * d->S * bn * obn;
     a.bias = bias ? bias + (size_t)kb * obn : 0;
     if (!nchw) {
       const size_t at = (((size_t)n * KB + kb) * OH + oh) * p->OW * obn;
       a.out = y + at;
       a.res = res ? res + at : NULL;
-      row(&a);
-      continue;
+    } else {
+      a.out = orow;
     }
-    a.out = orow;
     row(&a);
+    if (!nchw) continue;
     /* [rows][OW][oc_bn] -> oc_bn NCHW rows each, 16 pixels per gather. */
     for (int h = 0; h < a.rows; h++) {
       float *yo = y + ((size_t)n * d->K + (size_t)kb * obn) * ohw + (long)(oh + h) * p->OW;

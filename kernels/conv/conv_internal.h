@@ -51,6 +51,9 @@ typedef struct {
   hwt_conv_stage_fn stage;
   /* dst[pos] = src[pos * step] for pos < n (a stride phase of a row). */
   void (*phase)(const float *src, int step, int n, float *dst);
+  /* Both phases of a stride-2 row in one pass: even[pos] = src[2 * pos],
+   * odd[pos] = src[2 * pos + 1] for pos < n. */
+  void (*deint2)(const float *src, int n, float *even, float *odd);
 } hwt_conv_variant;
 
 extern const hwt_conv_variant hwt_conv_variant_generic;

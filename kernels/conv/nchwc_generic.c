@@ -59,6 +59,13 @@ static void phase_copy(const float *src, int step, int n, float *dst) {
   for (int pos = 0; pos < n; pos++) dst[pos] = src[(long)pos * step];
 }
 
+static void deint2(const float *src, int n, float *even, float *odd) {
+  for (int pos = 0; pos < n; pos++) {
+    even[pos] = src[2 * pos];
+    odd[pos] = src[2 * pos + 1];
+  }
+}
+
 /* SSE2 auto-vectorised over oc_bn with the accumulators in an L1 scratch,
  * so longer oc runs pay off beyond the 4 lanes: oc_bn 16 / reg_n 8 measured
  * 4.3 GFLOPS vs 2.3 (8) and 1.2 (4), reg_n 4: 2.7 (64x56x56 3x3). Hence a
@@ -66,4 +73,4 @@ static void phase_copy(const float *src, int step, int n, float *dst) {
  * channels) preferred. */
 const hwt_conv_variant hwt_conv_variant_generic = {
     .vec = 8, .nv_max = 2, .caps = {0, 8, 8, 8, 8}, .block_scratch = 1,
-    .row = row, .stage = stage_tile, .phase = phase_copy};
+    .row = row, .stage = stage_tile, .phase = phase_copy, .deint2 = deint2};

@@ -274,6 +274,12 @@ int main(void) {
   test_shape((hwt_conv_desc){1, 7, 8, 9, 9, 2, 2, 1, 1, 0, 0, 0, 1, 1, 1, 1});
   test_shape((hwt_conv_desc){1, 4, 10, 10, 8, 3, 3, 2, 2, 0, 0, 0, 1, 1, 1, 1});
   test_shape((hwt_conv_desc){1, 3, 9, 11, 5, 3, 4, 1, 2, 2, 3, 0, 2, 1, 0, 1});
+  /* stride-2 staging: rows wide enough for the both-phase vector pass,
+   * with 3 and 0 leading padding columns and an odd width; a stride beyond
+   * the phase ranges the plan caches (9 > 8) */
+  test_shape((hwt_conv_desc){1, 5, 6, 41, 8, 3, 3, 2, 2, 3, 3, 0, 1, 1, 1, 2});
+  test_shape((hwt_conv_desc){2, 4, 7, 37, 6, 3, 5, 2, 2, 0, 0, 1, 1, 1, 0, 1});
+  test_shape((hwt_conv_desc){1, 3, 5, 60, 4, 1, 10, 1, 9, 0, 4, 0, 1, 1, 0, 4});
   test_transpose_adjoint((hwt_conv_desc){2, 3, 7, 8, 4, 3, 3, 2, 2, 1, 1, 0, 1, 1, 1, 1});
   test_transpose_adjoint((hwt_conv_desc){1, 5, 9, 6, 3, 3, 2, 2, 1, 2, 0, 0, 2, 1, 0, 1});
   test_illegal();
