@@ -25,6 +25,7 @@ set(HWTUNE_KERNEL_BODIES
   "kernels/conv/winograd_body.c generic avx2 avx512"
   "kernels/gemm/pack_body.c generic avx2 avx512"
   "kernels/gemm/gemv_body.c generic avx2 avx512"
+  "kernels/rnn/cell_body.c generic avx2 avx512"
 )
 
 if(HWTUNE_X86)

@@ -7,6 +7,7 @@
 #include "../eltwise/eltwise_impl.h"
 #include "../pool/pool_impl.h"
 #include "../probe/probe_impl.h"
+#include "../rnn/cell_impl.h"
 
 typedef struct {
   const hwt_ew_variant *eltwise;
@@ -14,18 +15,19 @@ typedef struct {
   const hwt_probe_variant *probe;
   const hwt_wino_variant *wino;
   const hwt_pool2d_variant *pool;
+  const hwt_lstm_variant *lstm;
 } variant_row;
 
 static const variant_row k_rows[HWT_ISA_COUNT] = {
     [HWT_ISA_GENERIC] = {&hwt_ew_variant_generic, &hwt_conv_variant_generic,
                          &hwt_probe_variant_generic, &hwt_wino_variant_generic,
-                         &hwt_pool2d_variant_generic},
+                         &hwt_pool2d_variant_generic, &hwt_lstm_variant_generic},
 #if defined(HWTUNE_HAVE_X86)
     [HWT_ISA_AVX2] = {&hwt_ew_variant_avx2, &hwt_conv_variant_avx2, &hwt_probe_variant_avx2,
-                      &hwt_wino_variant_avx2, &hwt_pool2d_variant_avx2},
+                      &hwt_wino_variant_avx2, &hwt_pool2d_variant_avx2, &hwt_lstm_variant_avx2},
     [HWT_ISA_AVX512] = {&hwt_ew_variant_avx512, &hwt_conv_variant_avx512,
                         &hwt_probe_variant_avx512, &hwt_wino_variant_avx512,
-                        &hwt_pool2d_variant_avx512},
+                        &hwt_pool2d_variant_avx512, &hwt_lstm_variant_avx512},
 #endif
 };
 
@@ -42,6 +44,7 @@ const hwt_conv_variant *hwt_conv_variant_for(hwt_isa isa) { return row(isa)->con
 const hwt_probe_variant *hwt_probe_variant_for(hwt_isa isa) { return row(isa)->probe; }
 const hwt_wino_variant *hwt_wino_variant_for(hwt_isa isa) { return row(isa)->wino; }
 const hwt_pool2d_variant *hwt_pool2d_variant_for(hwt_isa isa) { return row(isa)->pool; }
+const hwt_lstm_variant *hwt_lstm_variant_for(hwt_isa isa) { return row(isa)->lstm; }
 
 /* Bounds are documented per compiled variant, whatever this CPU runs. */
 const hwt_ew_variant *hwt_ew_variant_compiled(hwt_isa isa) {

@@ -6,8 +6,8 @@
  *     c = sigmoid(z_f) * c_prev + sigmoid(z_i) * tanh(z_g)
  *     h = sigmoid(z_o) * tanh(c)
  * in one pass over the gates. Plan, then run: hwt_lstm_cell_plan_make()
- * fixes the work items (a row's chunk of hidden units, sized so the chunk's
- * gates and activations stay in L1) and the per-thread workspace;
+ * fixes the work items (a row, or a chunk of its hidden units when rows
+ * alone leave threads idle) and the per-thread workspace (none today);
  * hwt_lstm_cell_run_part() computes thread tid's items out of nth (disjoint
  * outputs, no synchronisation). The activations are the element-wise
  * kernels' (hwtune/eltwise.h) for the plan's ISA, with their documented
