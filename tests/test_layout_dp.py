@@ -106,7 +106,22 @@ class RandomCosts:
         return self.table[key]
 
 
-def brute_force(g, cands, tc):
+class RandomOpCosts:
+    """A fixed random time per (layout-tolerant op, block), comparable to
+    conv times; records what it was asked."""
+
+    def __init__(self, rng, scale=1e-4):
+        self.rng, self.scale, self.table = rng, scale, {}
+
+    def __call__(self, op, shapes, block):
+        assert len(shapes) == len(op.inputs) and all(len(s) == 4 for s in shapes[:1])
+        key = (op.name, block)
+        if key not in self.table:
+            self.table[key] = float(self.rng.uniform(0.1, 2.0)) * self.scale
+        return self.table[key]
+
+
+def brute_force(g, cands, tc, op_cost=None):
     """Minimum over every combination, each costed on the graph the pass
     builds (independent of the DP's own bookkeeping)."""
     names = sorted(cands)
@@ -114,7 +129,7 @@ def brute_force(g, cands, tc):
     for combo in itertools.product(*(range(len(cands[n])) for n in names)):
         params = {n: cands[n][i][0] for n, i in zip(names, combo)}
         secs = {n: cands[n][i][1] for n, i in zip(names, combo)}
-        best = min(best, plan_cost(g, params, secs, tc))
+        best = min(best, plan_cost(g, params, secs, tc, op_cost=op_cost))
     return best
 
 
@@ -122,6 +137,50 @@ def _chosen_seconds(cands, plan):
     """The time of each chosen candidate, looked up in the candidate lists."""
     return {name: min(s for q, s in cands[name] if conv_blocks(q) == conv_blocks(p))
             for name, p in plan.op_params.items()}
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_dp_prices_pools_and_norms_per_block_on_fused_graphs(seed):
+    """With layout-tolerant ops priced per block, on the graph the engine
+    runs (batch norms folded, residual adds and ReLUs in the CONVs): still
+    the brute-force optimum, and still the cost of what the pass builds
+    (which reads each fused residual in its CONV's output block)."""
+    from hwtune.graph.passes.fuse import fuse_conv
+    rng = np.random.default_rng(100 + seed)
+    g = fuse_conv(random_graph(rng, n_convs=4 + seed % 3))
+    cands = random_candidates(rng, g)
+    tc, oc = RandomCosts(rng), RandomOpCosts(rng)
+    plan = choose_layouts(g, cands, tc, op_cost=oc)
+    assert plan.est_seconds == pytest.approx(brute_force(g, cands, tc, oc), rel=1e-12)
+    assert plan_cost(g, plan.op_params, _chosen_seconds(cands, plan), tc, op_cost=oc) == \
+        pytest.approx(plan.est_seconds, rel=1e-12)
+    assert plan.est_seconds == pytest.approx(
+        plan.conv_seconds + plan.transform_seconds + plan.op_seconds, rel=1e-12)
+
+
+def test_a_pool_dear_in_blocks_keeps_its_producer_in_nchw():
+    """conv -> max pool -> conv: the blocked first CONV is a little faster,
+    but the pool after it costs far more blocked than in NCHW, so the DP
+    takes the NCHW candidate; with the pool's prices swapped it blocks."""
+    g = load_model({
+        "name": "pool-chain", "inputs": [{"name": "x", "shape": [1, 16, 8, 8]}],
+        "params": [{"name": "w1", "shape": [16, 16, 3, 3]}, {"name": "w2", "shape": [16, 16, 1, 1]}],
+        "ops": [{"name": "c1", "op": "conv2d", "inputs": ["x", "w1"], "attrs": {"padding": 1}},
+                {"name": "p", "op": "pool2d", "inputs": ["c1"],
+                 "attrs": {"mode": "max", "kernel": 3, "stride": 1, "padding": 1}},
+                {"name": "c2", "op": "conv2d", "inputs": ["p", "w2"]}],
+        "outputs": ["c2"]})
+    cands = {"c1": [({"layout": "NCHW"}, 1.1e-4), ({"ic_bn": 16, "oc_bn": 16}, 1.0e-4)],
+             "c2": [({"layout": "NCHW"}, 1.0e-4)]}
+    free = lambda shape, a, b: 1e-6  # noqa: E731
+    dear_blocked = lambda op, shapes, b: 5e-4 if b else 1e-5  # noqa: E731
+    plan = choose_layouts(g, cands, free, op_cost=dear_blocked)
+    assert conv_blocks(plan.op_params["c1"]) == (0, 0)
+    assert plan.op_seconds == pytest.approx(1e-5)
+    cheap_blocked = lambda op, shapes, b: 1e-5 if b else 5e-4  # noqa: E731
+    plan = choose_layouts(g, cands, free, op_cost=cheap_blocked)
+    assert conv_blocks(plan.op_params["c1"]) == (16, 16)
+    assert plan.op_seconds == pytest.approx(1e-5)
 
 
 @pytest.mark.parametrize("seed", range(14))
@@ -261,3 +320,37 @@ def test_measured_costs_drive_a_plan(db):
 def _isa():
     from hwtune.native.isa import selected_isa
     return selected_isa()
+
+
+def test_measured_op_costs_are_real_stored_and_reused(db, monkeypatch):
+    """A pool and a batch norm timed per block on the engine, stored as
+    layout-op trials, and read back without measuring."""
+    d, host, run = db
+    g = load_model({
+        "name": "tolerant", "inputs": [{"name": "x", "shape": [1, 32, 14, 14]}],
+        "params": [{"name": n, "shape": [32], "low": 0.5, "high": 1.5}
+                   for n in ("g", "b", "m", "v")],
+        "ops": [{"name": "p", "op": "pool2d", "inputs": ["x"],
+                 "attrs": {"mode": "avg", "kernel": 2, "stride": 2}},
+                {"name": "n", "op": "batch_norm", "inputs": ["p", "g", "b", "m", "v"]}],
+        "outputs": ["n"]})
+    cost = layout_dp.measured_op_cost(d, run, host, threads=1, isa=_isa(), reps=5)
+    ops = {op.name: op for op in g.ops}
+    shapes = {name: [tuple(g.shapes[t]) for t in op.inputs] for name, op in ops.items()}
+    got = {(name, b): cost(ops[name], shapes[name], b) for name in ops for b in (0, 16)}
+    assert all(0 < v < 0.1 for v in got.values())
+    rows = d.trials(host, tuner=layout_dp.OP_TUNER)
+    assert len(rows) == 4 and {r["status"] for r in rows} == {"ok"}
+    assert any(r["subject"].startswith("pool2d|1x32x14x14|") and r["subject"].endswith(
+        ":NCHW16c") for r in rows)
+
+    def no_measuring(*a, **k):
+        raise AssertionError("a stored op time was measured again")
+
+    monkeypatch.setattr(layout_dp, "time_op", no_measuring)
+    again = layout_dp.measured_op_cost(d, None, host, threads=1, isa=_isa())
+    assert again(ops["p"], shapes["p"], 16) == pytest.approx(got[("p", 16)])
+    assert len(d.trials(host, tuner=layout_dp.OP_TUNER)) == 4
+    # The plan prices them: NCHW everywhere (no CONVs), so both at block 0.
+    plan = choose_layouts(g, {}, lambda s, a, b: 0.0, op_cost=again)
+    assert plan.op_seconds == pytest.approx(got[("p", 0)] + got[("n", 0)])

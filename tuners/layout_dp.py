@@ -25,6 +25,14 @@ which makes the result approximate: the plan then says exact=False.
 
 Transforms of params (weights, or a param operand of a join) are not
 counted: the engine folds ops on params once at prepare.
+
+Layout-tolerant ops (pooling, batch_norm) run in whatever block their input
+arrives in, at a cost that depends on it (a 2x2 average pool on 14-wide NCHW
+rows is a different loop from the same pool over 16-channel vectors), so an
+optional op_cost(op, input shapes, block) prices each at the block the
+state gives it, and a CONV choice that makes the pool after it slower pays
+for it. A fused residual (conv2d's fourth input) is read in the CONV's
+output block, as the rewrite pass does.
 """
 
 from __future__ import annotations
@@ -33,15 +41,18 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from hwtune.errors import UsageError
+from hwtune.errors import HwtuneError, UsageError
 from hwtune.graph.model import Graph
 from hwtune.graph.passes.layout import (apply_op_params, check_op_params, ensure_validated,
                                         inserted_transforms, require_plain)
-from hwtune.graph.passes.layout_rules import conv_blocks, op_layout
+from hwtune.graph.passes.layout_rules import conv_blocks, is_tolerant, op_layout
 
 Shape = Tuple[int, ...]
 TransformCost = Callable[[Shape, int, int], float]
+# op_cost(op, logical NCHW shapes of its inputs, block it runs in) -> seconds
+OpCost = Callable[[object, Sequence[Shape], int], float]
 TUNER = "layout-transform"
+OP_TUNER = "layout-op"
 
 # With the conv tuner's 4 layout candidates per CONV the bundled models
 # peak at 36 (resnet18), 81 (inception_small), 144 (inception_large) and
@@ -62,6 +73,7 @@ class LayoutPlan:
     # (tensor, logical NCHW shape, src block, dst block) of every activation
     # transform the chosen params need; block 0 = NCHW.
     transforms: List[Tuple[str, Shape, int, int]] = field(default_factory=list)
+    op_seconds: float = 0.0  # the layout-tolerant ops' time at their chosen blocks
     exact: bool = True
     max_live_states: int = 0
     conv_times: Dict[str, float] = field(default_factory=dict)  # chosen candidate's seconds
@@ -131,17 +143,46 @@ class _Walk:
         return cost
 
 
+def _op_coster(graph: Graph, op_cost: Optional[OpCost]):
+    """(op name, block) -> seconds of graph's layout-tolerant op of that
+    name, memoised; 0 for other ops or without op_cost. By name, so a
+    rewritten graph's op (inputs renamed by the pass) finds its original."""
+    memo: Dict[Tuple[str, int], float] = {}
+    by_name = {op.name: op for op in graph.ops}
+    # Ops on params only (the fusion pass's batch norm of CONV weights) are
+    # folded once at prepare: they cost nothing per run.
+    const = {t.name for t in graph.params}
+    for i in graph.order:
+        op = graph.ops[i]
+        if op.inputs and all(t in const for t in op.inputs):
+            const.update(op.outputs)
+
+    def oc(name: str, block: int) -> float:
+        op = by_name.get(name)
+        if (op_cost is None or op is None or not is_tolerant(op.op) or op.inputs[0] in const
+                or len(graph.shapes[op.inputs[0]]) != 4):
+            return 0.0
+        key = (name, block)
+        if key not in memo:
+            memo[key] = float(op_cost(op, [tuple(graph.shapes[t]) for t in op.inputs], block))
+        return memo[key]
+
+    return oc
+
+
 def choose_layouts(graph: Graph, conv_candidates: Dict[str, Sequence[Tuple[dict, float]]],
-                   transform_cost: TransformCost, *,
+                   transform_cost: TransformCost, *, op_cost: Optional[OpCost] = None,
                    max_states: int = MAX_STATES) -> LayoutPlan:
     """Algorithm 2 over the whole graph (see the module doc for the exact
     DP). transform_cost(logical NCHW shape, src block, dst block) -> seconds,
-    block 0 = NCHW. CONVs without candidates stay as the graph has them and
-    their time is not counted."""
+    block 0 = NCHW; op_cost prices layout-tolerant ops per block (None:
+    they cost nothing, as in the paper). CONVs without candidates stay as
+    the graph has them and their time is not counted."""
     graph = ensure_validated(graph)
     require_plain(graph)
     options = _options(graph, conv_candidates)
     memo: Dict[Tuple[Shape, int, int], float] = {}
+    oc = _op_coster(graph, op_cost)
 
     def tc(shape, src, dst):
         key = (tuple(shape), src, dst)
@@ -168,6 +209,8 @@ def choose_layouts(graph: Graph, conv_candidates: Dict[str, Sequence[Tuple[dict,
                 for k, (ib, ob, secs, _) in enumerate(options[op.name]):
                     live = dict(key)
                     c = cost + secs + walk.need(live, op.inputs[0], ib)
+                    if len(op.inputs) == 4:  # a fused residual, read in the output's block
+                        c += walk.need(live, op.inputs[3], ob)
                     c += walk.produce(live, op, ob, step)
                     keep(live, c, choices + ((op.name, k),))
             else:
@@ -175,7 +218,7 @@ def choose_layouts(graph: Graph, conv_candidates: Dict[str, Sequence[Tuple[dict,
                 blocks = [live[t][0] if t in live else 0 for t in op.inputs]
                 rule = op_layout(op.op, op.resolved, blocks,
                                  [graph.shapes[t] for t in op.inputs])
-                c = cost
+                c = cost + oc(op.name, rule.out)
                 for t, b in zip(op.inputs, rule.need):
                     if b is not None:
                         c += walk.need(live, t, b)
@@ -189,12 +232,24 @@ def choose_layouts(graph: Graph, conv_candidates: Dict[str, Sequence[Tuple[dict,
     cost, choices = min(states.values(), key=lambda v: v[0])
     op_params = {name: dict(options[name][k][3]) for name, k in choices}
     conv_s = sum(options[name][k][2] for name, k in choices)
-    plan = LayoutPlan(op_params, cost, conv_s, cost - conv_s, exact=exact,
-                      max_live_states=peak,
-                      conv_times={name: options[name][k][2] for name, k in choices})
     rewritten = apply_op_params(graph, op_params)
+    op_s = tolerant_seconds(rewritten, oc)
+    plan = LayoutPlan(op_params, cost, conv_s, cost - conv_s - op_s, op_seconds=op_s,
+                      exact=exact, max_live_states=peak,
+                      conv_times={name: options[name][k][2] for name, k in choices})
     plan.transforms = transform_list(graph, rewritten)
     return plan
+
+
+def tolerant_seconds(rewritten: Graph, oc) -> float:
+    """The layout-tolerant ops' time in a rewritten graph, each at the block
+    its (rewritten) input is stored in."""
+    total = 0.0
+    for op in rewritten.ops:
+        if is_tolerant(op.op) and op.inputs:
+            shape = rewritten.shapes[op.inputs[0]]
+            total += oc(op.name, int(shape[4]) if len(shape) == 5 else 0)
+    return total
 
 
 def transform_list(original: Graph, rewritten: Graph) -> List[Tuple[str, Shape, int, int]]:
@@ -212,12 +267,15 @@ def transform_list(original: Graph, rewritten: Graph) -> List[Tuple[str, Shape, 
 
 
 def plan_cost(graph: Graph, op_params: Dict[str, dict],
-              conv_seconds: Dict[str, float], transform_cost: TransformCost) -> float:
+              conv_seconds: Dict[str, float], transform_cost: TransformCost, *,
+              op_cost: Optional[OpCost] = None) -> float:
     """The cost of given params measured on the rewritten graph itself:
-    CONV seconds plus each inserted transform once. Independent of the DP
-    (it counts what apply_op_params built), so tests compare the two."""
+    CONV seconds plus each inserted transform once, plus each
+    layout-tolerant op at the block it runs in. Independent of the DP (it
+    counts what apply_op_params built), so tests compare the two."""
     rewritten = apply_op_params(graph, op_params)
     total = sum(conv_seconds[name] for name in op_params)
+    total += tolerant_seconds(rewritten, _op_coster(graph, op_cost))
     for _, shape, src, dst in transform_list(graph, rewritten):
         total += float(transform_cost(shape, src, dst))
     return total
@@ -295,6 +353,88 @@ def measured_transform_cost(db, run_id: Optional[int], host_key: str, *, threads
         db.add_trial(run_id, host_key, search="measure", status="ok", median_s=med,
                      mad_s=stats.mad(samples), samples=samples, **where)
         cache[key] = med
+        return med
+
+    return cost
+
+
+# ---- measured costs of layout-tolerant ops -----------------------------------
+
+def op_subject(op, shapes: Sequence[Shape], block: int) -> str:
+    """The results.db subject of one layout-tolerant op workload: its type,
+    input shapes, attributes (the model's, before the layout pass sets
+    `layout`) and block."""
+    import json
+    from hwtune.graph.passes.layout_rules import layout_name
+    attrs = {k: v for k, v in sorted(op.attrs.items()) if k != "layout"}
+    dims = ";".join("x".join(map(str, s)) for s in shapes)
+    return f"{op.op}|{dims}|{json.dumps(attrs, sort_keys=True)}:{layout_name(block)}"
+
+
+def _op_graph(op, shapes: Sequence[Shape], block: int) -> Graph:
+    """op alone: its first input a graph input held in `block`, the others
+    params of their shapes, the layout pass's attribute for the block."""
+    from hwtune.graph.model import load_model
+    from hwtune.graph.passes.layout_rules import blocked_shape
+    rule = op_layout(op.op, op.resolved, [block] + [0] * (len(shapes) - 1), shapes)
+    params = [{"name": f"p{i}", "shape": list(s)} for i, s in enumerate(shapes[1:], 1)]
+    outs = [f"y{i}" for i in range(len(op.outputs))]
+    return load_model({
+        "name": "layout-op", "inputs": [{"name": "x", "shape": list(blocked_shape(shapes[0], block))}],
+        "params": params,
+        "ops": [{"name": "op", "op": op.op, "inputs": ["x"] + [p["name"] for p in params],
+                 "outputs": outs, "attrs": {**op.attrs, **rule.attrs}}],
+        "outputs": outs})
+
+
+def time_op(op, shapes: Sequence[Shape], block: int, *, threads: int, isa: int,
+            reps: int = 15, warmup: int = 3) -> List[float]:
+    """Seconds of each of `reps` runs of op alone in `block` on the C
+    engine with `threads` threads (its profiled op time, as time_transform)."""
+    from hwtune.native.engine import NativeEngine
+    from hwtune.measure import FixedSampling, interleave
+    from hwtune.measure.engine import OpEventSide
+    with NativeEngine(_op_graph(op, shapes, block), executors=1, threads=threads,
+                      scheduler="sequential", isa=isa) as eng:
+        return interleave([OpEventSide(eng)], FixedSampling(reps), warmup=warmup,
+                          raise_errors=True)[0].samples
+
+
+def measured_op_cost(db, run_id: Optional[int], host_key: str, *, threads: int, isa: str,
+                     reps: int = 15) -> OpCost:
+    """An op_cost for choose_layouts that times a layout-tolerant op in a
+    block the first time (op workload, block) is asked for on this host,
+    ISA and thread count, stores it as a `layout-op` trial, and reuses the
+    stored trial afterwards. An op the engine refuses in that block is
+    stored as an 'error' trial and costs infinity."""
+    from hwtune.measure import stats
+    from hwtune.native.isa import resolve_isa
+
+    isa_i = resolve_isa(isa)
+    cache: Dict[str, float] = {}
+
+    def cost(op, shapes, block) -> float:
+        shapes, block = [tuple(int(d) for d in s) for s in shapes], int(block)
+        subject = op_subject(op, shapes, block)
+        if subject in cache:
+            return cache[subject]
+        params = {"op": op.op, "shapes": [list(s) for s in shapes], "block": block}
+        where = dict(tuner=OP_TUNER, subject=subject, isa=isa, threads=threads, params=params)
+        row = db.trial(host_key, **where)
+        if row is not None and row["status"] in ("ok", "error"):
+            cache[subject] = row["median_s"] if row["status"] == "ok" else math.inf
+            return cache[subject]
+        try:
+            samples = time_op(op, shapes, block, threads=threads, isa=isa_i, reps=reps)
+        except HwtuneError as exc:
+            db.add_trial(run_id, host_key, search="measure", status="error",
+                         note=str(exc)[:500], **where)
+            cache[subject] = math.inf
+            return cache[subject]
+        med = stats.median(samples)
+        db.add_trial(run_id, host_key, search="measure", status="ok", median_s=med,
+                     mad_s=stats.mad(samples), samples=samples, **where)
+        cache[subject] = med
         return med
 
     return cost

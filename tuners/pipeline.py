@@ -418,15 +418,25 @@ def _conv_team(ctx: TuneContext, graph, cfg: EngineConfig, report: StageReport,
         return params, [f"conv: {len(choices)} CONV op(s) of a training graph, NCHW with "
                         "their fastest knobs"]
     ctx.progress("conv", "global layout search (dynamic programming)")
+    from hwtune.graph.passes.fuse import fuse_conv
     cost = layout_dp.measured_transform_cost(ctx.db, ctx.run_id, ctx.host_key,
                                              threads=threads, isa=ctx.isa)
-    plan = layout_dp.choose_layouts(graph, {k: c.candidates for k, c in choices.items()}, cost)
+    op_cost = layout_dp.measured_op_cost(ctx.db, ctx.run_id, ctx.host_key, threads=threads,
+                                         isa=ctx.isa)
+    # On the graph the engine runs (effective_graph): batch norms folded into
+    # the CONVs cost nothing there, so only the pools and unfolded norms are
+    # priced per layout; CONV names survive the fusion.
+    plan = layout_dp.choose_layouts(fuse_conv(graph),
+                                    {k: c.candidates for k, c in choices.items()}, cost,
+                                    op_cost=op_cost)
     default_s = sum(c.default_seconds for c in choices.values()
                     if c.default_seconds == c.default_seconds)  # NaN: the default failed
     tuned_s = sum(c.seconds for c in choices.values())
     why = [f"conv: {len(choices)} CONV op(s), template time {default_s * 1e3:.2f} ms with "
            f"default knobs -> {tuned_s * 1e3:.2f} ms tuned (sum over ops, {threads} thread(s)); "
-           f"layout DP estimate {plan.est_seconds * 1e3:.2f} ms including transforms"]
+           f"layout DP estimate {plan.est_seconds * 1e3:.2f} ms including transforms "
+           f"({plan.transform_seconds * 1e3:.2f} ms) and pooling/norm ops "
+           f"({plan.op_seconds * 1e3:.2f} ms)"]
     return plan.op_params, why
 
 

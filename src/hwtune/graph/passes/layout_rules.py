@@ -28,6 +28,13 @@ def _layout_class(op_type: str) -> Optional[str]:
     return spec.layout if spec else None
 
 
+def is_tolerant(op_type: str) -> bool:
+    """Whether op_type runs in NCHWc when told so (pooling, batch_norm):
+    its time depends on the layout chosen for it, which the layout search
+    prices (hwtune.tuners.layout_dp)."""
+    return _layout_class(op_type) == "tolerant"
+
+
 class OpLayout(NamedTuple):
     """need: per input, the block the op reads it in (None: a per-channel
     vector or other non-activation input, taken as is). out: block of every
