@@ -321,6 +321,7 @@ static const name_row NAMES[] = {
     {"hwt_conv_layout", HWT_CONV_NCHW, "NCHW"},
     {"hwt_conv_layout", HWT_CONV_NCHWC, "NCHWc"},
     {"hwt_conv_layout", HWT_CONV_NCHW_DIRECT, "NCHW-direct"},
+    {"hwt_conv_layout", HWT_CONV_NCHW_GEMM, "NCHW-gemm"},
 
     {"hwt_dyn_input", HWT_DYN_INPUT_NONE, "none"},
     {"hwt_dyn_input", HWT_DYN_INPUT_TOKENS, "tokens"},

@@ -60,10 +60,10 @@ static void run_case_res(const hwt_conv_desc *d, hwt_conv_layout layout,
     double e = fabs((double)yout[i] - (double)want[i]);
     if (!(e <= err)) err = e;  /* NaN-propagating max */
   }
-  static const char *names[] = {"NCHW", "NCHWc", "NCHW_DIRECT"};
+  static const char *names[] = {"NCHW", "NCHWc", "NCHW_DIRECT", "NCHW_GEMM"};
   CHECK(err <= tol,
          "%s%s isa=%s nth=%d ic_bn=%d oc_bn=%d reg_n=%d unroll=%d reg_h=%d: err %g > %g",
-         names[layout], res ? " +residual" : "", hwt_isa_name(isa), nth, plan.p.ic_bn, plan.p.oc_bn, plan.p.reg_n,
+         names[plan.layout], res ? " +residual" : "", hwt_isa_name(isa), nth, plan.p.ic_bn, plan.p.oc_bn, plan.p.reg_n,
          plan.p.unroll_ker, plan.p.reg_h, err, tol);
   for (int t = 0; t < nth; t++) free(ws[t]);
   free(ws);
@@ -180,6 +180,38 @@ static void test_illegal(void) {
 
 /* A kernel wider than the template takes: NCHW with default params falls
  * back to the direct kernel (and says so), with params it is refused. */
+/* Which 1x1 CONVs the NCHW plan runs as GEMMs: default params only, the
+ * shape rule (stride 1, no padding, enough output channels), and an
+ * explicit NCHW_GEMM request on another shape is refused. */
+static void test_gemm_choice(void) {
+  hwt_conv_desc d = {1, 16, 6, 6, 64, 1, 1, 1, 1, 0, 0, 0, 1, 1, 0, 0};
+  hwt_conv_plan plan;
+  CHECK(hwt_conv_plan_make(&d, HWT_CONV_NCHW, NULL, HWT_ISA_GENERIC, 2, &plan) == HWT_OK &&
+            plan.layout == HWT_CONV_NCHW_GEMM && plan.w_floats == 64 * 16,
+        "1x1 NCHW default runs as a GEMM");
+  hwt_conv_params p;
+  CHECK(hwt_conv_default_params(&d, HWT_ISA_GENERIC, &p) == HWT_OK, "default params");
+  CHECK(hwt_conv_plan_make(&d, HWT_CONV_NCHW, &p, HWT_ISA_GENERIC, 2, &plan) == HWT_OK &&
+            plan.layout == HWT_CONV_NCHW,
+        "explicit params keep the template");
+  CHECK(hwt_conv_plan_make(&d, HWT_CONV_NCHWC, NULL, HWT_ISA_GENERIC, 2, &plan) == HWT_OK &&
+            plan.layout == HWT_CONV_NCHWC,
+        "NCHWc keeps the template");
+  hwt_conv_desc small = d, padded = d, strided = d;
+  small.K = 16;
+  padded.pad_h = padded.pad_h_end = 1;
+  strided.stride_w = 2;
+  const hwt_conv_desc *no[3] = {&small, &padded, &strided};
+  for (int i = 0; i < 3; i++) {
+    CHECK(hwt_conv_plan_make(no[i], HWT_CONV_NCHW, NULL, HWT_ISA_GENERIC, 1, &plan) == HWT_OK &&
+              plan.layout == HWT_CONV_NCHW,
+          "shape %d keeps the template", i);
+    CHECK(hwt_conv_plan_make(no[i], HWT_CONV_NCHW_GEMM, NULL, HWT_ISA_GENERIC, 1, &plan) ==
+              HWT_EINVAL,
+          "shape %d refuses NCHW_GEMM", i);
+  }
+}
+
 static void test_direct_fallback(void) {
   hwt_conv_desc d = {1, 2, 3, 70, 3, 1, 65, 1, 1, 0, 1, 0, 1, 1, 0, 1};
   hwt_conv_plan plan;
@@ -274,6 +306,10 @@ int main(void) {
   test_shape((hwt_conv_desc){1, 7, 8, 9, 9, 2, 2, 1, 1, 0, 0, 0, 1, 1, 1, 1});
   test_shape((hwt_conv_desc){1, 4, 10, 10, 8, 3, 3, 2, 2, 0, 0, 0, 1, 1, 1, 1});
   test_shape((hwt_conv_desc){1, 3, 9, 11, 5, 3, 4, 1, 2, 2, 3, 0, 2, 1, 0, 1});
+  /* 1x1 stride 1 unpadded with >= 32 output channels: NCHW with default
+   * params runs as GEMMs (two images; an odd K and pixel count) */
+  test_shape((hwt_conv_desc){2, 20, 5, 9, 37, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0, 0});
+  test_shape((hwt_conv_desc){1, 33, 4, 4, 64, 1, 1, 1, 1, 0, 0, 0, 1, 1, 0, 0});
   /* stride-2 staging: rows wide enough for the both-phase vector pass,
    * with 3 and 0 leading padding columns and an odd width; a stride beyond
    * the phase ranges the plan caches (9 > 8) */
@@ -284,6 +320,7 @@ int main(void) {
   test_transpose_adjoint((hwt_conv_desc){1, 5, 9, 6, 3, 3, 2, 2, 1, 2, 0, 0, 2, 1, 0, 1});
   test_illegal();
   test_direct_fallback();
+  test_gemm_choice();
   test_layout_round_trip();
   return check_verdict("test_conv: ok\n");
 }

@@ -18,6 +18,10 @@
  *                   the plan's layout says so.
  *   HWT_CONV_NCHW_DIRECT  the same tensors by the portable direct kernel;
  *                   packed weights [ceil(K/4)][C][R][S][4]
+ *   HWT_CONV_NCHW_GEMM  the same tensors, a 1x1 stride-1 unpadded CONV as
+ *                   one GEMM per image (y[n] = W x[n], K x C times C x
+ *                   OH*OW): what NCHW with default params becomes for
+ *                   such shapes (conv.c says which); weights OIHW as given
  *   HWT_CONV_NCHWC  x NCHW[ic_bn]c  [N][C/ic_bn][H][W][ic_bn]
  *                   y NCHW[oc_bn]c  [N][K/oc_bn][OH][OW][oc_bn]
  *                   weights OIHW[ic_bn]i[oc_bn]o [K/oc_bn][C/ic_bn][R][S][ic_bn][oc_bn]
@@ -31,7 +35,12 @@
 #include "hwtune/api.h"
 #include "hwtune/isa.h"
 
-typedef enum { HWT_CONV_NCHW = 0, HWT_CONV_NCHWC = 1, HWT_CONV_NCHW_DIRECT = 2 } hwt_conv_layout;
+typedef enum {
+  HWT_CONV_NCHW = 0,
+  HWT_CONV_NCHWC = 1,
+  HWT_CONV_NCHW_DIRECT = 2,
+  HWT_CONV_NCHW_GEMM = 3
+} hwt_conv_layout;
 
 typedef struct {
   int N, C, H, W;       /* input */
@@ -75,7 +84,7 @@ typedef struct {
 typedef struct {
   hwt_conv_desc d;
   hwt_conv_layout layout;
-  hwt_conv_params p;  /* template parameters (zeroed for NCHW_DIRECT) */
+  hwt_conv_params p;  /* template parameters (zeroed for NCHW_DIRECT and NCHW_GEMM) */
   hwt_isa isa;
   int nth;            /* thread count the plan was made for */
   int OH, OW;

@@ -16,7 +16,7 @@ from hwtune.native._lib import check, enum_names, lib, sig
 from hwtune.native.abi import mirror
 from hwtune.native.isa import resolve_isa
 
-LAYOUTS = tuple(enum_names("hwt_conv_layout"))  # "NCHW", "NCHWc", "NCHW-direct"; index = value
+LAYOUTS = tuple(enum_names("hwt_conv_layout"))  # "NCHW", "NCHWc", "NCHW-direct", "NCHW-gemm"; index = value
 KNOBS = ("ic_bn", "oc_bn", "reg_n", "unroll_ker", "reg_h", "winograd")  # hwt_conv_params order
 _KNOB_MAX = 128
 
@@ -217,7 +217,7 @@ class Conv2dPlan:
         # NCHW-direct for shapes the template refuses.
         self.layout = LAYOUTS[self._plan.layout]
         self.params = ({name: getattr(self._plan.p, name) for name in KNOBS}
-                       if self.layout != "NCHW-direct" else None)
+                       if self.layout not in ("NCHW-direct", "NCHW-gemm") else None)
         oh, ow = self._plan.OH, self._plan.OW
         if layout == "NCHWc":
             ib, ob = self._plan.p.ic_bn, self._plan.p.oc_bn
