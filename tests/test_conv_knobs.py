@@ -293,3 +293,76 @@ def test_tune_graph_tunes_each_count_and_refuses_too_many(tmp_path):
                               "1,2", "--search", "grid", "--trials", "2", "--reps", "1",
                               "--json", db=path).stdout)
     assert again["stages"]["conv"]["measured"] == 0
+
+
+def one_by_one():
+    """x -> P (1x1, 16->48: the NCHW GEMM kernel's shape) -> relu."""
+    b = Builder("one-by-one")
+    t = b.input("x", (1, 16, 6, 6))
+    t = b.op("P", "conv2d", [t, b.param("P.w", (48, 16, 1, 1))])
+    b.output(b.op("P.relu", "relu", [t]))
+    return b.build()
+
+
+def test_gemm_candidates_are_measured_checked_stored_and_reused(db, host, monkeypatch):
+    """The 1x1 GEMM kernel is timed once per workload and thread count with
+    the template trials' harness (checked against the reference), stored as
+    a conv-gemm trial, offered as an NCHW candidate, and reused; a 3x3 CONV
+    is not offered."""
+    from hwtune.tuners import conv_gemm
+    from hwtune.tuners.context import TuneContext
+    g1, g3 = one_by_one(), two_convs()
+    assert conv_gemm.eligible(cl.conv_workload(g1, g1.ops[0]))
+    assert not conv_gemm.eligible(cl.conv_workload(g3, g3.ops[0]))
+    run = db.start_run(host, "tune", {})
+    ctx = TuneContext(db, run, host, isa=ISA, search="grid", trials=4, reps=3)
+    groups = [(wl, names) for wl, names in cl.workload_groups(g1).values()]
+    got = conv_gemm.gemm_candidates(ctx, groups, threads=1)
+    assert list(got) == ["P"] and got["P"][0] == {"layout": "NCHW"} and got["P"][1] > 0
+    rows = db.trials(host, tuner=conv_gemm.TUNER)
+    assert len(rows) == 1 and rows[0]["status"] == "ok" and rows[0]["n"] == 3
+    assert conv_gemm.gemm_candidates(ctx, [(wl, n) for wl, n in cl.workload_groups(
+        g3).values()], threads=1) == {}
+
+    def no_measuring(*a, **k):
+        raise AssertionError("a stored GEMM trial was measured again")
+
+    monkeypatch.setattr(cl.ConvMeasure, "__call__", no_measuring)
+    again = conv_gemm.gemm_candidates(ctx, groups, threads=1)
+    assert again == got and len(db.trials(host, tuner=conv_gemm.TUNER)) == 1
+
+
+@pytest.mark.parametrize("gemm_s, source", [(0.5e-4, "gemm@2t"), (2e-4, "tuned@2t")])
+def test_a_faster_gemm_trial_replaces_tuned_template_knobs(db, host, gemm_s, source):
+    from hwtune.tuners import conv_gemm
+    g = one_by_one()
+    key, p = legal(g, "P", 16, 16)
+    db.put_tuned(host, tuner=cl.TUNER, subject=key, isa=ISA, threads=2, search="grid",
+                 best_params=p, best_s=1e-4, trials=3)
+    run = db.start_run(host, "tune", {})
+    db.add_trial(run, host, tuner=conv_gemm.TUNER, search="measure", subject=key, isa=ISA,
+                 threads=2, params=conv_gemm.PARAMS, status="ok", median_s=gemm_s,
+                 samples=[gemm_s])
+    k = conv_knobs.choose(db, host, g, {}, threads=2, params_threads=None, isa=ISA)
+    assert k.sources["P"] == source
+    if source.startswith("gemm"):
+        assert k.op_params["P"] == {"layout": "NCHW"}
+        cfg = EngineConfig(executors=1, threads=2, scheduler="sequential")
+        cfg, run_graph, _ = conv_knobs.for_run(db, host, g, cfg, params_threads=None, isa=ISA)
+        conv = next(op for op in run_graph.ops if op.name == "P")
+        assert "ic_bn" not in conv.attrs and len(run_graph.shapes[conv.inputs[0]]) == 4
+        want = run_reference(g)
+        eng = open_engine(run_graph, cfg)
+        try:
+            eng.run()
+            got = eng.outputs()
+        finally:
+            eng.close()
+        for name, ref in want.items():
+            scale = float(np.max(np.abs(ref))) or 1.0
+            assert float(np.max(np.abs(got[name] - ref))) <= 1e-4 * scale
+    else:
+        assert k.op_params["P"]["ic_bn"] == 16
+    # At another thread count the GEMM trial at 2 says nothing.
+    assert conv_knobs.choose(db, host, g, {}, threads=1, params_threads=None,
+                             isa=ISA).sources["P"] == "tuned@2t(nearest)"

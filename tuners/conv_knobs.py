@@ -16,6 +16,10 @@ own thread count. A run at T threads per executor takes, for each conv2d op:
 5. else the config's op_params chosen at another thread count;
 6. else the template's default (the op stays as the model has it).
 
+In cases 2 and 3 at T itself, a 1x1 CONV whose NCHW GEMM kernel
+(tuners/conv_gemm.py) measured faster at T than those knobs runs that
+kernel instead ("gemm@Tt"): the GEMM has no knobs for the search to store.
+
 A tuned row whose knobs no longer fit the template's declared space (a knob
 added or its legal values changed: the tuner itself re-tunes such a row) is
 ignored with a note. The knobs are applied to the plain model by the layout
@@ -132,6 +136,7 @@ def choose(db, host_key: str, graph, op_params: Mapping[str, dict], *, threads: 
                 stale[wl.key] = old
         tuned = rows[wl.key]
         keep = (mine or {}).get("layout", layout)
+        template_s = None
         cut = None
         if threads not in tuned and db is not None and not (mine is not None
                                                            and params_threads == threads):
@@ -144,14 +149,25 @@ def choose(db, host_key: str, graph, op_params: Mapping[str, dict], *, threads: 
             t = threads if threads in tuned else nearest(sorted(tuned), threads)
             out.op_params[op.name] = dict(tuned[t]["best_params"], layout=keep)
             src = f"tuned@{t}t" + ("" if t == threads else "(nearest)")
+            template_s = tuned[t]["best_s"] if t == threads else None
         elif cut is not None:
-            out.op_params[op.name] = dict(cut, layout=keep)
+            template_s = cut.get("_seconds")
+            out.op_params[op.name] = dict({k: v for k, v in cut.items() if k != "_seconds"},
+                                          layout=keep)
             src = f"partial@{threads}t"
         elif mine is not None:
             out.op_params[op.name] = mine
             src = f"config@{params_threads}t" if params_threads else "config"
         else:
             src = "default"
+        if src.startswith(("tuned@", "partial@")) and db is not None and template_s:
+            # The 1x1 GEMM kernel has no knobs, so the template's search
+            # never weighs it; its own trial at this thread count does
+            # (the same harness). Without knobs the NCHW plan is the GEMM.
+            gemm_s = _gemm_seconds(db, host_key, wl, isa, threads)
+            if gemm_s is not None and gemm_s < template_s:
+                out.op_params[op.name] = {"layout": "NCHW"}
+                src = f"gemm@{threads}t"
         out.sources[op.name] = src
         if refused is not None:
             out.notes.append(f"the config's CONV parameters of {op.name} do not apply "
@@ -178,7 +194,17 @@ def _partial_best(db, host_key: str, wl, isa: str, threads: int) -> Optional[dic
     if not any(r["search"] == CONFIRM_SEARCH and r["status"] == OK for r in trials):
         return None
     best = layout_candidates(trials, wl.space(isa), 1)
-    return dict(best[0][0]) if best else None
+    return dict(best[0][0], _seconds=best[0][1]) if best else None
+
+
+def _gemm_seconds(db, host_key: str, wl, isa: str, threads: int) -> Optional[float]:
+    """The NCHW GEMM kernel's measured time for wl at `threads`
+    (tuners/conv_gemm.py), or None when it was not measured or failed."""
+    from hwtune.tuners import conv_gemm
+    from hwtune.tuners.search import OK
+    rows = db.trials(host_key, tuner=conv_gemm.TUNER, subject=wl.key, isa=isa, threads=threads)
+    ok = [r for r in rows if r["status"] == OK and r["median_s"]]
+    return ok[-1]["median_s"] if ok else None
 
 
 def for_run(db, host_key: str, graph, cfg, *, params_threads: Optional[int],

@@ -225,10 +225,13 @@ class ConvMeasure:
 
         g = apply_op_params(self._graph, {"conv": dict(params)})
         i = next(k for k, o in enumerate(g.ops) if o.name == "conv")
-        ib, ob = int(params["ic_bn"]), int(params["oc_bn"])
         y = np.empty(tuple(g.shapes[g.ops[i].outputs[0]]), np.float32)
         y.fill(np.nan)  # a share the kernel skips cannot pass the check
-        inputs = [self._input(ib), self._weights_for(ib, ob, fresh)]
+        if params.get("layout") == "NCHW":  # NCHW tensors (conv_gemm's candidates)
+            inputs = [self.x, self.w.copy() if fresh else self.w]
+        else:
+            ib, ob = int(params["ic_bn"]), int(params["oc_bn"])
+            inputs = [self._input(ib), self._weights_for(ib, ob, fresh)]
         if self.b is not None:
             inputs.append(self.b)
         ng = lower_graph(g)
@@ -244,7 +247,7 @@ class ConvMeasure:
         y = side.outputs()["y"]
         if self.check_hook is not None:
             self.check_hook(y)
-        err = float(np.max(np.abs(conv.from_nchwc(y) - self.ref)))
+        err = float(np.max(np.abs((conv.from_nchwc(y) if y.ndim == 5 else y) - self.ref)))
         if not err <= self.tol:  # also catches NaN
             return f"max abs error {err:.3g} vs reference (tolerance {self.tol:.3g})"
         return None

@@ -426,9 +426,13 @@ def _conv_team(ctx: TuneContext, graph, cfg: EngineConfig, report: StageReport,
     # On the graph the engine runs (effective_graph): batch norms folded into
     # the CONVs cost nothing there, so only the pools and unfolded norms are
     # priced per layout; CONV names survive the fusion.
-    plan = layout_dp.choose_layouts(fuse_conv(graph),
-                                    {k: c.candidates for k, c in choices.items()}, cost,
-                                    op_cost=op_cost)
+    from hwtune.tuners import conv_gemm
+    groups = [(wl, [n for n in names if n in choices])
+              for wl, names in conv_local.workload_groups(graph).values()]
+    gemm = conv_gemm.gemm_candidates(ctx, groups, threads=threads, pin=cfg.pinned)
+    cands = {k: list(c.candidates) + ([gemm[k]] if k in gemm else [])
+             for k, c in choices.items()}
+    plan = layout_dp.choose_layouts(fuse_conv(graph), cands, cost, op_cost=op_cost)
     default_s = sum(c.default_seconds for c in choices.values()
                     if c.default_seconds == c.default_seconds)  # NaN: the default failed
     tuned_s = sum(c.seconds for c in choices.values())
@@ -437,6 +441,10 @@ def _conv_team(ctx: TuneContext, graph, cfg: EngineConfig, report: StageReport,
            f"layout DP estimate {plan.est_seconds * 1e3:.2f} ms including transforms "
            f"({plan.transform_seconds * 1e3:.2f} ms) and pooling/norm ops "
            f"({plan.op_seconds * 1e3:.2f} ms)"]
+    chosen = sum(1 for k in gemm if plan.op_params.get(k) == conv_gemm.PARAMS)
+    if gemm:
+        why.append(f"conv: {chosen} of {len(gemm)} 1x1 CONV op(s) run as NCHW GEMMs "
+                   "(the layout DP's choice against the template's layouts)")
     return plan.op_params, why
 
 

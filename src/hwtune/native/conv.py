@@ -107,6 +107,17 @@ def knobs(x_shape, w_shape, *, stride=1, pad=0, isa=None, dilation=1, pad_end=No
     return {name: list(getattr(k, name).v[:getattr(k, name).n]) for name in KNOBS}
 
 
+def nchw_kernel(x_shape, w_shape, *, stride=1, pad=0, isa=None, dilation=1,
+                pad_end=None) -> str:
+    """The kernel an NCHW conv with default params runs (the plan's layout:
+    "NCHW" for the template, "NCHW-direct", "NCHW-gemm"), planned only."""
+    d = _desc(x_shape, w_shape, stride, pad, False, dilation, pad_end)
+    plan = _Plan()
+    check(lib.hwt_conv_plan_make(ctypes.byref(d), LAYOUTS.index("NCHW"), None,
+                                 resolve_isa(isa), 1, ctypes.byref(plan)), "conv2d plan (NCHW)")
+    return LAYOUTS[plan.layout]
+
+
 def default_params(x_shape, w_shape, *, stride=1, pad=0, isa=None, dilation=1,
                    pad_end=None) -> dict:
     """Untuned fallback derived from the SIMD width of `isa`."""
