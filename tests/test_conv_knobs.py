@@ -304,44 +304,47 @@ def one_by_one():
     return b.build()
 
 
-def test_gemm_candidates_are_measured_checked_stored_and_reused(db, host, monkeypatch):
-    """The 1x1 GEMM kernel is timed once per workload and thread count with
-    the template trials' harness (checked against the reference), stored as
-    a conv-gemm trial, offered as an NCHW candidate, and reused; a 3x3 CONV
-    is not offered."""
-    from hwtune.tuners import conv_gemm
+def test_nchw_candidates_are_measured_checked_stored_and_reused(db, host, monkeypatch):
+    """The NCHW default kernel (the GEMM for a 1x1, the template for a 3x3)
+    is timed once per workload and thread count with the template trials'
+    harness (checked against the reference), stored as a conv-nchw trial,
+    offered as an NCHW candidate, and reused."""
+    from hwtune.tuners import conv_nchw
     from hwtune.tuners.context import TuneContext
     g1, g3 = one_by_one(), two_convs()
-    assert conv_gemm.eligible(cl.conv_workload(g1, g1.ops[0]))
-    assert not conv_gemm.eligible(cl.conv_workload(g3, g3.ops[0]))
+    assert conv_nchw.kernel(cl.conv_workload(g1, g1.ops[0])) == "NCHW-gemm"
+    assert conv_nchw.kernel(cl.conv_workload(g3, g3.ops[0])) == "NCHW"
     run = db.start_run(host, "tune", {})
     ctx = TuneContext(db, run, host, isa=ISA, search="grid", trials=4, reps=3)
     groups = [(wl, names) for wl, names in cl.workload_groups(g1).values()]
-    got = conv_gemm.gemm_candidates(ctx, groups, threads=1)
+    got = conv_nchw.nchw_candidates(ctx, groups, threads=1)
     assert list(got) == ["P"] and got["P"][0] == {"layout": "NCHW"} and got["P"][1] > 0
-    rows = db.trials(host, tuner=conv_gemm.TUNER)
+    rows = db.trials(host, tuner=conv_nchw.TUNER)
     assert len(rows) == 1 and rows[0]["status"] == "ok" and rows[0]["n"] == 3
-    assert conv_gemm.gemm_candidates(ctx, [(wl, n) for wl, n in cl.workload_groups(
-        g3).values()], threads=1) == {}
+    assert rows[0]["params"] == {"layout": "NCHW"}
+    three = conv_nchw.nchw_candidates(ctx, [(wl, n) for wl, n in cl.workload_groups(
+        g3).values()], threads=1)
+    assert sorted(three) == ["A", "B"] and all(s > 0 for _, s in three.values())
+    assert len(db.trials(host, tuner=conv_nchw.TUNER)) == 3
 
     def no_measuring(*a, **k):
         raise AssertionError("a stored GEMM trial was measured again")
 
     monkeypatch.setattr(cl.ConvMeasure, "__call__", no_measuring)
-    again = conv_gemm.gemm_candidates(ctx, groups, threads=1)
-    assert again == got and len(db.trials(host, tuner=conv_gemm.TUNER)) == 1
+    again = conv_nchw.nchw_candidates(ctx, groups, threads=1)
+    assert again == got and len(db.trials(host, tuner=conv_nchw.TUNER)) == 3
 
 
 @pytest.mark.parametrize("gemm_s, source", [(0.5e-4, "gemm@2t"), (2e-4, "tuned@2t")])
 def test_a_faster_gemm_trial_replaces_tuned_template_knobs(db, host, gemm_s, source):
-    from hwtune.tuners import conv_gemm
+    from hwtune.tuners import conv_nchw
     g = one_by_one()
     key, p = legal(g, "P", 16, 16)
     db.put_tuned(host, tuner=cl.TUNER, subject=key, isa=ISA, threads=2, search="grid",
                  best_params=p, best_s=1e-4, trials=3)
     run = db.start_run(host, "tune", {})
-    db.add_trial(run, host, tuner=conv_gemm.TUNER, search="measure", subject=key, isa=ISA,
-                 threads=2, params=conv_gemm.PARAMS, status="ok", median_s=gemm_s,
+    db.add_trial(run, host, tuner=conv_nchw.TUNER, search="measure", subject=key, isa=ISA,
+                 threads=2, params=conv_nchw.PARAMS, status="ok", median_s=gemm_s,
                  samples=[gemm_s])
     k = conv_knobs.choose(db, host, g, {}, threads=2, params_threads=None, isa=ISA)
     assert k.sources["P"] == source

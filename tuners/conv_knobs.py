@@ -17,8 +17,10 @@ own thread count. A run at T threads per executor takes, for each conv2d op:
 6. else the template's default (the op stays as the model has it).
 
 In cases 2 and 3 at T itself, a 1x1 CONV whose NCHW GEMM kernel
-(tuners/conv_gemm.py) measured faster at T than those knobs runs that
+(tuners/conv_nchw.py) measured faster at T than those knobs runs that
 kernel instead ("gemm@Tt"): the GEMM has no knobs for the search to store.
+(Other NCHW default kernels are left to the layout DP, which prices the
+transforms a switch of layout costs; the GEMM's margin covers them.)
 
 A tuned row whose knobs no longer fit the template's declared space (a knob
 added or its legal values changed: the tuner itself re-tunes such a row) is
@@ -198,11 +200,14 @@ def _partial_best(db, host_key: str, wl, isa: str, threads: int) -> Optional[dic
 
 
 def _gemm_seconds(db, host_key: str, wl, isa: str, threads: int) -> Optional[float]:
-    """The NCHW GEMM kernel's measured time for wl at `threads`
-    (tuners/conv_gemm.py), or None when it was not measured or failed."""
-    from hwtune.tuners import conv_gemm
+    """The measured time at `threads` of wl's NCHW default kernel when that
+    is the 1x1 GEMM (tuners/conv_nchw.py), or None (not measured, failed,
+    or another kernel)."""
+    from hwtune.tuners import conv_nchw
     from hwtune.tuners.search import OK
-    rows = db.trials(host_key, tuner=conv_gemm.TUNER, subject=wl.key, isa=isa, threads=threads)
+    if conv_nchw.kernel(wl) != "NCHW-gemm":
+        return None
+    rows = db.trials(host_key, tuner=conv_nchw.TUNER, subject=wl.key, isa=isa, threads=threads)
     ok = [r for r in rows if r["status"] == OK and r["median_s"]]
     return ok[-1]["median_s"] if ok else None
 

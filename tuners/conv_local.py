@@ -227,7 +227,7 @@ class ConvMeasure:
         i = next(k for k, o in enumerate(g.ops) if o.name == "conv")
         y = np.empty(tuple(g.shapes[g.ops[i].outputs[0]]), np.float32)
         y.fill(np.nan)  # a share the kernel skips cannot pass the check
-        if params.get("layout") == "NCHW":  # NCHW tensors (conv_gemm's candidates)
+        if params.get("layout") == "NCHW":  # NCHW tensors (conv_nchw's candidates)
             inputs = [self.x, self.w.copy() if fresh else self.w]
         else:
             ib, ob = int(params["ic_bn"]), int(params["oc_bn"])

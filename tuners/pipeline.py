@@ -426,11 +426,11 @@ def _conv_team(ctx: TuneContext, graph, cfg: EngineConfig, report: StageReport,
     # On the graph the engine runs (effective_graph): batch norms folded into
     # the CONVs cost nothing there, so only the pools and unfolded norms are
     # priced per layout; CONV names survive the fusion.
-    from hwtune.tuners import conv_gemm
+    from hwtune.tuners import conv_nchw
     groups = [(wl, [n for n in names if n in choices])
               for wl, names in conv_local.workload_groups(graph).values()]
-    gemm = conv_gemm.gemm_candidates(ctx, groups, threads=threads, pin=cfg.pinned)
-    cands = {k: list(c.candidates) + ([gemm[k]] if k in gemm else [])
+    nchw = conv_nchw.nchw_candidates(ctx, groups, threads=threads, pin=cfg.pinned)
+    cands = {k: list(c.candidates) + ([nchw[k]] if k in nchw else [])
              for k, c in choices.items()}
     plan = layout_dp.choose_layouts(fuse_conv(graph), cands, cost, op_cost=op_cost)
     default_s = sum(c.default_seconds for c in choices.values()
@@ -441,10 +441,9 @@ def _conv_team(ctx: TuneContext, graph, cfg: EngineConfig, report: StageReport,
            f"layout DP estimate {plan.est_seconds * 1e3:.2f} ms including transforms "
            f"({plan.transform_seconds * 1e3:.2f} ms) and pooling/norm ops "
            f"({plan.op_seconds * 1e3:.2f} ms)"]
-    chosen = sum(1 for k in gemm if plan.op_params.get(k) == conv_gemm.PARAMS)
-    if gemm:
-        why.append(f"conv: {chosen} of {len(gemm)} 1x1 CONV op(s) run as NCHW GEMMs "
-                   "(the layout DP's choice against the template's layouts)")
+    chosen = sum(1 for k in nchw if plan.op_params.get(k) == conv_nchw.PARAMS)
+    why.append(f"conv: {chosen} of {len(choices)} CONV op(s) keep NCHW with the default "
+               "kernel (the layout DP's choice against the template's blocked layouts)")
     return plan.op_params, why
 
 
