@@ -60,6 +60,21 @@ def store(db, host, graph):
     return got
 
 
+def assert_runs_like_the_reference(graph, run_graph, cfg):
+    """run_graph (graph rewritten for some knobs) on the engine computes
+    graph's reference outputs within 1e-4 of their scale."""
+    want = run_reference(graph)
+    eng = open_engine(run_graph, cfg)
+    try:
+        eng.run()
+        got = eng.outputs()
+    finally:
+        eng.close()
+    for name, ref in want.items():
+        scale = float(np.max(np.abs(ref))) or 1.0
+        assert float(np.max(np.abs(got[name] - ref))) <= 1e-4 * scale
+
+
 def blocks(run_graph, name):
     op = next(o for o in run_graph.ops if o.name == name)
     return op.attrs.get("ic_bn"), op.attrs.get("oc_bn")
@@ -192,16 +207,7 @@ def test_the_rebuilt_graph_is_valid_and_computes_the_reference(db, host, threads
     between = [op for op in inserted_transforms(run_graph) if op.inputs[0].startswith("A")]
     assert bool(between) == (threads == 1)
     assert new.op_params == k.op_params
-    want = run_reference(g)
-    eng = open_engine(run_graph, new)
-    try:
-        eng.run()
-        got = eng.outputs()
-    finally:
-        eng.close()
-    for name, ref in want.items():
-        scale = float(np.max(np.abs(ref))) or 1.0
-        assert float(np.max(np.abs(got[name] - ref))) <= 1e-4 * scale
+    assert_runs_like_the_reference(g, run_graph, new)
 
 
 def test_resolve_says_at_which_count_the_config_knobs_were_chosen(db, host):
@@ -354,16 +360,7 @@ def test_a_faster_gemm_trial_replaces_tuned_template_knobs(db, host, gemm_s, sou
         cfg, run_graph, _ = conv_knobs.for_run(db, host, g, cfg, params_threads=None, isa=ISA)
         conv = next(op for op in run_graph.ops if op.name == "P")
         assert "ic_bn" not in conv.attrs and len(run_graph.shapes[conv.inputs[0]]) == 4
-        want = run_reference(g)
-        eng = open_engine(run_graph, cfg)
-        try:
-            eng.run()
-            got = eng.outputs()
-        finally:
-            eng.close()
-        for name, ref in want.items():
-            scale = float(np.max(np.abs(ref))) or 1.0
-            assert float(np.max(np.abs(got[name] - ref))) <= 1e-4 * scale
+        assert_runs_like_the_reference(g, run_graph, cfg)
     else:
         assert k.op_params["P"]["ic_bn"] == 16
     # At another thread count the GEMM trial at 2 says nothing.

@@ -313,6 +313,27 @@ def time_transform(shape: Shape, src: int, dst: int, *, threads: int, isa: int,
                           raise_errors=True)[0].samples
 
 
+def _stored_or_measured(db, run_id: Optional[int], host_key: str, where: dict,
+                        measure: Callable[[], List[float]]) -> float:
+    """The stored trial `where` describes (its median; infinity for an
+    'error' trial), else measure() now and store it: 'ok' with the samples'
+    median, or 'error' with the reason when the engine refuses."""
+    from hwtune.measure import stats
+    row = db.trial(host_key, **where)
+    if row is not None and row["status"] in ("ok", "error"):
+        return row["median_s"] if row["status"] == "ok" else math.inf
+    try:
+        samples = measure()
+    except HwtuneError as exc:
+        db.add_trial(run_id, host_key, search="measure", status="error",
+                     note=str(exc)[:500], **where)
+        return math.inf
+    med = stats.median(samples)
+    db.add_trial(run_id, host_key, search="measure", status="ok", median_s=med,
+                 mad_s=stats.mad(samples), samples=samples, **where)
+    return med
+
+
 def measured_transform_cost(db, run_id: Optional[int], host_key: str, *, threads: int,
                             isa: str, reps: int = 15) -> TransformCost:
     """A transform_cost for choose_layouts that times the transform on the
@@ -321,7 +342,6 @@ def measured_transform_cost(db, run_id: Optional[int], host_key: str, *, threads
     a `layout-transform` trial, and reuses the stored trial afterwards (also
     across models and runs). A transform the engine refuses is stored as an
     'error' trial and costs infinity, so the search avoids it."""
-    from hwtune.measure import stats
     from hwtune.native.isa import resolve_isa
 
     isa_i = resolve_isa(isa)
@@ -337,23 +357,11 @@ def measured_transform_cost(db, run_id: Optional[int], host_key: str, *, threads
         subject = transform_subject(shape, src_bn, dst_bn)
         params = {"shape": list(shape), "src_bn": src_bn, "dst_bn": dst_bn}
         where = dict(tuner=TUNER, subject=subject, isa=isa, threads=threads, params=params)
-        row = db.trial(host_key, **where)
-        if row is not None and row["status"] in ("ok", "error"):
-            cache[key] = row["median_s"] if row["status"] == "ok" else math.inf
-            return cache[key]
-        try:
-            samples = time_transform(shape, src_bn, dst_bn, threads=threads, isa=isa_i,
-                                     reps=reps)
-        except UsageError as exc:
-            db.add_trial(run_id, host_key, search="measure", status="error",
-                         note=str(exc)[:500], **where)
-            cache[key] = math.inf
-            return cache[key]
-        med = stats.median(samples)
-        db.add_trial(run_id, host_key, search="measure", status="ok", median_s=med,
-                     mad_s=stats.mad(samples), samples=samples, **where)
-        cache[key] = med
-        return med
+        cache[key] = _stored_or_measured(
+            db, run_id, host_key, where,
+            lambda: time_transform(shape, src_bn, dst_bn, threads=threads, isa=isa_i,
+                                   reps=reps))
+        return cache[key]
 
     return cost
 
@@ -407,7 +415,6 @@ def measured_op_cost(db, run_id: Optional[int], host_key: str, *, threads: int, 
     ISA and thread count, stores it as a `layout-op` trial, and reuses the
     stored trial afterwards. An op the engine refuses in that block is
     stored as an 'error' trial and costs infinity."""
-    from hwtune.measure import stats
     from hwtune.native.isa import resolve_isa
 
     isa_i = resolve_isa(isa)
@@ -420,21 +427,9 @@ def measured_op_cost(db, run_id: Optional[int], host_key: str, *, threads: int, 
             return cache[subject]
         params = {"op": op.op, "shapes": [list(s) for s in shapes], "block": block}
         where = dict(tuner=OP_TUNER, subject=subject, isa=isa, threads=threads, params=params)
-        row = db.trial(host_key, **where)
-        if row is not None and row["status"] in ("ok", "error"):
-            cache[subject] = row["median_s"] if row["status"] == "ok" else math.inf
-            return cache[subject]
-        try:
-            samples = time_op(op, shapes, block, threads=threads, isa=isa_i, reps=reps)
-        except HwtuneError as exc:
-            db.add_trial(run_id, host_key, search="measure", status="error",
-                         note=str(exc)[:500], **where)
-            cache[subject] = math.inf
-            return cache[subject]
-        med = stats.median(samples)
-        db.add_trial(run_id, host_key, search="measure", status="ok", median_s=med,
-                     mad_s=stats.mad(samples), samples=samples, **where)
-        cache[subject] = med
-        return med
+        cache[subject] = _stored_or_measured(
+            db, run_id, host_key, where,
+            lambda: time_op(op, shapes, block, threads=threads, isa=isa_i, reps=reps))
+        return cache[subject]
 
     return cost
