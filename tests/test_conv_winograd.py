@@ -1,4 +1,5 @@
-"""The Winograd F(2x2, 3x3) template (kernels/conv/winograd.c): the knob's
+"""The Winograd F(2x2, 3x3) template (kernels/conv/winograd.c), at stride 1
+and 2: the knob's
 legality, numerics against the plain-C reference in both tensor layouts on
 every ISA this CPU runs (odd sizes, channel counts that are not a multiple
 of the vector, batch > 1, asymmetric padding, any thread count), and the
@@ -48,39 +49,43 @@ def blocks(c, k):
 
 def test_knob_is_declared_only_where_the_template_applies():
     assert conv.knobs((1, 8, 9, 9), (8, 8, 3, 3), pad=1)["winograd"] == [0, 2]
-    for kw in (dict(stride=2), dict(dilation=2)):
+    assert conv.knobs((1, 8, 9, 9), (8, 8, 3, 3), stride=2, pad=1)["winograd"] == [0, 2]
+    for kw in (dict(stride=3), dict(dilation=2)):
         assert conv.knobs((1, 8, 9, 9), (8, 8, 3, 3), pad=1, **kw)["winograd"] == [0]
     assert conv.knobs((1, 8, 9, 9), (8, 8, 5, 5), pad=2)["winograd"] == [0]
     with pytest.raises(UsageError):
-        conv.Conv2dPlan((1, 8, 9, 9), np.zeros((8, 8, 3, 3), np.float32), stride=2, pad=1,
-                        params=dict(conv.default_params((1, 8, 9, 9), (8, 8, 3, 3), stride=2,
+        conv.Conv2dPlan((1, 8, 9, 9), np.zeros((8, 8, 3, 3), np.float32), stride=3, pad=1,
+                        params=dict(conv.default_params((1, 8, 9, 9), (8, 8, 3, 3), stride=3,
                                                         pad=1), winograd=2))
 
 
 def test_default_uses_winograd_only_with_enough_channels():
     assert conv.default_params((1, 64, 56, 56), (64, 64, 3, 3), pad=1)["winograd"] == 2
     assert conv.default_params((1, 3, 224, 224), (64, 3, 3, 3), pad=1)["winograd"] == 0
-    assert conv.default_params((1, 64, 56, 56), (64, 64, 3, 3), stride=2, pad=1)["winograd"] == 0
+    assert conv.default_params((1, 64, 56, 56), (128, 64, 3, 3), stride=2, pad=1)["winograd"] == 2
+    assert conv.default_params((1, 16, 56, 56), (32, 16, 3, 3), stride=2, pad=1)["winograd"] == 0
 
 
 @pytest.mark.parametrize("isa", ISAS)
 @pytest.mark.parametrize("layout", ["NCHW", "NCHWc"])
+@pytest.mark.parametrize("stride", [1, 2])
 @pytest.mark.parametrize("case", CASES)
-def test_matches_reference(isa, layout, case):
+def test_matches_reference(isa, layout, stride, case):
     x, w, b, pad, pad_end = make(case, seed=CASES.index(case))
     relu = case[1] % 2 == 1
-    ref = conv.conv2d_ref(x, w, b, pad=pad, relu=relu, pad_end=pad_end)
+    ref = conv.conv2d_ref(x, w, b, stride=stride, pad=pad, relu=relu, pad_end=pad_end)
     ib, ob = blocks(x.shape[1], w.shape[0])
-    params = dict(conv.default_params(x.shape, w.shape, pad=pad, pad_end=pad_end, isa=isa),
+    params = dict(conv.default_params(x.shape, w.shape, stride=stride, pad=pad,
+                                      pad_end=pad_end, isa=isa),
                   winograd=2, ic_bn=ib, oc_bn=ob)
     for nth in (1, 2, 3):
-        plan = conv.Conv2dPlan(x.shape, w, b, pad=pad, relu=relu, layout=layout, params=params,
-                               isa=isa, nth=nth, pad_end=pad_end)
+        plan = conv.Conv2dPlan(x.shape, w, b, stride=stride, pad=pad, relu=relu, layout=layout,
+                               params=params, isa=isa, nth=nth, pad_end=pad_end)
         assert plan.params["winograd"] == 2
         xi = x if layout == "NCHW" else conv.to_nchwc(x, ib)
         y = plan.run(xi)
         y = y if layout == "NCHW" else conv.from_nchwc(y)
-        # F(2x2, 3x3)'s transforms use only 0, +-1 and +-1/2: the error
+        # The transforms use only 0, +-1 and +-1/2: the error
         # stays at the direct sum's (the issue allows 1e-4 of the scale).
         err = float(np.abs(y - ref).max()) / scale(ref)
         assert err <= 1e-5, (nth, err)
@@ -105,13 +110,13 @@ def test_every_thread_count_writes_every_output(isa):
 
 # ---------------------------------------------------------------- the engine op
 
-def _graph(weights_as_input: bool):
+def _graph(weights_as_input: bool, stride: int = 1):
     from hwtune.graph.generators.builder import Builder
     b = Builder("wino", seed=4)
     b.input("x", (1, 24, 10, 9))
     (b.input if weights_as_input else b.param)("w", (40, 24, 3, 3))
     b.param("b", (40,))
-    b.op("y", "conv2d", ["x", "w", "b"], padding=1)
+    b.op("y", "conv2d", ["x", "w", "b"], padding=1, stride=stride)
     b.op("z", "relu", ["y"])
     b.output("z")
     return b.build()
@@ -123,7 +128,8 @@ def _graph(weights_as_input: bool):
     {"y": {"layout": "NCHWc", "ic_bn": 3, "oc_bn": 8, "winograd": 2}},
 ])
 @pytest.mark.parametrize("weights_as_input", [False, True])
-def test_engine_runs_winograd_in_both_layouts(op_params, weights_as_input):
+@pytest.mark.parametrize("stride", [1, 2])
+def test_engine_runs_winograd_in_both_layouts(op_params, weights_as_input, stride):
     """NCHWc weights reach the op through a layout_transform folded at
     prepare (constant: transformed once); weights fed as an input change
     between runs, so the op keeps the direct template for them."""
@@ -133,7 +139,7 @@ def test_engine_runs_winograd_in_both_layouts(op_params, weights_as_input):
     from hwtune.engine.runner import open_engine
     from hwtune.graph.reference import run_reference
 
-    g = _graph(weights_as_input)
+    g = _graph(weights_as_input, stride)
     ref = run_reference(g)["z"]
     cfg = replace(default_config(2), op_params=op_params)
     eng = open_engine(effective_graph(g, cfg), cfg)
@@ -144,7 +150,8 @@ def test_engine_runs_winograd_in_both_layouts(op_params, weights_as_input):
 
 
 @pytest.mark.parametrize("layout", ["NCHW", "NCHWc"])
-def test_engine_fuses_residual_and_relu_into_winograd(layout):
+@pytest.mark.parametrize("stride", [1, 2])
+def test_engine_fuses_residual_and_relu_into_winograd(layout, stride):
     """conv -> add(r) -> relu fused by the pass runs the residual and the
     ReLU in the Winograd output transform (NCHW: after its transpose)."""
     from dataclasses import replace
@@ -156,9 +163,9 @@ def test_engine_fuses_residual_and_relu_into_winograd(layout):
 
     b = Builder("wino-res", seed=5)
     b.input("x", (1, 40, 11, 13))
-    b.input("r", (1, 48, 11, 13))
+    b.input("r", (1, 48, 11, 13) if stride == 1 else (1, 48, 6, 7))
     b.param("w", (48, 40, 3, 3))
-    b.op("y", "conv2d", ["x", "w"], padding=1)
+    b.op("y", "conv2d", ["x", "w"], padding=1, stride=stride)
     b.op("s", "add", ["y", "r"])
     b.op("z", "relu", ["s"])
     b.output("z")

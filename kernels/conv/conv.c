@@ -70,7 +70,8 @@ int hwt_conv_knobs(const hwt_conv_desc *d, hwt_isa isa, hwt_conv_knobs_t *out) {
   out->reg_h.n = OH > 1 ? 2 : 1;
   out->reg_h.v[0] = 1;
   out->reg_h.v[1] = 2;
-  /* The Winograd template (winograd.c) where it applies: F(2x2, 3x3). */
+  /* The Winograd template (winograd.c) where it applies: F(2x2, 3x3) at
+   * stride 1 or 2. */
   out->winograd.n = hwt_conv_wino_ok(d) ? 2 : 1;
   out->winograd.v[0] = 0;
   out->winograd.v[1] = 2;
@@ -123,13 +124,19 @@ static double best_reg_n(const hwt_conv_knob *legal, int OW, int cap, int *reg_n
   return best;
 }
 
-/* Winograd F(2x2, 3x3) by default for 3x3 stride-1 CONVs with at least
+/* Winograd F(2x2, 3x3) by default for 3x3 stride-1 and -2 CONVs with at least
  * this many input and output channels. Measured against the direct
  * template's default (Zen 3, AVX2, 1 thread, best of 10, NCHW / NCHWc
  * tensors): 32x32 at 56x56 1.10x / 1.51x, 64x64 at 7x7 1.10x / 1.09x, the
  * ResNet-18 3x3 layers (64-512 channels) 1.05-2.0x; with fewer channels
  * the transforms outweigh the GEMMs: 16x16 at 56x56 0.84x / 1.14x, 8x8
- * 0.40x, 3->64 at 224x224 0.28x. */
+ * 0.40x, 3->64 at 224x224 0.28x. The same rule at stride 2 (EPYC Zen 1,
+ * AVX2, 1 thread, CPU-time medians of 15 alternated samples, NCHW): the
+ * ResNet-18 layers 64->128 at 56x56 1.13x, 128->256 at 28x28 1.31x,
+ * 256->512 at 14x14 1.04x; 32->32 and 32->64 at 56x56 1.02x / 1.06x,
+ * 48->96 at 28x28 1.14x, 32->64 at 15x15 1.05x; below 32 channels
+ * 16->16 / 16->32 at 56x56 0.81x / 0.86x, 8->16 at 112x112 0.69x, 3->32
+ * at 224x224 0.27x. */
 #define WINO_MIN_CH 32
 
 /* Untuned fallback, after TVM's x86 conv2d fallback: oc_bn from the SIMD

@@ -77,7 +77,21 @@ typedef struct {
   void (*in_tile)(const float *src, long rs, long cs, int lanes, float *v, long vs);
   void (*out_tile)(const float *m, long ms, int lanes, const float *bias, int relu,
                    float *const dst[4], const float *const *res);
+  /* The same for stride 2: a 5x5 patch, 25 elements (xi = hwt_wino_s2_slot). */
+  void (*in_tile_s2)(const float *src, long rs, long cs, int lanes, float *v, long vs);
+  void (*out_tile_s2)(const float *m, long ms, int lanes, const float *bias, int relu,
+                      float *const dst[4], const float *const *res);
 } hwt_wino_variant;
+
+/* Stride 2: the V/M slot of transform element (i, j) of the 5x5 patch.
+ * Elements whose weights are one slice (rows and columns 3 and 4 both meet
+ * the middle tap) sit next to each other, slice (a, b) = (min(i, 3),
+ * min(j, 3)) first at slot(a, b), so one GEMM computes them all. */
+static inline int hwt_wino_s2_slot(int i, int j) {
+  const int a = i < 4 ? i : 3, b = j < 4 ? j : 3;
+  const int zi = a == 3 ? 2 : 1, zj = b == 3 ? 2 : 1;
+  return a * 5 + b * zi + (i - a) * zj + (j - b);
+}
 
 extern const hwt_wino_variant hwt_wino_variant_generic;
 #if defined(HWTUNE_HAVE_X86)

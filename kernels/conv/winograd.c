@@ -2,7 +2,10 @@
  * Convolutional Neural Networks", 2016): a 3x3 stride-1 CONV as 16
  * independent GEMMs over 2x2 output tiles, 2.25x fewer multiplications
  * than the direct template, at the price of transforms and a 16/9 larger
- * weight tensor. One of the templates the tuner picks per workload (knob
+ * weight tensor. At stride 2 a tile's 5x5 patch splits into even columns
+ * (taps 0 and 2: Winograd F(2, 2)) and odd ones (tap 1), per dimension:
+ * 25 products where the direct template has 36 (1.44x fewer), as 16 GEMMs
+ * (elements that share a weight slice are one GEMM of more rows). One of the templates the tuner picks per workload (knob
  * `winograd`, conv.c); the tile transforms are per ISA (winograd_body.c),
  * the GEMMs are hwtune's (gemm.h) on weights packed once.
  *
@@ -23,13 +26,35 @@
 #include "hwtune/gemm.h"
 #include "conv_internal.h"
 
-#define XI 16  /* transform elements: 4x4 */
+/* Stride 2 runs F(2x2, 3x3) at stride 2 (winograd_body.c): 5x5 input
+ * patches, 25 transform elements, whose weights are 16 distinct products
+ * (rows/columns 3 and 4 both meet tap 1), so the packed weights have 16
+ * slices either way. */
+#define XW 16  /* weight slices: 4x4 */
+static int is_s2(const hwt_conv_plan *p) { return p->d.stride_h == 2; }
+static int n_xi(const hwt_conv_plan *p) { return is_s2(p) ? 25 : 16; }
+static int patch(const hwt_conv_plan *p) { return is_s2(p) ? 5 : 4; }
+/* Input rows/columns between neighbouring tiles' patches. */
+static int step(const hwt_conv_plan *p) { return 2 * p->d.stride_h; }
+/* The elements of weight slice ws lie at V/M slots [*start, *start + z):
+ * stride 2 keeps those sharing a slice next to each other
+ * (hwt_wino_s2_slot), so one GEMM of z x tb rows serves them all and the
+ * slice is streamed once per tile block, not z times. Returns z. */
+static int slice_slots(const hwt_conv_plan *p, int ws, int *start) {
+  if (!is_s2(p)) {
+    *start = ws;
+    return 1;
+  }
+  const int a = ws / 4, b = ws % 4;
+  *start = hwt_wino_s2_slot(a, b);
+  return (a == 3 ? 2 : 1) * (b == 3 ? 2 : 1);
+}
 /* Largest V + M of one tile block (a thread's workspace holds one). */
 #define MAX_BLOCK_BYTES (8L << 20)
 
 int hwt_conv_wino_ok(const hwt_conv_desc *d) {
-  return d->R == 3 && d->S == 3 && d->stride_h == 1 && d->stride_w == 1 && d->dil_h == 1 &&
-         d->dil_w == 1;
+  return d->R == 3 && d->S == 3 && (d->stride_h == 1 || d->stride_h == 2) &&
+         d->stride_w == d->stride_h && d->dil_h == 1 && d->dil_w == 1;
 }
 
 static int gcd(int a, int b) {
@@ -57,14 +82,16 @@ static int gemm_plan(const hwt_conv_plan *p, int m, int n, hwt_gemm_plan *gp) {
 static int n_kblocks(const hwt_conv_plan *p) { return (p->d.K + p->wino_kb - 1) / p->wino_kb; }
 static int tail_kb(const hwt_conv_plan *p) { return p->d.K - (n_kblocks(p) - 1) * p->wino_kb; }
 
-/* Staged rows of a tile block: at most this many tile rows, two input rows
- * each plus the two the last tile row's 4x4 patches reach past. */
+/* Staged rows of a tile block: at most this many tile rows, step input
+ * rows each plus those the last tile row's patches reach past. */
 static int staged_rows(const hwt_conv_plan *p) {
   int tiles_rows = (p->wino_tb + p->wino_tw - 1) / p->wino_tw + 1;
   if (tiles_rows > p->wino_th) tiles_rows = p->wino_th;
-  return 2 * tiles_rows + 2;
+  return step(p) * tiles_rows + patch(p) - step(p);
 }
-static int staged_cols(const hwt_conv_plan *p) { return 2 * p->wino_tw + 2; }
+static int staged_cols(const hwt_conv_plan *p) {
+  return step(p) * p->wino_tw + patch(p) - step(p);
+}
 
 int hwt_conv_wino_plan(hwt_conv_plan *p) {
   const hwt_conv_desc *d = &p->d;
@@ -82,7 +109,7 @@ int hwt_conv_wino_plan(hwt_conv_plan *p) {
   const int mr = gp.mr;
   hwt_cache_sizes cs;
   hwt_cache_sizes_host(&cs);
-  /* Tile block: V (tb x C) and M (tb x kb) for all 16 elements in half of
+  /* Tile block: V (tb x C) and M (tb x kb) for all elements in half of
    * L2, so the GEMMs read V where the transform left it and the output
    * transform reads M likewise; whole micro-tiles of mr rows. Every tile
    * block streams the weights (16 x C x kb) once, though: when they are
@@ -93,8 +120,8 @@ int hwt_conv_wino_plan(hwt_conv_plan *p) {
   const long l2 = cs.l2 > 0 ? cs.l2 : 256L << 10;
   int kb = d->K, tb = 0;
   for (int pass = 0; pass < 2; pass++) {
-    long per_tile = (long)XI * (p->wino_cpad + kb) * (long)sizeof(float);
-    long budget = (long)XI * p->wino_cpad * kb * (long)sizeof(float);
+    long per_tile = (long)n_xi(p) * (p->wino_cpad + kb) * (long)sizeof(float);
+    long budget = (long)XW * p->wino_cpad * kb * (long)sizeof(float);
     if (budget < l2 / 2) budget = l2 / 2;
     if (budget > MAX_BLOCK_BYTES) budget = MAX_BLOCK_BYTES;
     tb = (int)(budget / per_tile) / mr * mr;
@@ -128,26 +155,32 @@ int hwt_conv_wino_plan(hwt_conv_plan *p) {
   p->wino_kb = kb;
   if (gemm_plan(p, tb, kb, &gp) != HWT_OK) return HWT_EINVAL;
   p->wino_pack_full = ALIGN_FLOATS(gp.packed_b_floats);
-  size_t gws = gp.ws_floats;
+  size_t gws = 0;
   p->wino_pack_tail = p->wino_pack_full;
-  if (tail_kb(p) != kb) {
-    if (gemm_plan(p, tb, tail_kb(p), &gp) != HWT_OK) return HWT_EINVAL;
-    p->wino_pack_tail = ALIGN_FLOATS(gp.packed_b_floats);
-    if (gp.ws_floats > gws) gws = gp.ws_floats;
-  }
-  p->w_floats = (size_t)XI * ((size_t)(n_kblocks(p) - 1) * p->wino_pack_full + p->wino_pack_tail);
+  /* Workspace for every GEMM shape a unit runs: tb rows (and, at stride 2,
+   * the 2tb and 4tb of the shared slices) by the full and the tail
+   * channel block. The packed weights do not depend on the rows. */
+  for (int z = 1; z <= (is_s2(p) ? 4 : 1); z *= 2)
+    for (int tail = 0; tail < 2; tail++) {
+      if (tail && tail_kb(p) == kb) continue;
+      if (gemm_plan(p, z * tb, tail ? tail_kb(p) : kb, &gp) != HWT_OK) return HWT_EINVAL;
+      if (tail) p->wino_pack_tail = ALIGN_FLOATS(gp.packed_b_floats);
+      if (gp.ws_floats > gws) gws = gp.ws_floats;
+    }
+  p->w_floats = (size_t)XW * ((size_t)(n_kblocks(p) - 1) * p->wino_pack_full + p->wino_pack_tail);
   p->Hp = staged_rows(p);
   p->Wp = staged_cols(p);
   p->copy_input = 1;
   p->ws_floats = ALIGN_FLOATS((size_t)p->wino_cpad * p->Hp * p->Wp) +
-                 ALIGN_FLOATS((size_t)XI * tb * p->wino_cpad) +
-                 ALIGN_FLOATS((size_t)XI * tb * kb) + ALIGN_FLOATS((size_t)4 * p->wino_tw * kb) +
+                 ALIGN_FLOATS((size_t)n_xi(p) * tb * p->wino_cpad) +
+                 ALIGN_FLOATS((size_t)n_xi(p) * tb * kb) +
+                 ALIGN_FLOATS((size_t)4 * p->wino_tw * kb) +
                  ALIGN_FLOATS(gws);
   return HWT_OK;
 }
 
 /* U = G g G^T for one 3x3 kernel g, G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1]. */
-static void weight_transform(const float *g, double u[XI]) {
+static void weight_transform(const float *g, double u[XW]) {
   double t[4][3];
   for (int j = 0; j < 3; j++) {
     double a = g[j], b = g[3 + j], c = g[6 + j];
@@ -165,18 +198,38 @@ static void weight_transform(const float *g, double u[XI]) {
   }
 }
 
+/* Stride 2: U = G g G^T with the 4 distinct rows of G,
+ * G = [1 0 0; 1 0 1; 0 0 1; 0 1 0] (the 5th row repeats the 4th). */
+static void weight_transform_s2(const float *g, double u[XW]) {
+  double t[4][3];
+  for (int j = 0; j < 3; j++) {
+    double a = g[j], b = g[3 + j], c = g[6 + j];
+    t[0][j] = a;
+    t[1][j] = a + c;
+    t[2][j] = c;
+    t[3][j] = b;
+  }
+  for (int i = 0; i < 4; i++) {
+    double a = t[i][0], b = t[i][1], c = t[i][2];
+    u[i * 4 + 0] = a;
+    u[i * 4 + 1] = a + c;
+    u[i * 4 + 2] = c;
+    u[i * 4 + 3] = b;
+  }
+}
+
 int hwt_conv_wino_pack(const hwt_conv_plan *p, const float *w_oihw, float *w_packed) {
   const hwt_conv_desc *d = &p->d;
   const int C = d->C, K = d->K, cpad = p->wino_cpad;
   /* U[xi][c][k]: each element's GEMM operand, C x K row-major, zero rows
    * for the padding channels. Prepare-time only. */
-  float *u = calloc((size_t)XI * cpad * K, sizeof(float));
+  float *u = calloc((size_t)XW * cpad * K, sizeof(float));
   if (!u) return HWT_ENOMEM;
   for (int k = 0; k < K; k++)
     for (int c = 0; c < C; c++) {
-      double t[XI];
-      weight_transform(w_oihw + ((size_t)k * C + c) * 9, t);
-      for (int xi = 0; xi < XI; xi++) u[((size_t)xi * cpad + c) * K + k] = (float)t[xi];
+      double t[XW];
+      (is_s2(p) ? weight_transform_s2 : weight_transform)(w_oihw + ((size_t)k * C + c) * 9, t);
+      for (int xi = 0; xi < XW; xi++) u[((size_t)xi * cpad + c) * K + k] = (float)t[xi];
     }
   const int nkb = n_kblocks(p);
   for (int b = 0; b < nkb; b++) {
@@ -184,15 +237,16 @@ int hwt_conv_wino_pack(const hwt_conv_plan *p, const float *w_oihw, float *w_pac
     const size_t per = b == nkb - 1 ? p->wino_pack_tail : p->wino_pack_full;
     hwt_gemm_plan gp;
     gemm_plan(p, p->wino_tb, n, &gp);
-    for (int xi = 0; xi < XI; xi++)
+    for (int xi = 0; xi < XW; xi++)
       hwt_gemm_pack_b(&gp, u + (size_t)xi * cpad * K + (size_t)b * p->wino_kb,
-                      w_packed + (size_t)b * XI * p->wino_pack_full + (size_t)xi * per);
+                      w_packed + (size_t)b * XW * p->wino_pack_full + (size_t)xi * per);
   }
   free(u);
   return HWT_OK;
 }
 
-/* Step 1: padded rows [2*r0, 2*r0 + rows) of image n into st. */
+/* Step 1: padded rows [step*r0, step*r0 + rows) of image n into st (the
+ * real columns the tiles reach, the rest zero). */
 static void stage(const hwt_conv_plan *p, const float *x, int n, int r0, int rows, float *st) {
   const hwt_conv_desc *d = &p->d;
   const int bs = p->wino_bs, cols = p->Wp, CB = p->wino_cpad / bs;
@@ -201,28 +255,29 @@ static void stage(const hwt_conv_plan *p, const float *x, int n, int r0, int row
   for (int cb = 0; cb < CB; cb++)
     for (int r = 0; r < rows; r++) {
       float *dst = st + ((size_t)cb * rows + r) * row_floats;
-      const int ih = 2 * r0 + r - d->pad_h;
+      const int ih = step(p) * r0 + r - d->pad_h;
       if (ih < 0 || ih >= d->H) {
         memset(dst, 0, row_floats * sizeof(float));
         continue;
       }
       const int c0 = cb * bs, nch = d->C - c0 < bs ? d->C - c0 : bs;
       memset(dst, 0, (size_t)d->pad_w * bs * sizeof(float));
-      const int end = d->pad_w + d->W;
+      /* Stride 2 without padding can leave the last input column unread. */
+      const int W = d->W < cols - d->pad_w ? d->W : cols - d->pad_w;
+      const int end = d->pad_w + W;
       memset(dst + (size_t)end * bs, 0, (size_t)(cols - end) * bs * sizeof(float));
       float *o = dst + (size_t)d->pad_w * bs;
       if (p->layout == HWT_CONV_NCHWC) {
         memcpy(o, x + (((size_t)n * (d->C / bs) + cb) * d->H + ih) * d->W * bs,
-               (size_t)d->W * bs * sizeof(float));
+               (size_t)W * bs * sizeof(float));
         continue;
       }
-      if (nch < bs) memset(o, 0, (size_t)d->W * bs * sizeof(float));
+      if (nch < bs) memset(o, 0, (size_t)W * bs * sizeof(float));
       const size_t hw = (size_t)d->H * d->W;
       const float *src = x + ((size_t)n * d->C + c0) * hw + (size_t)ih * d->W;
       /* o[col * bs + ch] = src[ch * hw + col], 16 columns per call. */
-      for (int c = 0; c < d->W; c += 16)
-        transpose(src + c, (long)hw, nch, d->W - c < 16 ? d->W - c : 16, o + (size_t)c * bs,
-                  bs);
+      for (int c = 0; c < W; c += 16)
+        transpose(src + c, (long)hw, nch, W - c < 16 ? W - c : 16, o + (size_t)c * bs, bs);
     }
 }
 
@@ -234,43 +289,59 @@ void hwt_conv_wino_run_part(const hwt_conv_plan *p, const float *x, const float 
   const int tw = p->wino_tw, tb = p->wino_tb, kb = p->wino_kb, bs = p->wino_bs;
   const int cpad = p->wino_cpad, rows = p->Hp, cols = p->Wp, OH = p->OH, OW = p->OW;
   const int T = p->wino_th * tw, ntb = (T + tb - 1) / tb, nkb = n_kblocks(p);
+  const int xin = n_xi(p), sp = step(p);
+  void (*const in_tile)(const float *, long, long, int, float *, long) =
+      is_s2(p) ? v->in_tile_s2 : v->in_tile;
+  void (*const out_tile)(const float *, long, int, const float *, int, float *const[4],
+                         const float *const *) = is_s2(p) ? v->out_tile_s2 : v->out_tile;
   const long units = (long)d->N * ntb * nkb;
   const long lo = units * tid / nth, hi = units * (tid + 1) / nth;
   float *st = ws;
   float *V = st + ALIGN_FLOATS((size_t)cpad * rows * cols);
-  float *M = V + ALIGN_FLOATS((size_t)XI * tb * cpad);
-  float *orow = M + ALIGN_FLOATS((size_t)XI * tb * kb);
+  float *M = V + ALIGN_FLOATS((size_t)xin * tb * cpad);
+  float *orow = M + ALIGN_FLOATS((size_t)xin * tb * kb);
   float *gws = orow + ALIGN_FLOATS((size_t)4 * tw * kb);
   const hwt_conv_stage_fn transpose = hwt_conv_variant_for(p->isa)->stage;
   const int blocked_out = p->layout == HWT_CONV_NCHWC, obn = p->p.oc_bn;
   long have = -1;  /* (image, tile block) whose V this thread holds */
-  hwt_gemm_plan gp;
-  int gp_m = -1, gp_n = -1;  /* the shape gp was made for: remade for tail blocks only */
+  /* GEMM plans for slices of 1, 2 and 4 elements, each remade only when
+   * its shape changes (tail blocks). */
+  hwt_gemm_plan gps[3];
+  int gp_m[3] = {-1, -1, -1}, gp_n[3] = {-1, -1, -1};
   for (long u = lo; u < hi; u++) {
     const int n = (int)(u / ((long)ntb * nkb)), bi = (int)(u / nkb % ntb), ki = (int)(u % nkb);
     const int t0 = bi * tb, t1 = t0 + tb < T ? t0 + tb : T, r0 = t0 / tw;
     if (u / nkb != have) {
-      const int srows = 2 * ((t1 - 1) / tw - r0) + 4;
+      const int srows = sp * ((t1 - 1) / tw - r0) + patch(p);
       stage(p, x, n, r0, srows, st);
       for (int t = t0; t < t1; t++) {
-        const int lr = 2 * (t / tw - r0), lc = 2 * (t % tw);
+        const int lr = sp * (t / tw - r0), lc = sp * (t % tw);
         for (int cb = 0; cb < cpad / bs; cb++)
-          v->in_tile(st + (((size_t)cb * srows + lr) * cols + lc) * bs, (long)cols * bs, bs, bs,
+          in_tile(st + (((size_t)cb * srows + lr) * cols + lc) * bs, (long)cols * bs, bs, bs,
                      V + (size_t)(t - t0) * cpad + (size_t)cb * bs, (long)tb * cpad);
       }
       have = u / nkb;
     }
     const int k0 = ki * kb, kn = ki == nkb - 1 ? d->K - k0 : kb;
-    if (t1 - t0 != gp_m || kn != gp_n) {
-      gemm_plan(p, t1 - t0, kn, &gp);
-      gp_m = t1 - t0;
-      gp_n = kn;
-    }
-    const float *wk = w + (size_t)ki * XI * p->wino_pack_full;
+    const float *wk = w + (size_t)ki * XW * p->wino_pack_full;
     const size_t per = ki == nkb - 1 ? p->wino_pack_tail : p->wino_pack_full;
-    for (int xi = 0; xi < XI; xi++)
-      hwt_gemm_run_part_packed(&gp, V + (size_t)xi * tb * cpad, wk + (size_t)xi * per,
-                               M + (size_t)xi * tb * kn, NULL, gws, 0, 1);
+    for (int sl = 0; sl < XW; sl++) {
+      int at;
+      const int z = slice_slots(p, sl, &at);
+      /* A whole block's z elements are one z*tb-row GEMM (V and M hold
+       * them back to back); a tail block's rows are not contiguous. */
+      const int whole = t1 - t0 == tb, gm = whole ? z * tb : t1 - t0;
+      const int pi = z == 4 ? 2 : z - 1;
+      if (gm != gp_m[pi] || kn != gp_n[pi]) {
+        gemm_plan(p, gm, kn, &gps[pi]);
+        gp_m[pi] = gm;
+        gp_n[pi] = kn;
+      }
+      for (int e = 0; e < (whole ? 1 : z); e++)
+        hwt_gemm_run_part_packed(&gps[pi], V + (size_t)(at + e) * tb * cpad,
+                                 wk + (size_t)sl * per, M + (size_t)(at + e) * tb * kn, NULL,
+                                 gws, 0, 1);
+    }
     const long ms = (long)tb * kn;
     for (int t = t0; t < t1; t++) {
       const int oh = 2 * (t / tw), ow = 2 * (t % tw);
@@ -282,7 +353,7 @@ void hwt_conv_wino_run_part(const hwt_conv_plan *p, const float *x, const float 
         const long owp = 2L * tw;
         float *dst[4];
         for (int q = 0; q < 4; q++) dst[q] = orow + ((q / 2) * owp + ow + q % 2) * kn;
-        v->out_tile(mt, ms, kn, bias ? bias + k0 : NULL, res ? 0 : d->relu, dst, NULL);
+        out_tile(mt, ms, kn, bias ? bias + k0 : NULL, res ? 0 : d->relu, dst, NULL);
         if (t % tw != tw - 1 && t != t1 - 1) continue;
         const int c0 = t / tw == t0 / tw ? 2 * (t0 % tw) : 0, c1 = ow + 2 < OW ? ow + 2 : OW;
         for (int a = 0; a < 2 && oh + a < OH; a++) {
@@ -303,7 +374,7 @@ void hwt_conv_wino_run_part(const hwt_conv_plan *p, const float *x, const float 
           dst[q] = h < OH && c < OW ? y + off : NULL;
           rq[q] = res && h < OH && c < OW ? res + off : NULL;
         }
-        v->out_tile(mt + (k - k0), ms, run, bias ? bias + k : NULL, d->relu, dst,
+        out_tile(mt + (k - k0), ms, run, bias ? bias + k : NULL, d->relu, dst,
                     res ? rq : NULL);
         k += run;
       }

@@ -94,5 +94,92 @@ static void out_tile(const float *mp, long ms, int lanes, const float *bias, int
     out_vec(mp + l, ms, bias ? bias + l : 0, relu, dst, res, l, hv_first(lanes - l), 1);
 }
 
+/* Stride 2 (winograd.c: F(2x2, 3x3) at stride 2): a 5x5 input patch per
+ * 2x2 output tile, whose even columns (0, 2, 4) meet taps 0 and 2 -- a
+ * 2-tap stride-1 convolution, Winograd F(2, 2) -- and odd ones (1, 3) tap 1:
+ *   V = B^T d B, B^T = [1 0 -1 0 0; 0 0 1 0 0; 0 0 -1 0 1; 0 1 0 0 0;
+ *                       0 0 0 1 0]
+ *   Y = A^T m A, A^T = [1 1 0 1 0; 0 1 1 0 1]
+ * 25 products per tile where the direct template has 36; coefficients 0
+ * and +-1 again. */
+HV_AI void in_vec5(const float *src, long rs, long cs, float *v, long vs, hv_mask m,
+                   const int MT) {
+  hv_f32 t[5][5];
+#pragma GCC unroll 5
+  for (int i = 0; i < 5; i++) {  /* d B: each patch row's columns */
+    hv_f32 d[5];
+#pragma GCC unroll 5
+    for (int j = 0; j < 5; j++)
+      d[j] = MT ? hv_load_mask(src + i * rs + j * cs, m) : hv_load(src + i * rs + j * cs);
+    t[i][0] = hv_sub(d[0], d[2]);
+    t[i][1] = d[2];
+    t[i][2] = hv_sub(d[4], d[2]);
+    t[i][3] = d[1];
+    t[i][4] = d[3];
+  }
+#pragma GCC unroll 5
+  for (int j = 0; j < 5; j++) {  /* B^T (d B): rows */
+    hv_f32 r[5] = {hv_sub(t[0][j], t[2][j]), t[2][j], hv_sub(t[4][j], t[2][j]), t[1][j],
+                   t[3][j]};
+#pragma GCC unroll 5
+    for (int i = 0; i < 5; i++) {
+      if (MT)
+        hv_store_mask(v + hwt_wino_s2_slot(i, j) * vs, m, r[i]);
+      else
+        hv_store(v + hwt_wino_s2_slot(i, j) * vs, r[i]);
+    }
+  }
+}
+
+static void in_tile_s2(const float *src, long rs, long cs, int lanes, float *v, long vs) {
+  int l = 0;
+  for (; l + HV_W <= lanes; l += HV_W) in_vec5(src + l, rs, cs, v + l, vs, hv_first(HV_W), 0);
+  if (l < lanes) in_vec5(src + l, rs, cs, v + l, vs, hv_first(lanes - l), 1);
+}
+
+HV_AI void out_vec5(const float *mp, long ms, const float *bias, int relu, float *const dst[4],
+                    const float *const *res, long off, hv_mask mk, const int MT) {
+  hv_f32 s[2][5];
+#pragma GCC unroll 5
+  for (int j = 0; j < 5; j++) {  /* A^T m: two rows */
+    hv_f32 x[5];
+#pragma GCC unroll 5
+    for (int i = 0; i < 5; i++)
+      x[i] = MT ? hv_load_mask(mp + hwt_wino_s2_slot(i, j) * ms, mk)
+                : hv_load(mp + hwt_wino_s2_slot(i, j) * ms);
+    s[0][j] = hv_add(hv_add(x[0], x[1]), x[3]);
+    s[1][j] = hv_add(hv_add(x[1], x[2]), x[4]);
+  }
+  const hv_f32 b = bias ? (MT ? hv_load_mask(bias, mk) : hv_load(bias)) : hv_zero();
+  const hv_f32 zero = hv_zero();
+#pragma GCC unroll 2
+  for (int i = 0; i < 2; i++) {
+    hv_f32 y[2] = {hv_add(hv_add(hv_add(s[i][0], s[i][1]), s[i][3]), b),
+                   hv_add(hv_add(hv_add(s[i][1], s[i][2]), s[i][4]), b)};
+#pragma GCC unroll 2
+    for (int j = 0; j < 2; j++) {
+      float *p = dst[i * 2 + j];
+      if (!p) continue;
+      hv_f32 r = y[j];
+      if (res) r = hv_add(r, MT ? hv_load_mask(res[i * 2 + j] + off, mk) : hv_load(res[i * 2 + j] + off));
+      if (relu) r = hv_max(r, zero);
+      if (MT)
+        hv_store_mask(p + off, mk, r);
+      else
+        hv_store(p + off, r);
+    }
+  }
+}
+
+static void out_tile_s2(const float *mp, long ms, int lanes, const float *bias, int relu,
+                        float *const dst[4], const float *const *res) {
+  int l = 0;
+  for (; l + HV_W <= lanes; l += HV_W)
+    out_vec5(mp + l, ms, bias ? bias + l : 0, relu, dst, res, l, hv_first(HV_W), 0);
+  if (l < lanes)
+    out_vec5(mp + l, ms, bias ? bias + l : 0, relu, dst, res, l, hv_first(lanes - l), 1);
+}
+
 const hwt_wino_variant HWT_VARIANT(hwt_wino_variant) = {
-    .vec = HV_W, .in_tile = in_tile, .out_tile = out_tile};
+    .vec = HV_W, .in_tile = in_tile, .out_tile = out_tile, .in_tile_s2 = in_tile_s2,
+    .out_tile_s2 = out_tile_s2};

@@ -162,14 +162,19 @@ static void test_illegal(void) {
   }
   CHECK(hwt_conv_plan_make(&d, HWT_CONV_NCHW, NULL, HWT_ISA_GENERIC, 0, &plan) == HWT_EINVAL,
          "nth 0");
-  /* Winograd only for 3x3 stride 1 without dilation. */
+  /* Winograd only for 3x3 at stride 1 or 2 (both ways) without dilation. */
   hwt_conv_params wino = {16, 16, 7, 0, 1, 2};
   CHECK(hwt_conv_plan_make(&d, HWT_CONV_NCHWC, &wino, HWT_ISA_GENERIC, 1, &plan) == HWT_OK,
         "winograd 3x3 stride 1");
-  for (int i = 0; i < 2; i++) {
+  hwt_conv_desc s2 = d;
+  s2.stride_h = s2.stride_w = 2;
+  CHECK(hwt_conv_plan_make(&s2, HWT_CONV_NCHWC, &wino, HWT_ISA_GENERIC, 1, &plan) == HWT_OK,
+        "winograd 3x3 stride 2");
+  for (int i = 0; i < 3; i++) {
     hwt_conv_desc e = d;
     if (i == 0) e.stride_w = 2;
     if (i == 1) e.dil_h = 2;
+    if (i == 2) e.stride_h = e.stride_w = 3;
     CHECK(hwt_conv_plan_make(&e, HWT_CONV_NCHWC, &wino, HWT_ISA_GENERIC, 1, &plan) ==
               HWT_EINVAL, "winograd refused %d", i);
   }
@@ -316,6 +321,12 @@ int main(void) {
   test_shape((hwt_conv_desc){1, 5, 6, 41, 8, 3, 3, 2, 2, 3, 3, 0, 1, 1, 1, 2});
   test_shape((hwt_conv_desc){2, 4, 7, 37, 6, 3, 5, 2, 2, 0, 0, 1, 1, 1, 0, 1});
   test_shape((hwt_conv_desc){1, 3, 5, 60, 4, 1, 10, 1, 9, 0, 4, 0, 1, 1, 0, 4});
+  /* Winograd at stride 2 (5x5 patches; the default from 32 channels, with
+   * the residual): odd sizes, no padding on an even width (the last input
+   * column read by no tile), asymmetric padding with few channels */
+  test_shape((hwt_conv_desc){1, 32, 13, 15, 40, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1});
+  test_shape((hwt_conv_desc){2, 33, 8, 10, 32, 3, 3, 2, 2, 0, 0, 0, 1, 1, 0, 0});
+  test_shape((hwt_conv_desc){1, 7, 9, 9, 5, 3, 3, 2, 2, 2, 1, 0, 1, 1, 0, 3});
   test_transpose_adjoint((hwt_conv_desc){2, 3, 7, 8, 4, 3, 3, 2, 2, 1, 1, 0, 1, 1, 1, 1});
   test_transpose_adjoint((hwt_conv_desc){1, 5, 9, 6, 3, 3, 2, 2, 1, 2, 0, 0, 2, 1, 0, 1});
   test_illegal();

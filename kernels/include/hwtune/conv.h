@@ -62,7 +62,7 @@ typedef struct {
   int reg_h;       /* output rows per register block (1 or 2): two rows share every
                       weight load, for narrow outputs (7x7, 14x14) */
   int winograd;    /* 0: the direct NCHW[x]c template above; 2: Winograd F(2x2, 3x3)
-                      (3x3, stride 1, no dilation), the other knobs then unused
+                      (3x3, stride 1 or 2, no dilation), the other knobs then unused
                       except ic_bn / oc_bn, which still name the NCHWC tensors' blocks */
 } hwt_conv_params;
 
@@ -76,7 +76,7 @@ typedef struct {
  * of listed values is accepted by hwt_conv_plan_make(): ic_bn / oc_bn are
  * the divisors of C / K (the first HWT_CONV_KNOB_MAX), reg_n the values up
  * to min(32, OW) that divide OW or are powers of two, unroll_ker 0 and 1,
- * reg_h 1 and (when OH > 1) 2, winograd 0 and (3x3 stride 1 undilated) 2. */
+ * reg_h 1 and (when OH > 1) 2, winograd 0 and (3x3 stride 1 or 2 undilated) 2. */
 typedef struct {
   hwt_conv_knob ic_bn, oc_bn, reg_n, unroll_ker, reg_h, winograd;
 } hwt_conv_knobs_t;

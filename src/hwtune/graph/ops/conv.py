@@ -197,7 +197,7 @@ register(OpSpec(
         Attr("reg_h", "int", None, minimum=1,
              doc="output rows per register block (1 or 2)"),
         Attr("winograd", "int", None, minimum=0,
-             doc="0: the direct template; 2: Winograd F(2x2, 3x3) (3x3, stride 1, no "
+             doc="0: the direct template; 2: Winograd F(2x2, 3x3) (3x3, stride 1 or 2, no "
                  "dilation; the other register knobs then unused)"),
         Attr("relu", "bool", False,
              doc="y = max(conv + bias, 0), applied while the output tile is in "
