@@ -112,11 +112,21 @@ static void im2col(const cg_state *s, const float *xn, int64_t c0, int64_t c1, i
             memset(d, 0, (size_t)s->ow * sizeof *d);
             continue;
           }
+          /* column q reads src[q * sw + off]: zeros outside [qa, qb), no
+           * test per element (the per-element bounds test was a scalar
+           * loop, 11% of PathNet-medium's training step in perf, avx2) */
           const float *src = xn + (c * s->h + y) * s->w;
-          for (int64_t q = 0; q < s->ow; q++) {
-            const int64_t xx = q * s->sw + j * s->dw - s->pw;
-            d[q] = xx >= 0 && xx < s->w ? src[xx] : 0.0f;
-          }
+          const int64_t off = j * s->dw - s->pw, sw = s->sw;
+          const int64_t qa0 = off >= 0 ? 0 : (-off + sw - 1) / sw;
+          const int64_t qb0 = s->w > off ? (s->w - off + sw - 1) / sw : 0;
+          const int64_t qa = qa0 < s->ow ? qa0 : s->ow;
+          const int64_t qb = qb0 < qa ? qa : qb0 < s->ow ? qb0 : s->ow;
+          memset(d, 0, (size_t)qa * sizeof *d);
+          if (sw == 1)
+            memcpy(d + qa, src + qa + off, (size_t)(qb - qa) * sizeof *d);
+          else
+            for (int64_t q = qa; q < qb; q++) d[q] = src[q * sw + off];
+          memset(d + qb, 0, (size_t)(s->ow - qb) * sizeof *d);
         }
       }
 }
