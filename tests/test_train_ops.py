@@ -77,6 +77,10 @@ CASES = [
     # padding past the kernel's reach (whole zero rows and columns in im2col)
     ("conv2d_grad_weight", [(2, 3, 6, 5), (2, 4, 8, 7)], {"kernel": 1, "padding": 1}, 1, {}),
     ("conv2d_grad_weight", [(2, 3, 6, 5), (2, 4, 6, 5)], {"kernel": 5, "padding": 2}, 1, {}),
+    # few input channels: units split the output channels (uneven blocks)
+    ("conv2d_grad_weight", [(2, 3, 9, 8), (2, 37, 9, 8)], {"kernel": 3, "padding": 1}, 1, {}),
+    ("conv2d_grad_weight", [(3, 2, 12, 11), (3, 70, 6, 6)], {"kernel": [3, 2], "stride": 2,
+                                                            "padding": 1}, 1, {}),
     ("conv2d_grad_data", [(2, 7, 9, 9), (7, 5, 3, 3)], {"padding": 1, "input_size": 9}, 1, {}),
     ("conv2d_grad_data", [(3, 8, 10, 7), (8, 3, 7, 2)], {"stride": [2, 3], "padding": [1, 0],
                                                        "input_size": [23, 20]}, 1, {}),
