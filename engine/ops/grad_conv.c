@@ -290,9 +290,12 @@ static int gw_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   const int64_t kk = s->kh * s->kw, cols = s->rows * s->ow, k2 = s->ic * kk;
   const int64_t want = (int64_t)UNITS_PER_THREAD * ctx->max_threads;
   if (s->ic < want) {
+    /* one output-channel block per thread, not UNITS_PER_THREAD: each
+     * repeats the image's whole im2col (ResNet-18's 7x7 stride-2 first
+     * layer: 147 gathered rows for 16 output channels a unit at 4 units) */
     const int64_t ob = s->oc / GW_MIN_OC_BLOCK;
     s->blocks = 1;
-    s->oblocks = ob < 1 ? 1 : ob < want ? ob : want;
+    s->oblocks = ob < 1 ? 1 : ob < ctx->max_threads ? ob : ctx->max_threads;
   }
   for (int64_t b = 0; st == HWT_OK && b < s->blocks; b++)
     for (int64_t c = 0; st == HWT_OK && c < s->oblocks; c++) {
