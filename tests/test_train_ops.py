@@ -61,10 +61,26 @@ CASES = [
      {"mode": "avg", "kernel": 3, "stride": 2, "padding": 1, "ceil_mode": True,
       "count_include_pad": True}, 1, {}),
     ("pool2d_grad", [(2, 5, 7, 7), (2, 5, 1, 1)], {"mode": "avg", "kernel": 7}, 1, {}),
+    # windows that tile the input (stride = kernel, no padding): the one-pass
+    # path, 2x2 and any size, with rows and columns past the last window
+    ("pool2d_grad", [(2, 3, 9, 11), (2, 3, 4, 5)], {"mode": "max", "kernel": 2}, 1, {}),
+    ("pool2d_grad", [(1, 2, 8, 40), (1, 2, 4, 20)], {"mode": "max", "kernel": 2}, 1, {}),
+    ("pool2d_grad", [(2, 3, 10, 11), (2, 3, 3, 3)], {"mode": "max", "kernel": 3}, 1, {}),
+    ("pool2d_grad", [(2, 3, 8, 9), (2, 3, 4, 3)], {"mode": "max", "kernel": [2, 3]}, 1, {}),
+    # ceil_mode's partial last window: the general loop
+    ("pool2d_grad", [(1, 2, 5, 5), (1, 2, 3, 3)], {"mode": "max", "kernel": 2,
+                                                   "ceil_mode": True}, 1, {}),
     ("conv2d_grad_weight", [(2, 5, 9, 9), (2, 7, 9, 9)], {"padding": 1, "kernel": 3}, 1, {}),
     ("conv2d_grad_weight", [(3, 3, 23, 20), (3, 8, 10, 7)], {"stride": [2, 3], "kernel": [7, 2],
                                                            "padding": [1, 0]}, 1, {}),
     ("conv2d_grad_weight", [(1, 64, 14, 14), (1, 32, 14, 14)], {"kernel": 1}, 1, {}),
+    # padding past the kernel's reach (whole zero rows and columns in im2col)
+    ("conv2d_grad_weight", [(2, 3, 6, 5), (2, 4, 8, 7)], {"kernel": 1, "padding": 1}, 1, {}),
+    ("conv2d_grad_weight", [(2, 3, 6, 5), (2, 4, 6, 5)], {"kernel": 5, "padding": 2}, 1, {}),
+    # few input channels: units split the output channels (uneven blocks)
+    ("conv2d_grad_weight", [(2, 3, 9, 8), (2, 37, 9, 8)], {"kernel": 3, "padding": 1}, 1, {}),
+    ("conv2d_grad_weight", [(3, 2, 12, 11), (3, 70, 6, 6)], {"kernel": [3, 2], "stride": 2,
+                                                            "padding": 1}, 1, {}),
     ("conv2d_grad_data", [(2, 7, 9, 9), (7, 5, 3, 3)], {"padding": 1, "input_size": 9}, 1, {}),
     ("conv2d_grad_data", [(3, 8, 10, 7), (8, 3, 7, 2)], {"stride": [2, 3], "padding": [1, 0],
                                                        "input_size": [23, 20]}, 1, {}),
@@ -108,3 +124,18 @@ def test_train_op_matches_reference(case, isa):
             scale = max(float(np.abs(want[name]).max()), 1e-6)
             np.testing.assert_allclose(got[name], want[name], rtol=1e-5, atol=2e-6 * scale,
                                        err_msg=f"{name}, nth={nth}")
+
+
+@pytest.mark.parametrize("isa", supported_isas())
+@pytest.mark.parametrize("kernel", [2, 3])
+def test_max_pool_grad_ties_go_to_the_first_maximum(kernel, isa):
+    """Inputs from {0, 1, 2}: most windows hold ties, and each tie's dy goes to
+    the first maximum in row-major order, as the reference gives it."""
+    g = model("pool2d_grad", [(2, 3, 7, 9), (2, 3, 7 // kernel, 9 // kernel)],
+              {"mode": "max", "kernel": kernel}, 1)
+    rng = np.random.default_rng(5)
+    inputs = {"x0": rng.integers(0, 3, (2, 3, 7, 9)).astype(np.float32),
+              "x1": rng.uniform(-3, 3, (2, 3, 7 // kernel, 9 // kernel)).astype(np.float32)}
+    want = run_reference(g, inputs=inputs)["y0"]
+    for nth in (1, 2):
+        np.testing.assert_array_equal(run_ops(g, nth=nth, isa=isa, inputs=inputs)["y0"], want)

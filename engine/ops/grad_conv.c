@@ -5,15 +5,17 @@
  * conv it transposes plus a bias, with dilation and output padding.
  *
  * Both are im2col GEMMs over tiles of whole output rows:
- *   weight: dW[oc, (ic,kh,kw)] += dy_n[oc, tile] * col_n[(ic,kh,kw), tile]^T
+ *   weight: dW^T[(ic,kh,kw), oc] += col_n[(ic,kh,kw), tile] * dy_n[oc, tile]^T
  *   data:   col[(ic,kh,kw), tile] = W[oc, (ic,kh,kw)]^T * dy_n[oc, tile],
  *           scattered back (col2im) into dx_n[ic].
  * Work is split in units that own disjoint outputs, so no share needs
  * another's result: weight units are input-channel blocks (a unit's im2col
- * covers its channels only, so nothing is gathered twice), data units are
- * (image, input-channel block) pairs. Every GEMM runs single-threaded inside
- * its unit on a plan made at prepare time; a unit's shape takes one of at
- * most two block sizes (even split) x two betas, so four plans cover all.
+ * covers its channels only, so nothing is gathered twice), or output-channel
+ * blocks when there are few input channels; data units are (image,
+ * input-channel block) pairs. Every GEMM runs single-threaded inside its
+ * unit on a plan made at prepare time; a unit's shape takes one of at most
+ * two block sizes (even split) per blocked dimension x two betas, so eight
+ * plans cover all.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -30,13 +32,19 @@
  * little; not measured yet. */
 #define UNITS_PER_THREAD 2
 
-#define MAX_PLANS 4
+/* Weight units: (input-channel block, output-channel block) pairs, at
+ * least this many output channels per block: the N of the unit's GEMM,
+ * one 16-wide AVX2 register tile (wider tiles waste less; see gw_prepare). */
+#define GW_MIN_OC_BLOCK 16
+
+#define MAX_PLANS 8
 
 typedef struct {
   int64_t n, ic, h, w, oc, kh, kw, oh, ow, sh, sw, ph, pw;
   int64_t dh, dw; /* dilation (conv_transpose2d; 1 for the gradients) */
   int64_t rows;   /* output rows per tile (divides oh) */
   int64_t blocks; /* input-channel blocks */
+  int64_t oblocks; /* output-channel blocks (weight gradient; 1 otherwise) */
   int nplans;
   hwt_gemm_plan plans[MAX_PLANS];
   size_t gemm_ws; /* largest plan workspace */
@@ -88,7 +96,14 @@ static int geometry(hwt_op_ctx *ctx, cg_state *s, const int64_t *x, const int64_
   s->rows = tile_rows(s->oh, s->ow);
   int64_t want = (int64_t)UNITS_PER_THREAD * ctx->max_threads;
   s->blocks = s->ic < want ? s->ic : want;
+  s->oblocks = 1;
   return HWT_OK;
+}
+
+/* Output-channel block b of s->oblocks: channels [lo, hi). */
+static void oblock(const cg_state *s, int64_t b, int64_t *lo, int64_t *hi) {
+  *lo = s->oc * b / s->oblocks;
+  *hi = s->oc * (b + 1) / s->oblocks;
 }
 
 /* Channel block b of s->blocks: channels [lo, hi). */
@@ -112,11 +127,21 @@ static void im2col(const cg_state *s, const float *xn, int64_t c0, int64_t c1, i
             memset(d, 0, (size_t)s->ow * sizeof *d);
             continue;
           }
+          /* column q reads src[q * sw + off]: zeros outside [qa, qb), no
+           * test per element (the per-element bounds test was a scalar
+           * loop, 11% of PathNet-medium's training step in perf, avx2) */
           const float *src = xn + (c * s->h + y) * s->w;
-          for (int64_t q = 0; q < s->ow; q++) {
-            const int64_t xx = q * s->sw + j * s->dw - s->pw;
-            d[q] = xx >= 0 && xx < s->w ? src[xx] : 0.0f;
-          }
+          const int64_t off = j * s->dw - s->pw, sw = s->sw;
+          const int64_t qa0 = off >= 0 ? 0 : (-off + sw - 1) / sw;
+          const int64_t qb0 = s->w > off ? (s->w - off + sw - 1) / sw : 0;
+          const int64_t qa = qa0 < s->ow ? qa0 : s->ow;
+          const int64_t qb = qb0 < qa ? qa : qb0 < s->ow ? qb0 : s->ow;
+          memset(d, 0, (size_t)qa * sizeof *d);
+          if (sw == 1)
+            memcpy(d + qa, src + qa + off, (size_t)(qb - qa) * sizeof *d);
+          else
+            for (int64_t q = qa; q < qb; q++) d[q] = src[q * sw + off];
+          memset(d + qb, 0, (size_t)(s->ow - qb) * sizeof *d);
         }
       }
 }
@@ -202,6 +227,14 @@ static size_t col_floats(const cg_state *s) {
   return (n + 15) / 16 * 16; /* keep the GEMM workspace after it 64-byte aligned */
 }
 
+/* A weight unit's block of dW^T: the largest channel blocks' product. */
+static size_t gw_acc_floats(const cg_state *s) {
+  const int64_t cmax = (s->ic + s->blocks - 1) / s->blocks;
+  const int64_t omax = (s->oc + s->oblocks - 1) / s->oblocks;
+  size_t n = (size_t)(cmax * s->kh * s->kw * omax);
+  return (n + 15) / 16 * 16;
+}
+
 /* The state of either op from its x, w and dy tensors (x or w may be the
  * output): arity, ranks, geometry and dy's shape checked. */
 /* The end of both prepares: the state and its workspace on success; on a
@@ -241,23 +274,43 @@ static int open_state(hwt_op_ctx *ctx, int x, int w, int dy, const char *arity, 
 
 /* ---- weight gradient: x [N,IC,H,W], dy [N,OC,OH,OW] -> dw [OC,IC,KH,KW] ---- */
 
+/* The weight gradient computes dW^T, [IC*kk, OC] = sum over images and tiles
+ * of col [IC*kk, cols] x dy tile^T [cols, OC], per unit into a block of its
+ * workspace, transposed into dW at the unit's end: M = a channel block's
+ * IC*kk rows, N = output channels. As dW = dy x col^T instead (M = OC, N =
+ * IC*kk), PathNet-medium's first layer (IC 3, OC 32) had N = 9 of a 16-wide
+ * tile and 3 units on 2 threads. With fewer input channels than units,
+ * units split the output channels instead (each im2cols every channel of
+ * its image: IC is small there). */
 static int gw_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   cg_state *s = NULL;
   int st = open_state(ctx, hwt_ops_in(ctx, 0), hwt_ops_out(ctx, 0), hwt_ops_in(ctx, 1),
                       "conv2d_grad_weight takes x and dy", &s, err, errlen);
   if (st != HWT_OK) return st;
   const int64_t kk = s->kh * s->kw, cols = s->rows * s->ow, k2 = s->ic * kk;
-  for (int64_t b = 0; st == HWT_OK && b < s->blocks; b++) {
-    int64_t lo, hi;
-    block(s, b, &lo, &hi);
-    for (int beta = 0; beta < 2 && st == HWT_OK; beta++) {
-      /* dW rows [oc], columns [lo*kk, hi*kk): A = dy tile [OC, cols] (lda P),
-       * B = col [(hi-lo)*kk, cols] transposed. */
-      hwt_gemm_desc d = {(int)s->oc, (int)((hi - lo) * kk), (int)cols, 0, 1,
-                         (int)(s->oh * s->ow), (int)cols, (int)k2, (float)beta};
-      st = add_plan(s, &d, ctx->isa);
-    }
+  const int64_t want = (int64_t)UNITS_PER_THREAD * ctx->max_threads;
+  if (s->ic < want) {
+    /* one output-channel block per thread, not UNITS_PER_THREAD: each
+     * repeats the image's whole im2col (ResNet-18's 7x7 stride-2 first
+     * layer: 147 gathered rows for 16 output channels a unit at 4 units) */
+    const int64_t ob = s->oc / GW_MIN_OC_BLOCK;
+    s->blocks = 1;
+    s->oblocks = ob < 1 ? 1 : ob < ctx->max_threads ? ob : ctx->max_threads;
   }
+  for (int64_t b = 0; st == HWT_OK && b < s->blocks; b++)
+    for (int64_t c = 0; st == HWT_OK && c < s->oblocks; c++) {
+      int64_t lo, hi, o0, o1;
+      block(s, b, &lo, &hi);
+      oblock(s, c, &o0, &o1);
+      for (int beta = 0; beta < 2 && st == HWT_OK; beta++) {
+        /* A = col [(hi-lo)*kk, cols], B = dy rows [o0, o1) of the tile
+         * ([N, cols], ldb P) transposed, C = the unit's block of dW^T. */
+        hwt_gemm_desc d = {(int)((hi - lo) * kk), (int)(o1 - o0), (int)cols, 0, 1,
+                           (int)cols, (int)(s->oh * s->ow), (int)(o1 - o0), (float)beta};
+        st = add_plan(s, &d, ctx->isa);
+      }
+    }
+  if (st == HWT_OK) s->gemm_ws += gw_acc_floats(s); /* the unit's dW^T block */
   return finish_prepare(ctx, s, st, 2.0 * (double)(s->n * s->oc * s->oh * s->ow * k2), err,
                         errlen);
 }
@@ -266,22 +319,27 @@ static void gw_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
   const cg_state *s = ctx->state;
   const float *x = ctx->in[0], *dy = ctx->in[1];
   float *dw = ctx->out[0];
-  float *col = ws, *gws = ws + col_floats(s);
+  float *col = ws, *acc = ws + col_floats(s), *gws = acc + gw_acc_floats(s);
   const int64_t kk = s->kh * s->kw, cols = s->rows * s->ow, p = s->oh * s->ow;
-  int64_t b0, b1;
-  hwt_ops_rows(s->blocks, tid, nth, &b0, &b1);
-  for (int64_t b = b0; b < b1; b++) {
-    int64_t lo, hi;
-    block(s, b, &lo, &hi);
-    const int N = (int)((hi - lo) * kk);
+  int64_t u0, u1;
+  hwt_ops_rows(s->blocks * s->oblocks, tid, nth, &u0, &u1);
+  for (int64_t u = u0; u < u1; u++) {
+    int64_t lo, hi, o0, o1;
+    block(s, u / s->oblocks, &lo, &hi);
+    oblock(s, u % s->oblocks, &o0, &o1);
+    const int M = (int)((hi - lo) * kk), N = (int)(o1 - o0);
     for (int64_t n = 0; n < s->n; n++)
       for (int64_t r0 = 0; r0 < s->oh; r0 += s->rows) {
         im2col(s, x + n * s->ic * s->h * s->w, lo, hi, r0, col);
         const float beta = n == 0 && r0 == 0 ? 0.0f : 1.0f;
-        const hwt_gemm_plan *pl = find_plan(s, (int)s->oc, N, (int)cols, beta);
-        hwt_gemm_run_part(pl, dy + n * s->oc * p + r0 * s->ow, col, dw + lo * kk, NULL, gws, 0,
+        const hwt_gemm_plan *pl = find_plan(s, M, N, (int)cols, beta);
+        hwt_gemm_run_part(pl, col, dy + (n * s->oc + o0) * p + r0 * s->ow, acc, NULL, gws, 0,
                           1);
       }
+    /* acc is dW^T's block [M, N]: into dW [OC, IC*kk] */
+    const int64_t k2 = s->ic * kk;
+    for (int64_t j = 0; j < N; j++)
+      for (int64_t m = 0; m < M; m++) dw[(o0 + j) * k2 + lo * kk + m] = acc[m * N + j];
   }
 }
 

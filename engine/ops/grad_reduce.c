@@ -253,10 +253,89 @@ static int pg_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   return hwt_ops_prepared(ctx, s, 0, (double)(hwt_ops_numel(ctx->g, dy) * s->kh * s->kw));
 }
 
+/* Max pooling whose windows tile the input without overlap or padding
+ * (stride = kernel, every window whole: the 2x2 stride-2 pools of VGG-style
+ * nets): each input element is in at most one window, so dx is written in
+ * one pass (no zeroing pass, no read-modify-write) and the arg max is found
+ * with selects instead of a data-dependent branch per element. The general
+ * loop's branches mispredicted on random data: pool2d_grad was 13% of
+ * PathNet-medium's training step (per-op profile, avx2). Same arg max
+ * as the general loop: the first maximum in row-major order, a NaN never
+ * replacing it; 0 + g as the general loop's accumulation onto zeros. */
+static int pg_tiles(const pg_state *s) {
+  return s->max && s->sh == s->kh && s->sw == s->kw && s->ph == 0 && s->pw == 0 &&
+         s->oh * s->kh <= s->h && s->ow * s->kw <= s->w;
+}
+
+/* One row of 2x2 windows: the winner of each window as selects on the
+ * running maxima, a form the compiler vectorises (interleaved loads and
+ * stores); pg_row_tiled's index tracking stayed scalar and took 10 ms per
+ * PathNet-medium pool (64x32x48x48, avx2, load 2.8). */
+static void pg_row_2x2(const float *restrict r0, const float *restrict r1,
+                       const float *restrict dy, float *restrict o0, float *restrict o1,
+                       int64_t ow) {
+  for (int64_t q = 0; q < ow; q++) {
+    const float a = r0[2 * q], b = r0[2 * q + 1], c = r1[2 * q], d = r1[2 * q + 1];
+    const float m1 = b > a ? b : a, m2 = c > m1 ? c : m1;
+    const float g = 0.0f + dy[q];
+    const float gd = d > m2 ? 0.0f : g; /* dy left after d's claim */
+    const float gc = c > m1 ? 0.0f : gd;
+    o1[2 * q + 1] = d > m2 ? g : 0.0f;
+    o1[2 * q] = c > m1 ? gd : 0.0f;
+    o0[2 * q + 1] = b > a ? gc : 0.0f;
+    o0[2 * q] = b > a ? 0.0f : gc;
+  }
+}
+
+/* One row of windows of any size (the index-tracking loop): x row xr,
+ * dy row g, dx row dr. */
+static void pg_row_tiled(const pg_state *s, const float *xr, const float *g, float *dr) {
+  const int64_t w = s->w, kh = s->kh, kw = s->kw;
+  for (int64_t ox = 0; ox < s->ow; ox++) {
+    const float *xw = xr + ox * kw;
+    float best = xw[0];
+    int64_t at = 0;
+    for (int64_t yy = 0; yy < kh; yy++)
+      for (int64_t xx = 0; xx < kw; xx++) {
+        const float v = xw[yy * w + xx];
+        const int gt = v > best;
+        best = gt ? v : best;
+        at = gt ? yy * w + xx : at;
+      }
+    const float gi = 0.0f + g[ox];
+    float *dw = dr + ox * kw;
+    for (int64_t yy = 0; yy < kh; yy++)
+      for (int64_t xx = 0; xx < kw; xx++) dw[yy * w + xx] = yy * w + xx == at ? gi : 0.0f;
+  }
+}
+
+static void pg_plane_tiled(const pg_state *s, const float *x, const float *dy, float *dx) {
+  const int64_t w = s->w, kh = s->kh, kw = s->kw, cov = s->ow * kw;
+  for (int64_t oy = 0; oy < s->oh; oy++) {
+    const float *xr = x + oy * kh * w;
+    float *dr = dx + oy * kh * w;
+    if (kh == 2 && kw == 2)
+      pg_row_2x2(xr, xr + w, dy + oy * s->ow, dr, dr + w, s->ow);
+    else
+      pg_row_tiled(s, xr, dy + oy * s->ow, dr);
+    if (cov < w)
+      for (int64_t yy = 0; yy < kh; yy++)
+        memset(dr + yy * w + cov, 0, (size_t)(w - cov) * sizeof *dr);
+  }
+  const int64_t done = s->oh * kh;
+  memset(dx + done * w, 0, (size_t)((s->h - done) * w) * sizeof *dx);
+}
+
 static void pg_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
   const pg_state *s = ctx->state;
   int64_t lo, hi;
   hwt_ops_rows(s->planes, tid, nth, &lo, &hi);
+  if (pg_tiles(s)) {
+    for (int64_t p = lo; p < hi; p++)
+      pg_plane_tiled(s, ctx->in[0] + p * s->h * s->w, ctx->in[1] + p * s->oh * s->ow,
+                     ctx->out[0] + p * s->h * s->w);
+    return;
+  }
   for (int64_t p = lo; p < hi; p++) {
     const float *x = ctx->in[0] + p * s->h * s->w, *dy = ctx->in[1] + p * s->oh * s->ow;
     float *dx = ctx->out[0] + p * s->h * s->w;
