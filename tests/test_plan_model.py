@@ -186,6 +186,24 @@ def test_simulated_makespans_follow_the_dependencies():
             sim.run(executors=1, threads=4, scheduler="sequential", seconds=sec)
 
 
+def test_the_planner_times_the_graph_the_engine_runs():
+    """ResNet-18's batch norms, residual adds and ReLUs are fused into its
+    CONVs; the weight-folding ops the fusion adds run once at prepare, and
+    the planner marks exactly the ops the engine folds."""
+    from hwtune.native.engine import NativeEngine
+    from hwtune.planner.inputs import engine_graph
+    from hwtune.planner.opdata import folded_ops, op_data
+    from hwtune.sources import load_any
+    model, _ = load_any("resnet18", None, None)
+    g = engine_graph(model)
+    types = {op.op for op in g.ops}
+    assert "relu" not in types and "add" not in types and len(g.ops) != len(model.ops)
+    with NativeEngine(g, executors=1, threads=1, scheduler="sequential", pin=False) as e:
+        assert folded_ops(g) == set(e.folded()) and e.folded()
+    assert {d.name for d in op_data(g) if d.folded} == folded_ops(g)
+    assert not folded_ops(model)
+
+
 def test_the_simulator_is_closed_once():
     sim = Simulator(_chain_and_fan())
     sim.close()

@@ -118,8 +118,8 @@ def profile_1t(graph, runs: int = PROFILE_RUNS, progress=None) -> Dict[str, floa
     # medians were 1-6% below the median run's op total on the bundled
     # LSTMs and PathNet here (9 profiled runs, 2-core AMD EPYC).
     count: Dict[str, int] = {}
-    for op in graph.ops:
-        count[keys[op.name]] = count.get(keys[op.name], 0) + 1
+    for ev in history[0] if history else []:  # the ops that run (folded ones do not)
+        count[keys[ev.op_name]] = count.get(keys[ev.op_name], 0) + 1
     per_run = median([sum(ev.end_s - ev.start_s for ev in events) for events in history
                       if events])
     summed = sum(out[wk] * count.get(wk, 0) for wk in out)
