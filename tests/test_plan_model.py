@@ -146,6 +146,44 @@ def test_candidates_and_strategy_one_come_from_the_table():
     assert tab.candidates(3, 2) == [[(2, 2.0), (3, 3.0)], [(1, 1.0), (2, 1.5)]]
 
 
+# -- calibration ----------------------------------------------------------------------
+
+def _cal(run2, dispatch, fj=1e-6):
+    from hwtune.planner.calibrate import Calibration
+    return Calibration(forkjoin={2: fj},
+                       overheads={"corun": {"inline_s": 1e-7, "dispatch_s": dispatch,
+                                            "section_s": 5e-8}},
+                       run_s={"corun": {1: 8e-6, 2: run2}}, add_s=7e-8)
+
+
+def test_calibrations_agree_within_the_relative_or_the_absolute_tolerance():
+    from hwtune.planner.calibrate import agree
+    assert agree(_cal(100e-6, 3e-6), _cal(110e-6, 3.3e-6))
+    assert agree(_cal(1e-6, 3e-6), _cal(3.5e-6, 3e-6))       # run costs under 3 us apart
+    assert not agree(_cal(100e-6, 3e-6), _cal(800e-6, 3e-6))
+    assert not agree(_cal(100e-6, 3e-6), _cal(100e-6, 5e-6))
+    assert not agree(_cal(100e-6, 3e-6, fj=1e-6), _cal(100e-6, 3e-6, fj=2e-6))
+
+
+def test_an_agreeing_pair_is_kept_with_the_spread_of_every_attempt():
+    from hwtune.planner.calibrate import Calibration, combine
+    got = combine([_cal(800e-6, 3e-6), _cal(100e-6, 3e-6), _cal(110e-6, 3e-6)])
+    assert got.settled and got.attempts == 3
+    assert got.run_s["corun"][2] == pytest.approx(105e-6)
+    assert got.spread["run_s/corun/2"] == pytest.approx(700 / 105)
+    assert got.spread["dispatch_s/corun"] == 0
+    back = Calibration.from_json(got.to_json())
+    assert back.spread == got.spread and back.settled and back.attempts == 3
+
+
+def test_without_an_agreeing_pair_every_figure_is_the_median():
+    from hwtune.planner.calibrate import combine
+    got = combine([_cal(800e-6, 3e-6), _cal(100e-6, 6e-6), _cal(400e-6, 12e-6)])
+    assert not got.settled
+    assert got.run_s["corun"][2] == pytest.approx(400e-6)
+    assert got.overheads["corun"]["dispatch_s"] == pytest.approx(6e-6)
+
+
 # -- the simulator binding ----------------------------------------------------------
 
 def _chain_and_fan():
