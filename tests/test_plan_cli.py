@@ -155,3 +155,17 @@ def test_validate_measures_every_configuration_and_the_report_keeps_it(tmp_path)
     assert rep.exit_code == 0, rep.output
     assert "## Plan: predicted vs measured on this host" in rep.output
     assert "deepcpu-lstm-i64-h64" in rep.output
+
+
+@pytest.mark.parametrize("fmt", ["terminal", "markdown", "html"])
+def test_an_unsettled_calibration_is_a_warning_naming_the_flag(fmt):
+    from hwtune.report import export
+    from plan_fixture import plan_doc
+    doc = plan_doc()
+    doc["calibration"] = dict(doc["calibration"], attempts=4, settled=False,
+                              spread={"run_s/corun/2": 6.5, "dispatch_s/corun": 0.1})
+    text = " ".join(export.render("plan", doc, fmt).split())  # terminal: wrapped lines
+    assert "4 attempts, largest spread 650% (run_s/corun/2)" in text
+    assert "no two engine calibrations agreed" in text and "--fresh" in text
+    doc["calibration"]["settled"] = True
+    assert "no two engine calibrations agreed" not in export.render("plan", doc, fmt)

@@ -146,6 +146,44 @@ def test_candidates_and_strategy_one_come_from_the_table():
     assert tab.candidates(3, 2) == [[(2, 2.0), (3, 3.0)], [(1, 1.0), (2, 1.5)]]
 
 
+# -- calibration ----------------------------------------------------------------------
+
+def _cal(run2, dispatch, fj=1e-6):
+    from hwtune.planner.calibrate import Calibration
+    return Calibration(forkjoin={2: fj},
+                       overheads={"corun": {"inline_s": 1e-7, "dispatch_s": dispatch,
+                                            "section_s": 5e-8}},
+                       run_s={"corun": {1: 8e-6, 2: run2}}, add_s=7e-8)
+
+
+def test_calibrations_agree_within_the_relative_or_the_absolute_tolerance():
+    from hwtune.planner.calibrate import agree
+    assert agree(_cal(100e-6, 3e-6), _cal(110e-6, 3.3e-6))
+    assert agree(_cal(1e-6, 3e-6), _cal(3.5e-6, 3e-6))       # run costs under 3 us apart
+    assert not agree(_cal(100e-6, 3e-6), _cal(800e-6, 3e-6))
+    assert not agree(_cal(100e-6, 3e-6), _cal(100e-6, 5e-6))
+    assert not agree(_cal(100e-6, 3e-6, fj=1e-6), _cal(100e-6, 3e-6, fj=2e-6))
+
+
+def test_an_agreeing_pair_is_kept_with_the_spread_of_every_attempt():
+    from hwtune.planner.calibrate import Calibration, combine
+    got = combine([_cal(800e-6, 3e-6), _cal(100e-6, 3e-6), _cal(110e-6, 3e-6)])
+    assert got.settled and got.attempts == 3
+    assert got.run_s["corun"][2] == pytest.approx(105e-6)
+    assert got.spread["run_s/corun/2"] == pytest.approx(700 / 105)
+    assert got.spread["dispatch_s/corun"] == 0
+    back = Calibration.from_json(got.to_json())
+    assert back.spread == got.spread and back.settled and back.attempts == 3
+
+
+def test_without_an_agreeing_pair_every_figure_is_the_median():
+    from hwtune.planner.calibrate import combine
+    got = combine([_cal(800e-6, 3e-6), _cal(100e-6, 6e-6), _cal(400e-6, 12e-6)])
+    assert not got.settled
+    assert got.run_s["corun"][2] == pytest.approx(400e-6)
+    assert got.overheads["corun"]["dispatch_s"] == pytest.approx(6e-6)
+
+
 # -- the simulator binding ----------------------------------------------------------
 
 def _chain_and_fan():
@@ -184,6 +222,24 @@ def test_simulated_makespans_follow_the_dependencies():
         assert slow == pytest.approx(two + 1e-4)
         with pytest.raises(UsageError, match="up to 2 threads"):
             sim.run(executors=1, threads=4, scheduler="sequential", seconds=sec)
+
+
+def test_the_planner_times_the_graph_the_engine_runs():
+    """ResNet-18's batch norms, residual adds and ReLUs are fused into its
+    CONVs; the weight-folding ops the fusion adds run once at prepare, and
+    the planner marks exactly the ops the engine folds."""
+    from hwtune.native.engine import NativeEngine
+    from hwtune.planner.inputs import engine_graph
+    from hwtune.planner.opdata import folded_ops, op_data
+    from hwtune.sources import load_any
+    model, _ = load_any("resnet18", None, None)
+    g = engine_graph(model)
+    types = {op.op for op in g.ops}
+    assert "relu" not in types and "add" not in types and len(g.ops) != len(model.ops)
+    with NativeEngine(g, executors=1, threads=1, scheduler="sequential", pin=False) as e:
+        assert folded_ops(g) == set(e.folded()) and e.folded()
+    assert {d.name for d in op_data(g) if d.folded} == folded_ops(g)
+    assert not folded_ops(model)
 
 
 def test_the_simulator_is_closed_once():

@@ -61,6 +61,7 @@ def one_thread_times(db, host_key: str, graph, ops, *, fresh: bool,
     """workload -> 1-thread seconds: stored op profiles (1 executor x 1
     thread), or profiled now (and stored) when any is missing or fresh."""
     t1: Dict[str, float] = {}
+    ops = [d for d in ops if not d.folded]  # never run: no profile
     if not fresh:
         for d in ops:
             if d.workload not in t1:
@@ -109,6 +110,17 @@ def scaled_host(host: Machine, cores: int) -> Machine:
                                        "with --machine)",))
 
 
+def engine_graph(graph):
+    """The graph the engine runs for a config without tuned CONV knobs
+    (what `hwtune run` runs with no stored config): batch norms folded into
+    their CONVs, residual adds and ReLUs fused into them. Profiling and
+    simulating the model as written would time ops that never run (ResNet-18:
+    20 batch norms, 17 ReLUs, 8 adds) and miss the fused CONVs' own times."""
+    from hwtune.engine.config import EngineConfig
+    from hwtune.engine.effective import effective_graph
+    return effective_graph(graph, EngineConfig())
+
+
 def build(db, host_key: str, fp: dict, graph, *, run_id: int, machine: Optional[str] = None,
           max_cores: Optional[int] = None, data: str = "all", fresh: bool = False,
           fresh_profiles: bool = False, progress: Optional[Progress] = None) -> Tuple[Predictor, List[costmodel.SerialFit]]:
@@ -137,7 +149,7 @@ def build(db, host_key: str, fp: dict, graph, *, run_id: int, machine: Optional[
         target = from_toml(resolve(machine))
     else:
         target = scaled_host(host, max_cores or host.cores)
-    t1 = np.array([t1w[d.workload] for d in ops])
+    t1 = np.array([0.0 if d.folded else t1w[d.workload] for d in ops])
     p = Predictor(graph=graph, ops=ops, t1=t1, model=costmodel.CostModel(host, target, fits),
                   calibration=cal, host=host)
     return p, list(fits.values())

@@ -48,7 +48,23 @@ def machine_lines(doc: dict) -> List[str]:
              f"source: {m['source']}",
              f"profiles: 1-thread op times measured on {h.get('cpu_model') or h['host_key']} "
              f"({h['isa']}{load})"]
-    return lines + [f"note: {n}" for n in m.get("notes") or []]
+    return lines + calibration_lines(doc) + [f"note: {n}" for n in m.get("notes") or []]
+
+
+def calibration_lines(doc: dict) -> List[str]:
+    """The engine calibration's repeatability: how many attempts it took
+    and the largest spread between them, with a warning when no two agreed."""
+    c = doc.get("calibration") or {}
+    spread = c.get("spread") or {}
+    if not spread:
+        return []
+    name, worst = max(spread.items(), key=lambda kv: kv[1])
+    line = (f"calibration: {c.get('attempts', 1)} attempts, largest spread {worst:.0%} "
+            f"({name})")
+    if c.get("settled", True):
+        return [line]
+    return [line, "warning: no two engine calibrations agreed: predictions of sub-millisecond "
+            "models are uncertain; rerun with --fresh on an idle machine"]
 
 
 def fit_table(doc: dict) -> Table:
