@@ -280,7 +280,10 @@ def stage_items(ctx, graph, graph_hash: str, *, usable: int, latency_s: float, o
                                     tail_s=tail, measured_run=seen[1] if seen else None))
     if "hillclimb" in stages and team >= 2:
         space = hillclimb.thread_space(team, ctx.cpus)
+        folded = hillclimb.folded_ops(graph)
         for g in hillclimb.group_ops(graph):
+            if all(n in folded for n in g.ops):
+                continue  # computed once at prepare: the climb skips it (no trial, no time)
             done = ctx.db.tuned(ctx.host_key, tuner=hillclimb.TUNER, subject=g.workload_key,
                                 isa=ctx.isa, threads=team)
             op_s = latency_s * weights[g.ops[0]]
