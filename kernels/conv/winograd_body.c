@@ -50,6 +50,26 @@ static void in_tile(const float *src, long rs, long cs, int lanes, float *v, lon
   if (l < lanes) in_vec(src + l, rs, cs, v + l, vs, hv_first(lanes - l), 1);
 }
 
+/* A tile's 2x2 outputs y (+ bias, + res[q] when res), ReLU if relu, into
+ * dst[q] (q = row * 2 + column; NULL: outside the output, skipped). */
+HV_AI void store_tile(hv_f32 y[2][2], const float *bias, int relu, float *const dst[4],
+                      const float *const *res, long off, hv_mask mk, const int MT) {
+  const hv_f32 b = bias ? (MT ? hv_load_mask(bias, mk) : hv_load(bias)) : hv_zero();
+  const hv_f32 zero = hv_zero();
+#pragma GCC unroll 4
+  for (int q = 0; q < 4; q++) {
+    float *p = dst[q];
+    if (!p) continue;
+    hv_f32 r = hv_add(y[q / 2][q % 2], b);
+    if (res) r = hv_add(r, MT ? hv_load_mask(res[q] + off, mk) : hv_load(res[q] + off));
+    if (relu) r = hv_max(r, zero);
+    if (MT)
+      hv_store_mask(p + off, mk, r);
+    else
+      hv_store(p + off, r);
+  }
+}
+
 /* One vector of the output transform: m[xi] at m + xi * ms; Y (2x2) + bias
  * (+ res[q], when res), ReLU if relu, into dst[q] (q = row * 2 + column;
  * NULL: outside the output, skipped). */
@@ -64,25 +84,13 @@ HV_AI void out_vec(const float *mp, long ms, const float *bias, int relu, float 
     s[0][j] = hv_add(hv_add(x[0][j], x[1][j]), x[2][j]);
     s[1][j] = hv_sub(hv_sub(x[1][j], x[2][j]), x[3][j]);
   }
-  const hv_f32 b = bias ? (MT ? hv_load_mask(bias, mk) : hv_load(bias)) : hv_zero();
-  const hv_f32 zero = hv_zero();
+  hv_f32 y[2][2];
 #pragma GCC unroll 2
   for (int i = 0; i < 2; i++) {
-    hv_f32 y[2] = {hv_add(hv_add(hv_add(s[i][0], s[i][1]), s[i][2]), b),
-                   hv_add(hv_sub(hv_sub(s[i][1], s[i][2]), s[i][3]), b)};
-#pragma GCC unroll 2
-    for (int j = 0; j < 2; j++) {
-      float *p = dst[i * 2 + j];
-      if (!p) continue;
-      hv_f32 r = y[j];
-      if (res) r = hv_add(r, MT ? hv_load_mask(res[i * 2 + j] + off, mk) : hv_load(res[i * 2 + j] + off));
-      if (relu) r = hv_max(r, zero);
-      if (MT)
-        hv_store_mask(p + off, mk, r);
-      else
-        hv_store(p + off, r);
-    }
+    y[i][0] = hv_add(hv_add(s[i][0], s[i][1]), s[i][2]);
+    y[i][1] = hv_sub(hv_sub(s[i][1], s[i][2]), s[i][3]);
   }
+  store_tile(y, bias, relu, dst, res, off, mk, MT);
 }
 
 static void out_tile(const float *mp, long ms, int lanes, const float *bias, int relu,
@@ -150,25 +158,13 @@ HV_AI void out_vec5(const float *mp, long ms, const float *bias, int relu, float
     s[0][j] = hv_add(hv_add(x[0], x[1]), x[3]);
     s[1][j] = hv_add(hv_add(x[1], x[2]), x[4]);
   }
-  const hv_f32 b = bias ? (MT ? hv_load_mask(bias, mk) : hv_load(bias)) : hv_zero();
-  const hv_f32 zero = hv_zero();
+  hv_f32 y[2][2];
 #pragma GCC unroll 2
   for (int i = 0; i < 2; i++) {
-    hv_f32 y[2] = {hv_add(hv_add(hv_add(s[i][0], s[i][1]), s[i][3]), b),
-                   hv_add(hv_add(hv_add(s[i][1], s[i][2]), s[i][4]), b)};
-#pragma GCC unroll 2
-    for (int j = 0; j < 2; j++) {
-      float *p = dst[i * 2 + j];
-      if (!p) continue;
-      hv_f32 r = y[j];
-      if (res) r = hv_add(r, MT ? hv_load_mask(res[i * 2 + j] + off, mk) : hv_load(res[i * 2 + j] + off));
-      if (relu) r = hv_max(r, zero);
-      if (MT)
-        hv_store_mask(p + off, mk, r);
-      else
-        hv_store(p + off, r);
-    }
+    y[i][0] = hv_add(hv_add(s[i][0], s[i][1]), s[i][3]);
+    y[i][1] = hv_add(hv_add(s[i][1], s[i][2]), s[i][4]);
   }
+  store_tile(y, bias, relu, dst, res, off, mk, MT);
 }
 
 static void out_tile_s2(const float *mp, long ms, int lanes, const float *bias, int relu,
