@@ -132,7 +132,8 @@ def _graph(weights_as_input: bool, stride: int = 1):
 def test_engine_runs_winograd_in_both_layouts(op_params, weights_as_input, stride):
     """NCHWc weights reach the op through a layout_transform folded at
     prepare (constant: transformed once); weights fed as an input change
-    between runs, so the op keeps the direct template for them."""
+    between runs, and this CONV has too few output pixels to transform them
+    every run, so the op keeps the direct template for them."""
     from dataclasses import replace
     from hwtune.engine.config import default_config
     from hwtune.engine.effective import effective_graph
@@ -183,3 +184,33 @@ def test_engine_fuses_residual_and_relu_into_winograd(layout, stride):
     out = eng.outputs()["z"]
     assert (out >= 0).all()
     assert float(np.abs(out - ref).max()) / scale(ref) <= 1e-5
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+def test_engine_transforms_changing_weights_every_run(stride):
+    """NCHW weights fed as an input (a training step's) on a CONV with
+    enough output pixels run Winograd with the weights transformed per run:
+    new weights between runs give the new reference outputs."""
+    from dataclasses import replace
+    from hwtune.engine.config import default_config
+    from hwtune.engine.effective import effective_graph
+    from hwtune.engine.runner import open_engine
+    from hwtune.graph.generators.builder import Builder
+
+    b = Builder("wino-train", seed=6)
+    b.input("x", (2, 8, 80, 80) if stride == 2 else (2, 8, 40, 40))  # 3200 output pixels
+    b.input("w", (16, 8, 3, 3))
+    b.op("y", "conv2d", ["x", "w"], padding=1, stride=stride)
+    b.output("y")
+    g = b.build()
+    cfg = replace(default_config(2), op_params={"y": {"layout": "NCHW", "winograd": 2}})
+    eng = open_engine(effective_graph(g, cfg), cfg)
+    rng = np.random.default_rng(7)
+    x = rng.uniform(-1, 1, g.shapes["x"]).astype(np.float32)
+    eng.set_input("x", x)
+    for _ in range(2):
+        w = rng.uniform(-1, 1, g.shapes["w"]).astype(np.float32)
+        eng.set_input("w", w)
+        eng.run()
+        ref = conv.conv2d_ref(x, w, None, stride=stride, pad=1)
+        assert float(np.abs(eng.outputs()["y"] - ref).max()) / scale(ref) <= 1e-5

@@ -43,6 +43,15 @@ typedef struct {
   int pack_per_run; /* NCHW weights that are not a param: packed by each share */
 } conv_state;
 
+/* Weights that change every run (training) take Winograd only with at
+ * least this many output pixels (N x OH x OW) per thread: every share
+ * transforms the whole weight tensor per run. Measured per run at batch 16
+ * (EPYC Zen 1, AVX2, 1 thread, CPU time, against the direct template):
+ * 64x56x56 1.15x, 128x28x28 1.85x, 256x14x14 1.8x, 128->256 at 28x28
+ * stride 2 1.25x (3136 or more pixels); 512x7x7 0.85-1.0x, 256->512 at
+ * 14x14 stride 2 0.8-0.9x (784 pixels). */
+#define WINO_PER_RUN_PIXELS 1568
+
 static int conv_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   const hwt_graph *g = ctx->g;
   const int op = ctx->op, *in = hwt_graph_op_inputs(g, op);
@@ -160,10 +169,12 @@ static int conv_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   size_t pack_ws = 0;
   const int w_const = (int)(ctx->const_in >> 1 & 1) ||
                       hwt_graph_tensor_kind(g, in[1]) == HWT_TENSOR_PARAM;
-  if (s->plan.p.winograd && !w_const) {
+  if (s->plan.p.winograd && !w_const &&
+      (blocked || (long)d.N * s->plan.OH * s->plan.OW < WINO_PER_RUN_PIXELS * ctx->max_threads)) {
     /* Winograd transforms the weights once, at prepare (into memory of
-     * their own); weights that change between runs keep the direct
-     * template. */
+     * their own); NCHWc weights that change between runs keep the direct
+     * template. NCHW ones are transformed per run, below, like the direct
+     * template's packing, where the CONV has the outputs to pay for it. */
     p = s->plan.p;
     p.winograd = 0;
     if ((st = hwt_conv_plan_make(&d, s->plan.layout, &p, ctx->isa, ctx->max_threads,
@@ -179,7 +190,8 @@ static int conv_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
      * share may wait for another's packing. That repeats the packing nth
      * times, a copy of the weights each: ResNet-18's largest (2.4M floats)
      * beside its 231M-FLOP conv. Not yet measured against a separate
-     * packing op. */
+     * packing op. Winograd's packing is its weight transform (16/9 the
+     * floats). */
     pack_ws = (s->plan.w_floats + 15) / 16 * 16;
   } else if (!blocked || s->plan.p.winograd) {
     /* Packed once: NCHW weights, and Winograd's transformed ones (NCHWc's
