@@ -5,9 +5,10 @@
  * weight tensor. At stride 2 a tile's 5x5 patch splits into even columns
  * (taps 0 and 2: Winograd F(2, 2)) and odd ones (tap 1), per dimension:
  * 25 products where the direct template has 36 (1.44x fewer), as 16 GEMMs
- * (elements that share a weight slice are one GEMM of more rows). One of the templates the tuner picks per workload (knob
- * `winograd`, conv.c); the tile transforms are per ISA (winograd_body.c),
- * the GEMMs are hwtune's (gemm.h) on weights packed once.
+ * (elements that share a weight slice are one GEMM of more rows). One of
+ * the templates the tuner picks per workload (knob `winograd`, conv.c);
+ * the tile transforms are per ISA (winograd_body.c), the GEMMs are
+ * hwtune's (gemm.h) on weights packed once.
  *
  * Per image: tiles (th x tw, raster order) in blocks of tb; output channels
  * in blocks of kb. A work unit is (image, tile block, channel block); a
@@ -179,50 +180,28 @@ int hwt_conv_wino_plan(hwt_conv_plan *p) {
   return HWT_OK;
 }
 
-/* U = G g G^T for one 3x3 kernel g, G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1]. */
-static void weight_transform(const float *g, double u[XW]) {
-  double t[4][3];
-  for (int j = 0; j < 3; j++) {
-    double a = g[j], b = g[3 + j], c = g[6 + j];
-    t[0][j] = a;
-    t[1][j] = 0.5 * (a + b + c);
-    t[2][j] = 0.5 * (a - b + c);
-    t[3][j] = c;
-  }
-  for (int i = 0; i < 4; i++) {
-    double a = t[i][0], b = t[i][1], c = t[i][2];
-    u[i * 4 + 0] = a;
-    u[i * 4 + 1] = 0.5 * (a + b + c);
-    u[i * 4 + 2] = 0.5 * (a - b + c);
-    u[i * 4 + 3] = c;
-  }
-}
+/* The weight transform's distinct rows of G, U = G g G^T (16 elements per
+ * 3x3 kernel g): F(2x2, 3x3) at stride 1, and at stride 2 (its 5th row
+ * repeats the 4th, so it is not stored: slice_slots' mapping). */
+static const double G_S1[4][3] = {{1, 0, 0}, {.5, .5, .5}, {.5, -.5, .5}, {0, 0, 1}};
+static const double G_S2[4][3] = {{1, 0, 0}, {1, 0, 1}, {0, 0, 1}, {0, 1, 0}};
 
-/* Stride 2: U = G g G^T with the 4 distinct rows of G,
- * G = [1 0 0; 1 0 1; 0 0 1; 0 1 0] (the 5th row repeats the 4th). */
-static void weight_transform_s2(const float *g, double u[XW]) {
+static void weight_transform(const double G[4][3], const float *g, double u[XW]) {
   double t[4][3];
-  for (int j = 0; j < 3; j++) {
-    double a = g[j], b = g[3 + j], c = g[6 + j];
-    t[0][j] = a;
-    t[1][j] = a + c;
-    t[2][j] = c;
-    t[3][j] = b;
-  }
-  for (int i = 0; i < 4; i++) {
-    double a = t[i][0], b = t[i][1], c = t[i][2];
-    u[i * 4 + 0] = a;
-    u[i * 4 + 1] = a + c;
-    u[i * 4 + 2] = c;
-    u[i * 4 + 3] = b;
-  }
+  for (int i = 0; i < 4; i++)
+    for (int j = 0; j < 3; j++)
+      t[i][j] = G[i][0] * g[j] + G[i][1] * g[3 + j] + G[i][2] * g[6 + j];
+  for (int i = 0; i < 4; i++)
+    for (int j = 0; j < 4; j++)
+      u[i * 4 + j] = t[i][0] * G[j][0] + t[i][1] * G[j][1] + t[i][2] * G[j][2];
 }
 
 int hwt_conv_wino_pack(const hwt_conv_plan *p, const float *w_oihw, float *w_packed) {
   const hwt_conv_desc *d = &p->d;
   const int C = d->C, K = d->K, cpad = p->wino_cpad;
   /* U[xi][c][k]: each element's GEMM operand, C x K row-major, zero rows
-   * for the padding channels. Prepare-time only. */
+   * for the padding channels. At prepare, or every run for weights that
+   * change (engine/ops/conv.c). */
   float *u = calloc((size_t)XW * cpad * K, sizeof(float));
   if (!u) return HWT_ENOMEM;
   /* Output channels innermost: each element's row of U is written in
@@ -232,7 +211,7 @@ int hwt_conv_wino_pack(const hwt_conv_plan *p, const float *w_oihw, float *w_pac
   for (int c = 0; c < C; c++)
     for (int k = 0; k < K; k++) {
       double t[XW];
-      (is_s2(p) ? weight_transform_s2 : weight_transform)(w_oihw + ((size_t)k * C + c) * 9, t);
+      weight_transform(is_s2(p) ? G_S2 : G_S1, w_oihw + ((size_t)k * C + c) * 9, t);
       for (int xi = 0; xi < XW; xi++) u[((size_t)xi * cpad + c) * K + k] = (float)t[xi];
     }
   const int nkb = n_kblocks(p);
@@ -322,7 +301,7 @@ void hwt_conv_wino_run_part(const hwt_conv_plan *p, const float *x, const float 
         const int lr = sp * (t / tw - r0), lc = sp * (t % tw);
         for (int cb = 0; cb < cpad / bs; cb++)
           in_tile(st + (((size_t)cb * srows + lr) * cols + lc) * bs, (long)cols * bs, bs, bs,
-                     V + (size_t)(t - t0) * cpad + (size_t)cb * bs, (long)tb * cpad);
+                  V + (size_t)(t - t0) * cpad + (size_t)cb * bs, (long)tb * cpad);
       }
       have = u / nkb;
     }
@@ -378,8 +357,7 @@ void hwt_conv_wino_run_part(const hwt_conv_plan *p, const float *x, const float 
           dst[q] = h < OH && c < OW ? y + off : NULL;
           rq[q] = res && h < OH && c < OW ? res + off : NULL;
         }
-        out_tile(mt + (k - k0), ms, run, bias ? bias + k : NULL, d->relu, dst,
-                    res ? rq : NULL);
+        out_tile(mt + (k - k0), ms, run, bias ? bias + k : NULL, d->relu, dst, res ? rq : NULL);
         k += run;
       }
     }
