@@ -23,6 +23,10 @@ CASES = [
     (1, 3, 1, 1, 5, 1, None),         # one pixel
     (1, 40, 4, 30, 24, 0, None),      # no padding, wide rows
     (3, 24, 9, 2, 50, 1, None),
+    # odd outputs over several tile blocks (a tail block, blocks ending
+    # mid tile row): edge tiles skip the GEMM rows of the elements only
+    # their missing output row/column reads
+    (1, 48, 27, 25, 40, 1, None),
 ]
 
 

@@ -67,19 +67,21 @@ const hwt_conv_variant *hwt_conv_variant_for(hwt_isa isa);
 /* Winograd F(2x2, 3x3) tile transforms of one variant (winograd_body.c),
  * vectorised over `lanes` consecutive channels:
  *   in_tile:  patch element (i, j) of lane l at src[i*rs + j*cs + l] ->
- *             V element xi = 4i + j of lane l at v[xi*vs + l];
- *   out_tile: m element xi of lane l at m[xi*ms + l] -> the 2x2 outputs
+ *             V element xi = 4i + j of lane l at v[xi][off + l] (not
+ *             stored where v[xi] is NULL: no output of the tile needs it);
+ *   out_tile: m element xi of lane l at m[xi][moff + l] -> the 2x2 outputs
  *             (+ bias[l], + res[q][l] when res is not NULL, then ReLU if
  *             relu) of lane l at dst[q][l], q = 2*row + column; a NULL
- *             dst[q] (outside the output) is skipped. */
+ *             dst[q] (outside the output) is skipped, and the elements only
+ *             skipped outputs need may point at zeros. */
 typedef struct {
   int vec;
-  void (*in_tile)(const float *src, long rs, long cs, int lanes, float *v, long vs);
-  void (*out_tile)(const float *m, long ms, int lanes, const float *bias, int relu,
+  void (*in_tile)(const float *src, long rs, long cs, int lanes, float *const *v, long off);
+  void (*out_tile)(const float *const *m, long moff, int lanes, const float *bias, int relu,
                    float *const dst[4], const float *const *res);
   /* The same for stride 2: a 5x5 patch, 25 elements (xi = hwt_wino_s2_slot). */
-  void (*in_tile_s2)(const float *src, long rs, long cs, int lanes, float *v, long vs);
-  void (*out_tile_s2)(const float *m, long ms, int lanes, const float *bias, int relu,
+  void (*in_tile_s2)(const float *src, long rs, long cs, int lanes, float *const *v, long off);
+  void (*out_tile_s2)(const float *const *m, long moff, int lanes, const float *bias, int relu,
                       float *const dst[4], const float *const *res);
 } hwt_wino_variant;
 

@@ -14,8 +14,9 @@
 #include "conv_internal.h"
 
 /* One vector of the input transform: patch element (i, j) at
- * src + i * rs + j * cs; element xi of V at v + xi * vs. */
-HV_AI void in_vec(const float *src, long rs, long cs, float *v, long vs, hv_mask m,
+ * src + i * rs + j * cs; element xi of V at v[xi] + off (none where v[xi]
+ * is NULL: no output of the tile needs it). */
+HV_AI void in_vec(const float *src, long rs, long cs, float *const *v, long off, hv_mask m,
                   const int MT) {
   hv_f32 d[4][4], t[4][4];
 #pragma GCC unroll 4
@@ -36,18 +37,20 @@ HV_AI void in_vec(const float *src, long rs, long cs, float *v, long vs, hv_mask
                    hv_sub(t[i][2], t[i][1]), hv_sub(t[i][1], t[i][3])};
 #pragma GCC unroll 4
     for (int j = 0; j < 4; j++) {
+      float *dst = v[i * 4 + j];
+      if (!dst) continue;
       if (MT)
-        hv_store_mask(v + (i * 4 + j) * vs, m, r[j]);
+        hv_store_mask(dst + off, m, r[j]);
       else
-        hv_store(v + (i * 4 + j) * vs, r[j]);
+        hv_store(dst + off, r[j]);
     }
   }
 }
 
-static void in_tile(const float *src, long rs, long cs, int lanes, float *v, long vs) {
+static void in_tile(const float *src, long rs, long cs, int lanes, float *const *v, long off) {
   int l = 0;
-  for (; l + HV_W <= lanes; l += HV_W) in_vec(src + l, rs, cs, v + l, vs, hv_first(HV_W), 0);
-  if (l < lanes) in_vec(src + l, rs, cs, v + l, vs, hv_first(lanes - l), 1);
+  for (; l + HV_W <= lanes; l += HV_W) in_vec(src + l, rs, cs, v, off + l, hv_first(HV_W), 0);
+  if (l < lanes) in_vec(src + l, rs, cs, v, off + l, hv_first(lanes - l), 1);
 }
 
 /* A tile's 2x2 outputs y (+ bias, + res[q] when res), ReLU if relu, into
@@ -70,15 +73,16 @@ HV_AI void store_tile(hv_f32 y[2][2], const float *bias, int relu, float *const 
   }
 }
 
-/* One vector of the output transform: m[xi] at m + xi * ms; Y (2x2) + bias
- * (+ res[q], when res), ReLU if relu, into dst[q] (q = row * 2 + column;
- * NULL: outside the output, skipped). */
-HV_AI void out_vec(const float *mp, long ms, const float *bias, int relu, float *const dst[4],
-                   const float *const *res, long off, hv_mask mk, const int MT) {
+/* One vector of the output transform: m[xi] at mp[xi] + moff; Y (2x2) +
+ * bias (+ res[q], when res), ReLU if relu, into dst[q] (q = row * 2 +
+ * column; NULL: outside the output, skipped). */
+HV_AI void out_vec(const float *const *mp, long moff, const float *bias, int relu,
+                   float *const dst[4], const float *const *res, long off, hv_mask mk,
+                   const int MT) {
   hv_f32 x[4][4], s[2][4];
 #pragma GCC unroll 16
   for (int q = 0; q < 16; q++)
-    x[q / 4][q % 4] = MT ? hv_load_mask(mp + q * ms, mk) : hv_load(mp + q * ms);
+    x[q / 4][q % 4] = MT ? hv_load_mask(mp[q] + moff, mk) : hv_load(mp[q] + moff);
 #pragma GCC unroll 4
   for (int j = 0; j < 4; j++) {
     s[0][j] = hv_add(hv_add(x[0][j], x[1][j]), x[2][j]);
@@ -93,13 +97,13 @@ HV_AI void out_vec(const float *mp, long ms, const float *bias, int relu, float 
   store_tile(y, bias, relu, dst, res, off, mk, MT);
 }
 
-static void out_tile(const float *mp, long ms, int lanes, const float *bias, int relu,
+static void out_tile(const float *const *mp, long moff, int lanes, const float *bias, int relu,
                      float *const dst[4], const float *const *res) {
   int l = 0;
   for (; l + HV_W <= lanes; l += HV_W)
-    out_vec(mp + l, ms, bias ? bias + l : 0, relu, dst, res, l, hv_first(HV_W), 0);
+    out_vec(mp, moff + l, bias ? bias + l : 0, relu, dst, res, l, hv_first(HV_W), 0);
   if (l < lanes)
-    out_vec(mp + l, ms, bias ? bias + l : 0, relu, dst, res, l, hv_first(lanes - l), 1);
+    out_vec(mp, moff + l, bias ? bias + l : 0, relu, dst, res, l, hv_first(lanes - l), 1);
 }
 
 /* Stride 2 (winograd.c: F(2x2, 3x3) at stride 2): a 5x5 input patch per
@@ -110,7 +114,7 @@ static void out_tile(const float *mp, long ms, int lanes, const float *bias, int
  *   Y = A^T m A, A^T = [1 1 0 1 0; 0 1 1 0 1]
  * 25 products per tile where the direct template has 36; coefficients 0
  * and +-1 again. */
-HV_AI void in_vec5(const float *src, long rs, long cs, float *v, long vs, hv_mask m,
+HV_AI void in_vec5(const float *src, long rs, long cs, float *const *v, long off, hv_mask m,
                    const int MT) {
   hv_f32 t[5][5];
 #pragma GCC unroll 5
@@ -131,30 +135,34 @@ HV_AI void in_vec5(const float *src, long rs, long cs, float *v, long vs, hv_mas
                    t[3][j]};
 #pragma GCC unroll 5
     for (int i = 0; i < 5; i++) {
+      float *dst = v[hwt_wino_s2_slot(i, j)];
+      if (!dst) continue;
       if (MT)
-        hv_store_mask(v + hwt_wino_s2_slot(i, j) * vs, m, r[i]);
+        hv_store_mask(dst + off, m, r[i]);
       else
-        hv_store(v + hwt_wino_s2_slot(i, j) * vs, r[i]);
+        hv_store(dst + off, r[i]);
     }
   }
 }
 
-static void in_tile_s2(const float *src, long rs, long cs, int lanes, float *v, long vs) {
+static void in_tile_s2(const float *src, long rs, long cs, int lanes, float *const *v,
+                       long off) {
   int l = 0;
-  for (; l + HV_W <= lanes; l += HV_W) in_vec5(src + l, rs, cs, v + l, vs, hv_first(HV_W), 0);
-  if (l < lanes) in_vec5(src + l, rs, cs, v + l, vs, hv_first(lanes - l), 1);
+  for (; l + HV_W <= lanes; l += HV_W) in_vec5(src + l, rs, cs, v, off + l, hv_first(HV_W), 0);
+  if (l < lanes) in_vec5(src + l, rs, cs, v, off + l, hv_first(lanes - l), 1);
 }
 
-HV_AI void out_vec5(const float *mp, long ms, const float *bias, int relu, float *const dst[4],
-                    const float *const *res, long off, hv_mask mk, const int MT) {
+HV_AI void out_vec5(const float *const *mp, long moff, const float *bias, int relu,
+                    float *const dst[4], const float *const *res, long off, hv_mask mk,
+                    const int MT) {
   hv_f32 s[2][5];
 #pragma GCC unroll 5
   for (int j = 0; j < 5; j++) {  /* A^T m: two rows */
     hv_f32 x[5];
 #pragma GCC unroll 5
     for (int i = 0; i < 5; i++)
-      x[i] = MT ? hv_load_mask(mp + hwt_wino_s2_slot(i, j) * ms, mk)
-                : hv_load(mp + hwt_wino_s2_slot(i, j) * ms);
+      x[i] = MT ? hv_load_mask(mp[hwt_wino_s2_slot(i, j)] + moff, mk)
+                : hv_load(mp[hwt_wino_s2_slot(i, j)] + moff);
     s[0][j] = hv_add(hv_add(x[0], x[1]), x[3]);
     s[1][j] = hv_add(hv_add(x[1], x[2]), x[4]);
   }
@@ -167,13 +175,13 @@ HV_AI void out_vec5(const float *mp, long ms, const float *bias, int relu, float
   store_tile(y, bias, relu, dst, res, off, mk, MT);
 }
 
-static void out_tile_s2(const float *mp, long ms, int lanes, const float *bias, int relu,
-                        float *const dst[4], const float *const *res) {
+static void out_tile_s2(const float *const *mp, long moff, int lanes, const float *bias,
+                        int relu, float *const dst[4], const float *const *res) {
   int l = 0;
   for (; l + HV_W <= lanes; l += HV_W)
-    out_vec5(mp + l, ms, bias ? bias + l : 0, relu, dst, res, l, hv_first(HV_W), 0);
+    out_vec5(mp, moff + l, bias ? bias + l : 0, relu, dst, res, l, hv_first(HV_W), 0);
   if (l < lanes)
-    out_vec5(mp + l, ms, bias ? bias + l : 0, relu, dst, res, l, hv_first(lanes - l), 1);
+    out_vec5(mp, moff + l, bias ? bias + l : 0, relu, dst, res, l, hv_first(lanes - l), 1);
 }
 
 const hwt_wino_variant HWT_VARIANT(hwt_wino_variant) = {
