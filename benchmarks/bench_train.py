@@ -9,8 +9,10 @@ Run with the installed package:
 
 hwtune runs each training graph with the config `hwtune run --train` would
 pick: the tuned config stored in --db for (this host, this training graph)
-if there is one (`hwtune tune-graph MODEL --train`), else the defaults; with
-a tuned config the default is timed too (tuned vs default). Both sides first
+if there is one (`hwtune tune-graph MODEL --train`) and it fits in --threads
+cores, as stored (executors x threads, scheduler, per-op threads, CONV
+knobs), else the defaults at 1 executor x --threads; with a tuned config
+the default (1 executor x --threads) is timed too (tuned vs default). Both sides first
 run one step from the same weights and the losses must agree (else WRONG).
 Samples are interleaved (one of each side in turn, medians), so a burst of
 load from the other users of a shared machine hits every side.
@@ -57,7 +59,12 @@ def section(name, overrides, loss, store, threads, reps, lines):
     g = load_model(os.path.join(MODELS_DIR, f"{name}.json"), overrides=overrides)
     t = training_graph(g, TrainSpec(loss=loss, optimizer="sgd"))
     values = step_inputs(t)
-    cfg, run_graph, cost, source = store.config(t, threads)
+    # The stored tuned config as `hwtune run --train` runs it (its executors
+    # x threads, schedule and per-op threads), when it fits in `threads`
+    # cores; else (and with no tuned config) 1 executor x `threads`.
+    cfg, run_graph, cost, source = store.config(t, None)
+    if not source.startswith(("tuned", "user")) or cfg.executors * cfg.threads > threads:
+        cfg, run_graph, cost, source = store.config(t, threads)
     tuned = engine_step(run_graph, values, cfg, cost)
     peer = TorchTrainer(g, t, values, threads=threads)
     ours_loss = float(tuned.output(LOSS_NAME)[0])
