@@ -56,8 +56,9 @@ FORKJOIN_REPS = 9
 
 # Bumped when what a calibration measures changes; a stored one of another
 # version is measured again (2: fork-join inside a run, 3: also of ops that
-# read each other's lines, see forkjoin()).
-CALIBRATION_VERSION = 3
+# read each other's lines, see forkjoin(), 4: also the pool's empty region
+# alone, which the serial-fraction fits of the scan's loops take).
+CALIBRATION_VERSION = 4
 
 
 @dataclass
@@ -65,6 +66,7 @@ class Calibration:
     """Per scheduler: overheads for one executor and for several, and a
     run's own cost with 1 and with 2 executors; fork-join per thread count."""
     forkjoin: Dict[int, float] = field(default_factory=dict)
+    forkjoin_pool: Dict[int, float] = field(default_factory=dict)  # an empty region alone
     overheads: Dict[str, dict] = field(default_factory=dict)  # sched -> Overheads fields
     run_s: Dict[str, Dict[int, float]] = field(default_factory=dict)  # sched -> {executors: s}
     add_s: float = 0.0  # one calibration add, profiled
@@ -83,6 +85,7 @@ class Calibration:
         """Every measured figure by a flat name (forkjoin/2,
         run_s/corun/2, dispatch_s/corun, ...)."""
         out = {f"forkjoin/{t}": v for t, v in self.forkjoin.items()}
+        out.update({f"forkjoin_pool/{t}": v for t, v in self.forkjoin_pool.items()})
         for sched, runs in self.run_s.items():
             out.update({f"run_s/{sched}/{n}": v for n, v in runs.items()})
         for sched, o in self.overheads.items():
@@ -92,6 +95,7 @@ class Calibration:
     @classmethod
     def from_json(cls, doc: dict) -> "Calibration":
         return cls(forkjoin={int(k): v for k, v in doc.get("forkjoin", {}).items()},
+                   forkjoin_pool={int(k): v for k, v in doc.get("forkjoin_pool", {}).items()},
                    overheads=dict(doc.get("overheads", {})),
                    run_s={s: {int(k): v for k, v in d.items()}
                           for s, d in doc.get("run_s", {}).items()},
@@ -158,9 +162,10 @@ def profile_1t(graph, runs: int = PROFILE_RUNS, progress=None) -> Dict[str, floa
 
 # -- fork-join ---------------------------------------------------------------------
 
-def forkjoin(cores: int, progress=None) -> Dict[int, float]:
-    """threads -> seconds a fork-join region costs an op inside a run, 2..cores
-    threads: the largest of an empty region of the pool (the C loop) and
+def forkjoin(cores: int, progress=None) -> Tuple[Dict[int, float], Dict[int, float]]:
+    """(in a run, alone): threads -> seconds a fork-join region costs an op
+    inside a run, 2..cores threads, and an empty region of the pool alone
+    (what the scan's loops pay per call). In a run: the largest of an empty region of the pool (the C loop) and
     what forking every op of a chain costs per op over the same chain on
     one thread, its work split evenly (all sampled interleaved, back to
     back), for two chains: tiny adds (each thread reads the part of its
@@ -180,7 +185,7 @@ def forkjoin(cores: int, progress=None) -> Dict[int, float]:
     from hwtune.native.threads import Pool
     counts = list(range(2, cores + 1))
     if not counts:
-        return {}
+        return {}, {}
     if progress:
         progress(f"fork-join of the pool and inside a run, {counts[0]}..{counts[-1]} threads")
     chains = (_chain(CHAIN_OPS), _gemv_chain(GEMV_OPS))
@@ -203,13 +208,14 @@ def forkjoin(cores: int, progress=None) -> Dict[int, float]:
             e.close()
         pool.close()
     out = {t: m.median for t, m in zip(counts, got)}
+    pool_alone = dict(out)
     per_chain = len(counts) + 1
     for j, chain in enumerate(chains):
         runs = [m.median for m in got[len(counts) + j * per_chain:][:per_chain]]
         # the chain's own work split evenly over t threads; the rest is the fork
         for i, t in enumerate(counts):
             out[t] = max(out[t], (runs[i + 1] - runs[0] / t) / len(chain.ops))
-    return out
+    return out, pool_alone
 
 
 # -- engine overheads ------------------------------------------------------------
@@ -427,6 +433,7 @@ def combine(attempts: List[Calibration]) -> Calibration:
     first = attempts[0]
     out = Calibration(
         forkjoin={t: kept(f"forkjoin/{t}") for t in first.forkjoin},
+        forkjoin_pool={t: kept(f"forkjoin_pool/{t}") for t in first.forkjoin_pool},
         overheads={s: {k: kept(f"{k}/{s}") for k in o} for s, o in first.overheads.items()},
         run_s={s: {n: kept(f"run_s/{s}/{n}") for n in r} for s, r in first.run_s.items()},
         add_s=float(np.median([c.add_s for c in attempts])), attempts=len(attempts),
@@ -448,9 +455,10 @@ def calibrate(cores: int, progress=None, max_attempts: int = MAX_ATTEMPTS) -> Ca
         if progress and i:
             progress(f"calibration {i + 1} of at most {max_attempts}: the previous ones "
                      f"disagree by more than {AGREE_REL:.0%}")
-        fj = forkjoin(cores, progress)
+        fj, pool_fj = forkjoin(cores, progress)
         overheads, run_s, add_s = engine_overheads(rows, progress)
-        attempts.append(Calibration(forkjoin=fj, overheads=overheads, run_s=run_s, add_s=add_s))
+        attempts.append(Calibration(forkjoin=fj, forkjoin_pool=pool_fj, overheads=overheads,
+                                    run_s=run_s, add_s=add_s))
         if len(attempts) > 1 and combine(attempts).settled:
             break
     return combine(attempts) if len(attempts) > 1 else attempts[0]
