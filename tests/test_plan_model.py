@@ -326,3 +326,58 @@ def test_scan_rows_are_fitted_at_their_least_disturbed_sample():
     assert _least_disturbed({"median_s": 3e-4, "samples": [3e-4, 2.5e-4, 9e-4]}) == 2.5e-4
     assert _least_disturbed({"median_s": 3e-4, "samples": []}) == 3e-4
     assert _least_disturbed({"median_s": 3e-4, "samples": None}) == 3e-4
+
+
+def test_overheads_with_a_waiting_executor_are_recovered_from_the_simulator():
+    """_fit_overheads, fed latencies the simulator itself gives for known
+    overheads, finds them again: the chain on two executors sets the cost
+    of an op an executor goes on with while the other waits (inline2_s),
+    which the two-executor configurations then take."""
+    from hwtune.native import sched
+    from hwtune.native.simulate import Overheads, Simulator
+    from hwtune.planner import calibrate as cal
+    rows = [r for r in sched.schedulers().values()
+            if r.name in ("sequential", "critical-path")]
+    seq, cp = rows
+    add = 7e-8
+    chain, single = cal._chain(60), cal._single()
+    pairs, short = cal._pairs(40), cal._pairs(10)
+    cases = [cal._Case("sequential/run1", single, "sequential", 1, False),
+             cal._Case("sequential/chain", chain, "sequential", 1, False),
+             cal._Case("critical-path/run1", single, "critical-path", 1, False),
+             cal._Case("critical-path/chain", chain, "critical-path", 1, True),
+             cal._Case("critical-path/chain2", chain, "critical-path", 2, False),
+             cal._Case("critical-path/pairs", pairs, "critical-path", 2, True),
+             cal._Case("critical-path/pairs-short", short, "critical-path", 2, True)]
+    inline, section, inline2, dispatch, run1, run2 = 1e-7, 5e-8, 6e-7, 2e-6, 8e-6, 3e-5
+    given = {"sequential/chain": Overheads(inline_s=inline, run_s=run1),
+             "critical-path/chain": Overheads(inline_s=inline, section_s=section, run_s=run1),
+             "critical-path/chain2": Overheads(inline_s=inline2, section_s=section,
+                                               run_s=run1),
+             "critical-path/pairs": Overheads(inline_s=inline2, section_s=section,
+                                              dispatch_s=dispatch, run_s=run2),
+             "critical-path/pairs-short": Overheads(inline_s=inline2, section_s=section,
+                                                    dispatch_s=dispatch, run_s=run2)}
+    measured = {"sequential/run1": run1 + add, "critical-path/run1": run1 + add}
+    for c in cases:
+        if c.key in given:
+            sim = Simulator(c.graph)
+            try:
+                measured[c.key], _ = sim.run(
+                    executors=c.executors, threads=1, scheduler=c.scheduler,
+                    seconds=np.full((len(c.graph.ops), 2), add), overheads=given[c.key],
+                    op_cost={op.name: cal.HEAVY_COST for op in c.graph.ops} if c.costed
+                    else None)
+            finally:
+                sim.close()
+    overheads, run_s = cal._fit_overheads(rows, cases, measured, add)
+    got = overheads["critical-path"]
+    assert got["inline_s"] == pytest.approx(inline, rel=1e-3)
+    assert got["section_s"] == pytest.approx(section, rel=1e-3)
+    assert got["inline2_s"] == pytest.approx(inline2, rel=1e-3)
+    assert got["dispatch_s"] == pytest.approx(dispatch, rel=1e-3)
+    assert run_s["critical-path"][2] == pytest.approx(run2, rel=1e-3)
+    c = cal.Calibration(overheads=overheads, run_s=run_s)
+    assert c.overheads_for("critical-path", 1).inline_s == pytest.approx(inline, rel=1e-3)
+    assert c.overheads_for("critical-path", 2).inline_s == pytest.approx(inline2, rel=1e-3)
+    assert c.overheads_for("sequential", 2).inline_s == pytest.approx(inline, rel=1e-3)
