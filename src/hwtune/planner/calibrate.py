@@ -9,10 +9,8 @@ the scan, all timed through hwtune.measure:
     microsecond adds: a run's own start on one executor (one op), an op an
     executor goes on with (a chain, sequential), a decision in the serial
     section (a chain whose ops are costed above the inline threshold, one
-    executor), an op an executor goes on with while another executor waits
-    (the same chain on two executors), an op handed to a waiting executor
-    and a run's own cost on two executors (chains of fork-join pairs of two
-    lengths). Each is the
+    executor), an op handed to a waiting executor and a run's own cost on
+    two executors (chains of fork-join pairs of two lengths). Each is the
     value that makes the simulator, given the others, reproduce the
     measured latency (bisection: latency grows with every overhead).
 
@@ -59,9 +57,8 @@ FORKJOIN_REPS = 9
 # Bumped when what a calibration measures changes; a stored one of another
 # version is measured again (2: fork-join inside a run, 3: also of ops that
 # read each other's lines, see forkjoin(), 4: also the pool's empty region
-# alone, which the serial-fraction fits of the scan's loops take, 5: an op an
-# executor goes on with while another waits, inline2_s).
-CALIBRATION_VERSION = 5
+# alone, which the serial-fraction fits of the scan's loops take).
+CALIBRATION_VERSION = 4
 
 
 @dataclass
@@ -120,10 +117,7 @@ class Calibration:
         r2 = runs.get(2, r1)
         run = (r1 if executors < 2 else max(r1, r2)) * scale + (
             forkjoin_extra_s if executors > 2 else 0.0)
-        inline = o.get("inline_s", 0.0)
-        if executors >= 2:
-            inline = o.get("inline2_s", inline)
-        return Overheads(inline_s=inline * scale,
+        return Overheads(inline_s=o.get("inline_s", 0.0) * scale,
                          dispatch_s=o.get("dispatch_s", 0.0) * scale,
                          section_s=o.get("section_s", 0.0) * scale, run_s=run)
 
@@ -311,8 +305,6 @@ def engine_overheads(schedulers, progress=None, reps: int = CALIBRATION_REPS
         cases.append(_Case(f"{s.name}/run1", single, s.name, 1, False))
         cases.append(_Case(f"{s.name}/chain", chain, s.name, 1, not s.single_team))
         if two and not s.single_team:
-            # not costed: its adds are tiny, run inline one after the other
-            cases.append(_Case(f"{s.name}/chain2", chain, s.name, 2, False))
             cases.append(_Case(f"{s.name}/pairs", pairs, s.name, 2, True))
             cases.append(_Case(f"{s.name}/pairs-short", short, s.name, 2, True))
 
@@ -379,20 +371,6 @@ def _fit_overheads(schedulers, cases, measured, add_s):
             section = _solve(lambda x: latency(c, Overheads(inline_s=inline, section_s=x,
                                                             run_s=runs[1])), measured[c.key])
             dispatch = 0.0
-            inline2 = inline
-            if f"{s.name}/chain2" in measured:
-                # The chain of tiny adds on two executors: every op runs
-                # inline on the executor that ran its predecessor (as the
-                # simulator has it too), but the other one waits meanwhile
-                # and the run's shared state is touched by both: 400 adds
-                # took 0.15 us an op on one corun worker and 0.37-0.39 us on
-                # two (2-core AMD EPYC Zen 1, load ~5; critical-path 0.09
-                # against 0.09-0.6, noisy). The DeepCPU LSTMs' corun 1x2 (a
-                # chain of 1-2 us ops) ran ~0.6 us an op slower than 1x1
-                # (issue #13's last validation, quiet).
-                c2 = by_key[f"{s.name}/chain2"]
-                inline2 = _solve(lambda x: latency(c2, Overheads(
-                    inline_s=x, section_s=section, run_s=runs[1])), measured[c2.key])
             if f"{s.name}/pairs" in measured:
                 # Two executors: a run's own cost and a dispatch's from two
                 # lengths of the same graph, both executors busy throughout
@@ -403,15 +381,13 @@ def _fit_overheads(schedulers, cases, measured, add_s):
                 long_, short_ = by_key[f"{s.name}/pairs"], by_key[f"{s.name}/pairs-short"]
 
                 def extra(x):
-                    o = Overheads(inline_s=inline2, section_s=section, dispatch_s=x)
+                    o = Overheads(inline_s=inline, section_s=section, dispatch_s=x)
                     return latency(long_, o) - latency(short_, o)
                 dispatch = _solve(extra, measured[long_.key] - measured[short_.key])
                 runs[2] = max(0.0, measured[long_.key] - latency(long_, Overheads(
-                    inline_s=inline2, section_s=section, dispatch_s=dispatch)))
+                    inline_s=inline, section_s=section, dispatch_s=dispatch)))
             overheads[s.name] = {"inline_s": inline, "dispatch_s": dispatch,
                                  "section_s": section}
-            if f"{s.name}/chain2" in measured:
-                overheads[s.name]["inline2_s"] = inline2
     finally:
         for sim in sims.values():
             sim.close()
