@@ -326,3 +326,10 @@ def test_scan_rows_are_fitted_at_their_least_disturbed_sample():
     assert _least_disturbed({"median_s": 3e-4, "samples": [3e-4, 2.5e-4, 9e-4]}) == 2.5e-4
     assert _least_disturbed({"median_s": 3e-4, "samples": []}) == 3e-4
     assert _least_disturbed({"median_s": 3e-4, "samples": None}) == 3e-4
+
+
+def test_calibration_figures_come_from_the_fastest_sample():
+    from types import SimpleNamespace
+    from hwtune.planner.calibrate import fastest
+    assert fastest(SimpleNamespace(samples=[3e-5, 2e-5, 9e-5], median=3e-5)) == 2e-5
+    assert fastest(SimpleNamespace(samples=[], median=3e-5)) == 3e-5
