@@ -333,3 +333,17 @@ def test_calibration_figures_come_from_the_fastest_sample():
     from hwtune.planner.calibrate import fastest
     assert fastest(SimpleNamespace(samples=[3e-5, 2e-5, 9e-5], median=3e-5)) == 2e-5
     assert fastest(SimpleNamespace(samples=[], median=3e-5)) == 3e-5
+
+
+def test_validation_rows_show_the_error_against_the_fastest_sample_too():
+    from hwtune.report.plan_views import validation_table
+    fresh = {"scheduler": "corun", "executors": 1, "threads": 2, "predicted_s": 4e-4,
+             "measured_s": 8e-4, "mad_s": 1e-4, "rel_error": -0.5, "status": "ok",
+             "samples": [8e-4, 5e-4, 9e-4]}
+    stored = dict(fresh, samples=None, samples_json="[8e-4, 5e-4, 9e-4]")
+    unmeasured = dict(fresh, measured_s=None, rel_error=None, samples=[], status="error")
+    header, rows = validation_table([fresh, stored, unmeasured])
+    col = dict(zip(header, zip(*rows)))
+    assert col["fastest"][:2] == ("500.0 us", "500.0 us") and col["fastest"][2] == "-"
+    assert col["vs fastest"] == ("-20.0%", "-20.0%", "-")
+    assert col["error"][0] == "-50.0%"
