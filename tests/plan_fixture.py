@@ -16,7 +16,7 @@ from hwtune.sources import bundled_models
 # Overheads of the order this 2-core VM measured (calibrate.py): 10 ns
 # inline, ~1 us per dispatch, 25-50 ns per serial decision, 10-30 us a run.
 CALIBRATION = Calibration(
-    forkjoin={2: 3e-7},
+    forkjoin={2: 3e-7}, forkjoin_pool={2: 2e-7},
     overheads={"sequential": {"inline_s": 1e-8, "dispatch_s": 0.0, "section_s": 0.0},
                "shared-queue": {"inline_s": 1e-8, "dispatch_s": 1e-6, "section_s": 5e-8},
                "critical-path": {"inline_s": 1e-8, "dispatch_s": 8e-7, "section_s": 2.5e-8},

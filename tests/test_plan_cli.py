@@ -32,7 +32,8 @@ def _seed(path, *, scan=True):
 
             def m(bench, op, threads, value, unit, median=None, params=None):
                 db.add_measurement(run, bench=bench, op=op, params=params or {},
-                                   kernel_variant=isa, threads=threads, samples=[1.0],
+                                   kernel_variant=isa, threads=threads,
+                                   samples=[median] if median else [1.0],
                                    median_s=median, mad_s=0.0, rel_spread=0.0, value=value,
                                    unit=unit)
             m("fma_peak", "fma", 1, 100.0, "GFLOPS")

@@ -139,6 +139,27 @@ def test_serial_fraction_fit_recovers_a_known_value():
     assert fit.points == 8 and fit.max_rel_err < 0.01 and fit.source == "synthetic"
 
 
+def test_bare_points_are_fitted_with_the_pools_own_fork_join():
+    """The scan's loops pay an empty region of the pool, not the in-run
+    figure: fitted with the latter, a point that scales perfectly would read
+    as faster than any serial fraction allows."""
+    host = machine("ryzen-9-5950x")
+    pool = {n: 0.2 * host.forkjoin(n) for n in range(2, 17)}
+    true_s = 0.1
+    pts = []
+    for t1, nbytes in ((2e-5, 1 << 12), (8e-6, 1 << 12)):
+        c1, _ = costmodel.split_here(host, [t1], [nbytes])
+        for n in (2, 4, 8):
+            tn = float(c1[0]) * (true_s + (1 - true_s) / n) + float(
+                costmodel.memory_time(host, nbytes, n)) + pool[n]
+            pts.append(costmodel.Point("mul", t1, tn, n, nbytes, "scan eltwise", bare=True))
+    fit = costmodel.fit_serial(host, pts, pool)["mul"]
+    assert fit.serial_fraction == pytest.approx(true_s, abs=costmodel.FIT_STEP)
+    assert fit.max_rel_err < 0.01
+    # the in-run figure (no pool figure given) cannot explain them
+    assert costmodel.fit_serial(host, pts)["mul"].max_rel_err > 0.05
+
+
 def test_candidates_and_strategy_one_come_from_the_table():
     tab = costmodel.OpTable(np.array([[4.0, 2.0, 3.0], [1.0, 1.5, 2.0]]),
                             np.zeros((2, 3)), np.zeros((2, 3)))
@@ -163,6 +184,9 @@ def test_calibrations_agree_within_the_relative_or_the_absolute_tolerance():
     assert not agree(_cal(100e-6, 3e-6), _cal(800e-6, 3e-6))
     assert not agree(_cal(100e-6, 3e-6), _cal(100e-6, 5e-6))
     assert not agree(_cal(100e-6, 3e-6, fj=1e-6), _cal(100e-6, 3e-6, fj=2e-6))
+    pooled = _cal(100e-6, 3e-6)
+    pooled.forkjoin_pool = {2: 3e-7}
+    assert not agree(pooled, _cal(100e-6, 3e-6))  # figures of another kind
 
 
 def test_an_agreeing_pair_is_kept_with_the_spread_of_every_attempt():
@@ -295,3 +319,31 @@ def test_graphi_rows_compare_with_the_paper():
     header, rows = graphi.table([row])
     assert rows[0][0] == "PathNet" and rows[0][4] in ("inside", "OUTSIDE")
     assert math.isfinite(row["cp_over_sq_range"][0])
+
+
+def test_scan_rows_are_fitted_at_their_least_disturbed_sample():
+    from hwtune.planner.machine import _least_disturbed
+    assert _least_disturbed({"median_s": 3e-4, "samples": [3e-4, 2.5e-4, 9e-4]}) == 2.5e-4
+    assert _least_disturbed({"median_s": 3e-4, "samples": []}) == 3e-4
+    assert _least_disturbed({"median_s": 3e-4, "samples": None}) == 3e-4
+
+
+def test_calibration_figures_come_from_the_fastest_sample():
+    from types import SimpleNamespace
+    from hwtune.planner.calibrate import fastest
+    assert fastest(SimpleNamespace(samples=[3e-5, 2e-5, 9e-5], median=3e-5)) == 2e-5
+    assert fastest(SimpleNamespace(samples=[], median=3e-5)) == 3e-5
+
+
+def test_validation_rows_show_the_error_against_the_fastest_sample_too():
+    from hwtune.report.plan_views import validation_table
+    fresh = {"scheduler": "corun", "executors": 1, "threads": 2, "predicted_s": 4e-4,
+             "measured_s": 8e-4, "mad_s": 1e-4, "rel_error": -0.5, "status": "ok",
+             "samples": [8e-4, 5e-4, 9e-4]}
+    stored = dict(fresh, samples=None, samples_json="[8e-4, 5e-4, 9e-4]")
+    unmeasured = dict(fresh, measured_s=None, rel_error=None, samples=[], status="error")
+    header, rows = validation_table([fresh, stored, unmeasured])
+    col = dict(zip(header, zip(*rows)))
+    assert col["fastest"][:2] == ("500.0 us", "500.0 us") and col["fastest"][2] == "-"
+    assert col["vs fastest"] == ("-20.0%", "-20.0%", "-")
+    assert col["error"][0] == "-50.0%"

@@ -143,7 +143,7 @@ def build(db, host_key: str, fp: dict, graph, *, run_id: int, machine: Optional[
     if data == "all":
         points += costmodel.profile_points(ops, t1w, multi_thread_times(db, host_key, ops,
                                                                         cores_here))
-    fits = costmodel.fit_serial(host, points)
+    fits = costmodel.fit_serial(host, points, cal.forkjoin_pool)
     db.put_cost_params(host_key, run_id, data, [f.to_json() for f in fits.values()])
     if machine is not None:
         target = from_toml(resolve(machine))
