@@ -86,6 +86,14 @@ CASES = [
                                                        "input_size": [23, 20]}, 1, {}),
     ("conv2d_grad_data", [(2, 16, 8, 8), (16, 3, 3, 3)], {"stride": 2, "padding": 1,
                                                          "input_size": 16}, 1, {}),
+    # stride 1 runs as the forward CONV of dy with the turned weights: a
+    # non-square kernel with no padding across, a 1x1 (the GEMM layout),
+    # and padding past the kernel's reach (the im2col path again)
+    ("conv2d_grad_data", [(3, 6, 11, 8), (6, 4, 5, 3)], {"padding": [2, 0],
+                                                        "input_size": [11, 10]}, 1, {}),
+    ("conv2d_grad_data", [(2, 40, 6, 5), (40, 36, 1, 1)], {"input_size": [6, 5]}, 1, {}),
+    ("conv2d_grad_data", [(2, 4, 8, 7), (4, 3, 1, 1)], {"padding": 1, "input_size": [6, 5]},
+     1, {}),
     ("sgd_update", [(1000,), (1000,), (1000,)], {"lr": 0.1, "momentum": 0.9}, 2, {}),
     ("sgd_update", [(3, 7), (3, 7), (3, 7)], {"weight_decay": 0.01}, 2, {}),
     ("adam_update", [(1000,), (1000,), (1000,), (1000,), (1,)], {}, 3, {3: (0.0, 1.0),
@@ -139,3 +147,22 @@ def test_max_pool_grad_ties_go_to_the_first_maximum(kernel, isa):
     want = run_reference(g, inputs=inputs)["y0"]
     for nth in (1, 2):
         np.testing.assert_array_equal(run_ops(g, nth=nth, isa=isa, inputs=inputs)["y0"], want)
+
+
+@pytest.mark.parametrize("isa", supported_isas())
+def test_stride1_data_gradient_through_winograd(isa):
+    """A stride-1 3x3 data gradient with the output pixels (2 x 40 x 40 =
+    3200, >= 1568 a thread for 1 and 2 threads) and channels (>= 32) for
+    Winograd with per-run weights; 3 threads take the direct template. Odd
+    input channels (33), every share count. Winograd's error bound (the
+    forward tests' 1e-5 of the scale), not the direct sum's."""
+    g = model("conv2d_grad_data", [(2, 32, 40, 40), (32, 33, 3, 3)],
+              {"padding": 1, "input_size": 40}, 1)
+    rng = np.random.default_rng(12)
+    inputs = {"x0": rng.uniform(-1, 1, (2, 32, 40, 40)).astype(np.float32),
+              "x1": rng.uniform(-1, 1, (32, 33, 3, 3)).astype(np.float32)}
+    want = run_reference(g, inputs=inputs)["y0"]
+    scale = float(np.abs(want).max())
+    for nth in (1, 2, 3):
+        got = run_ops(g, nth=nth, isa=isa, inputs=inputs)["y0"]
+        assert float(np.abs(got - want).max()) / scale <= 1e-5, nth

@@ -19,6 +19,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include "hwtune/conv.h"
 #include "hwtune/gemm.h"
 #include "ops_util.h"
 
@@ -48,6 +49,8 @@ typedef struct {
   int nplans;
   hwt_gemm_plan plans[MAX_PLANS];
   size_t gemm_ws; /* largest plan workspace */
+  int fwd;        /* data gradient run as the forward CONV of dy (fwd_prepare) */
+  hwt_conv_plan conv; /* that CONV's plan */
 } cg_state;
 
 static int64_t tile_rows(int64_t oh, int64_t ow) {
@@ -362,18 +365,82 @@ static int data_prepare(hwt_op_ctx *ctx, cg_state *s, char *err, size_t errlen) 
                         err, errlen);
 }
 
+/* At stride 1 the data gradient is a forward CONV: dx = dy (*) W', W' the
+ * weights with input and output channels swapped and the kernel turned by
+ * 180 degrees ([IC, OC, KH, KW]), padding KH-1-ph and KW-1-pw. It then runs
+ * on the forward CONV kernels (the NCHW[x]c template, Winograd where the
+ * forward rule takes it for per-run weights) instead of an im2col GEMM and
+ * col2im's scatter-add; each share turns and packs the weights itself, as
+ * a training step's forward CONV packs them. */
+static int fwd_ok(const cg_state *s) {
+  return s->sh == 1 && s->sw == 1 && s->ph < s->kh && s->pw < s->kw;
+}
+
+static size_t fwd_pack_floats(const cg_state *s) { return (s->conv.w_floats + 15) / 16 * 16; }
+
+static int fwd_prepare(hwt_op_ctx *ctx, cg_state *s, char *err, size_t errlen) {
+  hwt_conv_desc d = {0};
+  d.N = (int)s->n, d.C = (int)s->oc, d.H = (int)s->oh, d.W = (int)s->ow;
+  d.K = (int)s->ic, d.R = (int)s->kh, d.S = (int)s->kw;
+  d.stride_h = d.stride_w = d.dil_h = d.dil_w = 1;
+  d.pad_h = d.pad_h_end = (int)(s->kh - 1 - s->ph);
+  d.pad_w = d.pad_w_end = (int)(s->kw - 1 - s->pw);
+  int st = hwt_conv_plan_make(&d, HWT_CONV_NCHW, NULL, ctx->isa, ctx->max_threads, &s->conv);
+  if (st == HWT_OK && s->conv.p.winograd &&
+      (long)d.N * s->conv.OH * s->conv.OW < HWT_OPS_WINO_PER_RUN_PIXELS * ctx->max_threads) {
+    hwt_conv_params p = s->conv.p;
+    p.winograd = 0;
+    st = hwt_conv_plan_make(&d, HWT_CONV_NCHW, &p, ctx->isa, ctx->max_threads, &s->conv);
+  }
+  if (st != HWT_OK || s->conv.OH != s->h || s->conv.OW != s->w) {
+    free(s);
+    return hwt_ops_fail(err, errlen, ctx, "the CONV kernel refuses the data gradient's CONV");
+  }
+  s->fwd = 1;
+  /* the turned weights are dead once packed: they share the CONV's workspace */
+  const size_t turned = (size_t)((s->oc * s->ic * s->kh * s->kw + 15) / 16 * 16);
+  const size_t rest = turned > s->conv.ws_floats ? turned : s->conv.ws_floats;
+  return hwt_ops_prepared(ctx, s, fwd_pack_floats(s) + rest,
+                          2.0 * (double)(s->n * s->oc * s->oh * s->ow * s->ic * s->kh * s->kw));
+}
+
 static int gd_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   cg_state *s = NULL;
   int st = open_state(ctx, hwt_ops_out(ctx, 0), hwt_ops_in(ctx, 1), hwt_ops_in(ctx, 0),
                       "conv2d_grad_data takes dy and w", &s, err, errlen);
   if (st != HWT_OK) return st;
+  if (fwd_ok(s)) return fwd_prepare(ctx, s, err, errlen);
   return data_prepare(ctx, s, err, errlen);
+}
+
+/* W [OC, IC, KH, KW] -> W' [IC, OC, KH, KW], each kernel turned by 180
+ * degrees. */
+static void turn_weights(const cg_state *s, const float *w, float *t) {
+  const int64_t kk = s->kh * s->kw;
+  for (int64_t o = 0; o < s->oc; o++)
+    for (int64_t i = 0; i < s->ic; i++) {
+      const float *src = w + (o * s->ic + i) * kk;
+      float *dst = t + (i * s->oc + o) * kk;
+      for (int64_t e = 0; e < kk; e++) dst[e] = src[kk - 1 - e];
+    }
+}
+
+static void fwd_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
+  const cg_state *s = ctx->state;
+  float *packed = ws, *rest = ws + fwd_pack_floats(s);
+  turn_weights(s, ctx->in[1], rest);
+  hwt_conv_pack_weights(&s->conv, rest, packed);
+  hwt_conv_run_part(&s->conv, ctx->in[0], packed, NULL, ctx->out[0], rest, tid, nth);
 }
 
 /* Both data ops: units (image, channel block of the output) each start
  * their channels at the bias (conv_transpose2d's third input) or zero. */
 static void gd_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
   const cg_state *s = ctx->state;
+  if (s->fwd) {
+    fwd_run(ctx, ws, tid, nth);
+    return;
+  }
   const float *dy = ctx->in[0], *w = ctx->in[1];
   const float *bias = ctx->n_in == 3 ? ctx->in[2] : NULL;
   float *dx = ctx->out[0];
