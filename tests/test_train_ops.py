@@ -135,6 +135,22 @@ def test_train_op_matches_reference(case, isa):
 
 
 @pytest.mark.parametrize("isa", supported_isas())
+def test_overlapping_max_pool_grad_ties_go_to_the_first_maximum(isa):
+    """The general loop (3x3 windows, stride 2, padding 1: ResNet's pool1):
+    ties in most windows, and windows overlapping, so an input that wins
+    two windows collects both dys."""
+    g = model("pool2d_grad", [(2, 3, 9, 8), (2, 3, 5, 4)],
+              {"mode": "max", "kernel": 3, "stride": 2, "padding": 1}, 1)
+    rng = np.random.default_rng(6)
+    inputs = {"x0": rng.integers(0, 3, (2, 3, 9, 8)).astype(np.float32),
+              "x1": rng.uniform(-3, 3, (2, 3, 5, 4)).astype(np.float32)}
+    want = run_reference(g, inputs=inputs)["y0"]
+    for nth in (1, 2, 3):
+        np.testing.assert_allclose(run_ops(g, nth=nth, isa=isa, inputs=inputs)["y0"], want,
+                                   rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("isa", supported_isas())
 @pytest.mark.parametrize("kernel", [2, 3])
 def test_max_pool_grad_ties_go_to_the_first_maximum(kernel, isa):
     """Inputs from {0, 1, 2}: most windows hold ties, and each tie's dy goes to
