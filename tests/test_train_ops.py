@@ -86,6 +86,14 @@ CASES = [
                                                        "input_size": [23, 20]}, 1, {}),
     ("conv2d_grad_data", [(2, 16, 8, 8), (16, 3, 3, 3)], {"stride": 2, "padding": 1,
                                                          "input_size": 16}, 1, {}),
+    # stride 1 runs as the forward CONV of dy with the turned weights: a
+    # non-square kernel with no padding across, a 1x1 (the GEMM layout),
+    # and padding past the kernel's reach (the im2col path again)
+    ("conv2d_grad_data", [(3, 6, 11, 8), (6, 4, 5, 3)], {"padding": [2, 0],
+                                                        "input_size": [11, 10]}, 1, {}),
+    ("conv2d_grad_data", [(2, 40, 6, 5), (40, 36, 1, 1)], {"input_size": [6, 5]}, 1, {}),
+    ("conv2d_grad_data", [(2, 4, 8, 7), (4, 3, 1, 1)], {"padding": 1, "input_size": [6, 5]},
+     1, {}),
     ("sgd_update", [(1000,), (1000,), (1000,)], {"lr": 0.1, "momentum": 0.9}, 2, {}),
     ("sgd_update", [(3, 7), (3, 7), (3, 7)], {"weight_decay": 0.01}, 2, {}),
     ("adam_update", [(1000,), (1000,), (1000,), (1000,), (1,)], {}, 3, {3: (0.0, 1.0),
@@ -127,6 +135,22 @@ def test_train_op_matches_reference(case, isa):
 
 
 @pytest.mark.parametrize("isa", supported_isas())
+def test_overlapping_max_pool_grad_ties_go_to_the_first_maximum(isa):
+    """The general loop (3x3 windows, stride 2, padding 1: ResNet's pool1):
+    ties in most windows, and windows overlapping, so an input that wins
+    two windows collects both dys."""
+    g = model("pool2d_grad", [(2, 3, 9, 8), (2, 3, 5, 4)],
+              {"mode": "max", "kernel": 3, "stride": 2, "padding": 1}, 1)
+    rng = np.random.default_rng(6)
+    inputs = {"x0": rng.integers(0, 3, (2, 3, 9, 8)).astype(np.float32),
+              "x1": rng.uniform(-3, 3, (2, 3, 5, 4)).astype(np.float32)}
+    want = run_reference(g, inputs=inputs)["y0"]
+    for nth in (1, 2, 3):
+        np.testing.assert_allclose(run_ops(g, nth=nth, isa=isa, inputs=inputs)["y0"], want,
+                                   rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("isa", supported_isas())
 @pytest.mark.parametrize("kernel", [2, 3])
 def test_max_pool_grad_ties_go_to_the_first_maximum(kernel, isa):
     """Inputs from {0, 1, 2}: most windows hold ties, and each tie's dy goes to
@@ -139,3 +163,52 @@ def test_max_pool_grad_ties_go_to_the_first_maximum(kernel, isa):
     want = run_reference(g, inputs=inputs)["y0"]
     for nth in (1, 2):
         np.testing.assert_array_equal(run_ops(g, nth=nth, isa=isa, inputs=inputs)["y0"], want)
+
+
+@pytest.mark.parametrize("isa", supported_isas())
+def test_stride1_data_gradient_through_winograd(isa):
+    """A stride-1 3x3 data gradient with the output pixels (2 x 40 x 40 =
+    3200, >= 1568 a thread for 1 and 2 threads) and channels (>= 32) for
+    Winograd with per-run weights; 3 threads take the direct template. Odd
+    input channels (33), every share count. Winograd's error bound (the
+    forward tests' 1e-5 of the scale), not the direct sum's."""
+    g = model("conv2d_grad_data", [(2, 32, 40, 40), (32, 33, 3, 3)],
+              {"padding": 1, "input_size": 40}, 1)
+    rng = np.random.default_rng(12)
+    inputs = {"x0": rng.uniform(-1, 1, (2, 32, 40, 40)).astype(np.float32),
+              "x1": rng.uniform(-1, 1, (32, 33, 3, 3)).astype(np.float32)}
+    want = run_reference(g, inputs=inputs)["y0"]
+    scale = float(np.abs(want).max())
+    for nth in (1, 2, 3):
+        got = run_ops(g, nth=nth, isa=isa, inputs=inputs)["y0"]
+        assert float(np.abs(got - want).max()) / scale <= 1e-5, nth
+
+
+# (x, dy, padding): odd output sizes (partial 2x2 tiles), padding 0 to 2,
+# a batch split into chunks with a shorter last one (9 images of 20 tiles:
+# chunks of 7 and 2), channel counts that are not a multiple of the vector
+WINO_WEIGHT_CASES = [
+    ((2, 33, 9, 7), (2, 40, 9, 7), 1),
+    ((9, 32, 9, 7), (9, 35, 9, 7), 1),
+    ((3, 34, 8, 9), (3, 32, 6, 7), 0),
+    ((1, 48, 5, 5), (1, 32, 7, 7), 2),
+]
+
+
+@pytest.mark.parametrize("isa", supported_isas())
+@pytest.mark.parametrize("case", WINO_WEIGHT_CASES, ids=str)
+def test_weight_gradient_through_winograd(case, isa):
+    """3x3 stride-1 weight gradients with >= 32 channels each side run
+    Winograd F(2x2, 3x3) (transformed x and dy tiles, 16 GEMMs over the
+    tiles, the output transform into dW); every share count, one input
+    channel block a share. Winograd's error bound, 1e-5 of the scale."""
+    xs, ys, pad = case
+    g = model("conv2d_grad_weight", [xs, ys], {"padding": pad, "kernel": 3}, 1)
+    rng = np.random.default_rng(13)
+    inputs = {"x0": rng.uniform(-1, 1, xs).astype(np.float32),
+              "x1": rng.uniform(-1, 1, ys).astype(np.float32)}
+    want = run_reference(g, inputs=inputs)["y0"]
+    scale = float(np.abs(want).max())
+    for nth in (1, 2, 3):
+        got = run_ops(g, nth=nth, isa=isa, inputs=inputs)["y0"]
+        assert float(np.abs(got - want).max()) / scale <= 1e-5, nth

@@ -43,15 +43,6 @@ typedef struct {
   int pack_per_run; /* NCHW weights that are not a param: packed by each share */
 } conv_state;
 
-/* Weights that change every run (training) take Winograd only with at
- * least this many output pixels (N x OH x OW) per thread: every share
- * transforms the whole weight tensor per run. Measured per run at batch 16
- * (EPYC Zen 1, AVX2, 1 thread, CPU time, against the direct template):
- * 64x56x56 1.15x, 128x28x28 1.85x, 256x14x14 1.8x, 128->256 at 28x28
- * stride 2 1.25x (3136 or more pixels); 512x7x7 0.85-1.0x, 256->512 at
- * 14x14 stride 2 0.8-0.9x (784 pixels). */
-#define WINO_PER_RUN_PIXELS 1568
-
 static int conv_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   const hwt_graph *g = ctx->g;
   const int op = ctx->op, *in = hwt_graph_op_inputs(g, op);
@@ -170,7 +161,8 @@ static int conv_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   const int w_const = (int)(ctx->const_in >> 1 & 1) ||
                       hwt_graph_tensor_kind(g, in[1]) == HWT_TENSOR_PARAM;
   if (s->plan.p.winograd && !w_const &&
-      (blocked || (long)d.N * s->plan.OH * s->plan.OW < WINO_PER_RUN_PIXELS * ctx->max_threads)) {
+      (blocked ||
+       (long)d.N * s->plan.OH * s->plan.OW < HWT_OPS_WINO_PER_RUN_PIXELS * ctx->max_threads)) {
     /* Winograd transforms the weights once, at prepare (into memory of
      * their own); NCHWc weights that change between runs keep the direct
      * template. NCHW ones are transformed per run, below, like the direct

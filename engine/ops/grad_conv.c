@@ -19,6 +19,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include "hwtune/conv.h"
 #include "hwtune/gemm.h"
 #include "ops_util.h"
 
@@ -48,6 +49,10 @@ typedef struct {
   int nplans;
   hwt_gemm_plan plans[MAX_PLANS];
   size_t gemm_ws; /* largest plan workspace */
+  int fwd;        /* data gradient run as the forward CONV of dy (fwd_prepare) */
+  int wino;       /* weight gradient by Winograd (wg_prepare) */
+  int64_t th, tw, ipc; /* its 2x2 tiles per column and row, images per chunk */
+  hwt_conv_plan conv; /* that CONV's plan */
 } cg_state;
 
 static int64_t tile_rows(int64_t oh, int64_t ow) {
@@ -274,6 +279,9 @@ static int open_state(hwt_op_ctx *ctx, int x, int w, int dy, const char *arity, 
 
 /* ---- weight gradient: x [N,IC,H,W], dy [N,OC,OH,OW] -> dw [OC,IC,KH,KW] ---- */
 
+static int wg_ok(const cg_state *s);
+static int wg_prepare(hwt_op_ctx *ctx, cg_state *s, char *err, size_t errlen);
+
 /* The weight gradient computes dW^T, [IC*kk, OC] = sum over images and tiles
  * of col [IC*kk, cols] x dy tile^T [cols, OC], per unit into a block of its
  * workspace, transposed into dW at the unit's end: M = a channel block's
@@ -287,6 +295,7 @@ static int gw_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   int st = open_state(ctx, hwt_ops_in(ctx, 0), hwt_ops_out(ctx, 0), hwt_ops_in(ctx, 1),
                       "conv2d_grad_weight takes x and dy", &s, err, errlen);
   if (st != HWT_OK) return st;
+  if (wg_ok(s)) return wg_prepare(ctx, s, err, errlen);
   const int64_t kk = s->kh * s->kw, cols = s->rows * s->ow, k2 = s->ic * kk;
   const int64_t want = (int64_t)UNITS_PER_THREAD * ctx->max_threads;
   if (s->ic < want) {
@@ -315,8 +324,206 @@ static int gw_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
                         errlen);
 }
 
+/* ---- weight gradient by Winograd F(2x2, 3x3) (3x3, stride 1) ----
+ * The forward F(2x2, 3x3) is Y = A^T [(G g G^T) . (B^T d B)] A per 2x2
+ * output tile; Y is linear in g, so
+ *   dW[k][c] = G^T [ sum over tiles (A dY_k A^T) . (B^T d_c B) ] G,
+ * the sum for each of the 16 transform elements xi one GEMM:
+ *   M[xi] (OC x C) += Q[xi] (OC x tiles) x V[xi]^T (tiles x C),
+ * Q the transformed dy tiles, V the transformed input tiles. 16 x tiles
+ * products per (k, c) instead of 9 x 4 x tiles (2.25x fewer). Units are
+ * input-channel blocks, one per thread (each transforms all of dy, its
+ * blocks of x); the tiles go in chunks of whole images, accumulated into
+ * the unit's M (beta 1 after the first chunk), transformed into dW at the
+ * unit's end. */
+
+/* Tiles per GEMM chunk: images are added to a chunk until it holds at
+ * least this many (the GEMMs' K; ResNet-18's 7x7 layers have 16 tiles an
+ * image). Not tuned. */
+#define WG_CHUNK_TILES 128
+/* Winograd only with at least this many input and output channels: the
+ * forward template's rule (kernels/conv/conv.c WINO_MIN_CH); not measured
+ * for the gradient. */
+#define WG_MIN_CH 32
+
+static int wg_ok(const cg_state *s) {
+  return s->kh == 3 && s->kw == 3 && s->sh == 1 && s->sw == 1 && s->ic >= WG_MIN_CH &&
+         s->oc >= WG_MIN_CH;
+}
+
+static int64_t wg_cmax(const cg_state *s) { return (s->ic + s->blocks - 1) / s->blocks; }
+static int64_t wg_tiles(const cg_state *s) { return s->th * s->tw; }
+/* Floats between the 16 transform elements' slabs of Q, V and M: whole
+ * lines plus one, so the 16 streams a transform writes fall in different
+ * cache sets (ResNet-18's slabs are multiples of 4 KiB: all 16 in one set
+ * of the 8-way L1, and the 56x56 layers' weight gradient took 3x its
+ * forward CONV's time instead of 1-1.3x). */
+static size_t wg_slab(int64_t floats) { return (size_t)((floats + 15) / 16 * 16 + 16); }
+static size_t wg_qs(const cg_state *s) { return wg_slab(s->oc * s->ipc * wg_tiles(s)); }
+static size_t wg_vs(const cg_state *s) { return wg_slab(wg_cmax(s) * s->ipc * wg_tiles(s)); }
+static size_t wg_ms(const cg_state *s) { return wg_slab(s->oc * wg_cmax(s)); }
+static size_t wg_q_floats(const cg_state *s) { return 16 * wg_qs(s); }
+static size_t wg_v_floats(const cg_state *s) { return 16 * wg_vs(s); }
+static size_t wg_m_floats(const cg_state *s) { return 16 * wg_ms(s); }
+static size_t wg_row_floats(const cg_state *s) { return (size_t)((4 * (2 * s->tw + 2) + 15) / 16 * 16); }
+
+static int wg_prepare(hwt_op_ctx *ctx, cg_state *s, char *err, size_t errlen) {
+  s->wino = 1;
+  s->th = (s->oh + 1) / 2, s->tw = (s->ow + 1) / 2;
+  const int64_t T = wg_tiles(s);
+  s->ipc = (WG_CHUNK_TILES + T - 1) / T;
+  if (s->ipc > s->n) s->ipc = s->n;
+  s->blocks = s->ic < ctx->max_threads ? s->ic : ctx->max_threads;
+  s->oblocks = 1;
+  int st = HWT_OK;
+  const int64_t tail = s->n % s->ipc;
+  for (int64_t b = 0; st == HWT_OK && b < s->blocks; b++)
+    for (int chunk = 0; chunk < 2 && st == HWT_OK; chunk++) {
+      if (chunk && !tail) continue;
+      int64_t lo, hi;
+      block(s, b, &lo, &hi);
+      const int tc = (int)((chunk ? tail : s->ipc) * T);
+      for (int beta = 0; beta < 2 && st == HWT_OK; beta++) {
+        /* A = Q[xi] [OC, tc], B = V[xi] [cb, tc] transposed, C = M[xi] [OC, cb] */
+        hwt_gemm_desc d = {(int)s->oc, (int)(hi - lo), tc, 0, 1, tc, tc, (int)(hi - lo),
+                           (float)beta};
+        st = add_plan(s, &d, ctx->isa);
+      }
+    }
+  if (st != HWT_OK) {
+    free(s);
+    return hwt_ops_fail(err, errlen, ctx, "no GEMM plan for this shape");
+  }
+  return hwt_ops_prepared(ctx, s,
+                          wg_q_floats(s) + wg_v_floats(s) + wg_m_floats(s) + wg_row_floats(s) +
+                              s->gemm_ws,
+                          2.0 * (double)(s->n * s->oc * s->oh * s->ow * s->ic * 9));
+}
+
+/* Q[xi][k][t] = (A g A^T)[xi] for dy's 2x2 tiles g of images [n0, n0 + ni)
+ * (zero past the last row and column); t = image * tiles + ty * tw + tx. */
+static void wg_q(const cg_state *s, const float *dy, int64_t n0, int64_t ni, float *q) {
+  const int64_t T = wg_tiles(s), tc = ni * T, plane = s->oh * s->ow;
+  for (int64_t k = 0; k < s->oc; k++)
+    for (int64_t n = 0; n < ni; n++)
+      for (int64_t ty = 0; ty < s->th; ty++) {
+        const float *r0 = dy + ((n0 + n) * s->oc + k) * plane + 2 * ty * s->ow;
+        const float *r1 = 2 * ty + 1 < s->oh ? r0 + s->ow : NULL;
+        float *dst = q + k * tc + n * T + ty * s->tw;
+        for (int64_t tx = 0; tx < s->tw; tx++) {
+          const int two = 2 * tx + 1 < s->ow;
+          const float g00 = r0[2 * tx], g01 = two ? r0[2 * tx + 1] : 0.0f;
+          const float g10 = r1 ? r1[2 * tx] : 0.0f, g11 = r1 && two ? r1[2 * tx + 1] : 0.0f;
+          /* rows of A g: g0, g0 + g1, g0 - g1, -g1; then each row r -> r0,
+           * r0 + r1, r0 - r1, -r1 */
+          const float a[4][2] = {{g00, g01}, {g00 + g10, g01 + g11}, {g00 - g10, g01 - g11},
+                                 {-g10, -g11}};
+          for (int i = 0; i < 4; i++) {
+            const size_t xs = wg_qs(s), e = (size_t)(i * 4) * xs + tx;
+            dst[e] = a[i][0];
+            dst[e + xs] = a[i][0] + a[i][1];
+            dst[e + 2 * xs] = a[i][0] - a[i][1];
+            dst[e + 3 * xs] = -a[i][1];
+          }
+        }
+      }
+}
+
+/* V[xi][c - lo][t] = (B^T d B)[xi] for the 4x4 input patches d of channels
+ * [lo, hi) of images [n0, n0 + ni) (zero padding outside the image). */
+static void wg_v(const cg_state *s, const float *x, int64_t n0, int64_t ni, int64_t lo,
+                 int64_t hi, float *v, float *rows) {
+  const int64_t T = wg_tiles(s), tc = ni * T, wt = 2 * s->tw + 2;
+  const size_t xs = wg_vs(s);
+  for (int64_t c = lo; c < hi; c++)
+    for (int64_t n = 0; n < ni; n++) {
+      const float *xc = x + ((n0 + n) * s->ic + c) * s->h * s->w;
+      for (int64_t ty = 0; ty < s->th; ty++) {
+        /* the patch rows 2ty - ph .. + 3, padded column q = input column q - pw */
+        for (int i = 0; i < 4; i++) {
+          float *r = rows + i * wt;
+          const int64_t y = 2 * ty - s->ph + i;
+          memset(r, 0, (size_t)wt * sizeof *r);
+          if (y < 0 || y >= s->h) continue;
+          const int64_t qa = s->pw, qb = s->pw + s->w < wt ? s->pw + s->w : wt;
+          if (qb > qa) memcpy(r + qa, xc + y * s->w, (size_t)(qb - qa) * sizeof *r);
+        }
+        float *dst = v + (c - lo) * tc + n * T + ty * s->tw;
+        const float *d0 = rows, *d1 = rows + wt, *d2 = rows + 2 * wt, *d3 = rows + 3 * wt;
+        for (int64_t tx = 0; tx < s->tw; tx++) {
+          const int64_t q = 2 * tx;
+          float b[4][4]; /* B^T d: rows d0 - d2, d1 + d2, d2 - d1, d1 - d3 */
+          for (int j = 0; j < 4; j++) {
+            b[0][j] = d0[q + j] - d2[q + j];
+            b[1][j] = d1[q + j] + d2[q + j];
+            b[2][j] = d2[q + j] - d1[q + j];
+            b[3][j] = d1[q + j] - d3[q + j];
+          }
+          for (int i = 0; i < 4; i++) {
+            const size_t e = (size_t)(i * 4) * xs + tx;
+            dst[e] = b[i][0] - b[i][2];
+            dst[e + xs] = b[i][1] + b[i][2];
+            dst[e + 2 * xs] = b[i][2] - b[i][1];
+            dst[e + 3 * xs] = b[i][1] - b[i][3];
+          }
+        }
+      }
+    }
+}
+
+static void wg_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
+  const cg_state *s = ctx->state;
+  const float *x = ctx->in[0], *dy = ctx->in[1];
+  float *dw = ctx->out[0];
+  float *q = ws, *v = q + wg_q_floats(s), *m = v + wg_v_floats(s);
+  float *rows = m + wg_m_floats(s), *gws = rows + wg_row_floats(s);
+  const int64_t T = wg_tiles(s);
+  int64_t u0, u1;
+  hwt_ops_rows(s->blocks, tid, nth, &u0, &u1);
+  for (int64_t u = u0; u < u1; u++) {
+    int64_t lo, hi;
+    block(s, u, &lo, &hi);
+    const int64_t cb = hi - lo;
+    for (int64_t n0 = 0; n0 < s->n; n0 += s->ipc) {
+      const int64_t ni = s->n - n0 < s->ipc ? s->n - n0 : s->ipc, tc = ni * T;
+      wg_q(s, dy, n0, ni, q);
+      wg_v(s, x, n0, ni, lo, hi, v, rows);
+      const hwt_gemm_plan *pl = find_plan(s, (int)s->oc, (int)cb, (int)tc, n0 ? 1.0f : 0.0f);
+      for (int xi = 0; xi < 16; xi++)
+        hwt_gemm_run_part(pl, q + xi * wg_qs(s), v + xi * wg_vs(s), m + xi * wg_ms(s), NULL,
+                          gws, 0, 1);
+    }
+    /* dW[k][c] = G^T M G: rows of G^T M are M0 + (M1 + M2)/2, (M1 - M2)/2,
+     * (M1 + M2)/2 + M3, and each row r -> r0 + (r1 + r2)/2, (r1 - r2)/2,
+     * (r1 + r2)/2 + r3 */
+    const size_t xs = wg_ms(s);
+    for (int64_t k = 0; k < s->oc; k++)
+      for (int64_t c = 0; c < cb; c++) {
+        float mm[16], t[3][4];
+        for (int xi = 0; xi < 16; xi++) mm[xi] = m[xi * xs + k * cb + c];
+        for (int j = 0; j < 4; j++) {
+          const float h = 0.5f * (mm[4 + j] + mm[8 + j]);
+          t[0][j] = mm[j] + h;
+          t[1][j] = 0.5f * (mm[4 + j] - mm[8 + j]);
+          t[2][j] = h + mm[12 + j];
+        }
+        float *o = dw + (k * s->ic + lo + c) * 9;
+        for (int i = 0; i < 3; i++) {
+          const float h = 0.5f * (t[i][1] + t[i][2]);
+          o[i * 3] = t[i][0] + h;
+          o[i * 3 + 1] = 0.5f * (t[i][1] - t[i][2]);
+          o[i * 3 + 2] = h + t[i][3];
+        }
+      }
+  }
+}
+
 static void gw_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
   const cg_state *s = ctx->state;
+  if (s->wino) {
+    wg_run(ctx, ws, tid, nth);
+    return;
+  }
   const float *x = ctx->in[0], *dy = ctx->in[1];
   float *dw = ctx->out[0];
   float *col = ws, *acc = ws + col_floats(s), *gws = acc + gw_acc_floats(s);
@@ -362,18 +569,82 @@ static int data_prepare(hwt_op_ctx *ctx, cg_state *s, char *err, size_t errlen) 
                         err, errlen);
 }
 
+/* At stride 1 the data gradient is a forward CONV: dx = dy (*) W', W' the
+ * weights with input and output channels swapped and the kernel turned by
+ * 180 degrees ([IC, OC, KH, KW]), padding KH-1-ph and KW-1-pw. It then runs
+ * on the forward CONV kernels (the NCHW[x]c template, Winograd where the
+ * forward rule takes it for per-run weights) instead of an im2col GEMM and
+ * col2im's scatter-add; each share turns and packs the weights itself, as
+ * a training step's forward CONV packs them. */
+static int fwd_ok(const cg_state *s) {
+  return s->sh == 1 && s->sw == 1 && s->ph < s->kh && s->pw < s->kw;
+}
+
+static size_t fwd_pack_floats(const cg_state *s) { return (s->conv.w_floats + 15) / 16 * 16; }
+
+static int fwd_prepare(hwt_op_ctx *ctx, cg_state *s, char *err, size_t errlen) {
+  hwt_conv_desc d = {0};
+  d.N = (int)s->n, d.C = (int)s->oc, d.H = (int)s->oh, d.W = (int)s->ow;
+  d.K = (int)s->ic, d.R = (int)s->kh, d.S = (int)s->kw;
+  d.stride_h = d.stride_w = d.dil_h = d.dil_w = 1;
+  d.pad_h = d.pad_h_end = (int)(s->kh - 1 - s->ph);
+  d.pad_w = d.pad_w_end = (int)(s->kw - 1 - s->pw);
+  int st = hwt_conv_plan_make(&d, HWT_CONV_NCHW, NULL, ctx->isa, ctx->max_threads, &s->conv);
+  if (st == HWT_OK && s->conv.p.winograd &&
+      (long)d.N * s->conv.OH * s->conv.OW < HWT_OPS_WINO_PER_RUN_PIXELS * ctx->max_threads) {
+    hwt_conv_params p = s->conv.p;
+    p.winograd = 0;
+    st = hwt_conv_plan_make(&d, HWT_CONV_NCHW, &p, ctx->isa, ctx->max_threads, &s->conv);
+  }
+  if (st != HWT_OK || s->conv.OH != s->h || s->conv.OW != s->w) {
+    free(s);
+    return hwt_ops_fail(err, errlen, ctx, "the CONV kernel refuses the data gradient's CONV");
+  }
+  s->fwd = 1;
+  /* the turned weights are dead once packed: they share the CONV's workspace */
+  const size_t turned = (size_t)((s->oc * s->ic * s->kh * s->kw + 15) / 16 * 16);
+  const size_t rest = turned > s->conv.ws_floats ? turned : s->conv.ws_floats;
+  return hwt_ops_prepared(ctx, s, fwd_pack_floats(s) + rest,
+                          2.0 * (double)(s->n * s->oc * s->oh * s->ow * s->ic * s->kh * s->kw));
+}
+
 static int gd_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   cg_state *s = NULL;
   int st = open_state(ctx, hwt_ops_out(ctx, 0), hwt_ops_in(ctx, 1), hwt_ops_in(ctx, 0),
                       "conv2d_grad_data takes dy and w", &s, err, errlen);
   if (st != HWT_OK) return st;
+  if (fwd_ok(s)) return fwd_prepare(ctx, s, err, errlen);
   return data_prepare(ctx, s, err, errlen);
+}
+
+/* W [OC, IC, KH, KW] -> W' [IC, OC, KH, KW], each kernel turned by 180
+ * degrees. */
+static void turn_weights(const cg_state *s, const float *w, float *t) {
+  const int64_t kk = s->kh * s->kw;
+  for (int64_t o = 0; o < s->oc; o++)
+    for (int64_t i = 0; i < s->ic; i++) {
+      const float *src = w + (o * s->ic + i) * kk;
+      float *dst = t + (i * s->oc + o) * kk;
+      for (int64_t e = 0; e < kk; e++) dst[e] = src[kk - 1 - e];
+    }
+}
+
+static void fwd_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
+  const cg_state *s = ctx->state;
+  float *packed = ws, *rest = ws + fwd_pack_floats(s);
+  turn_weights(s, ctx->in[1], rest);
+  hwt_conv_pack_weights(&s->conv, rest, packed);
+  hwt_conv_run_part(&s->conv, ctx->in[0], packed, NULL, ctx->out[0], rest, tid, nth);
 }
 
 /* Both data ops: units (image, channel block of the output) each start
  * their channels at the bias (conv_transpose2d's third input) or zero. */
 static void gd_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
   const cg_state *s = ctx->state;
+  if (s->fwd) {
+    fwd_run(ctx, ws, tid, nth);
+    return;
+  }
   const float *dy = ctx->in[0], *w = ctx->in[1];
   const float *bias = ctx->n_in == 3 ? ctx->in[2] : NULL;
   float *dx = ctx->out[0];

@@ -10,6 +10,16 @@
 #include <string.h>
 #include "hwtune/op.h"
 
+/* NCHW CONVs whose weights change every run (a training step's conv2d,
+ * and conv2d_grad_data run as a forward CONV) take Winograd only with at
+ * least this many output pixels (N x OH x OW) per thread: every share
+ * transforms the whole weight tensor per run. Measured per run at batch 16
+ * (EPYC Zen 1, AVX2, 1 thread, CPU time, against the direct template):
+ * 64x56x56 1.15x, 128x28x28 1.85x, 256x14x14 1.8x, 128->256 at 28x28
+ * stride 2 1.25x (3136 or more pixels); 512x7x7 0.85-1.0x, 256->512 at
+ * 14x14 stride 2 0.8-0.9x (784 pixels). */
+#define HWT_OPS_WINO_PER_RUN_PIXELS 1568
+
 /* 16 floats = one 64-byte line: thread boundaries on whole lines keep two
  * threads from writing the same line (no false sharing), given 64-byte
  * aligned buffers, which the arena guarantees. */
