@@ -64,6 +64,8 @@ def test_training_steps_sit_beside_their_forward_pass(db):
     ratio = _median(path, step) / _median(path, fwd)
     assert both["step_over_forward"] == pytest.approx(ratio, abs=1e-3)
     assert both["step_over_forward"] > 1  # the step runs the forward pass and more
+    # the step's arena keeps the activations the backward pass reads
+    assert 0 < both["forward"]["arena_bytes"] < both["training"]["arena_bytes"]
     lone = next(p for p in pairs.values() if not p["forward"])
     assert lone["training"]["run_id"] == alone and lone["step_over_forward"] is None
     assert (lone["loss"], lone["optimizer"]) == ("mse", "sgd")
@@ -90,6 +92,7 @@ def test_every_format_shows_the_training_table(db):
     assert f"## {TITLE}" in md and f"## {TUNED}" in md
     row = next(line for line in md.splitlines() if "mse, adam" in line)
     assert f"{fwd}, {step}" in row and "x |" in row
+    assert "step memory" in md and row.count("iB") + row.count(" B |") >= 2
     html = path.parent / "r.html"
     hwtune("report", "--host", host, "--format", "html", "-o", str(html), db=path)
     page = html.read_text()

@@ -173,6 +173,19 @@ def op_costs(db, host_key: Optional[str], graph, cfg: EngineConfig,
     return profiled_costs(db, host_key, graph, cfg)
 
 
+def arena_fact(graph, cfg: EngineConfig, costs=None) -> Dict[str, Any]:
+    """The tensor arena the engine plans for graph under cfg (engine.c: a
+    scheduler that runs the plan's order one op at a time reuses buffers in
+    that order, the others only where no two ops can overlap): the run's
+    peak tensor memory, for a training step its activations kept for the
+    backward pass included. Parameters and inputs are bound, not in it."""
+    from hwtune.engine.lower import plan_model
+    reuse = "sequential" if cfg.sched.in_order else "parallel_safe"
+    p = plan_model(graph, reuse=reuse, costs=costs)
+    return {"arena_bytes": p.arena_bytes, "arena_bytes_no_reuse": p.arena_bytes_no_reuse,
+            "reuse": reuse}
+
+
 def run_model(db, host_key: str, graph, graph_hash: str, cfg: EngineConfig, *,
               iterations: int, warmup: int, trace: bool, options: Dict[str, Any],
               kernel_variant: str, config_id: Optional[int] = None, check: bool = False,
@@ -205,6 +218,7 @@ def run_model(db, host_key: str, graph, graph_hash: str, cfg: EngineConfig, *,
     run_id = db.start_run(host_key, "run", options)
     try:
         with finishing(db, run_id, "run"):
+            db.add_fact(run_id, "memory", arena_fact(graph, cfg, costs))
             # Warm-up runs are sampled too (and dropped) so that progress
             # moves during a long model's warm-up.
             total = warmup + iterations

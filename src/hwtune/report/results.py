@@ -22,7 +22,8 @@ def _graph_measurement(db, run_id: int) -> Optional[dict]:
 
 
 def _run_entry(db, run: dict, m: dict) -> dict:
-    check = db.facts(run["run_id"]).get("check")
+    facts = db.facts(run["run_id"])
+    check, memory = facts.get("check"), facts.get("memory")
     cfg = run["options"].get("config") or m["params"].get("config") or {}
     return {"run_id": run["run_id"], "started_at": run["started_at"],
             "hwtune_version": run["hwtune_version"], "status": run["status"],
@@ -34,7 +35,10 @@ def _run_entry(db, run: dict, m: dict) -> dict:
             "samples": m["n_samples"], "noisy": m["status"] == "noisy",
             "kernel_variant": m["kernel_variant"], "config": cfg,
             "config_source": run["options"].get("config_source"),
-            "check_ok": check.get("ok") if isinstance(check, dict) else None}
+            "check_ok": check.get("ok") if isinstance(check, dict) else None,
+            # the planned tensor arena (runner.arena_fact); None for runs
+            # stored before it was recorded
+            "arena_bytes": memory.get("arena_bytes") if isinstance(memory, dict) else None}
 
 
 def run_results(db, host_key: str, until: Optional[str] = None) -> List[dict]:
@@ -94,8 +98,9 @@ def training_pairs(entries: List[dict], fields: Callable[[dict], dict],
 
 def run_pairs(runs: List[dict]) -> List[dict]:
     """`run --train` beside `run`: latencies of the latest runs."""
-    return training_pairs(runs, lambda e: {k: e[k] for k in ("run_id", "median_s", "gflops",
-                                                            "noisy")}, "median_s")
+    return training_pairs(runs, lambda e: {k: e.get(k) for k in ("run_id", "median_s", "gflops",
+                                                                "noisy", "arena_bytes")},
+                          "median_s")
 
 
 def tuned_pairs(models: List[dict]) -> List[dict]:

@@ -3,7 +3,7 @@ grid, and a model's search convergence as chart series or as a sentence.
 Each format draws them its own way; what they contain is decided here once."""
 
 import json
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
 from hwtune.report.fmt import date, seconds, spark
 
@@ -85,11 +85,18 @@ def _ratio(v) -> str:
     return "-" if v is None else f"{v:.2f}x"
 
 
+def _memory(side: Optional[dict]) -> str:
+    from hwtune.graph.limits import human_bytes
+    return "-" if not side or side.get("arena_bytes") is None else human_bytes(
+        side["arena_bytes"])
+
+
 def _run_pair_rows(pairs: List[dict]) -> List[list]:
     name = _shown_vars(pairs)
     return [[name(p), _step(p),
              seconds(p["forward"]["median_s"]) if p["forward"] else "not run",
              seconds(p["training"]["median_s"]), _ratio(p["step_over_forward"]),
+             _memory(p["forward"]), _memory(p["training"]),
              (f"{p['forward']['run_id']}, " if p["forward"] else "")
              + str(p["training"]["run_id"])] for p in pairs]
 
@@ -112,7 +119,8 @@ def training_tables(doc: dict) -> List[Tuple[str, List[str], List[list]]]:
     if training.get("runs"):
         out.append(("Training steps beside forward passes (latest `run --train` and `run`)",
                     ["model", "loss, optimizer", "forward", "step", "step / forward",
-                     "run ids"], _run_pair_rows(training["runs"])))
+                     "forward memory", "step memory", "run ids"],
+                    _run_pair_rows(training["runs"])))
     if training.get("tuned"):
         out.append(("Tuned training steps beside tuned forward passes (`tune-graph --train`)",
                     ["model (loss, optimizer)", "forward tuned", "step default", "step tuned",
