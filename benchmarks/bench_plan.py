@@ -108,18 +108,18 @@ def _vs_fastest(rows) -> dict:
 
 def validate(db: str, models) -> None:
     import json
-    import time
+    from hwtune.measure.clock import Stopwatch
     from hwtune.planner.validate import summary
     from hwtune.report.export.markdown import table
     from hwtune.sources import bundled_models
     names = models or [m for m in bundled_models() if m not in SLOW]
     every, lines = [], []
-    started = time.perf_counter()
+    whole = Stopwatch()
     for name in names:
-        t0 = time.perf_counter()
+        one = Stopwatch()
         out = subprocess.run(_hwtune("plan", name, "--validate", "--json", db=db),
                              check=True, capture_output=True, text=True)
-        took = time.perf_counter() - t0
+        took = one.elapsed()
         doc = json.loads(out.stdout)
         rows = doc["validation"]["rows"]
         every += rows
@@ -139,7 +139,7 @@ def validate(db: str, models) -> None:
     print("\n".join(table(["model", "configs", "median |error|", "worst |error|",
                            "vs fastest sample: median / worst", "load", "others' CPU share",
                            "time"], lines, left=(0,))))
-    print(f"the whole table took {time.perf_counter() - started:.0f} s")
+    print(f"the whole table took {whole.elapsed():.0f} s")
     s = summary(every)
     ok = s["median_abs_error"] <= 0.10 and s["max_abs_error"] <= 0.25
     print(f"overall: median |error| {100 * s['median_abs_error']:.1f}%, worst "
