@@ -277,13 +277,10 @@ static int first_output_reads(const hwt_conv_plan *p, int e) {
   return is_s2(p) ? e == 0 || e == 1 || e == 3 : e < 3;
 }
 
-/* need[xi] for the tile at tile row tr, column tc. */
-static void tile_needs(const hwt_conv_plan *p, const int *ei, const int *ej, int tr, int tc,
-                       unsigned char *need) {
-  const int full_r = p->OH - 2 * tr >= 2, full_c = p->OW - 2 * tc >= 2;
-  for (int xi = 0; xi < n_xi(p); xi++)
-    need[xi] = (full_r || first_output_reads(p, ei[xi])) &&
-               (full_c || first_output_reads(p, ej[xi]));
+/* A tile's class: bit 1 when its second output row lies past the output,
+ * bit 0 when its second output column does. */
+static int tile_class(const hwt_conv_plan *p, int tr, int tc) {
+  return (p->OH - 2 * tr < 2) << 1 | (p->OW - 2 * tc < 2);
 }
 
 /* GEMM plans by shape: the rows of a slice's GEMM vary with the elements'
@@ -329,20 +326,21 @@ void hwt_conv_wino_run_part(const hwt_conv_plan *p, const float *x, const float 
   memset(zero, 0, (size_t)kb * sizeof(float));
   const hwt_conv_stage_fn transpose = hwt_conv_variant_for(p->isa)->stage;
   const int blocked_out = p->layout == HWT_CONV_NCHWC, obn = p->p.oc_bn;
-  /* Element (ei, ej) of the patch at each V/M slot. */
-  int ei[25], ej[25];
+  /* needs[class][xi]: whether a tile of that class (tile_class) needs the
+   * element at V/M slot xi. */
+  unsigned char needs[4][25];
   for (int i = 0; i < patch(p); i++)
     for (int j = 0; j < patch(p); j++) {
       const int xi = is_s2(p) ? hwt_wino_s2_slot(i, j) : i * 4 + j;
-      ei[xi] = i;
-      ej[xi] = j;
+      for (int c = 0; c < 4; c++)
+        needs[c][xi] = (!(c & 2) || first_output_reads(p, i)) &&
+                       (!(c & 1) || first_output_reads(p, j));
     }
   /* V and M of a tile block hold, slot after slot, each element's rows for
    * the block's tiles that need it (raster order): slot xi's rows start at
    * row0[xi], and row0[xin] is their total. Elements sharing a weight slice
    * are adjacent slots, so one GEMM serves them all. */
   int row0[26];
-  unsigned char need[25];
   long have = -1;  /* (image, tile block) whose V this thread holds */
   gemm_cache gc;
   for (int i = 0; i < GP_CACHE; i++) gc.m[i] = gc.n[i] = -1;
@@ -354,7 +352,7 @@ void hwt_conv_wino_run_part(const hwt_conv_plan *p, const float *x, const float 
     if (u / nkb != have) {
       for (int xi = 0; xi < xin; xi++) cnt[xi] = 0;
       for (int t = t0; t < t1; t++) {
-        tile_needs(p, ei, ej, t / tw, t % tw, need);
+        const unsigned char *need = needs[tile_class(p, t / tw, t % tw)];
         for (int xi = 0; xi < xin; xi++) cnt[xi] += need[xi];
       }
       row0[0] = 0;
@@ -365,7 +363,7 @@ void hwt_conv_wino_run_part(const hwt_conv_plan *p, const float *x, const float 
       for (int t = t0; t < t1; t++) {
         const int lr = sp * (t / tw - r0), lc = sp * (t % tw);
         float *vp[25];
-        tile_needs(p, ei, ej, t / tw, t % tw, need);
+        const unsigned char *need = needs[tile_class(p, t / tw, t % tw)];
         for (int xi = 0; xi < xin; xi++)
           vp[xi] = need[xi] ? V + (size_t)(row0[xi] + cnt[xi]++) * cpad : NULL;
         for (int cb = 0; cb < cpad / bs; cb++)
@@ -390,7 +388,7 @@ void hwt_conv_wino_run_part(const hwt_conv_plan *p, const float *x, const float 
     for (int t = t0; t < t1; t++) {
       const int oh = 2 * (t / tw), ow = 2 * (t % tw);
       const float *mp[25];
-      tile_needs(p, ei, ej, t / tw, t % tw, need);
+      const unsigned char *need = needs[tile_class(p, t / tw, t % tw)];
       for (int xi = 0; xi < xin; xi++)
         mp[xi] = need[xi] ? M + (size_t)(row0[xi] + cnt[xi]++) * kn : zero;
       if (!blocked_out) {
