@@ -99,11 +99,8 @@ def _vs_fastest(rows) -> dict:
     instead of its median (other processes only add time; a diagnosis, the
     goal is about medians)."""
     from hwtune.planner.validate import summary
-    out = []
-    for r in rows:
-        xs = [x for x in r.get("samples") or [] if x > 0]
-        out.append({"rel_error": (r["predicted_s"] - min(xs)) / min(xs) if xs else None})
-    return summary(out)
+    from hwtune.report.plan_views import vs_fastest
+    return summary([{"rel_error": vs_fastest(r)} for r in rows])
 
 
 def validate(db: str, models) -> None:

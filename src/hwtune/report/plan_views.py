@@ -146,6 +146,13 @@ def _fastest(r: dict) -> Optional[float]:
     return min(xs) if xs else None
 
 
+def vs_fastest(r: dict) -> Optional[float]:
+    """A validation row's prediction against its fastest sample, as a
+    relative error (None without samples)."""
+    fast, pred = _fastest(r), r.get("predicted_s")
+    return (pred - fast) / fast if fast and pred is not None else None
+
+
 def validation_table(rows: Sequence[dict], with_model: bool = False) -> Table:
     """Predicted against the median measured (the error the goal is about),
     and against the fastest sample: other processes only add time, and on a
@@ -158,12 +165,10 @@ def validation_table(rows: Sequence[dict], with_model: bool = False) -> Table:
     out = []
     for r in rows:
         cfg = f"{r['executors']}x{r['threads']}"
-        fast, pred = _fastest(r), r.get("predicted_s")
-        vs = (pred - fast) / fast if fast and pred is not None else None
         out.append(([r["model"]] if with_model else []) + [
-            r["scheduler"], cfg, ms(pred), ms(r.get("measured_s")),
-            ms(r.get("mad_s")), pct(r.get("rel_error"), signed=True), ms(fast),
-            pct(vs, signed=True), r.get("status", "ok")])
+            r["scheduler"], cfg, ms(r.get("predicted_s")), ms(r.get("measured_s")),
+            ms(r.get("mad_s")), pct(r.get("rel_error"), signed=True), ms(_fastest(r)),
+            pct(vs_fastest(r), signed=True), r.get("status", "ok")])
     return header, out
 
 
