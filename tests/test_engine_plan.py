@@ -217,3 +217,19 @@ def test_unvalidated_model_is_refused():
     graph = load_model(path, validate=False)
     with pytest.raises(EngineGraphError, match="is not validated"):
         lower_graph(graph)
+
+
+@pytest.mark.parametrize("scheduler", ["sequential", "critical-path"])
+def test_the_engine_reports_the_arena_it_planned(models, scheduler):
+    """`run`'s memory fact reads the engine's own plan (in_order rows reuse
+    sequentially, the others only where ops cannot overlap)."""
+    from hwtune.native.engine import NativeEngine
+    graph = models["lstm_small"]
+    policy = "sequential" if scheduler == "sequential" else "parallel_safe"
+    want = plan_model(graph, reuse=policy)
+    engine = NativeEngine(graph, executors=1, threads=1, scheduler=scheduler)
+    try:
+        assert engine.arena_bytes() == (want.arena_bytes, want.arena_bytes_no_reuse)
+    finally:
+        engine.close()
+    assert want.arena_bytes < want.arena_bytes_no_reuse

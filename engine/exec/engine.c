@@ -473,6 +473,14 @@ int hwt_engine_events(const hwt_engine *e, hwt_op_event *out, int max) {
   return n;
 }
 
+int64_t hwt_engine_arena_bytes(const hwt_engine *e) {
+  return e && e->plan ? hwt_plan_arena_bytes(e->plan) : HWT_EINVAL;
+}
+
+int64_t hwt_engine_arena_bytes_no_reuse(const hwt_engine *e) {
+  return e && e->plan ? hwt_plan_arena_bytes_no_reuse(e->plan) : HWT_EINVAL;
+}
+
 int hwt_engine_n_folded(const hwt_engine *e) { return e ? e->n_folded : HWT_EINVAL; }
 
 int hwt_engine_op_folded(const hwt_engine *e, int op) {

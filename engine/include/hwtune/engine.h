@@ -104,6 +104,13 @@ HWT_API int hwt_engine_run(hwt_engine *e);
 HWT_API int hwt_engine_n_folded(const hwt_engine *e);
 HWT_API int hwt_engine_op_folded(const hwt_engine *e, int op);
 
+/* The activation arena the engine's plan sized at create, in bytes: with
+ * the scheduler's reuse policy (in_order rows reuse memory in the plan's
+ * order, the others only where no two ops can overlap), and without any
+ * reuse. HWT_EINVAL for a NULL engine. */
+HWT_API int64_t hwt_engine_arena_bytes(const hwt_engine *e);
+HWT_API int64_t hwt_engine_arena_bytes_no_reuse(const hwt_engine *e);
+
 /* Profiling: when enabled, run() records one event per op that runs. */
 typedef struct {
   int op;

@@ -173,17 +173,15 @@ def op_costs(db, host_key: Optional[str], graph, cfg: EngineConfig,
     return profiled_costs(db, host_key, graph, cfg)
 
 
-def arena_fact(graph, cfg: EngineConfig, costs=None) -> Dict[str, Any]:
-    """The tensor arena the engine plans for graph under cfg (engine.c: a
-    scheduler that runs the plan's order one op at a time reuses buffers in
-    that order, the others only where no two ops can overlap): the run's
-    peak tensor memory, for a training step its activations kept for the
-    backward pass included. Parameters and inputs are bound, not in it."""
-    from hwtune.engine.lower import plan_model
+def arena_fact(engine, cfg: EngineConfig) -> Dict[str, Any]:
+    """The tensor arena the engine planned (engine.c: a scheduler that runs
+    the plan's order one op at a time reuses buffers in that order, the
+    others only where no two ops can overlap): the run's peak tensor memory,
+    for a training step its activations kept for the backward pass
+    included. Parameters and inputs are bound, not in it."""
     reuse = "sequential" if cfg.sched.in_order else "parallel_safe"
-    p = plan_model(graph, reuse=reuse, costs=costs)
-    return {"arena_bytes": p.arena_bytes, "arena_bytes_no_reuse": p.arena_bytes_no_reuse,
-            "reuse": reuse}
+    with_reuse, without = engine.arena_bytes()
+    return {"arena_bytes": with_reuse, "arena_bytes_no_reuse": without, "reuse": reuse}
 
 
 def run_model(db, host_key: str, graph, graph_hash: str, cfg: EngineConfig, *,
@@ -218,7 +216,7 @@ def run_model(db, host_key: str, graph, graph_hash: str, cfg: EngineConfig, *,
     run_id = db.start_run(host_key, "run", options)
     try:
         with finishing(db, run_id, "run"):
-            db.add_fact(run_id, "memory", arena_fact(graph, cfg, costs))
+            db.add_fact(run_id, "memory", arena_fact(engine, cfg))
             # Warm-up runs are sampled too (and dropped) so that progress
             # moves during a long model's warm-up.
             total = warmup + iterations

@@ -5,7 +5,7 @@ pool), binds every param to the values run_reference uses (so outputs are
 comparable), prepares, and then runs as often as asked."""
 
 import ctypes
-from typing import Dict, List, Mapping, Optional, Sequence
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -40,6 +40,8 @@ sig("hwt_engine_run", _ci, _vp)
 sig("hwt_engine_profile", _ci, _vp, _ci)
 sig("hwt_engine_events", _ci, _vp, ctypes.POINTER(Event), _ci)
 sig("hwt_engine_n_folded", _ci, _vp)
+sig("hwt_engine_arena_bytes", ctypes.c_int64, _vp)
+sig("hwt_engine_arena_bytes_no_reuse", ctypes.c_int64, _vp)
 sig("hwt_engine_op_folded", _ci, _vp, _ci)
 
 
@@ -188,6 +190,12 @@ class NativeEngine(Handle):
 
     def outputs(self) -> Dict[str, np.ndarray]:
         return {name: self.output(name) for name in self.graph.outputs}
+
+    def arena_bytes(self) -> Tuple[int, int]:
+        """(with the scheduler's reuse, without reuse): the activation arena
+        the engine's plan sized."""
+        return (int(lib.hwt_engine_arena_bytes(self.handle)),
+                int(lib.hwt_engine_arena_bytes_no_reuse(self.handle)))
 
     def folded(self) -> List[str]:
         """Names of the ops folded at prepare (constant: they never run)."""
