@@ -68,6 +68,17 @@ HV_AI void run_loop(hwt_ew_op op, const float *a, const float *b, const float *c
     for (; i + HV_W <= n; i += HV_W) hv_stream(out + i, AT(i));
     hv_stream_fence(); /* order the streamed lines before whatever the caller does next */
   } else {
+    /* sigmoid and tanh: OPS_CHAINS vectors' chains side by side (ops.h) */
+    if ((op == HWT_EW_SIGMOID || op == HWT_EW_TANH) && !SA)
+      for (; i + OPS_CHAINS * HV_W <= n; i += OPS_CHAINS * HV_W) {
+        hv_f32 r[OPS_CHAINS];
+        OPS_EACH r[j] = hv_load(a + i + (size_t)j * HV_W);
+        if (op == HWT_EW_SIGMOID)
+          sigmoid_chains(r);
+        else
+          tanh_chains(r);
+        OPS_EACH hv_store(out + i + (size_t)j * HV_W, r[j]);
+      }
     for (; i + 4 * HV_W <= n; i += 4 * HV_W) {
       hv_f32 r0 = AT(i), r1 = AT(i + HV_W), r2 = AT(i + 2 * HV_W), r3 = AT(i + 3 * HV_W);
       hv_store(out + i, r0);

@@ -173,6 +173,67 @@ OP_VEC tanh_vec(hv_f32 x, hv_f32 b, hv_f32 c, const hv_f32 *at) {
   return hv_select(hv_isnan(x), x, hv_or_sign(t, x));
 }
 
+/* ---- sigmoid and tanh of OPS_CHAINS vectors at once ----
+ * sigmoid_vec and tanh_vec are each one chain of ~25 dependent operations
+ * (the polynomial, a division, 2^n). A core whose FP scheduler holds only
+ * part of such a chain runs it at the chain's latency: on a Zen 1 (AVX2,
+ * 256-bit operations split in two) a vector of one activation took 48
+ * cycles in the LSTM cell. Below, every statement is repeated for
+ * OPS_CHAINS independent vectors before the next one, so their chains
+ * advance side by side in program order. The operations on each lane are
+ * those of sigmoid_vec and tanh_vec, so the results are the same, bit for
+ * bit. One LSTM-medium cell (64 x 512 units, 1 thread, Zen 1, thread CPU
+ * time, min of 40 in a C loop): 389 us one vector at a time, 331 us with 2
+ * chains, 309 us with 4, 325 us with 8 (AVX2's 16 registers spill). */
+#define OPS_CHAINS 4
+#define OPS_EACH _Pragma("GCC unroll 16") for (int j = 0; j < OPS_CHAINS; j++)
+
+/* exp_neg of OPS_CHAINS vectors. */
+HV_AI void exp_neg_chains(const hv_f32 *y, hv_f32 *out) {
+  static const float P[] = {HWT_EXP_P0, HWT_EXP_P1, HWT_EXP_P2,
+                            HWT_EXP_P3, HWT_EXP_P4, HWT_EXP_P5};
+  hv_f32 n[OPS_CHAINS], r[OPS_CHAINS], p[OPS_CHAINS];
+  OPS_EACH n[j] = hv_round(hv_mul(y[j], hv_set1(HWT_LOG2E)));
+  OPS_EACH r[j] = hv_fnmadd(n[j], hv_set1(HWT_LN2_HI), y[j]);
+  OPS_EACH r[j] = hv_fnmadd(n[j], hv_set1(HWT_LN2_LO), r[j]);
+  OPS_EACH p[j] = hv_set1(P[0]);
+  for (int i = 1; i < 6; i++) OPS_EACH p[j] = hv_fmadd(p[j], r[j], hv_set1(P[i]));
+  OPS_EACH p[j] = hv_add(hv_fmadd(p[j], hv_mul(r[j], r[j]), r[j]), hv_set1(1.0f));
+  OPS_EACH out[j] = hv_ldexp(p[j], n[j]);
+}
+
+/* sigmoid_vec of OPS_CHAINS vectors, in place. */
+HV_AI void sigmoid_chains(hv_f32 *x) {
+  const hv_f32 zero = hv_zero();
+  hv_f32 e[OPS_CHAINS], s[OPS_CHAINS];
+  OPS_EACH e[j] = hv_sub(zero, hv_min(hv_abs(x[j]), hv_set1(HWT_EXP_MIN_ARG)));
+  exp_neg_chains(e, e);
+  OPS_EACH s[j] = hv_recip12(hv_add(hv_set1(1.0f), e[j]));
+  OPS_EACH {
+    hv_f32 r = hv_select(hv_lt(x[j], zero), hv_mul(e[j], s[j]), s[j]);
+    r = hv_keep(hv_ge(x[j], hv_set1(-HWT_EXP_MIN_ARG)), r);
+    x[j] = hv_select(hv_isnan(x[j]), x[j], r);
+  }
+}
+
+/* tanh_vec of OPS_CHAINS vectors, in place. */
+HV_AI void tanh_chains(hv_f32 *x) {
+  static const float P[] = {HWT_TANH_P0, HWT_TANH_P1, HWT_TANH_P2, HWT_TANH_P3, HWT_TANH_P4};
+  hv_f32 ax[OPS_CHAINS], e[OPS_CHAINS], q[OPS_CHAINS], p[OPS_CHAINS];
+  OPS_EACH ax[j] = hv_abs(x[j]);
+  OPS_EACH e[j] = hv_sub(hv_zero(), hv_min(hv_add(ax[j], ax[j]), hv_set1(HWT_EXP_MIN_ARG)));
+  exp_neg_chains(e, e);
+  OPS_EACH q[j] = hv_mul(e[j], hv_recip12(hv_add(hv_set1(1.0f), e[j])));
+  OPS_EACH p[j] = hv_set1(P[0]);
+  for (int i = 1; i < 5; i++) OPS_EACH p[j] = hv_fmadd(p[j], hv_mul(ax[j], ax[j]), hv_set1(P[i]));
+  OPS_EACH {
+    hv_f32 big = hv_fnmadd(q[j], hv_set1(2.0f), hv_set1(1.0f));
+    hv_f32 small = hv_fmadd(hv_mul(p[j], hv_mul(ax[j], ax[j])), ax[j], ax[j]);
+    hv_f32 t = hv_select(hv_lt(ax[j], hv_set1(HWT_TANH_SMALL)), small, big);
+    x[j] = hv_select(hv_isnan(x[j]), x[j], hv_or_sign(t, x[j]));
+  }
+}
+
 /* clip (ONNX Clip, ReLU6 = clip(0, 6)): x < min ? min : x, then > max ?
  * max; NaN stays NaN (both compares are false), -0 stays -0. The defaults,
  * -inf and +inf, are no bound. */

@@ -39,93 +39,34 @@ HV_AI void step(const float *g, const float *xg, const float *bias, const float 
   }
 }
 
-/* ---- CELL_N vectors at once ----
- * step() is one chain of dependent operations per vector: five
- * activations, each ~25 dependent steps deep (the polynomial, a division,
- * 2^n), c, then tanh(c). A core whose FP scheduler holds only part of one
- * vector's chain runs it at that chain's latency: on a Zen 1 (AVX2, 256-bit
- * operations split in two) one cell of LSTM-medium (64 x 512 units) took
- * 389 us, 5 x the 48 cycles a vector of one activation took alone. Below,
- * every statement is repeated for CELL_N independent vectors before the
- * next one, so CELL_N chains advance side by side in program order. The
- * operations on each lane are those of sigmoid_vec and tanh_vec
- * (eltwise/ops.h, the same approx.h constants), so the results are the
- * same, bit for bit. */
-#define CELL_N 4
-#define EACH _Pragma("GCC unroll 16") for (int j = 0; j < CELL_N; j++)
-
-/* exp_neg (eltwise/ops.h) of CELL_N vectors. */
-HV_AI void exp_neg_n(const hv_f32 *y, hv_f32 *out) {
-  static const float P[] = {HWT_EXP_P0, HWT_EXP_P1, HWT_EXP_P2,
-                            HWT_EXP_P3, HWT_EXP_P4, HWT_EXP_P5};
-  hv_f32 n[CELL_N], r[CELL_N], p[CELL_N];
-  EACH n[j] = hv_round(hv_mul(y[j], hv_set1(HWT_LOG2E)));
-  EACH r[j] = hv_fnmadd(n[j], hv_set1(HWT_LN2_HI), y[j]);
-  EACH r[j] = hv_fnmadd(n[j], hv_set1(HWT_LN2_LO), r[j]);
-  EACH p[j] = hv_set1(P[0]);
-  for (int i = 1; i < 6; i++) EACH p[j] = hv_fmadd(p[j], r[j], hv_set1(P[i]));
-  EACH p[j] = hv_add(hv_fmadd(p[j], hv_mul(r[j], r[j]), r[j]), hv_set1(1.0f));
-  EACH out[j] = hv_ldexp(p[j], n[j]);
-}
-
-/* sigmoid_vec of CELL_N vectors, in place. */
-HV_AI void sigmoid_n(hv_f32 *x) {
-  const hv_f32 zero = hv_zero();
-  hv_f32 e[CELL_N], s[CELL_N];
-  EACH e[j] = hv_sub(zero, hv_min(hv_abs(x[j]), hv_set1(HWT_EXP_MIN_ARG)));
-  exp_neg_n(e, e);
-  EACH s[j] = hv_recip12(hv_add(hv_set1(1.0f), e[j]));
-  EACH {
-    hv_f32 r = hv_select(hv_lt(x[j], zero), hv_mul(e[j], s[j]), s[j]);
-    r = hv_keep(hv_ge(x[j], hv_set1(-HWT_EXP_MIN_ARG)), r);
-    x[j] = hv_select(hv_isnan(x[j]), x[j], r);
-  }
-}
-
-/* tanh_vec of CELL_N vectors, in place. */
-HV_AI void tanh_n(hv_f32 *x) {
-  static const float P[] = {HWT_TANH_P0, HWT_TANH_P1, HWT_TANH_P2, HWT_TANH_P3, HWT_TANH_P4};
-  hv_f32 ax[CELL_N], e[CELL_N], q[CELL_N], p[CELL_N];
-  EACH ax[j] = hv_abs(x[j]);
-  EACH e[j] = hv_sub(hv_zero(), hv_min(hv_add(ax[j], ax[j]), hv_set1(HWT_EXP_MIN_ARG)));
-  exp_neg_n(e, e);
-  EACH q[j] = hv_mul(e[j], hv_recip12(hv_add(hv_set1(1.0f), e[j])));
-  EACH p[j] = hv_set1(P[0]);
-  for (int i = 1; i < 5; i++) EACH p[j] = hv_fmadd(p[j], hv_mul(ax[j], ax[j]), hv_set1(P[i]));
-  EACH {
-    hv_f32 big = hv_fnmadd(q[j], hv_set1(2.0f), hv_set1(1.0f));
-    hv_f32 small = hv_fmadd(hv_mul(p[j], hv_mul(ax[j], ax[j])), ax[j], ax[j]);
-    hv_f32 t = hv_select(hv_lt(ax[j], hv_set1(HWT_TANH_SMALL)), small, big);
-    x[j] = hv_select(hv_isnan(x[j]), x[j], hv_or_sign(t, x[j]));
-  }
-}
-
-/* step() for the CELL_N full vectors from u0. */
+/* step() for the OPS_CHAINS full vectors from u0, their chains side by
+ * side with the activations' _chains forms (eltwise/ops.h: why, and what
+ * it gave). Same operations on each lane, so the same results. */
 HV_AI void step_n(const float *g, const float *xg, const float *bias, const float *c_prev,
                   float *h, float *c, size_t u0, size_t H) {
   const hv_mask all = hv_first(HV_W);
   const hv_f32 z = hv_zero();
-  hv_f32 si[CELL_N], sf[CELL_N], tg[CELL_N], so[CELL_N], cn[CELL_N];
-  EACH si[j] = gate(g, xg, bias, u0 + (size_t)j * HV_W, all, 0);
-  EACH sf[j] = gate(g, xg, bias, H + u0 + (size_t)j * HV_W, all, 0);
-  sigmoid_n(si);
-  sigmoid_n(sf);
-  EACH tg[j] = gate(g, xg, bias, 2 * H + u0 + (size_t)j * HV_W, all, 0);
-  tanh_n(tg);
-  EACH {
+  hv_f32 si[OPS_CHAINS], sf[OPS_CHAINS], tg[OPS_CHAINS], so[OPS_CHAINS], cn[OPS_CHAINS];
+  OPS_EACH si[j] = gate(g, xg, bias, u0 + (size_t)j * HV_W, all, 0);
+  OPS_EACH sf[j] = gate(g, xg, bias, H + u0 + (size_t)j * HV_W, all, 0);
+  sigmoid_chains(si);
+  sigmoid_chains(sf);
+  OPS_EACH tg[j] = gate(g, xg, bias, 2 * H + u0 + (size_t)j * HV_W, all, 0);
+  tanh_chains(tg);
+  OPS_EACH {
     cn[j] = fma_vec(sf[j], hv_load(c_prev + u0 + (size_t)j * HV_W), mul_vec(si[j], tg[j], z, 0), 0);
     hv_store(c + u0 + (size_t)j * HV_W, cn[j]);
   }
-  EACH so[j] = gate(g, xg, bias, 3 * H + u0 + (size_t)j * HV_W, all, 0);
-  sigmoid_n(so);
-  tanh_n(cn);
-  EACH hv_store(h + u0 + (size_t)j * HV_W, mul_vec(so[j], cn[j], z, 0));
+  OPS_EACH so[j] = gate(g, xg, bias, 3 * H + u0 + (size_t)j * HV_W, all, 0);
+  sigmoid_chains(so);
+  tanh_chains(cn);
+  OPS_EACH hv_store(h + u0 + (size_t)j * HV_W, mul_vec(so[j], cn[j], z, 0));
 }
 
 static void units(const float *g, const float *xg, const float *bias, const float *c_prev,
                   float *h, float *c, size_t n, size_t H) {
   size_t u = 0;
-  for (; u + CELL_N * HV_W <= n; u += CELL_N * HV_W) step_n(g, xg, bias, c_prev, h, c, u, H);
+  for (; u + OPS_CHAINS * HV_W <= n; u += OPS_CHAINS * HV_W) step_n(g, xg, bias, c_prev, h, c, u, H);
   for (; u + HV_W <= n; u += HV_W) step(g, xg, bias, c_prev, h, c, u, H, hv_first(HV_W), 0);
   if (u < n) step(g, xg, bias, c_prev, h, c, u, H, hv_first((long)(n - u)), 1);
 }
