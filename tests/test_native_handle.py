@@ -80,3 +80,36 @@ def test_engine_runs_under_every_scheduler_name_the_c_table_has():
             eng.run()
             assert eng.scheduler == name
     assert NativeEngine(load_model(DOC)).scheduler == "sequential"
+
+
+def test_engines_in_a_shared_lowering_share_one_graph_and_its_scope_closes_them():
+    """measure_engines' fresh sides open an engine per chunk of samples:
+    inside shared_lowering() they lower each graph once, and the scope, not
+    the engine, closes that graph (with any engine still open on it)."""
+    import numpy as np
+    from hwtune.graph.reference import run_reference
+    from hwtune.native.engine import shared_lowering
+    g = load_model("configs/models/lstm_small.json")
+    alone = NativeEngine(g)
+    alone.run()
+    want = alone.outputs()
+    alone.close()
+    assert alone._ng.closed  # its own graph goes with it
+    with shared_lowering():
+        a = NativeEngine(g, threads=2)
+        a.run()
+        a.close()
+        assert not a._ng.closed  # the scope's graph outlives the engine
+        b = NativeEngine(g, scheduler="critical-path")
+        c = NativeEngine(g, executors=2, scheduler="critical-path")
+        assert a._ng is b._ng is c._ng
+        with shared_lowering():  # nested: the outer scope's graphs
+            assert NativeEngine(g)._ng is a._ng
+        b.run()
+        for name, value in b.outputs().items():
+            np.testing.assert_allclose(value, want[name], rtol=1e-5, atol=1e-6)
+    assert a._ng.closed and b.closed and c.closed
+    other = NativeEngine(g)
+    assert other._ng is not a._ng and not other._ng.closed
+    other.close()
+    assert set(want) == set(run_reference(g))

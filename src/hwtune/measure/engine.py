@@ -180,9 +180,12 @@ def measure_engines(openers: Sequence[Callable[[], object]], policy: SamplingPol
         live = [s for s in sides if s is not None]
         check = (_first_as_reference(outputs) if isinstance(reference, str) and
                  reference == FIRST else output_check(reference, outputs))
-        got = iter(interleave(live, policy, warmup=warmup, check=check, deadline=deadline,
-                              settle=settle, settle_each=settle_each, on_round=on_round))
-        return [failed[i] if s is None else next(got) for i, s in enumerate(sides)]
+        # fresh sides open their engine for every chunk: lower each graph once
+        from hwtune.native.engine import shared_lowering
+        with shared_lowering():
+            got = iter(interleave(live, policy, warmup=warmup, check=check, deadline=deadline,
+                                  settle=settle, settle_each=settle_each, on_round=on_round))
+            return [failed[i] if s is None else next(got) for i, s in enumerate(sides)]
     finally:
         for s in sides:
             if s is not None:
