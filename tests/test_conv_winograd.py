@@ -112,6 +112,26 @@ def test_every_thread_count_writes_every_output(isa):
         assert float(np.abs(y - ref).max()) / scale(ref) <= 1e-5
 
 
+@pytest.mark.parametrize("isa", ISAS)
+def test_resnet18_conv5_1_nchw_at_every_thread_count(isa):
+    """ResNet-18's conv5_1 (256x14x14 -> 512, stride 2) on NCHW tensors:
+    one tile block, split over output channels between the threads; input
+    rows of 14 columns staged by 8x8 transposes (the last block overlapping
+    the one before) and output rows of 7 pixels transposed back by masked
+    stores. A NaN-filled output is fully overwritten at every thread count."""
+    x, w, b, pad, _ = make((1, 256, 14, 14, 512, 1, None), seed=7)
+    ref = conv.conv2d_ref(x, w, b, stride=2, pad=pad, relu=True)
+    params = dict(conv.default_params(x.shape, w.shape, stride=2, pad=pad, isa=isa), winograd=2)
+    for nth in (1, 2, 3):
+        plan = conv.Conv2dPlan(x.shape, w, b, stride=2, pad=pad, relu=True, isa=isa, nth=nth,
+                               params=params)
+        y = np.full(plan.out_shape, np.nan, np.float32)
+        plan.run(x, y)
+        assert np.isfinite(y).all(), nth
+        err = float(np.abs(y - ref).max()) / scale(ref)
+        assert err <= 1e-5, (nth, err)
+
+
 # ---------------------------------------------------------------- the engine op
 
 def _graph(weights_as_input: bool, stride: int = 1):

@@ -231,12 +231,12 @@ static void row(const hwt_conv_row_args *a) {
 }
 
 #if defined(__AVX2__)
-/* dst[i * ds + j] = src[j * ss + i] for an 8x8 block: eight row loads, the
- * classic unpack / shuffle / lane-permute transpose (24 shuffles), eight
- * row stores. */
-static inline void transpose8x8(const float *src, long ss, float *dst, long ds) {
+/* dst[i * ds + j] = src[j * ss + i] for i < 8, j < n (1 <= n <= 8): n row
+ * loads (the rest zero), the classic unpack / shuffle / lane-permute
+ * transpose (24 shuffles), eight row stores of n lanes. */
+static inline void transpose8xn(const float *src, long ss, int n, float *dst, long ds) {
   __m256 r[8], t[8];
-  for (int j = 0; j < 8; j++) r[j] = _mm256_loadu_ps(src + j * ss);
+  for (int j = 0; j < 8; j++) r[j] = j < n ? _mm256_loadu_ps(src + j * ss) : _mm256_setzero_ps();
   for (int j = 0; j < 8; j += 2) {
     t[j] = _mm256_unpacklo_ps(r[j], r[j + 1]);
     t[j + 1] = _mm256_unpackhi_ps(r[j], r[j + 1]);
@@ -247,15 +247,24 @@ static inline void transpose8x8(const float *src, long ss, float *dst, long ds) 
     r[j + 2] = _mm256_shuffle_ps(t[j + 1], t[j + 3], 0x44);
     r[j + 3] = _mm256_shuffle_ps(t[j + 1], t[j + 3], 0xEE);
   }
+  const __m256i m =
+      _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
   for (int j = 0; j < 4; j++) {
-    _mm256_storeu_ps(dst + j * ds, _mm256_permute2f128_ps(r[j], r[j + 4], 0x20));
-    _mm256_storeu_ps(dst + (j + 4) * ds, _mm256_permute2f128_ps(r[j], r[j + 4], 0x31));
+    const __m256 lo = _mm256_permute2f128_ps(r[j], r[j + 4], 0x20);
+    const __m256 hi = _mm256_permute2f128_ps(r[j], r[j + 4], 0x31);
+    if (n == 8) {
+      _mm256_storeu_ps(dst + j * ds, lo);
+      _mm256_storeu_ps(dst + (j + 4) * ds, hi);
+    } else {
+      _mm256_maskstore_ps(dst + j * ds, m, lo);
+      _mm256_maskstore_ps(dst + (j + 4) * ds, m, hi);
+    }
   }
 }
 #endif
 
-/* Whole 8x8 blocks by shuffles, the rest by one gather per channel and
- * HV_W columns. Scalar copies cost 12% of a 64x56x56 3x3 run (7
+/* Shuffle transposes of 8x8 blocks wherever there are 8 columns, gathers
+ * only for fewer. Scalar copies cost 12% of a 64x56x56 3x3 run (7
  * instructions per float, AVX-512), the gathers about a fifth of that; the
  * gathers still took 6.5% of ResNet-18's conv3_1 (64x56x56 -> 128, stride
  * 2, NCHW output transposed back) on Zen 3, where a gather of 8 floats
@@ -273,17 +282,34 @@ static void stage_gather(const float *src, long src_stride, int p0, int p1, int 
 
 static void stage_tile(const float *src, long src_stride, int n, int bn, float *dst,
                        long dst_stride) {
-  int pf = 0, bf = 0;  /* the extent done by whole 8x8 blocks */
 #if defined(__AVX2__)
-  pf = n / 8 * 8;
-  bf = bn / 8 * 8;
-  for (int p = 0; p < pf; p += 8)
-    for (int i0 = 0; i0 < bf; i0 += 8)
-      transpose8x8(src + p * src_stride + i0, src_stride, dst + i0 * dst_stride + p,
-                   dst_stride);
+  /* bn >= 8: every i by 8x8 shuffle transposes, the last block of i
+   * overlapping the one before (rewriting the same values), and the last
+   * positions, when fewer than 8 are left, by masked stores (before, each
+   * i past the last multiple of 8, and each position past it, took one
+   * gather). ResNet-18's conv5_1 (256x14x14 -> 512, stride 2, NCHW,
+   * Winograd: 14-column input rows, 7-pixel output rows), Zen 1 AVX2,
+   * thread CPU time per run, three alternated process pairs at load 6.4:
+   * input staging 106-153 -> 61-91 us a thread at 2 threads (120-127 ->
+   * 69-80 at 1), the whole share 1643-1809 -> 1563-1720 us (3122-3208 ->
+   * 2920-3185 at 1). */
+  if (bn >= 8) {
+    for (int i = 0; i < bn; i += 8) {
+      const int i0 = i + 8 <= bn ? i : bn - 8;
+      int p = 0;
+      for (; p + 8 <= n; p += 8)
+        transpose8xn(src + p * src_stride + i0, src_stride, 8, dst + i0 * dst_stride + p,
+                     dst_stride);
+      if (p < n) {
+        const int p0 = n >= 8 ? n - 8 : 0;
+        transpose8xn(src + p0 * src_stride + i0, src_stride, n - p0,
+                     dst + i0 * dst_stride + p0, dst_stride);
+      }
+    }
+    return;
+  }
 #endif
-  stage_gather(src, src_stride, 0, pf, bf, bn, dst, dst_stride);
-  stage_gather(src, src_stride, pf, n, 0, bn, dst, dst_stride);
+  stage_gather(src, src_stride, 0, n, 0, bn, dst, dst_stride);
 }
 
 /* dst[pos] = src[pos * step] for pos < n: one stride phase of an NCHW
