@@ -28,6 +28,11 @@ ignored with a note. The knobs are applied to the plain model by the layout
 pass, which inserts a transform wherever two ops' blocks now differ, so any
 mix of sources gives a valid graph.
 
+A training step's stride-1 conv2d_grad_data ops run as forward CONVs of
+dy (engine/ops/grad_conv.c) and take the same template knobs: their
+workload is that forward CONV's (conv_local.conv_workload), chosen here by
+the same rules and reported with the same sources.
+
 Knob names are never listed here: the space is the template's declaration
 (hwt_conv_knobs through ConvWorkload.knobs) and the layout pass's KNOBS.
 """
@@ -106,7 +111,7 @@ def choose(db, host_key: str, graph, op_params: Mapping[str, dict], *, threads: 
     db None: nothing stored."""
     from hwtune.graph.passes.layout import check_op_params
     from hwtune.native.isa import selected_isa
-    from hwtune.tuners.conv_local import TUNER, conv_workload
+    from hwtune.tuners.conv_local import TUNER, conv_workload, tuned_op
     from hwtune.tuners.pipeline import is_training_graph
 
     isa = isa or selected_isa()
@@ -118,7 +123,7 @@ def choose(db, host_key: str, graph, op_params: Mapping[str, dict], *, threads: 
     partial: Dict[Tuple[str, int], Optional[dict]] = {}
     stale: Dict[str, List[int]] = {}
     for op in graph.ops:
-        if op.op != "conv2d":
+        if not tuned_op(graph, op):  # conv2d, and stride-1 data gradients (forward CONVs)
             continue
         mine, refused = op_params.get(op.name), None
         if mine is not None:
@@ -137,7 +142,7 @@ def choose(db, host_key: str, graph, op_params: Mapping[str, dict], *, threads: 
             if old:
                 stale[wl.key] = old
         tuned = rows[wl.key]
-        keep = (mine or {}).get("layout", layout)
+        keep = "NCHW" if op.op == "conv2d_grad_data" else (mine or {}).get("layout", layout)
         template_s = None
         cut = None
         if threads not in tuned and db is not None and not (mine is not None

@@ -19,9 +19,8 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "hwtune/conv.h"
+#include "conv_attrs.h"
 #include "hwtune/gemm.h"
-#include "ops_util.h"
 
 /* Output columns per im2col tile: at most this many (whole rows, at least
  * one), so a tile of IC*KH*KW gathered rows stays in L2 for the GEMM that
@@ -589,12 +588,32 @@ static int fwd_prepare(hwt_op_ctx *ctx, cg_state *s, char *err, size_t errlen) {
   d.stride_h = d.stride_w = d.dil_h = d.dil_w = 1;
   d.pad_h = d.pad_h_end = (int)(s->kh - 1 - s->ph);
   d.pad_w = d.pad_w_end = (int)(s->kw - 1 - s->pw);
-  int st = hwt_conv_plan_make(&d, HWT_CONV_NCHW, NULL, ctx->isa, ctx->max_threads, &s->conv);
-  if (st == HWT_OK && s->conv.p.winograd &&
+  /* The template's knobs as conv2d's attributes (a tuned row of this
+   * forward CONV's workload); none: the default, Winograd then only where
+   * the per-run rule leaves it. */
+  hwt_conv_params p = {0};
+  int wino_set = 0;
+  int st = hwt_ops_conv_knobs(ctx, &d, 0, &p, &wino_set);
+  const int given = st > 0;
+  if (st >= 0)
+    st = hwt_conv_plan_make(&d, HWT_CONV_NCHW, given ? &p : NULL, ctx->isa, ctx->max_threads,
+                            &s->conv);
+  if (st == HWT_OK && s->conv.p.winograd && !wino_set &&
       (long)d.N * s->conv.OH * s->conv.OW < HWT_OPS_WINO_PER_RUN_PIXELS * ctx->max_threads) {
-    hwt_conv_params p = s->conv.p;
+    p = s->conv.p;
     p.winograd = 0;
     st = hwt_conv_plan_make(&d, HWT_CONV_NCHW, &p, ctx->isa, ctx->max_threads, &s->conv);
+  }
+  if (st != HWT_OK && given) {
+    char why[200];
+    snprintf(why, sizeof why,
+             "the CONV template refuses the knobs ic_bn=%d oc_bn=%d reg_n=%d unroll_ker=%d "
+             "reg_h=%d winograd=%d for the data gradient's CONV (dy [%d,%d,%d,%d], %dx%d, "
+             "padding %d,%d)",
+             p.ic_bn, p.oc_bn, p.reg_n, p.unroll_ker, p.reg_h, p.winograd, d.N, d.C, d.H, d.W,
+             d.R, d.S, d.pad_h, d.pad_w);
+    free(s);
+    return hwt_ops_fail(err, errlen, ctx, why);
   }
   if (st != HWT_OK || s->conv.OH != s->h || s->conv.OW != s->w) {
     free(s);
@@ -614,6 +633,15 @@ static int gd_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
                       "conv2d_grad_data takes dy and w", &s, err, errlen);
   if (st != HWT_OK) return st;
   if (fwd_ok(s)) return fwd_prepare(ctx, s, err, errlen);
+  static const char *const knobs[] = {"ic_bn", "oc_bn", "reg_n", "unroll_ker", "reg_h",
+                                      "winograd"};
+  for (size_t i = 0; i < sizeof knobs / sizeof *knobs; i++)
+    if (hwt_ops_knob(ctx, knobs[i]) >= 0) {
+      free(s);
+      return hwt_ops_fail(err, errlen, ctx,
+                          "CONV template knobs apply to a stride-1 data gradient only (this "
+                          "one runs as an im2col GEMM)");
+    }
   return data_prepare(ctx, s, err, errlen);
 }
 

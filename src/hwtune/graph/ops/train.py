@@ -149,7 +149,56 @@ def _grad_data_infer(in_shapes, attrs, n_out):
     if (dy[1], dy[2], dy[3]) != (oc, oh, ow) or oh < 1 or ow < 1:
         raise OpError(f"dy {show_shape(dy)} is not the output of a conv with weights "
                       f"{show_shape(w)} on {h}x{wd}", "inputs[0]")
+    _check_grad_data_knobs(in_shapes, attrs)
     return [x_shape]
+
+
+# The NCHW[x]c template's knobs, which a stride-1 data gradient (run as a
+# forward CONV of dy) takes as conv2d does; declared by the C template
+# (hwt_conv_knobs), read through conv2d_knobs.
+GRAD_DATA_KNOBS = ("ic_bn", "oc_bn", "reg_n", "unroll_ker", "reg_h", "winograd")
+
+
+def grad_data_forward_conv(in_shapes, attrs):
+    """The forward CONV a conv2d_grad_data runs as (engine/ops/grad_conv.c
+    fwd_prepare): (x shape, w shape, padding) -- dy as x, the weights'
+    channels swapped and turned ([IC, OC, KH, KW]), padding k - 1 - p --
+    or None when it runs as an im2col GEMM (a stride other than 1, or
+    padding of the kernel's size or more)."""
+    dy, w = (tuple(s) for s in in_shapes[:2])
+    (sh, sw), (ph, pw) = attrs["stride"], attrs["padding"]
+    oc, ic, kh, kw = w
+    if (sh, sw) != (1, 1) or ph >= kh or pw >= kw:
+        return None
+    return dy, (ic, oc, kh, kw), (kh - 1 - ph, kw - 1 - pw)
+
+
+def grad_data_knobs(in_shapes, attrs):
+    """Legal values of each knob of a conv2d_grad_data (its forward CONV's),
+    or None when it has none (grad_data_forward_conv)."""
+    fwd = grad_data_forward_conv(in_shapes, attrs)
+    if fwd is None:
+        return None
+    from hwtune.graph.ops.conv import conv2d_knobs
+    x, w, pad = fwd
+    return conv2d_knobs([x, w], {"layout": "NCHW", "stride": (1, 1), "padding": pad,
+                                 "padding_end": None, "dilation": (1, 1),
+                                 "ic_bn": None, "oc_bn": None})
+
+
+def _check_grad_data_knobs(in_shapes, attrs):
+    given = [k for k in GRAD_DATA_KNOBS if attrs.get(k) is not None]
+    if not given:
+        return
+    legal = grad_data_knobs(in_shapes, attrs)
+    if legal is None:
+        raise OpError("CONV template knobs apply to a stride-1 data gradient with padding "
+                      "smaller than the kernel only (this one runs as an im2col GEMM)",
+                      f"attrs.{given[0]}")
+    for key in given:
+        if attrs[key] not in legal[key]:
+            raise OpError(f"{attrs[key]} is not legal here (legal: "
+                          f"{', '.join(map(str, legal[key]))})", f"attrs.{key}")
 
 
 def conv2d_grad_data_nchw(dy, w, stride, padding, size):
@@ -208,8 +257,23 @@ register(OpSpec(
     lambda a, at, n: [conv2d_grad_data_nchw(a[0], a[1], at["stride"], at["padding"],
                                             at["input_size"])],
     lambda ins, outs, at: 2 * numel(ins[0]) * ins[1][1] * ins[1][2] * ins[1][3],
-    attrs=_CONV_ATTRS + [Attr("input_size", "pair", minimum=1, doc="the conv input's [H, W]")],
-    doc="NCHW conv2d data gradient: dx [N, IC, H, W] from dy and w [OC, IC, KH, KW]"))
+    attrs=_CONV_ATTRS + [Attr("input_size", "pair", minimum=1, doc="the conv input's [H, W]"),
+                         Attr("ic_bn", "int", None, minimum=1,
+                              doc="CONV template knob of the stride-1 data gradient's forward "
+                                  "CONV (dy as x, weights [IC, OC, KH, KW]): its input-channel "
+                                  "block (divides OC)"),
+                         Attr("oc_bn", "int", None, minimum=1,
+                              doc="its output-channel block (divides IC)"),
+                         Attr("reg_n", "int", None, minimum=1,
+                              doc="its output columns per register block"),
+                         Attr("unroll_ker", "bool", None, doc="unroll its kernel-width loop"),
+                         Attr("reg_h", "int", None, minimum=1,
+                              doc="its output rows per register block (1 or 2)"),
+                         Attr("winograd", "int", None, minimum=0,
+                              doc="0: the direct template; 2: Winograd F(2x2, 3x3), whatever "
+                                  "the per-run size rule would pick")],
+    doc="NCHW conv2d data gradient: dx [N, IC, H, W] from dy and w [OC, IC, KH, KW]; at "
+        "stride 1 it runs as the forward CONV of dy (the CONV template's knobs as conv2d's)"))
 
 register(OpSpec(
     "conv2d_grad_weight", ("x", "dy"), 2, 2, _grad_weight_infer,

@@ -1,0 +1,141 @@
+"""Backward CONVs in the CONV search (issue #15): a training step's stride-1
+conv2d_grad_data runs as the forward CONV of dy, so its workload is that
+CONV's (tuned once when a forward conv of the step has the same shapes),
+tune-graph --train tunes it, and a run applies the tuned knobs to it with the
+forward ops' sources."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from hwtune.db import ResultsDB
+from hwtune import machine
+from hwtune.engine.config import EngineConfig
+from hwtune.engine.runner import open_engine
+from hwtune.graph.autodiff import TrainSpec, training_graph
+from hwtune.graph.generators.builder import Builder
+from hwtune.graph.passes.layout import apply_op_params
+from hwtune.graph.reference import run_reference
+from hwtune.native.isa import selected_isa
+from hwtune.tuners import conv_knobs
+from hwtune.tuners import conv_local as cl
+
+ISA = selected_isa()
+GRAD_B = "grad/B/conv2d_grad_data"
+
+
+def two_convs():
+    """x -> A (8->8, 3x3, no bias) -> relu -> B (8->8): B's data gradient is
+    a forward CONV of A's and B's shapes; A needs none (x is an input)."""
+    b = Builder("two-convs")
+    t = b.input("x", (2, 8, 6, 6))
+    t = b.op("A", "conv2d", [t, b.param("A.w", (8, 8, 3, 3))], stride=[1, 1], padding=[1, 1])
+    t = b.op("A.relu", "relu", [t])
+    t = b.op("B", "conv2d", [t, b.param("B.w", (8, 8, 3, 3))], stride=[1, 1], padding=[1, 1])
+    b.output(t)
+    return b.build()
+
+
+def step():
+    return training_graph(two_convs(), TrainSpec(loss="mse"))
+
+
+def op(graph, name):
+    return next(o for o in graph.ops if o.name == name)
+
+
+def test_a_data_gradient_is_its_forward_conv_and_shares_its_workload():
+    g = step()
+    assert [o.name for o in g.ops if o.op == "conv2d_grad_data"] == [GRAD_B]
+    wl = cl.conv_workload(g, op(g, GRAD_B))
+    assert (wl.x_shape, wl.w_shape, wl.stride, wl.pad) == ((2, 8, 6, 6), (8, 8, 3, 3),
+                                                          (1, 1), (1, 1))
+    assert wl.per_run_weights and "per_run" in wl.key
+    # the step's weights are inputs: its forward CONVs pack them per run too
+    groups = cl.workload_groups(g)
+    assert len(groups) == 1
+    (_, names), = groups.values()
+    assert sorted(names) == ["A", "B", GRAD_B]
+    # a forward pass's params are not per run: another workload
+    assert cl.conv_workload(two_convs(), op(two_convs(), "A")).key != wl.key
+
+
+def test_strided_data_gradients_have_no_knobs():
+    b = Builder("strided")
+    t = b.input("x", (2, 4, 8, 8))
+    t = b.op("A", "conv2d", [t, b.param("A.w", (4, 4, 3, 3))], stride=[1, 1], padding=[1, 1])
+    t = b.op("B", "conv2d", [t, b.param("B.w", (8, 4, 3, 3))], stride=[2, 2], padding=[1, 1])
+    b.output(t)
+    g = training_graph(b.build(), TrainSpec(loss="mse"))
+    grad = op(g, "grad/B/conv2d_grad_data")
+    assert not cl.tuned_op(g, grad)
+    assert all(grad.name not in names for _, names in cl.workload_groups(g).values())
+    with pytest.raises(Exception, match="im2col GEMM"):
+        apply_op_params(g, {grad.name: {"reg_n": 2}})
+
+
+def test_tuned_knobs_reach_the_data_gradient_and_keep_the_step_exact(db, host):
+    g = step()
+    wl = cl.conv_workload(g, op(g, GRAD_B))
+    knobs = wl.knobs(ISA)
+    tuned = {k: v[0] for k, v in knobs.items()}
+    tuned.update(ic_bn=4, oc_bn=2, reg_n=knobs["reg_n"][-1], unroll_ker=1, reg_h=2, winograd=0)
+    db.put_tuned(host, tuner=cl.TUNER, subject=wl.key, isa=ISA, threads=1, search="grid",
+                 best_params=tuned, best_s=1e-4, trials=3)
+    k = conv_knobs.choose(db, host, g, {}, threads=1, params_threads=None, isa=ISA)
+    assert k.sources == {"A": "tuned@1t", "B": "tuned@1t", GRAD_B: "tuned@1t"}
+    assert k.op_params[GRAD_B]["layout"] == "NCHW"
+    cfg = EngineConfig(executors=1, threads=1, scheduler="sequential")
+    new, run_graph, _ = conv_knobs.for_run(db, host, g, cfg, params_threads=None, isa=ISA)
+    attrs = op(run_graph, GRAD_B).attrs
+    assert {key: attrs[key] for key in ("ic_bn", "oc_bn", "reg_h", "winograd")} == \
+        {"ic_bn": 4, "oc_bn": 2, "reg_h": 2, "winograd": 0}
+    want = run_reference(g)
+    eng = open_engine(run_graph, new)
+    try:
+        eng.run()
+        got = eng.outputs()
+    finally:
+        eng.close()
+    for name, ref in want.items():
+        scale = float(np.max(np.abs(ref))) or 1.0
+        assert float(np.max(np.abs(got[name] - ref))) <= 1e-4 * scale, name
+
+
+def hwtune(*args, db):
+    return subprocess.run([sys.executable, "-m", "hwtune.cli.main", *args, "--db", str(db)],
+                          capture_output=True, text=True, timeout=600)
+
+
+def test_tune_graph_train_tunes_the_data_gradient_and_run_uses_it(tmp_path):
+    model = tmp_path / "two.json"
+    model.write_text(json.dumps(two_convs().to_json()))
+    path = tmp_path / "results.db"
+    args = ("tune-graph", str(model), "--train", "--loss", "mse", "--only", "conv",
+            "--search", "grid", "--trials", "3", "--reps", "1", "--json")
+    ok = hwtune(*args, db=path)
+    assert ok.returncode == 0, ok.stderr
+    g = step()
+    key = cl.conv_workload(g, op(g, GRAD_B)).key
+    with ResultsDB.open(str(path)) as d:
+        rows = d._query("SELECT subject, threads FROM tuned_subjects WHERE tuner = 'conv'", [])
+        trials = d._query("SELECT count(*) AS n FROM tuning_trials WHERE tuner = 'conv'",
+                          [])[0]["n"]
+    assert [r["subject"] for r in rows] == [key]
+    threads = rows[0]["threads"]
+    ran = hwtune("run", str(model), "--train", "--loss", "mse", "--threads", str(threads),
+                 "--iterations", "1", "--check", "--json", db=path)
+    assert ran.returncode == 0, ran.stderr
+    out = json.loads(ran.stdout)
+    assert out["check"]["ok"]
+    assert out["conv_knobs"]["sources"][GRAD_B] == f"tuned@{threads}t"
+    # a rerun measures nothing again
+    again = hwtune(*args, db=path)
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["stages"]["conv"]["measured"] == 0
+    with ResultsDB.open(str(path)) as d:
+        assert d._query("SELECT count(*) AS n FROM tuning_trials WHERE tuner = 'conv'",
+                        [])[0]["n"] == trials
