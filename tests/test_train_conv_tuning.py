@@ -21,6 +21,7 @@ from hwtune.graph.passes.layout import apply_op_params
 from hwtune.graph.reference import run_reference
 from hwtune.native.isa import selected_isa
 from hwtune.tuners import conv_knobs
+from hwtune.tuners import conv_grad_weight as cl_gw
 from hwtune.tuners import conv_local as cl
 
 ISA = selected_isa()
@@ -85,14 +86,25 @@ def test_tuned_knobs_reach_the_data_gradient_and_keep_the_step_exact(db, host):
     tuned.update(ic_bn=4, oc_bn=2, reg_n=knobs["reg_n"][-1], unroll_ker=1, reg_h=2, winograd=0)
     db.put_tuned(host, tuner=cl.TUNER, subject=wl.key, isa=ISA, threads=1, search="grid",
                  best_params=tuned, best_s=1e-4, trials=3)
+    gw = cl_gw.workload(g, op(g, "B.w.grad"))
+    gw_tuned = {"winograd": 2, "units": 4, "tile_cols": 256, "chunk_tiles": 32}
+    assert gw.canonical(gw_tuned) == gw_tuned != gw.default_params()
+    db.put_tuned(host, tuner=cl_gw.TUNER, subject=gw.key, isa=ISA, threads=1, search="grid",
+                 best_params=gw_tuned, best_s=1e-4, trials=3)
     k = conv_knobs.choose(db, host, g, {}, threads=1, params_threads=None, isa=ISA)
-    assert k.sources == {"A": "tuned@1t", "B": "tuned@1t", GRAD_B: "tuned@1t"}
+    # A.w.grad and B.w.grad share a workload (the same x and dy shapes)
+    assert k.sources == {"A": "tuned@1t", "B": "tuned@1t", GRAD_B: "tuned@1t",
+                         "A.w.grad": "tuned@1t", "B.w.grad": "tuned@1t"}
+    assert conv_knobs.choose(db, host, g, {}, threads=2, params_threads=None,
+                             isa=ISA).sources["B.w.grad"] == "tuned@1t(nearest)"
     assert k.op_params[GRAD_B]["layout"] == "NCHW"
     cfg = EngineConfig(executors=1, threads=1, scheduler="sequential")
     new, run_graph, _ = conv_knobs.for_run(db, host, g, cfg, params_threads=None, isa=ISA)
     attrs = op(run_graph, GRAD_B).attrs
     assert {key: attrs[key] for key in ("ic_bn", "oc_bn", "reg_h", "winograd")} == \
         {"ic_bn": 4, "oc_bn": 2, "reg_h": 2, "winograd": 0}
+    for name in ("A.w.grad", "B.w.grad"):
+        assert {key: op(run_graph, name).attrs[key] for key in gw_tuned} == gw_tuned
     want = run_reference(g)
     eng = open_engine(run_graph, new)
     try:
@@ -126,12 +138,21 @@ def test_tune_graph_train_tunes_the_data_gradient_and_run_uses_it(tmp_path):
                           [])[0]["n"]
     assert [r["subject"] for r in rows] == [key]
     threads = rows[0]["threads"]
+    gw_keys = sorted(cl_gw.workload_groups(g))
+    with ResultsDB.open(str(path)) as d:
+        gw_rows = d._query("SELECT subject FROM tuned_subjects WHERE tuner = ?", [cl_gw.TUNER])
+        gw_trials = d._query("SELECT count(*) AS n FROM tuning_trials WHERE tuner = ?",
+                             [cl_gw.TUNER])[0]["n"]
+    assert sorted(r["subject"] for r in gw_rows) == gw_keys and gw_trials >= 2
     ran = hwtune("run", str(model), "--train", "--loss", "mse", "--threads", str(threads),
                  "--iterations", "1", "--check", "--json", db=path)
     assert ran.returncode == 0, ran.stderr
     out = json.loads(ran.stdout)
     assert out["check"]["ok"]
     assert out["conv_knobs"]["sources"][GRAD_B] == f"tuned@{threads}t"
+    grads = [o.name for o in g.ops if o.op == "conv2d_grad_weight"]
+    assert len(grads) == 2
+    assert all(out["conv_knobs"]["sources"][n] == f"tuned@{threads}t" for n in grads)
     # a rerun measures nothing again
     again = hwtune(*args, db=path)
     assert again.returncode == 0, again.stderr
@@ -139,3 +160,63 @@ def test_tune_graph_train_tunes_the_data_gradient_and_run_uses_it(tmp_path):
     with ResultsDB.open(str(path)) as d:
         assert d._query("SELECT count(*) AS n FROM tuning_trials WHERE tuner = 'conv'",
                         [])[0]["n"] == trials
+        assert d._query("SELECT count(*) AS n FROM tuning_trials WHERE tuner = ?",
+                        [cl_gw.TUNER])[0]["n"] == gw_trials
+
+
+def test_the_weight_gradient_knob_attributes_are_the_c_declaration():
+    from hwtune.graph.ops.train import GRAD_WEIGHT_KNOBS
+    from hwtune.native import grad_conv
+    assert grad_conv.knob_names() == GRAD_WEIGHT_KNOBS
+    legal = grad_conv.knobs((2, 8, 6, 6), (8, 8, 3, 3), stride=1, pad=1)
+    assert set(legal) == set(GRAD_WEIGHT_KNOBS) and legal["winograd"] == [0, 2]
+    assert grad_conv.knobs((2, 8, 6, 6), (8, 8, 3, 3), stride=2, pad=1)["winograd"] == [0]
+    # the default is today's rule: Winograd from 32 channels each side
+    assert grad_conv.default_params((2, 8, 6, 6), (8, 8, 3, 3), stride=1, pad=1)["winograd"] == 0
+    assert grad_conv.default_params((2, 32, 6, 6), (32, 32, 3, 3), stride=1,
+                                    pad=1)["winograd"] == 2
+
+
+def gw_workload():
+    g = step()
+    return cl_gw.workload(g, next(o for o in g.ops if o.op == "conv2d_grad_weight"))
+
+
+def test_weight_gradient_space_has_one_point_per_distinct_run():
+    wl = gw_workload()
+    space = wl.space()
+    points = list(space.points())
+    assert wl.default_params() in points
+    # Winograd points never vary the im2col tile, im2col points never the chunk
+    default = wl.default_params()
+    for p in points:
+        if p["winograd"]:
+            assert p["tile_cols"] == default["tile_cols"]
+        else:
+            assert p["chunk_tiles"] == default["chunk_tiles"]
+    assert len(points) == 3 * 5 + 3 * 5
+
+
+def test_a_wrong_weight_gradient_is_stored_as_a_wrong_answer(db, host):
+    from hwtune.tuners.loop import TrialStore, run_search
+    from hwtune.tuners.search import OK, WRONG_ANSWER, make_search
+
+    def corrupt(dw):
+        dw.flat[dw.size // 2] += 0.5
+
+    wl = gw_workload()
+    run = db.start_run(host, "tune", {})
+    st = TrialStore(db, run, host, tuner=cl_gw.TUNER, subject=wl.key, isa=ISA, threads=1)
+    m = cl_gw.GradWeightMeasure(wl, threads=1, isa=ISA, reps=2, min_sample_s=2e-4,
+                                check_hook=corrupt)
+    try:
+        res = run_search(make_search("grid", wl.space(), max_trials=4), m, st)
+        rows = db.trials(host, tuner=cl_gw.TUNER, subject=wl.key)
+        assert len(rows) == 4 and {r["status"] for r in rows} == {WRONG_ANSWER}
+        assert all("max abs error" in r["note"] for r in rows)
+        assert res.best_params is None
+        # the real kernel passes the same check
+        m.check_hook = None
+        assert all(m(r["params"]).status == OK for r in rows)
+    finally:
+        m.close()

@@ -295,3 +295,56 @@ def test_a_set_winograd_knob_overrides_the_per_run_rule_on_a_forward_conv(isa):
         assert float(np.abs(got - want).max()) <= 1e-5 * float(np.abs(want).max())
         plans[wino] = ws["op"]
     assert plans[0] != plans[2]
+
+
+# The weight gradient's knobs (hwtune/grad_conv.h): x [3, 33, 9, 7], dy
+# [3, 40, 9, 7], 3x3, padding 1 (Winograd legal; 9 images' tiles chunked
+# with a shorter last chunk at chunk_tiles 32), and a strided 7x2 one (im2col
+# only).
+GW_CASES = [
+    ([(3, 33, 9, 7), (3, 40, 9, 7)], {"padding": 1, "kernel": 3}),
+    ([(3, 3, 23, 20), (3, 8, 10, 7)], {"stride": [2, 3], "kernel": [7, 2], "padding": [1, 0]}),
+]
+GW_KNOBS = [
+    {},
+    {"winograd": 0, "units": 1, "tile_cols": 64},
+    {"winograd": 0, "units": 4, "tile_cols": 1024},
+    {"winograd": 2, "units": 1, "chunk_tiles": 32},
+    {"winograd": 2, "units": 4, "chunk_tiles": 512},
+]
+
+
+@pytest.mark.parametrize("isa", supported_isas())
+@pytest.mark.parametrize("case", GW_CASES, ids=["3x3", "7x2-strided"])
+def test_weight_gradient_knobs_shape_the_plan_and_keep_the_result(case, isa):
+    shapes, geo = case
+    rng = np.random.default_rng(15)
+    inputs = {f"x{i}": rng.uniform(-1, 1, s).astype(np.float32) for i, s in enumerate(shapes)}
+    want = run_reference(model("conv2d_grad_weight", shapes, geo, 1), inputs=inputs)["y0"]
+    scale = float(np.abs(want).max())
+    plans = {}
+    for i, knobs in enumerate(GW_KNOBS):
+        if knobs.get("winograd") and "stride" in geo:
+            continue
+        g = model("conv2d_grad_weight", shapes, dict(geo, **knobs), 1)
+        for nth in (1, 2, 3):
+            ws = {}
+            got = run_ops(g, nth=nth, isa=isa, inputs=inputs, workspace=ws)["y0"]
+            assert float(np.abs(got - want).max()) / scale <= 1e-5, (knobs, nth)
+        plans[i] = ws["op"]
+    # units and tile sizes size the per-share buffers
+    assert plans[1] != plans[2]
+    if "stride" not in geo:
+        assert len({plans[0], plans[1], plans[3], plans[4]}) == 4
+
+
+def test_bad_weight_gradient_knobs_are_refused():
+    shapes, geo = GW_CASES[1]
+    with pytest.raises(Exception, match="attrs.winograd: 2 is not legal here"):
+        model("conv2d_grad_weight", shapes, dict(geo, winograd=2), 1)
+    with pytest.raises(Exception, match="attrs.tile_cols: 100 is not legal here"):
+        model("conv2d_grad_weight", shapes, dict(geo, tile_cols=100), 1)
+    g = model("conv2d_grad_weight", shapes, dict(geo, units=2), 1)
+    g.ops[0].resolved["units"] = 3  # past validation, as a stale lowered graph could be
+    with pytest.raises(Exception, match="weight gradient knob units=3 is not legal"):
+        run_ops(g, nth=1)

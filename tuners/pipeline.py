@@ -351,6 +351,49 @@ def _stage_conv(ctx: TuneContext, graph, cfg: EngineConfig, report: StageReport,
     those counts; they do not change this config)."""
     params, why = _conv_team(ctx, graph, cfg, report, limits)
     why += _conv_other_threads(ctx, graph, cfg, report, limits, other_threads)
+    if is_training_graph(graph):
+        gw, more = _conv_grad_weight(ctx, graph, cfg, report, other_threads)
+        params.update(gw)
+        why += more
+    return params, why
+
+
+def _conv_grad_weight(ctx: TuneContext, graph, cfg: EngineConfig, report: StageReport,
+                      other_threads: Sequence[int]) -> Tuple[Dict[str, dict], List[str]]:
+    """A training step's weight gradients: their own knobs (the C op's
+    declaration) per workload at the team's thread count, the config's
+    op_params, and at other_threads (stored for runs at those counts)."""
+    from hwtune.tuners import conv_grad_weight as cgw
+
+    n_wl = len(cgw.workload_groups(graph))
+    if not n_wl:
+        return {}, []
+    params: Dict[str, dict] = {}
+    why = []
+    for t in [cfg.threads] + [t for t in other_threads if t != cfg.threads]:
+        if ctx.out_of_time():
+            why.append(f"conv: weight gradients not tuned at {t} thread(s): the budget ran "
+                       "out (a rerun resumes)")
+            continue
+        ctx.progress("conv", f"weight gradient search ({ctx.search}) at {t} thread(s)")
+        got = cgw.tune_grad_weight_workloads(ctx, graph, threads=t, pin=cfg.pinned,
+                                             progress=lambda m: ctx.progress("conv", m))
+        seen = {c.workload_key: c for c in got.values()}.values()
+        report.trials += sum(c.trials for c in seen)
+        measured = sum(c.measured for c in seen)
+        report.measured += measured
+        report.reused += sum(c.trials for c in seen) - measured
+        if t == cfg.threads:
+            params = {name: dict(c.params) for name, c in got.items()}
+            default_s = sum(c.default_seconds for c in seen
+                            if c.default_seconds == c.default_seconds)
+            tuned_s = sum(c.seconds for c in seen)
+            why.append(f"conv: {len(seen)} of {n_wl} weight gradient workload(s) tuned at "
+                       f"{t} thread(s): {default_s * 1e3:.2f} ms with default knobs -> "
+                       f"{tuned_s * 1e3:.2f} ms tuned (sum over workloads)")
+        else:
+            why.append(f"conv: {len(seen)} of {n_wl} weight gradient workload(s) tuned at "
+                       f"{t} thread(s) too (stored for runs at {t} thread(s) per executor)")
     return params, why
 
 

@@ -228,7 +228,40 @@ def _grad_weight_infer(in_shapes, attrs, n_out):
     if (dy[0], dy[2], dy[3]) != (x[0], oh, ow) or oh < 1 or ow < 1:
         raise OpError(f"dy {show_shape(dy)} is not the output of a {kh}x{kw} conv of "
                       f"x {show_shape(x)}", "inputs[1]")
+    _check_grad_weight_knobs(in_shapes, attrs)
     return [w_shape]
+
+
+# The weight gradient's tunables, declared by the C op (hwtune/grad_conv.h:
+# names, legal values, default); tests/test_train_conv_tuning.py checks that
+# these attribute names are the C declaration's.
+GRAD_WEIGHT_KNOBS = ("winograd", "units", "tile_cols", "chunk_tiles")
+
+
+def grad_weight_conv(in_shapes, attrs):
+    """(x shape, w shape, stride, padding) of the forward conv whose weight
+    gradient this is."""
+    x, dy = (tuple(s) for s in in_shapes[:2])
+    kh, kw = attrs["kernel"]
+    return x, (dy[1], x[1], kh, kw), tuple(attrs["stride"]), tuple(attrs["padding"])
+
+
+def grad_weight_knobs(in_shapes, attrs):
+    """Legal values of each weight gradient knob for this op (C's declaration)."""
+    from hwtune.native import grad_conv  # loads the C library on first use
+    x, w, stride, pad = grad_weight_conv(in_shapes, attrs)
+    return grad_conv.knobs(x, w, stride=stride, pad=pad)
+
+
+def _check_grad_weight_knobs(in_shapes, attrs):
+    given = [k for k in GRAD_WEIGHT_KNOBS if attrs.get(k) is not None]
+    if not given:
+        return
+    legal = grad_weight_knobs(in_shapes, attrs)
+    for key in given:
+        if attrs[key] not in legal[key]:
+            raise OpError(f"{attrs[key]} is not legal here (legal: "
+                          f"{', '.join(map(str, legal[key]))})", f"attrs.{key}")
 
 
 def conv2d_grad_weight_nchw(x, dy, stride, padding, kernel):
@@ -280,8 +313,19 @@ register(OpSpec(
     lambda a, at, n: [conv2d_grad_weight_nchw(a[0], a[1], at["stride"], at["padding"],
                                               at["kernel"])],
     lambda ins, outs, at: 2 * numel(ins[1]) * ins[0][1] * at["kernel"][0] * at["kernel"][1],
-    attrs=_CONV_ATTRS + [Attr("kernel", "pair", minimum=1, doc="the weights' [KH, KW]")],
-    doc="NCHW conv2d weight gradient: dw [OC, IC, KH, KW] from x and dy"))
+    attrs=_CONV_ATTRS + [Attr("kernel", "pair", minimum=1, doc="the weights' [KH, KW]"),
+                         Attr("winograd", "int", None, minimum=0,
+                              doc="0: an im2col GEMM; 2: Winograd F(2x2, 3x3) (3x3, stride 1)"),
+                         Attr("units", "int", None, minimum=1,
+                              doc="channel blocks per thread (1, 2 or 4)"),
+                         Attr("tile_cols", "int", None, minimum=1,
+                              doc="at most this many output columns per im2col tile (whole "
+                                  "rows; 64 to 1024)"),
+                         Attr("chunk_tiles", "int", None, minimum=1,
+                              doc="at least this many 2x2 tiles per Winograd GEMM chunk "
+                                  "(whole images; 32 to 512)")],
+    doc="NCHW conv2d weight gradient: dw [OC, IC, KH, KW] from x and dy; its knobs "
+        "(legal values declared by the C op, hwtune/grad_conv.h) tuned by tune-graph --train"))
 
 
 def _pool_grad_infer(in_shapes, attrs, n_out):

@@ -23,7 +23,7 @@ from hwtune.errors import UsageError
 from hwtune.graph.errors import GraphError
 from hwtune.graph.model import Graph, Op
 from hwtune.graph.ops.conv import conv2d_knobs
-from hwtune.graph.ops.train import grad_data_knobs
+from hwtune.graph.ops.train import grad_data_knobs, grad_weight_knobs
 from hwtune.graph.passes.layout_rules import conv_blocks, layout_name, op_layout
 # The template knobs, as the C template declares them (hwt_conv_params).
 from hwtune.native.conv import KNOBS
@@ -65,11 +65,14 @@ def check_op_params(graph: Graph, op_params: Dict[str, dict]) -> Dict[str, dict]
         op = by_name.get(name)
         if op is None:
             raise UsageError(f'{where}: no op named "{name}" in {graph.name}')
-        if op.op not in ("conv2d", "conv2d_grad_data"):
-            raise UsageError(f'{where}: "{name}" is a {op.op}, only conv2d ops (and stride-1 '
-                             "conv2d_grad_data) take layout params")
+        if op.op not in ("conv2d", "conv2d_grad_data", "conv2d_grad_weight"):
+            raise UsageError(f'{where}: "{name}" is a {op.op}, only conv2d ops (and their '
+                             "gradients) take layout params")
         if not isinstance(params, dict):
             raise UsageError(f"{where}: must be a dict of {', '.join(_PARAM_KEYS)}")
+        if op.op == "conv2d_grad_weight":
+            out[name] = _check_grad_weight(graph, op, where, params)
+            continue
         unknown = sorted(set(params) - set(_PARAM_KEYS))
         if unknown:
             raise UsageError(f'{where}: unknown key "{unknown[0]}" (known: '
@@ -107,6 +110,19 @@ def check_op_params(graph: Graph, op_params: Dict[str, dict]) -> Dict[str, dict]
                                  f"(legal: {shown})")
         out[name] = p
     return out
+
+
+def _check_grad_weight(graph: Graph, op: Op, where: str, params: dict) -> dict:
+    """A conv2d_grad_weight's knobs (its own, declared by the C op): every
+    given value legal."""
+    legal = grad_weight_knobs([graph.shapes[t] for t in op.inputs], op.resolved)
+    for key, v in params.items():
+        if key not in legal:
+            raise UsageError(f'{where}: unknown key "{key}" (known: {", ".join(legal)})')
+        if not _is_int(v) or v not in legal[key]:
+            raise UsageError(f"{where}: {key}={v!r} is not legal for this weight gradient "
+                             f"(legal: {', '.join(map(str, legal[key]))})")
+    return dict(params)
 
 
 class _Rewriter:
@@ -169,10 +185,10 @@ class _Rewriter:
             op = self.g.ops[i]
             if op.name in op_params and op.op == "conv2d":
                 inputs, attrs, block = self.conv(op, op_params[op.name])
-            elif op.name in op_params:  # conv2d_grad_data: NCHW, knobs as attributes
+            elif op.name in op_params:  # a CONV gradient: NCHW, knobs as attributes
                 inputs, attrs, block = self.other(op)
                 attrs.update({k: v for k, v in op_params[op.name].items()
-                              if k in KNOBS and v is not None})
+                              if k != "layout" and v is not None})
             else:
                 inputs, attrs, block = self.other(op)
             stored = [f"{t}@{layout_name(block).lower()}" if block and t in outputs else t
