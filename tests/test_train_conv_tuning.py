@@ -21,7 +21,7 @@ from hwtune.graph.passes.layout import apply_op_params
 from hwtune.graph.reference import run_reference
 from hwtune.native.isa import selected_isa
 from hwtune.tuners import conv_knobs
-from hwtune.tuners import conv_grad_weight as cl_gw
+from hwtune.tuners import conv_grad as cl_gw
 from hwtune.tuners import conv_local as cl
 
 ISA = selected_isa()
@@ -64,7 +64,7 @@ def test_a_data_gradient_is_its_forward_conv_and_shares_its_workload():
     assert cl.conv_workload(two_convs(), op(two_convs(), "A")).key != wl.key
 
 
-def test_strided_data_gradients_have_no_knobs():
+def test_strided_data_gradients_take_their_own_im2col_knobs(db, host):
     b = Builder("strided")
     t = b.input("x", (2, 4, 8, 8))
     t = b.op("A", "conv2d", [t, b.param("A.w", (4, 4, 3, 3))], stride=[1, 1], padding=[1, 1])
@@ -72,10 +72,23 @@ def test_strided_data_gradients_have_no_knobs():
     b.output(t)
     g = training_graph(b.build(), TrainSpec(loss="mse"))
     grad = op(g, "grad/B/conv2d_grad_data")
-    assert not cl.tuned_op(g, grad)
+    assert not cl.tuned_op(g, grad) and cl_gw.has_own_knobs(g, grad)
     assert all(grad.name not in names for _, names in cl.workload_groups(g).values())
-    with pytest.raises(Exception, match="im2col GEMM"):
+    wl = cl_gw.workload(g, grad)
+    assert wl.tuner == "conv-grad-data" and wl.out_shape == (2, 4, 8, 8)
+    assert set(wl.knobs()) == {"units", "tile_cols"}
+    assert grad.name in cl_gw.workload_groups(g)[wl.key][1]
+    with pytest.raises(Exception, match="reg_n"):
         apply_op_params(g, {grad.name: {"reg_n": 2}})
+    with pytest.raises(Exception, match="units=3 is not legal"):
+        apply_op_params(g, {grad.name: {"units": 3}})
+    run_graph = apply_op_params(g, {grad.name: {"units": 4, "tile_cols": 64}})
+    assert op(run_graph, grad.name).attrs["units"] == 4
+    db.put_tuned(host, tuner=wl.tuner, subject=wl.key, isa=ISA, threads=2, search="grid",
+                 best_params={"units": 1, "tile_cols": 128}, best_s=1e-4, trials=3)
+    k = conv_knobs.choose(db, host, g, {}, threads=2, params_threads=None, isa=ISA)
+    assert k.sources[grad.name] == "tuned@2t"
+    assert k.op_params[grad.name] == {"units": 1, "tile_cols": 128}
 
 
 def test_tuned_knobs_reach_the_data_gradient_and_keep_the_step_exact(db, host):
@@ -207,7 +220,7 @@ def test_a_wrong_weight_gradient_is_stored_as_a_wrong_answer(db, host):
     wl = gw_workload()
     run = db.start_run(host, "tune", {})
     st = TrialStore(db, run, host, tuner=cl_gw.TUNER, subject=wl.key, isa=ISA, threads=1)
-    m = cl_gw.GradWeightMeasure(wl, threads=1, isa=ISA, reps=2, min_sample_s=2e-4,
+    m = cl_gw.GradConvMeasure(wl, threads=1, isa=ISA, reps=2, min_sample_s=2e-4,
                                 check_hook=corrupt)
     try:
         res = run_search(make_search("grid", wl.space(), max_trials=4), m, st)

@@ -348,3 +348,34 @@ def test_bad_weight_gradient_knobs_are_refused():
     g.ops[0].resolved["units"] = 3  # past validation, as a stale lowered graph could be
     with pytest.raises(Exception, match="weight gradient knob units=3 is not legal"):
         run_ops(g, nth=1)
+
+
+@pytest.mark.parametrize("isa", supported_isas())
+def test_im2col_data_gradient_knobs_shape_the_plan_and_keep_the_result(isa):
+    """A stride-2 data gradient (the im2col GEMM and col2im): its units
+    and tile_cols knobs."""
+    shapes, geo = [(2, 16, 16, 16), (16, 12, 3, 3)], {"stride": 2, "padding": 1,
+                                                      "input_size": 32}
+    rng = np.random.default_rng(16)
+    inputs = {f"x{i}": rng.uniform(-1, 1, s).astype(np.float32) for i, s in enumerate(shapes)}
+    want = run_reference(model("conv2d_grad_data", shapes, geo, 1), inputs=inputs)["y0"]
+    scale = float(np.abs(want).max())
+    plans = []
+    for knobs in ({}, {"units": 1, "tile_cols": 64}, {"units": 4, "tile_cols": 1024}):
+        g = model("conv2d_grad_data", shapes, dict(geo, **knobs), 1)
+        for nth in (1, 2, 3):
+            ws = {}
+            got = run_ops(g, nth=nth, isa=isa, inputs=inputs, workspace=ws)["y0"]
+            assert float(np.abs(got - want).max()) / scale <= 1e-5, (knobs, nth)
+        plans.append(ws["op"])
+    assert len(set(plans)) == 3
+
+
+def test_im2col_knobs_need_an_im2col_data_gradient():
+    with pytest.raises(Exception, match="im2col knobs apply to a data gradient"):
+        _grad_data({"units": 2})
+    g = model("conv2d_grad_data", [(2, 16, 8, 8), (16, 3, 3, 3)],
+              {"stride": 2, "padding": 1, "input_size": 16, "tile_cols": 128}, 1)
+    g.ops[0].resolved["tile_cols"] = 100
+    with pytest.raises(Exception, match="data gradient knob tile_cols=100 is not legal"):
+        run_ops(g, nth=1)

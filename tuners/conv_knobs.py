@@ -33,9 +33,9 @@ dy (engine/ops/grad_conv.c) and take the same template knobs: their
 workload is that forward CONV's (conv_local.conv_workload), chosen here by
 the same rules and reported with the same sources.
 
-Weight gradients (conv2d_grad_weight) take their own knobs, tuned per
-workload and thread count by tuners/conv_grad_weight.py, by the same rules
-(conv_grad_weight.choose).
+Weight gradients (conv2d_grad_weight) and the other data gradients (im2col)
+take knobs of their own, tuned per workload and thread count by
+tuners/conv_grad.py, chosen by the same rules (conv_grad.choose).
 
 Knob names are never listed here: the space is the template's declaration
 (hwt_conv_knobs through ConvWorkload.knobs) and the layout pass's KNOBS.
@@ -185,8 +185,8 @@ def choose(db, host_key: str, graph, op_params: Mapping[str, dict], *, threads: 
                              f"({refused}): ignored, running "
                              + ("default CONV parameters" if src == "default"
                                 else f"the knobs {src}"))
-    from hwtune.tuners import conv_grad_weight
-    gw_params, gw_sources = conv_grad_weight.choose(
+    from hwtune.tuners import conv_grad
+    gw_params, gw_sources = conv_grad.choose(
         db, host_key, graph, threads=threads, isa=isa, op_params=op_params,
         params_threads=params_threads)
     out.op_params.update(gw_params)

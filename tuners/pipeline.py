@@ -352,18 +352,19 @@ def _stage_conv(ctx: TuneContext, graph, cfg: EngineConfig, report: StageReport,
     params, why = _conv_team(ctx, graph, cfg, report, limits)
     why += _conv_other_threads(ctx, graph, cfg, report, limits, other_threads)
     if is_training_graph(graph):
-        gw, more = _conv_grad_weight(ctx, graph, cfg, report, other_threads)
+        gw, more = _conv_grad(ctx, graph, cfg, report, other_threads)
         params.update(gw)
         why += more
     return params, why
 
 
-def _conv_grad_weight(ctx: TuneContext, graph, cfg: EngineConfig, report: StageReport,
-                      other_threads: Sequence[int]) -> Tuple[Dict[str, dict], List[str]]:
-    """A training step's weight gradients: their own knobs (the C op's
-    declaration) per workload at the team's thread count, the config's
-    op_params, and at other_threads (stored for runs at those counts)."""
-    from hwtune.tuners import conv_grad_weight as cgw
+def _conv_grad(ctx: TuneContext, graph, cfg: EngineConfig, report: StageReport,
+               other_threads: Sequence[int]) -> Tuple[Dict[str, dict], List[str]]:
+    """A training step's CONV gradients with knobs of their own (weight
+    gradients, im2col data gradients; the C ops' declarations) per workload
+    at the team's thread count, the config's op_params, and at
+    other_threads (stored for runs at those counts)."""
+    from hwtune.tuners import conv_grad as cgw
 
     n_wl = len(cgw.workload_groups(graph))
     if not n_wl:
@@ -372,11 +373,11 @@ def _conv_grad_weight(ctx: TuneContext, graph, cfg: EngineConfig, report: StageR
     why = []
     for t in [cfg.threads] + [t for t in other_threads if t != cfg.threads]:
         if ctx.out_of_time():
-            why.append(f"conv: weight gradients not tuned at {t} thread(s): the budget ran "
+            why.append(f"conv: CONV gradients not tuned at {t} thread(s): the budget ran "
                        "out (a rerun resumes)")
             continue
-        ctx.progress("conv", f"weight gradient search ({ctx.search}) at {t} thread(s)")
-        got = cgw.tune_grad_weight_workloads(ctx, graph, threads=t, pin=cfg.pinned,
+        ctx.progress("conv", f"CONV gradient search ({ctx.search}) at {t} thread(s)")
+        got = cgw.tune_grad_workloads(ctx, graph, threads=t, pin=cfg.pinned,
                                              progress=lambda m: ctx.progress("conv", m))
         seen = {c.workload_key: c for c in got.values()}.values()
         report.trials += sum(c.trials for c in seen)
@@ -388,11 +389,11 @@ def _conv_grad_weight(ctx: TuneContext, graph, cfg: EngineConfig, report: StageR
             default_s = sum(c.default_seconds for c in seen
                             if c.default_seconds == c.default_seconds)
             tuned_s = sum(c.seconds for c in seen)
-            why.append(f"conv: {len(seen)} of {n_wl} weight gradient workload(s) tuned at "
-                       f"{t} thread(s): {default_s * 1e3:.2f} ms with default knobs -> "
+            why.append(f"conv: {len(seen)} of {n_wl} CONV gradient workload(s) (weight, "
+                       f"im2col data) tuned at {t} thread(s): {default_s * 1e3:.2f} ms with default knobs -> "
                        f"{tuned_s * 1e3:.2f} ms tuned (sum over workloads)")
         else:
-            why.append(f"conv: {len(seen)} of {n_wl} weight gradient workload(s) tuned at "
+            why.append(f"conv: {len(seen)} of {n_wl} CONV gradient workload(s) tuned at "
                        f"{t} thread(s) too (stored for runs at {t} thread(s) per executor)")
     return params, why
 

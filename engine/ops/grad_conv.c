@@ -727,21 +727,95 @@ static int fwd_prepare(hwt_op_ctx *ctx, cg_state *s, char *err, size_t errlen) {
                           2.0 * (double)(s->n * s->oc * s->oh * s->ow * s->ic * s->kh * s->kw));
 }
 
+/* ---- the im2col data gradient's knobs (hwtune/grad_conv.h) ----
+ * units: (image, channel block) units' channel blocks per thread;
+ * tile_cols: at most this many output columns per im2col tile (whole rows).
+ * Only where the data gradient is not a forward CONV (fwd_ok), which takes
+ * the CONV template's knobs instead. */
+static const char *const GD_KNOB_NAMES[HWT_GD_KNOBS] = {"units", "tile_cols"};
+
+const char *hwt_grad_data_knob_name(int i) {
+  return i >= 0 && i < HWT_GD_KNOBS ? GD_KNOB_NAMES[i] : NULL;
+}
+
+static int gd_desc_im2col(const hwt_conv_desc *d) {
+  return gw_desc_ok(d) && !(d->stride_h == 1 && d->stride_w == 1 && d->pad_h < d->R &&
+                            d->pad_w < d->S);
+}
+
+int hwt_grad_data_knobs(const hwt_conv_desc *d, hwt_conv_knob *out) {
+  if (!out || !gd_desc_im2col(d)) return HWT_EINVAL;
+  knob_set(&out[0], GW_UNITS_V, 3);
+  knob_set(&out[1], GW_TILE_COLS_V, 5);
+  return HWT_OK;
+}
+
+int hwt_grad_data_default(const hwt_conv_desc *d, int *v) {
+  if (!v || !gd_desc_im2col(d)) return HWT_EINVAL;
+  v[0] = UNITS_PER_THREAD;
+  v[1] = TILE_COLS;
+  return HWT_OK;
+}
+
+int hwt_grad_data_canonical(const hwt_conv_desc *d, int *v) {
+  hwt_conv_knob k[HWT_GD_KNOBS];
+  if (!v || hwt_grad_data_knobs(d, k) != HWT_OK) return HWT_EINVAL;
+  for (int i = 0; i < HWT_GD_KNOBS; i++) {
+    int ok = 0;
+    for (int j = 0; j < k[i].n; j++) ok |= k[i].v[j] == v[i];
+    if (!ok) return HWT_EINVAL;
+  }
+  return HWT_OK;
+}
+
 static int gd_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   cg_state *s = NULL;
   int st = open_state(ctx, hwt_ops_out(ctx, 0), hwt_ops_in(ctx, 1), hwt_ops_in(ctx, 0),
                       "conv2d_grad_data takes dy and w", &s, err, errlen);
   if (st != HWT_OK) return st;
-  if (fwd_ok(s)) return fwd_prepare(ctx, s, err, errlen);
-  static const char *const knobs[] = {"ic_bn", "oc_bn", "reg_n", "unroll_ker", "reg_h",
-                                      "winograd"};
-  for (size_t i = 0; i < sizeof knobs / sizeof *knobs; i++)
-    if (hwt_ops_knob(ctx, knobs[i]) >= 0) {
+  const int fwd = fwd_ok(s);
+  static const char *const conv_knobs[] = {"ic_bn", "oc_bn", "reg_n", "unroll_ker", "reg_h",
+                                           "winograd"};
+  for (size_t i = 0; !fwd && i < sizeof conv_knobs / sizeof *conv_knobs; i++)
+    if (hwt_ops_knob(ctx, conv_knobs[i]) >= 0) {
       free(s);
       return hwt_ops_fail(err, errlen, ctx,
                           "CONV template knobs apply to a stride-1 data gradient only (this "
                           "one runs as an im2col GEMM)");
     }
+  for (int i = 0; fwd && i < HWT_GD_KNOBS; i++)
+    if (hwt_ops_knob(ctx, GD_KNOB_NAMES[i]) >= 0) {
+      free(s);
+      return hwt_ops_fail(err, errlen, ctx,
+                          "im2col knobs apply to a data gradient that is not a forward CONV "
+                          "(this one is: it takes the CONV template's knobs)");
+    }
+  if (fwd) return fwd_prepare(ctx, s, err, errlen);
+  hwt_conv_desc d = {0};
+  d.N = (int)s->n, d.C = (int)s->ic, d.H = (int)s->h, d.W = (int)s->w;
+  d.K = (int)s->oc, d.R = (int)s->kh, d.S = (int)s->kw;
+  d.stride_h = (int)s->sh, d.stride_w = (int)s->sw, d.pad_h = (int)s->ph, d.pad_w = (int)s->pw;
+  hwt_conv_knob k[HWT_GD_KNOBS];
+  int v[HWT_GD_KNOBS];
+  hwt_grad_data_knobs(&d, k);
+  hwt_grad_data_default(&d, v);
+  for (int i = 0; i < HWT_GD_KNOBS; i++) {
+    const int a = hwt_ops_knob(ctx, GD_KNOB_NAMES[i]);
+    if (a < 0) continue;
+    int ok = 0;
+    for (int j = 0; j < k[i].n; j++) ok |= k[i].v[j] == a;
+    if (!ok) {
+      char why[160];
+      snprintf(why, sizeof why, "data gradient knob %s=%d is not legal for this conv",
+               GD_KNOB_NAMES[i], a);
+      free(s);
+      return hwt_ops_fail(err, errlen, ctx, why);
+    }
+    v[i] = a;
+  }
+  s->rows = tile_rows(s->oh, s->ow, v[1]);
+  const int64_t want = (int64_t)v[0] * ctx->max_threads;
+  s->blocks = s->ic < want ? s->ic : want;
   return data_prepare(ctx, s, err, errlen);
 }
 

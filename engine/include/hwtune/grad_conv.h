@@ -25,4 +25,16 @@ HWT_API int hwt_grad_weight_default(const hwt_conv_desc *d, int *values);
  * the others); HWT_EINVAL if a value is not legal. */
 HWT_API int hwt_grad_weight_canonical(const hwt_conv_desc *d, int *values);
 
+/* The data gradient's (conv2d_grad_data) im2col knobs, the same way: only
+ * for one that is not a forward CONV (stride other than 1, or padding of
+ * the kernel's size or more; a forward one takes the CONV template's knobs,
+ * hwt_conv_knobs): HWT_EINVAL otherwise. Every knob is read, so the
+ * canonical form only checks legality. */
+#define HWT_GD_KNOBS 2
+
+HWT_API const char *hwt_grad_data_knob_name(int i);
+HWT_API int hwt_grad_data_knobs(const hwt_conv_desc *d, hwt_conv_knob *out);
+HWT_API int hwt_grad_data_default(const hwt_conv_desc *d, int *values);
+HWT_API int hwt_grad_data_canonical(const hwt_conv_desc *d, int *values);
+
 #endif

@@ -186,7 +186,41 @@ def grad_data_knobs(in_shapes, attrs):
                                  "ic_bn": None, "oc_bn": None})
 
 
+# The im2col data gradient's own knobs (hwtune/grad_conv.h, as the weight
+# gradient's below), for one that is not a forward CONV.
+GRAD_DATA_IM2COL_KNOBS = ("units", "tile_cols")
+
+
+def grad_data_conv(in_shapes, attrs):
+    """(x shape, w shape, stride, padding) of the conv whose data gradient
+    this is."""
+    dy, w = (tuple(s) for s in in_shapes[:2])
+    h, wd = attrs["input_size"]
+    return (dy[0], w[1], h, wd), w, tuple(attrs["stride"]), tuple(attrs["padding"])
+
+
+def grad_data_im2col_knobs(in_shapes, attrs):
+    """Legal values of the im2col knobs of a data gradient that is not a
+    forward CONV, or None (grad_data_forward_conv)."""
+    if grad_data_forward_conv(in_shapes, attrs) is not None:
+        return None
+    from hwtune.native import grad_conv  # loads the C library on first use
+    x, w, stride, pad = grad_data_conv(in_shapes, attrs)
+    return grad_conv.knobs(x, w, stride=stride, pad=pad, op="conv2d_grad_data")
+
+
 def _check_grad_data_knobs(in_shapes, attrs):
+    im2col = [k for k in GRAD_DATA_IM2COL_KNOBS if attrs.get(k) is not None]
+    if im2col:
+        legal = grad_data_im2col_knobs(in_shapes, attrs)
+        if legal is None:
+            raise OpError("im2col knobs apply to a data gradient that is not a forward CONV "
+                          "(this one is: it takes the CONV template's knobs)",
+                          f"attrs.{im2col[0]}")
+        for key in im2col:
+            if attrs[key] not in legal[key]:
+                raise OpError(f"{attrs[key]} is not legal here (legal: "
+                              f"{', '.join(map(str, legal[key]))})", f"attrs.{key}")
     given = [k for k in GRAD_DATA_KNOBS if attrs.get(k) is not None]
     if not given:
         return
@@ -304,9 +338,16 @@ register(OpSpec(
                               doc="its output rows per register block (1 or 2)"),
                          Attr("winograd", "int", None, minimum=0,
                               doc="0: the direct template; 2: Winograd F(2x2, 3x3), whatever "
-                                  "the per-run size rule would pick")],
+                                  "the per-run size rule would pick"),
+                         Attr("units", "int", None, minimum=1,
+                              doc="im2col data gradient (any other): channel blocks per "
+                                  "thread (1, 2 or 4)"),
+                         Attr("tile_cols", "int", None, minimum=1,
+                              doc="im2col data gradient: at most this many output columns per "
+                                  "tile (whole rows; 64 to 1024)")],
     doc="NCHW conv2d data gradient: dx [N, IC, H, W] from dy and w [OC, IC, KH, KW]; at "
-        "stride 1 it runs as the forward CONV of dy (the CONV template's knobs as conv2d's)"))
+        "stride 1 it runs as the forward CONV of dy (the CONV template's knobs as conv2d's), "
+        "else as an im2col GEMM with col2im (its own knobs, hwtune/grad_conv.h)"))
 
 register(OpSpec(
     "conv2d_grad_weight", ("x", "dy"), 2, 2, _grad_weight_infer,

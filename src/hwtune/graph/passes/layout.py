@@ -23,7 +23,7 @@ from hwtune.errors import UsageError
 from hwtune.graph.errors import GraphError
 from hwtune.graph.model import Graph, Op
 from hwtune.graph.ops.conv import conv2d_knobs
-from hwtune.graph.ops.train import grad_data_knobs, grad_weight_knobs
+from hwtune.graph.ops.train import grad_data_im2col_knobs, grad_data_knobs, grad_weight_knobs
 from hwtune.graph.passes.layout_rules import conv_blocks, layout_name, op_layout
 # The template knobs, as the C template declares them (hwt_conv_params).
 from hwtune.native.conv import KNOBS
@@ -70,22 +70,23 @@ def check_op_params(graph: Graph, op_params: Dict[str, dict]) -> Dict[str, dict]
                              "gradients) take layout params")
         if not isinstance(params, dict):
             raise UsageError(f"{where}: must be a dict of {', '.join(_PARAM_KEYS)}")
+        shapes = [graph.shapes[t] for t in op.inputs]
         if op.op == "conv2d_grad_weight":
-            out[name] = _check_grad_weight(graph, op, where, params)
+            out[name] = _check_own_knobs(where, params, grad_weight_knobs(shapes, op.resolved))
+            continue
+        if op.op == "conv2d_grad_data" and grad_data_knobs(shapes, op.resolved) is None:
+            out[name] = _check_own_knobs(where, params,
+                                         grad_data_im2col_knobs(shapes, op.resolved))
             continue
         unknown = sorted(set(params) - set(_PARAM_KEYS))
         if unknown:
             raise UsageError(f'{where}: unknown key "{unknown[0]}" (known: '
                              f"{', '.join(_PARAM_KEYS)})")
         p = dict(params)
-        shapes = [graph.shapes[t] for t in op.inputs]
         if op.op == "conv2d_grad_data":
             # It runs as a forward CONV on NCHW tensors: its knobs only.
             p.setdefault("layout", "NCHW")
             legal = grad_data_knobs(shapes, op.resolved)
-            if legal is None:
-                raise UsageError(f'{where}: "{name}" runs as an im2col GEMM (stride '
-                                 f"{tuple(op.resolved['stride'])}), it has no CONV knobs")
             if p["layout"] != "NCHW":
                 raise UsageError(f'{where}: a conv2d_grad_data runs on NCHW tensors, got '
                                  f'layout {p["layout"]!r}')
@@ -112,15 +113,14 @@ def check_op_params(graph: Graph, op_params: Dict[str, dict]) -> Dict[str, dict]
     return out
 
 
-def _check_grad_weight(graph: Graph, op: Op, where: str, params: dict) -> dict:
-    """A conv2d_grad_weight's knobs (its own, declared by the C op): every
-    given value legal."""
-    legal = grad_weight_knobs([graph.shapes[t] for t in op.inputs], op.resolved)
+def _check_own_knobs(where: str, params: dict, legal: dict) -> dict:
+    """A CONV gradient's own knobs (declared by the C op: a weight gradient,
+    an im2col data gradient): every given value legal."""
     for key, v in params.items():
         if key not in legal:
             raise UsageError(f'{where}: unknown key "{key}" (known: {", ".join(legal)})')
         if not _is_int(v) or v not in legal[key]:
-            raise UsageError(f"{where}: {key}={v!r} is not legal for this weight gradient "
+            raise UsageError(f"{where}: {key}={v!r} is not legal for this gradient "
                              f"(legal: {', '.join(map(str, legal[key]))})")
     return dict(params)
 
