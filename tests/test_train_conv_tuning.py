@@ -151,6 +151,9 @@ def test_tune_graph_train_tunes_the_data_gradient_and_run_uses_it(tmp_path):
                           [])[0]["n"]
     assert [r["subject"] for r in rows] == [key]
     threads = rows[0]["threads"]
+    with ResultsDB.open(str(path)) as d:  # the untuned plan, measured beside the knobs
+        assert d._query("SELECT count(*) AS n FROM tuning_trials WHERE tuner = 'conv-nchw' "
+                        "AND subject = ?", [key])[0]["n"] == 1
     gw_keys = sorted(cl_gw.workload_groups(g))
     with ResultsDB.open(str(path)) as d:
         gw_rows = d._query("SELECT subject FROM tuned_subjects WHERE tuner = ?", [cl_gw.TUNER])
@@ -162,7 +165,8 @@ def test_tune_graph_train_tunes_the_data_gradient_and_run_uses_it(tmp_path):
     assert ran.returncode == 0, ran.stderr
     out = json.loads(ran.stdout)
     assert out["check"]["ok"]
-    assert out["conv_knobs"]["sources"][GRAD_B] == f"tuned@{threads}t"
+    # the tuned knobs, or the untuned plan where that measured faster
+    assert out["conv_knobs"]["sources"][GRAD_B] in (f"tuned@{threads}t", f"untuned@{threads}t")
     grads = [o.name for o in g.ops if o.op == "conv2d_grad_weight"]
     assert len(grads) == 2
     assert all(out["conv_knobs"]["sources"][n] == f"tuned@{threads}t" for n in grads)
@@ -233,3 +237,27 @@ def test_a_wrong_weight_gradient_is_stored_as_a_wrong_answer(db, host):
         assert all(m(r["params"]).status == OK for r in rows)
     finally:
         m.close()
+
+
+@pytest.mark.parametrize("untuned_s, source", [(0.5e-4, "untuned@1t"), (2e-4, "tuned@1t")])
+def test_a_faster_untuned_plan_replaces_a_steps_tuned_knobs(db, host, untuned_s, source):
+    """A training step's CONV (per-run weights): its untuned plan (the
+    per-run Winograd rule is no point of the search's space), measured
+    faster than the tuned knobs at that count, runs instead."""
+    from hwtune.tuners import conv_nchw
+    g = step()
+    wl = cl.conv_workload(g, op(g, GRAD_B))
+    tuned = {k: v[0] for k, v in wl.knobs(ISA).items()}
+    db.put_tuned(host, tuner=cl.TUNER, subject=wl.key, isa=ISA, threads=1, search="grid",
+                 best_params=tuned, best_s=1e-4, trials=3)
+    run = db.start_run(host, "tune", {})
+    db.add_trial(run, host, tuner=conv_nchw.TUNER, search="measure", subject=wl.key, isa=ISA,
+                 threads=1, params=conv_nchw.PARAMS, status="ok", median_s=untuned_s,
+                 samples=[untuned_s])
+    k = conv_knobs.choose(db, host, g, {}, threads=1, params_threads=None, isa=ISA)
+    assert {k.sources[n] for n in ("A", "B", GRAD_B)} == {source}
+    if source.startswith("untuned"):
+        assert k.op_params[GRAD_B] == {"layout": "NCHW"}
+        cfg = EngineConfig(executors=1, threads=1, scheduler="sequential")
+        _, run_graph, _ = conv_knobs.for_run(db, host, g, cfg, params_threads=None, isa=ISA)
+        assert "ic_bn" not in op(run_graph, GRAD_B).attrs

@@ -19,6 +19,9 @@ own thread count. A run at T threads per executor takes, for each conv2d op:
 In cases 2 and 3 at T itself, a 1x1 CONV whose NCHW GEMM kernel
 (tuners/conv_nchw.py) measured faster at T than those knobs runs that
 kernel instead ("gemm@Tt"): the GEMM has no knobs for the search to store.
+So does a training step's CONV (per-run weights) whose untuned plan
+measured faster than its knobs ("untuned@Tt"): its per-run rules (Winograd
+only above a pixel count) are no point of the search's space.
 (Other NCHW default kernels are left to the layout DP, which prices the
 transforms a switch of layout costs; the GEMM's margin covers them.)
 
@@ -178,7 +181,7 @@ def choose(db, host_key: str, graph, op_params: Mapping[str, dict], *, threads: 
             gemm_s = _gemm_seconds(db, host_key, wl, isa, threads)
             if gemm_s is not None and gemm_s < template_s:
                 out.op_params[op.name] = {"layout": "NCHW"}
-                src = f"gemm@{threads}t"
+                src = f"{'gemm' if _is_gemm(wl) else 'untuned'}@{threads}t"
         out.sources[op.name] = src
         if refused is not None:
             out.notes.append(f"the config's CONV parameters of {op.name} do not apply "
@@ -214,13 +217,20 @@ def _partial_best(db, host_key: str, wl, isa: str, threads: int) -> Optional[dic
     return dict(best[0][0], _seconds=best[0][1]) if best else None
 
 
+def _is_gemm(wl) -> bool:
+    from hwtune.tuners import conv_nchw
+    return conv_nchw.kernel(wl) == "NCHW-gemm"
+
+
 def _gemm_seconds(db, host_key: str, wl, isa: str, threads: int) -> Optional[float]:
     """The measured time at `threads` of wl's NCHW default kernel when that
-    is the 1x1 GEMM (tuners/conv_nchw.py), or None (not measured, failed,
-    or another kernel)."""
+    is the 1x1 GEMM (tuners/conv_nchw.py), or for a workload with per-run
+    weights (a training step's: the untuned plan, which its per-run rules
+    shape, is no point of the template's space either); None otherwise (not
+    measured, failed, or another kernel)."""
     from hwtune.tuners import conv_nchw
     from hwtune.tuners.search import OK
-    if conv_nchw.kernel(wl) != "NCHW-gemm":
+    if not (wl.per_run_weights or _is_gemm(wl)):
         return None
     rows = db.trials(host_key, tuner=conv_nchw.TUNER, subject=wl.key, isa=isa, threads=threads)
     ok = [r for r in rows if r["status"] == OK and r["median_s"]]

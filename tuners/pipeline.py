@@ -456,11 +456,23 @@ def _conv_team(ctx: TuneContext, graph, cfg: EngineConfig, report: StageReport,
     if is_training_graph(graph):
         # The backward ops read the forward activations in NCHW, so a
         # blocked chain would pay a transform back for each of them; the
-        # forward CONVs keep NCHW with their fastest knobs instead.
-        params = {k: {**c.candidates[0][0], "layout": "NCHW"} for k, c in choices.items()}
+        # forward CONVs keep NCHW with their fastest knobs instead, or
+        # without knobs where the untuned plan (its per-run rules, the 1x1
+        # GEMM) measured faster.
+        from hwtune.tuners import conv_nchw
+        groups = [(wl, [n for n in names if n in choices])
+                  for wl, names in conv_local.workload_groups(graph).values()]
+        nchw = conv_nchw.nchw_candidates(ctx, groups, threads=threads, pin=cfg.pinned)
+        params = {}
+        for k, c in choices.items():
+            best = c.candidates[0] if c.candidates else (c.params, c.seconds)
+            params[k] = (dict(nchw[k][0]) if k in nchw and nchw[k][1] < best[1]
+                         else {**best[0], "layout": "NCHW"})
+        untuned = sum(1 for p in params.values() if p == conv_nchw.PARAMS)
         ctx.progress("conv", "training graph: CONVs keep NCHW (no global layout search)")
-        return params, [f"conv: {len(choices)} CONV op(s) of a training graph, NCHW with "
-                        "their fastest knobs"]
+        return params, [f"conv: {len(choices)} CONV op(s) of a training graph (data "
+                        f"gradients included), NCHW with their fastest knobs; {untuned} "
+                        "without knobs (the untuned plan measured faster)"]
     ctx.progress("conv", "global layout search (dynamic programming)")
     from hwtune.graph.passes.fuse import fuse_conv
     cost = layout_dp.measured_transform_cost(ctx.db, ctx.run_id, ctx.host_key,
