@@ -85,10 +85,10 @@ def test_strided_data_gradients_take_their_own_im2col_knobs(db, host):
     run_graph = apply_op_params(g, {grad.name: {"units": 4, "tile_cols": 64}})
     assert op(run_graph, grad.name).attrs["units"] == 4
     db.put_tuned(host, tuner=wl.tuner, subject=wl.key, isa=ISA, threads=2, search="grid",
-                 best_params={"units": 1, "tile_cols": 128}, best_s=1e-4, trials=3)
+                 best_params={"units": 1, "tile_cols": 256}, best_s=1e-4, trials=3)
     k = conv_knobs.choose(db, host, g, {}, threads=2, params_threads=None, isa=ISA)
     assert k.sources[grad.name] == "tuned@2t"
-    assert k.op_params[grad.name] == {"units": 1, "tile_cols": 128}
+    assert k.op_params[grad.name] == {"units": 1, "tile_cols": 256}
 
 
 def test_tuned_knobs_reach_the_data_gradient_and_keep_the_step_exact(db, host):
@@ -100,7 +100,7 @@ def test_tuned_knobs_reach_the_data_gradient_and_keep_the_step_exact(db, host):
     db.put_tuned(host, tuner=cl.TUNER, subject=wl.key, isa=ISA, threads=1, search="grid",
                  best_params=tuned, best_s=1e-4, trials=3)
     gw = cl_gw.workload(g, op(g, "B.w.grad"))
-    gw_tuned = {"winograd": 2, "units": 4, "tile_cols": 256, "chunk_tiles": 32}
+    gw_tuned = {"winograd": 2, "units": 4, "tile_cols": 256, "chunk_tiles": 128}
     assert gw.canonical(gw_tuned) == gw_tuned != gw.default_params()
     db.put_tuned(host, tuner=cl_gw.TUNER, subject=gw.key, isa=ISA, threads=1, search="grid",
                  best_params=gw_tuned, best_s=1e-4, trials=3)
@@ -211,7 +211,25 @@ def test_weight_gradient_space_has_one_point_per_distinct_run():
             assert p["tile_cols"] == default["tile_cols"]
         else:
             assert p["chunk_tiles"] == default["chunk_tiles"]
-    assert len(points) == 3 * 5 + 3 * 5
+    # 6x6 outputs of 2 images: every tile_cols value gives whole-image tiles
+    # and every chunk_tiles both images, so only the algorithm and the units
+    # are left to search
+    assert len(points) == 2 * 3
+
+
+def test_knob_values_that_give_the_same_plan_are_one_point():
+    from hwtune.native import grad_conv
+    # ResNet-18's 64x56x56 layer: 784 tiles an image, so 64 and 128 both
+    # chunk one image (the default 128 names them); 256 and 512 too
+    x, w = (16, 64, 56, 56), (64, 64, 3, 3)
+    p = {"winograd": 2, "units": 1, "tile_cols": 1024, "chunk_tiles": 64}
+    assert grad_conv.canonical(p, x, w, stride=1, pad=1) == dict(p, tile_cols=256,
+                                                                 chunk_tiles=128)
+    # 56 columns a row: tile_cols 64 and 128 give 1 and 2 rows, distinct
+    q = dict(p, winograd=0, tile_cols=64)
+    assert grad_conv.canonical(q, x, w, stride=1, pad=1)["tile_cols"] == 64
+    with pytest.raises(Exception, match="not legal"):
+        grad_conv.canonical(dict(p, units=3), x, w, stride=1, pad=1)
 
 
 def test_a_wrong_weight_gradient_is_stored_as_a_wrong_answer(db, host):

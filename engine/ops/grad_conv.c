@@ -25,12 +25,21 @@
 
 /* Output columns per im2col tile: at most this many (whole rows, at least
  * one), so a tile of IC*KH*KW gathered rows stays in L2 for the GEMM that
- * reads it (ResNet-18's 3x3x64 layer: 576 x 256 floats = 576 KiB; not yet
- * tuned). */
+ * reads it (ResNet-18's 3x3x64 layer: 576 x 256 floats = 576 KiB). The
+ * default of the tile_cols knob, kept: the weight gradient's search
+ * (tune-graph resnet18 --train --set batch=16 --search optuna --trials 16, 2
+ * threads, EPYC Zen 1, AVX2, 1-min load 4.5-6; best re-measured 7 rounds
+ * interleaved with the default)
+ * took 128 to 1024 on ResNet-18's seven im2col weight gradients, no value
+ * on more than two, and 256 or 1024 (three each) on its six stride-2 data
+ * gradients, so each workload's tuned value replaces it instead. */
 #define TILE_COLS 256
 /* Channel blocks per thread (units = this x max_threads, or IC if fewer):
  * enough units that the even split of a unit count over threads loses
- * little; not measured yet. */
+ * little. The default of the units knob, kept: the same search took 1 on
+ * four of the seven weight gradients, 2 on two, 4 on one (with tile_cols:
+ * tuned 1.03-1.38x the default on six, equal on one), and 1, 2 and 4 on
+ * two data gradients each (1.02-1.08x on four, equal on two). */
 #define UNITS_PER_THREAD 2
 
 /* Weight units: (input-channel block, output-channel block) pairs, at
@@ -298,12 +307,18 @@ static const int GW_TILE_COLS_V[] = {64, 128, 256, 512, 1024};
 static const int GW_CHUNK_TILES_V[] = {32, 64, 128, 256, 512};
 
 /* Winograd only with at least this many input and output channels by
- * default: the forward template's rule (kernels/conv/conv.c WINO_MIN_CH);
- * not measured for the gradient (the winograd knob is tuned instead). */
+ * default: the forward template's rule (kernels/conv/conv.c WINO_MIN_CH).
+ * The search (tune-graph resnet18 --train --set batch=16 --search optuna --trials 16, 2
+ * threads, EPYC Zen 1, AVX2, 1-min load 4.5-6; best re-measured 7 rounds
+ * interleaved with the default)
+ * kept Winograd on all four 3x3 stride-1 weight gradients of ResNet-18
+ * (64-512 channels); below 32 channels it is not measured (the winograd
+ * knob is tuned there instead). */
 #define WG_MIN_CH 32
 /* Tiles per Winograd GEMM chunk by default: images are added to a chunk
  * until it holds at least this many (ResNet-18's 7x7 layers have 16 tiles
- * an image). Not measured; the chunk_tiles knob is tuned instead. */
+ * an image). Kept: the same search took 512 on the 512x7x7 layer (with 2
+ * units: 1.22x), 64 on 64x56x56 (1.02x) and kept 128 on the other two. */
 #define WG_CHUNK_TILES 128
 
 const char *hwt_grad_weight_knob_name(int i) {
@@ -344,6 +359,40 @@ int hwt_grad_weight_default(const hwt_conv_desc *d, int *v) {
   return HWT_OK;
 }
 
+/* The forward conv's output extent (symmetric padding, no dilation). */
+static void out_hw(const hwt_conv_desc *d, int64_t *oh, int64_t *ow) {
+  *oh = ((int64_t)d->H + 2 * d->pad_h - d->R) / d->stride_h + 1;
+  *ow = ((int64_t)d->W + 2 * d->pad_w - d->S) / d->stride_w + 1;
+}
+
+/* What a tile_cols value decides: output rows per im2col tile. */
+static int64_t tile_rows_of(const hwt_conv_desc *d, int cap) {
+  int64_t oh, ow;
+  out_hw(d, &oh, &ow);
+  return tile_rows(oh, ow, cap);
+}
+
+/* What a chunk_tiles value decides: images per Winograd chunk. */
+static int64_t chunk_images(const hwt_conv_desc *d, int chunk) {
+  int64_t oh, ow;
+  out_hw(d, &oh, &ow);
+  const int64_t T = ((oh + 1) / 2) * ((ow + 1) / 2), ipc = (chunk + T - 1) / T;
+  return ipc < d->N ? ipc : d->N;
+}
+
+/* v's representative among the legal values that give the same plan
+ * (effect): the default when it is one of them, else the smallest; so a
+ * search never measures one plan twice under two names, nor keeps a
+ * "tuned" value that runs exactly as the default. */
+static int canon_value(const hwt_conv_desc *d, const int *legal, int n, int v, int def,
+                       int64_t (*effect)(const hwt_conv_desc *, int)) {
+  const int64_t e = effect(d, v);
+  if (effect(d, def) == e) return def;
+  for (int i = 0; i < n; i++)
+    if (effect(d, legal[i]) == e) return legal[i];
+  return v;
+}
+
 int hwt_grad_weight_canonical(const hwt_conv_desc *d, int *v) {
   hwt_conv_knob k[HWT_GW_KNOBS];
   int def[HWT_GW_KNOBS];
@@ -354,8 +403,15 @@ int hwt_grad_weight_canonical(const hwt_conv_desc *d, int *v) {
     for (int j = 0; j < k[i].n; j++) ok |= k[i].v[j] == v[i];
     if (!ok) return HWT_EINVAL;
   }
-  if (v[GW_WINO]) v[GW_TILE_COLS] = def[GW_TILE_COLS];
-  else v[GW_CHUNK_TILES] = def[GW_CHUNK_TILES];
+  if (v[GW_WINO]) {
+    v[GW_TILE_COLS] = def[GW_TILE_COLS];
+    v[GW_CHUNK_TILES] = canon_value(d, GW_CHUNK_TILES_V, 5, v[GW_CHUNK_TILES],
+                                    def[GW_CHUNK_TILES], chunk_images);
+  } else {
+    v[GW_CHUNK_TILES] = def[GW_CHUNK_TILES];
+    v[GW_TILE_COLS] = canon_value(d, GW_TILE_COLS_V, 5, v[GW_TILE_COLS], def[GW_TILE_COLS],
+                                  tile_rows_of);
+  }
   return HWT_OK;
 }
 
@@ -765,6 +821,7 @@ int hwt_grad_data_canonical(const hwt_conv_desc *d, int *v) {
     for (int j = 0; j < k[i].n; j++) ok |= k[i].v[j] == v[i];
     if (!ok) return HWT_EINVAL;
   }
+  v[1] = canon_value(d, GW_TILE_COLS_V, 5, v[1], TILE_COLS, tile_rows_of);
   return HWT_OK;
 }
 

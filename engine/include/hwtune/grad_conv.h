@@ -21,15 +21,18 @@ HWT_API int hwt_grad_weight_knobs(const hwt_conv_desc *d, hwt_conv_knob *out);
 /* The untuned choice (today's rules), values[HWT_GW_KNOBS]. */
 HWT_API int hwt_grad_weight_default(const hwt_conv_desc *d, int *values);
 /* values with the knobs the chosen algorithm does not read set to their
- * default, so two points that run alike compare equal (the search skips
- * the others); HWT_EINVAL if a value is not legal. */
+ * default, and a value that gives the same plan as others (a tile_cols
+ * past the output rows, a chunk_tiles past the batch) set to the default
+ * if that is one of them, else to the smallest; so two points that run
+ * alike compare equal (the search skips the others). HWT_EINVAL if a
+ * value is not legal. */
 HWT_API int hwt_grad_weight_canonical(const hwt_conv_desc *d, int *values);
 
 /* The data gradient's (conv2d_grad_data) im2col knobs, the same way: only
  * for one that is not a forward CONV (stride other than 1, or padding of
  * the kernel's size or more; a forward one takes the CONV template's knobs,
- * hwt_conv_knobs): HWT_EINVAL otherwise. Every knob is read, so the
- * canonical form only checks legality. */
+ * hwt_conv_knobs): HWT_EINVAL otherwise. Both knobs are read: the canonical
+ * form only names equivalent tile_cols values alike. */
 #define HWT_GD_KNOBS 2
 
 HWT_API const char *hwt_grad_data_knob_name(int i);
