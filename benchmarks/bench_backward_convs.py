@@ -122,9 +122,12 @@ def main(argv=None):
             tot["default"] += d * count
             tot["tuned"] += tu * count
             shown = {k: v for k, v in mine.items() if k != "layout"}
+            # the same plan on both sides: what the noise alone gives
+            same = not shown or (not tuned_op(t, op) and
+                                 gw_workload(t, op).default_params() == shown)
             print(f"{op.op} {key.split('|', 1)[1]} x{count}: default {d * 1e3:.2f} ms, tuned "
                   f"{tu * 1e3:.2f} ms -> {d / tu:.2f}x ({src} {shown})"
-                  + ("" if ok else " WRONG"), flush=True)
+                  + (" [same plan]" if same else "") + ("" if ok else " WRONG"), flush=True)
     finally:
         pool.close()
     if tot["tuned"]:

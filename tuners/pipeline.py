@@ -364,9 +364,9 @@ def _conv_grad(ctx: TuneContext, graph, cfg: EngineConfig, report: StageReport,
     gradients, im2col data gradients; the C ops' declarations) per workload
     at the team's thread count, the config's op_params, and at
     other_threads (stored for runs at those counts)."""
-    from hwtune.tuners import conv_grad as cgw
+    from hwtune.tuners import conv_grad
 
-    n_wl = len(cgw.workload_groups(graph))
+    n_wl = len(conv_grad.workload_groups(graph))
     if not n_wl:
         return {}, []
     params: Dict[str, dict] = {}
@@ -377,8 +377,8 @@ def _conv_grad(ctx: TuneContext, graph, cfg: EngineConfig, report: StageReport,
                        "out (a rerun resumes)")
             continue
         ctx.progress("conv", f"CONV gradient search ({ctx.search}) at {t} thread(s)")
-        got = cgw.tune_grad_workloads(ctx, graph, threads=t, pin=cfg.pinned,
-                                             progress=lambda m: ctx.progress("conv", m))
+        got = conv_grad.tune_grad_workloads(ctx, graph, threads=t, pin=cfg.pinned,
+                                            progress=lambda m: ctx.progress("conv", m))
         seen = {c.workload_key: c for c in got.values()}.values()
         report.trials += sum(c.trials for c in seen)
         measured = sum(c.measured for c in seen)
@@ -390,8 +390,8 @@ def _conv_grad(ctx: TuneContext, graph, cfg: EngineConfig, report: StageReport,
                             if c.default_seconds == c.default_seconds)
             tuned_s = sum(c.seconds for c in seen)
             why.append(f"conv: {len(seen)} of {n_wl} CONV gradient workload(s) (weight, "
-                       f"im2col data) tuned at {t} thread(s): {default_s * 1e3:.2f} ms with default knobs -> "
-                       f"{tuned_s * 1e3:.2f} ms tuned (sum over workloads)")
+                       f"im2col data) tuned at {t} thread(s): {default_s * 1e3:.2f} ms with "
+                       f"default knobs -> {tuned_s * 1e3:.2f} ms tuned (sum over workloads)")
         else:
             why.append(f"conv: {len(seen)} of {n_wl} CONV gradient workload(s) tuned at "
                        f"{t} thread(s) too (stored for runs at {t} thread(s) per executor)")

@@ -26,20 +26,18 @@
 /* Output columns per im2col tile: at most this many (whole rows, at least
  * one), so a tile of IC*KH*KW gathered rows stays in L2 for the GEMM that
  * reads it (ResNet-18's 3x3x64 layer: 576 x 256 floats = 576 KiB). The
- * default of the tile_cols knob, kept: the weight gradient's search
- * (tune-graph resnet18 --train --set batch=16 --search optuna --trials 16, 2
- * threads, EPYC Zen 1, AVX2, 1-min load 4.5-6; best re-measured 7 rounds
- * interleaved with the default)
- * took 128 to 1024 on ResNet-18's seven im2col weight gradients, no value
- * on more than two, and 256 or 1024 (three each) on its six stride-2 data
- * gradients, so each workload's tuned value replaces it instead. */
+ * default of the tile_cols knob, kept: on ResNet-18's 13 im2col gradients
+ * at batch 16 (7 weight, 6 stride-2 data; 2 threads, EPYC Zen 1, AVX2,
+ * load 4.5-10) tune-graph --train (optuna, 16 trials, the best re-measured
+ * 7 rounds interleaved with the default) kept 256 on 10 and took 512 or
+ * 1024 on 3, and re-measured per op (benchmarks/bench_backward_convs.py,
+ * load 10-12) those 3 ran 0.83-1.16x, within the 0.79-1.20x that identical
+ * plans showed there. */
 #define TILE_COLS 256
 /* Channel blocks per thread (units = this x max_threads, or IC if fewer):
  * enough units that the even split of a unit count over threads loses
- * little. The default of the units knob, kept: the same search took 1 on
- * four of the seven weight gradients, 2 on two, 4 on one (with tile_cols:
- * tuned 1.03-1.38x the default on six, equal on one), and 1, 2 and 4 on
- * two data gradients each (1.02-1.08x on four, equal on two). */
+ * little. The default of the units knob, kept: the same search kept 2 on 8
+ * of the 13, took 1 on 4 and 4 on 1 (re-measured 0.67-1.16x: noise). */
 #define UNITS_PER_THREAD 2
 
 /* Weight units: (input-channel block, output-channel block) pairs, at
@@ -308,17 +306,15 @@ static const int GW_CHUNK_TILES_V[] = {32, 64, 128, 256, 512};
 
 /* Winograd only with at least this many input and output channels by
  * default: the forward template's rule (kernels/conv/conv.c WINO_MIN_CH).
- * The search (tune-graph resnet18 --train --set batch=16 --search optuna --trials 16, 2
- * threads, EPYC Zen 1, AVX2, 1-min load 4.5-6; best re-measured 7 rounds
- * interleaved with the default)
- * kept Winograd on all four 3x3 stride-1 weight gradients of ResNet-18
- * (64-512 channels); below 32 channels it is not measured (the winograd
- * knob is tuned there instead). */
+ * The search above kept Winograd on all four 3x3 stride-1 weight gradients
+ * of ResNet-18 (64-512 channels); below 32 channels it is not measured
+ * (the winograd knob is tuned there instead). */
 #define WG_MIN_CH 32
 /* Tiles per Winograd GEMM chunk by default: images are added to a chunk
  * until it holds at least this many (ResNet-18's 7x7 layers have 16 tiles
- * an image). Kept: the same search took 512 on the 512x7x7 layer (with 2
- * units: 1.22x), 64 on 64x56x56 (1.02x) and kept 128 on the other two. */
+ * an image). Kept: the search kept 128 (and one unit per thread) on the
+ * four; a first search at load 4.5-6 took 512 with 2 units on 512x7x7
+ * (1.22x in its confirmation), which re-measured per op at 0.88-0.95x. */
 #define WG_CHUNK_TILES 128
 
 const char *hwt_grad_weight_knob_name(int i) {
