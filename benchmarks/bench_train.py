@@ -11,8 +11,9 @@ hwtune runs each training graph with the config `hwtune run --train` would
 pick: the tuned config stored in --db for (this host, this training graph)
 if there is one (`hwtune tune-graph MODEL --train`) and it fits in --threads
 cores, as stored (executors x threads, scheduler, per-op threads, CONV
-knobs), else the defaults at 1 executor x --threads; with a tuned config
-the default (1 executor x --threads) is timed too (tuned vs default). Both sides first
+knobs), else the defaults at 1 executor x --threads with the CONV knobs
+tuned in --db; with a tuned config or tuned knobs the default (1 executor x
+--threads, no knobs) is timed too (tuned vs default). Both sides first
 run one step from the same weights and the losses must agree (else WRONG).
 Samples are interleaved (one of each side in turn, medians), so a burst of
 load from the other users of a shared machine hits every side.
@@ -72,7 +73,10 @@ def section(name, overrides, loss, store, threads, reps, lines):
     ok = abs(ours_loss - theirs_loss) <= LOSS_RTOL * abs(theirs_loss)
     fns, labels = [tuned.run, peer.step], ["hwtune", "pytorch"]
     default = None
-    if source.startswith(("tuned", "user")):
+    # A tuned config, or tuned CONV knobs applied to the default config
+    # (tune-graph --train stores the knobs per workload even when it keeps
+    # the default config): the step without them is timed too.
+    if source.startswith(("tuned", "user")) or "conv knobs: tuned" in source:
         default = engine_step(t, values, default_config(threads))
         fns.append(default.run)
         labels.append("default")

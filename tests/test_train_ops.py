@@ -212,3 +212,170 @@ def test_weight_gradient_through_winograd(case, isa):
     for nth in (1, 2, 3):
         got = run_ops(g, nth=nth, isa=isa, inputs=inputs)["y0"]
         assert float(np.abs(got - want).max()) / scale <= 1e-5, nth
+
+
+# The stride-1 data gradient's CONV template knobs (conv2d's, for its
+# forward CONV: dy [2, 8, 20, 19] as x, weights [6, 8, 3, 3], padding 1;
+# few channels, so the staged input, not the turned weights, sizes the
+# workspace).
+GRAD_DATA_KNOBS = [
+    {},
+    {"ic_bn": 4, "oc_bn": 3, "reg_n": 2, "unroll_ker": True, "reg_h": 1, "winograd": 0},
+    {"ic_bn": 4, "oc_bn": 3, "reg_n": 2, "unroll_ker": True, "reg_h": 2, "winograd": 0},
+    {"ic_bn": 8, "oc_bn": 1, "reg_n": 19},
+    {"winograd": 2},  # 760 pixels: the per-run rule alone would take the direct template
+    {"winograd": 0},
+]
+
+
+def _grad_data(attrs):
+    return model("conv2d_grad_data", [(2, 8, 20, 19), (8, 6, 3, 3)],
+                 dict({"padding": 1, "input_size": [20, 19]}, **attrs), 1)
+
+
+@pytest.mark.parametrize("isa", supported_isas())
+def test_data_gradient_knobs_shape_the_plan_and_keep_the_result(isa):
+    rng = np.random.default_rng(13)
+    inputs = {"x0": rng.uniform(-1, 1, (2, 8, 20, 19)).astype(np.float32),
+              "x1": rng.uniform(-1, 1, (8, 6, 3, 3)).astype(np.float32)}
+    want = run_reference(_grad_data({}), inputs=inputs)["y0"]
+    scale = float(np.abs(want).max())
+    plans = []
+    for attrs in GRAD_DATA_KNOBS:
+        for nth in (1, 2):
+            ws = {}
+            got = run_ops(_grad_data(attrs), nth=nth, isa=isa, inputs=inputs, workspace=ws)["y0"]
+            assert float(np.abs(got - want).max()) / scale <= 1e-5, (attrs, nth)
+        plans.append(ws["op"])
+    # reg_h sizes the staged output rows, winograd the whole workspace
+    assert plans[1] != plans[2]
+    assert plans[4] != plans[5]
+    assert plans[4] != plans[0]  # the knob, not the per-run rule, decides
+
+
+@pytest.mark.parametrize("attrs, message", [
+    ({"ic_bn": 3}, "attrs.ic_bn: 3 is not legal here"),
+    ({"reg_h": 3}, "attrs.reg_h: 3 is not legal here"),
+])
+def test_bad_data_gradient_knobs_are_refused_at_validation(attrs, message):
+    with pytest.raises(Exception, match=message):
+        _grad_data(attrs)
+
+
+def test_data_gradient_knobs_need_a_stride_1_data_gradient():
+    with pytest.raises(Exception, match="stride-1 data gradient"):
+        model("conv2d_grad_data", [(2, 16, 8, 8), (16, 3, 3, 3)],
+              {"stride": 2, "padding": 1, "input_size": 16, "reg_n": 2}, 1)
+
+
+def test_bad_data_gradient_knobs_are_a_clear_error_at_prepare():
+    """Knobs the template refuses (past validation, as a stale lowered graph
+    could carry them) fail prepare with the values named."""
+    g = _grad_data({"ic_bn": 4})
+    g.ops[0].resolved["ic_bn"] = 3
+    with pytest.raises(Exception, match="refuses the knobs ic_bn=3"):
+        run_ops(g, nth=1)
+
+
+@pytest.mark.parametrize("isa", supported_isas())
+def test_a_set_winograd_knob_overrides_the_per_run_rule_on_a_forward_conv(isa):
+    """A training step's conv2d (weights an input, packed per run) with
+    winograd set: the knob, measured by the CONV search with per-run weights,
+    decides over the pixel-count rule (760 pixels here: the rule alone takes
+    the direct template), as for the data gradient above."""
+    rng = np.random.default_rng(14)
+    inputs = {"x0": rng.uniform(-1, 1, (2, 8, 20, 19)).astype(np.float32),
+              "x1": rng.uniform(-1, 1, (6, 8, 3, 3)).astype(np.float32)}
+    plans = {}
+    for wino in (0, 2):
+        g = model("conv2d", [(2, 8, 20, 19), (6, 8, 3, 3)], {"padding": 1, "winograd": wino}, 1)
+        want = run_reference(g, inputs=inputs)["y0"]
+        ws = {}
+        got = run_ops(g, nth=2, isa=isa, inputs=inputs, workspace=ws)["y0"]
+        assert float(np.abs(got - want).max()) <= 1e-5 * float(np.abs(want).max())
+        plans[wino] = ws["op"]
+    assert plans[0] != plans[2]
+
+
+# The weight gradient's knobs (hwtune/grad_conv.h): x [3, 33, 9, 7], dy
+# [3, 40, 9, 7], 3x3, padding 1 (Winograd legal; 9 images' tiles chunked
+# with a shorter last chunk at chunk_tiles 32), and a strided 7x2 one (im2col
+# only).
+GW_CASES = [
+    ([(3, 33, 9, 7), (3, 40, 9, 7)], {"padding": 1, "kernel": 3}),
+    ([(3, 3, 23, 20), (3, 8, 10, 7)], {"stride": [2, 3], "kernel": [7, 2], "padding": [1, 0]}),
+]
+GW_KNOBS = [
+    {},
+    {"winograd": 0, "units": 1, "tile_cols": 64},
+    {"winograd": 0, "units": 4, "tile_cols": 1024},
+    {"winograd": 2, "units": 1, "chunk_tiles": 32},
+    {"winograd": 2, "units": 4, "chunk_tiles": 512},
+]
+
+
+@pytest.mark.parametrize("isa", supported_isas())
+@pytest.mark.parametrize("case", GW_CASES, ids=["3x3", "7x2-strided"])
+def test_weight_gradient_knobs_shape_the_plan_and_keep_the_result(case, isa):
+    shapes, geo = case
+    rng = np.random.default_rng(15)
+    inputs = {f"x{i}": rng.uniform(-1, 1, s).astype(np.float32) for i, s in enumerate(shapes)}
+    want = run_reference(model("conv2d_grad_weight", shapes, geo, 1), inputs=inputs)["y0"]
+    scale = float(np.abs(want).max())
+    plans = {}
+    for i, knobs in enumerate(GW_KNOBS):
+        if knobs.get("winograd") and "stride" in geo:
+            continue
+        g = model("conv2d_grad_weight", shapes, dict(geo, **knobs), 1)
+        for nth in (1, 2, 3):
+            ws = {}
+            got = run_ops(g, nth=nth, isa=isa, inputs=inputs, workspace=ws)["y0"]
+            assert float(np.abs(got - want).max()) / scale <= 1e-5, (knobs, nth)
+        plans[i] = ws["op"]
+    # units and tile sizes size the per-share buffers
+    assert plans[1] != plans[2]
+    if "stride" not in geo:
+        assert len({plans[0], plans[1], plans[3], plans[4]}) == 4
+
+
+def test_bad_weight_gradient_knobs_are_refused():
+    shapes, geo = GW_CASES[1]
+    with pytest.raises(Exception, match="attrs.winograd: 2 is not legal here"):
+        model("conv2d_grad_weight", shapes, dict(geo, winograd=2), 1)
+    with pytest.raises(Exception, match="attrs.tile_cols: 100 is not legal here"):
+        model("conv2d_grad_weight", shapes, dict(geo, tile_cols=100), 1)
+    g = model("conv2d_grad_weight", shapes, dict(geo, units=2), 1)
+    g.ops[0].resolved["units"] = 3  # past validation, as a stale lowered graph could be
+    with pytest.raises(Exception, match="weight gradient knob units=3 is not legal"):
+        run_ops(g, nth=1)
+
+
+@pytest.mark.parametrize("isa", supported_isas())
+def test_im2col_data_gradient_knobs_shape_the_plan_and_keep_the_result(isa):
+    """A stride-2 data gradient (the im2col GEMM and col2im): its units
+    and tile_cols knobs."""
+    shapes, geo = [(2, 16, 16, 16), (16, 12, 3, 3)], {"stride": 2, "padding": 1,
+                                                      "input_size": 32}
+    rng = np.random.default_rng(16)
+    inputs = {f"x{i}": rng.uniform(-1, 1, s).astype(np.float32) for i, s in enumerate(shapes)}
+    want = run_reference(model("conv2d_grad_data", shapes, geo, 1), inputs=inputs)["y0"]
+    scale = float(np.abs(want).max())
+    plans = []
+    for knobs in ({}, {"units": 1, "tile_cols": 64}, {"units": 4, "tile_cols": 1024}):
+        g = model("conv2d_grad_data", shapes, dict(geo, **knobs), 1)
+        for nth in (1, 2, 3):
+            ws = {}
+            got = run_ops(g, nth=nth, isa=isa, inputs=inputs, workspace=ws)["y0"]
+            assert float(np.abs(got - want).max()) / scale <= 1e-5, (knobs, nth)
+        plans.append(ws["op"])
+    assert len(set(plans)) == 3
+
+
+def test_im2col_knobs_need_an_im2col_data_gradient():
+    with pytest.raises(Exception, match="im2col knobs apply to a data gradient"):
+        _grad_data({"units": 2})
+    g = model("conv2d_grad_data", [(2, 16, 8, 8), (16, 3, 3, 3)],
+              {"stride": 2, "padding": 1, "input_size": 16, "tile_cols": 128}, 1)
+    g.ops[0].resolved["tile_cols"] = 100
+    with pytest.raises(Exception, match="data gradient knob tile_cols=100 is not legal"):
+        run_ops(g, nth=1)

@@ -19,6 +19,9 @@ own thread count. A run at T threads per executor takes, for each conv2d op:
 In cases 2 and 3 at T itself, a 1x1 CONV whose NCHW GEMM kernel
 (tuners/conv_nchw.py) measured faster at T than those knobs runs that
 kernel instead ("gemm@Tt"): the GEMM has no knobs for the search to store.
+So does a training step's CONV (per-run weights) whose untuned plan
+measured faster than its knobs ("untuned@Tt"): its per-run rules (Winograd
+only above a pixel count) are no point of the search's space.
 (Other NCHW default kernels are left to the layout DP, which prices the
 transforms a switch of layout costs; the GEMM's margin covers them.)
 
@@ -27,6 +30,15 @@ added or its legal values changed: the tuner itself re-tunes such a row) is
 ignored with a note. The knobs are applied to the plain model by the layout
 pass, which inserts a transform wherever two ops' blocks now differ, so any
 mix of sources gives a valid graph.
+
+A training step's stride-1 conv2d_grad_data ops run as forward CONVs of
+dy (engine/ops/grad_conv.c) and take the same template knobs: their
+workload is that forward CONV's (conv_local.conv_workload), chosen here by
+the same rules and reported with the same sources.
+
+Weight gradients (conv2d_grad_weight) and the other data gradients (im2col)
+take knobs of their own, tuned per workload and thread count by
+tuners/conv_grad.py, chosen by the same rules (conv_grad.choose).
 
 Knob names are never listed here: the space is the template's declaration
 (hwt_conv_knobs through ConvWorkload.knobs) and the layout pass's KNOBS.
@@ -106,7 +118,7 @@ def choose(db, host_key: str, graph, op_params: Mapping[str, dict], *, threads: 
     db None: nothing stored."""
     from hwtune.graph.passes.layout import check_op_params
     from hwtune.native.isa import selected_isa
-    from hwtune.tuners.conv_local import TUNER, conv_workload
+    from hwtune.tuners.conv_local import TUNER, conv_workload, tuned_op
     from hwtune.tuners.pipeline import is_training_graph
 
     isa = isa or selected_isa()
@@ -118,7 +130,7 @@ def choose(db, host_key: str, graph, op_params: Mapping[str, dict], *, threads: 
     partial: Dict[Tuple[str, int], Optional[dict]] = {}
     stale: Dict[str, List[int]] = {}
     for op in graph.ops:
-        if op.op != "conv2d":
+        if not tuned_op(graph, op):  # conv2d, and stride-1 data gradients (forward CONVs)
             continue
         mine, refused = op_params.get(op.name), None
         if mine is not None:
@@ -137,7 +149,7 @@ def choose(db, host_key: str, graph, op_params: Mapping[str, dict], *, threads: 
             if old:
                 stale[wl.key] = old
         tuned = rows[wl.key]
-        keep = (mine or {}).get("layout", layout)
+        keep = "NCHW" if op.op == "conv2d_grad_data" else (mine or {}).get("layout", layout)
         template_s = None
         cut = None
         if threads not in tuned and db is not None and not (mine is not None
@@ -169,13 +181,19 @@ def choose(db, host_key: str, graph, op_params: Mapping[str, dict], *, threads: 
             gemm_s = _gemm_seconds(db, host_key, wl, isa, threads)
             if gemm_s is not None and gemm_s < template_s:
                 out.op_params[op.name] = {"layout": "NCHW"}
-                src = f"gemm@{threads}t"
+                src = f"{'gemm' if _is_gemm(wl) else 'untuned'}@{threads}t"
         out.sources[op.name] = src
         if refused is not None:
             out.notes.append(f"the config's CONV parameters of {op.name} do not apply "
                              f"({refused}): ignored, running "
                              + ("default CONV parameters" if src == "default"
                                 else f"the knobs {src}"))
+    from hwtune.tuners import conv_grad
+    gw_params, gw_sources = conv_grad.choose(
+        db, host_key, graph, threads=threads, isa=isa, op_params=op_params,
+        params_threads=params_threads)
+    out.op_params.update(gw_params)
+    out.sources.update(gw_sources)
     if stale:
         shown = "; ".join(f"{k} at {', '.join(f'{t}t' for t in ts)}"
                           for k, ts in list(stale.items())[:3])
@@ -199,13 +217,20 @@ def _partial_best(db, host_key: str, wl, isa: str, threads: int) -> Optional[dic
     return dict(best[0][0], _seconds=best[0][1]) if best else None
 
 
+def _is_gemm(wl) -> bool:
+    from hwtune.tuners import conv_nchw
+    return conv_nchw.kernel(wl) == "NCHW-gemm"
+
+
 def _gemm_seconds(db, host_key: str, wl, isa: str, threads: int) -> Optional[float]:
     """The measured time at `threads` of wl's NCHW default kernel when that
-    is the 1x1 GEMM (tuners/conv_nchw.py), or None (not measured, failed,
-    or another kernel)."""
+    is the 1x1 GEMM (tuners/conv_nchw.py), or for a workload with per-run
+    weights (a training step's: the untuned plan, which its per-run rules
+    shape, is no point of the template's space either); None otherwise (not
+    measured, failed, or another kernel)."""
     from hwtune.tuners import conv_nchw
     from hwtune.tuners.search import OK
-    if conv_nchw.kernel(wl) != "NCHW-gemm":
+    if not (wl.per_run_weights or _is_gemm(wl)):
         return None
     rows = db.trials(host_key, tuner=conv_nchw.TUNER, subject=wl.key, isa=isa, threads=threads)
     ok = [r for r in rows if r["status"] == OK and r["median_s"]]

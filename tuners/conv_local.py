@@ -80,6 +80,13 @@ class ConvWorkload:
     pad: Tuple[int, int]
     dilation: Tuple[int, int] = (1, 1)
     pad_end: Optional[Tuple[int, int]] = None  # None: symmetric (= pad)
+    # Weights that change every run (a training step's: graph inputs, and
+    # the turned weights of a stride-1 conv2d_grad_data): each share packs
+    # (or Winograd-transforms) them per run, so trials run the NCHW op with
+    # the weights as an input, as the step runs it, and the knobs chosen
+    # include that cost (the winograd knob then overrides the op's per-run
+    # size rule, engine/ops/ops_util.h).
+    per_run_weights: bool = False
 
     @property
     def geometry(self) -> Dict[str, object]:
@@ -97,6 +104,8 @@ class ConvWorkload:
             attrs["dilation"] = list(self.dilation)
         if self.pad_end is not None and tuple(self.pad_end) != tuple(self.pad):
             attrs["padding_end"] = list(self.pad_end)
+        if self.per_run_weights:
+            attrs["weights"] = "per_run"
         return workload_key("conv2d", shapes, attrs)
 
     @property
@@ -124,10 +133,30 @@ class ConvWorkload:
         return Space(self.knobs(isa), valid=valid)
 
 
+def tuned_op(graph, op) -> bool:
+    """Whether the CONV search tunes op: a conv2d, or a conv2d_grad_data
+    that runs as a forward CONV (stride 1, padding inside the kernel)."""
+    if op.op == "conv2d":
+        return True
+    if op.op != "conv2d_grad_data":
+        return False
+    from hwtune.graph.ops.train import grad_data_forward_conv
+    return grad_data_forward_conv([graph.shapes[t] for t in op.inputs], op.resolved) is not None
+
+
 def conv_workload(graph, op) -> ConvWorkload:
-    """The workload of a validated graph's conv2d op (NCHW or NCHWc)."""
-    x, w = (tuple(graph.shapes[name]) for name in op.inputs[:2])
+    """The workload of a validated graph's conv2d op (NCHW or NCHWc), or of
+    a conv2d_grad_data that runs as a forward CONV (tuned_op): that CONV's,
+    so a data gradient shaped like a forward conv of the step shares its
+    tuning."""
     attrs = op.resolved or {}
+    if op.op == "conv2d_grad_data":
+        from hwtune.graph.ops.train import grad_data_forward_conv
+        x, w, pad = grad_data_forward_conv([graph.shapes[t] for t in op.inputs], attrs)
+        return ConvWorkload(tuple(int(v) for v in x), tuple(int(v) for v in w), False, (1, 1),
+                            tuple(int(v) for v in pad), per_run_weights=True)
+    x, w = (tuple(graph.shapes[name]) for name in op.inputs[:2])
+    inputs = {t.name for t in graph.inputs}
     if len(x) == 5:  # NCHW[x]c: the same workload as its NCHW original
         x = (x[0], x[1] * x[4], x[2], x[3])
         w = (w[0] * w[5], w[1] * w[4], w[2], w[3])
@@ -137,7 +166,8 @@ def conv_workload(graph, op) -> ConvWorkload:
     pad_end = attrs.get("padding_end")
     pad_end = None if pad_end is None or tuple(pad_end) == pad else tuple(pad_end)
     return ConvWorkload(tuple(int(v) for v in x), tuple(int(v) for v in w),
-                        len(op.inputs) >= 3, stride, pad, dilation, pad_end)
+                        len(op.inputs) >= 3, stride, pad, dilation, pad_end,
+                        per_run_weights=op.inputs[1] in inputs)
 
 
 def tolerance(w_shape) -> float:
@@ -223,6 +253,8 @@ class ConvMeasure:
         from hwtune.native.op_bench import OpBench
         from hwtune.native.isa import resolve_isa
 
+        if self.wl.per_run_weights:  # as the training step runs it (see ConvWorkload)
+            params = dict(params, layout="NCHW")
         g = apply_op_params(self._graph, {"conv": dict(params)})
         i = next(k for k, o in enumerate(g.ops) if o.name == "conv")
         y = np.empty(tuple(g.shapes[g.ops[i].outputs[0]]), np.float32)
@@ -268,7 +300,8 @@ def _one_conv_graph(wl: ConvWorkload):
     from hwtune.graph.generators.builder import Builder
     b = Builder("conv-trial")
     x = b.input("x", wl.x_shape)
-    ins = [x, b.param("w", wl.w_shape)] + ([b.param("b", (wl.w_shape[0],))] if wl.bias else [])
+    w = b.input("w", wl.w_shape) if wl.per_run_weights else b.param("w", wl.w_shape)
+    ins = [x, w] + ([b.param("b", (wl.w_shape[0],))] if wl.bias else [])
     geo = {"stride": list(wl.stride), "padding": list(wl.pad)}
     if tuple(wl.dilation) != (1, 1):
         geo["dilation"] = list(wl.dilation)
@@ -443,7 +476,7 @@ def workload_groups(graph) -> Dict[str, Tuple[ConvWorkload, List[str]]]:
     """workload key -> (workload, names of the conv ops that share it)."""
     groups: Dict[str, Tuple[ConvWorkload, List[str]]] = {}
     for op in graph.ops:
-        if op.op == "conv2d":
+        if tuned_op(graph, op):
             wl = conv_workload(graph, op)
             groups.setdefault(wl.key, (wl, []))[1].append(op.name)
     return groups

@@ -351,6 +351,50 @@ def _stage_conv(ctx: TuneContext, graph, cfg: EngineConfig, report: StageReport,
     those counts; they do not change this config)."""
     params, why = _conv_team(ctx, graph, cfg, report, limits)
     why += _conv_other_threads(ctx, graph, cfg, report, limits, other_threads)
+    if is_training_graph(graph):
+        gw, more = _conv_grad(ctx, graph, cfg, report, other_threads)
+        params.update(gw)
+        why += more
+    return params, why
+
+
+def _conv_grad(ctx: TuneContext, graph, cfg: EngineConfig, report: StageReport,
+               other_threads: Sequence[int]) -> Tuple[Dict[str, dict], List[str]]:
+    """A training step's CONV gradients with knobs of their own (weight
+    gradients, im2col data gradients; the C ops' declarations) per workload
+    at the team's thread count, the config's op_params, and at
+    other_threads (stored for runs at those counts)."""
+    from hwtune.tuners import conv_grad
+
+    n_wl = len(conv_grad.workload_groups(graph))
+    if not n_wl:
+        return {}, []
+    params: Dict[str, dict] = {}
+    why = []
+    for t in [cfg.threads] + [t for t in other_threads if t != cfg.threads]:
+        if ctx.out_of_time():
+            why.append(f"conv: CONV gradients not tuned at {t} thread(s): the budget ran "
+                       "out (a rerun resumes)")
+            continue
+        ctx.progress("conv", f"CONV gradient search ({ctx.search}) at {t} thread(s)")
+        got = conv_grad.tune_grad_workloads(ctx, graph, threads=t, pin=cfg.pinned,
+                                            progress=lambda m: ctx.progress("conv", m))
+        seen = {c.workload_key: c for c in got.values()}.values()
+        report.trials += sum(c.trials for c in seen)
+        measured = sum(c.measured for c in seen)
+        report.measured += measured
+        report.reused += sum(c.trials for c in seen) - measured
+        if t == cfg.threads:
+            params = {name: dict(c.params) for name, c in got.items()}
+            default_s = sum(c.default_seconds for c in seen
+                            if c.default_seconds == c.default_seconds)
+            tuned_s = sum(c.seconds for c in seen)
+            why.append(f"conv: {len(seen)} of {n_wl} CONV gradient workload(s) (weight, "
+                       f"im2col data) tuned at {t} thread(s): {default_s * 1e3:.2f} ms with "
+                       f"default knobs -> {tuned_s * 1e3:.2f} ms tuned (sum over workloads)")
+        else:
+            why.append(f"conv: {len(seen)} of {n_wl} CONV gradient workload(s) tuned at "
+                       f"{t} thread(s) too (stored for runs at {t} thread(s) per executor)")
     return params, why
 
 
@@ -412,11 +456,23 @@ def _conv_team(ctx: TuneContext, graph, cfg: EngineConfig, report: StageReport,
     if is_training_graph(graph):
         # The backward ops read the forward activations in NCHW, so a
         # blocked chain would pay a transform back for each of them; the
-        # forward CONVs keep NCHW with their fastest knobs instead.
-        params = {k: {**c.candidates[0][0], "layout": "NCHW"} for k, c in choices.items()}
+        # forward CONVs keep NCHW with their fastest knobs instead, or
+        # without knobs where the untuned plan (its per-run rules, the 1x1
+        # GEMM) measured faster.
+        from hwtune.tuners import conv_nchw
+        groups = [(wl, [n for n in names if n in choices])
+                  for wl, names in conv_local.workload_groups(graph).values()]
+        nchw = conv_nchw.nchw_candidates(ctx, groups, threads=threads, pin=cfg.pinned)
+        params = {}
+        for k, c in choices.items():
+            best = c.candidates[0] if c.candidates else (c.params, c.seconds)
+            params[k] = (dict(nchw[k][0]) if k in nchw and nchw[k][1] < best[1]
+                         else {**best[0], "layout": "NCHW"})
+        untuned = sum(1 for p in params.values() if p == conv_nchw.PARAMS)
         ctx.progress("conv", "training graph: CONVs keep NCHW (no global layout search)")
-        return params, [f"conv: {len(choices)} CONV op(s) of a training graph, NCHW with "
-                        "their fastest knobs"]
+        return params, [f"conv: {len(choices)} CONV op(s) of a training graph (data "
+                        f"gradients included), NCHW with their fastest knobs; {untuned} "
+                        "without knobs (the untuned plan measured faster)"]
     ctx.progress("conv", "global layout search (dynamic programming)")
     from hwtune.graph.passes.fuse import fuse_conv
     cost = layout_dp.measured_transform_cost(ctx.db, ctx.run_id, ctx.host_key,

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "hwtune/conv.h"
-#include "ops_util.h"
+#include "conv_attrs.h"
 
 /* ---- attributes ---- */
 
@@ -105,28 +105,14 @@ static int conv_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
    * the direct kernel. Knob attributes override the default one by one;
    * with none, plan_make may fall back to the direct kernel for shapes the
    * template refuses. */
-  const hwt_conv_params *pp = NULL;
-  int reg_n = attr_int(g, op, "reg_n"), unroll = attr_int(g, op, "unroll_ker");
-  int ic_bn = attr_int(g, op, "ic_bn"), oc_bn = attr_int(g, op, "oc_bn");
-  int reg_h = attr_int(g, op, "reg_h"), wino = attr_int(g, op, "winograd");
-  if (blocked || reg_n > 0 || unroll >= 0 || ic_bn > 0 || oc_bn > 0 || reg_h > 0 || wino >= 0) {
-    hwt_conv_params def;
-    int st = hwt_conv_default_params(&d, ctx->isa, &def);
-    if (st < 0) {
-      free(s);
-      snprintf(err, errlen, "no default template parameters (%d)", st);
-      return st;
-    }
-    if (!blocked) {
-      p.ic_bn = ic_bn > 0 ? ic_bn : def.ic_bn;
-      p.oc_bn = oc_bn > 0 ? oc_bn : def.oc_bn;
-    }
-    p.reg_n = reg_n > 0 ? reg_n : def.reg_n;
-    p.unroll_ker = unroll >= 0 ? unroll : def.unroll_ker;
-    p.reg_h = reg_h > 0 ? reg_h : def.reg_h;
-    p.winograd = wino >= 0 ? wino : def.winograd;
-    pp = &p;
+  int wino_set = 0;
+  const int given = hwt_ops_conv_knobs(ctx, &d, blocked, &p, &wino_set);
+  if (given < 0) {
+    free(s);
+    snprintf(err, errlen, "no default template parameters (%d)", given);
+    return given;
   }
+  const hwt_conv_params *pp = given ? &p : NULL;
   int st = hwt_conv_plan_make(&d, blocked ? HWT_CONV_NCHWC : HWT_CONV_NCHW, pp, ctx->isa,
                               ctx->max_threads, &s->plan);
   if (st < 0) {
@@ -161,12 +147,15 @@ static int conv_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   const int w_const = (int)(ctx->const_in >> 1 & 1) ||
                       hwt_graph_tensor_kind(g, in[1]) == HWT_TENSOR_PARAM;
   if (s->plan.p.winograd && !w_const &&
-      (blocked ||
-       (long)d.N * s->plan.OH * s->plan.OW < HWT_OPS_WINO_PER_RUN_PIXELS * ctx->max_threads)) {
+      (blocked || (!wino_set && (long)d.N * s->plan.OH * s->plan.OW <
+                                    HWT_OPS_WINO_PER_RUN_PIXELS * ctx->max_threads))) {
     /* Winograd transforms the weights once, at prepare (into memory of
      * their own); NCHWc weights that change between runs keep the direct
      * template. NCHW ones are transformed per run, below, like the direct
-     * template's packing, where the CONV has the outputs to pay for it. */
+     * template's packing, where the CONV has the outputs to pay for it --
+     * or where the winograd knob says so: a tuned value was measured with
+     * per-run weights (tuners/conv_local.py, per_run_weights), which
+     * decides better than the pixel count. */
     p = s->plan.p;
     p.winograd = 0;
     if ((st = hwt_conv_plan_make(&d, s->plan.layout, &p, ctx->isa, ctx->max_threads,

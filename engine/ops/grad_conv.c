@@ -19,18 +19,25 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "hwtune/conv.h"
+#include "conv_attrs.h"
 #include "hwtune/gemm.h"
-#include "ops_util.h"
+#include "hwtune/grad_conv.h"
 
 /* Output columns per im2col tile: at most this many (whole rows, at least
  * one), so a tile of IC*KH*KW gathered rows stays in L2 for the GEMM that
- * reads it (ResNet-18's 3x3x64 layer: 576 x 256 floats = 576 KiB; not yet
- * tuned). */
+ * reads it (ResNet-18's 3x3x64 layer: 576 x 256 floats = 576 KiB). The
+ * default of the tile_cols knob, kept: on ResNet-18's 13 im2col gradients
+ * at batch 16 (7 weight, 6 stride-2 data; 2 threads, EPYC Zen 1, AVX2,
+ * load 4.5-10) tune-graph --train (optuna, 16 trials, the best re-measured
+ * 7 rounds interleaved with the default) kept 256 on 10 and took 512 or
+ * 1024 on 3, and re-measured per op (benchmarks/bench_backward_convs.py,
+ * load 10-12) those 3 ran 0.83-1.16x, within the 0.79-1.20x that identical
+ * plans showed there. */
 #define TILE_COLS 256
 /* Channel blocks per thread (units = this x max_threads, or IC if fewer):
  * enough units that the even split of a unit count over threads loses
- * little; not measured yet. */
+ * little. The default of the units knob, kept: the same search kept 2 on 8
+ * of the 13, took 1 on 4 and 4 on 1 (re-measured 0.67-1.16x: noise). */
 #define UNITS_PER_THREAD 2
 
 /* Weight units: (input-channel block, output-channel block) pairs, at
@@ -55,10 +62,10 @@ typedef struct {
   hwt_conv_plan conv; /* that CONV's plan */
 } cg_state;
 
-static int64_t tile_rows(int64_t oh, int64_t ow) {
+static int64_t tile_rows(int64_t oh, int64_t ow, int64_t cap) {
   int64_t best = 1;
   for (int64_t r = 1; r <= oh; r++)
-    if (oh % r == 0 && r * ow <= (ow > TILE_COLS ? ow : TILE_COLS)) best = r;
+    if (oh % r == 0 && r * ow <= (ow > cap ? ow : cap)) best = r;
   return best;
 }
 
@@ -98,7 +105,7 @@ static int geometry(hwt_op_ctx *ctx, cg_state *s, const int64_t *x, const int64_
   s->oh = (s->h + 2 * s->ph - s->kh) / s->sh + 1;
   s->ow = (s->w + 2 * s->pw - s->kw) / s->sw + 1;
   if (s->oh < 1 || s->ow < 1) return hwt_ops_fail(err, errlen, ctx, "empty output");
-  s->rows = tile_rows(s->oh, s->ow);
+  s->rows = tile_rows(s->oh, s->ow, TILE_COLS);
   int64_t want = (int64_t)UNITS_PER_THREAD * ctx->max_threads;
   s->blocks = s->ic < want ? s->ic : want;
   s->oblocks = 1;
@@ -279,8 +286,157 @@ static int open_state(hwt_op_ctx *ctx, int x, int w, int dy, const char *arity, 
 
 /* ---- weight gradient: x [N,IC,H,W], dy [N,OC,OH,OW] -> dw [OC,IC,KH,KW] ---- */
 
-static int wg_ok(const cg_state *s);
-static int wg_prepare(hwt_op_ctx *ctx, cg_state *s, char *err, size_t errlen);
+static int wg_prepare(hwt_op_ctx *ctx, cg_state *s, int units, int chunk_tiles, char *err,
+                      size_t errlen);
+
+/* ---- the weight gradient's knobs (hwtune/grad_conv.h) ----
+ * winograd: 0 the im2col GEMM, 2 Winograd F(2x2, 3x3) (3x3, stride 1);
+ * units: channel blocks per thread (both algorithms: more units split the
+ * work more evenly, fewer repeat less of the per-unit work -- each
+ * Winograd unit transforms all of dy);
+ * tile_cols: at most this many output columns per im2col tile (whole rows);
+ * chunk_tiles: at least this many 2x2 tiles per Winograd GEMM chunk (whole
+ * images; the GEMMs' K). */
+static const char *const GW_KNOB_NAMES[HWT_GW_KNOBS] = {"winograd", "units", "tile_cols",
+                                                          "chunk_tiles"};
+enum { GW_WINO, GW_UNITS, GW_TILE_COLS, GW_CHUNK_TILES };
+static const int GW_UNITS_V[] = {1, 2, 4};
+static const int GW_TILE_COLS_V[] = {64, 128, 256, 512, 1024};
+static const int GW_CHUNK_TILES_V[] = {32, 64, 128, 256, 512};
+
+/* Winograd only with at least this many input and output channels by
+ * default: the forward template's rule (kernels/conv/conv.c WINO_MIN_CH).
+ * The search above kept Winograd on all four 3x3 stride-1 weight gradients
+ * of ResNet-18 (64-512 channels); below 32 channels it is not measured
+ * (the winograd knob is tuned there instead). */
+#define WG_MIN_CH 32
+/* Tiles per Winograd GEMM chunk by default: images are added to a chunk
+ * until it holds at least this many (ResNet-18's 7x7 layers have 16 tiles
+ * an image). Kept: the search kept 128 (and one unit per thread) on the
+ * four; a first search at load 4.5-6 took 512 with 2 units on 512x7x7
+ * (1.22x in its confirmation), which re-measured per op at 0.88-0.95x. */
+#define WG_CHUNK_TILES 128
+
+const char *hwt_grad_weight_knob_name(int i) {
+  return i >= 0 && i < HWT_GW_KNOBS ? GW_KNOB_NAMES[i] : NULL;
+}
+
+static int gw_desc_ok(const hwt_conv_desc *d) {
+  return d && d->N >= 1 && d->C >= 1 && d->H >= 1 && d->W >= 1 && d->K >= 1 && d->R >= 1 &&
+         d->S >= 1 && d->stride_h >= 1 && d->stride_w >= 1 && d->pad_h >= 0 && d->pad_w >= 0;
+}
+
+static int gw_wino_legal(const hwt_conv_desc *d) {
+  return d->R == 3 && d->S == 3 && d->stride_h == 1 && d->stride_w == 1;
+}
+
+static void knob_set(hwt_conv_knob *k, const int *v, int n) {
+  k->n = n;
+  for (int i = 0; i < n; i++) k->v[i] = v[i];
+}
+
+int hwt_grad_weight_knobs(const hwt_conv_desc *d, hwt_conv_knob *out) {
+  if (!out || !gw_desc_ok(d)) return HWT_EINVAL;
+  static const int wino[] = {0, 2};
+  knob_set(&out[GW_WINO], wino, gw_wino_legal(d) ? 2 : 1);
+  knob_set(&out[GW_UNITS], GW_UNITS_V, 3);
+  knob_set(&out[GW_TILE_COLS], GW_TILE_COLS_V, 5);
+  knob_set(&out[GW_CHUNK_TILES], GW_CHUNK_TILES_V, 5);
+  return HWT_OK;
+}
+
+int hwt_grad_weight_default(const hwt_conv_desc *d, int *v) {
+  if (!v || !gw_desc_ok(d)) return HWT_EINVAL;
+  v[GW_WINO] = gw_wino_legal(d) && d->C >= WG_MIN_CH && d->K >= WG_MIN_CH ? 2 : 0;
+  /* Winograd: one unit per thread (each transforms all of dy) */
+  v[GW_UNITS] = v[GW_WINO] ? 1 : UNITS_PER_THREAD;
+  v[GW_TILE_COLS] = TILE_COLS;
+  v[GW_CHUNK_TILES] = WG_CHUNK_TILES;
+  return HWT_OK;
+}
+
+/* The forward conv's output extent (symmetric padding, no dilation). */
+static void out_hw(const hwt_conv_desc *d, int64_t *oh, int64_t *ow) {
+  *oh = ((int64_t)d->H + 2 * d->pad_h - d->R) / d->stride_h + 1;
+  *ow = ((int64_t)d->W + 2 * d->pad_w - d->S) / d->stride_w + 1;
+}
+
+/* What a tile_cols value decides: output rows per im2col tile. */
+static int64_t tile_rows_of(const hwt_conv_desc *d, int cap) {
+  int64_t oh, ow;
+  out_hw(d, &oh, &ow);
+  return tile_rows(oh, ow, cap);
+}
+
+/* What a chunk_tiles value decides: images per Winograd chunk. */
+static int64_t chunk_images(const hwt_conv_desc *d, int chunk) {
+  int64_t oh, ow;
+  out_hw(d, &oh, &ow);
+  const int64_t T = ((oh + 1) / 2) * ((ow + 1) / 2), ipc = (chunk + T - 1) / T;
+  return ipc < d->N ? ipc : d->N;
+}
+
+/* v's representative among the legal values that give the same plan
+ * (effect): the default when it is one of them, else the smallest; so a
+ * search never measures one plan twice under two names, nor keeps a
+ * "tuned" value that runs exactly as the default. */
+static int canon_value(const hwt_conv_desc *d, const int *legal, int n, int v, int def,
+                       int64_t (*effect)(const hwt_conv_desc *, int)) {
+  const int64_t e = effect(d, v);
+  if (effect(d, def) == e) return def;
+  for (int i = 0; i < n; i++)
+    if (effect(d, legal[i]) == e) return legal[i];
+  return v;
+}
+
+int hwt_grad_weight_canonical(const hwt_conv_desc *d, int *v) {
+  hwt_conv_knob k[HWT_GW_KNOBS];
+  int def[HWT_GW_KNOBS];
+  if (!v || hwt_grad_weight_knobs(d, k) != HWT_OK) return HWT_EINVAL;
+  hwt_grad_weight_default(d, def);
+  for (int i = 0; i < HWT_GW_KNOBS; i++) {
+    int ok = 0;
+    for (int j = 0; j < k[i].n; j++) ok |= k[i].v[j] == v[i];
+    if (!ok) return HWT_EINVAL;
+  }
+  if (v[GW_WINO]) {
+    v[GW_TILE_COLS] = def[GW_TILE_COLS];
+    v[GW_CHUNK_TILES] = canon_value(d, GW_CHUNK_TILES_V, 5, v[GW_CHUNK_TILES],
+                                    def[GW_CHUNK_TILES], chunk_images);
+  } else {
+    v[GW_CHUNK_TILES] = def[GW_CHUNK_TILES];
+    v[GW_TILE_COLS] = canon_value(d, GW_TILE_COLS_V, 5, v[GW_TILE_COLS], def[GW_TILE_COLS],
+                                  tile_rows_of);
+  }
+  return HWT_OK;
+}
+
+/* The op's knob attributes over the default into v; a value not declared
+ * legal is a failure naming it. */
+static int gw_knob_attrs(hwt_op_ctx *ctx, const cg_state *s, int *v, char *err,
+                         size_t errlen) {
+  hwt_conv_desc d = {0};
+  d.N = (int)s->n, d.C = (int)s->ic, d.H = (int)s->h, d.W = (int)s->w;
+  d.K = (int)s->oc, d.R = (int)s->kh, d.S = (int)s->kw;
+  d.stride_h = (int)s->sh, d.stride_w = (int)s->sw, d.pad_h = (int)s->ph, d.pad_w = (int)s->pw;
+  hwt_conv_knob k[HWT_GW_KNOBS];
+  if (hwt_grad_weight_knobs(&d, k) != HWT_OK || hwt_grad_weight_default(&d, v) != HWT_OK)
+    return hwt_ops_fail(err, errlen, ctx, "bad weight gradient shape");
+  for (int i = 0; i < HWT_GW_KNOBS; i++) {
+    const int a = hwt_ops_knob(ctx, GW_KNOB_NAMES[i]);
+    if (a < 0) continue;
+    int ok = 0;
+    for (int j = 0; j < k[i].n; j++) ok |= k[i].v[j] == a;
+    if (!ok) {
+      char why[160];
+      snprintf(why, sizeof why, "weight gradient knob %s=%d is not legal for this conv",
+               GW_KNOB_NAMES[i], a);
+      return hwt_ops_fail(err, errlen, ctx, why);
+    }
+    v[i] = a;
+  }
+  return HWT_OK;
+}
 
 /* The weight gradient computes dW^T, [IC*kk, OC] = sum over images and tiles
  * of col [IC*kk, cols] x dy tile^T [cols, OC], per unit into a block of its
@@ -295,11 +451,18 @@ static int gw_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   int st = open_state(ctx, hwt_ops_in(ctx, 0), hwt_ops_out(ctx, 0), hwt_ops_in(ctx, 1),
                       "conv2d_grad_weight takes x and dy", &s, err, errlen);
   if (st != HWT_OK) return st;
-  if (wg_ok(s)) return wg_prepare(ctx, s, err, errlen);
+  int kv[HWT_GW_KNOBS];
+  if ((st = gw_knob_attrs(ctx, s, kv, err, errlen)) != HWT_OK) {
+    free(s);
+    return st;
+  }
+  if (kv[GW_WINO]) return wg_prepare(ctx, s, kv[GW_UNITS], kv[GW_CHUNK_TILES], err, errlen);
+  s->rows = tile_rows(s->oh, s->ow, kv[GW_TILE_COLS]);
+  const int64_t want = (int64_t)kv[GW_UNITS] * ctx->max_threads;
+  s->blocks = s->ic < want ? s->ic : want;
   const int64_t kk = s->kh * s->kw, cols = s->rows * s->ow, k2 = s->ic * kk;
-  const int64_t want = (int64_t)UNITS_PER_THREAD * ctx->max_threads;
   if (s->ic < want) {
-    /* one output-channel block per thread, not UNITS_PER_THREAD: each
+    /* one output-channel block per thread, not `units`: each
      * repeats the image's whole im2col (ResNet-18's 7x7 stride-2 first
      * layer: 147 gathered rows for 16 output channels a unit at 4 units) */
     const int64_t ob = s->oc / GW_MIN_OC_BLOCK;
@@ -332,24 +495,10 @@ static int gw_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
  *   M[xi] (OC x C) += Q[xi] (OC x tiles) x V[xi]^T (tiles x C),
  * Q the transformed dy tiles, V the transformed input tiles. 16 x tiles
  * products per (k, c) instead of 9 x 4 x tiles (2.25x fewer). Units are
- * input-channel blocks, one per thread (each transforms all of dy, its
+ * input-channel blocks, `units` per thread (each transforms all of dy, its
  * blocks of x); the tiles go in chunks of whole images, accumulated into
  * the unit's M (beta 1 after the first chunk), transformed into dW at the
  * unit's end. */
-
-/* Tiles per GEMM chunk: images are added to a chunk until it holds at
- * least this many (the GEMMs' K; ResNet-18's 7x7 layers have 16 tiles an
- * image). Not tuned. */
-#define WG_CHUNK_TILES 128
-/* Winograd only with at least this many input and output channels: the
- * forward template's rule (kernels/conv/conv.c WINO_MIN_CH); not measured
- * for the gradient. */
-#define WG_MIN_CH 32
-
-static int wg_ok(const cg_state *s) {
-  return s->kh == 3 && s->kw == 3 && s->sh == 1 && s->sw == 1 && s->ic >= WG_MIN_CH &&
-         s->oc >= WG_MIN_CH;
-}
 
 static int64_t wg_cmax(const cg_state *s) { return (s->ic + s->blocks - 1) / s->blocks; }
 static int64_t wg_tiles(const cg_state *s) { return s->th * s->tw; }
@@ -367,13 +516,15 @@ static size_t wg_v_floats(const cg_state *s) { return 16 * wg_vs(s); }
 static size_t wg_m_floats(const cg_state *s) { return 16 * wg_ms(s); }
 static size_t wg_row_floats(const cg_state *s) { return (size_t)((4 * (2 * s->tw + 2) + 15) / 16 * 16); }
 
-static int wg_prepare(hwt_op_ctx *ctx, cg_state *s, char *err, size_t errlen) {
+static int wg_prepare(hwt_op_ctx *ctx, cg_state *s, int units, int chunk_tiles, char *err,
+                      size_t errlen) {
   s->wino = 1;
   s->th = (s->oh + 1) / 2, s->tw = (s->ow + 1) / 2;
   const int64_t T = wg_tiles(s);
-  s->ipc = (WG_CHUNK_TILES + T - 1) / T;
+  s->ipc = (chunk_tiles + T - 1) / T;
   if (s->ipc > s->n) s->ipc = s->n;
-  s->blocks = s->ic < ctx->max_threads ? s->ic : ctx->max_threads;
+  const int64_t want = (int64_t)units * ctx->max_threads;
+  s->blocks = s->ic < want ? s->ic : want;
   s->oblocks = 1;
   int st = HWT_OK;
   const int64_t tail = s->n % s->ipc;
@@ -589,12 +740,32 @@ static int fwd_prepare(hwt_op_ctx *ctx, cg_state *s, char *err, size_t errlen) {
   d.stride_h = d.stride_w = d.dil_h = d.dil_w = 1;
   d.pad_h = d.pad_h_end = (int)(s->kh - 1 - s->ph);
   d.pad_w = d.pad_w_end = (int)(s->kw - 1 - s->pw);
-  int st = hwt_conv_plan_make(&d, HWT_CONV_NCHW, NULL, ctx->isa, ctx->max_threads, &s->conv);
-  if (st == HWT_OK && s->conv.p.winograd &&
+  /* The template's knobs as conv2d's attributes (a tuned row of this
+   * forward CONV's workload); none: the default, Winograd then only where
+   * the per-run rule leaves it. */
+  hwt_conv_params p = {0};
+  int wino_set = 0;
+  int st = hwt_ops_conv_knobs(ctx, &d, 0, &p, &wino_set);
+  const int given = st > 0;
+  if (st >= 0)
+    st = hwt_conv_plan_make(&d, HWT_CONV_NCHW, given ? &p : NULL, ctx->isa, ctx->max_threads,
+                            &s->conv);
+  if (st == HWT_OK && s->conv.p.winograd && !wino_set &&
       (long)d.N * s->conv.OH * s->conv.OW < HWT_OPS_WINO_PER_RUN_PIXELS * ctx->max_threads) {
-    hwt_conv_params p = s->conv.p;
+    p = s->conv.p;
     p.winograd = 0;
     st = hwt_conv_plan_make(&d, HWT_CONV_NCHW, &p, ctx->isa, ctx->max_threads, &s->conv);
+  }
+  if (st != HWT_OK && given) {
+    char why[200];
+    snprintf(why, sizeof why,
+             "the CONV template refuses the knobs ic_bn=%d oc_bn=%d reg_n=%d unroll_ker=%d "
+             "reg_h=%d winograd=%d for the data gradient's CONV (dy [%d,%d,%d,%d], %dx%d, "
+             "padding %d,%d)",
+             p.ic_bn, p.oc_bn, p.reg_n, p.unroll_ker, p.reg_h, p.winograd, d.N, d.C, d.H, d.W,
+             d.R, d.S, d.pad_h, d.pad_w);
+    free(s);
+    return hwt_ops_fail(err, errlen, ctx, why);
   }
   if (st != HWT_OK || s->conv.OH != s->h || s->conv.OW != s->w) {
     free(s);
@@ -608,12 +779,96 @@ static int fwd_prepare(hwt_op_ctx *ctx, cg_state *s, char *err, size_t errlen) {
                           2.0 * (double)(s->n * s->oc * s->oh * s->ow * s->ic * s->kh * s->kw));
 }
 
+/* ---- the im2col data gradient's knobs (hwtune/grad_conv.h) ----
+ * units: (image, channel block) units' channel blocks per thread;
+ * tile_cols: at most this many output columns per im2col tile (whole rows).
+ * Only where the data gradient is not a forward CONV (fwd_ok), which takes
+ * the CONV template's knobs instead. */
+static const char *const GD_KNOB_NAMES[HWT_GD_KNOBS] = {"units", "tile_cols"};
+
+const char *hwt_grad_data_knob_name(int i) {
+  return i >= 0 && i < HWT_GD_KNOBS ? GD_KNOB_NAMES[i] : NULL;
+}
+
+static int gd_desc_im2col(const hwt_conv_desc *d) {
+  return gw_desc_ok(d) && !(d->stride_h == 1 && d->stride_w == 1 && d->pad_h < d->R &&
+                            d->pad_w < d->S);
+}
+
+int hwt_grad_data_knobs(const hwt_conv_desc *d, hwt_conv_knob *out) {
+  if (!out || !gd_desc_im2col(d)) return HWT_EINVAL;
+  knob_set(&out[0], GW_UNITS_V, 3);
+  knob_set(&out[1], GW_TILE_COLS_V, 5);
+  return HWT_OK;
+}
+
+int hwt_grad_data_default(const hwt_conv_desc *d, int *v) {
+  if (!v || !gd_desc_im2col(d)) return HWT_EINVAL;
+  v[0] = UNITS_PER_THREAD;
+  v[1] = TILE_COLS;
+  return HWT_OK;
+}
+
+int hwt_grad_data_canonical(const hwt_conv_desc *d, int *v) {
+  hwt_conv_knob k[HWT_GD_KNOBS];
+  if (!v || hwt_grad_data_knobs(d, k) != HWT_OK) return HWT_EINVAL;
+  for (int i = 0; i < HWT_GD_KNOBS; i++) {
+    int ok = 0;
+    for (int j = 0; j < k[i].n; j++) ok |= k[i].v[j] == v[i];
+    if (!ok) return HWT_EINVAL;
+  }
+  v[1] = canon_value(d, GW_TILE_COLS_V, 5, v[1], TILE_COLS, tile_rows_of);
+  return HWT_OK;
+}
+
 static int gd_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   cg_state *s = NULL;
   int st = open_state(ctx, hwt_ops_out(ctx, 0), hwt_ops_in(ctx, 1), hwt_ops_in(ctx, 0),
                       "conv2d_grad_data takes dy and w", &s, err, errlen);
   if (st != HWT_OK) return st;
-  if (fwd_ok(s)) return fwd_prepare(ctx, s, err, errlen);
+  const int fwd = fwd_ok(s);
+  static const char *const conv_knobs[] = {"ic_bn", "oc_bn", "reg_n", "unroll_ker", "reg_h",
+                                           "winograd"};
+  for (size_t i = 0; !fwd && i < sizeof conv_knobs / sizeof *conv_knobs; i++)
+    if (hwt_ops_knob(ctx, conv_knobs[i]) >= 0) {
+      free(s);
+      return hwt_ops_fail(err, errlen, ctx,
+                          "CONV template knobs apply to a stride-1 data gradient only (this "
+                          "one runs as an im2col GEMM)");
+    }
+  for (int i = 0; fwd && i < HWT_GD_KNOBS; i++)
+    if (hwt_ops_knob(ctx, GD_KNOB_NAMES[i]) >= 0) {
+      free(s);
+      return hwt_ops_fail(err, errlen, ctx,
+                          "im2col knobs apply to a data gradient that is not a forward CONV "
+                          "(this one is: it takes the CONV template's knobs)");
+    }
+  if (fwd) return fwd_prepare(ctx, s, err, errlen);
+  hwt_conv_desc d = {0};
+  d.N = (int)s->n, d.C = (int)s->ic, d.H = (int)s->h, d.W = (int)s->w;
+  d.K = (int)s->oc, d.R = (int)s->kh, d.S = (int)s->kw;
+  d.stride_h = (int)s->sh, d.stride_w = (int)s->sw, d.pad_h = (int)s->ph, d.pad_w = (int)s->pw;
+  hwt_conv_knob k[HWT_GD_KNOBS];
+  int v[HWT_GD_KNOBS];
+  hwt_grad_data_knobs(&d, k);
+  hwt_grad_data_default(&d, v);
+  for (int i = 0; i < HWT_GD_KNOBS; i++) {
+    const int a = hwt_ops_knob(ctx, GD_KNOB_NAMES[i]);
+    if (a < 0) continue;
+    int ok = 0;
+    for (int j = 0; j < k[i].n; j++) ok |= k[i].v[j] == a;
+    if (!ok) {
+      char why[160];
+      snprintf(why, sizeof why, "data gradient knob %s=%d is not legal for this conv",
+               GD_KNOB_NAMES[i], a);
+      free(s);
+      return hwt_ops_fail(err, errlen, ctx, why);
+    }
+    v[i] = a;
+  }
+  s->rows = tile_rows(s->oh, s->ow, v[1]);
+  const int64_t want = (int64_t)v[0] * ctx->max_threads;
+  s->blocks = s->ic < want ? s->ic : want;
   return data_prepare(ctx, s, err, errlen);
 }
 
@@ -707,7 +962,7 @@ static int ct_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   s->n = x[0], s->ic = w[1], s->h = y[2], s->w = y[3];
   s->oc = x[1], s->kh = w[2], s->kw = w[3], s->oh = x[2], s->ow = x[3];
   s->sh = st[0], s->sw = st[1], s->ph = pd[0], s->pw = pd[1], s->dh = dl[0], s->dw = dl[1];
-  s->rows = tile_rows(s->oh, s->ow);
+  s->rows = tile_rows(s->oh, s->ow, TILE_COLS);
   int64_t want = (int64_t)UNITS_PER_THREAD * ctx->max_threads;
   s->blocks = s->ic < want ? s->ic : want;
   return data_prepare(ctx, s, err, errlen);

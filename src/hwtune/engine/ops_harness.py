@@ -22,11 +22,14 @@ from hwtune.native.ops import aligned_empty, run_op
 def run_ops(graph: Graph, nth: int = 1, isa: Optional[str] = None,
             inputs: Optional[Mapping[str, np.ndarray]] = None,
             params: Optional[Mapping[str, np.ndarray]] = None,
-            repeat: int = 1) -> Dict[str, np.ndarray]:
+            repeat: int = 1, workspace: Optional[Dict[str, int]] = None
+            ) -> Dict[str, np.ndarray]:
     """Execute a validated graph op by op in topological order, each op
     through its C implementation split into nth shares; returns the graph
     outputs. Inputs and params default to the reference's initialisation,
-    so the result compares directly with run_reference(graph)."""
+    so the result compares directly with run_reference(graph).
+    workspace, if given, receives op name -> the workspace floats each
+    share's prepare asked for (the op's plan)."""
     if nth < 1:
         raise EngineGraphError(f"nth must be >= 1, got {nth}")
     values: Dict[str, np.ndarray] = {}
@@ -42,7 +45,9 @@ def run_ops(graph: Graph, nth: int = 1, isa: Optional[str] = None,
             outs = [aligned_empty(graph.shapes[n]) for n in op.outputs]
             for o in outs:  # poison: an element no share writes stays NaN
                 o.fill(np.nan)
-            run_op(ng.handle, i, op.op, [values[n] for n in op.inputs], outs, nth, isa_idx,
-                   repeat)
+            ws = run_op(ng.handle, i, op.op, [values[n] for n in op.inputs], outs, nth,
+                        isa_idx, repeat)
+            if workspace is not None:
+                workspace[op.name] = ws
             values.update(zip(op.outputs, outs))
     return {name: values[name] for name in graph.outputs}

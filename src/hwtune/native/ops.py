@@ -54,11 +54,12 @@ def _ptr(a: np.ndarray):
 
 
 def run_op(graph_handle: int, op_id: int, op_type: str, ins: Sequence[np.ndarray],
-           outs: List[np.ndarray], nth: int, isa: int, repeat: int = 1) -> None:
+           outs: List[np.ndarray], nth: int, isa: int, repeat: int = 1) -> int:
     """Op op_id of a C graph through its implementation: prepare on the
     given buffers (contiguous float32), run(tid) for tid in 0..nth-1 one
     after another (the shares are disjoint, so order cannot matter),
-    `repeat` times, then release."""
+    `repeat` times, then release. Returns the workspace floats a share
+    needed (prepare's plan, which tests compare across attributes)."""
     impl = find_impl(op_type)
     ctx = OpCtx()
     ctx.g, ctx.op, ctx.n_in, ctx.n_out = graph_handle, op_id, len(ins), len(outs)
@@ -78,3 +79,4 @@ def run_op(graph_handle: int, op_id: int, op_type: str, ins: Sequence[np.ndarray
     finally:
         if impl.release:
             _RELEASE(impl.release)(ctypes.byref(ctx))
+    return int(ctx.ws_floats)

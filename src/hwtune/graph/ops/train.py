@@ -149,7 +149,90 @@ def _grad_data_infer(in_shapes, attrs, n_out):
     if (dy[1], dy[2], dy[3]) != (oc, oh, ow) or oh < 1 or ow < 1:
         raise OpError(f"dy {show_shape(dy)} is not the output of a conv with weights "
                       f"{show_shape(w)} on {h}x{wd}", "inputs[0]")
+    _check_grad_data_knobs(in_shapes, attrs)
     return [x_shape]
+
+
+# The NCHW[x]c template's knobs, which a stride-1 data gradient (run as a
+# forward CONV of dy) takes as conv2d does; declared by the C template
+# (hwt_conv_knobs), read through conv2d_knobs.
+GRAD_DATA_KNOBS = ("ic_bn", "oc_bn", "reg_n", "unroll_ker", "reg_h", "winograd")
+
+
+def grad_data_forward_conv(in_shapes, attrs):
+    """The forward CONV a conv2d_grad_data runs as (engine/ops/grad_conv.c
+    fwd_prepare): (x shape, w shape, padding) -- dy as x, the weights'
+    channels swapped and turned ([IC, OC, KH, KW]), padding k - 1 - p --
+    or None when it runs as an im2col GEMM (a stride other than 1, or
+    padding of the kernel's size or more)."""
+    dy, w = (tuple(s) for s in in_shapes[:2])
+    (sh, sw), (ph, pw) = attrs["stride"], attrs["padding"]
+    oc, ic, kh, kw = w
+    if (sh, sw) != (1, 1) or ph >= kh or pw >= kw:
+        return None
+    return dy, (ic, oc, kh, kw), (kh - 1 - ph, kw - 1 - pw)
+
+
+def grad_data_knobs(in_shapes, attrs):
+    """Legal values of each knob of a conv2d_grad_data (its forward CONV's),
+    or None when it has none (grad_data_forward_conv)."""
+    fwd = grad_data_forward_conv(in_shapes, attrs)
+    if fwd is None:
+        return None
+    from hwtune.graph.ops.conv import conv2d_knobs
+    x, w, pad = fwd
+    return conv2d_knobs([x, w], {"layout": "NCHW", "stride": (1, 1), "padding": pad,
+                                 "padding_end": None, "dilation": (1, 1),
+                                 "ic_bn": None, "oc_bn": None})
+
+
+# The im2col data gradient's own knobs (hwtune/grad_conv.h, as the weight
+# gradient's below), for one that is not a forward CONV.
+GRAD_DATA_IM2COL_KNOBS = ("units", "tile_cols")
+
+
+def grad_data_conv(in_shapes, attrs):
+    """(x shape, w shape, stride, padding) of the conv whose data gradient
+    this is."""
+    dy, w = (tuple(s) for s in in_shapes[:2])
+    h, wd = attrs["input_size"]
+    return (dy[0], w[1], h, wd), w, tuple(attrs["stride"]), tuple(attrs["padding"])
+
+
+def grad_data_im2col_knobs(in_shapes, attrs):
+    """Legal values of the im2col knobs of a data gradient that is not a
+    forward CONV, or None (grad_data_forward_conv)."""
+    if grad_data_forward_conv(in_shapes, attrs) is not None:
+        return None
+    from hwtune.native import grad_conv  # loads the C library on first use
+    x, w, stride, pad = grad_data_conv(in_shapes, attrs)
+    return grad_conv.knobs(x, w, stride=stride, pad=pad, op="conv2d_grad_data")
+
+
+def _check_grad_data_knobs(in_shapes, attrs):
+    im2col = [k for k in GRAD_DATA_IM2COL_KNOBS if attrs.get(k) is not None]
+    if im2col:
+        legal = grad_data_im2col_knobs(in_shapes, attrs)
+        if legal is None:
+            raise OpError("im2col knobs apply to a data gradient that is not a forward CONV "
+                          "(this one is: it takes the CONV template's knobs)",
+                          f"attrs.{im2col[0]}")
+        for key in im2col:
+            if attrs[key] not in legal[key]:
+                raise OpError(f"{attrs[key]} is not legal here (legal: "
+                              f"{', '.join(map(str, legal[key]))})", f"attrs.{key}")
+    given = [k for k in GRAD_DATA_KNOBS if attrs.get(k) is not None]
+    if not given:
+        return
+    legal = grad_data_knobs(in_shapes, attrs)
+    if legal is None:
+        raise OpError("CONV template knobs apply to a stride-1 data gradient with padding "
+                      "smaller than the kernel only (this one runs as an im2col GEMM)",
+                      f"attrs.{given[0]}")
+    for key in given:
+        if attrs[key] not in legal[key]:
+            raise OpError(f"{attrs[key]} is not legal here (legal: "
+                          f"{', '.join(map(str, legal[key]))})", f"attrs.{key}")
 
 
 def conv2d_grad_data_nchw(dy, w, stride, padding, size):
@@ -179,7 +262,40 @@ def _grad_weight_infer(in_shapes, attrs, n_out):
     if (dy[0], dy[2], dy[3]) != (x[0], oh, ow) or oh < 1 or ow < 1:
         raise OpError(f"dy {show_shape(dy)} is not the output of a {kh}x{kw} conv of "
                       f"x {show_shape(x)}", "inputs[1]")
+    _check_grad_weight_knobs(in_shapes, attrs)
     return [w_shape]
+
+
+# The weight gradient's tunables, declared by the C op (hwtune/grad_conv.h:
+# names, legal values, default); tests/test_train_conv_tuning.py checks that
+# these attribute names are the C declaration's.
+GRAD_WEIGHT_KNOBS = ("winograd", "units", "tile_cols", "chunk_tiles")
+
+
+def grad_weight_conv(in_shapes, attrs):
+    """(x shape, w shape, stride, padding) of the forward conv whose weight
+    gradient this is."""
+    x, dy = (tuple(s) for s in in_shapes[:2])
+    kh, kw = attrs["kernel"]
+    return x, (dy[1], x[1], kh, kw), tuple(attrs["stride"]), tuple(attrs["padding"])
+
+
+def grad_weight_knobs(in_shapes, attrs):
+    """Legal values of each weight gradient knob for this op (C's declaration)."""
+    from hwtune.native import grad_conv  # loads the C library on first use
+    x, w, stride, pad = grad_weight_conv(in_shapes, attrs)
+    return grad_conv.knobs(x, w, stride=stride, pad=pad)
+
+
+def _check_grad_weight_knobs(in_shapes, attrs):
+    given = [k for k in GRAD_WEIGHT_KNOBS if attrs.get(k) is not None]
+    if not given:
+        return
+    legal = grad_weight_knobs(in_shapes, attrs)
+    for key in given:
+        if attrs[key] not in legal[key]:
+            raise OpError(f"{attrs[key]} is not legal here (legal: "
+                          f"{', '.join(map(str, legal[key]))})", f"attrs.{key}")
 
 
 def conv2d_grad_weight_nchw(x, dy, stride, padding, kernel):
@@ -208,16 +324,49 @@ register(OpSpec(
     lambda a, at, n: [conv2d_grad_data_nchw(a[0], a[1], at["stride"], at["padding"],
                                             at["input_size"])],
     lambda ins, outs, at: 2 * numel(ins[0]) * ins[1][1] * ins[1][2] * ins[1][3],
-    attrs=_CONV_ATTRS + [Attr("input_size", "pair", minimum=1, doc="the conv input's [H, W]")],
-    doc="NCHW conv2d data gradient: dx [N, IC, H, W] from dy and w [OC, IC, KH, KW]"))
+    attrs=_CONV_ATTRS + [Attr("input_size", "pair", minimum=1, doc="the conv input's [H, W]"),
+                         Attr("ic_bn", "int", None, minimum=1,
+                              doc="CONV template knob of the stride-1 data gradient's forward "
+                                  "CONV (dy as x, weights [IC, OC, KH, KW]): its input-channel "
+                                  "block (divides OC)"),
+                         Attr("oc_bn", "int", None, minimum=1,
+                              doc="its output-channel block (divides IC)"),
+                         Attr("reg_n", "int", None, minimum=1,
+                              doc="its output columns per register block"),
+                         Attr("unroll_ker", "bool", None, doc="unroll its kernel-width loop"),
+                         Attr("reg_h", "int", None, minimum=1,
+                              doc="its output rows per register block (1 or 2)"),
+                         Attr("winograd", "int", None, minimum=0,
+                              doc="0: the direct template; 2: Winograd F(2x2, 3x3), whatever "
+                                  "the per-run size rule would pick"),
+                         Attr("units", "int", None, minimum=1,
+                              doc="im2col data gradient (any other): channel blocks per "
+                                  "thread (1, 2 or 4)"),
+                         Attr("tile_cols", "int", None, minimum=1,
+                              doc="im2col data gradient: at most this many output columns per "
+                                  "tile (whole rows; 64 to 1024)")],
+    doc="NCHW conv2d data gradient: dx [N, IC, H, W] from dy and w [OC, IC, KH, KW]; at "
+        "stride 1 it runs as the forward CONV of dy (the CONV template's knobs as conv2d's), "
+        "else as an im2col GEMM with col2im (its own knobs, hwtune/grad_conv.h)"))
 
 register(OpSpec(
     "conv2d_grad_weight", ("x", "dy"), 2, 2, _grad_weight_infer,
     lambda a, at, n: [conv2d_grad_weight_nchw(a[0], a[1], at["stride"], at["padding"],
                                               at["kernel"])],
     lambda ins, outs, at: 2 * numel(ins[1]) * ins[0][1] * at["kernel"][0] * at["kernel"][1],
-    attrs=_CONV_ATTRS + [Attr("kernel", "pair", minimum=1, doc="the weights' [KH, KW]")],
-    doc="NCHW conv2d weight gradient: dw [OC, IC, KH, KW] from x and dy"))
+    attrs=_CONV_ATTRS + [Attr("kernel", "pair", minimum=1, doc="the weights' [KH, KW]"),
+                         Attr("winograd", "int", None, minimum=0,
+                              doc="0: an im2col GEMM; 2: Winograd F(2x2, 3x3) (3x3, stride 1)"),
+                         Attr("units", "int", None, minimum=1,
+                              doc="channel blocks per thread (1, 2 or 4)"),
+                         Attr("tile_cols", "int", None, minimum=1,
+                              doc="at most this many output columns per im2col tile (whole "
+                                  "rows; 64 to 1024)"),
+                         Attr("chunk_tiles", "int", None, minimum=1,
+                              doc="at least this many 2x2 tiles per Winograd GEMM chunk "
+                                  "(whole images; 32 to 512)")],
+    doc="NCHW conv2d weight gradient: dw [OC, IC, KH, KW] from x and dy; its knobs "
+        "(legal values declared by the C op, hwtune/grad_conv.h) tuned by tune-graph --train"))
 
 
 def _pool_grad_infer(in_shapes, attrs, n_out):

@@ -23,6 +23,7 @@ from hwtune.errors import UsageError
 from hwtune.graph.errors import GraphError
 from hwtune.graph.model import Graph, Op
 from hwtune.graph.ops.conv import conv2d_knobs
+from hwtune.graph.ops.train import grad_data_im2col_knobs, grad_data_knobs, grad_weight_knobs
 from hwtune.graph.passes.layout_rules import conv_blocks, layout_name, op_layout
 # The template knobs, as the C template declares them (hwt_conv_params).
 from hwtune.native.conv import KNOBS
@@ -64,21 +65,38 @@ def check_op_params(graph: Graph, op_params: Dict[str, dict]) -> Dict[str, dict]
         op = by_name.get(name)
         if op is None:
             raise UsageError(f'{where}: no op named "{name}" in {graph.name}')
-        if op.op != "conv2d":
-            raise UsageError(f'{where}: "{name}" is a {op.op}, only conv2d ops take layout params')
+        if op.op not in ("conv2d", "conv2d_grad_data", "conv2d_grad_weight"):
+            raise UsageError(f'{where}: "{name}" is a {op.op}, only conv2d ops (and their '
+                             "gradients) take layout params")
         if not isinstance(params, dict):
             raise UsageError(f"{where}: must be a dict of {', '.join(_PARAM_KEYS)}")
+        shapes = [graph.shapes[t] for t in op.inputs]
+        if op.op == "conv2d_grad_weight":
+            out[name] = _check_own_knobs(where, params, grad_weight_knobs(shapes, op.resolved))
+            continue
+        if op.op == "conv2d_grad_data" and grad_data_knobs(shapes, op.resolved) is None:
+            out[name] = _check_own_knobs(where, params,
+                                         grad_data_im2col_knobs(shapes, op.resolved))
+            continue
         unknown = sorted(set(params) - set(_PARAM_KEYS))
         if unknown:
             raise UsageError(f'{where}: unknown key "{unknown[0]}" (known: '
                              f"{', '.join(_PARAM_KEYS)})")
         p = dict(params)
+        if op.op == "conv2d_grad_data":
+            # It runs as a forward CONV on NCHW tensors: its knobs only.
+            p.setdefault("layout", "NCHW")
+            legal = grad_data_knobs(shapes, op.resolved)
+            if p["layout"] != "NCHW":
+                raise UsageError(f'{where}: a conv2d_grad_data runs on NCHW tensors, got '
+                                 f'layout {p["layout"]!r}')
         p.setdefault("layout", "NCHWc")
         if p["layout"] not in ("NCHW", "NCHWc"):
             raise UsageError(f'{where}: layout must be "NCHW" or "NCHWc", got {p["layout"]!r}')
         if p["layout"] == "NCHWc" and not ("ic_bn" in p and "oc_bn" in p):
             raise UsageError(f"{where}: an NCHWc conv needs ic_bn and oc_bn")
-        legal = conv2d_knobs([graph.shapes[t] for t in op.inputs], op.resolved)
+        if op.op == "conv2d":
+            legal = conv2d_knobs(shapes, op.resolved)
         for key in KNOBS:
             if key not in p or p[key] is None:
                 continue
@@ -93,6 +111,18 @@ def check_op_params(graph: Graph, op_params: Dict[str, dict]) -> Dict[str, dict]
                                  f"(legal: {shown})")
         out[name] = p
     return out
+
+
+def _check_own_knobs(where: str, params: dict, legal: dict) -> dict:
+    """A CONV gradient's own knobs (declared by the C op: a weight gradient,
+    an im2col data gradient): every given value legal."""
+    for key, v in params.items():
+        if key not in legal:
+            raise UsageError(f'{where}: unknown key "{key}" (known: {", ".join(legal)})')
+        if not _is_int(v) or v not in legal[key]:
+            raise UsageError(f"{where}: {key}={v!r} is not legal for this gradient "
+                             f"(legal: {', '.join(map(str, legal[key]))})")
+    return dict(params)
 
 
 class _Rewriter:
@@ -153,8 +183,12 @@ class _Rewriter:
         outputs = set(self.g.outputs)
         for i in self.g.order:
             op = self.g.ops[i]
-            if op.name in op_params:
+            if op.name in op_params and op.op == "conv2d":
                 inputs, attrs, block = self.conv(op, op_params[op.name])
+            elif op.name in op_params:  # a CONV gradient: NCHW, knobs as attributes
+                inputs, attrs, block = self.other(op)
+                attrs.update({k: v for k, v in op_params[op.name].items()
+                              if k != "layout" and v is not None})
             else:
                 inputs, attrs, block = self.other(op)
             stored = [f"{t}@{layout_name(block).lower()}" if block and t in outputs else t

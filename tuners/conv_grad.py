@@ -1,0 +1,360 @@
+"""The CONV gradients' own knobs, searched per workload and thread count as
+conv_local searches the forward CONV template's: conv2d_grad_weight's (im2col
+GEMM or Winograd) and, where it is not a forward CONV (a stride other than
+1), conv2d_grad_data's im2col ones. A stride-1 data gradient is a forward
+CONV and is tuned by conv_local with the template's knobs.
+
+The space is the C op's own declaration (hwtune/grad_conv.h through
+hwtune.native.grad_conv: algorithm, channel blocks per thread, im2col tile
+columns, Winograd chunk tiles); points that differ only in knobs their
+algorithm does not read are one point (the C side's canonical form). Each
+trial is the op with those knob attributes, prepared through the engine's op
+table and run on a pool team as `hwtune run` runs it, checked once against
+the numpy reference (status 'wrong_answer' when it differs), then timed.
+Trials go to tuning_trials (tuner "conv-grad-weight" or "conv-grad-data",
+subject = workload key) before the next proposal, so a rerun resumes; the
+best, re-measured interleaved with the default, is stored in tuned_subjects
+per host, ISA and thread count, and a run takes it through choose().
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+
+from hwtune.db.keys import workload_key
+from hwtune.measure import FixedSampling, interleave
+from hwtune.measure.op import OpSide
+from hwtune.measure.stats import median
+from hwtune.tuners.context import TuneContext
+# As conv_local's (same harness, same reasons): the minimum sample length,
+# the cap on a point's first run against the default's, the rounds of the
+# final interleaved comparison of the best point with the default.
+from hwtune.tuners.conv_local import (CONFIRM_ROUNDS, MIN_SAMPLE_S, MIN_TRIAL_LIMIT_S,
+                                      SLOW_FACTOR)
+from hwtune.tuners.loop import run_search
+from hwtune.tuners.search import OK, ListSearch, Outcome, Params, Space, key_of, make_search
+
+TUNERS = {"conv2d_grad_weight": "conv-grad-weight", "conv2d_grad_data": "conv-grad-data"}
+TUNER = TUNERS["conv2d_grad_weight"]
+DEFAULT_SEARCH = "default"
+CONFIRM_SEARCH = "confirm"
+# The op attributes that fix a gradient's shape besides its inputs'.
+_GEOMETRY = {"conv2d_grad_weight": ("kernel", "stride", "padding"),
+             "conv2d_grad_data": ("input_size", "stride", "padding")}
+
+
+@dataclass(frozen=True)
+class GradConvWorkload:
+    """A CONV gradient op's cost-defining shape: its type, input shapes and
+    geometry attributes."""
+    op: str
+    in_shapes: Tuple[Tuple[int, ...], ...]
+    geometry: Tuple[Tuple[str, Tuple[int, int]], ...]
+
+    @property
+    def tuner(self) -> str:
+        return TUNERS[self.op]
+
+    @property
+    def key(self) -> str:
+        return workload_key(self.op, self.in_shapes,
+                            {k: list(v) for k, v in self.geometry})
+
+    def conv(self):
+        """(x, w, stride, padding) of the forward conv."""
+        from hwtune.graph.ops.train import grad_data_conv, grad_weight_conv
+        fn = grad_weight_conv if self.op == "conv2d_grad_weight" else grad_data_conv
+        return fn(self.in_shapes, dict(self.geometry))
+
+    @property
+    def out_shape(self) -> Tuple[int, ...]:
+        x, w, _, _ = self.conv()
+        return tuple(w if self.op == "conv2d_grad_weight" else x)
+
+    def _call(self, fn, *args):
+        from hwtune.native import grad_conv
+        x, w, stride, pad = self.conv()
+        return getattr(grad_conv, fn)(*args, x, w, stride=stride, pad=pad, op=self.op)
+
+    def knobs(self) -> Dict[str, list]:
+        return self._call("knobs")
+
+    def default_params(self) -> Params:
+        return self._call("default_params")
+
+    def canonical(self, params: Params) -> Params:
+        return self._call("canonical", params)
+
+    def space(self) -> Space:
+        return Space(self.knobs(), valid=lambda p: self.canonical(p) == dict(p))
+
+
+def has_own_knobs(graph, op) -> bool:
+    """Whether op is a CONV gradient with knobs of its own: every weight
+    gradient, and data gradients that are not forward CONVs."""
+    if op.op == "conv2d_grad_weight":
+        return True
+    if op.op != "conv2d_grad_data":
+        return False
+    from hwtune.tuners.conv_local import tuned_op
+    return not tuned_op(graph, op)
+
+
+def workload(graph, op) -> GradConvWorkload:
+    shapes = tuple(tuple(int(v) for v in graph.shapes[t]) for t in op.inputs[:2])
+    return GradConvWorkload(op.op, shapes,
+                            tuple((k, tuple(int(v) for v in op.resolved[k]))
+                                  for k in _GEOMETRY[op.op]))
+
+
+def workload_groups(graph) -> Dict[str, Tuple[GradConvWorkload, List[str]]]:
+    """workload key -> (workload, names of the ops sharing it), for every
+    CONV gradient with knobs of its own (has_own_knobs)."""
+    groups: Dict[str, Tuple[GradConvWorkload, List[str]]] = {}
+    for op in graph.ops:
+        if has_own_knobs(graph, op):
+            wl = workload(graph, op)
+            groups.setdefault(wl.key, (wl, []))[1].append(op.name)
+    return groups
+
+
+def tolerance(wl: GradConvWorkload) -> float:
+    """Max abs error vs the float64 reference, inputs in [-1, 1]: an output
+    element sums at most `terms` products (the weight gradient N*OH*OW, the
+    data gradient OC*KH*KW), float32 accumulation drifting by at most 2 eps
+    per term; Winograd's transforms (factors up to 4 on each side) four
+    times that."""
+    x, w, _, _ = wl.conv()
+    if wl.op == "conv2d_grad_weight":
+        n, _, oh, ow = wl.in_shapes[1]
+        terms = n * oh * ow
+    else:
+        terms = w[0] * w[2] * w[3]
+    return 1e-6 + 8 * float(np.finfo(np.float32).eps) * terms
+
+
+class GradConvMeasure:
+    """measure(params) -> Outcome for one workload at `threads` threads: the
+    op with the knobs as attributes on a one-op graph (its inputs graph inputs),
+    run on a pool team through hwt_bench_op (hwtune.measure.op), its first
+    run checked against the reference. check_hook (tests only) may alter
+    the checked output, standing in for a wrong kernel."""
+
+    def __init__(self, wl: GradConvWorkload, *, threads: int, isa: str, reps: int = 5,
+                 seed: int = 0, check_hook=None, min_sample_s: float = MIN_SAMPLE_S,
+                 pin: bool = False):
+        from hwtune.graph.reference import run_reference
+        self.wl, self.threads, self.isa, self.reps = wl, int(threads), isa, int(reps)
+        self.min_sample_s, self.pin, self.check_hook = float(min_sample_s), bool(pin), check_hook
+        rng = np.random.default_rng(seed)
+        self.inputs = [rng.uniform(-1, 1, s).astype(np.float32) for s in wl.in_shapes]
+        g = self._graph({})
+        self.ref = run_reference(g, inputs={f"in{i}": a for i, a in enumerate(self.inputs)},
+                                 )[g.outputs[0]]
+        self.tol = tolerance(wl)
+        self.limit_s: Optional[float] = None
+        self._pool = None
+
+    def pool(self):
+        if self._pool is None:
+            from hwtune.native.threads import Pool, allowed_cpus
+            pin = self.pin and self.threads <= len(allowed_cpus())
+            self._pool = Pool(executors=1, threads=self.threads, pin=pin)
+        return self._pool
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+
+    def __del__(self):
+        pool = getattr(self, "_pool", None)
+        if pool is not None:
+            pool.close()
+
+    def _graph(self, params: Params):
+        from hwtune.graph.generators.builder import Builder
+        wl = self.wl
+        b = Builder("conv-grad-trial")
+        ins = [b.input(f"in{i}", s) for i, s in enumerate(wl.in_shapes)]
+        b.output(b.op("op", wl.op, ins, **{k: list(v) for k, v in wl.geometry},
+                      **{k: int(v) for k, v in params.items()}))
+        return b.build()
+
+    def op(self, params: Params, fresh: bool = False):
+        """The trial's op prepared on the pool: (OpBench, {"y": output})."""
+        from hwtune.engine.lower import lower_graph
+        from hwtune.native.isa import resolve_isa
+        from hwtune.native.op_bench import OpBench
+        g = self._graph(params)
+        y = np.empty(self.wl.out_shape, np.float32)
+        y.fill(np.nan)  # a share the kernel skips cannot pass the check
+        inputs = [a.copy() for a in self.inputs] if fresh else list(self.inputs)
+        ng = lower_graph(g)
+        try:
+            bench = OpBench(self.pool(), self.threads, ng, 0, inputs, [y],
+                            isa=resolve_isa(self.isa))
+        except BaseException:
+            ng.close()
+            raise
+        return bench, {"y": y}
+
+    def _check(self, side) -> Optional[str]:
+        y = side.outputs()["y"]
+        if self.check_hook is not None:
+            self.check_hook(y)
+        err = float(np.max(np.abs(y - self.ref)))
+        if not err <= self.tol:  # also catches NaN
+            return f"max abs error {err:.3g} vs reference (tolerance {self.tol:.3g})"
+        return None
+
+    def __call__(self, params: Params) -> Outcome:
+        side = OpSide(lambda: self.op(params), sample_s=self.min_sample_s)
+        try:
+            m = interleave([side], FixedSampling(self.reps, rounds=1), warmup=1,
+                           check=self._check, limit_s=self.limit_s, raise_errors=True)[0]
+        finally:
+            side.close()
+        return Outcome.of(m)
+
+
+@dataclass
+class GradConvChoice:
+    workload_key: str
+    params: Params
+    seconds: float
+    default_seconds: float  # NaN if the default failed
+    trials: int
+    reused: bool
+    measured: int = 0
+
+
+def _confirm(m: GradConvMeasure, points: List[Params]) -> List[List[float]]:
+    """Samples of each point, fresh instances, round-robin (conv_local.confirm)."""
+    from hwtune.tuners.conv_local import confirm
+    return confirm(m, points, rounds=CONFIRM_ROUNDS)
+
+
+def tune_workload(ctx: TuneContext, wl: GradConvWorkload, *, threads: int, on_trial=None,
+                  pin: bool = False, measure: Optional[GradConvMeasure] = None
+                  ) -> Optional[GradConvChoice]:
+    """Reuse the stored result, or search the workload (ctx.search, ctx.trials
+    per workload) and store it. None when the deadline passed before the
+    default was measured. A search stopped by the deadline keeps its best
+    here but is not stored as tuned: the next run resumes it."""
+    space = wl.space()
+    store = ctx.store(tuner=wl.tuner, subject=wl.key, threads=threads)
+    default = wl.default_params()
+    done = ctx.db.tuned(ctx.host_key, tuner=wl.tuner, subject=wl.key, isa=ctx.isa,
+                        threads=threads)
+    if done is not None and space.contains(done["best_params"]) and done["best_s"]:
+        d = store.lookup(default)
+        return GradConvChoice(wl.key, done["best_params"], done["best_s"],
+                                d.seconds if d is not None and d.status == OK else math.nan,
+                                done["trials"], True)
+    if ctx.out_of_time() and store.lookup(default) is None:
+        return None
+    m = measure or GradConvMeasure(wl, threads=threads, isa=ctx.isa, reps=ctx.reps,
+                                     seed=ctx.seed, pin=pin)
+    try:
+        run_search(ListSearch([default], name=DEFAULT_SEARCH), m, store)
+        d = store.lookup(default)
+        if d.status == OK:
+            m.limit_s = max(MIN_TRIAL_LIMIT_S, SLOW_FACTOR * d.seconds)
+        trials = ctx.trials if ctx.trials is not None else space.size()
+        s = make_search(ctx.search, space, seed=ctx.seed, max_trials=trials)
+        res = run_search(s, m, store, deadline=ctx.deadline, on_trial=on_trial)
+        best_params, best_s = res.best_params, res.best_s
+        default_s = d.seconds if d.status == OK else math.nan
+        points = [p for p in (best_params, default if d.status == OK else None) if p is not None]
+        points = list({key_of(p): p for p in points}.values())
+        if points and res.stopped != "deadline":
+            timed = []
+            for p, xs in zip(points, _confirm(m, points)):
+                if xs:
+                    o = Outcome(OK, median(xs), xs, note="re-measured interleaved with the "
+                                                         "default")
+                    store.add(p, o, CONFIRM_SEARCH)
+                    timed.append((p, o.seconds))
+            if timed:
+                best_params, best_s = min(timed, key=lambda ps: ps[1])
+                default_s = next((t for p, t in timed if key_of(p) == key_of(default)),
+                                 default_s)
+        if best_s is not None and res.stopped != "deadline":
+            ctx.db.put_tuned(ctx.host_key, tuner=wl.tuner, subject=wl.key, isa=ctx.isa,
+                             threads=threads, search=ctx.search, best_params=best_params,
+                             best_s=best_s, trials=res.trials + 1, run_id=ctx.run_id)
+        return GradConvChoice(wl.key, best_params if best_params is not None else default,
+                                best_s if best_s is not None else math.nan, default_s,
+                                res.trials + 1, False, res.measured)
+    finally:
+        if measure is None:
+            m.close()
+
+
+def tune_grad_workloads(ctx: TuneContext, graph, *, threads: int, pin: bool = False,
+                        progress=None) -> Dict[str, GradConvChoice]:
+    """Tune every CONV gradient workload with knobs of its own of a validated graph at
+    `threads` threads; op name -> its workload's choice. Workloads not
+    started before the deadline are left out (their ops keep the default)."""
+    out: Dict[str, GradConvChoice] = {}
+    for key, (wl, names) in workload_groups(graph).items():
+        choice = tune_workload(ctx, wl, threads=threads, pin=pin)
+        if choice is None:
+            continue
+        for name in names:
+            out[name] = choice
+        if progress is not None:
+            progress(f"{', '.join(names[:3])}{' ...' if len(names) > 3 else ''} @{threads}t: "
+                     f"{choice.seconds * 1e3:.3f} ms tuned vs {choice.default_seconds * 1e3:.3f}"
+                     f" ms default ({choice.trials} trials{', reused' if choice.reused else ''})")
+    return out
+
+
+def choose(db, host_key: str, graph, *, threads: int, isa: str,
+           op_params=None, params_threads: Optional[int] = None
+           ) -> Tuple[Dict[str, dict], Dict[str, str]]:
+    """(op_params, sources) for every CONV gradient with knobs of its own of a run at
+    `threads` threads per executor, by conv_knobs' rules: the config's own
+    knobs chosen at `threads`, else the workload's tuned knobs at `threads`,
+    else at the nearest tuned count, else the config's from another count,
+    else the default (no attributes)."""
+    from hwtune.tuners.conv_knobs import nearest
+    op_params = op_params or {}
+    params: Dict[str, dict] = {}
+    sources: Dict[str, str] = {}
+    rows: Dict[str, Dict[int, dict]] = {}
+    for op in graph.ops:
+        if not has_own_knobs(graph, op):
+            continue
+        wl = workload(graph, op)
+        if wl.key not in rows:
+            got = {} if db is None else db.tuned_threads(host_key, tuner=wl.tuner,
+                                                         subject=wl.key, isa=isa)
+            space = wl.space()
+            rows[wl.key] = {t: r for t, r in got.items()
+                            if space.contains(r["best_params"]) and r["best_s"]}
+        tuned, mine = rows[wl.key], op_params.get(op.name)
+        if mine is not None:
+            from hwtune.errors import UsageError
+            from hwtune.graph.passes.layout import check_op_params
+            try:
+                mine = check_op_params(graph, {op.name: dict(mine)})[op.name]
+            except UsageError:
+                mine = None  # a config from another build of the knobs: ignored
+        if mine is not None and params_threads == threads:
+            params[op.name], sources[op.name] = dict(mine), f"config@{threads}t"
+        elif tuned:
+            t = threads if threads in tuned else nearest(sorted(tuned), threads)
+            params[op.name] = dict(tuned[t]["best_params"])
+            sources[op.name] = f"tuned@{t}t" + ("" if t == threads else "(nearest)")
+        elif mine is not None:
+            params[op.name] = dict(mine)
+            sources[op.name] = f"config@{params_threads}t" if params_threads else "config"
+        else:
+            sources[op.name] = "default"
+    return params, sources
