@@ -34,7 +34,7 @@ from hwtune.tuners.context import TuneContext
 # the cap on a point's first run against the default's, the rounds of the
 # final interleaved comparison of the best point with the default.
 from hwtune.tuners.conv_local import (CONFIRM_ROUNDS, MIN_SAMPLE_S, MIN_TRIAL_LIMIT_S,
-                                      SLOW_FACTOR)
+                                      SLOW_FACTOR, TeamPool)
 from hwtune.tuners.loop import run_search
 from hwtune.tuners.search import OK, ListSearch, Outcome, Params, Space, key_of, make_search
 
@@ -137,7 +137,7 @@ def tolerance(wl: GradConvWorkload) -> float:
     return 1e-6 + 8 * float(np.finfo(np.float32).eps) * terms
 
 
-class GradConvMeasure:
+class GradConvMeasure(TeamPool):
     """measure(params) -> Outcome for one workload at `threads` threads: the
     op with the knobs as attributes on a one-op graph (its inputs graph inputs),
     run on a pool team through hwt_bench_op (hwtune.measure.op), its first
@@ -158,23 +158,6 @@ class GradConvMeasure:
         self.tol = tolerance(wl)
         self.limit_s: Optional[float] = None
         self._pool = None
-
-    def pool(self):
-        if self._pool is None:
-            from hwtune.native.threads import Pool, allowed_cpus
-            pin = self.pin and self.threads <= len(allowed_cpus())
-            self._pool = Pool(executors=1, threads=self.threads, pin=pin)
-        return self._pool
-
-    def close(self) -> None:
-        if self._pool is not None:
-            self._pool.close()
-            self._pool = None
-
-    def __del__(self):
-        pool = getattr(self, "_pool", None)
-        if pool is not None:
-            pool.close()
 
     def _graph(self, params: Params):
         from hwtune.graph.generators.builder import Builder

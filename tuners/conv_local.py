@@ -178,7 +178,36 @@ def tolerance(w_shape) -> float:
     return 1e-6 + 2 * float(np.finfo(np.float32).eps) * c * r * s
 
 
-class ConvMeasure:
+class TeamPool:
+    """The one pool of `threads` threads a workload's trials run on, made
+    at the first trial (ConvMeasure, conv_grad.GradConvMeasure: subclasses
+    set threads, pin and _pool = None)."""
+
+    threads: int
+    pin: bool
+    _pool = None
+
+    def pool(self):
+        if self._pool is None:
+            from hwtune.native.threads import Pool, allowed_cpus
+            # As the engine: more threads than CPUs run unpinned.
+            pin = self.pin and self.threads <= len(allowed_cpus())
+            self._pool = Pool(executors=1, threads=self.threads, pin=pin)
+        return self._pool
+
+    def close(self) -> None:
+        """Ends the measuring pool's threads."""
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+
+    def __del__(self):
+        pool = getattr(self, "_pool", None)
+        if pool is not None:
+            pool.close()
+
+
+class ConvMeasure(TeamPool):
     """measure(params) -> Outcome for one workload at `threads` threads, on
     the engine's own pool and kernels: each trial's conv is the op the
     layout pass emits for those params (NCHW[x]c, knobs as attributes),
@@ -211,25 +240,6 @@ class ConvMeasure:
         self._blocked: Dict[int, np.ndarray] = {}
         self._weights: Dict[Tuple[int, int], np.ndarray] = {}
         self._pool = None
-
-    def pool(self):
-        if self._pool is None:
-            from hwtune.native.threads import Pool, allowed_cpus
-            # As the engine: more threads than CPUs run unpinned.
-            pin = self.pin and self.threads <= len(allowed_cpus())
-            self._pool = Pool(executors=1, threads=self.threads, pin=pin)
-        return self._pool
-
-    def close(self) -> None:
-        """Ends the measuring pool's threads."""
-        if self._pool is not None:
-            self._pool.close()
-            self._pool = None
-
-    def __del__(self):
-        pool = getattr(self, "_pool", None)
-        if pool is not None:
-            pool.close()
 
     def _input(self, ic_bn: int) -> np.ndarray:
         if ic_bn not in self._blocked:
