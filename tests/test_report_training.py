@@ -87,7 +87,13 @@ def test_tuned_training_step_sits_beside_the_tuned_forward_pass(db):
 def test_every_format_shows_the_training_table(db):
     path, host, fwd, step, alone = db
     text = hwtune("report", "--host", host, db=path).stdout
-    assert TITLE in text and "mse, adam" in text and "not run" in text and TUNED in text
+    assert TITLE in text and TUNED in text
+    # The terminal table is 80 columns wide: a cell may fold onto a second
+    # line ("mse," over "adam": how widths share out depends on the figures
+    # measured, and it failed one CI run), so its words are checked there
+    # and whole cells in markdown and HTML below.
+    words = set(text.split())
+    assert {"mse,", "adam", "sgd", "not", "run"} <= words
     md = hwtune("report", "--host", host, "--format", "markdown", db=path).stdout
     assert f"## {TITLE}" in md and f"## {TUNED}" in md
     row = next(line for line in md.splitlines() if "mse, adam" in line)
