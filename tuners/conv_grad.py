@@ -26,8 +26,6 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 from hwtune.db.keys import workload_key
-from hwtune.measure import FixedSampling, interleave
-from hwtune.measure.op import OpSide
 from hwtune.measure.stats import median
 from hwtune.tuners.context import TuneContext
 # As conv_local's (same harness, same reasons): the minimum sample length,
@@ -194,15 +192,6 @@ class GradConvMeasure(TeamPool):
         if not err <= self.tol:  # also catches NaN
             return f"max abs error {err:.3g} vs reference (tolerance {self.tol:.3g})"
         return None
-
-    def __call__(self, params: Params) -> Outcome:
-        side = OpSide(lambda: self.op(params), sample_s=self.min_sample_s)
-        try:
-            m = interleave([side], FixedSampling(self.reps, rounds=1), warmup=1,
-                           check=self._check, limit_s=self.limit_s, raise_errors=True)[0]
-        finally:
-            side.close()
-        return Outcome.of(m)
 
 
 @dataclass

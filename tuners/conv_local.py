@@ -206,6 +206,17 @@ class TeamPool:
         if pool is not None:
             pool.close()
 
+    def __call__(self, params: Params) -> Outcome:
+        """One trial: the op of `params` (subclasses' op()), checked by
+        their _check on its first run, then timed."""
+        side = OpSide(lambda: self.op(params), sample_s=self.min_sample_s)
+        try:
+            m = interleave([side], FixedSampling(self.reps, rounds=1), warmup=1,
+                           check=self._check, limit_s=self.limit_s, raise_errors=True)[0]
+        finally:
+            side.close()
+        return Outcome.of(m)
+
 
 class ConvMeasure(TeamPool):
     """measure(params) -> Outcome for one workload at `threads` threads, on
@@ -293,15 +304,6 @@ class ConvMeasure(TeamPool):
         if not err <= self.tol:  # also catches NaN
             return f"max abs error {err:.3g} vs reference (tolerance {self.tol:.3g})"
         return None
-
-    def __call__(self, params: Params) -> Outcome:
-        side = OpSide(lambda: self.op(params), sample_s=self.min_sample_s)
-        try:
-            m = interleave([side], FixedSampling(self.reps, rounds=1), warmup=1,
-                           check=self._check, limit_s=self.limit_s, raise_errors=True)[0]
-        finally:
-            side.close()
-        return Outcome.of(m)
 
 
 def _one_conv_graph(wl: ConvWorkload):
