@@ -159,10 +159,39 @@ def test_op_without_rule_is_a_clear_error():
         training_graph(g, TrainSpec(loss="mse"))
 
 
-def test_blocked_conv_has_no_rule_yet():
-    g = one_op("conv2d", [(1, 1, 4, 4, 4), (1, 1, 3, 3, 4, 4)], {"layout": "NCHWc"}, {})
-    with pytest.raises(GraphError, match="conv2d in layout NCHWc"):
-        training_graph(g, TrainSpec(loss="mse"))
+# Ops in the blocked NCHW[x]c layout: the NCHW rule between layout
+# transforms (hwtune.graph.autodiff.blocked). Operands in their blocked
+# shapes: x [N, C/x, H, W, x], conv weights [O/o, I/i, KH, KW, i, o].
+BLOCKED = [
+    ("conv2d", [(2, 2, 5, 5, 2), (2, 2, 3, 3, 2, 3), (6,)], {"layout": "NCHWc", "padding": 1},
+     {}),
+    ("conv2d", [(1, 1, 7, 6, 3), (1, 1, 3, 2, 3, 2)], {"layout": "NCHWc", "stride": 2}, {}),
+    ("pool2d", [(2, 2, 6, 6, 2)], {"layout": "NCHWc", "mode": "max", "kernel": 3, "stride": 2,
+                                   "padding": 1}, {}),
+    ("pool2d", [(1, 1, 6, 5, 3)], {"layout": "NCHWc", "mode": "avg", "kernel": 3, "stride": 2,
+                                   "padding": 1}, {}),
+    ("global_pool2d", [(2, 3, 3, 4, 2)], {"layout": "NCHWc", "mode": "avg"}, {}),
+    ("batch_norm", [(2, 2, 2, 2, 3), (6,), (6,), (6,), (6,)], {"layout": "NCHWc"}, {4: POS}),
+]
+
+
+@pytest.mark.parametrize("case", BLOCKED, ids=_id)
+def test_blocked_rule_matches_finite_differences(case, float64):
+    check_finite_differences(one_op(*case))
+
+
+def test_blocked_batch_norm_with_running_statistics_matches_finite_differences(float64):
+    check_finite_differences(one_op(*BLOCKED[-1]), batch_norm="running")
+
+
+def test_blocked_gradients_keep_their_operands_blocks():
+    """A blocked operand's gradient comes back in its own blocks (weights
+    [O/o, I/i, KH, KW, i, o] included), through the NCHW backward ops."""
+    g = one_op(*BLOCKED[0])
+    t = training_graph(g, TrainSpec(loss="mse", optimizer="none"))
+    assert {n: t.shapes[n] for n in t.outputs if n.endswith(".grad")} == {
+        "p0.grad": (2, 2, 5, 5, 2), "p1.grad": (2, 2, 3, 3, 2, 3), "p2.grad": (6,)}
+    assert {"conv2d_grad_data", "conv2d_grad_weight"} <= {o.op for o in t.ops}
 
 
 def test_batch_norm_running_statistics_stay_constant():

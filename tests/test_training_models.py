@@ -58,6 +58,37 @@ def test_gradients_match_pytorch_autograd(name, overrides, loss, bn):
             assert float(np.abs(got[f"{n}.new"] - w).max()) <= 1e-5 * float(np.abs(w).max()), n
 
 
+@pytest.mark.parametrize("bn", ["batch", "running"])
+def test_blocked_resnet18_gradients_match_pytorch_autograd(bn):
+    """ResNet-18 with every CONV in NCHW[x]c (the layout pass: its pools and
+    batch norms follow into the blocks), differentiated as it stands: the
+    blocked ops' gradients (their NCHW rules between layout transforms) and
+    the weights' transforms back to OIHW give PyTorch's gradients of the
+    plain model."""
+    from hwtune.graph.passes.layout import apply_op_params
+    g = load_model("configs/models/resnet18.json", overrides={"batch": 2, "image": 64})
+    blocks = {}
+    for op in g.ops:
+        if op.op == "conv2d":
+            ic, oc = g.shapes[op.inputs[0]][1], g.shapes[op.inputs[1]][0]
+            blocks[op.name] = {"layout": "NCHWc", "ic_bn": 8 if ic % 8 == 0 else ic,
+                               "oc_bn": 16 if oc % 16 == 0 else oc}
+    b = apply_op_params(g, blocks)
+    assert {"conv2d", "batch_norm", "pool2d", "global_pool2d"} <= {
+        o.op for o in b.ops if (o.resolved or {}).get("layout") == "NCHWc"}
+    t = training_graph(b, TrainSpec(loss="cross_entropy", optimizer="none", batch_norm=bn))
+    values = step_inputs(t)
+    got = engine_outputs(t, values, threads=2, scheduler="sequential")
+    peer = TorchTrainer(g, t, values, threads=1, dtype="float64")
+    want = peer.gradients()
+    assert float(got["loss"][0]) == pytest.approx(float(peer.loss().detach()), rel=1e-4)
+    assert set(want) == {o[:-len(".grad")] for o in t.outputs if o.endswith(".grad")}
+    for p, w in want.items():
+        scale = max(float(np.abs(w).max()), 1e-12)
+        err = float(np.abs(got[f"{p}.grad"] - w).max()) / scale
+        assert err <= 1e-4, f"{p}: max error {err:.2e} of the gradient's scale"
+
+
 @pytest.mark.parametrize("sched,ex,th", [("sequential", 1, 2), ("shared-queue", 2, 1),
                                          ("critical-path", 2, 1), ("corun", 2, 1)])
 def test_a_step_runs_under_every_scheduler(sched, ex, th):

@@ -19,6 +19,7 @@ each `.new` tensor back as its source gives the next step.
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence
 
+from hwtune.graph.autodiff.blocked import via_nchw
 from hwtune.graph.autodiff.rules import RULES, NoRule
 from hwtune.graph.errors import fail
 from hwtune.graph.ops import numel
@@ -175,7 +176,8 @@ def _backward(e: Emitter, graph: Graph, seeds: Dict[str, str], live: set) -> Dic
         dys = [d if d is not None else e.op("affine", [n], scale=0.0, shift=0.0)
                for d, n in zip(dys, op.outputs)]
         try:
-            grads = fn(e, op, dys, wants)
+            grads = (via_nchw(e, op, dys, wants, fn)
+                     if (op.resolved or {}).get("layout") == "NCHWc" else fn(e, op, dys, wants))
         except NoRule as exc:
             fail(where, f'op "{op.name}": no gradient rule for {exc}')
         for name, g, w in zip(op.inputs, grads, wants):
@@ -267,22 +269,34 @@ def _as_input(t: Tensor) -> Tensor:
 
 
 def _batch_statistics(graph: Graph):
-    """The forward graph with each NCHW batch_norm in training mode:
-    batch_norm_train on (x, gamma, beta), whose extra outputs (the batch's
+    """The forward graph with each batch_norm in training mode:
+    batch_norm_train on (x, gamma, beta) (an NCHW[x]c one between layout
+    transforms to NCHW and back), whose extra outputs (the batch's
     mean and invstd) the backward pass and the running statistics' update
     read. Returns it and, per such op, (mean, var, batch mean, batch
     invstd, elements per channel): the running mean and var leave the
     forward graph's params to become state of the step."""
     from dataclasses import replace
     ops, stats = [], []
+    taken = set(graph.shapes) | {op.name for op in graph.ops}
     for i in graph.order:
         o = graph.ops[i]
         attrs = dict(o.attrs)
-        if o.op == "batch_norm" and o.resolved.get("layout", "NCHW") == "NCHW":
+        if o.op == "batch_norm":
             y = o.outputs[0]
             outs = [y, f"{y}/batch_mean", f"{y}/batch_invstd"]
             attrs.pop("layout", None)
             shape = graph.shapes[o.inputs[0]]
+            x, blocked = o.inputs[0], o.resolved.get("layout", "NCHW") == "NCHWc"
+            if blocked:
+                # batch_norm_train runs in NCHW: x [N, C/b, H, W, b] goes
+                # there and its output comes back to the same blocks.
+                b = shape[4]
+                shape = (shape[0], shape[1] * b) + tuple(shape[2:4])
+                x = fresh_name(f"{x}/nchw", taken, ".")
+                outs[0] = fresh_name(f"{y}/nchw", taken, ".")
+                ops.append(Op(fresh_name(f"{o.name}/to_nchw", taken, "."), "layout_transform", [o.inputs[0]], [x],
+                              {"src": f"NCHW{b}c", "dst": "NCHW"}, loc=o.loc))
             count = shape[0] * (numel(shape[2:]) if len(shape) > 2 else 1)
             if count < 2:  # PyTorch refuses it too: the output would be beta, dx zero
                 fail(o.loc or o.name, f'batch_norm "{o.name}" sees one value per channel '
@@ -290,8 +304,11 @@ def _batch_statistics(graph: Graph):
                                       "(a larger batch, or --batch-norm running)")
             stats.append((o.inputs[3], o.inputs[4], outs[1], outs[2], count,
                           o.resolved["epsilon"]))
-            ops.append(Op(o.name, "batch_norm_train", list(o.inputs[:3]), outs, attrs,
+            ops.append(Op(o.name, "batch_norm_train", [x] + list(o.inputs[1:3]), outs, attrs,
                           loc=o.loc))
+            if blocked:
+                ops.append(Op(fresh_name(f"{o.name}/to_nchwc", taken, "."), "layout_transform", [outs[0]], [y],
+                              {"src": "NCHW", "dst": f"NCHW{b}c"}, loc=o.loc))
         else:
             ops.append(Op(o.name, o.op, list(o.inputs), list(o.outputs), attrs, loc=o.loc))
     if not stats:
