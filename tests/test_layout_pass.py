@@ -230,13 +230,6 @@ def test_bad_params_are_one_line_usage_errors(params, words):
     assert words in str(exc.value) and "\n" not in str(exc.value)
 
 
-def test_refuses_an_already_blocked_graph():
-    g, params = _chain()
-    new = apply_op_params(g, params)
-    with pytest.raises(UsageError, match="already uses a blocked layout"):
-        apply_op_params(new, {})
-
-
 def test_output_copy_is_shared_with_nchw_consumers():
     g, params = _chain()
     doc = g.to_json()

@@ -44,7 +44,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 from hwtune.errors import HwtuneError, UsageError
 from hwtune.graph.model import Graph
 from hwtune.graph.passes.layout import (apply_op_params, check_op_params, ensure_validated,
-                                        inserted_transforms, require_plain)
+                                        inserted_transforms)
 from hwtune.graph.passes.layout_rules import conv_blocks, is_tolerant, op_layout
 
 Shape = Tuple[int, ...]
@@ -178,8 +178,8 @@ def choose_layouts(graph: Graph, conv_candidates: Dict[str, Sequence[Tuple[dict,
     block 0 = NCHW; op_cost prices layout-tolerant ops per block (None:
     they cost nothing, as in the paper). CONVs without candidates stay as
     the graph has them and their time is not counted."""
-    graph = ensure_validated(graph)
-    require_plain(graph)
+    from hwtune.graph.passes.plain import to_plain
+    graph = to_plain(ensure_validated(graph))
     options = _options(graph, conv_candidates)
     memo: Dict[Tuple[Shape, int, int], float] = {}
     oc = _op_coster(graph, op_cost)

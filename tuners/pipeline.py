@@ -488,7 +488,8 @@ def _conv_team(ctx: TuneContext, graph, cfg: EngineConfig, report: StageReport,
     nchw = conv_nchw.nchw_candidates(ctx, groups, threads=threads, pin=cfg.pinned)
     cands = {k: list(c.candidates) + ([nchw[k]] if k in nchw else [])
              for k, c in choices.items()}
-    plan = layout_dp.choose_layouts(fuse_conv(graph), cands, cost, op_cost=op_cost)
+    from hwtune.graph.passes.plain import to_plain
+    plan = layout_dp.choose_layouts(fuse_conv(to_plain(graph)), cands, cost, op_cost=op_cost)
     default_s = sum(c.default_seconds for c in choices.values()
                     if c.default_seconds == c.default_seconds)  # NaN: the default failed
     tuned_s = sum(c.seconds for c in choices.values())

@@ -18,9 +18,12 @@ class StaleConfig(UsageError):
 
 def effective_graph(graph, cfg):
     from hwtune.graph.passes.fuse import fuse_conv
-    fused = fuse_conv(graph)
     if not cfg.op_params:
-        return fused
+        return fuse_conv(graph)
+    # op_params give every CONV's layout: a model written blocked is taken
+    # in its plain form (graph/passes/plain.py), as the tuner took it.
+    from hwtune.graph.passes.plain import to_plain
+    fused = fuse_conv(to_plain(graph))
     from hwtune.graph.passes.layout import apply_op_params
     try:
         run = apply_op_params(fused, cfg.op_params)

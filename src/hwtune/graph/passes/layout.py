@@ -39,15 +39,6 @@ def ensure_validated(graph: Graph) -> Graph:
     return graph
 
 
-def require_plain(graph: Graph) -> None:
-    """The pass rewrites a plain (NCHW) graph; blocked ops already in it
-    would need their own bookkeeping of which tensors are blocked."""
-    for op in graph.ops:
-        if op.op == "layout_transform" or (op.resolved or {}).get("layout") == "NCHWc":
-            raise UsageError(f'op "{op.name}" already uses a blocked layout: apply op_params '
-                             f"to the plain NCHW model")
-
-
 def _is_int(v) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
@@ -209,9 +200,12 @@ def apply_op_params(graph: Graph, op_params: Dict[str, dict]) -> Graph:
     CONVs named in op_params run as those params say:
     {"layout": "NCHWc", "ic_bn": int, "oc_bn": int, "reg_n": int, "unroll_ker": bool}
     (layout defaults to NCHWc) or {"layout": "NCHW", ...knobs} (stays NCHW,
-    knob attributes set). Unknown ops or illegal values raise UsageError."""
-    graph = ensure_validated(graph)
-    require_plain(graph)
+    knob attributes set). A graph with blocked ops is taken in its plain
+    form (passes/plain.py). Unknown ops or illegal values raise UsageError."""
+    from hwtune.graph.passes.plain import to_plain
+    # A graph that is blocked already (a model written in NCHW[x]c) is
+    # rewritten from its plain form: op_params say every CONV's layout.
+    graph = to_plain(ensure_validated(graph))
     op_params = check_op_params(graph, op_params)
     ops = _Rewriter(graph).run(op_params)
     new = Graph(name=graph.name, inputs=list(graph.inputs), params=list(graph.params),
