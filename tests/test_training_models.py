@@ -33,6 +33,25 @@ def engine_outputs(t, values, **cfg):
         return eng.outputs()
 
 
+def check_against_autograd(g, t):
+    """Training step t of model g on the engine against PyTorch autograd of
+    g in float64 on the same weights and inputs: the loss within 1e-4, every
+    parameter's gradient within 1e-4 of its scale. (engine outputs, PyTorch's
+    running statistics after its one model.train() pass)."""
+    values = step_inputs(t)
+    got = engine_outputs(t, values, threads=2, scheduler="sequential")
+    peer = TorchTrainer(g, t, values, threads=1, dtype="float64")
+    want = peer.gradients()
+    stats = {n: w.numpy().copy() for n, w in peer.stats.items()}
+    assert float(got["loss"][0]) == pytest.approx(float(peer.loss().detach()), rel=1e-4)
+    assert set(want) == {o[:-len(".grad")] for o in t.outputs if o.endswith(".grad")}
+    for p, w in want.items():
+        scale = max(float(np.abs(w).max()), 1e-12)
+        err = float(np.abs(got[f"{p}.grad"] - w).max()) / scale
+        assert err <= 1e-4, f"{p}: max error {err:.2e} of the gradient's scale"
+    return got, stats
+
+
 @pytest.mark.parametrize("name,overrides,loss,bn", MODELS,
                          ids=[m[0] + ("-bn-running" if m[3] == "running" else "")
                               for m in MODELS])
@@ -42,17 +61,7 @@ def test_gradients_match_pytorch_autograd(name, overrides, loss, bn):
     if any(o.op == "batch_norm" for o in g.ops):
         assert any(o.op == ("batch_norm_train" if bn == "batch" else "batch_norm_grad")
                    for o in t.ops)
-    values = step_inputs(t)
-    got = engine_outputs(t, values, threads=2, scheduler="sequential")
-    peer = TorchTrainer(g, t, values, threads=1, dtype="float64")
-    want = peer.gradients()
-    stats = {n: w.numpy().copy() for n, w in peer.stats.items()}  # after one model.train() pass
-    assert float(got["loss"][0]) == pytest.approx(float(peer.loss().detach()), rel=1e-4)
-    assert set(want) == {o[:-len(".grad")] for o in t.outputs if o.endswith(".grad")}
-    for p, w in want.items():
-        scale = max(float(np.abs(w).max()), 1e-12)
-        err = float(np.abs(got[f"{p}.grad"] - w).max()) / scale
-        assert err <= 1e-4, f"{p}: max error {err:.2e} of the gradient's scale"
+    got, stats = check_against_autograd(g, t)
     for n, w in stats.items():  # the running statistics the step leaves
         if f"{n}.new" in got:
             assert float(np.abs(got[f"{n}.new"] - w).max()) <= 1e-5 * float(np.abs(w).max()), n
@@ -76,17 +85,8 @@ def test_blocked_resnet18_gradients_match_pytorch_autograd(bn):
     b = apply_op_params(g, blocks)
     assert {"conv2d", "batch_norm", "pool2d", "global_pool2d"} <= {
         o.op for o in b.ops if (o.resolved or {}).get("layout") == "NCHWc"}
-    t = training_graph(b, TrainSpec(loss="cross_entropy", optimizer="none", batch_norm=bn))
-    values = step_inputs(t)
-    got = engine_outputs(t, values, threads=2, scheduler="sequential")
-    peer = TorchTrainer(g, t, values, threads=1, dtype="float64")
-    want = peer.gradients()
-    assert float(got["loss"][0]) == pytest.approx(float(peer.loss().detach()), rel=1e-4)
-    assert set(want) == {o[:-len(".grad")] for o in t.outputs if o.endswith(".grad")}
-    for p, w in want.items():
-        scale = max(float(np.abs(w).max()), 1e-12)
-        err = float(np.abs(got[f"{p}.grad"] - w).max()) / scale
-        assert err <= 1e-4, f"{p}: max error {err:.2e} of the gradient's scale"
+    check_against_autograd(g, training_graph(b, TrainSpec(loss="cross_entropy",
+                                                          optimizer="none", batch_norm=bn)))
 
 
 @pytest.mark.parametrize("sched,ex,th", [("sequential", 1, 2), ("shared-queue", 2, 1),
