@@ -282,3 +282,40 @@ def test_a_faster_untuned_plan_replaces_a_steps_tuned_knobs(db, host, untuned_s,
         cfg = EngineConfig(executors=1, threads=1, scheduler="sequential")
         _, run_graph, _ = conv_knobs.for_run(db, host, g, cfg, params_threads=None, isa=ISA)
         assert "ic_bn" not in op(run_graph, GRAD_B).attrs
+
+
+def test_the_plan_of_a_training_step_has_its_gradient_workloads_and_cuts_them(tmp_path):
+    """tune-graph's plan costs the CONV gradients' searches beside the
+    forward CONVs' (they were left out of it: a budget planned without them
+    and the gradients took the time of later stages), and a budget too small
+    for them cuts them: a cut search is not stored as tuned, so a rerun
+    resumes it."""
+    model = tmp_path / "two.json"
+    model.write_text(json.dumps(two_convs().to_json()))
+    path = tmp_path / "results.db"
+    g = step()
+    gw = cl_gw.workload_groups(g)
+    args = ("tune-graph", str(model), "--train", "--loss", "mse", "--only", "conv",
+            "--reps", "1")
+    plan = json.loads(hwtune(*args, "--plan", "--json", db=path).stdout)
+    items = {i["name"]: i for i in plan["items"] if i["stage"] == "conv"}
+    for key, (wl, names) in gw.items():
+        assert items[key]["trials"] == wl.space().size(), key
+        assert items[key]["cost_s"] > 0
+    # A budget the final comparison alone outlasts: the plan gives them nothing.
+    tight = json.loads(hwtune(*args, "--budget", "0.2", "--plan", "--json", db=path).stdout)
+    cut = {i["name"]: i for i in tight["items"] if i["name"] in gw}
+    assert set(cut) == set(gw) and all(i["cut"] and i["allowed_trials"] == 0
+                                       for i in cut.values()), cut
+    ran = hwtune(*args, "--budget", "0.2", "--json", db=path)
+    assert ran.returncode == 0, ran.stderr
+
+    def gradient_rows(table):
+        with ResultsDB.open(str(path)) as d:
+            return d._query(f"SELECT count(*) AS n FROM {table} WHERE tuner = ?",
+                            [cl_gw.TUNER])[0]["n"]
+    assert gradient_rows("tuning_trials") == gradient_rows("tuned_subjects") == 0
+    # without the budget they are tuned
+    ran = hwtune(*args, "--json", db=path)
+    assert ran.returncode == 0, ran.stderr
+    assert gradient_rows("tuned_subjects") == len(gw)

@@ -212,12 +212,13 @@ def _confirm(m: GradConvMeasure, points: List[Params]) -> List[List[float]]:
 
 
 def tune_workload(ctx: TuneContext, wl: GradConvWorkload, *, threads: int, on_trial=None,
-                  pin: bool = False, measure: Optional[GradConvMeasure] = None
-                  ) -> Optional[GradConvChoice]:
+                  pin: bool = False, measure: Optional[GradConvMeasure] = None,
+                  cut: Optional[int] = None) -> Optional[GradConvChoice]:
     """Reuse the stored result, or search the workload (ctx.search, ctx.trials
     per workload) and store it. None when the deadline passed before the
-    default was measured. A search stopped by the deadline keeps its best
-    here but is not stored as tuned: the next run resumes it."""
+    default was measured. A search stopped by the deadline, or cut by the
+    tuning plan to `cut` trials, keeps its best here but is not stored as
+    tuned: the next run resumes it."""
     space = wl.space()
     store = ctx.store(tuner=wl.tuner, subject=wl.key, threads=threads)
     default = wl.default_params()
@@ -238,6 +239,8 @@ def tune_workload(ctx: TuneContext, wl: GradConvWorkload, *, threads: int, on_tr
         if d.status == OK:
             m.limit_s = max(MIN_TRIAL_LIMIT_S, SLOW_FACTOR * d.seconds)
         trials = ctx.trials if ctx.trials is not None else space.size()
+        if cut is not None:  # stored trials count toward it, as toward max_trials
+            trials = max(1, min(trials, cut))
         s = make_search(ctx.search, space, seed=ctx.seed, max_trials=trials)
         res = run_search(s, m, store, deadline=ctx.deadline, on_trial=on_trial)
         best_params, best_s = res.best_params, res.best_s
@@ -256,7 +259,7 @@ def tune_workload(ctx: TuneContext, wl: GradConvWorkload, *, threads: int, on_tr
                 best_params, best_s = min(timed, key=lambda ps: ps[1])
                 default_s = next((t for p, t in timed if key_of(p) == key_of(default)),
                                  default_s)
-        if best_s is not None and res.stopped != "deadline":
+        if best_s is not None and res.stopped != "deadline" and cut is None:
             ctx.db.put_tuned(ctx.host_key, tuner=wl.tuner, subject=wl.key, isa=ctx.isa,
                              threads=threads, search=ctx.search, best_params=best_params,
                              best_s=best_s, trials=res.trials + 1, run_id=ctx.run_id)
@@ -269,13 +272,26 @@ def tune_workload(ctx: TuneContext, wl: GradConvWorkload, *, threads: int, on_tr
 
 
 def tune_grad_workloads(ctx: TuneContext, graph, *, threads: int, pin: bool = False,
-                        progress=None) -> Dict[str, GradConvChoice]:
+                        progress=None, limits=None) -> Dict[str, GradConvChoice]:
     """Tune every CONV gradient workload with knobs of its own of a validated graph at
     `threads` threads; op name -> its workload's choice. Workloads not
-    started before the deadline are left out (their ops keep the default)."""
+    started before the deadline are left out (their ops keep the default).
+    limits(key) -> (trials, seconds, cut) or None: the tuning plan's share
+    of one workload, as conv_local.tune_conv_workloads takes it."""
+    from hwtune.measure import clock
     out: Dict[str, GradConvChoice] = {}
+    outer = ctx
     for key, (wl, names) in workload_groups(graph).items():
-        choice = tune_workload(ctx, wl, threads=threads, pin=pin)
+        ctx, cut = outer, None
+        got = limits(key) if limits is not None else None
+        if got is not None:
+            trials, seconds, is_cut = got
+            if trials <= 0:
+                continue  # the plan gave it nothing: these ops keep their defaults
+            ctx = outer.with_(deadline=min(outer.deadline or math.inf,
+                                           clock.deadline_after(seconds)))
+            cut = trials if is_cut else None
+        choice = tune_workload(ctx, wl, threads=threads, pin=pin, cut=cut)
         if choice is None:
             continue
         for name in names:

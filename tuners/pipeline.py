@@ -352,14 +352,14 @@ def _stage_conv(ctx: TuneContext, graph, cfg: EngineConfig, report: StageReport,
     params, why = _conv_team(ctx, graph, cfg, report, limits)
     why += _conv_other_threads(ctx, graph, cfg, report, limits, other_threads)
     if is_training_graph(graph):
-        gw, more = _conv_grad(ctx, graph, cfg, report, other_threads)
+        gw, more = _conv_grad(ctx, graph, cfg, report, other_threads, limits)
         params.update(gw)
         why += more
     return params, why
 
 
 def _conv_grad(ctx: TuneContext, graph, cfg: EngineConfig, report: StageReport,
-               other_threads: Sequence[int]) -> Tuple[Dict[str, dict], List[str]]:
+               other_threads: Sequence[int], limits=None) -> Tuple[Dict[str, dict], List[str]]:
     """A training step's CONV gradients with knobs of their own (weight
     gradients, im2col data gradients; the C ops' declarations) per workload
     at the team's thread count, the config's op_params, and at
@@ -377,8 +377,11 @@ def _conv_grad(ctx: TuneContext, graph, cfg: EngineConfig, report: StageReport,
                        "out (a rerun resumes)")
             continue
         ctx.progress("conv", f"CONV gradient search ({ctx.search}) at {t} thread(s)")
-        got = conv_grad.tune_grad_workloads(ctx, graph, threads=t, pin=cfg.pinned,
-                                            progress=lambda m: ctx.progress("conv", m))
+        # The plan keys a workload's item at another count "<key>@<t>t".
+        got = conv_grad.tune_grad_workloads(
+            ctx, graph, threads=t, pin=cfg.pinned, progress=lambda m: ctx.progress("conv", m),
+            limits=None if limits is None else (
+                limits if t == cfg.threads else (lambda key, t=t: limits(f"{key}@{t}t"))))
         seen = {c.workload_key: c for c in got.values()}.values()
         report.trials += sum(c.trials for c in seen)
         measured = sum(c.measured for c in seen)

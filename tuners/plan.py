@@ -278,6 +278,9 @@ def stage_items(ctx, graph, graph_hash: str, *, usable: int, latency_s: float, o
                                     sum(weights[n] for n in names), reused=done is not None,
                                     label=_label(names) + (f" @{threads}t" if other else ""),
                                     tail_s=tail, measured_run=seen[1] if seen else None))
+    for threads in counts if "conv" in stages else ():
+        out["conv"] += _grad_items(ctx, graph, weights, times, latency_s=latency_s, team=team,
+                                   threads=threads)
     if "hillclimb" in stages and team >= 2:
         space = hillclimb.thread_space(team, ctx.cpus)
         folded = hillclimb.folded_ops(graph)
@@ -300,6 +303,33 @@ def stage_items(ctx, graph, graph_hash: str, *, usable: int, latency_s: float, o
                                          tail_s=CLIMB_SETUP_S,
                                          measured_run=seen[1] if seen else None))
     return out
+
+
+def _grad_items(ctx, graph, weights, times, *, latency_s: float, team: int,
+                threads: int) -> list:
+    """A training step's CONV gradients with knobs of their own
+    (tuners/conv_grad.py), one item per workload, costed as the forward
+    CONVs' are: the search's trials (a full search of its space unless
+    --trials says), the default's trial and the confirmation rounds of the
+    best point and the default."""
+    from hwtune.tuners import conv_grad, conv_local
+    items = []
+    for key, (wl, names) in conv_grad.workload_groups(graph).items():
+        done = ctx.db.tuned(ctx.host_key, tuner=wl.tuner, subject=key, isa=ctx.isa,
+                            threads=threads)
+        stored = len(ctx.store(tuner=wl.tuner, subject=key, threads=threads).rows())
+        trials = ctx.trials if ctx.trials is not None else wl.space().size()
+        op_s = max(latency_s * weights[names[0]] * team / threads, conv_local.MIN_SAMPLE_S)
+        trial_s = TRIAL_OVERHEAD_S + ctx.reps * op_s
+        tail = trial_s + conv_grad.CONFIRM_ROUNDS * 2 * op_s
+        seen = times.get(wl.tuner, key, ctx.isa, threads)
+        other = threads != team
+        items.append(Item("conv", f"{key}@{threads}t" if other else key,
+                          max(1, trials - stored), seen[0] if seen else trial_s,
+                          sum(weights[n] for n in names), reused=done is not None,
+                          label=_label(names) + (f" @{threads}t" if other else ""),
+                          tail_s=tail, measured_run=seen[1] if seen else None))
+    return items
 
 
 def _label(names: Sequence[str]) -> str:
