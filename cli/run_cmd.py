@@ -225,8 +225,10 @@ def run(model, executors, threads, scheduler, pin, iterations, warmup, trace_pat
                    f"ui.perfetto.dev)")
     if result.check:
         c = result.check
+        scale = ("the rounding floor of the largest output" if c.get("floored")
+                 else "max|numpy|")
         click.echo(f"check:      {'ok' if c['ok'] else 'MISMATCH'}: max |engine - numpy| "
-                   f"{c['max_abs']:.3g} = {c['rel']:.2g} x max|numpy| on {c['output']} "
+                   f"{c['max_abs']:.3g} = {c['rel']:.2g} x {scale} on {c['output']} "
                    f"(tolerance {c['tolerance']:g})")
     if save_path:
         click.echo(f"outputs:    {', '.join(graph.outputs)} -> {save_path}")

@@ -165,6 +165,35 @@ def test_check_flags_a_wrong_output(model):
     assert not check_outputs(outs, graph)["ok"]
 
 
+def test_check_measures_rounding_residue_against_the_largest_output(model, monkeypatch):
+    """An output that is zero in exact arithmetic holds rounding residue
+    (the key bias's gradient of a transformer block: numpy 7e-14, the engine
+    3.5e-13): its relative error means nothing and must not fail the check;
+    a small output that is a real value is still compared by its own scale."""
+    from hwtune.engine.runner import ROUNDOFF_FLOOR, check_outputs
+    from hwtune.graph import load_model, run_reference
+    graph = load_model(model)
+    ref = run_reference(graph)
+    big = max(float(abs(v).max()) for v in ref.values())
+    outs = {k: v.copy() for k, v in ref.items()}
+    # y2 scaled to rounding residue in the reference, and 5x off in the engine
+    residue = 1e-13 * big / float(abs(ref["y2"]).max())
+    graph_ref = {**ref, "y2": ref["y2"] * residue}
+    outs["y2"] = ref["y2"] * residue * 5
+
+    import hwtune.graph
+    monkeypatch.setattr(hwtune.graph, "run_reference", lambda *a, **k: graph_ref)
+
+    def check(o):
+        return check_outputs(o, graph)
+    assert check(outs)["ok"]
+    # a value 1e-4 of the largest is a value: 1% off is a mismatch
+    graph_ref["y2"] = ref["y2"] * (100 * ROUNDOFF_FLOOR * big / float(abs(ref["y2"]).max()))
+    outs["y2"] = graph_ref["y2"] * 1.01
+    c = check(outs)
+    assert not c["ok"] and c["output"] == "y2" and c["rel"] == pytest.approx(0.01, rel=1e-3)
+
+
 @needs_engine
 def test_trace_file_and_rows(model, tmp_path):
     db, trace = tmp_path / "r.db", tmp_path / "t.json"

@@ -23,6 +23,15 @@ PROFILE_RUNS = 5
 # resnet18, inception-small all <= 4.4e-7, identical under all three
 # schedulers): 1e-4 leaves ~50x for larger graphs and other ISAs.
 CHECK_TOL = 1e-4
+# ... where the scale of an output is at least this share of the largest
+# output's: a float32 result carries rounding of ~1.2e-7 (one ulp) of the
+# sums it came from, and a few ulps of the graph's largest values are noise
+# wherever they cancel. The transformer block of benchmarks/unseen_graphs.py
+# trained one SGD step: the key bias's gradient is zero in exact arithmetic
+# (softmax does not see a per-row constant), numpy gave 7e-14 and the engine
+# 3.5e-13, against gradients up to ~1e-1 elsewhere: "4.9 x max|numpy|", a
+# false mismatch without the floor.
+ROUNDOFF_FLOOR = 1e-6
 
 
 class OutputMismatch(HwtuneError):
@@ -144,17 +153,25 @@ def check_outputs(outputs: Dict[str, Any], graph, inputs=None) -> Dict[str, Any]
     import numpy as np
     from hwtune.graph import run_reference
     ref = run_reference(graph, inputs)
-    worst = {"output": None, "max_abs": 0.0, "max_ref": 0.0, "rel": 0.0}
+    rows = []
     for name in graph.outputs:
         want = np.asarray(ref[name], dtype=np.float64)
         got = np.asarray(outputs[name], dtype=np.float64).reshape(want.shape)
         diff = np.abs(got - want)
         bad = not np.isfinite(got).all() and np.isfinite(want).all()
         max_abs = float("inf") if bad else float(np.nan_to_num(diff, nan=np.inf).max(initial=0))
-        max_ref = float(np.abs(want).max(initial=0))
-        rel = max_abs / max_ref if max_ref > 0 else (0.0 if max_abs == 0 else float("inf"))
+        rows.append((name, max_abs, float(np.abs(want).max(initial=0))))
+    # An output far below the graph's largest (a gradient that is zero in
+    # exact arithmetic, say) holds rounding residue, not a value to compare
+    # relatively: it is measured against ROUNDOFF_FLOOR x the largest.
+    floor = ROUNDOFF_FLOOR * max((r for _, _, r in rows), default=0.0)
+    worst = {"output": None, "max_abs": 0.0, "max_ref": 0.0, "rel": 0.0, "floored": False}
+    for name, max_abs, max_ref in rows:
+        scale = max(max_ref, floor)
+        rel = max_abs / scale if scale > 0 else (0.0 if max_abs == 0 else float("inf"))
         if worst["output"] is None or rel > worst["rel"]:
-            worst = {"output": name, "max_abs": max_abs, "max_ref": max_ref, "rel": rel}
+            worst = {"output": name, "max_abs": max_abs, "max_ref": max_ref, "rel": rel,
+                     "floored": max_ref < floor}
     return dict(worst, tolerance=CHECK_TOL, ok=worst["rel"] <= CHECK_TOL)
 
 
