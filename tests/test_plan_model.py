@@ -413,3 +413,19 @@ def test_transfer_figures_must_not_be_negative():
             sim.run(executors=2, threads=1, scheduler="critical-path", seconds=np.ones((4, 1)),
                     transfer=Transfer(-1e-6, RATE))
 
+
+def test_the_transfer_fit_recovers_latency_and_rate():
+    from hwtune.planner.calibrate import XFER_BYTES, fit_transfer
+    sizes = np.array(XFER_BYTES, dtype=float)
+    lat, rate = fit_transfer(sizes, 1.6e-7 + sizes / 19.5e9)
+    assert lat == pytest.approx(1.6e-7) and rate == pytest.approx(19.5e9)
+    # extras that do not grow with the size: a latency only
+    assert fit_transfer(sizes, np.full(len(sizes), 3e-7)) == (pytest.approx(3e-7), 0.0)
+
+
+def test_a_calibration_keeps_its_transfer_figures():
+    from hwtune.planner.calibrate import Calibration
+    cal = Calibration(xfer_s=1.6e-7, xfer_bps=19.5e9)
+    back = Calibration.from_json(cal.to_json())
+    assert back.transfer().latency_s == 1.6e-7 and back.transfer().bytes_per_s == 19.5e9
+    assert back.figures()["xfer_bps"] == 19.5e9
