@@ -10,7 +10,9 @@
  * as NaN). Then the master writes it again and reads it back itself. Both
  * reads do the same work, so remote - local is the transfer alone. */
 #if defined(__linux__)
-#define _GNU_SOURCE
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* sched_getcpu */
+#endif
 #include <sched.h>
 #endif
 #include <math.h>
