@@ -97,6 +97,26 @@ def test_forkjoin(pool):
     assert omp is None or (math.isfinite(omp) and omp > 0)
 
 
+@pytest.mark.skipif(THREADS < 2, reason="a transfer needs two cores")
+def test_xfer_reads_on_two_threads(pool):
+    remote, local = bench.xfer(pool, 4096, 5)
+    assert remote.shape == local.shape == (5,)
+    _ok(local, 5)
+    # NaN only for a read the pool ran on the writer's CPU
+    ran = remote[~np.isnan(remote)]
+    assert np.all(ran > 0) and np.all(np.isfinite(ran))
+
+
+def test_xfer_needs_two_threads_and_a_size():
+    with Pool(executors=1, threads=1, pin=False) as one:
+        with pytest.raises(UsageError, match="threads=2"):
+            bench.xfer(one, 4096, 3)
+    if THREADS >= 2:
+        with Pool(executors=1, threads=2, pin=False) as two:
+            with pytest.raises(UsageError, match="nbytes"):
+                bench.xfer(two, 0, 3)
+
+
 def test_now_is_monotonic():
     a = bench.now()
     b = bench.now()

@@ -347,3 +347,85 @@ def test_validation_rows_show_the_error_against_the_fastest_sample_too():
     assert col["fastest"][:2] == ("500.0 us", "500.0 us") and col["fastest"][2] == "-"
     assert col["vs fastest"] == ("-20.0%", "-20.0%", "-")
     assert col["error"][0] == "-50.0%"
+
+
+# -- data another core touched last (the transfer term) ------------------------------
+
+LAT, RATE = 2e-6, 1e9  # 256 B of 64 floats: 0.256 us at 1 GB/s
+
+
+def test_a_tensor_read_on_another_core_costs_latency_plus_bytes_over_rate():
+    """2x1 critical path: b and c run side by side on the two executors,
+    so the one on a's other core pulls a (256 B) and d pulls whichever of b
+    and c ran on its other core; x, an input, is held everywhere."""
+    from hwtune.native.simulate import Transfer
+    g = _chain_and_fan()
+    sec = np.array([[1e-3, 6e-4], [2e-3, 1.2e-3], [3e-3, 1.8e-3], [1e-3, 6e-4]])
+    cost = {op.name: s for op, s in zip(g.ops, sec[:, 0])}
+    one_xfer = LAT + 256 / RATE
+    with Simulator(g) as sim:
+        base, _ = sim.run(executors=2, threads=1, scheduler="critical-path", seconds=sec,
+                          op_cost=cost)
+        got, ev = sim.run(executors=2, threads=1, scheduler="critical-path", seconds=sec,
+                          op_cost=cost, transfer=Transfer(LAT, RATE), events=True)
+        by = {e.op: e for e in ev}
+        own = dict(zip((op.name for op in g.ops), sec[:, 0]))
+        for name, ins in (("a", ()), ("b", ("a",)), ("c", ("a",)), ("d", ("b", "c"))):
+            remote = sum(by[i].executor != by[name].executor for i in ins)
+            assert by[name].end_s - by[name].start_s == pytest.approx(
+                own[name] + remote * one_xfer, abs=1e-12), name
+        # c (3 ms, the critical path) runs on the other core than a, and d
+        # pulls b: two transfers on the path
+        assert by["c"].executor != by["a"].executor
+        assert got == pytest.approx(base + 2 * one_xfer, abs=1e-12)
+        # one core: every tensor stays where it was written
+        seq, _ = sim.run(executors=1, threads=1, scheduler="sequential", seconds=sec)
+        seq_x, _ = sim.run(executors=1, threads=1, scheduler="sequential", seconds=sec,
+                           transfer=Transfer(LAT, RATE))
+        assert seq_x == seq
+
+
+def test_a_team_op_pulls_only_the_slices_its_cores_do_not_hold():
+    """1x2 sequential, a and d on two threads, b and c on one (core 0):
+    b pulls a's half core 1 wrote (128 B), c finds a whole on core 0 (b's
+    read brought it there), d's core 1 pulls its half of b and of c."""
+    from hwtune.native.simulate import Transfer
+    g = _chain_and_fan()
+    sec = np.array([[1e-3, 6e-4], [2e-3, 1.2e-3], [3e-3, 1.8e-3], [1e-3, 6e-4]])
+    threads = {"a": 2, "b": 1, "c": 1, "d": 2}
+    with Simulator(g) as sim:
+        base, _ = sim.run(executors=1, threads=2, scheduler="sequential", seconds=sec,
+                          op_threads=threads)
+        got, ev = sim.run(executors=1, threads=2, scheduler="sequential", seconds=sec,
+                          op_threads=threads, transfer=Transfer(LAT, RATE), events=True)
+    half = LAT + 128 / RATE
+    dur = {e.op: e.end_s - e.start_s for e in ev}
+    assert dur["b"] == pytest.approx(sec[1, 0] + half, abs=1e-12)
+    assert dur["c"] == pytest.approx(sec[2, 0], abs=1e-12)
+    assert dur["d"] == pytest.approx(sec[3, 1] + 2 * half, abs=1e-12)
+    assert got == pytest.approx(base + 3 * half, abs=1e-12)
+
+
+def test_transfer_figures_must_not_be_negative():
+    from hwtune.native.simulate import Transfer
+    with Simulator(_chain_and_fan()) as sim:
+        with pytest.raises(UsageError, match="transfer figures must be >= 0"):
+            sim.run(executors=2, threads=1, scheduler="critical-path", seconds=np.ones((4, 1)),
+                    transfer=Transfer(-1e-6, RATE))
+
+
+def test_the_transfer_fit_recovers_latency_and_rate():
+    from hwtune.planner.calibrate import XFER_BYTES, fit_transfer
+    sizes = np.array(XFER_BYTES, dtype=float)
+    lat, rate = fit_transfer(sizes, 1.6e-7 + sizes / 19.5e9)
+    assert lat == pytest.approx(1.6e-7) and rate == pytest.approx(19.5e9)
+    # extras that do not grow with the size: a latency only
+    assert fit_transfer(sizes, np.full(len(sizes), 3e-7)) == (pytest.approx(3e-7), 0.0)
+
+
+def test_a_calibration_keeps_its_transfer_figures():
+    from hwtune.planner.calibrate import Calibration
+    cal = Calibration(xfer_s=1.6e-7, xfer_bps=19.5e9)
+    back = Calibration.from_json(cal.to_json())
+    assert back.transfer().latency_s == 1.6e-7 and back.transfer().bytes_per_s == 19.5e9
+    assert back.figures()["xfer_bps"] == 19.5e9

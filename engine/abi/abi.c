@@ -83,6 +83,8 @@ static const layout_row LAYOUT[] = {
     FIELD(hwt_sim_costs, dispatch_s),
     FIELD(hwt_sim_costs, section_s),
     FIELD(hwt_sim_costs, run_s),
+    FIELD(hwt_sim_costs, xfer_bps),
+    FIELD(hwt_sim_costs, xfer_s),
 
     SIZE(hwt_plan_options),
     FIELD(hwt_plan_options, reuse),

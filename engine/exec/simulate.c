@@ -7,11 +7,13 @@
  * schedulers' decisions read exactly what they read in a threaded run.
  *
  * Time: a part that starts at t with duration d (the op's seconds at its
- * thread count) ends at t + d while nothing it shares the memory system
- * with changes; when the memory model is on (hwtune/simulate.h), every
- * start and end re-rates the running parts. Without it, ends are exact sums
- * of start and duration, which the agreement test relies on. Parts that end
- * at the same time are processed in (time, op, part) order. */
+ * thread count, plus what pulling its inputs from other cores costs when
+ * the transfer term is on: xfer_part) ends at t + d while nothing it
+ * shares the memory system with changes; when the memory model is on
+ * (hwtune/simulate.h), every start and end re-rates the running parts.
+ * Without it, ends are exact sums of start and duration, which the
+ * agreement test relies on. Parts that end at the same time are processed
+ * in (time, op, part) order. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +40,10 @@ typedef struct {
   hwt_op_event *events;     /* [n_ops] by op id */
   hwt_sim_step *steps;
   int max_steps, n_steps;
+  int xfer;                 /* the transfer term is on (hwtune/simulate.h) */
+  int n_cores;              /* executors x team_size: the cores parts run on */
+  float *held;              /* [n_tensors * n_cores * 2]: slice [lo, hi) of each
+                               tensor each core holds, as fractions of its bytes */
   int ran;                  /* ops started */
   char *err;                /* first error (a scheduler bug), "" otherwise */
 } vrun_impl;
@@ -57,6 +63,72 @@ void hwt_vrun_section(hwt_vrun *v) {
   r->sect_end = r->serial_free = t + r->c->section_s;
 }
 
+/* Transfer term: every tensor's holders at the start of a run. Inputs,
+ * params and folded constants are held whole by every core (see
+ * hwtune/simulate.h); activations and outputs by none until written. */
+static void xfer_reset(vrun_impl *r) {
+  const hwt_engine *e = r->v.e;
+  for (int t = 0; t < e->n_tensors; t++) {
+    int kind = hwt_graph_tensor_kind(e->g, t), prod = hwt_graph_tensor_producer(e->g, t);
+    float hi = kind == HWT_TENSOR_INPUT || kind == HWT_TENSOR_PARAM ||
+                       (prod >= 0 && e->folded[prod])
+                   ? 1.0f
+                   : 0.0f;
+    float *h = r->held + (size_t)t * (size_t)r->n_cores * 2;
+    for (int c = 0; c < r->n_cores; c++) h[2 * c] = 0.0f, h[2 * c + 1] = hi;
+  }
+}
+
+/* Seconds a part of op (its thread or part `tid` of nth; a team's part is
+ * all nth threads) spends pulling its inputs' bytes from other cores, and
+ * the holders after its reads and writes. */
+static double xfer_part(vrun_impl *r, int w, int op, int tid, int nth) {
+  const hwt_engine *e = r->v.e;
+  const hwt_sim_costs *c = r->c;
+  int team = !e->sched->info.worker_groups;
+  /* (core, slice) pairs of this part: a team's threads i on w*T + i, or
+   * one corun worker's own part */
+  int first = team ? 0 : tid, last = team ? nth : tid + 1;
+  int base = team ? w * e->team_size : w - tid;
+  double extra = 0;
+  const int *in = hwt_graph_op_inputs(e->g, op);
+  for (int j = 0; j < hwt_graph_op_n_inputs(e->g, op); j++) {
+    float *h = r->held + (size_t)in[j] * (size_t)r->n_cores * 2;
+    double most = 0;
+    for (int i = first; i < last; i++) {
+      float *hc = h + 2 * (base + i);
+      float lo = (float)i / (float)nth, hi = (float)(i + 1) / (float)nth;
+      float a = hc[0] > lo ? hc[0] : lo, b = hc[1] < hi ? hc[1] : hi;
+      double miss = (double)(hi - lo) - (b > a ? (double)(b - a) : 0.0);
+      if (miss > most) most = miss;
+      /* the core now holds its slice too (one interval: their hull when
+       * they touch, else the slice just read) */
+      if (hc[1] >= lo && hc[0] <= hi && hc[1] > hc[0]) {
+        hc[0] = hc[0] < lo ? hc[0] : lo;
+        hc[1] = hc[1] > hi ? hc[1] : hi;
+      } else {
+        hc[0] = lo, hc[1] = hi;
+      }
+    }
+    if (most > 1e-6) {
+      double bytes = most * (double)hwt_graph_tensor_bytes(e->g, in[j]);
+      extra += c->xfer_s + (c->xfer_bps > 0 ? bytes / c->xfer_bps : 0.0);
+    }
+  }
+  /* Writes: each core of the part holds its slice, no other core does (a
+   * tensor is written once a run, so only its other parts' cores can hold
+   * any of it, and they hold their own slices). */
+  const int *out = hwt_graph_op_outputs(e->g, op);
+  for (int j = 0; j < hwt_graph_op_n_outputs(e->g, op); j++) {
+    float *h = r->held + (size_t)out[j] * (size_t)r->n_cores * 2;
+    for (int i = first; i < last; i++) {
+      h[2 * (base + i)] = (float)i / (float)nth;
+      h[2 * (base + i) + 1] = (float)(i + 1) / (float)nth;
+    }
+  }
+  return extra;
+}
+
 void hwt_vrun_start(hwt_vrun *v, int w, int op, int tid, int nth, int handoff) {
   vrun_impl *r = (vrun_impl *)v;
   hwt_engine *e = v->e;
@@ -71,7 +143,7 @@ void hwt_vrun_start(hwt_vrun *v, int w, int op, int tid, int nth, int handoff) {
     return;
   }
   size_t k = (size_t)op * (size_t)c->max_threads + (size_t)(nth - 1);
-  double dur = c->seconds[k];
+  double dur = c->seconds[k] + (r->xfer ? xfer_part(r, w, op, tid, nth) : 0.0);
   double t = (r->sect_end > v->now ? r->sect_end : v->now) + (handoff ? c->dispatch_s : c->inline_s);
   r->op[w] = op;
   r->tid[w] = tid;
@@ -156,8 +228,13 @@ static int simulate(hwt_sim *s, void *vstate, const hwt_sim_costs *c, double *ma
   r.op = malloc(wn * 3 * sizeof(int));
   r.ready = malloc(wn * 6 * sizeof(double));
   r.parts_left = calloc(n, sizeof(int));
+  r.xfer = c->xfer_bps > 0 || c->xfer_s > 0;
+  r.n_cores = e->executors * e->team_size;
+  if (r.xfer)
+    r.held = malloc((size_t)(e->n_tensors > 0 ? e->n_tensors : 1) * (size_t)r.n_cores * 2 *
+                    sizeof(float));
   int st = HWT_OK;
-  if (!r.op || !r.ready || !r.parts_left) {
+  if (!r.op || !r.ready || !r.parts_left || (r.xfer && !r.held)) {
     snprintf(s->err, sizeof s->err, "out of memory");
     st = HWT_ENOMEM;
     goto out;
@@ -174,6 +251,7 @@ static int simulate(hwt_sim *s, void *vstate, const hwt_sim_costs *c, double *ma
   memset(e->events, 0, n * sizeof *e->events);
   hwt_exec_reset_pending(e);
 
+  if (r.xfer) xfer_reset(&r);
   r.v.now = r.sect_end = 0;
   sched->vstart(&r.v, vstate);
   if (r.model) rerate(&r);
@@ -201,6 +279,7 @@ out:
   free(r.op);
   free(r.ready);
   free(r.parts_left);
+  free(r.held);
   return st < 0 ? st : r.ran;
 }
 
@@ -257,8 +336,9 @@ static int check_costs(hwt_sim *s, const hwt_sim_costs *c) {
              c->max_threads, e->max_nth);
     return HWT_EINVAL;
   }
-  if (!(c->inline_s >= 0 && c->dispatch_s >= 0 && c->section_s >= 0 && c->run_s >= 0)) {
-    snprintf(s->err, sizeof s->err, "costs: overheads must be >= 0");
+  if (!(c->inline_s >= 0 && c->dispatch_s >= 0 && c->section_s >= 0 && c->run_s >= 0 &&
+        c->xfer_s >= 0 && c->xfer_bps >= 0 && c->xfer_s < 1e30 && c->xfer_bps < 1e30)) {
+    snprintf(s->err, sizeof s->err, "costs: overheads and transfer figures must be >= 0");
     return HWT_EINVAL;
   }
   size_t n = (size_t)e->n_ops * (size_t)c->max_threads;

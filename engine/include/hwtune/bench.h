@@ -60,6 +60,13 @@ HWT_API double hwt_probe_triad(hwt_pool *p, int nth, long n, hwt_isa isa, double
 /* Fork-join overhead: seconds per empty parallel region over `iters` (after
  * up to 1000 untimed regions), or negative on error. */
 HWT_API double hwt_bench_forkjoin_pool(hwt_pool *p, int nth, long iters);
+/* Core-to-core transfer: `reps` rounds of a `bytes` buffer written by
+ * team 0's master then read by its other thread (another core when
+ * pinned), and written by the master then read by it again; each read
+ * timed by its reader alone, seconds into remote_s[reps] and local_s[reps]
+ * (remote NaN when the read still ran on the writer's CPU). Team 0 needs
+ * two threads. HWT_OK or a negative status. */
+HWT_API int hwt_bench_xfer(hwt_pool *p, long bytes, int reps, double *remote_s, double *local_s);
 /* The same with an OpenMP parallel region; negative if built without OpenMP. */
 HWT_API double hwt_bench_forkjoin_omp(int nth, long iters);
 

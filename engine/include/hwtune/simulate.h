@@ -12,6 +12,21 @@
  *     mem_bps bytes/s alone during its mem_frac share of its time, and when
  *     their sum exceeds bw_cap[busy cores] those shares stretch by the
  *     ratio (no sharing when either table is NULL);
+ *   - data another core touched last: every tensor remembers which cores
+ *     hold which slice of it (the cores of the op part that last wrote or
+ *     read it; inputs, params and folded constants are everywhere: written
+ *     before the run, or only read, their lines stay valid in every cache
+ *     that read them run after run). A part on cores R of an op with k
+ *     parts or threads reads slice i/k..(i+1)/k of each input on its core
+ *     i (the row split of the element-wise ops and of a matmul's weights;
+ *     a matmul's whole activation row counts as its slice: under-counted);
+ *     the bytes of that slice its core does not hold cross. Per input that
+ *     crosses on any core, the part lasts xfer_s + (most bytes one of its
+ *     cores pulls) / xfer_bps longer (its cores pull in parallel). A team
+ *     executor w of team_size T runs an op's thread i on core w*T + i, a
+ *     corun worker w on core w. A write leaves only the writer's cores
+ *     holding their slices; a read adds the reader's slice to its core.
+ *     Off when xfer_bps and xfer_s are both 0;
  *   - overheads: inline_s for an op an executor goes on with, dispatch_s
  *     for one handed to a waiting executor, section_s per decision in the
  *     scheduler's serial section (concurrent decisions queue), run_s per
@@ -34,6 +49,8 @@ typedef struct {
   const double *bw_cap;   /* optional [cores + 1]: bytes/s served with c busy cores */
   int cores;
   double inline_s, dispatch_s, section_s, run_s;
+  double xfer_bps; /* bytes/s one core pulls from another's cache (0: no byte term) */
+  double xfer_s;   /* seconds per input tensor whose bytes cross (0: none) */
 } hwt_sim_costs;
 
 /* A virtual engine for g (its plan and constant folding, once); g must

@@ -37,6 +37,7 @@ sig("hwt_bench_eltwise", _i, _P, _i, _i, _l, _i, _i, _i, _i, _i, _i, _dp)
 sig("hwt_bench_corun", _i, _P, _i, _i, _i, _i, _l, _i, _d, _dp)
 sig("hwt_bench_forkjoin_pool", _d, _P, _i, _l)
 sig("hwt_bench_forkjoin_omp", _d, _i, _l)
+sig("hwt_bench_xfer", _i, _P, _l, _i, _dp, _dp)
 # Element-wise op names as the C library's table spells them (ids are positions).
 EW_OPS = OPS
 
@@ -233,6 +234,21 @@ def forkjoin_pool(pool: Pool, threads: int, iters: int) -> float:
         spent += r * k
         left -= k
     return spent / iters
+
+
+def xfer(pool: Pool, nbytes: int, reps: int):
+    """(remote, local): per round, seconds thread 1 of executor 0 takes to
+    read a buffer of nbytes that thread 0 just wrote, and thread 0 to read
+    it back after writing it again (numpy arrays of reps). Executor 0 needs
+    two threads; pinned, they are two cores."""
+    _threads(pool, 2)
+    _positive(nbytes=nbytes, reps=reps)
+    remote, local = np.zeros(reps), np.zeros(reps)
+    with pool._lock:
+        rc = lib.hwt_bench_xfer(pool.handle, nbytes, reps, remote.ctypes.data_as(_dp),
+                                local.ctypes.data_as(_dp))
+    check(int(rc), "core-to-core transfer benchmark")
+    return remote, local
 
 
 def forkjoin_omp(threads: int, iters: int) -> Optional[float]:

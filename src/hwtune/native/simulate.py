@@ -43,6 +43,15 @@ class Overheads:
 
 
 @dataclass(frozen=True)
+class Transfer:
+    """Data another core touched last (hwtune/simulate.h): each input
+    tensor whose bytes a part pulls from other cores costs latency_s plus
+    those bytes over bytes_per_s. Both 0: off."""
+    latency_s: float = 0.0
+    bytes_per_s: float = 0.0
+
+
+@dataclass(frozen=True)
 class SimEvent:
     op: str
     executor: int
@@ -80,7 +89,8 @@ class Simulator(Handle):
             op_cost: Optional[Mapping[str, float]] = None,
             op_candidates: Optional[Mapping[str, Sequence[Sequence[float]]]] = None,
             mem_frac=None, mem_bps=None, bw_cap: Optional[Sequence[float]] = None,
-            overheads: Overheads = Overheads(), events: bool = False
+            overheads: Overheads = Overheads(), transfer: Transfer = Transfer(),
+            events: bool = False
             ) -> Tuple[float, Optional[List[SimEvent]]]:
         """(makespan seconds, events or None). op_threads, op_cost: by op name,
         or numpy arrays in graph.ops order. seconds, mem_frac, mem_bps:
@@ -96,7 +106,8 @@ class Simulator(Handle):
                                 op_candidates=op_candidates)
         c = SimCosts(max_threads=cols, seconds=sec.ctypes.data_as(_dp),
                      inline_s=overheads.inline_s, dispatch_s=overheads.dispatch_s,
-                     section_s=overheads.section_s, run_s=overheads.run_s)
+                     section_s=overheads.section_s, run_s=overheads.run_s,
+                     xfer_s=transfer.latency_s, xfer_bps=transfer.bytes_per_s)
         held = [sec]
         if mem_frac is not None and mem_bps is not None and bw_cap is not None:
             mf, mb = _array(mem_frac, n, cols, "mem_frac"), _array(mem_bps, n, cols, "mem_bps")

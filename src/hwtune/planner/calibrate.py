@@ -14,18 +14,24 @@ the scan, all timed through hwtune.measure:
     value that makes the simulator, given the others, reproduce the
     measured latency (bisection: latency grows with every overhead).
 
-Both are measured again until two attempts agree (calibrate()); the spread
+  - what a read costs when another core wrote the data last: a buffer
+    written on one core and read on the other against read back on the
+    first (engine/bench/xfer.c), fitted as a per-transfer latency plus
+    bytes over a rate (the simulator's transfer term).
+
+All are measured again until two attempts agree (calibrate()); the spread
 over the attempts is kept with the figures.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from hwtune.native.simulate import Overheads
+from hwtune.native.simulate import Overheads, Transfer
 
 # Profiled runs per 1-thread profile: per-workload medians pool every
 # instance of a workload (an LSTM's 30 steps share one), so 5 runs hold
@@ -52,6 +58,30 @@ CALIBRATION_REPS = 21
 RUNS_PER_SAMPLE = 50
 FORKJOIN_ITERS = 2000
 FORKJOIN_REPS = 9
+# Core-to-core transfer sizes: 1 KiB (an LSTM's h: 256 B-1 KiB) to 256 KiB,
+# half this host's 512 KiB L2, so the buffer stays in the writer's cache;
+# 1 MiB measured ~17 GB/s against ~19.5 GB/s at 64-256 KiB here (2-core AMD
+# EPYC Zen 1, load ~3-5): past L2 it times the L3 and memory instead.
+XFER_BYTES = (1 << 10, 4 << 10, 16 << 10, 64 << 10, 256 << 10)
+# Rounds per size: one round of 256 KiB lasts ~25 us, 41 rounds ~1 ms. Each
+# size's figure is the median over rounds of remote - local (the same
+# round's two reads), not the fastest rounds: on this VM the fastest remote
+# reads are the ones the host ran while both vCPUs shared one core's caches
+# (a calibration at load ~2.5, 2-core AMD EPYC Zen 1, fitted 44 ns + 170
+# GB/s from fastest reads: no transfer at all; paired medians of three
+# repeats at load ~1.7 gave 0.31-0.33 us at 1 KiB, 1.9-2.7 us at 16 KiB,
+# 2.9-4.6 us at 64 KiB, 13.5-21.7 us at 256 KiB).
+XFER_REPS = 41
+# Passes over the sizes, XFER_GAP_S apart: the cost moves with where the
+# host runs the two vCPUs. Two 41-round reads of 64 KiB a second apart in
+# one process measured +3.55 us then +0.29 us (and a plain pthread ping-pong
+# moved alike), while the 2-thread FMA peak stayed 2x the 1-thread one
+# (1.99x both times): two separate cores whose distance changes (another
+# core complex, then the same one, as a Zen 1 host may place them). The
+# validation's medians span minutes of such moves, so the figure is the
+# median over passes spread over ~2 s.
+XFER_PASSES = 7
+XFER_GAP_S = 0.3
 
 
 def fastest(m) -> float:
@@ -70,8 +100,9 @@ def fastest(m) -> float:
 # version is measured again (2: fork-join inside a run, 3: also of ops that
 # read each other's lines, see forkjoin(), 4: also the pool's empty region
 # alone, which the serial-fraction fits of the scan's loops take, 5: every
-# figure from its cases' fastest samples, see fastest()).
-CALIBRATION_VERSION = 5
+# figure from its cases' fastest samples, see fastest(), 6: also the
+# core-to-core transfer, see transfer()).
+CALIBRATION_VERSION = 6
 
 
 @dataclass
@@ -83,6 +114,9 @@ class Calibration:
     overheads: Dict[str, dict] = field(default_factory=dict)  # sched -> Overheads fields
     run_s: Dict[str, Dict[int, float]] = field(default_factory=dict)  # sched -> {executors: s}
     add_s: float = 0.0  # one calibration add, profiled
+    # data another core wrote last: seconds per transfer and bytes/s (0: one core)
+    xfer_s: float = 0.0
+    xfer_bps: float = 0.0
     version: int = CALIBRATION_VERSION
     # How far repeated calibrations were apart: per figure (figures()), the
     # range over every attempt relative to the figure kept; attempts taken,
@@ -103,7 +137,13 @@ class Calibration:
             out.update({f"run_s/{sched}/{n}": v for n, v in runs.items()})
         for sched, o in self.overheads.items():
             out.update({f"{k}/{sched}": v for k, v in o.items()})
+        out["xfer_s"] = self.xfer_s
+        out["xfer_bps"] = self.xfer_bps
         return out
+
+    def transfer(self):
+        """The simulator's transfer term (hwtune.native.simulate.Transfer)."""
+        return Transfer(latency_s=self.xfer_s, bytes_per_s=self.xfer_bps)
 
     @classmethod
     def from_json(cls, doc: dict) -> "Calibration":
@@ -112,7 +152,9 @@ class Calibration:
                    overheads=dict(doc.get("overheads", {})),
                    run_s={s: {int(k): v for k, v in d.items()}
                           for s, d in doc.get("run_s", {}).items()},
-                   add_s=float(doc.get("add_s", 0.0)), version=int(doc.get("version", 1)),
+                   add_s=float(doc.get("add_s", 0.0)), xfer_s=float(doc.get("xfer_s", 0.0)),
+                   xfer_bps=float(doc.get("xfer_bps", 0.0)),
+                   version=int(doc.get("version", 1)),
                    spread=dict(doc.get("spread", {})), attempts=int(doc.get("attempts", 1)),
                    settled=bool(doc.get("settled", True)))
 
@@ -231,6 +273,54 @@ def forkjoin(cores: int, progress=None) -> Tuple[Dict[int, float], Dict[int, flo
     return out, pool_alone
 
 
+# -- core-to-core transfer ----------------------------------------------------------
+
+def transfer(cores: int, progress=None) -> Tuple[float, float]:
+    """(seconds per transfer, bytes/s): what reading a buffer another core
+    just wrote costs over reading it back on the writing core, per size of
+    XFER_BYTES (median over rounds, see XFER_REPS), fitted as latency +
+    bytes / rate (fit_transfer). (0, 0) with one core: nothing crosses."""
+    from hwtune.native import bench
+    from hwtune.native.threads import Pool
+    if cores < 2:
+        return 0.0, 0.0
+    if progress:
+        progress(f"core-to-core transfer: {len(XFER_BYTES)} sizes, {XFER_REPS} rounds each")
+    pool = Pool(executors=1, threads=2, pin=True)
+    diffs: List[List[np.ndarray]] = [[] for _ in XFER_BYTES]
+    try:
+        for i in range(XFER_PASSES):
+            if i:
+                time.sleep(XFER_GAP_S)
+            for j, nbytes in enumerate(XFER_BYTES):
+                remote, local = bench.xfer(pool, nbytes, XFER_REPS)
+                diffs[j].append(remote - local)
+    finally:
+        pool.close()
+    if all(np.all(np.isnan(d)) for ds in diffs for d in ds):
+        return 0.0, 0.0  # both threads on one CPU: pinning did not hold
+    extra = [max(0.0, float(np.nanmedian(np.concatenate(ds)))) for ds in diffs]
+    return fit_transfer(XFER_BYTES, extra)
+
+
+def fit_transfer(sizes, extra) -> Tuple[float, float]:
+    """(seconds per transfer, bytes/s): least squares of extra seconds =
+    latency + bytes / rate over the sizes, each residual relative to its
+    size's extra (the tensors models hand between cores are 256 B-64 KiB:
+    unweighted, the 256 KiB point alone set the line, and 16 KiB measured
+    twice what it predicted); a negative latency is 0, and extras that do
+    not grow with the size (bytes adding < 1% at the largest) are all
+    latency (rate 0: no byte term)."""
+    x, y = np.asarray(sizes, dtype=float), np.asarray(extra, dtype=float)
+    w = 1.0 / np.maximum(y, max(float(y.max()), 1e-12) * 1e-3)
+    slope, latency = np.polyfit(x, y, 1, w=w)
+    if slope * x.max() <= 0.01 * abs(y.mean()):  # the largest size's bytes add < 1%
+        return max(0.0, float(np.mean(y))), 0.0
+    if latency < 0:  # through the origin instead
+        return 0.0, float(np.dot(x, x) / np.dot(x, y))
+    return float(latency), float(1.0 / slope)
+
+
 # -- engine overheads ------------------------------------------------------------
 
 def _chain(n: int):
@@ -301,11 +391,14 @@ class _Case:
     costed: bool
 
 
-def engine_overheads(schedulers, progress=None, reps: int = CALIBRATION_REPS
-                     ) -> Tuple[Dict[str, dict], Dict[str, Dict[int, float]], float]:
+def engine_overheads(schedulers, progress=None, reps: int = CALIBRATION_REPS,
+                     transfer=None) -> Tuple[Dict[str, dict], Dict[str, Dict[int, float]], float]:
     """(scheduler -> overheads, scheduler -> {executors: run start}, one
     add's seconds) from latencies measured interleaved on this host (two
-    executors are only measured when the host has two cores)."""
+    executors are only measured when the host has two cores). transfer: the
+    simulator's transfer term the fits run with (the pairs graphs hand
+    every stage's input to the other core: without it, a dispatch's figure
+    would hold the transfers the predictions charge again)."""
     from hwtune.measure import FixedSampling, interleave
     from hwtune.measure.engine import EngineSide, op_medians, profiled_runs
     from hwtune.native.engine import NativeEngine
@@ -347,11 +440,12 @@ def engine_overheads(schedulers, progress=None, reps: int = CALIBRATION_REPS
         add_s = float(np.median(list(op_medians(profiled_runs(e, chain, 3, warmup=1)).values())))
     finally:
         e.close()
-    return _fit_overheads(schedulers, cases, measured, add_s) + (add_s,)
+    return _fit_overheads(schedulers, cases, measured, add_s, transfer) + (add_s,)
 
 
-def _fit_overheads(schedulers, cases, measured, add_s):
-    from hwtune.native.simulate import Simulator
+def _fit_overheads(schedulers, cases, measured, add_s, transfer=None):
+    from hwtune.native.simulate import Simulator, Transfer
+    transfer = transfer or Transfer()
     sims = {}
     sec = {}
     for c in cases:
@@ -365,7 +459,7 @@ def _fit_overheads(schedulers, cases, measured, add_s):
         def latency(c: _Case, o: Overheads) -> float:
             ms, _ = sims[id(c.graph)].run(
                 executors=c.executors, threads=1, scheduler=c.scheduler,
-                seconds=sec[id(c.graph)], overheads=o,
+                seconds=sec[id(c.graph)], overheads=o, transfer=transfer,
                 op_cost={op.name: HEAVY_COST for op in c.graph.ops} if c.costed else None)
             return ms
         # the sequential chain gives the inline cost every scheduler shares
@@ -419,11 +513,16 @@ AGREE_ABS_OP = 15e-9
 MAX_ATTEMPTS = 4
 
 
+XFER_FIGURES = ("xfer_s", "xfer_bps")
+
+
 def agree(a: Calibration, b: Calibration) -> bool:
     fa, fb = a.figures(), b.figures()
     if fa.keys() != fb.keys():
         return False
     for k, x in fa.items():
+        if k in XFER_FIGURES:
+            continue  # a median over passes already (XFER_PASSES); combine takes their median
         y = fb[k]
         floor = AGREE_ABS_RUN if k.startswith("run_s/") else AGREE_ABS_OP
         if abs(x - y) > max(AGREE_REL * max(abs(x), abs(y)), floor):
@@ -441,6 +540,8 @@ def combine(attempts: List[Calibration]) -> Calibration:
     figs = [c.figures() for c in attempts]
 
     def kept(name: str) -> float:
+        if name in XFER_FIGURES:  # moves with the host's placement: every attempt's median
+            return float(np.median([f[name] for f in figs]))
         return float(np.mean([c.figures()[name] for c in use]) if pair
                      else np.median([f[name] for f in figs]))
     first = attempts[0]
@@ -449,7 +550,8 @@ def combine(attempts: List[Calibration]) -> Calibration:
         forkjoin_pool={t: kept(f"forkjoin_pool/{t}") for t in first.forkjoin_pool},
         overheads={s: {k: kept(f"{k}/{s}") for k in o} for s, o in first.overheads.items()},
         run_s={s: {n: kept(f"run_s/{s}/{n}") for n in r} for s, r in first.run_s.items()},
-        add_s=float(np.median([c.add_s for c in attempts])), attempts=len(attempts),
+        add_s=float(np.median([c.add_s for c in attempts])), xfer_s=kept("xfer_s"),
+        xfer_bps=kept("xfer_bps"), attempts=len(attempts),
         settled=pair is not None)
     for name, v in out.figures().items():
         xs = [f[name] for f in figs if name in f]
@@ -469,9 +571,12 @@ def calibrate(cores: int, progress=None, max_attempts: int = MAX_ATTEMPTS) -> Ca
             progress(f"calibration {i + 1} of at most {max_attempts}: the previous ones "
                      f"disagree by more than {AGREE_REL:.0%}")
         fj, pool_fj = forkjoin(cores, progress)
-        overheads, run_s, add_s = engine_overheads(rows, progress)
+        xfer_s, xfer_bps = transfer(cores, progress)
+        overheads, run_s, add_s = engine_overheads(
+            rows, progress, transfer=Transfer(latency_s=xfer_s, bytes_per_s=xfer_bps))
         attempts.append(Calibration(forkjoin=fj, forkjoin_pool=pool_fj, overheads=overheads,
-                                    run_s=run_s, add_s=add_s))
+                                    run_s=run_s, add_s=add_s, xfer_s=xfer_s,
+                                    xfer_bps=xfer_bps))
         if len(attempts) > 1 and combine(attempts).settled:
             break
     return combine(attempts) if len(attempts) > 1 else attempts[0]

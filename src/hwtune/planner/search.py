@@ -11,7 +11,9 @@ What a simulated configuration gets is what the engine gets from a tuned
 config on that machine: per-op costs (the predicted seconds at the op's
 thread count) for schedulers that order by levels, nothing for the others
 (their tiny/solo flags come from the plan's own estimate, as in a real
-run)."""
+run). Data another core wrote last costs what this host's calibration
+measured between two of its cores (the transfer term of the simulator),
+on every machine: a bundled description carries no such figure."""
 
 from __future__ import annotations
 
@@ -154,7 +156,8 @@ class Predictor:
             seconds=tab.seconds, op_threads=op_threads, op_cost=op_cost, op_candidates=cands,
             mem_frac=tab.mem_frac, mem_bps=tab.mem_bps, bw_cap=self.target.bw_cap(),
             overheads=self.overheads(sched_row.name, workers if sched_row.worker_groups
-                                     else executors), events=events)
+                                     else executors),
+            transfer=self.calibration.transfer(), events=events)
 
 
 def plan_cores(p: Predictor, cores: int, rows: Sequence, progress=None) -> dict:
