@@ -38,6 +38,17 @@ from hwtune.native.simulate import Overheads, Transfer
 # 150+ samples of most workloads; lstm_small's op medians moved by < 2%
 # between 5 and 21 runs here.
 PROFILE_RUNS = 5
+# ... after back-to-back plain runs for at least PROFILE_WARMUP_S, and more
+# profiled runs while they span less than PROFILE_SPAN_S (at most
+# PROFILE_MAX_RUNS). With 2 warm-up runs and 5 profiled ones (7 ms in all,
+# right after the engine opened) deepcpu_lstm_i256_h64's profile summed to
+# 0.965 ms a run against 0.640-0.656 ms measured in the same validation
+# (+47-51% on every 1x1 row); after 0.2 s of plain runs, 30 profiled runs
+# summed to 0.647-0.652 ms in three rounds, plain runs 0.649-0.656 ms (AMD
+# EPYC Zen 1, AVX2, load ~1; /tmp/s26/prof_over.py).
+PROFILE_WARMUP_S = 0.2
+PROFILE_SPAN_S = 0.1
+PROFILE_MAX_RUNS = 100
 # Calibration graphs: adds of 64 floats (~40 ns each here), long enough
 # that a run lasts ~0.1-1 ms, so the 1-2 us of a Python call stays < 2%.
 CHAIN_OPS = 400
@@ -188,10 +199,19 @@ def profile_1t(graph, runs: int = PROFILE_RUNS, progress=None) -> Dict[str, floa
     from hwtune.native.engine import NativeEngine
     keys = dict(zip((op.name for op in graph.ops), workload_keys(graph)))
     if progress:
-        progress(f"profiling {graph.name}: {runs} runs on 1 thread")
+        progress(f"profiling {graph.name}: {runs} or more runs on 1 thread, after "
+                 f"{PROFILE_WARMUP_S:g} s of warm-up")
+    from hwtune.measure import clock
     engine = NativeEngine(graph, executors=1, threads=1, scheduler="sequential", pin=True)
     try:
-        history = profiled_runs(engine, graph, runs, warmup=2)
+        warm, n = clock.Stopwatch(), 0
+        while n < 2 or warm.elapsed() < PROFILE_WARMUP_S:
+            engine.run()
+            n += 1
+        span = clock.Stopwatch()
+        history = profiled_runs(engine, graph, runs)
+        while span.elapsed() < PROFILE_SPAN_S and len(history) < PROFILE_MAX_RUNS:
+            history += profiled_runs(engine, graph, 1)
     finally:
         engine.close()
     samples: Dict[str, List[float]] = {}
