@@ -11,7 +11,7 @@ Run with the installed package, after `hwtune scan --quick` on this host:
       best critical-path n x k against sequential on 64 cores, and
       critical-path against shared-queue per n x k, beside the paper's
       Figure 6 and Table 2.
-  python benchmarks/bench_plan.py validate   [--db PATH] [--models a,b]
+  python benchmarks/bench_plan.py validate   [--db PATH] [--models a,b] [--fresh]
       `hwtune plan --validate` on every bundled model (or --models): per
       model and configuration predicted vs measured, median and worst
       absolute error overall. Goal: median <= 10%, worst <= 25%.
@@ -103,7 +103,7 @@ def _vs_fastest(rows) -> dict:
     return summary([{"rel_error": vs_fastest(r)} for r in rows])
 
 
-def validate(db: str, models) -> None:
+def validate(db: str, models, fresh: bool = False) -> None:
     import json
     from hwtune.measure.clock import Stopwatch
     from hwtune.planner.validate import summary
@@ -114,7 +114,8 @@ def validate(db: str, models) -> None:
     whole = Stopwatch()
     for name in names:
         one = Stopwatch()
-        out = subprocess.run(_hwtune("plan", name, "--validate", "--json", db=db),
+        out = subprocess.run(_hwtune("plan", name, "--validate", "--json",
+                                     *(["--fresh"] if fresh else []), db=db),
                              check=True, capture_output=True, text=True)
         took = one.elapsed()
         doc = json.loads(out.stdout)
@@ -150,13 +151,17 @@ def main() -> None:
     ap.add_argument("what", choices=("timing", "graphi", "validate"))
     ap.add_argument("--db", default="results.db")
     ap.add_argument("--models", default=None, help="validate: comma list of bundled models")
+    ap.add_argument("--fresh", action="store_true",
+                    help="validate: calibrate again before each model (on a host whose "
+                         "core-to-core costs drift within minutes, a calibration taken for "
+                         "an earlier model describes another machine)")
     a = ap.parse_args()
     if a.what == "timing":
         timing(a.db)
     elif a.what == "graphi":
         graphi(a.db)
     else:
-        validate(a.db, [m for m in (a.models or "").split(",") if m])
+        validate(a.db, [m for m in (a.models or "").split(",") if m], a.fresh)
 
 
 if __name__ == "__main__":
