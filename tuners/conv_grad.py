@@ -278,20 +278,13 @@ def tune_grad_workloads(ctx: TuneContext, graph, *, threads: int, pin: bool = Fa
     started before the deadline are left out (their ops keep the default).
     limits(key) -> (trials, seconds, cut) or None: the tuning plan's share
     of one workload, as conv_local.tune_conv_workloads takes it."""
-    from hwtune.measure import clock
+    from hwtune.tuners.conv_local import plan_share
     out: Dict[str, GradConvChoice] = {}
-    outer = ctx
     for key, (wl, names) in workload_groups(graph).items():
-        ctx, cut = outer, None
-        got = limits(key) if limits is not None else None
-        if got is not None:
-            trials, seconds, is_cut = got
-            if trials <= 0:
-                continue  # the plan gave it nothing: these ops keep their defaults
-            ctx = outer.with_(deadline=min(outer.deadline or math.inf,
-                                           clock.deadline_after(seconds)))
-            cut = trials if is_cut else None
-        choice = tune_workload(ctx, wl, threads=threads, pin=pin, cut=cut)
+        share = plan_share(ctx, limits, key)
+        if share is None:
+            continue  # the plan gave it nothing: these ops keep their defaults
+        choice = tune_workload(share[0], wl, threads=threads, pin=pin, cut=share[1])
         if choice is None:
             continue
         for name in names:

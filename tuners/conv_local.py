@@ -494,6 +494,20 @@ def workload_groups(graph) -> Dict[str, Tuple[ConvWorkload, List[str]]]:
     return groups
 
 
+def plan_share(ctx: TuneContext, limits, key: str):
+    """(the context a workload's search runs in, its trial cut or None) by
+    the tuning plan's limits(key) -> (trials, seconds, cut) or None (no
+    limit); None when the plan gave it no trial."""
+    got = limits(key) if limits is not None else None
+    if got is None:
+        return ctx, None
+    trials, seconds, is_cut = got
+    if trials <= 0:
+        return None
+    return (ctx.with_(deadline=min(ctx.deadline or math.inf, clock.deadline_after(seconds))),
+            trials if is_cut else None)
+
+
 def tune_conv_workloads(ctx: TuneContext, graph, *, threads: int, top_k: int = TOP_K,
                         events=None, pin: bool = False, limits=None) -> Dict[str, ConvChoice]:
     """Tune every conv2d workload of a validated graph at `threads` threads.
@@ -514,16 +528,10 @@ def tune_conv_workloads(ctx: TuneContext, graph, *, threads: int, top_k: int = T
     out: Dict[str, ConvChoice] = {}
     outer = ctx
     for key, (wl, names) in groups.items():
-        cut = None
-        ctx = outer
-        got = limits(key) if limits is not None else None
-        if got is not None:
-            trials, seconds, is_cut = got
-            if trials <= 0:
-                continue  # the plan gave it nothing: these ops keep their defaults
-            ctx = outer.with_(deadline=min(outer.deadline or math.inf,
-                                           clock.deadline_after(seconds)))
-            cut = trials if is_cut else None
+        share = plan_share(outer, limits, key)
+        if share is None:
+            continue  # the plan gave it nothing: these ops keep their defaults
+        ctx, cut = share
         count = [0]
 
         def on_trial(params, outcome, reused, key=key, names=names, count=count):
