@@ -61,6 +61,8 @@ def on_signal(signum, frame):
 
 
 def install_signals() -> None:
+    from hwtune import interrupts
+    interrupts.install()  # Ctrl-C inside a finalizer is deferred, not lost
     for sig in HANDLED:
         try:
             signal.signal(sig, on_signal)

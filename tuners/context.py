@@ -47,6 +47,8 @@ class TuneContext:
         self.cpus = list(self.cpus)
 
     def out_of_time(self) -> bool:
+        from hwtune import interrupts
+        interrupts.check()  # a Ctrl-C that arrived inside a finalizer stops here
         return clock.passed(self.deadline)
 
     def say(self, stage: str) -> Callable[[str], None]:

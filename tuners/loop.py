@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Tuple
 
+from hwtune import interrupts
 from hwtune.measure import clock
 from hwtune.measure.stats import mad
 from hwtune.tuners.search import (ERROR, OK, SKIPPED, TIMEOUT, Outcome, Params, Search,
@@ -134,6 +135,7 @@ def run_search(search: Search, measure: Callable[[Params], Outcome],
     can_batch = hasattr(measure, "batch") and hasattr(search, "upcoming")
     try:
         while True:
+            interrupts.check()  # a Ctrl-C that arrived inside a finalizer
             params = search.propose()
             for p, why in search.take_skipped():
                 if store is not None and store.lookup(p) is None:
