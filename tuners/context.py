@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, List, Optional
 
+from hwtune import interrupts
 from hwtune.measure import clock
 
 Progress = Callable[[str, str], None]  # (stage, message)
@@ -47,7 +48,6 @@ class TuneContext:
         self.cpus = list(self.cpus)
 
     def out_of_time(self) -> bool:
-        from hwtune import interrupts
         interrupts.check()  # a Ctrl-C that arrived inside a finalizer stops here
         return clock.passed(self.deadline)
 

@@ -377,11 +377,9 @@ def _conv_grad(ctx: TuneContext, graph, cfg: EngineConfig, report: StageReport,
                        "out (a rerun resumes)")
             continue
         ctx.progress("conv", f"CONV gradient search ({ctx.search}) at {t} thread(s)")
-        # The plan keys a workload's item at another count "<key>@<t>t".
         got = conv_grad.tune_grad_workloads(
             ctx, graph, threads=t, pin=cfg.pinned, progress=lambda m: ctx.progress("conv", m),
-            limits=None if limits is None else (
-                limits if t == cfg.threads else (lambda key, t=t: limits(f"{key}@{t}t"))))
+            limits=_limits_at(limits, t, cfg.threads))
         seen = {c.workload_key: c for c in got.values()}.values()
         report.trials += sum(c.trials for c in seen)
         measured = sum(c.measured for c in seen)
@@ -399,6 +397,14 @@ def _conv_grad(ctx: TuneContext, graph, cfg: EngineConfig, report: StageReport,
             why.append(f"conv: {len(seen)} of {n_wl} CONV gradient workload(s) tuned at "
                        f"{t} thread(s) too (stored for runs at {t} thread(s) per executor)")
     return params, why
+
+
+def _limits_at(limits, threads: int, team: int):
+    """The plan's limits for the workloads searched at `threads`: the plan
+    keys a workload's item at another count than the team's "<key>@<t>t"."""
+    if limits is None or threads == team:
+        return limits
+    return lambda key: limits(f"{key}@{threads}t")
 
 
 def _conv_progress(ctx: TuneContext, threads: int):
@@ -427,10 +433,9 @@ def _conv_other_threads(ctx: TuneContext, graph, cfg: EngineConfig, report: Stag
             continue
         ctx.progress("conv", f"CONV template search ({ctx.search}) at {t} thread(s), for "
                              f"runs at that count")
-        # The plan keys a workload's item at another count "<key>@<t>t".
         got = conv_local.tune_conv_workloads(
             ctx, graph, threads=t, events=_conv_progress(ctx, t), pin=cfg.pinned,
-            limits=None if limits is None else (lambda key, t=t: limits(f"{key}@{t}t")))
+            limits=_limits_at(limits, t, cfg.threads))
         seen = {c.workload_key: c for c in got.values()}.values()
         report.trials += sum(c.trials for c in seen)
         measured = sum(c.measured for c in seen)

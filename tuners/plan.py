@@ -226,7 +226,7 @@ def stage_items(ctx, graph, graph_hash: str, *, usable: int, latency_s: float, o
     resumes them); a workload tuned before on this host is reused.
     conv_threads: the thread counts CONV workloads are tuned at besides the
     team's (an item per workload and count, named "<key>@<t>t")."""
-    from hwtune.tuners import conv_local, executor_sweep, hillclimb
+    from hwtune.tuners import conv_grad, conv_local, executor_sweep, hillclimb
     from hwtune.tuners.trial_times import TrialTimes
 
     weights = op_weights(graph)
@@ -250,37 +250,23 @@ def stage_items(ctx, graph, graph_hash: str, *, usable: int, latency_s: float, o
         if "conv" in stages or "hillclimb" in stages else None
     counts = list(dict.fromkeys([team] + [t for t in conv_threads if t != team]))
     for threads in counts if "conv" in stages else ():
-        for key, (wl, names) in conv_local.workload_groups(graph).items():
-            done = ctx.db.tuned(ctx.host_key, tuner=conv_local.TUNER, subject=wl.key,
-                                isa=ctx.isa, threads=threads)
-            space = wl.space(ctx.isa)
-            stored = len(ctx.store(tuner=conv_local.TUNER, subject=wl.key,
-                                   threads=threads).rows())
-            trials = conv_local.planned_trials(ctx, space)
-            left = max(1, trials - stored)
-            # One op's share of the graph's time at the team size, each
-            # sample at least the workload measure's minimum sample length;
-            # at another count, scaled by team / threads (perfect scaling;
-            # issue #10's ResNet-18 3x3 rows ran 1.1-2.6x faster on 2
-            # threads than on 1, mostly below 2x, so the estimate for fewer
-            # threads errs long, on the side of the budget).
-            op_s = max(latency_s * weights[names[0]] * team / threads,
-                       conv_local.MIN_SAMPLE_S)
-            trial_s = TRIAL_OVERHEAD_S + reps * op_s
-            # After the search: the default's trial, and the confirmation
-            # rounds of the best point of each of the top layouts and the
-            # default, interleaved.
-            tail = trial_s + conv_local.CONFIRM_ROUNDS * (conv_local.TOP_K + 1) * op_s
-            seen = times.get(conv_local.TUNER, wl.key, ctx.isa, threads)
-            other = threads != team
-            out["conv"].append(Item("conv", f"{key}@{threads}t" if other else key, left,
-                                    seen[0] if seen else trial_s,
-                                    sum(weights[n] for n in names), reused=done is not None,
-                                    label=_label(names) + (f" @{threads}t" if other else ""),
-                                    tail_s=tail, measured_run=seen[1] if seen else None))
+        # After the search: the default's trial, and the confirmation
+        # rounds of the best point of each of the top layouts and the
+        # default, interleaved.
+        out["conv"] += [
+            _search_item(ctx, times, weights, conv_local.TUNER, key, names,
+                         conv_local.planned_trials(ctx, wl.space(ctx.isa)),
+                         conv_local.TOP_K + 1, latency_s=latency_s, team=team, threads=threads)
+            for key, (wl, names) in conv_local.workload_groups(graph).items()]
     for threads in counts if "conv" in stages else ():
-        out["conv"] += _grad_items(ctx, graph, weights, times, latency_s=latency_s, team=team,
-                                   threads=threads)
+        # A training step's CONV gradients with knobs of their own
+        # (tuners/conv_grad.py): a full search of the space unless --trials
+        # says, then the best point and the default confirmed.
+        out["conv"] += [
+            _search_item(ctx, times, weights, wl.tuner, key, names,
+                         ctx.trials if ctx.trials is not None else wl.space().size(), 2,
+                         latency_s=latency_s, team=team, threads=threads)
+            for key, (wl, names) in conv_grad.workload_groups(graph).items()]
     if "hillclimb" in stages and team >= 2:
         space = hillclimb.thread_space(team, ctx.cpus)
         folded = hillclimb.folded_ops(graph)
@@ -305,31 +291,31 @@ def stage_items(ctx, graph, graph_hash: str, *, usable: int, latency_s: float, o
     return out
 
 
-def _grad_items(ctx, graph, weights, times, *, latency_s: float, team: int,
-                threads: int) -> list:
-    """A training step's CONV gradients with knobs of their own
-    (tuners/conv_grad.py), one item per workload, costed as the forward
-    CONVs' are: the search's trials (a full search of its space unless
-    --trials says), the default's trial and the confirmation rounds of the
-    best point and the default."""
-    from hwtune.tuners import conv_grad, conv_local
-    items = []
-    for key, (wl, names) in conv_grad.workload_groups(graph).items():
-        done = ctx.db.tuned(ctx.host_key, tuner=wl.tuner, subject=key, isa=ctx.isa,
-                            threads=threads)
-        stored = len(ctx.store(tuner=wl.tuner, subject=key, threads=threads).rows())
-        trials = ctx.trials if ctx.trials is not None else wl.space().size()
-        op_s = max(latency_s * weights[names[0]] * team / threads, conv_local.MIN_SAMPLE_S)
-        trial_s = TRIAL_OVERHEAD_S + ctx.reps * op_s
-        tail = trial_s + conv_grad.CONFIRM_ROUNDS * 2 * op_s
-        seen = times.get(wl.tuner, key, ctx.isa, threads)
-        other = threads != team
-        items.append(Item("conv", f"{key}@{threads}t" if other else key,
-                          max(1, trials - stored), seen[0] if seen else trial_s,
-                          sum(weights[n] for n in names), reused=done is not None,
-                          label=_label(names) + (f" @{threads}t" if other else ""),
-                          tail_s=tail, measured_run=seen[1] if seen else None))
-    return items
+def _search_item(ctx, times, weights, tuner: str, key: str, names, trials: int,
+                 confirmed: int, *, latency_s: float, team: int, threads: int) -> Item:
+    """The conv stage's item of one workload's knob search at `threads`:
+    `trials` trials (those stored count as done; tuned before on this host:
+    reused), then the default's trial and CONFIRM_ROUNDS rounds of
+    `confirmed` points interleaved. Named "<key>@<t>t" at another count
+    than the team's."""
+    from hwtune.tuners import conv_local
+    done = ctx.db.tuned(ctx.host_key, tuner=tuner, subject=key, isa=ctx.isa, threads=threads)
+    stored = len(ctx.store(tuner=tuner, subject=key, threads=threads).rows())
+    # One op's share of the graph's time at the team size, each sample at
+    # least the workload measure's minimum sample length; at another count,
+    # scaled by team / threads (perfect scaling; issue #10's ResNet-18 3x3
+    # rows ran 1.1-2.6x faster on 2 threads than on 1, mostly below 2x, so
+    # the estimate for fewer threads errs long, on the side of the budget).
+    op_s = max(latency_s * weights[names[0]] * team / threads, conv_local.MIN_SAMPLE_S)
+    trial_s = TRIAL_OVERHEAD_S + ctx.reps * op_s
+    tail = trial_s + conv_local.CONFIRM_ROUNDS * confirmed * op_s
+    seen = times.get(tuner, key, ctx.isa, threads)
+    other = threads != team
+    return Item("conv", f"{key}@{threads}t" if other else key, max(1, trials - stored),
+                seen[0] if seen else trial_s, sum(weights[n] for n in names),
+                reused=done is not None,
+                label=_label(names) + (f" @{threads}t" if other else ""),
+                tail_s=tail, measured_run=seen[1] if seen else None)
 
 
 def _label(names: Sequence[str]) -> str:

@@ -194,6 +194,7 @@ def profile_1t(graph, runs: int = PROFILE_RUNS, progress=None) -> Dict[str, floa
     """workload -> median 1-thread seconds of every op of graph (profiled
     sequential runs on one pinned thread)."""
     from hwtune.engine.runner import workload_keys
+    from hwtune.measure import clock
     from hwtune.measure.engine import profiled_runs
     from hwtune.measure.stats import median
     from hwtune.native.engine import NativeEngine
@@ -201,7 +202,6 @@ def profile_1t(graph, runs: int = PROFILE_RUNS, progress=None) -> Dict[str, floa
     if progress:
         progress(f"profiling {graph.name}: {runs} or more runs on 1 thread, after "
                  f"{PROFILE_WARMUP_S:g} s of warm-up")
-    from hwtune.measure import clock
     engine = NativeEngine(graph, executors=1, threads=1, scheduler="sequential", pin=True)
     try:
         warm, n = clock.Stopwatch(), 0

@@ -16,16 +16,19 @@ reason (tuners/pipeline.py).
 from typing import Callable, List, Optional, Tuple
 
 from hwtune.graph.model import Op
+from hwtune.graph.passes.layout_rules import layout_name, plain_layout_of, weight_layout_name
 
 Block = Optional[Tuple[str, str]]  # (blocked layout, plain layout) of an operand
 
 
 def _block_of(shape, weight: bool) -> Block:
     if weight and len(shape) == 6:
-        return f"OIHW{shape[4]}i{shape[5]}o", "OIHW"
-    if not weight and len(shape) == 5:
-        return f"NCHW{shape[4]}c", "NCHW"
-    return None
+        layout = weight_layout_name(shape[4], shape[5])
+    elif not weight and len(shape) == 5:
+        layout = layout_name(shape[4])
+    else:
+        return None
+    return layout, plain_layout_of(layout)
 
 
 def _plain(e, name: str, block: Block) -> str:

@@ -25,6 +25,7 @@ from hwtune.graph.errors import fail
 from hwtune.graph.ops import numel
 from hwtune.graph.model import Graph, Op, Tensor
 from hwtune.graph.naming import fresh_name
+from hwtune.graph.passes.layout_rules import layout_name
 
 LOSSES = ("cross_entropy", "mse")
 # "none": the step outputs the loss and each parameter's gradient
@@ -295,8 +296,9 @@ def _batch_statistics(graph: Graph):
                 shape = (shape[0], shape[1] * b) + tuple(shape[2:4])
                 x = fresh_name(f"{x}/nchw", taken, ".")
                 outs[0] = fresh_name(f"{y}/nchw", taken, ".")
-                ops.append(Op(fresh_name(f"{o.name}/to_nchw", taken, "."), "layout_transform", [o.inputs[0]], [x],
-                              {"src": f"NCHW{b}c", "dst": "NCHW"}, loc=o.loc))
+                ops.append(Op(fresh_name(f"{o.name}/to_nchw", taken, "."), "layout_transform",
+                              [o.inputs[0]], [x], {"src": layout_name(b), "dst": "NCHW"},
+                              loc=o.loc))
             count = shape[0] * (numel(shape[2:]) if len(shape) > 2 else 1)
             if count < 2:  # PyTorch refuses it too: the output would be beta, dx zero
                 fail(o.loc or o.name, f'batch_norm "{o.name}" sees one value per channel '
@@ -307,8 +309,9 @@ def _batch_statistics(graph: Graph):
             ops.append(Op(o.name, "batch_norm_train", [x] + list(o.inputs[1:3]), outs, attrs,
                           loc=o.loc))
             if blocked:
-                ops.append(Op(fresh_name(f"{o.name}/to_nchwc", taken, "."), "layout_transform", [outs[0]], [y],
-                              {"src": "NCHW", "dst": f"NCHW{b}c"}, loc=o.loc))
+                ops.append(Op(fresh_name(f"{o.name}/to_nchwc", taken, "."), "layout_transform",
+                              [outs[0]], [y], {"src": "NCHW", "dst": layout_name(b)},
+                              loc=o.loc))
         else:
             ops.append(Op(o.name, o.op, list(o.inputs), list(o.outputs), attrs, loc=o.loc))
     if not stats:

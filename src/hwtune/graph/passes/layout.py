@@ -24,7 +24,8 @@ from hwtune.graph.errors import GraphError
 from hwtune.graph.model import Graph, Op
 from hwtune.graph.ops.conv import conv2d_knobs
 from hwtune.graph.ops.train import grad_data_im2col_knobs, grad_data_knobs, grad_weight_knobs
-from hwtune.graph.passes.layout_rules import conv_blocks, layout_name, op_layout
+from hwtune.graph.passes.layout_rules import (conv_blocks, layout_name, op_layout,
+                                              weight_layout_name)
 # The template knobs, as the C template declares them (hwt_conv_params).
 from hwtune.native.conv import KNOBS
 
@@ -37,6 +38,20 @@ def ensure_validated(graph: Graph) -> Graph:
         from hwtune.graph.validate import validate_graph
         validate_graph(graph)
     return graph
+
+
+def op_like(name, kind, inputs, outputs, attrs, like: Optional[Op] = None) -> Op:
+    """A new op, placed in the model file where `like` is (loc, origin)."""
+    return Op(name, kind, list(inputs), list(outputs), dict(attrs),
+              like.loc if like else "", like.origin if like else None)
+
+
+def with_ops(graph: Graph, ops: List[Op]) -> Graph:
+    """graph's inputs, params, outputs and metadata around other ops (not
+    validated)."""
+    return Graph(name=graph.name, inputs=list(graph.inputs), params=list(graph.params),
+                 ops=ops, outputs=list(graph.outputs), seed=graph.seed,
+                 description=graph.description, vars=dict(graph.vars), source=graph.source)
 
 
 def _is_int(v) -> bool:
@@ -125,8 +140,7 @@ class _Rewriter:
         self.weights: Dict[Tuple[str, int, int], str] = {}
 
     def emit(self, name, kind, inputs, outputs, attrs, like: Optional[Op] = None):
-        self.ops.append(Op(name, kind, list(inputs), list(outputs), dict(attrs),
-                           like.loc if like else "", like.origin if like else None))
+        self.ops.append(op_like(name, kind, inputs, outputs, attrs, like))
 
     def fetch(self, tensor: str, block: int) -> str:
         """The stored name of `tensor` in `block`, transforming once if needed."""
@@ -144,7 +158,7 @@ class _Rewriter:
     def weight(self, w: str, ib: int, ob: int) -> str:
         key = (w, ib, ob)
         if key not in self.weights:
-            dst = f"OIHW{ib}i{ob}o"
+            dst = weight_layout_name(ib, ob)
             name = f"{w}@{dst.lower()}"
             self.emit(name, "layout_transform", [w], [name], {"src": "OIHW", "dst": dst})
             self.weights[key] = name
@@ -208,9 +222,7 @@ def apply_op_params(graph: Graph, op_params: Dict[str, dict]) -> Graph:
     graph = to_plain(ensure_validated(graph))
     op_params = check_op_params(graph, op_params)
     ops = _Rewriter(graph).run(op_params)
-    new = Graph(name=graph.name, inputs=list(graph.inputs), params=list(graph.params),
-                ops=ops, outputs=list(graph.outputs), seed=graph.seed,
-                description=graph.description, vars=dict(graph.vars), source=graph.source)
+    new = with_ops(graph, ops)
     from hwtune.graph.validate import validate_graph
     try:
         validate_graph(new)

@@ -111,6 +111,16 @@ def layout_name(block: int) -> str:
     return f"NCHW{block}c" if block else "NCHW"
 
 
+def weight_layout_name(ib: int, ob: int) -> str:
+    """A conv weight's layout: OIHW, or OIHW<i>i<o>o blocked."""
+    return f"OIHW{ib}i{ob}o" if ib else "OIHW"
+
+
+def plain_layout_of(layout: str) -> str:
+    """The unblocked layout of the same family: OIHW for weights, else NCHW."""
+    return "OIHW" if layout.startswith("OIHW") else "NCHW"
+
+
 def conv_blocks(params: Dict[str, object]) -> Tuple[int, int]:
     """(input block, output block) a CONV's params give it: (0, 0) for an
     NCHW conv, (ic_bn, oc_bn) for NCHWc (the default when layout is absent)."""

@@ -22,11 +22,13 @@ their names and blocked shapes. Op names never change, so per-op settings
 keep applying; a plain graph is returned as it is.
 """
 
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional
 
 from hwtune.graph.model import Graph, Op
 from hwtune.graph.naming import fresh_name
-from hwtune.graph.passes.layout_rules import _layout_class
+from hwtune.graph.passes.layout import ensure_validated, op_like, with_ops
+from hwtune.graph.passes.layout_rules import (_layout_class, layout_name, plain_layout_of,
+                                              weight_layout_name)
 
 _BLOCKED_OPS = ("conv2d", "pool2d", "global_pool2d", "batch_norm")
 
@@ -34,18 +36,6 @@ _BLOCKED_OPS = ("conv2d", "pool2d", "global_pool2d", "batch_norm")
 def is_plain(graph: Graph) -> bool:
     return not any(op.op == "layout_transform" or (op.resolved or {}).get("layout") == "NCHWc"
                    for op in graph.ops)
-
-
-def _data_layout(shape) -> str:
-    return f"NCHW{shape[4]}c"
-
-
-def _weight_layout(shape) -> str:
-    return f"OIHW{shape[4]}i{shape[5]}o"
-
-
-def _plain_layout(layout: str) -> str:
-    return "OIHW" if layout.startswith("OIHW") else "NCHW"
 
 
 class _Unblock:
@@ -62,8 +52,7 @@ class _Unblock:
         return self.renamed.get(t, t)
 
     def emit(self, name, kind, inputs, outputs, attrs, like: Optional[Op] = None):
-        self.ops.append(Op(name, kind, list(inputs), list(outputs), dict(attrs),
-                           like.loc if like else "", like.origin if like else None))
+        self.ops.append(op_like(name, kind, inputs, outputs, attrs, like))
 
     def transform(self, src_name: str, src: str, dst: str, base: str) -> str:
         name = fresh_name(base, self.taken, ".")
@@ -80,8 +69,8 @@ class _Unblock:
         # A graph input or param in a blocked layout.
         self.layout[t] = layout
         self.blocked[t] = t
-        self.plain[t] = self.transform(t, layout, _plain_layout(layout),
-                                       f"{t}@{_plain_layout(layout).lower()}")
+        self.plain[t] = self.transform(t, layout, plain_layout_of(layout),
+                                       f"{t}@{plain_layout_of(layout).lower()}")
         return self.plain[t]
 
     def blocked_of(self, t: str) -> str:
@@ -92,10 +81,10 @@ class _Unblock:
             lay = self.layout[t]
             if t in self.g.outputs:  # its writer wrote the plain copy under another name
                 self.emit(f"{t}@{lay.lower()}", "layout_transform", [self.plain[t]], [t],
-                          {"src": _plain_layout(lay), "dst": lay})
+                          {"src": plain_layout_of(lay), "dst": lay})
                 self.blocked[t] = t
             else:
-                self.blocked[t] = self.transform(self.plain[t], _plain_layout(lay), lay,
+                self.blocked[t] = self.transform(self.plain[t], plain_layout_of(lay), lay,
                                                  f"{t}@{lay.lower()}")
         return self.blocked[t]
 
@@ -120,13 +109,13 @@ class _Unblock:
         inputs = []
         for i, (t, s) in enumerate(zip(op.inputs, shapes)):
             if op.op == "conv2d" and i == 1:
-                inputs.append(self.plain_of(t, _weight_layout(s)))
+                inputs.append(self.plain_of(t, weight_layout_name(s[4], s[5])))
             elif len(s) == 5:
-                inputs.append(self.plain_of(t, _data_layout(s)))
+                inputs.append(self.plain_of(t, layout_name(s[4])))
             else:
                 inputs.append(self.name(t))
         attrs = {k: v for k, v in op.attrs.items() if k != "layout"}
-        out_layout = _data_layout(self.g.shapes[op.outputs[0]])
+        out_layout = layout_name(self.g.shapes[op.outputs[0]][4])
         self.emit(op.name, op.op, inputs, self.outputs(op, out_layout), attrs, like=op)
 
     def keeps_layout(self, op: Op) -> Optional[str]:
@@ -156,9 +145,9 @@ class _Unblock:
             if op.op == "layout_transform":
                 src, dst = r["src"], r["dst"]
                 x = op.inputs[0]
-                plain = self.plain_of(x, src if src != _plain_layout(src) else None)
+                plain = self.plain_of(x, src if src != plain_layout_of(src) else None)
                 y = op.outputs[0]
-                if dst == _plain_layout(dst):
+                if dst == plain_layout_of(dst):
                     self.alias(y, plain)
                 else:
                     self.layout[y], self.plain[y] = dst, plain
@@ -166,7 +155,7 @@ class _Unblock:
                     if y in self.g.outputs:
                         self.blocked[y] = y
                         self.emit(op.name, "layout_transform", [plain], [y],
-                                  {"src": _plain_layout(dst), "dst": dst}, like=op)
+                                  {"src": plain_layout_of(dst), "dst": dst}, like=op)
                 continue
             if op.op in _BLOCKED_OPS and r.get("layout") == "NCHWc":
                 self.blocked_op(op)
@@ -209,15 +198,10 @@ class _Unblock:
 def to_plain(graph: Graph) -> Graph:
     """`graph` if it holds no blocked op or layout_transform, else a new
     validated Graph computing the same outputs in NCHW (module doc)."""
-    from hwtune.graph.passes.layout import ensure_validated
     graph = ensure_validated(graph)
     if is_plain(graph):
         return graph
-    u = _Unblock(graph)
-    ops = u.run()
-    new = Graph(name=graph.name, inputs=list(graph.inputs), params=list(graph.params),
-                ops=ops, outputs=list(graph.outputs), seed=graph.seed,
-                description=graph.description, vars=dict(graph.vars), source=graph.source)
+    new = with_ops(graph, _Unblock(graph).run())
     from hwtune.graph.validate import validate_graph
     validate_graph(new)
     return new
