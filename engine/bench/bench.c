@@ -18,10 +18,25 @@ double hwt_now(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* Counting mode (hwt_bench_counting_mode): callgrind's simulated caches
+ * index their sets by address bits up to bit 18 (LL 8 MiB 16-way: 512 KiB
+ * period), so a count depends on where the heap put the operands; glibc's
+ * dynamic mmap threshold moves them with whatever the process freed before
+ * (counted gemm-64x512x512-t1 6.59M to 6.68M estimated cycles after a
+ * different earlier malloc/free, and one CI run +1.5% for the 2-thread
+ * figure). Counting places every operand at a 2 MiB boundary, so every
+ * simulated set index is the same in every process. */
+#define COUNT_ALIGN ((size_t)2 << 20)
+static atomic_int counting;
+
+void hwt_bench_counting_mode(int on) { atomic_store(&counting, on != 0); }
+
 float *hwt_bench_alloc(size_t n) {
-  size_t bytes = (n * sizeof(float) + HWT_CACHELINE - 1) / HWT_CACHELINE * HWT_CACHELINE;
   if (n == 0 || n > SIZE_MAX / sizeof(float) / 2) return NULL;
-  return aligned_alloc(HWT_CACHELINE, bytes);
+  size_t align = atomic_load_explicit(&counting, memory_order_relaxed) ? COUNT_ALIGN
+                                                                       : HWT_CACHELINE;
+  size_t bytes = (n * sizeof(float) + align - 1) / align * align;
+  return aligned_alloc(align, bytes);
 }
 
 void hwt_bench_fill(float *x, size_t n, uint32_t seed, float lo, float hi) {
@@ -51,19 +66,15 @@ typedef struct {
   void (*region)(void *job, int g);
 } timed_loop;
 
-/* Counting mode (hwt_bench_serial_shares): each fork-join's shares run one
- * after another on the calling thread, in thread order. Callgrind simulates
- * one cache for all threads, so its misses depend on how its scheduler
+/* Counting mode, second part: each fork-join's shares run one after
+ * another on the calling thread, in thread order. Callgrind simulates one
+ * cache for all threads, so its misses depend on how its scheduler
  * interleaved them, which futex wake-up timing decides: the same build
  * counted gemm-64x512x512-t2 at 6,701,704 and 6,804,900 estimated cycles
  * (packing +10%) on the same host. In thread order the counts are the
  * partition's own work, the same every run. */
-static atomic_int serial_shares;
-
-void hwt_bench_serial_shares(int on) { atomic_store(&serial_shares, on != 0); }
-
 static void fork_join(const timed_loop *t) {
-  if (atomic_load_explicit(&serial_shares, memory_order_relaxed)) {
+  if (atomic_load_explicit(&counting, memory_order_relaxed)) {
     for (int tid = 0; tid < t->nth; tid++) t->fn(t->job, tid, t->nth);
     return;
   }

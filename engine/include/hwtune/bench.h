@@ -22,12 +22,14 @@ HWT_API double hwt_now(void); /* monotonic seconds */
 HWT_API int hwt_count_marks(void);
 HWT_API void hwt_count_begin(void);
 HWT_API void hwt_count_end(const char *name);
-/* on != 0: hwt_bench_gemm and hwt_bench_eltwise run each call's nth shares
- * one after another on the calling thread, in thread order, instead of in
- * parallel: the same work, counted the same on every run (callgrind's one
- * simulated cache otherwise sees whatever interleaving its scheduler chose).
- * For counting only; timings in this mode mean nothing. */
-HWT_API void hwt_bench_serial_shares(int on);
+/* on != 0 (counting mode): hwt_bench_gemm and hwt_bench_eltwise run each
+ * call's nth shares one after another on the calling thread, in thread
+ * order, instead of in parallel, and hwt_bench_alloc places operands at
+ * 2 MiB boundaries: the same work at the same simulated cache sets, counted
+ * the same on every run (callgrind's one simulated cache otherwise sees
+ * whatever interleaving its scheduler chose and wherever the heap put the
+ * operands). For counting only; timings in this mode mean nothing. */
+HWT_API void hwt_bench_counting_mode(int on);
 
 /* GEMM [M,K]x[K,N] (row-major, beta 0) on team 0 with nth threads; `warmup`
  * untimed samples, then `reps` samples of `inner` calls each, written as

@@ -81,9 +81,10 @@ def main(argv=None) -> int:
                 got = perf_count(metric, fig, pool, isa, reps)
                 out["figures"][fig["name"]] = {"calls": reps, "counts": {metric: got}}
             else:
-                # Callgrind: shares in thread order on this thread, so its one
-                # simulated cache sees the same accesses every run.
-                bench.serial_shares(True)
+                # Callgrind: shares in thread order on this thread and
+                # operands at fixed cache sets, so its one simulated cache
+                # sees the same accesses every run.
+                bench.counting_mode(True)
                 run = work(fig, pool, isa, reps)
                 bench.count_begin()
                 run()

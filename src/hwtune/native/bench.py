@@ -31,7 +31,7 @@ sig("hwt_now", _d)
 sig("hwt_count_marks", _i)
 sig("hwt_count_begin", None)
 sig("hwt_count_end", None, ctypes.c_char_p)
-sig("hwt_bench_serial_shares", None, _i)
+sig("hwt_bench_counting_mode", None, _i)
 sig("hwt_bench_gemm", _i, _P, _i, _i, _i, _i, _i, _i, _i, _i, _dp)
 sig("hwt_bench_eltwise", _i, _P, _i, _i, _l, _i, _i, _i, _i, _i, _i, _dp)
 sig("hwt_bench_corun", _i, _P, _i, _i, _i, _i, _l, _i, _d, _dp)
@@ -72,11 +72,12 @@ def count_end(name: str) -> None:
     lib.hwt_count_end(name.encode())
 
 
-def serial_shares(on: bool) -> None:
+def counting_mode(on: bool) -> None:
     """Counting mode: gemm_samples and eltwise_samples run each call's
-    thread shares one after another on the calling thread (the same work,
-    the same counts every run); timings mean nothing while it is on."""
-    lib.hwt_bench_serial_shares(1 if on else 0)
+    thread shares one after another on the calling thread and place their
+    operands at 2 MiB boundaries (the same work at the same simulated cache
+    sets, the same counts every run); timings mean nothing while it is on."""
+    lib.hwt_bench_counting_mode(1 if on else 0)
 
 
 def _threads(pool: Pool, threads) -> int:
