@@ -24,6 +24,10 @@ FORMATS = ("terminal", "markdown", "html", "json")
                    "then measure them interleaved and print predicted vs measured")
 @click.option("--fresh", is_flag=True,
               help="measure the host calibration and the model's 1-thread profiles again")
+@click.option("--beside/--stored-scan", "beside", default=True, show_default=True,
+              help="with --validate: predict from the scan's scaling figures and fork-join "
+                   "probed again beside the measured samples (the machine as it is while "
+                   "measuring), or from the stored scan only")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="terminal",
               show_default=True, help="output format (--json is --format json)")
 @click.option("-o", "--output", "output", type=click.Path(dir_okay=False), default=None,
@@ -33,7 +37,7 @@ FORMATS = ("terminal", "markdown", "html", "json")
 @shape_option
 @db_option
 @json_option
-def plan(model, cores, machine, validate, fresh, fmt, output, overrides, shapes, db_path,
+def plan(model, cores, machine, validate, fresh, beside, fmt, output, overrides, shapes, db_path,
          as_json):
     """Predict the best executors x threads, scheduler and latency of MODEL
     (a model.json, an ONNX file or a bundled model's name) on machines of
@@ -76,7 +80,7 @@ def plan(model, cores, machine, validate, fresh, fmt, output, overrides, shapes,
         graph_hash = db.put_graph(graph.to_json())
         doc = run_plan(db, host_key, fp, graph, graph_hash,
                        PlanOptions(cores=core_list, machine=machine, validate=validate,
-                                   fresh=fresh), progress=progress)
+                                   fresh=fresh, beside=beside), progress=progress)
     if output:
         from pathlib import Path
         Path(output).write_text(export.render("plan", doc, fmt))

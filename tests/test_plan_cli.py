@@ -170,3 +170,49 @@ def test_an_unsettled_calibration_is_a_warning_naming_the_flag(fmt):
     assert "no two engine calibrations agreed" in text and "--fresh" in text
     doc["calibration"]["settled"] = True
     assert "no two engine calibrations agreed" not in export.render("plan", doc, fmt)
+
+
+def test_validate_probes_the_machine_beside_its_samples_or_not(tmp_path):
+    """By default the validation probes the scan's scaling rows and the
+    fork-join before every chunk of samples and predicts again from their
+    medians, keeping the stored scan's prediction beside; --stored-scan
+    predicts from the stored scan only."""
+    path = _seed(tmp_path / "b.db")
+    r = _plan(SMALL, "--db", path, "--validate", "--json")
+    assert r.exit_code == 0, r.output
+    v = json.loads(r.stdout)["validation"]
+    rows = v["rows"]
+    # one probe before every chunk: every configuration, every round
+    assert v["beside"]["probes"] >= len(rows)
+    assert "gemm 64x512x512 2t" in v["beside"] and "mul n=32768 1t" in v["beside"]
+    lo, med, hi = v["beside"]["forkjoin chain 2t"]
+    assert lo <= med <= hi
+    assert all(x["predicted_stored_s"] > 0 and x["predicted_s"] > 0 for x in rows)
+    # the seeded scan's 2-thread figures are not this host's: the probes move
+    # the 2-thread predictions, never the 1x1 ones
+    one = [x for x in rows if x["executors"] * x["threads"] == 1]
+    assert all(x["predicted_s"] == pytest.approx(x["predicted_stored_s"]) for x in one)
+    assert any(x["predicted_s"] != pytest.approx(x["predicted_stored_s"], rel=1e-6)
+               for x in rows if x["threads"] == 2)
+    assert v["summary_stored_scan"]["configs"] == v["summary"]["configs"]
+    r = _plan(SMALL, "--db", path, "--validate", "--stored-scan", "--json")
+    assert r.exit_code == 0, r.output
+    v = json.loads(r.stdout)["validation"]
+    assert "beside" not in v and "summary_stored_scan" not in v
+    assert all(x["predicted_stored_s"] is None for x in v["rows"])
+
+
+@pytest.mark.parametrize("fmt", ["terminal", "markdown", "html"])
+def test_the_stored_scans_prediction_is_shown_beside(fmt):
+    from hwtune.report import export
+    from hwtune.planner.validate import summary
+    from plan_fixture import validation_doc
+    doc = validation_doc()
+    rows = doc["validation"]["rows"]
+    rows[0]["predicted_stored_s"] = 0.0165
+    doc["validation"]["summary_stored_scan"] = summary(rows, "predicted_stored_s")
+    doc["validation"]["beside"] = {"probes": 55}
+    text = " ".join(export.render("plan", doc, fmt).split())
+    assert "from the stored scan alone: median |error| 25.0%" in text
+    assert "(55 probes)" in text
+    assert "stored scan" in text and "16.5" in text

@@ -465,3 +465,52 @@ def test_the_one_thread_profile_is_taken_warm_and_over_a_span(monkeypatch):
     assert took >= calibrate.PROFILE_WARMUP_S
     assert plain[0] > 2  # warm-up by time, not by a count
     assert profiled[0] == calibrate.PROFILE_MAX_RUNS
+
+
+def test_probed_figures_feed_the_fits_and_the_fork_join():
+    """beside.BesideProbes: the medians of the probed scaling rows replace
+    the stored scan's times, so a GEMM that scaled 1.25x on 2 threads while
+    the validation ran (not the scan's 1.96x) predicts a slower 1x2; the
+    fork-join of a run is the larger of the pool's and the chain's."""
+    from hwtune import machine as machine_info
+    from hwtune.native import sched
+    from hwtune.planner import inputs
+    from hwtune.planner.beside import BesideProbes
+    from hwtune.planner.machine import HostFigures
+    from plan_fixture import CALIBRATION
+    figs = HostFigures(run_id=1, isa="avx2", peak_gflops_core=40.0,
+                       dram={1: 20.0, 2: 30.0}, l2={1: 90.0, 2: 180.0},
+                       gemm=[{"M": 64, "K": 512, "N": 512, "threads": t, "time_s": s,
+                              "inner": 1} for t, s in ((1, 9.0e-4), (2, 4.6e-4))])
+    probes = BesideProbes(figs, 2)
+    try:
+        probes.gemm = {(64, 512, 512, 1): [9.0e-4, 9.1e-4, 8.9e-4],
+                       (64, 512, 512, 2): [7.2e-4, 7.3e-4, 4.6e-4]}
+        probes.fj_pool = {2: [2e-7, 3e-7, 2e-7]}
+        probes.fj_chain = {2: [1.5e-6, 1.2e-6, 9e-7]}
+        probes.probes = 3
+        got = probes.figures()
+        assert [r["time_s"] for r in got.gemm] == [9.0e-4, 7.2e-4]
+        assert figs.gemm[1]["time_s"] == 4.6e-4  # the stored scan is not changed
+        cal = probes.calibration(CALIBRATION)
+        assert cal.forkjoin == {2: 1.2e-6} and cal.forkjoin_pool == {2: 2e-7}
+        assert cal.overheads == CALIBRATION.overheads
+    finally:
+        probes.close()
+    from hwtune.graph import load_model
+    from hwtune.planner.opdata import op_data
+    from hwtune.sources import bundled_models
+    fp = machine_info.fingerprint()
+    g = load_model(str(bundled_models()["lstm_small"]))
+    ops = op_data(g)
+    t1 = np.array([d.flops / 20e9 + 1e-6 for d in ops])
+    row = sched.schedulers()["sequential"]
+    lat = {}
+    for name, (f, c) in {"stored": (figs, CALIBRATION), "probed": (got, cal)}.items():
+        p, _ = inputs.assemble(fp, f, c, g, ops, t1)
+        try:
+            lat[name] = (p.simulate(row, 1, 1)[0], p.simulate(row, 1, 2)[0])
+        finally:
+            p.close()
+    assert lat["probed"][0] == pytest.approx(lat["stored"][0], rel=1e-9)
+    assert lat["probed"][1] > 1.2 * lat["stored"][1]

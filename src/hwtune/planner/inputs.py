@@ -135,24 +135,35 @@ def build(db, host_key: str, fp: dict, graph, *, run_id: int, machine: Optional[
     figs = scan_figures(db, host_key, isa)
     cores_here = int(fp.get("usable_cpus") or 1)
     cal = host_calibration(db, host_key, run_id, cores_here, fresh=fresh, progress=progress)
-    host = host_machine(fp, figs, cal.forkjoin)
     ops = op_data(graph)
     t1w = one_thread_times(db, host_key, graph, ops, fresh=fresh or fresh_profiles,
                            progress=progress)
-    points = costmodel.scan_points(figs)
+    extra = []
     if data == "all":
-        points += costmodel.profile_points(ops, t1w, multi_thread_times(db, host_key, ops,
-                                                                        cores_here))
-    fits = costmodel.fit_serial(host, points, cal.forkjoin_pool)
-    db.put_cost_params(host_key, run_id, data, [f.to_json() for f in fits.values()])
-    if machine is not None:
-        target = from_toml(resolve(machine))
-    else:
-        target = scaled_host(host, max_cores or host.cores)
+        extra = costmodel.profile_points(ops, t1w, multi_thread_times(db, host_key, ops,
+                                                                       cores_here))
+    target = from_toml(resolve(machine)) if machine is not None else None
     t1 = np.array([0.0 if d.folded else t1w[d.workload] for d in ops])
-    p = Predictor(graph=graph, ops=ops, t1=t1, model=costmodel.CostModel(host, target, fits),
-                  calibration=cal, host=host)
+    p, fits = assemble(fp, figs, cal, graph, ops, t1, extra_points=extra, target=target,
+                       max_cores=max_cores)
+    db.put_cost_params(host_key, run_id, data, [f.to_json() for f in fits.values()])
     return p, list(fits.values())
+
+
+def assemble(fp: dict, figs, cal: Calibration, graph, ops, t1: np.ndarray, *,
+             extra_points=(), target: Optional[Machine] = None,
+             max_cores: Optional[int] = None) -> Tuple[Predictor, Dict[str, costmodel.SerialFit]]:
+    """The Predictor from this host's figures (scan figs, calibration cal)
+    and the model's 1-thread times t1, with the serial fractions fitted to
+    the scan's scaling rows (and extra_points); the target is this host
+    scaled to max_cores unless given."""
+    host = host_machine(fp, figs, cal.forkjoin)
+    points = costmodel.scan_points(figs) + list(extra_points)
+    fits = costmodel.fit_serial(host, points, cal.forkjoin_pool)
+    target = target or scaled_host(host, max_cores or host.cores)
+    p = Predictor(graph=graph, ops=ops, t1=t1, model=costmodel.CostModel(host, target, fits),
+                  calibration=cal, host=host, scan=figs)
+    return p, fits
 
 
 def check_target_cores(target: Machine, cores) -> None:

@@ -79,6 +79,7 @@ class Predictor:
     model: CostModel
     calibration: Calibration
     host: Machine
+    scan: Optional[object] = None   # machine.HostFigures the fits came from
     _sim: Optional[Simulator] = None
     _tables: Dict[int, OpTable] = field(default_factory=dict)
 

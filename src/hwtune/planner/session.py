@@ -11,6 +11,7 @@ from typing import Callable, List, Optional, Sequence
 
 from hwtune.db.lifecycle import finishing
 from hwtune.planner import inputs, search, validate
+from hwtune.planner.beside import BesideProbes
 
 Progress = Callable[[str], None]
 
@@ -21,6 +22,9 @@ class PlanOptions:
     machine: Optional[str] = None      # a TOML file or bundled name; None: this host scaled
     validate: bool = False
     fresh: bool = False                # profile and calibrate again
+    # validation: predict from the machine's scaling figures probed beside
+    # the samples (beside.py); False: from the stored scan only
+    beside: bool = True
 
 
 def _host_doc(fp: dict, host_key: str) -> dict:
@@ -61,14 +65,26 @@ def run_plan(db, host_key: str, fp: dict, graph, graph_hash: str, opts: PlanOpti
             if opts.validate:
                 doc["mode"] = "validate"
                 load: dict = {}
-                rows = validate.validate(p, _rows(), p.host.cores, progress=progress,
-                                         load=load)
+                probes = BesideProbes(p.scan, p.host.cores) if opts.beside else None
+                try:
+                    rows = validate.validate(
+                        p, _rows(), p.host.cores, progress=progress, load=load, beside=probes,
+                        repredict=lambda figs, cal: inputs.assemble(
+                            fp, figs, cal, p.graph, p.ops, p.t1)[0])
+                finally:
+                    if probes is not None:
+                        probes.close()
+                if probes is not None:
+                    load["beside"] = probes.summary()
                 for r in rows:
                     db.add_validation(host_key, run_id, dict(
                         r.to_json(), model=graph.name, graph_hash=graph_hash,
                         isa=doc["host"]["isa"]))
                 js = [r.to_json() for r in rows]
                 doc["validation"] = {"rows": js, "summary": validate.summary(js), **load}
+                if probes is not None:
+                    doc["validation"]["summary_stored_scan"] = validate.summary(
+                        js, "predicted_stored_s")
             else:
                 doc["mode"] = "predict"
                 inputs.check_target_cores(p.target, opts.cores)

@@ -49,6 +49,9 @@ MIN_SAMPLE_S = 0.002
 class Row(Split):
     predicted_s: float
     measured_s: Optional[float] = None
+    # from the stored scan's figures, when predicted_s is from figures
+    # probed beside the samples (beside.py)
+    predicted_stored_s: Optional[float] = None
     mad_s: Optional[float] = None
     samples: List[float] = field(default_factory=list)
     status: str = "ok"
@@ -63,6 +66,7 @@ class Row(Split):
     def to_json(self) -> dict:
         return {**super().to_json(), "predicted_s": self.predicted_s,
                 "measured_s": self.measured_s, "mad_s": self.mad_s,
+                "predicted_stored_s": self.predicted_stored_s,
                 "rel_error": self.rel_error, "status": self.status, "note": self.note,
                 "samples": self.samples}
 
@@ -117,9 +121,12 @@ class OtherLoad:
         return self.share
 
 
-def summary(rows: Sequence[dict]) -> dict:
-    """Median and worst absolute error over rows that were measured."""
-    errs = [abs(r["rel_error"]) for r in rows if r.get("rel_error") is not None]
+def summary(rows: Sequence[dict], predicted: str = "predicted_s") -> dict:
+    """Median and worst absolute error over rows that were measured (of
+    the prediction under key `predicted`: predicted_stored_s for the
+    stored scan's)."""
+    errs = [abs(r[predicted] - r["measured_s"]) / r["measured_s"] for r in rows
+            if r.get(predicted) is not None and r.get("measured_s")]
     if not errs:
         return {"configs": 0, "median_abs_error": None, "max_abs_error": None}
     return {"configs": len(errs), "median_abs_error": float(np.median(errs)),
@@ -128,9 +135,16 @@ def summary(rows: Sequence[dict]) -> dict:
 
 def validate(p: Predictor, rows, cores: int, *, reps: int = REPS,
              progress: Optional[Callable[[str], None]] = None,
-             load: Optional[dict] = None) -> List[Row]:
+             load: Optional[dict] = None, beside=None,
+             repredict: Optional[Callable[..., Predictor]] = None) -> List[Row]:
     """Every configuration predicted, then measured; load, when given, gets
-    others_cpu_share: the CPU share other processes took meanwhile."""
+    others_cpu_share: the CPU share other processes took meanwhile.
+    beside (beside.BesideProbes): the machine's scaling figures probed
+    before every chunk of samples; each row is then predicted again by
+    repredict(figures, calibration) from the probes' medians (predicted_s),
+    the prediction from the stored scan kept as predicted_stored_s. The
+    engines of schedulers that order by levels get the op costs of the
+    stored-scan prediction (they are opened before any probe)."""
     from hwtune.measure import FixedSampling, settle
     from hwtune.measure.engine import FIRST, measure_engines
     from hwtune.native.engine import NativeEngine
@@ -144,19 +158,34 @@ def validate(p: Predictor, rows, cores: int, *, reps: int = REPS,
             p.graph, executors=n, threads=k, scheduler=row.name,
             pin=row.pinned_by_default, op_cost=c))
     if progress:
-        progress(f"measuring {len(out)} configurations of {p.graph.name} interleaved")
+        progress(f"measuring {len(out)} configurations of {p.graph.name} interleaved" +
+                 (", the machine's scaling figures probed before each chunk" if beside else ""))
     runs = max(1, int(np.ceil(MIN_SAMPLE_S / max(min(r.predicted_s for r in out), 1e-9))))
     policy = FixedSampling(reps, rounds=ROUNDS, budget_s=VALIDATE_BUDGET_S, min_reps=MIN_REPS,
                            min_total_s=MIN_TOTAL_S, max_reps=MAX_REPS)
+
+    def settle_probing():
+        beside.take()
+        settle()
+
     others = OtherLoad()
     others.start()
     got = measure_engines(openers, policy, warmup=WARMUP, reference=FIRST,
-                          outputs=list(p.graph.outputs), settle=settle, settle_each=True,
-                          rewarm=REWARM, fresh=True, runs=runs)
+                          outputs=list(p.graph.outputs),
+                          settle=settle_probing if beside is not None else settle,
+                          settle_each=True, rewarm=REWARM, fresh=True, runs=runs)
     if load is not None:
         load["others_cpu_share"] = others.stop()
     for r, m in zip(out, got):
         r.status, r.note, r.samples = m.status, m.note, list(m.samples)
         if m.ok:
             r.measured_s, r.mad_s = m.median, m.mad
+    if beside is not None and repredict is not None and beside.probes:
+        again = repredict(beside.figures(), beside.calibration(p.calibration))
+        try:
+            for r, (row, n, k) in zip(out, configs(rows, cores)):
+                r.predicted_stored_s = r.predicted_s
+                r.predicted_s, _ = again.simulate(row, n, k)
+        finally:
+            again.close()
     return out

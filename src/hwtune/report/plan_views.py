@@ -159,17 +159,26 @@ def validation_table(rows: Sequence[dict], with_model: bool = False) -> Table:
     shared host a 2-thread configuration's median is theirs as much as the
     engine's (2-core AMD EPYC Zen 1 at load 6-8: the 2-thread medians of
     the DeepCPU LSTM i64_h64 and ResNet-18 were 1.1-3.7x their 1x1 ones)."""
+    scan = any(r.get("predicted_stored_s") is not None for r in rows)
     header = (["model"] if with_model else []) + [
         "scheduler", "config", "predicted", "measured", "MAD", "error", "fastest",
-        "vs fastest", "status"]
+        "vs fastest"] + (["stored scan", "its error"] if scan else []) + ["status"]
     out = []
     for r in rows:
         cfg = f"{r['executors']}x{r['threads']}"
+        stored = [ms(r.get("predicted_stored_s")),
+                  pct(stored_error(r), signed=True)] if scan else []
         out.append(([r["model"]] if with_model else []) + [
             r["scheduler"], cfg, ms(r.get("predicted_s")), ms(r.get("measured_s")),
             ms(r.get("mad_s")), pct(r.get("rel_error"), signed=True), ms(_fastest(r)),
-            pct(vs_fastest(r), signed=True), r.get("status", "ok")])
+            pct(vs_fastest(r), signed=True)] + stored + [r.get("status", "ok")])
     return header, out
+
+
+def stored_error(r: dict) -> Optional[float]:
+    """The stored-scan prediction's error against the median measured."""
+    pred, meas = r.get("predicted_stored_s"), r.get("measured_s")
+    return (pred - meas) / meas if pred is not None and meas else None
 
 
 def load_warning(v: dict) -> Optional[str]:
@@ -192,3 +201,17 @@ def validation_sentence(summary: dict) -> str:
     return (f"median |error| {pct(med)}, worst {pct(worst)} over {summary['configs']} "
             f"configurations (goal: median <= {GOAL_MEDIAN:.0%}, worst <= {GOAL_WORST:.0%}: "
             f"{'met' if ok else 'missed'})")
+
+
+def validation_sentences(v: dict) -> List[str]:
+    """The goal sentence, and with figures probed beside the samples, the
+    same for the stored scan's predictions alone."""
+    out = [validation_sentence(v["summary"])]
+    stored = v.get("summary_stored_scan")
+    if stored and stored.get("configs"):
+        n = (v.get("beside") or {}).get("probes")
+        out.append(f"predicted from the machine's scaling figures probed beside the samples"
+                   f"{f' ({n} probes)' if n else ''}; from the stored scan alone: median "
+                   f"|error| {pct(stored['median_abs_error'])}, worst "
+                   f"{pct(stored['max_abs_error'])}")
+    return out

@@ -300,8 +300,8 @@ def _view(view, left=(0,)) -> str:
 
 def _validation(v, with_model=False) -> List[str]:
     from hwtune.report import plan_views as pv
-    return [_view(pv.validation_table(v["rows"], with_model), left=(0, 1) if with_model else (0,)),
-            f"<p>{_e(pv.validation_sentence(v['summary']))}.</p>"] + (
+    return [_view(pv.validation_table(v["rows"], with_model), left=(0, 1) if with_model else (0,))
+            ] + [f"<p>{_e(s)}.</p>" for s in pv.validation_sentences(v)] + (
                 [f"<p class='dim'>{_e(pv.load_warning(v))}.</p>"] if pv.load_warning(v) else [])
 
 

@@ -183,7 +183,8 @@ def _validation(v, with_model=False) -> List[str]:
     from hwtune.report import plan_views as pv
     warn = pv.load_warning(v)
     return _view(pv.validation_table(v["rows"], with_model)) + [
-        pv.validation_sentence(v["summary"]) + ".", ""] + ([warn + ".", ""] if warn else [])
+        line for s in pv.validation_sentences(v) for line in (s + ".", "")] + (
+            [warn + ".", ""] if warn else [])
 
 
 def _plan_section(doc) -> List[str]:

@@ -594,7 +594,8 @@ def _view_table(console, title, view, caption=None):
 def _validation(console, v, with_model=False):
     from hwtune.report import plan_views as pv
     _view_table(console, None, pv.validation_table(v["rows"], with_model))
-    console.print(pv.validation_sentence(v["summary"]), highlight=False)
+    for line in pv.validation_sentences(v):
+        console.print(line, highlight=False)
     if pv.load_warning(v):
         console.print(pv.load_warning(v), style="yellow", highlight=False)
 

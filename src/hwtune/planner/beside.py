@@ -1,0 +1,149 @@
+"""The machine's own scaling figures, measured again beside a validation's
+samples: every GEMM and element-wise scaling row of the stored scan (the
+serial-fraction fits' points), the pool's empty fork-join and the fork-join
+of a chain of small matmuls inside a run (calibrate.forkjoin's figures),
+each probed once before every chunk of the validation's samples. Their
+medians over the validation are the machine the validation predicts for:
+the same kernels at the same thread counts as the scan, never the model
+itself, so the predictions still come from the model's 1-thread profiles
+only.
+
+Why: on this shared 2-vCPU VM the 2-thread speed of the same kernel
+switches between states that last seconds to minutes. A GEMM
+[64,256]x[512] took 226-236 us on 2 threads in one stretch and 352-385 us
+in another against 450-500 us on one (25 probes over ~8 minutes, AMD EPYC
+Zen 1, AVX2, nothing else running; /tmp/s27/drift.py), and lstm_small's
+1x2 runs followed it (24-25 ms vs 31-36 ms, 1x1 44 ms). The scan's figures
+are its fastest samples of one moment (machine._least_disturbed), so the
+predictions matched the fast state while the validation's medians mixed
+both: every 2-thread row of lstm_small, pathnet_small and
+phased_lstm_small measured 19-41% slower than predicted in one validation
+(issue #13's closing note of 2026-11-28)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Dict, List, Tuple
+
+import numpy as np
+
+from hwtune.planner.calibrate import GEMV_OPS, Calibration, _gemv_chain
+from hwtune.planner.machine import HostFigures
+
+# Calls per probe of a scaling row, after one untimed call: a row's
+# figure is the median over the probes (one before every chunk: 11
+# configurations x 5 rounds), and one probe of all rows of a quick scan
+# (a 64x512x512 GEMM, six element-wise ops, at 1 and 2 threads) then lasts
+# ~5 ms here.
+PROBE_CALLS = 1
+# Back-to-back runs of the matmul chain per probe (GEMV_OPS ops of ~0.6 us
+# on one thread: ~0.1 ms a run).
+CHAIN_RUNS = 5
+FORKJOIN_ITERS = 200
+
+
+def _median(xs: List[float]) -> float:
+    return float(np.median(xs))
+
+
+@dataclass
+class BesideProbes:
+    """Probes of the stored scan's scaling rows and of the fork-join figures
+    on `cores` threads; take() once per chunk, then figures()."""
+    figs: HostFigures
+    cores: int
+    gemm: Dict[tuple, List[float]] = field(default_factory=dict)
+    eltwise: Dict[tuple, List[float]] = field(default_factory=dict)
+    fj_pool: Dict[int, List[float]] = field(default_factory=dict)
+    fj_chain: Dict[int, List[float]] = field(default_factory=dict)
+    probes: int = 0
+
+    def __post_init__(self):
+        from hwtune.native.threads import Pool
+        self._pool = Pool(executors=1, threads=self.cores, pin=True)
+        self._chain = _gemv_chain(GEMV_OPS)
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+
+    def _chain_per_run(self, t: int) -> float:
+        from hwtune.measure import clock
+        from hwtune.native.engine import NativeEngine
+        e = NativeEngine(self._chain, executors=1, threads=t, scheduler="sequential", pin=True,
+                         op_threads={op.name: t for op in self._chain.ops})
+        try:
+            e.run()
+            watch = clock.Stopwatch()
+            for _ in range(CHAIN_RUNS):
+                e.run()
+            return watch.elapsed() / CHAIN_RUNS
+        finally:
+            e.close()
+
+    def take(self) -> None:
+        """One probe of every figure (the scan's rows in its order)."""
+        from hwtune.native import bench
+        p = self._pool
+        for r in self.figs.gemm:
+            t = int(r["threads"])
+            if t <= self.cores:
+                x = bench.gemm_samples(p, t, r["M"], r["K"], r["N"], warmup=1,
+                                       reps=PROBE_CALLS, inner=int(r.get("inner") or 1))
+                self.gemm.setdefault((r["M"], r["K"], r["N"], t), []).extend(map(float, x))
+        for r in self.figs.eltwise:
+            t = int(r["threads"])
+            if t <= self.cores:
+                x = bench.eltwise_samples(p, t, r["op"], r["n"], warmup=1, reps=PROBE_CALLS,
+                                          inner=int(r.get("inner") or 1))
+                self.eltwise.setdefault((r["op"], r["n"], t), []).extend(map(float, x))
+        one = self._chain_per_run(1) if self.cores > 1 else 0.0
+        for t in range(2, self.cores + 1):
+            self.fj_pool.setdefault(t, []).append(bench.forkjoin_pool(p, t, FORKJOIN_ITERS))
+            # calibrate.forkjoin's chain figure: the run forked on t threads
+            # over the same work split evenly, per op
+            self.fj_chain.setdefault(t, []).append(
+                (self._chain_per_run(t) - one / t) / len(self._chain.ops))
+        self.probes += 1
+
+    def figures(self) -> HostFigures:
+        """The stored scan with every probed scaling row's time replaced by
+        its median over the probes (one sample each, as
+        machine._least_disturbed then reads it)."""
+        def med(d, key, row):
+            xs = d.get(key)
+            return dict(row, time_s=_median(xs), samples=[_median(xs)]) if xs else row
+        gemm = [med(self.gemm, (r["M"], r["K"], r["N"], int(r["threads"])), r)
+                for r in self.figs.gemm]
+        elt = [med(self.eltwise, (r["op"], r["n"], int(r["threads"])), r)
+               for r in self.figs.eltwise]
+        return replace(self.figs, gemm=gemm, eltwise=elt)
+
+    def calibration(self, cal: Calibration) -> Calibration:
+        """cal with its fork-join figures from the probes' medians: a run's
+        region is the larger of the pool's empty one and the chain's, as
+        calibrate.forkjoin takes it (without its chain of adds, whose
+        figure was the smallest of the three in every calibration here)."""
+        pool = {t: _median(xs) for t, xs in self.fj_pool.items()}
+        run = {t: max(pool[t], _median(self.fj_chain[t])) for t in pool}
+        return replace(cal, forkjoin=run or dict(cal.forkjoin),
+                       forkjoin_pool=pool or dict(cal.forkjoin_pool))
+
+    def summary(self) -> Dict[str, object]:
+        """The probed figures by name, for the plan document."""
+        out: Dict[str, object] = {"probes": self.probes}
+        for (M, K, N, t), xs in self.gemm.items():
+            out[f"gemm {M}x{K}x{N} {t}t"] = _quantiles(xs)
+        for (op, n, t), xs in self.eltwise.items():
+            out[f"{op} n={n} {t}t"] = _quantiles(xs)
+        for t, xs in self.fj_pool.items():
+            out[f"forkjoin pool {t}t"] = _quantiles(xs)
+        for t, xs in self.fj_chain.items():
+            out[f"forkjoin chain {t}t"] = _quantiles(xs)
+        return out
+
+
+def _quantiles(xs: List[float]) -> Tuple[float, float, float]:
+    """(min, median, max) seconds."""
+    return float(np.min(xs)), _median(xs), float(np.max(xs))
