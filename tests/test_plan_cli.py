@@ -187,6 +187,7 @@ def test_validate_probes_the_machine_beside_its_samples_or_not(tmp_path):
     assert "gemm 64x512x512 2t" in v["beside"] and "mul n=32768 1t" in v["beside"]
     lo, med, hi = v["beside"]["forkjoin chain 2t"]
     assert lo <= med <= hi
+    assert "transfer 64 KiB" in v["beside"]
     assert all(x["predicted_stored_s"] > 0 and x["predicted_s"] > 0 for x in rows)
     # the seeded scan's 2-thread figures are not this host's: the probes move
     # the 2-thread predictions, never the 1x1 ones

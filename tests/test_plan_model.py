@@ -495,6 +495,14 @@ def test_probed_figures_feed_the_fits_and_the_fork_join():
         cal = probes.calibration(CALIBRATION)
         assert cal.forkjoin == {2: 1.2e-6} and cal.forkjoin_pool == {2: 2e-7}
         assert cal.overheads == CALIBRATION.overheads
+        assert (cal.xfer_s, cal.xfer_bps) == (CALIBRATION.xfer_s, CALIBRATION.xfer_bps)
+        # transfers probed at every size: fitted as latency + bytes / rate
+        from hwtune.planner.calibrate import XFER_BYTES
+        probes.xfer = {b: [1e-7 + b / 2e10, 5e-8 + b / 2e10, 9e-7 + b / 2e10]
+                       for b in XFER_BYTES}
+        moved = probes.calibration(CALIBRATION)
+        assert moved.xfer_s == pytest.approx(1e-7, rel=1e-6)
+        assert moved.xfer_bps == pytest.approx(2e10, rel=1e-6)
     finally:
         probes.close()
     from hwtune.graph import load_model

@@ -1,8 +1,8 @@
 """The machine's own scaling figures, measured again beside a validation's
 samples: every GEMM and element-wise scaling row of the stored scan (the
-serial-fraction fits' points), the pool's empty fork-join and the fork-join
-of a chain of small matmuls inside a run (calibrate.forkjoin's figures),
-each probed once before every chunk of the validation's samples. Their
+serial-fraction fits' points), the pool's empty fork-join, the fork-join
+of a chain of small matmuls inside a run (calibrate.forkjoin's figures)
+and the core-to-core transfer (calibrate.transfer's), each probed once before every chunk of the validation's samples. Their
 medians over the validation are the machine the validation predicts for:
 the same kernels at the same thread counts as the scan, never the model
 itself, so the predictions still come from the model's 1-thread profiles
@@ -27,7 +27,8 @@ from typing import Dict, List, Tuple
 
 import numpy as np
 
-from hwtune.planner.calibrate import GEMV_OPS, Calibration, _gemv_chain
+from hwtune.planner.calibrate import (GEMV_OPS, XFER_BYTES, XFER_REPS, Calibration,
+                                      _gemv_chain, fit_transfer)
 from hwtune.planner.machine import HostFigures
 
 # Calls per probe of a scaling row, after one untimed call: a row's
@@ -56,6 +57,7 @@ class BesideProbes:
     eltwise: Dict[tuple, List[float]] = field(default_factory=dict)
     fj_pool: Dict[int, List[float]] = field(default_factory=dict)
     fj_chain: Dict[int, List[float]] = field(default_factory=dict)
+    xfer: Dict[int, List[float]] = field(default_factory=dict)  # bytes -> remote - local s
     probes: int = 0
 
     def __post_init__(self):
@@ -105,6 +107,12 @@ class BesideProbes:
             # over the same work split evenly, per op
             self.fj_chain.setdefault(t, []).append(
                 (self._chain_per_run(t) - one / t) / len(self._chain.ops))
+        if self.cores > 1:
+            for nbytes in XFER_BYTES:
+                remote, local = bench.xfer(p, nbytes, XFER_REPS)
+                d = remote - local
+                if not np.all(np.isnan(d)):  # NaN: both threads ran on one CPU
+                    self.xfer.setdefault(nbytes, []).append(float(np.nanmedian(d)))
         self.probes += 1
 
     def figures(self) -> HostFigures:
@@ -121,14 +129,21 @@ class BesideProbes:
         return replace(self.figs, gemm=gemm, eltwise=elt)
 
     def calibration(self, cal: Calibration) -> Calibration:
-        """cal with its fork-join figures from the probes' medians: a run's
-        region is the larger of the pool's empty one and the chain's, as
-        calibrate.forkjoin takes it (without its chain of adds, whose
-        figure was the smallest of the three in every calibration here)."""
+        """cal with its fork-join and transfer figures from the probes'
+        medians: a run's region is the larger of the pool's empty one and
+        the chain's, as calibrate.forkjoin takes it (without its chain of
+        adds, whose figure was the smallest of the three in every
+        calibration here); the transfer is fitted as calibrate.transfer
+        fits it, over each size's median."""
         pool = {t: _median(xs) for t, xs in self.fj_pool.items()}
         run = {t: max(pool[t], _median(self.fj_chain[t])) for t in pool}
+        xfer_s, xfer_bps = cal.xfer_s, cal.xfer_bps
+        if len(self.xfer) == len(XFER_BYTES):
+            xfer_s, xfer_bps = fit_transfer(
+                XFER_BYTES, [max(0.0, _median(self.xfer[b])) for b in XFER_BYTES])
         return replace(cal, forkjoin=run or dict(cal.forkjoin),
-                       forkjoin_pool=pool or dict(cal.forkjoin_pool))
+                       forkjoin_pool=pool or dict(cal.forkjoin_pool), xfer_s=xfer_s,
+                       xfer_bps=xfer_bps)
 
     def summary(self) -> Dict[str, object]:
         """The probed figures by name, for the plan document."""
@@ -141,6 +156,8 @@ class BesideProbes:
             out[f"forkjoin pool {t}t"] = _quantiles(xs)
         for t, xs in self.fj_chain.items():
             out[f"forkjoin chain {t}t"] = _quantiles(xs)
+        for b, xs in self.xfer.items():
+            out[f"transfer {b // 1024} KiB"] = _quantiles(xs)
         return out
 
 
