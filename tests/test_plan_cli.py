@@ -182,8 +182,8 @@ def test_validate_probes_the_machine_beside_its_samples_or_not(tmp_path):
     assert r.exit_code == 0, r.output
     v = json.loads(r.stdout)["validation"]
     rows = v["rows"]
-    # one probe before every chunk: every configuration, every round
-    assert v["beside"]["probes"] >= len(rows)
+    # a probe before the first chunk, then at most one every MIN_GAP_S
+    assert v["beside"]["probes"] >= 1
     assert "gemm 64x512x512 2t" in v["beside"] and "mul n=32768 1t" in v["beside"]
     lo, med, hi = v["beside"]["forkjoin chain 2t"]
     assert lo <= med <= hi

@@ -522,3 +522,24 @@ def test_probed_figures_feed_the_fits_and_the_fork_join():
             p.close()
     assert lat["probed"][0] == pytest.approx(lat["stored"][0], rel=1e-9)
     assert lat["probed"][1] > 1.2 * lat["stored"][1]
+
+
+def test_probes_are_at_least_min_gap_apart(monkeypatch):
+    """A validation of a sub-millisecond model has thousands of chunks: a
+    probe before each would take most of its time, so a probe within
+    MIN_GAP_S of the last one is skipped."""
+    from hwtune.planner import beside
+    from hwtune.planner.machine import HostFigures
+    figs = HostFigures(run_id=1, isa="avx2", peak_gflops_core=40.0,
+                       gemm=[{"M": 8, "K": 16, "N": 16, "threads": 1, "time_s": 1e-6}])
+    probes = beside.BesideProbes(figs, 1)
+    try:
+        monkeypatch.setattr(beside, "MIN_GAP_S", 60.0)
+        probes.take()
+        probes.take()
+        assert probes.probes == 1 and len(probes.gemm[(8, 16, 16, 1)]) == 1
+        monkeypatch.setattr(beside, "MIN_GAP_S", 0.0)
+        probes.take()
+        assert probes.probes == 2 and len(probes.gemm[(8, 16, 16, 1)]) == 2
+    finally:
+        probes.close()

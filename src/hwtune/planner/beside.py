@@ -41,6 +41,11 @@ PROBE_CALLS = 1
 # on one thread: ~0.1 ms a run).
 CHAIN_RUNS = 5
 FORKJOIN_ITERS = 200
+# A probe is skipped when the last one is more recent than this: a
+# sub-millisecond model's validation takes thousands of short chunks
+# (deepcpu_lstm_i64_h64: 3,191 probes, ~60 ms each, over half of its 190 s
+# validation), and the states probes are for last seconds to minutes.
+MIN_GAP_S = 0.5
 
 
 def _median(xs: List[float]) -> float:
@@ -64,6 +69,7 @@ class BesideProbes:
         from hwtune.native.threads import Pool
         self._pool = Pool(executors=1, threads=self.cores, pin=True)
         self._chain = _gemv_chain(GEMV_OPS)
+        self._last = None  # clock.Stopwatch since the last probe
 
     def close(self) -> None:
         if self._pool is not None:
@@ -85,8 +91,13 @@ class BesideProbes:
             e.close()
 
     def take(self) -> None:
-        """One probe of every figure (the scan's rows in its order)."""
+        """One probe of every figure (the scan's rows in its order), unless
+        the last one is less than MIN_GAP_S old."""
+        from hwtune.measure import clock
         from hwtune.native import bench
+        if self._last is not None and self._last.elapsed() < MIN_GAP_S:
+            return
+        self._last = clock.Stopwatch()
         p = self._pool
         for r in self.figs.gemm:
             t = int(r["threads"])
