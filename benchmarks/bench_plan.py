@@ -99,8 +99,9 @@ def _vs_fastest(rows) -> dict:
     instead of its median (other processes only add time; a diagnosis, the
     goal is about medians)."""
     from hwtune.planner.validate import summary
-    from hwtune.report.plan_views import _fastest
-    return summary([{"predicted_s": r["predicted_s"], "measured_s": _fastest(r)} for r in rows])
+    from hwtune.report.plan_views import fastest_sample
+    return summary([{"predicted_s": r["predicted_s"], "measured_s": fastest_sample(r)}
+                    for r in rows])
 
 
 def validate(db: str, models, fresh: bool = False) -> None:

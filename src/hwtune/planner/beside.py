@@ -2,8 +2,10 @@
 samples: every GEMM and element-wise scaling row of the stored scan (the
 serial-fraction fits' points), the pool's empty fork-join, the fork-join
 of a chain of small matmuls inside a run (calibrate.forkjoin's figures)
-and the core-to-core transfer (calibrate.transfer's), each probed once before every chunk of the validation's samples. Their
-medians over the validation are the machine the validation predicts for:
+and the core-to-core transfer (calibrate.transfer's), probed before the
+validation's chunks of samples (at most one probe every MIN_GAP_S).
+Their medians over the validation are the machine the validation
+predicts for:
 the same kernels at the same thread counts as the scan, never the model
 itself, so the predictions still come from the model's 1-thread profiles
 only.
@@ -28,12 +30,13 @@ from typing import Dict, List, Tuple
 import numpy as np
 
 from hwtune.planner.calibrate import (GEMV_OPS, XFER_BYTES, XFER_REPS, Calibration,
-                                      _gemv_chain, fit_transfer)
+                                      _gemv_chain, fit_transfer, fork_per_op, forked_chain)
+from hwtune.measure.stats import median
 from hwtune.planner.machine import HostFigures
 
 # Calls per probe of a scaling row, after one untimed call: a row's
-# figure is the median over the probes (one before every chunk: 11
-# configurations x 5 rounds), and one probe of all rows of a quick scan
+# figure is the median over the probes (one before a chunk, at most one
+# every MIN_GAP_S), and one probe of all rows of a quick scan
 # (a 64x512x512 GEMM, six element-wise ops, at 1 and 2 threads) then lasts
 # ~5 ms here.
 PROBE_CALLS = 1
@@ -48,14 +51,11 @@ FORKJOIN_ITERS = 200
 MIN_GAP_S = 0.5
 
 
-def _median(xs: List[float]) -> float:
-    return float(np.median(xs))
-
-
 @dataclass
 class BesideProbes:
-    """Probes of the stored scan's scaling rows and of the fork-join figures
-    on `cores` threads; take() once per chunk, then figures()."""
+    """Probes of the stored scan's scaling rows, the fork-join and the
+    transfer on `cores` threads; take() before each chunk, then figures()
+    and calibration()."""
     figs: HostFigures
     cores: int
     gemm: Dict[tuple, List[float]] = field(default_factory=dict)
@@ -78,9 +78,7 @@ class BesideProbes:
 
     def _chain_per_run(self, t: int) -> float:
         from hwtune.measure import clock
-        from hwtune.native.engine import NativeEngine
-        e = NativeEngine(self._chain, executors=1, threads=t, scheduler="sequential", pin=True,
-                         op_threads={op.name: t for op in self._chain.ops})
+        e = forked_chain(self._chain, t)
         try:
             e.run()
             watch = clock.Stopwatch()
@@ -114,10 +112,8 @@ class BesideProbes:
         one = self._chain_per_run(1) if self.cores > 1 else 0.0
         for t in range(2, self.cores + 1):
             self.fj_pool.setdefault(t, []).append(bench.forkjoin_pool(p, t, FORKJOIN_ITERS))
-            # calibrate.forkjoin's chain figure: the run forked on t threads
-            # over the same work split evenly, per op
             self.fj_chain.setdefault(t, []).append(
-                (self._chain_per_run(t) - one / t) / len(self._chain.ops))
+                fork_per_op(self._chain, one, self._chain_per_run(t), t))
         if self.cores > 1:
             for nbytes in XFER_BYTES:
                 remote, local = bench.xfer(p, nbytes, XFER_REPS)
@@ -128,11 +124,10 @@ class BesideProbes:
 
     def figures(self) -> HostFigures:
         """The stored scan with every probed scaling row's time replaced by
-        its median over the probes (one sample each, as
-        machine._least_disturbed then reads it)."""
+        its median over the probes."""
         def med(d, key, row):
             xs = d.get(key)
-            return dict(row, time_s=_median(xs), samples=[_median(xs)]) if xs else row
+            return dict(row, time_s=median(xs)) if xs else row
         gemm = [med(self.gemm, (r["M"], r["K"], r["N"], int(r["threads"])), r)
                 for r in self.figs.gemm]
         elt = [med(self.eltwise, (r["op"], r["n"], int(r["threads"])), r)
@@ -146,12 +141,12 @@ class BesideProbes:
         adds, whose figure was the smallest of the three in every
         calibration here); the transfer is fitted as calibrate.transfer
         fits it, over each size's median."""
-        pool = {t: _median(xs) for t, xs in self.fj_pool.items()}
-        run = {t: max(pool[t], _median(self.fj_chain[t])) for t in pool}
+        pool = {t: median(xs) for t, xs in self.fj_pool.items()}
+        run = {t: max(pool[t], median(self.fj_chain[t])) for t in pool}
         xfer_s, xfer_bps = cal.xfer_s, cal.xfer_bps
         if len(self.xfer) == len(XFER_BYTES):
             xfer_s, xfer_bps = fit_transfer(
-                XFER_BYTES, [max(0.0, _median(self.xfer[b])) for b in XFER_BYTES])
+                XFER_BYTES, [max(0.0, median(self.xfer[b])) for b in XFER_BYTES])
         return replace(cal, forkjoin=run or dict(cal.forkjoin),
                        forkjoin_pool=pool or dict(cal.forkjoin_pool), xfer_s=xfer_s,
                        xfer_bps=xfer_bps)
@@ -174,4 +169,4 @@ class BesideProbes:
 
 def _quantiles(xs: List[float]) -> Tuple[float, float, float]:
     """(min, median, max) seconds."""
-    return float(np.min(xs)), _median(xs), float(np.max(xs))
+    return float(np.min(xs)), median(xs), float(np.max(xs))

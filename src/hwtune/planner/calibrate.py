@@ -256,7 +256,6 @@ def forkjoin(cores: int, progress=None) -> Tuple[Dict[int, float], Dict[int, flo
     from hwtune.measure.engine import EngineSide
     from hwtune.measure.sides import SampleSide
     from hwtune.native import bench
-    from hwtune.native.engine import NativeEngine
     from hwtune.native.threads import Pool
     counts = list(range(2, cores + 1))
     if not counts:
@@ -272,8 +271,7 @@ def forkjoin(cores: int, progress=None) -> Tuple[Dict[int, float], Dict[int, flo
                  for t in counts]
         for chain in chains:
             for t in [1] + counts:
-                e = NativeEngine(chain, executors=1, threads=t, scheduler="sequential",
-                                 pin=True, op_threads={op.name: t for op in chain.ops})
+                e = forked_chain(chain, t)
                 engines.append(e)
                 sides.append(EngineSide(e, label=f"{chain.name} forked on {t}",
                                         runs=RUNS_PER_SAMPLE))
@@ -287,10 +285,22 @@ def forkjoin(cores: int, progress=None) -> Tuple[Dict[int, float], Dict[int, flo
     per_chain = len(counts) + 1
     for j, chain in enumerate(chains):
         runs = [fastest(m) for m in got[len(counts) + j * per_chain:][:per_chain]]
-        # the chain's own work split evenly over t threads; the rest is the fork
         for i, t in enumerate(counts):
-            out[t] = max(out[t], (runs[i + 1] - runs[0] / t) / len(chain.ops))
+            out[t] = max(out[t], fork_per_op(chain, runs[0], runs[i + 1], t))
     return out, pool_alone
+
+
+def forked_chain(chain, t: int):
+    """A sequential engine that forks every op of chain over t threads."""
+    from hwtune.native.engine import NativeEngine
+    return NativeEngine(chain, executors=1, threads=t, scheduler="sequential", pin=True,
+                        op_threads={op.name: t for op in chain.ops})
+
+
+def fork_per_op(chain, one_s: float, forked_s: float, t: int) -> float:
+    """A fork-join region's cost per op: a run of chain forked on t threads
+    (forked_s) over the chain's own work split evenly (one_s / t)."""
+    return (forked_s - one_s / t) / len(chain.ops)
 
 
 # -- core-to-core transfer ----------------------------------------------------------

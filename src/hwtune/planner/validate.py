@@ -45,6 +45,14 @@ MAX_REPS = 300
 MIN_SAMPLE_S = 0.002
 
 
+def rel_error(predicted: Optional[float], measured: Optional[float]) -> Optional[float]:
+    """(predicted - measured) / measured; None without both (or with no
+    positive measurement)."""
+    if predicted is None or measured is None or not measured > 0:
+        return None
+    return (predicted - measured) / measured
+
+
 @dataclass
 class Row(Split):
     predicted_s: float
@@ -59,9 +67,7 @@ class Row(Split):
 
     @property
     def rel_error(self) -> Optional[float]:
-        if self.measured_s is None or not self.measured_s > 0:
-            return None
-        return (self.predicted_s - self.measured_s) / self.measured_s
+        return rel_error(self.predicted_s, self.measured_s)
 
     def to_json(self) -> dict:
         return {**super().to_json(), "predicted_s": self.predicted_s,
@@ -125,8 +131,8 @@ def summary(rows: Sequence[dict], predicted: str = "predicted_s") -> dict:
     """Median and worst absolute error over rows that were measured (of
     the prediction under key `predicted`: predicted_stored_s for the
     stored scan's)."""
-    errs = [abs(r[predicted] - r["measured_s"]) / r["measured_s"] for r in rows
-            if r.get(predicted) is not None and r.get("measured_s")]
+    errs = [abs(e) for e in (rel_error(r.get(predicted), r.get("measured_s")) for r in rows)
+            if e is not None]
     if not errs:
         return {"configs": 0, "median_abs_error": None, "max_abs_error": None}
     return {"configs": len(errs), "median_abs_error": float(np.median(errs)),
@@ -150,7 +156,8 @@ def validate(p: Predictor, rows, cores: int, *, reps: int = REPS,
     from hwtune.native.engine import NativeEngine
     out: List[Row] = []
     openers = []
-    for row, n, k in configs(rows, cores):
+    cfgs = configs(rows, cores)
+    for row, n, k in cfgs:
         latency, _ = p.simulate(row, n, k)
         out.append(Row(row.name, n, k, latency))
         op_cost = p.op_cost(row, n, k)
@@ -183,7 +190,7 @@ def validate(p: Predictor, rows, cores: int, *, reps: int = REPS,
     if beside is not None and repredict is not None and beside.probes:
         again = repredict(beside.figures(), beside.calibration(p.calibration))
         try:
-            for r, (row, n, k) in zip(out, configs(rows, cores)):
+            for r, (row, n, k) in zip(out, cfgs):
                 r.predicted_stored_s = r.predicted_s
                 r.predicted_s, _ = again.simulate(row, n, k)
         finally:

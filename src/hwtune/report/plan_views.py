@@ -133,7 +133,7 @@ def chart_series(doc: dict) -> List[tuple]:
     return out
 
 
-def _fastest(r: dict) -> Optional[float]:
+def fastest_sample(r: dict) -> Optional[float]:
     """A validation row's fastest sample (stored rows keep them as JSON)."""
     xs = r.get("samples")
     if xs is None and r.get("samples_json"):
@@ -149,8 +149,8 @@ def _fastest(r: dict) -> Optional[float]:
 def vs_fastest(r: dict) -> Optional[float]:
     """A validation row's prediction against its fastest sample, as a
     relative error (None without samples)."""
-    fast, pred = _fastest(r), r.get("predicted_s")
-    return (pred - fast) / fast if fast and pred is not None else None
+    from hwtune.planner.validate import rel_error
+    return rel_error(r.get("predicted_s"), fastest_sample(r))
 
 
 def validation_table(rows: Sequence[dict], with_model: bool = False) -> Table:
@@ -170,15 +170,15 @@ def validation_table(rows: Sequence[dict], with_model: bool = False) -> Table:
                   pct(stored_error(r), signed=True)] if scan else []
         out.append(([r["model"]] if with_model else []) + [
             r["scheduler"], cfg, ms(r.get("predicted_s")), ms(r.get("measured_s")),
-            ms(r.get("mad_s")), pct(r.get("rel_error"), signed=True), ms(_fastest(r)),
+            ms(r.get("mad_s")), pct(r.get("rel_error"), signed=True), ms(fastest_sample(r)),
             pct(vs_fastest(r), signed=True)] + stored + [r.get("status", "ok")])
     return header, out
 
 
 def stored_error(r: dict) -> Optional[float]:
     """The stored-scan prediction's error against the median measured."""
-    pred, meas = r.get("predicted_stored_s"), r.get("measured_s")
-    return (pred - meas) / meas if pred is not None and meas else None
+    from hwtune.planner.validate import rel_error
+    return rel_error(r.get("predicted_stored_s"), r.get("measured_s"))
 
 
 def load_warning(v: dict) -> Optional[str]:
