@@ -543,3 +543,49 @@ def test_probes_are_at_least_min_gap_apart(monkeypatch):
         assert probes.probes == 2 and len(probes.gemm[(8, 16, 16, 1)]) == 2
     finally:
         probes.close()
+
+
+def test_in_cache_traffic_runs_at_the_measured_triad_curve():
+    """In-cache bytes move at the in-L2 triad measured for that many busy
+    cores (this VM's 2-thread triad ran 1.23-1.74x the 1-thread one, not
+    2x); linear between measured counts, per core past the last; without a
+    curve (a TOML description), n times one core's rate."""
+    from dataclasses import replace
+    from hwtune.planner.machine import per_core_curve
+    assert per_core_curve({1: 10.0, 4: 30.0}, 6) == pytest.approx(
+        (0.0, 10.0, 10 + 20 / 3, 10 + 40 / 3, 30.0, 37.5, 45.0))
+    assert per_core_curve({}, 4) == ()
+    m = machine("ryzen-9-5950x")
+    assert m.l2_gbs == () and m.l2_bw(3) == pytest.approx(3 * m.l2_gbs_core * GB)
+    curved = replace(m, l2_gbs=per_core_curve({1: m.l2_gbs_core, 2: 1.3 * m.l2_gbs_core},
+                                               m.cores))
+    assert curved.l2_bw(1) == pytest.approx(m.l2_gbs_core * GB)
+    assert curved.l2_bw(2) == pytest.approx(1.3 * m.l2_gbs_core * GB)
+    # an op that is all in-cache traffic: 1.3x on 2 threads, not 2x
+    t1 = 1e-5  # 10 us of traffic on one core, in the last-level cache
+    nb = [m.l2_gbs_core * GB * t1]
+    assert nb[0] <= m.llc_bytes
+    t = costmodel.CostModel(curved, curved, {}).table([t1], nb, ["add"], 2).seconds
+    flat = costmodel.CostModel(m, m, {}).table([t1], nb, ["add"], 2).seconds
+    assert t[0, 0] == pytest.approx(flat[0, 0])
+    assert t[0, 1] - curved.forkjoin(2) == pytest.approx(t1 / 1.3, rel=1e-6)
+    assert flat[0, 1] - m.forkjoin(2) == pytest.approx(t1 / 2, rel=1e-6)
+
+
+def test_probed_triads_replace_the_scans_bandwidths():
+    from hwtune.planner.beside import BesideProbes
+    from hwtune.planner.machine import HostFigures
+    figs = HostFigures(run_id=1, isa="avx2", peak_gflops_core=40.0,
+                       dram={1: 20.0, 2: 30.0}, l2={1: 77.0, 2: 134.0},
+                       triads=[{"where": "l2", "threads": 2, "n": 43690},
+                               {"where": "dram", "threads": 1, "n": 1 << 20}])
+    probes = BesideProbes(figs, 2)
+    try:
+        probes.triad = {("l2", 2, 43690): [100.0, 95.0, 130.0],
+                        ("dram", 1, 1 << 20): [19.0, 21.0, 18.0]}
+        got = probes.figures()
+        assert got.l2 == {1: 77.0, 2: 100.0} and got.dram == {1: 19.0, 2: 30.0}
+        assert figs.l2[2] == 134.0  # the stored scan is not changed
+        assert probes.summary()["triad l2 n=43690 2t (GB/s)"] == (95.0, 100.0, 130.0)
+    finally:
+        probes.close()

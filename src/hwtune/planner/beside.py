@@ -1,11 +1,11 @@
 """The machine's own scaling figures, measured again beside a validation's
 samples: every GEMM and element-wise scaling row of the stored scan (the
-serial-fraction fits' points), the pool's empty fork-join, the fork-join
-of a chain of small matmuls inside a run (calibrate.forkjoin's figures)
-and the core-to-core transfer (calibrate.transfer's), probed before the
-validation's chunks of samples (at most one probe every MIN_GAP_S).
-Their medians over the validation are the machine the validation
-predicts for:
+serial-fraction fits' points), the scan's in-L2 and out-of-cache triads,
+the pool's empty fork-join, the fork-join of a chain of small matmuls
+inside a run (calibrate.forkjoin's figures) and the core-to-core transfer
+(calibrate.transfer's), probed before the validation's chunks of samples
+(at most one probe every MIN_GAP_S). Their medians over the validation
+are the machine the validation predicts for:
 the same kernels at the same thread counts as the scan, never the model
 itself, so the predictions still come from the model's 1-thread profiles
 only.
@@ -44,6 +44,9 @@ PROBE_CALLS = 1
 # on one thread: ~0.1 ms a run).
 CHAIN_RUNS = 5
 FORKJOIN_ITERS = 200
+# Seconds per probe of a triad row (its best slice, as the scan takes it):
+# the scan's out-of-cache row moves ~48 MiB a pass here (~2.4 ms).
+TRIAD_S = 0.02
 # A probe is skipped when the last one is more recent than this: a
 # sub-millisecond model's validation takes thousands of short chunks
 # (deepcpu_lstm_i64_h64: 3,191 probes, ~60 ms each, over half of its 190 s
@@ -63,6 +66,7 @@ class BesideProbes:
     fj_pool: Dict[int, List[float]] = field(default_factory=dict)
     fj_chain: Dict[int, List[float]] = field(default_factory=dict)
     xfer: Dict[int, List[float]] = field(default_factory=dict)  # bytes -> remote - local s
+    triad: Dict[tuple, List[float]] = field(default_factory=dict)  # (where, t, n) -> GB/s
     probes: int = 0
 
     def __post_init__(self):
@@ -109,6 +113,11 @@ class BesideProbes:
                 x = bench.eltwise_samples(p, t, r["op"], r["n"], warmup=1, reps=PROBE_CALLS,
                                           inner=int(r.get("inner") or 1))
                 self.eltwise.setdefault((r["op"], r["n"], t), []).extend(map(float, x))
+        for r in self.figs.triads:
+            t = int(r["threads"])
+            if t <= self.cores:
+                self.triad.setdefault((r["where"], t, int(r["n"])), []).append(
+                    bench.triad(p, t, int(r["n"]), seconds=TRIAD_S))
         one = self._chain_per_run(1) if self.cores > 1 else 0.0
         for t in range(2, self.cores + 1):
             self.fj_pool.setdefault(t, []).append(bench.forkjoin_pool(p, t, FORKJOIN_ITERS))
@@ -132,7 +141,10 @@ class BesideProbes:
                 for r in self.figs.gemm]
         elt = [med(self.eltwise, (r["op"], r["n"], int(r["threads"])), r)
                for r in self.figs.eltwise]
-        return replace(self.figs, gemm=gemm, eltwise=elt)
+        l2, dram = dict(self.figs.l2), dict(self.figs.dram)
+        for (where, t, _), xs in self.triad.items():
+            (l2 if where == "l2" else dram)[t] = _median(xs)
+        return replace(self.figs, gemm=gemm, eltwise=elt, l2=l2, dram=dram)
 
     def calibration(self, cal: Calibration) -> Calibration:
         """cal with its fork-join and transfer figures from the probes'
@@ -164,6 +176,8 @@ class BesideProbes:
             out[f"forkjoin chain {t}t"] = _quantiles(xs)
         for b, xs in self.xfer.items():
             out[f"transfer {b // 1024} KiB"] = _quantiles(xs)
+        for (where, t, n), xs in self.triad.items():
+            out[f"triad {where} n={n} {t}t (GB/s)"] = _quantiles(xs)
         return out
 
 

@@ -86,8 +86,7 @@ def memory_time(m: Machine, nbytes, threads: int) -> np.ndarray:
     """Seconds to move nbytes (an array) on `threads` threads of m."""
     nbytes = np.asarray(nbytes, dtype=np.float64)
     t = max(int(threads), 1)
-    return np.where(nbytes <= m.llc_bytes, nbytes / (t * m.l2_gbs_core * GB),
-                    nbytes / m.dram_bw(t))
+    return np.where(nbytes <= m.llc_bytes, nbytes / m.l2_bw(t), nbytes / m.dram_bw(t))
 
 
 def split_here(host: Machine, t1, nbytes) -> Tuple[np.ndarray, np.ndarray]:
@@ -233,7 +232,8 @@ class CostModel:
         s = np.array([self.serial_fraction(t, x) for t, x in zip(types, intensity)])
         threads = np.arange(1, max_threads + 1)
         compute = c1[:, None] * (s[:, None] + (1 - s[:, None]) / threads[None, :])
-        l2 = nb[:, None] / (threads[None, :] * self.target.l2_gbs_core * GB)
+        l2_bw = np.array([self.target.l2_bw(int(t)) for t in threads])
+        l2 = nb[:, None] / l2_bw[None, :]
         dram_bw = np.array([self.target.dram_bw(int(t)) for t in threads])
         dram = nb[:, None] / dram_bw[None, :]
         memory = np.where(cached[:, None], l2, dram)

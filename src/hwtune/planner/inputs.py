@@ -95,13 +95,16 @@ def scaled_host(host: Machine, cores: int) -> Machine:
     per_core_all = host.dram_gbs[-1] / host.cores
     dram = list(host.dram_gbs) + [max(host.dram_gbs[-1], per_core_all * n)
                                   for n in range(host.cores + 1, cores + 1)]
+    l2 = list(host.l2_gbs)
+    if len(l2) > 1:
+        l2 += [host.l2_gbs[-1] / (len(host.l2_gbs) - 1) * n for n in range(len(l2), cores + 1)]
     fj = list(host.forkjoin_s)
     while len(fj) <= cores:
         fj.append(fj[-1] + FORKJOIN_LINE_S)
     # The last-level cache stays as seen here: a VM's L3 is the one its CPU
     # complex shares, and one op's data competes for one complex's L3.
     return replace(host, name=f"{host.name.split(' (')[0]} scaled to {cores} cores",
-                   cores=cores, dram_gbs=tuple(dram), forkjoin_s=tuple(fj),
+                   cores=cores, dram_gbs=tuple(dram), l2_gbs=tuple(l2), forkjoin_s=tuple(fj),
                    source=host.source + "; more cores: same per-core figures, memory bandwidth "
                    "per core at this host's all-core figure",
                    notes=host.notes + ("a bigger instance of this host's CPU: per-core compute "

@@ -47,10 +47,26 @@ class Machine:
     overhead_scale: float = 1.0    # the engine's dispatch overheads vs this host's
     source: str = ""
     notes: Tuple[str, ...] = ()
+    # [n]: GB/s of the in-L2 triad with n busy cores (n = 0..), where measured
+    # (this host's scan); empty: n times l2_gbs_core. On this 2-vCPU VM the
+    # 2-thread in-L2 triad ran 1.74x the 1-thread one in one state and
+    # 1.23-1.40x in another (/tmp/s27/l3.py), not the 2x of private L2s.
+    l2_gbs: Tuple[float, ...] = ()
 
     def dram_bw(self, n: int) -> float:
         """Bytes/s out of cache with n busy cores."""
         return self.dram_gbs[max(0, min(n, self.cores))] * GB
+
+    def l2_bw(self, n: int) -> float:
+        """Bytes/s of in-cache traffic with n busy cores: the measured curve,
+        past it the last measured count's rate per core."""
+        n = max(1, int(n))
+        if len(self.l2_gbs) > 1:
+            last = len(self.l2_gbs) - 1
+            if n <= last:
+                return self.l2_gbs[n] * GB
+            return self.l2_gbs[last] / last * n * GB
+        return n * self.l2_gbs_core * GB
 
     def bw_cap(self) -> List[float]:
         """The simulator's table: bytes/s served with c busy cores, c = 0..cores."""
@@ -78,7 +94,8 @@ class Machine:
                 "clock_ghz": self.clock_ghz, "l2_bytes": self.l2_bytes,
                 "l2_shared_by": self.l2_shared_by, "llc_bytes": self.llc_bytes,
                 "peak_gflops_core": self.peak_gflops_core, "dram_gbs": list(self.dram_gbs),
-                "l2_gbs_core": self.l2_gbs_core, "forkjoin_s": list(self.forkjoin_s),
+                "l2_gbs_core": self.l2_gbs_core, "l2_gbs": list(self.l2_gbs),
+                "forkjoin_s": list(self.forkjoin_s),
                 "overhead_scale": self.overhead_scale, "source": self.source,
                 "notes": list(self.notes)}
 
@@ -94,6 +111,27 @@ def envelope(points: Dict[int, float], cores: int) -> Tuple[float, ...]:
         if n in points:
             best = max(best, points[n])
         out.append(best if best > 0 else first)
+    return tuple(out)
+
+
+def per_core_curve(points: Dict[int, float], cores: int) -> Tuple[float, ...]:
+    """[n] for n = 0..cores from measured {n: GB/s} of traffic that private
+    caches serve (it grows with the cores): linear between measured counts,
+    below the first and past the last at that count's rate per core."""
+    if not points:
+        return ()
+    ns = sorted(points)
+    out = [0.0]
+    for n in range(1, cores + 1):
+        if n <= ns[0]:
+            out.append(points[ns[0]] / ns[0] * n)
+        elif n >= ns[-1]:
+            out.append(points[ns[-1]] / ns[-1] * n)
+        else:
+            b = next(x for x in ns if x >= n)
+            a = max(x for x in ns if x <= n)
+            out.append(points[a] if a == b else
+                       points[a] + (points[b] - points[a]) * (n - a) / (b - a))
     return tuple(out)
 
 
@@ -204,6 +242,7 @@ class HostFigures:
     dram: Dict[int, float] = field(default_factory=dict)  # threads -> GB/s
     l2: Dict[int, float] = field(default_factory=dict)
     gemm: List[dict] = field(default_factory=list)        # scaling rows (serial fractions)
+    triads: List[dict] = field(default_factory=list)      # {where, threads, n}: the rows of l2/dram
     eltwise: List[dict] = field(default_factory=list)
 
 
@@ -238,6 +277,9 @@ def scan_figures(db, host_key: str, isa: str) -> HostFigures:
         elif row["bench"] == "triad":
             where = figs.dram if p.get("where") == "dram" else figs.l2
             where[row["threads"]] = row["value"]
+            if p.get("n"):
+                figs.triads.append({"where": "dram" if where is figs.dram else "l2",
+                                    "threads": row["threads"], "n": int(p["n"])})
         elif row["bench"] == "gemm" and row["kernel_variant"] == isa:
             figs.gemm.append({"threads": row["threads"], "time_s": _least_disturbed(row), **p})
         elif row["bench"] == "eltwise" and row["kernel_variant"] == isa:
@@ -278,7 +320,8 @@ def host_machine(fp: dict, figs: HostFigures, forkjoin: Dict[int, float]) -> Mac
         clock_ghz=(mhz / 1000.0) if mhz else None, l2_bytes=l2 or 512 * 1024,
         l2_shared_by=l2_by, llc_bytes=l3 or (l2 * max(1, cores // l2_by)),
         peak_gflops_core=figs.peak_gflops_core, dram_gbs=envelope(figs.dram, cores),
-        l2_gbs_core=l2_core, forkjoin_s=tuple(fj), overhead_scale=1.0,
+        l2_gbs_core=l2_core, l2_gbs=per_core_curve(figs.l2, cores), forkjoin_s=tuple(fj),
+        overhead_scale=1.0,
         source=f"this host: scan run {figs.run_id} ({figs.isa}), fingerprint, plan calibration")
 
 
