@@ -143,7 +143,7 @@ class BesideProbes:
                for r in self.figs.eltwise]
         l2, dram = dict(self.figs.l2), dict(self.figs.dram)
         for (where, t, _), xs in self.triad.items():
-            (l2 if where == "l2" else dram)[t] = _median(xs)
+            (l2 if where == "l2" else dram)[t] = median(xs)
         return replace(self.figs, gemm=gemm, eltwise=elt, l2=l2, dram=dram)
 
     def calibration(self, cal: Calibration) -> Calibration:
