@@ -589,3 +589,55 @@ def test_probed_triads_replace_the_scans_bandwidths():
         assert probes.summary()["triad l2 n=43690 2t (GB/s)"] == (95.0, 100.0, 130.0)
     finally:
         probes.close()
+
+
+def test_gemv_max_m_is_the_kernels():
+    """The planner's GEMV_MAX_M is the GEMM kernel's HWT_GEMV_MAX_M."""
+    import pathlib
+    import re
+    from hwtune.planner.opdata import GEMV_MAX_M
+    header = pathlib.Path(__file__).resolve().parents[1] / "kernels/gemm/gemm_internal.h"
+    m = re.search(r"#define HWT_GEMV_MAX_M (\d+)", header.read_text())
+    assert m and int(m.group(1)) == GEMV_MAX_M
+
+
+def test_matmuls_on_the_gemv_path_take_its_own_fit():
+    """A matmul of at most GEMV_MAX_M rows of op(a) is fitted as GEMV_FAMILY:
+    the scan's GEMV shape gives those points, a model's batch-1 step takes
+    that fit, and without GEMV points it takes the GEMM's."""
+    from hwtune.planner.machine import HostFigures
+    from hwtune.planner.opdata import GEMV_FAMILY, GEMV_MAX_M, op_data
+    b = Builder("gemv-or-not")
+    w = b.param("w", [256, 1024])
+    x1 = b.input("x1", [1, 256])
+    xt = b.input("xt", [256, GEMV_MAX_M])
+    x64 = b.input("x64", [64, 256])
+    y1 = b.op("one_row", "matmul", [x1, w])
+    yt = b.op("transposed", "matmul", [xt, w], transpose_a=True)
+    y64 = b.op("many_rows", "matmul", [x64, w])
+    b.op("not_a_matmul", "add", [y1, y1])
+    b.output(yt, y64, "not_a_matmul")
+    ops = {d.name: d for d in op_data(b.build())}
+    assert ops["one_row"].fit_type == GEMV_FAMILY and ops["one_row"].type == "matmul"
+    assert ops["transposed"].fit_type == GEMV_FAMILY
+    assert ops["many_rows"].fit_type == "matmul" and ops["not_a_matmul"].fit_type == "add"
+
+    figs = HostFigures(run_id=1, isa="avx2", peak_gflops_core=40.0,
+                       gemm=[{"M": M, "K": K, "N": N, "threads": t, "time_s": s}
+                             for (M, K, N), t, s in (((64, 512, 512), 1, 9e-4),
+                                                     ((64, 512, 512), 2, 4.6e-4),
+                                                     ((1, 256, 1024), 1, 4.3e-5),
+                                                     ((1, 256, 1024), 2, 3.6e-5))])
+    kinds = {(p.op_type, p.t1) for p in costmodel.scan_points(figs)}
+    assert kinds == {("matmul", 9e-4), (GEMV_FAMILY, 4.3e-5)}
+
+    host = machine("ryzen-9-5950x")
+    fits = {"matmul": costmodel.SerialFit("matmul", 0.05, 1, 0, 0, "given"),
+            GEMV_FAMILY: costmodel.SerialFit(GEMV_FAMILY, 0.6, 1, 0, 0, "given")}
+    t1, nb = [2e-3], [1 << 16]
+    own = costmodel.CostModel(host, host, fits).table(t1, nb, [GEMV_FAMILY], 2).seconds
+    gemm = costmodel.CostModel(host, host, fits).table(t1, nb, ["matmul"], 2).seconds
+    assert own[0, 1] > 1.3 * gemm[0, 1]
+    del fits[GEMV_FAMILY]
+    fallback = costmodel.CostModel(host, host, fits).table(t1, nb, [GEMV_FAMILY], 2).seconds
+    assert fallback[0, 1] == pytest.approx(gemm[0, 1])

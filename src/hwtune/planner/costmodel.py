@@ -33,7 +33,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 import numpy as np
 
 from hwtune.planner.machine import GB, Machine
-from hwtune.planner.opdata import SCAN_ELTWISE, SCAN_GEMM_TYPES
+from hwtune.planner.opdata import GEMV_FAMILY, GEMV_MAX_M, SCAN_ELTWISE, SCAN_GEMM_TYPES
 
 # Resolution of the serial-fraction fit: 0.005 is below what 2-thread
 # points can tell apart (run-to-run spread of 2-5% at 2 threads here).
@@ -48,6 +48,9 @@ FIT_STEP = 0.005
 # FLOPs/byte, the element-wise ops < 1.
 COMPUTE_FLOPS_PER_BYTE = 2.0
 GEMM_FAMILY = "matmul"
+# A fit's stand-in when its own points are missing: a scan without a GEMV
+# shape (older, or --gemm without one) leaves the GEMV path to the GEMM's.
+FALLBACK = {GEMV_FAMILY: GEMM_FAMILY}
 ELTWISE_FAMILY = "element-wise (pooled)"
 # Operands per element of the scan's element-wise ops (inputs + output).
 _ELT_OPERANDS = {"mul": 3, "add": 3, "fma": 4, "sigmoid": 2, "tanh": 2, "relu": 2}
@@ -159,7 +162,8 @@ def fit_serial(host: Machine, points: Sequence[Point],
 
 def scan_points(figs) -> List[Point]:
     """Points from the scan's GEMM and element-wise scaling runs (each
-    thread count against the 1-thread run of the same shape)."""
+    thread count against the 1-thread run of the same shape); a shape of at
+    most GEMV_MAX_M rows gives GEMV_FAMILY's points."""
     out = []
     gemm: Dict[tuple, Dict[int, float]] = {}
     for r in figs.gemm:
@@ -169,7 +173,7 @@ def scan_points(figs) -> List[Point]:
         nbytes = 4 * (M * K + K * N + M * N)
         for t, tn in times.items():
             if t > 1 and 1 in times:
-                for op_type in SCAN_GEMM_TYPES:
+                for op_type in ((GEMV_FAMILY,) if M <= GEMV_MAX_M else SCAN_GEMM_TYPES):
                     out.append(Point(op_type, times[1], tn, t, nbytes, "scan gemm",
                                      bare=True))
     elt: Dict[tuple, Dict[int, float]] = {}
@@ -211,9 +215,10 @@ class CostModel:
         self.host, self.target, self.fits = host, target, dict(fits)
 
     def serial_fraction(self, op_type: str, flops_per_byte: Optional[float] = None) -> float:
-        """The type's own fit, else its family's (COMPUTE_FLOPS_PER_BYTE),
-        else 0 (perfect scaling: no measurement says otherwise)."""
-        f = self.fits.get(op_type)
+        """The type's own fit, else its stand-in's (FALLBACK), else its
+        family's (COMPUTE_FLOPS_PER_BYTE), else 0 (perfect scaling: no
+        measurement says otherwise)."""
+        f = self.fits.get(op_type) or self.fits.get(FALLBACK.get(op_type, ""))
         if f is None and flops_per_byte is not None:
             f = self.fits.get(GEMM_FAMILY if flops_per_byte >= COMPUTE_FLOPS_PER_BYTE
                               else ELTWISE_FAMILY)
@@ -257,5 +262,5 @@ def profile_points(data: Iterable, t1: Dict[str, float], multi: Dict[str, Dict[i
         seen.add(d.workload)
         for t, tn in (multi.get(d.workload) or {}).items():
             if t > 1:
-                out.append(Point(d.type, t1[d.workload], tn, t, d.bytes, "op profiles"))
+                out.append(Point(d.fit_type, t1[d.workload], tn, t, d.bytes, "op profiles"))
     return out

@@ -100,7 +100,7 @@ class Predictor:
     def table(self, max_threads: int) -> OpTable:
         if max_threads not in self._tables:
             self._tables[max_threads] = self.model.table(
-                self.t1, [d.bytes for d in self.ops], [d.type for d in self.ops], max_threads,
+                self.t1, [d.bytes for d in self.ops], [d.fit_type for d in self.ops], max_threads,
                 flops=[d.flops for d in self.ops])
         return self._tables[max_threads]
 

@@ -15,8 +15,12 @@ from typing import Optional
 from hwtune.errors import UsageError
 
 # Graphi's first microbenchmark sizes (LSTM "medium" from the TensorFlow
-# benchmark): GEMM [64,512]x[512,512] and 32768 element pairs.
-DEFAULT_GEMM = ((64, 512, 512),)
+# benchmark): GEMM [64,512]x[512,512] and 32768 element pairs; and a batch-1
+# LSTM step's [1,256]x[256,1024] (DeepCPU's serving case, the GEMM kernel's
+# GEMV path), which scales differently: 1.11-1.53x on 2 threads against
+# 1.76-2.2x for the 64-row GEMM on a 2-vCPU AMD EPYC (Zen 1, avx2). The
+# co-running steps use the first shape.
+DEFAULT_GEMM = ((64, 512, 512), (1, 256, 1024))
 DEFAULT_ELTWISE_SIZE = 32768
 
 # kernel_variant of the numpy-BLAS reference rows (hwtune rows carry the ISA).
