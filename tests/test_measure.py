@@ -162,6 +162,19 @@ def test_settle_runs_before_every_chunk_when_asked():
     assert len(calls) == 1
 
 
+def test_each_chunk_is_reported_with_its_side_after_it_was_taken():
+    """on_chunk(i, n) follows every chunk, in the order they ran, so a
+    caller can tie each sample to what it probed before the chunk."""
+    log, chunks = [], []
+    got = interleave([Fake("a", log), Fake("b", log, fail_at=1), Fake("c", log)],
+                     FixedSampling(6, rounds=3),
+                     on_chunk=lambda i, n: chunks.append(("abc"[i], n)))
+    assert [c for c, _ in chunks if c != "b"] == [x for x in log if x != "b"]
+    assert [c for c, _ in chunks].count("b") == 1  # its failed chunk is not reported
+    for side, m in zip("abc", got):
+        assert sum(n for c, n in chunks if c == side) == len(m.samples)
+
+
 def test_least_noisy_keeps_the_quietest_attempt():
     attempts = iter([[1.0, 2.0, 3.0], [1.0, 1.1, 1.2], [1.0, 1.5, 2.0]])
     best, n = least_noisy(lambda: next(attempts), lambda xs: (max(xs) - min(xs)) / xs[1],

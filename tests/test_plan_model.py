@@ -641,3 +641,79 @@ def test_matmuls_on_the_gemv_path_take_its_own_fit():
     del fits[GEMV_FAMILY]
     fallback = costmodel.CostModel(host, host, fits).table(t1, nb, [GEMV_FAMILY], 2).seconds
     assert fallback[0, 1] == pytest.approx(gemm[0, 1])
+
+
+def test_the_models_one_thread_profile_is_taken_beside_too(monkeypatch):
+    """Given the graph, every probe also profiles it on one thread (a
+    profile of one moment put a model's 1x1 20-25% off in a validation):
+    one_thread() gives every op that runs its time over all probes, and
+    t1_array falls back to the first profile for an op it lacks."""
+    from hwtune.engine.runner import workload_keys
+    from hwtune.planner import beside, inputs
+    from hwtune.planner.machine import HostFigures
+    from hwtune.planner.opdata import op_data
+    b = Builder("beside-profile")
+    w = b.param("w", [64, 128])
+    x = b.input("x", [3, 64])
+    y = b.op("mm", "matmul", [x, w])
+    b.op("act", "relu", [y])
+    b.output("act")
+    g = b.build()
+    figs = HostFigures(run_id=1, isa="avx2", peak_gflops_core=40.0)
+    monkeypatch.setattr(beside, "MIN_GAP_S", 0.0)
+    monkeypatch.setattr(beside, "PROFILE_WARMUP_S", 0.01)
+    probes = beside.BesideProbes(figs, 1, graph=g)
+    try:
+        probes.take()
+        probes.take()
+        assert probes.probes == 2 and len(probes.profiled) >= 2
+        t1w = probes.one_thread()
+        assert set(t1w) == set(workload_keys(g)) and all(s > 0 for s in t1w.values())
+        lo, med, hi = probes.summary()["model run, 1 thread (op total)"]
+        assert 0 < lo <= med <= hi
+        assert sum(t1w.values()) == pytest.approx(med, rel=1e-9)  # one op per workload
+    finally:
+        probes.close()
+    bare = beside.BesideProbes(figs, 1)
+    try:
+        assert bare.one_thread() == {}
+    finally:
+        bare.close()
+    ops = op_data(g)
+    first = np.array([1.0, 2.0])
+    got = inputs.t1_array(ops, {ops[1].workload: 5.0}, first)
+    assert list(got) == [1.0, 5.0]
+
+
+def test_a_configuration_is_predicted_from_the_probes_before_its_own_samples():
+    """weights (probe index -> samples it preceded) pick the probes a
+    configuration's samples followed: a 2-thread GEMM probed at 1.96x and
+    later at 1.25x gives each configuration the state it ran in; probes no
+    sample followed fall back to all of them."""
+    from collections import Counter
+    from hwtune.planner.beside import BesideProbes
+    from hwtune.planner.machine import HostFigures
+    from plan_fixture import CALIBRATION
+    figs = HostFigures(run_id=1, isa="avx2", peak_gflops_core=40.0,
+                       gemm=[{"M": 64, "K": 512, "N": 512, "threads": t, "time_s": s,
+                              "inner": 1} for t, s in ((1, 9.0e-4), (2, 4.6e-4))])
+    probes = BesideProbes(figs, 2)
+    try:
+        for i, (two, fj) in enumerate(((4.6e-4, 3e-7), (4.7e-4, 3e-7), (7.2e-4, 9e-7))):
+            probes.probes = i
+            probes._add("gemm", (64, 512, 512, 2), [two])
+            probes._add("fj_pool", 2, [fj])
+            probes._add("fj_chain", 2, [fj])
+        probes.probes = 3
+        assert probes.current() == 2
+
+        def two(w):
+            return [r["time_s"] for r in probes.figures(w).gemm if r["threads"] == 2][0]
+        assert two(Counter({0: 4, 1: 4})) == pytest.approx(4.65e-4)
+        assert two(Counter({2: 4})) == 7.2e-4
+        assert two(Counter({0: 1, 2: 5})) == 7.2e-4  # each probe weighs its samples
+        assert two(None) == 4.7e-4 and two(Counter({7: 3})) == 4.7e-4
+        assert probes.calibration(CALIBRATION, Counter({2: 1})).forkjoin == {2: 9e-7}
+        assert probes.calibration(CALIBRATION, Counter({0: 1})).forkjoin == {2: 3e-7}
+    finally:
+        probes.close()

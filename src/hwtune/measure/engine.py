@@ -151,7 +151,7 @@ def measure_engines(openers: Sequence[Callable[[], object]], policy: SamplingPol
                     outputs: Sequence[str] = (), deadline: Optional[float] = None,
                     settle: Optional[Callable[[], None]] = None, settle_each: bool = False,
                     rewarm: int = 0, fresh: bool = False, runs: int = 1,
-                    on_round=None) -> List[Measurement]:
+                    on_round=None, on_chunk=None) -> List[Measurement]:
     """One Measurement per opener (a callable returning a prepared engine):
     all engines are open side by side while they are sampled, so their
     samples interleave; every engine is closed at the end. reference: the
@@ -163,7 +163,8 @@ def measure_engines(openers: Sequence[Callable[[], object]], policy: SamplingPol
     reproduce). fresh: each engine is opened for each chunk of samples and
     closed after it (FreshEngineSide): no two engines exist at once.
     runs: back-to-back runs per sample (seconds per run), as an inference
-    loop runs a sub-millisecond model.
+    loop runs a sub-millisecond model. on_chunk(i, n): engine i (openers'
+    order) took n samples.
     """
     sides: List[Optional[Side]] = []
     failed = {}
@@ -178,13 +179,16 @@ def measure_engines(openers: Sequence[Callable[[], object]], policy: SamplingPol
                 sides.append(None)
                 failed[i] = Measurement(ERROR, note=str(exc))
         live = [s for s in sides if s is not None]
+        index = [i for i, s in enumerate(sides) if s is not None]
         check = (_first_as_reference(outputs) if isinstance(reference, str) and
                  reference == FIRST else output_check(reference, outputs))
         # fresh sides open their engine for every chunk: lower each graph once
         from hwtune.native.engine import shared_lowering
         with shared_lowering():
             got = iter(interleave(live, policy, warmup=warmup, check=check, deadline=deadline,
-                                  settle=settle, settle_each=settle_each, on_round=on_round))
+                                  settle=settle, settle_each=settle_each, on_round=on_round,
+                                  on_chunk=None if on_chunk is None else
+                                  (lambda j, n: on_chunk(index[j], n))))
             return [failed[i] if s is None else next(got) for i, s in enumerate(sides)]
     finally:
         for s in sides:

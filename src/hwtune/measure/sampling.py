@@ -28,7 +28,8 @@ def interleave(sides: Sequence[Side], policy: SamplingPolicy, *, warmup: int = 0
                check: Optional[CheckFn] = None, limit_s: Optional[float] = None,
                deadline: Optional[float] = None,
                settle: Optional[Callable[[], None]] = None, settle_each: bool = False,
-               on_round: Optional[RoundFn] = None, raise_errors: bool = False
+               on_round: Optional[RoundFn] = None, raise_errors: bool = False,
+               on_chunk: Optional[Callable[[int, int], None]] = None
                ) -> List[Measurement]:
     """One Measurement per side, in order.
 
@@ -38,7 +39,8 @@ def interleave(sides: Sequence[Side], policy: SamplingPolicy, *, warmup: int = 0
     when the side's outputs are wrong ('wrong_answer'), else None. limit_s:
     a side whose warm-up runs took longer than this per run is stopped
     ('timeout'). settle() runs once before the first round and, with
-    settle_each, before every chunk. deadline: a clock.monotonic() value.
+    settle_each, before every chunk; on_chunk(i, n) after each chunk:
+    side i took n samples. deadline: a clock.monotonic() value.
     A side that raises HwtuneError is an 'error' from then on; the other
     sides go on (with raise_errors, the error propagates instead: a
     measurement that is all or nothing)."""
@@ -93,7 +95,10 @@ def interleave(sides: Sequence[Side], policy: SamplingPolicy, *, warmup: int = 0
             if settle is not None and settle_each:
                 settle()
             try:
-                samples[i].extend(sides[i].take(k))
+                got = sides[i].take(k)
+                samples[i].extend(got)
+                if on_chunk is not None:
+                    on_chunk(i, len(got))
             except HwtuneError as exc:
                 if raise_errors:
                     raise

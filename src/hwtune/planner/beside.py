@@ -4,11 +4,11 @@ serial-fraction fits' points), the scan's in-L2 and out-of-cache triads,
 the pool's empty fork-join, the fork-join of a chain of small matmuls
 inside a run (calibrate.forkjoin's figures) and the core-to-core transfer
 (calibrate.transfer's), probed before the validation's chunks of samples
-(at most one probe every MIN_GAP_S). Their medians over the validation
-are the machine the validation predicts for:
-the same kernels at the same thread counts as the scan, never the model
-itself, so the predictions still come from the model's 1-thread profiles
-only.
+(at most one probe every MIN_GAP_S), and, given the graph, the model's
+own 1-thread profile. Their medians over the validation are the machine
+the validation predicts for: the same kernels at the same thread counts
+as the scan, and the model only ever on one thread, so the predictions
+still come from the model's 1-thread profiles only.
 
 Why: on this shared 2-vCPU VM the 2-thread speed of the same kernel
 switches between states that last seconds to minutes. A GEMM
@@ -24,13 +24,15 @@ phased_lstm_small measured 19-41% slower than predicted in one validation
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
-from hwtune.planner.calibrate import (GEMV_OPS, XFER_BYTES, XFER_REPS, Calibration,
-                                      _gemv_chain, fit_transfer, fork_per_op, forked_chain)
+from hwtune.planner.calibrate import (GEMV_OPS, PROFILE_WARMUP_S, XFER_BYTES, XFER_REPS,
+                                      Calibration, _gemv_chain, fit_transfer, fork_per_op,
+                                      forked_chain, profile_times)
 from hwtune.measure.stats import median
 from hwtune.planner.machine import HostFigures
 
@@ -52,6 +54,14 @@ TRIAD_S = 0.02
 # (deepcpu_lstm_i64_h64: 3,191 probes, ~60 ms each, over half of its 190 s
 # validation), and the states probes are for last seconds to minutes.
 MIN_GAP_S = 0.5
+# The model's own 1-thread profile, taken again in each probe (after one
+# plain run): profiled runs while they span less than PROFILE_S, at least
+# one. The profile taken once before a validation spans ~0.3 s; in one
+# validation its sum put deepcpu_lstm_i64_h256's 1x1 at 4.24 ms against
+# 3.40-3.53 ms measured on every 1x1 row (+20-25%), where the one before
+# had 3.58 ms against 3.40-3.45 (2-vCPU AMD EPYC Zen 1, avx2, load ~1).
+PROFILE_S = 0.02
+PROFILE_MAX_RUNS = 50
 
 
 @dataclass
@@ -67,6 +77,10 @@ class BesideProbes:
     fj_chain: Dict[int, List[float]] = field(default_factory=dict)
     xfer: Dict[int, List[float]] = field(default_factory=dict)  # bytes -> remote - local s
     triad: Dict[tuple, List[float]] = field(default_factory=dict)  # (where, t, n) -> GB/s
+    # The graph whose 1-thread profile is taken again (None: not taken);
+    # profiled: per profiled run, its ops' events (measure.engine.profiled_runs).
+    graph: object = None
+    profiled: List[list] = field(default_factory=list)
     probes: int = 0
 
     def __post_init__(self):
@@ -74,11 +88,72 @@ class BesideProbes:
         self._pool = Pool(executors=1, threads=self.cores, pin=True)
         self._chain = _gemv_chain(GEMV_OPS)
         self._last = None  # clock.Stopwatch since the last probe
+        self._engine = None  # the 1-thread engine of graph, opened at the first probe
+        # figure name -> key -> the probe index of each value (in its list's order)
+        self._at: Dict[str, dict] = {}
+
+    def _add(self, name: str, key, values) -> None:
+        values = list(values)
+        getattr(self, name).setdefault(key, []).extend(values)
+        self._at.setdefault(name, {}).setdefault(key, []).extend([self.probes] * len(values))
+
+    def _pick(self, name: str, key, weights: Optional[Counter]) -> List[float]:
+        """The figure's values under key, each as often as weights counts
+        its probe (None: every value once); all of them when none of its
+        probes is counted."""
+        xs = getattr(self, name).get(key) or []
+        at = self._at.get(name, {}).get(key)
+        if weights is None or at is None or len(at) != len(xs):
+            return list(xs)
+        got = [x for x, a in zip(xs, at) for _ in range(weights.get(a, 0))]
+        return got or list(xs)
+
+    def current(self) -> int:
+        """The index of the latest probe (-1 before the first)."""
+        return self.probes - 1
 
     def close(self) -> None:
         if self._pool is not None:
             self._pool.close()
             self._pool = None
+        if self._engine is not None:
+            self._engine.close()
+            self._engine = None
+
+    def _profile(self) -> None:
+        """Profiled 1-thread runs of graph, as calibrate.profile_1t takes
+        them (sequential, one pinned thread; warmed for PROFILE_WARMUP_S
+        when opened), spanning PROFILE_S."""
+        from hwtune.measure import clock
+        from hwtune.measure.engine import profiled_runs
+        from hwtune.native.engine import NativeEngine
+        if self._engine is None:
+            self._engine = NativeEngine(self.graph, executors=1, threads=1,
+                                        scheduler="sequential", pin=True)
+            warm = clock.Stopwatch()
+            while warm.elapsed() < PROFILE_WARMUP_S:
+                self._engine.run()
+        self._engine.run()  # the chunk's engines ran since: caches hold their data
+        span, runs = clock.Stopwatch(), []
+        while not runs or (span.elapsed() < PROFILE_S and len(runs) < PROFILE_MAX_RUNS):
+            runs += profiled_runs(self._engine, self.graph, 1)
+        self.profiled.extend(runs)
+        self._at.setdefault("profiled", {}).setdefault(None, []).extend(
+            [self.probes] * len(runs))
+
+    def one_thread(self, weights: Optional[Counter] = None) -> Dict[str, float]:
+        """workload -> 1-thread seconds over the probes' profiled runs
+        (calibrate.profile_times; weights as figures() takes them); empty
+        without a graph."""
+        if not self.profiled:
+            return {}
+        from hwtune.engine.runner import workload_keys
+        keys = dict(zip((op.name for op in self.graph.ops), workload_keys(self.graph)))
+        at = self._at.get("profiled", {}).get(None, [])
+        runs = self.profiled
+        if weights is not None and len(at) == len(runs):
+            runs = [r for r, a in zip(runs, at) for _ in range(weights.get(a, 0))] or runs
+        return profile_times(runs, keys)
 
     def _chain_per_run(self, t: int) -> float:
         from hwtune.measure import clock
@@ -106,59 +181,63 @@ class BesideProbes:
             if t <= self.cores:
                 x = bench.gemm_samples(p, t, r["M"], r["K"], r["N"], warmup=1,
                                        reps=PROBE_CALLS, inner=int(r.get("inner") or 1))
-                self.gemm.setdefault((r["M"], r["K"], r["N"], t), []).extend(map(float, x))
+                self._add("gemm", (r["M"], r["K"], r["N"], t), map(float, x))
         for r in self.figs.eltwise:
             t = int(r["threads"])
             if t <= self.cores:
                 x = bench.eltwise_samples(p, t, r["op"], r["n"], warmup=1, reps=PROBE_CALLS,
                                           inner=int(r.get("inner") or 1))
-                self.eltwise.setdefault((r["op"], r["n"], t), []).extend(map(float, x))
+                self._add("eltwise", (r["op"], r["n"], t), map(float, x))
         for r in self.figs.triads:
             t = int(r["threads"])
             if t <= self.cores:
-                self.triad.setdefault((r["where"], t, int(r["n"])), []).append(
-                    bench.triad(p, t, int(r["n"]), seconds=TRIAD_S))
+                self._add("triad", (r["where"], t, int(r["n"])),
+                          [bench.triad(p, t, int(r["n"]), seconds=TRIAD_S)])
         one = self._chain_per_run(1) if self.cores > 1 else 0.0
         for t in range(2, self.cores + 1):
-            self.fj_pool.setdefault(t, []).append(bench.forkjoin_pool(p, t, FORKJOIN_ITERS))
-            self.fj_chain.setdefault(t, []).append(
-                fork_per_op(self._chain, one, self._chain_per_run(t), t))
+            self._add("fj_pool", t, [bench.forkjoin_pool(p, t, FORKJOIN_ITERS)])
+            self._add("fj_chain", t, [fork_per_op(self._chain, one, self._chain_per_run(t), t)])
         if self.cores > 1:
             for nbytes in XFER_BYTES:
                 remote, local = bench.xfer(p, nbytes, XFER_REPS)
                 d = remote - local
                 if not np.all(np.isnan(d)):  # NaN: both threads ran on one CPU
-                    self.xfer.setdefault(nbytes, []).append(float(np.nanmedian(d)))
+                    self._add("xfer", nbytes, [float(np.nanmedian(d))])
+        if self.graph is not None:
+            self._profile()
         self.probes += 1
 
-    def figures(self) -> HostFigures:
+    def figures(self, weights: Optional[Counter] = None) -> HostFigures:
         """The stored scan with every probed scaling row's time replaced by
-        its median over the probes."""
-        def med(d, key, row):
-            xs = d.get(key)
+        its median over the probes (weights: probe index -> how often its
+        values count; None: every probe once)."""
+        def med(name, key, row):
+            xs = self._pick(name, key, weights)
             return dict(row, time_s=median(xs)) if xs else row
-        gemm = [med(self.gemm, (r["M"], r["K"], r["N"], int(r["threads"])), r)
+        gemm = [med("gemm", (r["M"], r["K"], r["N"], int(r["threads"])), r)
                 for r in self.figs.gemm]
-        elt = [med(self.eltwise, (r["op"], r["n"], int(r["threads"])), r)
+        elt = [med("eltwise", (r["op"], r["n"], int(r["threads"])), r)
                for r in self.figs.eltwise]
         l2, dram = dict(self.figs.l2), dict(self.figs.dram)
-        for (where, t, _), xs in self.triad.items():
-            (l2 if where == "l2" else dram)[t] = median(xs)
+        for key in self.triad:
+            where, t, _ = key
+            (l2 if where == "l2" else dram)[t] = median(self._pick("triad", key, weights))
         return replace(self.figs, gemm=gemm, eltwise=elt, l2=l2, dram=dram)
 
-    def calibration(self, cal: Calibration) -> Calibration:
+    def calibration(self, cal: Calibration, weights: Optional[Counter] = None) -> Calibration:
         """cal with its fork-join and transfer figures from the probes'
-        medians: a run's region is the larger of the pool's empty one and
-        the chain's, as calibrate.forkjoin takes it (without its chain of
-        adds, whose figure was the smallest of the three in every
-        calibration here); the transfer is fitted as calibrate.transfer
-        fits it, over each size's median."""
-        pool = {t: median(xs) for t, xs in self.fj_pool.items()}
-        run = {t: max(pool[t], median(self.fj_chain[t])) for t in pool}
+        medians (weights as figures() takes them): a run's region is the
+        larger of the pool's empty one and the chain's, as calibrate.forkjoin
+        takes it (without its chain of adds, whose figure was the smallest of
+        the three in every calibration here); the transfer is fitted as
+        calibrate.transfer fits it, over each size's median."""
+        pool = {t: median(self._pick("fj_pool", t, weights)) for t in self.fj_pool}
+        run = {t: max(pool[t], median(self._pick("fj_chain", t, weights))) for t in pool}
         xfer_s, xfer_bps = cal.xfer_s, cal.xfer_bps
         if len(self.xfer) == len(XFER_BYTES):
             xfer_s, xfer_bps = fit_transfer(
-                XFER_BYTES, [max(0.0, median(self.xfer[b])) for b in XFER_BYTES])
+                XFER_BYTES, [max(0.0, median(self._pick("xfer", b, weights)))
+                             for b in XFER_BYTES])
         return replace(cal, forkjoin=run or dict(cal.forkjoin),
                        forkjoin_pool=pool or dict(cal.forkjoin_pool), xfer_s=xfer_s,
                        xfer_bps=xfer_bps)
@@ -178,6 +257,9 @@ class BesideProbes:
             out[f"transfer {b // 1024} KiB"] = _quantiles(xs)
         for (where, t, n), xs in self.triad.items():
             out[f"triad {where} n={n} {t}t (GB/s)"] = _quantiles(xs)
+        if self.profiled:
+            out["model run, 1 thread (op total)"] = _quantiles(
+                [sum(ev.end_s - ev.start_s for ev in events) for events in self.profiled])
         return out
 
 

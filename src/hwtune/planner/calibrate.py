@@ -196,7 +196,6 @@ def profile_1t(graph, runs: int = PROFILE_RUNS, progress=None) -> Dict[str, floa
     from hwtune.engine.runner import workload_keys
     from hwtune.measure import clock
     from hwtune.measure.engine import profiled_runs
-    from hwtune.measure.stats import median
     from hwtune.native.engine import NativeEngine
     keys = dict(zip((op.name for op in graph.ops), workload_keys(graph)))
     if progress:
@@ -214,6 +213,13 @@ def profile_1t(graph, runs: int = PROFILE_RUNS, progress=None) -> Dict[str, floa
             history += profiled_runs(engine, graph, 1)
     finally:
         engine.close()
+    return profile_times(history, keys)
+
+
+def profile_times(history: list, keys: Dict[str, str]) -> Dict[str, float]:
+    """workload -> 1-thread seconds from profiled runs (per run, its ops'
+    events; keys: op name -> workload key)."""
+    from hwtune.measure.stats import median
     samples: Dict[str, List[float]] = {}
     for events in history:
         for ev in events:

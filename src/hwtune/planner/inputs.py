@@ -146,11 +146,19 @@ def build(db, host_key: str, fp: dict, graph, *, run_id: int, machine: Optional[
         extra = costmodel.profile_points(ops, t1w, multi_thread_times(db, host_key, ops,
                                                                        cores_here))
     target = from_toml(resolve(machine)) if machine is not None else None
-    t1 = np.array([0.0 if d.folded else t1w[d.workload] for d in ops])
+    t1 = t1_array(ops, t1w)
     p, fits = assemble(fp, figs, cal, graph, ops, t1, extra_points=extra, target=target,
                        max_cores=max_cores)
     db.put_cost_params(host_key, run_id, data, [f.to_json() for f in fits.values()])
     return p, list(fits.values())
+
+
+def t1_array(ops, t1w: Dict[str, float], fallback: Optional[np.ndarray] = None) -> np.ndarray:
+    """Per op (ops order) its 1-thread seconds from t1w (workload ->
+    seconds): 0 for a folded op; an op t1w lacks takes fallback's value."""
+    return np.array([0.0 if d.folded else
+                     t1w[d.workload] if d.workload in t1w or fallback is None else
+                     float(fallback[i]) for i, d in enumerate(ops)])
 
 
 def assemble(fp: dict, figs, cal: Calibration, graph, ops, t1: np.ndarray, *,

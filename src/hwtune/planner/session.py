@@ -65,12 +65,13 @@ def run_plan(db, host_key: str, fp: dict, graph, graph_hash: str, opts: PlanOpti
             if opts.validate:
                 doc["mode"] = "validate"
                 load: dict = {}
-                probes = BesideProbes(p.scan, p.host.cores) if opts.beside else None
+                probes = (BesideProbes(p.scan, p.host.cores, graph=p.graph)
+                          if opts.beside else None)
                 try:
                     rows = validate.validate(
                         p, _rows(), p.host.cores, progress=progress, load=load, beside=probes,
-                        repredict=lambda figs, cal: inputs.assemble(
-                            fp, figs, cal, p.graph, p.ops, p.t1)[0])
+                        repredict=lambda figs, cal, t1w: inputs.assemble(
+                            fp, figs, cal, p.graph, p.ops, inputs.t1_array(p.ops, t1w, p.t1))[0])
                 finally:
                     if probes is not None:
                         probes.close()
