@@ -134,7 +134,8 @@ def test_a_missing_model(seeded):
     assert r.exit_code == 2 and "error: cannot read no_such_model" in r.output
 
 
-def test_validate_measures_every_configuration_and_the_report_keeps_it(tmp_path):
+def test_validate_measures_every_configuration_and_the_report_keeps_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("HWTUNE_PLAN_PROBE_GAP_S", "5")  # a few probes, not ~160
     path = _seed(tmp_path / "v.db")
     r = _plan(SMALL, "--db", path, "--validate", "--json")
     assert r.exit_code == 0, r.output
@@ -172,11 +173,12 @@ def test_an_unsettled_calibration_is_a_warning_naming_the_flag(fmt):
     assert "no two engine calibrations agreed" not in export.render("plan", doc, fmt)
 
 
-def test_validate_probes_the_machine_beside_its_samples_or_not(tmp_path):
+def test_validate_probes_the_machine_beside_its_samples_or_not(tmp_path, monkeypatch):
     """By default the validation probes the scan's scaling rows and the
     fork-join before every chunk of samples and predicts again from their
     medians, keeping the stored scan's prediction beside; --stored-scan
     predicts from the stored scan only."""
+    monkeypatch.setenv("HWTUNE_PLAN_PROBE_GAP_S", "5")  # a few probes, not ~160
     path = _seed(tmp_path / "b.db")
     r = _plan(SMALL, "--db", path, "--validate", "--json")
     assert r.exit_code == 0, r.output
