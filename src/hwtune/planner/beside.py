@@ -115,12 +115,8 @@ class BesideProbes:
         """The figure's values under key, each as often as weights counts
         its probe (None: every value once); all of them when none of its
         probes is counted."""
-        xs = getattr(self, name).get(key) or []
-        at = self._at.get(name, {}).get(key)
-        if weights is None or at is None or len(at) != len(xs):
-            return list(xs)
-        got = [x for x, a in zip(xs, at) for _ in range(weights.get(a, 0))]
-        return got or list(xs)
+        return _weighted(getattr(self, name).get(key) or [],
+                         self._at.get(name, {}).get(key), weights)
 
     def current(self) -> int:
         """The index of the latest probe (-1 before the first)."""
@@ -163,11 +159,8 @@ class BesideProbes:
             return {}
         from hwtune.engine.runner import workload_keys
         keys = dict(zip((op.name for op in self.graph.ops), workload_keys(self.graph)))
-        at = self._at.get("profiled", {}).get(None, [])
-        runs = self.profiled
-        if weights is not None and len(at) == len(runs):
-            runs = [r for r, a in zip(runs, at) for _ in range(weights.get(a, 0))] or runs
-        return profile_times(runs, keys)
+        return profile_times(_weighted(self.profiled, self._at.get("profiled", {}).get(None),
+                                       weights), keys)
 
     def _chain_per_run(self, t: int) -> float:
         from hwtune.measure import clock
@@ -275,6 +268,15 @@ class BesideProbes:
             out["model run, 1 thread (op total)"] = _quantiles(
                 [sum(ev.end_s - ev.start_s for ev in events) for events in self.profiled])
         return out
+
+
+def _weighted(xs: list, at: Optional[list], weights: Optional[Counter]) -> list:
+    """xs (taken at probes `at`, one index per item), each item as often as
+    weights counts its probe; all of xs once when weights is None, `at` does
+    not match xs, or none of its probes is counted."""
+    if weights is None or at is None or len(at) != len(xs):
+        return list(xs)
+    return [x for x, a in zip(xs, at) for _ in range(weights.get(a, 0))] or list(xs)
 
 
 def _quantiles(xs: List[float]) -> Tuple[float, float, float]:
