@@ -141,7 +141,7 @@ def test_knob_declaration():
         assert all(dp[name] in kn[name] for name in conv.KNOBS)
     if "avx512" in ISAS:
         dp = conv.default_params(x_shape, w_shape, stride=1, pad=1, isa="avx512")
-        assert dp == dict(ic_bn=32, oc_bn=32, reg_n=14, unroll_ker=0, reg_h=1)
+        assert dp == dict(ic_bn=32, oc_bn=32, reg_n=14, unroll_ker=0, reg_h=1, winograd=2)
     if "avx2" in ISAS:
         dp = conv.default_params(x_shape, w_shape, stride=1, pad=1, isa="avx2")
         # Two vectors per pixel (6 pixels x 2 ymm accumulators); reg_n 28
@@ -207,16 +207,23 @@ def test_bad_arguments_rejected():
         conv.conv2d(x, w, isa="sse9")
 
 
-def test_activation_layout_round_trips():
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("shape,blocks", [((2, 24, 5, 7), (1, 3, 8, 24)),
+                                          ((1, 96, 13, 11), (4, 16, 32, 96))])
+def test_activation_layout_round_trips(isa, shape, blocks):
+    """Every ISA's transposes against numpy's reshape: blocks under and over
+    8 lanes, pixel counts off multiples of 8, several 64-pixel tiles."""
     rng = np.random.default_rng(3)
-    x = rng.standard_normal((2, 24, 5, 7)).astype(np.float32)
-    for bn in (1, 3, 8, 24):
-        xc = conv.to_nchwc(x, bn, nth=3)
-        want = x.reshape(2, 24 // bn, bn, 5, 7).transpose(0, 1, 3, 4, 2)
+    n, c, h, w = shape
+    x = rng.standard_normal(shape).astype(np.float32)
+    for bn in blocks:
+        xc = conv.to_nchwc(x, bn, nth=3, isa=isa)
+        want = x.reshape(n, c // bn, bn, h, w).transpose(0, 1, 3, 4, 2)
         assert np.array_equal(xc, want)
-        assert np.array_equal(conv.from_nchwc(xc, nth=2), x)
-        for bn2 in (2, 6, 12):
-            assert np.array_equal(conv.rechunk_nchwc(xc, bn2, nth=2), conv.to_nchwc(x, bn2))
+        assert np.array_equal(conv.from_nchwc(xc, nth=2, isa=isa), x)
+        for bn2 in blocks:
+            assert np.array_equal(conv.rechunk_nchwc(xc, bn2, nth=2, isa=isa),
+                                  conv.to_nchwc(x, bn2))
     with pytest.raises(UsageError):
         conv.to_nchwc(x, 5)
     with pytest.raises(UsageError):

@@ -300,7 +300,7 @@ static void layout_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
   const layout_state *s = ctx->state;
   if (!s->weight) {
     hwt_layout_run_part(s->N, s->C, s->HW, s->src_bn, s->dst_bn, ctx->in[0], ctx->out[0], tid,
-                        nth);
+                        nth, ctx->isa);
     return;
   }
   /* Weight transforms run once per model in practice (constant folding is

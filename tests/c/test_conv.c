@@ -15,8 +15,9 @@
 
 /* NCHW <-> NCHW[bn]c through the library's own transform. */
 static void transform(const hwt_conv_desc *d, int C, long HW, int src_bn, int dst_bn,
-                      const float *src, float *dst) {
-  for (int t = 0; t < 2; t++) hwt_layout_run_part(d->N, C, HW, src_bn, dst_bn, src, dst, t, 2);
+                      const float *src, float *dst, hwt_isa isa) {
+  for (int t = 0; t < 2; t++)
+    hwt_layout_run_part(d->N, C, HW, src_bn, dst_bn, src, dst, t, 2, isa);
 }
 
 /* Runs one configuration and compares with want (NCHW); res: a residual
@@ -34,12 +35,12 @@ static void run_case_res(const hwt_conv_desc *d, hwt_conv_layout layout,
   CHECK(hwt_conv_pack_weights(&plan, w, wp) == HWT_OK, "pack");
   long HW = (long)d->H * d->W, OHW = (long)plan.OH * plan.OW;
   if (layout == HWT_CONV_NCHWC)
-    transform(d, d->C, HW, 0, plan.p.ic_bn, x, xin);
+    transform(d, d->C, HW, 0, plan.p.ic_bn, x, xin, isa);
   else
     memcpy(xin, x, plan.x_floats * sizeof(float));
   float *rin = res ? alloc_floats(plan.y_floats) : NULL;
   if (res && layout == HWT_CONV_NCHWC)
-    transform(d, d->K, OHW, 0, plan.p.oc_bn, res, rin);
+    transform(d, d->K, OHW, 0, plan.p.oc_bn, res, rin, isa);
   else if (res)
     memcpy(rin, res, plan.y_floats * sizeof(float));
   float **ws = calloc((size_t)nth, sizeof(float *));
@@ -52,7 +53,7 @@ static void run_case_res(const hwt_conv_desc *d, hwt_conv_layout layout,
       hwt_conv_run_part(&plan, xin, wp, bias, y, ws[t], t, nth);
   }
   if (layout == HWT_CONV_NCHWC)
-    transform(d, d->K, OHW, plan.p.oc_bn, 0, y, yout);
+    transform(d, d->K, OHW, plan.p.oc_bn, 0, y, yout, isa);
   else
     memcpy(yout, y, plan.y_floats * sizeof(float));
   double tol = 1e-6 + 2.0 * 1.2e-7 * d->C * d->R * d->S, err = 0.0;
@@ -240,24 +241,45 @@ static void test_direct_fallback(void) {
   free(want);
 }
 
+/* Activations NCHW -> NCHW[bi]c -> NCHW[bj]c -> NCHW with every ISA's
+ * transposes, thread counts 3, 2, 1: the round trip is exact, and one
+ * element of the blocked layout sits where NCHW[bi]c puts it. Shapes cover
+ * blocks under and over the 8-lane transpose, pixel counts that are not
+ * multiples of 8, and several 64-pixel tiles. */
+static void layout_round_trip_case(int N, int C, long HW, const int *blocks, int nb) {
+  size_t n = (size_t)N * C * HW;
+  float *a = alloc_floats(n), *b = alloc_floats(n), *c = alloc_floats(n);
+  for (size_t i = 0; i < n; i++) a[i] = (float)i;
+  for (int isa = 0; isa < HWT_ISA_COUNT; isa++) {
+    if (!hwt_isa_supported((hwt_isa)isa)) continue;
+    for (int i = 0; i < nb; i++)
+      for (int j = 0; j < nb; j++) {
+        for (int t = 0; t < 3; t++)
+          hwt_layout_run_part(N, C, HW, 0, blocks[i], a, b, t, 3, (hwt_isa)isa);
+        for (int t = 0; t < 2; t++)
+          hwt_layout_run_part(N, C, HW, blocks[i], blocks[j], b, c, t, 2, (hwt_isa)isa);
+        memset(b, 0, n * sizeof(float));
+        hwt_layout_run_part(N, C, HW, blocks[j], 0, c, b, 0, 1, (hwt_isa)isa);
+        CHECK(memcmp(a, b, sizeof(float) * n) == 0, "round trip %d -> %d (C %d, HW %ld, %s)",
+              blocks[i], blocks[j], C, HW, hwt_isa_name((hwt_isa)isa));
+        /* Spot check the blocked layout itself: (n = N - 1, c = C / 2 + 1, hw = HW - 1). */
+        hwt_layout_run_part(N, C, HW, 0, blocks[i], a, c, 0, 1, (hwt_isa)isa);
+        int bn = blocks[i], cc = C / 2 + 1, nn = N - 1;
+        long hw = HW - 1;
+        float got = c[(((size_t)nn * (C / bn) + cc / bn) * HW + hw) * bn + cc % bn];
+        CHECK(got == a[((size_t)nn * C + cc) * HW + hw], "NCHW[%d]c element (%s)", bn,
+              hwt_isa_name((hwt_isa)isa));
+      }
+  }
+  free(a); free(b); free(c);
+}
+
 static void test_layout_round_trip(void) {
-  enum { N = 2, C = 24, HW = 35, K = 12, R = 3, S = 5 };
-  float *a = alloc_floats(N * C * HW), *b = alloc_floats(N * C * HW), *c = alloc_floats(N * C * HW);
-  for (int i = 0; i < N * C * HW; i++) a[i] = (float)i;
-  int blocks[] = {1, 3, 8, 24};
-  for (int i = 0; i < 4; i++)
-    for (int j = 0; j < 4; j++) {
-      for (int t = 0; t < 3; t++) hwt_layout_run_part(N, C, HW, 0, blocks[i], a, b, t, 3);
-      for (int t = 0; t < 2; t++) hwt_layout_run_part(N, C, HW, blocks[i], blocks[j], b, c, t, 2);
-      for (int t = 0; t < 1; t++) hwt_layout_run_part(N, C, HW, blocks[j], 0, c, b, t, 1);
-      CHECK(memcmp(a, b, sizeof(float) * N * C * HW) == 0, "round trip %d -> %d", blocks[i],
-             blocks[j]);
-      /* Spot check the blocked layout itself: (n=1, c=13, hw=4). */
-      for (int t = 0; t < 1; t++) hwt_layout_run_part(N, C, HW, 0, blocks[i], a, c, t, 1);
-      int bn = blocks[i];
-      float got = c[(((size_t)1 * (C / bn) + 13 / bn) * HW + 4) * bn + 13 % bn];
-      CHECK(got == a[((size_t)1 * C + 13) * HW + 4], "NCHW[%d]c element", bn);
-    }
+  enum { C = 24, K = 12, R = 3, S = 5 };
+  const int small[] = {1, 3, 8, 24}, wide[] = {4, 16, 32, 80};
+  layout_round_trip_case(2, C, 35, small, 4);
+  layout_round_trip_case(1, 160, 143, wide, 4);
+  layout_round_trip_case(2, 16, 7, wide, 2);
   float *w = alloc_floats(K * C * R * S), *wb = alloc_floats(K * C * R * S),
         *w2 = alloc_floats(K * C * R * S);
   for (int i = 0; i < K * C * R * S; i++) w[i] = (float)i;
@@ -268,7 +290,7 @@ static void test_layout_round_trip(void) {
   CHECK(wb[((((size_t)1 * 3 + 1) * R + 2) * S + 3) * 32 + 2 * 4 + 1] ==
              w[(((size_t)5 * C + 10) * R + 2) * S + 3], "OIHW8i4o element");
   CHECK(hwt_layout_oihw_to_blocked(K, C, R, S, 5, 4, w, wb) == HWT_EINVAL, "ic_bn 5 of 24");
-  free(a); free(b); free(c); free(w); free(wb); free(w2);
+  free(w); free(wb); free(w2);
 }
 
 /* <conv(x), y> == <x, conv_transpose(y)> for random x, y: the transposed

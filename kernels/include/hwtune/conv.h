@@ -145,10 +145,11 @@ HWT_API int hwt_conv_transpose_ref(const hwt_conv_desc *d, const float *x, const
 /* Layout transforms. An activation [N][C][HW] is plain NCHW when its block
  * is 0, NCHW[bn]c when bn > 0 (bn divides C). Converts src_bn -> dst_bn
  * (covers NCHW -> NCHW[x]c, back, and NCHW[x]c -> NCHW[y]c between CONVs);
- * run_part converts thread tid's share of the (n, channel block) pairs. */
+ * run_part converts thread tid's share of the (n, channel block) pairs with
+ * isa's transposes (the portable copy when the CPU lacks isa). */
 HWT_API int hwt_layout_check(int N, int C, long HW, int src_bn, int dst_bn);
 HWT_API void hwt_layout_run_part(int N, int C, long HW, int src_bn, int dst_bn,
-                                 const float *src, float *dst, int tid, int nth);
+                                 const float *src, float *dst, int tid, int nth, hwt_isa isa);
 /* OIHW [K][C][R][S] <-> OIHW[ic_bn]i[oc_bn]o; HWT_EINVAL if blocks don't divide. */
 HWT_API int hwt_layout_oihw_to_blocked(int K, int C, int R, int S, int ic_bn, int oc_bn,
                                        const float *src, float *dst);

@@ -40,7 +40,7 @@ sig("hwt_conv_run_part", None, _Pp, _F, _F, _F, _F, _F, _ci, _ci)
 sig("hwt_conv_ref", _ci, _Dp, _F, _F, _F, _F)
 sig("hwt_conv_transpose_ref", _ci, _Dp, _F, _F, _F, _F)
 sig("hwt_layout_check", _ci, _ci, _ci, ctypes.c_long, _ci, _ci)
-sig("hwt_layout_run_part", None, _ci, _ci, ctypes.c_long, _ci, _ci, _F, _F, _ci, _ci)
+sig("hwt_layout_run_part", None, _ci, _ci, ctypes.c_long, _ci, _ci, _F, _F, _ci, _ci, _ci)
 for _name in ("hwt_layout_oihw_to_blocked", "hwt_layout_blocked_to_oihw"):
     sig(_name, _ci, *[_ci] * 6, _F, _F)
 
@@ -301,43 +301,44 @@ def conv_transpose2d_ref(x, w, bias=None, *, out_hw, stride=1, pad=0,
     return y
 
 
-def _transform(src, n, c, hw, src_bn, dst_bn, nth):
+def _transform(src, n, c, hw, src_bn, dst_bn, nth, isa=None):
     check(lib.hwt_layout_check(n, c, hw, src_bn, dst_bn),
           f"layout transform of {c} channels (block {src_bn} -> {dst_bn}: blocks must divide "
           f"the channel count)")
     dst = np.empty(n * c * hw, np.float32)
     for tid in range(nth):
-        lib.hwt_layout_run_part(n, c, hw, src_bn, dst_bn, _ptr(src), _ptr(dst), tid, nth)
+        lib.hwt_layout_run_part(n, c, hw, src_bn, dst_bn, _ptr(src), _ptr(dst), tid, nth,
+                                resolve_isa(isa))
     return dst
 
 
-def to_nchwc(x, c_bn, *, nth=1) -> np.ndarray:
+def to_nchwc(x, c_bn, *, nth=1, isa=None) -> np.ndarray:
     """NCHW [N,C,H,W] -> NCHW[c_bn]c [N, C/c_bn, H, W, c_bn]."""
     x = _f32(x, "input")
     if x.ndim != 4:
         raise UsageError(f"to_nchwc wants a 4-D NCHW array, got shape {x.shape}")
     n, c, h, w = x.shape
-    y = _transform(x, n, c, h * w, 0, int(c_bn), int(nth))
+    y = _transform(x, n, c, h * w, 0, int(c_bn), int(nth), isa)
     return y.reshape(n, c // int(c_bn), h, w, int(c_bn))
 
 
-def from_nchwc(x, *, nth=1) -> np.ndarray:
+def from_nchwc(x, *, nth=1, isa=None) -> np.ndarray:
     """NCHW[x]c [N, C/x, H, W, x] -> NCHW [N,C,H,W]."""
     x = _f32(x, "input")
     if x.ndim != 5:
         raise UsageError(f"from_nchwc wants a 5-D NCHW[x]c array, got shape {x.shape}")
     n, cb, h, w, bn = x.shape
-    y = _transform(x, n, cb * bn, h * w, bn, 0, int(nth))
+    y = _transform(x, n, cb * bn, h * w, bn, 0, int(nth), isa)
     return y.reshape(n, cb * bn, h, w)
 
 
-def rechunk_nchwc(x, c_bn, *, nth=1) -> np.ndarray:
+def rechunk_nchwc(x, c_bn, *, nth=1, isa=None) -> np.ndarray:
     """NCHW[x]c -> NCHW[c_bn]c (the LayoutTransform between two CONVs)."""
     x = _f32(x, "input")
     if x.ndim != 5:
         raise UsageError(f"rechunk_nchwc wants a 5-D NCHW[x]c array, got shape {x.shape}")
     n, cb, h, w, bn = x.shape
-    y = _transform(x, n, cb * bn, h * w, bn, int(c_bn), int(nth))
+    y = _transform(x, n, cb * bn, h * w, bn, int(c_bn), int(nth), isa)
     return y.reshape(n, cb * bn // int(c_bn), h, w, int(c_bn))
 
 
