@@ -35,7 +35,8 @@ typedef struct {
   int koff[HWT_CONV_MAX_S]; /* offset of tap kw (column kw * dil_w) for output pixel 0 */
 } hwt_conv_row_args;
 
-/* Staging transpose of one tile of n <= 16 columns:
+/* Staging transpose of one tile of n columns (the CONV driver stages at most
+ * 16, the layout transform a whole channel block):
  * dst[i * dst_stride + pos] = src[pos * src_stride + i] for i < bn, pos < n. */
 typedef void (*hwt_conv_stage_fn)(const float *src, long src_stride, int n, int bn, float *dst,
                                   long dst_stride);
