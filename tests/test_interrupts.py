@@ -20,6 +20,10 @@ from hwtune.tuners.search import OK, ListSearch, Outcome
 SCRIPT = textwrap.dedent("""
     import os, signal, sys
     from hwtune import interrupts
+    # As in a terminal, whatever launched the test run: a non-interactive
+    # shell starts background jobs with SIGINT ignored (a CI run started
+    # with `&` failed here: the signal never arrived, 'lost').
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     if sys.argv[1] == "install":
         interrupts.install()
 
