@@ -306,9 +306,9 @@ def _transform(src, n, c, hw, src_bn, dst_bn, nth, isa=None):
           f"layout transform of {c} channels (block {src_bn} -> {dst_bn}: blocks must divide "
           f"the channel count)")
     dst = np.empty(n * c * hw, np.float32)
+    isa_i = resolve_isa(isa)
     for tid in range(nth):
-        lib.hwt_layout_run_part(n, c, hw, src_bn, dst_bn, _ptr(src), _ptr(dst), tid, nth,
-                                resolve_isa(isa))
+        lib.hwt_layout_run_part(n, c, hw, src_bn, dst_bn, _ptr(src), _ptr(dst), tid, nth, isa_i)
     return dst
 
 
