@@ -14,6 +14,7 @@ from hwtune.errors import UsageError
 from hwtune.native._lib import enum_names, lib, sig, status_error
 from hwtune.native.abi import mirror
 from hwtune.native.handle import Handle, c_getter
+from hwtune.native.ops import aligned_copy
 
 INPUTS = enum_names("hwt_dyn_input")      # "none", "tokens", "features"
 POLICIES = enum_names("hwt_dyn_policy")   # "batched", "by-depth", "serial"
@@ -227,7 +228,7 @@ class DynExecutor(Handle):
         self._ro_counts = [len(t) for _, t in readouts]
 
     def bind(self, tensor: int, values: np.ndarray) -> None:
-        arr = np.ascontiguousarray(values, dtype=np.float32)
+        arr = aligned_copy(values)
         self._params[tensor] = arr  # the C side keeps the pointer
         self._check(lib.hwt_dyn_bind(self.handle, tensor, arr.ctypes.data_as(_f_p)),
                     "bind")

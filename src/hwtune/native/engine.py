@@ -17,6 +17,7 @@ from hwtune.native import sched
 from hwtune.native._lib import lib, sig, status_error
 from hwtune.native.abi import mirror
 from hwtune.native.handle import Handle
+from hwtune.native.ops import aligned_copy
 
 _c_int_p = ctypes.POINTER(ctypes.c_int)
 _c_dbl_p = ctypes.POINTER(ctypes.c_double)
@@ -208,7 +209,7 @@ class NativeEngine(Handle):
         self._ids = self._ng.tensor_ids
         self._params = {}
         for name, arr in init_params(graph).items():
-            arr = np.ascontiguousarray(arr, dtype=np.float32)
+            arr = aligned_copy(arr)
             self._params[name] = arr  # the engine reads it in place: keep it alive
             self._check(lib.hwt_engine_bind(h, self._ids[name], arr.ctypes.data_as(_f_p)))
         self._check(lib.hwt_engine_prepare(h))
