@@ -117,6 +117,33 @@ def test_xfer_needs_two_threads_and_a_size():
                 bench.xfer(two, 0, 3)
 
 
+def test_wake_times_a_parked_thread_from_the_post(pool):
+    w = bench.wake(pool, 50e-6, 7)
+    assert w.shape == (7,)
+    # the waiter stamps its wake-up after the post: positive, and far under
+    # the second the round trip's spin would allow
+    assert np.all(w > 0) and np.all(w < 1.0)
+
+
+def test_wake_needs_two_threads_and_a_sane_gap():
+    with Pool(executors=1, threads=1, pin=False) as one:
+        with pytest.raises(UsageError, match="threads=2"):
+            bench.wake(one, 1e-5, 3)
+    if THREADS >= 2:
+        with Pool(executors=1, threads=2, pin=False) as two:
+            with pytest.raises(UsageError, match="gap"):
+                bench.wake(two, 2.0, 3)
+            with pytest.raises(UsageError, match="reps"):
+                bench.wake(two, 1e-5, 0)
+
+
+def test_the_engines_spin_is_timed():
+    s = bench.spin_s(3)
+    assert 0 < s < 1.0  # 2000 polls: ~2 us (Zen 1) to ~100 us (Cascade Lake)
+    with pytest.raises(UsageError, match="reps"):
+        bench.spin_s(0)
+
+
 def test_now_is_monotonic():
     a = bench.now()
     b = bench.now()

@@ -409,9 +409,121 @@ def test_a_team_op_pulls_only_the_slices_its_cores_do_not_hold():
 def test_transfer_figures_must_not_be_negative():
     from hwtune.native.simulate import Transfer
     with Simulator(_chain_and_fan()) as sim:
-        with pytest.raises(UsageError, match="transfer figures must be >= 0"):
+        with pytest.raises(UsageError, match="transfer and wake figures must be >= 0"):
             sim.run(executors=2, threads=1, scheduler="critical-path", seconds=np.ones((4, 1)),
                     transfer=Transfer(-1e-6, RATE))
+
+
+def _lone_tail():
+    """a -> b and a -> c -> d -> e: b is done early, and its executor idles
+    beside the chain c, d, e."""
+    b = Builder("sim-wake")
+    b.input("x", (64,), init="normal")
+    b.op("a", "add", ["x", "x"])
+    b.op("b", "add", ["a", "x"])
+    b.op("c", "add", ["a", "x"])
+    b.op("d", "add", ["c", "x"])
+    b.op("e", "add", ["d", "b"])
+    b.output("e")
+    return b.build()
+
+
+WAKE = 2e-5
+
+
+@pytest.mark.parametrize("scheduler", ["critical-path", "shared-queue", "corun"])
+def test_a_run_ends_when_its_parked_workers_have_woken(scheduler):
+    """b (1 us) ends long before the chain (3 ms): its executor parks after
+    park_s of polling, and the run's end waits for its wake-up; with a
+    longer polling budget than its idle stretch, or a one-executor run,
+    nothing is added."""
+    g = _lone_tail()
+    sec = np.repeat([[1e-4], [1e-6], [1e-3], [1e-3], [1e-3]], 2, axis=1)  # corun: 2 columns
+    cost = {op.name: s for op, s in zip(g.ops, sec[:, 0])}
+    with Simulator(g) as sim:
+        def run(n, **o):
+            ms, _ = sim.run(executors=n, threads=1, scheduler=scheduler, seconds=sec,
+                            op_cost=cost, overheads=Overheads(**o))
+            return ms
+        base = run(2)
+        got = run(2, park_s=1e-4, wake_s=WAKE)
+        if scheduler == "shared-queue":  # it places nothing: only the end pays
+            assert got == pytest.approx(base + WAKE, abs=1e-12)
+        else:  # the end, and every op of the chain placed on a parked executor
+            wakes = (got - base) / WAKE
+            assert wakes >= 1 - 1e-9 and wakes == pytest.approx(round(wakes), abs=1e-6)
+        assert run(2, park_s=1.0, wake_s=WAKE) == pytest.approx(base, abs=1e-12)
+        assert run(2, park_s=1e-4, wake_s=0.0) == pytest.approx(base, abs=1e-12)
+        assert run(1, park_s=0.0, wake_s=WAKE) == pytest.approx(run(1), abs=1e-12)
+
+
+def _late_branch():
+    """x -> a (3 ms) and x -> b (1 us); c needs a, d needs a: when a ends,
+    c and d are ready at once, and one of them goes to the executor that
+    idled since b."""
+    b = Builder("sim-late")
+    b.input("x", (64,), init="normal")
+    b.op("a", "add", ["x", "x"])
+    b.op("b", "add", ["x", "x"])
+    b.op("c", "add", ["a", "x"])
+    b.op("d", "add", ["a", "b"])
+    b.op("e", "add", ["c", "d"])
+    b.output("e")
+    return b.build()
+
+
+@pytest.mark.parametrize("scheduler", ["critical-path", "corun"])
+def test_an_op_placed_on_a_parked_executor_starts_after_its_wake_up(scheduler):
+    g = _late_branch()
+    sec = np.repeat([[3e-3], [1e-6], [1e-3], [1e-3], [1e-4]], 2, axis=1)  # corun: 2 columns
+    cost = {op.name: s for op, s in zip(g.ops, sec[:, 0])}
+    with Simulator(g) as sim:
+        _, plain = sim.run(executors=2, threads=1, scheduler=scheduler, seconds=sec,
+                           op_cost=cost, events=True)
+        _, woken = sim.run(executors=2, threads=1, scheduler=scheduler, seconds=sec,
+                           op_cost=cost, overheads=Overheads(park_s=1e-4, wake_s=WAKE),
+                           events=True)
+    p, w = {e.op: e for e in plain}, {e.op: e for e in woken}
+    # c and d start side by side when a ends: the one handed to the other
+    # executor (parked since b) starts WAKE later
+    handed = [o for o in ("c", "d") if p[o].executor != p["a"].executor]
+    kept = [o for o in ("c", "d") if p[o].executor == p["a"].executor]
+    assert len(handed) == 1 and len(kept) == 1
+    assert w[handed[0]].start_s == pytest.approx(p[handed[0]].start_s + WAKE, abs=1e-12)
+    assert w[kept[0]].start_s == pytest.approx(p[kept[0]].start_s, abs=1e-12)
+
+
+def test_the_shared_queue_places_nothing_so_only_its_end_pays():
+    """The shared queue's idle masters race for the FIFO: whichever runs
+    first takes the op, so a hand-off pays no wake-up in the simulation
+    (the end still does)."""
+    g = _late_branch()
+    sec = np.array([[3e-3], [1e-6], [1e-3], [1e-3], [1e-4]])
+    with Simulator(g) as sim:
+        _, plain = sim.run(executors=2, threads=1, scheduler="shared-queue", seconds=sec,
+                           events=True)
+        _, woken = sim.run(executors=2, threads=1, scheduler="shared-queue", seconds=sec,
+                           overheads=Overheads(park_s=0.0, wake_s=WAKE), events=True)
+    assert {e.op: e.start_s for e in plain} == pytest.approx({e.op: e.start_s for e in woken})
+
+
+def test_wake_figures_must_not_be_negative():
+    with Simulator(_chain_and_fan()) as sim:
+        with pytest.raises(UsageError, match="wake figures must be >= 0"):
+            sim.run(executors=2, threads=1, scheduler="critical-path", seconds=np.ones((4, 1)),
+                    overheads=Overheads(park_s=1e-4, wake_s=-1e-6))
+
+
+def test_a_calibration_keeps_its_wake_figures_and_gives_them_per_scheduler():
+    from hwtune.planner.calibrate import PARKS_AT_ONCE, Calibration
+    cal = Calibration(spin_s=5e-5, wake_s=1.2e-5, run_s={"critical-path": {1: 1e-6}})
+    back = Calibration.from_json(cal.to_json())
+    assert back.figures()["spin_s"] == 5e-5 and back.figures()["wake_s"] == 1.2e-5
+    cp = back.overheads_for("critical-path", 2)
+    assert (cp.park_s, cp.wake_s) == (5e-5, 1.2e-5)
+    assert "shared-queue" in PARKS_AT_ONCE
+    sq = back.overheads_for("shared-queue", 2)
+    assert (sq.park_s, sq.wake_s) == (0.0, 1.2e-5)
 
 
 def test_the_transfer_fit_recovers_latency_and_rate():

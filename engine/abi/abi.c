@@ -85,6 +85,8 @@ static const layout_row LAYOUT[] = {
     FIELD(hwt_sim_costs, run_s),
     FIELD(hwt_sim_costs, xfer_bps),
     FIELD(hwt_sim_costs, xfer_s),
+    FIELD(hwt_sim_costs, park_s),
+    FIELD(hwt_sim_costs, wake_s),
 
     SIZE(hwt_plan_options),
     FIELD(hwt_plan_options, reuse),

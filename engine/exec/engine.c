@@ -12,12 +12,6 @@
 #include "hwtune/bench.h"
 #include "hwtune/isa.h"
 
-/* Polls of an empty slot before a critical-path master sleeps: 2000 pause
- * instructions are ~100 us on Cascade Lake (~140 cycles each at 2.5 GHz),
- * the order of the pool's own default spin (HWTUNE_POOL_SPIN_US = 200), so
- * back-to-back dispatches within a run never pay a futex wake. */
-#define HWT_EXEC_SPIN 2000
-
 /* Why a call failed, into the caller's err or the engine's. */
 #define set_err(...) ((void)hwt_errorf(0, __VA_ARGS__))
 

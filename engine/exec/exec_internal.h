@@ -11,6 +11,15 @@
 #include "hwtune/plan.h"
 #include "hwtune/pool.h"
 
+/* Polls of an empty slot before a critical-path master sleeps: 2000 pause
+ * instructions are ~100 us on Cascade Lake (~140 cycles each at 2.5 GHz),
+ * the order of the pool's own default spin (HWTUNE_POOL_SPIN_US = 200), so
+ * back-to-back dispatches within a run never pay a futex wake. A pause is
+ * far shorter on other cores (the waiter parked after 20-50 us on an AMD
+ * EPYC Zen 4: /tmp/s30/wake.c); the planner times the polls on the host
+ * (hwt_bench_spin_s). */
+#define HWT_EXEC_SPIN 2000
+
 /* Executors (or corun's workers) in one idle bitmap word. */
 #define HWT_EXEC_MAX_EXECUTORS 64
 

@@ -31,6 +31,7 @@ typedef struct {
   int workers, model;
   int *op, *tid, *nth;      /* [workers] running part; op -1: idle */
   double *ready, *end;      /* when its work starts (after overheads), when it ends */
+  double *idle_since;       /* when its last part ended (0 before any: the run's start) */
   double *left, *rate;      /* memory model: alone-seconds of work left, progress rate */
   double *mu, *bps;         /* its memory share and bytes/s alone (per part) */
   double last;              /* when `left` was last brought up to date */
@@ -129,6 +130,11 @@ static double xfer_part(vrun_impl *r, int w, int op, int tid, int nth) {
   return extra;
 }
 
+/* Whether worker w, idle since its last part ended, has parked by t. */
+static int parked(const vrun_impl *r, int w, double t) {
+  return r->c->wake_s > 0 && t - r->idle_since[w] > r->c->park_s;
+}
+
 void hwt_vrun_start(hwt_vrun *v, int w, int op, int tid, int nth, int handoff) {
   vrun_impl *r = (vrun_impl *)v;
   hwt_engine *e = v->e;
@@ -145,6 +151,7 @@ void hwt_vrun_start(hwt_vrun *v, int w, int op, int tid, int nth, int handoff) {
   size_t k = (size_t)op * (size_t)c->max_threads + (size_t)(nth - 1);
   double dur = c->seconds[k] + (r->xfer ? xfer_part(r, w, op, tid, nth) : 0.0);
   double t = (r->sect_end > v->now ? r->sect_end : v->now) + (handoff ? c->dispatch_s : c->inline_s);
+  if (handoff && e->sched->vplaces && parked(r, w, t)) t += c->wake_s;
   r->op[w] = op;
   r->tid[w] = tid;
   r->nth[w] = nth;
@@ -226,7 +233,7 @@ static int simulate(hwt_sim *s, void *vstate, const hwt_sim_costs *c, double *ma
   r.err = s->err;
   size_t wn = (size_t)W, n = (size_t)(e->n_ops > 0 ? e->n_ops : 1);
   r.op = malloc(wn * 3 * sizeof(int));
-  r.ready = malloc(wn * 6 * sizeof(double));
+  r.ready = malloc(wn * 7 * sizeof(double));
   r.parts_left = calloc(n, sizeof(int));
   r.xfer = c->xfer_bps > 0 || c->xfer_s > 0;
   r.n_cores = e->executors * e->team_size;
@@ -246,7 +253,8 @@ static int simulate(hwt_sim *s, void *vstate, const hwt_sim_costs *c, double *ma
   r.rate = r.ready + 3 * wn;
   r.mu = r.ready + 4 * wn;
   r.bps = r.ready + 5 * wn;
-  for (int w = 0; w < W; w++) r.op[w] = -1;
+  r.idle_since = r.ready + 6 * wn;
+  for (int w = 0; w < W; w++) r.op[w] = -1, r.idle_since[w] = 0;
   r.events = e->events;
   memset(e->events, 0, n * sizeof *e->events);
   hwt_exec_reset_pending(e);
@@ -262,6 +270,7 @@ static int simulate(hwt_sim *s, void *vstate, const hwt_sim_costs *c, double *ma
     int op = r.op[w], tid = r.tid[w], nth = r.nth[w];
     if (r.model) rerate(&r); /* brings the others' progress up to now */
     r.op[w] = -1;
+    r.idle_since[w] = r.v.now;
     log_step(&r, 1, w, op, tid, nth, r.v.now);
     int last = --r.parts_left[op] == 0;
     if (last) r.events[op].end_s = r.v.now;
@@ -273,7 +282,11 @@ static int simulate(hwt_sim *s, void *vstate, const hwt_sim_costs *c, double *ma
   if (!s->err[0] && r.ran != e->n_run)
     set_err(s->err, "virtual time: %d of %d ops ran (the scheduler stalled)", r.ran, e->n_run);
   if (s->err[0]) st = HWT_EINVAL;
-  *makespan = finish + c->run_s;
+  /* The run is over when every worker has seen its end: a parked one wakes. */
+  double woken = 0;
+  for (int x = 0; x < W; x++)
+    if (parked(&r, x, finish)) woken = c->wake_s;
+  *makespan = finish + woken + c->run_s;
   if (n_steps) *n_steps = r.n_steps;
 out:
   free(r.op);
@@ -337,8 +350,9 @@ static int check_costs(hwt_sim *s, const hwt_sim_costs *c) {
     return HWT_EINVAL;
   }
   if (!(c->inline_s >= 0 && c->dispatch_s >= 0 && c->section_s >= 0 && c->run_s >= 0 &&
-        c->xfer_s >= 0 && c->xfer_bps >= 0 && c->xfer_s < 1e30 && c->xfer_bps < 1e30)) {
-    snprintf(s->err, sizeof s->err, "costs: overheads and transfer figures must be >= 0");
+        c->xfer_s >= 0 && c->xfer_bps >= 0 && c->xfer_s < 1e30 && c->xfer_bps < 1e30 &&
+        c->park_s >= 0 && c->wake_s >= 0 && c->park_s < 1e30 && c->wake_s < 1e30)) {
+    snprintf(s->err, sizeof s->err, "costs: overheads, transfer and wake figures must be >= 0");
     return HWT_EINVAL;
   }
   size_t n = (size_t)e->n_ops * (size_t)c->max_threads;

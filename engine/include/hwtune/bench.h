@@ -62,6 +62,8 @@ HWT_API double hwt_probe_triad(hwt_pool *p, int nth, long n, hwt_isa isa, double
 /* Fork-join overhead: seconds per empty parallel region over `iters` (after
  * up to 1000 untimed regions), or negative on error. */
 HWT_API double hwt_bench_forkjoin_pool(hwt_pool *p, int nth, long iters);
+/* The same with an OpenMP parallel region; negative if built without OpenMP. */
+HWT_API double hwt_bench_forkjoin_omp(int nth, long iters);
 /* Core-to-core transfer: `reps` rounds of a `bytes` buffer written by
  * team 0's master then read by its other thread (another core when
  * pinned), and written by the master then read by it again; each read
@@ -69,8 +71,14 @@ HWT_API double hwt_bench_forkjoin_pool(hwt_pool *p, int nth, long iters);
  * (remote NaN when the read still ran on the writer's CPU). Team 0 needs
  * two threads. HWT_OK or a negative status. */
 HWT_API int hwt_bench_xfer(hwt_pool *p, long bytes, int reps, double *remote_s, double *local_s);
-/* The same with an OpenMP parallel region; negative if built without OpenMP. */
-HWT_API double hwt_bench_forkjoin_omp(int nth, long iters);
+/* A parked waiter's wake-up: `reps` rounds in which team 0's other thread
+ * parks at once, sleeps for gap_s and is woken by the master; seconds from
+ * the post to the waiter running again into wake_s[reps]. Team 0 needs two
+ * threads. HWT_OK or a negative status. */
+HWT_API int hwt_bench_wake(hwt_pool *p, double gap_s, int reps, double *wake_s);
+/* Seconds an executor polls its empty slot before it parks (the engine's
+ * spin, slots.h): the fastest of `reps` timings, or negative on error. */
+HWT_API double hwt_bench_spin_s(int reps);
 
 /* One op of a C graph, timed as the engine runs it (engine/bench/op_bench.c):
  * its hwt_op_impl prepared on the caller's buffers (in/out in the op's input

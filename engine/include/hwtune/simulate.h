@@ -31,7 +31,13 @@
  *     for one handed to a waiting executor, section_s per decision in the
  *     scheduler's serial section (concurrent decisions queue), run_s per
  *     run. All zero: the schedule the scheduler's rules give for the op
- *     times alone.
+ *     times alone;
+ *   - waking (off when wake_s is 0): a worker idle for longer than park_s
+ *     has parked. An op a placing scheduler (critical-path, corun) hands
+ *     to it starts wake_s later, and a run whose last op ends while a
+ *     worker is parked ends wake_s later (every worker must see the end).
+ *     The shared queue places nothing (whichever master runs first takes
+ *     the op), so only its end pays.
  * Executors are limited as in the engine (64; corun: 64 workers). */
 #ifndef HWTUNE_SIMULATE_H
 #define HWTUNE_SIMULATE_H
@@ -51,6 +57,8 @@ typedef struct {
   double inline_s, dispatch_s, section_s, run_s;
   double xfer_bps; /* bytes/s one core pulls from another's cache (0: no byte term) */
   double xfer_s;   /* seconds per input tensor whose bytes cross (0: none) */
+  double park_s;   /* a waiting executor polls this long, then parks */
+  double wake_s;   /* a parked executor runs again this long after it is woken (0: off) */
 } hwt_sim_costs;
 
 /* A virtual engine for g (its plan and constant folding, once); g must

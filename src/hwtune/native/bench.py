@@ -38,6 +38,8 @@ sig("hwt_bench_corun", _i, _P, _i, _i, _i, _i, _l, _i, _d, _dp)
 sig("hwt_bench_forkjoin_pool", _d, _P, _i, _l)
 sig("hwt_bench_forkjoin_omp", _d, _i, _l)
 sig("hwt_bench_xfer", _i, _P, _l, _i, _dp, _dp)
+sig("hwt_bench_wake", _i, _P, ctypes.c_double, _i, _dp)
+sig("hwt_bench_spin_s", ctypes.c_double, _i)
 # Element-wise op names as the C library's table spells them (ids are positions).
 EW_OPS = OPS
 
@@ -250,6 +252,31 @@ def xfer(pool: Pool, nbytes: int, reps: int):
                                 local.ctypes.data_as(_dp))
     check(int(rc), "core-to-core transfer benchmark")
     return remote, local
+
+
+def wake(pool: Pool, gap_s: float, reps: int) -> np.ndarray:
+    """Per round, seconds from the master posting to executor 0's other
+    thread, parked for gap_s, to that thread running again (numpy array of
+    reps). Executor 0 needs two threads; pinned, they are two cores."""
+    _threads(pool, 2)
+    _positive(reps=reps)
+    if not 0 <= gap_s < 1:
+        raise UsageError(f"invalid gap {gap_s!r}: 0 <= gap < 1 s")
+    out = np.zeros(reps)
+    with pool._lock:
+        rc = lib.hwt_bench_wake(pool.handle, float(gap_s), reps, out.ctypes.data_as(_dp))
+    check(int(rc), "wake-up benchmark")
+    return out
+
+
+def spin_s(reps: int = 5) -> float:
+    """Seconds an executor polls its empty slot before it parks (the
+    engine's spin), the fastest of reps timings."""
+    _positive(reps=reps)
+    r = lib.hwt_bench_spin_s(reps)
+    if r < 0:
+        check(int(r), "spin timing")
+    return float(r)
 
 
 def forkjoin_omp(threads: int, iters: int) -> Optional[float]:

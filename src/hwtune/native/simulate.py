@@ -35,11 +35,15 @@ sig("hwt_sim_run", ctypes.c_int, _vp, _vp, ctypes.POINTER(SimCosts), _dp,
 class Overheads:
     """Seconds the simulation adds (hwtune/simulate.h): an op an executor
     goes on with (inline), one handed to a waiting executor (dispatch), one
-    decision in the scheduler's serial section, and a run's own start."""
+    decision in the scheduler's serial section, and a run's own start;
+    a waiter idle for longer than park_s has parked, and runs again wake_s
+    after it is woken (wake_s 0: off)."""
     inline_s: float = 0.0
     dispatch_s: float = 0.0
     section_s: float = 0.0
     run_s: float = 0.0
+    park_s: float = 0.0
+    wake_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -107,6 +111,7 @@ class Simulator(Handle):
         c = SimCosts(max_threads=cols, seconds=sec.ctypes.data_as(_dp),
                      inline_s=overheads.inline_s, dispatch_s=overheads.dispatch_s,
                      section_s=overheads.section_s, run_s=overheads.run_s,
+                     park_s=overheads.park_s, wake_s=overheads.wake_s,
                      xfer_s=transfer.latency_s, xfer_bps=transfer.bytes_per_s)
         held = [sec]
         if mem_frac is not None and mem_bps is not None and bw_cap is not None:

@@ -19,6 +19,10 @@ the scan, all timed through hwtune.measure:
     first (engine/bench/xfer.c), fitted as a per-transfer latency plus
     bytes over a rate (the simulator's transfer term).
 
+  - how long an idle executor polls before it parks, and how long a parked
+    one takes to run again once woken (engine/bench/wake.c: the
+    simulator's wake term).
+
 All are measured again until two attempts agree (calibrate()); the spread
 over the attempts is kept with the figures.
 """
@@ -26,7 +30,7 @@ over the attempts is kept with the figures.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
@@ -93,6 +97,18 @@ XFER_REPS = 41
 # median over passes spread over ~2 s.
 XFER_PASSES = 7
 XFER_GAP_S = 0.3
+# Wake-ups of a parked thread, each after it slept WAKE_GAP_S: a parked
+# waiter ran again 13.7-15.5 us after the post for sleeps of 5-200 us
+# (medians of 41; 9.5 us after 1 us, 35 us after 2 ms, the host's idle
+# states deepening), against 0.1 us for one still polling (AMD EPYC Zen 4,
+# 2 vCPUs under KVM; /tmp/s30/wake.c). 100 us is the idle stretch of a
+# second executor beside a sub-millisecond chain (deepcpu_lstm_i64_h64).
+WAKE_GAP_S = 100e-6
+WAKE_REPS = 41
+# Schedulers whose idle masters park at once: the shared queue waits on a
+# condition variable (sched_queue.c); the others poll their slot for the
+# engine's spin first (slots.h, timed by bench.spin_s).
+PARKS_AT_ONCE = ("shared-queue",)
 
 
 def fastest(m) -> float:
@@ -112,8 +128,9 @@ def fastest(m) -> float:
 # read each other's lines, see forkjoin(), 4: also the pool's empty region
 # alone, which the serial-fraction fits of the scan's loops take, 5: every
 # figure from its cases' fastest samples, see fastest(), 6: also the
-# core-to-core transfer, see transfer()).
-CALIBRATION_VERSION = 6
+# core-to-core transfer, see transfer(), 7: also the spin before parking and
+# a parked waiter's wake-up, see waking()).
+CALIBRATION_VERSION = 7
 
 
 @dataclass
@@ -128,6 +145,10 @@ class Calibration:
     # data another core wrote last: seconds per transfer and bytes/s (0: one core)
     xfer_s: float = 0.0
     xfer_bps: float = 0.0
+    # an idle executor's polling before it parks, and a parked one's wake-up
+    # (0: one core, nothing waits on another)
+    spin_s: float = 0.0
+    wake_s: float = 0.0
     version: int = CALIBRATION_VERSION
     # How far repeated calibrations were apart: per figure (figures()), the
     # range over every attempt relative to the figure kept; attempts taken,
@@ -150,6 +171,8 @@ class Calibration:
             out.update({f"{k}/{sched}": v for k, v in o.items()})
         out["xfer_s"] = self.xfer_s
         out["xfer_bps"] = self.xfer_bps
+        out["spin_s"] = self.spin_s
+        out["wake_s"] = self.wake_s
         return out
 
     def transfer(self):
@@ -165,6 +188,7 @@ class Calibration:
                           for s, d in doc.get("run_s", {}).items()},
                    add_s=float(doc.get("add_s", 0.0)), xfer_s=float(doc.get("xfer_s", 0.0)),
                    xfer_bps=float(doc.get("xfer_bps", 0.0)),
+                   spin_s=float(doc.get("spin_s", 0.0)), wake_s=float(doc.get("wake_s", 0.0)),
                    version=int(doc.get("version", 1)),
                    spread=dict(doc.get("spread", {})), attempts=int(doc.get("attempts", 1)),
                    settled=bool(doc.get("settled", True)))
@@ -185,7 +209,13 @@ class Calibration:
             forkjoin_extra_s if executors > 2 else 0.0)
         return Overheads(inline_s=o.get("inline_s", 0.0) * scale,
                          dispatch_s=o.get("dispatch_s", 0.0) * scale,
-                         section_s=o.get("section_s", 0.0) * scale, run_s=run)
+                         section_s=o.get("section_s", 0.0) * scale, run_s=run,
+                         **self.wake_terms(scheduler))
+
+    def wake_terms(self, scheduler: str) -> dict:
+        """The simulator's park_s and wake_s for a scheduler's waiters."""
+        return {"park_s": 0.0 if scheduler in PARKS_AT_ONCE else self.spin_s,
+                "wake_s": self.wake_s}
 
 
 # -- 1-thread profiles ---------------------------------------------------------
@@ -357,6 +387,27 @@ def fit_transfer(sizes, extra) -> Tuple[float, float]:
     return float(latency), float(1.0 / slope)
 
 
+# -- parking and waking ----------------------------------------------------------
+
+def waking(cores: int, progress=None) -> Tuple[float, float]:
+    """(spin seconds, wake seconds): how long an idle executor polls its
+    slot before it parks (bench.spin_s), and the median over WAKE_REPS
+    rounds of how long a thread parked for WAKE_GAP_S takes to run again
+    after another core wakes it. (0, 0) with one core."""
+    from hwtune.native import bench
+    from hwtune.native.threads import Pool
+    if cores < 2:
+        return 0.0, 0.0
+    if progress:
+        progress(f"parking: the engine's spin, and {WAKE_REPS} wake-ups of a parked thread")
+    pool = Pool(executors=1, threads=2, pin=True)
+    try:
+        wake = float(np.median(bench.wake(pool, WAKE_GAP_S, WAKE_REPS)))
+    finally:
+        pool.close()
+    return bench.spin_s(), wake
+
+
 # -- engine overheads ------------------------------------------------------------
 
 def _chain(n: int):
@@ -428,13 +479,17 @@ class _Case:
 
 
 def engine_overheads(schedulers, progress=None, reps: int = CALIBRATION_REPS,
-                     transfer=None) -> Tuple[Dict[str, dict], Dict[str, Dict[int, float]], float]:
+                     transfer=None, spin_s: float = 0.0,
+                     wake_s: float = 0.0) -> Tuple[Dict[str, dict], Dict[str, Dict[int, float]], float]:
     """(scheduler -> overheads, scheduler -> {executors: run start}, one
     add's seconds) from latencies measured interleaved on this host (two
     executors are only measured when the host has two cores). transfer: the
     simulator's transfer term the fits run with (the pairs graphs hand
     every stage's input to the other core: without it, a dispatch's figure
-    would hold the transfers the predictions charge again)."""
+    would hold the transfers the predictions charge again). spin_s, wake_s:
+    the wake term the fits run with (a pairs graph's run ends with one
+    master parked on the shared queue's condition: without it, a run's
+    own cost would hold the wake-up the predictions charge again)."""
     from hwtune.measure import FixedSampling, interleave
     from hwtune.measure.engine import EngineSide, op_medians, profiled_runs
     from hwtune.native.engine import NativeEngine
@@ -476,12 +531,14 @@ def engine_overheads(schedulers, progress=None, reps: int = CALIBRATION_REPS,
         add_s = float(np.median(list(op_medians(profiled_runs(e, chain, 3, warmup=1)).values())))
     finally:
         e.close()
-    return _fit_overheads(schedulers, cases, measured, add_s, transfer) + (add_s,)
+    return _fit_overheads(schedulers, cases, measured, add_s, transfer,
+                          Calibration(spin_s=spin_s, wake_s=wake_s)) + (add_s,)
 
 
-def _fit_overheads(schedulers, cases, measured, add_s, transfer=None):
+def _fit_overheads(schedulers, cases, measured, add_s, transfer=None, waking=None):
     from hwtune.native.simulate import Simulator, Transfer
     transfer = transfer or Transfer()
+    waking = waking or Calibration()
     sims = {}
     sec = {}
     for c in cases:
@@ -493,6 +550,7 @@ def _fit_overheads(schedulers, cases, measured, add_s, transfer=None):
     by_key = {c.key: c for c in cases}
     try:
         def latency(c: _Case, o: Overheads) -> float:
+            o = replace(o, **waking.wake_terms(c.scheduler))
             ms, _ = sims[id(c.graph)].run(
                 executors=c.executors, threads=1, scheduler=c.scheduler,
                 seconds=sec[id(c.graph)], overheads=o, transfer=transfer,
@@ -549,7 +607,9 @@ AGREE_ABS_OP = 15e-9
 MAX_ATTEMPTS = 4
 
 
-XFER_FIGURES = ("xfer_s", "xfer_bps")
+# Figures that move with where the host runs the two vCPUs and how deeply
+# an idle one sleeps: no agreement asked, the median over attempts kept.
+XFER_FIGURES = ("xfer_s", "xfer_bps", "spin_s", "wake_s")
 
 
 def agree(a: Calibration, b: Calibration) -> bool:
@@ -587,7 +647,8 @@ def combine(attempts: List[Calibration]) -> Calibration:
         overheads={s: {k: kept(f"{k}/{s}") for k in o} for s, o in first.overheads.items()},
         run_s={s: {n: kept(f"run_s/{s}/{n}") for n in r} for s, r in first.run_s.items()},
         add_s=float(np.median([c.add_s for c in attempts])), xfer_s=kept("xfer_s"),
-        xfer_bps=kept("xfer_bps"), attempts=len(attempts),
+        xfer_bps=kept("xfer_bps"), spin_s=kept("spin_s"), wake_s=kept("wake_s"),
+        attempts=len(attempts),
         settled=pair is not None)
     for name, v in out.figures().items():
         xs = [f[name] for f in figs if name in f]
@@ -608,11 +669,13 @@ def calibrate(cores: int, progress=None, max_attempts: int = MAX_ATTEMPTS) -> Ca
                      f"disagree by more than {AGREE_REL:.0%}")
         fj, pool_fj = forkjoin(cores, progress)
         xfer_s, xfer_bps = transfer(cores, progress)
+        spin_s, wake_s = waking(cores, progress)
         overheads, run_s, add_s = engine_overheads(
-            rows, progress, transfer=Transfer(latency_s=xfer_s, bytes_per_s=xfer_bps))
+            rows, progress, transfer=Transfer(latency_s=xfer_s, bytes_per_s=xfer_bps),
+            spin_s=spin_s, wake_s=wake_s)
         attempts.append(Calibration(forkjoin=fj, forkjoin_pool=pool_fj, overheads=overheads,
                                     run_s=run_s, add_s=add_s, xfer_s=xfer_s,
-                                    xfer_bps=xfer_bps))
+                                    xfer_bps=xfer_bps, spin_s=spin_s, wake_s=wake_s))
         if len(attempts) > 1 and combine(attempts).settled:
             break
     return combine(attempts) if len(attempts) > 1 else attempts[0]
