@@ -140,7 +140,12 @@ def test_a_killed_workers_trial_is_failed_and_measured_once_by_another(postgres,
     again = [t for t in done if t.system_attrs.get("failed_trial") == running.number]
     assert len(again) == 1 and again[0].params == drawn["params"]
     assert again[0].user_attrs[WORKER_ATTR].endswith(f":{live.pid}")
-    keys = [tuple(sorted(t.params.items())) for t in done]
+    # Measured points, once each. A point outside the space's valid() filter
+    # is told a penalty without a measurement (status "skipped") each time
+    # TPE proposes it: with 8 channels, ic_bn = 3 came twice in one run, and
+    # counting those made this test fail now and then.
+    measured = [t for t in done if t.user_attrs.get("hwtune_status") != "skipped"]
+    keys = [tuple(sorted(t.params.items())) for t in measured]
     assert len(keys) == len(set(keys))
     con = sqlite3.connect(str(db))
     (options,) = [json.loads(o) for (o,) in con.execute(

@@ -74,7 +74,7 @@ static int64_t check_abs(void) {
 /* batch_norm_train (grad = 0) or batch_norm_train_grad (grad = 1) of a
  * random [N, C, ...] x. */
 static int64_t check_bn_train(int grad) {
-  int64_t s[5][HWT_GRAPH_MAX_DIMS], os[3][HWT_GRAPH_MAX_DIMS];
+  int64_t s[5][HWT_GRAPH_MAX_DIMS] = {{0}}, os[3][HWT_GRAPH_MAX_DIMS]; /* zeroed: -O3 cannot see rank >= 2 */
   const int rank = rnd_int(2, 4), n_in = grad ? 5 : 3;
   int r[5], ro[3] = {rank, 1, 1};
   for (int d = 0; d < rank; d++) s[0][d] = os[0][d] = rnd_int(1, 6);
