@@ -524,6 +524,9 @@ def test_a_calibration_keeps_its_wake_figures_and_gives_them_per_scheduler():
     assert "shared-queue" in PARKS_AT_ONCE
     sq = back.overheads_for("shared-queue", 2)
     assert (sq.park_s, sq.wake_s) == (0.0, 1.2e-5)
+    # another machine's engine costs: the wake-up scales with them
+    far = back.overheads_for("critical-path", 2, scale=0.5)
+    assert (far.park_s, far.wake_s) == (5e-5, pytest.approx(0.6e-5))
 
 
 def test_the_transfer_fit_recovers_latency_and_rate():

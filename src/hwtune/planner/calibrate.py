@@ -210,12 +210,14 @@ class Calibration:
         return Overheads(inline_s=o.get("inline_s", 0.0) * scale,
                          dispatch_s=o.get("dispatch_s", 0.0) * scale,
                          section_s=o.get("section_s", 0.0) * scale, run_s=run,
-                         **self.wake_terms(scheduler))
+                         **self.wake_terms(scheduler, scale))
 
-    def wake_terms(self, scheduler: str) -> dict:
-        """The simulator's park_s and wake_s for a scheduler's waiters."""
+    def wake_terms(self, scheduler: str, scale: float = 1.0) -> dict:
+        """The simulator's park_s and wake_s for a scheduler's waiters: the
+        wake-up times scale, as the other engine costs (the spin is a count
+        of polls, timed here)."""
         return {"park_s": 0.0 if scheduler in PARKS_AT_ONCE else self.spin_s,
-                "wake_s": self.wake_s}
+                "wake_s": self.wake_s * scale}
 
 
 # -- 1-thread profiles ---------------------------------------------------------
