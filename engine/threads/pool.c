@@ -68,22 +68,15 @@
  * clock under 10% of the spin (pause is ~10x longer on Skylake-SP hosts). */
 #define SPINS_PER_CLOCK 64
 
-/* Unpinned threads that have spun for YIELD_AFTER_S go on spinning with a
- * sched_yield() at every clock read: the OS may have queued the very thread
- * being waited for on the spinner's CPU (a woken thread placed beside its
- * waker), and a plain spin then holds it off for the whole budget. A
- * 2-executor shared-queue run of a 0.13 ms LSTM (deepcpu_lstm_i64_h64,
- * unpinned) took 250-510 us in a third of its batches of 20 runs with the
- * plain spin, 124-159 us in every batch with no spin at all (AMD EPYC Zen
- * 4, 2 vCPUs, /tmp/s30/sq.py). The threshold keeps the yield (a system
- * call) out of the short waits between a run's regions, which come a few
- * us apart: one validation with a yield from the first clock read measured
- * deepcpu_lstm_i64_h256's unpinned 1x2 at 1.25 ms against 0.92 ms the
- * session before, but an A/B on this host then gave 0.74 against 0.71 ms,
- * inside its noise: a precaution, not a measured gain. */
-#define YIELD_AFTER_S 20e-6
-static inline void spin_clock_tick(int yield_cpu, double spun_s) {
-  if (yield_cpu && spun_s >= YIELD_AFTER_S) sched_yield();
+/* Unpinned threads spin with a sched_yield() at every clock read: the OS
+ * may have queued the very thread being waited for on the spinner's CPU (a
+ * woken thread placed beside its waker), and a plain spin then holds it
+ * off for the whole budget. A 2-executor shared-queue run of a 0.13 ms LSTM
+ * (deepcpu_lstm_i64_h64, unpinned) took 250-510 us in a third of its
+ * batches of 20 runs with the plain spin, 124-159 us in every batch with
+ * no spin at all (AMD EPYC Zen 4, 2 vCPUs, /tmp/s30/sq.py). */
+static inline void spin_clock_tick(int yield_cpu) {
+  if (yield_cpu) sched_yield();
 }
 
 /* Tests define this to hold a worker between seeing a region and claiming a
@@ -200,10 +193,10 @@ static uint64_t chan_wait(channel *c, int idx, uint64_t seen, double spin_s, int
     if (g != seen) return g;
     cpu_relax();
     if (k % SPINS_PER_CLOCK == SPINS_PER_CLOCK - 1) {
+      spin_clock_tick(yield_cpu);
       double t = now_s();
       if (t0 == 0) t0 = t;
       else if (t - t0 >= spin_s) break;
-      spin_clock_tick(yield_cpu, t - t0);
     }
   }
   slot_t *s = &c->slots[idx];
@@ -239,10 +232,10 @@ static void chan_join(channel *c, int first, int nth, uint64_t seq, double spin_
     if (i == nth) return;
     cpu_relax();
     if (k % SPINS_PER_CLOCK == SPINS_PER_CLOCK - 1) {
+      spin_clock_tick(yield_cpu);
       double t = now_s();
       if (t0 == 0) t0 = t;
       else if (t - t0 >= spin_s) break;
-      spin_clock_tick(yield_cpu, t - t0);
     }
   }
   for (;;) {
