@@ -68,17 +68,6 @@
  * clock under 10% of the spin (pause is ~10x longer on Skylake-SP hosts). */
 #define SPINS_PER_CLOCK 64
 
-/* Unpinned threads spin with a sched_yield() at every clock read: the OS
- * may have queued the very thread being waited for on the spinner's CPU (a
- * woken thread placed beside its waker), and a plain spin then holds it
- * off for the whole budget. A 2-executor shared-queue run of a 0.13 ms LSTM
- * (deepcpu_lstm_i64_h64, unpinned) took 250-510 us in a third of its
- * batches of 20 runs with the plain spin, 124-159 us in every batch with
- * no spin at all (AMD EPYC Zen 4, 2 vCPUs, /tmp/s30/sq.py). */
-static inline void spin_clock_tick(int yield_cpu) {
-  if (yield_cpu) sched_yield();
-}
-
 /* Tests define this to hold a worker between seeing a region and claiming a
  * share, i.e. to play a thread the OS has not run yet (test_pool_late.c). */
 #ifndef HWT_POOL_LATE_HOOK
@@ -185,7 +174,7 @@ static uint64_t chan_fork(channel *c, int nth) {
 }
 
 /* Participant: wait until the generation differs from `seen`. */
-static uint64_t chan_wait(channel *c, int idx, uint64_t seen, double spin_s, int yield_cpu) {
+static uint64_t chan_wait(channel *c, int idx, uint64_t seen, double spin_s) {
   uint64_t g;
   double t0 = 0;
   for (long k = 0;; k++) {
@@ -193,7 +182,6 @@ static uint64_t chan_wait(channel *c, int idx, uint64_t seen, double spin_s, int
     if (g != seen) return g;
     cpu_relax();
     if (k % SPINS_PER_CLOCK == SPINS_PER_CLOCK - 1) {
-      spin_clock_tick(yield_cpu);
       double t = now_s();
       if (t0 == 0) t0 = t;
       else if (t - t0 >= spin_s) break;
@@ -223,8 +211,7 @@ static void chan_done(channel *c, int idx, uint64_t seq) {
 }
 
 /* Forker: wait until shares first..nth-1 of region `seq` are done. */
-static void chan_join(channel *c, int first, int nth, uint64_t seq, double spin_s,
-                      int yield_cpu) {
+static void chan_join(channel *c, int first, int nth, uint64_t seq, double spin_s) {
   int i = first;
   double t0 = 0;
   for (long k = 0;; k++) {
@@ -232,7 +219,6 @@ static void chan_join(channel *c, int first, int nth, uint64_t seq, double spin_
     if (i == nth) return;
     cpu_relax();
     if (k % SPINS_PER_CLOCK == SPINS_PER_CLOCK - 1) {
-      spin_clock_tick(yield_cpu);
       double t = now_s();
       if (t0 == 0) t0 = t;
       else if (t - t0 >= spin_s) break;
@@ -277,7 +263,7 @@ static void run_shares(channel *c, int self, int nth, uint64_t seq) {
 static void participant_loop(hwt_pool *p, channel *c, int idx, int team) {
   uint64_t seen = 0;
   for (;;) {
-    uint64_t g = chan_wait(c, idx, seen, p->spin_s, !p->pin);
+    uint64_t g = chan_wait(c, idx, seen, p->spin_s);
     seen = g;
     if (atomic_load_explicit(&c->stop, memory_order_relaxed)) return;
     int nth = (int)(g & NTH_MASK);
@@ -556,7 +542,7 @@ int hwt_team_parallel(hwt_pool *p, int team, hwt_task_fn fn, void *arg, int nth)
   c->arg = arg;
   uint64_t seq = chan_fork(c, nth);
   run_shares(c, 0, nth, seq);
-  chan_join(c, 0, nth, seq, p->spin_s, !p->pin);
+  chan_join(c, 0, nth, seq, p->spin_s);
   return HWT_OK;
 }
 
@@ -580,7 +566,7 @@ int hwt_pool_run_teams(hwt_pool *p, hwt_team_fn fn, void *arg) {
     seq = chan_fork(&p->pool_ch, p->n_teams);
   }
   fn(arg, 0);
-  if (p->n_teams > 1) chan_join(&p->pool_ch, 1, p->n_teams, seq, p->spin_s, !p->pin);
+  if (p->n_teams > 1) chan_join(&p->pool_ch, 1, p->n_teams, seq, p->spin_s);
 #if defined(__linux__)
   if (saved.set) {
     sched_setaffinity(0, saved.size, saved.set);
