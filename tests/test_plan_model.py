@@ -210,15 +210,20 @@ def test_without_an_agreeing_pair_every_figure_is_the_median():
 
 # -- the simulator binding ----------------------------------------------------------
 
-def _chain_and_fan():
-    b = Builder("sim-test")
+def _adds(name: str, ops):
+    """A graph of adds of 64 floats on input x: ops are (output, [inputs])
+    in order; the last one's output is the graph's."""
+    b = Builder(name)
     b.input("x", (64,), init="normal")
-    b.op("a", "add", ["x", "x"])
-    b.op("b", "add", ["a", "x"])
-    b.op("c", "add", ["a", "x"])
-    b.op("d", "add", ["b", "c"])
-    b.output("d")
+    for out, ins in ops:
+        b.op(out, "add", ins)
+    b.output(ops[-1][0])
     return b.build()
+
+
+def _chain_and_fan():
+    return _adds("sim-test", [("a", ["x", "x"]), ("b", ["a", "x"]), ("c", ["a", "x"]),
+                              ("d", ["b", "c"])])
 
 
 def test_simulated_makespans_follow_the_dependencies():
@@ -417,15 +422,8 @@ def test_transfer_figures_must_not_be_negative():
 def _lone_tail():
     """a -> b and a -> c -> d -> e: b is done early, and its executor idles
     beside the chain c, d, e."""
-    b = Builder("sim-wake")
-    b.input("x", (64,), init="normal")
-    b.op("a", "add", ["x", "x"])
-    b.op("b", "add", ["a", "x"])
-    b.op("c", "add", ["a", "x"])
-    b.op("d", "add", ["c", "x"])
-    b.op("e", "add", ["d", "b"])
-    b.output("e")
-    return b.build()
+    return _adds("sim-wake", [("a", ["x", "x"]), ("b", ["a", "x"]), ("c", ["a", "x"]),
+                              ("d", ["c", "x"]), ("e", ["d", "b"])])
 
 
 WAKE = 2e-5
@@ -461,15 +459,8 @@ def _late_branch():
     """x -> a (3 ms) and x -> b (1 us); c needs a, d needs a: when a ends,
     c and d are ready at once, and one of them goes to the executor that
     idled since b."""
-    b = Builder("sim-late")
-    b.input("x", (64,), init="normal")
-    b.op("a", "add", ["x", "x"])
-    b.op("b", "add", ["x", "x"])
-    b.op("c", "add", ["a", "x"])
-    b.op("d", "add", ["a", "b"])
-    b.op("e", "add", ["c", "d"])
-    b.output("e")
-    return b.build()
+    return _adds("sim-late", [("a", ["x", "x"]), ("b", ["x", "x"]), ("c", ["a", "x"]),
+                              ("d", ["a", "b"]), ("e", ["c", "d"])])
 
 
 @pytest.mark.parametrize("scheduler", ["critical-path", "corun"])
