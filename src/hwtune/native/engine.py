@@ -208,8 +208,11 @@ class NativeEngine(Handle):
         h = h.value
         self._ids = self._ng.tensor_ids
         self._params = {}
-        for name, arr in init_params(graph).items():
-            arr = aligned_copy(arr)
+        params = init_params(graph)
+        for name in list(params):
+            # popped: an original a copy replaced is freed before the next
+            # one is made, so binding holds at most one param twice
+            arr = aligned_copy(params.pop(name))
             self._params[name] = arr  # the engine reads it in place: keep it alive
             self._check(lib.hwt_engine_bind(h, self._ids[name], arr.ctypes.data_as(_f_p)))
         self._check(lib.hwt_engine_prepare(h))

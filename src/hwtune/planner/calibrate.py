@@ -537,10 +537,10 @@ def engine_overheads(schedulers, progress=None, reps: int = CALIBRATION_REPS,
                           Calibration(spin_s=spin_s, wake_s=wake_s)) + (add_s,)
 
 
-def _fit_overheads(schedulers, cases, measured, add_s, transfer=None, waking=None):
+def _fit_overheads(schedulers, cases, measured, add_s, transfer=None, wakes=None):
     from hwtune.native.simulate import Simulator, Transfer
     transfer = transfer or Transfer()
-    waking = waking or Calibration()
+    wakes = wakes or Calibration()
     sims = {}
     sec = {}
     for c in cases:
@@ -552,7 +552,7 @@ def _fit_overheads(schedulers, cases, measured, add_s, transfer=None, waking=Non
     by_key = {c.key: c for c in cases}
     try:
         def latency(c: _Case, o: Overheads) -> float:
-            o = replace(o, **waking.wake_terms(c.scheduler))
+            o = replace(o, **wakes.wake_terms(c.scheduler))
             ms, _ = sims[id(c.graph)].run(
                 executors=c.executors, threads=1, scheduler=c.scheduler,
                 seconds=sec[id(c.graph)], overheads=o, transfer=transfer,
@@ -611,7 +611,7 @@ MAX_ATTEMPTS = 4
 
 # Figures that move with where the host runs the two vCPUs and how deeply
 # an idle one sleeps: no agreement asked, the median over attempts kept.
-XFER_FIGURES = ("xfer_s", "xfer_bps", "spin_s", "wake_s")
+PLACEMENT_FIGURES = ("xfer_s", "xfer_bps", "spin_s", "wake_s")
 
 
 def agree(a: Calibration, b: Calibration) -> bool:
@@ -619,8 +619,8 @@ def agree(a: Calibration, b: Calibration) -> bool:
     if fa.keys() != fb.keys():
         return False
     for k, x in fa.items():
-        if k in XFER_FIGURES:
-            continue  # a median over passes already (XFER_PASSES); combine takes their median
+        if k in PLACEMENT_FIGURES:
+            continue  # moves with placement and sleep depth; combine takes their median
         y = fb[k]
         floor = AGREE_ABS_RUN if k.startswith("run_s/") else AGREE_ABS_OP
         if abs(x - y) > max(AGREE_REL * max(abs(x), abs(y)), floor):
@@ -638,7 +638,7 @@ def combine(attempts: List[Calibration]) -> Calibration:
     figs = [c.figures() for c in attempts]
 
     def kept(name: str) -> float:
-        if name in XFER_FIGURES:  # moves with the host's placement: every attempt's median
+        if name in PLACEMENT_FIGURES:  # moves with the host's placement: every attempt's median
             return float(np.median([f[name] for f in figs]))
         return float(np.mean([c.figures()[name] for c in use]) if pair
                      else np.median([f[name] for f in figs]))
