@@ -542,7 +542,9 @@ def test_the_one_thread_profile_is_taken_warm_and_over_a_span(monkeypatch):
     profiled: 7 ms of a small LSTM) came out 1.5x the runs it was to predict:
     profile_1t warms up for PROFILE_WARMUP_S of plain runs first and keeps
     profiling while its runs span less than PROFILE_SPAN_S (a graph of a few
-    microseconds reaches PROFILE_MAX_RUNS)."""
+    microseconds reaches PROFILE_MAX_RUNS), split over PROFILE_ENGINES
+    engines opened one after another (a model's speed can be drawn once per
+    engine)."""
     from hwtune.measure import engine as measure_engine
     from hwtune.native import engine as native_engine
     from hwtune.planner import calibrate
@@ -562,7 +564,14 @@ def test_the_one_thread_profile_is_taken_warm_and_over_a_span(monkeypatch):
     def counted(engine, graph, runs, warmup=0):
         profiled[0] += runs
         return real_profiled(engine, graph, runs, warmup)
+    opened, real_init = [], native_engine.NativeEngine.__init__
+
+    def init(self, *a, **k):
+        assert plain[0] == 0 or profiled[0] > 0  # one engine after another
+        opened.append(len(opened))
+        return real_init(self, *a, **k)
     monkeypatch.setattr(native_engine.NativeEngine, "run", run)
+    monkeypatch.setattr(native_engine.NativeEngine, "__init__", init)
     monkeypatch.setattr(measure_engine, "profiled_runs", counted)
     took = __import__("time").perf_counter()
     out = calibrate.profile_1t(g)
@@ -570,7 +579,11 @@ def test_the_one_thread_profile_is_taken_warm_and_over_a_span(monkeypatch):
     assert set(out) and all(v > 0 for v in out.values())
     assert took >= calibrate.PROFILE_WARMUP_S
     assert plain[0] > 2  # warm-up by time, not by a count
-    assert profiled[0] == calibrate.PROFILE_MAX_RUNS
+    per = calibrate.PROFILE_MAX_RUNS // calibrate.PROFILE_ENGINES
+    assert profiled[0] == calibrate.PROFILE_ENGINES * per
+    # on PROFILE_ENGINES engines, each warmed before its share of the runs
+    assert opened == list(range(calibrate.PROFILE_ENGINES))
+    assert took >= calibrate.PROFILE_ENGINES * calibrate.PROFILE_WARMUP_S
 
 
 def test_probed_figures_feed_the_fits_and_the_fork_join():
@@ -750,8 +763,9 @@ def test_matmuls_on_the_gemv_path_take_its_own_fit():
 
 
 def test_the_models_one_thread_profile_is_taken_beside_too(monkeypatch):
-    """Given the graph, every probe also profiles it on one thread (a
-    profile of one moment put a model's 1x1 20-25% off in a validation):
+    """Given the graph, every probe also profiles it on one thread, on an
+    engine opened for the probe (a profile of one moment put a model's 1x1
+    20-25% off in a validation, one of one engine 38-56%):
     one_thread() gives every op that runs its time over all probes, and
     t1_array falls back to the first profile for an op it lacks."""
     from hwtune.engine.runner import workload_keys
@@ -767,12 +781,29 @@ def test_the_models_one_thread_profile_is_taken_beside_too(monkeypatch):
     g = b.build()
     figs = HostFigures(run_id=1, isa="avx2", peak_gflops_core=40.0)
     monkeypatch.setattr(beside, "MIN_GAP_S", 0.0)
-    monkeypatch.setattr(beside, "PROFILE_WARMUP_S", 0.01)
+    monkeypatch.setattr(beside, "PROFILE_WARM_S", 0.01)
+    from hwtune.native import engine as native_engine
+    opened, closed = [], []
+    real_init, real_close = native_engine.NativeEngine.__init__, native_engine.NativeEngine.close
+
+    def init(self, *a, **k):
+        opened.append(self)
+        return real_init(self, *a, **k)
+
+    def close(self):
+        closed.append(self)
+        return real_close(self)
+    monkeypatch.setattr(native_engine.NativeEngine, "__init__", init)
+    monkeypatch.setattr(native_engine.NativeEngine, "close", close)
     probes = beside.BesideProbes(figs, 1, graph=g)
     try:
         probes.take()
+        assert len(opened) == 1 and closed == opened  # closed before the samples
         probes.take()
         assert probes.probes == 2 and len(probes.profiled) >= 2
+        # each probe profiles on an engine of its own, as each chunk of
+        # samples runs on one opened for it
+        assert len(opened) == 2 and opened[0] is not opened[1] and closed == opened
         t1w = probes.one_thread()
         assert set(t1w) == set(workload_keys(g)) and all(s > 0 for s in t1w.values())
         lo, med, hi = probes.summary()["model run, 1 thread (op total)"]
@@ -789,6 +820,31 @@ def test_the_models_one_thread_profile_is_taken_beside_too(monkeypatch):
     first = np.array([1.0, 2.0])
     got = inputs.t1_array(ops, {ops[1].workload: 5.0}, first)
     assert list(got) == [1.0, 5.0]
+
+
+def test_a_configuration_with_few_probes_takes_the_nearest_others_too():
+    """widened: a configuration whose samples followed fewer than k probes
+    gets the probes nearest in time to its own, each weighing its own
+    probes' mean count, until it has k; never more probes than exist, and
+    a configuration with k of its own keeps exactly its weights."""
+    from collections import Counter
+    from hwtune.planner.beside import ROW_PROBES, BesideProbes
+    from hwtune.planner.machine import HostFigures
+    probes = BesideProbes(HostFigures(run_id=1, isa="avx2", peak_gflops_core=40.0), 1)
+    try:
+        probes.probes = 20
+        got = probes.widened(Counter({10: 3, 11: 5}), k=5)
+        assert got == Counter({10: 3, 11: 5, 9: 4, 12: 4, 8: 4})
+        assert probes.widened(Counter({0: 2}), k=3) == Counter({0: 2, 1: 2, 2: 2})
+        assert probes.widened(Counter({19: 1}), k=3) == Counter({19: 1, 18: 1, 17: 1})
+        own = Counter({p: 1 for p in range(0, 20, 4)})
+        assert probes.widened(own, k=5) == own
+        assert probes.widened(None) is None
+        assert len(probes.widened(Counter({3: 2}))) == ROW_PROBES
+        probes.probes = 4
+        assert probes.widened(Counter({1: 2}), k=12) == Counter({1: 2, 0: 2, 2: 2, 3: 2})
+    finally:
+        probes.close()
 
 
 def test_a_configuration_is_predicted_from_the_probes_before_its_own_samples():

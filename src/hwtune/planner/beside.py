@@ -30,7 +30,7 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
-from hwtune.planner.calibrate import (GEMV_OPS, PROFILE_WARMUP_S, XFER_BYTES, XFER_REPS,
+from hwtune.planner.calibrate import (GEMV_OPS, XFER_BYTES, XFER_REPS,
                                       Calibration, _gemv_chain, fit_transfer, fork_per_op,
                                       forked_chain, profile_times)
 from hwtune.measure.stats import median
@@ -76,6 +76,27 @@ def min_gap_s() -> float:
 # had 3.58 ms against 3.40-3.45 (2-vCPU AMD EPYC Zen 1, avx2, load ~1).
 PROFILE_S = 0.02
 PROFILE_MAX_RUNS = 50
+# Each probe profiles on an engine of its own, opened for it and warmed by
+# plain runs for PROFILE_WARM_S (at least one run), as each chunk of the
+# validation's samples runs on an engine opened for it. One engine kept
+# open for the whole validation profiled deepcpu_lstm_i64_h1024 at
+# 38.6-42.1 ms in all 22 of its probes while the 55 engines opened for the
+# samples ran 26-29 ms in 52 of their chunks (and ~41 ms in 3): the speed
+# of its 16 MiB recurrent-weight stream is drawn once per engine, and its
+# every row was predicted 38-56% slow (AMD EPYC Zen 4, avx512, quiet; the
+# validation of 2026-11-28, 19:04). 20 engines opened one after another ran
+# 25.5-32 ms (/tmp/s30/inst4.py).
+PROFILE_WARM_S = 0.02
+# A configuration is predicted from at least this many probes: its own
+# (those before its chunks of samples), then the nearest in time. With
+# only its own 5 (one per chunk, one profiled run of a 30 ms model each),
+# deepcpu_lstm_i64_h1024's critical-path 1x2 was predicted at 21.3 ms and
+# its sequential 1x2 at 15.8 from the same validation's probes, both
+# measured 14.4-14.8 ms: its 1-thread runs spread 26-40 ms (AMD EPYC Zen 4,
+# avx512, quiet; /tmp/s31/b.db). Twelve probes (6 s or more, MIN_GAP_S
+# apart) still follow the states of the 2-thread speed, which last seconds
+# to minutes.
+ROW_PROBES = 12
 
 
 @dataclass
@@ -102,7 +123,6 @@ class BesideProbes:
         self._pool = Pool(executors=1, threads=self.cores, pin=True)
         self._chain = _gemv_chain(GEMV_OPS)
         self._last = None  # clock.Stopwatch since the last probe
-        self._engine = None  # the 1-thread engine of graph, opened at the first probe
         # figure name -> key -> the probe index of each value (in its list's order)
         self._at: Dict[str, dict] = {}
 
@@ -118,6 +138,23 @@ class BesideProbes:
         return _weighted(getattr(self, name).get(key) or [],
                          self._at.get(name, {}).get(key), weights)
 
+    def widened(self, weights: Optional[Counter], k: Optional[int] = None) -> Optional[Counter]:
+        """weights (probe index -> samples it preceded) with the probes
+        nearest in time to its own added until it counts k distinct probes
+        (ROW_PROBES; all of them when fewer exist), each added one weighing
+        as much as its own probes on average; None stays None."""
+        k = ROW_PROBES if k is None else k
+        if not weights or len(weights) >= min(k, self.probes):
+            return weights
+        own = sorted(weights)
+        mean = max(1, round(sum(weights.values()) / len(weights)))
+        others = sorted((p for p in range(self.probes) if p not in weights),
+                        key=lambda p: (min(abs(p - q) for q in own), p))
+        out = Counter(weights)
+        for p in others[:max(0, k - len(weights))]:
+            out[p] = mean
+        return out
+
     def current(self) -> int:
         """The index of the latest probe (-1 before the first)."""
         return self.probes - 1
@@ -126,27 +163,26 @@ class BesideProbes:
         if self._pool is not None:
             self._pool.close()
             self._pool = None
-        if self._engine is not None:
-            self._engine.close()
-            self._engine = None
 
     def _profile(self) -> None:
-        """Profiled 1-thread runs of graph, as calibrate.profile_1t takes
-        them (sequential, one pinned thread; warmed for PROFILE_WARMUP_S
-        when opened), spanning PROFILE_S."""
+        """Profiled 1-thread runs of graph (sequential, one pinned thread)
+        spanning PROFILE_S, on an engine opened for this probe and warmed
+        for PROFILE_WARM_S."""
         from hwtune.measure import clock
         from hwtune.measure.engine import profiled_runs
         from hwtune.native.engine import NativeEngine
-        if self._engine is None:
-            self._engine = NativeEngine(self.graph, executors=1, threads=1,
-                                        scheduler="sequential", pin=True)
+        engine = NativeEngine(self.graph, executors=1, threads=1, scheduler="sequential",
+                              pin=True)
+        try:
             warm = clock.Stopwatch()
-            while warm.elapsed() < PROFILE_WARMUP_S:
-                self._engine.run()
-        self._engine.run()  # the chunk's engines ran since: caches hold their data
-        span, runs = clock.Stopwatch(), []
-        while not runs or (span.elapsed() < PROFILE_S and len(runs) < PROFILE_MAX_RUNS):
-            runs += profiled_runs(self._engine, self.graph, 1)
+            engine.run()
+            while warm.elapsed() < PROFILE_WARM_S:
+                engine.run()
+            span, runs = clock.Stopwatch(), []
+            while not runs or (span.elapsed() < PROFILE_S and len(runs) < PROFILE_MAX_RUNS):
+                runs += profiled_runs(engine, self.graph, 1)
+        finally:
+            engine.close()
         self.profiled.extend(runs)
         self._at.setdefault("profiled", {}).setdefault(None, []).extend(
             [self.probes] * len(runs))

@@ -53,6 +53,15 @@ PROFILE_RUNS = 5
 PROFILE_WARMUP_S = 0.2
 PROFILE_SPAN_S = 0.1
 PROFILE_MAX_RUNS = 100
+# The runs are split over this many engines, each opened after the last
+# closed and warmed as above (the later ones by at least one run): a
+# model's speed can be drawn once per engine. Two profiles of
+# deepcpu_lstm_i64_h1024, each on one engine, summed to 39.8 and 40.3 ms a
+# run while the validation's 55 engines ran 26-29 ms in 52 of their 55
+# chunks of samples, and 20 engines opened one after another ran 25.5-32 ms
+# (AMD EPYC Zen 4, avx512, quiet; /tmp/s30/inst4.py): a 16 MiB weight
+# stream from the shared L3, whose share an engine's pages get varies.
+PROFILE_ENGINES = 3
 # Calibration graphs: adds of 64 floats (~40 ns each here), long enough
 # that a run lasts ~0.1-1 ms, so the 1-2 us of a Python call stays < 2%.
 CHAIN_OPS = 400
@@ -224,27 +233,33 @@ class Calibration:
 
 def profile_1t(graph, runs: int = PROFILE_RUNS, progress=None) -> Dict[str, float]:
     """workload -> median 1-thread seconds of every op of graph (profiled
-    sequential runs on one pinned thread)."""
+    sequential runs on one pinned thread, on PROFILE_ENGINES engines one
+    after another)."""
     from hwtune.engine.runner import workload_keys
     from hwtune.measure import clock
     from hwtune.measure.engine import profiled_runs
-    from hwtune.native.engine import NativeEngine
+    from hwtune.native.engine import NativeEngine, shared_lowering
     keys = dict(zip((op.name for op in graph.ops), workload_keys(graph)))
     if progress:
-        progress(f"profiling {graph.name}: {runs} or more runs on 1 thread, after "
-                 f"{PROFILE_WARMUP_S:g} s of warm-up")
-    engine = NativeEngine(graph, executors=1, threads=1, scheduler="sequential", pin=True)
-    try:
-        warm, n = clock.Stopwatch(), 0
-        while n < 2 or warm.elapsed() < PROFILE_WARMUP_S:
-            engine.run()
-            n += 1
-        span = clock.Stopwatch()
-        history = profiled_runs(engine, graph, runs)
-        while span.elapsed() < PROFILE_SPAN_S and len(history) < PROFILE_MAX_RUNS:
-            history += profiled_runs(engine, graph, 1)
-    finally:
-        engine.close()
+        progress(f"profiling {graph.name}: {runs} or more runs on 1 thread, on "
+                 f"{PROFILE_ENGINES} engines each warmed for {PROFILE_WARMUP_S:g} s")
+    history: list = []
+    per_engine = -(-runs // PROFILE_ENGINES)
+    with shared_lowering():  # one lowered graph; each engine binds its own params
+        for i in range(PROFILE_ENGINES):
+            engine = NativeEngine(graph, executors=1, threads=1, scheduler="sequential", pin=True)
+            try:
+                warm, n = clock.Stopwatch(), 0
+                while n < (2 if i == 0 else 1) or warm.elapsed() < PROFILE_WARMUP_S:
+                    engine.run()
+                    n += 1
+                span, mine = clock.Stopwatch(), profiled_runs(engine, graph, per_engine)
+                while (span.elapsed() < PROFILE_SPAN_S / PROFILE_ENGINES and
+                       len(mine) < PROFILE_MAX_RUNS // PROFILE_ENGINES):
+                    mine += profiled_runs(engine, graph, 1)
+                history += mine
+            finally:
+                engine.close()
     return profile_times(history, keys)
 
 

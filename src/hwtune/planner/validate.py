@@ -202,8 +202,9 @@ def validate(p: Predictor, rows, cores: int, *, reps: int = REPS,
     if beside is not None and repredict is not None and beside.probes:
         for r, (row, n, k), weights in zip(out, cfgs, seen):
             # the machine as the probes before this configuration's samples
-            # saw it, each probe counted once per sample it preceded
-            w = weights or None
+            # saw it, each probe counted once per sample it preceded (and
+            # the nearest others, up to beside.ROW_PROBES)
+            w = beside.widened(weights) or None
             again = repredict(beside.figures(w), beside.calibration(p.calibration, w),
                               beside.one_thread(w))
             try:
