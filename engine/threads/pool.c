@@ -68,6 +68,25 @@
  * clock under 10% of the spin (pause is ~10x longer on Skylake-SP hosts). */
 #define SPINS_PER_CLOCK 64
 
+/* On an unpinned pool, a thread that has spun on the pool's channel (the
+ * once-per-run hand-off between teams, never a team's per-op fork-join)
+ * for YIELD_AFTER_S goes on spinning with a sched_yield() at each clock
+ * read: the OS may have queued the thread being waited for on the
+ * spinner's own CPU. A 2-executor shared-queue run of a 0.13 ms LSTM
+ * (deepcpu_lstm_i64_h64, unpinned) took 400-490 us in a third of its
+ * batches of 20 runs: its second master, woken at the run's end, sat on
+ * the caller's CPU (the caller switched involuntarily 5-10 times a batch)
+ * while the other CPU idled, and the caller's join spun out its budget
+ * (AMD EPYC Zen 4, 2 vCPUs, /tmp/s31/sq2.py). Yielding in every spin of
+ * an unpinned pool (team regions too) removed those batches but slowed
+ * one-team configurations: pathnet_small's sequential 1x2 17.4 ms against
+ * 8.6 (the revert of 2026-11-28, e70498e); one team never spins here. */
+#define YIELD_AFTER_S 20e-6
+/* Tests define this to count the yields (test_pool_yield.c). */
+#ifndef HWT_POOL_YIELD
+#define HWT_POOL_YIELD() sched_yield()
+#endif
+
 /* Tests define this to hold a worker between seeing a region and claiming a
  * share, i.e. to play a thread the OS has not run yet (test_pool_late.c). */
 #ifndef HWT_POOL_LATE_HOOK
@@ -100,7 +119,12 @@ typedef struct {
   _Atomic uint32_t join_word;
   slot_t *slots; /* [n]; slot 0: share 0 on a team channel, unused on pool_ch */
   int n;
+  int yields;    /* spinners yield after YIELD_AFTER_S (unpinned pool_ch) */
 } channel;
+
+static inline void spin_tick(const channel *c, double spun_s) {
+  if (c->yields && spun_s >= YIELD_AFTER_S) HWT_POOL_YIELD();
+}
 
 typedef struct {
   hwt_pool *p;
@@ -142,6 +166,7 @@ static int chan_init(channel *c, int n) {
   atomic_init(&c->forker_waiting, 0);
   atomic_init(&c->join_word, 0);
   c->n = n;
+  c->yields = 0;
   c->slots = alloc_lines((size_t)n * sizeof(slot_t));
   if (!c->slots) return -1;
   for (int i = 0; i < n; i++) {
@@ -185,6 +210,7 @@ static uint64_t chan_wait(channel *c, int idx, uint64_t seen, double spin_s) {
       double t = now_s();
       if (t0 == 0) t0 = t;
       else if (t - t0 >= spin_s) break;
+      spin_tick(c, t - t0);
     }
   }
   slot_t *s = &c->slots[idx];
@@ -222,6 +248,7 @@ static void chan_join(channel *c, int first, int nth, uint64_t seq, double spin_
       double t = now_s();
       if (t0 == 0) t0 = t;
       else if (t - t0 >= spin_s) break;
+      spin_tick(c, t - t0);
     }
   }
   for (;;) {
@@ -472,6 +499,7 @@ hwt_pool *hwt_pool_create(const hwt_pool_config *cfg, char *err, size_t errlen) 
   int ok = p->cpu && p->pin_ok && p->threads && p->created && p->targs && p->team_ch &&
            chan_init(&p->pool_ch, p->n_teams) == 0;
   for (int t = 0; ok && t < p->n_teams; t++) ok = chan_init(&p->team_ch[t], p->tpt) == 0;
+  if (ok) p->pool_ch.yields = !p->pin; /* before any thread reads it */
   if (!ok) {
     set_err(err, errlen, "out of memory creating a pool of %d x %d threads", p->n_teams, p->tpt);
     stop_and_free(p);
