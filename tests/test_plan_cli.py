@@ -175,8 +175,9 @@ def test_an_unsettled_calibration_is_a_warning_naming_the_flag(fmt):
 
 def test_validate_probes_the_machine_beside_its_samples_or_not(tmp_path, monkeypatch):
     """By default the validation probes the scan's scaling rows and the
-    fork-join before every chunk of samples and predicts again from their
-    medians, keeping the stored scan's prediction beside; --stored-scan
+    fork-join before every chunk of samples and predicts every row again
+    from their medians over the whole validation, keeping the stored scan's
+    prediction beside; --stored-scan
     predicts from the stored scan only."""
     monkeypatch.setenv("HWTUNE_PLAN_PROBE_GAP_S", "5")  # a few probes, not ~160
     path = _seed(tmp_path / "b.db")
@@ -193,7 +194,7 @@ def test_validate_probes_the_machine_beside_its_samples_or_not(tmp_path, monkeyp
     assert all(x["predicted_stored_s"] > 0 and x["predicted_s"] > 0 for x in rows)
     # the model's 1-thread profile is taken again beside the samples: a 1x1
     # row (its ops in sequence on one thread, plus the engine's overheads)
-    # is predicted from the profiled runs before its own samples
+    # is predicted from the probes' profiled runs
     lo, med, hi = v["beside"]["model run, 1 thread (op total)"]
     assert 0 < lo <= med <= hi
     one = [x for x in rows if x["executors"] * x["threads"] == 1]

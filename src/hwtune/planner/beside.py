@@ -20,11 +20,20 @@ are its fastest samples of one moment (machine._least_disturbed), so the
 predictions matched the fast state while the validation's medians mixed
 both: every 2-thread row of lstm_small, pathnet_small and
 phased_lstm_small measured 19-41% slower than predicted in one validation
-(issue #13's closing note of 2026-11-28)."""
+(issue #13's closing note of 2026-11-28).
+
+Every configuration is predicted from all the probes: its samples come in
+chunks interleaved with every other configuration's over the whole
+validation, so the probes before its own chunks were a sample of the same
+moments, and predicting each from its own (one per chunk, at least the
+nearest twelve) only added their noise. deepcpu_lstm_i1024_h1024's four
+1x2 rows, one team's work each, were predicted at 31.0, 44.6, 36.6 and
+34.7 ms and measured 22.9-27.6 ms; from all probes, two validations in
+alternation with it gave worst rows of 39.1% and 28.1% over five models
+against 63.5% and 35.1% (AMD EPYC Zen 4, avx512; /tmp/s31/rp.sh)."""
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Dict, List, Optional, Tuple
 
@@ -87,16 +96,6 @@ PROFILE_MAX_RUNS = 50
 # validation of 2026-11-28, 19:04). 20 engines opened one after another ran
 # 25.5-32 ms (/tmp/s30/inst4.py).
 PROFILE_WARM_S = 0.02
-# A configuration is predicted from at least this many probes: its own
-# (those before its chunks of samples), then the nearest in time. With
-# only its own 5 (one per chunk, one profiled run of a 30 ms model each),
-# deepcpu_lstm_i64_h1024's critical-path 1x2 was predicted at 21.3 ms and
-# its sequential 1x2 at 15.8 from the same validation's probes, both
-# measured 14.4-14.8 ms: its 1-thread runs spread 26-40 ms (AMD EPYC Zen 4,
-# avx512, quiet; /tmp/s31/b.db). Twelve probes (6 s or more, MIN_GAP_S
-# apart) still follow the states of the 2-thread speed, which last seconds
-# to minutes.
-ROW_PROBES = 12
 
 
 @dataclass
@@ -123,41 +122,9 @@ class BesideProbes:
         self._pool = Pool(executors=1, threads=self.cores, pin=True)
         self._chain = _gemv_chain(GEMV_OPS)
         self._last = None  # clock.Stopwatch since the last probe
-        # figure name -> key -> the probe index of each value (in its list's order)
-        self._at: Dict[str, dict] = {}
 
     def _add(self, name: str, key, values) -> None:
-        values = list(values)
         getattr(self, name).setdefault(key, []).extend(values)
-        self._at.setdefault(name, {}).setdefault(key, []).extend([self.probes] * len(values))
-
-    def _pick(self, name: str, key, weights: Optional[Counter]) -> List[float]:
-        """The figure's values under key, each as often as weights counts
-        its probe (None: every value once); all of them when none of its
-        probes is counted."""
-        return _weighted(getattr(self, name).get(key) or [],
-                         self._at.get(name, {}).get(key), weights)
-
-    def widened(self, weights: Optional[Counter], k: Optional[int] = None) -> Optional[Counter]:
-        """weights (probe index -> samples it preceded) with the probes
-        nearest in time to its own added until it counts k distinct probes
-        (ROW_PROBES; all of them when fewer exist), each added one weighing
-        as much as its own probes on average; None stays None."""
-        k = ROW_PROBES if k is None else k
-        if not weights or len(weights) >= min(k, self.probes):
-            return weights
-        own = sorted(weights)
-        mean = max(1, round(sum(weights.values()) / len(weights)))
-        others = sorted((p for p in range(self.probes) if p not in weights),
-                        key=lambda p: (min(abs(p - q) for q in own), p))
-        out = Counter(weights)
-        for p in others[:max(0, k - len(weights))]:
-            out[p] = mean
-        return out
-
-    def current(self) -> int:
-        """The index of the latest probe (-1 before the first)."""
-        return self.probes - 1
 
     def close(self) -> None:
         if self._pool is not None:
@@ -184,19 +151,15 @@ class BesideProbes:
         finally:
             engine.close()
         self.profiled.extend(runs)
-        self._at.setdefault("profiled", {}).setdefault(None, []).extend(
-            [self.probes] * len(runs))
 
-    def one_thread(self, weights: Optional[Counter] = None) -> Dict[str, float]:
+    def one_thread(self) -> Dict[str, float]:
         """workload -> 1-thread seconds over the probes' profiled runs
-        (calibrate.profile_times; weights as figures() takes them); empty
-        without a graph."""
+        (calibrate.profile_times); empty without a graph."""
         if not self.profiled:
             return {}
         from hwtune.engine.runner import workload_keys
         keys = dict(zip((op.name for op in self.graph.ops), workload_keys(self.graph)))
-        return profile_times(_weighted(self.profiled, self._at.get("profiled", {}).get(None),
-                                       weights), keys)
+        return profile_times(self.profiled, keys)
 
     def _chain_per_run(self, t: int) -> float:
         from hwtune.measure import clock
@@ -250,12 +213,11 @@ class BesideProbes:
             self._profile()
         self.probes += 1
 
-    def figures(self, weights: Optional[Counter] = None) -> HostFigures:
+    def figures(self) -> HostFigures:
         """The stored scan with every probed scaling row's time replaced by
-        its median over the probes (weights: probe index -> how often its
-        values count; None: every probe once)."""
+        its median over the probes."""
         def med(name, key, row):
-            xs = self._pick(name, key, weights)
+            xs = getattr(self, name).get(key)
             return dict(row, time_s=median(xs)) if xs else row
         gemm = [med("gemm", (r["M"], r["K"], r["N"], int(r["threads"])), r)
                 for r in self.figs.gemm]
@@ -264,22 +226,22 @@ class BesideProbes:
         l2, dram = dict(self.figs.l2), dict(self.figs.dram)
         for key in self.triad:
             where, t, _ = key
-            (l2 if where == "l2" else dram)[t] = median(self._pick("triad", key, weights))
+            (l2 if where == "l2" else dram)[t] = median(self.triad[key])
         return replace(self.figs, gemm=gemm, eltwise=elt, l2=l2, dram=dram)
 
-    def calibration(self, cal: Calibration, weights: Optional[Counter] = None) -> Calibration:
+    def calibration(self, cal: Calibration) -> Calibration:
         """cal with its fork-join and transfer figures from the probes'
-        medians (weights as figures() takes them): a run's region is the
+        medians: a run's region is the
         larger of the pool's empty one and the chain's, as calibrate.forkjoin
         takes it (without its chain of adds, whose figure was the smallest of
         the three in every calibration here); the transfer is fitted as
         calibrate.transfer fits it, over each size's median."""
-        pool = {t: median(self._pick("fj_pool", t, weights)) for t in self.fj_pool}
-        run = {t: max(pool[t], median(self._pick("fj_chain", t, weights))) for t in pool}
+        pool = {t: median(xs) for t, xs in self.fj_pool.items()}
+        run = {t: max(pool[t], median(self.fj_chain[t])) for t in pool if self.fj_chain.get(t)}
         xfer_s, xfer_bps = cal.xfer_s, cal.xfer_bps
         if len(self.xfer) == len(XFER_BYTES):
             xfer_s, xfer_bps = fit_transfer(
-                XFER_BYTES, [max(0.0, median(self._pick("xfer", b, weights)))
+                XFER_BYTES, [max(0.0, median(self.xfer[b]))
                              for b in XFER_BYTES])
         return replace(cal, forkjoin=run or dict(cal.forkjoin),
                        forkjoin_pool=pool or dict(cal.forkjoin_pool), xfer_s=xfer_s,
@@ -304,15 +266,6 @@ class BesideProbes:
             out["model run, 1 thread (op total)"] = _quantiles(
                 [sum(ev.end_s - ev.start_s for ev in events) for events in self.profiled])
         return out
-
-
-def _weighted(xs: list, at: Optional[list], weights: Optional[Counter]) -> list:
-    """xs (taken at probes `at`, one index per item), each item as often as
-    weights counts its probe; all of xs once when weights is None, `at` does
-    not match xs, or none of its probes is counted."""
-    if weights is None or at is None or len(at) != len(xs):
-        return list(xs)
-    return [x for x, a in zip(xs, at) for _ in range(weights.get(a, 0))] or list(xs)
 
 
 def _quantiles(xs: List[float]) -> Tuple[float, float, float]:

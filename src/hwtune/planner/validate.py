@@ -9,8 +9,6 @@ report's per-host table."""
 
 from __future__ import annotations
 
-from collections import Counter
-
 from dataclasses import dataclass, field
 from typing import Callable, List, Optional, Sequence
 
@@ -148,10 +146,10 @@ def validate(p: Predictor, rows, cores: int, *, reps: int = REPS,
     """Every configuration predicted, then measured; load, when given, gets
     others_cpu_share: the CPU share other processes took meanwhile.
     beside (beside.BesideProbes): the machine's scaling figures probed
-    before every chunk of samples; each row is then predicted again by
-    repredict(figures, calibration, one_thread) from the medians of the
-    probes that preceded its own samples (one_thread: workload -> 1-thread
-    seconds, empty without) (predicted_s),
+    before every chunk of samples; every row is then predicted again by
+    repredict(figures, calibration, one_thread) from the medians of all
+    the probes (one_thread: workload -> 1-thread seconds, empty without)
+    (predicted_s),
     the prediction from the stored scan kept as predicted_stored_s. The
     engines of schedulers that order by levels get the op costs of the
     stored-scan prediction (they are opened before any probe)."""
@@ -179,20 +177,12 @@ def validate(p: Predictor, rows, cores: int, *, reps: int = REPS,
         beside.take()
         settle()
 
-    # per configuration: the probe that preceded each of its samples
-    seen: List[Counter] = [Counter() for _ in out]
-
-    def after_chunk(i: int, n: int) -> None:
-        if beside.current() >= 0:
-            seen[i][beside.current()] += n
-
     others = OtherLoad()
     others.start()
     got = measure_engines(openers, policy, warmup=WARMUP, reference=FIRST,
                           outputs=list(p.graph.outputs),
                           settle=settle_probing if beside is not None else settle,
-                          settle_each=True, rewarm=REWARM, fresh=True, runs=runs,
-                          on_chunk=after_chunk if beside is not None else None)
+                          settle_each=True, rewarm=REWARM, fresh=True, runs=runs)
     if load is not None:
         load["others_cpu_share"] = others.stop()
     for r, m in zip(out, got):
@@ -200,16 +190,13 @@ def validate(p: Predictor, rows, cores: int, *, reps: int = REPS,
         if m.ok:
             r.measured_s, r.mad_s = m.median, m.mad
     if beside is not None and repredict is not None and beside.probes:
-        for r, (row, n, k), weights in zip(out, cfgs, seen):
-            # the machine as the probes before this configuration's samples
-            # saw it, each probe counted once per sample it preceded (and
-            # the nearest others, up to beside.ROW_PROBES)
-            w = beside.widened(weights) or None
-            again = repredict(beside.figures(w), beside.calibration(p.calibration, w),
-                              beside.one_thread(w))
-            try:
+        # the machine as the probes saw it over the whole validation
+        again = repredict(beside.figures(), beside.calibration(p.calibration),
+                          beside.one_thread())
+        try:
+            for r, (row, n, k) in zip(out, cfgs):
                 r.predicted_stored_s = r.predicted_s
                 r.predicted_s, _ = again.simulate(row, n, k)
-            finally:
-                again.close()
+        finally:
+            again.close()
     return out
