@@ -59,6 +59,18 @@ static hwt_pool *make(int teams, int tpt, int pin) {
 
 static void reset(void) { atomic_store(&yields_caller, 0), atomic_store(&yields_other, 0); }
 
+/* Five runs of fn with the caller away for BUSY_S after each: no thread
+ * may yield. */
+static void expect_no_yield(const char *what, hwt_pool *p, hwt_team_fn fn, void *arg) {
+  reset();
+  for (int r = 0; r < 5; r++) {
+    CHECK(hwt_pool_run_teams(p, fn, arg) == HWT_OK);
+    busy(BUSY_S);
+  }
+  CHECK(atomic_load(&yields_caller) == 0 && atomic_load(&yields_other) == 0, "%s: %d %d", what,
+        atomic_load(&yields_caller), atomic_load(&yields_other));
+}
+
 int main(void) {
   caller = pthread_self();
   unsetenv("HWTUNE_POOL_SPIN_US");
@@ -84,26 +96,14 @@ int main(void) {
    * master's join and in the worker's wait between regions. */
   p = make(1, 2, 0);
   if (p) {
-    reset();
-    for (int r = 0; r < 5; r++) {
-      CHECK(hwt_pool_run_teams(p, team_fork, p) == HWT_OK);
-      busy(BUSY_S);
-    }
-    CHECK(atomic_load(&yields_caller) == 0 && atomic_load(&yields_other) == 0, "%d %d",
-          atomic_load(&yields_caller), atomic_load(&yields_other));
+    expect_no_yield("unpinned 1x2", p, team_fork, p);
     for (int t = 0; t < p->n_teams; t++) CHECK(p->team_ch[t].yields == 0);
     hwt_pool_destroy(p);
   }
   /* Pinned 2x1: no yield anywhere. */
   p = make(2, 1, 1);
   if (p) {
-    reset();
-    for (int r = 0; r < 5; r++) {
-      CHECK(hwt_pool_run_teams(p, team_slow1, NULL) == HWT_OK);
-      busy(BUSY_S);
-    }
-    CHECK(atomic_load(&yields_caller) == 0 && atomic_load(&yields_other) == 0, "%d %d",
-          atomic_load(&yields_caller), atomic_load(&yields_other));
+    expect_no_yield("pinned 2x1", p, team_slow1, NULL);
     CHECK(p->pool_ch.yields == 0);
     hwt_pool_destroy(p);
   }
