@@ -41,7 +41,7 @@ import numpy as np
 
 from hwtune.planner.calibrate import (GEMV_OPS, XFER_BYTES, XFER_REPS,
                                       Calibration, _gemv_chain, fit_transfer, fork_per_op,
-                                      forked_chain, profile_times)
+                                      forked_chain, fresh_engine_profile, profile_times)
 from hwtune.measure.stats import median
 from hwtune.planner.machine import HostFigures
 
@@ -135,21 +135,8 @@ class BesideProbes:
         """Profiled 1-thread runs of graph (sequential, one pinned thread)
         spanning PROFILE_S, on an engine opened for this probe and warmed
         for PROFILE_WARM_S."""
-        from hwtune.measure import clock
-        from hwtune.measure.engine import profiled_runs
-        from hwtune.native.engine import NativeEngine
-        engine = NativeEngine(self.graph, executors=1, threads=1, scheduler="sequential",
-                              pin=True)
-        try:
-            warm = clock.Stopwatch()
-            engine.run()
-            while warm.elapsed() < PROFILE_WARM_S:
-                engine.run()
-            span, runs = clock.Stopwatch(), []
-            while not runs or (span.elapsed() < PROFILE_S and len(runs) < PROFILE_MAX_RUNS):
-                runs += profiled_runs(engine, self.graph, 1)
-        finally:
-            engine.close()
+        runs = fresh_engine_profile(self.graph, warm_s=PROFILE_WARM_S, warm_runs=1, runs=1,
+                                    span_s=PROFILE_S, max_runs=PROFILE_MAX_RUNS)
         self.profiled.extend(runs)
 
     def one_thread(self) -> Dict[str, float]:

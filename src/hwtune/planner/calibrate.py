@@ -236,9 +236,7 @@ def profile_1t(graph, runs: int = PROFILE_RUNS, progress=None) -> Dict[str, floa
     sequential runs on one pinned thread, on PROFILE_ENGINES engines one
     after another)."""
     from hwtune.engine.runner import workload_keys
-    from hwtune.measure import clock
-    from hwtune.measure.engine import profiled_runs
-    from hwtune.native.engine import NativeEngine, shared_lowering
+    from hwtune.native.engine import shared_lowering
     keys = dict(zip((op.name for op in graph.ops), workload_keys(graph)))
     if progress:
         progress(f"profiling {graph.name}: {runs} or more runs on 1 thread, on "
@@ -247,20 +245,34 @@ def profile_1t(graph, runs: int = PROFILE_RUNS, progress=None) -> Dict[str, floa
     per_engine = -(-runs // PROFILE_ENGINES)
     with shared_lowering():  # one lowered graph; each engine binds its own params
         for i in range(PROFILE_ENGINES):
-            engine = NativeEngine(graph, executors=1, threads=1, scheduler="sequential", pin=True)
-            try:
-                warm, n = clock.Stopwatch(), 0
-                while n < (2 if i == 0 else 1) or warm.elapsed() < PROFILE_WARMUP_S:
-                    engine.run()
-                    n += 1
-                span, mine = clock.Stopwatch(), profiled_runs(engine, graph, per_engine)
-                while (span.elapsed() < PROFILE_SPAN_S / PROFILE_ENGINES and
-                       len(mine) < PROFILE_MAX_RUNS // PROFILE_ENGINES):
-                    mine += profiled_runs(engine, graph, 1)
-                history += mine
-            finally:
-                engine.close()
+            history += fresh_engine_profile(
+                graph, warm_s=PROFILE_WARMUP_S, warm_runs=2 if i == 0 else 1,
+                runs=per_engine, span_s=PROFILE_SPAN_S / PROFILE_ENGINES,
+                max_runs=PROFILE_MAX_RUNS // PROFILE_ENGINES)
     return profile_times(history, keys)
+
+
+def fresh_engine_profile(graph, *, warm_s: float, warm_runs: int, runs: int, span_s: float,
+                         max_runs: int) -> list:
+    """Profiled runs of graph on an engine opened for them (sequential, one
+    pinned thread) and closed after: plain runs for warm_s (at least
+    warm_runs), then `runs` profiled runs and more while they span less
+    than span_s (at most max_runs)."""
+    from hwtune.measure import clock
+    from hwtune.measure.engine import profiled_runs
+    from hwtune.native.engine import NativeEngine
+    engine = NativeEngine(graph, executors=1, threads=1, scheduler="sequential", pin=True)
+    try:
+        warm, n = clock.Stopwatch(), 0
+        while n < warm_runs or warm.elapsed() < warm_s:
+            engine.run()
+            n += 1
+        span, out = clock.Stopwatch(), profiled_runs(engine, graph, runs)
+        while span.elapsed() < span_s and len(out) < max_runs:
+            out += profiled_runs(engine, graph, 1)
+        return out
+    finally:
+        engine.close()
 
 
 def profile_times(history: list, keys: Dict[str, str]) -> Dict[str, float]:
