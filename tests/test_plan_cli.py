@@ -157,6 +157,14 @@ def test_validate_measures_every_configuration_and_the_report_keeps_it(tmp_path,
     assert rep.exit_code == 0, rep.output
     assert "## Plan: predicted vs measured on this host" in rep.output
     assert "deepcpu-lstm-i64-h64" in rep.output
+    # each out-of-order scheduler's 1-thread profile was taken, and a plan
+    # of the same model afterwards reuses it without profiling again
+    orders = doc["order_vs_sequential"]
+    assert set(orders) == {r.name for r in sched.schedulers().values() if not r.in_order}
+    assert all(v > 0 for v in orders.values())
+    again = _plan(SMALL, "--db", path, "--cores", "4", "--json")
+    assert again.exit_code == 0, again.output
+    assert json.loads(again.stdout)["order_vs_sequential"] == orders
 
 
 @pytest.mark.parametrize("fmt", ["terminal", "markdown", "html"])

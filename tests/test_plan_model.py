@@ -586,6 +586,66 @@ def test_the_one_thread_profile_is_taken_warm_and_over_a_span(monkeypatch):
     assert took >= calibrate.PROFILE_ENGINES * calibrate.PROFILE_WARMUP_S
 
 
+def test_a_schedulers_own_order_scales_its_ops_one_thread_times():
+    """Predictor.order: per scheduler, per op, its 1-thread time in that
+    scheduler's order over the sequential order's; its configurations are
+    simulated from those times, the others' from the sequential ones."""
+    rows = sched.schedulers()
+    p = predictor("pathnet_small")
+    try:
+        base = {name: p.simulate(rows[name], 1, 1)[0] for name in ("sequential", "shared-queue")}
+        p.order = {"shared-queue": np.full(len(p.ops), 1.5)}
+        p._tables.clear()
+        assert p.simulate(rows["sequential"], 1, 1)[0] == pytest.approx(base["sequential"])
+        slow = predictor("pathnet_small")
+        try:
+            slow.t1 = 1.5 * slow.t1
+            for n, k in ((1, 1), (1, 2), (2, 1)):
+                assert p.simulate(rows["shared-queue"], n, k)[0] == pytest.approx(
+                    slow.simulate(rows["shared-queue"], n, k)[0])
+        finally:
+            slow.close()
+        assert p.simulate(rows["shared-queue"], 1, 1)[0] > 1.2 * base["shared-queue"]
+        assert np.array_equal(p.t1_for("shared-queue"), 1.5 * p.t1)
+        assert p.t1_for("corun") is p.t1 and p.t1_for(None) is p.t1
+    finally:
+        p.close()
+
+
+def test_order_scales_profile_each_out_of_order_scheduler_against_sequential(monkeypatch):
+    """calibrate.order_scales profiles the sequential order and each
+    scheduler that does not run it, interleaved on fresh engines; a
+    scheduler that orders by levels gets its op costs; every op has a
+    finite positive ratio."""
+    from hwtune.native import engine as native_engine
+    from hwtune.planner import calibrate
+    from hwtune.planner.opdata import op_data
+    monkeypatch.setattr(calibrate, "PROFILE_WARMUP_S", 0.002)
+    monkeypatch.setattr(calibrate, "PROFILE_SPAN_S", 0.003)
+    b = Builder("diamond")
+    x = b.input("x", (8, 64))
+    a = b.op("a", "sigmoid", [x])
+    c = b.op("c", "tanh", [x])
+    b.output(b.op("s", "add", [a, c]))
+    g = b.build()
+    ops = op_data(g)
+    rows = list(sched.schedulers().values())
+    opened, real_init = [], native_engine.NativeEngine.__init__
+
+    def init(self, graph, *a, **k):
+        opened.append((k.get("scheduler"), k.get("op_cost") is not None))
+        return real_init(self, graph, *a, **k)
+    monkeypatch.setattr(native_engine.NativeEngine, "__init__", init)
+    out = calibrate.order_scales(g, ops, rows, lambda row: np.ones(len(g.ops)))
+    others = [r for r in rows if not r.in_order]
+    assert set(out) == {r.name for r in others} and others
+    for v in out.values():
+        assert v.shape == (len(ops),) and np.all(np.isfinite(v)) and np.all(v > 0)
+    one_round = [("sequential", False)] + [(r.name, r.needs_costs) for r in others]
+    assert opened == one_round * calibrate.PROFILE_ENGINES
+    assert calibrate.order_scales(g, ops, [r for r in rows if r.in_order], None) == {}
+
+
 def test_probed_figures_feed_the_fits_and_the_fork_join():
     """beside.BesideProbes: the medians of the probed scaling rows replace
     the stored scan's times, so a GEMM that scaled 1.25x on 2 threads while
@@ -691,19 +751,59 @@ def test_in_cache_traffic_runs_at_the_measured_triad_curve():
     assert flat[0, 1] - m.forkjoin(2) == pytest.approx(t1 / 2, rel=1e-6)
 
 
+def test_bytes_live_in_l2_l3_or_memory_and_move_at_that_levels_triad():
+    """One core's L2, the last-level cache, or memory by size; an op past the
+    last-level cache that moved its bytes faster than one core's memory
+    bandwidth lives in the last-level cache; last-level traffic moves at the
+    in-L3 triad curve, at the in-L2 one where none was measured."""
+    from dataclasses import replace
+    m = machine("ryzen-9-5950x")
+    l2, llc = m.l2_bytes, m.llc_bytes
+    nb = [l2, l2 + 1, llc, llc + 1, llc + 1]
+    assert list(costmodel.levels(m, nb)) == [costmodel.L2, costmodel.L3, costmodel.L3,
+                                             costmodel.DRAM, costmodel.DRAM]
+    dram1 = m.dram_bw(1)
+    fast, slow = (llc + 1) / (1.5 * dram1), (llc + 1) / (0.9 * dram1)
+    got = costmodel.levels(m, nb, [1.0, 1.0, 1.0, fast, slow], dram1)
+    assert list(got[3:]) == [costmodel.L3, costmodel.DRAM]
+    assert m.l3_gbs == () and m.l3_bw(2) == m.l2_bw(2)
+    l3 = replace(m, l3_gbs=(0.0, 0.5 * m.l2_gbs_core, 0.9 * m.l2_gbs_core))
+    assert l3.l3_bw(2) == pytest.approx(0.9 * m.l2_gbs_core * GB)
+    assert l3.l3_bw(4) == pytest.approx(1.8 * m.l2_gbs_core * GB)   # per core past the curve
+    t1 = 1e-3
+    nbytes = [4 * l2, l2 // 2]   # in L3; in L2
+    tab = costmodel.CostModel(l3, l3, {}).table([t1, t1], nbytes, ["add", "add"], 2)
+    mem1_l3 = nbytes[0] / l3.l3_bw(1)
+    assert costmodel.split_here(l3, [t1], [nbytes[0]])[1][0] == pytest.approx(mem1_l3)
+    c1 = t1 - mem1_l3
+    assert tab.seconds[0, 1] == pytest.approx(c1 / 2 + nbytes[0] / l3.l3_bw(2) + l3.forkjoin(2))
+    mem1_l2 = nbytes[1] / l3.l2_bw(1)
+    assert tab.seconds[1, 1] == pytest.approx((t1 - mem1_l2) / 2 + nbytes[1] / l3.l2_bw(2)
+                                              + l3.forkjoin(2))
+    assert list(tab.mem_frac[:, 1]) == [0.0, 0.0]   # neither is out of cache
+    # past the last-level cache but moved at 1.5x one core's memory rate
+    big = llc + (1 << 20)
+    tab = costmodel.CostModel(l3, l3, {}).table([big / (1.5 * dram1)], [big], ["add"], 2)
+    assert tab.mem_frac[0, 1] == 0.0
+
+
 def test_probed_triads_replace_the_scans_bandwidths():
     from hwtune.planner.beside import BesideProbes
     from hwtune.planner.machine import HostFigures
     figs = HostFigures(run_id=1, isa="avx2", peak_gflops_core=40.0,
                        dram={1: 20.0, 2: 30.0}, l2={1: 77.0, 2: 134.0},
+                       l3={1: 60.0, 2: 110.0},
                        triads=[{"where": "l2", "threads": 2, "n": 43690},
+                               {"where": "l3", "threads": 1, "n": 699050},
                                {"where": "dram", "threads": 1, "n": 1 << 20}])
     probes = BesideProbes(figs, 2)
     try:
         probes.triad = {("l2", 2, 43690): [100.0, 95.0, 130.0],
+                        ("l3", 1, 699050): [50.0, 55.0, 58.0],
                         ("dram", 1, 1 << 20): [19.0, 21.0, 18.0]}
         got = probes.figures()
         assert got.l2 == {1: 77.0, 2: 100.0} and got.dram == {1: 19.0, 2: 30.0}
+        assert got.l3 == {1: 55.0, 2: 110.0}
         assert figs.l2[2] == 134.0  # the stored scan is not changed
         assert probes.summary()["triad l2 n=43690 2t (GB/s)"] == (95.0, 100.0, 130.0)
     finally:

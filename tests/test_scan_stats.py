@@ -168,6 +168,25 @@ def test_triad_sizes_out_of_cache_and_in_l2():
     assert 12 * l2_n <= (1 << 20) // 2
 
 
+def test_l3_triad_a_quarter_of_the_l3_past_twice_each_threads_l2():
+    n = steps.l3_triad_n(1 << 20, 32 << 20, 2)
+    assert (32 << 20) // 4 - 12 < 12 * n <= (32 << 20) // 4
+    assert steps.l3_triad_n(1 << 20, 32 << 20, 4) == n       # 8 MiB: 2 MiB per thread
+    assert steps.l3_triad_n(1 << 20, 32 << 20, 5) is None    # < 2 L2s per thread
+    assert steps.l3_triad_n(1 << 20, 0, 1) is None           # no L3
+
+
+def test_plan_has_an_l3_triad_per_thread_count_only_where_it_fits():
+    opts = steps.ScanOptions(quick=True, threads=[1, 2])
+    plan = steps.make_plan(opts, n_allowed=2, supported=["generic"], selected="generic",
+                           l2_bytes=1 << 20, l3_bytes=32 << 20)
+    l3 = [s for s in plan if s.bench == "triad" and s.params["where"] == "l3"]
+    assert [s.threads for s in l3] == [1, 2]
+    plan = steps.make_plan(opts, n_allowed=2, supported=["generic"], selected="generic",
+                           l2_bytes=1 << 20, l3_bytes=0)
+    assert not [s for s in plan if s.bench == "triad" and s.params["where"] == "l3"]
+
+
 # ---- the summary the renderers print (from stored-row dicts) ----
 
 from hwtune.scan import summary  # noqa: E402

@@ -1,6 +1,6 @@
 """The machine's own scaling figures, measured again beside a validation's
 samples: every GEMM and element-wise scaling row of the stored scan (the
-serial-fraction fits' points), the scan's in-L2 and out-of-cache triads,
+serial-fraction fits' points), the scan's in-L2, in-L3 and out-of-cache triads,
 the pool's empty fork-join, the fork-join of a chain of small matmuls
 inside a run (calibrate.forkjoin's figures) and the core-to-core transfer
 (calibrate.transfer's), probed before the validation's chunks of samples
@@ -210,11 +210,11 @@ class BesideProbes:
                 for r in self.figs.gemm]
         elt = [med("eltwise", (r["op"], r["n"], int(r["threads"])), r)
                for r in self.figs.eltwise]
-        l2, dram = dict(self.figs.l2), dict(self.figs.dram)
+        levels = {w: dict(getattr(self.figs, w)) for w in ("l2", "l3", "dram")}
         for key in self.triad:
             where, t, _ = key
-            (l2 if where == "l2" else dram)[t] = median(self.triad[key])
-        return replace(self.figs, gemm=gemm, eltwise=elt, l2=l2, dram=dram)
+            levels[where][t] = median(self.triad[key])
+        return replace(self.figs, gemm=gemm, eltwise=elt, **levels)
 
     def calibration(self, cal: Calibration) -> Calibration:
         """cal with its fork-join and transfer figures from the probes'

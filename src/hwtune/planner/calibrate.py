@@ -252,16 +252,69 @@ def profile_1t(graph, runs: int = PROFILE_RUNS, progress=None) -> Dict[str, floa
     return profile_times(history, keys)
 
 
+# The order a scheduler runs the ops in changes their 1-thread times: on one
+# pinned thread pathnet_small's ops summed to 17.6 ms in the sequential
+# order (each module's conv, relu and pool one after another) and to
+# 20.8-21.4 ms in the shared queue's, critical-path's and corun's (each
+# level's convs, then their relus: a relu's input has left the L2 by then),
+# its relus 1.57 ms against 2.80-3.74 (AMD EPYC Zen 4, avx512;
+# /tmp/s32/order2.py), and every such row was predicted 16-27% fast from the
+# sequential profile. So each scheduler that does not run the plan's order
+# is profiled on one thread too, interleaved with the sequential order on
+# fresh engines, and its ops' times are that order's over the sequential
+# one's (order_scales), times the 1-thread profile the prediction uses.
+
+
+def order_scales(graph, ops, rows, op_cost: Callable[[object], Optional[np.ndarray]],
+                 progress=None) -> Dict[str, np.ndarray]:
+    """Per scheduler row that does not run the plan's order (not in_order):
+    per op of ops (OpData, graph.ops order), its 1-thread time in that
+    scheduler's order over its time in the sequential order (1 for an op
+    either profile lacks). Profiled runs of one pinned thread, on
+    PROFILE_ENGINES rounds of fresh engines, the orders interleaved in
+    each; op_cost(row): the per-op costs of a row that orders by levels."""
+    from hwtune.measure.engine import op_medians
+    from hwtune.native.engine import shared_lowering
+    others = [r for r in rows if not r.in_order]
+    if not others:
+        return {}
+    if progress:
+        progress(f"profiling {graph.name} on 1 thread in the order of "
+                 f"{', '.join(r.name for r in others)} against the sequential order")
+    history: Dict[Optional[str], list] = {r.name: [] for r in others}
+    history[None] = []
+    per_engine = -(-PROFILE_RUNS // PROFILE_ENGINES)
+    with shared_lowering():
+        for i in range(PROFILE_ENGINES):
+            for row in [None] + others:
+                history[row.name if row else None] += fresh_engine_profile(
+                    graph, warm_s=PROFILE_WARMUP_S / 2, warm_runs=1, runs=per_engine,
+                    span_s=PROFILE_SPAN_S / PROFILE_ENGINES,
+                    max_runs=PROFILE_MAX_RUNS // PROFILE_ENGINES,
+                    scheduler=row.name if row else "sequential",
+                    op_cost=op_cost(row) if row is not None and row.needs_costs else None)
+    seq = op_medians(history[None])
+    out = {}
+    for row in others:
+        med = op_medians(history[row.name])
+        out[row.name] = np.array([med[d.name] / seq[d.name]
+                                  if seq.get(d.name, 0) > 0 and med.get(d.name, 0) > 0 else 1.0
+                                  for d in ops])
+    return out
+
+
 def fresh_engine_profile(graph, *, warm_s: float, warm_runs: int, runs: int, span_s: float,
-                         max_runs: int) -> list:
-    """Profiled runs of graph on an engine opened for them (sequential, one
-    pinned thread) and closed after: plain runs for warm_s (at least
-    warm_runs), then `runs` profiled runs and more while they span less
-    than span_s (at most max_runs)."""
+                         max_runs: int, scheduler: str = "sequential",
+                         op_cost: Optional[np.ndarray] = None) -> list:
+    """Profiled runs of graph on an engine opened for them (one pinned
+    thread, the sequential scheduler unless told) and closed after: plain
+    runs for warm_s (at least warm_runs), then `runs` profiled runs and
+    more while they span less than span_s (at most max_runs)."""
     from hwtune.measure import clock
     from hwtune.measure.engine import profiled_runs
     from hwtune.native.engine import NativeEngine
-    engine = NativeEngine(graph, executors=1, threads=1, scheduler="sequential", pin=True)
+    engine = NativeEngine(graph, executors=1, threads=1, scheduler=scheduler, pin=True,
+                          op_cost=op_cost)
     try:
         warm, n = clock.Stopwatch(), 0
         while n < warm_runs or warm.elapsed() < warm_s:

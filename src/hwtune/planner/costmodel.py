@@ -2,11 +2,13 @@
 on this host. The parts, each from a measurement:
 
   memory   the bytes the op reads and writes move at the bandwidth of
-           where they live: in cache when they fit in the last-level cache
-           (at one core's in-L2 triad rate per thread: private caches scale
-           with the threads), else out of cache at the machine's triad
-           bandwidth for that many busy cores (hwtune scan; a description's
-           per-core and saturated figures);
+           where they live (levels()): one core's L2 when they fit in it
+           (the in-L2 triad for that many busy cores: private caches scale
+           with the threads), the last-level cache when they fit there (the
+           scan's triad over a quarter of it; the in-L2 rate where none was
+           measured), else out of cache at the machine's triad bandwidth
+           for that many busy cores (hwtune scan; a description's per-core
+           and saturated figures);
   compute  the rest of the 1-thread time, at the target's per-core FMA peak
            relative to this host's (scan), split over the threads but for a
            serial fraction s fitted per op type;
@@ -85,18 +87,50 @@ class SerialFit:
         return dict(self.__dict__)
 
 
-def memory_time(m: Machine, nbytes, threads: int) -> np.ndarray:
-    """Seconds to move nbytes (an array) on `threads` threads of m."""
+# Where an op's bytes live (levels()).
+L2, L3, DRAM = 0, 1, 2
+
+
+def levels(m: Machine, nbytes, t1=None, dram_1t: Optional[float] = None) -> np.ndarray:
+    """Per op, where its bytes live on m: one core's L2 when they fit in it,
+    the last-level cache when they fit there, else memory, unless its
+    1-thread time t1 moved them faster than memory gives one core
+    (dram_1t bytes/s, this host's): then the last-level cache serves most
+    of them. deepcpu_lstm_i1024_h1024's recurrent GEMV reads 33.6 MB (32
+    MiB L3) in ~450 us on one thread, 75 GB/s against the out-of-cache
+    triad's 26-50, and ran 2x faster on two threads where the triad ran
+    1.4-2.2x (AMD EPYC Zen 4; /tmp/s32/l3b.py: the triad falls from 93
+    GB/s at 8 MiB to 26-40 from 32 MiB on)."""
+    nb = np.asarray(nbytes, dtype=np.float64)
+    lvl = np.where(nb <= m.l2_bytes, L2, np.where(nb <= m.llc_bytes, L3, DRAM))
+    if t1 is not None and dram_1t:
+        t = np.broadcast_to(np.asarray(t1, dtype=np.float64), nb.shape)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            fast = (t > 0) & (nb > t * dram_1t)
+        lvl = np.where((lvl == DRAM) & fast, L3, lvl)
+    return lvl
+
+
+def memory_time(m: Machine, nbytes, threads: int, level=None) -> np.ndarray:
+    """Seconds to move nbytes (an array) on `threads` threads of m, from
+    where they live (level: levels(); by their size when not given)."""
     nbytes = np.asarray(nbytes, dtype=np.float64)
     t = max(int(threads), 1)
-    return np.where(nbytes <= m.llc_bytes, nbytes / m.l2_bw(t), nbytes / m.dram_bw(t))
+    lvl = levels(m, nbytes) if level is None else np.asarray(level)
+    bw = np.choose(lvl, [m.l2_bw(t), m.l3_bw(t), m.dram_bw(t)])
+    return nbytes / bw
+
+
+def host_levels(host: Machine, t1, nbytes) -> np.ndarray:
+    """levels() on this host, with the op's measured 1-thread time."""
+    return levels(host, nbytes, t1, host.dram_bw(1))
 
 
 def split_here(host: Machine, t1, nbytes) -> Tuple[np.ndarray, np.ndarray]:
     """(compute, memory) seconds of the 1-thread times t1 on this host: the
     memory part at the host's 1-thread rates, never more than t1."""
     t1 = np.asarray(t1, dtype=np.float64)
-    m1 = np.minimum(memory_time(host, nbytes, 1), t1)
+    m1 = np.minimum(memory_time(host, nbytes, 1, host_levels(host, t1, nbytes)), t1)
     return t1 - m1, m1
 
 
@@ -105,7 +139,7 @@ def effective_bytes(host: Machine, t1, nbytes) -> np.ndarray:
     measured time is shorter than moving them would take (a slice reads a
     part of its input), then the share that fits in its time."""
     nb = np.asarray(nbytes, dtype=np.float64)
-    full = memory_time(host, nb, 1)
+    full = memory_time(host, nb, 1, host_levels(host, t1, nb))
     _, m1 = split_here(host, t1, nb)
     with np.errstate(divide="ignore", invalid="ignore"):
         share = np.where(full > 0, m1 / full, 0.0)
@@ -119,7 +153,8 @@ def _predict_here(host: Machine, p: Sequence[Point], s: float,
     n = np.array([x.threads for x in p])
     c1, _ = split_here(host, t1, nb)
     moved = effective_bytes(host, t1, nb)
-    mem = np.array([float(memory_time(host, b, t)) for b, t in zip(moved, n)])
+    lvl = host_levels(host, t1, nb)
+    mem = np.array([float(memory_time(host, b, t, v)) for b, t, v in zip(moved, n, lvl)])
     pool = pool_forkjoin or {}
     fj = np.array([pool.get(int(x.threads), host.forkjoin(int(x.threads))) if x.bare
                    else host.forkjoin(int(x.threads)) for x in p])
@@ -228,8 +263,12 @@ class CostModel:
               max_threads: int, flops: Optional[Sequence[float]] = None) -> OpTable:
         t1 = np.asarray(t1, dtype=np.float64)
         c1, _ = split_here(self.host, t1, nbytes)
-        # where the data lives follows all it touches; the traffic, what it moves
-        cached = np.asarray(nbytes, dtype=np.float64) <= self.target.llc_bytes
+        # where the data lives follows all it touches (and, on a target whose
+        # last-level cache is as large as this host's, how fast it moved
+        # here); the traffic, what it moves
+        lvl = levels(self.target, nbytes, t1, self.host.dram_bw(1)
+                     if self.target.llc_bytes >= self.host.llc_bytes else None)
+        cached = lvl != DRAM
         nb = effective_bytes(self.host, t1, nbytes)
         c1 = c1 * (self.host.peak_gflops_core / self.target.peak_gflops_core)
         intensity = ([f / b if b else 0.0 for f, b in zip(flops, nbytes)]
@@ -237,11 +276,10 @@ class CostModel:
         s = np.array([self.serial_fraction(t, x) for t, x in zip(types, intensity)])
         threads = np.arange(1, max_threads + 1)
         compute = c1[:, None] * (s[:, None] + (1 - s[:, None]) / threads[None, :])
-        l2_bw = np.array([self.target.l2_bw(int(t)) for t in threads])
-        l2 = nb[:, None] / l2_bw[None, :]
-        dram_bw = np.array([self.target.dram_bw(int(t)) for t in threads])
-        dram = nb[:, None] / dram_bw[None, :]
-        memory = np.where(cached[:, None], l2, dram)
+        bw = {lv: np.array([f(int(t)) for t in threads]) for lv, f in
+              ((L2, self.target.l2_bw), (L3, self.target.l3_bw), (DRAM, self.target.dram_bw))}
+        l2, l3, dram = (nb[:, None] / bw[lv][None, :] for lv in (L2, L3, DRAM))
+        memory = np.where((lvl == L2)[:, None], l2, np.where(cached[:, None], l3, dram))
         fj = np.array([self.target.forkjoin(int(t)) for t in threads])
         seconds = compute + memory + fj[None, :]
         out_of_cache = np.where(cached[:, None], 0.0, dram)

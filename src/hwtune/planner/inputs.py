@@ -77,6 +77,31 @@ def one_thread_times(db, host_key: str, graph, ops, *, fresh: bool,
     return t1
 
 
+ORDER_FACT = "plan_order_scales"
+
+
+def order_scales(db, host_key: str, run_id: int, p: Predictor, graph_hash: str, rows, *,
+                 measure: bool, progress: Progress) -> Dict[str, np.ndarray]:
+    """Per scheduler that runs ops out of the plan's order, per op, its
+    1-thread time in that order over the sequential order's
+    (calibrate.order_scales): profiled now (and stored with this run) when
+    `measure`, else the latest stored for this graph and host, else none
+    (every scheduler's ops at their sequential-order times)."""
+    names = [d.name for d in p.ops]
+    if not measure:
+        for run in reversed(db.runs(host_key, "plan")):
+            got = db.facts(run["run_id"]).get(ORDER_FACT)
+            if got and got.get("graph_hash") == graph_hash and got.get("ops") == names:
+                return {k: np.asarray(v, dtype=np.float64) for k, v in got["scales"].items()}
+        return {}
+    from hwtune.planner.calibrate import order_scales as profile_orders
+    out = profile_orders(p.graph, p.ops, rows, lambda row: p.op_cost(row, 1, 1), progress)
+    db.add_fact(run_id, ORDER_FACT, {"graph_hash": graph_hash, "ops": names,
+                                     "scales": {k: [float(x) for x in v]
+                                                for k, v in out.items()}})
+    return out
+
+
 def multi_thread_times(db, host_key: str, ops, max_threads: int) -> Dict[str, Dict[int, float]]:
     """workload -> {threads: seconds} of stored 2+ thread profiles."""
     out: Dict[str, Dict[int, float]] = {}
@@ -88,6 +113,15 @@ def multi_thread_times(db, host_key: str, ops, max_threads: int) -> Dict[str, Di
     return out
 
 
+def _per_core_past(curve, cores: int) -> tuple:
+    """A cache-bandwidth curve ([n] GB/s) up to `cores`: past its last
+    count, that count's rate per core (each core brings its cache's share)."""
+    out = list(curve)
+    if len(out) > 1:
+        out += [curve[-1] / (len(curve) - 1) * n for n in range(len(out), cores + 1)]
+    return tuple(out)
+
+
 def scaled_host(host: Machine, cores: int) -> Machine:
     """This host's CPU with `cores` cores (see the module's docstring)."""
     if cores <= host.cores:
@@ -95,16 +129,14 @@ def scaled_host(host: Machine, cores: int) -> Machine:
     per_core_all = host.dram_gbs[-1] / host.cores
     dram = list(host.dram_gbs) + [max(host.dram_gbs[-1], per_core_all * n)
                                   for n in range(host.cores + 1, cores + 1)]
-    l2 = list(host.l2_gbs)
-    if len(l2) > 1:
-        l2 += [host.l2_gbs[-1] / (len(host.l2_gbs) - 1) * n for n in range(len(l2), cores + 1)]
+    l2, l3 = _per_core_past(host.l2_gbs, cores), _per_core_past(host.l3_gbs, cores)
     fj = list(host.forkjoin_s)
     while len(fj) <= cores:
         fj.append(fj[-1] + FORKJOIN_LINE_S)
     # The last-level cache stays as seen here: a VM's L3 is the one its CPU
     # complex shares, and one op's data competes for one complex's L3.
     return replace(host, name=f"{host.name.split(' (')[0]} scaled to {cores} cores",
-                   cores=cores, dram_gbs=tuple(dram), l2_gbs=tuple(l2), forkjoin_s=tuple(fj),
+                   cores=cores, dram_gbs=tuple(dram), l2_gbs=l2, l3_gbs=l3, forkjoin_s=tuple(fj),
                    source=host.source + "; more cores: same per-core figures, memory bandwidth "
                    "per core at this host's all-core figure",
                    notes=host.notes + ("a bigger instance of this host's CPU: per-core compute "
@@ -163,7 +195,8 @@ def t1_array(ops, t1w: Dict[str, float], fallback: Optional[np.ndarray] = None) 
 
 def assemble(fp: dict, figs, cal: Calibration, graph, ops, t1: np.ndarray, *,
              extra_points=(), target: Optional[Machine] = None,
-             max_cores: Optional[int] = None) -> Tuple[Predictor, Dict[str, costmodel.SerialFit]]:
+             max_cores: Optional[int] = None, order: Optional[Dict[str, np.ndarray]] = None
+             ) -> Tuple[Predictor, Dict[str, costmodel.SerialFit]]:
     """The Predictor from this host's figures (scan figs, calibration cal)
     and the model's 1-thread times t1, with the serial fractions fitted to
     the scan's scaling rows (and extra_points); the target is this host
@@ -173,7 +206,7 @@ def assemble(fp: dict, figs, cal: Calibration, graph, ops, t1: np.ndarray, *,
     fits = costmodel.fit_serial(host, points, cal.forkjoin_pool)
     target = target or scaled_host(host, max_cores or host.cores)
     p = Predictor(graph=graph, ops=ops, t1=t1, model=costmodel.CostModel(host, target, fits),
-                  calibration=cal, host=host, scan=figs)
+                  calibration=cal, host=host, scan=figs, order=dict(order or {}))
     return p, fits
 
 

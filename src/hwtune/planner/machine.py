@@ -52,6 +52,12 @@ class Machine:
     # 2-thread in-L2 triad ran 1.74x the 1-thread one in one state and
     # 1.23-1.40x in another (/tmp/s27/l3.py), not the 2x of private L2s.
     l2_gbs: Tuple[float, ...] = ()
+    # [n]: GB/s of the triad over a quarter of the last-level cache with n
+    # busy cores (this host's scan, where it measured one); empty: the in-L2
+    # rate. On this host (AMD EPYC Zen 4, 1 MiB L2, 32 MiB L3) the L3 triad
+    # ran 93 GB/s on one thread against 109 in L2, and 172-182 on two
+    # (/tmp/s32/l3.py).
+    l3_gbs: Tuple[float, ...] = ()
 
     def dram_bw(self, n: int) -> float:
         """Bytes/s out of cache with n busy cores."""
@@ -67,6 +73,16 @@ class Machine:
                 return self.l2_gbs[n] * GB
             return self.l2_gbs[last] / last * n * GB
         return n * self.l2_gbs_core * GB
+
+    def l3_bw(self, n: int) -> float:
+        """Bytes/s of traffic the last-level cache serves with n busy cores:
+        the measured curve, past it the last count's rate per core; without
+        one, the in-L2 rate."""
+        n = max(1, int(n))
+        if len(self.l3_gbs) > 1:
+            last = len(self.l3_gbs) - 1
+            return (self.l3_gbs[n] if n <= last else self.l3_gbs[last] / last * n) * GB
+        return self.l2_bw(n)
 
     def bw_cap(self) -> List[float]:
         """The simulator's table: bytes/s served with c busy cores, c = 0..cores."""
@@ -95,6 +111,7 @@ class Machine:
                 "l2_shared_by": self.l2_shared_by, "llc_bytes": self.llc_bytes,
                 "peak_gflops_core": self.peak_gflops_core, "dram_gbs": list(self.dram_gbs),
                 "l2_gbs_core": self.l2_gbs_core, "l2_gbs": list(self.l2_gbs),
+                "l3_gbs": list(self.l3_gbs),
                 "forkjoin_s": list(self.forkjoin_s),
                 "overhead_scale": self.overhead_scale, "source": self.source,
                 "notes": list(self.notes)}
@@ -241,6 +258,7 @@ class HostFigures:
     peak_gflops_core: float
     dram: Dict[int, float] = field(default_factory=dict)  # threads -> GB/s
     l2: Dict[int, float] = field(default_factory=dict)
+    l3: Dict[int, float] = field(default_factory=dict)
     gemm: List[dict] = field(default_factory=list)        # scaling rows (serial fractions)
     triads: List[dict] = field(default_factory=list)      # {where, threads, n}: the rows of l2/dram
     eltwise: List[dict] = field(default_factory=list)
@@ -275,11 +293,11 @@ def scan_figures(db, host_key: str, isa: str) -> HostFigures:
         if row["bench"] == "fma_peak" and row["threads"] == 1:
             peaks[row["kernel_variant"]] = row["value"]
         elif row["bench"] == "triad":
-            where = figs.dram if p.get("where") == "dram" else figs.l2
-            where[row["threads"]] = row["value"]
+            level = p.get("where") if p.get("where") in ("dram", "l3") else "l2"
+            getattr(figs, level)[row["threads"]] = row["value"]
             if p.get("n"):
-                figs.triads.append({"where": "dram" if where is figs.dram else "l2",
-                                    "threads": row["threads"], "n": int(p["n"])})
+                figs.triads.append({"where": level, "threads": row["threads"],
+                                    "n": int(p["n"])})
         elif row["bench"] == "gemm" and row["kernel_variant"] == isa:
             figs.gemm.append({"threads": row["threads"], "time_s": _least_disturbed(row), **p})
         elif row["bench"] == "eltwise" and row["kernel_variant"] == isa:
@@ -320,7 +338,8 @@ def host_machine(fp: dict, figs: HostFigures, forkjoin: Dict[int, float]) -> Mac
         clock_ghz=(mhz / 1000.0) if mhz else None, l2_bytes=l2 or 512 * 1024,
         l2_shared_by=l2_by, llc_bytes=l3 or (l2 * max(1, cores // l2_by)),
         peak_gflops_core=figs.peak_gflops_core, dram_gbs=envelope(figs.dram, cores),
-        l2_gbs_core=l2_core, l2_gbs=per_core_curve(figs.l2, cores), forkjoin_s=tuple(fj),
+        l2_gbs_core=l2_core, l2_gbs=per_core_curve(figs.l2, cores),
+        l3_gbs=per_core_curve(figs.l3, cores), forkjoin_s=tuple(fj),
         overhead_scale=1.0,
         source=f"this host: scan run {figs.run_id} ({figs.isa}), fingerprint, plan calibration")
 

@@ -80,8 +80,11 @@ class Predictor:
     calibration: Calibration
     host: Machine
     scan: Optional[object] = None   # machine.HostFigures the fits came from
+    # scheduler name -> per op, its 1-thread time in that scheduler's order
+    # over the sequential order's (calibrate.order_scales); t1 is the latter
+    order: Dict[str, np.ndarray] = field(default_factory=dict)
     _sim: Optional[Simulator] = None
-    _tables: Dict[int, OpTable] = field(default_factory=dict)
+    _tables: Dict[tuple, OpTable] = field(default_factory=dict)
 
     @property
     def target(self) -> Machine:
@@ -97,12 +100,18 @@ class Predictor:
             self._sim.close()
             self._sim = None
 
-    def table(self, max_threads: int) -> OpTable:
-        if max_threads not in self._tables:
-            self._tables[max_threads] = self.model.table(
-                self.t1, [d.bytes for d in self.ops], [d.fit_type for d in self.ops], max_threads,
-                flops=[d.flops for d in self.ops])
-        return self._tables[max_threads]
+    def t1_for(self, scheduler: Optional[str] = None) -> np.ndarray:
+        """The ops' 1-thread seconds in the order scheduler runs them."""
+        scale = self.order.get(scheduler) if scheduler else None
+        return self.t1 if scale is None else self.t1 * scale
+
+    def table(self, max_threads: int, scheduler: Optional[str] = None) -> OpTable:
+        key = (max_threads, scheduler if scheduler in self.order else None)
+        if key not in self._tables:
+            self._tables[key] = self.model.table(
+                self.t1_for(key[1]), [d.bytes for d in self.ops], [d.fit_type for d in self.ops],
+                max_threads, flops=[d.flops for d in self.ops])
+        return self._tables[key]
 
     def overheads(self, scheduler: str, executors: int) -> Overheads:
         t = self.target
@@ -110,12 +119,13 @@ class Predictor:
                                               t.forkjoin(executors) - t.forkjoin(2))
 
     # -- per-op thread counts -------------------------------------------------
-    def strategy_threads(self, strategy: str, limit: int) -> Optional[np.ndarray]:
-        """Threads per op (graph.ops order) under Strategy 1 or 2; None for
-        the team default."""
+    def strategy_threads(self, strategy: str, limit: int,
+                         scheduler: Optional[str] = None) -> Optional[np.ndarray]:
+        """Threads per op (graph.ops order) under Strategy 1 or 2 (op times
+        in scheduler's order); None for the team default."""
         if strategy == "team":
             return None
-        best = self.table(limit).best_threads(limit)
+        best = self.table(limit, scheduler).best_threads(limit)
         if strategy == "strategy1":
             return best
         largest: Dict[str, int] = {}
@@ -132,7 +142,7 @@ class Predictor:
         op's predicted seconds at its thread count; None for the others."""
         if not sched_row.needs_costs:
             return None
-        tab = self.table(max(executors * threads, threads))
+        tab = self.table(max(executors * threads, threads), sched_row.name)
         counts = op_threads if op_threads is not None else np.full(len(self.ops), threads)
         return tab.seconds[np.arange(len(self.ops)), counts - 1]
 
@@ -142,9 +152,9 @@ class Predictor:
         """(latency seconds, events) of one configuration on the target."""
         workers = executors * threads
         wide = workers if sched_row.worker_groups else threads
-        tab = self.table(max(wide, 1))
-        op_threads = self.strategy_threads(strategy, threads) if not sched_row.worker_groups \
-            else None
+        tab = self.table(max(wide, 1), sched_row.name)
+        op_threads = self.strategy_threads(strategy, threads, sched_row.name) \
+            if not sched_row.worker_groups else None
         cands = None
         if sched_row.worker_groups and strategy == "strategy3":
             # within a team's worth of workers, as tune-graph's hill climb
@@ -207,7 +217,7 @@ def op_thread_summary(p: Predictor, best: Config) -> dict:
     limit = best.executors * best.threads if best.scheduler == "corun" else best.threads
     out = {"team_threads": limit}
     for strategy in ("strategy1", "strategy2"):
-        counts = p.strategy_threads(strategy, limit)
+        counts = p.strategy_threads(strategy, limit, best.scheduler)
         by_type: Dict[str, Dict[int, int]] = {}
         for i, d in enumerate(p.ops):
             t = int(counts[i])

@@ -60,6 +60,12 @@ def run_plan(db, host_key: str, fp: dict, graph, graph_hash: str, opts: PlanOpti
             None if opts.validate else opts.machine), max_cores=max_cores, data=data,
             fresh=opts.fresh, fresh_profiles=opts.validate, progress=progress)
         try:
+            p.order = inputs.order_scales(db, host_key, run_id, p, graph_hash, _rows(),
+                                          measure=opts.validate or opts.fresh,
+                                          progress=progress)
+            # per scheduler: its order's 1-thread op total over the sequential one's
+            doc["order_vs_sequential"] = {
+                k: float(p.t1_for(k).sum() / p.t1.sum()) for k in p.order if p.t1.sum() > 0}
             doc.update(machine=p.target.to_json(), fit_data=data,
                        fits=[f.to_json() for f in fits], calibration=p.calibration.to_json())
             if opts.validate:
@@ -71,7 +77,8 @@ def run_plan(db, host_key: str, fp: dict, graph, graph_hash: str, opts: PlanOpti
                     rows = validate.validate(
                         p, _rows(), p.host.cores, progress=progress, load=load, beside=probes,
                         repredict=lambda figs, cal, t1w: inputs.assemble(
-                            fp, figs, cal, p.graph, p.ops, inputs.t1_array(p.ops, t1w, p.t1))[0])
+                            fp, figs, cal, p.graph, p.ops, inputs.t1_array(p.ops, t1w, p.t1),
+                            order=p.order)[0])
                 finally:
                     if probes is not None:
                         probes.close()

@@ -117,15 +117,17 @@ def _peaks(console, s):
         console.print(t)
     tri = s["peak"]["triad"]
     if tri:
+        levels = [w for w in ("dram", "l3", "l2") if any(r["where"] == w for r in tri)]
+        names = {"dram": "out of cache", "l3": "in L3", "l2": "in L2"}
         t = _table("Memory bandwidth (STREAM triad, GB/s)",
-                   ("threads", "out of cache", "in L2", "spread"), fixed=True)
+                   ("threads", *(names[w] for w in levels), "spread"), fixed=True)
         by_t = {}
         for r in tri:
             by_t.setdefault(r["threads"], {})[r["where"]] = r
         for th in sorted(by_t):
-            d, l2 = by_t[th].get("dram"), by_t[th].get("l2")
-            worst = max((x for x in (d, l2) if x), key=lambda x: x["rel_spread"] or 0)
-            t.add_row(str(th), _f(d and d["value"]), _f(l2 and l2["value"]), _spread(worst))
+            got = [by_t[th].get(w) for w in levels]
+            worst = max((x for x in got if x), key=lambda x: x["rel_spread"] or 0)
+            t.add_row(str(th), *(_f(x and x["value"]) for x in got), _spread(worst))
         console.print(t)
 
 
