@@ -23,7 +23,8 @@ FORMATS = ("terminal", "markdown", "html", "json")
               help="predict every configuration that fits this host from 1-thread profiles, "
                    "then measure them interleaved and print predicted vs measured")
 @click.option("--fresh", is_flag=True,
-              help="measure the host calibration and the model's 1-thread profiles again")
+              help="measure the host calibration and the model's 1-thread profiles (in the "
+                   "sequential order and in each other scheduler's) again")
 @click.option("--beside/--stored-scan", "beside", default=True, show_default=True,
               help="with --validate: predict from the scan's scaling figures and fork-join "
                    "probed again beside the measured samples (the machine as it is while "

@@ -165,6 +165,8 @@ def test_validate_measures_every_configuration_and_the_report_keeps_it(tmp_path,
     again = _plan(SMALL, "--db", path, "--cores", "4", "--json")
     assert again.exit_code == 0, again.output
     assert json.loads(again.stdout)["order_vs_sequential"] == orders
+    txt = _plan(SMALL, "--db", path, "--cores", "4")
+    assert txt.exit_code == 0 and "own order vs sequential: " in " ".join(txt.output.split())
 
 
 @pytest.mark.parametrize("fmt", ["terminal", "markdown", "html"])

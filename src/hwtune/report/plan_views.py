@@ -48,7 +48,18 @@ def machine_lines(doc: dict) -> List[str]:
              f"source: {m['source']}",
              f"profiles: 1-thread op times measured on {h.get('cpu_model') or h['host_key']} "
              f"({h['isa']}{load})"]
-    return lines + calibration_lines(doc) + [f"note: {n}" for n in m.get("notes") or []]
+    return (lines + order_lines(doc) + calibration_lines(doc)
+            + [f"note: {n}" for n in m.get("notes") or []])
+
+
+def order_lines(doc: dict) -> List[str]:
+    """The 1-thread op total in each out-of-order scheduler's own order
+    against the sequential order's, when profiled (or reused)."""
+    orders = doc.get("order_vs_sequential") or {}
+    if not orders:
+        return []
+    return ["1-thread op total in each scheduler's own order vs sequential: " +
+            ", ".join(f"{k} {v:.2f}x" for k, v in sorted(orders.items()))]
 
 
 def calibration_lines(doc: dict) -> List[str]:
