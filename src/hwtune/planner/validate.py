@@ -32,6 +32,25 @@ WARMUP = 2
 # their spinning workers: the 1-thread configurations of the DeepCPU LSTMs
 # measured 10-17% above their own profiles (2-core AMD EPYC, quiet).
 ROUNDS = 5
+# ... but a model whose runs take less than SHORT_RUN_S gets REPS chunks of
+# one sample each: the state of this VM's second vCPU flips for stretches of
+# ~2 s (lstm_small's 1x2 ran 10.6-14 ms instead of 7.3 for 19 chunks in a
+# row on engines opened one after another, nothing else in the process or
+# on the machine; /tmp/s32/bimodal.py), a short model's chunk of three
+# samples lies inside one stretch, and a median over five chunks landed in
+# the slow state when three of them did: lstm_small's critical-path 1x2
+# measured 13.9 ms (samples 12.7-16.1 in three chunks, 7.3-7.6 in two) and
+# phased_lstm_small's sequential 1x2 19.2 ms (AMD EPYC Zen 4, the full
+# validation of 2026-11-29). With a share p of slow chunks, the median of
+# 5 lands there with probability P(>= 3 of 5), 16% at p = 0.3, and of 15
+# with P(>= 8 of 15), 5%.
+SHORT_RUN_S = 0.05
+
+
+def rounds_for(run_s: float) -> int:
+    """Chunks per configuration for a model whose fastest predicted run
+    takes run_s."""
+    return REPS if run_s < SHORT_RUN_S else ROUNDS
 REWARM = 1
 # Sub-millisecond models get samples until a configuration's add up to this
 # (the median of 15 single runs of a 0.3 ms model moved by ~5% here).
@@ -170,7 +189,8 @@ def validate(p: Predictor, rows, cores: int, *, reps: int = REPS,
         progress(f"measuring {len(out)} configurations of {p.graph.name} interleaved" +
                  (", the machine's scaling figures probed before each chunk" if beside else ""))
     runs = max(1, int(np.ceil(MIN_SAMPLE_S / max(min(r.predicted_s for r in out), 1e-9))))
-    policy = FixedSampling(reps, rounds=ROUNDS, budget_s=VALIDATE_BUDGET_S, min_reps=MIN_REPS,
+    policy = FixedSampling(reps, rounds=rounds_for(min(r.predicted_s for r in out)),
+                           budget_s=VALIDATE_BUDGET_S, min_reps=MIN_REPS,
                            min_total_s=MIN_TOTAL_S, max_reps=MAX_REPS)
 
     def settle_probing():
