@@ -279,7 +279,7 @@ class CostModel:
         bw = {lv: np.array([f(int(t)) for t in threads]) for lv, f in
               ((L2, self.target.l2_bw), (L3, self.target.l3_bw), (DRAM, self.target.dram_bw))}
         l2, l3, dram = (nb[:, None] / bw[lv][None, :] for lv in (L2, L3, DRAM))
-        memory = np.where((lvl == L2)[:, None], l2, np.where(cached[:, None], l3, dram))
+        memory = np.choose(lvl[:, None], [l2, l3, dram])
         fj = np.array([self.target.forkjoin(int(t)) for t in threads])
         seconds = compute + memory + fj[None, :]
         out_of_cache = np.where(cached[:, None], 0.0, dram)

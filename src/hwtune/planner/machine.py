@@ -29,6 +29,16 @@ from hwtune.tomlread import toml_module
 GB = 1e9
 
 
+def _on_curve(curve: Tuple[float, ...], n: int) -> Optional[float]:
+    """Bytes/s with n busy cores on a cache-bandwidth curve ([n] GB/s): the
+    measured value, past the last count that count's rate per core; None
+    without a curve."""
+    if len(curve) <= 1:
+        return None
+    last = len(curve) - 1
+    return (curve[n] if n <= last else curve[last] / last * n) * GB
+
+
 @dataclass(frozen=True)
 class Machine:
     name: str
@@ -67,22 +77,15 @@ class Machine:
         """Bytes/s of in-cache traffic with n busy cores: the measured curve,
         past it the last measured count's rate per core."""
         n = max(1, int(n))
-        if len(self.l2_gbs) > 1:
-            last = len(self.l2_gbs) - 1
-            if n <= last:
-                return self.l2_gbs[n] * GB
-            return self.l2_gbs[last] / last * n * GB
-        return n * self.l2_gbs_core * GB
+        got = _on_curve(self.l2_gbs, n)
+        return n * self.l2_gbs_core * GB if got is None else got
 
     def l3_bw(self, n: int) -> float:
         """Bytes/s of traffic the last-level cache serves with n busy cores:
         the measured curve, past it the last count's rate per core; without
         one, the in-L2 rate."""
-        n = max(1, int(n))
-        if len(self.l3_gbs) > 1:
-            last = len(self.l3_gbs) - 1
-            return (self.l3_gbs[n] if n <= last else self.l3_gbs[last] / last * n) * GB
-        return self.l2_bw(n)
+        got = _on_curve(self.l3_gbs, max(1, int(n)))
+        return self.l2_bw(n) if got is None else got
 
     def bw_cap(self) -> List[float]:
         """The simulator's table: bytes/s served with c busy cores, c = 0..cores."""

@@ -188,8 +188,9 @@ def validate(p: Predictor, rows, cores: int, *, reps: int = REPS,
     if progress:
         progress(f"measuring {len(out)} configurations of {p.graph.name} interleaved" +
                  (", the machine's scaling figures probed before each chunk" if beside else ""))
-    runs = max(1, int(np.ceil(MIN_SAMPLE_S / max(min(r.predicted_s for r in out), 1e-9))))
-    policy = FixedSampling(reps, rounds=rounds_for(min(r.predicted_s for r in out)),
+    fastest = min(r.predicted_s for r in out)
+    runs = max(1, int(np.ceil(MIN_SAMPLE_S / max(fastest, 1e-9))))
+    policy = FixedSampling(reps, rounds=rounds_for(fastest),
                            budget_s=VALIDATE_BUDGET_S, min_reps=MIN_REPS,
                            min_total_s=MIN_TOTAL_S, max_reps=MAX_REPS)
 
