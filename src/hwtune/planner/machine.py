@@ -199,6 +199,11 @@ def from_toml(path: str, host_overheads_scale: float = 1.0) -> Machine:
     l2_by = _num(doc, "caches.l2_shared_by", lo=1, hi=cores, integer=True, where=w)
     l3_mib = _num(doc, "caches.l3_mib", lo=0, hi=1 << 20, default=0, where=w)
     llc = int(l3_mib * 2**20) if l3_mib > 0 else l2_kib * 1024 * max(1, cores // l2_by)
+    # optional: without it the L3 level moves at the in-L2 rate, as for a
+    # host scan without an in-L3 triad
+    l3_core = _num(doc, "memory.l3_gbs_per_core", lo=0.01, hi=1e5, default=0.0, where=w)
+    if l3_core and l3_mib <= 0:
+        raise UsageError(f"{w}: memory.l3_gbs_per_core needs caches.l3_mib (an L3 to move in)")
     fj2 = _num(doc, "overheads.forkjoin_us", lo=0, hi=1e6, where=w) * 1e-6
     fj_step = _num(doc, "overheads.forkjoin_ns_per_thread", lo=0, hi=1e6, where=w) * 1e-9
     scale = _num(doc, "overheads.scale", lo=0.01, hi=1000, where=w)
@@ -216,6 +221,7 @@ def from_toml(path: str, host_overheads_scale: float = 1.0) -> Machine:
         peak_gflops_core=_num(doc, "compute.peak_gflops_per_core", lo=0.01, hi=1e5, where=w),
         dram_gbs=tuple([0.0] + [min(n * per_core, saturated) for n in range(1, use + 1)]),
         l2_gbs_core=_num(doc, "memory.l2_gbs_per_core", lo=0.01, hi=1e5, where=w),
+        l3_gbs=per_core_curve({1: l3_core}, use) if l3_core else (),
         forkjoin_s=tuple([0.0, 0.0] + [fj2 + fj_step * (n - 2) for n in range(2, use + 1)]),
         overhead_scale=scale * host_overheads_scale, source=_source(p), notes=tuple(notes))
 
