@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "../exec/exec_internal.h"
+#include "../exec/slots.h"
 #include "../threads/park.h"
 #include "bench_util.h"
 #include "hwtune/bench.h"
@@ -79,13 +80,7 @@ double hwt_bench_spin_s(int reps) {
   double best = INFINITY;
   for (int r = 0; r < reps; r++) {
     double t0 = hwt_now();
-    /* slots.h's poll: an acquire load and a pause, HWT_EXEC_SPIN times */
-    for (int i = 0; i < HWT_EXEC_SPIN; i++) {
-      if (atomic_load_explicit(&slot, memory_order_acquire) != 0) break;
-#if defined(__x86_64__) || defined(__i386__)
-      __builtin_ia32_pause();
-#endif
-    }
+    (void)hwt_slot_poll(&slot, HWT_EXEC_SPIN); /* nobody posts: every poll runs */
     double t = hwt_now() - t0;
     if (t < best) best = t;
   }

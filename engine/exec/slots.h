@@ -26,14 +26,24 @@ typedef struct {
  * poster wakes only a waiter that said it sleeps. seq_cst on both sides
  * (post: store v, load asleep; wait: store asleep, load v): at least one sees
  * the other, so no wake-up is lost. */
-static inline uint32_t hwt_slot_wait(hwt_slot *s, int spin) {
+
+/* The spinning half of a wait: up to `spin` acquire loads of v, a pause
+ * after each empty one; v's value, or 0 if it stayed empty. The planner
+ * times this loop on the host (hwt_bench_spin_s, bench/wake.c). */
+static inline uint32_t hwt_slot_poll(_Atomic uint32_t *v, int spin) {
   uint32_t x;
   for (int i = 0; i < spin; i++) {
-    if ((x = atomic_load_explicit(&s->v, memory_order_acquire)) != 0) return x;
+    if ((x = atomic_load_explicit(v, memory_order_acquire)) != 0) return x;
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #endif
   }
+  return 0;
+}
+
+static inline uint32_t hwt_slot_wait(hwt_slot *s, int spin) {
+  uint32_t x = hwt_slot_poll(&s->v, spin);
+  if (x != 0) return x;
   for (;;) {
     atomic_store(&s->asleep, 1);
     if ((x = atomic_load(&s->v)) != 0) break;
