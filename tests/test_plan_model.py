@@ -64,6 +64,27 @@ def test_description_errors_name_the_key(tmp_path):
         from_toml(str(tmp_path / "missing.toml"))
 
 
+def test_a_description_may_give_the_l3_rate_per_core(tmp_path):
+    """memory.l3_gbs_per_core: n cores move n times it in the L3; without
+    the key the L3 level takes the in-L2 rate; the key without an L3 is an
+    error naming both keys."""
+    good = bundled()["ryzen-9-5950x"].read_text()
+    m = from_toml(str(bundled()["ryzen-9-5950x"]))
+    assert m.l3_gbs[1] == 80.0 and m.l3_bw(16) == pytest.approx(16 * 80.0 * GB)
+    assert m.l3_bw(1) < m.l2_bw(1)
+    p = tmp_path / "m.toml"
+    p.write_text("\n".join(ln for ln in good.splitlines()
+                           if not ln.startswith("l3_gbs_per_core")))
+    plain = from_toml(str(p))
+    assert plain.l3_gbs == () and plain.l3_bw(4) == plain.l2_bw(4)
+    p.write_text(good.replace("l3_mib = 32", "l3_mib = 0"))
+    with pytest.raises(UsageError, match="l3_gbs_per_core needs caches.l3_mib"):
+        from_toml(str(p))
+    p.write_text(good.replace("l3_gbs_per_core = 80.0", "l3_gbs_per_core = -1"))
+    with pytest.raises(UsageError, match="l3_gbs_per_core must be a number"):
+        from_toml(str(p))
+
+
 def test_bandwidth_envelope_never_falls():
     # the scan's 2-thread figure below its 1-thread one is other programs' load
     assert envelope({1: 22.0, 2: 12.1}, 3) == (0.0, 22.0, 22.0, 22.0)
@@ -734,7 +755,7 @@ def test_in_cache_traffic_runs_at_the_measured_triad_curve():
     assert per_core_curve({1: 10.0, 4: 30.0}, 6) == pytest.approx(
         (0.0, 10.0, 10 + 20 / 3, 10 + 40 / 3, 30.0, 37.5, 45.0))
     assert per_core_curve({}, 4) == ()
-    m = machine("ryzen-9-5950x")
+    m = replace(machine("ryzen-9-5950x"), l3_gbs=())  # the L3 level at the in-L2 rate
     assert m.l2_gbs == () and m.l2_bw(3) == pytest.approx(3 * m.l2_gbs_core * GB)
     curved = replace(m, l2_gbs=per_core_curve({1: m.l2_gbs_core, 2: 1.3 * m.l2_gbs_core},
                                                m.cores))
@@ -757,7 +778,7 @@ def test_bytes_live_in_l2_l3_or_memory_and_move_at_that_levels_triad():
     bandwidth lives in the last-level cache; last-level traffic moves at the
     in-L3 triad curve, at the in-L2 one where none was measured."""
     from dataclasses import replace
-    m = machine("ryzen-9-5950x")
+    m = replace(machine("ryzen-9-5950x"), l3_gbs=())
     l2, llc = m.l2_bytes, m.llc_bytes
     nb = [l2, l2 + 1, llc, llc + 1, llc + 1]
     assert list(costmodel.levels(m, nb)) == [costmodel.L2, costmodel.L3, costmodel.L3,
@@ -911,6 +932,24 @@ def test_the_models_one_thread_profile_is_taken_beside_too(monkeypatch):
         assert sum(t1w.values()) == pytest.approx(med, rel=1e-9)  # one op per workload
     finally:
         probes.close()
+    # once a profile took PROFILE_LONG_S, a probe profiles only while the
+    # profiles took at most PROFILE_SHARE of the time since the first
+    # probe: at 0, none after the long one does
+    monkeypatch.setattr(beside, "PROFILE_SHARE", 0.0)
+    capped = beside.BesideProbes(figs, 1, graph=g)
+    try:
+        capped.take()
+        capped.take()
+        runs = len(capped.profiled)
+        assert runs >= 2  # no profile was long yet
+        monkeypatch.setattr(beside, "PROFILE_LONG_S", 0.0)
+        capped.take()
+        runs = len(capped.profiled)
+        capped.take()
+        capped.take()
+        assert capped.probes == 5 and len(capped.profiled) == runs
+    finally:
+        capped.close()
     bare = beside.BesideProbes(figs, 1)
     try:
         assert bare.one_thread() == {}

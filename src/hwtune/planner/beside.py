@@ -96,6 +96,16 @@ PROFILE_MAX_RUNS = 50
 # validation of 2026-11-28, 19:04). 20 engines opened one after another ran
 # 25.5-32 ms (/tmp/s30/inst4.py).
 PROFILE_WARM_S = 0.02
+# ... but once one probe's profile took PROFILE_LONG_S or more, a probe
+# profiles only while the profiles so far took at most PROFILE_SHARE of the
+# time since the first probe. A model whose run takes seconds pays a warm
+# run and a profiled one per probe: inception_large (12-13 s a run on one
+# thread) spent ~24 s in each of its 55 probes, more than its samples
+# themselves, and its validation took 41 min (median 0.8%, worst 2.6%; AMD
+# EPYC Zen 4, avx512, 2026-11-29). Every other bundled model profiles in
+# every probe as validated: the longest, inception_medium, ~4.4 s a probe.
+PROFILE_LONG_S = 8.0
+PROFILE_SHARE = 0.25
 
 
 @dataclass
@@ -122,6 +132,9 @@ class BesideProbes:
         self._pool = Pool(executors=1, threads=self.cores, pin=True)
         self._chain = _gemv_chain(GEMV_OPS)
         self._last = None  # clock.Stopwatch since the last probe
+        self._first = None  # ... since the first
+        self._profile_s = 0.0  # seconds the probes' profiles took
+        self._profile_max_s = 0.0  # ... the longest one
 
     def _add(self, name: str, key, values) -> None:
         getattr(self, name).setdefault(key, []).extend(values)
@@ -196,9 +209,25 @@ class BesideProbes:
                 d = remote - local
                 if not np.all(np.isnan(d)):  # NaN: both threads ran on one CPU
                     self._add("xfer", nbytes, [float(np.nanmedian(d))])
-        if self.graph is not None:
+        if self.graph is not None and self._profile_due():
+            from hwtune.measure import clock
+            watch = clock.Stopwatch()
             self._profile()
+            took = watch.elapsed()
+            self._profile_s += took
+            self._profile_max_s = max(self._profile_max_s, took)
         self.probes += 1
+
+    def _profile_due(self) -> bool:
+        """Every probe profiles until one profile took PROFILE_LONG_S; from
+        then on, one does while the profiles so far took at most
+        PROFILE_SHARE of the time since the first probe."""
+        from hwtune.measure import clock
+        if self._first is None:
+            self._first = clock.Stopwatch()
+        if self._profile_max_s < PROFILE_LONG_S:
+            return True
+        return self._profile_s <= PROFILE_SHARE * self._first.elapsed()
 
     def figures(self) -> HostFigures:
         """The stored scan with every probed scaling row's time replaced by
