@@ -32,8 +32,9 @@ from hwtune.measure.sides import CallSide
 GOAL_PLAN_S = 10.0
 TIMING_MODEL = "phased_lstm_large"
 TIMING_CORES = "16,32,64,128,256"
-# inception_large: ~2 TFLOP a run (20-40 s per run on one core here): its
-# validation runs 11 configurations x at least 3 samples, over 20 minutes.
+# inception_large: ~2 TFLOP a run (~13 s on one core of an AMD EPYC Zen 4,
+# avx512): its validation alone took 30 min (--models inception_large,
+# 2026-11-29), about 60% of all the other models' together.
 SLOW = ("inception_large",)
 
 
