@@ -48,18 +48,21 @@ def test_xeon_phi_matches_graphi_section_2():
     assert m.l2_bytes == 1 << 20 and m.dram_gbs[-1] == 400.0
 
 
+def _rejected(tmp_path, text: str, match: str) -> None:
+    """A description of this text is refused with an error matching `match`."""
+    p = tmp_path / "m.toml"
+    p.write_text(text)
+    with pytest.raises(UsageError, match=match):
+        from_toml(str(p))
+
+
 def test_description_errors_name_the_key(tmp_path):
     good = bundled()["ryzen-9-5950x"].read_text()
-    p = tmp_path / "m.toml"
-    p.write_text(good.replace("cores = 16", "cores = -3"))
-    with pytest.raises(UsageError, match="cores must be an integer in 1..4096, got -3"):
-        from_toml(str(p))
-    p.write_text(good.replace("dram_gbs_saturated = 41.0", ""))
-    with pytest.raises(UsageError, match="missing memory.dram_gbs_saturated"):
-        from_toml(str(p))
-    p.write_text("name = [")
-    with pytest.raises(UsageError, match="not valid TOML"):
-        from_toml(str(p))
+    _rejected(tmp_path, good.replace("cores = 16", "cores = -3"),
+              "cores must be an integer in 1..4096, got -3")
+    _rejected(tmp_path, good.replace("dram_gbs_saturated = 41.0", ""),
+              "missing memory.dram_gbs_saturated")
+    _rejected(tmp_path, "name = [", "not valid TOML")
     with pytest.raises(UsageError, match="cannot read machine description"):
         from_toml(str(tmp_path / "missing.toml"))
 
@@ -77,12 +80,10 @@ def test_a_description_may_give_the_l3_rate_per_core(tmp_path):
                            if not ln.startswith("l3_gbs_per_core")))
     plain = from_toml(str(p))
     assert plain.l3_gbs == () and plain.l3_bw(4) == plain.l2_bw(4)
-    p.write_text(good.replace("l3_mib = 32", "l3_mib = 0"))
-    with pytest.raises(UsageError, match="l3_gbs_per_core needs caches.l3_mib"):
-        from_toml(str(p))
-    p.write_text(good.replace("l3_gbs_per_core = 80.0", "l3_gbs_per_core = -1"))
-    with pytest.raises(UsageError, match="l3_gbs_per_core must be a number"):
-        from_toml(str(p))
+    _rejected(tmp_path, good.replace("l3_mib = 32", "l3_mib = 0"),
+              "l3_gbs_per_core needs caches.l3_mib")
+    _rejected(tmp_path, good.replace("l3_gbs_per_core = 80.0", "l3_gbs_per_core = -1"),
+              "l3_gbs_per_core must be a number")
 
 
 def test_bandwidth_envelope_never_falls():
