@@ -634,6 +634,23 @@ def test_a_schedulers_own_order_scales_its_ops_one_thread_times():
         p.close()
 
 
+def test_an_orders_op_times_are_its_least_disturbed_engines():
+    """Per op, the least of the per-engine medians: one engine drawn slow
+    (every op 1.5x) does not move it; an op slower in every engine stays
+    slower."""
+    from collections import namedtuple
+    from hwtune.planner.calibrate import least_disturbed_medians
+    Ev = namedtuple("Ev", "op_name start_s end_s")
+
+    def engine(scale, runs=3):
+        return [[Ev("a", 0.0, 1e-3 * scale), Ev("b", 0.0, 2e-3 * scale * (1 + 0.01 * r))]
+                for r in range(runs)]
+    got = least_disturbed_medians([engine(1.5), engine(1.0), engine(1.5)])
+    assert got == pytest.approx({"a": 1e-3, "b": 2.02e-3})
+    assert least_disturbed_medians([engine(1.2), engine(1.3)])["a"] == pytest.approx(1.2e-3)
+    assert least_disturbed_medians([]) == {}
+
+
 def test_order_scales_profile_each_out_of_order_scheduler_against_sequential(monkeypatch):
     """calibrate.order_scales profiles the sequential order and each
     scheduler that does not run it, interleaved on fresh engines; a
