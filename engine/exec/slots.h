@@ -20,13 +20,6 @@ typedef struct {
   int tid, nth;                               /* the part to run (corun): written before v */
 } hwt_slot;
 
-/* A slot's wait and post. A futex wake is a system call even with nobody
- * asleep (~1 us, not separately measured here), paid per dispatch (1000 a
- * run on the wide graph) although the waiter usually still spins; so the
- * poster wakes only a waiter that said it sleeps. seq_cst on both sides
- * (post: store v, load asleep; wait: store asleep, load v): at least one sees
- * the other, so no wake-up is lost. */
-
 /* The spinning half of a wait: up to `spin` acquire loads of v, a pause
  * after each empty one; v's value, or 0 if it stayed empty. The planner
  * times this loop on the host (hwt_bench_spin_s, bench/wake.c). */
@@ -41,6 +34,12 @@ static inline uint32_t hwt_slot_poll(_Atomic uint32_t *v, int spin) {
   return 0;
 }
 
+/* A slot's wait and post. A futex wake is a system call even with nobody
+ * asleep (~1 us, not separately measured here), paid per dispatch (1000 a
+ * run on the wide graph) although the waiter usually still spins; so the
+ * poster wakes only a waiter that said it sleeps. seq_cst on both sides
+ * (post: store v, load asleep; wait: store asleep, load v): at least one sees
+ * the other, so no wake-up is lost. */
 static inline uint32_t hwt_slot_wait(hwt_slot *s, int spin) {
   uint32_t x = hwt_slot_poll(&s->v, spin);
   if (x != 0) return x;

@@ -210,7 +210,6 @@ class BesideProbes:
                 if not np.all(np.isnan(d)):  # NaN: both threads ran on one CPU
                     self._add("xfer", nbytes, [float(np.nanmedian(d))])
         if self.graph is not None and self._profile_due():
-            from hwtune.measure import clock
             watch = clock.Stopwatch()
             self._profile()
             took = watch.elapsed()

@@ -6,9 +6,9 @@ on this host. The parts, each from a measurement:
            (the in-L2 triad for that many busy cores: private caches scale
            with the threads), the last-level cache when they fit there (the
            scan's triad over a quarter of it, a description's per-core
-           figure; the in-L2 rate where neither exists), else out of cache at the machine's triad bandwidth
-           for that many busy cores (hwtune scan; a description's per-core
-           and saturated figures);
+           figure; the in-L2 rate where neither exists), else out of cache
+           at the machine's triad bandwidth for that many busy cores (hwtune
+           scan; a description's per-core and saturated figures);
   compute  the rest of the 1-thread time, at the target's per-core FMA peak
            relative to this host's (scan), split over the threads but for a
            serial fraction s fitted per op type;
