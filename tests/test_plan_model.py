@@ -887,7 +887,8 @@ def test_matmuls_on_the_gemv_path_take_its_own_fit():
                                                      ((1, 256, 1024), 1, 4.3e-5),
                                                      ((1, 256, 1024), 2, 3.6e-5))])
     kinds = {(p.op_type, p.t1) for p in costmodel.scan_points(figs)}
-    assert kinds == {("matmul", 9e-4), (GEMV_FAMILY, 4.3e-5)}
+    gemv_bytes = 4 * (256 + 256 * 1024 + 1024)
+    assert kinds == {("matmul", 9e-4), (costmodel.gemv_fit_key(gemv_bytes), 4.3e-5)}
 
     host = machine("ryzen-9-5950x")
     fits = {"matmul": costmodel.SerialFit("matmul", 0.05, 1, 0, 0, "given"),
@@ -899,6 +900,44 @@ def test_matmuls_on_the_gemv_path_take_its_own_fit():
     del fits[GEMV_FAMILY]
     fallback = costmodel.CostModel(host, host, fits).table(t1, nb, [GEMV_FAMILY], 2).seconds
     assert fallback[0, 1] == pytest.approx(gemm[0, 1])
+
+
+def test_a_gemv_op_takes_the_fit_of_the_scan_shape_nearest_its_size():
+    """Each scan GEMV shape is fitted under its own size key; an op on the
+    GEMV path takes the fit of the shape nearest its bytes (log scale), one
+    the op profiles fitted as GEMV_FAMILY itself before any, and a model's
+    GEMV of a size between two shapes the nearer one's."""
+    from hwtune.planner.machine import HostFigures
+    from hwtune.planner.opdata import GEMV_FAMILY
+    small, large = 4 * (256 + 256 * 1024 + 1024), 4 * (1024 + 1024 * 4096 + 4096)
+    key = costmodel.gemv_fit_key
+    assert costmodel.gemv_fit_bytes(key(large)) == pytest.approx(large, rel=1e-3)
+    assert costmodel.gemv_fit_bytes(GEMV_FAMILY) is None
+    assert costmodel.gemv_fit_bytes("matmul") is None
+    assert costmodel.gemv_fit_bytes(GEMV_FAMILY + " x MiB") is None
+    # a scan where the small GEMV does not scale on two threads and the
+    # large one does: fitted apart, they disagree
+    figs = HostFigures(run_id=1, isa="avx2", peak_gflops_core=40.0,
+                       gemm=[{"M": M, "K": K, "N": N, "threads": t, "time_s": s}
+                             for (M, K, N), t, s in (((1, 256, 1024), 1, 25e-6),
+                                                     ((1, 256, 1024), 2, 25e-6),
+                                                     ((1, 1024, 4096), 1, 5e-4),
+                                                     ((1, 1024, 4096), 2, 2.6e-4))])
+    host = machine("ryzen-9-5950x")
+    fits = costmodel.fit_serial(host, costmodel.scan_points(figs))
+    assert fits[key(small)].serial_fraction > fits[key(large)].serial_fraction + 0.3
+    cm = costmodel.CostModel(host, host, fits)
+    assert cm.serial_fraction(GEMV_FAMILY, None, large * 1.5) == fits[key(large)].serial_fraction
+    assert cm.serial_fraction(GEMV_FAMILY, None, small / 2) == fits[key(small)].serial_fraction
+    # 3 MiB is nearer 1 MiB than 16 MiB on a log scale, 5 MiB nearer 16
+    assert cm.serial_fraction(GEMV_FAMILY, None, 3 << 20) == fits[key(small)].serial_fraction
+    assert cm.serial_fraction(GEMV_FAMILY, None, 5 << 20) == fits[key(large)].serial_fraction
+    assert cm.serial_fraction(GEMV_FAMILY) == fits[key(small)].serial_fraction
+    t = cm.table([5e-4, 5e-4], [small, large], [GEMV_FAMILY, GEMV_FAMILY], 2).seconds
+    assert t[1, 1] < 0.8 * t[0, 1]
+    own = costmodel.SerialFit(GEMV_FAMILY, 0.25, 3, 0, 0, "op profiles")
+    cm = costmodel.CostModel(host, host, {**fits, GEMV_FAMILY: own})
+    assert cm.serial_fraction(GEMV_FAMILY, None, large) == 0.25
 
 
 def test_the_models_one_thread_profile_is_taken_beside_too(monkeypatch):

@@ -54,6 +54,32 @@ GEMM_FAMILY = "matmul"
 # shape (older, or --gemm without one) leaves the GEMV path to the GEMM's.
 FALLBACK = {GEMV_FAMILY: GEMM_FAMILY}
 ELTWISE_FAMILY = "element-wise (pooled)"
+# Each of the scan's GEMV shapes is fitted on its own, keyed by its size
+# (gemv_fit_key), and a GEMV op takes the fit of the shape nearest its own
+# bytes (on a log scale): how a GEMV scales depends on where its weights
+# live. On a 2-vCPU AMD EPYC Zen 3 (avx2) the scan's [1,256]x[256,1024] (1
+# MiB) ran 0.9-1.1x faster on two threads of one team and [1,1024]x[1024,
+# 4096] (16 MiB) 1.5-2.0x; with one fit from the 1 MiB shape (serial fraction
+# 1.0), the 1x2 runs of deepcpu_lstm_i64_h1024 (1.9x its 1x1) were predicted
+# 36-71% slow (/tmp/s34/v19b.log).
+_MIB = float(1 << 20)
+
+
+def gemv_fit_key(nbytes: float) -> str:
+    """The fit key of a scan GEMV shape that touches nbytes."""
+    return f"{GEMV_FAMILY} {nbytes / _MIB:.4g} MiB"
+
+
+def gemv_fit_bytes(key: str) -> Optional[float]:
+    """The bytes a gemv_fit_key names; None for any other key."""
+    head, tail = GEMV_FAMILY + " ", " MiB"
+    if not (key.startswith(head) and key.endswith(tail)):
+        return None
+    try:
+        b = float(key[len(head):-len(tail)]) * _MIB
+    except ValueError:
+        return None
+    return b if b > 0 else None
 # Operands per element of the scan's element-wise ops (inputs + output).
 _ELT_OPERANDS = {"mul": 3, "add": 3, "fma": 4, "sigmoid": 2, "tanh": 2, "relu": 2}
 
@@ -208,7 +234,8 @@ def scan_points(figs) -> List[Point]:
         nbytes = 4 * (M * K + K * N + M * N)
         for t, tn in times.items():
             if t > 1 and 1 in times:
-                for op_type in ((GEMV_FAMILY,) if M <= GEMV_MAX_M else SCAN_GEMM_TYPES):
+                for op_type in ((gemv_fit_key(nbytes),) if M <= GEMV_MAX_M
+                                else SCAN_GEMM_TYPES):
                     out.append(Point(op_type, times[1], tn, t, nbytes, "scan gemm",
                                      bare=True))
     elt: Dict[tuple, Dict[int, float]] = {}
@@ -249,11 +276,27 @@ class CostModel:
     def __init__(self, host: Machine, target: Machine, fits: Dict[str, SerialFit]):
         self.host, self.target, self.fits = host, target, dict(fits)
 
-    def serial_fraction(self, op_type: str, flops_per_byte: Optional[float] = None) -> float:
-        """The type's own fit, else its stand-in's (FALLBACK), else its
-        family's (COMPUTE_FLOPS_PER_BYTE), else 0 (perfect scaling: no
-        measurement says otherwise)."""
-        f = self.fits.get(op_type) or self.fits.get(FALLBACK.get(op_type, ""))
+    def _nearest_gemv(self, nbytes: Optional[float]) -> Optional[SerialFit]:
+        """The fit of the scan's GEMV shape nearest nbytes (log scale; the
+        smallest shape's without nbytes); None without sized GEMV fits."""
+        sized = sorted((b, f) for f in self.fits.values()
+                       if (b := gemv_fit_bytes(f.op_type)) is not None)
+        if not sized:
+            return None
+        if not nbytes or nbytes <= 0:
+            return sized[0][1]
+        return min(sized, key=lambda bf: abs(math.log(nbytes / bf[0])))[1]
+
+    def serial_fraction(self, op_type: str, flops_per_byte: Optional[float] = None,
+                        nbytes: Optional[float] = None) -> float:
+        """The type's own fit (a GEMV op's: the scan GEMV shape's nearest
+        nbytes, unless op profiles fitted GEMV_FAMILY itself), else its
+        stand-in's (FALLBACK), else its family's (COMPUTE_FLOPS_PER_BYTE),
+        else 0 (perfect scaling: no measurement says otherwise)."""
+        f = self.fits.get(op_type)
+        if f is None and op_type == GEMV_FAMILY:
+            f = self._nearest_gemv(nbytes)
+        f = f or self.fits.get(FALLBACK.get(op_type, ""))
         if f is None and flops_per_byte is not None:
             f = self.fits.get(GEMM_FAMILY if flops_per_byte >= COMPUTE_FLOPS_PER_BYTE
                               else ELTWISE_FAMILY)
@@ -273,7 +316,8 @@ class CostModel:
         c1 = c1 * (self.host.peak_gflops_core / self.target.peak_gflops_core)
         intensity = ([f / b if b else 0.0 for f, b in zip(flops, nbytes)]
                      if flops is not None else [None] * len(types))
-        s = np.array([self.serial_fraction(t, x) for t, x in zip(types, intensity)])
+        s = np.array([self.serial_fraction(t, x, b)
+                      for t, x, b in zip(types, intensity, nbytes)])
         threads = np.arange(1, max_threads + 1)
         compute = c1[:, None] * (s[:, None] + (1 - s[:, None]) / threads[None, :])
         bw = {lv: np.array([f(int(t)) for t in threads]) for lv, f in

@@ -18,9 +18,13 @@ from hwtune.errors import UsageError
 # benchmark): GEMM [64,512]x[512,512] and 32768 element pairs; and a batch-1
 # LSTM step's [1,256]x[256,1024] (DeepCPU's serving case, the GEMM kernel's
 # GEMV path), which scales differently: 1.11-1.53x on 2 threads against
-# 1.76-2.2x for the 64-row GEMM on a 2-vCPU AMD EPYC (Zen 1, avx2). The
-# co-running steps use the first shape.
-DEFAULT_GEMM = ((64, 512, 512), (1, 256, 1024))
+# 1.76-2.2x for the 64-row GEMM on a 2-vCPU AMD EPYC (Zen 1, avx2); and a
+# 1024-hidden step's [1,1024]x[1024,4096] (16 MiB of weights, DeepCPU's
+# large case), which scales unlike the 1 MiB one: on a 2-vCPU AMD EPYC Zen 3
+# (avx2) the 1 MiB GEMV ran 0.9-1.1x on two threads of one team and the 16
+# MiB one 1.5-2.0x (/tmp/s34/gco.py, /tmp/s34/gsize.py; the 1024-hidden
+# LSTMs' 1x2 runs 1.9x). The co-running steps use the first shape.
+DEFAULT_GEMM = ((64, 512, 512), (1, 256, 1024), (1, 1024, 4096))
 DEFAULT_ELTWISE_SIZE = 32768
 
 # kernel_variant of the numpy-BLAS reference rows (hwtune rows carry the ISA).
