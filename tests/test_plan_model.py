@@ -859,11 +859,19 @@ def test_gemv_max_m_is_the_kernels():
     assert m and int(m.group(1)) == GEMV_MAX_M
 
 
+def _scan_gemm(*rows):
+    """A scan's figures holding only GEMM scaling rows: ((M, K, N), threads,
+    seconds) each."""
+    from hwtune.planner.machine import HostFigures
+    return HostFigures(run_id=1, isa="avx2", peak_gflops_core=40.0,
+                       gemm=[{"M": M, "K": K, "N": N, "threads": t, "time_s": s}
+                             for (M, K, N), t, s in rows])
+
+
 def test_matmuls_on_the_gemv_path_take_its_own_fit():
     """A matmul of at most GEMV_MAX_M rows of op(a) is fitted as GEMV_FAMILY:
     the scan's GEMV shape gives those points, a model's batch-1 step takes
     that fit, and without GEMV points it takes the GEMM's."""
-    from hwtune.planner.machine import HostFigures
     from hwtune.planner.opdata import GEMV_FAMILY, GEMV_MAX_M, op_data
     b = Builder("gemv-or-not")
     w = b.param("w", [256, 1024])
@@ -880,12 +888,8 @@ def test_matmuls_on_the_gemv_path_take_its_own_fit():
     assert ops["transposed"].fit_type == GEMV_FAMILY
     assert ops["many_rows"].fit_type == "matmul" and ops["not_a_matmul"].fit_type == "add"
 
-    figs = HostFigures(run_id=1, isa="avx2", peak_gflops_core=40.0,
-                       gemm=[{"M": M, "K": K, "N": N, "threads": t, "time_s": s}
-                             for (M, K, N), t, s in (((64, 512, 512), 1, 9e-4),
-                                                     ((64, 512, 512), 2, 4.6e-4),
-                                                     ((1, 256, 1024), 1, 4.3e-5),
-                                                     ((1, 256, 1024), 2, 3.6e-5))])
+    figs = _scan_gemm(((64, 512, 512), 1, 9e-4), ((64, 512, 512), 2, 4.6e-4),
+                      ((1, 256, 1024), 1, 4.3e-5), ((1, 256, 1024), 2, 3.6e-5))
     kinds = {(p.op_type, p.t1) for p in costmodel.scan_points(figs)}
     gemv_bytes = 4 * (256 + 256 * 1024 + 1024)
     assert kinds == {("matmul", 9e-4), (costmodel.gemv_fit_key(gemv_bytes), 4.3e-5)}
@@ -907,7 +911,6 @@ def test_a_gemv_op_takes_the_fit_of_the_scan_shape_nearest_its_size():
     GEMV path takes the fit of the shape nearest its bytes (log scale), one
     the op profiles fitted as GEMV_FAMILY itself before any, and a model's
     GEMV of a size between two shapes the nearer one's."""
-    from hwtune.planner.machine import HostFigures
     from hwtune.planner.opdata import GEMV_FAMILY
     small, large = 4 * (256 + 256 * 1024 + 1024), 4 * (1024 + 1024 * 4096 + 4096)
     key = costmodel.gemv_fit_key
@@ -917,12 +920,8 @@ def test_a_gemv_op_takes_the_fit_of_the_scan_shape_nearest_its_size():
     assert costmodel.gemv_fit_bytes(GEMV_FAMILY + " x MiB") is None
     # a scan where the small GEMV does not scale on two threads and the
     # large one does: fitted apart, they disagree
-    figs = HostFigures(run_id=1, isa="avx2", peak_gflops_core=40.0,
-                       gemm=[{"M": M, "K": K, "N": N, "threads": t, "time_s": s}
-                             for (M, K, N), t, s in (((1, 256, 1024), 1, 25e-6),
-                                                     ((1, 256, 1024), 2, 25e-6),
-                                                     ((1, 1024, 4096), 1, 5e-4),
-                                                     ((1, 1024, 4096), 2, 2.6e-4))])
+    figs = _scan_gemm(((1, 256, 1024), 1, 25e-6), ((1, 256, 1024), 2, 25e-6),
+                      ((1, 1024, 4096), 1, 5e-4), ((1, 1024, 4096), 2, 2.6e-4))
     host = machine("ryzen-9-5950x")
     fits = costmodel.fit_serial(host, costmodel.scan_points(figs))
     assert fits[key(small)].serial_fraction > fits[key(large)].serial_fraction + 0.3

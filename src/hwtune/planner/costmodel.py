@@ -80,6 +80,8 @@ def gemv_fit_bytes(key: str) -> Optional[float]:
     except ValueError:
         return None
     return b if b > 0 else None
+
+
 # Operands per element of the scan's element-wise ops (inputs + output).
 _ELT_OPERANDS = {"mul": 3, "add": 3, "fma": 4, "sigmoid": 2, "tanh": 2, "relu": 2}
 
@@ -275,17 +277,19 @@ class CostModel:
 
     def __init__(self, host: Machine, target: Machine, fits: Dict[str, SerialFit]):
         self.host, self.target, self.fits = host, target, dict(fits)
+        # the scan's GEMV shapes' fits by their bytes, smallest first
+        self._gemv_sized = sorted(
+            ((b, f) for f in self.fits.values()
+             if (b := gemv_fit_bytes(f.op_type)) is not None), key=lambda bf: bf[0])
 
     def _nearest_gemv(self, nbytes: Optional[float]) -> Optional[SerialFit]:
         """The fit of the scan's GEMV shape nearest nbytes (log scale; the
         smallest shape's without nbytes); None without sized GEMV fits."""
-        sized = sorted((b, f) for f in self.fits.values()
-                       if (b := gemv_fit_bytes(f.op_type)) is not None)
-        if not sized:
+        if not self._gemv_sized:
             return None
         if not nbytes or nbytes <= 0:
-            return sized[0][1]
-        return min(sized, key=lambda bf: abs(math.log(nbytes / bf[0])))[1]
+            return self._gemv_sized[0][1]
+        return min(self._gemv_sized, key=lambda bf: abs(math.log(nbytes / bf[0])))[1]
 
     def serial_fraction(self, op_type: str, flops_per_byte: Optional[float] = None,
                         nbytes: Optional[float] = None) -> float:
