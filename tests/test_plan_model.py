@@ -634,21 +634,33 @@ def test_a_schedulers_own_order_scales_its_ops_one_thread_times():
         p.close()
 
 
-def test_an_orders_op_times_are_its_least_disturbed_engines():
-    """Per op, the least of the per-engine medians: one engine drawn slow
-    (every op 1.5x) does not move it; an op slower in every engine stays
-    slower."""
+def test_an_orders_factor_is_its_median_ratio_to_the_sequential_engine_of_each_round():
+    """order_factors pairs each round's engines: a machine that runs every
+    order 1.45x slow for some rounds moves no factor; an order whose op b
+    runs 1.5x in every round gets b's factor and the run's, and a stays 1;
+    rounds that disagree on the side (3 above, 2 below) give all ones."""
     from collections import namedtuple
-    from hwtune.planner.calibrate import least_disturbed_medians
+    from hwtune.planner.calibrate import order_factors
     Ev = namedtuple("Ev", "op_name start_s end_s")
 
-    def engine(scale, runs=3):
-        return [[Ev("a", 0.0, 1e-3 * scale), Ev("b", 0.0, 2e-3 * scale * (1 + 0.01 * r))]
+    def engine(state, b=1.0, runs=3):
+        return [[Ev("a", 0.0, 1e-3 * state), Ev("b", 0.0, 2e-3 * state * b * (1 + 0.01 * r))]
                 for r in range(runs)]
-    got = least_disturbed_medians([engine(1.5), engine(1.0), engine(1.5)])
-    assert got == pytest.approx({"a": 1e-3, "b": 2.02e-3})
-    assert least_disturbed_medians([engine(1.2), engine(1.3)])["a"] == pytest.approx(1.2e-3)
-    assert least_disturbed_medians([]) == {}
+    states = [1.0, 1.45, 1.45, 1.0, 1.45]
+    seq = [engine(s) for s in states]
+    same = order_factors(seq, [engine(s * 1.01 ** (i % 2)) for i, s in enumerate(states)],
+                         ["a", "b"])
+    assert np.allclose(same, 1.0)  # 2 rounds slower by 1%, 3 level: no side
+    # the order's b is slow in every round, whichever state the round drew
+    other = [engine(s, b=1.5) for s in states]
+    got = order_factors(seq, other, ["a", "b", "folded"])
+    run = (1 + 2 * 1.5) / 3
+    assert got[2] == pytest.approx(1.0 * got[0])  # an op no round has keeps the shared scale
+    assert (1e-3 * got[0] + 2.01e-3 * got[1]) / 3.01e-3 == pytest.approx(run, rel=0.03)
+    assert got[1] / got[0] == pytest.approx(1.5, rel=0.02)
+    split = [engine(s * (1.1 if i < 3 else 0.9)) for i, s in enumerate(states)]
+    assert np.array_equal(order_factors(seq, split, ["a", "b"]), np.ones(2))
+    assert np.array_equal(order_factors([], [], ["a"]), np.ones(1))
 
 
 def test_order_scales_profile_each_out_of_order_scheduler_against_sequential(monkeypatch):
@@ -681,7 +693,8 @@ def test_order_scales_profile_each_out_of_order_scheduler_against_sequential(mon
     for v in out.values():
         assert v.shape == (len(ops),) and np.all(np.isfinite(v)) and np.all(v > 0)
     one_round = [("sequential", False)] + [(r.name, r.needs_costs) for r in others]
-    assert opened == one_round * calibrate.PROFILE_ENGINES
+    assert opened == [one_round[(i + j) % len(one_round)] for i in range(calibrate.ORDER_ROUNDS)
+                      for j in range(len(one_round))]  # rotated round by round
     assert calibrate.order_scales(g, ops, [r for r in rows if r.in_order], None) == {}
 
 

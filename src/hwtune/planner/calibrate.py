@@ -266,62 +266,99 @@ def profile_1t(graph, runs: int = PROFILE_RUNS, progress=None) -> Dict[str, floa
 # one's (order_scales), times the 1-thread profile the prediction uses.
 
 
+# The orders are compared round by round: each round opens one fresh engine
+# per order (the sequential one included), the engines' order rotated from
+# round to round, and an order's factor is the median over the rounds of its
+# run time over the sequential engine's of the same round. This VM's speed
+# flips for stretches of seconds: phased_lstm_small's four orders all ran
+# 42-46 ms a run for five rounds, then 28-31 ms for four (2-vCPU AMD EPYC
+# Zen 3, avx2; /tmp/s35/orderpos.py). The rule before this one, each
+# order's least per-engine medians over three engines taken apart, set one
+# order's fast stretch against another's slow one: it gave resnet18's three
+# other orders 0.87-0.90x and phased_lstm_small's critical-path 0.81x, and
+# their 1x1 rows were predicted 12-26% fast (the validation of 2026-12-04
+# 21:30), while in rounds of rotated engines every order of resnet18 ran
+# within 1% of the sequential one (least and median of 12 engines each) and
+# phased_lstm_small's others 5-7% above it.
+ORDER_ROUNDS = 5
+# An order's factor stands when at least this many of the rounds put its
+# run on the same side of the sequential one's, else it is 1 (the order
+# does not show): a round's ratio moved by up to ~10% in the data above.
+ORDER_AGREE = 4
+ORDER_SPAN_S = 0.1
+
+
 def order_scales(graph, ops, rows, op_cost: Callable[[object], Optional[np.ndarray]],
-                 progress=None) -> Dict[str, np.ndarray]:
+                 progress=None, rounds: int = ORDER_ROUNDS) -> Dict[str, np.ndarray]:
     """Per scheduler row that does not run the plan's order (not in_order):
     per op of ops (OpData, graph.ops order), its 1-thread time in that
     scheduler's order over its time in the sequential order (1 for an op
-    either profile lacks). Profiled runs of one pinned thread, on
-    PROFILE_ENGINES rounds of fresh engines, the orders interleaved in
-    each, each op at its least per-engine median in either order
-    (least_disturbed_medians); op_cost(row): the per-op costs of a row
-    that orders by levels."""
+    either profile lacks). Profiled runs of one pinned thread, in `rounds`
+    rounds of one fresh engine per order, rotated (order_factors); op_cost(row):
+    the per-op costs of a row that orders by levels."""
     from hwtune.native.engine import shared_lowering
     others = [r for r in rows if not r.in_order]
     if not others:
         return {}
     if progress:
         progress(f"profiling {graph.name} on 1 thread in the order of "
-                 f"{', '.join(r.name for r in others)} against the sequential order")
-    # per order, per engine: its profiled runs
-    history: Dict[Optional[str], list] = {r.name: [] for r in others}
-    history[None] = []
+                 f"{', '.join(r.name for r in others)} against the sequential order, "
+                 f"{rounds} rounds")
+    names: List[Optional[str]] = [None] + [r.name for r in others]
+    by_name = {r.name: r for r in others}
+    # per order, per round: that round's engine's profiled runs
+    history: Dict[Optional[str], list] = {n: [] for n in names}
     per_engine = -(-PROFILE_RUNS // PROFILE_ENGINES)
     with shared_lowering():
-        for i in range(PROFILE_ENGINES):
-            for row in [None] + others:
-                history[row.name if row else None].append(fresh_engine_profile(
+        for i in range(rounds):
+            for name in names[i % len(names):] + names[:i % len(names)]:
+                row = by_name.get(name)
+                history[name].append(fresh_engine_profile(
                     graph, warm_s=PROFILE_WARMUP_S / 2, warm_runs=1, runs=per_engine,
-                    span_s=PROFILE_SPAN_S / PROFILE_ENGINES,
+                    span_s=ORDER_SPAN_S,
                     max_runs=PROFILE_MAX_RUNS // PROFILE_ENGINES,
-                    scheduler=row.name if row else "sequential",
+                    scheduler=name or "sequential",
                     op_cost=op_cost(row) if row is not None and row.needs_costs else None))
-    seq = least_disturbed_medians(history[None])
-    out = {}
-    for row in others:
-        med = least_disturbed_medians(history[row.name])
-        out[row.name] = np.array([med[d.name] / seq[d.name]
-                                  if seq.get(d.name, 0) > 0 and med.get(d.name, 0) > 0 else 1.0
-                                  for d in ops])
-    return out
+    return {n: order_factors(history[None], history[n], [d.name for d in ops])
+            for n in names[1:]}
 
 
-def least_disturbed_medians(engines: List[list]) -> Dict[str, float]:
-    """op name -> the least of its per-engine medians (engines: per engine,
-    its profiled runs). A slow draw of an engine only adds time, while an
-    order's own effect shows in every engine of that order: with the runs of
-    three engines pooled, deepcpu_lstm_i64_h1024's corun order came out
-    1.24x the sequential one (median over its ops), and its corun 1x1 and
-    1x2 rows were predicted 27% and 26% slow, while the measured corun 1x1
-    was within 2% of the sequential 1x1; deepcpu_lstm_i64_h256's three
-    orders all came out 0.87x, and most of its rows were predicted 13-19%
-    fast (AMD EPYC Zen 4, avx512, the full validation of 2026-11-29 04:45)."""
+def order_factors(seq: List[list], other: List[list], op_names: List[str],
+                  agree: int = ORDER_AGREE) -> np.ndarray:
+    """Per op of op_names, its time in one order over the sequential order's,
+    from paired rounds (seq[i], other[i]: round i's engines' profiled runs):
+    the run factor is the median over the rounds of the order's median run
+    (its ops' summed times) over the sequential one's; each op's own factor,
+    the median of its per-round ratios, is scaled so that the ops' summed
+    sequential times grow by the run factor. All ones when fewer than
+    `agree` rounds put the order on the same side (the order does not show),
+    and for an op a round lacks in either order."""
     from hwtune.measure.engine import op_medians
-    out: Dict[str, float] = {}
-    for runs in engines:
-        for name, t in op_medians(runs).items():
-            out[name] = min(t, out.get(name, math.inf))
-    return out
+    ones = np.ones(len(op_names))
+    pairs = [(s, o) for s, o in zip(seq, other) if s and o]
+    run_ratio = [_run_total(o) / _run_total(s) for s, o in pairs
+                 if _run_total(s) > 0 and _run_total(o) > 0]
+    above = sum(r > 1 for r in run_ratio)
+    if not run_ratio or max(above, len(run_ratio) - above) < min(agree, len(pairs)):
+        return ones
+    factor = float(np.median(run_ratio))
+    meds = [(op_medians(s), op_medians(o)) for s, o in pairs]
+    per_op, base = ones.copy(), np.zeros(len(op_names))
+    for j, name in enumerate(op_names):
+        ratios = [mo[name] / ms[name] for ms, mo in meds
+                  if ms.get(name, 0) > 0 and mo.get(name, 0) > 0]
+        if ratios:
+            per_op[j] = float(np.median(ratios))
+            base[j] = float(np.median([ms[name] for ms, _ in meds if ms.get(name, 0) > 0]))
+    if base.sum() > 0 and (base * per_op).sum() > 0:
+        per_op *= factor * base.sum() / (base * per_op).sum()
+    return per_op
+
+
+def _run_total(runs: list) -> float:
+    """The least over profiled runs of a run's summed op times."""
+    totals = [sum(ev.end_s - ev.start_s for ev in events) for events in runs if events]
+    return float(min(totals)) if totals else 0.0
 
 
 def fresh_engine_profile(graph, *, warm_s: float, warm_runs: int, runs: int, span_s: float,
