@@ -152,3 +152,33 @@ def test_bundled_model(path, overrides):
             pytest.skip(f"{path}: {exc}")
         raise
     _run_all(g, runs=1)
+
+
+@pytest.mark.parametrize("sched", ["critical-path", "corun"])
+def test_a_chain_on_two_executors_stays_on_the_executor_that_made_each_op_ready(sched):
+    """With no slack (a chain: its path is all its work) a master keeps the
+    successor it made ready when nothing waiting is more critical, instead
+    of the dispatch handing it to the other, idle executor: a chain of 12
+    heavy matmuls on 2x1 runs on one executor, in the engine and in its
+    simulation (they share the decision). Before, the two took turns op by
+    op, each op's input in the other core's cache."""
+    from hwtune.native.simulate import Simulator
+    ops, prev = [], "x"
+    for i in range(12):
+        ops.append({"name": f"m{i}", "op": "matmul", "inputs": [prev, "w"]})
+        prev = f"m{i}"
+    g = _model(ops, [{"name": "x", "shape": [16, 64]}], [{"name": "w", "shape": [64, 64]}],
+               [prev], name="chain12")
+    cost = {op.name: 1e-3 for op in g.ops}  # heavy: never run inline as a tiny op
+    with NativeEngine(g, executors=2, threads=1, scheduler=sched, op_cost=cost) as eng:
+        for _ in range(3):
+            eng.run(profile=True)
+            assert len({ev.executor for ev in eng.events()}) == 1
+    sim = Simulator(g)
+    try:
+        _, events = sim.run(executors=2, threads=1, scheduler=sched,
+                            seconds=np.tile([1e-3, 2e-3], (len(g.ops), 1)), op_cost=cost,
+                            events=True)  # corun may give an op both workers: 1 is faster
+    finally:
+        sim.close()
+    assert len(events) == 12 and len({ev.executor for ev in events}) == 1

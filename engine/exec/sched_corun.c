@@ -19,8 +19,9 @@
  * finisher of the group (an atomic countdown per op) completes the op:
  * decrements its successors, runs the tiny single-thread ones inline (as
  * critical-path does: a dispatch costs more than the op), keeps one
- * single-thread successor for itself when the graph's slack allows (as
- * critical-path does, see levels.c), and pushes the others into the heap.
+ * single-thread successor for itself when nothing waiting is more critical
+ * by more than the graph's slack (as critical-path does, see levels.c), and
+ * pushes the others into the heap.
  *
  * Lost wake-ups cannot happen: every decision is taken under the lock, by a
  * worker that is about to wait on its own slot or has just pushed work, and
@@ -159,14 +160,16 @@ static inline void core_place(const hwt_engine *e, corun_core *k, double now,
 
 /* Heavy successors go to the heap, except one single-thread successor the
  * worker keeps for itself (inputs in its cache) when nothing waiting is
- * more critical by more than the graph's slack (levels.c). Returns the kept
- * op or -1. */
+ * more critical by more than the graph's slack (levels.c); with no slack,
+ * only while it has no tiny ops of its own waiting (n_inline), which the
+ * kept op would hold up (see cp_keeps in sched_cp.c). Returns the kept op
+ * or -1. */
 static inline int core_push_keep(const hwt_engine *e, corun_core *k, const int *heavy,
-                                 int n_heavy) {
+                                 int n_heavy, int n_inline) {
   int cont = -1;
   for (int i = 0; i < n_heavy; i++) {
     int s = heavy[i];
-    if (cont < 0 && e->slack > 0 && single(e, s))
+    if (cont < 0 && (e->slack > 0 || n_inline == 0) && single(e, s))
       cont = s;
     else
       hwt_prio_heap_push(e, k->heap, &k->heap_size, s);
@@ -223,7 +226,7 @@ static void flush(hwt_engine *e, corun_state *c, int w) {
 static int flush_keep(hwt_engine *e, ready_ctx *r) {
   corun_state *c = r->c;
   pthread_mutex_lock(&c->mu);
-  int keep = core_push_keep(e, &c->k, r->heavy, r->n_heavy);
+  int keep = core_push_keep(e, &c->k, r->heavy, r->n_heavy, r->n_inl);
   r->n_heavy = 0;
   dispatch(e, c);
   pthread_mutex_unlock(&c->mu);
@@ -357,7 +360,7 @@ static void corun_vdone(hwt_vrun *v, void *vstate, int w, int op, int last) {
     hwt_exec_complete(e, op, corun_von_ready, &r);
     if (r.n_heavy) {
       hwt_vrun_section(v);
-      int keep = core_push_keep(e, &c->k, r.heavy, r.n_heavy);
+      int keep = core_push_keep(e, &c->k, r.heavy, r.n_heavy, *r.n_inl);
       c->v = v;
       c->self = w;
       core_place(e, &c->k, v->now, give_virtual, c);

@@ -16,7 +16,8 @@
  *      One heavy successor it may keep and run next itself, inputs still in
  *      its cache, when nothing waiting is more critical by more than the
  *      graph's slack (levels.c: strict level order walks equal chains
- *      breadth-first and overflows the L2);
+ *      breadth-first and overflows the L2; with no slack, when nothing
+ *      waiting is more critical and it has no tiny ops to run: cp_offers);
  *   2. tries to take the token; the holder drains the inbox into the heap and
  *      hands the highest-priority ops to idle executors, found through an
  *      idle bitmap, by writing the op into the executor's single-slot SPSC
@@ -50,12 +51,26 @@ typedef struct {
 
 /* What a master does with a successor s of the op it finished, as it
  * becomes ready: run it inline (tiny), consider keeping it (the first heavy
- * one, when the graph has slack), or publish it for the scheduling role. */
+ * one), or publish it for the scheduling role. */
 enum { CP_INLINE, CP_CONSIDER, CP_PUBLISH };
 static inline int cp_on_ready(const hwt_engine *e, int s, int have_candidate) {
   if (e->tiny[s]) return CP_INLINE;
-  if (!have_candidate && e->slack > 0) return CP_CONSIDER;
+  if (!have_candidate) return CP_CONSIDER;
   return CP_PUBLISH;
+}
+
+/* Whether the considered successor is offered to keep_successor at all.
+ * With no slack too, it is kept when nothing waiting is more critical,
+ * where the dispatch would have given it to the lowest idle executor, on
+ * a chain always the other one: the masters took turns op by op, and
+ * resnet18's critical-path 2x1 switched executors on 63 of its 70 ops (the
+ * shared queue's 6), each op's input in the other core's cache, and ran
+ * 39-40 ms against 34-36 ms for the shared queue's 2x1 (2-vCPU AMD EPYC
+ * Zen 3, avx2; /tmp/s35/two1.py). But with no slack only while the master
+ * has no tiny ops waiting (n_inline): the kept op runs first and would
+ * hold them up, where dispatched it runs beside them. */
+static inline int cp_offers(const hwt_engine *e, int n_inline) {
+  return e->slack > 0 || n_inline == 0;
 }
 
 /* Graphi's dispatch step: the most critical ready op goes to the lowest
@@ -164,7 +179,7 @@ static void execute(hwt_engine *e, cp_state *c, int team, int op) {
     r.cont = -1;
     hwt_exec_complete(e, op, on_ready, &r);
     if (r.cont >= 0) {
-      if (keep_successor(e, c, r.cont))
+      if (cp_offers(e, r.n) && keep_successor(e, c, r.cont))
         r.stack[r.n++] = r.cont;
       else
         publish(&r, r.cont);
@@ -281,7 +296,10 @@ static void cp_vdone(hwt_vrun *v, void *vstate, int w, int op, int last) {
   hwt_engine *e = v->e;
   cp_vready r = {e, c, c->stack + (size_t)w * (size_t)e->n_ops, &c->n[w], -1, 0};
   hwt_exec_complete(e, op, cp_von_ready, &r);
-  if (r.cont >= 0) {
+  if (r.cont >= 0 && !cp_offers(e, *r.n)) {
+    hwt_prio_heap_push(e, c->heap, &c->heap_size, r.cont);  /* publish */
+    r.published = 1;
+  } else if (r.cont >= 0) {
     /* keep_successor: decided with the token, then what it drained goes out */
     hwt_vrun_section(v);
     if (hwt_prio_heap_keeps(e, c->heap, c->heap_size, r.cont)) {
