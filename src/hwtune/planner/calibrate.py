@@ -29,7 +29,6 @@ over the attempts is kept with the figures.
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import Callable, Dict, List, Optional, Tuple
@@ -269,7 +268,8 @@ def profile_1t(graph, runs: int = PROFILE_RUNS, progress=None) -> Dict[str, floa
 # The orders are compared round by round: each round opens one fresh engine
 # per order (the sequential one included), the engines' order rotated from
 # round to round, and an order's factor is the median over the rounds of its
-# run time over the sequential engine's of the same round. This VM's speed
+# fastest run over the sequential engine's fastest of the same round (a
+# disturbance only adds time). This VM's speed
 # flips for stretches of seconds: phased_lstm_small's four orders all ran
 # 42-46 ms a run for five rounds, then 28-31 ms for four (2-vCPU AMD EPYC
 # Zen 3, avx2; /tmp/s35/orderpos.py). The rule before this one, each
@@ -285,6 +285,12 @@ ORDER_ROUNDS = 5
 # run on the same side of the sequential one's, else it is 1 (the order
 # does not show): a round's ratio moved by up to ~10% in the data above.
 ORDER_AGREE = 4
+# Each engine profiles for this long after its warm-up (at least two runs).
+# With a tenth of it, two or three runs of pathnet_small an engine, and
+# each engine's median run, one of two profiles gave its three orders no
+# factor (rounds that disagreed) where the runs show +10-15%; with 0.1 s and
+# the fastest run, three profiles of three gave shared-queue 1.15-1.42 and
+# critical-path 1.11-1.12 (corun 1.00-1.18; /tmp/s35/oscale.py, same host).
 ORDER_SPAN_S = 0.1
 
 
@@ -327,7 +333,7 @@ def order_factors(seq: List[list], other: List[list], op_names: List[str],
                   agree: int = ORDER_AGREE) -> np.ndarray:
     """Per op of op_names, its time in one order over the sequential order's,
     from paired rounds (seq[i], other[i]: round i's engines' profiled runs):
-    the run factor is the median over the rounds of the order's median run
+    the run factor is the median over the rounds of the order's fastest run
     (its ops' summed times) over the sequential one's; each op's own factor,
     the median of its per-round ratios, is scaled so that the ops' summed
     sequential times grow by the run factor. All ones when fewer than
@@ -336,8 +342,8 @@ def order_factors(seq: List[list], other: List[list], op_names: List[str],
     from hwtune.measure.engine import op_medians
     ones = np.ones(len(op_names))
     pairs = [(s, o) for s, o in zip(seq, other) if s and o]
-    run_ratio = [_run_total(o) / _run_total(s) for s, o in pairs
-                 if _run_total(s) > 0 and _run_total(o) > 0]
+    totals = [(_run_total(s), _run_total(o)) for s, o in pairs]
+    run_ratio = [to / ts for ts, to in totals if ts > 0 and to > 0]
     above = sum(r > 1 for r in run_ratio)
     if not run_ratio or max(above, len(run_ratio) - above) < min(agree, len(pairs)):
         return ones
