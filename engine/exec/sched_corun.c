@@ -162,7 +162,7 @@ static inline void core_place(const hwt_engine *e, corun_core *k, double now,
  * worker keeps for itself (inputs in its cache) when nothing waiting is
  * more critical by more than the graph's slack (levels.c); with no slack,
  * only while it has no tiny ops of its own waiting (n_inline), which the
- * kept op would hold up (see cp_keeps in sched_cp.c). Returns the kept op
+ * kept op would hold up (see cp_offers in sched_cp.c). Returns the kept op
  * or -1. */
 static inline int core_push_keep(const hwt_engine *e, corun_core *k, const int *heavy,
                                  int n_heavy, int n_inline) {

@@ -297,19 +297,21 @@ static void cp_vdone(hwt_vrun *v, void *vstate, int w, int op, int last) {
   hwt_engine *e = v->e;
   cp_vready r = {e, c, c->stack + (size_t)w * (size_t)e->n_ops, &c->n[w], -1, 0};
   hwt_exec_complete(e, op, cp_von_ready, &r);
-  if (r.cont >= 0 && !cp_offers(e, *r.n)) {
-    hwt_prio_heap_push(e, c->heap, &c->heap_size, r.cont);  /* publish */
-    r.published = 1;
-  } else if (r.cont >= 0) {
-    /* keep_successor: decided with the token, then what it drained goes out */
-    hwt_vrun_section(v);
-    if (hwt_prio_heap_keeps(e, c->heap, c->heap_size, r.cont)) {
-      r.stack[(*r.n)++] = r.cont;
-    } else {
-      hwt_prio_heap_push(e, c->heap, &c->heap_size, r.cont);
+  if (r.cont >= 0) {
+    if (!cp_offers(e, *r.n)) {
+      hwt_prio_heap_push(e, c->heap, &c->heap_size, r.cont);  /* publish */
       r.published = 1;
+    } else {
+      /* keep_successor: decided with the token, then what it drained goes out */
+      hwt_vrun_section(v);
+      if (hwt_prio_heap_keeps(e, c->heap, c->heap_size, r.cont)) {
+        r.stack[(*r.n)++] = r.cont;
+      } else {
+        hwt_prio_heap_push(e, c->heap, &c->heap_size, r.cont);
+        r.published = 1;
+      }
+      cp_vschedule(v, c, w);
     }
-    cp_vschedule(v, c, w);
   }
   if (r.published) cp_vschedule(v, c, w);
   if (hwt_vrun_next_inline(v, w, r.stack, r.n)) return;
