@@ -776,6 +776,50 @@ def test_probes_are_at_least_min_gap_apart(monkeypatch):
         probes.close()
 
 
+def test_a_probe_ramps_up_the_team_and_warms_each_row_before_timing_it(monkeypatch):
+    """A probe times each row's calls only after PROBE_WARM_S of untimed
+    ones (by the stored row's time, at least PROBE_WARMUP) and, for the
+    rows on more than one thread, after PROBE_RAMP_S of work on that many
+    threads: the 1-thread rows first, then the ramp, then the 2-thread rows.
+    Each probe adds one figure per row: its PROBE_CALLS calls' median."""
+    import os
+    from hwtune.native import bench
+    from hwtune.planner import beside
+    from hwtune.planner.machine import HostFigures
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("needs 2 CPUs")
+    rows = [{"M": 8, "K": 16, "N": 16, "threads": t, "time_s": 1e-4} for t in (2, 1)]
+    rows.append({"M": 4, "K": 64, "N": 64, "threads": 2, "time_s": 1e-3})
+    figs = HostFigures(run_id=1, isa="avx2", peak_gflops_core=40.0, gemm=rows)
+    calls = []
+    real = bench.gemm_samples
+
+    def spy(pool, t, M, K, N, **kw):
+        calls.append((t, M, kw.get("warmup"), kw.get("reps")))
+        return real(pool, t, M, K, N, **kw)
+    monkeypatch.setattr(bench, "gemm_samples", spy)
+    monkeypatch.setattr(beside, "MIN_GAP_S", 0.0)
+    probes = beside.BesideProbes(figs, 2)
+    try:
+        probes.take()
+        probes.take()
+    finally:
+        probes.close()
+    warm_small = max(beside.PROBE_WARMUP, int(np.ceil(beside.PROBE_WARM_S / 1e-4)))
+    assert warm_small == 20
+    first = (1, 8, warm_small, beside.PROBE_CALLS)
+    starts = [i for i, c in enumerate(calls) if c == first]
+    assert starts[0] == 0 and len(starts) == 2
+    for one in (calls[:starts[1]], calls[starts[1]:]):
+        timed = [c for c in one if c[3] == beside.PROBE_CALLS]
+        assert timed == [first, (2, 8, warm_small, beside.PROBE_CALLS),
+                         (2, 4, beside.PROBE_WARMUP, beside.PROBE_CALLS)]
+        ramp = one[1:one.index(timed[1])]
+        assert ramp and all(c == (2, 8, 0, 1) for c in ramp)
+    for key in ((8, 16, 16, 1), (8, 16, 16, 2), (4, 64, 64, 2)):
+        assert len(probes.gemm[key]) == 2
+
+
 def test_in_cache_traffic_runs_at_the_measured_triad_curve():
     """In-cache bytes move at the in-L2 triad measured for that many busy
     cores (this VM's 2-thread triad ran 1.23-1.74x the 1-thread one, not
@@ -905,7 +949,8 @@ def test_matmuls_on_the_gemv_path_take_its_own_fit():
                       ((1, 256, 1024), 1, 4.3e-5), ((1, 256, 1024), 2, 3.6e-5))
     kinds = {(p.op_type, p.t1) for p in costmodel.scan_points(figs)}
     gemv_bytes = 4 * (256 + 256 * 1024 + 1024)
-    assert kinds == {("matmul", 9e-4), (costmodel.gemv_fit_key(gemv_bytes), 4.3e-5)}
+    assert kinds == {("matmul", 9e-4), (costmodel.gemm_fit_key(2.0 * 64 * 512 * 512), 9e-4),
+                     (costmodel.gemv_fit_key(gemv_bytes), 4.3e-5)}
 
     host = machine("ryzen-9-5950x")
     fits = {"matmul": costmodel.SerialFit("matmul", 0.05, 1, 0, 0, "given"),
@@ -950,6 +995,49 @@ def test_a_gemv_op_takes_the_fit_of_the_scan_shape_nearest_its_size():
     own = costmodel.SerialFit(GEMV_FAMILY, 0.25, 3, 0, 0, "op profiles")
     cm = costmodel.CostModel(host, host, {**fits, GEMV_FAMILY: own})
     assert cm.serial_fraction(GEMV_FAMILY, None, large) == 0.25
+
+
+def test_a_matmul_and_a_conv_take_the_fit_of_the_scan_gemm_nearest_their_flops():
+    """Each blocked scan GEMM shape is fitted under its own FLOPs key as
+    well as under the pooled "matmul": a matmul takes the fit of the shape
+    nearest its FLOPs (log scale), and so does a compute-like type without
+    a fit of its own (conv2d); a "matmul" fit from op profiles serves every
+    size; with one shape nothing changes."""
+    small, large = 2.0 * 64 * 512 * 512, 2.0 * 64 * 512 * 2048
+    key = costmodel.gemm_fit_key
+    assert costmodel.gemm_fit_flops(key(large)) == pytest.approx(large, rel=1e-3)
+    assert costmodel.gemm_fit_flops("matmul") is None
+    assert costmodel.gemm_fit_flops(costmodel.gemv_fit_key(1 << 20)) is None
+    assert costmodel.gemm_fit_flops("matmul x MFLOP") is None
+    # the small shape gains 1.5x on two threads, the large one 1.9x
+    figs = _scan_gemm(((64, 512, 512), 1, 3.9e-4), ((64, 512, 512), 2, 2.6e-4),
+                      ((64, 512, 2048), 1, 1.8e-3), ((64, 512, 2048), 2, 9.6e-4))
+    host = machine("ryzen-9-5950x")
+    fits = costmodel.fit_serial(host, costmodel.scan_points(figs))
+    s_small, s_large = fits[key(small)].serial_fraction, fits[key(large)].serial_fraction
+    assert s_small > s_large + 0.15
+    assert s_large <= fits["matmul"].serial_fraction <= s_small
+    cm = costmodel.CostModel(host, host, fits)
+    assert cm.serial_fraction("matmul", None, None, large * 4) == s_large
+    assert cm.serial_fraction("matmul", None, None, small / 4) == s_small
+    # 60 MFLOP is nearer 33.6 than 134 on a log scale, 70 nearer 134
+    assert cm.serial_fraction("matmul", None, None, 60e6) == s_small
+    assert cm.serial_fraction("matmul", None, None, 70e6) == s_large
+    assert cm.serial_fraction("matmul") == fits["matmul"].serial_fraction
+    assert cm.serial_fraction("conv2d", 9.0, 1 << 20, 2e8) == s_large
+    # memory-like types take the element-wise ops' fit (none in this scan)
+    assert s_large > 0 and cm.serial_fraction("pool2d", 0.2, 1 << 20, 2e8) == 0.0
+    t = cm.table([1e-3, 1e-3], [1 << 20, 1 << 20], ["matmul", "matmul"], 2,
+                 flops=[small, large]).seconds
+    assert t[1, 1] < 0.9 * t[0, 1]
+    own = costmodel.SerialFit("matmul", 0.25, 3, 0, 0, "scan gemm + op profiles")
+    cm = costmodel.CostModel(host, host, {**fits, "matmul": own})
+    assert cm.serial_fraction("matmul", None, None, large) == 0.25
+    assert cm.serial_fraction("conv2d", 9.0, 1 << 20, large) == 0.25
+    one = costmodel.fit_serial(host, costmodel.scan_points(
+        _scan_gemm(((64, 512, 512), 1, 3.9e-4), ((64, 512, 512), 2, 2.6e-4))))
+    cm = costmodel.CostModel(host, host, one)
+    assert cm.serial_fraction("matmul", None, None, large) == one["matmul"].serial_fraction
 
 
 def test_the_models_one_thread_profile_is_taken_beside_too(monkeypatch):

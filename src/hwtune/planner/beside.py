@@ -45,12 +45,27 @@ from hwtune.planner.calibrate import (GEMV_OPS, XFER_BYTES, XFER_REPS,
 from hwtune.measure.stats import median
 from hwtune.planner.machine import HostFigures
 
-# Calls per probe of a scaling row, after one untimed call: a row's
-# figure is the median over the probes (one before a chunk, at most one
-# every MIN_GAP_S), and one probe of all rows of a quick scan
-# (a 64x512x512 GEMM, six element-wise ops, at 1 and 2 threads) then lasts
-# ~5 ms here.
-PROBE_CALLS = 1
+# Timed calls per probe of a scaling row (a probe's figure is their
+# median; a row's, the median over the probes: one before a chunk, at most
+# one every MIN_GAP_S), after untimed calls for at least PROBE_WARM_S (by
+# the stored row's time; never fewer than PROBE_WARMUP), and the rows of
+# more than one thread after PROBE_RAMP_S of work on that many threads:
+# each probe's call makes its operands afresh on the calling thread, and a
+# core idle before it runs its first milliseconds slow. On a 2-vCPU AMD
+# EPYC Zen 3 (avx2) 2-thread calls of [64,512]x[512,512] after 0.2 s of
+# work on one core took 665, 620, 402, 385, 347 ... 240 us, steady from the
+# 9th (/tmp/s36/ramp.py); one untimed call and one timed gave
+# [64,512]x[512,2048] 1.24-1.60x on two threads where its steady calls ran
+# 1.70-2.04x (/tmp/s36/gprobe2.py), and every 1x2 row of seven models was
+# predicted 12-28% slow, where the stored scan's steady figures predicted
+# them within 10% (validation of 2026-12-05, /tmp/s36/full.log). With a 5 ms
+# ramp and 2 ms of warm-up the probes gave 1.65x and 1.81x against 1.91x and
+# 1.85x steady (/tmp/s36/gprobe3.py); one probe of a quick scan's rows
+# then takes ~80 ms.
+PROBE_CALLS = 3
+PROBE_WARMUP = 3
+PROBE_WARM_S = 0.002
+PROBE_RAMP_S = 0.005
 # Back-to-back runs of the matmul chain per probe (GEMV_OPS ops of ~0.6 us
 # on one thread: ~0.1 ms a run).
 CHAIN_RUNS = 5
@@ -182,21 +197,23 @@ class BesideProbes:
             return
         self._last = clock.Stopwatch()
         p = self._pool
-        for r in self.figs.gemm:
-            t = int(r["threads"])
-            if t <= self.cores:
-                x = bench.gemm_samples(p, t, r["M"], r["K"], r["N"], warmup=1,
-                                       reps=PROBE_CALLS, inner=int(r.get("inner") or 1))
-                self._add("gemm", (r["M"], r["K"], r["N"], t), map(float, x))
-        for r in self.figs.eltwise:
-            t = int(r["threads"])
-            if t <= self.cores:
-                x = bench.eltwise_samples(p, t, r["op"], r["n"], warmup=1, reps=PROBE_CALLS,
-                                          inner=int(r.get("inner") or 1))
-                self._add("eltwise", (r["op"], r["n"], t), map(float, x))
-        for r in self.figs.triads:
-            t = int(r["threads"])
-            if t <= self.cores:
+        counts = sorted({int(r["threads"]) for rows in (self.figs.gemm, self.figs.eltwise,
+                                                          self.figs.triads) for r in rows})
+        for t in (t for t in counts if t <= self.cores):
+            if t > 1:
+                self._ramp(t)
+            for r in (r for r in self.figs.gemm if int(r["threads"]) == t):
+                inner = int(r.get("inner") or 1)
+                x = bench.gemm_samples(p, t, r["M"], r["K"], r["N"],
+                                       warmup=_warm_calls(r, inner), reps=PROBE_CALLS,
+                                       inner=inner)
+                self._add("gemm", (r["M"], r["K"], r["N"], t), [median(map(float, x))])
+            for r in (r for r in self.figs.eltwise if int(r["threads"]) == t):
+                inner = int(r.get("inner") or 1)
+                x = bench.eltwise_samples(p, t, r["op"], r["n"], warmup=_warm_calls(r, inner),
+                                          reps=PROBE_CALLS, inner=inner)
+                self._add("eltwise", (r["op"], r["n"], t), [median(map(float, x))])
+            for r in (r for r in self.figs.triads if int(r["threads"]) == t):
                 self._add("triad", (r["where"], t, int(r["n"])),
                           [bench.triad(p, t, int(r["n"]), seconds=TRIAD_S)])
         one = self._chain_per_run(1) if self.cores > 1 else 0.0
@@ -216,6 +233,18 @@ class BesideProbes:
             self._profile_s += took
             self._profile_max_s = max(self._profile_max_s, took)
         self.probes += 1
+
+    def _ramp(self, t: int) -> None:
+        """PROBE_RAMP_S of the first GEMM row's calls on t threads (none
+        without a GEMM row)."""
+        from hwtune.measure import clock
+        from hwtune.native import bench
+        if not self.figs.gemm or PROBE_RAMP_S <= 0:
+            return
+        r = self.figs.gemm[0]
+        watch = clock.Stopwatch()
+        while watch.elapsed() < PROBE_RAMP_S:
+            bench.gemm_samples(self._pool, t, r["M"], r["K"], r["N"], warmup=0, reps=1)
 
     def _profile_due(self) -> bool:
         """Every probe profiles until one profile took PROFILE_LONG_S; from
@@ -281,6 +310,16 @@ class BesideProbes:
             out["model run, 1 thread (op total)"] = _quantiles(
                 [sum(ev.end_s - ev.start_s for ev in events) for events in self.profiled])
         return out
+
+
+def _warm_calls(row: dict, inner: int) -> int:
+    """Untimed samples before a probe's timed ones (a sample: `inner`
+    calls): PROBE_WARM_S by the stored row's seconds per call (time_s), at
+    least PROBE_WARMUP."""
+    per_sample = float(row.get("time_s") or 0.0) * max(1, inner)
+    if per_sample <= 0:
+        return PROBE_WARMUP
+    return max(PROBE_WARMUP, int(np.ceil(PROBE_WARM_S / per_sample)))
 
 
 def _quantiles(xs: List[float]) -> Tuple[float, float, float]:

@@ -82,6 +82,48 @@ def gemv_fit_bytes(key: str) -> Optional[float]:
     return b if b > 0 else None
 
 
+# Each of the scan's blocked GEMM shapes (more than GEMV_MAX_M rows) is
+# fitted on its own too, keyed by its FLOPs (gemm_fit_key), and a matmul --
+# or an op that takes the GEMM's fit as its family's (conv2d and the other
+# compute-like types) -- takes the fit of the shape nearest its own FLOPs
+# (log scale), unless op profiles fitted the GEMM itself: the 2-thread cost
+# of the GEMM kernel is not a fixed share of its work. On a 2-vCPU AMD EPYC
+# Zen 3 (avx2) [64,512]x[512,512] ran 1.47-1.51x faster on two threads and
+# [64,512]x[512,2048] 1.87x, [512,512]x[512,512] 1.94x (/tmp/s36/gshape.py:
+# a near-constant 60-130 us a call that the small shape's 390 us cannot
+# hide); with the one fit of the small shape, lstm_medium's 1x2 runs (its
+# matmuls [64,512]x[512,2048]) were predicted 27-44% slow and resnet18's and
+# pathnet_large's (CONVs of 0.1-0.5 GFLOP) 3-19% slow (/tmp/s35/full.log).
+_MFLOP = 1e6
+
+
+def gemm_fit_key(flops: float) -> str:
+    """The fit key of a scan GEMM shape doing flops FLOPs."""
+    return f"{GEMM_FAMILY} {flops / _MFLOP:.4g} MFLOP"
+
+
+def gemm_fit_flops(key: str) -> Optional[float]:
+    """The FLOPs a gemm_fit_key names; None for any other key."""
+    head, tail = GEMM_FAMILY + " ", " MFLOP"
+    if not (key.startswith(head) and key.endswith(tail)):
+        return None
+    try:
+        f = float(key[len(head):-len(tail)]) * _MFLOP
+    except ValueError:
+        return None
+    return f if f > 0 else None
+
+
+def _nearest(sized: list, size: Optional[float]):
+    """The fit of sized [(size, fit)] (smallest first) nearest size on a
+    log scale; the smallest's without size; None when empty."""
+    if not sized:
+        return None
+    if not size or size <= 0:
+        return sized[0][1]
+    return min(sized, key=lambda sf: abs(math.log(size / sf[0])))[1]
+
+
 # Operands per element of the scan's element-wise ops (inputs + output).
 _ELT_OPERANDS = {"mul": 3, "add": 3, "fma": 4, "sigmoid": 2, "tanh": 2, "relu": 2}
 
@@ -226,7 +268,8 @@ def fit_serial(host: Machine, points: Sequence[Point],
 def scan_points(figs) -> List[Point]:
     """Points from the scan's GEMM and element-wise scaling runs (each
     thread count against the 1-thread run of the same shape); a shape of at
-    most GEMV_MAX_M rows gives GEMV_FAMILY's points."""
+    most GEMV_MAX_M rows gives its GEMV size key's points, any other the
+    GEMM types' and its own FLOPs key's (gemm_fit_key)."""
     out = []
     gemm: Dict[tuple, Dict[int, float]] = {}
     for r in figs.gemm:
@@ -237,7 +280,7 @@ def scan_points(figs) -> List[Point]:
         for t, tn in times.items():
             if t > 1 and 1 in times:
                 for op_type in ((gemv_fit_key(nbytes),) if M <= GEMV_MAX_M
-                                else SCAN_GEMM_TYPES):
+                                else SCAN_GEMM_TYPES + (gemm_fit_key(2.0 * M * K * N),)):
                     out.append(Point(op_type, times[1], tn, t, nbytes, "scan gemm",
                                      bare=True))
     elt: Dict[tuple, Dict[int, float]] = {}
@@ -277,33 +320,40 @@ class CostModel:
 
     def __init__(self, host: Machine, target: Machine, fits: Dict[str, SerialFit]):
         self.host, self.target, self.fits = host, target, dict(fits)
-        # the scan's GEMV shapes' fits by their bytes, smallest first
+        # the scan's GEMV shapes' fits by their bytes, its GEMM shapes' by
+        # their FLOPs, smallest first
         self._gemv_sized = sorted(
             ((b, f) for f in self.fits.values()
              if (b := gemv_fit_bytes(f.op_type)) is not None), key=lambda bf: bf[0])
+        self._gemm_sized = sorted(
+            ((x, f) for f in self.fits.values()
+             if (x := gemm_fit_flops(f.op_type)) is not None), key=lambda xf: xf[0])
 
-    def _nearest_gemv(self, nbytes: Optional[float]) -> Optional[SerialFit]:
-        """The fit of the scan's GEMV shape nearest nbytes (log scale; the
-        smallest shape's without nbytes); None without sized GEMV fits."""
-        if not self._gemv_sized:
-            return None
-        if not nbytes or nbytes <= 0:
-            return self._gemv_sized[0][1]
-        return min(self._gemv_sized, key=lambda bf: abs(math.log(nbytes / bf[0])))[1]
+    def _gemm_fit(self, flops: Optional[float]) -> Optional[SerialFit]:
+        """The GEMM's fit for an op of flops FLOPs: GEMM_FAMILY's own when op
+        profiles fitted it, else the scan GEMM shape's nearest flops, else
+        GEMM_FAMILY's (all the scan's shapes pooled)."""
+        f = self.fits.get(GEMM_FAMILY)
+        if f is not None and "op profiles" in f.source:
+            return f
+        return (_nearest(self._gemm_sized, flops) if flops else None) or f
 
     def serial_fraction(self, op_type: str, flops_per_byte: Optional[float] = None,
-                        nbytes: Optional[float] = None) -> float:
+                        nbytes: Optional[float] = None, flops: Optional[float] = None) -> float:
         """The type's own fit (a GEMV op's: the scan GEMV shape's nearest
-        nbytes, unless op profiles fitted GEMV_FAMILY itself), else its
-        stand-in's (FALLBACK), else its family's (COMPUTE_FLOPS_PER_BYTE),
+        nbytes, unless op profiles fitted GEMV_FAMILY itself; a matmul's: the
+        GEMM's for its flops, _gemm_fit), else its stand-in's (FALLBACK),
+        else its family's (COMPUTE_FLOPS_PER_BYTE; the GEMM's for its flops),
         else 0 (perfect scaling: no measurement says otherwise)."""
         f = self.fits.get(op_type)
         if f is None and op_type == GEMV_FAMILY:
-            f = self._nearest_gemv(nbytes)
+            f = _nearest(self._gemv_sized, nbytes)
+        if op_type == GEMM_FAMILY:
+            f = self._gemm_fit(flops)
         f = f or self.fits.get(FALLBACK.get(op_type, ""))
         if f is None and flops_per_byte is not None:
-            f = self.fits.get(GEMM_FAMILY if flops_per_byte >= COMPUTE_FLOPS_PER_BYTE
-                              else ELTWISE_FAMILY)
+            f = (self._gemm_fit(flops) if flops_per_byte >= COMPUTE_FLOPS_PER_BYTE
+                 else self.fits.get(ELTWISE_FAMILY))
         return f.serial_fraction if f else 0.0
 
     def table(self, t1: Sequence[float], nbytes: Sequence[int], types: Sequence[str],
@@ -320,8 +370,9 @@ class CostModel:
         c1 = c1 * (self.host.peak_gflops_core / self.target.peak_gflops_core)
         intensity = ([f / b if b else 0.0 for f, b in zip(flops, nbytes)]
                      if flops is not None else [None] * len(types))
-        s = np.array([self.serial_fraction(t, x, b)
-                      for t, x, b in zip(types, intensity, nbytes)])
+        work = list(flops) if flops is not None else [None] * len(types)
+        s = np.array([self.serial_fraction(t, x, b, w)
+                      for t, x, b, w in zip(types, intensity, nbytes, work)])
         threads = np.arange(1, max_threads + 1)
         compute = c1[:, None] * (s[:, None] + (1 - s[:, None]) / threads[None, :])
         bw = {lv: np.array([f(int(t)) for t in threads]) for lv, f in

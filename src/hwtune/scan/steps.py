@@ -23,8 +23,12 @@ from hwtune.errors import UsageError
 # large case), which scales unlike the 1 MiB one: on a 2-vCPU AMD EPYC Zen 3
 # (avx2) the 1 MiB GEMV ran 0.9-1.1x on two threads of one team and the 16
 # MiB one 1.5-2.0x (/tmp/s34/gco.py, /tmp/s34/gsize.py; the 1024-hidden
-# LSTMs' 1x2 runs 1.9x). The co-running steps use the first shape.
-DEFAULT_GEMM = ((64, 512, 512), (1, 256, 1024), (1, 1024, 4096))
+# LSTMs' 1x2 runs 1.9x); and the same LSTM's fused four-gate step
+# [64,512]x[512,2048], four times the first's work, which scales unlike it:
+# 1.87x on two threads where the first ran 1.47-1.51x (2-vCPU AMD EPYC Zen
+# 3, avx2; /tmp/s36/gshape.py), so the plan fits each GEMM shape on its own
+# (planner/costmodel.gemm_fit_key). The co-running steps use the first shape.
+DEFAULT_GEMM = ((64, 512, 512), (1, 256, 1024), (1, 1024, 4096), (64, 512, 2048))
 DEFAULT_ELTWISE_SIZE = 32768
 
 # kernel_variant of the numpy-BLAS reference rows (hwtune rows carry the ISA).
