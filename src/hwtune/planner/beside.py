@@ -60,8 +60,9 @@ from hwtune.planner.machine import HostFigures
 # predicted 12-28% slow, where the stored scan's steady figures predicted
 # them within 10% (validation of 2026-12-05, /tmp/s36/full.log). With a 5 ms
 # ramp and 2 ms of warm-up the probes gave 1.65x and 1.81x against 1.91x and
-# 1.85x steady (/tmp/s36/gprobe3.py); one probe of a quick scan's rows
-# then takes ~80 ms.
+# 1.85x steady (/tmp/s36/gprobe3.py). A whole probe of a quick scan (its
+# triads, fork-joins and transfers too) then takes ~0.54 s here, against
+# ~0.38 s with one untimed call and one timed (/tmp/s36/ptime2.py).
 PROBE_CALLS = 3
 PROBE_WARMUP = 3
 PROBE_WARM_S = 0.002
