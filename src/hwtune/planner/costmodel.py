@@ -65,21 +65,31 @@ ELTWISE_FAMILY = "element-wise (pooled)"
 _MIB = float(1 << 20)
 
 
+def _sized_key(family: str, size: float, unit: str, scale: float) -> str:
+    """A sized fit key: the family, the size in `unit`s (of `scale`), the unit."""
+    return f"{family} {size / scale:.4g} {unit}"
+
+
+def _key_size(key: str, family: str, unit: str, scale: float) -> Optional[float]:
+    """The size a _sized_key of family and unit names; None for any other key."""
+    head, tail = family + " ", " " + unit
+    if not (key.startswith(head) and key.endswith(tail)):
+        return None
+    try:
+        x = float(key[len(head):-len(tail)]) * scale
+    except ValueError:
+        return None
+    return x if x > 0 else None
+
+
 def gemv_fit_key(nbytes: float) -> str:
     """The fit key of a scan GEMV shape that touches nbytes."""
-    return f"{GEMV_FAMILY} {nbytes / _MIB:.4g} MiB"
+    return _sized_key(GEMV_FAMILY, nbytes, "MiB", _MIB)
 
 
 def gemv_fit_bytes(key: str) -> Optional[float]:
     """The bytes a gemv_fit_key names; None for any other key."""
-    head, tail = GEMV_FAMILY + " ", " MiB"
-    if not (key.startswith(head) and key.endswith(tail)):
-        return None
-    try:
-        b = float(key[len(head):-len(tail)]) * _MIB
-    except ValueError:
-        return None
-    return b if b > 0 else None
+    return _key_size(key, GEMV_FAMILY, "MiB", _MIB)
 
 
 # Each of the scan's blocked GEMM shapes (more than GEMV_MAX_M rows) is
@@ -99,19 +109,12 @@ _MFLOP = 1e6
 
 def gemm_fit_key(flops: float) -> str:
     """The fit key of a scan GEMM shape doing flops FLOPs."""
-    return f"{GEMM_FAMILY} {flops / _MFLOP:.4g} MFLOP"
+    return _sized_key(GEMM_FAMILY, flops, "MFLOP", _MFLOP)
 
 
 def gemm_fit_flops(key: str) -> Optional[float]:
     """The FLOPs a gemm_fit_key names; None for any other key."""
-    head, tail = GEMM_FAMILY + " ", " MFLOP"
-    if not (key.startswith(head) and key.endswith(tail)):
-        return None
-    try:
-        f = float(key[len(head):-len(tail)]) * _MFLOP
-    except ValueError:
-        return None
-    return f if f > 0 else None
+    return _key_size(key, GEMM_FAMILY, "MFLOP", _MFLOP)
 
 
 def _nearest(sized: list, size: Optional[float]):
