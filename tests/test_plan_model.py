@@ -772,6 +772,20 @@ def test_probes_are_at_least_min_gap_apart(monkeypatch):
         monkeypatch.setattr(beside, "MIN_GAP_S", 0.0)
         probes.take()
         assert probes.probes == 2 and len(probes.gemm[(8, 16, 16, 1)]) == 2
+        # the gap counts from the last probe's end: a probe longer than the
+        # gap is not followed by another at once
+        import time
+        from hwtune.native import bench
+        real = bench.gemm_samples
+
+        def slow(*a, **k):
+            time.sleep(0.3)
+            return real(*a, **k)
+        monkeypatch.setattr(bench, "gemm_samples", slow)
+        probes.take()
+        monkeypatch.setattr(beside, "MIN_GAP_S", 0.2)
+        probes.take()
+        assert probes.probes == 3
     finally:
         probes.close()
 

@@ -74,10 +74,14 @@ FORKJOIN_ITERS = 200
 # Seconds per probe of a triad row (its best slice, as the scan takes it):
 # the scan's out-of-cache row moves ~48 MiB a pass here (~2.4 ms).
 TRIAD_S = 0.02
-# A probe is skipped when the last one is more recent than this: a
+# A probe is skipped when the last one ended less than this ago: a
 # sub-millisecond model's validation takes thousands of short chunks
 # (deepcpu_lstm_i64_h64: 3,191 probes, ~60 ms each, over half of its 190 s
 # validation), and the states probes are for last seconds to minutes.
+# Counted from the last probe's end: counted from its start, a probe that
+# takes longer than the gap (0.54 s, PROBE_CALLS) came before every chunk,
+# and deepcpu_lstm_i64_h64's validation ran 12 minutes without finishing
+# (2026-12-05, /tmp/s36/full2.log).
 MIN_GAP_S = 0.5
 
 
@@ -147,7 +151,7 @@ class BesideProbes:
         from hwtune.native.threads import Pool
         self._pool = Pool(executors=1, threads=self.cores, pin=True)
         self._chain = _gemv_chain(GEMV_OPS)
-        self._last = None  # clock.Stopwatch since the last probe
+        self._last = None  # clock.Stopwatch since the last probe ended
         self._first = None  # ... since the first
         self._profile_s = 0.0  # seconds the probes' profiles took
         self._profile_max_s = 0.0  # ... the longest one
@@ -190,13 +194,12 @@ class BesideProbes:
             e.close()
 
     def take(self) -> None:
-        """One probe of every figure (the scan's rows in its order), unless
-        the last one is less than MIN_GAP_S old."""
+        """One probe of every figure (the rows of one thread count after
+        another), unless the last one ended less than MIN_GAP_S ago."""
         from hwtune.measure import clock
         from hwtune.native import bench
         if self._last is not None and self._last.elapsed() < min_gap_s():
             return
-        self._last = clock.Stopwatch()
         p = self._pool
         counts = sorted({int(r["threads"]) for rows in (self.figs.gemm, self.figs.eltwise,
                                                           self.figs.triads) for r in rows})
@@ -234,6 +237,7 @@ class BesideProbes:
             self._profile_s += took
             self._profile_max_s = max(self._profile_max_s, took)
         self.probes += 1
+        self._last = clock.Stopwatch()
 
     def _ramp(self, t: int) -> None:
         """PROBE_RAMP_S of the first GEMM row's calls on t threads (none
