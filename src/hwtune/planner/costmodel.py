@@ -117,6 +117,13 @@ def gemm_fit_flops(key: str) -> Optional[float]:
     return _key_size(key, GEMM_FAMILY, "MFLOP", _MFLOP)
 
 
+def _sized_fits(fits: Dict[str, "SerialFit"], size_of) -> list:
+    """[(size, fit)] of the fits whose key size_of reads a size from
+    (gemv_fit_bytes, gemm_fit_flops), smallest first."""
+    return sorted(((x, f) for f in fits.values() if (x := size_of(f.op_type)) is not None),
+                  key=lambda xf: xf[0])
+
+
 def _nearest(sized: list, size: Optional[float]):
     """The fit of sized [(size, fit)] (smallest first) nearest size on a
     log scale; the smallest's without size; None when empty."""
@@ -325,12 +332,8 @@ class CostModel:
         self.host, self.target, self.fits = host, target, dict(fits)
         # the scan's GEMV shapes' fits by their bytes, its GEMM shapes' by
         # their FLOPs, smallest first
-        self._gemv_sized = sorted(
-            ((b, f) for f in self.fits.values()
-             if (b := gemv_fit_bytes(f.op_type)) is not None), key=lambda bf: bf[0])
-        self._gemm_sized = sorted(
-            ((x, f) for f in self.fits.values()
-             if (x := gemm_fit_flops(f.op_type)) is not None), key=lambda xf: xf[0])
+        self._gemv_sized = _sized_fits(self.fits, gemv_fit_bytes)
+        self._gemm_sized = _sized_fits(self.fits, gemm_fit_flops)
 
     def _gemm_fit(self, flops: Optional[float]) -> Optional[SerialFit]:
         """The GEMM's fit for an op of flops FLOPs: GEMM_FAMILY's own when op
