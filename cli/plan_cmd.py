@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from hwtune.cli.options import db_option, example, json_option, parse_overrides, shape_option
+from hwtune.cli.options import (db_option, example, json_option, parse_overrides, shape_option,
+                                train_options, training_step)
 
 FORMATS = ("terminal", "markdown", "html", "json")
 
@@ -12,7 +13,8 @@ FORMATS = ("terminal", "markdown", "html", "json")
 @click.command("plan", epilog=example(
     "hwtune plan lstm_medium --cores 16,32,64",
     "hwtune plan pathnet_medium --machine xeon-phi-7250 --cores 16,32,64,68",
-    "hwtune plan lstm_small --validate"))
+    "hwtune plan lstm_small --validate",
+    "hwtune plan pathnet_medium --train --machine xeon-phi-7250 --cores 64"))
 @click.argument("model")
 @click.option("--cores", default="16,32,64", show_default=True, metavar="LIST",
               help="core counts to plan for, e.g. 16,32,64,128,256")
@@ -36,10 +38,11 @@ FORMATS = ("terminal", "markdown", "html", "json")
 @click.option("--set", "overrides", multiple=True, callback=parse_overrides, metavar="NAME=VALUE",
               help="override a declared model var (repeatable), e.g. --set seq=5")
 @shape_option
+@train_options
 @db_option
 @json_option
-def plan(model, cores, machine, validate, fresh, beside, fmt, output, overrides, shapes, db_path,
-         as_json):
+def plan(model, cores, machine, validate, fresh, beside, fmt, output, overrides, shapes, train,
+         loss, optimizer, hyper, batch_norm, db_path, as_json):
     """Predict the best executors x threads, scheduler and latency of MODEL
     (a model.json, an ONNX file or a bundled model's name) on machines of
     --cores cores, from profiles taken on this one.
@@ -50,7 +53,8 @@ def plan(model, cores, machine, validate, fresh, beside, fmt, output, overrides,
     a serial fraction fitted per op type); every scheduler and split is then
     simulated by the engine's own schedulers in virtual time. Needs a scan of
     this host (hwtune scan --quick). --validate checks the predictions
-    against measurements on this host.
+    against measurements on this host. --train plans the model's training
+    step (forward, loss, backward, update), as Graphi measured its models.
     """
     from hwtune import machine as machine_info
     from hwtune.db import ResultsDB
@@ -67,6 +71,8 @@ def plan(model, cores, machine, validate, fresh, beside, fmt, output, overrides,
     if validate and machine is not None:
         raise UsageError("--validate measures this host: drop --machine")
     graph, _ = load_any(model, overrides, shapes)
+    if train:
+        graph = training_step(graph, loss, optimizer, hyper, batch_norm)
     native_engine()
     fmt = "json" if as_json else fmt
 

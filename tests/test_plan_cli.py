@@ -235,3 +235,14 @@ def test_the_stored_scans_prediction_is_shown_beside(fmt):
     assert "from the stored scan alone: median |error| 25.0%" in text
     assert "(55 probes)" in text
     assert "stored scan" in text and "16.5" in text
+
+
+def test_train_plans_the_training_step(seeded):
+    """--train plans the model's training step (forward, loss, backward,
+    update), as Graphi timed its models: more ops than the forward pass."""
+    fwd = _plan(SMALL, "--db", seeded, "--set", "seq=4", "--cores", "4", "--json")
+    step = _plan(SMALL, "--db", seeded, "--set", "seq=4", "--cores", "4", "--train", "--json")
+    assert fwd.exit_code == 0 and step.exit_code == 0, step.output
+    f, s = json.loads(fwd.stdout), json.loads(step.stdout)
+    assert s["model"] == f["model"] + ".train" and s["ops"] > 2 * f["ops"]
+    assert s["cores"][0]["best"]["latency_s"] > f["cores"][0]["best"]["latency_s"] > 0

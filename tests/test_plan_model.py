@@ -1130,3 +1130,14 @@ def test_the_models_one_thread_profile_is_taken_beside_too(monkeypatch):
     first = np.array([1.0, 2.0])
     got = inputs.t1_array(ops, {ops[1].workload: 5.0}, first)
     assert list(got) == [1.0, 5.0]
+
+
+def test_validation_samples_start_after_ten_ms_of_untimed_runs():
+    """An engine's first milliseconds run slow (validate.REWARM_S): a
+    sub-millisecond model gets untimed runs for REWARM_S before its
+    samples, a slow one the one untimed run."""
+    from hwtune.planner import validate
+    assert validate.rewarm_runs(0.2e-3) * 0.2e-3 >= validate.REWARM_S
+    assert validate.rewarm_runs(0.2e-3) == 50
+    assert validate.rewarm_runs(0.5) == validate.REWARM == 1
+    assert validate.rewarm_runs(0.004) == 3

@@ -52,6 +52,24 @@ def rounds_for(run_s: float) -> int:
     takes run_s."""
     return REPS if run_s < SHORT_RUN_S else ROUNDS
 REWARM = 1
+# ... and untimed back-to-back runs for this long at least: an engine's
+# first milliseconds run slow, on one thread too (cold caches and arena
+# pages, an idle core's ramp), while the 1-thread profiles and the probes
+# beside the samples are taken warm. Per-run medians by time since the
+# engine opened (one untimed run first; 2-vCPU AMD EPYC Zen 3, avx2, 8
+# engines per config; /tmp/s37/warmcurve2.py): deepcpu_lstm_i64_h64's
+# sequential 1x1 0.215 ms in the first 1 ms, 0.179 to 2 ms, 0.147 after
+# 5 ms; shared-queue 2x1 0.287, 0.252, 0.205, then 0.177-0.185 after 10
+# ms; deepcpu_lstm_i256_h64's 1x1 0.333 ms in the first 2 ms against
+# 0.269-0.272 after. A 2 ms sample straight after one untimed run measured
+# the opening, not the model.
+REWARM_S = 0.01
+
+
+def rewarm_runs(run_s: float) -> int:
+    """Untimed runs before a chunk's samples for a model whose runs take
+    about run_s seconds: REWARM, and REWARM_S of runs at least."""
+    return max(REWARM, int(np.ceil(REWARM_S / max(run_s, 1e-9))))
 # Sub-millisecond models get samples until a configuration's add up to this
 # (the median of 15 single runs of a 0.3 ms model moved by ~5% here).
 MIN_TOTAL_S = 0.1
@@ -203,7 +221,8 @@ def validate(p: Predictor, rows, cores: int, *, reps: int = REPS,
     got = measure_engines(openers, policy, warmup=WARMUP, reference=FIRST,
                           outputs=list(p.graph.outputs),
                           settle=settle_probing if beside is not None else settle,
-                          settle_each=True, rewarm=REWARM, fresh=True, runs=runs)
+                          settle_each=True, rewarm=rewarm_runs(fastest), fresh=True,
+                          runs=runs)
     if load is not None:
         load["others_cpu_share"] = others.stop()
     for r, m in zip(out, got):
