@@ -346,6 +346,12 @@ def test_graphi_rows_compare_with_the_paper():
     header, rows = graphi.table([row])
     assert rows[0][0] == "PathNet" and rows[0][4] in ("inside", "OUTSIDE")
     assert math.isfinite(row["cp_over_sq_range"][0])
+    # the band: every serial fraction halved, then doubled; ops that scale
+    # worse make S64 slower, so the best speedup over it grows
+    lo, hi = row["serial_band"]
+    assert (lo["serial_scale"], hi["serial_scale"]) == graphi.SERIAL_SCALES
+    assert lo["speedup"] <= row["speedup"] * (1 + 1e-9) <= hi["speedup"] * (1 + 1e-9)
+    assert rows[0][5] == f"{lo['speedup']:.2f}x / {hi['speedup']:.2f}x"
 
 
 def test_scan_rows_are_fitted_at_their_least_disturbed_sample():
@@ -1141,3 +1147,32 @@ def test_validation_samples_start_after_ten_ms_of_untimed_runs():
     assert validate.rewarm_runs(0.2e-3) == 50
     assert validate.rewarm_runs(0.5) == validate.REWARM == 1
     assert validate.rewarm_runs(0.004) == 3
+
+
+
+def test_a_fit_stopped_at_an_edge_gives_way_to_its_family_past_this_hosts_cores():
+    """A ReLU fitted at serial fraction 1.0 that still misses its 2-thread
+    point measured no serial fraction: on this host's thread counts it keeps
+    the fit, past them the pooled element-wise fit scales it. A fit inside
+    (0, 1), or at an edge that explains its points, is kept at every count."""
+    import dataclasses
+    from plan_fixture import machine
+    host = dataclasses.replace(machine("ryzen-9-5950x"), cores=2)
+    fit = costmodel.SerialFit
+    fits = {"relu": fit("relu", 1.0, 1, 0.046, 0.046, "scan eltwise"),
+            "tanh": fit("tanh", 1.0, 1, 0.001, 0.001, "scan eltwise"),
+            "sigmoid": fit("sigmoid", 0.3, 1, 0.05, 0.05, "scan eltwise"),
+            costmodel.ELTWISE_FAMILY: fit(costmodel.ELTWISE_FAMILY, 0.02, 5, 0.01, 0.09,
+                                          "scan eltwise")}
+    assert fits["relu"].at_edge and not fits["tanh"].at_edge and not fits["sigmoid"].at_edge
+    cm = costmodel.CostModel(host, machine("epyc-7763"), fits)
+    # compute-bound 1-thread times (1 ms over 4 KiB) so that s rules
+    tab = cm.table([1e-3] * 3, [4096] * 3, ["relu", "tanh", "sigmoid"], 8,
+                   flops=[1e3] * 3).seconds
+    fj = np.array([cm.target.forkjoin(t) for t in range(1, 9)])
+    compute = tab - fj[None, :]
+    relu, tanh, sig = compute / compute[:, :1]
+    assert relu[1] == pytest.approx(1.0, rel=0.02)            # 2 threads: its fit
+    assert relu[7] == pytest.approx(0.02 + 0.98 / 8, rel=0.05)  # 8: the family's
+    assert tanh[7] == pytest.approx(1.0, rel=0.02)            # explained edge: kept
+    assert sig[7] == pytest.approx(0.3 + 0.7 / 8, rel=0.05)   # inside (0, 1): kept
