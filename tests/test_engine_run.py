@@ -182,3 +182,39 @@ def test_a_chain_on_two_executors_stays_on_the_executor_that_made_each_op_ready(
     finally:
         sim.close()
     assert len(events) == 12 and len({ev.executor for ev in events}) == 1
+
+
+@pytest.mark.parametrize("sched", ["critical-path", "corun"])
+def test_a_master_does_not_keep_its_successor_while_an_op_more_critical_by_more_waits(sched):
+    """PathNet's shape: per layer six heavy ops (2 ms), each followed by a
+    lighter one (0.5 ms), joined by a sum; two layers on 4 executors. When
+    the first four heavy ops end, the two heavy ops still waiting are more
+    critical than each master's light successor by a heavy op's time: they
+    start then, on two of the four executors, instead of after the light
+    ops (the graph's slack, 3.3 ms, would have let every master keep its
+    own). The engine's decision, in its simulation."""
+    from hwtune.native.simulate import Simulator
+    ops, prev = [], "x"
+    for layer in range(2):
+        outs = []
+        for m in range(6):
+            ops.append({"name": f"L{layer}c{m}", "op": "matmul", "inputs": [prev, "w"]})
+            ops.append({"name": f"L{layer}r{m}", "op": "relu", "inputs": [f"L{layer}c{m}"]})
+            outs.append(f"L{layer}r{m}")
+        ops.append({"name": f"L{layer}sum", "op": "sum", "inputs": outs})
+        prev = f"L{layer}sum"
+    g = _model(ops, [{"name": "x", "shape": [16, 64]}], [{"name": "w", "shape": [64, 64]}],
+               [prev], name="layers")
+    cost = {op.name: 2e-3 if "c" in op.name[2:] else 5e-4 if "r" in op.name[2:] else 1e-4
+            for op in g.ops}
+    secs = np.array([[cost[op.name]] * 4 for op in g.ops])  # no faster on more threads
+    sim = Simulator(g)
+    try:
+        _, events = sim.run(executors=4, threads=1, scheduler=sched, seconds=secs,
+                            op_cost=cost, events=True)
+    finally:
+        sim.close()
+    start = {g.ops[ev.op].name if isinstance(ev.op, int) else ev.op: ev.start_s for ev in events}
+    first_light = min(start[f"L0r{m}"] for m in range(6))
+    late = sorted(start[f"L0c{m}"] for m in range(6))[4:]
+    assert all(t <= first_light + 1e-5 for t in late), (late, first_light)
