@@ -11,8 +11,9 @@ Learning Models on Manycore CPUs"):
   scheduler on the medium models, per n x k.
 
 Graphi measured training steps (forward and backward); hwtune's models are
-the forward graphs of the same shapes (Table 1), which matters for every
-comparison below (the backward pass doubles the parallel operations)."""
+the forward graphs of the same shapes (Table 1), and `bench_plan.py graphi
+--train` predicts their training steps (hwtune.graph.autodiff), as the
+paper timed them: the backward pass doubles the parallel operations."""
 
 from __future__ import annotations
 
@@ -58,8 +59,8 @@ PAPER = (
 # most 11.9x on 64 threads, 1.96x gives s = 0.02 and 28x. The benchmark
 # prints the best speedup again with every serial fraction halved and
 # doubled: the band a 2-core host cannot narrow (training steps of the
-# medium models on the Xeon Phi description, 2-vCPU AMD EPYC Zen 3: LSTM
-# 2.06-2.93x around 2.40x, PathNet 2.16-3.59x around 2.93x; /tmp/s37/gsens.py).
+# medium models on the Xeon Phi description, 2-vCPU AMD EPYC Zen 3, avx2:
+# LSTM 2.10-2.91x around 2.42x, PathNet 1.72-3.11x around 2.26x).
 SERIAL_SCALES = (0.5, 2.0)
 
 
@@ -133,14 +134,14 @@ def predict_row(p, paper: PaperRow, rows_by_name, band: bool = True) -> dict:
         finally:
             q.close()
         bands.append({"serial_scale": scale, "speedup": x, "best_split": split})
-    return {"serial_band": bands,"model": paper.model, "label": paper.label, "sequential_s": seq,
+    return {"model": paper.model, "label": paper.label, "sequential_s": seq,
             "best_split": best["split"], "best_cp_s": best["cp_s"], "speedup": speedup,
             "paper_speedup": list(paper.fig6),
             "speedup_inside": _inside(speedup, *paper.fig6),
             "cp_over_sq_range": [min(ratios), max(ratios)],
             "paper_cp_over_sq_range": [lo, hi],
             "cp_over_sq_inside": all(_inside(r, lo, hi) for r in ratios),
-            "splits": splits}
+            "splits": splits, "serial_band": bands}
 
 
 def table(results: Sequence[dict]) -> Tuple[List[str], List[List[str]]]:
