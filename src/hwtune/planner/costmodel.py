@@ -34,7 +34,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from hwtune.planner.machine import GB, Machine
+from hwtune.planner.machine import Machine
 from hwtune.planner.opdata import GEMV_FAMILY, GEMV_MAX_M, SCAN_ELTWISE, SCAN_GEMM_TYPES
 
 # Resolution of the serial-fraction fit: 0.005 is below what 2-thread
@@ -367,25 +367,27 @@ class CostModel:
             return f
         return (_nearest(self._gemm_sized, flops) if flops else None) or f
 
-    def _family(self, op_type: str, flops_per_byte: Optional[float],
-                flops: Optional[float]) -> Optional[SerialFit]:
+    def _family(self, flops_per_byte: Optional[float], flops: Optional[float],
+                compute: bool = False) -> Optional[SerialFit]:
         """The fit of the family an op resembles: the GEMM's (for its flops)
-        for matmuls, GEMVs and compute-like ops (COMPUTE_FLOPS_PER_BYTE),
-        else the scan's element-wise ops pooled."""
-        compute = (op_type in (GEMM_FAMILY, GEMV_FAMILY) or
-                   (flops_per_byte is not None and flops_per_byte >= COMPUTE_FLOPS_PER_BYTE))
-        return self._gemm_fit(flops) if compute else self.fits.get(ELTWISE_FAMILY)
+        when compute or at COMPUTE_FLOPS_PER_BYTE, else the scan's
+        element-wise ops pooled."""
+        if compute or (flops_per_byte is not None and
+                       flops_per_byte >= COMPUTE_FLOPS_PER_BYTE):
+            return self._gemm_fit(flops)
+        return self.fits.get(ELTWISE_FAMILY)
 
-    def serial_fraction(self, op_type: str, flops_per_byte: Optional[float] = None,
-                        nbytes: Optional[float] = None, flops: Optional[float] = None,
-                        far: bool = False) -> float:
-        """The type's own fit (a GEMV op's: the scan GEMV shape's nearest
-        nbytes, unless op profiles fitted GEMV_FAMILY itself; a matmul's: the
-        GEMM's for its flops, _gemm_fit), else its stand-in's (FALLBACK),
-        else its family's (COMPUTE_FLOPS_PER_BYTE; the GEMM's for its flops),
-        else 0 (perfect scaling: no measurement says otherwise). far: for
-        more threads than this host has, where a fit stopped at an edge
-        (EDGE_MISS) gives way to its family's."""
+    def serial_fractions(self, op_type: str, flops_per_byte: Optional[float] = None,
+                         nbytes: Optional[float] = None, flops: Optional[float] = None
+                         ) -> Tuple[float, float]:
+        """(on this host's thread counts, past them). The type's own fit (a
+        GEMV op's: the scan GEMV shape's nearest nbytes, unless op profiles
+        fitted GEMV_FAMILY itself; a matmul's: the GEMM's for its flops,
+        _gemm_fit), else its stand-in's (FALLBACK), else its family's
+        (COMPUTE_FLOPS_PER_BYTE; the GEMM's for its flops), else 0 (perfect
+        scaling: no measurement says otherwise). Past this host's thread
+        counts a fit stopped at an edge (EDGE_MISS) gives way to its
+        family's (matmuls and GEMVs: the GEMM's)."""
         f = self.fits.get(op_type)
         if f is None and op_type == GEMV_FAMILY:
             f = _nearest(self._gemv_sized, nbytes)
@@ -393,13 +395,19 @@ class CostModel:
             f = self._gemm_fit(flops)
         f = f or self.fits.get(FALLBACK.get(op_type, ""))
         if f is None and flops_per_byte is not None:
-            f = (self._gemm_fit(flops) if flops_per_byte >= COMPUTE_FLOPS_PER_BYTE
-                 else self.fits.get(ELTWISE_FAMILY))
-        if far and f is not None and f.at_edge:
-            g = self._family(op_type, flops_per_byte, flops)
-            if g is not None and not g.at_edge:
-                f = g
-        return f.serial_fraction if f else 0.0
+            f = self._family(flops_per_byte, flops)
+        near = f.serial_fraction if f else 0.0
+        if f is None or not f.at_edge:
+            return near, near
+        g = self._family(flops_per_byte, flops,
+                         compute=op_type in (GEMM_FAMILY, GEMV_FAMILY))
+        return near, (g.serial_fraction if g is not None and not g.at_edge else near)
+
+    def serial_fraction(self, op_type: str, flops_per_byte: Optional[float] = None,
+                        nbytes: Optional[float] = None, flops: Optional[float] = None,
+                        far: bool = False) -> float:
+        """serial_fractions()'s first (far: its second)."""
+        return self.serial_fractions(op_type, flops_per_byte, nbytes, flops)[int(far)]
 
     def table(self, t1: Sequence[float], nbytes: Sequence[int], types: Sequence[str],
               max_threads: int, flops: Optional[Sequence[float]] = None) -> OpTable:
@@ -416,13 +424,12 @@ class CostModel:
         intensity = ([f / b if b else 0.0 for f, b in zip(flops, nbytes)]
                      if flops is not None else [None] * len(types))
         work = list(flops) if flops is not None else [None] * len(types)
-        s = np.array([self.serial_fraction(t, x, b, w)
-                      for t, x, b, w in zip(types, intensity, nbytes, work)])
-        s_far = np.array([self.serial_fraction(t, x, b, w, far=True)
-                          for t, x, b, w in zip(types, intensity, nbytes, work)])
+        s_near, s_far = np.array([self.serial_fractions(t, x, b, w)
+                                  for t, x, b, w in zip(types, intensity, nbytes, work)]
+                                 ).reshape(-1, 2).T
         threads = np.arange(1, max_threads + 1)
         # the fitted thread counts take the fit; more threads, s_far
-        s = np.where(threads[None, :] <= self.host.cores, s[:, None], s_far[:, None])
+        s = np.where(threads[None, :] <= self.host.cores, s_near[:, None], s_far[:, None])
         compute = c1[:, None] * (s + (1 - s) / threads[None, :])
         bw = {lv: np.array([f(int(t)) for t in threads]) for lv, f in
               ((L2, self.target.l2_bw), (L3, self.target.l3_bw), (DRAM, self.target.dram_bw))}

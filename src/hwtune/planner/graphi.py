@@ -68,7 +68,9 @@ def with_serial_scale(p, scale: float):
     """A copy of Predictor p whose every serial fraction is multiplied by
     scale (at most 1); close() it after use. A fit stopped at an edge
     (SerialFit.at_edge) stays as it is: past this host's cores its family's,
-    scaled, stands in for it."""
+    scaled, stands in for it. A scaled fit is a hypothesis, not a fit to
+    points: its error is cleared so that a fraction scaled to 1 does not
+    read as stopped at an edge."""
     fits = {k: f if f.at_edge else
             dataclasses.replace(f, serial_fraction=min(1.0, f.serial_fraction * scale),
                                 median_rel_err=0.0)
