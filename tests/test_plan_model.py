@@ -126,6 +126,31 @@ def test_compute_scales_with_the_per_core_peak_and_splits_over_threads():
         assert tab.seconds[0, n - 1] == pytest.approx(want, rel=1e-9)
 
 
+def test_the_serial_fraction_of_a_gemv_holds_its_traffic_as_well_as_its_compute():
+    """A GEMV: T(t) = s (c + memory(1)) + (1 - s) (c / t + memory(t)) +
+    forkjoin(t), so one whose 1-thread time is all traffic still scales by
+    1 / s at most, and out of cache its serial share keeps one core's
+    bandwidth; any other op's traffic moves at the t-thread rate."""
+    from hwtune.planner.opdata import GEMV_FAMILY
+    t = machine("ryzen-9-5950x")
+    m = costmodel.CostModel(t, t, {k: costmodel.SerialFit(k, 0.5, 1, 0, 0, "given")
+                                   for k in ("x", GEMV_FAMILY)})
+    nb = t.l2_bytes // 2
+    mem1 = nb / t.l2_bw(1)
+    tab = m.table([mem1, 2 * mem1, 2 * mem1], [nb, nb, nb], [GEMV_FAMILY, GEMV_FAMILY, "x"], 4)
+    for n in (2, 4):
+        mem, fj = nb / t.l2_bw(n), t.forkjoin(n)
+        assert tab.seconds[0, n - 1] == pytest.approx(0.5 * mem1 + 0.5 * mem + fj)
+        assert tab.seconds[1, n - 1] == pytest.approx(0.5 * 2 * mem1 + 0.5 * (mem1 / n + mem) + fj)
+        assert tab.seconds[2, n - 1] == pytest.approx(mem1 * (0.5 + 0.5 / n) + mem + fj)
+    big = 4 * t.llc_bytes
+    slow = big / t.dram_bw(1)
+    out = m.table([slow], [big], [GEMV_FAMILY], 4)
+    want = 0.5 * slow + 0.5 * big / t.dram_bw(4)
+    assert out.seconds[0, 3] == pytest.approx(want + t.forkjoin(4))
+    assert out.mem_frac[0, 3] == pytest.approx(want / out.seconds[0, 3])
+
+
 def test_serial_fraction_limits_the_speedup():
     tab0 = _model(s=0.0).table([1e-2], [1024], ["x"], 64)
     tab5 = _model(s=0.5).table([1e-2], [1024], ["x"], 64)
@@ -644,7 +669,8 @@ def test_an_orders_factor_is_its_median_ratio_to_the_sequential_engine_of_each_r
     """order_factors pairs each round's engines: a machine that runs every
     order 1.45x slow for some rounds moves no factor; an order whose op b
     runs 1.5x in every round gets b's factor and the run's, and a stays 1;
-    rounds that disagree on the side (3 above, 2 below) give all ones."""
+    rounds that disagree on the side (3 above, 2 below), or agree but
+    scatter more than the factor stands out of them, give all ones."""
     from collections import namedtuple
     from hwtune.planner.calibrate import order_factors
     Ev = namedtuple("Ev", "op_name start_s end_s")
@@ -666,6 +692,12 @@ def test_an_orders_factor_is_its_median_ratio_to_the_sequential_engine_of_each_r
     assert got[1] / got[0] == pytest.approx(1.5, rel=0.02)
     split = [engine(s * (1.1 if i < 3 else 0.9)) for i, s in enumerate(states)]
     assert np.array_equal(order_factors(seq, split, ["a", "b"]), np.ones(2))
+    # every round above, but by 1-20% at random: within its own spread
+    scatter = [engine(s * r) for s, r in zip(states, (1.20, 1.01, 1.06, 1.15, 1.02))]
+    assert np.array_equal(order_factors(seq, scatter, ["a", "b"]), np.ones(2))
+    tight = [engine(s * r) for s, r in zip(states, (1.05, 1.06, 1.05, 1.07, 1.06))]
+    assert (1e-3 * order_factors(seq, tight, ["a", "b"]) @ [1.0, 2.01]) / 3.01e-3 == \
+        pytest.approx(1.06, rel=0.01)
     assert np.array_equal(order_factors([], [], ["a"]), np.ones(1))
 
 
@@ -926,6 +958,46 @@ def test_probed_triads_replace_the_scans_bandwidths():
         probes.close()
 
 
+def test_a_gemv_in_the_last_level_cache_moves_at_the_scans_gemv_rate_not_the_triads():
+    """The scan's largest GEMV shape living in the last-level cache gives this
+    host's read-stream curve (bytes per call over its time); GEMV ops there
+    move their bytes at it, every other op at the in-L3 triad's; the GEMV's
+    own 2-thread point is then predicted from it, whatever the triad did."""
+    from dataclasses import replace
+    from hwtune.planner.machine import HostFigures, host_machine, read_stream
+    from hwtune.planner.opdata import GEMV_FAMILY
+    fp = {"usable_cpus": 2, "caches": {"L2": {"size_bytes": 512 << 10, "groups": None},
+                                       "L3": {"size_bytes": 32 << 20, "groups": None}}}
+    gemv = (1, 1024, 4096)
+    nb = 4 * (1024 + 1024 * 4096 + 4096)
+    rows = [{"M": 1, "K": 256, "N": 1024, "threads": 1, "time_s": 16e-6},   # 1 MiB: smaller
+            {"M": 1, "K": 256, "N": 1024, "threads": 2, "time_s": 22e-6},
+            {"M": gemv[0], "K": gemv[1], "N": gemv[2], "threads": 1, "time_s": 400e-6},
+            {"M": gemv[0], "K": gemv[1], "N": gemv[2], "threads": 2, "time_s": 220e-6},
+            {"M": 64, "K": 512, "N": 512, "threads": 1, "time_s": 400e-6}]      # not a GEMV
+    figs = HostFigures(run_id=1, isa="avx2", peak_gflops_core=40.0, dram={1: 20.0, 2: 30.0},
+                       l2={1: 100.0, 2: 180.0}, l3={1: 55.0, 2: 66.0}, gemm=rows)
+    got = read_stream(figs, 512 << 10, 32 << 20)
+    assert got == {1: pytest.approx(nb / 400e-6 / GB), 2: pytest.approx(nb / 220e-6 / GB)}
+    assert read_stream(figs, 512 << 10, 8 << 20) == {1: pytest.approx(4 * 263424 / 16e-6 / GB),
+                                                     2: pytest.approx(4 * 263424 / 22e-6 / GB)}
+    assert read_stream(figs, 512 << 10, 512 << 10) == {}  # none lives in that LLC
+    host = host_machine(fp, figs, {2: 2e-6})
+    assert host.l3_read_bw(2) == pytest.approx(nb / 220e-6)
+    assert host.l3_read_bw(4) == pytest.approx(2 * nb / 220e-6)  # per core past the curve
+    assert host.l3_bw(2) == pytest.approx(66.0 * GB)
+    assert replace(host, l3_read_gbs=()).l3_read_bw(2) == host.l3_bw(2)  # a description
+    t1 = 1.25 * max(nb / host.l3_read_bw(1), nb / host.l3_bw(1))   # both in the LLC
+    tab = costmodel.CostModel(host, host, {}).table([t1, t1], [nb, nb], [GEMV_FAMILY, "add"], 2)
+    for i, bw in ((0, host.l3_read_bw), (1, host.l3_bw)):
+        c1 = t1 - nb / bw(1)
+        assert tab.seconds[i, 1] == pytest.approx(c1 / 2 + nb / bw(2) + 2e-6)
+    # the scan's GEMV point is predicted at its own time and pool fork-join
+    fits = costmodel.fit_serial(host, costmodel.scan_points(figs), {2: 2e-6})
+    f = fits[costmodel.gemv_fit_key(nb)]
+    assert f.median_rel_err == pytest.approx(2e-6 / 220e-6, rel=1e-3) and not f.at_edge
+
+
 def test_gemv_max_m_is_the_kernels():
     """The planner's GEMV_MAX_M is the GEMM kernel's HWT_GEMV_MAX_M."""
     import pathlib
@@ -981,7 +1053,8 @@ def test_matmuls_on_the_gemv_path_take_its_own_fit():
     assert own[0, 1] > 1.3 * gemm[0, 1]
     del fits[GEMV_FAMILY]
     fallback = costmodel.CostModel(host, host, fits).table(t1, nb, [GEMV_FAMILY], 2).seconds
-    assert fallback[0, 1] == pytest.approx(gemm[0, 1])
+    held = 0.05 * (nb[0] / host.l2_bw(1) - nb[0] / host.l2_bw(2))  # a GEMV's serial traffic
+    assert fallback[0, 1] == pytest.approx(gemm[0, 1] + held)
 
 
 def test_a_gemv_op_takes_the_fit_of_the_scan_shape_nearest_its_size():

@@ -285,6 +285,20 @@ ORDER_ROUNDS = 5
 # run on the same side of the sequential one's, else it is 1 (the order
 # does not show): a round's ratio moved by up to ~10% in the data above.
 ORDER_AGREE = 4
+# ... and when it stands out of the rounds' own spread: |log factor| above
+# ORDER_Z standard errors of a median of the rounds' log ratios (1.2533 x
+# 1.4826 x their median absolute deviation / sqrt(rounds)). Where a model's
+# speed is drawn per engine, the side test alone let chance through: in 9
+# rotated rounds (2-vCPU AMD EPYC Zen 3, avx2; /tmp/s38/orounds.py)
+# deepcpu_lstm_i64_h1024's shared-queue ratios ran 0.82-1.10, median 0.945,
+# and an earlier validation's profile gave it 1.10 where every 1x1 row
+# measured within 3% of the sequential one (its shared-queue 1x1 was then
+# predicted 12.6% slow); pathnet_small's orders ran 1.18-1.23 (one round
+# 1.73), phased_lstm_small's 1.03-1.12 and lstm_medium's 0.99-1.03 (median
+# 1.01; its shared-queue 1x1 measured 1.2% above the sequential one): those
+# stand. deepcpu_lstm_i1024_h1024's corun (0.90-1.21, median 1.015) and
+# pathnet_medium's (0.72-1.05) do not.
+ORDER_Z = 2.0
 # Each engine profiles for this long after its warm-up (at least two runs).
 # With a tenth of it, two or three runs of pathnet_small an engine, and
 # each engine's median run, one of two profiles gave its three orders no
@@ -337,8 +351,9 @@ def order_factors(seq: List[list], other: List[list], op_names: List[str],
     (its ops' summed times) over the sequential one's; each op's own factor,
     the median of its per-round ratios, is scaled so that the ops' summed
     sequential times grow by the run factor. All ones when fewer than
-    `agree` rounds put the order on the same side (the order does not show),
-    and for an op a round lacks in either order."""
+    `agree` rounds put the order on the same side or the run factor is
+    within the rounds' spread (ORDER_Z: the order does not show), and for
+    an op a round lacks in either order."""
     from hwtune.measure.engine import op_medians
     ones = np.ones(len(op_names))
     pairs = [(s, o) for s, o in zip(seq, other) if s and o]
@@ -346,6 +361,11 @@ def order_factors(seq: List[list], other: List[list], op_names: List[str],
     run_ratio = [to / ts for ts, to in totals if ts > 0 and to > 0]
     above = sum(r > 1 for r in run_ratio)
     if not run_ratio or max(above, len(run_ratio) - above) < min(agree, len(pairs)):
+        return ones
+    logs = np.log(run_ratio)
+    centre = float(np.median(logs))
+    spread = 1.4826 * float(np.median(np.abs(logs - centre)))
+    if abs(centre) <= ORDER_Z * 1.2533 * spread / np.sqrt(len(logs)):
         return ones
     factor = float(np.median(run_ratio))
     meds = [(op_medians(s), op_medians(o)) for s, o in pairs]

@@ -6,17 +6,32 @@ on this host. The parts, each from a measurement:
            (the in-L2 triad for that many busy cores: private caches scale
            with the threads), the last-level cache when they fit there (the
            scan's triad over a quarter of it, a description's per-core
-           figure; the in-L2 rate where neither exists), else out of cache
+           figure; the in-L2 rate where neither exists; a GEMV's weights
+           at the read-stream rate of the scan's GEMV that lives there,
+           Machine.l3_read_gbs), else out of cache
            at the machine's triad bandwidth for that many busy cores (hwtune
            scan; a description's per-core and saturated figures);
   compute  the rest of the 1-thread time, at the target's per-core FMA peak
            relative to this host's (scan), split over the threads but for a
-           serial fraction s fitted per op type;
+           serial fraction s fitted per op type (of a GEMV, whose work is
+           its weight stream, the same share of its traffic too);
   fork-join one region per op on more than one thread (measured here with
            the engine's pool; a description's figure elsewhere).
 
-    T(t) = c1 * (peak_here / peak_there) * (s + (1 - s) / t) + memory(t) + forkjoin(t)
-    with c1 = t1 - memory_here(1)
+    T(t) = c * (s + (1 - s) / t) + memory(t) + forkjoin(t)
+    with c = (t1 - memory_here(1)) * peak_here / peak_there
+    (a GEMV: memory(t) -> s * memory(1) + (1 - s) * memory(t))
+
+A GEMV's 1-thread time is all traffic: with the serial share on compute
+only, a fit had no part to act on, and a GEMV of 1-2 MiB in the L3 (16-40
+us) came out at its bytes over the 2-thread bandwidth, 1.6-1.9x faster,
+where the scan's [1,256]x[256,1024] ran 1.1x faster and deepcpu_lstm_i256_
+h256's 1x2 1.16x its 1x1: those rows were predicted 29-31% fast (2-vCPU AMD
+EPYC Zen 3, avx2; /tmp/s38). Other ops keep their traffic out of it: on
+every op type the share would hold, the scan's ReLU of 32768 floats (2.8
+us) fitted 0.175, a fixed per-call cost a fraction cannot describe, and
+Graphi's PathNet, whose ReLUs of megabytes took it to 64 cores, came out
+2.58x its S64 against 2.26x (paper: 1.2-2.1x).
 
 The serial fraction of an op type is fitted (least squares on the log of
 predicted / measured time, s in [0, 1]) to measurements of that type on
@@ -214,14 +229,28 @@ def levels(m: Machine, nbytes, t1=None, dram_1t: Optional[float] = None) -> np.n
     return lvl
 
 
-def memory_time(m: Machine, nbytes, threads: int, level=None) -> np.ndarray:
+def memory_time(m: Machine, nbytes, threads: int, level=None, stream=None) -> np.ndarray:
     """Seconds to move nbytes (an array) on `threads` threads of m, from
-    where they live (level: levels(); by their size when not given)."""
+    where they live (level: levels(); by their size when not given); an op
+    whose stream flag is set (streams(): a GEMV's weights) reads them from
+    the last-level cache at m's read-stream rate (Machine.l3_read_gbs)."""
     nbytes = np.asarray(nbytes, dtype=np.float64)
     t = max(int(threads), 1)
     lvl = levels(m, nbytes) if level is None else np.asarray(level)
     bw = np.choose(lvl, [m.l2_bw(t), m.l3_bw(t), m.dram_bw(t)])
+    if stream is not None:
+        bw = np.where((lvl == L3) & np.asarray(stream, dtype=bool), m.l3_read_bw(t), bw)
     return nbytes / bw
+
+
+def is_stream(fit_type: str) -> bool:
+    """Whether an op (or a scan point) of this fit key reads its bytes as
+    one stream (the GEMV path: B read once, unpacked; Machine.l3_read_gbs)."""
+    return fit_type == GEMV_FAMILY or gemv_fit_bytes(fit_type) is not None
+
+
+def streams(fit_types: Sequence[str]) -> np.ndarray:
+    return np.array([is_stream(t) for t in fit_types], dtype=bool)
 
 
 def host_levels(host: Machine, t1, nbytes) -> np.ndarray:
@@ -229,21 +258,21 @@ def host_levels(host: Machine, t1, nbytes) -> np.ndarray:
     return levels(host, nbytes, t1, host.dram_bw(1))
 
 
-def split_here(host: Machine, t1, nbytes) -> Tuple[np.ndarray, np.ndarray]:
+def split_here(host: Machine, t1, nbytes, stream=None) -> Tuple[np.ndarray, np.ndarray]:
     """(compute, memory) seconds of the 1-thread times t1 on this host: the
     memory part at the host's 1-thread rates, never more than t1."""
     t1 = np.asarray(t1, dtype=np.float64)
-    m1 = np.minimum(memory_time(host, nbytes, 1, host_levels(host, t1, nbytes)), t1)
+    m1 = np.minimum(memory_time(host, nbytes, 1, host_levels(host, t1, nbytes), stream), t1)
     return t1 - m1, m1
 
 
-def effective_bytes(host: Machine, t1, nbytes) -> np.ndarray:
+def effective_bytes(host: Machine, t1, nbytes, stream=None) -> np.ndarray:
     """The bytes an op really moves: all it reads and writes, unless its
     measured time is shorter than moving them would take (a slice reads a
     part of its input), then the share that fits in its time."""
     nb = np.asarray(nbytes, dtype=np.float64)
-    full = memory_time(host, nb, 1, host_levels(host, t1, nb))
-    _, m1 = split_here(host, t1, nb)
+    full = memory_time(host, nb, 1, host_levels(host, t1, nb), stream)
+    _, m1 = split_here(host, t1, nb, stream)
     with np.errstate(divide="ignore", invalid="ignore"):
         share = np.where(full > 0, m1 / full, 0.0)
     return nb * share
@@ -254,14 +283,18 @@ def _predict_here(host: Machine, p: Sequence[Point], s: float,
     t1 = np.array([x.t1 for x in p])
     nb = np.array([x.nbytes for x in p], dtype=np.float64)
     n = np.array([x.threads for x in p])
-    c1, _ = split_here(host, t1, nb)
-    moved = effective_bytes(host, t1, nb)
+    st = streams([x.op_type for x in p])
+    c1, _ = split_here(host, t1, nb, st)
+    moved = effective_bytes(host, t1, nb, st)
     lvl = host_levels(host, t1, nb)
-    mem = np.array([float(memory_time(host, b, t, v)) for b, t, v in zip(moved, n, lvl)])
+    mem = np.array([float(memory_time(host, b, t, v, f))
+                    for b, t, v, f in zip(moved, n, lvl, st)])
+    mem1 = memory_time(host, moved, 1, lvl, st)
     pool = pool_forkjoin or {}
     fj = np.array([pool.get(int(x.threads), host.forkjoin(int(x.threads))) if x.bare
                    else host.forkjoin(int(x.threads)) for x in p])
-    return c1 * (s + (1 - s) / n) + mem + fj
+    held = np.where(st, s, 0.0)   # the serial share of a stream's traffic
+    return c1 * (s + (1 - s) / n) + held * mem1 + (1 - held) * mem + fj
 
 
 def fit_serial(host: Machine, points: Sequence[Point],
@@ -412,14 +445,15 @@ class CostModel:
     def table(self, t1: Sequence[float], nbytes: Sequence[int], types: Sequence[str],
               max_threads: int, flops: Optional[Sequence[float]] = None) -> OpTable:
         t1 = np.asarray(t1, dtype=np.float64)
-        c1, _ = split_here(self.host, t1, nbytes)
+        st = streams(types)
+        c1, _ = split_here(self.host, t1, nbytes, st)
         # where the data lives follows all it touches (and, on a target whose
         # last-level cache is as large as this host's, how fast it moved
         # here); the traffic, what it moves
         lvl = levels(self.target, nbytes, t1, self.host.dram_bw(1)
                      if self.target.llc_bytes >= self.host.llc_bytes else None)
         cached = lvl != DRAM
-        nb = effective_bytes(self.host, t1, nbytes)
+        nb = effective_bytes(self.host, t1, nbytes, st)
         c1 = c1 * (self.host.peak_gflops_core / self.target.peak_gflops_core)
         intensity = ([f / b if b else 0.0 for f, b in zip(flops, nbytes)]
                      if flops is not None else [None] * len(types))
@@ -434,10 +468,15 @@ class CostModel:
         bw = {lv: np.array([f(int(t)) for t in threads]) for lv, f in
               ((L2, self.target.l2_bw), (L3, self.target.l3_bw), (DRAM, self.target.dram_bw))}
         l2, l3, dram = (nb[:, None] / bw[lv][None, :] for lv in (L2, L3, DRAM))
+        read = nb[:, None] / np.array([self.target.l3_read_bw(int(t)) for t in threads])[None, :]
+        l3 = np.where(st[:, None], read, l3)
+        # a stream's serial share moves its bytes as one thread does
+        held = np.where(st[:, None], s, 0.0)
         memory = np.choose(lvl[:, None], [l2, l3, dram])
+        memory = held * memory[:, :1] + (1 - held) * memory
         fj = np.array([self.target.forkjoin(int(t)) for t in threads])
         seconds = compute + memory + fj[None, :]
-        out_of_cache = np.where(cached[:, None], 0.0, dram)
+        out_of_cache = np.where(cached[:, None], 0.0, held * dram[:, :1] + (1 - held) * dram)
         with np.errstate(divide="ignore", invalid="ignore"):
             frac = np.where(seconds > 0, out_of_cache / seconds, 0.0)
             bps = np.where(seconds > 0, np.where(cached[:, None], 0.0, nb[:, None]) / seconds, 0.0)

@@ -130,13 +130,15 @@ def scaled_host(host: Machine, cores: int) -> Machine:
     dram = list(host.dram_gbs) + [max(host.dram_gbs[-1], per_core_all * n)
                                   for n in range(host.cores + 1, cores + 1)]
     l2, l3 = _per_core_past(host.l2_gbs, cores), _per_core_past(host.l3_gbs, cores)
+    l3_read = _per_core_past(host.l3_read_gbs, cores)
     fj = list(host.forkjoin_s)
     while len(fj) <= cores:
         fj.append(fj[-1] + FORKJOIN_LINE_S)
     # The last-level cache stays as seen here: a VM's L3 is the one its CPU
     # complex shares, and one op's data competes for one complex's L3.
     return replace(host, name=f"{host.name.split(' (')[0]} scaled to {cores} cores",
-                   cores=cores, dram_gbs=tuple(dram), l2_gbs=l2, l3_gbs=l3, forkjoin_s=tuple(fj),
+                   cores=cores, dram_gbs=tuple(dram), l2_gbs=l2, l3_gbs=l3,
+                   l3_read_gbs=l3_read, forkjoin_s=tuple(fj),
                    source=host.source + "; more cores: same per-core figures, memory bandwidth "
                    "per core at this host's all-core figure",
                    notes=host.notes + ("a bigger instance of this host's CPU: per-core compute "

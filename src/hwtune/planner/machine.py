@@ -68,6 +68,18 @@ class Machine:
     # ran 93 GB/s on one thread against 109 in L2, and 172-182 on two
     # (/tmp/s32/l3.py).
     l3_gbs: Tuple[float, ...] = ()
+    # [n]: GB/s of one read stream the last-level cache serves with n busy
+    # cores (a GEMV's weights, read once per call, nothing written back):
+    # the scan's largest GEMV shape that lives there, its bytes over its
+    # time (this host); empty: l3_bw. The triad (two reads, one write per
+    # element) is another stream, and on this VM its 2-thread speedup did
+    # not follow the GEMV's: in-L3 triad 1.20x, [1,1024]x[1024,4096] (16
+    # MiB) 2.0x and deepcpu_lstm_i64_h1024's 1x2 over its 1x1 1.86x in one
+    # validation; 1.45x, 1.69x and 1.77x in another; in the stored scan
+    # they were 2.0x and 1.30x (2-vCPU AMD EPYC Zen 3, avx2; probes beside
+    # the validations of 2026-12-05, /tmp/s38). Charged at the triad's
+    # rate, those 1x2 rows were predicted 24-49% slow.
+    l3_read_gbs: Tuple[float, ...] = ()
 
     def dram_bw(self, n: int) -> float:
         """Bytes/s out of cache with n busy cores."""
@@ -86,6 +98,13 @@ class Machine:
         one, the in-L2 rate."""
         got = _on_curve(self.l3_gbs, max(1, int(n)))
         return self.l2_bw(n) if got is None else got
+
+    def l3_read_bw(self, n: int) -> float:
+        """Bytes/s of one read stream from the last-level cache with n busy
+        cores: the measured curve (past it, the last count's rate per
+        core); without one, l3_bw."""
+        got = _on_curve(self.l3_read_gbs, max(1, int(n)))
+        return self.l3_bw(n) if got is None else got
 
     def bw_cap(self) -> List[float]:
         """The simulator's table: bytes/s served with c busy cores, c = 0..cores."""
@@ -114,7 +133,7 @@ class Machine:
                 "l2_shared_by": self.l2_shared_by, "llc_bytes": self.llc_bytes,
                 "peak_gflops_core": self.peak_gflops_core, "dram_gbs": list(self.dram_gbs),
                 "l2_gbs_core": self.l2_gbs_core, "l2_gbs": list(self.l2_gbs),
-                "l3_gbs": list(self.l3_gbs),
+                "l3_gbs": list(self.l3_gbs), "l3_read_gbs": list(self.l3_read_gbs),
                 "forkjoin_s": list(self.forkjoin_s),
                 "overhead_scale": self.overhead_scale, "source": self.source,
                 "notes": list(self.notes)}
@@ -331,6 +350,27 @@ def _cache(fp: dict, level: str) -> Tuple[int, int]:
     return int(size), max(1, share)
 
 
+def read_stream(figs: HostFigures, l2_bytes: int, llc_bytes: int) -> Dict[int, float]:
+    """{threads: GB/s} of the scan's largest GEMV shape (at most
+    GEMV_MAX_M rows: the kernel streams B once) whose bytes live in the
+    last-level cache (more than one L2, no more than the LLC): its bytes
+    per call over its time; empty without one or without its 1-thread row.
+    The time includes the compute and, past one thread, the pool's fork-
+    join: ~1% of the 16 MiB shape's 225 us on two threads here."""
+    from hwtune.planner.opdata import GEMV_MAX_M
+    shapes: Dict[tuple, Dict[int, float]] = {}
+    for r in figs.gemm:
+        if int(r["M"]) <= GEMV_MAX_M and r.get("time_s"):
+            shapes.setdefault((int(r["M"]), int(r["K"]), int(r["N"])), {})[
+                int(r["threads"])] = float(r["time_s"])
+    inside = [(4 * (M * K + K * N + M * N), times) for (M, K, N), times in shapes.items()
+              if 1 in times and l2_bytes < 4 * (M * K + K * N + M * N) <= llc_bytes]
+    if not llc_bytes or not inside:
+        return {}
+    nbytes, times = max(inside, key=lambda bt: bt[0])
+    return {t: nbytes / s / GB for t, s in times.items() if s > 0}
+
+
 def host_machine(fp: dict, figs: HostFigures, forkjoin: Dict[int, float]) -> Machine:
     """This host: fingerprint + scan figures + measured fork-join
     ({threads: seconds})."""
@@ -339,16 +379,20 @@ def host_machine(fp: dict, figs: HostFigures, forkjoin: Dict[int, float]) -> Mac
     l3, _ = _cache(fp, "L3")
     l2_core = figs.l2.get(1) or min(figs.l2.values())
     fj = [0.0, 0.0] + [forkjoin.get(n, 0.0) for n in range(2, cores + 1)]
+    l2 = l2 or 512 * 1024
+    llc = l3 or (l2 * max(1, cores // l2_by))
     mhz = (fp.get("volatile") or {}).get("cpu_mhz")
     return Machine(
         name=f"{fp.get('cpu_model') or 'this host'} (this host, {cores} usable CPUs)",
         cores=cores, threads_per_core=int(fp.get("threads_per_core") or 1),
         sockets=int(fp.get("sockets") or 1), numa_nodes=int(fp.get("numa_nodes") or 1),
-        clock_ghz=(mhz / 1000.0) if mhz else None, l2_bytes=l2 or 512 * 1024,
-        l2_shared_by=l2_by, llc_bytes=l3 or (l2 * max(1, cores // l2_by)),
+        clock_ghz=(mhz / 1000.0) if mhz else None, l2_bytes=l2,
+        l2_shared_by=l2_by, llc_bytes=llc,
         peak_gflops_core=figs.peak_gflops_core, dram_gbs=envelope(figs.dram, cores),
         l2_gbs_core=l2_core, l2_gbs=per_core_curve(figs.l2, cores),
-        l3_gbs=per_core_curve(figs.l3, cores), forkjoin_s=tuple(fj),
+        l3_gbs=per_core_curve(figs.l3, cores),
+        l3_read_gbs=per_core_curve(read_stream(figs, l2, llc), cores),
+        forkjoin_s=tuple(fj),
         overhead_scale=1.0,
         source=f"this host: scan run {figs.run_id} ({figs.isa}), fingerprint, plan calibration")
 
