@@ -49,7 +49,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from hwtune.planner.machine import Machine
+from hwtune.planner.machine import Machine, gemm_bytes
 from hwtune.planner.opdata import GEMV_FAMILY, GEMV_MAX_M, SCAN_ELTWISE, SCAN_GEMM_TYPES
 
 # Resolution of the serial-fraction fit: 0.005 is below what 2-thread
@@ -284,12 +284,11 @@ def _predict_here(host: Machine, p: Sequence[Point], s: float,
     nb = np.array([x.nbytes for x in p], dtype=np.float64)
     n = np.array([x.threads for x in p])
     st = streams([x.op_type for x in p])
-    c1, _ = split_here(host, t1, nb, st)
+    c1, mem1 = split_here(host, t1, nb, st)   # mem1: what `moved` takes on one thread
     moved = effective_bytes(host, t1, nb, st)
     lvl = host_levels(host, t1, nb)
     mem = np.array([float(memory_time(host, b, t, v, f))
                     for b, t, v, f in zip(moved, n, lvl, st)])
-    mem1 = memory_time(host, moved, 1, lvl, st)
     pool = pool_forkjoin or {}
     fj = np.array([pool.get(int(x.threads), host.forkjoin(int(x.threads))) if x.bare
                    else host.forkjoin(int(x.threads)) for x in p])
@@ -337,12 +336,8 @@ def scan_points(figs) -> List[Point]:
     most GEMV_MAX_M rows gives its GEMV size key's points, any other the
     GEMM types' and its own FLOPs key's (gemm_fit_key)."""
     out = []
-    gemm: Dict[tuple, Dict[int, float]] = {}
-    for r in figs.gemm:
-        if r.get("time_s"):
-            gemm.setdefault((r["M"], r["K"], r["N"]), {})[r["threads"]] = r["time_s"]
-    for (M, K, N), times in gemm.items():
-        nbytes = 4 * (M * K + K * N + M * N)
+    for (M, K, N), times in figs.gemm_shapes().items():
+        nbytes = gemm_bytes(M, K, N)
         for t, tn in times.items():
             if t > 1 and 1 in times:
                 for op_type in ((gemv_fit_key(nbytes),) if M <= GEMV_MAX_M

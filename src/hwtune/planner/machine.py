@@ -291,6 +291,21 @@ class HostFigures:
     triads: List[dict] = field(default_factory=list)      # {where, threads, n}: the rows of l2/dram
     eltwise: List[dict] = field(default_factory=list)
 
+    def gemm_shapes(self) -> Dict[Tuple[int, int, int], Dict[int, float]]:
+        """(M, K, N) -> {threads: seconds} of the GEMM scaling rows that
+        have a time."""
+        out: Dict[Tuple[int, int, int], Dict[int, float]] = {}
+        for r in self.gemm:
+            if r.get("time_s"):
+                out.setdefault((int(r["M"]), int(r["K"]), int(r["N"])), {})[
+                    int(r["threads"])] = float(r["time_s"])
+        return out
+
+
+def gemm_bytes(M: int, K: int, N: int) -> int:
+    """Bytes a [M,K]x[K,N] GEMM touches: A, B and C in fp32."""
+    return 4 * (M * K + K * N + M * N)
+
 
 def _least_disturbed(row: dict) -> float:
     """A scaling row's time for the serial-fraction fits: its fastest
@@ -358,13 +373,9 @@ def read_stream(figs: HostFigures, l2_bytes: int, llc_bytes: int) -> Dict[int, f
     The time includes the compute and, past one thread, the pool's fork-
     join: ~1% of the 16 MiB shape's 225 us on two threads here."""
     from hwtune.planner.opdata import GEMV_MAX_M
-    shapes: Dict[tuple, Dict[int, float]] = {}
-    for r in figs.gemm:
-        if int(r["M"]) <= GEMV_MAX_M and r.get("time_s"):
-            shapes.setdefault((int(r["M"]), int(r["K"]), int(r["N"])), {})[
-                int(r["threads"])] = float(r["time_s"])
-    inside = [(4 * (M * K + K * N + M * N), times) for (M, K, N), times in shapes.items()
-              if 1 in times and l2_bytes < 4 * (M * K + K * N + M * N) <= llc_bytes]
+    gemv = [(gemm_bytes(*shape), times) for shape, times in figs.gemm_shapes().items()
+            if shape[0] <= GEMV_MAX_M and 1 in times]
+    inside = [(nbytes, times) for nbytes, times in gemv if l2_bytes < nbytes <= llc_bytes]
     if not llc_bytes or not inside:
         return {}
     nbytes, times = max(inside, key=lambda bt: bt[0])
