@@ -150,6 +150,14 @@ def test_validate_measures_every_configuration_and_the_report_keeps_it(tmp_path,
         assert x["rel_error"] == pytest.approx((x["predicted_s"] - x["measured_s"])
                                                / x["measured_s"])
     assert doc["validation"]["summary"]["configs"] == len(measured)
+    # every measured row is paired with the 1x1 of the same rounds
+    assert all(sum(x["chunks"]) == len(x["samples"]) for x in measured)
+    base = next(x for x in rows if (x["scheduler"], x["executors"], x["threads"])
+                == ("sequential", 1, 1))
+    assert base["paired_ratio"] == pytest.approx(1.0)
+    assert base["paired_error"] == pytest.approx(0.0)
+    assert all(x["paired_ratio"] > 0 for x in measured)
+    assert doc["validation"]["summary_paired"]["configs"] == len(measured) - 1
     assert doc["fit_data"] == "scan"  # 1-thread profiles: no multi-thread op data
     with sqlite3.connect(path) as c:
         assert c.execute("SELECT count(*) FROM plan_validations").fetchone()[0] == len(rows)

@@ -1223,6 +1223,35 @@ def test_validation_samples_start_after_ten_ms_of_untimed_runs():
 
 
 
+def test_a_paired_ratio_is_the_median_of_each_rounds_ratio_to_the_1x1_of_that_round():
+    """The machine's drift between rounds cancels: a configuration whose
+    chunks ran 1.2x the 1x1's of the same round in every round gets 1.2
+    whatever each round's state, where the medians over all samples mix the
+    states differently."""
+    from hwtune.planner import validate
+    assert validate.chunk_medians([1, 2, 3, 10, 20], [3, 0, 2]) == [2.0, 15.0]
+    state = [1.0, 2.0, 1.0, 3.0, 1.0]  # each round's slowdown
+    base = validate.Row("sequential", 1, 1, predicted_s=1.0e-3, status="ok",
+                        samples=[s * 1e-3 for s in state for _ in range(2)], chunks=[2] * 5)
+    team = validate.Row("sequential", 1, 2, predicted_s=0.9e-3, status="ok",
+                        samples=[s * 1.2e-3 for s in state for _ in range(2)], chunks=[2] * 5)
+    short = validate.Row("corun", 2, 1, predicted_s=1.0e-3, status="ok",
+                         samples=[1e-3, 1e-3], chunks=[1, 1])
+    failed = validate.Row("critical-path", 1, 2, predicted_s=1.0e-3, status="error")
+    validate.paired_ratios([team, base, short, failed])
+    assert base.paired_ratio == pytest.approx(1.0) and base.paired_error == pytest.approx(0.0)
+    assert team.paired_ratio == pytest.approx(1.2)
+    assert team.paired_error == pytest.approx(0.9 / 1.2 - 1.0)
+    assert short.paired_ratio is None and failed.paired_ratio is None  # < 3 rounds; no samples
+    s = validate.paired_summary([r.to_json() for r in (base, team, short)])
+    assert s["configs"] == 1 and s["max_abs_error"] == pytest.approx(0.25)
+    # no 1x1 row: nothing is paired
+    lone = validate.Row("sequential", 1, 2, predicted_s=1e-3, status="ok", samples=[1e-3] * 3,
+                        chunks=[1, 1, 1])
+    validate.paired_ratios([lone])
+    assert lone.paired_ratio is None
+
+
 def test_a_fit_stopped_at_an_edge_gives_way_to_its_family_past_this_hosts_cores():
     """A ReLU fitted at serial fraction 1.0 that still misses its 2-thread
     point measured no serial fraction: on this host's thread counts it keeps

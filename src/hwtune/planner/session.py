@@ -89,7 +89,8 @@ def run_plan(db, host_key: str, fp: dict, graph, graph_hash: str, opts: PlanOpti
                         r.to_json(), model=graph.name, graph_hash=graph_hash,
                         isa=doc["host"]["isa"]))
                 js = [r.to_json() for r in rows]
-                doc["validation"] = {"rows": js, "summary": validate.summary(js), **load}
+                doc["validation"] = {"rows": js, "summary": validate.summary(js),
+                                     "summary_paired": validate.paired_summary(js), **load}
                 if probes is not None:
                     doc["validation"]["summary_stored_scan"] = validate.summary(
                         js, "predicted_stored_s")

@@ -157,6 +157,10 @@ def fastest_sample(r: dict) -> Optional[float]:
     return min(xs) if xs else None
 
 
+def ratio(x: Optional[float]) -> str:
+    return "-" if x is None else f"{x:.3f}x"
+
+
 def vs_fastest(r: dict) -> Optional[float]:
     """A validation row's prediction against its fastest sample, as a
     relative error (None without samples)."""
@@ -171,9 +175,11 @@ def validation_table(rows: Sequence[dict], with_model: bool = False) -> Table:
     engine's (2-core AMD EPYC Zen 1 at load 6-8: the 2-thread medians of
     the DeepCPU LSTM i64_h64 and ResNet-18 were 1.1-3.7x their 1x1 ones)."""
     scan = any(r.get("predicted_stored_s") is not None for r in rows)
+    paired = any(r.get("paired_ratio") is not None for r in rows)
     header = (["model"] if with_model else []) + [
         "scheduler", "config", "predicted", "measured", "MAD", "error", "fastest",
-        "vs fastest"] + (["stored scan", "its error"] if scan else []) + ["status"]
+        "vs fastest"] + (["stored scan", "its error"] if scan else []) + (
+        ["vs 1x1, paired", "its error"] if paired else []) + ["status"]
     out = []
     for r in rows:
         cfg = f"{r['executors']}x{r['threads']}"
@@ -182,7 +188,9 @@ def validation_table(rows: Sequence[dict], with_model: bool = False) -> Table:
         out.append(([r["model"]] if with_model else []) + [
             r["scheduler"], cfg, ms(r.get("predicted_s")), ms(r.get("measured_s")),
             ms(r.get("mad_s")), pct(r.get("rel_error"), signed=True), ms(fastest_sample(r)),
-            pct(vs_fastest(r), signed=True)] + stored + [r.get("status", "ok")])
+            pct(vs_fastest(r), signed=True)] + stored + (
+            [ratio(r.get("paired_ratio")), pct(r.get("paired_error"), signed=True)]
+            if paired else []) + [r.get("status", "ok")])
     return header, out
 
 
@@ -225,4 +233,10 @@ def validation_sentences(v: dict) -> List[str]:
                    f"{f' ({n} probes)' if n else ''}; from the stored scan alone: median "
                    f"|error| {pct(stored['median_abs_error'])}, worst "
                    f"{pct(stored['max_abs_error'])}")
+    paired = v.get("summary_paired")
+    if paired and paired.get("configs"):
+        out.append(f"against the sequential 1x1 measured in the same rounds (the machine's "
+                   f"drift between rounds cancels): median |error| "
+                   f"{pct(paired['median_abs_error'])}, worst {pct(paired['max_abs_error'])} "
+                   f"over {paired['configs']} configurations")
     return out
