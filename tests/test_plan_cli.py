@@ -245,6 +245,23 @@ def test_the_stored_scans_prediction_is_shown_beside(fmt):
     assert "stored scan" in text and "16.5" in text
 
 
+@pytest.mark.parametrize("fmt", ["terminal", "markdown", "html"])
+def test_the_paired_ratio_to_the_1x1_is_shown_beside(fmt):
+    from hwtune.report import export
+    from hwtune.planner.validate import paired_summary
+    from plan_fixture import validation_doc
+    doc = validation_doc()
+    rows = doc["validation"]["rows"]
+    text = " ".join(export.render("plan", doc, fmt).split())
+    assert "paired" not in text  # a validation from before the pairing
+    rows[0].update(paired_ratio=1.0, paired_error=0.0)
+    rows[1].update(paired_ratio=0.61, paired_error=-0.1234)
+    doc["validation"]["summary_paired"] = paired_summary(rows)
+    text = " ".join(export.render("plan", doc, fmt).split())
+    assert "paired" in text and "0.610x" in text and "-12.3%" in text  # terminal: wrapped header
+    assert "same rounds" in text and "worst 12.3% over 1 configurations" in text
+
+
 def test_train_plans_the_training_step(seeded):
     """--train plans the model's training step (forward, loss, backward,
     update), as Graphi timed its models: more ops than the forward pass."""
