@@ -675,9 +675,10 @@ def test_an_orders_factor_is_its_median_ratio_to_the_sequential_engine_of_each_r
     from hwtune.planner.calibrate import order_factors
     Ev = namedtuple("Ev", "op_name start_s end_s")
 
-    def engine(state, b=1.0, runs=3):
-        return [[Ev("a", 0.0, 1e-3 * state), Ev("b", 0.0, 2e-3 * state * b * (1 + 0.01 * r))]
-                for r in range(runs)]
+    def engine(state, b=1.0, runs=3, gap=0.0):
+        return [[Ev("a", 0.0, 1e-3 * state),
+                 Ev("b", 1e-3 * state + gap, 1e-3 * state + gap
+                    + 2e-3 * state * b * (1 + 0.01 * r))] for r in range(runs)]
     states = [1.0, 1.45, 1.45, 1.0, 1.45]
     seq = [engine(s) for s in states]
     same = order_factors(seq, [engine(s * 1.01 ** (i % 2)) for i, s in enumerate(states)],
@@ -699,6 +700,11 @@ def test_an_orders_factor_is_its_median_ratio_to_the_sequential_engine_of_each_r
     assert (1e-3 * order_factors(seq, tight, ["a", "b"]) @ [1.0, 2.01]) / 3.01e-3 == \
         pytest.approx(1.06, rel=0.01)
     assert np.array_equal(order_factors([], [], ["a"]), np.ones(1))
+    # the scheduler's own work between the ops counts: the same ops with
+    # 0.3 ms between them in every round make a run 1.1x the sequential one
+    gaps = order_factors(seq, [engine(s, gap=0.3e-3 * s) for s in states], ["a", "b"])
+    assert gaps[0] == pytest.approx(gaps[1], rel=0.02)
+    assert (1e-3 * gaps[0] + 2.01e-3 * gaps[1]) / 3.01e-3 == pytest.approx(1.1, rel=0.01)
 
 
 def test_order_scales_profile_each_out_of_order_scheduler_against_sequential(monkeypatch):
@@ -1229,7 +1235,7 @@ def test_a_paired_ratio_is_the_median_of_each_rounds_ratio_to_the_1x1_of_that_ro
     whatever each round's state, where the medians over all samples mix the
     states differently."""
     from hwtune.planner import validate
-    assert validate.chunk_medians([1, 2, 3, 10, 20], [3, 0, 2]) == [2.0, 15.0]
+    assert validate.chunk_medians([1, 2, 3, 10, 20], [3, 0, 2]) == [2.0, None, 15.0]
     state = [1.0, 2.0, 1.0, 3.0, 1.0]  # each round's slowdown
     base = validate.Row("sequential", 1, 1, predicted_s=1.0e-3, status="ok",
                         samples=[s * 1e-3 for s in state for _ in range(2)], chunks=[2] * 5)
@@ -1238,7 +1244,12 @@ def test_a_paired_ratio_is_the_median_of_each_rounds_ratio_to_the_1x1_of_that_ro
     short = validate.Row("corun", 2, 1, predicted_s=1.0e-3, status="ok",
                          samples=[1e-3, 1e-3], chunks=[1, 1])
     failed = validate.Row("critical-path", 1, 2, predicted_s=1.0e-3, status="error")
-    validate.paired_ratios([team, base, short, failed])
+    # a round without samples keeps the others in their rounds
+    gap = validate.Row("shared-queue", 2, 1, predicted_s=1.0e-3, status="ok",
+                       samples=[s * 1.5e-3 for i, s in enumerate(state) if i != 1 for _ in "ab"],
+                       chunks=[2, 0, 2, 2, 2])
+    validate.paired_ratios([team, base, short, failed, gap])
+    assert gap.paired_ratio == pytest.approx(1.5)
     assert base.paired_ratio == pytest.approx(1.0) and base.paired_error == pytest.approx(0.0)
     assert team.paired_ratio == pytest.approx(1.2)
     assert team.paired_error == pytest.approx(0.9 / 1.2 - 1.0)

@@ -187,13 +187,13 @@ PAIRED_MIN_ROUNDS = 3
 BASE = ("sequential", 1, 1)
 
 
-def chunk_medians(samples: Sequence[float], sizes: Sequence[int]) -> List[float]:
+def chunk_medians(samples: Sequence[float], sizes: Sequence[int]) -> List[Optional[float]]:
     """The median of each chunk of samples (sizes: samples per chunk, in
-    order; an empty chunk gives nothing)."""
-    out, at = [], 0
+    order; None for an empty chunk, so that the rounds stay aligned)."""
+    out: List[Optional[float]] = []
+    at = 0
     for n in sizes:
-        if n > 0:
-            out.append(float(np.median(samples[at:at + n])))
+        out.append(float(np.median(samples[at:at + n])) if n > 0 else None)
         at += n
     return out
 
@@ -224,7 +224,7 @@ def paired_ratios(rows: Sequence[Row]) -> None:
         if r.status != "ok" or not r.chunks:
             continue
         m = chunk_medians(r.samples, r.chunks)
-        ratios = [x / y for x, y in zip(m, b) if y > 0]
+        ratios = [x / y for x, y in zip(m, b) if x is not None and y is not None and y > 0]
         if len(ratios) < PAIRED_MIN_ROUNDS:
             continue
         r.paired_ratio = float(np.median(ratios))
