@@ -12,10 +12,12 @@ Run with the installed package, after `hwtune scan --quick` on this host:
       critical-path against shared-queue per n x k, beside the paper's
       Figure 6 and Table 2. --train: each model's training step (the
       paper timed training steps), profiled here on one thread first.
-  python benchmarks/bench_plan.py validate   [--db PATH] [--models a,b] [--fresh]
+  python benchmarks/bench_plan.py validate   [--db PATH] [--models a,b] [--fresh] [--save DIR]
       `hwtune plan --validate` on every bundled model (or --models): per
       model and configuration predicted vs measured, median and worst
-      absolute error overall. Goal: median <= 10%, worst <= 25%.
+      absolute error overall, and each against the sequential 1x1 of the
+      same rounds (paired). Goal: median <= 10%, worst <= 25%. --save:
+      each model's plan document as DIR/MODEL.json.
 
 Every figure names the CPU and ISA it ran on, and the load average seen.
 """
@@ -26,6 +28,7 @@ import argparse
 import os
 import subprocess
 import sys
+from typing import Optional
 
 from hwtune.measure import FixedSampling, interleave
 from hwtune.measure.sides import CallSide
@@ -112,7 +115,9 @@ def _vs_fastest(rows) -> dict:
                     for r in rows])
 
 
-def validate(db: str, models, fresh: bool = False) -> None:
+def validate(db: str, models, fresh: bool = False, save: Optional[str] = None) -> None:
+    """save: a folder that gets each model's plan document (`--json`:
+    every row's samples, chunks, probes and order factors) as MODEL.json."""
     import json
     from hwtune.measure.clock import Stopwatch
     from hwtune.planner.validate import paired_summary, summary
@@ -128,6 +133,10 @@ def validate(db: str, models, fresh: bool = False) -> None:
                              check=True, capture_output=True, text=True)
         took = one.elapsed()
         doc = json.loads(out.stdout)
+        if save:
+            os.makedirs(save, exist_ok=True)
+            with open(os.path.join(save, f"{name}.json"), "w") as f:
+                f.write(out.stdout)
         rows = doc["validation"]["rows"]
         every += rows
         s, f = doc["validation"]["summary"], _vs_fastest(rows)
@@ -186,6 +195,8 @@ def main() -> None:
                     help="validate: calibrate again before each model (on a host whose "
                          "core-to-core costs drift within minutes, a calibration taken for "
                          "an earlier model describes another machine)")
+    ap.add_argument("--save", default=None, metavar="DIR",
+                    help="validate: keep each model's plan document (--json) in DIR")
     ap.add_argument("--train", action="store_true",
                     help="graphi: each model's training step (forward, loss, backward, "
                          "update), as the paper measured, instead of its forward pass")
@@ -195,7 +206,7 @@ def main() -> None:
     elif a.what == "graphi":
         graphi(a.db, a.train)
     else:
-        validate(a.db, [m for m in (a.models or "").split(",") if m], a.fresh)
+        validate(a.db, [m for m in (a.models or "").split(",") if m], a.fresh, a.save)
 
 
 if __name__ == "__main__":
