@@ -174,8 +174,13 @@ def summary(rows: Sequence[dict], predicted: str = "predicted_s") -> dict:
     """Median and worst absolute error over rows that were measured (of
     the prediction under key `predicted`: predicted_stored_s for the
     stored scan's)."""
-    errs = [abs(e) for e in (rel_error(r.get(predicted), r.get("measured_s")) for r in rows)
-            if e is not None]
+    return _abs_summary(e for e in (rel_error(r.get(predicted), r.get("measured_s"))
+                                     for r in rows) if e is not None)
+
+
+def _abs_summary(errors) -> dict:
+    """configs, median and worst of |error| over errors."""
+    errs = [abs(e) for e in errors]
     if not errs:
         return {"configs": 0, "median_abs_error": None, "max_abs_error": None}
     return {"configs": len(errs), "median_abs_error": float(np.median(errs)),
@@ -235,12 +240,8 @@ def paired_ratios(rows: Sequence[Row]) -> None:
 def paired_summary(rows: Sequence[dict]) -> dict:
     """Median and worst |paired_error| over the rows that have one, but
     the 1x1 itself (0 by construction)."""
-    errs = [abs(r["paired_error"]) for r in rows if r.get("paired_error") is not None
-            and (r["scheduler"], r["executors"], r["threads"]) != BASE]
-    if not errs:
-        return {"configs": 0, "median_abs_error": None, "max_abs_error": None}
-    return {"configs": len(errs), "median_abs_error": float(np.median(errs)),
-            "max_abs_error": float(max(errs))}
+    return _abs_summary(r["paired_error"] for r in rows if r.get("paired_error") is not None
+                        and (r["scheduler"], r["executors"], r["threads"]) != BASE)
 
 
 def validate(p: Predictor, rows, cores: int, *, reps: int = REPS,
