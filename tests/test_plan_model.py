@@ -464,6 +464,29 @@ def test_a_team_op_pulls_only_the_slices_its_cores_do_not_hold():
     assert got == pytest.approx(base + 3 * half, abs=1e-12)
 
 
+def test_a_corun_group_op_is_completed_by_its_part_0_worker():
+    """corun 1x2, a on two workers, then b and d on one: a's part 1 pulls
+    half of a's input y from worker 0, which wrote it, so it ends last;
+    worker 0 (part 0) still completes a and goes on with b, so the chain
+    stays on one core from run to run (sched_corun.c)."""
+    from hwtune.native.simulate import Transfer
+    g = _adds("corun-home", [("y", ["x", "x"]), ("a", ["y", "x"]), ("b", ["a", "x"]),
+                             ("d", ["b", "x"])])
+    sec = np.array([[1e-3, 6e-4], [2e-3, 1e-3], [1e-3, 6e-4], [1e-3, 6e-4]])
+    threads = {"y": 1, "a": 2, "b": 1, "d": 1}
+    with Simulator(g) as sim:
+        _, ev = sim.run(executors=1, threads=2, scheduler="corun", seconds=sec,
+                        op_threads=threads, op_cost={n: 1e-3 for n in threads},
+                        transfer=Transfer(LAT, RATE), events=True)
+    by = {e.op: e for e in ev}
+    assert by["a"].threads == 2 and by["a"].executor == by["y"].executor
+    # a ends with part 1, one transfer after part 0's own 1 ms
+    assert by["a"].end_s - by["a"].start_s == pytest.approx(sec[1, 1] + LAT + 128 / RATE,
+                                                            abs=1e-12)
+    assert by["b"].executor == by["d"].executor == by["a"].executor
+    assert by["b"].start_s == pytest.approx(by["a"].end_s, abs=1e-6)
+
+
 def test_transfer_figures_must_not_be_negative():
     from hwtune.native.simulate import Transfer
     with Simulator(_chain_and_fan()) as sim:

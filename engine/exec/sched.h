@@ -43,7 +43,9 @@
  *   vdone(v, vstate, w, op, last)
  *                      a part of op ended on worker w (an executor, or a
  *                      worker_groups worker); last: it was the op's last
- *                      running part. Starts what the scheduler would start
+ *                      running part (a worker_groups op's part 0, which
+ *                      the driver ends after the others: its worker waits
+ *                      for them and completes the op). Starts what the scheduler would start
  *                      now, through hwt_vrun_start.
  *   vplaces            1: the scheduler decides which executor runs an op
  *                      (it pushes), so the simulated placement is the real

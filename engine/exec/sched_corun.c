@@ -15,8 +15,11 @@
  *   - if none fits, the head waits for more cores while something runs
  *     (priority order is kept; nothing lower jumps the queue).
  * The op goes to a group of that many idle workers: each gets (op, tid,
- * nth) in its own slot and runs its part, run(ctx, ws, tid, nth); the last
- * finisher of the group (an atomic countdown per op) completes the op:
+ * nth) in its own slot and runs its part, run(ctx, ws, tid, nth). The
+ * worker of part 0 (the lowest idle one when the op was placed) completes
+ * the op once the other parts are done (an atomic countdown per op; each
+ * other part's worker registers as idle before it counts down, so part 0's
+ * decisions see it free):
  * decrements its successors, runs the tiny single-thread ones inline (as
  * critical-path does: a dispatch costs more than the op), keeps one
  * single-thread successor for itself when nothing waiting is more critical
@@ -30,9 +33,23 @@
  * The first ops are placed before any worker starts, with every worker idle,
  * so the first decisions do not depend on which thread wakes first.
  *
+ * Why part 0 and not the last finisher: a chain of 1-thread ops after a
+ * group op then runs on the same core run after run, where its buffers
+ * are. With the last finisher (which of two balanced parts ends last is a
+ * coin toss) deepcpu_lstm_i64_h64's recurrence moved between the two cores
+ * from run to run, and each step's writes had to take the lines back from
+ * the other core's cache: its 1-thread matmuls took 1.30-1.53 us a step on
+ * either core against 0.87 in the sequential engine, and the run 1.44x the
+ * sequential one's; with the chain kept on worker 0, 0.89-0.90 us and 1.10x
+ * (12 rounds of fresh engines in random order, AMD EPYC Zen 3, 2 vCPUs,
+ * 2026-12-05, /tmp/s39/bins2.py). Part 0's worker waits only for parts of
+ * the same length (the kernels split work evenly): it polls, then yields,
+ * as a slot's waiter does (slots.h).
+ *
  * The decisions (corun_core below: Strategy 3's placement, what runs inline,
  * what a worker keeps) are shared with the virtual-time version at the end
  * of this file. */
+#include <sched.h>
 #include <pthread.h>
 #include "hwtune/bench.h"
 #include "prio_heap.h"
@@ -49,7 +66,7 @@ typedef struct {
   pthread_mutex_t mu;        /* guards core */
   corun_core k;
   _Alignas(HWT_CACHELINE) _Atomic int completed;
-  _Atomic int *remaining;    /* [n_ops] parts of the op still running */
+  _Atomic int *remaining;    /* [n_ops] parts other than 0 still running */
   hwt_slot *slot;            /* [workers]: op, and the part (tid, nth) */
   int *local;                /* [workers * 2 * n_ops] inline stacks, ready buffers */
 } corun_state;
@@ -185,7 +202,7 @@ static inline int core_push_keep(const hwt_engine *e, corun_core *k, const int *
 static void give_slot(void *arg, int w, int op, int tid, int nth) {
   corun_state *c = arg;
   /* Before the first part can run (and count down). */
-  if (tid == 0) atomic_store_explicit(&c->remaining[op], nth, memory_order_relaxed);
+  if (tid == 0) atomic_store_explicit(&c->remaining[op], nth - 1, memory_order_relaxed);
   c->slot[w].tid = tid;
   c->slot[w].nth = nth;
   hwt_slot_give(&c->slot[w], op);
@@ -233,8 +250,9 @@ static int flush_keep(hwt_engine *e, ready_ctx *r) {
   return keep;
 }
 
-/* The last part of op finished on worker w: complete it and every tiny op
- * it (transitively) makes ready, and the successor it keeps. */
+/* Op's parts are done (part 0 ran on worker w, and waited for the others):
+ * complete it and every tiny op it (transitively) makes ready, and the
+ * successor it keeps. */
 static void complete(hwt_engine *e, int w, int op, ready_ctx *r) {
   corun_state *c = r->c;
   for (;;) {
@@ -252,23 +270,45 @@ static void complete(hwt_engine *e, int w, int op, ready_ctx *r) {
   }
 }
 
-static void run_part(hwt_engine *e, corun_state *c, int w, int op, int tid, int nth) {
+/* Part 0's wait for the group's other parts: `spin` polls with a pause,
+ * then a yield per poll (an oversubscribed machine, where spin is 0, may
+ * have queued the part waited for on this CPU). Acquire: every part's
+ * output is visible once its count-down is. */
+static void wait_parts(const hwt_engine *e, _Atomic int *remaining) {
+  for (int i = 0; atomic_load_explicit(remaining, memory_order_acquire) > 0; i++) {
+    if (i >= e->spin)
+      sched_yield();
+#if defined(__x86_64__) || defined(__i386__)
+    else
+      __builtin_ia32_pause();
+#endif
+  }
+}
+
+/* Runs one part; 1 when it has freed its worker already (a part other than
+ * 0 of a group op), 0 when the caller frees it. */
+static int run_part(hwt_engine *e, corun_state *c, int w, int op, int tid, int nth) {
   hwt_op_event *ev = &e->events[op];
   double t0 = e->profile ? hwt_now() : 0.0;
   e->impl[op]->run(&e->ctx[op], e->ws + (size_t)w * e->ws_stride, tid, nth);
-  if (e->profile && tid == 0) {
+  if (tid != 0) {
+    flush(e, c, w);
+    /* release: part 0 sees this part's output */
+    atomic_fetch_sub_explicit(&c->remaining[op], 1, memory_order_release);
+    return 1;
+  }
+  if (nth > 1) wait_parts(e, &c->remaining[op]);
+  if (e->profile) {
     ev->op = op;
     ev->executor = w;
     ev->threads = nth;
     ev->start_s = t0;
+    ev->end_s = hwt_now();
   }
-  /* acq_rel: the last finisher sees every part's output (and tid 0's event
-   * fields) before it completes the op. */
-  if (atomic_fetch_sub_explicit(&c->remaining[op], 1, memory_order_acq_rel) != 1) return;
-  if (e->profile) ev->end_s = hwt_now();
   ready_ctx r = {e, c, c->local + (size_t)w * 2 * (size_t)e->n_ops, 0,
                  c->local + ((size_t)w * 2 + 1) * (size_t)e->n_ops, 0};
   complete(e, w, op, &r);
+  return 0;
 }
 
 /* The first ops were placed before the workers started (corun_run). */
@@ -279,8 +319,7 @@ static void corun_worker(void *arg, int w) {
     /* The part was written before the op (hwt_slot_give's release). */
     int op = hwt_slot_take(&c->slot[w], e->spin);
     if (op < 0) return;
-    run_part(e, c, w, op, c->slot[w].tid, c->slot[w].nth);
-    flush(e, c, w);
+    if (!run_part(e, c, w, op, c->slot[w].tid, c->slot[w].nth)) flush(e, c, w);
   }
 }
 
@@ -296,10 +335,10 @@ static int corun_run(hwt_engine *e, void *state) {
 }
 
 /* ---- virtual time ----
- * run_part's ending: a part that is not the op's last frees its worker
- * (flush); the last one completes the op (complete()'s loop body), runs the
- * worker's inline stack, then frees the worker. The lock is the serial
- * section. */
+ * run_part's ending: a part other than 0 frees its worker (flush); part 0,
+ * which the driver ends after the others (simulate.c), completes the op
+ * (complete()'s loop body), runs the worker's inline stack, then frees the
+ * worker. The lock is the serial section. */
 
 typedef struct {
   corun_core k;

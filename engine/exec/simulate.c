@@ -13,7 +13,10 @@
  * (hwtune/simulate.h), every start and end re-rates the running parts.
  * Without it, ends are exact sums of start and duration, which the
  * agreement test relies on. Parts that end at the same time are processed
- * in (time, op, part) order. */
+ * in (time, op, part) order. A group op's part 0 (worker_groups schedulers)
+ * ends only after its other parts: its worker waits for them, without
+ * memory traffic, and completes the op, as sched_corun.c's does. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +33,7 @@ typedef struct {
   const hwt_sim_costs *c;
   int workers, model;
   int *op, *tid, *nth;      /* [workers] running part; op -1: idle */
+  int *waits;               /* [workers] 1: part 0 done, waiting for its group's others */
   double *ready, *end;      /* when its work starts (after overheads), when it ends */
   double *idle_since;       /* when its last part ended (0 before any: the run's start) */
   double *left, *rate;      /* memory model: alone-seconds of work left, progress rate */
@@ -185,7 +189,7 @@ static void rerate(vrun_impl *r) {
   int busy = 0;
   double demand = 0;
   for (int w = 0; w < r->workers; w++) {
-    if (r->op[w] < 0) continue;
+    if (r->op[w] < 0 || r->waits[w]) continue;
     double from = r->last > r->ready[w] ? r->last : r->ready[w];
     if (now > from) r->left[w] -= (now - from) * r->rate[w];
     if (r->left[w] < 0) r->left[w] = 0;
@@ -197,7 +201,7 @@ static void rerate(vrun_impl *r) {
   double cap = r->c->bw_cap[cores];
   double stretch = cap > 0 && demand > cap ? demand / cap : 1.0;
   for (int w = 0; w < r->workers; w++) {
-    if (r->op[w] < 0) continue;
+    if (r->op[w] < 0 || r->waits[w]) continue;
     r->rate[w] = 1.0 / (1.0 - r->mu[w] + r->mu[w] * stretch);
     double from = now > r->ready[w] ? now : r->ready[w];
     r->end[w] = from + r->left[w] / r->rate[w];
@@ -232,7 +236,7 @@ static int simulate(hwt_sim *s, void *vstate, const hwt_sim_costs *c, double *ma
   r.max_steps = max_steps;
   r.err = s->err;
   size_t wn = (size_t)W, n = (size_t)(e->n_ops > 0 ? e->n_ops : 1);
-  r.op = malloc(wn * 3 * sizeof(int));
+  r.op = malloc(wn * 4 * sizeof(int));
   r.ready = malloc(wn * 7 * sizeof(double));
   r.parts_left = calloc(n, sizeof(int));
   r.xfer = c->xfer_bps > 0 || c->xfer_s > 0;
@@ -248,13 +252,14 @@ static int simulate(hwt_sim *s, void *vstate, const hwt_sim_costs *c, double *ma
   }
   r.tid = r.op + wn;
   r.nth = r.op + 2 * wn;
+  r.waits = r.op + 3 * wn;
   r.end = r.ready + wn;
   r.left = r.ready + 2 * wn;
   r.rate = r.ready + 3 * wn;
   r.mu = r.ready + 4 * wn;
   r.bps = r.ready + 5 * wn;
   r.idle_since = r.ready + 6 * wn;
-  for (int w = 0; w < W; w++) r.op[w] = -1, r.idle_since[w] = 0;
+  for (int w = 0; w < W; w++) r.op[w] = -1, r.waits[w] = 0, r.idle_since[w] = 0;
   r.events = e->events;
   memset(e->events, 0, n * sizeof *e->events);
   hwt_exec_reset_pending(e);
@@ -264,11 +269,19 @@ static int simulate(hwt_sim *s, void *vstate, const hwt_sim_costs *c, double *ma
   sched->vstart(&r.v, vstate);
   if (r.model) rerate(&r);
   double finish = 0;
+  const int groups = sched->info.worker_groups;
   int w;
   while (!s->err[0] && (w = next_end(&r)) >= 0) {
     r.v.now = r.end[w];
     int op = r.op[w], tid = r.tid[w], nth = r.nth[w];
     if (r.model) rerate(&r); /* brings the others' progress up to now */
+    if (groups && tid == 0 && r.parts_left[op] > 1) {
+      r.waits[w] = 1;
+      r.left[w] = r.bps[w] = r.mu[w] = 0;
+      r.end[w] = HUGE_VAL;
+      if (r.model) rerate(&r);
+      continue;
+    }
     r.op[w] = -1;
     r.idle_since[w] = r.v.now;
     log_step(&r, 1, w, op, tid, nth, r.v.now);
@@ -277,6 +290,10 @@ static int simulate(hwt_sim *s, void *vstate, const hwt_sim_costs *c, double *ma
     if (r.v.now > finish) finish = r.v.now;
     r.sect_end = r.v.now;
     sched->vdone(&r.v, vstate, w, op, last);
+    /* the other parts are done: a waiting part 0 ends now */
+    if (groups && r.parts_left[op] == 1)
+      for (int x = 0; x < W; x++)
+        if (r.waits[x] && r.op[x] == op) r.waits[x] = 0, r.ready[x] = r.end[x] = r.v.now;
     if (r.model) rerate(&r);
   }
   if (!s->err[0] && r.ran != e->n_run)

@@ -33,7 +33,8 @@ typedef struct {
   int single_team;     /* one executor with every thread, whatever executors says */
   int worker_groups;   /* executors x threads single-thread workers; an op's threads are
                           a group of idle workers formed per dispatch (thread counts of
-                          ops count workers, not a team's threads) */
+                          ops count workers, not a team's threads); the worker of the
+                          group's part 0 completes the op, after the other parts */
   int in_order;        /* runs ops in the plan's topological order, one at a time: the
                           arena may reuse memory sequentially */
   int needs_costs;     /* orders ops by levels from op costs: callers profile per-op
