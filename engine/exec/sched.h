@@ -45,8 +45,8 @@
  *                      worker_groups worker); last: it was the op's last
  *                      running part (a worker_groups op's part 0, which
  *                      the driver ends after the others: its worker waits
- *                      for them and completes the op). Starts what the scheduler would start
- *                      now, through hwt_vrun_start.
+ *                      for them and completes the op). Starts what the
+ *                      scheduler would start now, through hwt_vrun_start.
  *   vplaces            1: the scheduler decides which executor runs an op
  *                      (it pushes), so the simulated placement is the real
  *                      one; 0: executors pull, whichever comes first. */

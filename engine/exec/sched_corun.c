@@ -278,10 +278,8 @@ static void wait_parts(const hwt_engine *e, _Atomic int *remaining) {
   for (int i = 0; atomic_load_explicit(remaining, memory_order_acquire) > 0; i++) {
     if (i >= e->spin)
       sched_yield();
-#if defined(__x86_64__) || defined(__i386__)
     else
-      __builtin_ia32_pause();
-#endif
+      hwt_cpu_relax();
   }
 }
 

@@ -27,9 +27,7 @@ static inline uint32_t hwt_slot_poll(_Atomic uint32_t *v, int spin) {
   uint32_t x;
   for (int i = 0; i < spin; i++) {
     if ((x = atomic_load_explicit(v, memory_order_acquire)) != 0) return x;
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
+    hwt_cpu_relax();
   }
   return 0;
 }

@@ -13,4 +13,15 @@
 void hwt_park_wait(_Atomic uint32_t *w, uint32_t expected);
 void hwt_park_wake(_Atomic uint32_t *w);
 
+/* The spin half's hint, one per empty poll: x86's pause (baseline on every
+ * x86, so the generic build uses it too), aarch64's yield, nothing
+ * elsewhere. Every spin-wait of the pool and the schedulers uses it. */
+static inline void hwt_cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ volatile("yield" ::: "memory");
+#endif
+}
+
 #endif

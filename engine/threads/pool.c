@@ -44,14 +44,6 @@
 #include "park.h"
 #include "topo.h"
 
-#if defined(HWTUNE_HAVE_X86)
-#define cpu_relax() __builtin_ia32_pause()
-#elif defined(__aarch64__)
-#define cpu_relax() __asm__ volatile("yield" ::: "memory")
-#else
-#define cpu_relax() ((void)0)
-#endif
-
 #define NTH_BITS 16
 #define NTH_MASK ((UINT64_C(1) << NTH_BITS) - 1)
 /* Far above any machine we target (256 CPUs) and below NTH_MASK. */
@@ -209,7 +201,7 @@ static uint64_t chan_wait(channel *c, int idx, uint64_t seen, double spin_s) {
   for (long k = 0;; k++) {
     g = atomic_load_explicit(&c->gen, memory_order_acquire);
     if (g != seen) return g;
-    cpu_relax();
+    hwt_cpu_relax();
     if (k % SPINS_PER_CLOCK == SPINS_PER_CLOCK - 1) {
       double t = now_s();
       if (t0 == 0) t0 = t;
@@ -247,7 +239,7 @@ static void chan_join(channel *c, int first, int nth, uint64_t seq, double spin_
   for (long k = 0;; k++) {
     while (i < nth && atomic_load_explicit(&c->slots[i].done_seq, memory_order_acquire) == seq) i++;
     if (i == nth) return;
-    cpu_relax();
+    hwt_cpu_relax();
     if (k % SPINS_PER_CLOCK == SPINS_PER_CLOCK - 1) {
       double t = now_s();
       if (t0 == 0) t0 = t;

@@ -62,7 +62,7 @@ static void late_task(void *arg, int tid, int nth) {
   if (r->lockstep && tid == 0) {
     /* Share 1 can only be run by another thread while this one waits. */
     double t0 = now_s();
-    while (!atomic_load(&r->runs[1]) && now_s() - t0 < HOLD_TIMEOUT_S) cpu_relax();
+    while (!atomic_load(&r->runs[1]) && now_s() - t0 < HOLD_TIMEOUT_S) hwt_cpu_relax();
   }
 }
 
