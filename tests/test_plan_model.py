@@ -2,6 +2,8 @@
 model's stated parts and its serial-fraction fit, the simulator binding,
 and the search over schedulers, splits and per-op thread strategies."""
 
+import dataclasses
+import itertools
 import math
 
 import numpy as np
@@ -12,6 +14,7 @@ from hwtune.graph.generators.builder import Builder
 from hwtune.native import sched
 from hwtune.native.simulate import Overheads, Simulator
 from hwtune.planner import costmodel, graphi, search
+from hwtune.planner.costmodel import CostModel
 from hwtune.planner.machine import GB, bundled, envelope, from_toml, parse_cores
 
 from plan_fixture import machine, predictor
@@ -377,6 +380,34 @@ def test_graphi_rows_compare_with_the_paper():
     assert (lo["serial_scale"], hi["serial_scale"]) == graphi.SERIAL_SCALES
     assert lo["speedup"] <= row["speedup"] * (1 + 1e-9) <= hi["speedup"] * (1 + 1e-9)
     assert rows[0][5] == f"{lo['speedup']:.2f}x / {hi['speedup']:.2f}x"
+
+
+def test_the_serial_band_floors_its_doubled_end():
+    # a host whose 2-thread points fit s = 0 (at an edge or not) still gets a
+    # band: the doubled end raises every fraction to SERIAL_FLOOR at least
+    p = predictor(model="pathnet_small", target="xeon-phi-7250")
+    fits = {k: dataclasses.replace(f, serial_fraction=0.0, median_rel_err=err)
+            for (k, f), err in zip(p.model.fits.items(), itertools.cycle((0.0, 0.5)))}
+    p0 = dataclasses.replace(p, model=CostModel(p.model.host, p.model.target, fits),
+                             _tables={}, _sim=None)
+    assert any(f.at_edge for f in fits.values()) and not all(f.at_edge for f in fits.values())
+    try:
+        plain, doubled, halved = (graphi.with_serial_scale(p0, 2.0),
+                                  graphi.with_serial_scale(p0, 2.0, graphi.SERIAL_FLOOR),
+                                  graphi.with_serial_scale(p0, 0.5))
+        assert all(f.serial_fraction == 0.0 for f in plain.model.fits.values())
+        assert all(f.serial_fraction == graphi.SERIAL_FLOOR and not f.at_edge
+                   for f in doubled.model.fits.values())
+        assert halved.model.fits == fits  # no floor: edges kept, 0 stays 0
+        row = graphi.predict_row(p0, graphi.PAPER[2], sched.schedulers())
+        lo, hi = row["serial_band"]
+        assert lo["speedup"] == pytest.approx(row["speedup"])
+        assert hi["speedup"] > row["speedup"] * 1.01  # S64's ops now scale worse
+        for q in (plain, doubled, halved):
+            q.close()
+    finally:
+        p0.close()
+        p.close()
 
 
 def test_scan_rows_are_fitted_at_their_least_disturbed_sample():
