@@ -262,6 +262,36 @@ static inline float pow_scalar(float a, float b) { return (float)pow((double)a, 
 OP_REF pow_ref(float a, float b, float c, const float *at) { return pow_scalar(a, b); }
 OP_VEC pow_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) { return hv_map2(pow_scalar, a, b); }
 
+/* Comparisons and logic (ONNX Equal, Less, ..., And, Or, Xor, Not; bool
+ * tensors are carried as float 1.0 / 0.0, an operand is true when nonzero,
+ * NaN included, as numpy's astype(bool)): 1.0 or 0.0, NaN compares false
+ * (not_equal: true). trunc rounds toward zero (ONNX Cast of a float to an
+ * integer type). Lane by lane: models apply them to attention masks and
+ * position ids ([batch, seq]), a few hundred elements per run; every
+ * variant computes the reference's expression, bit for bit. */
+#define OPS_PRED2(name, expr)                                                        \
+  static inline float name##_scalar(float a, float b) { return (expr) ? 1.0f : 0.0f; } \
+  OP_REF name##_ref(float a, float b, float c, const float *at) { return name##_scalar(a, b); } \
+  OP_VEC name##_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) {               \
+    return hv_map2(name##_scalar, a, b);                                             \
+  }
+OPS_PRED2(equal, a == b)
+OPS_PRED2(not_equal, a != b)
+OPS_PRED2(less, a < b)
+OPS_PRED2(less_equal, a <= b)
+OPS_PRED2(greater, a > b)
+OPS_PRED2(greater_equal, a >= b)
+OPS_PRED2(logical_and, a != 0.0f && b != 0.0f)
+OPS_PRED2(logical_or, a != 0.0f || b != 0.0f)
+OPS_PRED2(logical_xor, (a != 0.0f) != (b != 0.0f))
+OPS_PRED2(logical_not, a == 0.0f)
+#undef OPS_PRED2
+static inline float trunc_scalar(float a, float b) { return truncf(a); }
+OP_REF trunc_ref(float a, float b, float c, const float *at) { return truncf(a); }
+OP_VEC trunc_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) {
+  return hv_map2(trunc_scalar, a, b);
+}
+
 /* exp, erf and gelu: approximations (approx.h) with error bounds measured
  * as for sigmoid and tanh, relative to max(1, |y|). */
 #define EXP_MAX_ERR HV_BY_ISA(1.2e-7, 1.2e-7, 1.2e-7)
