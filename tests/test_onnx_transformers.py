@@ -178,6 +178,16 @@ def _match_ort(path, tmp_path, feeds):
     return g
 
 
+def _peers_agree(model_json):
+    """`compare` of a model.json: its ONNX export in ORT and the PyTorch
+    peer graph (every op's export row and torch form) agree with hwtune."""
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("torch")
+    res = invoke("compare", model_json, "--with", "ort,torch", "--reps", "1")
+    assert res.exit_code == 0, res.output
+    assert res.output.count("ok (max rel. diff") == 2, res.output
+
+
 def test_comparisons_logic_where_cast_import_and_match_ort(tmp_path):
     mk = helper.make_node
     nodes = [mk("Equal", ["ids", "k"], ["eq"]), mk("Not", ["eq"], ["ne"]),
@@ -185,7 +195,10 @@ def test_comparisons_logic_where_cast_import_and_match_ort(tmp_path):
              mk("Greater", ["x", "z"], ["gt"]), mk("GreaterOrEqual", ["x", "z"], ["ge"]),
              mk("Or", ["lt", "eq"], ["o"]), mk("Xor", ["le", "ge"], ["xo"]),
              mk("And", ["o", "ne"], ["a"]), mk("Cast", ["m"], ["mb"], to=TensorProto.BOOL),
-             mk("And", ["a", "mb"], ["ab"]),
+             mk("And", ["a", "mb"], ["ab0"]),
+             mk("Sub", ["x", "z"], ["xh"]),
+             mk("Cast", ["xh"], ["xb"], to=TensorProto.BOOL),  # x - 0.5 != 0: not_equal
+             mk("And", ["ab0", "xb"], ["ab"]),
              mk("Where", ["ab", "x", "big"], ["w"]),
              mk("Cast", ["xo"], ["xf"], to=TensorProto.FLOAT),
              mk("Cast", ["gt"], ["gi"], to=TensorProto.INT64),
@@ -203,7 +216,11 @@ def test_comparisons_logic_where_cast_import_and_match_ort(tmp_path):
     x = RNG.uniform(-3, 3, (2, 6)).astype(np.float32)
     x[0, :2] = 0.5  # equal to z
     feeds = {"ids": RNG.integers(0, 6, (2, 6)), "m": RNG.integers(0, 2, (2, 6)), "x": x}
-    _match_ort(path, tmp_path, feeds)
+    g = _match_ort(path, tmp_path, feeds)
+    assert {"equal", "less", "less_equal", "greater", "greater_equal", "logical_or",
+            "logical_xor", "logical_and", "logical_not", "where", "trunc", "not_equal"} <= \
+        {op.op for op in g.ops}
+    _peers_agree(tmp_path / "m.json")
 
 
 def test_gather_gather_elements_cumsum_expand_tile_import_and_match_ort(tmp_path):
@@ -236,6 +253,7 @@ def test_gather_gather_elements_cumsum_expand_tile_import_and_match_ort(tmp_path
     assert ids.dtype == "int64" and (ids.init["low"], ids.init["high"]) == (0, 10)
     m = next(t for t in g.inputs if t.name == "m")
     assert (m.init["low"], m.init["high"]) == (0, 2)  # indexes no table: a mask
+    _peers_agree(tmp_path / "m.json")
 
 
 def test_integer_past_2_24_is_refused(tmp_path):
