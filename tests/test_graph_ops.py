@@ -683,7 +683,7 @@ TESTED = set(UNARY_ORACLES) | set(BINARY_ORACLES) | {
     "concat", "split", "slice", "reshape", "flatten", "layout_transform", "lstm_cell",
     "transpose", "layer_norm", "batch_matmul", "conv_transpose2d", "pad", "gather"} | {
     # run-time indices and masks: oracle tests in tests/test_onnx_transformers.py
-    "take", "gather_elements", "cumsum", "expand", "where"} | {
+    "take", "gather_elements", "cumsum", "expand", "where", "attention"} | {
     # training ops: their references are checked by gradient checks
     # (tests/test_autodiff.py) and oracle-tested in C (tests/test_train_ops.py)
     "relu_grad", "sigmoid_grad", "tanh_grad", "abs_grad", "minimum_grad", "maximum_grad",

@@ -128,6 +128,31 @@ def test_engine_matches_reference(tmp_path, op, inputs, attrs, nth):
     np.testing.assert_array_equal(got, want)
 
 
+def test_attention_reference_is_the_unfused_ops():
+    q, kt, v = (RNG.standard_normal(s).astype(np.float32)
+                for s in ((2, 3, 4, 5), (2, 3, 5, 6), (2, 3, 6, 7)))
+    mask = np.where(RNG.random((2, 1, 1, 6)) < 0.3, np.float32(-3.4e38), np.float32(0))
+    s = ref("affine", [ref("batch_matmul", [q, kt])], scale=0.125)
+    want = ref("batch_matmul", [ref("softmax", [ref("add", [s, mask])], axis=3), v])
+    np.testing.assert_array_equal(ref("attention", [q, kt, v, mask], scale=0.125), want)
+
+
+@pytest.mark.parametrize("nth", [1, 3])
+@pytest.mark.parametrize("s,mask", [(4, None), (4, (2, 1, 1, 6)), (4, (4, 6)),
+                                    (70, (2, 3, 70, 6))])  # 70: a full and a short block
+def test_attention_engine_matches_reference(tmp_path, nth, s, mask):
+    from hwtune.engine.ops_harness import run_ops
+    ins = {"q": ((2, 3, s, 5), None, None), "kt": ((2, 3, 5, 6), None, None),
+           "v": ((2, 3, 6, 7), None, None)}
+    if mask:
+        ins["m"] = (mask, -4, 1)
+    g = _one_op_graph(tmp_path, "attention", ins, {"scale": 0.3})
+    want = run_reference(g)["y"]
+    got = run_ops(g, nth=nth)["y"]
+    # float32 sums in another order than the reference's float64 products
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
 def test_engine_out_of_range_index_is_nan_not_a_crash(tmp_path):
     from hwtune.native.engine import NativeEngine
     g = _one_op_graph(tmp_path, "take", {"t": ((4, 3), None, None), "i": ((3,), 0, 4)},
@@ -299,6 +324,8 @@ def test_zoo_small_imports_runs_and_matches_ort(zoo_files, tmp_path, name):
     js = tmp_path / f"{name}.json"
     res = invoke("import", path, "-o", js)
     assert res.exit_code == 0, res.output
+    if name in ("bert_base", "distilbert", "roberta"):  # eager attention, fused at import
+        assert [op.op for op in load_model(str(js)).ops].count("attention") == 2
     inputs = [a for k, f in files.items() for a in ("--input", f"{k}={f}")]
     res = invoke("run", js, "--check", "--iterations", "2", "--warmup", "0", *inputs)
     assert res.exit_code == 0, res.output
@@ -306,6 +333,8 @@ def test_zoo_small_imports_runs_and_matches_ort(zoo_files, tmp_path, name):
     res = invoke("compare", path, "--with", "ort", "--reps", "1", *inputs)
     assert res.exit_code == 0, res.output
     assert "ok (max rel. diff" in res.output
+    if name == "bert_base":  # the export and torch forms of the fused graph
+        _peers_agree(js)
 
 
 def test_int_input_out_of_range_is_one_line(zoo_files, tmp_path):

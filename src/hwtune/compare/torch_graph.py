@@ -157,6 +157,8 @@ def _ops(torch):
             x[0], a["axis"], torch.trunc(x[1]).long().remainder(x[0].shape[a["axis"]])),
         "expand": lambda g, op, a, x: x[0].expand(*g.shapes[op.outputs[0]]).contiguous(),
         "where": lambda g, op, a, x: torch.where(x[0] != 0, x[1], x[2]),
+        "attention": lambda g, op, a, x: torch.matmul(torch.softmax(
+            torch.matmul(x[0], x[1]) * a["scale"] + (x[3] if len(x) > 3 else 0.0), -1), x[2]),
     }
 
     return {

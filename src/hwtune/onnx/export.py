@@ -258,6 +258,22 @@ def _indexed(onnx_type):
     return emit
 
 
+def _attention(e, op, a):
+    """softmax(q . kt * scale + mask) . v as the five ONNX nodes it fused."""
+    s, p = e.tmp(op.name), e.tmp(op.name)
+    e.node("MatMul", op.inputs[:2], [s], op.name + "/qk")
+    if a["scale"] != 1.0:
+        s2 = e.tmp(op.name)
+        e.node("Mul", [s, e.const(op.name, a["scale"], np.float32)], [s2], op.name + "/scale")
+        s = s2
+    if len(op.inputs) > 3:
+        s2 = e.tmp(op.name)
+        e.node("Add", [s, op.inputs[3]], [s2], op.name + "/mask")
+        s = s2
+    e.node("Softmax", [s], [p], op.name + "/softmax", axis=-1)
+    e.node("MatMul", [p, op.inputs[2]], op.outputs, op.name)
+
+
 _INDEXING = {
     "equal": _predicate("Equal", False), "less": _predicate("Less", False),
     "less_equal": _predicate("LessOrEqual", False), "greater": _predicate("Greater", False),
@@ -273,6 +289,7 @@ _INDEXING = {
                                       op.outputs, op.name),
     "where": lambda e, op, a: e.node("Where", [_cast(e, op, op.inputs[0], "BOOL")]
                                      + op.inputs[1:], op.outputs, op.name),
+    "attention": _attention,
 }
 
 
