@@ -269,23 +269,96 @@ OP_VEC pow_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) { return hv_map2(
  * integer type). Lane by lane: models apply them to attention masks and
  * position ids ([batch, seq]), a few hundred elements per run; every
  * variant computes the reference's expression, bit for bit. */
-#define OPS_PRED2(name, expr)                                                        \
-  static inline float name##_scalar(float a, float b) { return (expr) ? 1.0f : 0.0f; } \
-  OP_REF name##_ref(float a, float b, float c, const float *at) { return name##_scalar(a, b); } \
-  OP_VEC name##_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) {               \
-    return hv_map2(name##_scalar, a, b);                                             \
-  }
-OPS_PRED2(equal, a == b)
-OPS_PRED2(not_equal, a != b)
-OPS_PRED2(less, a < b)
-OPS_PRED2(less_equal, a <= b)
-OPS_PRED2(greater, a > b)
-OPS_PRED2(greater_equal, a >= b)
-OPS_PRED2(logical_and, a != 0.0f && b != 0.0f)
-OPS_PRED2(logical_or, a != 0.0f || b != 0.0f)
-OPS_PRED2(logical_xor, (a != 0.0f) != (b != 0.0f))
-OPS_PRED2(logical_not, a == 0.0f)
-#undef OPS_PRED2
+static inline float equal_scalar(float a, float b) {
+  return (a == b) ? 1.0f : 0.0f;
+}
+OP_REF equal_ref(float a, float b, float c, const float *at) {
+  return equal_scalar(a, b);
+}
+OP_VEC equal_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) {
+  return hv_map2(equal_scalar, a, b);
+}
+static inline float not_equal_scalar(float a, float b) {
+  return (a != b) ? 1.0f : 0.0f;
+}
+OP_REF not_equal_ref(float a, float b, float c, const float *at) {
+  return not_equal_scalar(a, b);
+}
+OP_VEC not_equal_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) {
+  return hv_map2(not_equal_scalar, a, b);
+}
+static inline float less_scalar(float a, float b) {
+  return (a < b) ? 1.0f : 0.0f;
+}
+OP_REF less_ref(float a, float b, float c, const float *at) {
+  return less_scalar(a, b);
+}
+OP_VEC less_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) {
+  return hv_map2(less_scalar, a, b);
+}
+static inline float less_equal_scalar(float a, float b) {
+  return (a <= b) ? 1.0f : 0.0f;
+}
+OP_REF less_equal_ref(float a, float b, float c, const float *at) {
+  return less_equal_scalar(a, b);
+}
+OP_VEC less_equal_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) {
+  return hv_map2(less_equal_scalar, a, b);
+}
+static inline float greater_scalar(float a, float b) {
+  return (a > b) ? 1.0f : 0.0f;
+}
+OP_REF greater_ref(float a, float b, float c, const float *at) {
+  return greater_scalar(a, b);
+}
+OP_VEC greater_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) {
+  return hv_map2(greater_scalar, a, b);
+}
+static inline float greater_equal_scalar(float a, float b) {
+  return (a >= b) ? 1.0f : 0.0f;
+}
+OP_REF greater_equal_ref(float a, float b, float c, const float *at) {
+  return greater_equal_scalar(a, b);
+}
+OP_VEC greater_equal_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) {
+  return hv_map2(greater_equal_scalar, a, b);
+}
+static inline float logical_and_scalar(float a, float b) {
+  return (a != 0.0f && b != 0.0f) ? 1.0f : 0.0f;
+}
+OP_REF logical_and_ref(float a, float b, float c, const float *at) {
+  return logical_and_scalar(a, b);
+}
+OP_VEC logical_and_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) {
+  return hv_map2(logical_and_scalar, a, b);
+}
+static inline float logical_or_scalar(float a, float b) {
+  return (a != 0.0f || b != 0.0f) ? 1.0f : 0.0f;
+}
+OP_REF logical_or_ref(float a, float b, float c, const float *at) {
+  return logical_or_scalar(a, b);
+}
+OP_VEC logical_or_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) {
+  return hv_map2(logical_or_scalar, a, b);
+}
+static inline float logical_xor_scalar(float a, float b) {
+  return ((a != 0.0f) != (b != 0.0f)) ? 1.0f : 0.0f;
+}
+OP_REF logical_xor_ref(float a, float b, float c, const float *at) {
+  return logical_xor_scalar(a, b);
+}
+OP_VEC logical_xor_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) {
+  return hv_map2(logical_xor_scalar, a, b);
+}
+static inline float logical_not_scalar(float a, float b) {
+  return (a == 0.0f) ? 1.0f : 0.0f;
+}
+OP_REF logical_not_ref(float a, float b, float c, const float *at) {
+  return logical_not_scalar(a, b);
+}
+OP_VEC logical_not_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) {
+  return hv_map2(logical_not_scalar, a, b);
+}
 static inline float trunc_scalar(float a, float b) { return truncf(a); }
 OP_REF trunc_ref(float a, float b, float c, const float *at) { return truncf(a); }
 OP_VEC trunc_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) {
