@@ -370,3 +370,30 @@ def test_bert_dynamic_axes_sized_with_set(tmp_path):
                  "--set", "seq=24")
     assert res.exit_code == 0, res.output
     assert "ok (max rel. diff" in res.output
+
+
+def test_fold_rules_on_constants_match_ort(tmp_path):
+    """CumSum, GatherElements, ScatterND, Tile, Trilu, LessOrEqual,
+    GreaterOrEqual and Xor on constants fold at import (Swin's shifted-window
+    masks are built this way) and give ONNX Runtime's values."""
+    mk = helper.make_node
+    c = np.arange(12, dtype=np.float32).reshape(3, 4) - 5
+    nodes = [mk("CumSum", ["c", "ax"], ["cs"], reverse=1, exclusive=1),
+             mk("GatherElements", ["c", "gi"], ["ge"], axis=1),
+             mk("ScatterND", ["c", "si", "su"], ["sn"]),
+             mk("Tile", ["c", "reps"], ["ti"]),
+             mk("Slice", ["ti", "s0", "s1", "ax1"], ["tc"]),
+             mk("Trilu", ["c"], ["tr"], upper=0),
+             mk("LessOrEqual", ["c", "z"], ["le"]), mk("GreaterOrEqual", ["c", "z"], ["ge2"]),
+             mk("Xor", ["le", "ge2"], ["xo"]), mk("Cast", ["xo"], ["xf"], to=TensorProto.FLOAT),
+             mk("Sum", ["x", "cs", "ge", "sn", "tc", "tr", "xf"], ["y"])]
+    path = _save(nodes, [_vi("x", TensorProto.FLOAT, [3, 4])],
+                 [_vi("y", TensorProto.FLOAT, [3, 4])],
+                 {"c": c, "ax": np.array(1, np.int64), "ax1": np.array([1], np.int64),
+                  "gi": np.array([[3, 0, -1, 2]] * 3, np.int64),
+                  "si": np.array([[1, 2], [0, 0]], np.int64), "su": np.array([40, 50], np.float32),
+                  "reps": np.array([1, 2], np.int64), "s0": np.array([2], np.int64),
+                  "s1": np.array([6], np.int64), "z": np.array(0.0, np.float32)},
+                 tmp_path / "fold.onnx")
+    g = _match_ort(path, tmp_path, {"x": RNG.standard_normal((3, 4)).astype(np.float32)})
+    assert [op.op for op in g.ops] == ["sum"]  # everything else folded
