@@ -143,6 +143,9 @@ class _HFWrap:
 def _hf(name, config_cls, model_cls, small_cfg, type_ids=False):
     def build(small):
         _seed()
+        # transformers' models import torchvision: without the stub first,
+        # "Could not import module 'BertModel'" (operator torchvision::nms).
+        torchvision_models()
         import transformers
         cfg = getattr(transformers, config_cls)(**(small_cfg if small else {}))
         cfg._attn_implementation = "eager"

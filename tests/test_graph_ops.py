@@ -124,6 +124,9 @@ UNARY_ORACLES = {
     # floor/ceil keep the sign of a zero result: floor(-0) = -0, ceil(-0.5) = -0
     "floor": (lambda v: v if not math.isfinite(v) else math.copysign(math.floor(v), v), None),
     "ceil": (lambda v: v if not math.isfinite(v) else math.copysign(math.ceil(v), v), None),
+    "trunc": (lambda v: v if not math.isfinite(v) else math.copysign(math.trunc(v), v), None),
+    # bool as 1.0 / 0.0: NaN is nonzero, so true
+    "logical_not": (lambda v: 1.0 if v == 0 else 0.0, None),
 }
 
 
@@ -142,6 +145,15 @@ BINARY_ORACLES = {
     "maximum": max,
     "mod": lambda a, b: a % b,  # Python's float % is floored, like numpy's
     "pow": _pow,
+    "equal": lambda a, b: float(a == b),
+    "not_equal": lambda a, b: float(a != b),
+    "less": lambda a, b: float(a < b),
+    "less_equal": lambda a, b: float(a <= b),
+    "greater": lambda a, b: float(a > b),
+    "greater_equal": lambda a, b: float(a >= b),
+    "logical_and": lambda a, b: float(a != 0 and b != 0),
+    "logical_or": lambda a, b: float(a != 0 or b != 0),
+    "logical_xor": lambda a, b: float((a != 0) != (b != 0)),
 }
 
 
@@ -670,6 +682,8 @@ TESTED = set(UNARY_ORACLES) | set(BINARY_ORACLES) | {
     "sum", "affine", "matmul", "conv2d", "pool2d", "global_pool2d", "batch_norm", "softmax",
     "concat", "split", "slice", "reshape", "flatten", "layout_transform", "lstm_cell",
     "transpose", "layer_norm", "batch_matmul", "conv_transpose2d", "pad", "gather"} | {
+    # run-time indices and masks: oracle tests in tests/test_onnx_transformers.py
+    "take", "gather_elements", "cumsum", "expand", "where", "attention"} | {
     # training ops: their references are checked by gradient checks
     # (tests/test_autodiff.py) and oracle-tested in C (tests/test_train_ops.py)
     "relu_grad", "sigmoid_grad", "tanh_grad", "abs_grad", "minimum_grad", "maximum_grad",

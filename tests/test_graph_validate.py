@@ -176,7 +176,7 @@ def test_structural_problems_are_all_collected():
     _, probs = problems(model(edit))
     assert probs == ['extra: unknown key "extra"',
                      "inputs[0].shape: dimensions must be >= 1, got [2, 0]",
-                     'params[0].dtype: unsupported dtype "float16" (supported: float32)',
+                     'params[0].dtype: unsupported dtype "float16" (supported: float32, int64, bool)',
                      'ops[0].colour: unknown key "colour"',
                      "ops[1].name: missing or empty name"]
 

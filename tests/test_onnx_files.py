@@ -243,12 +243,13 @@ def test_transposed_conv_imports_and_its_unsupported_forms_are_one_line(tmp_path
     one_line_error(invoke("import", p3), 'node "mp" (MaxPool)', "dilated pooling")
 
 
-def test_int_inputs_are_refused(tmp_path):
+def test_other_input_types_are_refused(tmp_path):
+    # int64 / int32 / bool inputs import (tests/test_onnx_transformers.py)
     path = save([helper.make_node("Identity", ["ids"], ["y"])],
-                [helper.make_tensor_value_info("ids", TensorProto.INT64, [2])],
-                [helper.make_tensor_value_info("y", TensorProto.INT64, [2])], {},
+                [helper.make_tensor_value_info("ids", TensorProto.UINT8, [2])],
+                [helper.make_tensor_value_info("y", TensorProto.UINT8, [2])], {},
                 tmp_path / "i.onnx")
-    one_line_error(invoke("import", path), 'input "ids" has type int64')
+    one_line_error(invoke("import", path), 'input "ids" has type uint8')
 
 
 # -- rows ------------------------------------------------------------------------

@@ -155,7 +155,9 @@ def test_transformer_imports_its_own_ops(exported, tmp_path):
     out = tmp_path / "t.json"
     assert invoke("import", src, "-o", out).exit_code == 0
     ops = [o["op"] for o in json.loads(out.read_text())["ops"]]
-    assert ops.count("layer_norm") == 4 and ops.count("batch_matmul") == 4
+    # each layer's Q.K^T, scaling, softmax and .V: one fused attention op
+    assert ops.count("layer_norm") == 4 and ops.count("attention") == 2
+    assert ops.count("batch_matmul") == 0 and ops.count("softmax") == 0
     assert "transpose" in ops and ops.count("erf") == 2
 
 

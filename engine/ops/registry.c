@@ -12,6 +12,8 @@
 #pragma weak hwt_ops_norm
 #pragma weak hwt_ops_movement
 #pragma weak hwt_ops_rnn
+#pragma weak hwt_ops_indexing
+#pragma weak hwt_ops_attention
 #pragma weak hwt_ops_grad_pointwise
 #pragma weak hwt_ops_grad_reduce
 #pragma weak hwt_ops_grad_conv
@@ -22,7 +24,8 @@ typedef const hwt_op_impl *(*family_fn)(int *n);
 
 const hwt_op_impl *hwt_ops_find(const char *type) {
   const family_fn families[] = {hwt_ops_linear, hwt_ops_conv, hwt_ops_eltwise, hwt_ops_pool,
-                                hwt_ops_norm,   hwt_ops_movement, hwt_ops_rnn,
+                                hwt_ops_norm,   hwt_ops_movement, hwt_ops_rnn, hwt_ops_indexing,
+                                hwt_ops_attention,
                                 hwt_ops_grad_pointwise, hwt_ops_grad_reduce,
                                 hwt_ops_grad_conv, hwt_ops_grad_norm, hwt_ops_test};
   if (!type) return NULL;

@@ -262,6 +262,109 @@ static inline float pow_scalar(float a, float b) { return (float)pow((double)a, 
 OP_REF pow_ref(float a, float b, float c, const float *at) { return pow_scalar(a, b); }
 OP_VEC pow_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) { return hv_map2(pow_scalar, a, b); }
 
+/* Comparisons and logic (ONNX Equal, Less, ..., And, Or, Xor, Not; bool
+ * tensors are carried as float 1.0 / 0.0, an operand is true when nonzero,
+ * NaN included, as numpy's astype(bool)): 1.0 or 0.0, NaN compares false
+ * (not_equal: true). trunc rounds toward zero (ONNX Cast of a float to an
+ * integer type). Lane by lane: models apply them to attention masks and
+ * position ids ([batch, seq]), a few hundred elements per run; every
+ * variant computes the reference's expression, bit for bit. */
+static inline float equal_scalar(float a, float b) {
+  return (a == b) ? 1.0f : 0.0f;
+}
+OP_REF equal_ref(float a, float b, float c, const float *at) {
+  return equal_scalar(a, b);
+}
+OP_VEC equal_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) {
+  return hv_map2(equal_scalar, a, b);
+}
+static inline float not_equal_scalar(float a, float b) {
+  return (a != b) ? 1.0f : 0.0f;
+}
+OP_REF not_equal_ref(float a, float b, float c, const float *at) {
+  return not_equal_scalar(a, b);
+}
+OP_VEC not_equal_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) {
+  return hv_map2(not_equal_scalar, a, b);
+}
+static inline float less_scalar(float a, float b) {
+  return (a < b) ? 1.0f : 0.0f;
+}
+OP_REF less_ref(float a, float b, float c, const float *at) {
+  return less_scalar(a, b);
+}
+OP_VEC less_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) {
+  return hv_map2(less_scalar, a, b);
+}
+static inline float less_equal_scalar(float a, float b) {
+  return (a <= b) ? 1.0f : 0.0f;
+}
+OP_REF less_equal_ref(float a, float b, float c, const float *at) {
+  return less_equal_scalar(a, b);
+}
+OP_VEC less_equal_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) {
+  return hv_map2(less_equal_scalar, a, b);
+}
+static inline float greater_scalar(float a, float b) {
+  return (a > b) ? 1.0f : 0.0f;
+}
+OP_REF greater_ref(float a, float b, float c, const float *at) {
+  return greater_scalar(a, b);
+}
+OP_VEC greater_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) {
+  return hv_map2(greater_scalar, a, b);
+}
+static inline float greater_equal_scalar(float a, float b) {
+  return (a >= b) ? 1.0f : 0.0f;
+}
+OP_REF greater_equal_ref(float a, float b, float c, const float *at) {
+  return greater_equal_scalar(a, b);
+}
+OP_VEC greater_equal_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) {
+  return hv_map2(greater_equal_scalar, a, b);
+}
+static inline float logical_and_scalar(float a, float b) {
+  return (a != 0.0f && b != 0.0f) ? 1.0f : 0.0f;
+}
+OP_REF logical_and_ref(float a, float b, float c, const float *at) {
+  return logical_and_scalar(a, b);
+}
+OP_VEC logical_and_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) {
+  return hv_map2(logical_and_scalar, a, b);
+}
+static inline float logical_or_scalar(float a, float b) {
+  return (a != 0.0f || b != 0.0f) ? 1.0f : 0.0f;
+}
+OP_REF logical_or_ref(float a, float b, float c, const float *at) {
+  return logical_or_scalar(a, b);
+}
+OP_VEC logical_or_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) {
+  return hv_map2(logical_or_scalar, a, b);
+}
+static inline float logical_xor_scalar(float a, float b) {
+  return ((a != 0.0f) != (b != 0.0f)) ? 1.0f : 0.0f;
+}
+OP_REF logical_xor_ref(float a, float b, float c, const float *at) {
+  return logical_xor_scalar(a, b);
+}
+OP_VEC logical_xor_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) {
+  return hv_map2(logical_xor_scalar, a, b);
+}
+static inline float logical_not_scalar(float a, float b) {
+  return (a == 0.0f) ? 1.0f : 0.0f;
+}
+OP_REF logical_not_ref(float a, float b, float c, const float *at) {
+  return logical_not_scalar(a, b);
+}
+OP_VEC logical_not_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) {
+  return hv_map2(logical_not_scalar, a, b);
+}
+static inline float trunc_scalar(float a, float b) { return truncf(a); }
+OP_REF trunc_ref(float a, float b, float c, const float *at) { return truncf(a); }
+OP_VEC trunc_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) {
+  return hv_map2(trunc_scalar, a, b);
+}
+
 /* exp, erf and gelu: approximations (approx.h) with error bounds measured
  * as for sigmoid and tanh, relative to max(1, |y|). */
 #define EXP_MAX_ERR HV_BY_ISA(1.2e-7, 1.2e-7, 1.2e-7)

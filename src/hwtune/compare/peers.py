@@ -43,6 +43,10 @@ class Subject:
     threads: int
 
 
+_ORT_TYPES = {"tensor(float)": np.float32, "tensor(int64)": np.int64,
+              "tensor(int32)": np.int32, "tensor(bool)": np.bool_}
+
+
 def ort_side(s: Subject) -> Side:
     try:
         import onnxruntime as ort
@@ -63,7 +67,11 @@ def ort_side(s: Subject) -> Side:
                          f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
                          ) from None
     names = [o.name for o in sess.get_outputs()]
-    feeds = {k: np.ascontiguousarray(v, np.float32) for k, v in s.inputs.items()}
+    # hwtune carries int and bool inputs as float32 values: ORT gets them in
+    # the type its model declares.
+    types = {i.name: _ORT_TYPES.get(i.type, np.float32) for i in sess.get_inputs()}
+    feeds = {k: np.ascontiguousarray(v, types.get(k, np.float32))
+             for k, v in s.inputs.items()}
     last = {}
 
     def run():

@@ -128,7 +128,41 @@ def _ops(torch):
         c = torch.sigmoid(f) * x[1] + torch.sigmoid(i) * torch.tanh(gg)
         return [torch.sigmoid(o) * torch.tanh(c), c]
 
+    # comparisons, logic, indices: bool and int as float32 values (1.0 / 0.0)
+    def pred(fn):
+        return lambda g, op, a, x: fn(*x).to(torch.float32)
+
+    def take(g, op, a, x):
+        n = x[0].shape[a["axis"]]
+        idx = torch.trunc(x[1]).long().remainder(n)
+        return x[0].index_select(a["axis"], idx.reshape(-1)).reshape(
+            g.shapes[op.outputs[0]])
+
+    def cumsum(g, op, a, x):
+        v = x[0].flip(a["axis"]) if a["reverse"] else x[0]
+        s = torch.cumsum(v, a["axis"])
+        if a["exclusive"]:
+            s = s - v
+        return s.flip(a["axis"]) if a["reverse"] else s
+
+    indexing = {
+        "equal": pred(torch.eq), "not_equal": pred(torch.ne), "less": pred(torch.lt),
+        "less_equal": pred(torch.le), "greater": pred(torch.gt),
+        "greater_equal": pred(torch.ge), "logical_and": pred(torch.logical_and),
+        "logical_or": pred(torch.logical_or), "logical_xor": pred(torch.logical_xor),
+        "logical_not": pred(torch.logical_not),
+        "trunc": lambda g, op, a, x: torch.trunc(x[0]),
+        "take": take, "cumsum": cumsum,
+        "gather_elements": lambda g, op, a, x: torch.gather(
+            x[0], a["axis"], torch.trunc(x[1]).long().remainder(x[0].shape[a["axis"]])),
+        "expand": lambda g, op, a, x: x[0].expand(*g.shapes[op.outputs[0]]).contiguous(),
+        "where": lambda g, op, a, x: torch.where(x[0] != 0, x[1], x[2]),
+        "attention": lambda g, op, a, x: torch.matmul(torch.softmax(
+            torch.matmul(x[0], x[1]) * a["scale"] + (x[3] if len(x) > 3 else 0.0), -1), x[2]),
+    }
+
     return {
+        **indexing,
         "matmul": matmul,
         "lstm_cell": lstm_cell,
         "add": lambda g, op, a, x: torch.add(x[0], x[1]),

@@ -35,8 +35,24 @@ def load_inputs(graph, files: Mapping[str, str]) -> Dict[str, np.ndarray]:
         if tuple(arr.shape) != declared[name]:
             raise UsageError(f"--input {name}={path}: shape {list(arr.shape)}, the model "
                              f"declares {list(declared[name])}")
+        tensor = next(t for t in graph.inputs if t.name == name)
+        if tensor.dtype != "float32":
+            _check_ints(name, path, arr, tensor)
         out[name] = np.ascontiguousarray(arr, dtype=np.float32)
     return out
+
+
+def _check_ints(name, path, arr, tensor) -> None:
+    """An int64 / bool input (carried as float32 values): integers within
+    the range the model declares (the rows of the table it indexes)."""
+    low, high = int(tensor.init.get("low", 0)), int(tensor.init.get("high", 2))
+    vals = np.asarray(arr, np.float64)
+    bad = ~np.isfinite(vals) | (vals != np.trunc(vals)) | (vals < low) | (vals >= high)
+    if bad.any():
+        where = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise UsageError(f"--input {name}={path}: {tensor.dtype} values must be integers in "
+                         f"[{low}, {high}) (the range the model declares for {name}); found "
+                         f"{arr[where].item()!r} at {list(where)}")
 
 
 def save_outputs(path: str, outputs: Mapping[str, np.ndarray]) -> None:

@@ -16,7 +16,11 @@ from hwtune.graph.errors import GraphError, Problem, fail
 from hwtune.graph.limits import Limits, how_to_raise, human_bytes
 
 FORMAT_VERSION = 1
-DTYPES = ("float32",)
+# int64 and bool tensors (ONNX ids and masks) are carried as float32 values,
+# exact up to 2^24 (docs/onnx.md); their seeded values are integers in
+# [low, high) (default [0, 2)).
+DTYPES = ("float32", "int64", "bool")
+INT_EXACT = 2 ** 24
 # "file": the values are the tensor of that name in the model's weights file.
 INIT_KINDS = ("uniform", "normal", "zeros", "ones", "constant", "file")
 _TOP_KEYS = {"format_version", "name", "description", "seed", "vars", "extends",
@@ -54,6 +58,8 @@ class Tensor:
 
     def to_json(self):
         out = {"name": self.name, "shape": list(self.shape)}
+        if self.dtype != "float32":
+            out["dtype"] = self.dtype
         out.update({k: v for k, v in self.init.items() if k != WEIGHTS_KEY})
         return out
 
@@ -517,8 +523,21 @@ def _parse_tensor(item, loc, origin, problems) -> Optional[Tensor]:
     dtype = item.get("dtype", "float32")
     if dtype not in DTYPES:
         problems.append(Problem(_where(f"{loc}.dtype", origin),
-                                f'unsupported dtype "{dtype}" (supported: float32)'))
+                                f'unsupported dtype "{dtype}" (supported: '
+                                f'{", ".join(DTYPES)})'))
         ok = False
+    elif dtype != "float32":
+        for key in ("low", "high"):
+            v = item.get(key)
+            if v is not None and (not _is_int(v) or abs(v) > INT_EXACT):
+                problems.append(Problem(_where(f"{loc}.{key}", origin),
+                                        f"must be an integer of magnitude at most 2^24 for a "
+                                        f"{dtype} tensor, got {v!r}"))
+                ok = False
+        if ok and item.get("low", 0) >= item.get("high", 2):
+            problems.append(Problem(_where(f"{loc}.high", origin),
+                                    "must be above low (values are drawn from [low, high))"))
+            ok = False
     init = _parse_init(item, loc, origin, problems)
     if not ok or init is None:
         return None

@@ -57,6 +57,9 @@ def init_tensor(t: Tensor, seed: int, is_param: bool = True) -> np.ndarray:
     if kind == "constant":
         return np.full(t.shape, spec["value"], np.float32)
     rng = np.random.default_rng([seed, zlib.crc32(t.name.encode())])
+    if t.dtype != "float32":  # ids and masks: integers in [low, high)
+        return rng.integers(int(spec.get("low", 0)), int(spec.get("high", 2)),
+                            t.shape).astype(np.float32)
     scale = spec.get("scale", default_scale(t.shape, is_param))
     if kind == "normal":
         return rng.standard_normal(t.shape, dtype=np.float32) * np.float32(scale)

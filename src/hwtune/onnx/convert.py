@@ -57,6 +57,9 @@ class Context:
         self.ops: List[Dict[str, Any]] = []
         self._param_of: Dict[str, str] = {}                  # const name -> param
         self._taken = set(self.consts)
+        # hwtune tensor -> inclusive bounds of its values, for tensors that
+        # hold integers (ONNX int and bool tensors, carried as float32)
+        self.int_bounds: Dict[str, Tuple[float, float]] = {}
         self.node = None                                      # the node being converted
 
     # -- names --------------------------------------------------------------
@@ -112,10 +115,14 @@ class Context:
         if not (np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_):
             raise Unsupported(f'constant "{hint}" of type {arr.dtype} cannot be a float32 '
                               "tensor")
+        from hwtune.onnx.intvalues import const_bounds
+        bounds = const_bounds(arr)
         arr = arr.astype(np.float32).reshape(arr.shape if arr.ndim else (1,))
         name = hint if hint not in self.shapes else self.fresh(hint)
         self._taken.add(name)
         self.params[name] = arr
+        if bounds is not None:
+            self.int_bounds[name] = bounds
         self.shapes[name] = tuple(arr.shape)
         return name
 
@@ -143,6 +150,8 @@ class Context:
             raise Unsupported(f"{op}: {exc}") from None
         for n, s in zip(names, shapes):
             self.shapes[n] = tuple(int(d) for d in s)
+        from hwtune.onnx.intvalues import note
+        note(self, op, inputs, resolved, names)
         item = {"name": names[0], "op": op, "inputs": list(inputs)}
         if names != [names[0]]:
             item["outputs"] = names
@@ -153,16 +162,31 @@ class Context:
 
 
 def convert(model, opset: int, input_shapes: Dict[str, Tuple[int, ...]],
-            consts: Dict[str, np.ndarray]) -> Context:
+            consts: Dict[str, np.ndarray], dtypes: Optional[Dict[str, str]] = None
+            ) -> Context:
     """Walk model.graph; returns the filled Context. Raises OnnxImportError
-    naming the node for anything it cannot import."""
+    naming the node for anything it cannot import. dtypes: input -> its
+    model.json dtype (float32 when absent); an int or bool input gets the
+    range of values it may take (intvalues.index_ranges)."""
+    from hwtune.onnx.intvalues import EXACT, index_ranges
     from hwtune.onnx.rules import RULES
     cx = Context(opset, consts)
     g = model.graph
+    dtypes = dict(dtypes or {})
+    ranges = index_ranges(model, dtypes)
     for node in g.node:
         cx.reserve(node.output)
     for name, shape in input_shapes.items():
-        cx.inputs.append({"name": name, "shape": list(shape)})
+        item = {"name": name, "shape": list(shape)}
+        if dtypes.get(name, "float32") != "float32":
+            low, high = ranges[name]
+            if high - 1 > EXACT:
+                raise OnnxImportError(
+                    f'input "{name}" indexes a table of {high} rows: hwtune carries '
+                    f"integer tensors as float32, exact only up to 2^24 = {EXACT}")
+            item.update(dtype=dtypes[name], low=low, high=high)
+            cx.int_bounds[name] = (float(low), float(high - 1))
+        cx.inputs.append(item)
         cx.shapes[name] = tuple(shape)
         cx.reserve([name])
     for node in g.node:

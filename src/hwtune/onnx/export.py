@@ -220,6 +220,79 @@ def _lstm_cell(e, op, a):
     e.node("Mul", [so, tc], [op.outputs[0]], op.name)
 
 
+# -- comparisons, logic, indices: ONNX takes bool / int64 operands where
+# hwtune carries float32 values (Cast around them; Cast of a float to bool is
+# "nonzero", to int64 toward zero, as hwtune defines them).
+
+def _cast(e, op, name, to):
+    from onnx import TensorProto
+    out = e.tmp(op.name)
+    e.node("Cast", [name], [out], f"{op.name}/cast{e._n}", to=getattr(TensorProto, to))
+    return out
+
+
+def _predicate(onnx_type, logic):
+    def emit(e, op, a):
+        ins = [_cast(e, op, n, "BOOL") for n in op.inputs] if logic else op.inputs
+        b = e.tmp(op.name)
+        e.node(onnx_type, ins, [b], op.name + "/bool")
+        e.node("Cast", [b], op.outputs, op.name, to=1)
+    return emit
+
+
+def _not_equal(e, op, a):
+    b, n = e.tmp(op.name), e.tmp(op.name)
+    e.node("Equal", op.inputs, [b], op.name + "/eq")
+    e.node("Not", [b], [n], op.name + "/not")
+    e.node("Cast", [n], op.outputs, op.name, to=1)
+
+
+def _trunc(e, op, a):
+    e.node("Cast", [_cast(e, op, op.inputs[0], "INT64")], op.outputs, op.name, to=1)
+
+
+def _indexed(onnx_type):
+    def emit(e, op, a):
+        e.node(onnx_type, [op.inputs[0], _cast(e, op, op.inputs[1], "INT64")], op.outputs,
+               op.name, axis=a["axis"])
+    return emit
+
+
+def _attention(e, op, a):
+    """softmax(q . kt * scale + mask) . v as the five ONNX nodes it fused."""
+    s, p = e.tmp(op.name), e.tmp(op.name)
+    e.node("MatMul", op.inputs[:2], [s], op.name + "/qk")
+    if a["scale"] != 1.0:
+        s2 = e.tmp(op.name)
+        e.node("Mul", [s, e.const(op.name, a["scale"], np.float32)], [s2], op.name + "/scale")
+        s = s2
+    if len(op.inputs) > 3:
+        s2 = e.tmp(op.name)
+        e.node("Add", [s, op.inputs[3]], [s2], op.name + "/mask")
+        s = s2
+    e.node("Softmax", [s], [p], op.name + "/softmax", axis=-1)
+    e.node("MatMul", [p, op.inputs[2]], op.outputs, op.name)
+
+
+_INDEXING = {
+    "equal": _predicate("Equal", False), "less": _predicate("Less", False),
+    "less_equal": _predicate("LessOrEqual", False), "greater": _predicate("Greater", False),
+    "greater_equal": _predicate("GreaterOrEqual", False), "not_equal": _not_equal,
+    "logical_and": _predicate("And", True), "logical_or": _predicate("Or", True),
+    "logical_xor": _predicate("Xor", True), "logical_not": _predicate("Not", True),
+    "trunc": _trunc, "take": _indexed("Gather"), "gather_elements": _indexed("GatherElements"),
+    "cumsum": lambda e, op, a: e.node("CumSum", [op.inputs[0], e.const(op.name, a["axis"])],
+                                      op.outputs, op.name, exclusive=int(a["exclusive"]),
+                                      reverse=int(a["reverse"])),
+    "expand": lambda e, op, a: e.node("Expand", [op.inputs[0], e.const(op.name,
+                                                                       list(a["shape"]))],
+                                      op.outputs, op.name),
+    "where": lambda e, op, a: e.node("Where", [_cast(e, op, op.inputs[0], "BOOL")]
+                                     + op.inputs[1:], op.outputs, op.name),
+    "attention": _attention,
+}
+
+
 EXPORTERS: Dict[str, Callable] = {
     "lstm_cell": _lstm_cell,
     "matmul": _matmul,
@@ -250,6 +323,7 @@ EXPORTERS: Dict[str, Callable] = {
                                       op.outputs, op.name, axis=a["axis"]),
     "flatten": lambda e, op, a: e.node("Flatten", op.inputs, op.outputs, op.name,
                                        axis=a["axis"]),
+    **_INDEXING,
 }
 
 

@@ -200,6 +200,42 @@ def _flatten(values, attrs, cx):
     return [x.reshape(int(np.prod(x.shape[:axis], dtype=np.int64)), -1)]
 
 
+def _cumsum(values, attrs, cx):
+    x = values[0]
+    axis = int(np.asarray(values[1]).reshape(-1)[0]) % x.ndim
+    y = np.flip(x, axis) if attrs.get("reverse", 0) else x
+    s = np.cumsum(y, axis=axis, dtype=x.dtype)
+    if attrs.get("exclusive", 0):
+        s = np.concatenate([np.zeros_like(np.take(s, [0], axis=axis)),
+                            np.take(s, range(s.shape[axis] - 1), axis=axis)], axis=axis)
+    return [np.flip(s, axis) if attrs.get("reverse", 0) else s]
+
+
+def _gather_elements(values, attrs, cx):
+    x, idx = values[0], values[1].astype(np.int64)
+    axis = attrs.get("axis", 0) % x.ndim
+    idx = np.where(idx < 0, idx + x.shape[axis], idx)
+    sub = x[tuple(slice(0, n) if d != axis else slice(None) for d, n in enumerate(idx.shape))]
+    return [np.take_along_axis(sub, idx, axis=axis)]
+
+
+def _scatter_nd(values, attrs, cx):
+    if attrs.get("reduction", "none") != "none":
+        raise Unsupported(f'ScatterND reduction "{attrs["reduction"]}"')
+    out = values[0].copy()
+    idx, upd = values[1].astype(np.int64), values[2]
+    for pos in np.ndindex(*idx.shape[:-1]):
+        out[tuple(idx[pos])] = upd[pos]
+    return [out]
+
+
+def _trilu(values, attrs, cx):
+    k = int(np.asarray(values[1]).reshape(())) if len(values) > 1 and values[1] is not None \
+        else 0
+    fn = np.triu if attrs.get("upper", 1) else np.tril
+    return [fn(values[0], k)]
+
+
 FOLDS = {
     "Constant": constant,
     "Identity": lambda v, a, cx: [v[0]],
@@ -228,6 +264,10 @@ FOLDS = {
     "Mod": lambda v, a, cx: [np.asarray((np.fmod if a.get("fmod", 0) else np.mod)(v[0], v[1]))],
     "Equal": _binary(np.equal), "Less": _binary(np.less), "Greater": _binary(np.greater),
     "And": _binary(np.logical_and), "Or": _binary(np.logical_or),
+    "LessOrEqual": _binary(np.less_equal), "GreaterOrEqual": _binary(np.greater_equal),
+    "Xor": _binary(np.logical_xor), "CumSum": _cumsum, "GatherElements": _gather_elements,
+    "ScatterND": _scatter_nd, "Trilu": _trilu,
+    "Tile": lambda v, a, cx: [np.tile(v[0], [int(r) for r in np.asarray(v[1]).reshape(-1)])],
     "Not": _unary(np.logical_not), "Neg": _unary(np.negative), "Abs": _unary(np.abs),
     "Floor": _unary(np.floor), "Ceil": _unary(np.ceil), "Sqrt": _unary(np.sqrt),
     "Exp": _unary(np.exp), "Log": _unary(np.log), "Reciprocal": _unary(np.reciprocal),

@@ -10,7 +10,7 @@ from hwtune.onnx.errors import OnnxImportError
 
 # Bump when the rules change what an import writes: the cache of on-the-fly
 # imports is keyed by it.
-IMPORTER_VERSION = 1
+IMPORTER_VERSION = 2
 
 
 @dataclass
@@ -77,14 +77,15 @@ def import_onnx(path: str, out_json: str, shapes=None, dims=None,
     from hwtune.graph.model import dump_document
     from hwtune.graph.weights import SUFFIX, write_weights
     from hwtune.onnx.convert import convert
+    from hwtune.onnx.attention import fuse_attention
     from hwtune.onnx.fuse import fold_pads_into_convs
-    from hwtune.onnx.reader import input_shapes, read_model
+    from hwtune.onnx.reader import input_dtypes, input_shapes, read_model
 
     model, opset = read_model(path)
     _check_op_types(model, path)
     ins = input_shapes(model, shapes, dims)
     consts = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
-    cx = convert(model, opset, ins, consts)
+    cx = convert(model, opset, ins, consts, input_dtypes(model))
     outs = [o.name for o in model.graph.output]
     cx.node = None
     for o in outs:
@@ -96,6 +97,7 @@ def import_onnx(path: str, out_json: str, shapes=None, dims=None,
             cx.emit("reshape", [src], {"shape": list(cx.shapes[src])}, out=o)
     ops, needed = _live(cx, outs)
     ops = fold_pads_into_convs(ops, outs)
+    ops = fuse_attention(ops, outs, cx.shapes)
     params = [(n, a) for n, a in cx.params.items() if n in needed]
 
     out_json = os.path.abspath(out_json)
@@ -115,7 +117,7 @@ def import_onnx(path: str, out_json: str, shapes=None, dims=None,
                        f"{', ' + producer if producer else ''})",
         "seed": 0,
         "weights": {"file": os.path.basename(weights_path), "sha256": sha},
-        "inputs": [{"name": n, "shape": list(s)} for n, s in ins.items()],
+        "inputs": cx.inputs,
         "params": [{"name": n, "shape": list(a.shape), "init": "file"} for n, a in params],
         "ops": ops,
         "outputs": outs,

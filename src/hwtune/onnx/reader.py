@@ -91,6 +91,19 @@ def _show(dims) -> str:
     return "x".join("?" if d is None else str(d) for d in dims)
 
 
+# ONNX input element types hwtune takes -> the model.json dtype (int32 ids
+# are carried as int64 is: as float32 values, docs/onnx.md).
+_INPUT_TYPES = {1: "float32", 7: "int64", 6: "int64", 9: "bool"}
+
+
+def input_dtypes(model) -> Dict[str, str]:
+    """Each graph input (initializers excluded) -> its model.json dtype
+    ("float32", "int64" or "bool"); input_shapes refuses the other types."""
+    inits = {t.name for t in model.graph.initializer}
+    return {i.name: _INPUT_TYPES.get(i.type.tensor_type.elem_type, "float32")
+            for i in model.graph.input if i.name not in inits}
+
+
 def input_shapes(model, shapes: Optional[Dict[str, Tuple[int, ...]]] = None,
                  dims: Optional[Dict[str, int]] = None) -> Dict[str, Tuple[int, ...]]:
     """Each graph input (initializers excluded) -> its static shape, from
@@ -113,10 +126,10 @@ def input_shapes(model, shapes: Optional[Dict[str, Tuple[int, ...]]] = None,
         if i.type.WhichOneof("value") != "tensor_type":
             raise OnnxImportError(f'input "{i.name}" is not a tensor (sequences and maps are '
                                   "not supported)")
-        if tt.elem_type != TensorProto.FLOAT:
+        if tt.elem_type not in _INPUT_TYPES:
             kind = TensorProto.DataType.Name(tt.elem_type).lower()
             raise OnnxImportError(f'input "{i.name}" has type {kind}; hwtune graphs take '
-                                  "float32 inputs")
+                                  "float32, int64, int32 and bool inputs")
         file_dims = None
         if tt.HasField("shape"):
             file_dims = []

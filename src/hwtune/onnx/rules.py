@@ -197,9 +197,10 @@ def size(cx, attrs):
 
 
 def cast(cx, attrs):
-    if F.np_dtype(attrs["to"]) != np.float32:
-        raise Unsupported(f"Cast to {np.dtype(F.np_dtype(attrs['to'])).name} of a run-time "
-                          "tensor (hwtune computes in float32)")
+    to = np.dtype(F.np_dtype(attrs["to"]))
+    if to != np.float32:
+        cast_int(cx, to)
+        return
     cx.bind(cx.out(), cx.tensor(0))
 
 
@@ -291,6 +292,9 @@ def gather(cx, attrs):
     """Gather of run-time data at constant indices: one index or a run of
     consecutive ones is a slice (the [CLS] token, a head), others a gather
     op; then a reshape to the indices' shape."""
+    if not cx.is_const(1):
+        take(cx, attrs)
+        return
     shp = cx.shape(0)
     axis = attrs.get("axis", 0) % len(shp)
     idx = np.asarray(cx.const(1, "indices")).astype(np.int64)
@@ -592,6 +596,94 @@ def softmax(cx, attrs):
     cx.emit("reshape", [y], {"shape": list(shp)}, out=cx.out())
 
 
+# -- comparisons, logic, indices ---------------------------------------------
+# ONNX int and bool tensors are float32 values here (docs/onnx.md); the
+# Context tracks which tensors hold integers and their bounds
+# (intvalues.py).
+
+def compare(op):
+    """Equal, Less, ..., And, Or, Xor: 1.0 / 0.0, numpy broadcasting."""
+    def convert(cx, attrs):
+        cx.emit(op, [cx.tensor(0), cx.tensor(1)], out=cx.out())
+    return convert
+
+
+def _is_01(cx, name):
+    b = cx.int_bounds.get(name)
+    return b is not None and b[0] >= 0 and b[1] <= 1
+
+
+def cast_int(cx, to):
+    """Cast of a run-time tensor to bool (nonzero -> 1) or to an integer
+    type (toward zero); a no-op when the tensor already holds such values."""
+    x = cx.tensor(0)
+    if to == np.bool_:
+        if _is_01(cx, x):
+            cx.bind(cx.out(), x)
+        else:
+            zero = cx.param(f"{cx.out()}:zero", np.zeros(1, np.float32))
+            cx.emit("not_equal", [x, zero], out=cx.out())
+    elif np.issubdtype(to, np.integer):
+        if x in cx.int_bounds:
+            cx.bind(cx.out(), x)
+        else:
+            cx.emit("trunc", [x], out=cx.out())
+    elif np.issubdtype(to, np.floating):  # float16 / float64 run as float32
+        cx.bind(cx.out(), x)
+    else:
+        raise Unsupported(f"Cast to {to.name} of a run-time tensor")
+
+
+def where(cx, attrs):
+    cx.emit("where", [cx.tensor(i) for i in range(3)], out=cx.out())
+
+
+def take(cx, attrs):
+    """Gather at run-time indices (an embedding lookup)."""
+    axis = int(attrs.get("axis", 0)) % len(cx.shape(0))
+    cx.emit("take", [cx.tensor(0), cx.tensor(1)], {"axis": axis}, out=cx.out())
+
+
+def gather_elements(cx, attrs):
+    axis = int(attrs.get("axis", 0)) % len(cx.shape(0))
+    cx.emit("gather_elements", [cx.tensor(0), cx.tensor(1)], {"axis": axis}, out=cx.out())
+
+
+def cumsum(cx, attrs):
+    axis = int(np.asarray(cx.const(1, "axis")).reshape(-1)[0]) % len(cx.shape(0))
+    cx.emit("cumsum", [cx.tensor(0)], {"axis": axis,
+                                       "exclusive": bool(attrs.get("exclusive", 0)),
+                                       "reverse": bool(attrs.get("reverse", 0))}, out=cx.out())
+
+
+def expand(cx, attrs):
+    target = [int(d) for d in np.asarray(cx.const(1, "shape")).reshape(-1)]
+    try:
+        out = np.broadcast_shapes(tuple(cx.shape(0)), tuple(target))
+    except ValueError:
+        raise Unsupported(f"shape {list(cx.shape(0))} does not broadcast with {target}") from None
+    if tuple(out) == tuple(cx.shape(0)):
+        cx.bind(cx.out(), cx.tensor(0))
+    else:
+        cx.emit("expand", [cx.tensor(0)], {"shape": list(out)}, out=cx.out())
+
+
+def tile(cx, attrs):
+    """Tile: per repeated axis, a concat of that many copies."""
+    reps = [int(r) for r in np.asarray(cx.const(1, "repeats")).reshape(-1)]
+    if len(reps) != len(cx.shape(0)) or any(r < 1 for r in reps):
+        raise Unsupported(f"repeats {reps} for a rank-{len(cx.shape(0))} tensor")
+    if any(r > 64 for r in reps):  # the engine's ops take at most 64 inputs
+        raise Unsupported(f"repeats {reps}: more than 64 copies of an axis")
+    axes = [a for a, r in enumerate(reps) if r > 1]
+    cur = cx.tensor(0)
+    if not axes:
+        cx.bind(cx.out(), cur)
+    for k, a in enumerate(axes):
+        cur = cx.emit("concat", [cur] * reps[a], {"axis": a},
+                      out=cx.out() if k == len(axes) - 1 else None)
+
+
 # -- the table -----------------------------------------------------------------
 
 RULES: Dict[str, Rule] = {
@@ -653,6 +745,21 @@ RULES: Dict[str, Rule] = {
     # shapes
     "Shape": Rule(shape, F.FOLDS["Shape"]),
     "Size": Rule(size, F.FOLDS["Size"]),
+    # comparisons, logic and run-time indices (int and bool as float32 values)
+    "Equal": Rule(compare("equal"), F.FOLDS["Equal"]),
+    "Less": Rule(compare("less"), F.FOLDS["Less"]),
+    "LessOrEqual": Rule(compare("less_equal"), F.FOLDS["LessOrEqual"]),
+    "Greater": Rule(compare("greater"), F.FOLDS["Greater"]),
+    "GreaterOrEqual": Rule(compare("greater_equal"), F.FOLDS["GreaterOrEqual"]),
+    "And": Rule(compare("logical_and"), F.FOLDS["And"]),
+    "Or": Rule(compare("logical_or"), F.FOLDS["Or"]),
+    "Xor": Rule(compare("logical_xor"), F.FOLDS["Xor"]),
+    "Not": Rule(unary("logical_not"), F.FOLDS["Not"]),
+    "Where": Rule(where, F.FOLDS["Where"]),
+    "GatherElements": Rule(gather_elements, F.FOLDS["GatherElements"]),
+    "CumSum": Rule(cumsum, F.FOLDS["CumSum"]),
+    "Expand": Rule(expand, F.FOLDS["Expand"]),
+    "Tile": Rule(tile, F.FOLDS["Tile"]),
 }
 # Ops imported only when every input is a constant (folded at import).
 for _op, _fn in F.FOLDS.items():

@@ -124,6 +124,23 @@ REFERENCES = {
     "floor": Reference(np.floor, "floor(x)"),
     "ceil": Reference(np.ceil, "ceil(x)"),
     "pow": Reference(_pow, "a ^ b (libm pow in double, rounded to float)"),
+    # comparisons and logic: 1.0 (true) or 0.0; an operand is true when
+    # nonzero (NaN too, as numpy's astype(bool)); NaN compares false.
+    "equal": Reference(lambda a, b: np.equal(a, b).astype(a.dtype), "a == b ? 1 : 0"),
+    "not_equal": Reference(lambda a, b: np.not_equal(a, b).astype(a.dtype), "a != b ? 1 : 0"),
+    "less": Reference(lambda a, b: np.less(a, b).astype(a.dtype), "a < b ? 1 : 0"),
+    "less_equal": Reference(lambda a, b: np.less_equal(a, b).astype(a.dtype), "a <= b ? 1 : 0"),
+    "greater": Reference(lambda a, b: np.greater(a, b).astype(a.dtype), "a > b ? 1 : 0"),
+    "greater_equal": Reference(lambda a, b: np.greater_equal(a, b).astype(a.dtype),
+                               "a >= b ? 1 : 0"),
+    "logical_and": Reference(lambda a, b: np.logical_and(a, b).astype(a.dtype),
+                             "(a != 0 and b != 0) ? 1 : 0"),
+    "logical_or": Reference(lambda a, b: np.logical_or(a, b).astype(a.dtype),
+                            "(a != 0 or b != 0) ? 1 : 0"),
+    "logical_xor": Reference(lambda a, b: np.logical_xor(a, b).astype(a.dtype),
+                             "((a != 0) != (b != 0)) ? 1 : 0"),
+    "logical_not": Reference(lambda x: np.logical_not(x).astype(x.dtype), "x == 0 ? 1 : 0"),
+    "trunc": Reference(np.trunc, "x rounded toward zero (ONNX Cast of a float to an integer)"),
 }
 
 
