@@ -1,5 +1,11 @@
 """Import-time rewrites of the emitted model.json ops.
 
+SiLU (swish), x * sigmoid(x), arrives from exporters as a Sigmoid and a Mul
+of its input by its output (PyTorch's F.silu, EfficientNet's and
+MobileNetV3's blocks, YOLO's): where the sigmoid's output has that one
+reader and is not a graph output, the pair becomes one silu op (one pass
+over the activation instead of two, no intermediate).
+
 A zero Pad on H and W feeding only a convolution is how exporters write
 padding the conv itself could not express (PyTorch's ZeroPad2d, TF's
 explicit "same" pads): it becomes the conv's own padding / padding_end
@@ -50,5 +56,29 @@ def fold_pads_into_convs(ops: List[Dict[str, Any]],
         else:
             ca.pop("padding_end", None)
         conv["inputs"][0] = op["inputs"][0]
+        drop.add(k)
+    return [op for k, op in enumerate(ops) if k not in drop]
+
+
+def fuse_silu(ops: List[Dict[str, Any]], outputs: Sequence[str]) -> List[Dict[str, Any]]:
+    """ops with each sigmoid(x) -> mul(x, s) (either operand order) pair
+    replaced by silu(x), under the mul's name."""
+    readers: Dict[str, List[int]] = {}
+    for k, op in enumerate(ops):
+        for t in op["inputs"]:
+            readers.setdefault(t, []).append(k)
+    drop = set()
+    for k, op in enumerate(ops):
+        users = readers.get(op["name"], [])
+        if op["op"] != "sigmoid" or op["name"] in outputs or len(users) != 1 \
+                or "outputs" in op:
+            continue
+        mul = ops[users[0]]
+        x = op["inputs"][0]
+        if mul["op"] != "mul" or sorted(mul["inputs"]) != sorted([x, op["name"]]) \
+                or x == op["name"]:
+            continue
+        mul["op"], mul["inputs"] = "silu", [x]
+        mul.pop("attrs", None)
         drop.add(k)
     return [op for k, op in enumerate(ops) if k not in drop]

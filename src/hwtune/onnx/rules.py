@@ -156,10 +156,36 @@ def leaky_relu(cx, attrs):
 
 
 def gelu(cx, attrs):
-    if attrs.get("approximate", "none") != "none":
-        raise Unsupported(f'Gelu with approximate="{attrs["approximate"]}" is not supported '
-                          'yet (only the exact form)')
-    cx.emit("gelu", [cx.tensor(0)], out=cx.out())
+    approx = attrs.get("approximate", "none")
+    if approx not in ("none", "tanh"):
+        raise Unsupported(f'Gelu with approximate="{approx}" (ONNX knows "none" and "tanh")')
+    cx.emit("gelu" if approx == "none" else "gelu_tanh", [cx.tensor(0)], out=cx.out())
+
+
+# -- activations of issue #41 --------------------------------------------------
+
+def with_attrs(op, defaults):
+    """A unary activation whose ONNX attributes map one to one (same names)
+    onto the op's, with ONNX's defaults."""
+    def convert(cx, attrs):
+        cx.emit(op, [cx.tensor(0)], {k: float(attrs.get(k, d)) for k, d in defaults.items()},
+                out=cx.out())
+    return convert
+
+
+def prelu(cx, attrs):
+    """PRelu: a scalar constant slope is leaky_relu; any other slope (PyTorch's
+    nn.PReLU(C) exports [C, 1, 1]) a binary prelu, broadcast as ONNX does
+    (the slope to the input)."""
+    if cx.is_const(1) and cx.const(1).size == 1 and cx.const(1).ndim <= len(cx.shape(0)):
+        cx.emit("leaky_relu", [cx.tensor(0)], {"alpha": float(cx.const(1).reshape(()))},
+                out=cx.out())
+        return
+    x, s = cx.shape(0), cx.shape(1)
+    if len(s) > len(x) or any(a != b and a != 1 for a, b in zip(s[::-1], x[::-1])):
+        raise Unsupported(f"PRelu slope of shape {list(s)} does not broadcast to the input "
+                          f"{list(x)}")
+    cx.emit("prelu", [cx.tensor(0), cx.tensor(1)], out=cx.out())
 
 
 # x ^ c for a scalar constant c: the exponents models use become cheaper ops.
@@ -617,6 +643,24 @@ RULES: Dict[str, Rule] = {
     "Ceil": Rule(unary("ceil"), F.FOLDS.get("Ceil")),
     "Gelu": Rule(gelu, None),
     "Pow": Rule(pow_, F.FOLDS.get("Pow")),
+    # activations (issue #41)
+    "HardSigmoid": Rule(with_attrs("hard_sigmoid", {"alpha": 0.2, "beta": 0.5}), None),
+    "HardSwish": Rule(unary("hard_swish"), None),
+    "Mish": Rule(unary("mish"), None),
+    "Softplus": Rule(unary("softplus"), None),
+    "Softsign": Rule(unary("softsign"), None),
+    "Elu": Rule(with_attrs("elu", {"alpha": 1.0}), None),
+    "Selu": Rule(with_attrs("selu", {"alpha": 1.67326319217681884765625,
+                                     "gamma": 1.05070102214813232421875}), None),
+    "Celu": Rule(with_attrs("celu", {"alpha": 1.0}), None),
+    "ThresholdedRelu": Rule(with_attrs("thresholded_relu", {"alpha": 1.0}), None),
+    "PRelu": Rule(prelu, None),
+    "Reciprocal": Rule(unary("reciprocal"), F.FOLDS.get("Reciprocal")),
+    "Neg": Rule(unary("neg"), F.FOLDS.get("Neg")),
+    "Sign": Rule(unary("sign"), F.FOLDS.get("Sign")),
+    "Log": Rule(unary("log"), F.FOLDS.get("Log")),
+    "Sin": Rule(unary("sin"), F.FOLDS.get("Sin")),
+    "Cos": Rule(unary("cos"), F.FOLDS.get("Cos")),
     # dense, convolution, pooling, normalisation
     "MatMul": Rule(matmul, None),
     "Gemm": Rule(gemm, None),

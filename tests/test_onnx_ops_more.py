@@ -1,0 +1,291 @@
+"""Op forms of real CNN / RNN / speech exports (issue #41): the activations
+of the element-wise table, each through its numpy reference, the engine and
+an ONNX file run by ONNX Runtime; SiLU's Sigmoid -> Mul fusion; the
+`model export` and PyTorch peer rows."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+from hwtune.graph import load_model, run_reference  # noqa: E402
+from hwtune.graph.ops.eltwise import REFERENCES  # noqa: E402
+from hwtune.native import eltwise as ew  # noqa: E402
+from hwtune.native.isa import supported_isas  # noqa: E402
+from hwtune.onnx.importer import import_onnx  # noqa: E402
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+TOL = 1e-4
+RNG = np.random.default_rng(41)
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("HWTUNE_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def fin(name, shape):
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+
+def save(nodes, inputs, outputs, inits, path, opset=17):
+    g = helper.make_graph(nodes, "g", inputs, outputs,
+                          [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    onnx.save(m, str(path))
+    return str(path)
+
+
+def engine_outputs(graph, feeds):
+    from hwtune.native.engine import NativeEngine
+    with NativeEngine(graph, threads=2) as eng:
+        for k, v in feeds.items():
+            eng.set_input(k, v)
+        eng.run()
+        return eng.outputs()
+
+
+def import_and_compare(path, tmp_path, feeds, tol=TOL):
+    """Import path; the numpy reference and the engine match ONNX Runtime
+    within tol of each output's scale. Returns the imported graph."""
+    ort = pytest.importorskip("onnxruntime")
+    out = tmp_path / "m.json"
+    import_onnx(str(path), str(out))
+    g = load_model(str(out))
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    want = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)))
+    ref = run_reference(g, feeds)
+    got = engine_outputs(g, feeds)
+    for o in g.outputs:
+        scale = max(float(np.abs(want[o]).max()), 1e-30)
+        assert ref[o].shape == want[o].shape, (o, ref[o].shape, want[o].shape)
+        assert np.abs(ref[o] - want[o]).max() <= tol * scale, (o, "reference")
+        assert np.abs(got[o] - want[o]).max() <= tol * scale, (o, "engine")
+    return g
+
+
+def op_types(graph):
+    return [op.op for op in graph.ops]
+
+
+# -- the activations: numpy references against scalar math --------------------
+
+def _elu(v, alpha=1.0):
+    return v if v > 0 else alpha * math.expm1(v)
+
+
+ORACLES = {
+    "hard_sigmoid": (lambda v, alpha=0.2, beta=0.5: min(max(alpha * v + beta, 0.0), 1.0),
+                     {"alpha": 1 / 6, "beta": 0.5}),
+    "hard_swish": (lambda v: v * min(max(v / 6 + 0.5, 0.0), 1.0), None),
+    "silu": (lambda v: v / (1 + math.exp(-v)), None),
+    "mish": (lambda v: v * math.tanh(math.log1p(math.exp(v))), None),
+    "gelu_tanh": (lambda v: 0.5 * v * (1 + math.tanh(math.sqrt(2 / math.pi)
+                                                      * (v + 0.044715 * v ** 3))), None),
+    "softplus": (lambda v: math.log1p(math.exp(v)), None),
+    "softsign": (lambda v: v / (1 + abs(v)), None),
+    "elu": (_elu, {"alpha": 0.7}),
+    "selu": (lambda v, alpha=1.6732632423543772, gamma=1.0507009873554805:
+             gamma * _elu(v, alpha), None),
+    "celu": (lambda v, alpha=1.0: max(0.0, v) + min(0.0, alpha * math.expm1(v / alpha)),
+             {"alpha": 1.3}),
+    "thresholded_relu": (lambda v, alpha=1.0: v if v > alpha else 0.0, {"alpha": 0.5}),
+    "reciprocal": (lambda v: 1 / v, None),
+    "neg": (lambda v: -v, None),
+    "sign": (lambda v: float((v > 0) - (v < 0)), None),
+    "log": (math.log, None),
+    "sin": (math.sin, None),
+    "cos": (math.cos, None),
+}
+
+
+@pytest.mark.parametrize("op", sorted(ORACLES))
+def test_activation_references_match_scalar_math(op):
+    x = RNG.uniform(-6, 6, 64).astype(np.float32)
+    if op == "log":
+        x = np.abs(x) + np.float32(0.01)
+    fn, attrs = ORACLES[op]
+    for kw in [{}] + ([attrs] if attrs else []):
+        full = dict(ew.TABLE[op].attrs, **kw)
+        y = REFERENCES[op].fn(x, **full)
+        want = np.array([fn(float(v), **kw) for v in x])
+        assert y.dtype == np.float32
+        np.testing.assert_allclose(y, want, rtol=2e-6, atol=2e-6, err_msg=str(kw))
+
+
+def test_prelu_reference_broadcasts_a_channel_slope():
+    x = RNG.standard_normal((2, 3, 4, 5)).astype(np.float32)
+    s = np.array([0.1, -0.5, 2.0], np.float32).reshape(3, 1, 1)
+    y = REFERENCES["prelu"].fn(x, s)
+    np.testing.assert_array_equal(y, np.where(x > 0, x, x * s))
+
+
+APPROXIMATED = [op for op in ("silu", "mish", "gelu_tanh", "elu", "selu", "celu")]
+
+
+@pytest.mark.parametrize("isa", supported_isas())
+@pytest.mark.parametrize("op", APPROXIMATED)
+def test_dense_sweep_stays_within_the_documented_bound(op, isa):
+    """Every 16th float with 0.5 <= |x| < 4 (where these errors peak), both
+    signs, against the double reference: the table's error measure."""
+    lo, hi = np.float32(0.5).view(np.uint32), np.float32(4.0).view(np.uint32)
+    u = np.arange(lo, hi, 16, dtype=np.uint32).view(np.float32)
+    x = np.concatenate([u, -u])
+    attrs = dict(ew.TABLE[op].attrs)
+    exact = REFERENCES[op].fn(x.astype(np.float64), **attrs)
+    got = ew.eltwise(op, x, isa=isa, attrs=attrs)
+    err = np.where(exact.astype(np.float32) == got, 0.0,
+                   np.abs(got - exact) / np.maximum(1.0, np.abs(exact)))
+    bound = ew.max_abs_error(op, isa)
+    assert 0 < bound < 2e-7
+    assert err.max() <= bound, (op, isa, float(err.max()), float(x[np.argmax(err)]))
+
+
+# -- ONNX import against ONNX Runtime ------------------------------------------
+
+# ONNX op, attributes, opset, input transform (the op's domain)
+ACTIVATIONS = [
+    ("HardSigmoid", {"alpha": 1 / 6, "beta": 0.5}, 17, None),
+    ("HardSigmoid", {}, 17, None),
+    ("HardSwish", {}, 17, None),
+    ("Mish", {}, 18, None),
+    ("Softplus", {}, 17, None),
+    ("Softsign", {}, 17, None),
+    ("Elu", {"alpha": 0.7}, 17, None),
+    ("Selu", {}, 17, None),
+    ("Celu", {"alpha": 1.3}, 17, None),
+    ("ThresholdedRelu", {"alpha": 0.5}, 17, None),
+    ("Reciprocal", {}, 17, "away_from_zero"),
+    ("Neg", {}, 17, None),
+    ("Sign", {}, 17, None),
+    ("Log", {}, 17, "positive"),
+    ("Sin", {}, 17, None),
+    ("Cos", {}, 17, None),
+    ("Gelu", {"approximate": "tanh"}, 20, None),
+    ("Gelu", {}, 20, None),
+]
+
+
+@pytest.mark.parametrize("onnx_op, attrs, opset, domain", ACTIVATIONS,
+                         ids=[f"{a[0]}{'-' + '-'.join(a[1]) if a[1] else ''}"
+                              for a in ACTIVATIONS])
+def test_activation_imports_and_matches_onnxruntime(onnx_op, attrs, opset, domain, tmp_path):
+    x = RNG.uniform(-5, 5, (2, 3, 5, 7)).astype(np.float32)
+    if domain == "positive":
+        x = np.abs(x) + np.float32(0.05)
+    elif domain == "away_from_zero":
+        x = np.where(np.abs(x) < 0.1, np.float32(0.5), x).astype(np.float32)
+    path = save([helper.make_node(onnx_op, ["x"], ["y"], name="act", **attrs)],
+                [fin("x", list(x.shape))], [fin("y", list(x.shape))], {},
+                tmp_path / "a.onnx", opset)
+    g = import_and_compare(path, tmp_path, {"x": x})
+    assert "act" not in op_types(g) and len(g.ops) == 1
+
+
+@pytest.mark.parametrize("slope_shape", [(3, 1, 1), (1,), (7,)])
+def test_prelu_imports_per_channel_and_scalar_slopes(slope_shape, tmp_path):
+    x = RNG.standard_normal((2, 3, 5, 7)).astype(np.float32)
+    s = RNG.uniform(-0.5, 0.5, slope_shape).astype(np.float32)
+    path = save([helper.make_node("PRelu", ["x", "s"], ["y"], name="pr")],
+                [fin("x", [2, 3, 5, 7])], [fin("y", [2, 3, 5, 7])], {"s": s},
+                tmp_path / "p.onnx")
+    g = import_and_compare(path, tmp_path, {"x": x})
+    assert op_types(g) == (["leaky_relu"] if s.size == 1 else ["prelu"])
+
+
+def test_silu_pair_is_fused_and_a_shared_sigmoid_is_not(tmp_path):
+    x = RNG.standard_normal((2, 16)).astype(np.float32)
+    nodes = [helper.make_node("Sigmoid", ["x"], ["s"], name="sig"),
+             helper.make_node("Mul", ["s", "x"], ["y"], name="swish")]
+    path = save(nodes, [fin("x", [2, 16])], [fin("y", [2, 16])], {}, tmp_path / "s.onnx")
+    g = import_and_compare(path, tmp_path, {"x": x})
+    assert [(op.name, op.op) for op in g.ops] == [("y", "silu")]
+    # the sigmoid also read elsewhere: both ops stay
+    nodes.append(helper.make_node("Add", ["s", "y"], ["z"], name="other"))
+    path = save(nodes, [fin("x", [2, 16])], [fin("z", [2, 16])], {}, tmp_path / "t.onnx")
+    g = import_and_compare(path, tmp_path, {"x": x})
+    assert sorted(op_types(g)) == ["add", "mul", "sigmoid"]
+
+
+def test_torch_activations_export_import_and_match(tmp_path):
+    torch = pytest.importorskip("torch")
+    nn = torch.nn
+    torch.manual_seed(0)
+
+    class Acts(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 3, padding=1)
+            self.prelu = nn.PReLU(8)
+            self.acts = nn.ModuleList([nn.Hardswish(), nn.Hardsigmoid(), nn.SiLU(), nn.Mish(),
+                                       nn.ELU(0.5), nn.SELU(), nn.CELU(1.5), nn.Softplus(),
+                                       nn.Softsign(), nn.GELU(approximate="tanh")])
+
+        def forward(self, x):
+            y = self.prelu(self.conv(x))
+            return torch.cat([a(y) for a in self.acts], 1)
+
+    m = Acts().eval()
+    x = torch.randn(1, 3, 8, 8)
+    path = tmp_path / "acts.onnx"
+    with torch.no_grad():
+        torch.onnx.export(m, (x,), str(path), input_names=["x"], output_names=["y"],
+                          opset_version=17, dynamo=False)
+    g = import_and_compare(path, tmp_path, {"x": x.numpy()})
+    ops = set(op_types(g))
+    # (PyTorch writes Softsign as Abs, Add and Div)
+    assert {"prelu", "hard_swish", "hard_sigmoid", "silu", "elu", "selu", "celu",
+            "softplus"} <= ops
+    with torch.no_grad():
+        want = m(x).numpy()
+    ref = run_reference(g, {"x": x.numpy()})["y"]
+    assert np.abs(ref - want).max() <= TOL * np.abs(want).max()
+
+
+# -- model export and the PyTorch peer -------------------------------------------
+
+def test_activations_export_to_onnx_and_run_in_torch(tmp_path):
+    ort = pytest.importorskip("onnxruntime")
+    from hwtune.graph.reference import init_inputs, init_params
+    from hwtune.onnx.export import to_onnx
+    chain = [("hard_sigmoid", {"alpha": 0.25}), ("hard_swish", {}), ("silu", {}), ("mish", {}),
+             ("gelu_tanh", {}), ("softplus", {}), ("softsign", {}), ("elu", {"alpha": 0.5}),
+             ("selu", {}), ("celu", {"alpha": 2.0}), ("thresholded_relu", {"alpha": 0.1}),
+             ("neg", {}), ("sign", {}), ("sin", {}), ("cos", {})]
+    ops, prev = [], "x"
+    for k, (op, attrs) in enumerate(chain):
+        # each activation of the input, summed: no op sees only another's range
+        ops.append({"name": f"a{k}", "op": op, "inputs": ["x"], **({"attrs": attrs} if attrs else {})})
+        ops.append({"name": f"s{k}", "op": "add", "inputs": [prev, f"a{k}"]})
+        prev = f"s{k}"
+    ops += [{"name": "p", "op": "prelu", "inputs": [prev, "slope"]},
+            {"name": "ab", "op": "abs", "inputs": ["p"]},
+            {"name": "sh", "op": "affine", "inputs": ["ab"], "attrs": {"shift": 0.5}},
+            {"name": "lg", "op": "log", "inputs": ["sh"]},
+            {"name": "y", "op": "reciprocal", "inputs": ["sh"]},
+            {"name": "z", "op": "add", "inputs": ["y", "lg"]}]
+    doc = {"name": "acts41", "seed": 5, "inputs": [{"name": "x", "shape": [2, 4, 3, 5]}],
+           "params": [{"name": "slope", "shape": [4, 1, 1]}], "ops": ops, "outputs": ["z"]}
+    src = tmp_path / "acts41.json"
+    src.write_text(json.dumps(doc))
+    graph = load_model(str(src))
+    ref = run_reference(graph)["z"]
+    feeds = {k: np.asarray(v, np.float32) for k, v in init_inputs(graph).items()}
+    params = init_params(graph)
+    model = to_onnx(graph, params)
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    got = sess.run(None, feeds)[0]
+    assert np.abs(got - ref).max() <= TOL * np.abs(ref).max()
+    pytest.importorskip("torch")
+    from hwtune.compare.torch_graph import TorchGraph
+    tg = TorchGraph(graph, params, feeds, threads=1)
+    tg.run()
+    assert np.abs(tg.outputs()["z"] - ref).max() <= TOL * np.abs(ref).max()
+    eng = engine_outputs(graph, feeds)["z"]
+    assert np.abs(eng - ref).max() <= TOL * np.abs(ref).max()
