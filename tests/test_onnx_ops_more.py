@@ -289,3 +289,92 @@ def test_activations_export_to_onnx_and_run_in_torch(tmp_path):
     assert np.abs(tg.outputs()["z"] - ref).max() <= TOL * np.abs(ref).max()
     eng = engine_outputs(graph, feeds)["z"]
     assert np.abs(eng - ref).max() <= TOL * np.abs(ref).max()
+
+
+# -- recurrent layers: directions, sequence lengths, initial states ------------
+
+def _rnn_model(kind, direction, tmp_path, seq=5, batch=3, inp=4, hidden=6, lens=None,
+               init=False, outputs=("Y", "Y_h", "Y_c"), const_init=False):
+    """One ONNX LSTM / GRU node, seeded weights; returns (path, feeds)."""
+    ndir = 2 if direction == "bidirectional" else 1
+    g = 4 if kind == "LSTM" else 3
+    rng = np.random.default_rng(7)
+    inits = {"W": rng.uniform(-0.5, 0.5, (ndir, g * hidden, inp)).astype(np.float32),
+             "R": rng.uniform(-0.5, 0.5, (ndir, g * hidden, hidden)).astype(np.float32),
+             "B": rng.uniform(-0.5, 0.5, (ndir, 2 * g * hidden)).astype(np.float32)}
+    ins = ["x", "W", "R", "B", ""]
+    feeds = {"x": rng.standard_normal((seq, batch, inp)).astype(np.float32)}
+    graph_inputs = [fin("x", [seq, batch, inp])]
+    if lens is not None:
+        inits["L"] = np.asarray(lens, np.int32)
+        ins[4] = "L"
+    states = ["h0"] + (["c0"] if kind == "LSTM" else [])
+    if init:
+        for s in states:
+            v = rng.standard_normal((ndir, batch, hidden)).astype(np.float32)
+            if const_init:
+                inits[s] = v
+            else:
+                feeds[s], _ = v, graph_inputs.append(fin(s, [ndir, batch, hidden]))
+            ins.append(s)
+    outs = [o for o in outputs if kind == "LSTM" or o != "Y_c"]
+    shapes = {"Y": [seq, ndir, batch, hidden], "Y_h": [ndir, batch, hidden],
+              "Y_c": [ndir, batch, hidden]}
+    attrs = {"hidden_size": hidden, "direction": direction}
+    if kind == "GRU":
+        attrs["linear_before_reset"] = 1
+    node = helper.make_node(kind, ins, [o if o in outs else "" for o in ("Y", "Y_h", "Y_c")
+                                        ][:3 if kind == "LSTM" else 2], name="rnn", **attrs)
+    path = save([node], graph_inputs, [fin(o, shapes[o]) for o in outs], inits,
+                tmp_path / f"{kind}.onnx")
+    return path, feeds
+
+
+@pytest.mark.parametrize("kind", ["LSTM", "GRU"])
+@pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
+@pytest.mark.parametrize("lens", [None, [5, 2, 0]], ids=["full", "lens"])
+def test_recurrent_directions_and_lengths_match_onnxruntime(kind, direction, lens, tmp_path):
+    path, feeds = _rnn_model(kind, direction, tmp_path, lens=lens, init=True)
+    import_and_compare(path, tmp_path, feeds)
+
+
+@pytest.mark.parametrize("kind", ["LSTM", "GRU"])
+def test_recurrent_constant_initial_state_and_y_h_only(kind, tmp_path):
+    path, feeds = _rnn_model(kind, "bidirectional", tmp_path, lens=[3, 5, 1], init=True,
+                             const_init=True, outputs=("Y_h",))
+    import_and_compare(path, tmp_path, feeds)
+
+
+def test_sequence_lens_semantics_in_the_reference(tmp_path):
+    """Past a row's length Y is zero; Y_h is the state at its length
+    (forward) or after step 0 (reverse, which starts at length - 1)."""
+    path, feeds = _rnn_model("GRU", "bidirectional", tmp_path, lens=[5, 2, 0], init=True,
+                             const_init=True)
+    out = tmp_path / "g.json"
+    import_onnx(path, str(out))
+    g = load_model(str(out))
+    ref = run_reference(g, feeds)
+    y, yh = ref["Y"], ref["Y_h"]
+    assert np.all(y[2:, :, 1] == 0) and np.all(y[:, :, 2] == 0)
+    np.testing.assert_array_equal(yh[0, 1], y[1, 0, 1])   # forward: state at step 1
+    np.testing.assert_array_equal(yh[1, 1], y[0, 1, 1])   # reverse: state after step 0
+    assert np.all(yh[:, 2] == 0)  # length 0: zero (as ONNX Runtime)
+
+
+def test_long_sequences_concat_in_rounds(tmp_path):
+    path, feeds = _rnn_model("GRU", "forward", tmp_path, seq=70, batch=1, hidden=4)
+    g = import_and_compare(path, tmp_path, feeds)
+    assert max(len(op.inputs) for op in g.ops) <= 64
+
+
+@pytest.mark.parametrize("name", ["bilstm", "bigru"])
+def test_zoo_bidirectional_stacks_match_onnxruntime(name, tmp_path):
+    pytest.importorskip("torch")
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    import zoo_models as Z
+    built = Z.BY_NAME[name].build(True)
+    path = Z.export(built, tmp_path / f"{name}.onnx")
+    g = import_and_compare(path, tmp_path, dict(built.inputs))
+    assert "reshape" in op_types(g)
