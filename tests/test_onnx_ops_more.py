@@ -378,3 +378,150 @@ def test_zoo_bidirectional_stacks_match_onnxruntime(name, tmp_path):
     path = Z.export(built, tmp_path / f"{name}.onnx")
     g = import_and_compare(path, tmp_path, dict(built.inputs))
     assert "reshape" in op_types(g)
+
+
+# -- Resize / Upsample -------------------------------------------------------------
+
+def _resize_node(tmp_path, x_shape, opset, mode, scales=None, sizes=None, name="r.onnx",
+                 **attrs):
+    inits, ins = {}, ["x"]
+    if opset >= 11:
+        ins += ["", "scales" if scales is not None else "", "sizes" if sizes is not None else ""]
+    else:
+        ins += ["scales"]
+    if scales is not None:
+        inits["scales"] = np.asarray(scales, np.float32)
+    if sizes is not None:
+        inits["sizes"] = np.asarray(sizes, np.int64)
+    out = list(sizes) if sizes is not None else \
+        [int(np.floor(np.float32(d) * np.float32(s))) for d, s in zip(x_shape, scales)]
+    while ins and ins[-1] == "":
+        ins.pop()
+    node = helper.make_node("Resize", ins, ["y"], name="rs", mode=mode, **attrs)
+    return save([node], [fin("x", list(x_shape))], [fin("y", out)], inits, tmp_path / name,
+                opset)
+
+
+RESIZE_CASES = [
+    # mode, transform, nearest_mode, scales, sizes
+    ("nearest", "asymmetric", "floor", [1, 1, 2, 2], None),
+    ("nearest", "half_pixel", "round_prefer_floor", [1, 1, 0.5, 0.5], None),
+    ("nearest", "half_pixel", "round_prefer_ceil", [1, 1, 0.5, 0.5], None),
+    ("nearest", "align_corners", "round_prefer_floor", None, [2, 3, 11, 6]),
+    ("nearest", "pytorch_half_pixel", "ceil", [1, 1, 1.5, 2.5], None),
+    ("nearest", "asymmetric", "round_prefer_ceil", [1, 1, 3, 1.7], None),
+    ("linear", "half_pixel", None, [1, 1, 2, 2], None),
+    ("linear", "pytorch_half_pixel", None, None, [2, 3, 1, 9]),
+    ("linear", "align_corners", None, None, [2, 3, 13, 17]),
+    ("linear", "asymmetric", None, [1, 1, 1.5, 0.6], None),
+    ("linear", "half_pixel", None, [1, 1, 0.5, 0.75], None),
+]
+
+
+@pytest.mark.parametrize("opset", [13, 19])
+@pytest.mark.parametrize("mode, transform, nearest, scales, sizes", RESIZE_CASES)
+def test_resize_matches_onnxruntime(mode, transform, nearest, scales, sizes, opset, tmp_path):
+    x = RNG.standard_normal((2, 3, 7, 6)).astype(np.float32)
+    attrs = {"coordinate_transformation_mode": transform}
+    if nearest:
+        attrs["nearest_mode"] = nearest
+    path = _resize_node(tmp_path, x.shape, opset, mode, scales, sizes, **attrs)
+    g = import_and_compare(path, tmp_path, {"x": x})
+    assert op_types(g) == ["resize"]
+    # the engine's op computes the reference's tables and roundings: same bits
+    ref = run_reference(g, {"x": x})["y"]
+    np.testing.assert_array_equal(engine_outputs(g, {"x": x})["y"], ref)
+
+
+def test_upsample_and_old_resize_match_onnxruntime(tmp_path):
+    x = RNG.standard_normal((1, 2, 5, 4)).astype(np.float32)
+    up = helper.make_node("Upsample", ["x", "scales"], ["y"], name="up", mode="nearest")
+    path = save([up], [fin("x", [1, 2, 5, 4])], [fin("y", [1, 2, 10, 12])],
+                {"scales": np.array([1, 1, 2, 3], np.float32)}, tmp_path / "u.onnx", 9)
+    import_and_compare(path, tmp_path, {"x": x})
+    path = _resize_node(tmp_path, x.shape, 10, "linear", [1, 1, 2, 2], name="r10.onnx")
+    import_and_compare(path, tmp_path, {"x": x})
+
+
+def test_resize_of_a_sequence_and_refusals(tmp_path):
+    x = RNG.standard_normal((2, 3, 9)).astype(np.float32)
+    path = _resize_node(tmp_path, x.shape, 13, "linear", [1, 1, 2.5],
+                        coordinate_transformation_mode="half_pixel")
+    g = import_and_compare(path, tmp_path, {"x": x})
+    assert "resize" in op_types(g)
+    from hwtune.onnx.errors import OnnxImportError
+    x4 = (1, 2, 4, 4)
+    for kw, what in ((dict(mode="cubic"), "mode"), (dict(mode="nearest", scales=[2, 1, 1, 1]),
+                                                     "N or C")):
+        mode = kw.pop("mode")
+        p = _resize_node(tmp_path, x4, 13, mode, kw.pop("scales", [1, 1, 2, 2]), name="bad.onnx")
+        with pytest.raises(OnnxImportError, match=what):
+            import_onnx(p, str(tmp_path / "bad.json"))
+
+
+def test_fpn_and_unet_style_interpolations_import_and_match(tmp_path):
+    torch = pytest.importorskip("torch")
+    nn, F = torch.nn, torch.nn.functional
+    torch.manual_seed(1)
+
+    class Decoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.down = nn.Conv2d(4, 8, 3, stride=2, padding=1)
+            self.lat = nn.Conv2d(4, 8, 1)
+            self.out = nn.Conv2d(8, 4, 3, padding=1)
+
+        def forward(self, x):
+            c = self.down(x)                                   # FPN: top-down nearest x2
+            p = self.lat(x) + F.interpolate(c, scale_factor=2, mode="nearest")
+            u1 = F.interpolate(p, scale_factor=2, mode="bilinear", align_corners=False)
+            u2 = F.interpolate(p, size=(13, 11), mode="bilinear", align_corners=True)
+            u3 = F.interpolate(p, size=(5, 7), mode="nearest")
+            return (self.out(u1).mean((2, 3)) + self.out(u2).mean((2, 3))
+                    + self.out(u3).mean((2, 3)))
+
+    m = Decoder().eval()
+    x = torch.randn(2, 4, 10, 12)
+    path = tmp_path / "fpn.onnx"
+    with torch.no_grad():
+        torch.onnx.export(m, (x,), str(path), input_names=["x"], output_names=["y"],
+                          opset_version=17, dynamo=False)
+        want = m(x).numpy()
+    g = import_and_compare(path, tmp_path, {"x": x.numpy()})
+    assert op_types(g).count("resize") == 4
+    ref = run_reference(g, {"x": x.numpy()})["y"]
+    assert np.abs(ref - want).max() <= TOL * np.abs(want).max()
+
+
+def test_resize_exports_and_runs_in_torch(tmp_path):
+    ort = pytest.importorskip("onnxruntime")
+    from hwtune.graph.reference import init_inputs, init_params
+    from hwtune.onnx.export import to_onnx
+    ops = [{"name": "a", "op": "resize", "inputs": ["x"],
+            "attrs": {"mode": "linear", "size": [9, 14],
+                      "coordinate_transformation_mode": "align_corners"}},
+           {"name": "b", "op": "resize", "inputs": ["x"],
+            "attrs": {"mode": "nearest", "size": [7, 10], "scale_h": 1.5, "scale_w": 2.0,
+                      "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"}},
+           {"name": "c", "op": "resize", "inputs": ["x"],
+            "attrs": {"mode": "linear", "size": [7, 10], "scale_h": 1.5, "scale_w": 2.0}}]
+    doc = {"name": "rs", "seed": 2, "inputs": [{"name": "x", "shape": [1, 3, 5, 5]}],
+           "params": [], "ops": ops, "outputs": ["a", "b", "c"]}
+    src = tmp_path / "rs.json"
+    src.write_text(json.dumps(doc))
+    graph = load_model(str(src))
+    ref = run_reference(graph)
+    feeds = {k: np.asarray(v, np.float32) for k, v in init_inputs(graph).items()}
+    sess = ort.InferenceSession(to_onnx(graph, init_params(graph)).SerializeToString(),
+                                providers=["CPUExecutionProvider"])
+    got = dict(zip(["a", "b", "c"], sess.run(None, feeds)))
+    pytest.importorskip("torch")
+    from hwtune.compare.torch_graph import TorchGraph
+    tg = TorchGraph(graph, init_params(graph), feeds, threads=1)
+    tg.run()
+    eng = engine_outputs(graph, feeds)
+    for o in ("a", "b", "c"):
+        scale = np.abs(ref[o]).max()
+        assert np.abs(got[o] - ref[o]).max() <= TOL * scale, o
+        assert np.abs(tg.outputs()[o] - ref[o]).max() <= TOL * scale, o
+        np.testing.assert_array_equal(eng[o], ref[o])

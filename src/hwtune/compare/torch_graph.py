@@ -128,8 +128,30 @@ def _ops(torch):
         c = torch.sigmoid(f) * x[1] + torch.sigmoid(i) * torch.tanh(gg)
         return [torch.sigmoid(o) * torch.tanh(c), c]
 
+    def resize(g, op, a, x):
+        # The reference's own index and weight tables (graph/ops/resize.py),
+        # applied with index_select and the same two blends in torch ops.
+        from hwtune.graph.ops import resize as R
+        n, c, h, w = x[0].shape
+        oh, ow = a["size"]
+        sh = a["scale_h"] if a["scale_h"] is not None else oh / h
+        sw = a["scale_w"] if a["scale_w"] is not None else ow / w
+        t = a["coordinate_transformation_mode"]
+        idx = lambda v: torch.from_numpy(np.asarray(v, np.int64))  # noqa: E731
+        if a["mode"] == "nearest":
+            iy = idx(R.nearest_index(h, oh, sh, t, a["nearest_mode"]))
+            ix = idx(R.nearest_index(w, ow, sw, t, a["nearest_mode"]))
+            return x[0].index_select(2, iy).index_select(3, ix)
+        y0, y1, wy = R.linear_taps(h, oh, sh, t)
+        x0, x1, wx = R.linear_taps(w, ow, sw, t)
+        r0, r1 = x[0].index_select(2, idx(y0)), x[0].index_select(2, idx(y1))
+        tt = r0 + torch.from_numpy(wy).reshape(-1, 1) * (r1 - r0)
+        a0, a1 = tt.index_select(3, idx(x0)), tt.index_select(3, idx(x1))
+        return a0 + torch.from_numpy(wx) * (a1 - a0)
+
     return {
         "matmul": matmul,
+        "resize": resize,
         "lstm_cell": lstm_cell,
         "add": lambda g, op, a, x: torch.add(x[0], x[1]),
         "sub": lambda g, op, a, x: torch.sub(x[0], x[1]),

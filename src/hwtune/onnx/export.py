@@ -227,6 +227,21 @@ def _attr_node(onnx_type, names):
     return emit
 
 
+def _resize(e, op, a):
+    # Scales when the model gave them (the coordinates use them, and
+    # floor(in * scale) gives the same output size), sizes otherwise.
+    n, c, h, w = e.graph.shapes[op.inputs[0]]
+    oh, ow = a["size"]
+    extra = {"nearest_mode": a["nearest_mode"]} if a["mode"] == "nearest" else {}
+    if a["scale_h"] is not None and a["scale_w"] is not None:
+        ins = [op.inputs[0], "", e.const(op.name, [1.0, 1.0, a["scale_h"], a["scale_w"]],
+                                         np.float32)]
+    else:
+        ins = [op.inputs[0], "", "", e.const(op.name, [n, c, oh, ow])]
+    e.node("Resize", ins, op.outputs, op.name, mode=a["mode"],
+           coordinate_transformation_mode=a["coordinate_transformation_mode"], **extra)
+
+
 def _lstm_cell(e, op, a):
     # The fused cell written out as the unfused one (graph/ops/rnn.py): gate
     # pre-activations (+ a step's rows of the hoisted projection, + bias),
@@ -279,6 +294,7 @@ EXPORTERS: Dict[str, Callable] = {
     "elu": _attr_node("Elu", ("alpha",)), "selu": _attr_node("Selu", ("alpha", "gamma")),
     "celu": _attr_node("Celu", ("alpha",)),
     "thresholded_relu": _attr_node("ThresholdedRelu", ("alpha",)),
+    "resize": _resize,
     "prelu": _simple("PRelu"), "reciprocal": _simple("Reciprocal"), "neg": _simple("Neg"),
     "sign": _simple("Sign"), "log": _simple("Log"), "sin": _simple("Sin"), "cos": _simple("Cos"),
     "batch_matmul": _simple("MatMul"),

@@ -618,6 +618,94 @@ def softmax(cx, attrs):
     cx.emit("reshape", [y], {"shape": list(shp)}, out=cx.out())
 
 
+# -- resize (issue #41) ----------------------------------------------------------
+
+_RESIZE_MODES = {"nearest": "nearest", "linear": "linear", "bilinear": "linear"}
+
+
+def _resize_targets(cx, attrs, shp):
+    """(output dims, scale per dim or None where the sizes gave them) of a
+    Resize / Upsample node."""
+    rank = len(shp)
+    if cx.node.op_type == "Upsample" or cx.opset < 11:
+        scales = attrs.get("scales") if cx.node.op_type == "Upsample" and cx.opset < 9 else \
+            cx.const(1, "scales")
+        sizes = None
+    else:
+        scales = cx.const(2, "scales") if cx.has(2) else None
+        sizes = cx.const(3, "sizes") if cx.has(3) else None
+        if scales is not None and np.asarray(scales).size == 0:
+            scales = None
+        if sizes is not None and np.asarray(sizes).size == 0:
+            sizes = None
+    axes = attrs.get("axes")
+    axes = list(range(rank)) if axes is None else [int(a) % rank for a in axes]
+    if sizes is not None:
+        if attrs.get("keep_aspect_ratio_policy", "stretch") != "stretch":
+            raise Unsupported(f'Resize keep_aspect_ratio_policy="'
+                              f'{attrs["keep_aspect_ratio_policy"]}" (only "stretch")')
+        out, sc = list(shp), [None] * rank
+        for a, v in zip(axes, np.asarray(sizes).reshape(-1)):
+            out[a] = int(v)
+        return out, sc
+    if scales is None:
+        raise Unsupported("Resize with neither scales nor sizes")
+    sc = [1.0] * rank
+    for a, v in zip(axes, np.asarray(scales, np.float32).reshape(-1)):
+        sc[a] = float(v)
+    # floor(in * scale), the product in float32 as ONNX Runtime computes it
+    out = [int(np.floor(np.float32(d) * np.float32(s))) for d, s in zip(shp, sc)]
+    return out, sc
+
+
+def resize(cx, attrs):
+    """Resize (opset 10-19) and Upsample: nearest or bilinear over H and W
+    of an NCHW tensor ([N, C, L] as H = 1); constant scales or sizes."""
+    shp = list(cx.shape(0))
+    old = cx.node.op_type == "Upsample" or cx.opset < 11
+    mode = _RESIZE_MODES.get(attrs.get("mode", "nearest"))
+    if mode is None:
+        raise Unsupported(f'Resize mode "{attrs.get("mode")}" is not supported (nearest and '
+                          "linear)")
+    transform = "asymmetric" if old else attrs.get("coordinate_transformation_mode",
+                                                   "half_pixel")
+    if transform not in ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric"):
+        raise Unsupported(f'Resize coordinate_transformation_mode="{transform}" is not '
+                          "supported")
+    if len(shp) not in (3, 4):
+        raise Unsupported(f"Resize of a rank-{len(shp)} tensor (NCHW or [N, C, L] only)")
+    out, sc = _resize_targets(cx, attrs, shp)
+    if out[:2] != shp[:2]:
+        raise Unsupported(f"Resize of N or C ({shp} to {out}): only the spatial axes")
+    if any(d < 1 for d in out):
+        raise Unsupported(f"Resize to an empty shape {out}")
+    nearest = "floor" if old else attrs.get("nearest_mode", "round_prefer_floor")
+    if old and mode == "nearest" and any(s is not None and s < 1 for s in sc[2:]):
+        raise Unsupported("nearest downsampling by Resize before opset 11 / Upsample is not "
+                          "supported")
+    if attrs.get("antialias", 0) and mode == "linear" and any(
+            o < i for o, i in zip(out[2:], shp[2:])):
+        raise Unsupported("Resize antialias=1 when downsampling is not supported")
+    if out == shp and all(s in (None, 1.0) for s in sc):
+        cx.bind(cx.out(), cx.tensor(0))
+        return
+    x = cx.tensor(0)
+    if len(shp) == 3:  # [N, C, L] as [N, C, 1, L]
+        x = cx.emit("reshape", [x], {"shape": [shp[0], shp[1], 1, shp[2]]})
+        out4, sc4 = [out[0], out[1], 1, out[2]], [1.0, 1.0, 1.0, sc[2]]
+    else:
+        out4, sc4 = out, sc
+    r_attrs = {"mode": mode, "size": out4[2:], "coordinate_transformation_mode": transform}
+    if mode == "nearest":
+        r_attrs["nearest_mode"] = nearest
+    for key, s in (("scale_h", sc4[2]), ("scale_w", sc4[3])):
+        if s is not None:
+            r_attrs[key] = s
+    y = cx.emit("resize", [x], r_attrs, out=cx.out() if len(shp) == 4 else None)
+    if len(shp) == 3:
+        cx.emit("reshape", [y], {"shape": out}, out=cx.out())
+
+
 # -- the table -----------------------------------------------------------------
 
 RULES: Dict[str, Rule] = {
@@ -661,6 +749,9 @@ RULES: Dict[str, Rule] = {
     "Log": Rule(unary("log"), F.FOLDS.get("Log")),
     "Sin": Rule(unary("sin"), F.FOLDS.get("Sin")),
     "Cos": Rule(unary("cos"), F.FOLDS.get("Cos")),
+    # resampling (issue #41)
+    "Resize": Rule(resize, None),
+    "Upsample": Rule(resize, None),
     # dense, convolution, pooling, normalisation
     "MatMul": Rule(matmul, None),
     "Gemm": Rule(gemm, None),
