@@ -525,3 +525,52 @@ def test_resize_exports_and_runs_in_torch(tmp_path):
         assert np.abs(got[o] - ref[o]).max() <= TOL * scale, o
         assert np.abs(tg.outputs()[o] - ref[o]).max() <= TOL * scale, o
         np.testing.assert_array_equal(eng[o], ref[o])
+
+
+# -- 1-D convolution and pooling (speech encoders) ---------------------------------
+
+def test_one_d_conv_and_pool_forms_match_onnxruntime(tmp_path):
+    x = RNG.standard_normal((2, 4, 30)).astype(np.float32)
+    w1 = RNG.standard_normal((8, 4, 5)).astype(np.float32) * 0.3
+    b1 = RNG.standard_normal(8).astype(np.float32)
+    w2 = RNG.standard_normal((8, 2, 3)).astype(np.float32) * 0.3   # group 4
+    wt = RNG.standard_normal((8, 4, 4)).astype(np.float32) * 0.3   # ConvTranspose [C, OC, K]
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="c1", pads=[2, 1],
+                         strides=[2], dilations=[1]),
+        helper.make_node("Relu", ["c1"], ["r1"], name="r1"),
+        helper.make_node("Conv", ["r1", "w2"], ["c2"], name="c2", group=4, pads=[2, 2],
+                         dilations=[2]),
+        helper.make_node("MaxPool", ["c2"], ["p1"], name="p1", kernel_shape=[3], strides=[2],
+                         pads=[1, 1]),
+        helper.make_node("AveragePool", ["p1"], ["p2"], name="p2", kernel_shape=[2],
+                         auto_pad="SAME_UPPER"),
+        helper.make_node("ConvTranspose", ["p2", "wt"], ["ct"], name="ct", strides=[2]),
+        helper.make_node("GlobalAveragePool", ["ct"], ["g"], name="g"),
+        helper.make_node("Conv", ["x", "w1"], ["same"], name="same", auto_pad="SAME_UPPER"),
+    ]
+    c1 = (30 + 3 - 5) // 2 + 1
+    c2 = c1 + 4 - 4
+    p1 = (c2 + 2 - 3) // 2 + 1
+    path = save(nodes, [fin("x", [2, 4, 30])],
+                [fin("g", [2, 4, 1]), fin("same", [2, 8, 30])],
+                {"w1": w1, "b1": b1, "w2": w2, "wt": wt}, tmp_path / "speech.onnx")
+    g = import_and_compare(path, tmp_path, {"x": x})
+    ops = op_types(g)
+    assert "conv2d" in ops and "pool2d" in ops and "conv_transpose2d" in ops and p1 > 0
+
+
+def test_torch_conv1d_encoder_imports_and_matches(tmp_path):
+    torch = pytest.importorskip("torch")
+    nn = torch.nn
+    torch.manual_seed(2)
+    m = nn.Sequential(nn.Conv1d(6, 16, 5, padding=2), nn.BatchNorm1d(16), nn.GELU(),
+                      nn.Conv1d(16, 16, 3, groups=4, padding=1), nn.SiLU(),
+                      nn.MaxPool1d(2), nn.Conv1d(16, 8, 3, stride=2), nn.AvgPool1d(2),
+                      nn.AdaptiveAvgPool1d(1)).eval()
+    x = torch.randn(2, 6, 40)
+    path = tmp_path / "enc.onnx"
+    with torch.no_grad():
+        torch.onnx.export(m, (x,), str(path), input_names=["x"], output_names=["y"],
+                          opset_version=17, dynamo=False)
+    import_and_compare(path, tmp_path, {"x": x.numpy()})

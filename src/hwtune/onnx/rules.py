@@ -19,6 +19,7 @@ import numpy as np
 from hwtune.onnx import fold as F
 from hwtune.onnx import recurrent
 from hwtune.onnx.convert import Unsupported
+from hwtune.onnx.lift1d import lift_1d
 
 
 class Rule(NamedTuple):
@@ -755,12 +756,12 @@ RULES: Dict[str, Rule] = {
     # dense, convolution, pooling, normalisation
     "MatMul": Rule(matmul, None),
     "Gemm": Rule(gemm, None),
-    "Conv": Rule(conv, None),
-    "ConvTranspose": Rule(conv_transpose, None),
-    "MaxPool": Rule(pool("max"), None),
-    "AveragePool": Rule(pool("avg"), None),
-    "GlobalAveragePool": Rule(global_pool("avg"), None),
-    "GlobalMaxPool": Rule(global_pool("max"), None),
+    "Conv": Rule(lift_1d(conv, weights=True), None),
+    "ConvTranspose": Rule(lift_1d(conv_transpose, weights=True), None),
+    "MaxPool": Rule(lift_1d(pool("max")), None),
+    "AveragePool": Rule(lift_1d(pool("avg")), None),
+    "GlobalAveragePool": Rule(lift_1d(global_pool("avg")), None),
+    "GlobalMaxPool": Rule(lift_1d(global_pool("max")), None),
     "ReduceMean": Rule(reduce_("avg"), F.FOLDS["ReduceMean"]),
     "ReduceMax": Rule(reduce_("max"), F.FOLDS["ReduceMax"]),
     "ReduceSum": Rule(reduce_("sum"), F.FOLDS["ReduceSum"]),
