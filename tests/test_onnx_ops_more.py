@@ -574,3 +574,119 @@ def test_torch_conv1d_encoder_imports_and_matches(tmp_path):
         torch.onnx.export(m, (x,), str(path), input_names=["x"], output_names=["y"],
                           opset_version=17, dynamo=False)
     import_and_compare(path, tmp_path, {"x": x.numpy()})
+
+
+# -- normalisations, reductions, Expand, Einsum --------------------------------------
+
+def _single(tmp_path, op, ins, x_shapes, out_shape, inits=None, opset=17, **attrs):
+    node = helper.make_node(op, ins, ["y"], name="n", **attrs)
+    graph_in = [fin(n, s) for n, s in x_shapes.items()]
+    return save([node], graph_in, [fin("y", out_shape)], inits or {}, tmp_path / f"{op}.onnx",
+                opset)
+
+
+def test_instance_and_group_normalization_match_onnxruntime(tmp_path):
+    x = (RNG.standard_normal((2, 6, 5, 4)) * 3 + 1).astype(np.float32)
+    s, b = RNG.standard_normal(6).astype(np.float32), RNG.standard_normal(6).astype(np.float32)
+    p = _single(tmp_path, "InstanceNormalization", ["x", "s", "b"], {"x": [2, 6, 5, 4]},
+                [2, 6, 5, 4], {"s": s, "b": b}, epsilon=1e-3)
+    import_and_compare(p, tmp_path, {"x": x})
+    x3 = x.reshape(2, 6, 20)
+    p = _single(tmp_path, "InstanceNormalization", ["x", "s", "b"], {"x": [2, 6, 20]},
+                [2, 6, 20], {"s": s, "b": b})
+    import_and_compare(p, tmp_path, {"x": x3})
+    # opset 21: scale and bias per channel
+    p = _single(tmp_path, "GroupNormalization", ["x", "s", "b"], {"x": [2, 6, 5, 4]},
+                [2, 6, 5, 4], {"s": s, "b": b}, opset=21, num_groups=3, epsilon=1e-4)
+    import_and_compare(p, tmp_path, {"x": x})
+
+
+def test_torch_group_and_instance_norm_exports_import(tmp_path):
+    torch = pytest.importorskip("torch")
+    nn = torch.nn
+    torch.manual_seed(3)
+    m = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.GroupNorm(4, 8), nn.SiLU(),
+                      nn.Conv2d(8, 8, 3, padding=1), nn.InstanceNorm2d(8, affine=True)).eval()
+    with torch.no_grad():
+        m[4].weight.uniform_(0.5, 1.5), m[4].bias.uniform_(-0.5, 0.5)
+        m[1].weight.uniform_(0.5, 1.5), m[1].bias.uniform_(-0.5, 0.5)
+    x = torch.randn(2, 3, 8, 8)
+    path = tmp_path / "gn.onnx"
+    with torch.no_grad():
+        torch.onnx.export(m, (x,), str(path), input_names=["x"], output_names=["y"],
+                          opset_version=17, dynamo=False)
+    g = import_and_compare(path, tmp_path, {"x": x.numpy()})
+    assert op_types(g).count("layer_norm") == 2
+
+
+@pytest.mark.parametrize("op, attrs, out", [
+    ("LpNormalization", {"axis": 1, "p": 2}, [2, 5, 3]),
+    ("LpNormalization", {"axis": -1, "p": 1}, [2, 5, 3]),
+    ("ReduceL2", {"axes": [1], "keepdims": 1}, [2, 1, 3]),
+    ("ReduceL1", {"axes": [0, 2], "keepdims": 0}, [5]),
+    ("ReduceSumSquare", {"axes": [2], "keepdims": 0}, [2, 5]),
+    ("ReduceMax", {"axes": [1], "keepdims": 0}, [2, 3]),
+    ("ReduceMax", {"axes": [0, 2], "keepdims": 1}, [1, 5, 1]),
+    ("ReduceMin", {"axes": [1], "keepdims": 1}, [2, 1, 3]),
+    ("ReduceMin", {"keepdims": 0}, []),
+])
+def test_norms_and_reductions_match_onnxruntime(op, attrs, out, tmp_path):
+    x = RNG.standard_normal((2, 5, 3)).astype(np.float32)
+    p = _single(tmp_path, op, ["x"], {"x": [2, 5, 3]}, out, opset=13, **attrs)
+    if op == "ReduceMin" and not out:  # hwtune keeps [1] for a full reduction
+        ort = pytest.importorskip("onnxruntime")
+        import_onnx(p, str(tmp_path / "m.json"))
+        g = load_model(str(tmp_path / "m.json"))
+        want = ort.InferenceSession(p, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+        assert engine_outputs(g, {"x": x})["y"].reshape(()) == want
+        return
+    import_and_compare(p, tmp_path, {"x": x})
+
+
+def test_reduce_max_axes_as_an_input_at_opset_18(tmp_path):
+    x = RNG.standard_normal((2, 5, 3, 4)).astype(np.float32)
+    p = _single(tmp_path, "ReduceMax", ["x", "axes"], {"x": [2, 5, 3, 4]}, [2, 3],
+                {"axes": np.array([1, 3], np.int64)}, opset=18, keepdims=0)
+    import_and_compare(p, tmp_path, {"x": x})
+
+
+def test_torch_normalize_and_expand(tmp_path):
+    torch = pytest.importorskip("torch")
+    F = torch.nn.functional
+
+    class Head(torch.nn.Module):
+        def forward(self, x):
+            n = F.normalize(x, dim=-1)
+            return n + x.amax(1, keepdim=True).expand(-1, 4, -1) * x.amin(1, keepdim=True)
+
+    x = torch.randn(2, 4, 6)
+    path = tmp_path / "nrm.onnx"
+    with torch.no_grad():
+        torch.onnx.export(Head(), (x,), str(path), input_names=["x"], output_names=["y"],
+                          opset_version=17, dynamo=False)
+    import_and_compare(path, tmp_path, {"x": x.numpy()})
+
+
+@pytest.mark.parametrize("eq, a, b", [
+    ("bij,bjk->bik", (2, 3, 4), (2, 4, 5)),
+    ("bhid,bhjd->bhij", (2, 3, 4, 5), (2, 3, 6, 5)),
+    ("ij,kj->ik", (3, 4), (5, 4)),
+    ("bid,d->bi", (2, 3, 4), (4,)),
+    ("ik,bkj->bji", (3, 4), (2, 4, 5)),
+])
+def test_einsum_matmul_forms_match_onnxruntime(eq, a, b, tmp_path):
+    xa = RNG.standard_normal(a).astype(np.float32)
+    xb = RNG.standard_normal(b).astype(np.float32)
+    want = np.einsum(eq, xa, xb)
+    p = _single(tmp_path, "Einsum", ["a", "b"], {"a": list(a), "b": list(b)}, list(want.shape),
+                opset=13, equation=eq)
+    g = import_and_compare(p, tmp_path, {"a": xa, "b": xb})
+    assert "batch_matmul" in op_types(g)
+
+
+def test_einsum_refuses_what_is_not_a_product(tmp_path):
+    from hwtune.onnx.errors import OnnxImportError
+    p = _single(tmp_path, "Einsum", ["a", "b"], {"a": [3, 3], "b": [3]}, [3], opset=13,
+                equation="ii,i->i")
+    with pytest.raises(OnnxImportError, match="repeated index"):
+        import_onnx(p, str(tmp_path / "e.json"))

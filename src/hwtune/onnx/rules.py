@@ -17,7 +17,7 @@ from typing import Callable, Dict, NamedTuple, Optional
 import numpy as np
 
 from hwtune.onnx import fold as F
-from hwtune.onnx import recurrent
+from hwtune.onnx import norms, recurrent
 from hwtune.onnx.convert import Unsupported
 from hwtune.onnx.lift1d import lift_1d
 
@@ -560,9 +560,9 @@ def reduce_(mode):
             if not keep:
                 cx.emit("reshape", [y], {"shape": list(shp[:2])}, out=cx.out())
             return
-        if mode == "max":
-            raise Unsupported(f"ReduceMax over axes {axes} of {list(shp)} is not supported "
-                              "yet (only over H and W of an NCHW tensor)")
+        if mode == "max":  # other axes: transpose, then a global max (issue #41)
+            norms.reduce_extreme("max")(cx, attrs)
+            return
         count = int(np.prod([shp[a] for a in axes], dtype=np.int64))
         last = mode == "sum" or count == 1
         y = cx.emit("reduce_sum", [cx.tensor(0)], {"axes": axes, "keepdims": keep},
@@ -753,6 +753,16 @@ RULES: Dict[str, Rule] = {
     # resampling (issue #41)
     "Resize": Rule(resize, None),
     "Upsample": Rule(resize, None),
+    # normalisations, reductions, einsum (issue #41; onnx/norms.py)
+    "InstanceNormalization": Rule(norms.instance_norm, None),
+    "GroupNormalization": Rule(norms.group_norm, None),
+    "LpNormalization": Rule(norms.lp_normalization, None),
+    "ReduceL1": Rule(norms.reduce_norm("l1"), None),
+    "ReduceL2": Rule(norms.reduce_norm("l2"), None),
+    "ReduceSumSquare": Rule(norms.reduce_norm("sumsquare"), None),
+    "ReduceMin": Rule(norms.reduce_extreme("min"), F.FOLDS["ReduceMin"]),
+    "Expand": Rule(norms.expand, F.FOLDS["Expand"]),
+    "Einsum": Rule(norms.einsum, None),
     # dense, convolution, pooling, normalisation
     "MatMul": Rule(matmul, None),
     "Gemm": Rule(gemm, None),
