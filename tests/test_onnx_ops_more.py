@@ -713,3 +713,59 @@ def test_einsum_refuses_what_is_not_a_product(tmp_path):
                 equation="ii,i->i")
     with pytest.raises(OnnxImportError, match="repeated index"):
         import_onnx(p, str(tmp_path / "e.json"))
+
+
+@pytest.mark.parametrize("attrs, out", [
+    ({"axis": 1, "keepdims": 1}, [2, 1, 4]),
+    ({"axis": -1, "keepdims": 0}, [2, 6]),
+    ({"axis": 0, "keepdims": 0, "select_last_index": 1}, [6, 4]),
+])
+def test_argmax_matches_onnxruntime(attrs, out, tmp_path):
+    ort = pytest.importorskip("onnxruntime")
+    x = RNG.integers(0, 3, (2, 6, 4)).astype(np.float32)  # ties: the index rule matters
+    node = helper.make_node("ArgMax", ["x"], ["y"], name="am", **attrs)
+    y = helper.make_tensor_value_info("y", TensorProto.INT64, out)
+    p = str(tmp_path / "am.onnx")
+    m = helper.make_model(helper.make_graph([node], "g", [fin("x", [2, 6, 4])], [y]),
+                          opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.save(m, p)
+    import_onnx(p, str(tmp_path / "am.json"))
+    g = load_model(str(tmp_path / "am.json"))
+    want = ort.InferenceSession(p, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    ref = run_reference(g, {"x": x})["y"]
+    np.testing.assert_array_equal(ref, want.astype(np.float32))
+    np.testing.assert_array_equal(engine_outputs(g, {"x": x})["y"], ref)
+
+
+def test_argmax_and_nan_in_reference_engine_export_and_torch(tmp_path):
+    ort = pytest.importorskip("onnxruntime")
+    from hwtune.graph.reference import init_params
+    from hwtune.onnx.export import to_onnx
+    doc = {"name": "am", "seed": 1, "inputs": [{"name": "x", "shape": [3, 5]}], "params": [],
+           "ops": [{"name": "a", "op": "argmax", "inputs": ["x"], "attrs": {"axis": 1}},
+                   {"name": "b", "op": "argmax", "inputs": ["x"],
+                    "attrs": {"axis": 0, "keepdims": False, "select_last_index": True}}],
+           "outputs": ["a", "b"]}
+    src = tmp_path / "am.json"
+    src.write_text(json.dumps(doc))
+    graph = load_model(str(src))
+    x = np.array([[1, 3, 3, 0, 2], [np.nan, 1, np.nan, 5, 5], [2, 2, 2, 2, 2]], np.float32)
+    ref = run_reference(graph, {"x": x})
+    np.testing.assert_array_equal(ref["a"].ravel(), [1, 0, 0])   # first largest; first NaN
+    np.testing.assert_array_equal(ref["b"], [1, 0, 1, 1, 1])   # last largest (column 0: NaN)
+    eng = engine_outputs(graph, {"x": x})
+    for o in ("a", "b"):
+        np.testing.assert_array_equal(eng[o], ref[o])
+    xf = np.nan_to_num(x, nan=-1.0)
+    ref = run_reference(graph, {"x": xf})
+    sess = ort.InferenceSession(to_onnx(graph, init_params(graph)).SerializeToString(),
+                                providers=["CPUExecutionProvider"])
+    got = dict(zip(["a", "b"], sess.run(None, {"x": xf})))
+    pytest.importorskip("torch")
+    from hwtune.compare.torch_graph import TorchGraph
+    tg = TorchGraph(graph, {}, {"x": xf}, threads=1)
+    tg.run()
+    for o in ("a", "b"):
+        np.testing.assert_array_equal(got[o], ref[o])
+        np.testing.assert_array_equal(tg.outputs()[o], ref[o])

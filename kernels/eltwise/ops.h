@@ -367,7 +367,9 @@ OP_VEC hard_swish_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) {
 }
 
 /* silu (SiLU / swish, x * sigmoid(x): the importer fuses ONNX's Sigmoid ->
- * Mul pair into it): x times sigmoid_vec, one pass instead of two. mish
+ * Mul pair into it): x times sigmoid_vec, one pass instead of two (1M
+ * floats, 1 thread, avx512, Zen 4 under load, interleaved, min of 15:
+ * sigmoid then mul 0.59 ms, silu 0.41 ms). mish
  * (x tanh(softplus(x))): with u = e^x, tanh(log(1 + u)) = n / (n + 2), n =
  * u (u + 2), no cancellation at either end; x is clamped at 20 for u, where
  * the ratio is 1 in float (it is from x = 9 on). gelu_tanh (ONNX Gelu

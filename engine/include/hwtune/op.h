@@ -98,6 +98,7 @@ HWT_API const hwt_op_impl *hwt_ops_movement(int *n); /* concat split slice resha
                                                         transpose pad gather */
 HWT_API const hwt_op_impl *hwt_ops_rnn(int *n);      /* lstm_cell */
 HWT_API const hwt_op_impl *hwt_ops_resize(int *n);   /* resize (nearest, bilinear) */
+HWT_API const hwt_op_impl *hwt_ops_argmax(int *n);   /* argmax */
 /* Training ops (src/hwtune/graph/ops/train.py): what reverse-mode
  * differentiation emits, the fused losses and the optimizer updates. */
 HWT_API const hwt_op_impl *hwt_ops_grad_pointwise(int *n); /* *_grad, sgd/adam */

@@ -149,9 +149,16 @@ def _ops(torch):
         a0, a1 = tt.index_select(3, idx(x0)), tt.index_select(3, idx(x1))
         return a0 + torch.from_numpy(wx) * (a1 - a0)
 
+    def argmax(g, op, a, x):
+        ax = a["axis"]
+        i = (x[0].size(ax) - 1 - torch.argmax(x[0].flip(ax), ax)) if a["select_last_index"] \
+            else torch.argmax(x[0], ax)
+        return i.float().reshape(g.shapes[op.outputs[0]])
+
     return {
         "matmul": matmul,
         "resize": resize,
+        "argmax": argmax,
         "lstm_cell": lstm_cell,
         "add": lambda g, op, a, x: torch.add(x[0], x[1]),
         "sub": lambda g, op, a, x: torch.sub(x[0], x[1]),

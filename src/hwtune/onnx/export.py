@@ -242,6 +242,18 @@ def _resize(e, op, a):
            coordinate_transformation_mode=a["coordinate_transformation_mode"], **extra)
 
 
+def _argmax(e, op, a):
+    # ONNX's indices are int64; hwtune's are float32 values.
+    idx = e.tmp(op.name)
+    e.node("ArgMax", op.inputs, [idx], f"{op.name}/argmax", axis=a["axis"],
+           keepdims=int(a["keepdims"]), select_last_index=int(a["select_last_index"]))
+    y = op.outputs[0] if a["keepdims"] or len(e.graph.shapes[op.inputs[0]]) > 1 else \
+        e.tmp(op.name)
+    e.node("Cast", [idx], [y], op.name, to=1)
+    if y != op.outputs[0]:  # a 1-D input: hwtune keeps [1]
+        e.node("Reshape", [y, e.const(op.name, [1])], op.outputs, f"{op.name}:shape")
+
+
 def _lstm_cell(e, op, a):
     # The fused cell written out as the unfused one (graph/ops/rnn.py): gate
     # pre-activations (+ a step's rows of the hoisted projection, + bias),
@@ -294,7 +306,7 @@ EXPORTERS: Dict[str, Callable] = {
     "elu": _attr_node("Elu", ("alpha",)), "selu": _attr_node("Selu", ("alpha", "gamma")),
     "celu": _attr_node("Celu", ("alpha",)),
     "thresholded_relu": _attr_node("ThresholdedRelu", ("alpha",)),
-    "resize": _resize,
+    "resize": _resize, "argmax": _argmax,
     "prelu": _simple("PRelu"), "reciprocal": _simple("Reciprocal"), "neg": _simple("Neg"),
     "sign": _simple("Sign"), "log": _simple("Log"), "sin": _simple("Sin"), "cos": _simple("Cos"),
     "batch_matmul": _simple("MatMul"),

@@ -13,6 +13,7 @@ hwtune's ops (issue #41):
   and global_pool2d max over K; min as -max(-x).
 - Expand of a run-time tensor: a mul by ones of the broadcast dims only
   (exact, -0 and NaN kept).
+- ArgMax: the argmax op (indices as float32 values).
 - Einsum of two operands whose indices are batch (both inputs and the
   output), contracted (both inputs only) or free (one input and the output):
   transposes and reshapes around one batch_matmul.
@@ -229,3 +230,10 @@ def einsum(cx, attrs):
         cx.emit("transpose", [y], {"perm": perm}, out=cx.out())
     else:
         cx.emit("reshape", [y], {"shape": [dim[i] for i in out] or [1]}, out=cx.out())
+
+
+def argmax(cx, attrs):
+    cx.emit("argmax", [cx.tensor(0)], {"axis": int(attrs.get("axis", 0)),
+                                       "keepdims": bool(attrs.get("keepdims", 1)),
+                                       "select_last_index": bool(attrs.get(
+                                           "select_last_index", 0))}, out=cx.out())

@@ -763,6 +763,7 @@ RULES: Dict[str, Rule] = {
     "ReduceMin": Rule(norms.reduce_extreme("min"), F.FOLDS["ReduceMin"]),
     "Expand": Rule(norms.expand, F.FOLDS["Expand"]),
     "Einsum": Rule(norms.einsum, None),
+    "ArgMax": Rule(norms.argmax, F.FOLDS.get("ArgMax")),
     # dense, convolution, pooling, normalisation
     "MatMul": Rule(matmul, None),
     "Gemm": Rule(gemm, None),

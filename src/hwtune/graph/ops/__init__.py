@@ -201,5 +201,5 @@ def normalize_axis(axis: int, rank: int, where="attrs.axis") -> int:
 # Load every family (each registers its ops on import).
 from hwtune.graph.ops import eltwise, linear, conv, pool, norm, movement, layout, rnn  # noqa: E402,F401,E501
 from hwtune.graph.ops import conv_transpose  # noqa: E402,F401
-from hwtune.graph.ops import resize  # noqa: E402,F401
+from hwtune.graph.ops import resize, argmax  # noqa: E402,F401
 from hwtune.graph.ops import train  # noqa: E402,F401  (backward, loss and optimizer ops)
