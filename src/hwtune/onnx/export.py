@@ -233,9 +233,14 @@ def _resize(e, op, a):
     n, c, h, w = e.graph.shapes[op.inputs[0]]
     oh, ow = a["size"]
     extra = {"nearest_mode": a["nearest_mode"]} if a["mode"] == "nearest" else {}
-    if a["scale_h"] is not None and a["scale_w"] is not None:
+    given = [(s, o / i) for s, o, i in ((a["scale_h"], oh, h), (a["scale_w"], ow, w))
+             if s is not None]
+    if len(given) == 2:
         ins = [op.inputs[0], "", e.const(op.name, [1.0, 1.0, a["scale_h"], a["scale_w"]],
                                          np.float32)]
+    elif given and given[0][0] != given[0][1]:
+        raise UsageError(f'op "{op.name}" (resize) has one scale that is not out / in: ONNX '
+                         "Resize takes scales for every axis or sizes")
     else:
         ins = [op.inputs[0], "", "", e.const(op.name, [n, c, oh, ow])]
     e.node("Resize", ins, op.outputs, op.name, mode=a["mode"],
