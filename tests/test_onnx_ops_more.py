@@ -769,3 +769,23 @@ def test_argmax_and_nan_in_reference_engine_export_and_torch(tmp_path):
     for o in ("a", "b"):
         np.testing.assert_array_equal(got[o], ref[o])
         np.testing.assert_array_equal(tg.outputs()[o], ref[o])
+
+
+def test_tanh_gelu_written_out_imports_without_pow(tmp_path):
+    """PyTorch's dynamo exporter (and GPT-2's gelu_new) write the tanh GELU
+    out with Pow(x, 3): two muls, not libm's pow per element."""
+    x = RNG.uniform(-4, 4, (3, 8)).astype(np.float32)
+    c = lambda v: np.array(v, np.float32)  # noqa: E731
+    nodes = [helper.make_node("Pow", ["x", "three"], ["p"], name="pow"),
+             helper.make_node("Mul", ["p", "k"], ["m"], name="m"),
+             helper.make_node("Add", ["x", "m"], ["s"], name="s"),
+             helper.make_node("Mul", ["s", "r"], ["u"], name="u"),
+             helper.make_node("Tanh", ["u"], ["t"], name="t"),
+             helper.make_node("Add", ["t", "one"], ["a"], name="a"),
+             helper.make_node("Mul", ["x", "half"], ["h"], name="h"),
+             helper.make_node("Mul", ["h", "a"], ["y"], name="y")]
+    path = save(nodes, [fin("x", [3, 8])], [fin("y", [3, 8])],
+                {"three": c(3.0), "k": c(0.044715), "r": c(math.sqrt(2 / math.pi)),
+                 "one": c(1.0), "half": c(0.5)}, tmp_path / "g.onnx")
+    g = import_and_compare(path, tmp_path, {"x": x})
+    assert "pow" not in op_types(g)
