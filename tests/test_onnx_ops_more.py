@@ -788,4 +788,29 @@ def test_tanh_gelu_written_out_imports_without_pow(tmp_path):
                 {"three": c(3.0), "k": c(0.044715), "r": c(math.sqrt(2 / math.pi)),
                  "one": c(1.0), "half": c(0.5)}, tmp_path / "g.onnx")
     g = import_and_compare(path, tmp_path, {"x": x})
-    assert "pow" not in op_types(g)
+    assert op_types(g) == ["gelu_tanh"]
+    # read twice (the half product also a graph output): nothing is fused
+    nodes[-1] = helper.make_node("Mul", ["h", "a"], ["y"], name="y")
+    path = save(nodes, [fin("x", [3, 8])], [fin("y", [3, 8]), fin("t", [3, 8])],
+                {"three": c(3.0), "k": c(0.044715), "r": c(math.sqrt(2 / math.pi)),
+                 "one": c(1.0), "half": c(0.5)}, tmp_path / "g2.onnx")
+    g = import_and_compare(path, tmp_path, {"x": x})
+    assert "gelu_tanh" not in op_types(g) and "pow" not in op_types(g)
+
+
+@pytest.mark.parametrize("exporter", ["legacy", "dynamo"])
+def test_torch_tanh_gelu_exports_fuse(exporter, tmp_path):
+    torch = pytest.importorskip("torch")
+    if exporter == "dynamo":
+        pytest.importorskip("onnxscript")
+    torch.manual_seed(5)
+    m = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(approximate="tanh"),
+                            torch.nn.Linear(16, 4)).eval()
+    x = torch.randn(3, 8)
+    path = tmp_path / "gt.onnx"
+    with torch.no_grad():
+        torch.onnx.export(m, (x,), str(path), input_names=["x"], output_names=["y"],
+                          opset_version=17 if exporter == "legacy" else 18,
+                          dynamo=exporter == "dynamo")
+    g = import_and_compare(path, tmp_path, {"x": x.numpy()})
+    assert "gelu_tanh" in op_types(g) and "tanh" not in op_types(g)

@@ -77,7 +77,7 @@ def import_onnx(path: str, out_json: str, shapes=None, dims=None,
     from hwtune.graph.model import dump_document
     from hwtune.graph.weights import SUFFIX, write_weights
     from hwtune.onnx.convert import convert
-    from hwtune.onnx.fuse import fold_pads_into_convs, fuse_silu
+    from hwtune.onnx.fuse import fold_pads_into_convs, fuse_gelu_tanh, fuse_silu
     from hwtune.onnx.reader import input_shapes, read_model
 
     model, opset = read_model(path)
@@ -95,7 +95,7 @@ def import_onnx(path: str, out_json: str, shapes=None, dims=None,
             src = cx.alias[o]         # to the same shape): copy it under its own name
             cx.emit("reshape", [src], {"shape": list(cx.shapes[src])}, out=o)
     ops, needed = _live(cx, outs)
-    ops = fuse_silu(fold_pads_into_convs(ops, outs), outs)
+    ops = fuse_gelu_tanh(fuse_silu(fold_pads_into_convs(ops, outs), outs), outs)
     params = [(n, a) for n, a in cx.params.items() if n in needed]
 
     out_json = os.path.abspath(out_json)
