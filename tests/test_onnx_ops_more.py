@@ -261,7 +261,8 @@ def test_activations_export_to_onnx_and_run_in_torch(tmp_path):
     ops, prev = [], "x"
     for k, (op, attrs) in enumerate(chain):
         # each activation of the input, summed: no op sees only another's range
-        ops.append({"name": f"a{k}", "op": op, "inputs": ["x"], **({"attrs": attrs} if attrs else {})})
+        ops.append({"name": f"a{k}", "op": op, "inputs": ["x"],
+                    **({"attrs": attrs} if attrs else {})})
         ops.append({"name": f"s{k}", "op": "add", "inputs": [prev, f"a{k}"]})
         prev = f"s{k}"
     ops += [{"name": "p", "op": "prelu", "inputs": [prev, "slope"]},

@@ -56,7 +56,8 @@ static int64_t check_resize(int64_t n, int64_t c, int64_t h, int64_t w, int64_t 
   set_str(op.g, op.op, "nearest_mode", k_nearest[nm]);
   if (sh > 0) hwt_graph_op_set_floats(op.g, op.op, "scale_h", 1, &sh);
   if (sw > 0) hwt_graph_op_set_floats(op.g, op.op, "scale_w", 1, &sw);
-  const double ssh = sh > 0 ? sh : (double)oh / (double)h, ssw = sw > 0 ? sw : (double)ow / (double)w;
+  const double ssh = sh > 0 ? sh : (double)oh / (double)h;
+  const double ssw = sw > 0 ? sw : (double)ow / (double)w;
   float *want = alloc_floats(op.out_n[0]);
   for (int64_t p = 0; p < n * c; p++)
     for (int64_t y = 0; y < oh; y++)
