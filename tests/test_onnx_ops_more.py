@@ -239,9 +239,9 @@ def test_torch_activations_export_import_and_match(tmp_path):
                           opset_version=17, dynamo=False)
     g = import_and_compare(path, tmp_path, {"x": x.numpy()})
     ops = set(op_types(g))
-    # (PyTorch writes Softsign as Abs, Add and Div)
-    assert {"prelu", "hard_swish", "hard_sigmoid", "silu", "elu", "selu", "celu",
-            "softplus"} <= ops
+    # (PyTorch writes Softsign as Abs, Add and Div; Mish as Softplus, Tanh, Mul)
+    assert {"prelu", "hard_swish", "hard_sigmoid", "silu", "mish", "elu", "selu", "celu",
+            "softplus", "gelu_tanh"} <= ops
     with torch.no_grad():
         want = m(x).numpy()
     ref = run_reference(g, {"x": x.numpy()})["y"]

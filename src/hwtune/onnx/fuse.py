@@ -4,7 +4,8 @@ SiLU (swish), x * sigmoid(x), arrives from exporters as a Sigmoid and a Mul
 of its input by its output (PyTorch's F.silu, EfficientNet's and
 MobileNetV3's blocks, YOLO's): where the sigmoid's output has that one
 reader and is not a graph output, the pair becomes one silu op (one pass
-over the activation instead of two, no intermediate). The tanh GELU
+over the activation instead of two, no intermediate); Mish written out
+(Softplus -> Tanh -> Mul, opset-17 exports) one mish op. The tanh GELU
 written out (fuse_gelu_tanh) becomes one gelu_tanh op the same way.
 
 A zero Pad on H and W feeding only a convolution is how exporters write
@@ -63,25 +64,35 @@ def fold_pads_into_convs(ops: List[Dict[str, Any]],
 
 def fuse_silu(ops: List[Dict[str, Any]], outputs: Sequence[str]) -> List[Dict[str, Any]]:
     """ops with each sigmoid(x) -> mul(x, s) (either operand order) pair
-    replaced by silu(x), under the mul's name."""
+    replaced by silu(x), under the mul's name; likewise softplus(x) ->
+    tanh -> mul(x, t) (Mish as opset-17 exports write it) by mish(x)."""
     readers: Dict[str, List[int]] = {}
     for k, op in enumerate(ops):
         for t in op["inputs"]:
             readers.setdefault(t, []).append(k)
+
+    def sole(op):
+        users = readers.get(op["name"], [])
+        if op["name"] in outputs or len(users) != 1 or "outputs" in op:
+            return None
+        return users[0]
+
     drop = set()
     for k, op in enumerate(ops):
-        users = readers.get(op["name"], [])
-        if op["op"] != "sigmoid" or op["name"] in outputs or len(users) != 1 \
-                or "outputs" in op:
+        if op["op"] not in ("sigmoid", "softplus") or sole(op) is None:
             continue
-        mul = ops[users[0]]
-        x = op["inputs"][0]
-        if mul["op"] != "mul" or sorted(mul["inputs"]) != sorted([x, op["name"]]) \
-                or x == op["name"]:
+        x, chain, j = op["inputs"][0], [k], sole(op)
+        if op["op"] == "softplus":
+            if ops[j]["op"] != "tanh" or sole(ops[j]) is None:
+                continue
+            chain.append(j)
+            j = sole(ops[j])
+        mul, last = ops[j], ops[chain[-1]]["name"]
+        if mul["op"] != "mul" or sorted(mul["inputs"]) != sorted([x, last]) or x == last:
             continue
-        mul["op"], mul["inputs"] = "silu", [x]
+        mul["op"], mul["inputs"] = ("silu" if op["op"] == "sigmoid" else "mish"), [x]
         mul.pop("attrs", None)
-        drop.add(k)
+        drop.update(chain)
     return [op for k, op in enumerate(ops) if k not in drop]
 
 
