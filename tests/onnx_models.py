@@ -1,6 +1,5 @@
 """Small PyTorch models exported to ONNX inside the test suite (no network):
-the kinds of network the importer must take, and some it must refuse with
-a clear error until their ops land (a bidirectional GRU)."""
+the kinds of network the importer must take."""
 
 import warnings
 
@@ -290,7 +289,7 @@ def lstm():
 
 
 def bidirectional_gru():
-    """Waits for the reverse direction."""
+    """Both directions, two layers (issue #41)."""
     return _Recurrent.make("GRU", bidirectional=True)
 
 

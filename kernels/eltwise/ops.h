@@ -14,6 +14,7 @@
  * err column is 0 for them. */
 #ifndef HWTUNE_ELTWISE_OPS_H
 #define HWTUNE_ELTWISE_OPS_H
+#include <float.h>
 #include <math.h>
 #include "../common/vec.h"
 #include "approx.h"
@@ -432,6 +433,210 @@ OP_VEC gelu_vec(hv_f32 x, hv_f32 b, hv_f32 c, const hv_f32 *at) {
   hv_f32 neg = hv_select(hv_lt(az, hv_set1(1.0f)), hv_fnmadd(hx, s, hx), hv_mul(hx, l));
   return hv_select(hv_lt(x, hv_zero()), neg, pos);
 }
+
+/* ---- activations of issue #41 ----
+ * Exact ops (err 0) compute the reference's float expression with the same
+ * roundings. softplus, log, sin and cos go lane by lane through libm in
+ * double, rounded once (as pow): exact in every variant; they are rare in
+ * the models of the zoo (speech front ends, the odd head), and a vector log
+ * or sin with its own range reduction is not worth its error analysis yet. */
+
+/* hard_sigmoid (ONNX HardSigmoid; alpha 0.2, beta 0.5; PyTorch exports
+ * alpha 1/6): clamp(alpha x + beta, 0, 1) as clip does, two roundings, NaN
+ * kept. hard_swish (ONNX HardSwish): x * hard_sigmoid(x) with alpha 1/6,
+ * beta 1/2 (so -inf gives NaN, inf * 0, as the ONNX formula). */
+static inline float hard_sigmoid_scalar(float a, float alpha, float beta) {
+  float t = a * alpha + beta;
+  t = t < 0.0f ? 0.0f : t;
+  return t > 1.0f ? 1.0f : t;
+}
+HV_AI hv_f32 hard_sigmoid_v(hv_f32 a, hv_f32 alpha, hv_f32 beta) {
+  hv_f32 t = hv_add(hv_mul(a, alpha), beta);
+  t = hv_select(hv_lt(t, hv_zero()), hv_zero(), t);
+  return hv_select(hv_gt(t, hv_set1(1.0f)), hv_set1(1.0f), t);
+}
+OP_REF hard_sigmoid_ref(float a, float b, float c, const float *at) {
+  return hard_sigmoid_scalar(a, at[0], at[1]);
+}
+OP_VEC hard_sigmoid_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) {
+  return hard_sigmoid_v(a, at[0], at[1]);
+}
+#define HWT_SIXTH (1.0f / 6.0f)
+OP_REF hard_swish_ref(float a, float b, float c, const float *at) {
+  return a * hard_sigmoid_scalar(a, HWT_SIXTH, 0.5f);
+}
+OP_VEC hard_swish_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) {
+  return hv_mul(a, hard_sigmoid_v(a, hv_set1(HWT_SIXTH), hv_set1(0.5f)));
+}
+
+/* silu (SiLU / swish, x * sigmoid(x): the importer fuses ONNX's Sigmoid ->
+ * Mul pair into it): x times sigmoid_vec, one pass instead of two (1M
+ * floats, 1 thread, avx512, Zen 4 under load, interleaved, min of 15:
+ * sigmoid then mul 0.59 ms, silu 0.41 ms). mish
+ * (x tanh(softplus(x))): with u = e^x, tanh(log(1 + u)) = n / (n + 2), n =
+ * u (u + 2), no cancellation at either end; x is clamped at 20 for u, where
+ * the ratio is 1 in float (it is from x = 9 on). gelu_tanh (ONNX Gelu
+ * approximate="tanh", PyTorch's gelu(approximate="tanh")): x/2 (1 +
+ * tanh(u)) = x sigmoid(2u), 2u = x (c1 + c2 x^2) rounded in float (the
+ * slope of sigmoid damps that rounding). The references compute the same
+ * forms in double. Bounds: the largest error over every float with 0.5 <=
+ * |x| < 4 (where they peak: outputs near 1, where the last multiply's
+ * rounding adds to sigmoid's error), Zen 4, gcc 12, avx512 (the C suite's
+ * sweep, |x| up to 1024, finds the same or less in all three variants):
+ * silu 1.54e-7 (x = 0x1.47a02p+0), mish 1.56e-7 (0x1.22f97ep+0),
+ * gelu_tanh 1.70e-7 (0x1.30196ep+0); rounded up to two digits. */
+#define SILU_MAX_ERR HV_BY_ISA(1.6e-7, 1.6e-7, 1.6e-7)
+#define MISH_MAX_ERR HV_BY_ISA(1.6e-7, 1.6e-7, 1.6e-7)
+#define GELU_TANH_MAX_ERR HV_BY_ISA(1.8e-7, 1.8e-7, 1.8e-7)
+#define HWT_GELU_C1 1.5957691216057308f   /* 2 sqrt(2/pi) */
+#define HWT_GELU_C2 0.071354816272919f    /* 2 sqrt(2/pi) 0.044715 */
+
+OP_REF silu_ref(float a, float b, float c, const float *at) {
+  return (double)a / (1.0 + exp(-(double)a));
+}
+OP_VEC silu_vec(hv_f32 x, hv_f32 b, hv_f32 c, const hv_f32 *at) {
+  return hv_mul(x, sigmoid_vec(x, b, c, at));
+}
+OP_REF mish_ref(float a, float b, float c, const float *at) {
+  return (double)a * tanh(log1p(exp((double)a)));
+}
+OP_VEC mish_vec(hv_f32 x, hv_f32 b, hv_f32 c, const hv_f32 *at) {
+  hv_f32 u = exp_vec(hv_min(x, hv_set1(20.0f)), b, c, at); /* NaN -> 20, put back below */
+  hv_f32 n = hv_mul(u, hv_add(u, hv_set1(2.0f)));
+  hv_f32 r = hv_div(n, hv_add(n, hv_set1(2.0f)));
+  return hv_select(hv_isnan(x), x, hv_mul(x, r));
+}
+OP_REF gelu_tanh_ref(float a, float b, float c, const float *at) {
+  double x = a, u2 = 2.0 * 0.79788456080286535588 * (x + 0.044715 * x * x * x);
+  return x / (1.0 + exp(-u2));
+}
+OP_VEC gelu_tanh_vec(hv_f32 x, hv_f32 b, hv_f32 c, const hv_f32 *at) {
+  hv_f32 u2 = hv_mul(x, hv_fmadd(hv_mul(x, x), hv_set1(HWT_GELU_C2), hv_set1(HWT_GELU_C1)));
+  return hv_mul(x, sigmoid_vec(u2, b, c, at));
+}
+
+/* elu (alpha 1), selu (alpha, gamma: ONNX's defaults, SELU's constants)
+ * and celu (alpha 1): x for x > 0, alpha (e^z - 1) below, z = x (elu, selu)
+ * or x / alpha rounded to float (celu: ONNX's max(0, x) + min(0, alpha
+ * (exp(x / alpha) - 1)), which also holds for a negative alpha; e^z is a
+ * float, so alpha e^z is +-inf once e^z overflows, even for |alpha| < 1).
+ *
+ * e^z - 1 without cancellation (expm1_v): z = n ln2 + r as in exp_reduced,
+ * e^z - 1 = 2^n q + (2^n - 1) with q = e^r - 1 = r + r^2 P(r) and 2^n - 1
+ * exact; first written as exp_vec(z) - 1, which lost up to 3e-7 relative
+ * to alpha (e^z - 1) for z in (0, 1) (celu with alpha < 0). Measured as for
+ * silu, but over every third float with 2^-6 <= |x| < 16 (all three
+ * variants), at the default attributes: elu and celu 4.0e-8 (x =
+ * -0x1.0685bp+0), selu 1.70e-7 (-0x1.f7504p-1, generic; 1.68e-7 in avx2
+ * and avx512); the
+ * error scales with |alpha| (selu: |alpha gamma|), and the bounds leave
+ * room for the |alpha| <= 2 the C suite also draws. */
+#define ELU_MAX_ERR HV_BY_ISA(1.0e-7, 1.0e-7, 1.0e-7)
+#define SELU_MAX_ERR HV_BY_ISA(1.9e-7, 1.9e-7, 1.9e-7)
+#define CELU_MAX_ERR HV_BY_ISA(1.0e-7, 1.0e-7, 1.0e-7)
+
+/* e^z - 1 for z <= 80 (z is clamped to [-88, 80]: below, the result is -1
+ * in float; NaN gives -1, callers put it back). */
+HV_AI hv_f32 expm1_v(hv_f32 z) {
+  static const float P[] = {HWT_EXP_P0, HWT_EXP_P1, HWT_EXP_P2,
+                            HWT_EXP_P3, HWT_EXP_P4, HWT_EXP_P5};
+  hv_f32 y = hv_min(hv_max(z, hv_set1(-88.0f)), hv_set1(80.0f));
+  hv_f32 n = hv_round(hv_mul(y, hv_set1(HWT_LOG2E)));
+  hv_f32 r = hv_fnmadd(n, hv_set1(HWT_LN2_HI), y);
+  r = hv_fnmadd(n, hv_set1(HWT_LN2_LO), r);
+  hv_f32 q = hv_fmadd(horner(r, P, 6), hv_mul(r, r), r);
+  hv_f32 t = hv_ldexp(hv_set1(1.0f), n); /* n >= -127: 2^-127 may flush to 0, harmless */
+  return hv_fmadd(t, q, hv_sub(t, hv_set1(1.0f)));
+}
+
+OP_REF elu_ref(float a, float b, float c, const float *at) {
+  return a > 0.0f ? (double)a : at[0] * expm1((double)a);
+}
+HV_AI hv_f32 elu_v(hv_f32 x, hv_f32 alpha) {
+  hv_f32 e = expm1_v(hv_min(x, hv_zero()));
+  hv_f32 r = hv_select(hv_gt(x, hv_zero()), x, hv_mul(alpha, e));
+  return hv_select(hv_isnan(x), x, r);
+}
+OP_VEC elu_vec(hv_f32 x, hv_f32 b, hv_f32 c, const hv_f32 *at) { return elu_v(x, at[0]); }
+OP_REF selu_ref(float a, float b, float c, const float *at) {
+  return (double)at[1] * (a > 0.0f ? (double)a : at[0] * expm1((double)a));
+}
+OP_VEC selu_vec(hv_f32 x, hv_f32 b, hv_f32 c, const hv_f32 *at) {
+  return hv_mul(at[1], elu_v(x, at[0]));
+}
+OP_REF celu_ref(float a, float b, float c, const float *at) {
+  if (isnan(a)) return a;
+  float z = a / at[0];
+  double e = expm1((double)z);
+  double neg = at[0] * (e > FLT_MAX ? INFINITY : e); /* e^z overflows in float */
+  return (a > 0.0f ? (double)a : 0.0) + (neg < 0.0 ? neg : 0.0);
+}
+OP_VEC celu_vec(hv_f32 x, hv_f32 b, hv_f32 c, const hv_f32 *at) {
+  hv_f32 z = hv_div(x, at[0]);
+  /* above 80, e^z - 1 is e^z in float */
+  hv_f32 e = hv_select(hv_gt(z, hv_set1(80.0f)), exp_vec(z, b, c, at), expm1_v(z));
+  hv_f32 neg = hv_mul(at[0], e);
+  hv_f32 r = hv_add(hv_max(x, hv_zero()), hv_min(neg, hv_zero()));
+  return hv_select(hv_isnan(x), x, r);
+}
+
+/* thresholded_relu (ONNX ThresholdedRelu, alpha 1): x > alpha ? x : 0 (NaN
+ * gives 0). prelu (ONNX PRelu; b the slope, broadcast per channel): relu's
+ * and leaky_relu's rule with a tensor slope, max(x, 0) + b min(x, 0). */
+OP_REF thresholded_relu_ref(float a, float b, float c, const float *at) {
+  return a > at[0] ? a : 0.0f;
+}
+OP_VEC thresholded_relu_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) {
+  return hv_keep(hv_gt(a, at[0]), a);
+}
+OP_REF prelu_ref(float a, float b, float c, const float *at) {
+  return (a > 0.0f ? a : 0.0f) + b * (a < 0.0f ? a : 0.0f);
+}
+OP_VEC prelu_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) {
+  return hv_add(hv_max(a, hv_zero()), hv_mul(b, hv_min(a, hv_zero())));
+}
+
+/* softsign x / (1 + |x|) (infinities give NaN, as the formula), reciprocal
+ * 1 / x, neg -x (x * -1: neg(0) = -0), sign (1, -1, or x itself for +-0 and
+ * NaN): one IEEE operation each. */
+OP_REF softsign_ref(float a, float b, float c, const float *at) { return a / (1.0f + fabsf(a)); }
+OP_VEC softsign_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) {
+  return hv_div(a, hv_add(hv_set1(1.0f), hv_abs(a)));
+}
+OP_REF reciprocal_ref(float a, float b, float c, const float *at) { return 1.0f / a; }
+OP_VEC reciprocal_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) {
+  return hv_div(hv_set1(1.0f), a);
+}
+OP_REF neg_ref(float a, float b, float c, const float *at) { return a * -1.0f; }
+OP_VEC neg_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) { return hv_mul(a, hv_set1(-1.0f)); }
+OP_REF sign_ref(float a, float b, float c, const float *at) {
+  return a > 0.0f ? 1.0f : a < 0.0f ? -1.0f : a;
+}
+OP_VEC sign_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) {
+  hv_f32 r = hv_select(hv_gt(a, hv_zero()), hv_set1(1.0f), a);
+  return hv_select(hv_lt(a, hv_zero()), hv_set1(-1.0f), r);
+}
+
+/* softplus log(1 + e^x) = max(x, 0) + log1p(e^-|x|), log, sin, cos: libm
+ * in double, rounded once; lane by lane (hv_map2, the second operand
+ * unused). */
+static inline float softplus_scalar(float a, float unused) {
+  double x = a, m = x > 0.0 ? x : 0.0;
+  return (float)(m + log1p(exp(-fabs(x))));
+}
+static inline float log_scalar(float a, float unused) { return (float)log((double)a); }
+static inline float sin_scalar(float a, float unused) { return (float)sin((double)a); }
+static inline float cos_scalar(float a, float unused) { return (float)cos((double)a); }
+OP_REF softplus_ref(float a, float b, float c, const float *at) { return softplus_scalar(a, 0); }
+OP_VEC softplus_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) {
+  return hv_map2(softplus_scalar, a, a);
+}
+OP_REF log_ref(float a, float b, float c, const float *at) { return log_scalar(a, 0); }
+OP_VEC log_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) { return hv_map2(log_scalar, a, a); }
+OP_REF sin_ref(float a, float b, float c, const float *at) { return sin_scalar(a, 0); }
+OP_VEC sin_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) { return hv_map2(sin_scalar, a, a); }
+OP_REF cos_ref(float a, float b, float c, const float *at) { return cos_scalar(a, 0); }
+OP_VEC cos_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) { return hv_map2(cos_scalar, a, a); }
 
 #undef OP_REF
 #undef OP_VEC

@@ -100,6 +100,8 @@ HWT_API const hwt_op_impl *hwt_ops_rnn(int *n);      /* lstm_cell */
 HWT_API const hwt_op_impl *hwt_ops_indexing(int *n); /* take gather_elements cumsum expand
                                                         where (run-time indices, masks) */
 HWT_API const hwt_op_impl *hwt_ops_attention(int *n); /* attention (fused softmax(q.kt).v) */
+HWT_API const hwt_op_impl *hwt_ops_resize(int *n);   /* resize (nearest, bilinear) */
+HWT_API const hwt_op_impl *hwt_ops_argmax(int *n);   /* argmax */
 /* Training ops (src/hwtune/graph/ops/train.py): what reverse-mode
  * differentiation emits, the fused losses and the optimizer updates. */
 HWT_API const hwt_op_impl *hwt_ops_grad_pointwise(int *n); /* *_grad, sgd/adam */

@@ -160,10 +160,38 @@ def _ops(torch):
         "attention": lambda g, op, a, x: torch.matmul(torch.softmax(
             torch.matmul(x[0], x[1]) * a["scale"] + (x[3] if len(x) > 3 else 0.0), -1), x[2]),
     }
+    def resize(g, op, a, x):
+        # The reference's own index and weight tables (graph/ops/resize.py),
+        # applied with index_select and the same two blends in torch ops.
+        from hwtune.graph.ops import resize as R
+        n, c, h, w = x[0].shape
+        oh, ow = a["size"]
+        sh = a["scale_h"] if a["scale_h"] is not None else oh / h
+        sw = a["scale_w"] if a["scale_w"] is not None else ow / w
+        t = a["coordinate_transformation_mode"]
+        idx = lambda v: torch.from_numpy(np.asarray(v, np.int64))  # noqa: E731
+        if a["mode"] == "nearest":
+            iy = idx(R.nearest_index(h, oh, sh, t, a["nearest_mode"]))
+            ix = idx(R.nearest_index(w, ow, sw, t, a["nearest_mode"]))
+            return x[0].index_select(2, iy).index_select(3, ix)
+        y0, y1, wy = R.linear_taps(h, oh, sh, t)
+        x0, x1, wx = R.linear_taps(w, ow, sw, t)
+        r0, r1 = x[0].index_select(2, idx(y0)), x[0].index_select(2, idx(y1))
+        tt = r0 + torch.from_numpy(wy).reshape(-1, 1) * (r1 - r0)
+        a0, a1 = tt.index_select(3, idx(x0)), tt.index_select(3, idx(x1))
+        return a0 + torch.from_numpy(wx) * (a1 - a0)
+
+    def argmax(g, op, a, x):
+        ax = a["axis"]
+        i = (x[0].size(ax) - 1 - torch.argmax(x[0].flip(ax), ax)) if a["select_last_index"] \
+            else torch.argmax(x[0], ax)
+        return i.float().reshape(g.shapes[op.outputs[0]])
 
     return {
         **indexing,
         "matmul": matmul,
+        "resize": resize,
+        "argmax": argmax,
         "lstm_cell": lstm_cell,
         "add": lambda g, op, a, x: torch.add(x[0], x[1]),
         "sub": lambda g, op, a, x: torch.sub(x[0], x[1]),
@@ -179,6 +207,25 @@ def _ops(torch):
         "relu": lambda g, op, a, x: torch.relu(x[0]),
         "abs": lambda g, op, a, x: torch.abs(x[0]),
         "leaky_relu": lambda g, op, a, x: F.leaky_relu(x[0], a["alpha"]),
+        # activations of issue #41
+        "hard_sigmoid": lambda g, op, a, x: torch.clamp(x[0] * a["alpha"] + a["beta"], 0, 1),
+        "hard_swish": lambda g, op, a, x: F.hardswish(x[0]),
+        "silu": lambda g, op, a, x: F.silu(x[0]),
+        "mish": lambda g, op, a, x: F.mish(x[0]),
+        "gelu_tanh": lambda g, op, a, x: F.gelu(x[0], approximate="tanh"),
+        "softplus": lambda g, op, a, x: F.softplus(x[0]),
+        "softsign": lambda g, op, a, x: F.softsign(x[0]),
+        "elu": lambda g, op, a, x: F.elu(x[0], a["alpha"]),
+        "selu": lambda g, op, a, x: a["gamma"] * F.elu(x[0], a["alpha"]),
+        "celu": lambda g, op, a, x: F.celu(x[0], a["alpha"]),
+        "thresholded_relu": lambda g, op, a, x: F.threshold(x[0], a["alpha"], 0.0),
+        "prelu": lambda g, op, a, x: torch.where(x[0] > 0, x[0], x[0] * x[1]),
+        "reciprocal": lambda g, op, a, x: torch.reciprocal(x[0]),
+        "neg": lambda g, op, a, x: torch.neg(x[0]),
+        "sign": lambda g, op, a, x: torch.sign(x[0]),
+        "log": lambda g, op, a, x: torch.log(x[0]),
+        "sin": lambda g, op, a, x: torch.sin(x[0]),
+        "cos": lambda g, op, a, x: torch.cos(x[0]),
         "clip": clip,
         "sqrt": lambda g, op, a, x: torch.sqrt(x[0]),
         "exp": lambda g, op, a, x: torch.exp(x[0]),

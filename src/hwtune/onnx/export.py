@@ -187,6 +187,78 @@ def _gelu(e, op, a):
     e.node("Mul", [h, p], op.outputs, op.name)
 
 
+# -- activations of issue #41 --------------------------------------------------
+
+def _silu(e, op, a):
+    s = e.tmp(op.name)
+    e.node("Sigmoid", op.inputs, [s], f"{op.name}/sigmoid")
+    e.node("Mul", [op.inputs[0], s], op.outputs, op.name)
+
+
+def _mish(e, op, a):
+    # Opset 17 has no Mish (18 has): x tanh(softplus(x)).
+    sp, t = e.tmp(op.name), e.tmp(op.name)
+    e.node("Softplus", op.inputs, [sp], f"{op.name}/softplus")
+    e.node("Tanh", [sp], [t], f"{op.name}/tanh")
+    e.node("Mul", [op.inputs[0], t], op.outputs, op.name)
+
+
+def _gelu_tanh(e, op, a):
+    # Opset 17 has no Gelu: x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), as
+    # PyTorch exports gelu(approximate="tanh") there.
+    x = op.inputs[0]
+    c = lambda v: e.const(op.name, v, np.float32)  # noqa: E731
+    x2, x3, inner, u, t, p, h = (e.tmp(op.name) for _ in range(7))
+    e.node("Mul", [x, x], [x2], f"{op.name}/x2")
+    e.node("Mul", [x2, x], [x3], f"{op.name}/x3")
+    e.node("Mul", [x3, c(0.044715)], [inner], f"{op.name}/cubic")
+    s = e.tmp(op.name)
+    e.node("Add", [x, inner], [s], f"{op.name}/sum")
+    e.node("Mul", [s, c(0.7978845608028654)], [u], f"{op.name}/u")
+    e.node("Tanh", [u], [t], f"{op.name}/tanh")
+    e.node("Add", [t, c(1.0)], [p], f"{op.name}/add")
+    e.node("Mul", [x, c(0.5)], [h], f"{op.name}/half")
+    e.node("Mul", [h, p], op.outputs, op.name)
+
+
+def _attr_node(onnx_type, names):
+    def emit(e, op, a):
+        e.node(onnx_type, op.inputs, op.outputs, op.name, **{k: float(a[k]) for k in names})
+    return emit
+
+
+def _resize(e, op, a):
+    # Scales when the model gave them (the coordinates use them, and
+    # floor(in * scale) gives the same output size), sizes otherwise.
+    n, c, h, w = e.graph.shapes[op.inputs[0]]
+    oh, ow = a["size"]
+    extra = {"nearest_mode": a["nearest_mode"]} if a["mode"] == "nearest" else {}
+    given = [(s, o / i) for s, o, i in ((a["scale_h"], oh, h), (a["scale_w"], ow, w))
+             if s is not None]
+    if len(given) == 2:
+        ins = [op.inputs[0], "", e.const(op.name, [1.0, 1.0, a["scale_h"], a["scale_w"]],
+                                         np.float32)]
+    elif given and given[0][0] != given[0][1]:
+        raise UsageError(f'op "{op.name}" (resize) has one scale that is not out / in: ONNX '
+                         "Resize takes scales for every axis or sizes")
+    else:
+        ins = [op.inputs[0], "", "", e.const(op.name, [n, c, oh, ow])]
+    e.node("Resize", ins, op.outputs, op.name, mode=a["mode"],
+           coordinate_transformation_mode=a["coordinate_transformation_mode"], **extra)
+
+
+def _argmax(e, op, a):
+    # ONNX's indices are int64; hwtune's are float32 values.
+    idx = e.tmp(op.name)
+    e.node("ArgMax", op.inputs, [idx], f"{op.name}/argmax", axis=a["axis"],
+           keepdims=int(a["keepdims"]), select_last_index=int(a["select_last_index"]))
+    y = op.outputs[0] if a["keepdims"] or len(e.graph.shapes[op.inputs[0]]) > 1 else \
+        e.tmp(op.name)
+    e.node("Cast", [idx], [y], op.name, to=1)
+    if y != op.outputs[0]:  # a 1-D input: hwtune keeps [1]
+        e.node("Reshape", [y, e.const(op.name, [1])], op.outputs, f"{op.name}:shape")
+
+
 def _lstm_cell(e, op, a):
     # The fused cell written out as the unfused one (graph/ops/rnn.py): gate
     # pre-activations (+ a step's rows of the hoisted projection, + bias),
@@ -305,6 +377,16 @@ EXPORTERS: Dict[str, Callable] = {
     "pow": _simple("Pow"), "clip": _clip, "gelu": _gelu,
     "leaky_relu": lambda e, op, a: e.node("LeakyRelu", op.inputs, op.outputs, op.name,
                                           alpha=a["alpha"]),
+    # activations of issue #41
+    "hard_sigmoid": _attr_node("HardSigmoid", ("alpha", "beta")),
+    "hard_swish": _simple("HardSwish"), "silu": _silu, "mish": _mish,
+    "gelu_tanh": _gelu_tanh, "softplus": _simple("Softplus"), "softsign": _simple("Softsign"),
+    "elu": _attr_node("Elu", ("alpha",)), "selu": _attr_node("Selu", ("alpha", "gamma")),
+    "celu": _attr_node("Celu", ("alpha",)),
+    "thresholded_relu": _attr_node("ThresholdedRelu", ("alpha",)),
+    "resize": _resize, "argmax": _argmax,
+    "prelu": _simple("PRelu"), "reciprocal": _simple("Reciprocal"), "neg": _simple("Neg"),
+    "sign": _simple("Sign"), "log": _simple("Log"), "sin": _simple("Sin"), "cos": _simple("Cos"),
     "batch_matmul": _simple("MatMul"),
     "layer_norm": lambda e, op, a: e.node("LayerNormalization", op.inputs, op.outputs,
                                           op.name, axis=a["axis"], epsilon=a["epsilon"]),

@@ -1,5 +1,13 @@
 """Import-time rewrites of the emitted model.json ops.
 
+SiLU (swish), x * sigmoid(x), arrives from exporters as a Sigmoid and a Mul
+of its input by its output (PyTorch's F.silu, EfficientNet's and
+MobileNetV3's blocks, YOLO's): where the sigmoid's output has that one
+reader and is not a graph output, the pair becomes one silu op (one pass
+over the activation instead of two, no intermediate); Mish written out
+(Softplus -> Tanh -> Mul, opset-17 exports) one mish op. The tanh GELU
+written out (fuse_gelu_tanh) becomes one gelu_tanh op the same way.
+
 A zero Pad on H and W feeding only a convolution is how exporters write
 padding the conv itself could not express (PyTorch's ZeroPad2d, TF's
 explicit "same" pads): it becomes the conv's own padding / padding_end
@@ -51,4 +59,139 @@ def fold_pads_into_convs(ops: List[Dict[str, Any]],
             ca.pop("padding_end", None)
         conv["inputs"][0] = op["inputs"][0]
         drop.add(k)
+    return [op for k, op in enumerate(ops) if k not in drop]
+
+
+def fuse_silu(ops: List[Dict[str, Any]], outputs: Sequence[str]) -> List[Dict[str, Any]]:
+    """ops with each sigmoid(x) -> mul(x, s) (either operand order) pair
+    replaced by silu(x), under the mul's name; likewise softplus(x) ->
+    tanh -> mul(x, t) (Mish as opset-17 exports write it) by mish(x)."""
+    readers: Dict[str, List[int]] = {}
+    for k, op in enumerate(ops):
+        for t in op["inputs"]:
+            readers.setdefault(t, []).append(k)
+
+    def sole(op):
+        users = readers.get(op["name"], [])
+        if op["name"] in outputs or len(users) != 1 or "outputs" in op:
+            return None
+        return users[0]
+
+    drop = set()
+    for k, op in enumerate(ops):
+        if op["op"] not in ("sigmoid", "softplus") or sole(op) is None:
+            continue
+        x, chain, j = op["inputs"][0], [k], sole(op)
+        if op["op"] == "softplus":
+            if ops[j]["op"] != "tanh" or sole(ops[j]) is None:
+                continue
+            chain.append(j)
+            j = sole(ops[j])
+        mul, last = ops[j], ops[chain[-1]]["name"]
+        if mul["op"] != "mul" or sorted(mul["inputs"]) != sorted([x, last]) or x == last:
+            continue
+        mul["op"], mul["inputs"] = ("silu" if op["op"] == "sigmoid" else "mish"), [x]
+        mul.pop("attrs", None)
+        drop.update(chain)
+    return [op for k, op in enumerate(ops) if k not in drop]
+
+
+def _close(v, want):
+    return abs(v - want) <= 1e-6 * abs(want)
+
+
+def fuse_gelu_tanh(ops: List[Dict[str, Any]], outputs: Sequence[str]) -> List[Dict[str, Any]]:
+    """The tanh GELU written out (PyTorch's exports of gelu(approximate=
+    "tanh"), GPT-2's gelu_new), x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715
+    x^3))), as the importer emits it: x^3 two muls, the constants affine
+    ops, then tanh, + 1, and the product with x/2 (x/2 times, x times then
+    halved, or x times the half). Each intermediate with one reader and not
+    a graph output becomes part of one gelu_tanh op under the last op's name
+    (nine passes over the activation become one)."""
+    producer = {op["name"]: k for k, op in enumerate(ops) if "outputs" not in op}
+    readers: Dict[str, List[int]] = {}
+    for k, op in enumerate(ops):
+        for t in op["inputs"]:
+            readers.setdefault(t, []).append(k)
+    out_set = set(outputs)
+
+    def inner(t, kind):
+        """The op producing t, if of this kind and t has only that reader."""
+        k = producer.get(t)
+        if k is None or ops[k]["op"] != kind or t in out_set or len(readers.get(t, [])) != 1:
+            return None
+        return k
+
+    def affine(k, scale, shift):
+        a = ops[k].get("attrs", {})
+        return _close(float(a.get("scale", 1.0)), scale) and float(a.get("shift", 0.0)) == shift
+
+    def reader(t, kind):
+        users = readers.get(t, [])
+        if t in out_set or len(users) != 1 or ops[users[0]]["op"] != kind:
+            return None
+        return users[0]
+
+    def cube_of(t, x):
+        k = inner(t, "mul")
+        if k is None:
+            return None
+        a, b = ops[k]["inputs"]
+        q = b if a == x else a if b == x else None
+        kq = inner(q, "mul") if q is not None and q != x else None
+        if kq is None or ops[kq]["inputs"] != [x, x]:
+            return None
+        return [k, kq]
+
+    drop, taken = set(), set()
+    for kt, tanh in enumerate(ops):
+        if tanh["op"] != "tanh":
+            continue
+        ku = inner(tanh["inputs"][0], "affine")
+        if ku is None or not affine(ku, 0.7978845608028654, 0.0):
+            continue
+        ks = inner(ops[ku]["inputs"][0], "add")
+        if ks is None or len(ops[ks]["inputs"]) != 2:
+            continue
+        found = None
+        for x, m in (ops[ks]["inputs"], ops[ks]["inputs"][::-1]):
+            km = inner(m, "affine")
+            if km is not None and affine(km, 0.044715, 0.0):
+                cube = cube_of(ops[km]["inputs"][0], x)
+                if cube is not None:
+                    found = x, [km] + cube
+        if found is None:
+            continue
+        x, chain = found
+        ka = reader(tanh["name"], "affine")
+        if ka is None or not affine(ka, 1.0, 1.0):
+            continue
+        # the product with x/2, in the three orders exporters write
+        tail = None
+        km2 = reader(ops[ka]["name"], "mul")
+        if km2 is not None and len(ops[km2]["inputs"]) == 2:
+            other = [t for t in ops[km2]["inputs"] if t != ops[ka]["name"]]
+            kh = inner(other[0], "affine") if len(other) == 1 else None
+            if kh is not None and affine(kh, 0.5, 0.0) and ops[kh]["inputs"] == [x]:
+                tail = [ka, kh], km2
+            elif other == [x]:
+                kz = reader(ops[km2]["name"], "affine")
+                if kz is not None and affine(kz, 0.5, 0.0):
+                    tail = [ka, km2], kz
+        else:
+            kh = reader(ops[ka]["name"], "affine")
+            if kh is not None and affine(kh, 0.5, 0.0):
+                km2 = reader(ops[kh]["name"], "mul")
+                if km2 is not None and sorted(ops[km2]["inputs"]) == sorted([x, ops[kh]["name"]]):
+                    tail = [ka, kh], km2
+        if tail is None:
+            continue
+        parts = chain + [ks, ku, kt] + tail[0]
+        if taken & set(parts + [tail[1]]):
+            continue
+        taken.update(parts + [tail[1]])
+        drop.update(parts)
+        last = ops[tail[1]]
+        last["op"], last["inputs"] = "gelu_tanh", [x]
+        last.pop("attrs", None)
     return [op for k, op in enumerate(ops) if k not in drop]

@@ -17,8 +17,9 @@ from typing import Callable, Dict, NamedTuple, Optional
 import numpy as np
 
 from hwtune.onnx import fold as F
-from hwtune.onnx import recurrent
+from hwtune.onnx import norms, recurrent
 from hwtune.onnx.convert import Unsupported
+from hwtune.onnx.lift1d import lift_1d
 
 
 class Rule(NamedTuple):
@@ -156,14 +157,42 @@ def leaky_relu(cx, attrs):
 
 
 def gelu(cx, attrs):
-    if attrs.get("approximate", "none") != "none":
-        raise Unsupported(f'Gelu with approximate="{attrs["approximate"]}" is not supported '
-                          'yet (only the exact form)')
-    cx.emit("gelu", [cx.tensor(0)], out=cx.out())
+    approx = attrs.get("approximate", "none")
+    if approx not in ("none", "tanh"):
+        raise Unsupported(f'Gelu with approximate="{approx}" (ONNX knows "none" and "tanh")')
+    cx.emit("gelu" if approx == "none" else "gelu_tanh", [cx.tensor(0)], out=cx.out())
 
 
-# x ^ c for a scalar constant c: the exponents models use become cheaper ops.
-_POW_FORMS = {1.0: None, 2.0: "mul", 0.5: "sqrt"}
+# -- activations of issue #41 --------------------------------------------------
+
+def with_attrs(op, defaults):
+    """A unary activation whose ONNX attributes map one to one (same names)
+    onto the op's, with ONNX's defaults."""
+    def convert(cx, attrs):
+        cx.emit(op, [cx.tensor(0)], {k: float(attrs.get(k, d)) for k, d in defaults.items()},
+                out=cx.out())
+    return convert
+
+
+def prelu(cx, attrs):
+    """PRelu: a scalar constant slope is leaky_relu; any other slope (PyTorch's
+    nn.PReLU(C) exports [C, 1, 1]) a binary prelu, broadcast as ONNX does
+    (the slope to the input)."""
+    if cx.is_const(1) and cx.const(1).size == 1 and cx.const(1).ndim <= len(cx.shape(0)):
+        cx.emit("leaky_relu", [cx.tensor(0)], {"alpha": float(cx.const(1).reshape(()))},
+                out=cx.out())
+        return
+    x, s = cx.shape(0), cx.shape(1)
+    if len(s) > len(x) or any(a != b and a != 1 for a, b in zip(s[::-1], x[::-1])):
+        raise Unsupported(f"PRelu slope of shape {list(s)} does not broadcast to the input "
+                          f"{list(x)}")
+    cx.emit("prelu", [cx.tensor(0), cx.tensor(1)], out=cx.out())
+
+
+# x ^ c for a scalar constant c: the exponents models use become cheaper ops
+# (3: the tanh GELU as exporters write it out, x + 0.044715 x^3; two muls
+# instead of libm's pow lane by lane).
+_POW_FORMS = {1.0: None, 2.0: "mul", 0.5: "sqrt", 3.0: "cube"}
 
 
 def pow_(cx, attrs):
@@ -174,6 +203,8 @@ def pow_(cx, attrs):
             x, form = cx.tensor(0), _POW_FORMS[c]
             if form is None:
                 cx.bind(cx.out(), x)
+            elif form == "cube":
+                cx.emit("mul", [cx.emit("mul", [x, x]), x], out=cx.out())
             else:
                 cx.emit(form, [x, x] if form == "mul" else [x], out=cx.out())
             return
@@ -537,9 +568,9 @@ def reduce_(mode):
             if not keep:
                 cx.emit("reshape", [y], {"shape": list(shp[:2])}, out=cx.out())
             return
-        if mode == "max":
-            raise Unsupported(f"ReduceMax over axes {axes} of {list(shp)} is not supported "
-                              "yet (only over H and W of an NCHW tensor)")
+        if mode == "max":  # other axes: transpose, then a global max (issue #41)
+            norms.reduce_extreme("max")(cx, attrs)
+            return
         count = int(np.prod([shp[a] for a in axes], dtype=np.int64))
         last = mode == "sum" or count == 1
         y = cx.emit("reduce_sum", [cx.tensor(0)], {"axes": axes, "keepdims": keep},
@@ -684,6 +715,94 @@ def tile(cx, attrs):
                       out=cx.out() if k == len(axes) - 1 else None)
 
 
+# -- resize (issue #41) ----------------------------------------------------------
+
+_RESIZE_MODES = {"nearest": "nearest", "linear": "linear", "bilinear": "linear"}
+
+
+def _resize_targets(cx, attrs, shp):
+    """(output dims, scale per dim or None where the sizes gave them) of a
+    Resize / Upsample node."""
+    rank = len(shp)
+    if cx.node.op_type == "Upsample" or cx.opset < 11:
+        scales = attrs.get("scales") if cx.node.op_type == "Upsample" and cx.opset < 9 else \
+            cx.const(1, "scales")
+        sizes = None
+    else:
+        scales = cx.const(2, "scales") if cx.has(2) else None
+        sizes = cx.const(3, "sizes") if cx.has(3) else None
+        if scales is not None and np.asarray(scales).size == 0:
+            scales = None
+        if sizes is not None and np.asarray(sizes).size == 0:
+            sizes = None
+    axes = attrs.get("axes")
+    axes = list(range(rank)) if axes is None else [int(a) % rank for a in axes]
+    if sizes is not None:
+        if attrs.get("keep_aspect_ratio_policy", "stretch") != "stretch":
+            raise Unsupported(f'Resize keep_aspect_ratio_policy="'
+                              f'{attrs["keep_aspect_ratio_policy"]}" (only "stretch")')
+        out, sc = list(shp), [None] * rank
+        for a, v in zip(axes, np.asarray(sizes).reshape(-1)):
+            out[a] = int(v)
+        return out, sc
+    if scales is None:
+        raise Unsupported("Resize with neither scales nor sizes")
+    sc = [1.0] * rank
+    for a, v in zip(axes, np.asarray(scales, np.float32).reshape(-1)):
+        sc[a] = float(v)
+    # floor(in * scale), the product in float32 as ONNX Runtime computes it
+    out = [int(np.floor(np.float32(d) * np.float32(s))) for d, s in zip(shp, sc)]
+    return out, sc
+
+
+def resize(cx, attrs):
+    """Resize (opset 10-19) and Upsample: nearest or bilinear over H and W
+    of an NCHW tensor ([N, C, L] as H = 1); constant scales or sizes."""
+    shp = list(cx.shape(0))
+    old = cx.node.op_type == "Upsample" or cx.opset < 11
+    mode = _RESIZE_MODES.get(attrs.get("mode", "nearest"))
+    if mode is None:
+        raise Unsupported(f'Resize mode "{attrs.get("mode")}" is not supported (nearest and '
+                          "linear)")
+    transform = "asymmetric" if old else attrs.get("coordinate_transformation_mode",
+                                                   "half_pixel")
+    if transform not in ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric"):
+        raise Unsupported(f'Resize coordinate_transformation_mode="{transform}" is not '
+                          "supported")
+    if len(shp) not in (3, 4):
+        raise Unsupported(f"Resize of a rank-{len(shp)} tensor (NCHW or [N, C, L] only)")
+    out, sc = _resize_targets(cx, attrs, shp)
+    if out[:2] != shp[:2]:
+        raise Unsupported(f"Resize of N or C ({shp} to {out}): only the spatial axes")
+    if any(d < 1 for d in out):
+        raise Unsupported(f"Resize to an empty shape {out}")
+    nearest = "floor" if old else attrs.get("nearest_mode", "round_prefer_floor")
+    if old and mode == "nearest" and any(s is not None and s < 1 for s in sc[2:]):
+        raise Unsupported("nearest downsampling by Resize before opset 11 / Upsample is not "
+                          "supported")
+    if attrs.get("antialias", 0) and mode == "linear" and any(
+            o < i for o, i in zip(out[2:], shp[2:])):
+        raise Unsupported("Resize antialias=1 when downsampling is not supported")
+    if out == shp and all(s in (None, 1.0) for s in sc):
+        cx.bind(cx.out(), cx.tensor(0))
+        return
+    x = cx.tensor(0)
+    if len(shp) == 3:  # [N, C, L] as [N, C, 1, L]
+        x = cx.emit("reshape", [x], {"shape": [shp[0], shp[1], 1, shp[2]]})
+        out4, sc4 = [out[0], out[1], 1, out[2]], [1.0, 1.0, 1.0, sc[2]]
+    else:
+        out4, sc4 = out, sc
+    r_attrs = {"mode": mode, "size": out4[2:], "coordinate_transformation_mode": transform}
+    if mode == "nearest":
+        r_attrs["nearest_mode"] = nearest
+    for key, s in (("scale_h", sc4[2]), ("scale_w", sc4[3])):
+        if s is not None:
+            r_attrs[key] = s
+    y = cx.emit("resize", [x], r_attrs, out=cx.out() if len(shp) == 4 else None)
+    if len(shp) == 3:
+        cx.emit("reshape", [y], {"shape": out}, out=cx.out())
+
+
 # -- the table -----------------------------------------------------------------
 
 RULES: Dict[str, Rule] = {
@@ -709,15 +828,46 @@ RULES: Dict[str, Rule] = {
     "Ceil": Rule(unary("ceil"), F.FOLDS.get("Ceil")),
     "Gelu": Rule(gelu, None),
     "Pow": Rule(pow_, F.FOLDS.get("Pow")),
+    # activations (issue #41)
+    "HardSigmoid": Rule(with_attrs("hard_sigmoid", {"alpha": 0.2, "beta": 0.5}), None),
+    "HardSwish": Rule(unary("hard_swish"), None),
+    "Mish": Rule(unary("mish"), None),
+    "Softplus": Rule(unary("softplus"), None),
+    "Softsign": Rule(unary("softsign"), None),
+    "Elu": Rule(with_attrs("elu", {"alpha": 1.0}), None),
+    "Selu": Rule(with_attrs("selu", {"alpha": 1.67326319217681884765625,
+                                     "gamma": 1.05070102214813232421875}), None),
+    "Celu": Rule(with_attrs("celu", {"alpha": 1.0}), None),
+    "ThresholdedRelu": Rule(with_attrs("thresholded_relu", {"alpha": 1.0}), None),
+    "PRelu": Rule(prelu, None),
+    "Reciprocal": Rule(unary("reciprocal"), F.FOLDS.get("Reciprocal")),
+    "Neg": Rule(unary("neg"), F.FOLDS.get("Neg")),
+    "Sign": Rule(unary("sign"), F.FOLDS.get("Sign")),
+    "Log": Rule(unary("log"), F.FOLDS.get("Log")),
+    "Sin": Rule(unary("sin"), F.FOLDS.get("Sin")),
+    "Cos": Rule(unary("cos"), F.FOLDS.get("Cos")),
+    # resampling (issue #41)
+    "Resize": Rule(resize, None),
+    "Upsample": Rule(resize, None),
+    # normalisations, reductions, einsum (issue #41; onnx/norms.py)
+    "InstanceNormalization": Rule(norms.instance_norm, None),
+    "GroupNormalization": Rule(norms.group_norm, None),
+    "LpNormalization": Rule(norms.lp_normalization, None),
+    "ReduceL1": Rule(norms.reduce_norm("l1"), None),
+    "ReduceL2": Rule(norms.reduce_norm("l2"), None),
+    "ReduceSumSquare": Rule(norms.reduce_norm("sumsquare"), None),
+    "ReduceMin": Rule(norms.reduce_extreme("min"), F.FOLDS["ReduceMin"]),
+    "Einsum": Rule(norms.einsum, None),
+    "ArgMax": Rule(norms.argmax, F.FOLDS.get("ArgMax")),
     # dense, convolution, pooling, normalisation
     "MatMul": Rule(matmul, None),
     "Gemm": Rule(gemm, None),
-    "Conv": Rule(conv, None),
-    "ConvTranspose": Rule(conv_transpose, None),
-    "MaxPool": Rule(pool("max"), None),
-    "AveragePool": Rule(pool("avg"), None),
-    "GlobalAveragePool": Rule(global_pool("avg"), None),
-    "GlobalMaxPool": Rule(global_pool("max"), None),
+    "Conv": Rule(lift_1d(conv, weights=True), None),
+    "ConvTranspose": Rule(lift_1d(conv_transpose, weights=True), None),
+    "MaxPool": Rule(lift_1d(pool("max")), None),
+    "AveragePool": Rule(lift_1d(pool("avg")), None),
+    "GlobalAveragePool": Rule(lift_1d(global_pool("avg")), None),
+    "GlobalMaxPool": Rule(lift_1d(global_pool("max")), None),
     "ReduceMean": Rule(reduce_("avg"), F.FOLDS["ReduceMean"]),
     "ReduceMax": Rule(reduce_("max"), F.FOLDS["ReduceMax"]),
     "ReduceSum": Rule(reduce_("sum"), F.FOLDS["ReduceSum"]),

@@ -203,4 +203,5 @@ from hwtune.graph.ops import eltwise, linear, conv, pool, norm, movement, layout
 from hwtune.graph.ops import conv_transpose  # noqa: E402,F401
 from hwtune.graph.ops import indexing  # noqa: E402,F401  (run-time indices and masks)
 from hwtune.graph.ops import attention  # noqa: E402,F401  (fused at ONNX import)
+from hwtune.graph.ops import resize, argmax  # noqa: E402,F401
 from hwtune.graph.ops import train  # noqa: E402,F401  (backward, loss and optimizer ops)

@@ -88,6 +88,86 @@ def _pow(a, b):
             np.result_type(a, b))
 
 
+# -- activations of issue #41 -------------------------------------------------
+# Exact ops repeat the kernels' float32 roundings; approximated ones (silu,
+# mish, gelu_tanh, elu, selu, celu) compute in the inputs' dtype (float64
+# in the error tests); softplus, log, sin and cos are libm in double rounded
+# once, as the kernels compute them lane by lane.
+
+def _hard_sigmoid(x, alpha, beta):
+    t = x * x.dtype.type(alpha) + x.dtype.type(beta)
+    t = np.where(t < 0, x.dtype.type(0), t)
+    return np.where(t > 1, x.dtype.type(1), t)
+
+
+def _hard_swish(x):
+    return x * _hard_sigmoid(x, np.float32(1.0) / np.float32(6.0), 0.5)
+
+
+def _exp(x):
+    with np.errstate(over="ignore"):
+        return np.exp(x)
+
+
+def _silu(x):
+    with np.errstate(over="ignore", invalid="ignore"):
+        return x / (1 + _exp(-x))
+
+
+def _mish(x):
+    with np.errstate(over="ignore", invalid="ignore"):
+        return x * np.tanh(np.log1p(_exp(x)))
+
+
+def _gelu_tanh(x):
+    u2 = 2 * math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return x / (1 + _exp(-u2))
+
+
+def _elu(x, alpha):
+    with np.errstate(invalid="ignore"):
+        return np.where(x > 0, x, x.dtype.type(alpha) * np.expm1(np.minimum(x, 0)))
+
+
+def _celu(x, alpha):
+    # x / alpha is rounded to float32 (the kernels' contract), e^z overflows
+    # as a float32 would.
+    z = (x.astype(np.float32) / np.float32(alpha)).astype(x.dtype)
+    with np.errstate(over="ignore", invalid="ignore"):
+        e = np.expm1(z)
+        e = np.where(e > np.finfo(np.float32).max, np.inf, e)
+        neg = x.dtype.type(alpha) * e
+        y = np.where(x > 0, x, 0) + np.where(neg < 0, neg, 0)
+    return np.where(np.isnan(x), x, y).astype(x.dtype)
+
+
+def _prelu(a, b):
+    zero = np.result_type(a, b).type(0)
+    return np.where(a > 0, a, zero) + b * np.where(a < 0, a, zero)
+
+
+def _softplus_scalar(v):
+    return max(v, 0.0) + math.log1p(math.exp(-abs(v)))
+
+
+def _log_scalar(v):
+    if v > 0 and v != math.inf:
+        return math.log(v)
+    return v if v == math.inf or v != v else (-math.inf if v == 0 else math.nan)
+
+
+def _trig_scalar(fn):
+    return lambda v: fn(v) if math.isfinite(v) else math.nan
+
+
+def _libm_f32(fn):
+    """fn in double, each result rounded once to float32 (what the kernels'
+    lane-by-lane ops compute)."""
+    f = _libm(fn)
+    return lambda x: f(np.asarray(x, np.float64)).astype(np.float32).astype(x.dtype)
+
+
 REFERENCES = {
     "add": Reference(np.add, "a + b"),
     "sub": Reference(np.subtract, "a - b"),
@@ -121,6 +201,38 @@ REFERENCES = {
     "exp": Reference(np.exp, "e^x (0 below e^-87.34, the smallest normal float)"),
     "erf": Reference(_libm(math.erf), "erf(x)"),
     "gelu": Reference(_gelu, "x / 2 * (1 + erf(x / sqrt(2))) (exact GELU, ONNX Gelu)"),
+    # activations of issue #41
+    "hard_sigmoid": Reference(_hard_sigmoid, "clamp(alpha * x + beta, 0, 1) (ONNX HardSigmoid)",
+                              {"alpha": "slope", "beta": "offset"}),
+    "hard_swish": Reference(_hard_swish, "x * clamp(x / 6 + 1/2, 0, 1) (ONNX HardSwish)"),
+    "silu": Reference(_silu, "x * sigmoid(x) (SiLU / swish; ONNX Sigmoid -> Mul, fused)"),
+    "mish": Reference(_mish, "x * tanh(log(1 + e^x)) (ONNX Mish)"),
+    "gelu_tanh": Reference(_gelu_tanh, "x / 2 * (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) "
+                           '(ONNX Gelu approximate="tanh")'),
+    "softplus": Reference(_libm_f32(_softplus_scalar), "log(1 + e^x) (ONNX Softplus)"),
+    "softsign": Reference(lambda x: x / (x.dtype.type(1) + np.abs(x)),
+                          "x / (1 + |x|) (ONNX Softsign)"),
+    "elu": Reference(_elu, "x > 0 ? x : alpha * (e^x - 1) (ONNX Elu)",
+                     {"alpha": "scale of the negative part"}),
+    "selu": Reference(lambda x, alpha, gamma: x.dtype.type(gamma) * _elu(x, alpha),
+                      "gamma * (x > 0 ? x : alpha * (e^x - 1)) (ONNX Selu)",
+                      {"alpha": "scale of the negative part", "gamma": "overall scale"}),
+    "celu": Reference(_celu, "max(0, x) + min(0, alpha * (e^(x / alpha) - 1)) (ONNX Celu)",
+                      {"alpha": "scale (not 0)"}),
+    "thresholded_relu": Reference(lambda x, alpha: np.where(x > x.dtype.type(alpha), x,
+                                                            x.dtype.type(0)),
+                                  "x > alpha ? x : 0 (ONNX ThresholdedRelu)",
+                                  {"alpha": "threshold"}),
+    "prelu": Reference(_prelu, "a > 0 ? a : b * a, b the slope (ONNX PRelu; NaN and -0 give "
+                       "+0, as leaky_relu)"),
+    "reciprocal": Reference(lambda x: x.dtype.type(1) / x, "1 / x"),
+    "neg": Reference(lambda x: x * x.dtype.type(-1), "-x"),
+    "sign": Reference(lambda x: np.where(x > 0, x.dtype.type(1),
+                                         np.where(x < 0, x.dtype.type(-1), x)),
+                      "1 for x > 0, -1 for x < 0, x itself for +-0 and NaN"),
+    "log": Reference(_libm_f32(_log_scalar), "ln(x)"),
+    "sin": Reference(_libm_f32(_trig_scalar(math.sin)), "sin(x)"),
+    "cos": Reference(_libm_f32(_trig_scalar(math.cos)), "cos(x)"),
     "floor": Reference(np.floor, "floor(x)"),
     "ceil": Reference(np.ceil, "ceil(x)"),
     "pow": Reference(_pow, "a ^ b (libm pow in double, rounded to float)"),
