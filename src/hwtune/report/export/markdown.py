@@ -290,9 +290,9 @@ def compare(r) -> str:
            f"{r.cpu}, kernels {r.isa}, {threads}, {r.reps} interleaved samples per side "
            f"(medians); load average {fmt.loads(r.load_before)} before, {fmt.loads(r.load_after)} after; "
            f"inputs {r.inputs}.", ""]
-    out += table(["side", "how it runs", "median", "MAD", "side / hwtune", "outputs"],
+    out += table(["side", "how it runs", "median", "MAD", "hwtune is", "outputs"],
                  [[s.name, s.describe, f"{s.median_s * 1e3:.3f} ms", f"{s.mad_s * 1e3:.3f} ms",
-                   f"{s.ratio:.2f}x", verdicts.compare_side(s)] for s in r.sides],
+                   verdicts.compare_speed(s), verdicts.compare_side(s)] for s in r.sides],
                  right_from=2, left=(5,))
     return "\n".join(out) + "\n"
 

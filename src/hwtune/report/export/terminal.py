@@ -576,10 +576,12 @@ def print_compare(console: Console, r) -> None:
          f"{fmt.loads(r.load_before)} before, {fmt.loads(r.load_after)} after")
     line(f"timing:  {r.reps} interleaved samples per side, medians")
     w = max(len(s.name) for s in r.sides)
-    line(f"  {'side':{w}s}  {'median':>11s}  {'MAD':>9s}  {'x hwtune':>8s}  outputs")
-    for s in r.sides:
+    speed = [verdicts.compare_speed(s) for s in r.sides]
+    ws = max(len(x) for x in speed + ["hwtune is"])
+    line(f"  {'side':{w}s}  {'median':>11s}  {'MAD':>9s}  {'hwtune is':>{ws}s}  outputs")
+    for s, sp in zip(r.sides, speed):
         line(f"  {s.name:{w}s}  {s.median_s * 1e3:>8.3f} ms  {s.mad_s * 1e3:>6.3f} ms  "
-             f"{s.ratio:7.2f}x  {verdicts.compare_side(s)}")
+             f"{sp:>{ws}s}  {verdicts.compare_side(s)}")
     for s in r.sides:
         line(f"  {s.name}: {s.describe}")
 
