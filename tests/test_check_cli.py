@@ -103,6 +103,12 @@ def test_regression_exit_1_and_outputs(env):
     assert code == 1, out
     assert "REGRESSION" in out
     assert junit.read_text().count("<failure") == 2
+    # JUnit time: the wall seconds each figure took to measure, within the run's
+    import xml.etree.ElementTree as ET
+    root = ET.fromstring(junit.read_text())
+    total = float(root.get("time"))
+    times = [float(tc.get("time")) for tc in root.iter("testcase")]
+    assert all(0 < t <= total for t in times) and sum(times) <= total, (times, total)
     assert "| `g` |" in md.read_text()
     # JSON: machine-readable, raw samples on both sides
     code, out = invoke(args + ["--baseline", str(fast), "--json"])

@@ -203,3 +203,29 @@ def test_baseline_db_round_trip(tmp_path):
         assert got.host["cpu_model"] == "Xeon test"
         assert bl.load_db(db, key, "other") is None
         assert bl.any_db_baseline(db, "t") == key
+
+
+def test_junit_time_is_wall_seconds_of_measuring():
+    """JUnit's time attribute is the wall time spent measuring the figure
+    (seconds), for time, rate and counted figures alike; never a count (a
+    cycle count of 6588486 read as 76 days on a CI dashboard)."""
+    import xml.etree.ElementTree as ET
+    r = make_report()
+    by = {o.name: o for o in r.outcomes}
+    by["fast"].current.wall_s = 0.25
+    by["peak"].current.wall_s = 0.5  # a rate: it took time to measure too
+    counted = FigureResult("counted", "gemm", {"metric": "estimated-cycles", "calls": 4.0},
+                           "count", False, [6588486.0], wall_s=1.75)
+    legacy = FigureResult("legacy-count", "gemm", {"metric": "instructions"}, "count", False,
+                          [6588486.0])  # from a --json file written before wall_s
+    from hwtune.check.gate import FigureOutcome
+    r.outcomes += [FigureOutcome("counted", "gemm", "count", "pass", "identical", counted, None),
+                   FigureOutcome("legacy-count", "gemm", "count", "pass", "identical", legacy,
+                                 None)]
+    times = {tc.get("name"): float(tc.get("time"))
+             for tc in ET.fromstring(render("check", r, "junit")).iter("testcase")}
+    assert times["fast"] == 0.25 and times["peak"] == 0.5 and times["counted"] == 1.75
+    assert times["legacy-count"] == 0.0
+    assert times["broken"] == 0.0  # an error before any measuring: no time recorded
+    # the wall time survives the --json round trip (check --compare reads it)
+    assert FigureResult.from_json(counted.to_json()).wall_s == 1.75
