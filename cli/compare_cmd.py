@@ -79,6 +79,14 @@ def compare(model, peers, reps, threads, input_files, shapes, overrides, md_path
         with open(md_path, "a", encoding="utf-8") as fh:
             fh.write(export.render("compare", r, "markdown"))
     export.write("compare", r, "json" if as_json else "terminal")
+    if not as_json:
+        from hwtune.cli.options import echo_next, model_args
+        args = model_args(model, overrides, shapes)
+        if "[default" in r.sides[0].describe:
+            echo_next(f"hwtune tune-graph {args}, then compare again (hwtune ran its default "
+                      "config)")
+        else:
+            echo_next("hwtune report (the tuning behind hwtune's row)")
     if not r.ok:
         bad = [s for s in r.sides if s.agree is False]
         raise OutputsDiffer(f"outputs differ: {', '.join(s.name for s in bad)} "

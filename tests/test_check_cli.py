@@ -102,6 +102,7 @@ def test_regression_exit_1_and_outputs(env):
                                "--markdown", str(md)])
     assert code == 1, out
     assert "REGRESSION" in out
+    assert out.strip().splitlines()[-1].startswith("next: hwtune check --figure ")
     assert junit.read_text().count("<failure") == 2
     # JUnit time: the wall seconds each figure took to measure, within the run's
     import xml.etree.ElementTree as ET

@@ -484,6 +484,8 @@ def test_compare_default_list_skips_a_missing_peer(tmp_path, monkeypatch):
     assert res.exit_code == 0, res.output
     assert "skipping torch: PyTorch is not installed: pip install torch==2.13.0" in res.stderr
     assert "ONNX Runtime" in res.stdout
+    # no tuned config here: the next step is to tune, then compare again
+    assert res.stdout.strip().splitlines()[-1].startswith("next: hwtune tune-graph ")
     monkeypatch.setitem(sys.modules, "onnxruntime", None)
     one_line_error(invoke("compare", model, "--reps", 1, "--db", tmp_path / "x.db"),
                    "no peer to compare with", "pip install 'hwtune[peers]'",

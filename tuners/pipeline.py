@@ -31,6 +31,7 @@ from hwtune.engine.config import EngineConfig, default_config, usable_cpu_count
 from hwtune.errors import HwtuneError, UsageError
 from hwtune.measure import OK, FixedSampling, clock
 from hwtune.tuners import final as finals
+from hwtune.tuners import verdict as verdicts
 from hwtune.tuners.context import Progress, TuneContext
 from hwtune.tuners.final import Candidate, pin_choices
 from hwtune.tuners.plan import Ledger, Plan
@@ -160,6 +161,7 @@ class TuneResult:
     kept_stored: bool = False           # the stored tuned config stayed
     plan: Optional[Plan] = None
     cuts: List[dict] = field(default_factory=list)  # what the budget left undone
+    verdict: Dict[str, Any] = field(default_factory=dict)  # verdict.summary
 
     @property
     def resume_s(self) -> float:
@@ -179,7 +181,13 @@ class TuneResult:
         def cand(c: Candidate):
             return {"label": c.label, "config": c.config.to_json(), "median_s": c.median_s,
                     "mad_s": c.mad_s, "samples": c.samples, "process_s": c.process_s}
-        return {"run_id": self.run_id, "default": cand(self.default), "tuned": cand(self.chosen),
+        # "tuned": the stored config `hwtune run` uses; null when that is the
+        # default (verdict.uses says which, and why).
+        tuned = None if self.chosen is self.default else cand(self.chosen)
+        return {"run_id": self.run_id, "default": cand(self.default), "tuned": tuned,
+                "verdict": self.verdict or verdicts.summary(
+                    self.default, None, self.chosen, self.chosen, self.speedup_ci,
+                    config_id=self.config_id, kept_stored=self.kept_stored),
                 "candidates": [cand(c) for c in self.candidates], "speedup": self.speedup,
                 "why": self.why, "tuning_s": self.tuning_s,
                 "stages": {k: vars(v) for k, v in self.stages.items()},
@@ -700,7 +708,10 @@ def tune_graph(db, host_key: str, graph, graph_hash: str, opts: TuneOptions, *,
             why.append(f"cut: {len(cuts)} stage(s)/workload(s) by the budget; resuming needs "
                        f"~{sum(c['resume_s'] for c in cuts):.1f} s more (listed under 'cut')")
         # Profiled op costs order the critical-path scheduler's levels.
-        final = Candidate("tuned", cfg, tuned_graph)
+        # Named for what it is until the verdict: 'tuned' is only what is
+        # stored and `hwtune run` uses (a candidate that wins in one process
+        # and not across processes is never shown as tuned).
+        final = Candidate("search result", cfg, tuned_graph)
         if cfg.sched.needs_costs:
             from hwtune.tuners.executor_sweep import profile_op_costs
             progress("profile", "per-op costs under the tuned config")
@@ -718,13 +729,15 @@ def tune_graph(db, host_key: str, graph, graph_hash: str, opts: TuneOptions, *,
                             stages=stages, why=why, tuning_s=watch.elapsed(),
                             config_id=fin.config_id, accuracy=accuracy,
                             speedup_ci=fin.speedup, kept_stored=fin.kept_stored, plan=plan,
-                            cuts=cuts)
+                            cuts=cuts, verdict=fin.verdict)
         db.add_fact(run_id, "tune_summary", {
             "model": graph.name, "graph_hash": graph_hash,
             "default": {"config": default.config.to_json(), "median_s": default.median_s,
                         "mad_s": default.mad_s},
-            "tuned": {"config": chosen.config.to_json(), "median_s": chosen.median_s,
-                      "mad_s": chosen.mad_s, "label": chosen.label},
+            "tuned": ({} if chosen is default else
+                      {"config": chosen.config.to_json(), "median_s": chosen.median_s,
+                       "mad_s": chosen.mad_s, "label": chosen.label}),
+            "verdict": fin.verdict,
             "candidates": [{"label": x.label, "median_s": x.median_s, "mad_s": x.mad_s}
                            for x in cands],
             "speedup": result.speedup,

@@ -5,7 +5,7 @@ job summary): tables for figures, the terminal's text charts in code blocks
 
 from typing import List
 
-from hwtune.report import fmt, verdicts, views
+from hwtune.report import fmt, tune_verdict, verdicts, views
 from hwtune.report.export.base import Exporter
 from hwtune.report.text_charts import gantt_lines, line_chart
 from hwtune.report.views import convergence_note, convergence_series, corun_grid, has_curve
@@ -95,20 +95,23 @@ def _model(m) -> List[str]:
            f"{m['hwtune_version']})"
            + (f" with {_cell(fmt.tune_options(m['options']))}" if m.get("options") else "")
            + ".", ""]
-    out += table(["", "latency", "MAD", "config"],
-                 [["default", fmt.seconds(d.get("median_s")), fmt.seconds(d.get("mad_s")),
-                   fmt.config(d.get("config"))],
-                  ["tuned", fmt.seconds(t.get("median_s")), fmt.seconds(t.get("mad_s")),
-                   fmt.config(t.get("config"))]], left=(3,))
-    out += [f"**Speedup {fmt.ratio(m.get('speedup'))}**"
-            + (f" after {m['tuning_s']:.0f} s of tuning." if m.get("tuning_s") else "."), ""]
+    v = m["verdict"]
+    rows = [["default", fmt.seconds(d.get("median_s")), fmt.seconds(d.get("mad_s")),
+             fmt.config(d.get("config"))]]
+    if v["uses"] != "default":
+        rows.append(["tuned", fmt.seconds(t.get("median_s")), fmt.seconds(t.get("mad_s")),
+                     fmt.config(t.get("config"))])
+    out += table(["", "latency", "MAD", "config"], rows, left=(3,))
+    out += [f"- **{label}**: {_cell(text)}" for label, text in tune_verdict.lines(v)]
+    out += ([f"- tuning took {m['tuning_s']:.0f} s"] if m.get("tuning_s") else []) + [""]
     if m["stages"]:
         out += table(["stage", "seconds", "trials", "measured", "reused"],
                      [[k, f"{s.get('seconds') or 0:.1f}", s.get("trials", "-"),
                        s.get("measured", "-"), s.get("reused", "-")]
                       for k, s in m["stages"].items()])
-    if m["why"]:
-        out += [f"- {w}" for w in m["why"]] + [""]
+    why = tune_verdict.why_shown(m["why"])
+    if why:
+        out += [f"- {w}" for w in why] + [""]
     out += ["### Convergence (best so far vs trial)", ""]
     if has_curve(m):
         series, unit = convergence_series(m)

@@ -271,13 +271,13 @@ def _report_scan(console, scan):
 def _model(console, m):
     console.print(Rule(f"Model {m['model']} (tuned in run {m['run_id']}, "
                        f"{fmt.date(m['started_at'])})", align="left"))
-    d, t = m["default"], m["tuned"]
-    console.print(f"default [bold]{fmt.seconds(d.get('median_s'))}[/] -> tuned "
-                  f"[bold green]{fmt.seconds(t.get('median_s'))}[/]: speedup "
-                  f"[bold]{fmt.ratio(m.get('speedup'))}[/]"
-                  + (f" in {m['tuning_s']:.0f} s of tuning" if m.get("tuning_s") else ""),
+    from hwtune.report import tune_verdict
+    d = m["default"]
+    console.print(f"default [bold]{fmt.seconds(d.get('median_s'))}[/]"
+                  + (f", {m['tuning_s']:.0f} s of tuning" if m.get("tuning_s") else ""),
                   highlight=False)
-    console.print(f"chosen: {fmt.config(t.get('config'))}", highlight=False)
+    for label, text in tune_verdict.lines(m["verdict"]):
+        console.print(Text.assemble((f"{label}: ", "bold"), text))
     if m.get("options"):
         console.print(f"options: {fmt.tune_options(m['options'])}", highlight=False,
                       markup=False)
@@ -287,8 +287,8 @@ def _model(console, m):
             st.add_row(name, f"{s.get('seconds') or 0:.1f}", str(s.get("trials", "-")),
                        str(s.get("measured", "-")), str(s.get("reused", "-")))
         console.print(st)
-    for line in m["why"]:
-        console.print(f"  [dim]{line}[/]", highlight=False)
+    for line in tune_verdict.why_shown(m["why"]):
+        console.print(Text("  " + line, style="dim"))
     if has_curve(m):
         series, unit = convergence_series(m)
         console.print("[bold]Convergence[/] (best so far vs trial)")
@@ -471,51 +471,31 @@ def print_check(console: Console, r) -> None:
 
 
 # -- tune-graph ---------------------------------------------------------------
-def _ms(seconds) -> str:
-    return "-" if seconds is None else f"{seconds * 1e3:.3f} ms"
-
-
-def _describe(config: dict) -> str:
-    from hwtune.engine.config import EngineConfig
-    return EngineConfig(executors=config["executors"], threads=config["threads"],
-                        scheduler=config["scheduler"], pin=config["pin"]).describe()
-
-
 def print_tune(console: Console, doc: dict) -> None:
-    """tune-graph's summary: default vs tuned, why, where the time went."""
+    """tune-graph's summary: the default, the one verdict (what `hwtune run`
+    uses, with its figure; a gain not confirmed across processes named as
+    such), why, where the time went, what is stored, what to do next."""
+    from hwtune.report import tune_verdict as tv
+
     def line(text):
         console.print(text, markup=False, highlight=False, emoji=False, soft_wrap=True)
 
-    d, t = doc["default"], doc["tuned"]
+    d, v = doc["default"], doc["verdict"]
     line(f"model:     {doc['model']} ({doc['ops']} ops, graph {doc['graph_hash'][:12]})")
-    line(f"default:   {_ms(d['median_s'])} +- {_ms(d['mad_s'])}  ({_describe(d['config'])}, "
-         f"default CONV knobs)")
-    extras = [_describe(t["config"])]
-    if t["config"].get("op_params"):
-        extras.append(f"{len(t['config']['op_params'])} CONV(s) tuned")
-    if t["config"].get("op_threads"):
-        extras.append(f"{len(t['config']['op_threads'])} per-op thread counts")
-    line(f"tuned:     {_ms(t['median_s'])} +- {_ms(t['mad_s'])}  ({', '.join(extras)})")
-    ci = doc.get("speedup_ci")
-    if t.get("label") == "default":
-        gain = "the default is kept"
-    elif ci and ci["low"] <= 1.0 <= ci["high"]:
-        gain = f"no significant gain: {ci['level']:.0%} interval {ci['low']:.2f}-{ci['high']:.2f}x"
-    elif ci:
-        gain = f"{ci['level']:.0%} interval {ci['low']:.2f}-{ci['high']:.2f}x"
-    else:
-        gain = "medians of samples interleaved in one run"
-    line(f"speedup:   {doc['speedup']:.2f}x ({gain}; paired samples, each taken as "
-         f"`hwtune run` takes them)")
-    if doc.get("kept_stored"):
-        line("kept:      the stored tuned config (nothing measured here beat it "
-             "significantly)")
-    others = [c for c in doc["candidates"] if c != d and c != t]
+    line(f"default:   {fmt.seconds(d['median_s'])} +- {fmt.seconds(d['mad_s'])} "
+         f"({fmt.config(d['config'])}, default CONV knobs)")
+    t = doc.get("tuned")
+    for label, text in tv.lines(v):
+        line(f"{label + ':':<10s} {text}")
+    shown = {d["label"], (t or {}).get("label")}
+    others = [c for c in doc["candidates"] if c["label"] not in shown and c.get("median_s")]
     if others:
-        line("also measured: " + ", ".join(f"{c['label']} {_ms(c['median_s'])}"
-                                           for c in others))
-    line("why:")
-    for w in doc["why"]:
+        line("also measured (one process): " + ", ".join(
+            f"{c['label']} {fmt.seconds(c['median_s'])}" for c in others))
+    why = tv.why_shown(doc["why"])
+    if why:
+        line("why:")
+    for w in why:
         line(f"  - {w}")
     spent = ", ".join(f"{k} {v['seconds']:.1f} s ({v['trials']} trials, {v['reused']} reused)"
                       for k, v in doc["stages"].items())
@@ -535,7 +515,9 @@ def print_tune(console: Console, doc: dict) -> None:
         line("cut:       nothing (every planned stage and workload finished)")
     if doc.get("accuracy"):
         line(f"thread-count interpolation accuracy: {doc['accuracy']}")
-    line(f"stored:    tuned config {doc['config_id']}, run {doc['run_id']} in {doc['db']}")
+    line(f"stored:    {tv.stored_line(v, doc['run_id'], doc['db'])}")
+    if doc.get("next"):
+        line(f"next:      {doc['next']}")
 
 
 # -- dynamic models -----------------------------------------------------------
