@@ -422,8 +422,28 @@ def test_model_list_and_run_by_name(tmp_path):
     res = invoke("run", "lstm_small", "--set", "seq=2", "--set", "layers=1", "--iterations", 1,
                  "--warmup", 0, "--db", tmp_path / "r.db")
     assert res.exit_code == 0, res.output
-    one_line_error(invoke("run", "lstm_tiny", "--db", tmp_path / "r.db"),
-                   "cannot read lstm_tiny: no such file", "bundled models: ", "lstm_small")
+    # a misspelt name: the closest bundled one (difflib), not every name
+    line = one_line_error(invoke("run", "lstm_smal", "--db", tmp_path / "r.db"),
+                          "cannot read lstm_smal: no such file", "did you mean lstm_small?")
+    assert "resnet18" not in line
+    one_line_error(invoke("run", "zzqqxx", "--db", tmp_path / "r.db"),
+                   "cannot read zzqqxx: no such file", "`hwtune model list` names the")
+    one_line_error(invoke("run", "tree_lstm_binar", "--inputs", tmp_path / "s.jsonl",
+                          "--db", tmp_path / "r.db"), "did you mean tree_lstm_binary?")
+
+
+def test_model_list_and_info_show_dynamic_models():
+    doc = json.loads(invoke("model", "list", "--json").stdout)
+    kinds = {m["name"]: m["kind"] for m in doc}
+    assert kinds["lstm_small"] == "static" and kinds["tree_lstm_binary"] == "dynamic"
+    text = invoke("model", "list").stdout
+    assert "dynamic models" in text and "tree_lstm_childsum" in text
+    res = invoke("model", "info", "tree_lstm_binary")
+    assert res.exit_code == 0, res.output
+    assert "dynamic" in res.stdout and "vertex ops:" in res.stdout and "states:" in res.stdout
+    info = json.loads(invoke("model", "info", "tree_lstm_binary", "--json").stdout)
+    assert info["kind"] == "dynamic" and info["arity"] == 2
+    assert info["vertex_function"]["ops"] > 0
 
 
 def test_check_init_and_default_suite_outside_a_checkout(tmp_path, monkeypatch):
