@@ -229,3 +229,25 @@ def test_junit_time_is_wall_seconds_of_measuring():
     assert times["broken"] == 0.0  # an error before any measuring: no time recorded
     # the wall time survives the --json round trip (check --compare reads it)
     assert FigureResult.from_json(counted.to_json()).wall_s == 1.75
+
+
+def test_wide_console_keeps_whole_figure_names_and_markdown_the_whole_host_key():
+    """Piped with COLUMNS=200 a figure name is not cut to 20 columns; at 80
+    it is (seven columns must fit); the markdown names the host key whole
+    (its hash is what tells two hosts of one CPU model apart)."""
+    import io
+
+    from rich.console import Console
+
+    from hwtune.report.export.terminal import print_check
+    r = make_report()
+    long = "gemm-64x512x512-t1-with-a-long-tail"
+    r.outcomes[0].name = long
+    wide = Console(file=io.StringIO(), width=200, color_system=None)
+    print_check(wide, r)
+    assert long in wide.file.getvalue()
+    narrow = Console(file=io.StringIO(), width=80, color_system=None)
+    print_check(narrow, r)
+    assert long not in narrow.file.getvalue().split("\n  ")[0]  # the table cuts it at 80
+    r.host_key = "amd-epyc-2c-601ffda2b475"
+    assert "`amd-epyc-2c-601ffda2b475`" in render("check", r, "markdown")

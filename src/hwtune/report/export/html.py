@@ -376,7 +376,10 @@ def plan(doc: dict) -> str:
 
 
 def report(doc: dict) -> str:
-    body = [part for section in REPORT_SECTIONS for part in section(doc)]
+    # --compare run:ID run:ID: the comparison first, the host's report after it
+    sections = ((_compare,) + tuple(s for s in REPORT_SECTIONS if s is not _compare)
+                if views.runs_compared(doc) else REPORT_SECTIONS)
+    body = [part for section in sections for part in section(doc)]
     return ("<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
             "<meta name='viewport' content='width=device-width,initial-scale=1'>"
             f"<title>hwtune report: {_e(doc['host']['host_key'])}</title>"

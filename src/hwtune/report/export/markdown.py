@@ -246,7 +246,10 @@ def plan(doc: dict) -> str:
 
 
 def report(doc: dict) -> str:
-    out = [line for section in REPORT_SECTIONS for line in section(doc)]
+    sections = ((lambda d: [f"# hwtune report: {d['compare']['sides'][0]['label']} vs "
+                            f"{d['compare']['sides'][1]['label']}", ""], _compare)
+                if views.runs_compared(doc) else REPORT_SECTIONS)
+    out = [line for section in sections for line in section(doc)]
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -256,7 +259,7 @@ def check(r) -> str:
     to a CI job summary after other sections."""
     th = r.suite.thresholds
     out = [f"### {verdicts.headline(r)}", ""]
-    out.append(f"Host `{r.host_key[:12]}`, mode `{r.mode}`"
+    out.append(f"Host `{r.host_key}`, mode `{r.mode}`"
                + (", relative to the reference kernel" if r.relative else "")
                + f"; alpha {th.alpha:g}, min effect {th.min_effect:.0%}"
                + (f", host noise floor {r.noise_floor:.1%}" if r.noise_floor is not None
@@ -300,6 +303,19 @@ def compare(r) -> str:
     return "\n".join(out) + "\n"
 
 
+# -- run (a static model) ---------------------------------------------------------
+def run(data: dict) -> str:
+    """hwtune run as a self-contained section (a job summary, a PR)."""
+    from hwtune.report import run_views
+    out = []
+    for doc in run_views.docs_of(data):
+        out += [f"### hwtune run: {doc['model']}", ""]
+        out += table(["", "value"],
+                     [[label or " ", text] for label, text in run_views.lines(doc)],
+                     right_from=2)
+    return "\n".join(out) + "\n"
+
+
 # -- dynamic models -------------------------------------------------------------
 def dynamic(doc: dict) -> str:
     """hwtune run --inputs as a self-contained section."""
@@ -319,4 +335,5 @@ def dynamic_tune(doc: dict) -> str:
 
 
 EXPORTER = Exporter("markdown", {"report": report, "check": check, "compare": compare,
+                                 "run": run,
                                  "plan": plan, "dynamic": dynamic, "dynamic-tune": dynamic_tune})

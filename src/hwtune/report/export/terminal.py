@@ -416,6 +416,12 @@ REPORT_SECTIONS = (_report_head, _report_scan_or_hint, _report_models, _report_r
 
 
 def print_report(console: Console, doc: dict) -> None:
+    if views.runs_compared(doc):
+        console.print(f"[bold]hwtune report[/] [dim]{doc['db']}, generated "
+                      f"{fmt.date(doc['generated_at'])} by hwtune {doc['hwtune_version']}[/]",
+                      highlight=False)
+        _report_compare(console, doc)
+        return
     for section in REPORT_SECTIONS:
         section(console, doc)
 
@@ -427,7 +433,10 @@ def print_check(console: Console, r) -> None:
     # No box, one space between columns: seven columns fit in 80.
     t = Table(title=verdicts.headline(r), title_justify="left", box=None,
               padding=(0, 1, 0, 0), header_style="bold")
-    t.add_column("figure", overflow="ellipsis", no_wrap=True, max_width=20)
+    # 20 columns for the name in 80 (the other six take the rest); a wider
+    # console (COLUMNS=200 on a pipe) shows whole names.
+    t.add_column("figure", overflow="ellipsis", no_wrap=True,
+                 max_width=max(20, console.width - 60))
     t.add_column("baseline", justify="right", no_wrap=True)
     t.add_column("current", justify="right", no_wrap=True)
     # Relative mode compares ratios to the reference kernel, not the medians
@@ -547,6 +556,18 @@ def print_dynamic_tune(console: Console, doc: dict) -> None:
         console.print(text, markup=False, highlight=False, emoji=False, soft_wrap=True)
 
 
+# -- run (a static model) -------------------------------------------------------
+def print_run(console: Console, data: dict) -> None:
+    """hwtune run: one block per run (a --threads list gives several)."""
+    from hwtune.report import run_views
+    for i, doc in enumerate(run_views.docs_of(data)):
+        if i:
+            console.print()
+        for label, text in run_views.lines(doc):
+            console.print(f"{label + ':' if label else '':<11s} {text}", markup=False,
+                          highlight=False, emoji=False, soft_wrap=True)
+
+
 # -- compare ------------------------------------------------------------------
 def print_compare(console: Console, r) -> None:
     """hwtune compare: one row per side, interleaved medians, ratio to hwtune."""
@@ -641,6 +662,7 @@ PRINTERS: Dict[str, Tuple[Printer, Optional[Callable[[int], int]]]] = {
     "check": (print_check, _at_least_80),
     "tune": (print_tune, None),
     "compare": (print_compare, None),
+    "run": (print_run, None),
     "plan": (print_plan, None),
     "dynamic": (print_dynamic, None),
     "dynamic-tune": (print_dynamic_tune, None),
