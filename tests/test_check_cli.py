@@ -115,6 +115,11 @@ def test_regression_exit_1_and_outputs(env):
     code, out = invoke(args + ["--baseline", str(fast), "--json"])
     doc = json.loads(out)
     assert code == 1 and doc["status"] == "regression" and doc["exit_code"] == 1
+    # a regression fails only after fresh processes measured it again
+    for f in doc["figures"]:
+        again = f["current"]["params"]["remeasure"]
+        assert again["status"] == "regression" and len(again["samples"]) >= 3, f["name"]
+        assert "again in fresh processes" in f["reason"]
     g = next(f for f in doc["figures"] if f["name"] == "g")
     assert g["ratio"] > 100 and len(g["current"]["samples"]) >= 6
     assert g["metric"] == "time" and g["decided_by"]["rounds"] >= 3

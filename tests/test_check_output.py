@@ -251,3 +251,46 @@ def test_wide_console_keeps_whole_figure_names_and_markdown_the_whole_host_key()
     assert long not in narrow.file.getvalue().split("\n  ")[0]  # the table cuts it at 80
     r.host_key = "amd-epyc-2c-601ffda2b475"
     assert "`amd-epyc-2c-601ffda2b475`" in render("check", r, "markdown")
+
+
+def test_a_regression_not_confirmed_in_fresh_processes_does_not_fail(monkeypatch):
+    """The gate fails on a regression only when the re-measure in fresh
+    processes says regression too (scripted here; real in test_check_cli)."""
+    from hwtune.check import remeasure
+    from hwtune.check.gate import confirm_regressions
+    r = make_report()
+    base, _ = make_results()
+    b = bl.Baseline("hostA", "t", base, source="base.json")
+    calls = []
+
+    def scripted(verdict):
+        def fake(suite, fig, ref, old, *, relative, inner_hints=None, python=None):
+            calls.append(fig.name)
+            again = FigureResult(fig.name, fig.kind, {}, "s", False, [1e-3] * 5, [1e-3] * 5,
+                                 wall_s=0.5)
+            return verdict, again
+        return fake
+    # slowed: +20% in this process; fresh processes measure +0.4%
+    monkeypatch.setattr(remeasure, "remeasure", scripted(
+        Decision("pass", 1.004, (0.99, 1.02), 0.4, 12, 2, "+0.4%; any slowdown is below 5%")))
+    outs = confirm_regressions(SUITE, r.outcomes, b, mode="gate", relative=False)
+    by = {o.name: o for o in outs}
+    assert calls == ["slowed", "peak"]  # only the regressions, each once
+    assert by["slowed"].status == "pass" and by["slowed"].reason.startswith("not confirmed: ")
+    assert "fresh processes" in by["slowed"].reason and by["slowed"].current.wall_s >= 0.5
+    assert overall(outs, "gate") == "error"  # 'broken' still errors; no regression left
+    # confirmed: stays a regression, both measurements named
+    r = make_report()
+    monkeypatch.setattr(remeasure, "remeasure", scripted(
+        Decision("regression", 1.19, (1.15, 1.23), 1e-6, 12, 2, "+19.0% slower")))
+    by = {o.name: o for o in confirm_regressions(SUITE, r.outcomes, b, mode="gate",
+                                                 relative=False)}
+    assert by["slowed"].status == "regression"
+    assert "+20.0% slower; again in fresh processes: +19.0% slower" in by["slowed"].reason
+    # the re-measure cannot decide: undecidable (exit 3), never a regression (exit 1)
+    r = make_report()
+    monkeypatch.setattr(remeasure, "remeasure", scripted(
+        Decision("undecidable", 1.1, (0.9, 1.4), 0.2, 40, 5, "CI still spans 5%")))
+    by = {o.name: o for o in confirm_regressions(SUITE, r.outcomes, b, mode="gate",
+                                                 relative=False)}
+    assert by["slowed"].status == "undecidable"
