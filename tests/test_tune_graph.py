@@ -4,6 +4,7 @@ run's own interleaved comparison, resumable, and bad input is one line."""
 
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -44,6 +45,11 @@ def db(tmp_path):
     return tmp_path / "results.db"
 
 
+def _seconds(match) -> float:
+    value, unit = match
+    return float(value) * {"µs": 1e-6, "ms": 1e-3, "s": 1.0}[unit]
+
+
 def uses(out) -> str:
     """The config source `hwtune run` must report after this tuning: the
     verdict's tuned config, or the default (then nothing is stored as tuned)."""
@@ -63,6 +69,10 @@ def test_tune_lstm_then_run_uses_tuned_config(db):
         assert out["tuned"]["median_s"] <= out["default"]["median_s"]
     assert out["speedup"] >= 1.0
     assert out["why"] and out["stages"]["sweep"]["trials"] >= 1
+    # the sweep's line names its winner first, with its pinning, then the rest fastest first
+    (sweep,) = [w for w in out["why"] if w.startswith("sweep: ")]
+    figures = [_seconds(m) for m in re.findall(r"(\d+(?:\.\d+)?) (µs|ms|s)\b", sweep)]
+    assert " was fastest of " in sweep and figures == sorted(figures), sweep
     (status,), = rows(db, "SELECT status FROM runs WHERE kind = 'tune'")
     assert status == "complete"
     assert rows(db, "SELECT count(*) FROM engine_configs WHERE source = 'tuned'")[0][0] == \

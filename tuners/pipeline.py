@@ -342,13 +342,23 @@ def _stage_sweep(ctx: TuneContext, graph, graph_hash: str, cfg: EngineConfig,
     rows = [r for r in res.rows if r[1] is not None]
     report.trials, report.measured, report.reused = len(res.rows), res.measured, res.reused
     report.stopped = res.stopped
-    table = ", ".join(f"{c.executors}x{c.threads}{'' if c.pinned else ' unpinned'} "
-                      f"{s * 1e3:.2f} ms" for c, s, _ in rows)
+    from hwtune.report.fmt import seconds
+
+    def name(c) -> str:
+        return f"{c.executors}x{c.threads}{'' if c.pinned else ' unpinned'}"
+    # Fastest first, the winner named with its pinning and figure: listed in
+    # trial order, "2x1 was fastest of 4 (1x2 unpinned 0.14 ms, 2x1 0.35 ms,
+    # ...)" read as if a slower config had won (issue #42).
+    ranked = sorted(rows, key=lambda r: r[1])
     latency = {}
     if rows and res.best_s:
         latency = {"best": res.best_s, "default": max(sec for _, sec, _ in rows)}
-    return res.best, [f"sweep: {res.best.executors} executor(s) x {res.best.threads} thread(s) "
-                      f"was fastest of {len(res.rows)} ({table})"], latency
+    if not ranked or res.best_s is None:
+        return res.best, [f"sweep: nothing measured; {name(res.best)} stands"], latency
+    rest = ", ".join(f"{name(c)} {seconds(s)}" for c, s, _ in ranked if c != res.best)
+    return res.best, [f"sweep: {name(res.best)} ({res.best.executors} executor(s) x "
+                      f"{res.best.threads} thread(s)) was fastest of {len(res.rows)} at "
+                      f"{seconds(res.best_s)}" + (f"; then {rest}" if rest else "")], latency
 
 
 def _stage_conv(ctx: TuneContext, graph, cfg: EngineConfig, report: StageReport,
