@@ -128,7 +128,26 @@ def _output(report, junit_path, md_path, as_json):
     if md_path:
         write_file(md_path, export.render("check", report, "markdown"), append=True)
     export.write("check", report, "json" if as_json else "terminal")
+    if not as_json:
+        from hwtune.cli.options import echo_next
+        echo_next(_next(report))
     sys.exit(report.exit_code)
+
+
+def _next(report) -> str:
+    """What to do after this check, by its outcome."""
+    bad = [o.name for o in report.outcomes if o.status in ("regression", "error")]
+    if report.status == "recorded":
+        return "hwtune check (compares the next build with this baseline)"
+    if report.status == "regression":
+        return (f"hwtune check --figure {bad[0]} to measure it again, or hwtune check --against "
+                "PYTHON to compare two builds interleaved (docs/check.md)")
+    if report.status == "error":
+        return f"fix what {bad[0] if bad else 'the figure'} reports above, then hwtune check"
+    if report.status == "undecidable":
+        return ("hwtune check --max-seconds N (more rounds for the undecided figures), or "
+                "--against PYTHON (two builds interleaved, which decides on a noisy machine)")
+    return "hwtune report (this check beside the earlier ones)"
 
 
 def _init_suite(path):

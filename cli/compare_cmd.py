@@ -19,7 +19,9 @@ def _peers(ctx, param, value):
 @click.argument("model")
 @click.option("--with", "peers", default="ort,torch", show_default=True, callback=_peers,
               metavar="PEERS", help="peers to run beside hwtune: ort (ONNX Runtime), torch "
-                                    "(PyTorch eager); a missing one is skipped with a notice")
+                                    "(PyTorch eager); a peer named here that is not installed "
+                                    "is an error (exit 2), one missing from the default list "
+                                    "is skipped with a notice")
 @click.option("--reps", type=int, default=10, show_default=True, metavar="N",
               help="interleaved samples per side")
 @click.option("--threads", type=int, default=None, metavar="T",
@@ -56,6 +58,8 @@ def compare(model, peers, reps, threads, input_files, shapes, overrides, md_path
     from hwtune.engine.tensor_files import load_inputs
     from hwtune.sources import load_any
 
+    named = (click.get_current_context().get_parameter_source("peers")
+             is not click.core.ParameterSource.DEFAULT)
     graph, path = load_any(model, overrides, shapes)
     inputs = load_inputs(graph, input_files)
     native_engine()
@@ -66,7 +70,7 @@ def compare(model, peers, reps, threads, input_files, shapes, overrides, md_path
         host_key = machine.host_key(machine.fingerprint())
         r = run_compare(graph, path, peers, inputs=inputs, reps=reps, threads=threads, db=db,
                         host_key=host_key, graph_hash=graph_hash(graph.to_json()),
-                        notice=None if as_json else
+                        required=named, notice=None if as_json else
                         (lambda m: click.echo(f"note: {m}", err=True)))
     finally:
         if db is not None:
@@ -75,6 +79,14 @@ def compare(model, peers, reps, threads, input_files, shapes, overrides, md_path
         with open(md_path, "a", encoding="utf-8") as fh:
             fh.write(export.render("compare", r, "markdown"))
     export.write("compare", r, "json" if as_json else "terminal")
+    if not as_json:
+        from hwtune.cli.options import echo_next, model_args
+        args = model_args(model, overrides, shapes)
+        if "[default" in r.sides[0].describe:
+            echo_next(f"hwtune tune-graph {args}, then compare again (hwtune ran its default "
+                      "config)")
+        else:
+            echo_next("hwtune report (the tuning behind hwtune's row)")
     if not r.ok:
         bad = [s for s in r.sides if s.agree is False]
         raise OutputsDiffer(f"outputs differ: {', '.join(s.name for s in bad)} "

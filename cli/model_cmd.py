@@ -7,6 +7,7 @@ turns them into one-line messages and exit codes.
 import functools
 import inspect
 import json
+import os
 import re
 import sys
 
@@ -193,9 +194,15 @@ def grad_cmd(file, output, score, loss, optimizer, hyper, batch_norm, overrides,
 @json_option
 @_typed_errors
 def info_cmd(file, overrides, max_tensor_bytes, max_total_bytes, as_json):
-    """Op counts, FLOPs, memory, depth, width and critical path of FILE."""
+    """Op counts, FLOPs, memory, depth, width and critical path of FILE; for
+    a dynamic model, its vertex function's."""
+    from hwtune.dynamic.sources import find_dynamic
     from hwtune.graph.info import graph_info
     from hwtune.graph.validate import human_bytes
+    dyn = find_dynamic(file)
+    if dyn is not None:
+        return _dynamic_info(dyn, overrides, _limits(max_tensor_bytes, max_total_bytes),
+                             as_json)
     info = graph_info(_load(file, overrides, max_tensor_bytes, max_total_bytes))
     if as_json:
         click.echo(json.dumps(info.to_json(), indent=2))
@@ -211,6 +218,38 @@ def info_cmd(file, overrides, max_tensor_bytes, max_total_bytes, as_json):
     click.echo(f"width:        {info.width} ops on the widest level")
     click.echo(f"critical:     {info.critical_flops / 1e9:.3f} GFLOPs on the heaviest "
                f"chain; parallelism {info.parallelism:.2f}")
+
+
+def _dynamic_info(path, overrides, limits, as_json):
+    """A dynamic model: its vertex function F (one vertex's ops, FLOPs per
+    vertex), its states, children and readouts."""
+    from hwtune.dynamic.model import load_dynamic
+    from hwtune.graph.info import graph_info
+    from hwtune.graph.validate import human_bytes
+    m = load_dynamic(path, overrides, limits)
+    info = graph_info(m.graph)
+    doc = {"model": m.name, "kind": "dynamic", "path": path, "input": m.input_kind,
+           "input_width": m.input_width, "arity": m.arity,
+           "states": [{"name": n, "width": w} for n, w, _ in m.states],
+           "readouts": [{"name": r.name, "at": r.at, "outputs": r.outputs}
+                        for r in m.readouts],
+           "vertex_function": info.to_json()}
+    if as_json:
+        click.echo(json.dumps(doc, indent=2))
+        return
+    counts = ", ".join(f"{k} {v}" for k, v in info.op_counts.items())
+    click.echo(f"model:        {m.name} (dynamic: a vertex function over input graphs)")
+    click.echo(f"input:        {m.input_kind}" + (f", width {m.input_width}"
+                                                  if m.input_width else ""))
+    click.echo(f"children:     {m.arity if m.arity else 'any number'} per vertex")
+    click.echo("states:       " + ", ".join(f"{n} ({w})" for n, w, _ in m.states))
+    click.echo("readouts:     " + ", ".join(f"{r.name} at {r.at}" for r in m.readouts))
+    click.echo(f"vertex ops:   {info.ops} ({counts})")
+    click.echo(f"FLOPs:        {info.flops / 1e6:.3f} M per vertex row")
+    click.echo(f"params:       {human_bytes(info.param_bytes)}")
+    stem = os.path.basename(path)[:-5]
+    click.echo(f"run it:       hwtune model samples {stem} -o s.jsonl; "
+               f"hwtune run {stem} --inputs s.jsonl")
 
 
 @model.group("generate",
@@ -266,10 +305,16 @@ def list_cmd(as_json):
         return
     width = max(len(m["name"]) for m in models)
     room = max(20, 100 - width - 2)  # one line each; --json has the whole text
-    for m in models:
-        text = m["description"]
-        text = text if len(text) <= room else text[:room - 3].rstrip() + "..."
-        click.echo(f"{m['name']:{width}s}  {text}")
+    for kind, title in (("static", None),
+                        ("dynamic", "dynamic models (vertex functions over input graphs: "
+                                    "run and tune-graph take --inputs FILE.jsonl)")):
+        rows = [m for m in models if m["kind"] == kind]
+        if title and rows:
+            click.echo(f"\n{title}:")
+        for m in rows:
+            text = m["description"]
+            text = text if len(text) <= room else text[:room - 3].rstrip() + "..."
+            click.echo(f"{m['name']:{width}s}  {text}")
 
 
 @model.command("export", epilog=example("hwtune model export resnet18 -o resnet18.onnx"))

@@ -75,6 +75,24 @@ class _SchedulerOption(click.Option):
         return super().get_help_record(ctx)
 
 
+def model_args(model: str, overrides=None, shapes=None) -> str:
+    """MODEL and its --set/--shape flags as the user would type them again
+    (for a "next:" line naming the command to run)."""
+    import json
+    import shlex
+    parts = [model]
+    for k, v in (overrides or {}).items():
+        parts += ["--set", f"{k}={v if isinstance(v, str) else json.dumps(v)}"]
+    for k, dims in (shapes or {}).items():
+        parts += ["--shape", f"{k}={'x'.join(str(d) for d in dims)}"]
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+def echo_next(text: str) -> None:
+    """The one "next:" line a long command ends with: what to run now."""
+    click.echo(f"next: {text}")
+
+
 def set_option(f):
     """--set for commands that take a model.json or an ONNX model."""
     return click.option(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 
 import click
@@ -24,10 +23,6 @@ def input_files_callback(ctx, param, values):
     return out
 
 
-def _ms(seconds: float) -> str:
-    return f"{seconds * 1e3:.3f} ms"
-
-
 @click.command("run", epilog=example(
     "hwtune run configs/models/lstm_small.json --executors 2 --threads 1 "
     "--scheduler critical-path --iterations 50 --trace lstm.trace.json",
@@ -37,14 +32,15 @@ def _ms(seconds: float) -> str:
 @click.option("--executors", type=int, default=None, metavar="K",
               help="executors (teams of threads) running ops side by side "
                    "(default: stored config, else 1)")
-@click.option("--threads", type=int, default=None, metavar="T",
-              help="threads per executor (default: stored config, else every usable CPU / K)")
+@click.option("--threads", default=None, metavar="T[,T...]",
+              help="threads per executor (default: stored config, else every usable CPU / K); "
+                   "a list (1,2 or 1-4) runs the model at each count in turn")
 @scheduler_option
 @click.option("--pin/--no-pin", default=None,
               help="pin executor teams to disjoint CPUs (default: the scheduler's own: on for "
                    "those that pin by default, never for the unpinned baseline)")
-@click.option("--iterations", type=int, default=20, show_default=True, metavar="N",
-              help="timed runs of the whole graph")
+@click.option("--reps", "--iterations", "iterations", type=int, default=20, show_default=True,
+              metavar="N", help="timed runs of the whole graph (--iterations is the same)")
 @click.option("--warmup", type=int, default=3, show_default=True, metavar="W",
               help="untimed runs first (caches, page faults, thread wake-up)")
 @click.option("--trace", "trace_path", type=click.Path(dir_okay=False), default=None,
@@ -82,8 +78,7 @@ def _ms(seconds: float) -> str:
               help="dynamic models: ignore the config tune-graph stored for this model, "
                    "policy and batch (run the default, or the flags)")
 @click.option("--format", "fmt", type=click.Choice(["terminal", "markdown", "json"]),
-              default=None, help="dynamic models: output format (default terminal; --json "
-                                 "is --format json)")
+              default=None, help="output format (default terminal; --json is --format json)")
 @db_option
 @json_option
 def run(model, executors, threads, scheduler, pin, iterations, warmup, trace_path, overrides,
@@ -117,6 +112,15 @@ def run(model, executors, threads, scheduler, pin, iterations, warmup, trace_pat
     from hwtune.tuners import conv_knobs
 
     from hwtune.dynamic.sources import find_dynamic
+    from hwtune.scan.steps import parse_threads
+    thread_list = parse_threads(threads) if threads is not None else [None]
+    if as_json and fmt not in (None, "json"):
+        raise UsageError(f"--json and --format {fmt} ask for two formats: drop one")
+    fmt = "json" if as_json else fmt or "terminal"
+    if len(thread_list) > 1 and (inputs_path is not None or trace_path or save or save_path):
+        raise UsageError("a list of --threads runs the model once per count: it takes no "
+                         "--inputs, --trace, --save or --save-outputs")
+    threads = thread_list[0]
     if inputs_path is not None:
         from hwtune.cli.run_dynamic import run_dynamic
         for flag, value in (("--trace", trace_path), ("--save-outputs", save_path),
@@ -124,21 +128,17 @@ def run(model, executors, threads, scheduler, pin, iterations, warmup, trace_pat
                             ("--scheduler", scheduler), ("--train", train)):
             if value:
                 raise UsageError(f"{flag} is not supported for dynamic models (--inputs) yet")
-        if as_json and fmt not in (None, "json"):
-            raise UsageError(f"--json and --format {fmt} ask for two formats: drop one")
         return run_dynamic(model, inputs_path, batches, policies, chunk, executors, threads,
-                           pin, iterations, overrides, check, untuned, db_path,
-                           "json" if as_json else fmt or "terminal")
+                           pin, iterations, overrides, check, untuned, db_path, fmt)
     if find_dynamic(model):
         raise UsageError(f"{model} is a dynamic model (a vertex function): give its input "
                          "graphs with --inputs FILE.jsonl (hwtune model samples "
                          f"{model} -o FILE.jsonl writes some)")
     for flag, value in (("--batch", batches), ("--policy", policies), ("--chunk", chunk),
-                        ("--format", fmt), ("--untuned", untuned or None)):
+                        ("--untuned", untuned or None)):
         if value is not None:
             raise UsageError(f"{flag} is for dynamic models run with --inputs")
 
-    flags = {"executors": executors, "threads": threads, "scheduler": scheduler, "pin": pin}
     check_counts(iterations, warmup)
     graph, model = load_any(model, overrides, shapes)
     if train:
@@ -148,96 +148,83 @@ def run(model, executors, threads, scheduler, pin, iterations, warmup, trace_pat
         raise UsageError(f"invalid --save-outputs {save_path}: its directory does not exist")
     cpus = allowed_cpus()
     op_names = [op.name for op in graph.ops]
-    resolve(None, "", "", flags, cpus=cpus, op_names=op_names)  # refuse before touching the db
+    all_flags = [{"executors": executors, "threads": t, "scheduler": scheduler, "pin": pin}
+                 for t in thread_list]
+    for flags in all_flags:
+        resolve(None, "", "", flags, cpus=cpus, op_names=op_names)  # refuse before the db
     if trace_path and not os.path.isdir(os.path.dirname(os.path.abspath(trace_path))):
         raise UsageError(f"invalid --trace {trace_path}: its directory does not exist")
     native_engine()
 
+    from hwtune.report import export
+    docs, results = [], []
     db = ResultsDB.open(db_path)
     with db:
         host_key = db.upsert_host(machine.fingerprint())
         graph_hash = db.put_graph(graph.to_json())
-        resolved = resolve(db, host_key, graph_hash, flags, cpus=cpus)
-        if resolved.notice:
-            click.echo(f"note: {resolved.notice}", err=True)
-        # Each CONV's knobs for the threads it runs at (tuned there, else
-        # at the nearest tuned count, else the config's, else the default).
-        cfg, run_graph, knobs = conv_knobs.for_run(db, host_key, graph, resolved.config,
-                                                   params_threads=resolved.params_threads)
-        for line in knobs.notes:
-            click.echo(f"note: {line}", err=True)
-        # Per-op tables name ops of the graph that runs (layout rewrites add some).
-        cfg.validate(cpus, [op.name for op in run_graph.ops])
-        # The config actually run is stored, so the C engine and the tuner
-        # find it; flags never overwrite a tuned or user config.
-        config_id = None
-        if save:
-            config_id = db.put_engine_config(host_key, graph_hash, source="user",
-                                             **cfg.db_fields())
-        elif resolved.source == "default":
-            config_id = db.put_engine_config(host_key, graph_hash, source="default",
-                                             **cfg.db_fields())
-        elif "+" not in resolved.source:
-            config_id = db.engine_config(host_key, graph_hash, resolved.source)["id"]
-        options = {"model": model, "graph_hash": graph_hash, "vars": overrides,
-                   "config": cfg.to_json(), "config_source": resolved.source,
-                   "iterations": iterations, "warmup": warmup, "trace": trace_path,
-                   "inputs": input_files or None, "conv_knobs": knobs.to_json(),
-                   "train": train_record(train, loss, optimizer, hyper, batch_norm)}
-        result = run_model(db, host_key, run_graph, graph_hash, cfg, iterations=iterations,
-                           warmup=warmup, trace=trace_path is not None, options=options,
-                           kernel_variant=selected_isa(), config_id=config_id, check=check,
-                           base_graph=graph, inputs=inputs, keep_outputs=bool(save_path))
-        if save_path:
-            save_outputs(save_path, result.outputs)
-        trace_info = None
-        if trace_path:
-            n = write_chrome_trace(trace_path, result.events,
-                                   process_name=f"hwtune {graph.name}",
-                                   metadata={"model": graph.name, "graph_hash": graph_hash,
-                                             "config": cfg.to_json(), "run_id": result.run_id})
-            trace_info = dict(summary(result.events), path=trace_path, events=n)
-        db_file = str(db.path)
+        for flags in all_flags:
+            resolved = resolve(db, host_key, graph_hash, flags, cpus=cpus)
+            if resolved.notice:
+                click.echo(f"note: {resolved.notice}", err=True)
+            # Each CONV's knobs for the threads it runs at (tuned there, else
+            # at the nearest tuned count, else the config's, else the default).
+            cfg, run_graph, knobs = conv_knobs.for_run(db, host_key, graph, resolved.config,
+                                                       params_threads=resolved.params_threads)
+            for line in knobs.notes:
+                click.echo(f"note: {line}", err=True)
+            # Per-op tables name ops of the graph that runs (layout rewrites add some).
+            cfg.validate(cpus, [op.name for op in run_graph.ops])
+            # The config actually run is stored, so the C engine and the tuner
+            # find it; flags never overwrite a tuned or user config.
+            config_id = None
+            if save:
+                config_id = db.put_engine_config(host_key, graph_hash, source="user",
+                                                 **cfg.db_fields())
+            elif resolved.source == "default":
+                config_id = db.put_engine_config(host_key, graph_hash, source="default",
+                                                 **cfg.db_fields())
+            elif "+" not in resolved.source:
+                config_id = db.engine_config(host_key, graph_hash, resolved.source)["id"]
+            options = {"model": model, "graph_hash": graph_hash, "vars": overrides,
+                       "config": cfg.to_json(), "config_source": resolved.source,
+                       "iterations": iterations, "warmup": warmup, "trace": trace_path,
+                       "inputs": input_files or None, "conv_knobs": knobs.to_json(),
+                       "train": train_record(train, loss, optimizer, hyper, batch_norm)}
+            result = run_model(db, host_key, run_graph, graph_hash, cfg, iterations=iterations,
+                               warmup=warmup, trace=trace_path is not None, options=options,
+                               kernel_variant=selected_isa(), config_id=config_id,
+                               check=check, base_graph=graph, inputs=inputs,
+                               keep_outputs=bool(save_path))
+            if save_path:
+                save_outputs(save_path, result.outputs)
+            trace_info = None
+            if trace_path:
+                n = write_chrome_trace(trace_path, result.events,
+                                       process_name=f"hwtune {graph.name}",
+                                       metadata={"model": graph.name, "graph_hash": graph_hash,
+                                                 "config": cfg.to_json(),
+                                                 "run_id": result.run_id})
+                trace_info = dict(summary(result.events), path=trace_path, events=n)
+            doc = {"model": graph.name, "graph_hash": graph_hash, "ops": len(graph.ops),
+                   "config": cfg.to_json(), "config_text": cfg.describe(),
+                   "config_source": resolved.source, "iterations": iterations,
+                   "warmup": warmup, "db": str(db.path), "trace": trace_info,
+                   "notice": resolved.notice, "outputs_file": save_path,
+                   "outputs": list(graph.outputs) if save_path else None,
+                   "conv_knobs": knobs.to_json(),
+                   "knobs_text": knobs.summary() if knobs.sources else None}
+            doc.update(result.to_json())
+            docs.append(doc)
+            results.append(result)
 
-    if as_json:
-        out = {"model": graph.name, "graph_hash": graph_hash, "ops": len(graph.ops),
-               "config": cfg.to_json(), "config_source": resolved.source,
-               "iterations": iterations, "warmup": warmup, "db": db_file,
-               "trace": trace_info, "notice": resolved.notice, "outputs_file": save_path,
-               "conv_knobs": knobs.to_json()}
-        out.update(result.to_json())
-        click.echo(json.dumps(out, indent=2))
+    export.write("run", docs[0] if len(docs) == 1 else {"runs": docs}, fmt)
+    for result in results:
+        if result.noisy and fmt != "json":
+            click.echo(f"warning: latency spread {result.rel_spread:.1%} (MAD/median): the "
+                       f"machine is busy; consider --reps {max(2 * iterations, 50)} or --warmup "
+                       f"{max(2 * warmup, 5)}", err=True)
+    for result in results:
         _fail_check(result.check)
-        return
-    click.echo(f"model:      {graph.name} ({len(graph.ops)} ops, {result.flops / 1e9:.3f} GFLOP, "
-               f"graph {graph_hash[:12]})")
-    click.echo(f"config:     {cfg.describe()} ({resolved.source})")
-    if knobs.sources:
-        click.echo(f"            {knobs.summary()}")
-    click.echo(f"latency:    median {_ms(result.median_s)} +- {_ms(result.mad_s)} (MAD, "
-               f"{result.rel_spread:.1%}), min {_ms(result.min_s)} over {iterations} runs "
-               f"after {warmup} warm-up")
-    click.echo(f"throughput: {result.runs_per_s:.1f} runs/s, {result.gflops:.2f} GFLOP/s")
-    if trace_info:
-        busy = ", ".join(f"{ex}: {b:.0%}" for ex, b in trace_info["busy"].items())
-        click.echo(f"trace:      {trace_path} ({trace_info['events']} ops in "
-                   f"{_ms(trace_info['makespan_s'])}; executors busy {busy or '-'}; open in "
-                   f"ui.perfetto.dev)")
-    if result.check:
-        c = result.check
-        scale = ("the rounding floor of the largest output" if c.get("floored")
-                 else "max|numpy|")
-        click.echo(f"check:      {'ok' if c['ok'] else 'MISMATCH'}: max |engine - numpy| "
-                   f"{c['max_abs']:.3g} = {c['rel']:.2g} x {scale} on {c['output']} "
-                   f"(tolerance {c['tolerance']:g})")
-    if save_path:
-        click.echo(f"outputs:    {', '.join(graph.outputs)} -> {save_path}")
-    click.echo(f"stored:     run {result.run_id} in {db_file}")
-    if result.noisy:
-        click.echo(f"warning: latency spread {result.rel_spread:.1%} (MAD/median): the machine "
-                   f"is busy; consider --iterations {max(2 * iterations, 50)} or --warmup "
-                   f"{max(2 * warmup, 5)}", err=True)
-    _fail_check(result.check)
 
 
 def _fail_check(check) -> None:

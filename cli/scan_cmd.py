@@ -89,3 +89,7 @@ def scan(db_path, quick, threads, isa, reps, gemm, eltwise_size, saturation, noi
     if as_json:  # the terminal format prints them itself
         for a in summary["advice"]:
             click.echo(click.style("note:", fg="yellow") + f" {a}", err=True)
+    elif not show:
+        from hwtune.cli.options import echo_next
+        echo_next("hwtune tune-graph MODEL (e.g. lstm_small; `hwtune model list` names them), "
+                  "then hwtune report")

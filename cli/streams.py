@@ -11,12 +11,19 @@
   buffered) is flushed before exit, so a full disk is one `error:` line and
   exit 2; a closed pipe (`hwtune report | head`) ends quietly with 141, as
   the shell's own tools do.
+- A standard stream closed before start (`hwtune scan >&-`): its file
+  descriptor is held on /dev/null, so that no file hwtune opens later (the
+  database) takes its number and receives stray output; a closed stdout
+  then fails at the first write, as GNU tools do (one `error:` line, exit
+  2: the work done before it, a stored scan, is kept), and a command that
+  prints nothing exits cleanly. A closed stderr loses the messages only.
 """
 
 from __future__ import annotations
 
 import codecs
 import errno
+import io
 import os
 import signal
 import sys
@@ -80,11 +87,67 @@ def signal_note() -> str:
     return f" ({signal.Signals(_received[-1]).name})"
 
 
+class ClosedStream(io.TextIOBase):
+    """sys.stdout when the process started with it closed: every write is
+    the OSError (EBADF) a write to the closed descriptor would have been."""
+
+    encoding = "utf-8"
+
+    def __init__(self, name: str):
+        super().__init__()
+        self.stream_name = name
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        return False
+
+    def write(self, s: str) -> int:
+        if not s:
+            return 0
+        raise OSError(errno.EBADF, f"{self.stream_name} is closed")
+
+    def flush(self) -> None:
+        pass
+
+
+def _closed(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+        return False
+    except OSError:
+        return True
+
+
+def _hold_closed_streams() -> None:
+    """Put /dev/null on any of fds 0-2 closed at start; a closed stdout
+    becomes a ClosedStream, a closed stderr /dev/null."""
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
+        if not _closed(fd):
+            continue
+        try:
+            null = os.open(os.devnull, os.O_RDONLY if fd == 0 else os.O_WRONLY)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+        except OSError:
+            pass
+        if fd == 1:
+            sys.stdout = ClosedStream(name)
+        elif fd == 2:
+            try:
+                sys.stderr = open(fd, "w", closefd=False, encoding="utf-8")
+            except OSError:
+                pass
+
+
 def _rich_broken_pipe(self) -> None:
     exit_broken_pipe()
 
 
 def setup() -> None:
+    _hold_closed_streams()
     install_signals()
     try:  # rich exits 1 on a closed pipe; every output here ends the same way
         from rich.console import Console

@@ -140,6 +140,7 @@ def tune_graph(model, budget_s, plan_only, trials, only, search, reps, storage, 
     opts = TuneOptions(budget_s=budget_s, trials=trials, only=only, search=search, reps=reps,
                        strategy=strategy, plan_only=plan_only, storage=storage,
                        conv_threads=_thread_list(conv_threads)).check()
+    model_arg = model
     graph, model = load_any(model, overrides, shapes)
     if train:
         graph = training_step(graph, loss, optimizer, hyper, batch_norm)
@@ -169,4 +170,23 @@ def tune_graph(model, budget_s, plan_only, trials, only, search, reps, storage, 
             click.echo("\n".join(res.lines()))
         return
     doc.update(res.to_json())
+    doc["next"] = _next(res, model_arg, overrides, shapes, budget_s, train)
     export.write("tune", doc, "json" if as_json else "terminal")
+
+
+def _next(res, model, overrides, shapes, budget_s, train) -> str:
+    """The one command to run after this tuning."""
+    import math
+
+    from hwtune.cli.options import model_args
+    args = model_args(model, overrides, shapes)
+    if res.cuts:
+        more = math.ceil((budget_s or 0) + res.resume_s)
+        return (f"hwtune tune-graph {args} --budget {more}   (finishes what this budget cut; "
+                "finished work is reused)")
+    if train:
+        return "hwtune report   (the tuned training step beside its forward pass)"
+    uses = res.verdict.get("uses") if res.verdict else "tuned"
+    if uses == "default":
+        return f"hwtune run {args}   (the default config; hwtune report shows every candidate)"
+    return f"hwtune run {args}   (uses the tuned config; hwtune report shows the tuning)"

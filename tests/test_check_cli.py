@@ -102,12 +102,24 @@ def test_regression_exit_1_and_outputs(env):
                                "--markdown", str(md)])
     assert code == 1, out
     assert "REGRESSION" in out
+    assert out.strip().splitlines()[-1].startswith("next: hwtune check --figure ")
     assert junit.read_text().count("<failure") == 2
+    # JUnit time: the wall seconds each figure took to measure, within the run's
+    import xml.etree.ElementTree as ET
+    root = ET.fromstring(junit.read_text())
+    total = float(root.get("time"))
+    times = [float(tc.get("time")) for tc in root.iter("testcase")]
+    assert all(0 < t <= total for t in times) and sum(times) <= total, (times, total)
     assert "| `g` |" in md.read_text()
     # JSON: machine-readable, raw samples on both sides
     code, out = invoke(args + ["--baseline", str(fast), "--json"])
     doc = json.loads(out)
     assert code == 1 and doc["status"] == "regression" and doc["exit_code"] == 1
+    # a regression fails only after fresh processes measured it again
+    for f in doc["figures"]:
+        again = f["current"]["params"]["remeasure"]
+        assert again["status"] == "regression" and len(again["samples"]) >= 3, f["name"]
+        assert "again in fresh processes" in f["reason"]
     g = next(f for f in doc["figures"] if f["name"] == "g")
     assert g["ratio"] > 100 and len(g["current"]["samples"]) >= 6
     assert g["metric"] == "time" and g["decided_by"]["rounds"] >= 3

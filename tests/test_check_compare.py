@@ -168,3 +168,27 @@ def test_compare_takes_no_measuring_option(tmp_path, base):
         assert code == 2 and "measures nothing" in out, (extra, out)
     with pytest.raises(HwtuneError):
         compare_files(base, base, mode="nope")
+
+
+def test_a_result_compared_with_itself_passes(tmp_path):
+    """`--compare a.json a.json`: the same measurement on both sides is no
+    change, however noisy its rounds were (it exited 3, undecidable)."""
+    import numpy as np
+    rng = np.random.default_rng(1)
+    noisy = [float(x) for x in rng.lognormal(-13, 1.5, 10)]  # rounds that spread 100x
+    doc = {"suite": "t", "host_key": "h", "relative": False, "mode": "gate",
+           "thresholds": {"alpha": 0.01, "min_effect": 0.05},
+           "figures": [{"name": "g", "status": "pass", "current": {
+               "name": "g", "kind": "gemm", "params": {"threads": 1, "chunk": 2}, "unit": "s",
+               "higher_is_better": False, "samples": noisy, "ref": [1e-6] * 10}}]}
+    a = tmp_path / "a.json"
+    a.write_text(json.dumps(doc))
+    from hwtune.check.compare_files import compare_files
+    r = compare_files(a, a)
+    assert r.status == "pass" and r.exit_code == 0, [o.reason for o in r.outcomes]
+    assert "same measurement" in r.outcomes[0].reason
+    # a different run with the same samples scaled is still decided by the test
+    doc["figures"][0]["current"]["samples"] = [x * 3 for x in noisy]
+    b = tmp_path / "b.json"
+    b.write_text(json.dumps(doc))
+    assert compare_files(a, b).outcomes[0].status != "pass"

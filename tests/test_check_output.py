@@ -203,3 +203,94 @@ def test_baseline_db_round_trip(tmp_path):
         assert got.host["cpu_model"] == "Xeon test"
         assert bl.load_db(db, key, "other") is None
         assert bl.any_db_baseline(db, "t") == key
+
+
+def test_junit_time_is_wall_seconds_of_measuring():
+    """JUnit's time attribute is the wall time spent measuring the figure
+    (seconds), for time, rate and counted figures alike; never a count (a
+    cycle count of 6588486 read as 76 days on a CI dashboard)."""
+    import xml.etree.ElementTree as ET
+    r = make_report()
+    by = {o.name: o for o in r.outcomes}
+    by["fast"].current.wall_s = 0.25
+    by["peak"].current.wall_s = 0.5  # a rate: it took time to measure too
+    counted = FigureResult("counted", "gemm", {"metric": "estimated-cycles", "calls": 4.0},
+                           "count", False, [6588486.0], wall_s=1.75)
+    legacy = FigureResult("legacy-count", "gemm", {"metric": "instructions"}, "count", False,
+                          [6588486.0])  # from a --json file written before wall_s
+    from hwtune.check.gate import FigureOutcome
+    r.outcomes += [FigureOutcome("counted", "gemm", "count", "pass", "identical", counted, None),
+                   FigureOutcome("legacy-count", "gemm", "count", "pass", "identical", legacy,
+                                 None)]
+    times = {tc.get("name"): float(tc.get("time"))
+             for tc in ET.fromstring(render("check", r, "junit")).iter("testcase")}
+    assert times["fast"] == 0.25 and times["peak"] == 0.5 and times["counted"] == 1.75
+    assert times["legacy-count"] == 0.0
+    assert times["broken"] == 0.0  # an error before any measuring: no time recorded
+    # the wall time survives the --json round trip (check --compare reads it)
+    assert FigureResult.from_json(counted.to_json()).wall_s == 1.75
+
+
+def test_wide_console_keeps_whole_figure_names_and_markdown_the_whole_host_key():
+    """Piped with COLUMNS=200 a figure name is not cut to 20 columns; at 80
+    it is (seven columns must fit); the markdown names the host key whole
+    (its hash is what tells two hosts of one CPU model apart)."""
+    import io
+
+    from rich.console import Console
+
+    from hwtune.report.export.terminal import print_check
+    r = make_report()
+    long = "gemm-64x512x512-t1-with-a-long-tail"
+    r.outcomes[0].name = long
+    wide = Console(file=io.StringIO(), width=200, color_system=None)
+    print_check(wide, r)
+    assert long in wide.file.getvalue()
+    narrow = Console(file=io.StringIO(), width=80, color_system=None)
+    print_check(narrow, r)
+    assert long not in narrow.file.getvalue().split("\n  ")[0]  # the table cuts it at 80
+    r.host_key = "amd-epyc-2c-601ffda2b475"
+    assert "`amd-epyc-2c-601ffda2b475`" in render("check", r, "markdown")
+
+
+def test_a_regression_not_confirmed_in_fresh_processes_does_not_fail(monkeypatch):
+    """The gate fails on a regression only when the re-measure in fresh
+    processes says regression too (scripted here; real in test_check_cli)."""
+    from hwtune.check import remeasure
+    from hwtune.check.gate import confirm_regressions
+    r = make_report()
+    base, _ = make_results()
+    b = bl.Baseline("hostA", "t", base, source="base.json")
+    calls = []
+
+    def scripted(verdict):
+        def fake(suite, fig, ref, old, *, relative, inner_hints=None, python=None):
+            calls.append(fig.name)
+            again = FigureResult(fig.name, fig.kind, {}, "s", False, [1e-3] * 5, [1e-3] * 5,
+                                 wall_s=0.5)
+            return verdict, again
+        return fake
+    # slowed: +20% in this process; fresh processes measure +0.4%
+    monkeypatch.setattr(remeasure, "remeasure", scripted(
+        Decision("pass", 1.004, (0.99, 1.02), 0.4, 12, 2, "+0.4%; any slowdown is below 5%")))
+    outs = confirm_regressions(SUITE, r.outcomes, b, mode="gate", relative=False)
+    by = {o.name: o for o in outs}
+    assert calls == ["slowed", "peak"]  # only the regressions, each once
+    assert by["slowed"].status == "pass" and by["slowed"].reason.startswith("not confirmed: ")
+    assert "fresh processes" in by["slowed"].reason and by["slowed"].current.wall_s >= 0.5
+    assert overall(outs, "gate") == "error"  # 'broken' still errors; no regression left
+    # confirmed: stays a regression, both measurements named
+    r = make_report()
+    monkeypatch.setattr(remeasure, "remeasure", scripted(
+        Decision("regression", 1.19, (1.15, 1.23), 1e-6, 12, 2, "+19.0% slower")))
+    by = {o.name: o for o in confirm_regressions(SUITE, r.outcomes, b, mode="gate",
+                                                 relative=False)}
+    assert by["slowed"].status == "regression"
+    assert "+20.0% slower; again in fresh processes: +19.0% slower" in by["slowed"].reason
+    # the re-measure cannot decide: undecidable (exit 3), never a regression (exit 1)
+    r = make_report()
+    monkeypatch.setattr(remeasure, "remeasure", scripted(
+        Decision("undecidable", 1.1, (0.9, 1.4), 0.2, 40, 5, "CI still spans 5%")))
+    by = {o.name: o for o in confirm_regressions(SUITE, r.outcomes, b, mode="gate",
+                                                 relative=False)}
+    assert by["slowed"].status == "undecidable"

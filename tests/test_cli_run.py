@@ -258,3 +258,27 @@ def test_every_scheduler_and_layout_runs(model, tmp_path, sched, k, t):
     assert res.exit_code == 0, res.output + res.stderr
     cfg = json.loads(res.stdout)["config"]
     assert (cfg["scheduler"], cfg["executors"], cfg["threads"]) == (sched, k, t)
+
+
+@needs_engine
+def test_reps_markdown_and_a_list_of_thread_counts(model, tmp_path):
+    """--reps is run's flag as everywhere else (--iterations stays an alias);
+    --format markdown works for a static model; --threads 1,2 runs the model
+    at each count (as scan --threads 1,2 measures each)."""
+    db = tmp_path / "r.db"
+    res = invoke(model, "--db", db, "--reps", 3, "--warmup", 0, "--format", "markdown")
+    assert res.exit_code == 0, res.output
+    assert res.stdout.startswith("### hwtune run: two-chains") and "| latency | median" in \
+        res.stdout and "over 3 runs" in res.stdout
+    same = json.loads(invoke(model, "--db", db, "--iterations", 2, "--warmup", 0,
+                             "--json").stdout)
+    assert same["iterations"] == 2
+    counts = [1, 2] if NCPU >= 2 else [1]
+    res = invoke(model, "--db", db, "--reps", 2, "--warmup", 0,
+                 "--threads", ",".join(map(str, counts)), "--json")
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    runs = doc["runs"] if len(counts) > 1 else [doc]
+    assert [r["config"]["threads"] for r in runs] == counts
+    one_line_error(invoke(model, "--db", db, "--threads", "1,2", "--trace", tmp_path / "t.json"),
+                   "--threads")

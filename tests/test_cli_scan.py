@@ -177,6 +177,9 @@ def test_noisy_measurements_are_marked_and_the_user_is_told(tmp_path):
                  "--eltwise-size", "4096", "--noise", "0", "--db", str(db))
     assert res.returncode == 0, res.stderr
     assert "close other programs, or raise --reps" in res.stdout
+    # a long command ends with one line saying what to do next
+    last = res.stdout.strip().splitlines()[-1]
+    assert last.startswith("next: hwtune tune-graph") and res.stdout.count("next:") == 1
     noisy = rows(db, "SELECT count(*), min(note) FROM measurements WHERE status = 'noisy'")[0]
     assert noisy[0] > 0 and noisy[1] == "3 attempt(s)"
 

@@ -476,6 +476,15 @@ def _env_case(case, ws, tmp: Path) -> List[str]:
     if case.get("stdout") == "full":
         with open("/dev/full", "w") as full:
             code, out, err = spawn(args, env=env, stdout=full)
+    elif case.get("stdout") == "shut":  # `hwtune CMD >&-`: fd 1 closed before start
+        try:
+            p = subprocess.run([sys.executable, "-m", "hwtune.cli.main", *args], env=env,
+                               stdout=None, stderr=subprocess.PIPE, text=True,
+                               errors="replace", timeout=TIMEOUT_S,
+                               preexec_fn=lambda: os.close(1))
+            code, out, err = p.returncode, "", p.stderr
+        except subprocess.TimeoutExpired:
+            code, out, err = "hang", "", ""
     elif case.get("stdout") == "closed":
         p = subprocess.Popen([sys.executable, "-m", "hwtune.cli.main", *args], env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)

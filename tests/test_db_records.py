@@ -54,7 +54,9 @@ def tuned_db(tmp_path_factory):
     """A database written by a real CONV tuning and a run of the tuned graph."""
     path = tmp_path_factory.mktemp("tuned") / "results.db"
     hwtune("tune-graph", *PATHNET, "--reps", "2", "--only", "conv", "--json", "--db", str(path))
-    hwtune("run", *PATHNET, "--iterations", "2", "--json", "--db", str(path))
+    # A tuning that keeps the default stores no config: a saved user config
+    # makes sure the export holds one either way.
+    hwtune("run", *PATHNET, "--iterations", "2", "--json", "--save", "--db", str(path))
     return path
 
 
@@ -103,7 +105,10 @@ def test_export_import_into_empty_db_runs_the_tuned_config(tuned_db, tmp_path):
 
     ran = json.loads(hwtune("run", *PATHNET, "--iterations", "2", "--check", "--json",
                             "--db", str(empty)).stdout)
-    assert ran["config_source"] == "tuned" and ran["check"]["ok"]
+    with ResultsDB.open(str(tuned_db)) as d:
+        want = "tuned" if d._conn.execute(
+            "SELECT count(*) FROM engine_configs WHERE source = 'tuned'").fetchone()[0] else "user"
+    assert ran["config_source"] == want and ran["check"]["ok"]
 
 
 def test_export_of_one_host(tuned_db, tmp_path):

@@ -53,6 +53,21 @@ def compare_doc():
                          [0.5, 0.4, 0.3], [0.6, 0.5, 0.4], sides)
 
 
+def run_doc():
+    """hwtune run's document (its --json): a sub-millisecond model, so the
+    latencies read in µs."""
+    samples = [2.6e-6, 2.5e-6, 2.7e-6, 2.6e-6, 9.0e-6]
+    return {"model": "tiny", "graph_hash": "2dd124387035cad2", "ops": 6,
+            "config": {"executors": 1, "threads": 2}, "config_text": "1 executor x 2 threads",
+            "config_source": "default", "iterations": 5, "warmup": 3, "db": "r.db",
+            "trace": None, "notice": None, "outputs_file": None, "knobs_text": None,
+            "run_id": 4, "flops": 34000,
+            "latency_s": {"median": 2.6e-6, "mad": 0.1e-6, "min": 2.5e-6, "max": 9e-6,
+                          "rel_spread": 0.04, "samples": samples},
+            "throughput": {"runs_per_s": 384615.4, "gflops": 13.1}, "noisy": False,
+            "check": None}
+
+
 @pytest.fixture(scope="module")
 def documents(fixture_db, tmp_path_factory):
     from dynamic_docs import dynamic_documents
@@ -61,13 +76,25 @@ def documents(fixture_db, tmp_path_factory):
         report = build_report(db, host=hosts["a"], compare=[hosts["b"]])
     run, tune = dynamic_documents(tmp_path_factory.mktemp("dynamic"))
     return {"scan": report["scan"], "report": report, "check": make_report(),
-            "tune": tune_doc(), "compare": compare_doc(),
+            "tune": tune_doc(), "compare": compare_doc(), "run": run_doc(),
             "plan": plan_doc(), "dynamic": run, "dynamic-tune": tune}
+
+
+def test_run_reads_small_latencies_in_microseconds(documents):
+    """One unit rule everywhere (fmt.seconds): 2.6 µs, not 0.003 ms +- 0.000 ms;
+    percentiles beside the median; markdown too (hwtune run --format markdown)."""
+    text = render("run", documents["run"], "terminal")
+    assert "median 2.6 µs +- 0.1 µs" in text and " ms" not in text
+    assert "p50 2.6 µs, p90" in text and "p99 8.7 µs" in text
+    md = render("run", documents["run"], "markdown")
+    assert md.startswith("### hwtune run: tiny") and "| latency | median 2.6 µs" in md
+    both = render("run", {"runs": [documents["run"], documents["run"]]}, "terminal")
+    assert both.count("latency:") == 2
 
 
 def test_every_kind_has_a_json_and_a_terminal_exporter():
     for kind in ("scan", "report", "check", "tune", "compare", "plan", "dynamic",
-                 "dynamic-tune"):
+                 "dynamic-tune", "run"):
         assert {"json", "terminal"} <= set(formats(kind)), kind
     assert formats("report") == ("terminal", "markdown", "json", "html")
     assert formats("check") == ("terminal", "markdown", "json", "junit")
@@ -81,7 +108,7 @@ def test_every_exporter_renders_every_kind_it_claims(documents, fmt, kind):
     if fmt == "json":
         json.loads(text)
     # lines never wrapped (the one-line-per-fact summaries may be longer)
-    if fmt == "terminal" and kind not in ("tune", "compare", "dynamic", "dynamic-tune"):
+    if fmt == "terminal" and kind not in ("tune", "compare", "dynamic", "dynamic-tune", "run"):
         assert max(len(ln) for ln in text.splitlines()) <= 80
     out = io.StringIO()
     write(kind, documents[kind], fmt, out)  # what a command prints on a pipe
@@ -104,14 +131,16 @@ def test_tune_summary_on_a_terminal(documents):
     text = render("tune", documents["tune"], "terminal")
     lines = text.splitlines()
     assert lines[0] == "model:     lstm-small (1040 ops, graph 00c86f4442cb)"
-    assert lines[1].startswith("default:   42.000 ms +- 1.000 ms  (1 executor x 2 threads, "
-                               "sequential, unpinned")
-    assert "(2 executor x 1 threads, critical-path, pinned, 1 CONV(s) tuned, 1 per-op " \
-           "thread counts)" in lines[2]
-    assert lines[3].startswith("speedup:   1.40x")
-    assert lines[4] == "also measured: sweep 33.000 ms"  # neither default nor tuned
+    assert lines[1].startswith("default:   42.00 ms +- 1.00 ms (1 executor x 2 threads, "
+                               "sequential")
+    # one verdict: the stored config `hwtune run` uses, its own figure and its speedup
+    assert lines[2].startswith("tuned:     30.00 ms +- 2.00 ms (2 executors x 1 thread, "
+                               "critical-path, pinned; per-op threads for 1 op, CONV params "
+                               "for 1 op); 1.40x the default's speed")
+    assert lines[3] == "also measured (one process): sweep 33.00 ms"  # neither default nor tuned
     assert "  - sweep: 2 x 1 was fastest" in lines
     assert "stored:    tuned config 1, run 3 in r.db" in lines
+    assert sum(ln.startswith("tuned:") for ln in lines) == 1
 
 
 def hwtune(*args):

@@ -424,8 +424,28 @@ def test_model_list_and_run_by_name(tmp_path):
     res = invoke("run", "lstm_small", "--set", "seq=2", "--set", "layers=1", "--iterations", 1,
                  "--warmup", 0, "--db", tmp_path / "r.db")
     assert res.exit_code == 0, res.output
-    one_line_error(invoke("run", "lstm_tiny", "--db", tmp_path / "r.db"),
-                   "cannot read lstm_tiny: no such file", "bundled models: ", "lstm_small")
+    # a misspelt name: the closest bundled one (difflib), not every name
+    line = one_line_error(invoke("run", "lstm_smal", "--db", tmp_path / "r.db"),
+                          "cannot read lstm_smal: no such file", "did you mean lstm_small?")
+    assert "resnet18" not in line
+    one_line_error(invoke("run", "zzqqxx", "--db", tmp_path / "r.db"),
+                   "cannot read zzqqxx: no such file", "`hwtune model list` names the")
+    one_line_error(invoke("run", "tree_lstm_binar", "--inputs", tmp_path / "s.jsonl",
+                          "--db", tmp_path / "r.db"), "did you mean tree_lstm_binary?")
+
+
+def test_model_list_and_info_show_dynamic_models():
+    doc = json.loads(invoke("model", "list", "--json").stdout)
+    kinds = {m["name"]: m["kind"] for m in doc}
+    assert kinds["lstm_small"] == "static" and kinds["tree_lstm_binary"] == "dynamic"
+    text = invoke("model", "list").stdout
+    assert "dynamic models" in text and "tree_lstm_childsum" in text
+    res = invoke("model", "info", "tree_lstm_binary")
+    assert res.exit_code == 0, res.output
+    assert "dynamic" in res.stdout and "vertex ops:" in res.stdout and "states:" in res.stdout
+    info = json.loads(invoke("model", "info", "tree_lstm_binary", "--json").stdout)
+    assert info["kind"] == "dynamic" and info["arity"] == 2
+    assert info["vertex_function"]["ops"] > 0
 
 
 def test_check_init_and_default_suite_outside_a_checkout(tmp_path, monkeypatch):
@@ -460,13 +480,51 @@ def test_compare_says_wrong_and_exits_1(tmp_path, monkeypatch):
     assert "WRONG" in res.stdout and "off-by-1%" in res.stderr
 
 
-def test_compare_skips_a_missing_peer(tmp_path, monkeypatch):
+def test_compare_named_missing_peer_is_an_error(tmp_path, monkeypatch):
+    """A peer named in --with that is not installed: exit 2 and one line with
+    the pip command (a CI step that compared nothing must not pass)."""
     import sys
+    model = conv_model(tmp_path / "c.onnx")
     monkeypatch.setitem(sys.modules, "torch", None)  # as if PyTorch were not installed
-    res = invoke("compare", conv_model(tmp_path / "c.onnx"), "--with", "torch", "--reps", 1,
-                 "--db", tmp_path / "x.db")
+    one_line_error(invoke("compare", model, "--with", "torch", "--reps", 1,
+                          "--db", tmp_path / "x.db"),
+                   "--with torch", "PyTorch is not installed", "pip install torch==2.13.0")
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    one_line_error(invoke("compare", model, "--with", "ort", "--reps", 1,
+                          "--db", tmp_path / "x.db"),
+                   "--with ort", "ONNX Runtime is not installed", "pip install 'hwtune[peers]'")
+
+
+def test_compare_default_list_skips_a_missing_peer(tmp_path, monkeypatch):
+    """Without --with, a missing peer of the default list is skipped with a
+    notice; none left at all is the same exit-2 error."""
+    import sys
+    pytest.importorskip("onnxruntime")
+    model = conv_model(tmp_path / "c.onnx")
+    monkeypatch.setitem(sys.modules, "torch", None)
+    res = invoke("compare", model, "--reps", 1, "--db", tmp_path / "x.db")
     assert res.exit_code == 0, res.output
     assert "skipping torch: PyTorch is not installed: pip install torch==2.13.0" in res.stderr
+    assert "ONNX Runtime" in res.stdout
+    # no tuned config here: the next step is to tune, then compare again
+    assert res.stdout.strip().splitlines()[-1].startswith("next: hwtune tune-graph ")
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    one_line_error(invoke("compare", model, "--reps", 1, "--db", tmp_path / "x.db"),
+                   "no peer to compare with", "pip install 'hwtune[peers]'",
+                   "pip install torch==2.13.0")
+
+
+def test_compare_ratio_says_faster_or_slower():
+    """The ratio column says which way, in words."""
+    from hwtune.compare.run import SideResult
+    from hwtune.report.verdicts import compare_speed
+
+    def side(key, ratio):
+        return SideResult(key, key, "", [1.0], 1.0, 0.0, ratio)
+    assert compare_speed(side("ort", 1.214)) == "1.21x faster"
+    assert compare_speed(side("torch", 0.85)) == "0.85x (slower)"
+    assert compare_speed(side("ort", 1.001)) == "1.00x (even)"
+    assert compare_speed(side("hwtune", 1.0)) == "-"
 
 
 # -- Pad ---------------------------------------------------------------------------

@@ -163,11 +163,17 @@ def test_compare_prints_every_side_and_agrees(exported, tmp_path):
         assert len(s["samples"]) == 2
     assert doc["cpu"] and doc["isa"] in ("generic", "avx2", "avx512")
     table = md.read_text()
-    assert "| ONNX Runtime" in table and "| PyTorch" in table and "x |" in table
+    assert "| ONNX Runtime" in table and "| PyTorch" in table and "| hwtune is |" in table
+    # the ratio column says which way in words (a wrong direction would read as a win)
+    for s in doc["sides"][1:]:
+        word = "faster" if round(s["ratio"], 2) > 1 else "slower" if round(s["ratio"], 2) < 1 \
+            else "even"
+        assert f"{s['ratio']:.2f}x {word}" in table or f"{s['ratio']:.2f}x ({word})" in table
     res = invoke("compare", src, "--with", "ort", "--reps", 1, "--threads", 1,
                  "--db", tmp_path / "none.db")
     assert res.exit_code == 0, res.output
-    assert "ONNX Runtime" in res.stdout and "x hwtune" in res.stdout
+    assert "ONNX Runtime" in res.stdout and "hwtune is" in res.stdout
+    assert "x faster" in res.stdout or "x (slower)" in res.stdout or "x (even)" in res.stdout
 
 
 def test_padded_cnn_compares_against_both_peers(exported, tmp_path):

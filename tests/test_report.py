@@ -192,7 +192,7 @@ def test_terminal_fits_80_columns_on_a_wide_terminal(fixture_db, monkeypatch):
     assert max(len(ln) for ln in lines) <= 80
     assert "…" not in out  # nothing cropped to fit
     for text in ("Fixture Xeon A", "saturates at 3", "Co-running gemm executors",
-                 "Model tiny_cnn", "speedup 1.50x", "Convergence", "Top ops by time",
+                 "Model tiny_cnn", "1.50x the default's speed", "Convergence", "Top ops by time",
                  "exec 1  │", "History of", "Compare: A ="):
         assert text in out, text
     # Text charts drawn whole: axis line, then tick labels, then the legend.

@@ -80,6 +80,17 @@ def test_compare_two_runs_of_the_same_day(db):
     with ResultsDB.open_snapshot(path) as d:
         a, b = (d.measurements(i, bench="graph")[0]["median_s"] for i in (r1, r2))
     assert row["a"] == a and row["b"] == b and row["ratio"] == round(b / a, 4)
+    # two runs compared: the report is that comparison, not the host's report with
+    # it at the end (266 lines before)
+    text = hwtune("report", "--host", host, "--compare", f"run:{r1}", f"run:{r2}",
+                  db=path).stdout
+    lines = text.splitlines()
+    assert any(ln.startswith("Compare: A = run") for ln in lines[:4])
+    assert "lstm-small run latency" in text
+    assert "History" not in text and len(lines) < 20
+    md = hwtune("report", "--host", host, "--compare", f"run:{r1}", f"run:{r2}", "--format",
+                "markdown", db=path).stdout
+    assert md.startswith(f"# hwtune report: run {r1}") and "## Compare" in md
     doc = json.loads(hwtune("report", "--json", "--host", host, "--compare", f"run:{c1}",
                             "--compare", f"run:{c2}", db=path).stdout)
     (row,) = doc["compare"]["rows"]

@@ -4,6 +4,7 @@ run's own interleaved comparison, resumable, and bad input is one line."""
 
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -44,20 +45,47 @@ def db(tmp_path):
     return tmp_path / "results.db"
 
 
+def _seconds(match) -> float:
+    value, unit = match
+    return float(value) * {"µs": 1e-6, "ms": 1e-3, "s": 1.0}[unit]
+
+
+def uses(out) -> str:
+    """The config source `hwtune run` must report after this tuning: the
+    verdict's tuned config, or the default (then nothing is stored as tuned)."""
+    return "default" if out["verdict"]["uses"] == "default" else "tuned"
+
+
 def test_tune_lstm_then_run_uses_tuned_config(db):
     out = json.loads(hwtune("tune-graph", *LSTM, "--reps", "2", "--json", db=db).stdout)
-    assert out["default"]["median_s"] > 0 and out["tuned"]["median_s"] > 0
-    # The default is always a candidate of the final interleaved comparison.
-    assert out["tuned"]["median_s"] <= out["default"]["median_s"]
+    assert out["default"]["median_s"] > 0
+    v = out["verdict"]
+    # One verdict: "tuned" is what is stored and what run uses, or nothing.
+    if v["uses"] == "default":
+        assert out["tuned"] is None and v["tuned"] is None
+    else:
+        assert out["tuned"]["median_s"] > 0 and v["tuned"]["median_s"] == out["tuned"]["median_s"]
+        # The default is always a candidate of the final interleaved comparison.
+        assert out["tuned"]["median_s"] <= out["default"]["median_s"]
     assert out["speedup"] >= 1.0
     assert out["why"] and out["stages"]["sweep"]["trials"] >= 1
+    # the sweep's line names its winner first, with its pinning, then the rest fastest first
+    (sweep,) = [w for w in out["why"] if w.startswith("sweep: ")]
+    figures = [_seconds(m) for m in re.findall(r"(\d+(?:\.\d+)?) (µs|ms|s)\b", sweep)]
+    assert " was fastest of " in sweep and figures == sorted(figures), sweep
     (status,), = rows(db, "SELECT status FROM runs WHERE kind = 'tune'")
     assert status == "complete"
-    assert rows(db, "SELECT count(*) FROM engine_configs WHERE source = 'tuned'")[0][0] == 1
+    assert rows(db, "SELECT count(*) FROM engine_configs WHERE source = 'tuned'")[0][0] == \
+        (uses(out) == "tuned")
     assert rows(db, "SELECT count(*) FROM tuning_trials WHERE tuner = 'executor-sweep'")[0][0] >= 1
     ran = json.loads(hwtune("run", *LSTM, "--iterations", "2", "--check", "--json", db=db).stdout)
-    assert ran["config_source"] == "tuned"
+    assert ran["config_source"] == uses(out)
     assert ran["check"]["ok"]
+    # the terminal summary says it once, and ends with what to do next
+    text = hwtune("tune-graph", *LSTM, "--reps", "2", "--only", "sweep", db=db).stdout
+    lines = text.splitlines()
+    assert sum(ln.startswith("tuned:") for ln in lines) == 1
+    assert lines[-1].startswith("next:      hwtune ")
 
 
 def test_tune_cnn_tunes_convs_and_reuses_them(db):
@@ -76,7 +104,7 @@ def test_tune_cnn_tunes_convs_and_reuses_them(db):
     assert again["stages"]["conv"]["measured"] == 0
     ran = json.loads(hwtune("run", *PATHNET, "--iterations", "2", "--check", "--json",
                             db=db).stdout)
-    assert ran["config_source"] == "tuned" and ran["check"]["ok"]
+    assert ran["config_source"] == uses(again) and ran["check"]["ok"]
 
 
 def test_interrupt_keeps_trials_and_rerun_resumes(db):
@@ -193,18 +221,21 @@ def test_budget_cuts_are_listed_and_a_bigger_budget_finishes_them(db):
                                "--json", db=db).stdout)
     assert not [c for c in second["cuts"] if c["stage"] == "conv"]
     assert (second["stages"]["conv"]["reused"] > 0) == (kept > 0)  # first run's trials kept
-    _never_slower(db, second)
+    _never_slower(db, second, had_stored=out["verdict"]["uses"] != "default")
 
 
-def _never_slower(db, out):
+def _never_slower(db, out, had_stored):
     """The stored config of a re-tune is the old one, or one that beat it
-    by a paired interval above 1.0 in this run (kept in the run's facts)."""
+    by a paired interval above 1.0 in this run (kept in the run's facts).
+    Without a stored config before (the first tuning kept the default),
+    nothing is replaced."""
     run = out["run_id"]
     facts = {k: json.loads(v) for k, v in rows(
         db, "SELECT key, value_json FROM run_facts WHERE run_id = ?", (run,))}
     labels = [c["label"] for c in out["candidates"]]
-    if out["kept_stored"]:
+    if out["kept_stored"] or not had_stored:
         assert "replaced_config" not in facts
+        assert out["kept_stored"] == (out["verdict"]["uses"] == "stored")
         return
     replaced = facts.get("replaced_config")
     assert replaced is not None, labels
@@ -214,18 +245,21 @@ def _never_slower(db, out):
 
 def test_retune_measures_the_stored_config_and_never_stores_a_slower_one(db):
     first = json.loads(hwtune("tune-graph", *LSTM, "--reps", "2", "--json", db=db).stdout)
-    (first_id, first_at), = rows(db, "SELECT id, created_at FROM engine_configs "
-                                     "WHERE source = 'tuned'")
+    before = rows(db, "SELECT id, created_at FROM engine_configs WHERE source = 'tuned'")
+    assert len(before) == (first["verdict"]["uses"] != "default")
     out = json.loads(hwtune("tune-graph", *LSTM, "--reps", "2", "--json", db=db).stdout)
     labels = [c["label"] for c in out["candidates"]]
     # the stored config ran in the final comparison (as itself, or as the
     # new candidate that equals it)
-    assert "stored" in labels or any(c["config"] == first["tuned"]["config"]
-                                     for c in out["candidates"])
-    _never_slower(db, out)
+    if first["tuned"] is not None:
+        assert "stored" in labels or any(c["config"] == first["tuned"]["config"]
+                                         for c in out["candidates"])
+    _never_slower(db, out, had_stored=bool(before))
     if out["kept_stored"]:
         assert rows(db, "SELECT id, created_at FROM engine_configs WHERE source = 'tuned'") \
-            == [(first_id, first_at)]
+            == before
+    if out["verdict"]["uses"] == "default":  # nothing named tuned is left
+        assert rows(db, "SELECT count(*) FROM engine_configs WHERE source = 'tuned'")[0][0] == 0
 
 
 def test_a_rerun_plans_cut_workloads_at_the_trial_times_measured_before(db):
@@ -288,4 +322,4 @@ def test_tune_dilated_asymmetric_and_transposed_convs(db, tmp_path):
     assert any('"dilation"' in k for k in keys) and any('"padding_end"' in k for k in keys)
     ran = json.loads(hwtune("run", str(model), "--iterations", "2", "--check", "--json",
                             db=db).stdout)
-    assert ran["config_source"] == "tuned" and ran["check"]["ok"]
+    assert ran["config_source"] == uses(out) and ran["check"]["ok"]

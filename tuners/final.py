@@ -220,6 +220,30 @@ class Final:
     kept_stored: bool
     config_id: Optional[int]
     why: List[str]
+    # The one verdict every format shows (verdict.summary): what `hwtune run`
+    # uses now, with its figure, and a gain that did not hold across processes.
+    verdict: Dict[str, Any] = field(default_factory=dict)
+
+
+def drop_stored(db, host_key: str, graph_hash: str, run_id: int, held: Optional[Candidate],
+                default: Candidate, stored_id: int) -> None:
+    """The default beat the stored tuned config (or the stored one no longer
+    applies): it is removed, so `hwtune run` uses the default and nothing
+    named tuned is left that is not; the run's facts keep it
+    ('replaced_config', by the default)."""
+    old = db.engine_config(host_key, graph_hash, "tuned")
+    measured = held is not None and held.status == OK and held.samples
+    db.add_fact(run_id, "replaced_config", {
+        "config_id": stored_id,
+        "config": old and {k: v for k, v in old.items() if k != "lowered"},
+        "measured": ({"median_s": held.median_s, "mad_s": held.mad_s, "samples": held.samples}
+                     if measured else {"status": held.status, "note": held.note} if held
+                     else None),
+        "by": {"label": default.label, "median_s": default.median_s, "mad_s": default.mad_s,
+               "samples": default.samples},
+        "ratio": (verdicts.ratio(held.samples, default.samples).to_json()
+                  if measured and default.samples else None)})
+    db.drop_engine_config(host_key, graph_hash, "tuned")
 
 
 def decide_and_store(db, host_key: str, graph, graph_hash: str, run_id: int, *,
@@ -245,11 +269,23 @@ def decide_and_store(db, host_key: str, graph, graph_hash: str, run_id: int, *,
     verdict = verdicts.decide(default, cands[1:], held)
     why += verdict.why
     chosen, speedup = verdict.chosen, verdict.speedup
+    challenger = chosen
     if chosen is not default:
         chosen, speedup, lines = confirms.across_processes(
             default, verdict.incumbent, chosen, progress=progress, deadline=deadline)
         why += lines
     kept = held is not None and chosen is held
-    config_id = (stored_id if kept else
-                 store_verdict(db, host_key, graph, graph_hash, run_id, chosen, held, stored_id))
-    return Final(cands, chosen, speedup, kept, config_id, why)
+    if kept:
+        config_id = stored_id
+    elif chosen is default:
+        # Nothing named tuned is stored for the default (a candidate that won
+        # in one process only included); a stored config it beat is removed.
+        config_id = None
+        if stored_id is not None:
+            drop_stored(db, host_key, graph_hash, run_id, held, default, stored_id)
+    else:
+        config_id = store_verdict(db, host_key, graph, graph_hash, run_id, chosen, held,
+                                  stored_id)
+    summary = verdicts.summary(default, verdict, challenger, chosen, speedup, config_id=config_id,
+                               kept_stored=kept)
+    return Final(cands, chosen, speedup, kept, config_id, why, summary)

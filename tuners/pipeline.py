@@ -31,6 +31,7 @@ from hwtune.engine.config import EngineConfig, default_config, usable_cpu_count
 from hwtune.errors import HwtuneError, UsageError
 from hwtune.measure import OK, FixedSampling, clock
 from hwtune.tuners import final as finals
+from hwtune.tuners import verdict as verdicts
 from hwtune.tuners.context import Progress, TuneContext
 from hwtune.tuners.final import Candidate, pin_choices
 from hwtune.tuners.plan import Ledger, Plan
@@ -160,6 +161,7 @@ class TuneResult:
     kept_stored: bool = False           # the stored tuned config stayed
     plan: Optional[Plan] = None
     cuts: List[dict] = field(default_factory=list)  # what the budget left undone
+    verdict: Dict[str, Any] = field(default_factory=dict)  # verdict.summary
 
     @property
     def resume_s(self) -> float:
@@ -179,7 +181,13 @@ class TuneResult:
         def cand(c: Candidate):
             return {"label": c.label, "config": c.config.to_json(), "median_s": c.median_s,
                     "mad_s": c.mad_s, "samples": c.samples, "process_s": c.process_s}
-        return {"run_id": self.run_id, "default": cand(self.default), "tuned": cand(self.chosen),
+        # "tuned": the stored config `hwtune run` uses; null when that is the
+        # default (verdict.uses says which, and why).
+        tuned = None if self.chosen is self.default else cand(self.chosen)
+        return {"run_id": self.run_id, "default": cand(self.default), "tuned": tuned,
+                "verdict": self.verdict or verdicts.summary(
+                    self.default, None, self.chosen, self.chosen, self.speedup_ci,
+                    config_id=self.config_id, kept_stored=self.kept_stored),
                 "candidates": [cand(c) for c in self.candidates], "speedup": self.speedup,
                 "why": self.why, "tuning_s": self.tuning_s,
                 "stages": {k: vars(v) for k, v in self.stages.items()},
@@ -334,13 +342,23 @@ def _stage_sweep(ctx: TuneContext, graph, graph_hash: str, cfg: EngineConfig,
     rows = [r for r in res.rows if r[1] is not None]
     report.trials, report.measured, report.reused = len(res.rows), res.measured, res.reused
     report.stopped = res.stopped
-    table = ", ".join(f"{c.executors}x{c.threads}{'' if c.pinned else ' unpinned'} "
-                      f"{s * 1e3:.2f} ms" for c, s, _ in rows)
+    from hwtune.report.fmt import seconds
+
+    def name(c) -> str:
+        return f"{c.executors}x{c.threads}{'' if c.pinned else ' unpinned'}"
+    # Fastest first, the winner named with its pinning and figure: listed in
+    # trial order, "2x1 was fastest of 4 (1x2 unpinned 0.14 ms, 2x1 0.35 ms,
+    # ...)" read as if a slower config had won (issue #42).
+    ranked = sorted(rows, key=lambda r: r[1])
     latency = {}
     if rows and res.best_s:
         latency = {"best": res.best_s, "default": max(sec for _, sec, _ in rows)}
-    return res.best, [f"sweep: {res.best.executors} executor(s) x {res.best.threads} thread(s) "
-                      f"was fastest of {len(res.rows)} ({table})"], latency
+    if not ranked or res.best_s is None:
+        return res.best, [f"sweep: nothing measured; {name(res.best)} stands"], latency
+    rest = ", ".join(f"{name(c)} {seconds(s)}" for c, s, _ in ranked if c != res.best)
+    return res.best, [f"sweep: {name(res.best)} ({res.best.executors} executor(s) x "
+                      f"{res.best.threads} thread(s)) was fastest of {len(res.rows)} at "
+                      f"{seconds(res.best_s)}" + (f"; then {rest}" if rest else "")], latency
 
 
 def _stage_conv(ctx: TuneContext, graph, cfg: EngineConfig, report: StageReport,
@@ -700,7 +718,10 @@ def tune_graph(db, host_key: str, graph, graph_hash: str, opts: TuneOptions, *,
             why.append(f"cut: {len(cuts)} stage(s)/workload(s) by the budget; resuming needs "
                        f"~{sum(c['resume_s'] for c in cuts):.1f} s more (listed under 'cut')")
         # Profiled op costs order the critical-path scheduler's levels.
-        final = Candidate("tuned", cfg, tuned_graph)
+        # Named for what it is until the verdict: 'tuned' is only what is
+        # stored and `hwtune run` uses (a candidate that wins in one process
+        # and not across processes is never shown as tuned).
+        final = Candidate("search result", cfg, tuned_graph)
         if cfg.sched.needs_costs:
             from hwtune.tuners.executor_sweep import profile_op_costs
             progress("profile", "per-op costs under the tuned config")
@@ -718,13 +739,15 @@ def tune_graph(db, host_key: str, graph, graph_hash: str, opts: TuneOptions, *,
                             stages=stages, why=why, tuning_s=watch.elapsed(),
                             config_id=fin.config_id, accuracy=accuracy,
                             speedup_ci=fin.speedup, kept_stored=fin.kept_stored, plan=plan,
-                            cuts=cuts)
+                            cuts=cuts, verdict=fin.verdict)
         db.add_fact(run_id, "tune_summary", {
             "model": graph.name, "graph_hash": graph_hash,
             "default": {"config": default.config.to_json(), "median_s": default.median_s,
                         "mad_s": default.mad_s},
-            "tuned": {"config": chosen.config.to_json(), "median_s": chosen.median_s,
-                      "mad_s": chosen.mad_s, "label": chosen.label},
+            "tuned": ({} if chosen is default else
+                      {"config": chosen.config.to_json(), "median_s": chosen.median_s,
+                       "mad_s": chosen.mad_s, "label": chosen.label}),
+            "verdict": fin.verdict,
             "candidates": [{"label": x.label, "median_s": x.median_s, "mad_s": x.mad_s}
                            for x in cands],
             "speedup": result.speedup,

@@ -46,6 +46,7 @@ class Verdict:
     incumbent: object
     speedup: Optional[Ratio]            # default / chosen, paired
     why: List[str] = field(default_factory=list)
+    candidates: List[object] = field(default_factory=list)  # every one measured
 
     @property
     def replaced(self) -> bool:
@@ -93,8 +94,66 @@ def decide(default, candidates: Sequence, incumbent=None) -> Verdict:
                    f"includes 1.0, so {name} is kept")
     speedup = ratio(default.samples, chosen.samples) if chosen is not default else \
         Ratio(1.0, 1.0, 1.0)
-    return Verdict(chosen, inc, speedup, why)
+    return Verdict(chosen, inc, speedup, why, [default] + list(candidates))
 
 
 def _x(r: Ratio) -> str:
     return f"{r.median:.2f}x ({LEVEL:.0%} interval {r.low:.2f}-{r.high:.2f}x)"
+
+
+def _cand(c) -> dict:
+    return {"label": c.label, "config": c.config.to_json(), "median_s": c.median_s,
+            "mad_s": c.mad_s}
+
+
+def summary(default, verdict: Optional[Verdict], challenger, chosen, speedup: Optional[Ratio],
+            *, config_id: Optional[int], kept_stored: bool) -> dict:
+    """The one verdict of a tuning, as data every format shows the same way:
+
+    uses         'tuned' (a new config, stored), 'stored' (the stored tuned
+                 config stays) or 'default' (nothing named tuned is stored)
+    tuned        the stored config `hwtune run` uses, with its figure; None
+                 when that is the default
+    speedup      default / what run uses (paired), measured_over 'processes'
+                 (pairs of fresh processes, confirm.py) or 'one process'
+    not_confirmed  the candidate that won inside the tuning process and
+                 failed (or had no time for) the cross-process confirmation:
+                 its in-process ratio and its ratio over fresh processes
+    best_other   with no winner, the fastest other candidate's in-process
+                 ratio (the gain that did not show)
+    verdict None (a result assembled without the final comparison): the
+    last two are None."""
+    over_processes = bool(chosen.process_s and default.process_s) and chosen is not default
+    out = {"uses": "default" if chosen is default else "stored" if kept_stored else "tuned",
+           "config_id": config_id, "default": _cand(default),
+           "tuned": None if chosen is default else _cand(chosen),
+           "speedup": speedup.to_json() if speedup else None,
+           "measured_over": "processes" if over_processes else "one process",
+           "pairs": len(chosen.process_s) if over_processes else None,
+           "not_confirmed": None, "best_other": None}
+    if verdict is None:
+        return out
+    inc = verdict.incumbent
+    against = "the default" if inc is default else "the stored tuned config"
+    if challenger is not inc and challenger is not chosen:
+        proc = (ratio(inc.process_s, challenger.process_s)
+                if inc.process_s and challenger.process_s else None)
+        out["not_confirmed"] = {
+            "label": challenger.label, "against": against,
+            "in_process": ratio(inc.samples, challenger.samples).to_json(),
+            "processes": proc.to_json() if proc else None,
+            "pairs": len(challenger.process_s) if proc else 0}
+    elif challenger is inc:
+        others = [(c, ratio(inc.samples, c.samples)) for c in verdict_others(verdict)]
+        others = [(c, r) for c, r in others if r is not None]
+        if others:
+            c, r = max(others, key=lambda cr: cr[1].median)
+            out["best_other"] = {"label": c.label, "against": against,
+                                 "in_process": r.to_json()}
+    return out
+
+
+def verdict_others(verdict: Verdict) -> List[object]:
+    """The measured candidates other than the incumbent (OK, with samples)."""
+    return [c for c in verdict.candidates if c is not verdict.incumbent
+            and c.status == OK and c.samples]

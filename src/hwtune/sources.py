@@ -53,9 +53,27 @@ def resolve_model(arg: str) -> str:
         if found is not None:
             return str(found)
     if looks_like_name:
-        raise UsageError(f"cannot read {arg}: no such file, and no bundled model of that name "
-                         f"(bundled models: {', '.join(bundled_models())})")
+        stem = name[:-5] if name.endswith(".json") else name
+        raise UsageError(f"cannot read {arg}: no such file, and no bundled model of that name"
+                         f"{did_you_mean(stem)}")
     raise UsageError(f"cannot read {arg}: no such file")
+
+
+def all_model_names() -> List[str]:
+    """Every bundled model's name, static and dynamic."""
+    from hwtune.dynamic.sources import bundled_dynamic
+    return sorted(set(bundled_models()) | set(bundled_dynamic()))
+
+
+def did_you_mean(name: str) -> str:
+    """': did you mean lstm_small?' for a misspelt bundled name (difflib's
+    closest), else a pointer to `hwtune model list`."""
+    import difflib
+    names = all_model_names()
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+    if close:
+        return f": did you mean {close[0]}?"
+    return f" (`hwtune model list` names the {len(names)} bundled models)"
 
 
 def is_onnx(path: str) -> bool:
@@ -93,15 +111,20 @@ def parse_shape(item: str) -> Tuple[str, Tuple[int, ...]]:
 
 
 def list_models() -> List[Dict[str, Any]]:
-    """Name, path and description of every bundled model."""
+    """Name, kind (static: a graph; dynamic: a vertex function run over
+    input graphs with --inputs), path and description of every bundled
+    model, static ones first."""
     import json
+
+    from hwtune.dynamic.sources import bundled_dynamic
     out = []
-    for name, path in bundled_models().items():
-        try:
-            doc = json.loads(path.read_text())
-        except (OSError, ValueError):
-            doc = {}
-        out.append({"name": name, "path": str(path),
-                    "description": doc.get("comment") or doc.get("description", ""),
-                    "vars": doc.get("vars", {})})
+    for kind, found in (("static", bundled_models()), ("dynamic", bundled_dynamic())):
+        for name, path in found.items():
+            try:
+                doc = json.loads(path.read_text())
+            except (OSError, ValueError):
+                doc = {}
+            out.append({"name": name, "kind": kind, "path": str(path),
+                        "description": doc.get("comment") or doc.get("description", ""),
+                        "vars": doc.get("vars", {})})
     return out

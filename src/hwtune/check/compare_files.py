@@ -123,6 +123,16 @@ def _outcome(suite: Suite, name: str, cur: Optional[FigureResult], old: Optional
         why = (f"{a_name}: {old.error}" if old is not None and old.error else
                f"not in {a_name}")
         return FigureOutcome(name, cur.kind, cur.unit, "new", why, cur, None)
+    if _same_measurement(cur, old):
+        # One measurement on both sides (`--compare a.json a.json`): no
+        # change by construction. A two-sample interval of a run against
+        # itself is as wide as its own rounds are noisy (5 rounds of a 1.5 us
+        # GEMM under load: 0.007-136x), which is no reason to call it
+        # undecidable.
+        from hwtune.check.stats import Verdict
+        why = f"A and B hold the same {len(cur.samples)} samples: the same measurement"
+        return FigureOutcome(name, cur.kind, cur.unit, "pass", why, cur, old,
+                             Verdict("pass", 1.0, (1.0, 1.0), None, None, why))
     if cur.metric == "time" and old.metric == "time":
         cur = replace(cur)
         cur.decision = decide_time(suite, cur, old, relative)
@@ -131,6 +141,11 @@ def _outcome(suite: Suite, name: str, cur: Optional[FigureResult], old: Optional
                                  "--relative needs the reference kernel's times beside every "
                                  "sample, and one of the files lacks them", cur, old)
     return decide_one(suite, cur, cur, old, mode=mode)
+
+
+def _same_measurement(cur: FigureResult, old: FigureResult) -> bool:
+    return (cur.kind == old.kind and cur.metric == old.metric and cur.samples == old.samples
+            and cur.ref == old.ref and cur.unit == old.unit)
 
 
 def compare_files(a_path, b_path, *, mode: str = "gate", relative: Optional[bool] = None,

@@ -17,13 +17,15 @@ figure of configs/ci.toml, 6.8M instructions of set-up against 0.14M of
 kernel: a kernel twice as slow would have grown the count by 2%). So the
 perf path counts one C call of 2 x reps kernel calls and one of reps, with
 the same set-up, and keeps the difference: reps kernel calls, set-up and
-Python subtracted.
+Python subtracted. Each figure's wall seconds (pool, set-up and counted
+calls, under valgrind's slowdown when there) go to OUT as wall_s.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+import time
 from typing import Any, Callable, Dict
 
 # The functions whose calls are counted, per figure kind: the kernels' own
@@ -76,6 +78,7 @@ def main(argv=None) -> int:
     out: Dict[str, Any] = {"marks": bench.count_marks(), "figures": {}}
     for fig in spec["figures"]:
         threads = int(fig["params"].get("threads", 1))
+        start = time.monotonic()
         with Pool(executors=1, threads=threads, pin=False) as pool:
             if metric in ("cycles", "instructions") and spec.get("counter") == "perf":
                 got = perf_count(metric, fig, pool, isa, reps)
@@ -90,6 +93,7 @@ def main(argv=None) -> int:
                 run()
                 bench.count_end(fig["name"])
                 out["figures"][fig["name"]] = {"calls": reps}
+        out["figures"][fig["name"]]["wall_s"] = time.monotonic() - start
     with open(out_path, "w", encoding="utf-8") as f:
         json.dump(out, f)
     return 0

@@ -19,6 +19,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from typing import Dict, List, Optional, Tuple
 
 from hwtune.check.count import TOGGLES
@@ -81,6 +82,7 @@ def count_figures(figs: List[Figure], metric: str, suite: Suite, *,
         # burns simulated instructions outside the counted functions, and
         # perf counters would count it, as long as the other thread takes.
         env["HWTUNE_POOL_SPIN_US"] = "0"
+        start = time.monotonic()
         proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                               env=env)
         if proc.returncode != 0 or not os.path.exists(res_path):
@@ -89,6 +91,9 @@ def count_figures(figs: List[Figure], metric: str, suite: Suite, *,
                              f"{tail[-1] if tail else 'no message'}")
         with open(res_path, encoding="utf-8") as f:
             got = json.load(f)
+        # An older build's counter reports no per-figure time: its share of
+        # the whole process (interpreter start-up and valgrind's included).
+        share = (time.monotonic() - start) / max(1, len(figs))
         dumps = {d.label: d for d in counting.read_dumps(cg)} if counter == "callgrind" else {}
         if counter == "callgrind" and got.get("marks") != 2:
             raise UsageError("the build has no counting marks (valgrind's headers were missing "
@@ -96,6 +101,7 @@ def count_figures(figs: List[Figure], metric: str, suite: Suite, *,
         for g in figs:
             r = FigureResult(g.name, g.kind, dict(g.params), "count", False)
             info = got["figures"].get(g.name, {})
+            r.wall_s = float(info.get("wall_s", share))
             calls = float(info.get("calls") or 1)
             if counter == "callgrind":
                 prof = dumps.get(g.name)

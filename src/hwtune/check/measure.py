@@ -44,6 +44,10 @@ class FigureResult:
     # Set while measuring, not stored: the sequential test's verdict (time
     # figures sampled against a baseline or another build).
     decision: Optional[Any] = field(default=None, compare=False)
+    # Wall seconds spent measuring the figure (set-up, warm-up, its rounds
+    # with the reference chunks beside them; a counted figure's run under
+    # the counter): what a CI dashboard shows as the test case's time.
+    wall_s: Optional[float] = field(default=None, compare=False)
 
     @property
     def metric(self) -> str:
@@ -64,14 +68,15 @@ class FigureResult:
     def to_json(self) -> Dict[str, Any]:
         return {"name": self.name, "kind": self.kind, "params": self.params, "unit": self.unit,
                 "higher_is_better": self.higher_is_better, "samples": self.samples,
-                "ref": self.ref, "error": self.error}
+                "ref": self.ref, "error": self.error, "wall_s": self.wall_s}
 
     @classmethod
     def from_json(cls, d: Dict[str, Any]) -> "FigureResult":
         return cls(name=str(d["name"]), kind=str(d["kind"]), params=dict(d.get("params") or {}),
                    unit=str(d.get("unit", "s")), higher_is_better=bool(d["higher_is_better"]),
                    samples=[float(x) for x in d["samples"]],
-                   ref=[float(x) for x in d.get("ref") or []], error=d.get("error"))
+                   ref=[float(x) for x in d.get("ref") or []], error=d.get("error"),
+                   wall_s=None if d.get("wall_s") is None else float(d["wall_s"]))
 
 
 def best_of(xs: List[float], m: int, pick) -> List[float]:
@@ -239,6 +244,7 @@ def measure_suite(suite: Suite, *, db=None, host_key: Optional[str] = None,
     time the same loop. A figure the kernels refuse keeps its error and no
     samples; the others go on."""
     from hwtune.check import timed
+    from hwtune.measure.clock import Stopwatch
     from hwtune.native.threads import Pool, allowed_cpus
 
     hints = inner_hints or {}
@@ -273,11 +279,13 @@ def measure_suite(suite: Suite, *, db=None, host_key: Optional[str] = None,
             if progress:
                 progress(i, len(figs), f.name)
             res = results[f.name]
+            watch = Stopwatch()
             try:
                 runner = runner_for(f, pool, suite, hints.get(f.name), db=db,
                                     host_key=host_key)
             except (NativeError, UsageError) as exc:
                 res.error = str(exc)
+                res.wall_s = watch.elapsed()
                 continue
             res.params.update({k: f.params[k] for k in ("config", "config_source")
                                if k in f.params})
@@ -311,6 +319,7 @@ def measure_suite(suite: Suite, *, db=None, host_key: Optional[str] = None,
             res.params.update(got.info())
             results[ref.name].samples.extend(got.a)
             res.decision = got.decision if base is not None else None
+            res.wall_s = watch.elapsed()
             if got.errors[1]:
                 res.error = got.errors[1]
     if progress:

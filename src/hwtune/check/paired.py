@@ -58,15 +58,18 @@ def measure_paired(suite: Suite, against: str, *, python: Optional[str] = None,
 
 def _one(suite: Suite, fa, fb, wa: Worker, wb: Worker, old, cur) -> None:
     from hwtune.errors import HwtuneError
+    from hwtune.measure.clock import Stopwatch
     ra = FigureResult(fa.name, fa.kind, dict(fa.params), fa.unit, fa.higher_is_better)
     rb = FigureResult(fb.name, fb.kind, dict(fb.params), fb.unit, fb.higher_is_better)
     old[fa.name], cur[fa.name] = ra, rb
+    watch = Stopwatch()
     try:
         sa = RemoteSide(wa, fa.to_json(), suite.settings())
         # The same calls per sample on both sides: the same loop is timed.
         sb = RemoteSide(wb, fb.to_json(), suite.settings(), inner=sa.inner)
     except HwtuneError as exc:
         ra.error = rb.error = str(exc)
+        ra.wall_s = rb.wall_s = watch.elapsed()
         return
     try:
         got = timed.sample(suite, sa, sb, settle_each=False,
@@ -74,6 +77,8 @@ def _one(suite: Suite, fa, fb, wa: Worker, wb: Worker, old, cur) -> None:
     finally:
         sa.close()
         sb.close()
+    # Both builds' chunks alternate in the same rounds: one wall time for both.
+    ra.wall_s = rb.wall_s = watch.elapsed()
     ra.samples, rb.samples = list(got.a), list(got.b)
     for r, side in ((ra, sa), (rb, sb)):
         if side.inner is not None:

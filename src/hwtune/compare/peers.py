@@ -2,8 +2,8 @@
 
 A Side is a name, a description of how it runs, run() (one forward pass)
 and outputs() (name -> array of the last run). A peer whose library is not
-installed raises PeerMissing with the install hint; compare skips it with a
-notice.
+installed raises PeerMissing with the install hint: an error when the user
+named the peer (--with), a notice when it came from the default list.
 """
 
 from __future__ import annotations
@@ -13,11 +13,12 @@ from typing import Callable, Dict
 
 import numpy as np
 
-from hwtune.errors import UsageError
+from hwtune.errors import HwtuneError, UsageError
 
 
-class PeerMissing(Exception):
-    """The peer's library is not installed (the message says how to get it)."""
+class PeerMissing(HwtuneError):
+    """The peer's library is not installed (the message says how to get it):
+    exit 2, a set-up for the user to fix, not a comparison that passed."""
 
 
 @dataclass

@@ -109,8 +109,14 @@ def _hwtune_side(db, host_key, graph, graph_hash, inputs, threads):
 
 def compare(graph, source_path: str, peers: Sequence[str], *, inputs: Dict[str, np.ndarray],
             reps: int, threads: Optional[int] = None, db=None, host_key: str = "",
-            graph_hash: str = "", notice=None) -> CompareResult:
-    """Run and time hwtune and each peer in `peers` (keys of PEERS)."""
+            graph_hash: str = "", notice=None, required: bool = True) -> CompareResult:
+    """Run and time hwtune and each peer in `peers` (keys of PEERS).
+
+    required: the peers were named by the user, so a peer whose library is
+    missing raises PeerMissing (a comparison that compared nothing must not
+    pass a CI step); else (a default list) it is skipped with a notice. No
+    peer left to run (missing, or unable to load the model) raises
+    PeerMissing too."""
     from hwtune.graph.reference import init_inputs, init_params
     from hwtune.machine import fingerprint
     from hwtune.native.isa import selected_isa
@@ -146,13 +152,16 @@ def compare(graph, source_path: str, peers: Sequence[str], *, inputs: Dict[str, 
             try:
                 sides.append(PEERS[key](subject))
             except PeerMissing as exc:
+                if required:
+                    raise PeerMissing(f"--with {key}: {exc}") from None
                 notices.append(f"skipping {key}: {exc}")
-                if notice:
-                    notice(notices[-1])
             except UsageError as exc:
                 notices.append(f"skipping {key}: {exc}")
-                if notice:
-                    notice(notices[-1])
+        if peers and len(sides) == 1:  # one error line, no notices before it
+            raise PeerMissing("no peer to compare with: " + "; ".join(
+                n.split(": ", 1)[1] for n in notices))
+        for n in notices if notice else ():
+            notice(n)
         for s in sides:
             s.run()
         ours = hw.outputs()

@@ -449,6 +449,21 @@ class ResultsDB(DynamicStore):
                 "SELECT id FROM engine_configs WHERE host_key = ? AND graph_hash = ? "
                 "AND source = ?", [host_key, graph_hash, source]).fetchone()[0]
 
+    def drop_engine_config(self, host_key: str, graph_hash: str, source: str) -> bool:
+        """Remove the config of (host, graph, source) (op profiles measured
+        under it keep their figures, without the link); True when one was
+        there."""
+        with self._write("remove an engine config from"):
+            row = self._conn.execute(
+                "SELECT id FROM engine_configs WHERE host_key = ? AND graph_hash = ? "
+                "AND source = ?", [host_key, graph_hash, source]).fetchone()
+            if row is None:
+                return False
+            self._conn.execute("UPDATE op_profiles SET config_id = NULL WHERE config_id = ?",
+                               [row[0]])
+            self._conn.execute("DELETE FROM engine_configs WHERE id = ?", [row[0]])
+            return True
+
     def _config_row(self, row: dict) -> dict:
         for key in ("op_threads", "op_params", "op_priority", "op_cost", "op_candidates",
                     "lowered"):

@@ -49,8 +49,10 @@ def resolve_dynamic(arg: str) -> str:
         if os.path.isfile(arg):
             raise UsageError(f"{arg} is not a dynamic model (it declares no \"vertex\" "
                              "function); --inputs is for dynamic models")
+        from hwtune.sources import did_you_mean
+        stem = arg[:-5] if arg.endswith(".json") else arg
         raise UsageError(f"cannot read {arg}: no such file, and no bundled dynamic model of "
-                         f"that name (bundled: {', '.join(bundled_dynamic())})")
+                         f"that name{did_you_mean(stem)}")
     return path
 
 

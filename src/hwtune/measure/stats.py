@@ -40,6 +40,22 @@ def rel_spread(xs: Sequence[float]) -> float:
     return mad(xs) / abs(m)
 
 
+def percentiles(xs: Sequence[float], ps: Sequence[float] = (50, 90, 99)) -> dict:
+    """{'p50': .., 'p90': .., 'p99': ..}: linear interpolation between the
+    closest ranks (numpy's default), so p50 is the median; with few samples
+    the high ones are the slowest samples, which is what they can say."""
+    s = sorted(float(x) for x in xs)
+    if not s:
+        raise ValueError("percentiles of no samples")
+    out = {}
+    for p in ps:
+        pos = (len(s) - 1) * p / 100.0
+        lo = int(pos)
+        hi = min(lo + 1, len(s) - 1)
+        out[f"p{p:g}"] = s[lo] + (s[hi] - s[lo]) * (pos - lo)
+    return out
+
+
 def is_noisy(xs: Sequence[float], threshold: float) -> bool:
     """True when the relative spread exceeds threshold (strictly)."""
     return rel_spread(xs) > threshold

@@ -7,7 +7,7 @@ from typing import Dict, List, Optional, Sequence
 from hwtune import __version__
 from hwtune.db.timestamps import utc_now
 from hwtune.errors import UsageError
-from hwtune.report import figures, results
+from hwtune.report import figures, results, tune_verdict
 from hwtune.report.dynamic_results import dynamic_figures, dynamic_results
 from hwtune.report.dynamic_results import run_figures as dynamic_run_figures
 from hwtune.report.sides import Side, compare_sides, resolve_host
@@ -165,6 +165,8 @@ def _model(db, run: dict, summary: dict, until: Optional[str]) -> dict:
         "default": summary.get("default") or {},
         "tuned": summary.get("tuned") or {},
         "speedup": summary.get("speedup"),
+        "verdict": summary.get("verdict") or tune_verdict.legacy(
+            summary.get("default") or {}, summary.get("tuned") or {}, summary.get("speedup")),
         "candidates": summary.get("candidates") or [],
         "why": summary.get("why") or [],
         "tuning_s": summary.get("tuning_s"),

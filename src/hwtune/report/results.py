@@ -105,10 +105,13 @@ def run_pairs(runs: List[dict]) -> List[dict]:
 
 def tuned_pairs(models: List[dict]) -> List[dict]:
     """`tune-graph --train` beside `tune-graph`: tuned latencies (the step
-    over the forward pass, both tuned) and each side's tuning speedup."""
+    over the forward pass, both tuned) and each side's tuning speedup.
+    tuned_s is what `hwtune run` uses after the tuning: the default's figure
+    when the tuning kept the default (nothing stored as tuned)."""
     return training_pairs(models, lambda m: {
         "run_id": m["run_id"], "default_s": m["default"].get("median_s"),
-        "tuned_s": m["tuned"].get("median_s"), "speedup": m.get("speedup")}, "tuned_s")
+        "tuned_s": (m["tuned"] or m["default"]).get("median_s"), "speedup": m.get("speedup")},
+        "tuned_s")
 
 
 def _check_entry(run: dict, fact: dict) -> dict:

@@ -90,3 +90,14 @@ def compare_side(s) -> str:
         return "reference"
     word = "ok" if s.agree else "WRONG"
     return f"{word} (max rel. diff {s.max_rel_err:.1e} on {s.worst_output})"
+
+
+def compare_speed(s) -> str:
+    """hwtune compare: how fast hwtune is beside one side, in words (ratio =
+    the side's median / hwtune's: 1.21x faster, 0.85x (slower))."""
+    r = s.ratio
+    if s.key == "hwtune" or r is None or r != r or r in (float("inf"), 0.0):
+        return "-"
+    if f"{r:.2f}" == "1.00":
+        return "1.00x (even)"
+    return f"{r:.2f}x faster" if r > 1 else f"{r:.2f}x (slower)"

@@ -155,3 +155,10 @@ def results_tables(doc: dict) -> List[Tuple[str, List[str], List[list]]]:
                       " ".join((h["status"] or "?")[0].upper() for h in e["history"][-12:])]
                      for e in checks]))
     return out
+
+
+def runs_compared(doc: dict) -> bool:
+    """`--compare run:ID run:ID`: the report is that comparison (its head
+    and the two runs side by side), not the whole host with it at the end."""
+    c = doc.get("compare") or {}
+    return any(side.get("run_id") is not None for side in c.get("sides") or [])

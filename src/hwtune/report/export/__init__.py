@@ -11,6 +11,8 @@ A document is what one command produces, named by its kind:
           ops (the graph's op count) and db
   compare hwtune compare's CompareResult (hwtune.compare.run)
   plan    hwtune plan's predictions or validation (hwtune.planner.session)
+  run     hwtune run MODEL: the run's document (its --json), or {"runs":
+          [...]} for a --threads list
   dynamic hwtune run MODEL --inputs FILE: a dynamic model's measured
           (policy, batch) configs (hwtune.dynamic.runs)
   dynamic-tune

@@ -5,7 +5,7 @@ mailed or attached to a CI run as is."""
 from html import escape
 from typing import List
 
-from hwtune.report import fmt, svg, views
+from hwtune.report import fmt, svg, tune_verdict, views
 from hwtune.report.export.base import Exporter
 from hwtune.report.views import convergence_note, corun_grid, has_curve
 
@@ -129,37 +129,42 @@ def _scan(scan) -> List[str]:
 
 
 def _model(m) -> List[str]:
-    d, t = m["default"], m["tuned"]
+    d, t, v = m["default"], m["tuned"], m["verdict"]
     mid = _slug(m["model"])
     out = [f"<h2 id='model-{_e(mid)}'>Model {_e(m['model'])}</h2>",
            f"<p class='dim'>tuned in run {m['run_id']} ({_e(fmt.date(m['started_at']))}, "
            f"hwtune {_e(m['hwtune_version'])}), graph {_e(m['graph_hash'][:12])}"
            + (f"; {_e(fmt.tune_options(m['options']))}" if m.get("options") else "") + "</p>",
-           f"<p><b>{_e(fmt.seconds(d.get('median_s')))}</b> default &rarr; "
-           f"<b class='better'>{_e(fmt.seconds(t.get('median_s')))}</b> tuned: speedup "
-           f"<b>{_e(fmt.ratio(m.get('speedup')))}</b>"
-           + (f" after {m['tuning_s']:.0f} s of tuning" if m.get("tuning_s") else "") + "</p>",
+           "<ul class='verdict'>" + "".join(
+               f"<li><b>{_e(label)}</b>: {_e(text)}</li>"
+               for label, text in tune_verdict.lines(v))
+           + (f"<li>tuning took {m['tuning_s']:.0f} s</li>" if m.get("tuning_s") else "")
+           + "</ul>",
            _table(["", "latency", "MAD", "config"],
                   [["default", fmt.seconds(d.get("median_s")), fmt.seconds(d.get("mad_s")),
-                    fmt.config(d.get("config"))],
-                   ["tuned", fmt.seconds(t.get("median_s")), fmt.seconds(t.get("mad_s")),
-                    fmt.config(t.get("config"))]], left=(3,))]
+                    fmt.config(d.get("config"))]]
+                  + ([["tuned", fmt.seconds(t.get("median_s")), fmt.seconds(t.get("mad_s")),
+                       fmt.config(t.get("config"))]] if v["uses"] != "default" else []),
+                  left=(3,))]
     cands = [c for c in m["candidates"] if c.get("median_s")]
     if cands:
-        best = min(c["median_s"] for c in cands)
+        # Green: the config `hwtune run` uses (the verdict's), not the fastest
+        # in-process median (a gain that did not hold across processes).
+        used = (v.get("tuned") or {}).get("label") if v["uses"] != "default" else "default"
         out.append(svg.hbars(
-            f"candidates-{mid}", f"{m['model']}: final candidates (interleaved)",
+            f"candidates-{mid}", f"{m['model']}: final candidates (interleaved, one process)",
             [(c["label"], c["median_s"] * 1e3, fmt.seconds(c["median_s"])) for c in cands],
             x_label="ms per run (lower is better)",
-            colours=[svg.PALETTE[2] if c["median_s"] == best else svg.PALETTE[0]
+            colours=[svg.PALETTE[2] if c["label"] == used else svg.PALETTE[0]
                      for c in cands]))
     if m["stages"]:
         out.append(_table(["stage", "seconds", "trials", "measured", "reused"],
                           [[k, f"{s.get('seconds') or 0:.1f}", s.get("trials", "-"),
                             s.get("measured", "-"), s.get("reused", "-")]
                            for k, s in m["stages"].items()]))
-    if m["why"]:
-        out.append("<ul class='why'>" + "".join(f"<li>{_e(w)}</li>" for w in m["why"])
+    why = tune_verdict.why_shown(m["why"])
+    if why:
+        out.append("<ul class='why'>" + "".join(f"<li>{_e(w)}</li>" for w in why)
                    + "</ul>")
     conv = [s for s in m["convergence"] if s["first_s"]]
     if not has_curve(m):
@@ -371,7 +376,10 @@ def plan(doc: dict) -> str:
 
 
 def report(doc: dict) -> str:
-    body = [part for section in REPORT_SECTIONS for part in section(doc)]
+    # --compare run:ID run:ID: the comparison first, the host's report after it
+    sections = ((_compare,) + tuple(s for s in REPORT_SECTIONS if s is not _compare)
+                if views.runs_compared(doc) else REPORT_SECTIONS)
+    body = [part for section in sections for part in section(doc)]
     return ("<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
             "<meta name='viewport' content='width=device-width,initial-scale=1'>"
             f"<title>hwtune report: {_e(doc['host']['host_key'])}</title>"

@@ -26,4 +26,4 @@ def document(data: Any) -> str:
 
 
 EXPORTER = Exporter("json", {kind: document for kind in ("scan", "report", "check", "tune", "compare", "plan",
-                                                   "dynamic", "dynamic-tune")})
+                                                   "dynamic", "dynamic-tune", "run")})

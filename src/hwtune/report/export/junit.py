@@ -54,9 +54,17 @@ def check(r) -> str:
 
 
 def _time(o) -> str:
-    # Time spent measuring the figure's samples (time figures only).
+    """Seconds spent measuring the figure (JUnit's time is wall seconds; a
+    dashboard adds them up): its measured wall time, for time, rate and
+    counted figures alike. A result read from an older --json file has none:
+    a time figure's samples still add up to its timed calls (seconds), a
+    rate or a count says nothing about time (0)."""
     f = o.current
-    if f is None or f.higher_is_better or not f.samples:
+    if f is None:
+        return "0.000"
+    if f.wall_s is not None:
+        return f"{f.wall_s:.3f}"
+    if f.higher_is_better or not f.samples or f.metric != "time" or f.unit != "s":
         return "0.000"
     inner = f.params.get("inner") or f.params.get("iterations_per_sample") or 1
     return f"{sum(f.samples) * inner:.3f}"

@@ -5,7 +5,7 @@ job summary): tables for figures, the terminal's text charts in code blocks
 
 from typing import List
 
-from hwtune.report import fmt, verdicts, views
+from hwtune.report import fmt, tune_verdict, verdicts, views
 from hwtune.report.export.base import Exporter
 from hwtune.report.text_charts import gantt_lines, line_chart
 from hwtune.report.views import convergence_note, convergence_series, corun_grid, has_curve
@@ -95,20 +95,23 @@ def _model(m) -> List[str]:
            f"{m['hwtune_version']})"
            + (f" with {_cell(fmt.tune_options(m['options']))}" if m.get("options") else "")
            + ".", ""]
-    out += table(["", "latency", "MAD", "config"],
-                 [["default", fmt.seconds(d.get("median_s")), fmt.seconds(d.get("mad_s")),
-                   fmt.config(d.get("config"))],
-                  ["tuned", fmt.seconds(t.get("median_s")), fmt.seconds(t.get("mad_s")),
-                   fmt.config(t.get("config"))]], left=(3,))
-    out += [f"**Speedup {fmt.ratio(m.get('speedup'))}**"
-            + (f" after {m['tuning_s']:.0f} s of tuning." if m.get("tuning_s") else "."), ""]
+    v = m["verdict"]
+    rows = [["default", fmt.seconds(d.get("median_s")), fmt.seconds(d.get("mad_s")),
+             fmt.config(d.get("config"))]]
+    if v["uses"] != "default":
+        rows.append(["tuned", fmt.seconds(t.get("median_s")), fmt.seconds(t.get("mad_s")),
+                     fmt.config(t.get("config"))])
+    out += table(["", "latency", "MAD", "config"], rows, left=(3,))
+    out += [f"- **{label}**: {_cell(text)}" for label, text in tune_verdict.lines(v)]
+    out += ([f"- tuning took {m['tuning_s']:.0f} s"] if m.get("tuning_s") else []) + [""]
     if m["stages"]:
         out += table(["stage", "seconds", "trials", "measured", "reused"],
                      [[k, f"{s.get('seconds') or 0:.1f}", s.get("trials", "-"),
                        s.get("measured", "-"), s.get("reused", "-")]
                       for k, s in m["stages"].items()])
-    if m["why"]:
-        out += [f"- {w}" for w in m["why"]] + [""]
+    why = tune_verdict.why_shown(m["why"])
+    if why:
+        out += [f"- {w}" for w in why] + [""]
     out += ["### Convergence (best so far vs trial)", ""]
     if has_curve(m):
         series, unit = convergence_series(m)
@@ -243,7 +246,10 @@ def plan(doc: dict) -> str:
 
 
 def report(doc: dict) -> str:
-    out = [line for section in REPORT_SECTIONS for line in section(doc)]
+    sections = ((lambda d: [f"# hwtune report: {d['compare']['sides'][0]['label']} vs "
+                            f"{d['compare']['sides'][1]['label']}", ""], _compare)
+                if views.runs_compared(doc) else REPORT_SECTIONS)
+    out = [line for section in sections for line in section(doc)]
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -253,7 +259,7 @@ def check(r) -> str:
     to a CI job summary after other sections."""
     th = r.suite.thresholds
     out = [f"### {verdicts.headline(r)}", ""]
-    out.append(f"Host `{r.host_key[:12]}`, mode `{r.mode}`"
+    out.append(f"Host `{r.host_key}`, mode `{r.mode}`"
                + (", relative to the reference kernel" if r.relative else "")
                + f"; alpha {th.alpha:g}, min effect {th.min_effect:.0%}"
                + (f", host noise floor {r.noise_floor:.1%}" if r.noise_floor is not None
@@ -290,10 +296,23 @@ def compare(r) -> str:
            f"{r.cpu}, kernels {r.isa}, {threads}, {r.reps} interleaved samples per side "
            f"(medians); load average {fmt.loads(r.load_before)} before, {fmt.loads(r.load_after)} after; "
            f"inputs {r.inputs}.", ""]
-    out += table(["side", "how it runs", "median", "MAD", "side / hwtune", "outputs"],
+    out += table(["side", "how it runs", "median", "MAD", "hwtune is", "outputs"],
                  [[s.name, s.describe, f"{s.median_s * 1e3:.3f} ms", f"{s.mad_s * 1e3:.3f} ms",
-                   f"{s.ratio:.2f}x", verdicts.compare_side(s)] for s in r.sides],
+                   verdicts.compare_speed(s), verdicts.compare_side(s)] for s in r.sides],
                  right_from=2, left=(5,))
+    return "\n".join(out) + "\n"
+
+
+# -- run (a static model) ---------------------------------------------------------
+def run(data: dict) -> str:
+    """hwtune run as a self-contained section (a job summary, a PR)."""
+    from hwtune.report import run_views
+    out = []
+    for doc in run_views.docs_of(data):
+        out += [f"### hwtune run: {doc['model']}", ""]
+        out += table(["", "value"],
+                     [[label or " ", text] for label, text in run_views.lines(doc)],
+                     right_from=2)
     return "\n".join(out) + "\n"
 
 
@@ -316,4 +335,5 @@ def dynamic_tune(doc: dict) -> str:
 
 
 EXPORTER = Exporter("markdown", {"report": report, "check": check, "compare": compare,
+                                 "run": run,
                                  "plan": plan, "dynamic": dynamic, "dynamic-tune": dynamic_tune})

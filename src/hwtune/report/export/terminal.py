@@ -271,13 +271,13 @@ def _report_scan(console, scan):
 def _model(console, m):
     console.print(Rule(f"Model {m['model']} (tuned in run {m['run_id']}, "
                        f"{fmt.date(m['started_at'])})", align="left"))
-    d, t = m["default"], m["tuned"]
-    console.print(f"default [bold]{fmt.seconds(d.get('median_s'))}[/] -> tuned "
-                  f"[bold green]{fmt.seconds(t.get('median_s'))}[/]: speedup "
-                  f"[bold]{fmt.ratio(m.get('speedup'))}[/]"
-                  + (f" in {m['tuning_s']:.0f} s of tuning" if m.get("tuning_s") else ""),
+    from hwtune.report import tune_verdict
+    d = m["default"]
+    console.print(f"default [bold]{fmt.seconds(d.get('median_s'))}[/]"
+                  + (f", {m['tuning_s']:.0f} s of tuning" if m.get("tuning_s") else ""),
                   highlight=False)
-    console.print(f"chosen: {fmt.config(t.get('config'))}", highlight=False)
+    for label, text in tune_verdict.lines(m["verdict"]):
+        console.print(Text.assemble((f"{label}: ", "bold"), text))
     if m.get("options"):
         console.print(f"options: {fmt.tune_options(m['options'])}", highlight=False,
                       markup=False)
@@ -287,8 +287,8 @@ def _model(console, m):
             st.add_row(name, f"{s.get('seconds') or 0:.1f}", str(s.get("trials", "-")),
                        str(s.get("measured", "-")), str(s.get("reused", "-")))
         console.print(st)
-    for line in m["why"]:
-        console.print(f"  [dim]{line}[/]", highlight=False)
+    for line in tune_verdict.why_shown(m["why"]):
+        console.print(Text("  " + line, style="dim"))
     if has_curve(m):
         series, unit = convergence_series(m)
         console.print("[bold]Convergence[/] (best so far vs trial)")
@@ -416,6 +416,12 @@ REPORT_SECTIONS = (_report_head, _report_scan_or_hint, _report_models, _report_r
 
 
 def print_report(console: Console, doc: dict) -> None:
+    if views.runs_compared(doc):
+        console.print(f"[bold]hwtune report[/] [dim]{doc['db']}, generated "
+                      f"{fmt.date(doc['generated_at'])} by hwtune {doc['hwtune_version']}[/]",
+                      highlight=False)
+        _report_compare(console, doc)
+        return
     for section in REPORT_SECTIONS:
         section(console, doc)
 
@@ -427,7 +433,10 @@ def print_check(console: Console, r) -> None:
     # No box, one space between columns: seven columns fit in 80.
     t = Table(title=verdicts.headline(r), title_justify="left", box=None,
               padding=(0, 1, 0, 0), header_style="bold")
-    t.add_column("figure", overflow="ellipsis", no_wrap=True, max_width=20)
+    # 20 columns for the name in 80 (the other six take the rest); a wider
+    # console (COLUMNS=200 on a pipe) shows whole names.
+    t.add_column("figure", overflow="ellipsis", no_wrap=True,
+                 max_width=max(20, console.width - 60))
     t.add_column("baseline", justify="right", no_wrap=True)
     t.add_column("current", justify="right", no_wrap=True)
     # Relative mode compares ratios to the reference kernel, not the medians
@@ -471,51 +480,31 @@ def print_check(console: Console, r) -> None:
 
 
 # -- tune-graph ---------------------------------------------------------------
-def _ms(seconds) -> str:
-    return "-" if seconds is None else f"{seconds * 1e3:.3f} ms"
-
-
-def _describe(config: dict) -> str:
-    from hwtune.engine.config import EngineConfig
-    return EngineConfig(executors=config["executors"], threads=config["threads"],
-                        scheduler=config["scheduler"], pin=config["pin"]).describe()
-
-
 def print_tune(console: Console, doc: dict) -> None:
-    """tune-graph's summary: default vs tuned, why, where the time went."""
+    """tune-graph's summary: the default, the one verdict (what `hwtune run`
+    uses, with its figure; a gain not confirmed across processes named as
+    such), why, where the time went, what is stored, what to do next."""
+    from hwtune.report import tune_verdict as tv
+
     def line(text):
         console.print(text, markup=False, highlight=False, emoji=False, soft_wrap=True)
 
-    d, t = doc["default"], doc["tuned"]
+    d, v = doc["default"], doc["verdict"]
     line(f"model:     {doc['model']} ({doc['ops']} ops, graph {doc['graph_hash'][:12]})")
-    line(f"default:   {_ms(d['median_s'])} +- {_ms(d['mad_s'])}  ({_describe(d['config'])}, "
-         f"default CONV knobs)")
-    extras = [_describe(t["config"])]
-    if t["config"].get("op_params"):
-        extras.append(f"{len(t['config']['op_params'])} CONV(s) tuned")
-    if t["config"].get("op_threads"):
-        extras.append(f"{len(t['config']['op_threads'])} per-op thread counts")
-    line(f"tuned:     {_ms(t['median_s'])} +- {_ms(t['mad_s'])}  ({', '.join(extras)})")
-    ci = doc.get("speedup_ci")
-    if t.get("label") == "default":
-        gain = "the default is kept"
-    elif ci and ci["low"] <= 1.0 <= ci["high"]:
-        gain = f"no significant gain: {ci['level']:.0%} interval {ci['low']:.2f}-{ci['high']:.2f}x"
-    elif ci:
-        gain = f"{ci['level']:.0%} interval {ci['low']:.2f}-{ci['high']:.2f}x"
-    else:
-        gain = "medians of samples interleaved in one run"
-    line(f"speedup:   {doc['speedup']:.2f}x ({gain}; paired samples, each taken as "
-         f"`hwtune run` takes them)")
-    if doc.get("kept_stored"):
-        line("kept:      the stored tuned config (nothing measured here beat it "
-             "significantly)")
-    others = [c for c in doc["candidates"] if c != d and c != t]
+    line(f"default:   {fmt.seconds(d['median_s'])} +- {fmt.seconds(d['mad_s'])} "
+         f"({fmt.config(d['config'])}, default CONV knobs)")
+    t = doc.get("tuned")
+    for label, text in tv.lines(v):
+        line(f"{label + ':':<10s} {text}")
+    shown = {d["label"], (t or {}).get("label")}
+    others = [c for c in doc["candidates"] if c["label"] not in shown and c.get("median_s")]
     if others:
-        line("also measured: " + ", ".join(f"{c['label']} {_ms(c['median_s'])}"
-                                           for c in others))
-    line("why:")
-    for w in doc["why"]:
+        line("also measured (one process): " + ", ".join(
+            f"{c['label']} {fmt.seconds(c['median_s'])}" for c in others))
+    why = tv.why_shown(doc["why"])
+    if why:
+        line("why:")
+    for w in why:
         line(f"  - {w}")
     spent = ", ".join(f"{k} {v['seconds']:.1f} s ({v['trials']} trials, {v['reused']} reused)"
                       for k, v in doc["stages"].items())
@@ -535,7 +524,9 @@ def print_tune(console: Console, doc: dict) -> None:
         line("cut:       nothing (every planned stage and workload finished)")
     if doc.get("accuracy"):
         line(f"thread-count interpolation accuracy: {doc['accuracy']}")
-    line(f"stored:    tuned config {doc['config_id']}, run {doc['run_id']} in {doc['db']}")
+    line(f"stored:    {tv.stored_line(v, doc['run_id'], doc['db'])}")
+    if doc.get("next"):
+        line(f"next:      {doc['next']}")
 
 
 # -- dynamic models -----------------------------------------------------------
@@ -565,6 +556,18 @@ def print_dynamic_tune(console: Console, doc: dict) -> None:
         console.print(text, markup=False, highlight=False, emoji=False, soft_wrap=True)
 
 
+# -- run (a static model) -------------------------------------------------------
+def print_run(console: Console, data: dict) -> None:
+    """hwtune run: one block per run (a --threads list gives several)."""
+    from hwtune.report import run_views
+    for i, doc in enumerate(run_views.docs_of(data)):
+        if i:
+            console.print()
+        for label, text in run_views.lines(doc):
+            console.print(f"{label + ':' if label else '':<11s} {text}", markup=False,
+                          highlight=False, emoji=False, soft_wrap=True)
+
+
 # -- compare ------------------------------------------------------------------
 def print_compare(console: Console, r) -> None:
     """hwtune compare: one row per side, interleaved medians, ratio to hwtune."""
@@ -576,10 +579,12 @@ def print_compare(console: Console, r) -> None:
          f"{fmt.loads(r.load_before)} before, {fmt.loads(r.load_after)} after")
     line(f"timing:  {r.reps} interleaved samples per side, medians")
     w = max(len(s.name) for s in r.sides)
-    line(f"  {'side':{w}s}  {'median':>11s}  {'MAD':>9s}  {'x hwtune':>8s}  outputs")
-    for s in r.sides:
+    speed = [verdicts.compare_speed(s) for s in r.sides]
+    ws = max(len(x) for x in speed + ["hwtune is"])
+    line(f"  {'side':{w}s}  {'median':>11s}  {'MAD':>9s}  {'hwtune is':>{ws}s}  outputs")
+    for s, sp in zip(r.sides, speed):
         line(f"  {s.name:{w}s}  {s.median_s * 1e3:>8.3f} ms  {s.mad_s * 1e3:>6.3f} ms  "
-             f"{s.ratio:7.2f}x  {verdicts.compare_side(s)}")
+             f"{sp:>{ws}s}  {verdicts.compare_side(s)}")
     for s in r.sides:
         line(f"  {s.name}: {s.describe}")
 
@@ -657,6 +662,7 @@ PRINTERS: Dict[str, Tuple[Printer, Optional[Callable[[int], int]]]] = {
     "check": (print_check, _at_least_80),
     "tune": (print_tune, None),
     "compare": (print_compare, None),
+    "run": (print_run, None),
     "plan": (print_plan, None),
     "dynamic": (print_dynamic, None),
     "dynamic-tune": (print_dynamic_tune, None),
