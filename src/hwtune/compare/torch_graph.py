@@ -37,11 +37,11 @@ def _ops(torch):
 
     def conv(g, op, a, x):
         b = x[2] if len(x) == 3 else None
-        pads = asymmetric(a)
+        pads, groups = asymmetric(a), int(a.get("group") or 1)
         if pads is None:
-            return F.conv2d(x[0], x[1], b, a["stride"], a["padding"], a["dilation"])
+            return F.conv2d(x[0], x[1], b, a["stride"], a["padding"], a["dilation"], groups)
         # As PyTorch's own padding="same" does for even kernels: pad, then convolve.
-        return F.conv2d(F.pad(x[0], pads), x[1], b, a["stride"], 0, a["dilation"])
+        return F.conv2d(F.pad(x[0], pads), x[1], b, a["stride"], 0, a["dilation"], groups)
 
     def conv_transpose(g, op, a, x):
         b = x[2] if len(x) == 3 else None

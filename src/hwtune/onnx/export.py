@@ -98,7 +98,8 @@ def _conv(e, op, a):
     steps = (["Add"] if len(op.inputs) == 4 else []) + (["Relu"] if a.get("relu") else [])
     out = [f"{op.outputs[0]}@conv"] if steps else op.outputs
     e.node("Conv", op.inputs[:3], out, op.name, kernel_shape=[kh, kw],
-           strides=list(a["stride"]), pads=_pads(a), dilations=list(a["dilation"]))
+           strides=list(a["stride"]), pads=_pads(a), dilations=list(a["dilation"]),
+           group=int(a.get("group") or 1))
     for i, kind in enumerate(steps):
         last = i == len(steps) - 1
         dst = op.outputs if last else [f"{op.outputs[0]}@{kind.lower()}"]

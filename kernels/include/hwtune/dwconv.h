@@ -1,0 +1,60 @@
+/* FP32 depthwise 2-D convolution (MobileNet, EfficientNet, MnasNet,
+ * ShuffleNet, ConvNeXt): every input channel c convolved with its own
+ * `mult` filters into output channels c * mult .. c * mult + mult - 1, and
+ * the plain-C reference of any grouped convolution (the oracle of the
+ * depthwise kernel and of the engine's per-group dense template).
+ *
+ * Described by a hwt_conv_desc with K = C * mult (the weights
+ * [K][1][R][S], ONNX's and PyTorch's layout for group = C), any kernel
+ * size, stride, dilation and asymmetric zero padding; bias, residual and
+ * ReLU in the epilogue as for the dense CONV (hwtune/conv.h).
+ *
+ * Layout: NCHW, x [N][C][H][W], y [N][K][OH][OW]. Each thread's share is
+ * a contiguous range of the N x K x OH output rows; it stages the input
+ * rows one chunk of output rows reads, zero-padded and split by column
+ * stride phase, into its workspace so that consecutive output columns read
+ * consecutive floats at every tap, and runs one vector of output columns
+ * per FMA (kernels/conv/dw_body.c, compiled per ISA).
+ *
+ * Roofline (3x3, stride 1, C = 32..960 at 7x7..112x112): 18 FLOPs per
+ * output float against one input and one output float streamed, 2.25
+ * FLOP/byte, so a depthwise layer is memory-bound on any x86 core from L2
+ * out (Zen 4: ~64 B/cycle L1, ~32 B/cycle L2 per core; a 3x3 layer reads
+ * each staged input row 3 times from L1). The FMA units are not the
+ * limit: 9 FMAs per 16 outputs with AVX-512, one weight broadcast per 4
+ * output vectors.
+ */
+#ifndef HWTUNE_DWCONV_H
+#define HWTUNE_DWCONV_H
+#include <stddef.h>
+#include "hwtune/api.h"
+#include "hwtune/conv.h"
+#include "hwtune/isa.h"
+
+typedef struct {
+  hwt_conv_desc d;  /* K = C * mult */
+  int mult;
+  hwt_isa isa;
+  int OH, OW;
+  int phases;       /* column stride phases of a staged row (stride_w) */
+  int wq;           /* floats per phase of a staged row */
+  int chunk;        /* output rows per staging chunk */
+  size_t ws_floats; /* workspace floats each thread needs (64-byte aligned) */
+} hwt_dwconv_plan;
+
+/* HWT_EINVAL: not depthwise (K not a multiple of C, shape invalid);
+ * HWT_EISA: isa not supported here. */
+HWT_API int hwt_dwconv_plan_make(const hwt_conv_desc *d, hwt_isa isa, hwt_dwconv_plan *out);
+/* Thread tid's share of nth: w [K][R][S] (the weights as given), bias K
+ * floats or NULL, res y's shape or NULL (may not alias y), ws this
+ * thread's p->ws_floats floats, 64-byte aligned. No allocation. */
+HWT_API void hwt_dwconv_run_part(const hwt_dwconv_plan *p, const float *x, const float *w,
+                                 const float *bias, const float *res, float *y, float *ws,
+                                 int tid, int nth);
+/* Plain-C reference of a grouped convolution (group divides C and K; w
+ * [K][C/group][R][S]), NCHW, double accumulation: + bias, + res, then the
+ * ReLU when d->relu. group = C is depthwise, group = 1 hwt_conv_ref_res. */
+HWT_API int hwt_conv_group_ref(const hwt_conv_desc *d, int group, const float *x,
+                               const float *w, const float *bias, const float *res, float *y);
+
+#endif

@@ -1,0 +1,140 @@
+"""Grouped and depthwise conv2d (`group` > 1): the numpy reference against
+a per-group float64 loop, and the engine (the depthwise kernel, or the dense
+template once per group) against the reference, on every ISA variant this
+CPU supports at 1, 2 and 3 threads, with weights as params (packed once)
+and as inputs (read or packed per run)."""
+
+import numpy as np
+import pytest
+
+from hwtune.engine.ops_harness import run_ops
+from hwtune.graph import load_model
+from hwtune.graph.errors import GraphError
+from hwtune.graph.ops.conv import conv2d_nchw
+from hwtune.graph.reference import run_reference
+from hwtune.native.isa import supported_isas
+
+
+def _model(x, w, attrs, bias=True, residual=None, w_param=True):
+    c, oc = x[1], w[0]
+    tensors = [("x", x), ("w", w)] + ([("b", (oc,))] if bias else [])
+    if residual is not None:
+        tensors.append(("r", residual))
+    params = {"w", "b"} if w_param else {"b"}
+    return load_model({
+        "format_version": 1, "name": "grouped", "seed": 5,
+        "inputs": [{"name": n, "shape": list(s)} for n, s in tensors if n not in params],
+        "params": [{"name": n, "shape": list(s)} for n, s in tensors if n in params],
+        "ops": [{"name": "conv", "op": "conv2d", "inputs": [n for n, _ in tensors],
+                 "outputs": ["y"], "attrs": attrs}],
+        "outputs": ["y"]})
+
+
+# (x, w, attrs): depthwise (group = C) at 3x3 / 5x5 / 7x7, stride 1 and 2,
+# dilation, asymmetric padding, odd sizes, a multiplier, more than 64
+# groups; grouped convs of 2..8-channel groups (ResNeXt, RegNet widths),
+# a 1x1 grouped (ShuffleNet v1's), and a 1-channel-per-group conv with 2
+# outputs per group that is also depthwise.
+CASES = [
+    ((1, 5, 9, 11), (5, 1, 3, 3), {"group": 5, "padding": 1}),
+    ((2, 7, 13, 17), (7, 1, 3, 3), {"group": 7, "padding": 1, "stride": 2}),
+    ((1, 96, 14, 14), (96, 1, 3, 3), {"group": 96, "padding": 1}),
+    ((1, 72, 15, 15), (72, 1, 5, 5), {"group": 72, "padding": 2, "stride": 2}),
+    ((1, 20, 10, 37), (20, 1, 7, 7), {"group": 20, "padding": 3}),
+    ((1, 6, 12, 12), (6, 1, 3, 3), {"group": 6, "padding": [1, 2], "padding_end": [0, 1],
+                                    "dilation": [2, 3]}),
+    ((1, 4, 8, 9), (12, 1, 3, 3), {"group": 4, "padding": 1}),           # multiplier 3
+    ((1, 3, 11, 11), (6, 1, 2, 4), {"group": 3, "stride": [2, 3], "padding": [0, 1]}),
+    ((1, 64, 17, 19), (64, 8, 3, 3), {"group": 8, "padding": 1}),        # 8 groups of 8
+    ((2, 32, 9, 9), (64, 4, 3, 3), {"group": 8, "padding": 1, "stride": 2}),
+    ((1, 24, 7, 7), (48, 3, 1, 1), {"group": 8}),                        # 1x1 grouped
+    ((1, 130, 6, 6), (130, 2, 3, 3), {"group": 65, "padding": 1}),       # 65 groups of 2
+]
+
+
+def _id(case):
+    x, w, a = case
+    return f"{'x'.join(map(str, x))}-w{'x'.join(map(str, w))}-g{a['group']}"
+
+
+def _inputs(g, seed=3):
+    rng = np.random.default_rng(seed)
+    return {t.name: rng.uniform(-2, 2, g.shapes[t.name]).astype(np.float32) for t in g.inputs}
+
+
+def _loop_reference(x, w, b, attrs):
+    """One float64 dense conv per group: the definition of `group`."""
+    group = attrs["group"]
+    cg, kg = x.shape[1] // group, w.shape[0] // group
+    geo = dict(stride=_pair(attrs.get("stride", 1)), padding=_pair(attrs.get("padding", 0)),
+               dilation=_pair(attrs.get("dilation", 1)),
+               padding_end=attrs.get("padding_end"))
+    parts = [conv2d_nchw(x[:, gi * cg:(gi + 1) * cg].astype(np.float64),
+                         w[gi * kg:(gi + 1) * kg], b[gi * kg:(gi + 1) * kg], **geo)
+             for gi in range(group)]
+    return np.concatenate(parts, axis=1)
+
+
+def _pair(v):
+    return (v, v) if isinstance(v, int) else tuple(v)
+
+
+@pytest.mark.parametrize("case", CASES, ids=_id)
+def test_reference_is_one_conv_per_group(case):
+    x_shape, w_shape, attrs = case
+    g = _model(x_shape, w_shape, attrs)
+    rng = np.random.default_rng(1)
+    x = rng.uniform(-2, 2, x_shape).astype(np.float32)
+    w = rng.uniform(-1, 1, w_shape).astype(np.float32)
+    b = rng.uniform(-1, 1, (w_shape[0],)).astype(np.float32)
+    got = run_reference(g, inputs={"x": x}, params={"w": w, "b": b})["y"]
+    want = _loop_reference(x, w, b, attrs)
+    assert got.shape == want.shape == tuple(g.shapes["y"])
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+# Float accumulation of C/group*KH*KW (<= 49 here) products of |x| <= 2
+# against the float64 reference, as tests/test_ops_families.py's CONV.
+RTOL, ATOL = 1e-5, 1e-4
+
+
+@pytest.mark.parametrize("isa", supported_isas())
+@pytest.mark.parametrize("case", CASES, ids=_id)
+def test_engine_matches_reference(case, isa):
+    x_shape, w_shape, attrs = case
+    for w_param in (True, False):
+        g = _model(x_shape, w_shape, attrs, w_param=w_param)
+        inputs = _inputs(g)
+        want = run_reference(g, inputs=inputs)["y"]
+        for nth in (1, 2, 3):
+            got = run_ops(g, nth=nth, isa=isa, inputs=inputs)["y"]
+            np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL,
+                                       err_msg=f"nth={nth} w_param={w_param}")
+
+
+@pytest.mark.parametrize("isa", supported_isas())
+@pytest.mark.parametrize("case", [CASES[1], CASES[6], CASES[9]], ids=_id)
+def test_epilogue_residual_and_relu(case, isa):
+    """Residual add and ReLU in the kernel's epilogue (what the fuse pass
+    folds into a grouped conv), and a bias-free ReLU."""
+    x_shape, w_shape, attrs = case
+    y_shape = _model(x_shape, w_shape, attrs).shapes["y"]
+    for bias in (True, False):
+        g = _model(x_shape, w_shape, dict(attrs, relu=True), bias=bias,
+                   residual=y_shape if bias else None)
+        inputs = _inputs(g, seed=9)
+        want = run_reference(g, inputs=inputs)["y"]
+        assert (want == 0).any() and (want > 0).any()
+        for nth in (1, 3):
+            got = run_ops(g, nth=nth, isa=isa, inputs=inputs)["y"]
+            np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.parametrize("x, w, attrs, what", [
+    ((1, 6, 8, 8), (6, 1, 3, 3), {"group": 4}, "group 4 must divide"),
+    ((1, 6, 8, 8), (6, 2, 3, 3), {"group": 6}, "C/group=1"),
+    ((1, 6, 8, 8), (6, 1, 3, 3), {"group": 6, "reg_n": 4}, "takes no template knobs"),
+])
+def test_bad_groups_are_one_clear_error(x, w, attrs, what):
+    with pytest.raises(GraphError, match=what):
+        _model(x, w, attrs)
