@@ -3,99 +3,141 @@
  * stages the input rows it reads: zero-padded and, for stride_w > 1, split
  * into stride phases (phase q holds padded columns q, q + sw, ...), so the
  * output columns ow .. ow + HV_W - 1 read HV_W consecutive floats at every
- * tap. Each output row then accumulates 4 vectors of columns at a time
+ * tap. The output is computed in register blocks of 4 accumulators (1 row
+ * x 4 vectors of columns, 2 x 2, or 4 rows x 1 vector for narrow rows)
  * over the R x S taps (one broadcast weight per 4 FMAs), the bias as the
- * starting value, and applies the epilogue (+ residual, ReLU) before one
- * store; the row's last vector masks its store. 3x3, 5x5 and 7x7 filters
- * run with the tap loops unrolled at compile time. */
+ * starting value, with the epilogue (+ residual, ReLU) before one store;
+ * a row's last vector masks its store (the staged rows have a vector of
+ * slack, so loads never need a mask). 3x3, 5x5 and 7x7 filters run with
+ * the tap loops unrolled at compile time. */
 #include <string.h>
 #include "../common/vec.h"
 #include "conv_internal.h"
 #include "dw_impl.h"
 
-/* Output vectors per register block: 4 accumulators, 1 weight and the
- * loads fit AVX2's 16 registers; more only adds loads in flight, as every
- * FMA reads a fresh input vector from L1 anyway. */
-#define U 4
-
 /* One staged row (p->phases x p->wq floats) of input row xr, NULL: a row
- * of the padding. */
+ * of the padding. The stride-phase split goes through the dense
+ * template's own per-ISA copies (hwt_conv_variant: deint2, phase): the
+ * scalar split made the stride-2 depthwise layers 2-3x slower than their
+ * stride-1 neighbours per output (MobileNetV2's 96-channel 112x112 layer,
+ * 951 us at 1 thread, Zen 4 under load). */
 static void stage_row(const hwt_dwconv_plan *p, const float *xr, float *dst) {
   const int sw = p->phases, wq = p->wq, pl = p->d.pad_w, W = p->d.W;
   if (!xr) {
     memset(dst, 0, sizeof(float) * (size_t)sw * (size_t)wq);
     return;
   }
+  const hwt_conv_variant *cv = hwt_conv_variant_for(HV_ISA);
+  /* Phase q's o[j] = x[q + j * sw - pl] where that column exists, j in
+   * [j0[q], j1[q]); zeros elsewhere. */
+  long j0[2] = {0, 0}, j1[2] = {0, 0};
   for (int q = 0; q < sw; q++) {
     float *o = dst + (long)q * wq;
-    /* o[j] = x[q + j * sw - pl] where that column exists: j in [j0, j1). */
-    int j0 = pl > q ? (pl - q + sw - 1) / sw : 0;
-    long j1 = ((long)W - 1 + pl - q) / sw + 1;
-    if ((long)W - 1 + pl - q < 0) j1 = 0;
-    if (j0 > wq) j0 = wq;
-    if (j1 > wq) j1 = wq;
-    if (j1 < j0) j1 = j0;
-    for (int j = 0; j < j0; j++) o[j] = 0.0f;
-    const float *src = xr + q - pl;
+    long a = pl > q ? (pl - q + sw - 1) / sw : 0;
+    long b = (long)W - 1 + pl - q < 0 ? 0 : ((long)W - 1 + pl - q) / sw + 1;
+    if (a > wq) a = wq;
+    if (b > wq) b = wq;
+    if (b < a) b = a;
+    for (long j = 0; j < a; j++) o[j] = 0.0f;
+    for (long j = b; j < wq; j++) o[j] = 0.0f;
     if (sw == 1)
-      memcpy(o + j0, src + j0, sizeof(float) * (size_t)(j1 - j0));
-    else
-      for (long j = j0; j < j1; j++) o[j] = src[j * sw];
-    for (long j = j1; j < wq; j++) o[j] = 0.0f;
+      memcpy(o + a, xr + a - pl, sizeof(float) * (size_t)(b - a));
+    else if (sw == 2) {
+      j0[q] = a;
+      j1[q] = b;
+    } else if (b > a)
+      cv->phase(xr + (q + a * sw - pl), sw, (int)(b - a), o + a);
   }
+  if (sw != 2) return;
+  /* Both phases of the columns both hold in one pass, the ends apart. */
+  const long a = j0[0] > j0[1] ? j0[0] : j0[1];
+  long b = j1[0] < j1[1] ? j1[0] : j1[1];
+  if (b < a) b = a;
+  float *even = dst, *odd = dst + wq;
+  for (int q = 0; q < 2; q++) {
+    float *o = q ? odd : even;
+    for (long j = j0[q]; j < a && j < j1[q]; j++) o[j] = xr[q + 2 * j - pl];
+    for (long j = b > j0[q] ? b : j0[q]; j < j1[q]; j++) o[j] = xr[q + 2 * j - pl];
+  }
+  if (b > a) cv->deint2(xr + (2 * a - pl), (int)(b - a), even + a, odd + a);
 }
 
-HV_AI hv_f32 epilogue(hv_f32 acc, const float *res, long at, hv_mask m, int full, int relu) {
-  if (res) acc = hv_add(acc, full ? hv_load(res + at) : hv_load_mask(res + at, m));
+HV_AI hv_f32 epilogue(hv_f32 acc, const float *res, hv_mask m, int full, int relu) {
+  if (res) acc = hv_add(acc, full ? hv_load(res) : hv_load_mask(res, m));
   /* max(0, acc): NaN stays NaN, as the numpy reference's np.maximum. */
   return relu ? hv_max(hv_zero(), acc) : acc;
 }
 
-/* Output row y (OW floats) from the staged rows st (kernel row r at
- * st + r * dil_h * row floats). */
-HV_AI void row_out(const hwt_dwconv_plan *p, const float *st, const float *w, float bias,
-                   const float *res, float *y, const int R, const int S) {
-  const int OW = p->OW, wq = p->wq, sw = p->phases, relu = p->d.relu;
-  const long rstep = (long)p->d.dil_h * sw * wq;
-  long off[64];  /* float offset of tap s in a staged row; S <= 64 checked by rows() */
-  for (int s = 0; s < S; s++) {
-    const int t = s * p->d.dil_w;
-    off[s] = (long)(t % sw) * wq + t / sw;
-  }
-  const hv_f32 bv = hv_set1(bias);
-  const hv_mask all = hv_first(HV_W);
-  int ow = 0;
-  for (; ow + U * HV_W <= OW; ow += U * HV_W) {
-    hv_f32 a0 = bv, a1 = bv, a2 = bv, a3 = bv;
-    for (int r = 0; r < R; r++) {
-      const float *in = st + r * rstep + ow;
-      for (int s = 0; s < S; s++) {
-        const hv_f32 wv = hv_set1(w[r * S + s]);
-        const float *q = in + off[s];
-        a0 = hv_fmadd(hv_load(q), wv, a0);
-        a1 = hv_fmadd(hv_load(q + HV_W), wv, a1);
-        a2 = hv_fmadd(hv_load(q + 2 * HV_W), wv, a2);
-        a3 = hv_fmadd(hv_load(q + 3 * HV_W), wv, a3);
+/* A register block of NR output rows x NV vectors of columns starting at
+ * column ow: st is the first row's staged input (its kernel row 0), rows
+ * ostep floats apart; y / res the first row's output at ow; n the columns
+ * left in the row from ow (the last vector masks its store past them).
+ * NR x NV >= 4 independent accumulators hide the FMA latency (4 cycles on
+ * Zen 4): one vector per row, as a 56-wide row at AVX-512 left it, chained
+ * 9 FMAs a vector and ran MobileNetV2's 144-channel 56x56 layer at 22
+ * GFLOPS (1 thread, under load). */
+HV_AI void block(const hwt_dwconv_plan *p, const float *st, long ostep, const long *off,
+                 const float *w, hv_f32 bv, const float *res, float *y, long n, const int R,
+                 const int S, const int NR, const int NV) {
+  const long rstep = (long)p->d.dil_h * p->phases * p->wq, OW = p->OW;
+  hv_f32 acc[4][4];
+  for (int i = 0; i < NR; i++)
+    for (int v = 0; v < NV; v++) acc[i][v] = bv;
+  for (int r = 0; r < R; r++)
+    for (int s = 0; s < S; s++) {
+      const hv_f32 wv = hv_set1(w[r * S + s]);
+      for (int i = 0; i < NR; i++) {
+        const float *q = st + i * ostep + r * rstep + off[s];
+        for (int v = 0; v < NV; v++) acc[i][v] = hv_fmadd(hv_load(q + v * HV_W), wv, acc[i][v]);
       }
     }
-    hv_store(y + ow, epilogue(a0, res, ow, all, 1, relu));
-    hv_store(y + ow + HV_W, epilogue(a1, res, ow + HV_W, all, 1, relu));
-    hv_store(y + ow + 2 * HV_W, epilogue(a2, res, ow + 2 * HV_W, all, 1, relu));
-    hv_store(y + ow + 3 * HV_W, epilogue(a3, res, ow + 3 * HV_W, all, 1, relu));
-  }
-  for (; ow < OW; ow += HV_W) {
-    hv_f32 a = bv;
-    for (int r = 0; r < R; r++) {
-      const float *in = st + r * rstep + ow;
-      for (int s = 0; s < S; s++) a = hv_fmadd(hv_load(in + off[s]), hv_set1(w[r * S + s]), a);
+  for (int i = 0; i < NR; i++)
+    for (int v = 0; v < NV; v++) {
+      const long left = n - (long)v * HV_W;
+      const int full = left >= HV_W;
+      const hv_mask m = hv_first(left);
+      const long at = i * OW + (long)v * HV_W;
+      const hv_f32 out = epilogue(acc[i][v], res ? res + at : NULL, m, full, p->d.relu);
+      if (full)
+        hv_store(y + at, out);
+      else
+        hv_store_mask(y + at, m, out);
     }
-    const int full = OW - ow >= HV_W;
-    const hv_mask m = hv_first(OW - ow);
-    a = epilogue(a, res, ow, m, full, relu);
-    if (full)
-      hv_store(y + ow, a);
-    else
-      hv_store_mask(y + ow, m, a);
+}
+
+/* Output rows [o0, o1) of a chunk whose staged rows start at ws. */
+HV_AI void chunk_rows(const hwt_dwconv_plan *p, const float *ws, int o0, int o1,
+                      const float *w, float bias, const float *res, float *y, const int R,
+                      const int S) {
+  const long ostep = (long)p->d.stride_h * p->phases * p->wq, OW = p->OW;
+  long off[64]; /* float offset of tap column s in a staged row (S <= 64: plan_make) */
+  for (int s = 0; s < S; s++) {
+    const int t = s * p->d.dil_w;
+    off[s] = (long)(t % p->phases) * p->wq + t / p->phases;
+  }
+  const hv_f32 bv = hv_set1(bias);
+  for (long ow = 0; ow < OW; ow += 4 * HV_W) {
+    const long n = OW - ow, vecs = (n + HV_W - 1) / HV_W;
+    const int nv = vecs < 4 ? (int)vecs : 4, nr = nv >= 3 ? 1 : nv == 2 ? 2 : 4;
+    for (int oh = o0; oh < o1;) {
+      const float *st = ws + (oh - o0) * ostep + ow;
+      const float *rr = res ? res + oh * OW + ow : NULL;
+      float *yr = y + oh * OW + ow;
+      const int rows = o1 - oh >= nr ? nr : 1;
+      if (rows == 1 && nv == 4)
+        block(p, st, ostep, off, w, bv, rr, yr, n, R, S, 1, 4);
+      else if (rows == 1 && nv == 3)
+        block(p, st, ostep, off, w, bv, rr, yr, n, R, S, 1, 3);
+      else if (rows == 2)
+        block(p, st, ostep, off, w, bv, rr, yr, n, R, S, 2, 2);
+      else if (rows == 4)
+        block(p, st, ostep, off, w, bv, rr, yr, n, R, S, 4, 1);
+      else if (nv == 2)
+        block(p, st, ostep, off, w, bv, rr, yr, n, R, S, 1, 2);
+      else
+        block(p, st, ostep, off, w, bv, rr, yr, n, R, S, 1, 1);
+      oh += rows;
+    }
   }
 }
 
@@ -111,20 +153,119 @@ static void rows(const hwt_dwconv_plan *p, const float *x, const float *w, float
       const long ih = ih0 + i;
       stage_row(p, ih >= 0 && ih < d->H ? x + ih * d->W : NULL, ws + i * row);
     }
-    for (int oh = o0; oh < o1; oh++) {
-      const float *st = ws + (long)(oh - o0) * d->stride_h * row;
-      const float *rr = res ? res + (long)oh * p->OW : NULL;
-      float *yr = y + (long)oh * p->OW;
-      if (d->R == 3 && d->S == 3)
-        row_out(p, st, w, bias, rr, yr, 3, 3);
-      else if (d->R == 5 && d->S == 5)
-        row_out(p, st, w, bias, rr, yr, 5, 5);
-      else if (d->R == 7 && d->S == 7)
-        row_out(p, st, w, bias, rr, yr, 7, 7);
-      else
-        row_out(p, st, w, bias, rr, yr, d->R, d->S);
-    }
+    if (d->R == 3 && d->S == 3)
+      chunk_rows(p, ws, o0, o1, w, bias, res, y, 3, 3);
+    else if (d->R == 5 && d->S == 5)
+      chunk_rows(p, ws, o0, o1, w, bias, res, y, 5, 5);
+    else if (d->R == 7 && d->S == 7)
+      chunk_rows(p, ws, o0, o1, w, bias, res, y, 7, 7);
+    else
+      chunk_rows(p, ws, o0, o1, w, bias, res, y, d->R, d->S);
   }
 }
 
-const hwt_dwconv_variant HWT_VARIANT(hwt_dwconv_variant) = {rows};
+
+#if HV_W > 1
+/* Blocked path. NP output pixels x one vector of channels per register
+ * block: NP accumulators sharing each tap's weight vector. */
+HV_AI void bblock(const hwt_dwconv_plan *p, const float *st, const float *wp, hv_f32 bv,
+                  float *orow, int ow, const int R, const int S, const int NP, int relu) {
+  const long cols = hwt_dwconv_cols(p) * HV_W, sw = (long)p->d.stride_w * HV_W;
+  hv_f32 acc[12];
+  for (int i = 0; i < NP; i++) acc[i] = bv;
+  for (int r = 0; r < R; r++) {
+    const float *in = st + r * (long)p->d.dil_h * cols + (long)ow * sw;
+    for (int s = 0; s < S; s++) {
+      const hv_f32 wv = hv_load(wp + (r * S + s) * HV_W);
+      const float *q = in + (long)s * p->d.dil_w * HV_W;
+      for (int i = 0; i < NP; i++) acc[i] = hv_fmadd(hv_load(q + i * sw), wv, acc[i]);
+    }
+  }
+  for (int i = 0; i < NP; i++)
+    hv_store(orow + (long)(ow + i) * HV_W, relu ? hv_max(hv_zero(), acc[i]) : acc[i]);
+}
+
+/* Register block of pixels: 8 accumulators, a weight and a load fit
+ * AVX2's 16 registers; AVX-512's 32 take 12. */
+#define NPB HV_BY_ISA(1, 8, 12)
+
+HV_AI void brow(const hwt_dwconv_plan *p, const float *st, const float *wp, hv_f32 bv,
+                float *orow, int relu, const int R, const int S) {
+  int ow = 0;
+  for (; ow + NPB <= p->OW; ow += NPB) bblock(p, st, wp, bv, orow, ow, R, S, NPB, relu);
+  /* The rest in one block: single pixels chain their R x S FMAs (7x7
+   * rows at AVX-512 left 3 of them per row). */
+  switch (p->OW - ow) {
+    case 0: break;
+    case 1: bblock(p, st, wp, bv, orow, ow, R, S, 1, relu); break;
+    case 2: bblock(p, st, wp, bv, orow, ow, R, S, 2, relu); break;
+    case 3: bblock(p, st, wp, bv, orow, ow, R, S, 3, relu); break;
+    case 4: bblock(p, st, wp, bv, orow, ow, R, S, 4, relu); break;
+    case 5: bblock(p, st, wp, bv, orow, ow, R, S, 5, relu); break;
+    case 6: bblock(p, st, wp, bv, orow, ow, R, S, 6, relu); break;
+    case 7: bblock(p, st, wp, bv, orow, ow, R, S, 7, relu); break;
+    default:
+      for (; ow + 4 <= p->OW; ow += 4) bblock(p, st, wp, bv, orow, ow, R, S, 4, relu);
+      for (; ow < p->OW; ow++) bblock(p, st, wp, bv, orow, ow, R, S, 1, relu);
+  }
+}
+
+static void blocked_rows(const hwt_dwconv_plan *p, const float *x, const float *w,
+                         const float *bias, const float *res, float *y, int cbn, int oa, int ob,
+                         float *ws) {
+  const hwt_conv_desc *d = &p->d;
+  const hwt_conv_variant *cv = hwt_conv_variant_for(HV_ISA);
+  const long cols = hwt_dwconv_cols(p), row = cols * HV_W, hw = (long)d->H * d->W;
+  const long ohw = (long)p->OH * p->OW, rs = (long)d->R * d->S;
+  /* ws: the weights [R*S][vec], an output row [OW][vec], the staged rows */
+  float *wp = ws, *orow = ws + ALIGN_FLOATS((size_t)(rs * HV_W));
+  float *st = orow + ALIGN_FLOATS((size_t)p->OW * HV_W);
+  for (long t = 0; t < rs; t++)
+    for (int c = 0; c < HV_W; c++) wp[t * HV_W + c] = c < cbn ? w[c * rs + t] : 0.0f;
+  const hv_f32 bv = bias ? hv_load_mask(bias, hv_first(cbn)) : hv_zero();
+  /* Input columns a staged row holds: the ones the windows reach. */
+  long iw1 = cols - d->pad_w < d->W ? cols - d->pad_w : d->W;
+  if (iw1 < 0) iw1 = 0;
+  const long lead = d->pad_w < cols ? d->pad_w : cols;
+  const int relu_now = d->relu && !res;
+  for (int o0 = oa; o0 < ob; o0 += p->chunk) {
+    const int o1 = ob < o0 + p->chunk ? ob : o0 + p->chunk;
+    const long span = hwt_dwconv_span(p, o1 - o0), ih0 = (long)o0 * d->stride_h - d->pad_h;
+    for (long i = 0; i < span; i++) {
+      const long ih = ih0 + i;
+      float *sr = st + i * row;
+      if (ih < 0 || ih >= d->H || iw1 == 0 || cbn < HV_W) {
+        memset(sr, 0, sizeof(float) * (size_t)row);
+        if (ih < 0 || ih >= d->H) continue;
+      } else {
+        memset(sr, 0, sizeof(float) * (size_t)(lead * HV_W));
+        memset(sr + (lead + iw1) * HV_W, 0, sizeof(float) * (size_t)(row - (lead + iw1) * HV_W));
+      }
+      if (iw1 > 0) cv->stage(x + ih * d->W, hw, cbn, (int)iw1, sr + lead * HV_W, HV_W);
+    }
+    for (int oh = o0; oh < o1; oh++) {
+      const float *sr = st + (long)(oh - o0) * d->stride_h * row;
+      if (d->R == 3 && d->S == 3)
+        brow(p, sr, wp, bv, orow, relu_now, 3, 3);
+      else if (d->R == 5 && d->S == 5)
+        brow(p, sr, wp, bv, orow, relu_now, 5, 5);
+      else if (d->R == 7 && d->S == 7)
+        brow(p, sr, wp, bv, orow, relu_now, 7, 7);
+      else
+        brow(p, sr, wp, bv, orow, relu_now, d->R, d->S);
+      float *yr = y + (long)oh * p->OW;
+      for (int ow0 = 0; ow0 < p->OW; ow0 += 16)
+        cv->stage(orow + (long)ow0 * HV_W, HV_W, p->OW - ow0 < 16 ? p->OW - ow0 : 16, cbn,
+                  yr + ow0, ohw);
+      if (res) hwt_conv_residual_rows(yr, res + (long)oh * p->OW, ohw, cbn, p->OW, d->relu);
+    }
+  }
+}
+#endif
+
+const hwt_dwconv_variant HWT_VARIANT(hwt_dwconv_variant) = {
+    .vec = HV_W, .rows = rows,
+#if HV_W > 1
+    .blocked_rows = blocked_rows,
+#endif
+};

@@ -9,12 +9,18 @@
  * size, stride, dilation and asymmetric zero padding; bias, residual and
  * ReLU in the epilogue as for the dense CONV (hwtune/conv.h).
  *
- * Layout: NCHW, x [N][C][H][W], y [N][K][OH][OW]. Each thread's share is
- * a contiguous range of the N x K x OH output rows; it stages the input
- * rows one chunk of output rows reads, zero-padded and split by column
- * stride phase, into its workspace so that consecutive output columns read
- * consecutive floats at every tap, and runs one vector of output columns
- * per FMA (kernels/conv/dw_body.c, compiled per ISA).
+ * Layout: NCHW, x [N][C][H][W], y [N][K][OH][OW], two ways
+ * (kernels/conv/dw_body.c, compiled per ISA):
+ * - rows: each thread's share is a contiguous range of the N x K x OH
+ *   output rows; it stages the input rows one chunk of output rows reads,
+ *   zero-padded and split by column stride phase, into its workspace so
+ *   that consecutive output columns read consecutive floats at every tap,
+ *   a vector of output columns per FMA. Wide rows.
+ * - blocked (multiplier 1, vector ISAs): shares of the N x C/vec x OH
+ *   (image, channel block, output row) units; a chunk's input rows are
+ *   transposed to [W][vec] (NCHW[vec]c) in the workspace, a vector of
+ *   channels per FMA, and each output row transposed back. Narrow rows
+ *   (7x7 .. 28x28), where a row of columns fills few vectors.
  *
  * Roofline (3x3, stride 1, C = 32..960 at 7x7..112x112): 18 FLOPs per
  * output float against one input and one output float streamed, 2.25
@@ -36,6 +42,8 @@ typedef struct {
   int mult;
   hwt_isa isa;
   int OH, OW;
+  int blocked;      /* 1: channel-blocked path (vec channels per vector), else rows */
+  int vec;          /* channels per block of the blocked path */
   int phases;       /* column stride phases of a staged row (stride_w) */
   int wq;           /* floats per phase of a staged row */
   int chunk;        /* output rows per staging chunk */
