@@ -1,0 +1,101 @@
+/* Depthwise CONV kernels (kernels/conv/dw*.c) on every ISA variant this
+ * CPU runs against the plain-C grouped reference hwt_conv_group_ref: both
+ * paths (channel-blocked for multiplier 1 on vector ISAs, rows otherwise),
+ * 3x3 / 5x5 / 7x7 and odd kernels, stride 1 to 3, dilation, asymmetric
+ * padding, channel counts off the vector width, a multiplier, bias /
+ * residual / ReLU, thread shares run in a scrambled order at nth 1-3, with
+ * outputs sized exactly (ASan sees a write past them); and the grouped
+ * reference at group 1 against hwt_conv_ref_res. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "hwtune/conv.h"
+#include "hwtune/dwconv.h"
+#include "hwtune/isa.h"
+#include "check.h"
+
+static float *filled(size_t n) {
+  float *p = malloc(n * sizeof *p + 1);
+  for (size_t i = 0; i < n; i++) p[i] = frand() * 2.0f;
+  return p;
+}
+
+static void check(hwt_conv_desc d, int with_bias, int with_res, const char *what) {
+  int OH, OW;
+  CHECK(hwt_conv_out_dims(&d, &OH, &OW) == HWT_OK, "%s: dims", what);
+  const size_t nx = (size_t)d.N * d.C * d.H * d.W, ny = (size_t)d.N * d.K * OH * OW;
+  const size_t nw = (size_t)d.K * d.R * d.S;
+  float *x = filled(nx), *w = filled(nw), *b = with_bias ? filled((size_t)d.K) : NULL;
+  float *res = with_res ? filled(ny) : NULL, *want = malloc(ny * sizeof *want + 1);
+  float *y = malloc(ny * sizeof *y + 1);
+  CHECK(hwt_conv_group_ref(&d, d.C, x, w, b, res, want) == HWT_OK, "%s: ref", what);
+  /* float sums of R*S products of |x|, |w| < 2 (+ bias, residual) against
+   * double ones: a few ulps of the sum of |terms| */
+  const double tol = (d.R * d.S + 2) * 4.0 * 0x1p-24 * 8.0;
+  for (int isa = 0; isa < HWT_ISA_COUNT; isa++) {
+    if (!hwt_isa_supported((hwt_isa)isa)) continue;
+    hwt_dwconv_plan p;
+    CHECK(hwt_dwconv_plan_make(&d, (hwt_isa)isa, &p) == HWT_OK, "%s: plan", what);
+    CHECK(p.OH == OH && p.OW == OW, "%s", what);
+    float *ws = malloc(p.ws_floats * sizeof *ws + 1);
+    for (int nth = 1; nth <= 3; nth++) {
+      for (size_t i = 0; i < ny; i++) y[i] = NAN;
+      for (int k = 0; k < nth; k++)
+        hwt_dwconv_run_part(&p, x, w, b, res, y, ws, (k * 5 + 3) % nth, nth);
+      int bad = 0;
+      for (size_t i = 0; i < ny && bad < 3; i++)
+        if (!(fabs((double)y[i] - want[i]) <= tol * (1.0 + fabs(want[i])))) {
+          CHECK(0, "%s isa=%d blocked=%d nth=%d y[%zu]=%g want %g", what, isa, p.blocked, nth,
+                i, y[i], want[i]);
+          bad++;
+        }
+    }
+    free(ws);
+  }
+  free(x), free(w), free(b), free(res), free(want), free(y);
+}
+
+static hwt_conv_desc desc(int n, int c, int h, int w, int mult, int r, int s, int stride,
+                          int pad, int dil) {
+  hwt_conv_desc d = {0};
+  d.N = n, d.C = c, d.H = h, d.W = w, d.K = c * mult, d.R = r, d.S = s;
+  d.stride_h = d.stride_w = stride;
+  d.pad_h = d.pad_w = d.pad_h_end = d.pad_w_end = pad;
+  d.dil_h = d.dil_w = dil;
+  return d;
+}
+
+int main(void) {
+  check(desc(1, 32, 20, 21, 1, 3, 3, 1, 1, 1), 1, 0, "3x3 s1");
+  check(desc(2, 19, 15, 17, 1, 3, 3, 2, 1, 1), 1, 0, "3x3 s2, 19 channels");
+  check(desc(1, 40, 9, 9, 1, 5, 5, 2, 2, 1), 1, 1, "5x5 s2 residual");
+  check(desc(1, 24, 7, 7, 1, 7, 7, 1, 3, 1), 0, 0, "7x7 on 7x7");
+  check(desc(1, 17, 40, 45, 1, 3, 3, 1, 2, 2), 1, 0, "dilated, wide rows");
+  check(desc(1, 5, 11, 13, 3, 3, 3, 1, 1, 1), 1, 1, "multiplier 3 (rows path)");
+  check(desc(1, 6, 12, 14, 2, 2, 4, 3, 1, 1), 1, 0, "2x4 stride 3, multiplier 2");
+  check(desc(1, 3, 5, 5, 1, 1, 1, 1, 0, 1), 1, 0, "1x1");
+  hwt_conv_desc a = desc(1, 16, 13, 11, 1, 3, 3, 2, 0, 1);
+  a.pad_h = 1, a.pad_w = 2, a.pad_h_end = 0, a.pad_w_end = 1, a.dil_w = 2;
+  check(a, 1, 0, "asymmetric padding");
+  a.relu = 1;
+  check(a, 1, 1, "asymmetric padding, residual + ReLU");
+  hwt_conv_desc big_pad = desc(1, 8, 3, 3, 1, 5, 5, 1, 4, 1);
+  check(big_pad, 1, 0, "padding wider than the input");
+
+  /* The grouped reference at group 1 is the dense reference. */
+  hwt_conv_desc g = desc(1, 6, 7, 8, 1, 3, 3, 1, 1, 1);
+  g.K = 5;
+  g.relu = 1;
+  float *x = filled(6 * 7 * 8), *w = filled(5 * 6 * 9), *b = filled(5), *r = filled(5 * 56);
+  float y0[5 * 56], y1[5 * 56];
+  CHECK(hwt_conv_ref_res(&g, x, w, b, r, y0) == HWT_OK);
+  CHECK(hwt_conv_group_ref(&g, 1, x, w, b, r, y1) == HWT_OK);
+  CHECK(memcmp(y0, y1, sizeof y0) == 0, "group 1 differs from hwt_conv_ref_res");
+  CHECK(hwt_conv_group_ref(&g, 4, x, w, b, r, y1) == HWT_EINVAL, "group 4 of 6 channels");
+  /* Not depthwise: refused. */
+  hwt_dwconv_plan p;
+  CHECK(hwt_dwconv_plan_make(&g, HWT_ISA_GENERIC, &p) == HWT_EINVAL, "K=5 of C=6");
+  free(x), free(w), free(b), free(r);
+  return check_verdict("dwconv: ok\n");
+}
