@@ -138,3 +138,80 @@ def test_epilogue_residual_and_relu(case, isa):
 def test_bad_groups_are_one_clear_error(x, w, attrs, what):
     with pytest.raises(GraphError, match=what):
         _model(x, w, attrs)
+
+
+def _t(name, shape, init="normal", **kw):
+    return {"name": name, "shape": list(shape), "init": init, **kw}
+
+
+def _mobile_block(c=16, hw=9):
+    """x -> dense 1x1 (c -> 2c) -> relu -> depthwise 3x3 -> batch_norm ->
+    add(., skip) -> relu -> dense 1x1 (2c -> c), skip a second input:
+    MobileNet's inverted residual with ResNet's epilogue on the depthwise
+    conv."""
+    k = 2 * c
+    p = [_t("w1", (k, c, 1, 1), scale=0.3), _t("wd", (k, 1, 3, 3), scale=0.3),
+         _t("bd", (k,)), _t("w3", (c, k, 1, 1), scale=0.3),
+         _t("g", (k,), "uniform", low=0.5, high=1.5), _t("be", (k,)), _t("m", (k,), scale=0.2),
+         _t("v", (k,), "uniform", low=0.1, high=2.0)]
+    ops = [
+        {"name": "c1", "op": "conv2d", "inputs": ["x", "w1"]},
+        {"name": "r1", "op": "relu", "inputs": ["c1"]},
+        {"name": "dw", "op": "conv2d", "inputs": ["r1", "wd", "bd"],
+         "attrs": {"group": k, "padding": 1}},
+        {"name": "bn", "op": "batch_norm", "inputs": ["dw", "g", "be", "m", "v"]},
+        {"name": "sum", "op": "add", "inputs": ["bn", "skip"]},
+        {"name": "r2", "op": "relu", "inputs": ["sum"]},
+        {"name": "y", "op": "conv2d", "inputs": ["r2", "w3"]},
+    ]
+    return load_model({"format_version": 1, "name": "mobile", "seed": 3,
+                       "inputs": [_t("x", (1, c, hw, hw)), _t("skip", (1, k, hw, hw))],
+                       "params": p, "ops": ops,
+                       "outputs": ["y"]})
+
+
+def _engine(graph, isa, threads=2):
+    from hwtune.native.engine import NativeEngine
+    from hwtune.native.isa import isa_index
+    with NativeEngine(graph, threads=threads, isa=isa_index(isa)) as eng:
+        eng.run()
+        return {k: v.copy() for k, v in eng.outputs().items()}
+
+
+@pytest.mark.parametrize("isa", supported_isas())
+def test_fuse_pass_folds_bn_add_relu_into_a_depthwise_conv(isa):
+    from hwtune.graph.passes.fuse import fuse_conv, fused_ops
+    g = _mobile_block()
+    fused = fuse_conv(g)
+    assert fused_ops(fused)["bn"] == fused_ops(fused)["sum"] == fused_ops(fused)["r2"] == "dw"
+    dw = next(op for op in fused.ops if op.name == "dw")
+    assert dw.resolved["group"] == 32 and dw.resolved["relu"] and len(dw.inputs) == 4
+    want = run_reference(g)["y"]
+    np.testing.assert_allclose(run_reference(fused)["y"], want, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(_engine(fused, isa)["y"], want, rtol=1e-4, atol=1e-4)
+
+
+def test_layout_pass_keeps_grouped_convs_nchw_between_blocked_ones():
+    """Dense convs in NCHW16c around a depthwise one: the grouped conv reads
+    and writes NCHW through inserted transforms, and op_params for it are a
+    one-line usage error (it has no template knobs)."""
+    from hwtune.errors import UsageError
+    from hwtune.graph.passes.layout import apply_op_params
+    g = _mobile_block()
+    params = {"c1": {"layout": "NCHWc", "ic_bn": 16, "oc_bn": 16},
+              "y": {"layout": "NCHWc", "ic_bn": 16, "oc_bn": 16}}
+    new = apply_op_params(g, params)
+    dw = next(op for op in new.ops if op.name == "dw")
+    assert dw.resolved["layout"] == "NCHW" and len(new.shapes[dw.inputs[0]]) == 4
+    want = run_reference(g)["y"]
+    np.testing.assert_allclose(_engine(new, "generic")["y"], want, rtol=1e-4, atol=1e-4)
+    with pytest.raises(UsageError, match="grouped conv2d"):
+        apply_op_params(g, {"dw": {"layout": "NCHWc", "ic_bn": 16, "oc_bn": 16}})
+
+
+def test_conv_search_skips_grouped_convs():
+    from hwtune.tuners.conv_local import tuned_op
+    from hwtune.tuners.pipeline import conv_ops
+    g = _mobile_block()
+    assert conv_ops(g) == ["c1", "y"]
+    assert [op.name for op in g.ops if tuned_op(g, op)] == ["c1", "y"]
