@@ -49,6 +49,15 @@ CASES = [
     ((2, 32, 9, 9), (64, 4, 3, 3), {"group": 8, "padding": 1, "stride": 2}),
     ((1, 24, 7, 7), (48, 3, 1, 1), {"group": 8}),                        # 1x1 grouped
     ((1, 130, 6, 6), (130, 2, 3, 3), {"group": 65, "padding": 1}),       # 65 groups of 2
+    # Groups of 2, 4 and 8 channels in and out run blocked with lane
+    # permutes on vector ISAs (hwt_gconv_plan_make): stride 2, dilation,
+    # asymmetric padding, a channel tail, 5x5; 16-channel groups run the
+    # dense template per group.
+    ((1, 32, 11, 13), (32, 4, 3, 3), {"group": 8, "padding": 1, "stride": 2}),
+    ((2, 24, 9, 10), (24, 4, 3, 3), {"group": 6, "dilation": 2, "padding": [2, 1],
+                                     "padding_end": [1, 2]}),
+    ((1, 16, 8, 8), (16, 2, 5, 5), {"group": 8, "padding": 2}),
+    ((1, 32, 8, 8), (32, 16, 3, 3), {"group": 2, "padding": 1}),
 ]
 
 
@@ -113,7 +122,8 @@ def test_engine_matches_reference(case, isa):
 
 
 @pytest.mark.parametrize("isa", supported_isas())
-@pytest.mark.parametrize("case", [CASES[1], CASES[6], CASES[9]], ids=_id)
+@pytest.mark.parametrize("case", [CASES[1], CASES[6], CASES[9], CASES[12], CASES[13]],
+                         ids=_id)
 def test_epilogue_residual_and_relu(case, isa):
     """Residual add and ReLU in the kernel's epilogue (what the fuse pass
     folds into a grouped conv), and a bias-free ReLU."""

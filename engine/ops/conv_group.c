@@ -1,6 +1,7 @@
 /* Grouped conv2d (group > 1, NCHW), two ways:
  *
- * - depthwise (group == C, K = C * multiplier): the depthwise kernel
+ * - depthwise (group == C, K = C * multiplier), and groups of 2, 4 or 8
+ *   channels in and out on vector ISAs: the depthwise kernel family
  *   (hwtune/dwconv.h), which reads the weights as given;
  * - any other group count (ResNeXt's 32 groups of 4..32 channels, RegNet's
  *   groups of 8, ShuffleNet): the dense CONV template once per (image,
@@ -47,7 +48,8 @@ int hwt_ops_conv_group_prepare(const hwt_op_ctx *ctx, const hwt_conv_desc *d, in
   s->C = d->C;
   s->K = d->K;
   int st;
-  if (group == d->C && hwt_dwconv_plan_make(d, ctx->isa, &s->dwp) == HWT_OK) {
+  if ((group == d->C && hwt_dwconv_plan_make(d, ctx->isa, &s->dwp) == HWT_OK) ||
+      hwt_gconv_plan_make(d, group, ctx->isa, &s->dwp) == HWT_OK) {
     s->dw = 1;
     *out = s;
     *ws_floats = s->dwp.ws_floats;

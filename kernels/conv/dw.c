@@ -25,7 +25,20 @@
  * 0.145/0.066 (960 ch 7), 0.095/0.05 ms (240 ch 14 5x5). The rows path
  * stays for multipliers above 1 and the portable build. */
 
+static int plan_make(const hwt_conv_desc *d, int cg, hwt_isa isa, hwt_dwconv_plan *out);
+
 int hwt_dwconv_plan_make(const hwt_conv_desc *d, hwt_isa isa, hwt_dwconv_plan *out) {
+  return plan_make(d, 1, isa, out);
+}
+
+int hwt_gconv_plan_make(const hwt_conv_desc *d, int group, hwt_isa isa, hwt_dwconv_plan *out) {
+  if (!d || group < 1 || d->C % group || d->K != d->C) return HWT_EINVAL;
+  const int cg = d->C / group, vec = hwt_dwconv_variant_for(isa)->vec;
+  if (cg > 8 || vec % cg || vec == 1) return HWT_EINVAL;
+  return plan_make(d, cg, isa, out);
+}
+
+static int plan_make(const hwt_conv_desc *d, int cg, hwt_isa isa, hwt_dwconv_plan *out) {
   int OH, OW;
   if (!d || !out || d->N < 1 || d->C < 1 || d->K < d->C || d->K % d->C || d->S > 64 ||
       hwt_conv_out_dims(d, &OH, &OW) != HWT_OK)
@@ -34,6 +47,7 @@ int hwt_dwconv_plan_make(const hwt_conv_desc *d, hwt_isa isa, hwt_dwconv_plan *o
   hwt_dwconv_plan p = {0};
   p.d = *d;
   p.mult = d->K / d->C;
+  p.cg = cg;
   p.isa = isa;
   p.OH = OH;
   p.OW = OW;
@@ -47,7 +61,8 @@ int hwt_dwconv_plan_make(const hwt_conv_desc *d, hwt_isa isa, hwt_dwconv_plan *o
     while (chunk < OH && hwt_dwconv_span(&p, (int)chunk + 1) * row <= DW_BLOCKED_STAGE_FLOATS)
       chunk++;
     p.chunk = (int)chunk;
-    p.ws_floats = ALIGN_FLOATS((size_t)d->R * d->S * p.vec) + ALIGN_FLOATS((size_t)OW * p.vec) +
+    p.ws_floats = ALIGN_FLOATS((size_t)d->R * d->S * cg * p.vec) +
+                  ALIGN_FLOATS((size_t)OW * p.vec) +
                   ALIGN_FLOATS((size_t)(hwt_dwconv_span(&p, p.chunk) * row));
     *out = p;
     return HWT_OK;
@@ -86,7 +101,7 @@ void hwt_dwconv_run_part(const hwt_dwconv_plan *p, const float *x, const float *
       const int c0 = (int)(blk % cb) * p->vec;
       const int cbn = d->C - c0 < p->vec ? d->C - c0 : p->vec;
       const size_t ch = (size_t)n * d->C + (size_t)c0;
-      v->blocked_rows(p, x + ch * in_plane, w + (size_t)c0 * d->R * d->S,
+      v->blocked_rows(p, x + ch * in_plane, w + (size_t)c0 * p->cg * d->R * d->S,
                       bias ? bias + c0 : NULL, res ? res + ch * out_plane : NULL,
                       y + ch * out_plane, cbn, oa, ob, ws);
       r += ob - oa;

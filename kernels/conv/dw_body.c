@@ -10,6 +10,7 @@
  * a row's last vector masks its store (the staged rows have a vector of
  * slack, so loads never need a mask). 3x3, 5x5 and 7x7 filters run with
  * the tap loops unrolled at compile time. */
+#include <stdint.h>
 #include <string.h>
 #include "../common/vec.h"
 #include "conv_internal.h"
@@ -166,47 +167,110 @@ static void rows(const hwt_dwconv_plan *p, const float *x, const float *w, float
 
 
 #if HV_W > 1
+/* Lane permutes of the grouped blocked path: lane k of perm(v, idx[j])
+ * is lane k - k % cg + j of v (input j of k's group). */
+#if HV_W == 16
+typedef __m512i hv_idx;
+HV_AI hv_f32 perm(hv_f32 v, hv_idx i) { return _mm512_permutexvar_ps(i, v); }
+HV_AI hv_idx idx_load(const int32_t *p) { return _mm512_loadu_si512((const void *)p); }
+#else
+typedef __m256i hv_idx;
+HV_AI hv_f32 perm(hv_f32 v, hv_idx i) { return _mm256_permutevar8x32_ps(v, i); }
+HV_AI hv_idx idx_load(const int32_t *p) { return _mm256_loadu_si256((const __m256i *)p); }
+#endif
+
 /* Blocked path. NP output pixels x one vector of channels per register
- * block: NP accumulators sharing each tap's weight vector. */
-HV_AI void bblock(const hwt_dwconv_plan *p, const float *st, const float *wp, hv_f32 bv,
-                  float *orow, int ow, const int R, const int S, const int NP, int relu) {
+ * block: NP accumulators sharing each tap's weight vector(s). CG 1:
+ * depthwise; CG > 1: each staged input vector permuted CG ways, one
+ * weight vector per (tap, input of the group). */
+HV_AI void bblock(const hwt_dwconv_plan *p, const float *st, const float *wp,
+                  const hv_idx *idx, hv_f32 bv, float *orow, int ow, const int R, const int S,
+                  const int CG, const int NP, int relu) {
   const long cols = hwt_dwconv_cols(p) * HV_W, sw = (long)p->d.stride_w * HV_W;
   hv_f32 acc[12];
   for (int i = 0; i < NP; i++) acc[i] = bv;
   for (int r = 0; r < R; r++) {
     const float *in = st + r * (long)p->d.dil_h * cols + (long)ow * sw;
     for (int s = 0; s < S; s++) {
-      const hv_f32 wv = hv_load(wp + (r * S + s) * HV_W);
       const float *q = in + (long)s * p->d.dil_w * HV_W;
-      for (int i = 0; i < NP; i++) acc[i] = hv_fmadd(hv_load(q + i * sw), wv, acc[i]);
+      const float *wt = wp + (long)(r * S + s) * CG * HV_W;
+      if (CG == 1) {
+        const hv_f32 wv = hv_load(wt);
+        for (int i = 0; i < NP; i++) acc[i] = hv_fmadd(hv_load(q + i * sw), wv, acc[i]);
+        continue;
+      }
+      hv_f32 wv[8];
+      for (int j = 0; j < CG; j++) wv[j] = hv_load(wt + j * HV_W);
+      for (int i = 0; i < NP; i++) {
+        const hv_f32 xv = hv_load(q + i * sw);
+        for (int j = 0; j < CG; j++) acc[i] = hv_fmadd(perm(xv, idx[j]), wv[j], acc[i]);
+      }
     }
   }
   for (int i = 0; i < NP; i++)
     hv_store(orow + (long)(ow + i) * HV_W, relu ? hv_max(hv_zero(), acc[i]) : acc[i]);
 }
 
-/* Register block of pixels: 8 accumulators, a weight and a load fit
- * AVX2's 16 registers; AVX-512's 32 take 12. */
+/* Register block of pixels, depthwise: 8 accumulators, a weight and a load
+ * fit AVX2's 16 registers; AVX-512's 32 take 12. Grouped: the CG weight
+ * vectors stay in registers too, so 4 and 8. */
 #define NPB HV_BY_ISA(1, 8, 12)
+#define NPB_G HV_BY_ISA(1, 4, 8)
 
-HV_AI void brow(const hwt_dwconv_plan *p, const float *st, const float *wp, hv_f32 bv,
-                float *orow, int relu, const int R, const int S) {
+HV_AI void brow(const hwt_dwconv_plan *p, const float *st, const float *wp, const hv_idx *idx,
+                hv_f32 bv, float *orow, int relu, const int R, const int S, const int CG,
+                const int NB) {
   int ow = 0;
-  for (; ow + NPB <= p->OW; ow += NPB) bblock(p, st, wp, bv, orow, ow, R, S, NPB, relu);
+  for (; ow + NB <= p->OW; ow += NB) bblock(p, st, wp, idx, bv, orow, ow, R, S, CG, NB, relu);
   /* The rest in one block: single pixels chain their R x S FMAs (7x7
    * rows at AVX-512 left 3 of them per row). */
   switch (p->OW - ow) {
     case 0: break;
-    case 1: bblock(p, st, wp, bv, orow, ow, R, S, 1, relu); break;
-    case 2: bblock(p, st, wp, bv, orow, ow, R, S, 2, relu); break;
-    case 3: bblock(p, st, wp, bv, orow, ow, R, S, 3, relu); break;
-    case 4: bblock(p, st, wp, bv, orow, ow, R, S, 4, relu); break;
-    case 5: bblock(p, st, wp, bv, orow, ow, R, S, 5, relu); break;
-    case 6: bblock(p, st, wp, bv, orow, ow, R, S, 6, relu); break;
-    case 7: bblock(p, st, wp, bv, orow, ow, R, S, 7, relu); break;
+    case 1: bblock(p, st, wp, idx, bv, orow, ow, R, S, CG, 1, relu); break;
+    case 2: bblock(p, st, wp, idx, bv, orow, ow, R, S, CG, 2, relu); break;
+    case 3: bblock(p, st, wp, idx, bv, orow, ow, R, S, CG, 3, relu); break;
+    case 4: bblock(p, st, wp, idx, bv, orow, ow, R, S, CG, 4, relu); break;
+    case 5: bblock(p, st, wp, idx, bv, orow, ow, R, S, CG, 5, relu); break;
+    case 6: bblock(p, st, wp, idx, bv, orow, ow, R, S, CG, 6, relu); break;
+    case 7: bblock(p, st, wp, idx, bv, orow, ow, R, S, CG, 7, relu); break;
     default:
-      for (; ow + 4 <= p->OW; ow += 4) bblock(p, st, wp, bv, orow, ow, R, S, 4, relu);
-      for (; ow < p->OW; ow++) bblock(p, st, wp, bv, orow, ow, R, S, 1, relu);
+      for (; ow + 4 <= p->OW; ow += 4) bblock(p, st, wp, idx, bv, orow, ow, R, S, CG, 4, relu);
+      for (; ow < p->OW; ow++) bblock(p, st, wp, idx, bv, orow, ow, R, S, CG, 1, relu);
+  }
+}
+
+/* One output row: depthwise 3x3 / 5x5 / 7x7 and grouped 3x3 unrolled. */
+static void brow_any(const hwt_dwconv_plan *p, const float *st, const float *wp,
+                     const hv_idx *idx, hv_f32 bv, float *orow, int relu) {
+  const int R = p->d.R, S = p->d.S, k3 = R == 3 && S == 3;
+  switch (p->cg) {
+    case 1:
+      if (k3)
+        brow(p, st, wp, idx, bv, orow, relu, 3, 3, 1, NPB);
+      else if (R == 5 && S == 5)
+        brow(p, st, wp, idx, bv, orow, relu, 5, 5, 1, NPB);
+      else if (R == 7 && S == 7)
+        brow(p, st, wp, idx, bv, orow, relu, 7, 7, 1, NPB);
+      else
+        brow(p, st, wp, idx, bv, orow, relu, R, S, 1, NPB);
+      break;
+    case 2:
+      if (k3)
+        brow(p, st, wp, idx, bv, orow, relu, 3, 3, 2, NPB_G);
+      else
+        brow(p, st, wp, idx, bv, orow, relu, R, S, 2, NPB_G);
+      break;
+    case 4:
+      if (k3)
+        brow(p, st, wp, idx, bv, orow, relu, 3, 3, 4, NPB_G);
+      else
+        brow(p, st, wp, idx, bv, orow, relu, R, S, 4, NPB_G);
+      break;
+    default: /* 8: hwt_gconv_plan_make admits divisors of the vector up to 8 */
+      if (k3)
+        brow(p, st, wp, idx, bv, orow, relu, 3, 3, 8, NPB_G);
+      else
+        brow(p, st, wp, idx, bv, orow, relu, R, S, 8, NPB_G);
   }
 }
 
@@ -217,11 +281,20 @@ static void blocked_rows(const hwt_dwconv_plan *p, const float *x, const float *
   const hwt_conv_variant *cv = hwt_conv_variant_for(HV_ISA);
   const long cols = hwt_dwconv_cols(p), row = cols * HV_W, hw = (long)d->H * d->W;
   const long ohw = (long)p->OH * p->OW, rs = (long)d->R * d->S;
-  /* ws: the weights [R*S][vec], an output row [OW][vec], the staged rows */
-  float *wp = ws, *orow = ws + ALIGN_FLOATS((size_t)(rs * HV_W));
+  const int cg = p->cg;
+  /* ws: the weights [R*S][cg][vec], an output row [OW][vec], the staged rows */
+  float *wp = ws, *orow = ws + ALIGN_FLOATS((size_t)(rs * cg * HV_W));
   float *st = orow + ALIGN_FLOATS((size_t)p->OW * HV_W);
   for (long t = 0; t < rs; t++)
-    for (int c = 0; c < HV_W; c++) wp[t * HV_W + c] = c < cbn ? w[c * rs + t] : 0.0f;
+    for (int j = 0; j < cg; j++)
+      for (int c = 0; c < HV_W; c++)
+        wp[(t * cg + j) * HV_W + c] = c < cbn ? w[((long)c * cg + j) * rs + t] : 0.0f;
+  hv_idx idx[8];
+  for (int j = 0; j < cg && cg > 1; j++) {
+    int32_t lanes[HV_W];
+    for (int k = 0; k < HV_W; k++) lanes[k] = k - k % cg + j;
+    idx[j] = idx_load(lanes);
+  }
   const hv_f32 bv = bias ? hv_load_mask(bias, hv_first(cbn)) : hv_zero();
   /* Input columns a staged row holds: the ones the windows reach. */
   long iw1 = cols - d->pad_w < d->W ? cols - d->pad_w : d->W;
@@ -245,14 +318,7 @@ static void blocked_rows(const hwt_dwconv_plan *p, const float *x, const float *
     }
     for (int oh = o0; oh < o1; oh++) {
       const float *sr = st + (long)(oh - o0) * d->stride_h * row;
-      if (d->R == 3 && d->S == 3)
-        brow(p, sr, wp, bv, orow, relu_now, 3, 3);
-      else if (d->R == 5 && d->S == 5)
-        brow(p, sr, wp, bv, orow, relu_now, 5, 5);
-      else if (d->R == 7 && d->S == 7)
-        brow(p, sr, wp, bv, orow, relu_now, 7, 7);
-      else
-        brow(p, sr, wp, bv, orow, relu_now, d->R, d->S);
+      brow_any(p, sr, wp, idx, bv, orow, relu_now);
       float *yr = y + (long)oh * p->OW;
       for (int ow0 = 0; ow0 < p->OW; ow0 += 16)
         cv->stage(orow + (long)ow0 * HV_W, HV_W, p->OW - ow0 < 16 ? p->OW - ow0 : 16, cbn,

@@ -21,22 +21,32 @@ static float *filled(size_t n) {
   return p;
 }
 
-static void check(hwt_conv_desc d, int with_bias, int with_res, const char *what) {
+/* group 0: depthwise (hwt_dwconv_plan_make); else hwt_gconv_plan_make's
+ * small groups, on the ISAs that take them. */
+static void check_group(hwt_conv_desc d, int group, int with_bias, int with_res,
+                        const char *what) {
   int OH, OW;
   CHECK(hwt_conv_out_dims(&d, &OH, &OW) == HWT_OK, "%s: dims", what);
   const size_t nx = (size_t)d.N * d.C * d.H * d.W, ny = (size_t)d.N * d.K * OH * OW;
-  const size_t nw = (size_t)d.K * d.R * d.S;
+  const int g = group ? group : d.C;
+  const size_t nw = (size_t)d.K * (d.C / g) * d.R * d.S;
   float *x = filled(nx), *w = filled(nw), *b = with_bias ? filled((size_t)d.K) : NULL;
   float *res = with_res ? filled(ny) : NULL, *want = malloc(ny * sizeof *want + 1);
   float *y = malloc(ny * sizeof *y + 1);
-  CHECK(hwt_conv_group_ref(&d, d.C, x, w, b, res, want) == HWT_OK, "%s: ref", what);
-  /* float sums of R*S products of |x|, |w| < 2 (+ bias, residual) against
+  CHECK(hwt_conv_group_ref(&d, g, x, w, b, res, want) == HWT_OK, "%s: ref", what);
+  /* float sums of cg*R*S products of |x|, |w| < 2 (+ bias, residual) against
    * double ones: a few ulps of the sum of |terms| */
-  const double tol = (d.R * d.S + 2) * 4.0 * 0x1p-24 * 8.0;
+  const double tol = ((d.C / g) * d.R * d.S + 2) * 4.0 * 0x1p-24 * 8.0;
   for (int isa = 0; isa < HWT_ISA_COUNT; isa++) {
     if (!hwt_isa_supported((hwt_isa)isa)) continue;
     hwt_dwconv_plan p;
-    CHECK(hwt_dwconv_plan_make(&d, (hwt_isa)isa, &p) == HWT_OK, "%s: plan", what);
+    if (group) {
+      const int st = hwt_gconv_plan_make(&d, group, (hwt_isa)isa, &p);
+      CHECK(st == (isa == HWT_ISA_GENERIC ? HWT_EINVAL : HWT_OK), "%s: plan %d", what, st);
+      if (st != HWT_OK) continue;
+    } else {
+      CHECK(hwt_dwconv_plan_make(&d, (hwt_isa)isa, &p) == HWT_OK, "%s: plan", what);
+    }
     CHECK(p.OH == OH && p.OW == OW, "%s", what);
     float *ws = malloc(p.ws_floats * sizeof *ws + 1);
     for (int nth = 1; nth <= 3; nth++) {
@@ -54,6 +64,10 @@ static void check(hwt_conv_desc d, int with_bias, int with_res, const char *what
     free(ws);
   }
   free(x), free(w), free(b), free(res), free(want), free(y);
+}
+
+static void check(hwt_conv_desc d, int with_bias, int with_res, const char *what) {
+  check_group(d, 0, with_bias, with_res, what);
 }
 
 static hwt_conv_desc desc(int n, int c, int h, int w, int mult, int r, int s, int stride,
@@ -82,6 +96,16 @@ int main(void) {
   check(a, 1, 1, "asymmetric padding, residual + ReLU");
   hwt_conv_desc big_pad = desc(1, 8, 3, 3, 1, 5, 5, 1, 4, 1);
   check(big_pad, 1, 0, "padding wider than the input");
+  /* Small groups (K == C) by lane permutes: 2, 4 and 8 channels a group,
+   * a channel tail past the last full vector, stride 2, 5x5, epilogue. */
+  check_group(desc(1, 32, 14, 15, 1, 3, 3, 1, 1, 1), 8, 1, 0, "32 ch in groups of 4");
+  check_group(desc(2, 24, 9, 11, 1, 3, 3, 2, 1, 1), 3, 1, 1, "24 ch in groups of 8, s2");
+  check_group(desc(1, 18, 8, 7, 1, 5, 5, 1, 2, 1), 9, 0, 0, "18 ch in groups of 2, 5x5");
+  hwt_conv_desc gr = desc(1, 40, 6, 9, 1, 3, 3, 1, 1, 2);
+  gr.relu = 1;
+  check_group(gr, 10, 1, 1, "40 ch in groups of 4, dilated, residual + ReLU");
+  hwt_dwconv_plan gp;
+  CHECK(hwt_gconv_plan_make(&gr, 2, HWT_ISA_GENERIC, &gp) == HWT_EINVAL, "groups of 20");
 
   /* The grouped reference at group 1 is the dense reference. */
   hwt_conv_desc g = desc(1, 6, 7, 8, 1, 3, 3, 1, 1, 1);

@@ -40,6 +40,8 @@
 typedef struct {
   hwt_conv_desc d;  /* K = C * mult */
   int mult;
+  int cg;           /* input (= output) channels per group: 1 depthwise, else
+                       hwt_gconv_plan_make's small groups */
   hwt_isa isa;
   int OH, OW;
   int blocked;      /* 1: channel-blocked path (vec channels per vector), else rows */
@@ -53,7 +55,17 @@ typedef struct {
 /* HWT_EINVAL: not depthwise (K not a multiple of C, shape invalid);
  * HWT_EISA: isa not supported here. */
 HWT_API int hwt_dwconv_plan_make(const hwt_conv_desc *d, hwt_isa isa, hwt_dwconv_plan *out);
-/* Thread tid's share of nth: w [K][R][S] (the weights as given), bias K
+/* A grouped conv of small groups on the blocked path: K == C, group
+ * divides C, and the group width cg = C / group divides the vector width
+ * of isa and is at most 8 (ResNeXt-50's first stages: 32 groups of 4 and
+ * 8; RegNet's groups of 8). Output lane k of a channel block sums its
+ * group's cg input lanes, each broadcast to the group by a lane permute of
+ * the staged input vector (one permute per FMA, no lane wasted).
+ * HWT_EINVAL when not eligible (then the engine runs the dense template
+ * once per group), HWT_EISA when isa is not supported. */
+HWT_API int hwt_gconv_plan_make(const hwt_conv_desc *d, int group, hwt_isa isa,
+                                hwt_dwconv_plan *out);
+/* Thread tid's share of nth: w [K][C/group][R][S] (the weights as given), bias K
  * floats or NULL, res y's shape or NULL (may not alias y), ws this
  * thread's p->ws_floats floats, 64-byte aligned. No allocation. */
 HWT_API void hwt_dwconv_run_part(const hwt_dwconv_plan *p, const float *x, const float *w,
