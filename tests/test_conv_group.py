@@ -225,3 +225,80 @@ def test_conv_search_skips_grouped_convs():
     g = _mobile_block()
     assert conv_ops(g) == ["c1", "y"]
     assert [op.name for op in g.ops if tuned_op(g, op)] == ["c1", "y"]
+
+
+@pytest.mark.parametrize("isa", supported_isas())
+@pytest.mark.parametrize("case", [CASES[0], CASES[3], CASES[6]], ids=_id)
+def test_relu6_clamp_in_the_depthwise_epilogue(case, isa):
+    """relu_max (ReLU6) on the blocked path and on the row path (multiplier
+    3), with and without a residual; outputs on both sides of the clamp."""
+    x_shape, w_shape, attrs = case
+    y_shape = _model(x_shape, w_shape, attrs).shapes["y"]
+    for residual in (None, y_shape):
+        g = _model(x_shape, w_shape, dict(attrs, relu=True, relu_max=1.5), residual=residual)
+        inputs = _inputs(g, seed=4)
+        want = run_reference(g, inputs=inputs)["y"]
+        assert (want == 0).any() and (want == np.float32(1.5)).any() and (
+            (want > 0) & (want < 1.5)).any()
+        for nth in (1, 2):
+            got = run_ops(g, nth=nth, isa=isa, inputs=inputs)["y"]
+            np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.parametrize("attrs, what", [
+    ({"group": 1, "relu": True, "relu_max": 6.0}, "relu_max"),
+    ({"group": 2, "relu": True, "relu_max": 6.0}, "relu_max"),
+    ({"group": 8, "relu_max": 6.0}, "needs relu"),
+    ({"group": 8, "relu": True, "relu_max": 0.0}, "positive"),
+])
+def test_relu_max_only_on_depthwise_convs(attrs, what):
+    w = (8, 8 // attrs["group"], 3, 3)
+    with pytest.raises(GraphError, match=what):
+        _model((1, 8, 6, 6), w, attrs)
+
+
+def _relu6_block(dw_group=32, lo=0.0, hi=6.0):
+    c, k = 16, 32
+    p = [_t("w1", (k, c, 1, 1), scale=0.5), _t("wd", (k, k // dw_group, 3, 3), scale=0.8)]
+    ops = [
+        {"name": "c1", "op": "conv2d", "inputs": ["x", "w1"]},
+        {"name": "dw", "op": "conv2d", "inputs": ["c1", "wd"],
+         "attrs": {"group": dw_group, "padding": 1}},
+        {"name": "y", "op": "clip", "inputs": ["dw"], "attrs": {"min": lo, "max": hi}},
+    ]
+    return load_model({"format_version": 1, "name": "relu6", "seed": 3,
+                       "inputs": [_t("x", (1, c, 7, 7), scale=3.0)], "params": p, "ops": ops,
+                       "outputs": ["y"]})
+
+
+@pytest.mark.parametrize("isa", supported_isas())
+def test_fuse_pass_folds_relu6_into_a_depthwise_conv_only(isa):
+    from hwtune.graph.passes.fuse import fuse_conv, fused_ops
+    g = _relu6_block(hi=1.0)
+    fused = fuse_conv(g)
+    assert fused_ops(fused) == {"y": "dw"}
+    dw = next(op for op in fused.ops if op.name == "dw")
+    assert dw.resolved["relu"] and dw.resolved["relu_max"] == 1.0
+    want = run_reference(g)["y"]
+    assert (want == 1.0).any() and (want == 0).any()
+    np.testing.assert_allclose(_engine(fused, isa)["y"], want, rtol=1e-4, atol=1e-4)
+    # Not ReLU6 (a negative floor), or not depthwise: left alone.
+    assert fuse_conv(_relu6_block(lo=-1.0)).ops[-1].op == "clip"
+    assert fuse_conv(_relu6_block(dw_group=8)).ops[-1].op == "clip"
+
+
+def test_export_writes_relu6_as_clip(tmp_path):
+    """A fused depthwise conv exports as Conv -> Clip(0, relu_max) and runs
+    the same in ONNX Runtime."""
+    ort = pytest.importorskip("onnxruntime")
+    from hwtune.graph.passes.fuse import fuse_conv
+    from hwtune.onnx.export import export_onnx
+    fused = fuse_conv(_relu6_block(hi=1.0))
+    path = tmp_path / "m.onnx"
+    export_onnx(fused, path)
+    x = np.random.default_rng(2).standard_normal((1, 16, 7, 7)).astype(np.float32) * 3
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    assert "Clip" in [n.op_type for n in __import__("onnx").load(str(path)).graph.node]
+    got = sess.run(None, {"x": x})[0]
+    want = run_reference(fused, inputs={"x": x})["y"]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

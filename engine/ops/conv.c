@@ -139,6 +139,10 @@ static int conv_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
     d.K = (int)w[0];
     return grouped_prepare(ctx, &d, group, (int)w[1], err, errlen);
   }
+  if (hwt_graph_op_attr_kind(g, op, "relu_max") != HWT_ATTR_NONE) {
+    snprintf(err, errlen, "relu_max needs a depthwise conv2d (group = C)");
+    return HWT_EINVAL;
+  }
   if (blocked) {
     p.ic_bn = (int)x[4];
     p.oc_bn = (int)w[5];

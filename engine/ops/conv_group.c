@@ -16,6 +16,7 @@
  * place by the depthwise kernel; the per-group path packs the group's
  * weights into the thread's workspace whenever its share enters a new
  * group (as conv.c's per-run packing does for the whole tensor). */
+#include <math.h>
 #include "conv_group.h"
 #include "hwtune/dwconv.h"
 
@@ -48,12 +49,23 @@ int hwt_ops_conv_group_prepare(const hwt_op_ctx *ctx, const hwt_conv_desc *d, in
   s->C = d->C;
   s->K = d->K;
   int st;
+  /* ReLU6's clamp (depthwise convs only: graph/ops/conv.py). */
+  const double relu_max = hwt_graph_op_attr_kind(ctx->g, ctx->op, "relu_max") != HWT_ATTR_NONE
+                              ? hwt_ops_float(ctx, "relu_max", INFINITY)
+                              : INFINITY;
   if ((group == d->C && hwt_dwconv_plan_make(d, ctx->isa, &s->dwp) == HWT_OK) ||
       hwt_gconv_plan_make(d, group, ctx->isa, &s->dwp) == HWT_OK) {
     s->dw = 1;
+    s->dwp.relu_max = (float)relu_max;
     *out = s;
     *ws_floats = s->dwp.ws_floats;
     return HWT_OK;
+  }
+  if (relu_max < INFINITY) {
+    free(s);
+    snprintf(err, errlen, "relu_max needs the depthwise kernel, which refuses this conv "
+             "(kernel width %d > 64)", d->S);
+    return HWT_EINVAL;
   }
   hwt_conv_desc gd = *d;
   gd.N = 1;

@@ -1,6 +1,7 @@
 /* Depthwise CONV driver: plan sizing and the split of the N x K x OH
  * output rows over threads, dispatch through the variant table. */
 #include "dw_impl.h"
+#include <math.h>
 #include "conv_internal.h"
 
 /* S > 64 is refused (the body keeps one offset per tap column on the
@@ -48,6 +49,7 @@ static int plan_make(const hwt_conv_desc *d, int cg, hwt_isa isa, hwt_dwconv_pla
   p.d = *d;
   p.mult = d->K / d->C;
   p.cg = cg;
+  p.relu_max = INFINITY;
   p.isa = isa;
   p.OH = OH;
   p.OW = OW;

@@ -10,6 +10,7 @@
  * a row's last vector masks its store (the staged rows have a vector of
  * slack, so loads never need a mask). 3x3, 5x5 and 7x7 filters run with
  * the tap loops unrolled at compile time. */
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 #include "../common/vec.h"
@@ -63,10 +64,18 @@ static void stage_row(const hwt_dwconv_plan *p, const float *xr, float *dst) {
   if (b > a) cv->deint2(xr + (2 * a - pl), (int)(b - a), even + a, odd + a);
 }
 
-HV_AI hv_f32 epilogue(hv_f32 acc, const float *res, hv_mask m, int full, int relu) {
+/* ReLU, then the clamp at hi (ReLU6) when hi is finite: max(0, acc) and
+ * min(hi, acc) keep a NaN, as the numpy reference does (np.maximum, and
+ * clip's select). */
+HV_AI hv_f32 activate(hv_f32 acc, int relu, int clamp, hv_f32 hi) {
+  if (relu) acc = hv_max(hv_zero(), acc);
+  return clamp ? hv_min(hi, acc) : acc;
+}
+
+HV_AI hv_f32 epilogue(const hwt_dwconv_plan *p, hv_f32 acc, const float *res, hv_mask m,
+                      int full) {
   if (res) acc = hv_add(acc, full ? hv_load(res) : hv_load_mask(res, m));
-  /* max(0, acc): NaN stays NaN, as the numpy reference's np.maximum. */
-  return relu ? hv_max(hv_zero(), acc) : acc;
+  return activate(acc, p->d.relu, p->d.relu && p->relu_max < INFINITY, hv_set1(p->relu_max));
 }
 
 /* A register block of NR output rows x NV vectors of columns starting at
@@ -98,7 +107,7 @@ HV_AI void block(const hwt_dwconv_plan *p, const float *st, long ostep, const lo
       const int full = left >= HV_W;
       const hv_mask m = hv_first(left);
       const long at = i * OW + (long)v * HV_W;
-      const hv_f32 out = epilogue(acc[i][v], res ? res + at : NULL, m, full, p->d.relu);
+      const hv_f32 out = epilogue(p, acc[i][v], res ? res + at : NULL, m, full);
       if (full)
         hv_store(y + at, out);
       else
@@ -207,8 +216,10 @@ HV_AI void bblock(const hwt_dwconv_plan *p, const float *st, const float *wp,
       }
     }
   }
+  const hv_f32 hi = hv_set1(p->relu_max);
+  const int clamp = relu && p->relu_max < INFINITY;
   for (int i = 0; i < NP; i++)
-    hv_store(orow + (long)(ow + i) * HV_W, relu ? hv_max(hv_zero(), acc[i]) : acc[i]);
+    hv_store(orow + (long)(ow + i) * HV_W, activate(acc[i], relu, clamp, hi));
 }
 
 /* Register block of pixels, depthwise: 8 accumulators, a weight and a load
@@ -274,6 +285,24 @@ static void brow_any(const hwt_dwconv_plan *p, const float *st, const float *wp,
   }
 }
 
+/* The epilogue after an output row is transposed into place, with a
+ * residual: y += res, then ReLU and the clamp, for cbn channels ohw
+ * floats apart. */
+static void residual_rows(const hwt_dwconv_plan *p, float *y, const float *res, long ohw,
+                          int cbn) {
+  const int relu = p->d.relu, clamp = relu && p->relu_max < INFINITY;
+  const hv_f32 hi = hv_set1(p->relu_max);
+  for (int c = 0; c < cbn; c++) {
+    float *yr = y + c * ohw;
+    const float *rr = res + c * ohw;
+    for (long i = 0; i < p->OW; i += HV_W) {
+      const hv_mask m = hv_first(p->OW - i);
+      const hv_f32 v = hv_add(hv_load_mask(yr + i, m), hv_load_mask(rr + i, m));
+      hv_store_mask(yr + i, m, activate(v, relu, clamp, hi));
+    }
+  }
+}
+
 static void blocked_rows(const hwt_dwconv_plan *p, const float *x, const float *w,
                          const float *bias, const float *res, float *y, int cbn, int oa, int ob,
                          float *ws) {
@@ -323,7 +352,7 @@ static void blocked_rows(const hwt_dwconv_plan *p, const float *x, const float *
       for (int ow0 = 0; ow0 < p->OW; ow0 += 16)
         cv->stage(orow + (long)ow0 * HV_W, HV_W, p->OW - ow0 < 16 ? p->OW - ow0 : 16, cbn,
                   yr + ow0, ohw);
-      if (res) hwt_conv_residual_rows(yr, res + (long)oh * p->OW, ohw, cbn, p->OW, d->relu);
+      if (res) residual_rows(p, yr, res + (long)oh * p->OW, ohw, cbn);
     }
   }
 }

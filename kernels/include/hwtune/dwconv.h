@@ -22,13 +22,19 @@
  *   channels per FMA, and each output row transposed back. Narrow rows
  *   (7x7 .. 28x28), where a row of columns fills few vectors.
  *
- * Roofline (3x3, stride 1, C = 32..960 at 7x7..112x112): 18 FLOPs per
- * output float against one input and one output float streamed, 2.25
- * FLOP/byte, so a depthwise layer is memory-bound on any x86 core from L2
- * out (Zen 4: ~64 B/cycle L1, ~32 B/cycle L2 per core; a 3x3 layer reads
- * each staged input row 3 times from L1). The FMA units are not the
- * limit: 9 FMAs per 16 outputs with AVX-512, one weight broadcast per 4
- * output vectors.
+ * Roofline (3x3, stride 1): 18 FLOPs per output float against one input
+ * and one output float streamed, 2.25 FLOP/byte, so a depthwise layer
+ * whose activations come from DRAM is memory-bound on any x86 core; from
+ * L2/L3 (MobileNet's are 0.2-5 MB) the FMA and load ports bound it. Zen 4,
+ * one core, AVX-512 (two 256-bit FMA pipes: 32 FLOP/cycle, ~110 GFLOPS):
+ * measured 37-39 GFLOPS, 16-17 GB/s in + out, on 32 ch 112x112 (0.195 ms)
+ * and 144 ch 56x56 (0.21 ms), 3x3 stride 1 (medians of 100 runs of the
+ * one-op model, activations L3-resident, machine under load). Per output
+ * vector the blocked path issues 9 FMAs and 9 loads, plus its share of the
+ * two transposes (in and out) and the staging copy: about a third of FMA
+ * peak, and at 17 GB/s about half of what one Zen 4 core streams from L3,
+ * so neither roof is reached yet; the transposes would go if the layout
+ * pass gave the conv NCHW16c tensors (not done: grouped convs stay NCHW).
  */
 #ifndef HWTUNE_DWCONV_H
 #define HWTUNE_DWCONV_H
@@ -43,6 +49,8 @@ typedef struct {
   int cg;           /* input (= output) channels per group: 1 depthwise, else
                        hwt_gconv_plan_make's small groups */
   hwt_isa isa;
+  float relu_max;   /* with d.relu: the clamp after it (ReLU6: 6); INFINITY: none.
+                       plan_make sets INFINITY, the caller may lower it */
   int OH, OW;
   int blocked;      /* 1: channel-blocked path (vec channels per vector), else rows */
   int vec;          /* channels per block of the blocked path */

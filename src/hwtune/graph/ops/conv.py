@@ -141,6 +141,11 @@ def _infer(in_shapes, attrs, n_out):
         raise OpError(f"the output [{n}, {oc}, {oh}, {ow}] has more than {_MAX_ELEMENTS} "
                       "elements", "inputs[1]")
     check_bias(in_shapes, 2, oc)
+    if attrs.get("relu_max") is not None:
+        if not attrs["relu"] or conv_group(attrs) == 1 or conv_group(attrs) != ic \
+                or attrs["relu_max"] <= 0:
+            raise OpError("relu_max (ReLU6's 6) needs relu and a depthwise conv2d (group = "
+                          f"C = {ic}) and must be positive", "attrs.relu_max")
     legal = conv2d_knobs(in_shapes, attrs)
     for key in ("ic_bn", "oc_bn", "reg_n", "reg_h", "winograd"):
         if attrs[key] is not None and attrs[key] not in legal[key]:
@@ -194,6 +199,9 @@ def _ref(arrays, attrs, n_out):
         y = (y.astype(np.float64) + arrays[3]).astype(np.float32)
     if attrs["relu"]:
         y = np.maximum(y, np.float32(0))
+    if attrs.get("relu_max") is not None:  # NaN kept, as clip's reference
+        hi = np.float32(attrs["relu_max"])
+        y = np.where(y > hi, hi, y)
     return [y]
 
 
@@ -202,7 +210,8 @@ def _flops(in_shapes, out_shapes, attrs):
     # One per output element for the bias, the residual and the fused ReLU,
     # as the unfused add / relu ops count them.
     out = n * oc * oh * ow
-    epilogue = out * (min(len(in_shapes) - 2, 2) + bool(attrs["relu"]))
+    epilogue = out * (min(len(in_shapes) - 2, 2) + bool(attrs["relu"])
+                      + (attrs.get("relu_max") is not None))
     return 2 * out * (ic // conv_group(attrs)) * kh * kw + epilogue
 
 
@@ -244,6 +253,10 @@ register(OpSpec(
         Attr("relu", "bool", False,
              doc="y = max(conv + bias, 0), applied while the output tile is in "
                  "registers (the fusion pass sets it for a conv2d followed by relu)"),
+        Attr("relu_max", "float", None,
+             doc="with relu, on a depthwise conv2d: y = min(max(conv + bias, 0), relu_max) "
+                 "(ReLU6: 6; the fusion pass sets it for a depthwise conv2d followed by "
+                 "clip(0, max))"),
     ],
     doc="2-D convolution (+ bias[OC]) (+ residual, a tensor of the output's shape) "
         "(then ReLU when relu); cross-correlation as in every DL framework"))
