@@ -23,6 +23,8 @@ static float *filled(size_t n) {
 
 /* group 0: depthwise (hwt_dwconv_plan_make); else hwt_gconv_plan_make's
  * small groups, on the ISAs that take them. */
+static float g_relu_max = INFINITY; /* the plans' clamp (ReLU6), INFINITY: none */
+
 static void check_group(hwt_conv_desc d, int group, int with_bias, int with_res,
                         const char *what) {
   int OH, OW;
@@ -34,6 +36,8 @@ static void check_group(hwt_conv_desc d, int group, int with_bias, int with_res,
   float *res = with_res ? filled(ny) : NULL, *want = malloc(ny * sizeof *want + 1);
   float *y = malloc(ny * sizeof *y + 1);
   CHECK(hwt_conv_group_ref(&d, g, x, w, b, res, want) == HWT_OK, "%s: ref", what);
+  for (size_t i = 0; i < ny; i++)
+    if (d.relu && want[i] > g_relu_max) want[i] = g_relu_max;
   /* float sums of cg*R*S products of |x|, |w| < 2 (+ bias, residual) against
    * double ones: a few ulps of the sum of |terms| */
   const double tol = ((d.C / g) * d.R * d.S + 2) * 4.0 * 0x1p-24 * 8.0;
@@ -48,6 +52,7 @@ static void check_group(hwt_conv_desc d, int group, int with_bias, int with_res,
       CHECK(hwt_dwconv_plan_make(&d, (hwt_isa)isa, &p) == HWT_OK, "%s: plan", what);
     }
     CHECK(p.OH == OH && p.OW == OW, "%s", what);
+    p.relu_max = g_relu_max;
     float *ws = malloc(p.ws_floats * sizeof *ws + 1);
     for (int nth = 1; nth <= 3; nth++) {
       for (size_t i = 0; i < ny; i++) y[i] = NAN;
@@ -106,6 +111,15 @@ int main(void) {
   check_group(gr, 10, 1, 1, "40 ch in groups of 4, dilated, residual + ReLU");
   hwt_dwconv_plan gp;
   CHECK(hwt_gconv_plan_make(&gr, 2, HWT_ISA_GENERIC, &gp) == HWT_EINVAL, "groups of 20");
+  /* ReLU6's clamp after the ReLU, both paths, with and without residual. */
+  g_relu_max = 1.0f;
+  hwt_conv_desc c6 = desc(1, 20, 9, 10, 1, 3, 3, 1, 1, 1);
+  c6.relu = 1;
+  check(c6, 1, 0, "ReLU6 blocked");
+  check(c6, 1, 1, "ReLU6 blocked, residual");
+  c6.K = 40;
+  check(c6, 1, 1, "ReLU6 rows (multiplier 2), residual");
+  g_relu_max = INFINITY;
 
   /* The grouped reference at group 1 is the dense reference. */
   hwt_conv_desc g = desc(1, 6, 7, 8, 1, 3, 3, 1, 1, 1);
