@@ -144,6 +144,8 @@ def test_epilogue_residual_and_relu(case, isa):
     ((1, 6, 8, 8), (6, 1, 3, 3), {"group": 4}, "group 4 must divide"),
     ((1, 6, 8, 8), (6, 2, 3, 3), {"group": 6}, "C/group=1"),
     ((1, 6, 8, 8), (6, 1, 3, 3), {"group": 6, "reg_n": 4}, "takes no template knobs"),
+    ((1, 2, 8, 8, 4), (8, 2, 3, 3), {"group": 4, "layout": "NCHWc"}, "one filter per"),
+    ((1, 2, 8, 8, 4), (16, 1, 3, 3), {"group": 8, "layout": "NCHWc"}, "one filter per"),
 ])
 def test_bad_groups_are_one_clear_error(x, w, attrs, what):
     with pytest.raises(GraphError, match=what):
@@ -201,22 +203,64 @@ def test_fuse_pass_folds_bn_add_relu_into_a_depthwise_conv(isa):
     np.testing.assert_allclose(_engine(fused, isa)["y"], want, rtol=1e-4, atol=1e-4)
 
 
-def test_layout_pass_keeps_grouped_convs_nchw_between_blocked_ones():
-    """Dense convs in NCHW16c around a depthwise one: the grouped conv reads
-    and writes NCHW through inserted transforms, and op_params for it are a
-    one-line usage error (it has no template knobs)."""
+@pytest.mark.parametrize("isa", supported_isas())
+@pytest.mark.parametrize("block", [16, 8])
+def test_layout_pass_runs_a_depthwise_conv_in_its_input_block(isa, block):
+    """Dense convs in NCHW[block]c around a depthwise one: the depthwise
+    conv runs in the block its input has (weights as given), so no
+    transform sits between the convs; op_params for it are a one-line usage
+    error (it has no template knobs); the result matches, and to_plain
+    gives the plain graph back."""
     from hwtune.errors import UsageError
-    from hwtune.graph.passes.layout import apply_op_params
+    from hwtune.graph.passes.layout import apply_op_params, inserted_transforms
+    from hwtune.graph.passes.plain import to_plain
     g = _mobile_block()
-    params = {"c1": {"layout": "NCHWc", "ic_bn": 16, "oc_bn": 16},
-              "y": {"layout": "NCHWc", "ic_bn": 16, "oc_bn": 16}}
+    params = {"c1": {"layout": "NCHWc", "ic_bn": 16, "oc_bn": block},
+              "y": {"layout": "NCHWc", "ic_bn": block, "oc_bn": 16}}
     new = apply_op_params(g, params)
     dw = next(op for op in new.ops if op.name == "dw")
-    assert dw.resolved["layout"] == "NCHW" and len(new.shapes[dw.inputs[0]]) == 4
+    assert dw.resolved["layout"] == "NCHWc" and new.shapes[dw.inputs[0]][4] == block
+    assert new.shapes[dw.inputs[1]] == (32, 1, 3, 3)
+    assert [op.name for op in inserted_transforms(new)] == ["x@nchw16c", "skip@nchw%dc" % block,
+                                                           "y@nchw"]
     want = run_reference(g)["y"]
-    np.testing.assert_allclose(_engine(new, "generic")["y"], want, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(run_reference(new)["y"], want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(_engine(new, isa)["y"], want, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(run_reference(to_plain(new))["y"], want, rtol=1e-5, atol=1e-5)
     with pytest.raises(UsageError, match="grouped conv2d"):
         apply_op_params(g, {"dw": {"layout": "NCHWc", "ic_bn": 16, "oc_bn": 16}})
+
+
+def _blocked_dw(c, hw, block, attrs, residual=False):
+    x = (1, c // block, hw, hw, block)
+    probe = _model((1, c, hw, hw), (c, 1, 3, 3), attrs)
+    oh, ow = probe.shapes["y"][2:]
+    tensors = [("x", x), ("w", (c, 1, 3, 3)), ("b", (c,))]
+    if residual:
+        tensors.append(("r", (1, c // block, oh, ow, block)))
+    return load_model({
+        "format_version": 1, "name": "dw_nchwc", "seed": 5,
+        "inputs": [{"name": n, "shape": list(s)} for n, s in tensors if n in ("x", "r")],
+        "params": [{"name": n, "shape": list(s)} for n, s in tensors if n in ("w", "b")],
+        "ops": [{"name": "conv", "op": "conv2d", "inputs": [n for n, _ in tensors],
+                 "outputs": ["y"], "attrs": dict(attrs, layout="NCHWc")}],
+        "outputs": ["y"]})
+
+
+@pytest.mark.parametrize("isa", supported_isas())
+@pytest.mark.parametrize("c, hw, block, attrs, residual", [
+    (32, 9, 16, {"group": 32, "padding": 1}, False),
+    (48, 11, 8, {"group": 48, "padding": 1, "stride": 2}, True),
+    (64, 7, 32, {"group": 64, "padding": 1, "relu": True, "relu_max": 1.0}, True),
+    (12, 8, 4, {"group": 12, "padding": [1, 0], "padding_end": [0, 1], "dilation": 2}, False),
+])
+def test_nchwc_depthwise_matches_reference(isa, c, hw, block, attrs, residual):
+    g = _blocked_dw(c, hw, block, attrs, residual)
+    inputs = _inputs(g, seed=6)
+    want = run_reference(g, inputs=inputs)["y"]
+    for nth in (1, 3):
+        got = run_ops(g, nth=nth, isa=isa, inputs=inputs)["y"]
+        np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
 
 
 def test_conv_search_skips_grouped_convs():

@@ -59,7 +59,7 @@ static int residual_ok(const hwt_op_ctx *ctx) {
 }
 
 static int grouped_prepare(hwt_op_ctx *ctx, const hwt_conv_desc *d, int group, int wic,
-                           char *err, size_t errlen) {
+                           int bn, char *err, size_t errlen) {
   if (d->C % group || d->K % group || wic * group != d->C) {
     snprintf(err, errlen, "group %d does not fit C=%d, K=%d and weights of %d input channels",
              group, d->C, d->K, wic);
@@ -72,7 +72,7 @@ static int grouped_prepare(hwt_op_ctx *ctx, const hwt_conv_desc *d, int group, i
   conv_state *s = calloc(1, sizeof *s);
   if (!s) return HWT_ENOMEM;
   size_t ws = 0;
-  int st = hwt_ops_conv_group_prepare(ctx, d, group, &s->grp, &ws, err, errlen);
+  int st = hwt_ops_conv_group_prepare(ctx, d, group, bn, &s->grp, &ws, err, errlen);
   if (st < 0) {
     free(s);
     return st;
@@ -99,7 +99,8 @@ static int conv_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   }
   if (ctx->n_in < 2 || ctx->n_in > 4 || ctx->n_out != 1 ||
       hwt_graph_tensor_ndim(g, in[0]) != (blocked ? 5 : 4) ||
-      hwt_graph_tensor_ndim(g, in[1]) != (blocked ? 6 : 4)) {
+      (hwt_graph_tensor_ndim(g, in[1]) != (blocked ? 6 : 4) &&
+       !(blocked && attr_int(g, op, "group") > 1))) {
     snprintf(err, errlen, "conv2d %s takes x, w[, bias[, residual]] of ranks %d, %d", layout,
              blocked ? 5 : 4, blocked ? 6 : 4);
     return HWT_EINVAL;
@@ -131,13 +132,14 @@ static int conv_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   d.relu = attr_int(g, op, "relu") > 0;
   const int group = attr_int(g, op, "group") > 1 ? attr_int(g, op, "group") : 1;
   if (group > 1) {
-    if (blocked) {
-      snprintf(err, errlen, "a grouped conv2d (group=%d) runs on NCHW tensors", group);
+    /* NCHWc: a depthwise conv in its input's block, weights [C][1][R][S]. */
+    if (blocked && hwt_graph_tensor_ndim(g, in[1]) != 4) {
+      snprintf(err, errlen, "a grouped NCHWc conv2d takes [C, 1, KH, KW] weights");
       return HWT_EINVAL;
     }
-    d.C = (int)x[1];
+    d.C = (int)(blocked ? x[1] * x[4] : x[1]);
     d.K = (int)w[0];
-    return grouped_prepare(ctx, &d, group, (int)w[1], err, errlen);
+    return grouped_prepare(ctx, &d, group, (int)w[1], blocked ? (int)x[4] : 0, err, errlen);
   }
   if (hwt_graph_op_attr_kind(g, op, "relu_max") != HWT_ATTR_NONE) {
     snprintf(err, errlen, "relu_max needs a depthwise conv2d (group = C)");

@@ -40,7 +40,7 @@ void hwt_ops_conv_group_free(hwt_conv_group *s) {
 }
 
 int hwt_ops_conv_group_prepare(const hwt_op_ctx *ctx, const hwt_conv_desc *d, int group,
-                               hwt_conv_group **out, size_t *ws_floats, char *err,
+                               int bn, hwt_conv_group **out, size_t *ws_floats, char *err,
                                size_t errlen) {
   hwt_conv_group *s = calloc(1, sizeof *s);
   if (!s) return HWT_ENOMEM;
@@ -53,6 +53,19 @@ int hwt_ops_conv_group_prepare(const hwt_op_ctx *ctx, const hwt_conv_desc *d, in
   const double relu_max = hwt_graph_op_attr_kind(ctx->g, ctx->op, "relu_max") != HWT_ATTR_NONE
                               ? hwt_ops_float(ctx, "relu_max", INFINITY)
                               : INFINITY;
+  if (bn > 0) {
+    if (group != d->C || (st = hwt_dwconv_plan_nchwc(d, bn, ctx->isa, &s->dwp)) < 0) {
+      free(s);
+      snprintf(err, errlen, "a grouped NCHW%dc conv2d must be depthwise with one filter per "
+               "channel (kernel width up to 64): group %d, C=%d, K=%d", bn, group, d->C, d->K);
+      return HWT_EINVAL;
+    }
+    s->dw = 1;
+    s->dwp.relu_max = (float)relu_max;
+    *out = s;
+    *ws_floats = s->dwp.ws_floats;
+    return HWT_OK;
+  }
   if ((group == d->C && hwt_dwconv_plan_make(d, ctx->isa, &s->dwp) == HWT_OK) ||
       hwt_gconv_plan_make(d, group, ctx->isa, &s->dwp) == HWT_OK) {
     s->dw = 1;

@@ -8,9 +8,10 @@
 typedef struct hwt_conv_group hwt_conv_group;
 
 /* A grouped conv of d (C and K the whole tensors' channels) into *out;
- * HWT_OK, or a negative status with err filled. */
+ * bn > 0: NCHW[bn]c activations (depthwise only). HWT_OK, or a negative
+ * status with err filled. */
 int hwt_ops_conv_group_prepare(const hwt_op_ctx *ctx, const hwt_conv_desc *d, int group,
-                               hwt_conv_group **out, size_t *ws_floats, char *err,
+                               int bn, hwt_conv_group **out, size_t *ws_floats, char *err,
                                size_t errlen);
 void hwt_ops_conv_group_run(const hwt_op_ctx *ctx, const hwt_conv_group *s, float *ws, int tid,
                             int nth);

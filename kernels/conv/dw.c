@@ -26,20 +26,27 @@
  * 0.145/0.066 (960 ch 7), 0.095/0.05 ms (240 ch 14 5x5). The rows path
  * stays for multipliers above 1 and the portable build. */
 
-static int plan_make(const hwt_conv_desc *d, int cg, hwt_isa isa, hwt_dwconv_plan *out);
+static int plan_make(const hwt_conv_desc *d, int cg, int bn, hwt_isa isa,
+                     hwt_dwconv_plan *out);
 
 int hwt_dwconv_plan_make(const hwt_conv_desc *d, hwt_isa isa, hwt_dwconv_plan *out) {
-  return plan_make(d, 1, isa, out);
+  return plan_make(d, 1, 0, isa, out);
+}
+
+int hwt_dwconv_plan_nchwc(const hwt_conv_desc *d, int bn, hwt_isa isa, hwt_dwconv_plan *out) {
+  if (!d || bn < 1 || d->K != d->C || d->C % bn) return HWT_EINVAL;
+  return plan_make(d, 1, bn, isa, out);
 }
 
 int hwt_gconv_plan_make(const hwt_conv_desc *d, int group, hwt_isa isa, hwt_dwconv_plan *out) {
   if (!d || group < 1 || d->C % group || d->K != d->C) return HWT_EINVAL;
   const int cg = d->C / group, vec = hwt_dwconv_variant_for(isa)->vec;
   if (cg > 8 || vec % cg || vec == 1) return HWT_EINVAL;
-  return plan_make(d, cg, isa, out);
+  return plan_make(d, cg, 0, isa, out);
 }
 
-static int plan_make(const hwt_conv_desc *d, int cg, hwt_isa isa, hwt_dwconv_plan *out) {
+static int plan_make(const hwt_conv_desc *d, int cg, int bn, hwt_isa isa,
+                     hwt_dwconv_plan *out) {
   int OH, OW;
   if (!d || !out || d->N < 1 || d->C < 1 || d->K < d->C || d->K % d->C || d->S > 64 ||
       hwt_conv_out_dims(d, &OH, &OW) != HWT_OK)
@@ -55,7 +62,8 @@ static int plan_make(const hwt_conv_desc *d, int cg, hwt_isa isa, hwt_dwconv_pla
   p.OW = OW;
   const hwt_dwconv_variant *v = hwt_dwconv_variant_for(isa);
   p.vec = v->vec;
-  p.blocked = v->vec > 1 && v->blocked_rows && p.mult == 1;
+  p.bn = bn;
+  p.blocked = bn > 0 || (v->vec > 1 && p.mult == 1);
   if (p.blocked) {
     p.phases = 1;
     const long row = hwt_dwconv_cols(&p) * p.vec;
@@ -91,6 +99,27 @@ void hwt_dwconv_run_part(const hwt_dwconv_plan *p, const float *x, const float *
   const hwt_conv_desc *d = &p->d;
   const hwt_dwconv_variant *v = hwt_dwconv_variant_for(p->isa);
   const size_t in_plane = (size_t)d->H * d->W, out_plane = (size_t)p->OH * p->OW;
+  if (p->blocked && p->bn) {
+    /* Units: (image, block of bn, vector of channels in it, output row). */
+    const int cbs = d->C / p->bn, nsub = (p->bn + p->vec - 1) / p->vec;
+    const long units = (long)d->N * cbs * nsub * p->OH;
+    const long lo = units * tid / nth, hi = units * (tid + 1) / nth;
+    for (long r = lo; r < hi;) {
+      const long blk = r / p->OH;
+      const int oa = (int)(r % p->OH);
+      const int ob = oa + (hi - r) < p->OH ? (int)(oa + (hi - r)) : p->OH;
+      const int sub = (int)(blk % nsub);
+      const long nb = blk / nsub; /* n * cbs + block */
+      const int c0 = (int)(nb % cbs) * p->bn + sub * p->vec;
+      const int cbn = p->bn - sub * p->vec < p->vec ? p->bn - sub * p->vec : p->vec;
+      const size_t xo = (size_t)nb * in_plane * p->bn + (size_t)sub * p->vec;
+      const size_t yo = (size_t)nb * out_plane * p->bn + (size_t)sub * p->vec;
+      v->blocked_rows(p, x + xo, w + (size_t)c0 * d->R * d->S, bias ? bias + c0 : NULL,
+                      res ? res + yo : NULL, y + yo, cbn, oa, ob, ws);
+      r += ob - oa;
+    }
+    return;
+  }
   if (p->blocked) {
     const int cb = (d->C + p->vec - 1) / p->vec;
     const long units = (long)d->N * cb * p->OH;

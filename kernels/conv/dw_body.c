@@ -175,10 +175,18 @@ static void rows(const hwt_dwconv_plan *p, const float *x, const float *w, float
 }
 
 
-#if HV_W > 1
 /* Lane permutes of the grouped blocked path: lane k of perm(v, idx[j])
- * is lane k - k % cg + j of v (input j of k's group). */
-#if HV_W == 16
+ * is lane k - k % cg + j of v (input j of k's group). The portable build
+ * runs the blocked path only for NCHW[x]c depthwise convs (one channel a
+ * "vector"): no permutes. */
+#if HV_W == 1
+typedef int hv_idx;
+HV_AI hv_f32 perm(hv_f32 v, hv_idx i) {
+  (void)i;
+  return v;
+}
+HV_AI hv_idx idx_load(const int32_t *p) { return p[0]; }
+#elif HV_W == 16
 typedef __m512i hv_idx;
 HV_AI hv_f32 perm(hv_f32 v, hv_idx i) { return _mm512_permutexvar_ps(i, v); }
 HV_AI hv_idx idx_load(const int32_t *p) { return _mm512_loadu_si512((const void *)p); }
@@ -303,6 +311,34 @@ static void residual_rows(const hwt_dwconv_plan *p, float *y, const float *res, 
   }
 }
 
+/* An output row [OW][vec] into NCHW[bn]c (cbn channels per pixel, bn
+ * floats apart), with the residual's epilogue when res is not NULL (the
+ * ReLU without one was applied in registers). */
+static void blocked_out(const hwt_dwconv_plan *p, const float *orow, float *y,
+                        const float *res, int cbn) {
+  const long bn = p->bn;
+  const int relu = p->d.relu, clamp = relu && p->relu_max < INFINITY;
+  if (cbn == HV_W) {
+    const hv_f32 hi = hv_set1(p->relu_max);
+    for (long i = 0; i < p->OW; i++) {
+      hv_f32 v = hv_load(orow + i * HV_W);
+      if (res) v = activate(hv_add(v, hv_load(res + i * bn)), relu, clamp, hi);
+      hv_store(y + i * bn, v);
+    }
+    return;
+  }
+  for (long i = 0; i < p->OW; i++)
+    for (int c = 0; c < cbn; c++) {
+      float v = orow[i * HV_W + c];
+      if (res) {
+        v += res[i * bn + c];
+        if (relu && v < 0.0f) v = 0.0f; /* NaN kept, as np.maximum */
+        if (clamp && v > p->relu_max) v = p->relu_max;
+      }
+      y[i * bn + c] = v;
+    }
+}
+
 static void blocked_rows(const hwt_dwconv_plan *p, const float *x, const float *w,
                          const float *bias, const float *res, float *y, int cbn, int oa, int ob,
                          float *ws) {
@@ -343,11 +379,21 @@ static void blocked_rows(const hwt_dwconv_plan *p, const float *x, const float *
         memset(sr, 0, sizeof(float) * (size_t)(lead * HV_W));
         memset(sr + (lead + iw1) * HV_W, 0, sizeof(float) * (size_t)(row - (lead + iw1) * HV_W));
       }
-      if (iw1 > 0) cv->stage(x + ih * d->W, hw, cbn, (int)iw1, sr + lead * HV_W, HV_W);
+      if (iw1 > 0 && p->bn)
+        for (long iw = 0; iw < iw1; iw++)
+          memcpy(sr + (lead + iw) * HV_W, x + (ih * d->W + iw) * p->bn,
+                 sizeof(float) * (size_t)cbn);
+      else if (iw1 > 0)
+        cv->stage(x + ih * d->W, hw, cbn, (int)iw1, sr + lead * HV_W, HV_W);
     }
     for (int oh = o0; oh < o1; oh++) {
       const float *sr = st + (long)(oh - o0) * d->stride_h * row;
       brow_any(p, sr, wp, idx, bv, orow, relu_now);
+      if (p->bn) {
+        blocked_out(p, orow, y + (long)oh * p->OW * p->bn,
+                    res ? res + (long)oh * p->OW * p->bn : NULL, cbn);
+        continue;
+      }
       float *yr = y + (long)oh * p->OW;
       for (int ow0 = 0; ow0 < p->OW; ow0 += 16)
         cv->stage(orow + (long)ow0 * HV_W, HV_W, p->OW - ow0 < 16 ? p->OW - ow0 : 16, cbn,
@@ -356,11 +402,5 @@ static void blocked_rows(const hwt_dwconv_plan *p, const float *x, const float *
     }
   }
 }
-#endif
-
 const hwt_dwconv_variant HWT_VARIANT(hwt_dwconv_variant) = {
-    .vec = HV_W, .rows = rows,
-#if HV_W > 1
-    .blocked_rows = blocked_rows,
-#endif
-};
+    .vec = HV_W, .rows = rows, .blocked_rows = blocked_rows};

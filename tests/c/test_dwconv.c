@@ -75,6 +75,52 @@ static void check(hwt_conv_desc d, int with_bias, int with_res, const char *what
   check_group(d, 0, with_bias, with_res, what);
 }
 
+/* NCHW [N][C][HW] <-> NCHW[bn]c [N][C/bn][HW][bn]. */
+static void to_blocked(const float *src, float *dst, int n, int c, long hw, int bn) {
+  for (int i = 0; i < n; i++)
+    for (int k = 0; k < c; k++)
+      for (long p = 0; p < hw; p++)
+        dst[(((long)i * (c / bn) + k / bn) * hw + p) * bn + k % bn] =
+            src[((long)i * c + k) * hw + p];
+}
+
+/* The NCHW[bn]c entry (hwt_dwconv_plan_nchwc) against the reference on
+ * re-blocked tensors. */
+static void check_nchwc(hwt_conv_desc d, int bn, int with_res, const char *what) {
+  int OH, OW;
+  CHECK(hwt_conv_out_dims(&d, &OH, &OW) == HWT_OK, "%s: dims", what);
+  const long hw = (long)d.H * d.W, ohw = (long)OH * OW;
+  const size_t nx = (size_t)d.N * d.C * hw, ny = (size_t)d.N * d.C * ohw;
+  float *x = filled(nx), *w = filled((size_t)d.C * d.R * d.S), *b = filled((size_t)d.C);
+  float *res = with_res ? filled(ny) : NULL, *want = malloc(ny * sizeof *want + 1);
+  float *xb = malloc(nx * sizeof *xb + 1), *rb = with_res ? malloc(ny * sizeof *rb + 1) : NULL;
+  float *wantb = malloc(ny * sizeof *wantb + 1), *y = malloc(ny * sizeof *y + 1);
+  CHECK(hwt_conv_group_ref(&d, d.C, x, w, b, res, want) == HWT_OK, "%s: ref", what);
+  to_blocked(x, xb, d.N, d.C, hw, bn);
+  to_blocked(want, wantb, d.N, d.C, ohw, bn);
+  if (res) to_blocked(res, rb, d.N, d.C, ohw, bn);
+  const double tol = (d.R * d.S + 2) * 4.0 * 0x1p-24 * 8.0;
+  for (int isa = 0; isa < HWT_ISA_COUNT; isa++) {
+    if (!hwt_isa_supported((hwt_isa)isa)) continue;
+    hwt_dwconv_plan p;
+    CHECK(hwt_dwconv_plan_nchwc(&d, bn, (hwt_isa)isa, &p) == HWT_OK, "%s: plan", what);
+    float *ws = malloc(p.ws_floats * sizeof *ws + 1);
+    for (int nth = 1; nth <= 3; nth++) {
+      for (size_t i = 0; i < ny; i++) y[i] = NAN;
+      for (int k = 0; k < nth; k++)
+        hwt_dwconv_run_part(&p, xb, w, b, rb, y, ws, (k * 5 + 3) % nth, nth);
+      int bad = 0;
+      for (size_t i = 0; i < ny && bad < 3; i++)
+        if (!(fabs((double)y[i] - wantb[i]) <= tol * (1.0 + fabs(wantb[i])))) {
+          CHECK(0, "%s isa=%d nth=%d y[%zu]=%g want %g", what, isa, nth, i, y[i], wantb[i]);
+          bad++;
+        }
+    }
+    free(ws);
+  }
+  free(x), free(w), free(b), free(res), free(want), free(xb), free(rb), free(wantb), free(y);
+}
+
 static hwt_conv_desc desc(int n, int c, int h, int w, int mult, int r, int s, int stride,
                           int pad, int dil) {
   hwt_conv_desc d = {0};
@@ -111,6 +157,13 @@ int main(void) {
   check_group(gr, 10, 1, 1, "40 ch in groups of 4, dilated, residual + ReLU");
   hwt_dwconv_plan gp;
   CHECK(hwt_gconv_plan_make(&gr, 2, HWT_ISA_GENERIC, &gp) == HWT_EINVAL, "groups of 20");
+  /* NCHW[bn]c activations: blocks below, at and above the vector width. */
+  check_nchwc(desc(2, 32, 9, 10, 1, 3, 3, 1, 1, 1), 16, 0, "NCHW16c");
+  check_nchwc(desc(1, 24, 11, 11, 1, 5, 5, 2, 2, 1), 8, 1, "NCHW8c 5x5 s2, residual");
+  check_nchwc(desc(1, 64, 7, 7, 1, 3, 3, 1, 1, 2), 32, 1, "NCHW32c dilated, residual");
+  check_nchwc(desc(1, 12, 6, 9, 1, 3, 3, 1, 1, 1), 4, 0, "NCHW4c");
+  hwt_dwconv_plan np;
+  CHECK(hwt_dwconv_plan_nchwc(&gr, 16, HWT_ISA_GENERIC, &np) == HWT_EINVAL, "16 of 40");
   /* ReLU6's clamp after the ReLU, both paths, with and without residual. */
   g_relu_max = 1.0f;
   hwt_conv_desc c6 = desc(1, 20, 9, 10, 1, 3, 3, 1, 1, 1);

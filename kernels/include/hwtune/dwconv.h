@@ -33,8 +33,9 @@
  * vector the blocked path issues 9 FMAs and 9 loads, plus its share of the
  * two transposes (in and out) and the staging copy: about a third of FMA
  * peak, and at 17 GB/s about half of what one Zen 4 core streams from L3,
- * so neither roof is reached yet; the transposes would go if the layout
- * pass gave the conv NCHW16c tensors (not done: grouped convs stay NCHW).
+ * so neither roof is reached yet. Between blocked dense CONVs the layout
+ * pass gives a depthwise conv NCHW[x]c tensors (hwt_dwconv_plan_nchwc),
+ * and the transposes become copies.
  */
 #ifndef HWTUNE_DWCONV_H
 #define HWTUNE_DWCONV_H
@@ -53,6 +54,7 @@ typedef struct {
                        plan_make sets INFINITY, the caller may lower it */
   int OH, OW;
   int blocked;      /* 1: channel-blocked path (vec channels per vector), else rows */
+  int bn;           /* activations: 0 NCHW; > 0 NCHW[bn]c (x and y, hwt_dwconv_plan_nchwc) */
   int vec;          /* channels per block of the blocked path */
   int phases;       /* column stride phases of a staged row (stride_w) */
   int wq;           /* floats per phase of a staged row */
@@ -63,6 +65,13 @@ typedef struct {
 /* HWT_EINVAL: not depthwise (K not a multiple of C, shape invalid);
  * HWT_EISA: isa not supported here. */
 HWT_API int hwt_dwconv_plan_make(const hwt_conv_desc *d, hwt_isa isa, hwt_dwconv_plan *out);
+/* Depthwise with multiplier 1 on NCHW[bn]c activations (x [N][C/bn][H][W]
+ * [bn], y [N][C/bn][OH][OW][bn], bn dividing C; weights [C][1][R][S] as
+ * given): the blocked path with each pixel's channels copied instead of
+ * transposed, any bn on any ISA (the layout pass runs a depthwise conv in
+ * the block its input has). */
+HWT_API int hwt_dwconv_plan_nchwc(const hwt_conv_desc *d, int bn, hwt_isa isa,
+                                  hwt_dwconv_plan *out);
 /* A grouped conv of small groups on the blocked path: K == C, group
  * divides C, and the group width cg = C / group divides the vector width
  * of isa and is at most 8 (ResNeXt-50's first stages: 32 groups of 4 and

@@ -54,9 +54,25 @@ def _geometry(in_shapes, attrs):
             if knobs:
                 raise OpError(f"a grouped conv2d (group={group}) takes no template knobs, "
                               f"got {knobs[0]}", f"attrs.{knobs[0]}")
+    elif (attrs.get("group") or 1) > 1:
+        # Depthwise in NCHW[x]c (what the layout pass makes between blocked
+        # CONVs): x [N, C/b, H, W, b], the weights as in NCHW, y x's block.
+        expect_rank(x, 5, "NCHWc conv2d input must be [N, C/b, H, W, b]", "inputs[0]")
+        expect_rank(w, 4, "a grouped NCHWc conv2d's weights must be [C, 1, KH, KW]",
+                    "inputs[1]")
+        n, icb, h, wd, ic_bn = x
+        ic, group = icb * ic_bn, attrs["group"]
+        oc, wic, kh, kw = w
+        if group != ic or oc != ic or wic != 1:
+            raise OpError(f"a grouped NCHWc conv2d must be depthwise with one filter per "
+                          f"channel (group = C = OC = {ic}, weights [C, 1, KH, KW]), got "
+                          f"group {group} and weights {show_shape(w)}", "attrs.group")
+        knobs = [k for k in _KNOB_KEYS if attrs.get(k) is not None]
+        if knobs:
+            raise OpError(f"a grouped conv2d (group={group}) takes no template knobs, "
+                          f"got {knobs[0]}", f"attrs.{knobs[0]}")
+        wic, oc_bn = ic, ic_bn
     else:
-        if (attrs.get("group") or 1) > 1:
-            raise OpError("a grouped conv2d runs on NCHW tensors", "attrs.group")
         expect_rank(x, 5, "NCHWc conv2d input must be [N, C/ic_bn, H, W, ic_bn]", "inputs[0]")
         expect_rank(w, 6, "NCHWc conv2d weights must be [OC/oc_bn, IC/ic_bn, KH, KW, ic_bn, "
                     "oc_bn]", "inputs[1]")
@@ -193,6 +209,9 @@ def _ref(arrays, attrs, n_out):
     geo = (attrs["stride"], attrs["padding"], attrs["dilation"], attrs["padding_end"])
     if attrs["layout"] == "NCHW":
         y = conv2d_nchw(x, w, bias, *geo, group=conv_group(attrs))
+    elif conv_group(attrs) > 1:
+        y = to_nchwc(conv2d_nchw(from_nchwc(x), w, bias, *geo, group=conv_group(attrs)),
+                     x.shape[4])
     else:
         y = to_nchwc(conv2d_nchw(from_nchwc(x), from_oihwio(w), bias, *geo), w.shape[5])
     if len(arrays) == 4:

@@ -88,6 +88,8 @@ class _Fuser:
         """Inputs of the folded conv: weights and bias scaled by bn."""
         w, layout = inputs[1], conv.resolved["layout"]
         shape = self.g.shapes[w]
+        if len(shape) == 4:  # OIHW (a blocked depthwise conv's too): OC on axis 0
+            layout = "NCHW"
         oc = shape[0] * (shape[5] if layout == "NCHWc" else 1)
         gamma, beta, mean, var = bn.inputs[1:]
         eps = {"epsilon": bn.resolved["epsilon"]}
