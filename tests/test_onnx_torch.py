@@ -114,22 +114,27 @@ def test_recurrent_layers_are_unrolled(exported, name, cell_ops, tmp_path):
     assert ops.count("split") == 2 * 6 * (2 if name == "gru" else 1)
 
 
-def test_depthwise_conv_is_split_into_groups(exported, tmp_path):
+def test_depthwise_conv_is_one_grouped_conv2d(exported, tmp_path):
+    """A depthwise Conv imports as one conv2d with group (no split / concat)."""
     src, _ = exported("legacy", "mobilenet_block")
     out = tmp_path / "m.json"
     assert invoke("import", src, "-o", out).exit_code == 0
-    ops = [o["op"] for o in json.loads(out.read_text())["ops"]]
-    assert ops.count("conv2d") == 2 + 8 and "split" in ops and ops.count("clip") == 2
+    ops = json.loads(out.read_text())["ops"]
+    kinds = [o["op"] for o in ops]
+    assert kinds.count("conv2d") == 3 and "split" not in kinds and "concat" not in kinds
+    assert kinds.count("clip") == 2
+    assert [o.get("attrs", {}).get("group", 1) for o in ops if o["op"] == "conv2d"] == [1, 8, 1]
 
 
 @pytest.mark.parametrize("name, want", [
-    ("dilated_cnn", {"dilation": 1 + 1 + 8}),  # the depthwise conv: one per group
+    ("dilated_cnn", {"dilation": 1 + 1 + 1}),  # the depthwise conv: one conv2d with group
     ("same_padding_cnn", {"padding_end": 3}),
     ("conv_transpose_net", {"conv_transpose2d": 1 + 1 + 2}),
 ])
 def test_conv_forms_import_as_attributes_and_ops(exported, name, want, tmp_path):
-    """Dilations and asymmetric pads become conv2d attributes, ConvTranspose
-    its own op (grouped: one per group), not a chain of workarounds."""
+    """Dilations, asymmetric pads and groups become conv2d attributes,
+    ConvTranspose its own op (grouped: one per group), not a chain of
+    workarounds."""
     src, _ = exported("legacy", name)
     out = tmp_path / "m.json"
     assert invoke("import", src, "-o", out).exit_code == 0

@@ -134,10 +134,11 @@ class ConvWorkload:
 
 
 def tuned_op(graph, op) -> bool:
-    """Whether the CONV search tunes op: a conv2d, or a conv2d_grad_data
-    that runs as a forward CONV (stride 1, padding inside the kernel)."""
+    """Whether the CONV search tunes op: a dense conv2d, or a
+    conv2d_grad_data that runs as a forward CONV (stride 1, padding inside
+    the kernel). A grouped conv2d has no template knobs (graph/ops/conv.py)."""
     if op.op == "conv2d":
-        return True
+        return int((op.resolved or op.attrs).get("group") or 1) == 1
     if op.op != "conv2d_grad_data":
         return False
     from hwtune.graph.ops.train import grad_data_forward_conv

@@ -328,7 +328,9 @@ def _cuts(ctx: TuneContext, graph, tuned_graph, graph_hash: str, opts: TuneOptio
 
 
 def conv_ops(graph) -> List[str]:
-    return [op.name for op in graph.ops if op.op == "conv2d"]
+    # Dense ones: a grouped conv2d has no template knobs to tune.
+    return [op.name for op in graph.ops
+            if op.op == "conv2d" and int((op.resolved or op.attrs).get("group") or 1) == 1]
 
 
 def _stage_sweep(ctx: TuneContext, graph, graph_hash: str, cfg: EngineConfig,

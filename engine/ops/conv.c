@@ -1,12 +1,14 @@
 /* The conv family: conv2d (NCHW or NCHW[x]c tensors, any stride, padding
  * -- symmetric or not -- and dilation, all run by the NCHW[x]c template with
- * its knobs from attributes or the kernel's default) and layout_transform, as src/hwtune/graph/ops/{conv,layout}.py define
+ * its knobs from attributes or the kernel's default; group > 1 on NCHW by
+ * conv_group.c) and layout_transform, as src/hwtune/graph/ops/{conv,layout}.py define
  * them. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "hwtune/conv.h"
 #include "conv_attrs.h"
+#include "conv_group.h"
 
 /* ---- attributes ---- */
 
@@ -41,7 +43,45 @@ typedef struct {
   hwt_conv_plan plan;
   float *w_packed; /* NCHW: packed at prepare; NULL: read the input as is */
   int pack_per_run; /* NCHW weights that are not a param: packed by each share */
+  hwt_conv_group *grp; /* group > 1: everything else unused */
 } conv_state;
+
+/* The residual (4th input), when there is one, has the output's shape. */
+static int residual_ok(const hwt_op_ctx *ctx) {
+  if (ctx->n_in != 4) return 1;
+  const hwt_graph *g = ctx->g;
+  const int *in = hwt_graph_op_inputs(g, ctx->op), *out = hwt_graph_op_outputs(g, ctx->op);
+  int nd = hwt_graph_tensor_ndim(g, in[3]);
+  const int64_t *rs = hwt_graph_tensor_shape(g, in[3]), *ys = hwt_graph_tensor_shape(g, out[0]);
+  int same = nd == hwt_graph_tensor_ndim(g, out[0]);
+  for (int i = 0; same && i < nd; i++) same = rs[i] == ys[i];
+  return same;
+}
+
+static int grouped_prepare(hwt_op_ctx *ctx, const hwt_conv_desc *d, int group, int wic,
+                           int bn, char *err, size_t errlen) {
+  if (d->C % group || d->K % group || wic * group != d->C) {
+    snprintf(err, errlen, "group %d does not fit C=%d, K=%d and weights of %d input channels",
+             group, d->C, d->K, wic);
+    return HWT_EINVAL;
+  }
+  if (!residual_ok(ctx)) {
+    snprintf(err, errlen, "conv2d residual must have the output's shape");
+    return HWT_EINVAL;
+  }
+  conv_state *s = calloc(1, sizeof *s);
+  if (!s) return HWT_ENOMEM;
+  size_t ws = 0;
+  int st = hwt_ops_conv_group_prepare(ctx, d, group, bn, &s->grp, &ws, err, errlen);
+  if (st < 0) {
+    free(s);
+    return st;
+  }
+  int OH = 0, OW = 0;
+  hwt_conv_out_dims(d, &OH, &OW);
+  return hwt_ops_prepared(ctx, s, ws,
+                          2.0 * d->N * d->K * OH * OW * (d->C / group) * d->R * d->S);
+}
 
 static int conv_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   const hwt_graph *g = ctx->g;
@@ -59,7 +99,8 @@ static int conv_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   }
   if (ctx->n_in < 2 || ctx->n_in > 4 || ctx->n_out != 1 ||
       hwt_graph_tensor_ndim(g, in[0]) != (blocked ? 5 : 4) ||
-      hwt_graph_tensor_ndim(g, in[1]) != (blocked ? 6 : 4)) {
+      (hwt_graph_tensor_ndim(g, in[1]) != (blocked ? 6 : 4) &&
+       !(blocked && attr_int(g, op, "group") > 1))) {
     snprintf(err, errlen, "conv2d %s takes x, w[, bias[, residual]] of ranks %d, %d", layout,
              blocked ? 5 : 4, blocked ? 6 : 4);
     return HWT_EINVAL;
@@ -89,6 +130,21 @@ static int conv_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   d.dil_h = dil[0];
   d.dil_w = dil[1];
   d.relu = attr_int(g, op, "relu") > 0;
+  const int group = attr_int(g, op, "group") > 1 ? attr_int(g, op, "group") : 1;
+  if (group > 1) {
+    /* NCHWc: a depthwise conv in its input's block, weights [C][1][R][S]. */
+    if (blocked && hwt_graph_tensor_ndim(g, in[1]) != 4) {
+      snprintf(err, errlen, "a grouped NCHWc conv2d takes [C, 1, KH, KW] weights");
+      return HWT_EINVAL;
+    }
+    d.C = (int)(blocked ? x[1] * x[4] : x[1]);
+    d.K = (int)w[0];
+    return grouped_prepare(ctx, &d, group, (int)w[1], blocked ? (int)x[4] : 0, err, errlen);
+  }
+  if (hwt_graph_op_attr_kind(g, op, "relu_max") != HWT_ATTR_NONE) {
+    snprintf(err, errlen, "relu_max needs a depthwise conv2d (group = C)");
+    return HWT_EINVAL;
+  }
   if (blocked) {
     p.ic_bn = (int)x[4];
     p.oc_bn = (int)w[5];
@@ -127,17 +183,10 @@ static int conv_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
     return st;
   }
   /* The residual is added in the epilogue: it must have the output's shape. */
-  if (ctx->n_in == 4) {
-    const int *out = hwt_graph_op_outputs(g, op);
-    int nd = hwt_graph_tensor_ndim(g, in[3]);
-    const int64_t *rs = hwt_graph_tensor_shape(g, in[3]), *ys = hwt_graph_tensor_shape(g, out[0]);
-    int same = nd == hwt_graph_tensor_ndim(g, out[0]);
-    for (int i = 0; same && i < nd; i++) same = rs[i] == ys[i];
-    if (!same) {
-      free(s);
-      snprintf(err, errlen, "conv2d residual must have the output's shape");
-      return HWT_EINVAL;
-    }
+  if (!residual_ok(ctx)) {
+    free(s);
+    snprintf(err, errlen, "conv2d residual must have the output's shape");
+    return HWT_EINVAL;
   }
   /* NCHWc weights already arrive in the template's OIHW[i]i[o]o layout
    * (model.json's blocked weight tensor, possibly made by a layout_transform
@@ -202,6 +251,10 @@ static int conv_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
 
 static void conv_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
   const conv_state *s = ctx->state;
+  if (s->grp) {
+    hwt_ops_conv_group_run(ctx, s->grp, ws, tid, nth);
+    return;
+  }
   const float *w = s->w_packed ? s->w_packed : ctx->in[1];
   if (s->pack_per_run) {
     hwt_conv_pack_weights(&s->plan, ctx->in[1], ws);
@@ -215,6 +268,7 @@ static void conv_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
 static void conv_release(hwt_op_ctx *ctx) {
   conv_state *s = ctx->state;
   if (s) free(s->w_packed);
+  if (s) hwt_ops_conv_group_free(s->grp);
   free(s);
   ctx->state = NULL;
 }

@@ -242,7 +242,18 @@ int hwt_conv_plan_make(const hwt_conv_desc *d, hwt_conv_layout layout,
     if (!gemm_ok(d, OH, OW) || hwt_gemm_plan_make(&g, isa, nth, &gp) != HWT_OK)
       return HWT_EINVAL;
     out->layout = layout;
+    /* run_part plans the GEMM for the nth it is called with, which may be
+     * below the plan's (a corun scheduler gives an op fewer threads when
+     * few are idle), and a share of fewer threads can need a larger
+     * packing buffer: size for every count up to nth. (ASan: a 1x1 CONV
+     * of MobileNetV2 run by corun at per-op thread counts wrote past its
+     * workspace.) */
     out->ws_floats = gp.ws_floats;
+    for (int t = 1; t < nth; t++) {
+      hwt_gemm_plan gt;
+      if (hwt_gemm_plan_make(&g, isa, t, &gt) == HWT_OK && gt.ws_floats > out->ws_floats)
+        out->ws_floats = gt.ws_floats;
+    }
     return HWT_OK;
   }
   if (layout == HWT_CONV_NCHW_DIRECT) {

@@ -36,12 +36,17 @@ def _ops(torch):
         return None if (pt, pl) == (pb, pr) else (pl, pr, pt, pb)
 
     def conv(g, op, a, x):
-        b = x[2] if len(x) == 3 else None
-        pads = asymmetric(a)
+        b = x[2] if len(x) >= 3 else None
+        pads, groups = asymmetric(a), int(a.get("group") or 1)
         if pads is None:
-            return F.conv2d(x[0], x[1], b, a["stride"], a["padding"], a["dilation"])
-        # As PyTorch's own padding="same" does for even kernels: pad, then convolve.
-        return F.conv2d(F.pad(x[0], pads), x[1], b, a["stride"], 0, a["dilation"])
+            y = F.conv2d(x[0], x[1], b, a["stride"], a["padding"], a["dilation"], groups)
+        else:
+            # As PyTorch's own padding="same" does for even kernels: pad, then convolve.
+            y = F.conv2d(F.pad(x[0], pads), x[1], b, a["stride"], 0, a["dilation"], groups)
+        # The fused epilogue: residual, ReLU, ReLU6's clamp.
+        y = y + x[3] if len(x) == 4 else y
+        y = torch.relu(y) if a.get("relu") else y
+        return torch.clamp(y, max=a["relu_max"]) if a.get("relu_max") is not None else y
 
     def conv_transpose(g, op, a, x):
         b = x[2] if len(x) == 3 else None

@@ -95,14 +95,20 @@ def _conv(e, op, a):
     _plain(op)
     kh, kw = e.graph.shapes[op.inputs[1]][2:]
     # A fused epilogue (residual add, ReLU) is ONNX's Add and Relu after the Conv.
-    steps = (["Add"] if len(op.inputs) == 4 else []) + (["Relu"] if a.get("relu") else [])
+    clip = a.get("relu") and a.get("relu_max") is not None
+    steps = (["Add"] if len(op.inputs) == 4 else []) + (
+        ["Clip"] if clip else ["Relu"] if a.get("relu") else [])
     out = [f"{op.outputs[0]}@conv"] if steps else op.outputs
     e.node("Conv", op.inputs[:3], out, op.name, kernel_shape=[kh, kw],
-           strides=list(a["stride"]), pads=_pads(a), dilations=list(a["dilation"]))
+           strides=list(a["stride"]), pads=_pads(a), dilations=list(a["dilation"]),
+           group=int(a.get("group") or 1))
     for i, kind in enumerate(steps):
         last = i == len(steps) - 1
         dst = op.outputs if last else [f"{op.outputs[0]}@{kind.lower()}"]
         ins = out + ([op.inputs[3]] if kind == "Add" else [])
+        if kind == "Clip":  # ReLU6: clip(0, relu_max)
+            ins += [e.const(f"{op.name}@min", 0.0, np.float32),
+                    e.const(f"{op.name}@max", a["relu_max"], np.float32)]
         e.node(kind, ins, dst, f"{op.name}@{kind.lower()}")
         out = dst
 

@@ -455,19 +455,24 @@ def _conv_attrs(cx, attrs):
 
 def _emit_conv(cx, attrs, op, op_attrs):
     group = int(attrs.get("group", 1))
-    if group == 1:
+    if group == 1 or op == "conv2d":
+        if group != 1:
+            c, oc = cx.shape(0)[1], cx.shape(1)[0]
+            if group < 1 or c % group or oc % group or cx.shape(1)[1] * group != c:
+                raise Unsupported(f"group={group} does not fit {c} input / {oc} output "
+                                  f"channels with weights {list(cx.shape(1))}")
+            op_attrs = dict(op_attrs, group=group)
         ins = [cx.tensor(0), cx.tensor(1)] + ([cx.tensor(2)] if cx.has(2) else [])
         cx.emit(op, ins, op_attrs, out=cx.out())
         return
     _grouped_conv(cx, group, op_attrs, op)
 
 
-def _grouped_conv(cx, group, conv_attrs, op="conv2d"):
-    """Grouped (and depthwise) convolution as one conv2d (conv_transpose2d)
-    per group between a split and a concat of the channels, weights cut at
-    import: conv weights [OC, C/g, ...] along OC, transposed-conv weights
-    [C, OC/g, ...] along C."""
-    what = "convolution" if op == "conv2d" else "transposed convolution"
+def _grouped_conv(cx, group, conv_attrs, op="conv_transpose2d"):
+    """Grouped transposed convolution as one conv_transpose2d per group
+    between a split and a concat of the channels, weights [C, OC/g, ...]
+    cut along C at import. (A grouped Conv is one conv2d with `group`.)"""
+    what = "transposed convolution"
     if not cx.is_const(1) or (cx.has(2) and not cx.is_const(2)):
         raise Unsupported(f"group={group} (grouped or depthwise {what}) with run-time "
                           "weights is not supported yet")
@@ -477,7 +482,7 @@ def _grouped_conv(cx, group, conv_attrs, op="conv2d"):
     w = cx.const(1)
     bias = cx.const(2) if cx.has(2) else None
     c = cx.shape(0)[1]
-    oc = w.shape[0] if op == "conv2d" else w.shape[1] * group
+    oc = w.shape[1] * group
     if c % group or oc % group:
         raise Unsupported(f"group={group} does not divide {c} input / {oc} output channels")
     parts = [cx.fresh(f"{cx.node.name or cx.out()}:g{g}") for g in range(group)]

@@ -177,6 +177,8 @@ def _symmetric_only(op, dilated=False):
 @rule("conv2d")
 def _conv2d(e, op, dys, wants):
     _nchw_only(op)
+    if int(op.resolved.get("group") or 1) > 1:
+        raise NoRule(f"grouped conv2d (group={op.resolved['group']})")
     if len(op.inputs) == 4 or op.resolved.get("relu"):
         raise NoRule("conv2d with a fused epilogue (relu / residual): train the unfused "
                      "model (conv2d, add, relu)")

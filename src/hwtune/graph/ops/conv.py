@@ -6,6 +6,14 @@ after the bias) and a ReLU (`relu`), which the fusion pass
 Any stride, dilation and zero padding (asymmetric through `padding_end`, as
 TF-style "same" padding with an even kernel needs) runs on the template.
 
+`group` > 1 splits the channels into that many independent convolutions
+(weights [OC, C/group, KH, KW], output channel k reads input group
+k // (OC/group)): depthwise when group == C (MobileNet, EfficientNet,
+ConvNeXt; the engine's depthwise kernel, kernels/conv/dw*.c), otherwise
+the dense template once per group (ResNeXt, RegNet). Grouped convs run on
+NCHW tensors and take no template knobs (the layout pass and the CONV
+search leave them alone).
+
 The knobs and their legal values are declared once, by the C template next
 to the code they shape (hwt_conv_knobs in kernels/conv/conv.c);
 `conv2d_knobs` reads that declaration through the binding, so validation,
@@ -33,6 +41,37 @@ def _geometry(in_shapes, attrs):
         n, ic, h, wd = x
         oc, wic, kh, kw = w
         ic_bn, oc_bn = attrs["ic_bn"], attrs["oc_bn"]
+        group = attrs.get("group") or 1
+        if group > 1:
+            if ic % group or oc % group:
+                raise OpError(f"group {group} must divide the {ic} input and {oc} output "
+                              "channels", "attrs.group")
+            if wic * group != ic:
+                raise OpError(f"weights {show_shape(w)} of a group={group} conv must be "
+                              f"[OC, C/group={ic // group}, KH, KW]", "inputs[1]")
+            wic = ic
+            knobs = [k for k in _KNOB_KEYS if attrs.get(k) is not None]
+            if knobs:
+                raise OpError(f"a grouped conv2d (group={group}) takes no template knobs, "
+                              f"got {knobs[0]}", f"attrs.{knobs[0]}")
+    elif (attrs.get("group") or 1) > 1:
+        # Depthwise in NCHW[x]c (what the layout pass makes between blocked
+        # CONVs): x [N, C/b, H, W, b], the weights as in NCHW, y x's block.
+        expect_rank(x, 5, "NCHWc conv2d input must be [N, C/b, H, W, b]", "inputs[0]")
+        expect_rank(w, 4, "a grouped NCHWc conv2d's weights must be [C, 1, KH, KW]",
+                    "inputs[1]")
+        n, icb, h, wd, ic_bn = x
+        ic, group = icb * ic_bn, attrs["group"]
+        oc, wic, kh, kw = w
+        if group != ic or oc != ic or wic != 1:
+            raise OpError(f"a grouped NCHWc conv2d must be depthwise with one filter per "
+                          f"channel (group = C = OC = {ic}, weights [C, 1, KH, KW]), got "
+                          f"group {group} and weights {show_shape(w)}", "attrs.group")
+        knobs = [k for k in _KNOB_KEYS if attrs.get(k) is not None]
+        if knobs:
+            raise OpError(f"a grouped conv2d (group={group}) takes no template knobs, "
+                          f"got {knobs[0]}", f"attrs.{knobs[0]}")
+        wic, oc_bn = ic, ic_bn
     else:
         expect_rank(x, 5, "NCHWc conv2d input must be [N, C/ic_bn, H, W, ic_bn]", "inputs[0]")
         expect_rank(w, 6, "NCHWc conv2d weights must be [OC/oc_bn, IC/ic_bn, KH, KW, ic_bn, "
@@ -78,9 +117,20 @@ def _geometry(in_shapes, attrs):
     return n, ic, h, wd, oc, kh, kw, oh, ow, ic_bn, oc_bn
 
 
+_KNOB_KEYS = ("ic_bn", "oc_bn", "reg_n", "unroll_ker", "reg_h", "winograd")
+
+
+def conv_group(attrs) -> int:
+    """The conv2d's group count (1: a dense conv)."""
+    return int(attrs.get("group") or 1)
+
+
 def conv2d_knobs(in_shapes, attrs):
-    """Legal values of each tunable knob for this conv (the search space)."""
+    """Legal values of each tunable knob for this conv (the search space);
+    a grouped conv has none (every list empty)."""
     n, ic, h, wd, oc, kh, kw, oh, ow, ic_bn, oc_bn = _geometry(in_shapes, attrs)
+    if conv_group(attrs) > 1:
+        return {k: [] for k in _KNOB_KEYS}
     from hwtune.native import conv as native_conv  # loads the C library on first use
     pt, pl, pb, pr = conv_pads(attrs)
     legal = native_conv.knobs((n, ic, h, wd), (oc, ic, kh, kw), stride=attrs["stride"],
@@ -107,6 +157,11 @@ def _infer(in_shapes, attrs, n_out):
         raise OpError(f"the output [{n}, {oc}, {oh}, {ow}] has more than {_MAX_ELEMENTS} "
                       "elements", "inputs[1]")
     check_bias(in_shapes, 2, oc)
+    if attrs.get("relu_max") is not None:
+        if not attrs["relu"] or conv_group(attrs) == 1 or conv_group(attrs) != ic \
+                or attrs["relu_max"] <= 0:
+            raise OpError("relu_max (ReLU6's 6) needs relu and a depthwise conv2d (group = "
+                          f"C = {ic}) and must be positive", "attrs.relu_max")
     legal = conv2d_knobs(in_shapes, attrs)
     for key in ("ic_bn", "oc_bn", "reg_n", "reg_h", "winograd"):
         if attrs[key] is not None and attrs[key] not in legal[key]:
@@ -119,15 +174,17 @@ def _infer(in_shapes, attrs, n_out):
     return [out]
 
 
-def conv2d_nchw(x, w, bias, stride, padding, dilation=(1, 1), padding_end=None):
+def conv2d_nchw(x, w, bias, stride, padding, dilation=(1, 1), padding_end=None, group=1):
     """Direct convolution as one float64 matrix product over gathered
     patches (im2col): cheap to read, and BLAS keeps the reference fast.
     padding: [top, left] zeros; padding_end: [bottom, right] (None: the
-    same); tap (i, j) reads the padded input at (i * dh, j * dw)."""
+    same); tap (i, j) reads the padded input at (i * dh, j * dw). group:
+    one batched product per channel group (w [OC, C/group, KH, KW])."""
     (sh, sw), (pt, pl), (dh, dw) = stride, padding, dilation
     pb, pr = padding_end if padding_end is not None else (pt, pl)
     n, ic, h, wd = x.shape
     oc, _, kh, kw = w.shape
+    group = group or 1
     oh = (h + pt + pb - (kh - 1) * dh - 1) // sh + 1
     ow = (wd + pl + pr - (kw - 1) * dw - 1) // sw + 1
     xp = np.zeros((n, ic, h + pt + pb, wd + pl + pr), np.float64)
@@ -137,7 +194,9 @@ def conv2d_nchw(x, w, bias, stride, padding, dilation=(1, 1), padding_end=None):
         for j in range(kw):
             r0, c0 = i * dh, j * dw
             cols[:, :, i, j] = xp[:, :, r0:r0 + sh * (oh - 1) + 1:sh, c0:c0 + sw * (ow - 1) + 1:sw]
-    out = w.reshape(oc, -1).astype(np.float64) @ cols.reshape(n, ic * kh * kw, oh * ow)
+    # [group, OC/group, C/group*KH*KW] @ [n, group, C/group*KH*KW, OH*OW]
+    wg = w.reshape(group, oc // group, -1).astype(np.float64)
+    out = wg @ cols.reshape(n, group, ic // group * kh * kw, oh * ow)
     out = out.reshape(n, oc, oh, ow)
     if bias is not None:
         out += bias.reshape(1, oc, 1, 1)
@@ -149,13 +208,19 @@ def _ref(arrays, attrs, n_out):
     bias = arrays[2] if len(arrays) >= 3 else None
     geo = (attrs["stride"], attrs["padding"], attrs["dilation"], attrs["padding_end"])
     if attrs["layout"] == "NCHW":
-        y = conv2d_nchw(x, w, bias, *geo)
+        y = conv2d_nchw(x, w, bias, *geo, group=conv_group(attrs))
+    elif conv_group(attrs) > 1:
+        y = to_nchwc(conv2d_nchw(from_nchwc(x), w, bias, *geo, group=conv_group(attrs)),
+                     x.shape[4])
     else:
         y = to_nchwc(conv2d_nchw(from_nchwc(x), from_oihwio(w), bias, *geo), w.shape[5])
     if len(arrays) == 4:
         y = (y.astype(np.float64) + arrays[3]).astype(np.float32)
     if attrs["relu"]:
         y = np.maximum(y, np.float32(0))
+    if attrs.get("relu_max") is not None:  # NaN kept, as clip's reference
+        hi = np.float32(attrs["relu_max"])
+        y = np.where(y > hi, hi, y)
     return [y]
 
 
@@ -164,8 +229,9 @@ def _flops(in_shapes, out_shapes, attrs):
     # One per output element for the bias, the residual and the fused ReLU,
     # as the unfused add / relu ops count them.
     out = n * oc * oh * ow
-    epilogue = out * (min(len(in_shapes) - 2, 2) + bool(attrs["relu"]))
-    return 2 * out * ic * kh * kw + epilogue
+    epilogue = out * (min(len(in_shapes) - 2, 2) + bool(attrs["relu"])
+                      + (attrs.get("relu_max") is not None))
+    return 2 * out * (ic // conv_group(attrs)) * kh * kw + epilogue
 
 
 # Shared with conv_transpose2d (conv_transpose.py).
@@ -185,6 +251,10 @@ register(OpSpec(
              doc="int or [bottom, right] zeros after the input, when they differ from "
                  "padding (asymmetric padding)"),
         DILATION,
+        Attr("group", "int", 1, minimum=1,
+             doc="channel groups: divides C and OC, weights [OC, C/group, KH, KW]; C "
+                 "(depthwise, OC = C * multiplier) or any other count; NCHW only, no "
+                 "template knobs"),
         Attr("layout", "str", "NCHW", choices=("NCHW", "NCHWc"),
              doc="NCHW: x [N,C,H,W], w [OC,IC,KH,KW]; NCHWc: x [N,C/ic_bn,H,W,ic_bn], "
                  "w [OC/oc_bn,IC/ic_bn,KH,KW,ic_bn,oc_bn], y [N,OC/oc_bn,OH,OW,oc_bn]"),
@@ -202,6 +272,10 @@ register(OpSpec(
         Attr("relu", "bool", False,
              doc="y = max(conv + bias, 0), applied while the output tile is in "
                  "registers (the fusion pass sets it for a conv2d followed by relu)"),
+        Attr("relu_max", "float", None,
+             doc="with relu, on a depthwise conv2d: y = min(max(conv + bias, 0), relu_max) "
+                 "(ReLU6: 6; the fusion pass sets it for a depthwise conv2d followed by "
+                 "clip(0, max))"),
     ],
     doc="2-D convolution (+ bias[OC]) (+ residual, a tensor of the output's shape) "
         "(then ReLU when relu); cross-correlation as in every DL framework"))

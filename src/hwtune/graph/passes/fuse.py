@@ -16,7 +16,9 @@ intermediate):
   becomes conv2d with r as its 4th input (a zero bias is added when it had
   none), added to the tile before the ReLU -- ResNet's block ending.
 - ReLU epilogue: conv2d [-> add] -> relu becomes conv2d with relu=true,
-  applied by the kernel while the output tile is in registers.
+  applied by the kernel while the output tile is in registers; a depthwise
+  conv2d [-> add] -> clip(0, max) (MobileNet's ReLU6) becomes conv2d with
+  relu=true and relu_max=max.
 
 ResNet-18: 20 batch_norm, 17 relu and 8 add ops (each a pass over an
 activation) disappear into their CONVs. Op names are kept for the CONVs (tuned
@@ -86,6 +88,8 @@ class _Fuser:
         """Inputs of the folded conv: weights and bias scaled by bn."""
         w, layout = inputs[1], conv.resolved["layout"]
         shape = self.g.shapes[w]
+        if len(shape) == 4:  # OIHW (a blocked depthwise conv's too): OC on axis 0
+            layout = "NCHW"
         oc = shape[0] * (shape[5] if layout == "NCHWc" else 1)
         gamma, beta, mean, var = bn.inputs[1:]
         eps = {"epsilon": bn.resolved["epsilon"]}
@@ -139,7 +143,21 @@ class _Fuser:
             attrs["relu"] = True
             out = self.g.ops[j].outputs[0]
             self.absorbed[j] = op.name
+        j = self.sole_consumer(out, "clip") if self.depthwise(op) else None
+        if j is not None and not op.resolved["relu"] and "relu" not in attrs:
+            lo, hi = self.g.ops[j].resolved["min"], self.g.ops[j].resolved["max"]
+            if lo == 0.0 and hi > 0.0:
+                attrs["relu"] = True
+                if hi != float("inf"):
+                    attrs["relu_max"] = hi
+                out = self.g.ops[j].outputs[0]
+                self.absorbed[j] = op.name
         self.emit(op.name, op.op, inputs, [out], attrs, op)
+
+    def depthwise(self, op: Op) -> bool:
+        """A depthwise conv2d (group = C), whose kernel clamps (ReLU6)."""
+        group = int(op.resolved.get("group") or 1)
+        return group > 1 and group == self.g.shapes[op.inputs[0]][1]
 
     def run(self) -> List[Op]:
         for i in self.g.order:

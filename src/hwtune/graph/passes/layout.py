@@ -76,6 +76,10 @@ def check_op_params(graph: Graph, op_params: Dict[str, dict]) -> Dict[str, dict]
                              "gradients) take layout params")
         if not isinstance(params, dict):
             raise UsageError(f"{where}: must be a dict of {', '.join(_PARAM_KEYS)}")
+        if op.op == "conv2d" and int(op.resolved.get("group") or 1) > 1:
+            raise UsageError(f'{where}: "{name}" is a grouped conv2d (group='
+                             f'{op.resolved["group"]}), which runs on NCHW tensors without '
+                             "template knobs")
         shapes = [graph.shapes[t] for t in op.inputs]
         if op.op == "conv2d_grad_weight":
             out[name] = _check_own_knobs(where, params, grad_weight_knobs(shapes, op.resolved))

@@ -74,6 +74,18 @@ def op_layout(op_type: str, attrs: Dict[str, object], in_blocks: Sequence[int],
     plain = OpLayout((0,) * n, 0, {})
     if n == 0 or len(in_shapes[0]) != 4:
         return plain
+    if op_type == "conv2d":
+        # A CONV the caller did not decide: a depthwise one (one filter per
+        # channel, the only grouped conv2d NCHWc takes) runs in its input's
+        # block, its weights and bias as they are, a fused residual in the
+        # output's block; every other one in NCHW.
+        group, c = int(attrs.get("group") or 1), in_shapes[0][1]
+        if group > 1 and group == c and in_shapes[1][0] == c and in_blocks[0] \
+                and c % in_blocks[0] == 0:
+            b = in_blocks[0]
+            need = (b, None, None, b)[:n]
+            return OpLayout(need, b, {"layout": "NCHWc"})
+        return plain
     cls = _layout_class(op_type)
     if cls == "elementwise":
         return OpLayout((in_blocks[0],), in_blocks[0], {})

@@ -108,7 +108,7 @@ class _Unblock:
         shapes = [self.g.shapes[t] for t in op.inputs]
         inputs = []
         for i, (t, s) in enumerate(zip(op.inputs, shapes)):
-            if op.op == "conv2d" and i == 1:
+            if op.op == "conv2d" and i == 1 and len(s) == 6:  # (a depthwise one's is 4-D)
                 inputs.append(self.plain_of(t, weight_layout_name(s[4], s[5])))
             elif len(s) == 5:
                 inputs.append(self.plain_of(t, layout_name(s[4])))

@@ -1,0 +1,155 @@
+/* Depthwise CONV driver: plan sizing and the split of the N x K x OH
+ * output rows over threads, dispatch through the variant table. */
+#include "dw_impl.h"
+#include <math.h>
+#include "conv_internal.h"
+
+/* S > 64 is refused (the body keeps one offset per tap column on the
+ * stack, as the dense template does, HWT_CONV_MAX_S): the engine runs such
+ * a conv on the dense path once per group. */
+
+/* Staged floats per chunk of output rows: 4096 (16 KiB) keeps the rows a
+ * chunk reads in L1 (32 KiB on Zen 3/4) with its output rows beside them,
+ * so each staged row is read R times from L1. Same budget as the pooling
+ * kernel's block of rows (pool_impl.h). */
+#define DW_STAGE_FLOATS 4096
+/* The blocked path's staged rows: [cols][vec] each, 112 columns x 16
+ * channels = 1792 floats, so 16384 floats (64 KiB, in L2) hold 9 rows: 7
+ * output rows of a 3x3 stride-1 chunk, 2 rows restaged per chunk. */
+#define DW_BLOCKED_STAGE_FLOATS 16384
+/* Multiplier 1 on a vector ISA always runs blocked: the rows path took
+ * 1.1x (32 ch 112x112) to 2.9x (144 ch 56x56 stride 2) its time on every
+ * MobileNetV2 / EfficientNet depthwise shape tried, 7x7 to 112x112, 3x3
+ * and 5x5, stride 1 and 2 (AVX-512, 1 thread, Zen 4 under load, medians of
+ * 100 runs, alternated twice): 0.22/0.20, 0.50/0.24 (96 ch 112 s2),
+ * 0.31/0.21 (144 ch 56), 0.14/0.075 (192 ch 28), 0.10/0.05 (384 ch 14),
+ * 0.145/0.066 (960 ch 7), 0.095/0.05 ms (240 ch 14 5x5). The rows path
+ * stays for multipliers above 1 and the portable build. */
+
+static int plan_make(const hwt_conv_desc *d, int cg, int bn, hwt_isa isa,
+                     hwt_dwconv_plan *out);
+
+int hwt_dwconv_plan_make(const hwt_conv_desc *d, hwt_isa isa, hwt_dwconv_plan *out) {
+  return plan_make(d, 1, 0, isa, out);
+}
+
+int hwt_dwconv_plan_nchwc(const hwt_conv_desc *d, int bn, hwt_isa isa, hwt_dwconv_plan *out) {
+  if (!d || bn < 1 || d->K != d->C || d->C % bn) return HWT_EINVAL;
+  return plan_make(d, 1, bn, isa, out);
+}
+
+int hwt_gconv_plan_make(const hwt_conv_desc *d, int group, hwt_isa isa, hwt_dwconv_plan *out) {
+  if (!d || group < 1 || d->C % group || d->K != d->C) return HWT_EINVAL;
+  const int cg = d->C / group, vec = hwt_dwconv_variant_for(isa)->vec;
+  if (cg > 8 || vec % cg || vec == 1) return HWT_EINVAL;
+  return plan_make(d, cg, 0, isa, out);
+}
+
+static int plan_make(const hwt_conv_desc *d, int cg, int bn, hwt_isa isa,
+                     hwt_dwconv_plan *out) {
+  int OH, OW;
+  if (!d || !out || d->N < 1 || d->C < 1 || d->K < d->C || d->K % d->C || d->S > 64 ||
+      hwt_conv_out_dims(d, &OH, &OW) != HWT_OK)
+    return HWT_EINVAL;
+  if (!hwt_isa_supported(isa)) return HWT_EISA;
+  hwt_dwconv_plan p = {0};
+  p.d = *d;
+  p.mult = d->K / d->C;
+  p.cg = cg;
+  p.relu_max = INFINITY;
+  p.isa = isa;
+  p.OH = OH;
+  p.OW = OW;
+  const hwt_dwconv_variant *v = hwt_dwconv_variant_for(isa);
+  p.vec = v->vec;
+  p.bn = bn;
+  p.blocked = bn > 0 || (v->vec > 1 && p.mult == 1);
+  if (p.blocked) {
+    p.phases = 1;
+    const long row = hwt_dwconv_cols(&p) * p.vec;
+    long chunk = 1;
+    while (chunk < OH && hwt_dwconv_span(&p, (int)chunk + 1) * row <= DW_BLOCKED_STAGE_FLOATS)
+      chunk++;
+    p.chunk = (int)chunk;
+    p.ws_floats = ALIGN_FLOATS((size_t)d->R * d->S * cg * p.vec) +
+                  ALIGN_FLOATS((size_t)OW * p.vec) +
+                  ALIGN_FLOATS((size_t)(hwt_dwconv_span(&p, p.chunk) * row));
+    *out = p;
+    return HWT_OK;
+  }
+  p.phases = d->stride_w;
+  /* A phase holds every output column's reads at every tap (tap s starts
+   * (s * dil_w) / stride_w floats in) plus a vector's slack: the body
+   * loads whole vectors past OW and masks only the stores. */
+  const long wq = ALIGN_FLOATS((size_t)OW) + ((long)(d->S - 1) * d->dil_w) / d->stride_w + 16;
+  p.wq = (int)ALIGN_FLOATS((size_t)wq);
+  const long row = (long)p.phases * p.wq;
+  long chunk = 1;
+  while (chunk < OH && hwt_dwconv_span(&p, (int)chunk + 1) * row <= DW_STAGE_FLOATS) chunk++;
+  p.chunk = (int)chunk;
+  p.ws_floats = ALIGN_FLOATS((size_t)(hwt_dwconv_span(&p, p.chunk) * row));
+  *out = p;
+  return HWT_OK;
+}
+
+void hwt_dwconv_run_part(const hwt_dwconv_plan *p, const float *x, const float *w,
+                         const float *bias, const float *res, float *y, float *ws, int tid,
+                         int nth) {
+  if (!p || nth < 1 || tid < 0 || tid >= nth) return;
+  const hwt_conv_desc *d = &p->d;
+  const hwt_dwconv_variant *v = hwt_dwconv_variant_for(p->isa);
+  const size_t in_plane = (size_t)d->H * d->W, out_plane = (size_t)p->OH * p->OW;
+  if (p->blocked && p->bn) {
+    /* Units: (image, block of bn, vector of channels in it, output row). */
+    const int cbs = d->C / p->bn, nsub = (p->bn + p->vec - 1) / p->vec;
+    const long units = (long)d->N * cbs * nsub * p->OH;
+    const long lo = units * tid / nth, hi = units * (tid + 1) / nth;
+    for (long r = lo; r < hi;) {
+      const long blk = r / p->OH;
+      const int oa = (int)(r % p->OH);
+      const int ob = oa + (hi - r) < p->OH ? (int)(oa + (hi - r)) : p->OH;
+      const int sub = (int)(blk % nsub);
+      const long nb = blk / nsub; /* n * cbs + block */
+      const int c0 = (int)(nb % cbs) * p->bn + sub * p->vec;
+      const int cbn = p->bn - sub * p->vec < p->vec ? p->bn - sub * p->vec : p->vec;
+      const size_t xo = (size_t)nb * in_plane * p->bn + (size_t)sub * p->vec;
+      const size_t yo = (size_t)nb * out_plane * p->bn + (size_t)sub * p->vec;
+      v->blocked_rows(p, x + xo, w + (size_t)c0 * d->R * d->S, bias ? bias + c0 : NULL,
+                      res ? res + yo : NULL, y + yo, cbn, oa, ob, ws);
+      r += ob - oa;
+    }
+    return;
+  }
+  if (p->blocked) {
+    const int cb = (d->C + p->vec - 1) / p->vec;
+    const long units = (long)d->N * cb * p->OH;
+    const long lo = units * tid / nth, hi = units * (tid + 1) / nth;
+    for (long r = lo; r < hi;) {
+      const long blk = r / p->OH;
+      const int oa = (int)(r % p->OH);
+      const int ob = oa + (hi - r) < p->OH ? (int)(oa + (hi - r)) : p->OH;
+      const long n = blk / cb;
+      const int c0 = (int)(blk % cb) * p->vec;
+      const int cbn = d->C - c0 < p->vec ? d->C - c0 : p->vec;
+      const size_t ch = (size_t)n * d->C + (size_t)c0;
+      v->blocked_rows(p, x + ch * in_plane, w + (size_t)c0 * p->cg * d->R * d->S,
+                      bias ? bias + c0 : NULL, res ? res + ch * out_plane : NULL,
+                      y + ch * out_plane, cbn, oa, ob, ws);
+      r += ob - oa;
+    }
+    return;
+  }
+  const long units = (long)d->N * d->K * p->OH;
+  const long lo = units * tid / nth, hi = units * (tid + 1) / nth;
+  for (long r = lo; r < hi;) {
+    const long plane = r / p->OH;
+    const int oa = (int)(r % p->OH);
+    const int ob = oa + (hi - r) < p->OH ? (int)(oa + (hi - r)) : p->OH;
+    const int k = (int)(plane % d->K);
+    const long n = plane / d->K, c = k / p->mult;
+    v->rows(p, x + ((size_t)n * d->C + (size_t)c) * in_plane, w + (size_t)k * d->R * d->S,
+            bias ? bias[k] : 0.0f, res ? res + (size_t)plane * out_plane : NULL,
+            y + (size_t)plane * out_plane, oa, ob, ws);
+    r += ob - oa;
+  }
+}

@@ -1,0 +1,42 @@
+/* Internal to the depthwise kernels (not installed): the variant table the
+ * driver (dw.c) dispatches through, and the staging geometry both share. */
+#ifndef HWTUNE_DW_IMPL_H
+#define HWTUNE_DW_IMPL_H
+#include "hwtune/dwconv.h"
+
+/* One variant, compiled from dw_body.c for one ISA. */
+typedef struct {
+  int vec; /* floats per vector: the channel block of the blocked path (1: none) */
+  /* Output rows [oa, ob) of one output plane: x the input plane it reads,
+   * w its R x S filter, res the residual plane (or NULL), y the output
+   * plane; ws holds p->ws_floats floats. */
+  void (*rows)(const hwt_dwconv_plan *p, const float *x, const float *w, float bias,
+               const float *res, float *y, int oa, int ob, float *ws);
+  /* The blocked path (p->blocked, multiplier 1): output rows [oa, ob) of
+   * cbn <= vec channels from channel c0 on, x / w / bias / res / y all
+   * pointing at channel c0 (of one image); ws holds p->ws_floats. */
+  void (*blocked_rows)(const hwt_dwconv_plan *p, const float *x, const float *w,
+                       const float *bias, const float *res, float *y, int cbn, int oa, int ob,
+                       float *ws);
+} hwt_dwconv_variant;
+
+extern const hwt_dwconv_variant hwt_dwconv_variant_generic;
+#if defined(HWTUNE_HAVE_X86)
+extern const hwt_dwconv_variant hwt_dwconv_variant_avx2, hwt_dwconv_variant_avx512;
+#endif
+/* The variant for isa when the CPU runs it, else the portable one
+ * (kernels/common/variants.c). */
+const hwt_dwconv_variant *hwt_dwconv_variant_for(hwt_isa isa);
+
+/* Padded input columns the output row's windows read: (OW - 1) * sw +
+ * (S - 1) * dw + 1. */
+static inline long hwt_dwconv_cols(const hwt_dwconv_plan *p) {
+  return (long)(p->OW - 1) * p->d.stride_w + (long)(p->d.S - 1) * p->d.dil_w + 1;
+}
+
+/* Input rows a chunk of `rows` output rows reads. */
+static inline long hwt_dwconv_span(const hwt_dwconv_plan *p, int rows) {
+  return (long)(rows - 1) * p->d.stride_h + (long)(p->d.R - 1) * p->d.dil_h + 1;
+}
+
+#endif
