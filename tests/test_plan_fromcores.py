@@ -196,3 +196,48 @@ def test_compute_check_scales_the_compute_part_by_the_peaks(monkeypatch):
     c1, m1 = costmodel.split_here(host, np.array([1e-3]), np.array([gemm_bytes(32, 128, 128)]))
     assert c.predicted_s == pytest.approx(float(c1[0]) * 4 + float(m1[0]))
     assert c.measured_s == 3e-3 and c.bench == "gemm 32x128x128 fast -> slow"
+
+
+@pytest.mark.skipif(not TWO, reason="needs two CPUs")
+def test_validate_from_one_core_predicts_at_all_cores_and_records_it(tmp_path, monkeypatch):
+    """The command's path: inputs on 1 CPU (scan and calibration given, as
+    above), every configuration of both CPUs predicted from them; the
+    measuring itself is replaced by a stand-in that records what it was
+    given and measures each configuration at 1.1x its prediction."""
+    import json
+    import hwtune.planner.inputs as inputs_mod
+    import hwtune.planner.validate as validate_mod
+    import hwtune.scan.runner as runner
+    from click.testing import CliRunner
+    from hwtune.cli.main import cli
+    monkeypatch.setattr(runner, "run_scan", lambda db, opts, **kw: _seed_into(db))
+    monkeypatch.setattr(inputs_mod, "calibrate", lambda cores, progress=None: CALIBRATION)
+    given = {}
+
+    def measured(p, rows, cores, **kw):
+        given.update(host=p.host.cores, target=p.target.cores, cores=cores,
+                     beside=kw.get("beside"), mask=len(os.sched_getaffinity(0)))
+        out = []
+        for row, n, k in validate_mod.configs(rows, cores):
+            pred, _ = p.simulate(row, n, k)
+            out.append(validate_mod.Row(row.name, n, k, pred, measured_s=1.1 * pred))
+        return out
+    monkeypatch.setattr(validate_mod, "validate", measured)
+    user = _seed(tmp_path / "u.db")
+    r = CliRunner().invoke(cli, ["plan", SMALL, "--db", user, "--validate", "--from-cores", "1",
+                                 "--json"], catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    n = len(os.sched_getaffinity(0))
+    assert given == {"host": 1, "target": n, "cores": n, "beside": None, "mask": n}
+    assert doc["from_cores"]["from_cores"] == 1 and doc["from_cores"]["host_cores"] == n
+    assert doc["machine"]["cores"] == n and doc["fits"] == []  # no 2-thread point seen
+    rows = doc["validation"]["rows"]
+    assert max(x["executors"] * x["threads"] for x in rows) == n
+    assert all(x["rel_error"] == pytest.approx(1 / 1.1 - 1) for x in rows)
+    # the plan afterwards takes its range from this validation, named as such
+    again = CliRunner().invoke(cli, ["plan", SMALL, "--db", user, "--cores", "4", "--json"])
+    assert again.exit_code == 0, again.output
+    ivs = json.loads(again.stdout)["intervals"]
+    assert ivs["records"][0]["from_cores"] == 1
+    assert ivs["error_lo"] == pytest.approx(1 / 1.1 - 1)
