@@ -241,3 +241,21 @@ def test_validate_from_one_core_predicts_at_all_cores_and_records_it(tmp_path, m
     ivs = json.loads(again.stdout)["intervals"]
     assert ivs["records"][0]["from_cores"] == 1
     assert ivs["error_lo"] == pytest.approx(1 / 1.1 - 1)
+
+
+def test_a_from_cores_document_names_what_its_inputs_did_not_measure():
+    from hwtune.report import export
+    from plan_fixture import validation_doc
+    doc = validation_doc()
+    doc["from_cores"] = {"from_cores": 1, "cpus": [0], "host_cores": 2, "inputs_db": None,
+                         "host_key": "h", "isa": "avx2"}
+    doc["fits"] = []
+    doc["machine"]["forkjoin_s"] = [0.0, 0.0, 3e-8]
+    doc["calibration"] = dict(doc["calibration"], xfer_s=0.0, wake_s=0.0)
+    text = " ".join(export.render("plan", doc, "markdown").split())
+    assert "taken on 1 of this host's 2 CPUs (CPU 0)" in text
+    assert "unmeasured: no multi-thread point in the inputs" in text
+    assert "fork-join not measured: 0.03 us at 2 threads" in text
+    assert "no core-to-core transfer or wake-up term" in text
+    doc.pop("from_cores")
+    assert "unmeasured" not in export.render("plan", doc, "markdown")

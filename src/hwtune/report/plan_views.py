@@ -56,8 +56,26 @@ def machine_lines(doc: dict) -> List[str]:
                      f"configuration predicted from them at {fc['host_cores']} cores and "
                      f"measured on all {fc['host_cores']}: the error on cores the inputs "
                      f"never saw")
+        lines += unseen_lines(doc)
     return (lines + order_lines(doc) + calibration_lines(doc) + interval_lines(doc)
             + [f"note: {n}" for n in m.get("notes") or []])
+
+
+def unseen_lines(doc: dict) -> List[str]:
+    """With --from-cores: which parts of the prediction no input measured
+    (past the inputs' CPUs the model extrapolates them)."""
+    fc, m = doc.get("from_cores") or {}, doc.get("machine") or {}
+    cal = doc.get("calibration") or {}
+    out = []
+    if not doc.get("fits"):
+        out.append("no multi-thread point in the inputs: every serial fraction is 0")
+    fj = m.get("forkjoin_s") or []
+    if fc.get("from_cores", 0) < 2 and len(fj) > 2:
+        out.append(f"fork-join not measured: {fj[2] * 1e6:.2f} us at 2 threads, extrapolated "
+                   f"from 0 by a published core-to-core latency per thread")
+    if not cal.get("xfer_s") and not cal.get("wake_s"):
+        out.append("no core-to-core transfer or wake-up term (one CPU: nothing crossed)")
+    return ["unmeasured: " + "; ".join(out)] if out else []
 
 
 def interval_lines(doc: dict) -> List[str]:
