@@ -417,7 +417,10 @@ def test_the_serial_band_shows_the_fits_as_they_are_and_says_why_outside():
         t2lo, t2hi = row["paper_cp_over_sq_range"]
         outside = [s["split"] for s in row["splits"] if s["paper_cp_over_sq"] is not None
                    and not t2lo <= s["cp_over_sq"] <= t2hi]
-        assert [x.split()[2] for x in row["reasons"] if x.startswith("Table 2")] == outside
+        t2 = [x for x in row["reasons"] if x.startswith("Table 2")]
+        assert [x.split()[2] for x in t2] == outside
+        for x, sp in zip(t2, [s for s in row["splits"] if s["split"] in outside]):
+            assert ("over the queue's" in x) == (sp["cp_over_sq"] > 1 + graphi.LOSS_NOTE)
         for q in (doubled, halved):
             q.close()
     finally:

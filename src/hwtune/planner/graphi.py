@@ -85,6 +85,12 @@ def with_serial_scale(p, scale: float):
                                _tables={}, _sim=None)
 
 
+# A Table 2 ratio this far above 1 is named as critical-path's own loss:
+# 1% is about the spread of the simulated ratios at 16x4 and 32x2, where
+# no order can win (the bound is 0.99-1.00 there).
+LOSS_NOTE = 0.01
+
+
 def s64_parts(p) -> Dict[str, float]:
     """Shares of S64's op time (every op on 64 threads, in the sequential
     order) by cost-model part (CostModel.parts): how much of it the 64
@@ -149,6 +155,10 @@ def reasons(r: dict) -> List[str]:
                    f"order and its per-op costs lose the rest")
         else:
             why = f"critical-path gains more than the paper measured (bound {b})"
+        if ratio > 1.0 + LOSS_NOTE:
+            # past what the bound explains: critical-path's own run is slower
+            why += (f"; critical-path's run is {ratio - 1:.0%} over the queue's (its order "
+                    f"or its per-op costs, such as ops it runs on one thread)")
         out.append(f"Table 2 {sp['split']} {ratio:.3f} outside {plo:.2f}-{phi:.2f}: {why}")
     return out
 
