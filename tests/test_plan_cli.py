@@ -72,6 +72,9 @@ def test_predicts_every_core_count_with_a_chart(seeded):
     for name in sched.names():
         assert name in out
     assert "serial fraction" in out
+    # no validation stored for this host: the predictions say they have no range
+    flat = " ".join(out.split())
+    assert "ranges: no validation of this model's op families stored" in flat
 
 
 def test_json_is_the_whole_document(seeded):
@@ -115,6 +118,11 @@ def test_a_bundled_machine_by_name(seeded):
     (["--machine", "no-such-machine"], "error: invalid --machine 'no-such-machine'"),
     (["--machine", "ryzen-9-5950x", "--cores", "32"], "error: invalid --cores 32: AMD Ryzen"),
     (["--validate", "--machine", "epyc-7763"], "error: --validate measures this host"),
+    (["--from-cores", "1"], "error: --from-cores takes a validation's inputs"),
+    (["--validate", "--from-cores", "0"], "error: invalid --from-cores 0"),
+    (["--validate", "--from-cores", "4097"], "error: invalid --from-cores 4097"),
+    (["--validate", "--from-cores", "1", "--explain"], "error: --explain probes the machine"),
+    (["--validate", "--keep-inputs", "x.db"], "error: --keep-inputs keeps --from-cores"),
 ])
 def test_bad_input_is_one_error_line(seeded, args, message):
     r = CliRunner().invoke(cli, ["plan", SMALL, "--db", seeded, *args])
@@ -175,6 +183,18 @@ def test_validate_measures_every_configuration_and_the_report_keeps_it(tmp_path,
     assert json.loads(again.stdout)["order_vs_sequential"] == orders
     txt = _plan(SMALL, "--db", path, "--cores", "4")
     assert txt.exit_code == 0 and "own order vs sequential: " in " ".join(txt.output.split())
+    # the validation's errors give the plan's predictions a range on this host
+    ivs = json.loads(again.stdout)["intervals"]
+    assert [r["model"] for r in ivs["records"]] == [doc["model"]]
+    errs = [x["rel_error"] for x in measured]
+    for fam, rng in ivs["ranges"].items():
+        assert rng["lo"] == pytest.approx(min(errs)) and rng["hi"] == pytest.approx(max(errs))
+    best = json.loads(again.stdout)["cores"][0]["best"]
+    lo, hi = best["interval_s"]
+    assert lo <= hi
+    assert lo == pytest.approx(best["latency_s"] / (1 + ivs["error_hi"]))
+    assert "ranges: from the errors of this host's last validations (1 models" in \
+        " ".join(txt.output.split())
 
 
 @pytest.mark.parametrize("fmt", ["terminal", "markdown", "html"])
@@ -191,58 +211,75 @@ def test_an_unsettled_calibration_is_a_warning_naming_the_flag(fmt):
     assert "no two engine calibrations agreed" not in export.render("plan", doc, fmt)
 
 
-def test_validate_probes_the_machine_beside_its_samples_or_not(tmp_path, monkeypatch):
-    """By default the validation probes the scan's scaling rows and the
-    fork-join before every chunk of samples and predicts every row again
-    from their medians over the whole validation, keeping the stored scan's
-    prediction beside; --stored-scan
-    predicts from the stored scan only."""
+def test_validate_predicts_from_the_stored_inputs_and_explain_is_apart(tmp_path, monkeypatch):
+    """One prediction path: --validate predicts every row from what `hwtune
+    plan` predicts from (the stored scan, the stored 1-thread profiles), so
+    a plan of the 1-thread configurations gives the same figures. --explain
+    probes the scan's scaling rows, the fork-join and the model's 1-thread
+    profile beside the samples and predicts again from their medians: a
+    diagnostic kept apart (predicted_beside_s, its own summary), which never
+    changes predicted_s or the error reported."""
     monkeypatch.setenv("HWTUNE_PLAN_PROBE_GAP_S", "5")  # a few probes, not ~160
     path = _seed(tmp_path / "b.db")
     r = _plan(SMALL, "--db", path, "--validate", "--json")
     assert r.exit_code == 0, r.output
-    v = json.loads(r.stdout)["validation"]
-    rows = v["rows"]
-    # a probe before the first chunk, then at most one every MIN_GAP_S
-    assert v["beside"]["probes"] >= 1
-    assert "gemm 64x512x512 2t" in v["beside"] and "mul n=32768 1t" in v["beside"]
-    lo, med, hi = v["beside"]["forkjoin chain 2t"]
-    assert lo <= med <= hi
-    assert "transfer 64 KiB" in v["beside"]
-    assert all(x["predicted_stored_s"] > 0 and x["predicted_s"] > 0 for x in rows)
-    # the model's 1-thread profile is taken again beside the samples: a 1x1
-    # row (its ops in sequence on one thread, plus the engine's overheads)
-    # is predicted from the probes' profiled runs
-    lo, med, hi = v["beside"]["model run, 1 thread (op total)"]
-    assert 0 < lo <= med <= hi
-    one = [x for x in rows if x["executors"] * x["threads"] == 1]
-    assert len(one) == 4 and all(lo <= x["predicted_s"] <= 1.5 * hi for x in one)
-    # the seeded scan's 2-thread figures are not this host's: the probes move
-    # the 2-thread predictions
-    assert any(x["predicted_s"] != pytest.approx(x["predicted_stored_s"], rel=1e-6)
-               for x in rows if x["threads"] == 2)
-    assert v["summary_stored_scan"]["configs"] == v["summary"]["configs"]
-    r = _plan(SMALL, "--db", path, "--validate", "--stored-scan", "--json")
+    plain = json.loads(r.stdout)["validation"]
+    assert "explain" not in plain
+    assert all(x["predicted_beside_s"] is None for x in plain["rows"])
+    # a plan of this host's cores, from the same stored inputs, predicts the
+    # sequential 1x1 as the validation did
+    pl = _plan(SMALL, "--db", path, "--cores", "1", "--json")
+    assert pl.exit_code == 0, pl.output
+    seq = json.loads(pl.stdout)["cores"][0]["schedulers"]["sequential"]["best"]
+    base = next(x for x in plain["rows"] if (x["scheduler"], x["executors"], x["threads"])
+                == ("sequential", 1, 1))
+    assert seq["latency_s"] == pytest.approx(base["predicted_s"], rel=1e-9)
+
+    r = _plan(SMALL, "--db", path, "--validate", "--explain", "--json")
     assert r.exit_code == 0, r.output
     v = json.loads(r.stdout)["validation"]
-    assert "beside" not in v and "summary_stored_scan" not in v
-    assert all(x["predicted_stored_s"] is None for x in v["rows"])
+    rows, ex = v["rows"], v["explain"]
+    # the stored inputs were not measured again: the same predictions
+    assert [x["predicted_s"] for x in rows] == pytest.approx(
+        [x["predicted_s"] for x in plain["rows"]], rel=1e-12)
+    assert ex["beside"]["probes"] >= 1
+    assert "gemm 64x512x512 2t" in ex["beside"] and "mul n=32768 1t" in ex["beside"]
+    lo, med, hi = ex["beside"]["forkjoin chain 2t"]
+    assert lo <= med <= hi
+    assert "transfer 64 KiB" in ex["beside"]
+    assert all(x["predicted_beside_s"] > 0 for x in rows)
+    lo, med, hi = ex["beside"]["model run, 1 thread (op total)"]
+    assert 0 < lo <= med <= hi
+    one = [x for x in rows if x["executors"] * x["threads"] == 1]
+    assert len(one) == 4 and all(lo <= x["predicted_beside_s"] <= 1.5 * hi for x in one)
+    # the seeded scan's 2-thread figures are not this host's: the probes move
+    # the diagnostic's 2-thread predictions, never the reported ones
+    assert any(x["predicted_beside_s"] != pytest.approx(x["predicted_s"], rel=1e-6)
+               for x in rows if x["threads"] == 2)
+    assert ex["summary"]["configs"] == v["summary"]["configs"]
+    for x in rows:
+        if x["measured_s"]:
+            assert x["rel_error"] == pytest.approx((x["predicted_s"] - x["measured_s"])
+                                                   / x["measured_s"])
+    bad = CliRunner().invoke(cli, ["plan", SMALL, "--db", path, "--explain"])
+    assert bad.exit_code == 2 and "--explain explains a validation" in bad.output
 
 
 @pytest.mark.parametrize("fmt", ["terminal", "markdown", "html"])
-def test_the_stored_scans_prediction_is_shown_beside(fmt):
+def test_the_beside_diagnostic_is_shown_apart(fmt):
     from hwtune.report import export
     from hwtune.planner.validate import summary
     from plan_fixture import validation_doc
     doc = validation_doc()
     rows = doc["validation"]["rows"]
-    rows[0]["predicted_stored_s"] = 0.0165
-    doc["validation"]["summary_stored_scan"] = summary(rows, "predicted_stored_s")
-    doc["validation"]["beside"] = {"probes": 55}
+    rows[0]["predicted_beside_s"] = 0.0165
+    doc["validation"]["explain"] = {"summary": summary(rows, "predicted_beside_s"),
+                                    "beside": {"probes": 55}}
     text = " ".join(export.render("plan", doc, fmt).split())
-    assert "from the stored scan alone: median |error| 25.0%" in text
-    assert "(55 probes)" in text
-    assert "stored scan" in text and "16.5" in text
+    assert "median |error| 4.5%" in text  # the figure: the stored inputs' prediction
+    assert "diagnostic, not the figure (--explain)" in text
+    assert "(55 probes): median |error| 25.0%" in text
+    assert "16.5" in text
 
 
 @pytest.mark.parametrize("fmt", ["terminal", "markdown", "html"])

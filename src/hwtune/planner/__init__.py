@@ -17,7 +17,16 @@ measured.
                   (hwtune.native.simulate), per-op thread counts (Liu et
                   al.'s Strategies 1 and 2)
     validate.py   every configuration that fits this host, predicted from
-                  1-thread profiles, then measured interleaved
+                  the inputs a plan uses (stored scan, stored 1-thread
+                  profiles), then measured interleaved
+    beside.py     --validate --explain: the machine's figures probed beside
+                  the samples, a diagnostic apart from the reported error
+    fromcores.py  --validate --from-cores K: the inputs taken on K CPUs into
+                  a scratch database, predicted at all of this host's
+    intervals.py  a plan's ranges from this host's validation errors per
+                  op family
+    partcheck.py  each cost-model part against its own micro-benchmark
+                  (bench_plan.py parts)
     graphi.py     Graphi's medium models on its 68-core machine, beside the
                   paper's Figure 6 / Table 2 ranges
     store.py      results.db: fitted parameters, validations

@@ -437,8 +437,15 @@ class CostModel:
         """serial_fractions()'s first (far: its second)."""
         return self.serial_fractions(op_type, flops_per_byte, nbytes, flops)[int(far)]
 
-    def table(self, t1: Sequence[float], nbytes: Sequence[int], types: Sequence[str],
-              max_threads: int, flops: Optional[Sequence[float]] = None) -> OpTable:
+    def parts(self, t1: Sequence[float], nbytes: Sequence[int], types: Sequence[str],
+              max_threads: int, flops: Optional[Sequence[float]] = None) -> Dict[str, np.ndarray]:
+        """The model's parts per op and thread count ([n_ops, max_threads],
+        column t-1: on t threads), seconds: 'serial' (the compute share
+        that does not split), 'parallel' (the rest, split over the
+        threads), 'memory' (the traffic at the target's bandwidth curve),
+        'forkjoin'; and 'out_of_cache' (the memory part's out-of-cache
+        seconds) and 'cached' ([n_ops] bool: the data stays in a cache),
+        'bytes' ([n_ops] bytes moved). table() is their sum."""
         t1 = np.asarray(t1, dtype=np.float64)
         st = streams(types)
         c1, _ = split_here(self.host, t1, nbytes, st)
@@ -459,7 +466,6 @@ class CostModel:
         threads = np.arange(1, max_threads + 1)
         # the fitted thread counts take the fit; more threads, s_far
         s = np.where(threads[None, :] <= self.host.cores, s_near[:, None], s_far[:, None])
-        compute = c1[:, None] * (s + (1 - s) / threads[None, :])
         bw = {lv: np.array([f(int(t)) for t in threads]) for lv, f in
               ((L2, self.target.l2_bw), (L3, self.target.l3_bw), (DRAM, self.target.dram_bw))}
         l2, l3, dram = (nb[:, None] / bw[lv][None, :] for lv in (L2, L3, DRAM))
@@ -470,10 +476,18 @@ class CostModel:
         memory = np.choose(lvl[:, None], [l2, l3, dram])
         memory = held * memory[:, :1] + (1 - held) * memory
         fj = np.array([self.target.forkjoin(int(t)) for t in threads])
-        seconds = compute + memory + fj[None, :]
         out_of_cache = np.where(cached[:, None], 0.0, held * dram[:, :1] + (1 - held) * dram)
+        return {"serial": c1[:, None] * s, "parallel": c1[:, None] * (1 - s) / threads[None, :],
+                "memory": memory, "forkjoin": np.broadcast_to(fj[None, :], memory.shape),
+                "out_of_cache": out_of_cache, "cached": cached, "bytes": nb}
+
+    def table(self, t1: Sequence[float], nbytes: Sequence[int], types: Sequence[str],
+              max_threads: int, flops: Optional[Sequence[float]] = None) -> OpTable:
+        q = self.parts(t1, nbytes, types, max_threads, flops)
+        seconds = q["serial"] + q["parallel"] + q["memory"] + q["forkjoin"]
+        cached, nb = q["cached"], q["bytes"]
         with np.errstate(divide="ignore", invalid="ignore"):
-            frac = np.where(seconds > 0, out_of_cache / seconds, 0.0)
+            frac = np.where(seconds > 0, q["out_of_cache"] / seconds, 0.0)
             bps = np.where(seconds > 0, np.where(cached[:, None], 0.0, nb[:, None]) / seconds, 0.0)
         return OpTable(seconds, frac, bps)
 

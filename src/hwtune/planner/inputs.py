@@ -81,19 +81,19 @@ ORDER_FACT = "plan_order_scales"
 
 
 def order_scales(db, host_key: str, run_id: int, p: Predictor, graph_hash: str, rows, *,
-                 measure: bool, progress: Progress) -> Dict[str, np.ndarray]:
+                 fresh: bool, progress: Progress) -> Dict[str, np.ndarray]:
     """Per scheduler that runs ops out of the plan's order, per op, its
     1-thread time in that order over the sequential order's
-    (calibrate.order_scales): profiled now (and stored with this run) when
-    `measure`, else the latest stored for this graph and host, else none
-    (every scheduler's ops at their sequential-order times)."""
+    (calibrate.order_scales): the latest stored for this graph and host,
+    else (or when `fresh`) profiled now and stored with this run. `plan`
+    and `plan --validate` take them the same way: they are 1-thread
+    profiles of the model, one of the stored inputs both predict from."""
     names = [d.name for d in p.ops]
-    if not measure:
+    if not fresh:
         for run in reversed(db.runs(host_key, "plan")):
             got = db.facts(run["run_id"]).get(ORDER_FACT)
             if got and got.get("graph_hash") == graph_hash and got.get("ops") == names:
                 return {k: np.asarray(v, dtype=np.float64) for k, v in got["scales"].items()}
-        return {}
     from hwtune.planner.calibrate import order_scales as profile_orders
     out = profile_orders(p.graph, p.ops, rows, lambda row: p.op_cost(row, 1, 1), progress)
     db.add_fact(run_id, ORDER_FACT, {"graph_hash": graph_hash, "ops": names,
@@ -159,13 +159,14 @@ def engine_graph(graph):
 
 
 def build(db, host_key: str, fp: dict, graph, *, run_id: int, machine: Optional[str] = None,
-          max_cores: Optional[int] = None, data: str = "all", fresh: bool = False,
+          max_cores: Optional[int] = None, data: str = "scan", fresh: bool = False,
           fresh_profiles: bool = False, progress: Optional[Progress] = None) -> Tuple[Predictor, List[costmodel.SerialFit]]:
     """The Predictor of graph on the machine (this host scaled to max_cores
-    without one), and the fits it uses. data 'scan': serial fractions from
-    the scan's micro-benchmarks only (validation: nothing but 1-thread
-    profiles of the model itself). fresh: calibrate and profile again;
-    fresh_profiles: profile again."""
+    without one), and the fits it uses. data 'scan' (what `hwtune plan`
+    and its validation use): serial fractions from the scan's
+    micro-benchmarks only, nothing of the model but its 1-thread profiles;
+    'all' adds stored multi-thread op profiles (tune-graph's) to the fits.
+    fresh: calibrate and profile again; fresh_profiles: profile again."""
     from hwtune.native.isa import selected_isa
     progress = progress or _quiet
     isa = selected_isa()

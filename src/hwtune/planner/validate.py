@@ -1,11 +1,17 @@
 """`hwtune plan --validate`: every configuration that fits this host (one
 and two executors, one and two threads, each scheduler) predicted from the
-model's 1-thread profiles only (serial fractions from the scan's
-micro-benchmarks, never from the model's own multi-thread times), then
-measured interleaved on the engine, each with what the simulation assumed
-(per-op costs for schedulers that order by levels). Error = (predicted -
-measured) / measured; every row is stored (plan_validations) for the
-report's per-host table."""
+inputs `hwtune plan` predicts from, and from nothing else: the stored scan,
+the stored 1-thread profiles of the model and the machine description
+(serial fractions from the scan's micro-benchmarks, never from the model's
+own multi-thread times), then measured interleaved on the engine, each with
+what the simulation assumed (per-op costs for schedulers that order by
+levels). Error = (predicted - measured) / measured; every row is stored
+(plan_validations) for the report's per-host table.
+
+With --explain the machine's scaling figures are probed again beside the
+samples (beside.py) and every row is predicted once more from them
+(predicted_beside_s): a diagnostic that says how much of an error is the
+machine's drift since the scan, shown apart, never the reported error."""
 
 from __future__ import annotations
 
@@ -94,9 +100,9 @@ def rel_error(predicted: Optional[float], measured: Optional[float]) -> Optional
 class Row(Split):
     predicted_s: float
     measured_s: Optional[float] = None
-    # from the stored scan's figures, when predicted_s is from figures
-    # probed beside the samples (beside.py)
-    predicted_stored_s: Optional[float] = None
+    # --explain's diagnostic: from the figures probed beside the samples
+    # (beside.py); never the row's error, which is predicted_s's
+    predicted_beside_s: Optional[float] = None
     mad_s: Optional[float] = None
     samples: List[float] = field(default_factory=list)
     status: str = "ok"
@@ -114,7 +120,7 @@ class Row(Split):
     def to_json(self) -> dict:
         return {**super().to_json(), "predicted_s": self.predicted_s,
                 "measured_s": self.measured_s, "mad_s": self.mad_s,
-                "predicted_stored_s": self.predicted_stored_s,
+                "predicted_beside_s": self.predicted_beside_s,
                 "rel_error": self.rel_error, "status": self.status, "note": self.note,
                 "samples": self.samples, "chunks": self.chunks,
                 "paired_ratio": self.paired_ratio, "paired_error": self.paired_error}
@@ -172,8 +178,8 @@ class OtherLoad:
 
 def summary(rows: Sequence[dict], predicted: str = "predicted_s") -> dict:
     """Median and worst absolute error over rows that were measured (of
-    the prediction under key `predicted`: predicted_stored_s for the
-    stored scan's)."""
+    the prediction under key `predicted`: predicted_beside_s for --explain's
+    diagnostic)."""
     return _abs_summary(e for e in (rel_error(r.get(predicted), r.get("measured_s"))
                                      for r in rows) if e is not None)
 
@@ -250,14 +256,13 @@ def validate(p: Predictor, rows, cores: int, *, reps: int = REPS,
              repredict: Optional[Callable[..., Predictor]] = None) -> List[Row]:
     """Every configuration predicted, then measured; load, when given, gets
     others_cpu_share: the CPU share other processes took meanwhile.
-    beside (beside.BesideProbes): the machine's scaling figures probed
-    before every chunk of samples; every row is then predicted again by
-    repredict(figures, calibration, one_thread) from the medians of all
-    the probes (one_thread: workload -> 1-thread seconds, empty without)
-    (predicted_s),
-    the prediction from the stored scan kept as predicted_stored_s. The
-    engines of schedulers that order by levels get the op costs of the
-    stored-scan prediction (they are opened before any probe)."""
+    beside (beside.BesideProbes, --explain): the machine's scaling figures
+    probed before every chunk of samples; every row is then predicted again
+    by repredict(figures, calibration, one_thread) from the medians of all
+    the probes (one_thread: workload -> 1-thread seconds, empty without) as
+    the diagnostic predicted_beside_s; predicted_s, the row's error, stays
+    the prediction from the stored inputs. The engines of schedulers that
+    order by levels get the op costs of that prediction."""
     from hwtune.measure import FixedSampling, settle
     from hwtune.measure.engine import FIRST, measure_engines
     from hwtune.native.engine import NativeEngine
@@ -305,8 +310,7 @@ def validate(p: Predictor, rows, cores: int, *, reps: int = REPS,
                           beside.one_thread())
         try:
             for r, (row, n, k) in zip(out, cfgs):
-                r.predicted_stored_s = r.predicted_s
-                r.predicted_s, _ = again.simulate(row, n, k)
+                r.predicted_beside_s, _ = again.simulate(row, n, k)
         finally:
             again.close()
     paired_ratios(out)

@@ -48,8 +48,59 @@ def machine_lines(doc: dict) -> List[str]:
              f"source: {m['source']}",
              f"profiles: 1-thread op times measured on {h.get('cpu_model') or h['host_key']} "
              f"({h['isa']}{load})"]
-    return (lines + order_lines(doc) + calibration_lines(doc)
+    fc = doc.get("from_cores")
+    if fc:
+        lines.append(f"inputs: quick scan, calibration and 1-thread profiles taken on "
+                     f"{fc['from_cores']} of this host's {fc['host_cores']} CPUs (CPU "
+                     f"{', '.join(map(str, fc['cpus']))}) into a scratch database; every "
+                     f"configuration predicted from them at {fc['host_cores']} cores and "
+                     f"measured on all {fc['host_cores']}: the error on cores the inputs "
+                     f"never saw")
+        lines += unseen_lines(doc)
+    return (lines + order_lines(doc) + calibration_lines(doc) + interval_lines(doc)
             + [f"note: {n}" for n in m.get("notes") or []])
+
+
+def unseen_lines(doc: dict) -> List[str]:
+    """With --from-cores: which parts of the prediction no input measured
+    (past the inputs' CPUs the model extrapolates them)."""
+    fc, m = doc.get("from_cores") or {}, doc.get("machine") or {}
+    cal = doc.get("calibration") or {}
+    out = []
+    if not doc.get("fits"):
+        out.append("no multi-thread point in the inputs: every serial fraction is 0")
+    fj = m.get("forkjoin_s") or []
+    if fc.get("from_cores", 0) < 2 and len(fj) > 2:
+        out.append(f"fork-join not measured: {fj[2] * 1e6:.2f} us at 2 threads, extrapolated "
+                   f"from 0 by a published core-to-core latency per thread")
+    if not cal.get("xfer_s") and not cal.get("wake_s"):
+        out.append("no core-to-core transfer or wake-up term (one CPU: nothing crossed)")
+    return ["unmeasured: " + "; ".join(out)] if out else []
+
+
+def interval_lines(doc: dict) -> List[str]:
+    """Where the predictions' ranges come from: this host's stored
+    validations of the model's op families, or that there is none."""
+    iv = doc.get("intervals")
+    if iv is None or doc.get("mode") != "predict":
+        return []
+    if iv.get("error_lo") is None:
+        return ["ranges: no validation of this model's op families stored for this host and "
+                "ISA: the predictions have no measured range (run `hwtune plan MODEL "
+                "--validate`, or with --from-cores K)"]
+    shares = ", ".join(f"{f} {x:.0%}" for f, x in iv["shares"].items() if x > 0)
+    fams = "; ".join(f"{f} {pct(r['lo'], True)} .. {pct(r['hi'], True)} "
+                     f"({', '.join(r['models'])})" for f, r in iv["ranges"].items()
+                     if iv["shares"].get(f, 0) > 0)
+    recs = iv.get("records") or []
+    fc = sorted({r["from_cores"] for r in recs if r.get("from_cores")})
+    out = [f"ranges: from the errors of this host's last validations ({len(recs)} models"
+           + (f", inputs on {'/'.join(map(str, fc))} CPUs for some" if fc else "")
+           + f"), by op family of this model's 1-thread time ({shares}): {fams}"]
+    if iv.get("missing"):
+        out.append(f"ranges leave out {', '.join(iv['missing'])}: no stored validation of a "
+                   f"model where that family takes a fifth of the time")
+    return out
 
 
 def order_lines(doc: dict) -> List[str]:
@@ -89,9 +140,19 @@ def best_table(doc: dict) -> Table:
     rows = []
     for r, sp in zip(doc["cores"], doc.get("speedup_vs_sequential") or []):
         b = r["best"]
+        iv = b.get("interval_s")
         rows.append([str(r["cores"]), _config(b), ms(b["latency_s"]),
+                     ms_range(iv[0], iv[1]) if iv else "no validation",
                      f"{sp:.2f}x" if sp else "-"])
-    return ["cores", "best configuration", "predicted latency", "vs sequential"], rows
+    return ["cores", "best configuration", "predicted latency",
+            "range (validations)", "vs sequential"], rows
+
+
+def ms_range(lo: float, hi: float) -> str:
+    """lo-hi seconds in one unit (ms())."""
+    if hi < 1e-3:
+        return f"{lo * 1e6:.1f}-{hi * 1e6:.1f} us"
+    return f"{lo * 1e3:.3f}-{hi * 1e3:.3f} ms" if hi < 1 else f"{lo:.3f}-{hi:.3f} s"
 
 
 def split_table(result: dict) -> Table:
@@ -174,17 +235,17 @@ def validation_table(rows: Sequence[dict], with_model: bool = False) -> Table:
     shared host a 2-thread configuration's median is theirs as much as the
     engine's (2-core AMD EPYC Zen 1 at load 6-8: the 2-thread medians of
     the DeepCPU LSTM i64_h64 and ResNet-18 were 1.1-3.7x their 1x1 ones)."""
-    scan = any(r.get("predicted_stored_s") is not None for r in rows)
+    scan = any(r.get("predicted_beside_s") is not None for r in rows)
     paired = any(r.get("paired_ratio") is not None for r in rows)
     header = (["model"] if with_model else []) + [
         "scheduler", "config", "predicted", "measured", "MAD", "error", "fastest",
-        "vs fastest"] + (["stored scan", "its error"] if scan else []) + (
+        "vs fastest"] + (["probed beside (--explain)", "its error"] if scan else []) + (
         ["vs 1x1, paired", "its error"] if paired else []) + ["status"]
     out = []
     for r in rows:
         cfg = f"{r['executors']}x{r['threads']}"
-        stored = [ms(r.get("predicted_stored_s")),
-                  pct(stored_error(r), signed=True)] if scan else []
+        stored = [ms(r.get("predicted_beside_s")),
+                  pct(beside_error(r), signed=True)] if scan else []
         out.append(([r["model"]] if with_model else []) + [
             r["scheduler"], cfg, ms(r.get("predicted_s")), ms(r.get("measured_s")),
             ms(r.get("mad_s")), pct(r.get("rel_error"), signed=True), ms(fastest_sample(r)),
@@ -194,10 +255,11 @@ def validation_table(rows: Sequence[dict], with_model: bool = False) -> Table:
     return header, out
 
 
-def stored_error(r: dict) -> Optional[float]:
-    """The stored-scan prediction's error against the median measured."""
+def beside_error(r: dict) -> Optional[float]:
+    """--explain's diagnostic: the prediction from the figures probed beside
+    the samples, against the median measured."""
     from hwtune.planner.validate import rel_error
-    return rel_error(r.get("predicted_stored_s"), r.get("measured_s"))
+    return rel_error(r.get("predicted_beside_s"), r.get("measured_s"))
 
 
 def load_warning(v: dict) -> Optional[str]:
@@ -223,16 +285,17 @@ def validation_sentence(summary: dict) -> str:
 
 
 def validation_sentences(v: dict) -> List[str]:
-    """The goal sentence, and with figures probed beside the samples, the
-    same for the stored scan's predictions alone."""
+    """The goal sentence (predictions from the stored inputs, as `hwtune
+    plan` makes them), and with --explain, the diagnostic's apart."""
     out = [validation_sentence(v["summary"])]
-    stored = v.get("summary_stored_scan")
-    if stored and stored.get("configs"):
-        n = (v.get("beside") or {}).get("probes")
-        out.append(f"predicted from the machine's scaling figures probed beside the samples"
-                   f"{f' ({n} probes)' if n else ''}; from the stored scan alone: median "
-                   f"|error| {pct(stored['median_abs_error'])}, worst "
-                   f"{pct(stored['max_abs_error'])}")
+    ex = v.get("explain") or {}
+    beside = ex.get("summary")
+    if beside and beside.get("configs"):
+        n = (ex.get("beside") or {}).get("probes")
+        out.append(f"diagnostic, not the figure (--explain): predicted again from the "
+                   f"machine's scaling figures probed beside the samples"
+                   f"{f' ({n} probes)' if n else ''}: median |error| "
+                   f"{pct(beside['median_abs_error'])}, worst {pct(beside['max_abs_error'])}")
     paired = v.get("summary_paired")
     if paired and paired.get("configs"):
         out.append(f"against the sequential 1x1 measured in the same rounds (the machine's "

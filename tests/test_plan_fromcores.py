@@ -1,0 +1,261 @@
+"""`hwtune plan --validate --from-cores K` (inputs taken on K CPUs into a
+scratch database, predicted at all of the host's), the prediction ranges
+from stored validations (planner/intervals.py), and the cost model's
+per-part checks (planner/partcheck.py), on small inputs."""
+
+import os
+
+import numpy as np
+import pytest
+
+from hwtune import machine
+from hwtune.db import ResultsDB
+from hwtune.errors import UsageError
+from hwtune.native import sched
+from hwtune.native.threads import allowed_cpus
+from hwtune.planner import fromcores, intervals, partcheck
+from hwtune.sources import load_any
+
+from plan_fixture import CALIBRATION, predictor
+from test_plan_cli import SMALL, _seed
+
+TWO = len(os.sched_getaffinity(0)) >= 2
+
+
+@pytest.mark.skipif(not TWO, reason="needs two CPUs")
+def test_restricted_runs_the_process_and_its_pools_on_k_cpus_then_restores():
+    before = os.sched_getaffinity(0)
+    cpus = fromcores.pick(1)
+    with fromcores.restricted(cpus) as mask:
+        assert mask == cpus and os.sched_getaffinity(0) == set(cpus)
+        assert allowed_cpus() == cpus  # the engine's pools place threads among these
+        assert machine.fingerprint()["usable_cpus"] == 1
+    assert os.sched_getaffinity(0) == before
+    with pytest.raises(UsageError, match="invalid --from-cores 0"):
+        fromcores.pick(0)
+    with pytest.raises(UsageError, match=f"invalid --from-cores {len(before) + 1}"):
+        fromcores.pick(len(before) + 1)
+
+
+@pytest.mark.skipif(not TWO, reason="needs two CPUs")
+def test_inputs_on_one_cpu_go_to_a_scratch_database_and_predict_all_cores(tmp_path,
+                                                                          monkeypatch):
+    """The scan and the calibration are given (seeded as a 1-CPU host would
+    store them; measured for real, they take minutes under load); the
+    model's 1-thread profiles and order factors are measured, under the
+    mask. The user's database gets nothing; the Predictor describes this
+    host's CPU with all its cores."""
+    import hwtune.planner.inputs as inputs_mod
+    import hwtune.scan.runner as runner
+    user = _seed(tmp_path / "user.db")
+    with ResultsDB.open(user) as db:
+        runs_before = len(db.runs(db.upsert_host(machine.fingerprint()), "scan"))
+    seen = {}
+
+    def fake_scan(db, opts, **kw):
+        seen["cpus"] = sorted(os.sched_getaffinity(0))
+        seen["quick"] = opts.quick
+        _seed_into(db)
+
+    def fake_calibrate(cores, progress=None):
+        seen["cores"] = cores
+        return CALIBRATION
+
+    monkeypatch.setattr(runner, "run_scan", fake_scan)
+    monkeypatch.setattr(inputs_mod, "calibrate", fake_calibrate)
+    graph, _ = load_any(SMALL, None, None)
+    keep = tmp_path / "k1.db"
+    p, fits, info = fromcores.inputs_on(1, graph, "h", list(sched.schedulers().values()),
+                                        host_cores=2, keep=str(keep))
+    try:
+        assert seen == {"cpus": fromcores.pick(1), "quick": True, "cores": 1}
+        assert info["from_cores"] == 1 and info["host_cores"] == 2
+        assert p.host.cores == 1 and p.target.cores == 2
+        assert p.t1.sum() > 0  # profiled under the mask
+        latency, _ = p.simulate(sched.schedulers()["sequential"], 1, 2)
+        assert latency > 0
+    finally:
+        p.close()
+    assert os.sched_getaffinity(0) == set(range(os.cpu_count())) or len(
+        os.sched_getaffinity(0)) >= 2
+    with ResultsDB.open(user) as db:  # the user's database: untouched
+        assert len(db.runs(db.upsert_host(machine.fingerprint()), "scan")) == runs_before
+    assert keep.exists()
+
+
+def _seed_into(db):
+    """The seeded scan of test_plan_cli, for the host db sees now (1 CPU)."""
+    from hwtune.native.isa import selected_isa
+    hk = db.upsert_host(machine.fingerprint())
+    run = db.start_run(hk, "scan", {})
+    isa = selected_isa()
+
+    def m(bench, op, value, unit, median=None, params=None):
+        db.add_measurement(run, bench=bench, op=op, params=params or {}, kernel_variant=isa,
+                           threads=1, samples=[median] if median else [1.0], median_s=median,
+                           mad_s=0.0, rel_spread=0.0, value=value, unit=unit)
+    m("fma_peak", "fma", 100.0, "GFLOPS")
+    m("triad", "triad", 22.0, "GB/s", params={"where": "dram", "n": 1 << 24})
+    m("triad", "triad", 96.0, "GB/s", params={"where": "l2", "n": 1 << 15})
+    m("gemm", "gemm", 70.0, "GFLOPS", median=4.5e-4, params={"M": 64, "K": 512, "N": 512})
+    m("eltwise", "mul", 7.0, "GFLOPS", median=4.3e-6, params={"n": 32768})
+    db.finish_run(run, "complete")
+
+
+def test_family_ranges_mix_by_the_models_shares():
+    p = predictor()
+    try:
+        shares = intervals.family_shares(p.ops, p.t1)
+    finally:
+        p.close()
+    assert sum(shares.values()) == pytest.approx(1.0)
+    records = [{"model": "a", "shares": {intervals.GEMM: 0.9, intervals.MEMORY: 0.1},
+                "errors": [-0.05, 0.10]},
+               {"model": "b", "shares": {intervals.GEMM: 0.3, intervals.MEMORY: 0.7},
+                "errors": [0.2, -0.3]}]
+    ranges = intervals.family_ranges(records)
+    assert ranges[intervals.GEMM] == {"lo": -0.3, "hi": 0.2, "models": ["a", "b"]}
+    assert ranges[intervals.MEMORY] == {"lo": -0.3, "hi": 0.2, "models": ["b"]}
+    assert intervals.GEMV not in ranges
+    iv = intervals.interval({intervals.GEMM: 0.5, intervals.MEMORY: 0.3, intervals.GEMV: 0.2},
+                            ranges)
+    assert iv["missing"] == [intervals.GEMV]
+    assert iv["lo"] == pytest.approx(-0.3) and iv["hi"] == pytest.approx(0.2)
+    lo, hi = intervals.latency_range(1.0, iv)
+    assert lo == pytest.approx(1 / 1.2) and hi == pytest.approx(1 / 0.7)
+    none = intervals.interval({intervals.GEMV: 1.0}, ranges)
+    assert none["lo"] is None and intervals.latency_range(1.0, none) is None
+
+
+@pytest.mark.parametrize("fmt", ["terminal", "markdown", "html"])
+def test_the_best_table_shows_each_prediction_with_its_range(fmt):
+    from hwtune.report import export
+    from plan_fixture import plan_doc
+    doc = plan_doc()
+    text = " ".join(export.render("plan", doc, fmt).split())
+    assert "no validation" in text  # an older document: no intervals at all
+    for r in doc["cores"]:
+        r["best"]["interval_s"] = [0.5e-3, 0.75e-3]
+    doc["intervals"] = {"shares": {intervals.GEMM: 0.6, intervals.MEMORY: 0.4},
+                        "ranges": {intervals.GEMM: {"lo": -0.1, "hi": 0.2, "models": ["m"]}},
+                        "error_lo": -0.1, "error_hi": 0.2, "missing": [intervals.MEMORY],
+                        "records": [{"model": "m", "run_id": 3, "configs": 11,
+                                     "from_cores": 1}]}
+    text = " ".join(export.render("plan", doc, fmt).split())
+    assert "500.0-750.0 us" in text
+    assert "inputs on 1 CPUs for some" in text and "GEMM-like -10.0% .. +20.0% (m)" in text
+    assert "ranges leave out memory-bound" in text
+
+
+@pytest.mark.skipif(not TWO, reason="needs two CPUs")
+def test_every_cost_model_part_is_checked_on_its_own_micro_benchmark(tmp_path, monkeypatch):
+    monkeypatch.setattr(partcheck, "REPS", 3)
+    monkeypatch.setattr(partcheck, "WARMUP", 1)
+    monkeypatch.setattr(partcheck, "COMPUTE_GEMM", (32, 128, 128))
+    monkeypatch.setattr(partcheck, "MEMORY_N", {"dram": 1 << 20, "l2": 4096})
+    monkeypatch.setattr(partcheck, "SERIAL_GEMMS", ((1, 128, 256), (64, 128, 128)))
+    path = _seed(tmp_path / "p.db")
+    with ResultsDB.open(path) as db:
+        fp = machine.fingerprint()
+        checks = partcheck.run_all(db, db.upsert_host(fp), fp)
+    parts = {c.part for c in checks}
+    from hwtune.native.isa import supported_isas
+    assert parts >= {"memory", "forkjoin", "serial"}
+    assert ("compute" in parts) == (len(supported_isas()) > 1)
+    for c in checks:
+        assert c.predicted_s > 0 and c.measured_s > 0 and np.isfinite(c.error)
+        assert c.to_json()["error"] == pytest.approx((c.predicted_s - c.measured_s)
+                                                     / c.measured_s)
+    s = partcheck.summary(checks)
+    assert s["memory"]["checks"] == 2 * len(os.sched_getaffinity(0))
+    assert s["serial"]["checks"] == 3 * (len(os.sched_getaffinity(0)) - 1)  # 2 GEMMs + mul
+
+
+def test_compute_check_scales_the_compute_part_by_the_peaks(monkeypatch):
+    """compute at the per-core peak: the other ISA's time is predicted as
+    the selected ISA's compute part times peak(selected) / peak(other) plus
+    the same memory part."""
+    from hwtune.native.threads import Pool
+    from plan_fixture import machine as described
+    monkeypatch.setattr(partcheck, "REPS", 3)
+    monkeypatch.setattr(partcheck, "WARMUP", 1)
+    monkeypatch.setattr(partcheck, "COMPUTE_GEMM", (32, 128, 128))
+    times = {"fast": 1e-3, "slow": 3e-3}
+    import hwtune.native.bench as bench
+    monkeypatch.setattr(bench, "gemm_samples",
+                        lambda pool, t, M, K, N, isa=None, **kw: np.full(3, times[isa]))
+    host = described("ryzen-9-5950x")
+    pool = Pool(executors=1, threads=1)
+    try:
+        (c,) = partcheck.check_compute(pool, host, ["fast", "slow"], "fast",
+                                       {"fast": 100.0, "slow": 25.0}.get)
+    finally:
+        pool.close()
+    from hwtune.planner import costmodel
+    from hwtune.planner.machine import gemm_bytes
+    c1, m1 = costmodel.split_here(host, np.array([1e-3]), np.array([gemm_bytes(32, 128, 128)]))
+    assert c.predicted_s == pytest.approx(float(c1[0]) * 4 + float(m1[0]))
+    assert c.measured_s == 3e-3 and c.bench == "gemm 32x128x128 fast -> slow"
+
+
+@pytest.mark.skipif(not TWO, reason="needs two CPUs")
+def test_validate_from_one_core_predicts_at_all_cores_and_records_it(tmp_path, monkeypatch):
+    """The command's path: inputs on 1 CPU (scan and calibration given, as
+    above), every configuration of both CPUs predicted from them; the
+    measuring itself is replaced by a stand-in that records what it was
+    given and measures each configuration at 1.1x its prediction."""
+    import json
+    import hwtune.planner.inputs as inputs_mod
+    import hwtune.planner.validate as validate_mod
+    import hwtune.scan.runner as runner
+    from click.testing import CliRunner
+    from hwtune.cli.main import cli
+    monkeypatch.setattr(runner, "run_scan", lambda db, opts, **kw: _seed_into(db))
+    monkeypatch.setattr(inputs_mod, "calibrate", lambda cores, progress=None: CALIBRATION)
+    given = {}
+
+    def measured(p, rows, cores, **kw):
+        given.update(host=p.host.cores, target=p.target.cores, cores=cores,
+                     beside=kw.get("beside"), mask=len(os.sched_getaffinity(0)))
+        out = []
+        for row, n, k in validate_mod.configs(rows, cores):
+            pred, _ = p.simulate(row, n, k)
+            out.append(validate_mod.Row(row.name, n, k, pred, measured_s=1.1 * pred))
+        return out
+    monkeypatch.setattr(validate_mod, "validate", measured)
+    user = _seed(tmp_path / "u.db")
+    r = CliRunner().invoke(cli, ["plan", SMALL, "--db", user, "--validate", "--from-cores", "1",
+                                 "--json"], catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    n = len(os.sched_getaffinity(0))
+    assert given == {"host": 1, "target": n, "cores": n, "beside": None, "mask": n}
+    assert doc["from_cores"]["from_cores"] == 1 and doc["from_cores"]["host_cores"] == n
+    assert doc["machine"]["cores"] == n and doc["fits"] == []  # no 2-thread point seen
+    rows = doc["validation"]["rows"]
+    assert max(x["executors"] * x["threads"] for x in rows) == n
+    assert all(x["rel_error"] == pytest.approx(1 / 1.1 - 1) for x in rows)
+    # the plan afterwards takes its range from this validation, named as such
+    again = CliRunner().invoke(cli, ["plan", SMALL, "--db", user, "--cores", "4", "--json"])
+    assert again.exit_code == 0, again.output
+    ivs = json.loads(again.stdout)["intervals"]
+    assert ivs["records"][0]["from_cores"] == 1
+    assert ivs["error_lo"] == pytest.approx(1 / 1.1 - 1)
+
+
+def test_a_from_cores_document_names_what_its_inputs_did_not_measure():
+    from hwtune.report import export
+    from plan_fixture import validation_doc
+    doc = validation_doc()
+    doc["from_cores"] = {"from_cores": 1, "cpus": [0], "host_cores": 2, "inputs_db": None,
+                         "host_key": "h", "isa": "avx2"}
+    doc["fits"] = []
+    doc["machine"]["forkjoin_s"] = [0.0, 0.0, 3e-8]
+    doc["calibration"] = dict(doc["calibration"], xfer_s=0.0, wake_s=0.0)
+    text = " ".join(export.render("plan", doc, "markdown").split())
+    assert "taken on 1 of this host's 2 CPUs (CPU 0)" in text
+    assert "unmeasured: no multi-thread point in the inputs" in text
+    assert "fork-join not measured: 0.03 us at 2 threads" in text
+    assert "no core-to-core transfer or wake-up term" in text
+    doc.pop("from_cores")
+    assert "unmeasured" not in export.render("plan", doc, "markdown")
