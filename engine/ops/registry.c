@@ -17,6 +17,7 @@
 #pragma weak hwt_ops_grad_conv
 #pragma weak hwt_ops_grad_norm
 #pragma weak hwt_ops_test
+#pragma weak hwt_ops_quant
 
 typedef const hwt_op_impl *(*family_fn)(int *n);
 
@@ -24,7 +25,8 @@ const hwt_op_impl *hwt_ops_find(const char *type) {
   const family_fn families[] = {hwt_ops_linear, hwt_ops_conv, hwt_ops_eltwise, hwt_ops_pool,
                                 hwt_ops_norm,   hwt_ops_movement, hwt_ops_rnn,
                                 hwt_ops_grad_pointwise, hwt_ops_grad_reduce,
-                                hwt_ops_grad_conv, hwt_ops_grad_norm, hwt_ops_test};
+                                hwt_ops_grad_conv, hwt_ops_grad_norm, hwt_ops_quant,
+                                hwt_ops_test};
   if (!type) return NULL;
   for (size_t f = 0; f < sizeof families / sizeof families[0]; f++) {
     if (!families[f]) continue;

@@ -97,6 +97,8 @@ HWT_API const hwt_op_impl *hwt_ops_norm(int *n);     /* batch_norm, softmax */
 HWT_API const hwt_op_impl *hwt_ops_movement(int *n); /* concat split slice reshape flatten
                                                         transpose pad gather */
 HWT_API const hwt_op_impl *hwt_ops_rnn(int *n);      /* lstm_cell */
+HWT_API const hwt_op_impl *hwt_ops_quant(int *n);    /* qmatmul qconv2d dynamic_quantize
+                                                        (issue #43) */
 /* Training ops (src/hwtune/graph/ops/train.py): what reverse-mode
  * differentiation emits, the fused losses and the optimizer updates. */
 HWT_API const hwt_op_impl *hwt_ops_grad_pointwise(int *n); /* *_grad, sgd/adam */

@@ -202,3 +202,4 @@ def normalize_axis(axis: int, rank: int, where="attrs.axis") -> int:
 from hwtune.graph.ops import eltwise, linear, conv, pool, norm, movement, layout, rnn  # noqa: E402,F401,E501
 from hwtune.graph.ops import conv_transpose  # noqa: E402,F401
 from hwtune.graph.ops import train  # noqa: E402,F401  (backward, loss and optimizer ops)
+from hwtune.graph.ops import quant  # noqa: E402,F401  (int8 ops, issue #43)
