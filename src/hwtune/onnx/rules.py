@@ -17,6 +17,7 @@ from typing import Callable, Dict, NamedTuple, Optional
 import numpy as np
 
 from hwtune.onnx import fold as F
+from hwtune.onnx import quant as Q
 from hwtune.onnx import recurrent
 from hwtune.onnx.convert import Unsupported
 
@@ -654,6 +655,24 @@ RULES: Dict[str, Rule] = {
     "Shape": Rule(shape, F.FOLDS["Shape"]),
     "Size": Rule(size, F.FOLDS["Size"]),
 }
+# quantized (issue #43): QOperator ops, and the QDQ form folded into int8
+# ops by the float rules' quantization-aware wrappers (onnx/quant.py).
+RULES.update({
+    "QuantizeLinear": Rule(Q.quantize_linear, Q.fold_quantize),
+    "DequantizeLinear": Rule(Q.dequantize_linear, Q.fold_dequantize),
+    "QLinearConv": Rule(Q.qlinear_conv, None),
+    "QLinearMatMul": Rule(Q.qlinear_matmul, None),
+    "QLinearAdd": Rule(Q.qlinear_add, None),
+    "QLinearGlobalAveragePool": Rule(Q.qlinear_global_average_pool, None),
+    "QGemm": Rule(Q.qgemm, None),
+    "MatMulInteger": Rule(Q.matmul_integer, None),
+    "ConvInteger": Rule(Q.conv_integer, None),
+    "DynamicQuantizeLinear": Rule(Q.dynamic_quantize_linear, None),
+    "Conv": Rule(Q.qdq_aware("Conv", conv), None),
+    "MatMul": Rule(Q.qdq_aware("MatMul", matmul), None),
+    "Gemm": Rule(Q.qdq_aware("Gemm", gemm), None),
+    "Relu": Rule(Q.relu_aware(unary("relu")), F.FOLDS["Relu"]),
+})
 # Ops imported only when every input is a constant (folded at import).
 for _op, _fn in F.FOLDS.items():
     RULES.setdefault(_op, Rule(None, _fn))
