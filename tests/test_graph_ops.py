@@ -675,7 +675,11 @@ TESTED = set(UNARY_ORACLES) | set(BINARY_ORACLES) | {
     "relu_grad", "sigmoid_grad", "tanh_grad", "abs_grad", "minimum_grad", "maximum_grad",
     "batch_norm_train", "batch_norm_train_grad", "batch_norm_stats_update", "reduce_sum", "softmax_grad",
     "conv2d_grad_data", "conv2d_grad_weight", "pool2d_grad", "batch_norm_grad", "slice_grad",
-    "softmax_cross_entropy", "mse_loss", "sgd_update", "adam_update"}
+    "softmax_cross_entropy", "mse_loss", "sgd_update", "adam_update"} | {
+    # quantized ops (issue #43): references checked against ONNX Runtime's
+    # QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger,
+    # QLinearMatMul and QLinearConv in tests/test_onnx_quant.py
+    "quantize_u8", "quantize_s8", "dequantize", "dynamic_quantize", "qmatmul", "qconv2d"}
 
 
 def test_every_registered_op_has_an_oracle_test():

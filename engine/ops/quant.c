@@ -207,7 +207,6 @@ static int qconv_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   const int64_t K = w[1] * s->kh * s->kw, Ng = s->oc / s->groups, P = s->oh * s->ow;
   int st = q_common(ctx, s, s->oc, err, errlen);
   if (st < 0) return st;
-  if (s->epi.out == HWT_QOUT_ACC) return hwt_ops_fail(err, errlen, ctx, "qconv2d outputs f32, u8 or s8");
   const int a_signed = hwt_ops_int(ctx, "a_signed", 0) != 0;
   /* im2col holds u8: s8 activations move by +128, and their zero point */
   s->a_shift = a_signed ? 128.0f : 0.0f;

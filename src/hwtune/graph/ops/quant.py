@@ -155,8 +155,6 @@ def _conv_geometry(in_shapes, attrs):
 
 def _conv_infer(in_shapes, attrs, n_out):
     n, _, oc, _, _, oh, ow = _conv_geometry(in_shapes, attrs)
-    if attrs["out"] == "acc":
-        raise OpError("qconv2d outputs f32, u8 or s8", "attrs.out")
     _check_ranges(attrs)
     _per_channel(in_shapes, 2, oc, "w_scale")
     _per_channel(in_shapes, 3, oc, "w_zero")
@@ -217,8 +215,8 @@ register(OpSpec(
            Attr("groups", "int", 1, minimum=1, doc="channel groups (depthwise: groups = C)"),
            *[a for a in QUANT_ATTRS]],
     doc="int8 2-D convolution, NCHW, on integer values (u8/s8 activations, s8 weights, int32 "
-        "accumulation; im2col into the int8 GEMM), output f32 (dequantized) or u8/s8 "
-        "(requantised) by `out`"))
+        "accumulation; im2col into the int8 GEMM), output f32 (dequantized), acc (the "
+        "integer sum, ConvInteger) or u8/s8 (requantised) by `out`"))
 
 
 # -- dynamic_quantize --------------------------------------------------------
