@@ -22,6 +22,7 @@ typedef struct {
   void *packed;      /* per group: plan.packed_b_bytes */
   int32_t *colsum;   /* [N total] */
   int32_t *zb;       /* [N total] or NULL (all zero) */
+  int32_t *bias_i;   /* [N total] or NULL: bias_int's integers */
   float *scale;      /* [N total] */
   float *bias;       /* [N total] or NULL */
   hwt_qgemm_epi epi; /* everything but C and za (run time) */
@@ -41,6 +42,7 @@ static void q_release(hwt_op_ctx *ctx) {
     free(s->zb);
     free(s->scale);
     free(s->bias);
+    free(s->bias_i);
   }
   free(s);
   ctx->state = NULL;
@@ -90,13 +92,22 @@ static int q_common(hwt_op_ctx *ctx, q_state *s, int64_t N, char *err, size_t er
     if (!(s->zb = malloc((size_t)N * sizeof(int32_t)))) return HWT_ENOMEM;
     for (int64_t j = 0; j < N; j++) s->zb[j] = (int32_t)wz[nz == 1 ? 0 : j];
   }
-  if (ctx->n_in > 4) {
+  if (ctx->n_in > 4 && hwt_ops_int(ctx, "bias_int", 0)) {
+    if (!(s->bias_i = malloc((size_t)N * sizeof(int32_t)))) return HWT_ENOMEM;
+    for (int64_t j = 0; j < N; j++) {
+      const float b = ctx->in[4][j];
+      if (!(fabsf(b) < 16777216.0f) || b != floorf(b))
+        return hwt_ops_fail(err, errlen, ctx, "bias_int needs integers below 2^24 in bias");
+      s->bias_i[j] = (int32_t)b;
+    }
+  } else if (ctx->n_in > 4) {
     if (!(s->bias = malloc((size_t)N * sizeof(float)))) return HWT_ENOMEM;
     for (int64_t j = 0; j < N; j++) s->bias[j] = requant ? ctx->in[4][j] / y_scale : ctx->in[4][j];
   }
   e->zb = s->zb;
   e->scale = s->scale;
   e->bias = s->bias;
+  e->bias_i = s->bias_i;
   return HWT_OK;
 }
 
@@ -233,6 +244,25 @@ static void im2col(const q_state *s, const float *x, int64_t p0, int64_t rows, i
     const int64_t p = p0 + r, oh = p / s->ow, ow = p % s->ow;
     uint8_t *row = dst + r * K;
     int64_t k = 0;
+    const int64_t ih0 = oh * s->sh - s->pt, iw0 = ow * s->sw - s->pl;
+    if (ih0 >= 0 && iw0 >= 0 && ih0 + (s->kh - 1) * s->dh < s->h &&
+        iw0 + (s->kw - 1) * s->dw < s->w) {
+      /* the window lies inside the input: no bounds checks (a tenth of
+         the int8 ResNet-50's time went to the checked loop below) */
+      for (int64_t c = 0; c < icg; c++) {
+        const float *xc = x + (gi * icg + c) * s->h * s->w + ih0 * s->w + iw0;
+        for (int64_t i = 0; i < s->kh; i++) {
+          const float *xr = xc + i * s->dh * s->w;
+          for (int64_t j = 0; j < s->kw; j++, k++) {
+            float v = xr[j * s->dw] + add;
+            v = v < 0.0f ? 0.0f : v;
+            v = v > 255.0f ? 255.0f : v;
+            row[k] = (uint8_t)(int)v;
+          }
+        }
+      }
+      continue;
+    }
     for (int64_t c = 0; c < icg; c++) {
       const float *xc = x + (gi * icg + c) * s->h * s->w;
       for (int64_t i = 0; i < s->kh; i++) {
@@ -271,6 +301,7 @@ static void qconv_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
     e.C = ctx->out[0] + (n * s->oc + o0) * P + p0;
     e.scale = s->scale + o0;
     e.bias = s->bias ? s->bias + o0 : NULL;
+    e.bias_i = s->bias_i ? s->bias_i + o0 : NULL;
     e.zb = s->zb ? s->zb + o0 : NULL;
     hwt_qgemm_compute(&s->plan, cols, (const char *)s->packed + (size_t)gi * pb, s->colsum + o0,
                       &e, 0, (int)rows, 0, (int)Ng, gws);

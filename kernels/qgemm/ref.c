@@ -27,6 +27,7 @@ int hwt_qgemm_ref(const hwt_qgemm_desc *d, const void *A, const int8_t *B,
       for (int k = 0; k < d->K; k++)
         acc += (int64_t)(a_at(d, A, (size_t)i * d->lda + k) - e->za) *
                (int64_t)(B[(size_t)k * d->N + j] - zb);
+      if (e->bias_i) acc += e->bias_i[j];
       float v = (float)(int32_t)acc;
       if (e->out != HWT_QOUT_ACC)
         v = hwt_q_value(v, e->scale[j], e->bias ? e->bias[j] : 0.0f, e->relu, requant,

@@ -51,6 +51,9 @@ static void check_case(hwt_isa isa, int M, int N, int K, hwt_qa_type at, int use
   e.zb = use_zb ? zb : NULL;
   e.scale = scale;
   e.bias = bias;
+  int32_t *bias_i = malloc(((size_t)N + 1) * 4);
+  for (int j = 0; j < N; j++) bias_i[j] = rnd(-3000, 3000);
+  if (M % 2) e.bias_i = bias_i; /* ORT's int32 bias form, on half the shapes */
   e.zy = rnd(-10, 10) + (out == HWT_QOUT_U8 ? 128 : 0);
   e.qmin = -128;
   e.qmax = 127;
@@ -88,6 +91,7 @@ static void check_case(hwt_isa isa, int M, int N, int K, hwt_qa_type at, int use
   CHECK(memcmp(pb, pb2, panels) == 0 && memcmp(colsum, colsum2, (size_t)N * 4) == 0,
         "trans_b packing differs");
   free(Bt), free(pb2), free(colsum2);
+  free(bias_i);
   free(A), free(B), free(zb), free(scale), free(bias), free(C), free(R), free(pb), free(colsum),
       free(ws);
 }

@@ -56,6 +56,9 @@ typedef struct {
   const int32_t *zb;    /* [N] weight zero points (s8 domain) or NULL */
   const float *scale;   /* [N]; unused for HWT_QOUT_ACC */
   const float *bias;    /* [N] or NULL */
+  const int32_t *bias_i; /* [N] or NULL: integers added to the accumulator before it becomes a
+                            float (ONNX Runtime's QLinearConv form: an int32 bias of scale
+                            a_scale * w_scale[j], then one multiply by scale[j]) */
   int32_t zy, qmin, qmax; /* requantised outputs */
   int relu;             /* max(v, 0) before requantisation */
   hwt_qout_type out;

@@ -33,6 +33,7 @@ class _State:
     def __init__(self):
         self.deq = {}     # ONNX name of a run-time DQ output -> (tensor, scale, zp, signed)
         self.wq = {}      # ONNX name of a constant DQ output -> (ints, scale, zp, axis)
+        self.bq = {}      # ONNX name of a constant int32 DQ output -> (ints, scale)
         self.signed = {}  # hwtune tensor of integers -> True for s8 values
         self.fusable = {}  # hwtune tensor -> (op, inputs, attrs) of a qop with f32 output
 
@@ -79,6 +80,8 @@ def fold_dequantize(values, attrs, cx):
     x, scale = values[0], values[1]
     zp = values[2] if len(values) > 2 and values[2] is not None else np.zeros((), x.dtype)
     axis = int(attrs.get("axis", 1))
+    if x.dtype == np.int32 and cx is not None and cx.node is not None:
+        _st(cx).bq[cx.node.output[0]] = (x, np.asarray(scale, np.float32))
     if x.dtype in (np.int8, np.uint8) and cx is not None and cx.node is not None:
         _st(cx).wq[cx.node.output[0]] = (x, np.asarray(scale, np.float32), np.asarray(zp),
                                          axis % max(x.ndim, 1))
@@ -170,9 +173,28 @@ def _conv_qdq(cx, attrs, act, wq):
     q, scale, zp, axis = wq
     oc = q.shape[0]
     qi, ws, wz = _weight_params(cx, cx.node.input[1], q, scale, zp, oc, axis == 0)
-    bias = cx.const(2, "bias") if cx.has(2) else None
-    _emit_qconv(cx, attrs, x, qi, ws, wz, bias, _act_attrs(a_scale, a_zp, a_signed),
-                cx.shape(0), q.shape)
+    bias, at = _qdq_bias(cx, 2, a_scale, scale, oc), _act_attrs(a_scale, a_zp, a_signed)
+    if bias is not None and bias[1]:
+        at["bias_int"] = True
+    _emit_qconv(cx, attrs, x, qi, ws, wz, None if bias is None else bias[0], at, cx.shape(0),
+                q.shape)
+
+
+def _qdq_bias(cx, i, a_scale, w_scale, n):
+    """(values, is_int) of the bias input i: the int32 integers of a constant
+    DequantizeLinear whose scale is a_scale * w_scale (what ONNX Runtime's
+    fused QLinearConv adds to its accumulator), else the real values."""
+    if not cx.has(i):
+        return None
+    b = cx.node.input[i]
+    hit = _st(cx).bq.get(b)
+    if hit is not None:
+        ints, scale = hit
+        want = np.float32(a_scale) * np.asarray(w_scale, np.float32).reshape(-1)
+        if (ints.size == n and np.abs(ints).max(initial=0) < 2 ** 24 and
+                np.allclose(np.broadcast_to(scale.reshape(-1), (n,)), want, rtol=1e-6, atol=0)):
+            return ints.reshape(-1).astype(np.float32), True
+    return np.asarray(cx.const(i, "bias"), np.float32).reshape(-1), False
 
 
 def _emit_qconv(cx, attrs, x, qi, ws, wz, bias, at, x_shape, w_shape):
@@ -221,12 +243,15 @@ def _gemm_qdq(cx, attrs, act, wq):
     if tb:  # [N, K] -> [K, N]; per-channel scales follow N (axis 0 here)
         q, axis = q.T, 1 - axis
     qi, ws, wz = _weight_params(cx, cx.node.input[1], q, scale, zp, q.shape[1], axis == 1)
-    bias = None
-    if cx.has(2):
+    bias, at = None, _act_attrs(a_scale, a_zp, a_signed)
+    if cx.has(2) and float(attrs.get("beta", 1.0)) == 1.0 and cx.const(2).size == q.shape[1]:
+        bias, is_int = _qdq_bias(cx, 2, a_scale, scale, q.shape[1])
+        if is_int:
+            at["bias_int"] = True
+    elif cx.has(2):
         c = np.asarray(cx.const(2, "C"), np.float32) * float(attrs.get("beta", 1.0))
         bias = np.broadcast_to(c.reshape(-1), (q.shape[1],))
-    _fusable(cx, "qmatmul", _matmul_ins(cx, x, qi, ws, wz, bias),
-             _act_attrs(a_scale, a_zp, a_signed), cx.out())
+    _fusable(cx, "qmatmul", _matmul_ins(cx, x, qi, ws, wz, bias), at, cx.out())
 
 
 _QDQ = {"Conv": _conv_qdq, "MatMul": _matmul_qdq, "Gemm": _gemm_qdq}
@@ -265,12 +290,14 @@ def qlinear_conv(cx, attrs):
     qi, ws, wz = _weight_params(cx, cx.node.input[3], q, cx.const(4, "w_scale"),
                                 cx.const(5, "w_zero_point"), q.shape[0], True)
     out, signed = _requant(cx, 6, 7)
-    bias = None
-    if cx.has(8):  # int32, scale a_scale * w_scale, zero point 0
-        b = np.asarray(cx.const(8, "B"), np.float64)
-        bias = b * np.float32(a_scale) * np.asarray(cx.const(4), np.float64).reshape(-1)
-    _emit_qconv(cx, attrs, x, qi, ws, wz, bias, {**_act_attrs(a_scale, a_zp, a_signed), **out},
-                cx.shape(0), q.shape)
+    at, bias = {**_act_attrs(a_scale, a_zp, a_signed), **out}, None
+    if cx.has(8):  # int32, scale a_scale * w_scale, added to the accumulator
+        bias = np.asarray(cx.const(8, "B"), np.float64).reshape(-1)
+        if np.abs(bias).max(initial=0) < 2 ** 24:
+            at["bias_int"] = True
+        else:
+            bias = bias * np.float32(a_scale) * np.asarray(cx.const(4), np.float64).reshape(-1)
+    _emit_qconv(cx, attrs, x, qi, ws, wz, bias, at, cx.shape(0), q.shape)
     _st(cx).signed[cx.out()] = signed
 
 
@@ -376,12 +403,14 @@ def qgemm(cx, attrs):
         q = q.T
     qi, ws, wz = _weight_params(cx, cx.node.input[3], q, b_scale, cx.const(5, "b_zero_point"),
                                 q.shape[1], True)
-    bias = None
-    if cx.has(6):
-        b = np.asarray(cx.const(6, "C"), np.float64).reshape(-1)
-        bias = np.broadcast_to(b * np.float32(a_scale) * b_scale.astype(np.float64).reshape(-1),
+    bias, at = None, _act_attrs(a_scale, a_zp, a_signed)
+    if cx.has(6):  # int32, scale a_scale * b_scale, added to the accumulator
+        bias = np.broadcast_to(np.asarray(cx.const(6, "C"), np.float64).reshape(-1),
                                (q.shape[1],))
-    at = _act_attrs(a_scale, a_zp, a_signed)
+        if np.abs(bias).max(initial=0) < 2 ** 24:
+            at["bias_int"] = True
+        else:
+            bias = bias * np.float32(a_scale) * b_scale.astype(np.float64).reshape(-1)
     if cx.has(7):
         out, signed = _requant(cx, 7, 8)
         at.update(out)

@@ -34,6 +34,9 @@ QUANT_ATTRS = [
     Attr("y_scale", "float", 1.0, doc="output scale (u8/s8 outputs)"),
     Attr("y_zero", "int", 0, doc="output zero point (u8/s8 outputs)"),
     Attr("relu", "bool", False, doc="max(v, 0) before requantisation"),
+    Attr("bias_int", "bool", False,
+         doc="bias holds integers added to the accumulator (ONNX Runtime's int32 bias of "
+             "scale a_scale * w_scale), not a real value added after scaling"),
 ]
 
 
@@ -47,6 +50,10 @@ def epilogue(acc, n_axis, w_scale, bias, attrs):
     """The output from the exact accumulator acc (float64 of integers),
     channels along n_axis; float32 arithmetic in the kernel's order."""
     f = np.float32
+    if attrs["bias_int"] and bias is not None:
+        shape = [1] * acc.ndim
+        shape[n_axis] = -1
+        acc, bias = acc + bias.astype(np.float64).reshape(shape), None
     if attrs["out"] == "acc":
         return acc.astype(f)
     shape = [1] * acc.ndim
