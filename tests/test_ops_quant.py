@@ -96,6 +96,7 @@ CONV_CASES = [  # (x shape, oc, k, stride, pad, groups, a_signed, per_channel, z
     ((2, 4, 7, 6), 6, 3, 2, 1, 2, True, False, True, "f32", False),
     ((1, 16, 5, 5), 40, 1, 1, 0, 1, False, True, False, "s8", False),
     ((1, 8, 6, 6), 8, 3, 1, 1, 8, False, True, False, "u8", True),  # depthwise
+    ((2, 12, 7, 9), 20, 1, 2, 0, 1, True, True, True, "u8", False),  # 1x1 strided
 ]
 
 
