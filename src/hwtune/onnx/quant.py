@@ -198,6 +198,9 @@ def _qdq_bias(cx, i, a_scale, w_scale, n):
 
 
 def _emit_qconv(cx, attrs, x, qi, ws, wz, bias, at, x_shape, w_shape):
+    # Conv's window attributes are read by rules.py's helpers, the same as
+    # for a float Conv. rules.py imports this module for its RULES block, so
+    # the import is deferred to the call (both are loaded by then).
     from hwtune.onnx import rules as R
     strides = R._pair_attr(attrs, "strides", [1, 1])
     dilations = R._pair_attr(attrs, "dilations", [1, 1])
