@@ -87,7 +87,9 @@ def test_quantized_import_matches_onnxruntime_int8(quantized, case, tmp_path):
         got = run_ops(g, nth=2, isa=isa, inputs={"x": x})["y"]
         if step:  # a quantized output: one quantisation step (ORT rounds some ties
             # of its fused QDQ kernels, e.g. QLinearSoftmax, its own way)
-            assert np.abs(got - want).max() <= step * (1 + 1e-6), isa
+            # (1e-4: (q - z) * s one step apart differ from s by float
+            # rounding of products up to 255 s, ~3e-5 s)
+            assert np.abs(got - want).max() <= step * (1 + 1e-4), isa
         else:
             assert M.rel_err(got, want) <= TOL, isa
 
