@@ -27,6 +27,7 @@ set(HWTUNE_KERNEL_BODIES
   "kernels/gemm/pack_body.c generic avx2 avx512"
   "kernels/gemm/gemv_body.c generic avx2 avx512"
   "kernels/rnn/cell_body.c generic avx2 avx512"
+  "kernels/qgemm/body.c generic avx2 avx512"  # int8 GEMM (issue #43)
 )
 
 if(HWTUNE_X86)

@@ -696,7 +696,11 @@ TESTED = set(UNARY_ORACLES) | set(BINARY_ORACLES) | {
     "selu", "celu", "thresholded_relu", "prelu", "reciprocal", "neg", "sign", "log", "sin",
     "cos",
     # resize, argmax: against ONNX Runtime, and the engine bit for bit, in the same file
-    "resize", "argmax"}
+    "resize", "argmax",
+    # quantized ops (issue #43): references checked against ONNX Runtime's
+    # QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger,
+    # QLinearMatMul and QLinearConv in tests/test_onnx_quant.py
+    "quantize_u8", "quantize_s8", "dequantize", "dynamic_quantize", "qmatmul", "qconv2d"}
 
 
 def test_every_registered_op_has_an_oracle_test():

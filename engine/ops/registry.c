@@ -21,6 +21,7 @@
 #pragma weak hwt_ops_resize
 #pragma weak hwt_ops_argmax
 #pragma weak hwt_ops_test
+#pragma weak hwt_ops_quant
 
 typedef const hwt_op_impl *(*family_fn)(int *n);
 
@@ -30,7 +31,7 @@ const hwt_op_impl *hwt_ops_find(const char *type) {
                                 hwt_ops_attention,
                                 hwt_ops_grad_pointwise, hwt_ops_grad_reduce,
                                 hwt_ops_grad_conv, hwt_ops_grad_norm, hwt_ops_resize,
-                                hwt_ops_argmax, hwt_ops_test};
+                                hwt_ops_argmax, hwt_ops_quant, hwt_ops_test};
   if (!type) return NULL;
   for (size_t f = 0; f < sizeof families / sizeof families[0]; f++) {
     if (!families[f]) continue;

@@ -638,6 +638,42 @@ OP_VEC sin_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) { return hv_map2(
 OP_REF cos_ref(float a, float b, float c, const float *at) { return cos_scalar(a, 0); }
 OP_VEC cos_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) { return hv_map2(cos_scalar, a, a); }
 
+/* Quantization (issue #43), ONNX QuantizeLinear / DequantizeLinear per
+ * tensor on integer values carried in float32: quantize is
+ * clamp(rne(x / scale) + zero_point) to the type's range (clamped before the
+ * rounding, which gives the same integers; NaN gives the range's low end, as
+ * the comparisons do in every variant), dequantize (x - zero_point) * scale
+ * (the subtraction is exact on integers). */
+static inline float quantize_ref_(float x, float scale, float zp, float qmin, float qmax) {
+  float v = x / scale;
+  const float lo = qmin - zp, hi = qmax - zp;
+  v = v > lo ? v : lo;
+  v = v < hi ? v : hi;
+  return nearbyintf(v) + zp;
+}
+HV_AI hv_f32 quantize_vec_(hv_f32 x, hv_f32 scale, hv_f32 zp, float qmin, float qmax) {
+  hv_f32 v = hv_div(x, scale);
+  v = hv_max(v, hv_sub(hv_set1(qmin), zp));
+  v = hv_min(v, hv_sub(hv_set1(qmax), zp));
+  return hv_add(hv_round(v), zp);
+}
+OP_REF quantize_u8_ref(float a, float b, float c, const float *at) {
+  return quantize_ref_(a, at[0], at[1], 0.0f, 255.0f);
+}
+OP_VEC quantize_u8_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) {
+  return quantize_vec_(a, at[0], at[1], 0.0f, 255.0f);
+}
+OP_REF quantize_s8_ref(float a, float b, float c, const float *at) {
+  return quantize_ref_(a, at[0], at[1], -128.0f, 127.0f);
+}
+OP_VEC quantize_s8_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) {
+  return quantize_vec_(a, at[0], at[1], -128.0f, 127.0f);
+}
+OP_REF dequantize_ref(float a, float b, float c, const float *at) { return (a - at[1]) * at[0]; }
+OP_VEC dequantize_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) {
+  return hv_mul(hv_sub(a, at[1]), at[0]);
+}
+
 #undef OP_REF
 #undef OP_VEC
 #endif

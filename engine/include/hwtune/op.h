@@ -102,6 +102,8 @@ HWT_API const hwt_op_impl *hwt_ops_indexing(int *n); /* take gather_elements cum
 HWT_API const hwt_op_impl *hwt_ops_attention(int *n); /* attention (fused softmax(q.kt).v) */
 HWT_API const hwt_op_impl *hwt_ops_resize(int *n);   /* resize (nearest, bilinear) */
 HWT_API const hwt_op_impl *hwt_ops_argmax(int *n);   /* argmax */
+HWT_API const hwt_op_impl *hwt_ops_quant(int *n);    /* qmatmul qconv2d dynamic_quantize
+                                                        (issue #43) */
 /* Training ops (src/hwtune/graph/ops/train.py): what reverse-mode
  * differentiation emits, the fused losses and the optimizer updates. */
 HWT_API const hwt_op_impl *hwt_ops_grad_pointwise(int *n); /* *_grad, sgd/adam */

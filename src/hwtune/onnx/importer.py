@@ -34,13 +34,15 @@ class ImportSummary:
 
 def _check_op_types(model, path):
     """Refuse every op type without a row before converting anything."""
+    from hwtune.onnx.quant import MS_OPS
     from hwtune.onnx.reader import DEFAULT_DOMAINS
     from hwtune.onnx.rules import RULES, supported_ops
     missing = {}
     for node in model.graph.node:
         kind = node.op_type if node.domain in DEFAULT_DOMAINS else f"{node.domain}.{node.op_type}"
-        if (node.domain not in DEFAULT_DOMAINS or node.op_type not in RULES) \
-                and kind not in missing:
+        known = node.op_type in RULES and (node.domain in DEFAULT_DOMAINS or (
+            node.domain == "com.microsoft" and node.op_type in MS_OPS))  # issue #43
+        if not known and kind not in missing:
             missing[kind] = node.name or node.output[0]
     if missing:
         (kind, node), *rest = missing.items()

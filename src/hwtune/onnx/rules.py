@@ -18,6 +18,7 @@ import numpy as np
 
 from hwtune.onnx import fold as F
 from hwtune.onnx import norms, recurrent
+from hwtune.onnx import quant as Q
 from hwtune.onnx.convert import Unsupported
 from hwtune.onnx.lift1d import lift_1d
 
@@ -916,6 +917,25 @@ RULES: Dict[str, Rule] = {
     "Expand": Rule(expand, F.FOLDS["Expand"]),
     "Tile": Rule(tile, F.FOLDS["Tile"]),
 }
+# quantized (issue #43): QOperator ops, and the QDQ form folded into int8
+# ops by the float rules' quantization-aware wrappers (onnx/quant.py).
+RULES.update({
+    "QuantizeLinear": Rule(Q.quantize_linear, Q.fold_quantize),
+    "DequantizeLinear": Rule(Q.dequantize_linear, Q.fold_dequantize),
+    "QLinearConv": Rule(Q.qlinear_conv, None),
+    "QLinearMatMul": Rule(Q.qlinear_matmul, None),
+    "QLinearAdd": Rule(Q.qlinear_add, None),
+    "QLinearGlobalAveragePool": Rule(Q.qlinear_global_average_pool, None),
+    "QGemm": Rule(Q.qgemm, None),
+    "MatMulInteger": Rule(Q.matmul_integer, None),
+    "ConvInteger": Rule(Q.conv_integer, None),
+    "DynamicQuantizeLinear": Rule(Q.dynamic_quantize_linear, None),
+    # the float rows above (Conv lifted for 1-D inputs) stay the fallback
+    "Conv": Rule(Q.qdq_aware("Conv", RULES["Conv"].convert), None),
+    "MatMul": Rule(Q.qdq_aware("MatMul", RULES["MatMul"].convert), None),
+    "Gemm": Rule(Q.qdq_aware("Gemm", RULES["Gemm"].convert), None),
+    "Relu": Rule(Q.relu_aware(RULES["Relu"].convert), RULES["Relu"].fold),
+})
 # Ops imported only when every input is a constant (folded at import).
 for _op, _fn in F.FOLDS.items():
     RULES.setdefault(_op, Rule(None, _fn))

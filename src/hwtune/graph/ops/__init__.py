@@ -205,3 +205,4 @@ from hwtune.graph.ops import indexing  # noqa: E402,F401  (run-time indices and 
 from hwtune.graph.ops import attention  # noqa: E402,F401  (fused at ONNX import)
 from hwtune.graph.ops import resize, argmax  # noqa: E402,F401
 from hwtune.graph.ops import train  # noqa: E402,F401  (backward, loss and optimizer ops)
+from hwtune.graph.ops import quant  # noqa: E402,F401  (int8 ops, issue #43)

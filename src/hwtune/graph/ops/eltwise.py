@@ -166,6 +166,17 @@ def _libm_f32(fn):
     lane-by-lane ops compute)."""
     f = _libm(fn)
     return lambda x: f(np.asarray(x, np.float64)).astype(np.float32).astype(x.dtype)
+def _quantize(x, scale, zero_point, qmin, qmax):
+    t = x.dtype.type
+    v = x / t(scale)
+    lo, hi = t(qmin - zero_point), t(qmax - zero_point)
+    v = np.where(v > lo, v, lo)  # NaN gives the low end, as the kernels
+    v = np.where(v < hi, v, hi)
+    return np.rint(v) + t(zero_point)
+
+
+_Q_DOCS = {"scale": "quantization step (per tensor)",
+           "zero_point": "the integer that represents 0.0"}
 
 
 REFERENCES = {
@@ -253,6 +264,19 @@ REFERENCES = {
                              "((a != 0) != (b != 0)) ? 1 : 0"),
     "logical_not": Reference(lambda x: np.logical_not(x).astype(x.dtype), "x == 0 ? 1 : 0"),
     "trunc": Reference(np.trunc, "x rounded toward zero (ONNX Cast of a float to an integer)"),
+    # quantized activations (issue #43): integer values carried in float32
+    "quantize_u8": Reference(
+        lambda x, scale, zero_point: _quantize(x, scale, zero_point, 0, 255),
+        "clamp(round(x / scale) + zero_point, 0, 255), ties to even (ONNX QuantizeLinear, "
+        "uint8; the integer carried in a float32)", _Q_DOCS),
+    "quantize_s8": Reference(
+        lambda x, scale, zero_point: _quantize(x, scale, zero_point, -128, 127),
+        "clamp(round(x / scale) + zero_point, -128, 127), ties to even (ONNX QuantizeLinear, "
+        "int8; the integer carried in a float32)", _Q_DOCS),
+    "dequantize": Reference(
+        lambda x, scale, zero_point: (x - x.dtype.type(zero_point)) * x.dtype.type(scale),
+        "(x - zero_point) * scale (ONNX DequantizeLinear of integers carried in float32)",
+        _Q_DOCS),
 }
 
 

@@ -1,0 +1,417 @@
+/* The quantized family (issue #43): qmatmul, qconv2d and dynamic_quantize
+ * as src/hwtune/graph/ops/quant.py defines them, on the int8 GEMM
+ * (hwtune/qgemm.h). Activations arrive as integer values in float32
+ * buffers; weights are params holding s8 values, converted to bytes and
+ * packed once at prepare with their column sums. qconv2d gathers each
+ * thread's chunk of output pixels (im2col, the zero point in the padding)
+ * into its workspace as u8 and runs the GEMM on it, writing NCHW directly
+ * (the epilogue's column stride is H*W). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "hwtune/qgemm.h"
+#include "ops_util.h"
+
+/* im2col rows per chunk: this many bytes of gathered patches per thread,
+ * which the GEMM then reads once per column block: half of Zen 4's 1 MiB
+ * L2, the other half for the packed weights' block (qgemm.c). */
+#define QCONV_CHUNK_BYTES (256 * 1024)
+
+typedef struct {
+  hwt_qgemm_plan plan;
+  void *packed;      /* per group: plan.packed_b_bytes */
+  int32_t *colsum;   /* [N total] */
+  int32_t *zb;       /* [N total] or NULL (all zero) */
+  int32_t *bias_i;   /* [N total] or NULL: bias_int's integers */
+  float *scale;      /* [N total] */
+  float *bias;       /* [N total] or NULL */
+  hwt_qgemm_epi epi; /* everything but C and za (run time) */
+  int dyn_za;        /* activation zero point from input 5 at run time */
+  /* qconv2d */
+  int64_t n_img, ic, h, w, oc, kh, kw, oh, ow, groups;
+  int64_t sh, sw, pt, pl, dh, dw, chunk, chunks;
+  int64_t cparts;    /* column (output channel) parts per chunk */
+  int32_t pad_u8;    /* the padding value: the zero point as u8 */
+  float a_shift;     /* 128 for s8 activations (into u8), else 0 */
+} q_state;
+
+static void q_release(hwt_op_ctx *ctx) {
+  q_state *s = ctx->state;
+  if (s) {
+    free(s->packed);
+    free(s->colsum);
+    free(s->zb);
+    free(s->scale);
+    free(s->bias);
+    free(s->bias_i);
+  }
+  free(s);
+  ctx->state = NULL;
+}
+
+static size_t round64(size_t n) { return (n + 63) / 64 * 64; }
+
+/* The epilogue's per-column arrays and output type from the attributes
+ * and the const inputs w_scale (2), w_zero (3), bias (4); N columns. */
+static int q_common(hwt_op_ctx *ctx, q_state *s, int64_t N, char *err, size_t errlen) {
+  const hwt_graph *g = ctx->g;
+  for (int i = 1; i < 5 && i < ctx->n_in; i++)
+    if (!(ctx->const_in >> i & 1) && hwt_graph_tensor_kind(g, hwt_ops_in(ctx, i)) != HWT_TENSOR_PARAM)
+      return hwt_ops_fail(err, errlen, ctx, "weights, scales, zero points and bias must be "
+                                            "constants");
+  const int64_t ns = hwt_ops_numel(g, hwt_ops_in(ctx, 2)), nz = hwt_ops_numel(g, hwt_ops_in(ctx, 3));
+  if ((ns != 1 && ns != N) || (nz != 1 && nz != N))
+    return hwt_ops_fail(err, errlen, ctx, "w_scale and w_zero must be [1] or one per column");
+  if (ctx->n_in > 4 && hwt_ops_numel(g, hwt_ops_in(ctx, 4)) != N)
+    return hwt_ops_fail(err, errlen, ctx, "bias must hold one value per column");
+  const float a_scale = (float)hwt_ops_float(ctx, "a_scale", 1.0);
+  const float y_scale = (float)hwt_ops_float(ctx, "y_scale", 1.0);
+  hwt_qgemm_epi *e = &s->epi;
+  e->out = hwt_ops_str_is(ctx, "out", "acc", 0)  ? HWT_QOUT_ACC
+           : hwt_ops_str_is(ctx, "out", "u8", 0) ? HWT_QOUT_QF32
+           : hwt_ops_str_is(ctx, "out", "s8", 0) ? HWT_QOUT_QF32
+                                                  : HWT_QOUT_F32;
+  const int s8_out = hwt_ops_str_is(ctx, "out", "s8", 0);
+  e->qmin = s8_out ? -128 : 0;
+  e->qmax = s8_out ? 127 : 255;
+  e->zy = (int32_t)hwt_ops_int(ctx, "y_zero", 0);
+  e->relu = hwt_ops_int(ctx, "relu", 0) != 0;
+  e->za = (int32_t)hwt_ops_int(ctx, "a_zero", 0);
+  const int requant = e->out == HWT_QOUT_QF32;
+  if (requant && !(y_scale > 0.0f)) return hwt_ops_fail(err, errlen, ctx, "y_scale must be > 0");
+  s->scale = malloc((size_t)N * sizeof(float));
+  s->colsum = malloc((size_t)N * sizeof(int32_t));
+  if (!s->scale || !s->colsum) return HWT_ENOMEM;
+  const float *ws = ctx->in[2], *wz = ctx->in[3];
+  int any_zb = 0;
+  for (int64_t j = 0; j < N; j++) {
+    float m = a_scale * ws[ns == 1 ? 0 : j];
+    s->scale[j] = requant ? m / y_scale : m;
+    if (wz[nz == 1 ? 0 : j] != 0.0f) any_zb = 1;
+  }
+  if (any_zb) {
+    if (!(s->zb = malloc((size_t)N * sizeof(int32_t)))) return HWT_ENOMEM;
+    for (int64_t j = 0; j < N; j++) s->zb[j] = (int32_t)wz[nz == 1 ? 0 : j];
+  }
+  if (ctx->n_in > 4 && hwt_ops_int(ctx, "bias_int", 0)) {
+    if (!(s->bias_i = malloc((size_t)N * sizeof(int32_t)))) return HWT_ENOMEM;
+    for (int64_t j = 0; j < N; j++) {
+      const float b = ctx->in[4][j];
+      if (!(fabsf(b) < 16777216.0f) || b != floorf(b))
+        return hwt_ops_fail(err, errlen, ctx, "bias_int needs integers below 2^24 in bias");
+      s->bias_i[j] = (int32_t)b;
+    }
+  } else if (ctx->n_in > 4) {
+    if (!(s->bias = malloc((size_t)N * sizeof(float)))) return HWT_ENOMEM;
+    for (int64_t j = 0; j < N; j++) s->bias[j] = requant ? ctx->in[4][j] / y_scale : ctx->in[4][j];
+  }
+  e->zb = s->zb;
+  e->scale = s->scale;
+  e->bias = s->bias;
+  e->bias_i = s->bias_i;
+  return HWT_OK;
+}
+
+/* s8 weights from float values: [rows, cols] -> bytes; 1 if a value is not
+ * an integer in -128..127. */
+static int to_s8(const float *src, size_t n, int8_t *dst) {
+  for (size_t i = 0; i < n; i++) {
+    const float v = src[i];
+    if (!(v >= -128.0f && v <= 127.0f) || v != floorf(v)) return 1;
+    dst[i] = (int8_t)v;
+  }
+  return 0;
+}
+
+/* Packs `groups` weight blocks (block gi: B rows [K] x cols [N] at
+ * src + gi * block, row stride ldb, transposed when trans) with the plan. */
+static int q_pack(hwt_op_ctx *ctx, q_state *s, int groups, int64_t K, int64_t Ng, int trans,
+                  char *err, size_t errlen) {
+  const size_t n = (size_t)(K * Ng * groups);
+  int8_t *w8 = malloc(n ? n : 1);
+  if (!w8) return HWT_ENOMEM;
+  if (to_s8(ctx->in[1], n, w8)) {
+    free(w8);
+    return hwt_ops_fail(err, errlen, ctx, "weights must hold s8 integers (-128..127)");
+  }
+  const size_t pb = s->plan.packed_b_bytes;
+  s->packed = aligned_alloc(64, round64(pb * (size_t)groups + 64));
+  if (!s->packed) {
+    free(w8);
+    return HWT_ENOMEM;
+  }
+  for (int gi = 0; gi < groups; gi++)
+    hwt_qgemm_pack_b(&s->plan, w8 + (size_t)gi * (size_t)(K * Ng), trans ? (int)K : (int)Ng,
+                     trans, (char *)s->packed + (size_t)gi * pb, s->colsum + gi * Ng);
+  free(w8);
+  return HWT_OK;
+}
+
+static int plan_for(hwt_op_ctx *ctx, q_state *s, int64_t M, int64_t N, int64_t K, int lda,
+                    hwt_qa_type at, char *err, size_t errlen) {
+  if (M > INT32_MAX || N > INT32_MAX || K > INT32_MAX) return hwt_ops_fail(err, errlen, ctx, "too large");
+  hwt_qgemm_desc d = {(int)M, (int)N, (int)K, lda, at};
+  const int isa = hwt_qgemm_variant_for(ctx->isa);
+  int st = isa < 0 ? isa : hwt_qgemm_plan_make(&d, (hwt_isa)isa, &s->plan);
+  if (st < 0) return hwt_ops_fail(err, errlen, ctx, "no int8 GEMM plan");
+  return HWT_OK;
+}
+
+/* -- qmatmul ------------------------------------------------------------- */
+
+static int qmatmul_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
+  const hwt_graph *g = ctx->g;
+  if (ctx->n_in < 4 || ctx->n_in > 6 || ctx->n_out != 1)
+    return hwt_ops_fail(err, errlen, ctx, "qmatmul takes a, b, w_scale, w_zero[, bias[, a_zero_t]]");
+  int ra, rb;
+  const int64_t *a = hwt_ops_in_shape(ctx, 0, &ra), *b = hwt_ops_in_shape(ctx, 1, &rb);
+  if (ra < 2 || rb != 2 || a[ra - 1] != b[0])
+    return hwt_ops_fail(err, errlen, ctx, "qmatmul needs a[..., K] and b[K, N]");
+  const int64_t K = b[0], N = b[1], M = hwt_ops_prod(a, 0, ra - 1);
+  q_state *s = calloc(1, sizeof *s);
+  if (!s) return HWT_ENOMEM;
+  ctx->state = s;
+  int st = q_common(ctx, s, N, err, errlen);
+  if (st < 0) return st;
+  s->dyn_za = ctx->n_in == 6;
+  const hwt_qa_type at = hwt_ops_int(ctx, "a_signed", 0) ? HWT_QA_F32S8 : HWT_QA_F32U8;
+  if ((st = plan_for(ctx, s, M, N, K, (int)K, at, err, errlen)) < 0) return st;
+  if ((st = q_pack(ctx, s, 1, K, N, 0, err, errlen)) < 0) return st;
+  s->epi.rs_c = (ptrdiff_t)N;
+  s->epi.cs_c = 1;
+  (void)g;
+  return hwt_ops_prepared(ctx, s, round64(s->plan.ws_bytes) / 4, 2.0 * (double)(M * N * K));
+}
+
+static void qmatmul_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
+  const q_state *s = ctx->state;
+  hwt_qgemm_epi e = s->epi;
+  e.C = ctx->out[0];
+  if (s->dyn_za) e.za = (int32_t)ctx->in[5][0];
+  hwt_qgemm_run_part(&s->plan, ctx->in[0], s->packed, s->colsum, &e, ws, tid, nth);
+}
+
+/* -- qconv2d ------------------------------------------------------------- */
+
+/* im2col's u8 copy of the input rows a chunk reads: at most the whole
+ * image's channels of one group (none for 1x1 convs without padding). */
+static size_t slab_bytes(const q_state *s) {
+  if (s->kh == 1 && s->kw == 1 && s->pt == 0 && s->pl == 0) return 0;
+  return (size_t)((s->ic / s->groups) * s->h * s->w);
+}
+
+static int qconv_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
+  if (ctx->n_in < 4 || ctx->n_in > 5 || ctx->n_out != 1)
+    return hwt_ops_fail(err, errlen, ctx, "qconv2d takes x, w, w_scale, w_zero[, bias]");
+  int rx, rw;
+  const int64_t *x = hwt_ops_in_shape(ctx, 0, &rx), *w = hwt_ops_in_shape(ctx, 1, &rw);
+  if (rx != 4 || rw != 4) return hwt_ops_fail(err, errlen, ctx, "qconv2d needs NCHW x and OIHW w");
+  q_state *s = calloc(1, sizeof *s);
+  if (!s) return HWT_ENOMEM;
+  ctx->state = s;
+  int64_t st2[2] = {1, 1}, pad[2] = {0, 0}, pend[2], dil[2] = {1, 1};
+  hwt_ops_pair(ctx, "stride", st2);
+  hwt_ops_pair(ctx, "padding", pad);
+  hwt_ops_pair(ctx, "dilation", dil);
+  if (hwt_ops_pair(ctx, "padding_end", pend)) pend[0] = pad[0], pend[1] = pad[1];
+  s->groups = hwt_ops_int(ctx, "groups", 1);
+  s->n_img = x[0], s->ic = x[1], s->h = x[2], s->w = x[3];
+  s->oc = w[0], s->kh = w[2], s->kw = w[3];
+  s->sh = st2[0], s->sw = st2[1], s->pt = pad[0], s->pl = pad[1], s->dh = dil[0], s->dw = dil[1];
+  if (s->groups < 1 || s->ic % s->groups || s->oc % s->groups || w[1] * s->groups != s->ic)
+    return hwt_ops_fail(err, errlen, ctx, "weights do not fit the input channels and groups");
+  s->oh = (s->h + pad[0] + pend[0] - (s->kh - 1) * s->dh - 1) / s->sh + 1;
+  s->ow = (s->w + pad[1] + pend[1] - (s->kw - 1) * s->dw - 1) / s->sw + 1;
+  if (s->oh < 1 || s->ow < 1) return hwt_ops_fail(err, errlen, ctx, "kernel larger than the input");
+  const int64_t K = w[1] * s->kh * s->kw, Ng = s->oc / s->groups, P = s->oh * s->ow;
+  int st = q_common(ctx, s, s->oc, err, errlen);
+  if (st < 0) return st;
+  const int a_signed = hwt_ops_int(ctx, "a_signed", 0) != 0;
+  /* im2col holds u8: s8 activations move by +128, and their zero point */
+  s->a_shift = a_signed ? 128.0f : 0.0f;
+  s->pad_u8 = s->epi.za + (a_signed ? 128 : 0);
+  s->epi.za = s->pad_u8;
+  int64_t chunk = QCONV_CHUNK_BYTES / (K ? K : 1);
+  chunk = chunk < 32 ? 32 : chunk / 32 * 32;  /* whole tiles of every variant (mr 4, 6, 8) */
+  /* Work units are (image, group, pixel chunk, column part): enough for
+     every thread. A small image in one chunk left all but one thread idle
+     (the small ResNet-50 ran slower on 2 threads than on 1). Pixel chunks
+     first (each unit gathers its own rows), then output-channel parts. */
+  const int64_t outer = s->n_img * s->groups, nth = ctx->max_threads > 0 ? ctx->max_threads : 1;
+  if (outer < nth) {
+    const int64_t want = (P + (nth + outer - 1) / outer - 1) / ((nth + outer - 1) / outer);
+    const int64_t even = (want + 31) / 32 * 32;
+    if (even < chunk) chunk = even;
+  }
+  s->chunk = chunk < P ? chunk : P;
+  s->chunks = (P + s->chunk - 1) / s->chunk;
+  if ((st = plan_for(ctx, s, s->chunk, Ng, K, (int)K, HWT_QA_U8, err, errlen)) < 0) return st;
+  const int64_t panels = (Ng + s->plan.nr - 1) / s->plan.nr, units = outer * s->chunks;
+  s->cparts = units >= nth ? 1 : (nth + units - 1) / units;
+  if (s->cparts > panels) s->cparts = panels;
+  if ((st = q_pack(ctx, s, (int)s->groups, K, Ng, 1, err, errlen)) < 0) return st;
+  s->epi.rs_c = 1;
+  s->epi.cs_c = (ptrdiff_t)P;
+  const size_t ws = round64((size_t)(s->chunk * K)) + round64(slab_bytes(s)) +
+                    round64(s->plan.ws_bytes);
+  return hwt_ops_prepared(ctx, s, ws / 4, 2.0 * (double)(s->n_img * s->oc * P * K));
+}
+
+/* Rows [p0, p0 + rows) of image n, group gi's channels, as u8 patches. */
+static void im2col(const q_state *s, const float *x, int64_t p0, int64_t rows, int64_t gi,
+                   uint8_t *dst, uint8_t *slab) {
+  const int64_t icg = s->ic / s->groups, K = icg * s->kh * s->kw;
+  const float add = s->a_shift;
+  if (s->kh == 1 && s->kw == 1 && s->pt == 0 && s->pl == 0) {
+    /* 1x1 without padding (two thirds of ResNet-50's convs): channel by
+       channel, reading each channel's pixels in order (row by row read one
+       value per channel, H*W floats apart: a cache line per value) */
+    for (int64_t c = 0; c < icg; c++) {
+      const float *xc = x + (gi * icg + c) * s->h * s->w;
+      int64_t oh = p0 / s->ow, ow = p0 % s->ow;
+      for (int64_t r = 0; r < rows; r++) {
+        float v = xc[oh * s->sh * s->w + ow * s->sw] + add;
+        v = v < 0.0f ? 0.0f : v;
+        v = v > 255.0f ? 255.0f : v;
+        dst[r * K + c] = (uint8_t)(int)v;
+        if (++ow == s->ow) ow = 0, oh++;
+      }
+    }
+    return;
+  }
+  /* Other kernels: the input rows the chunk's windows read, converted to u8
+     once (each value is read by up to KH x KW windows; converting it per
+     read was the largest share of qconv2d's time in perf, above the VNNI
+     micro-kernel, on the small ResNet-50), then gathered as bytes. */
+  const int64_t oh_lo = p0 / s->ow, oh_hi = (p0 + rows - 1) / s->ow;
+  int64_t ih_lo = oh_lo * s->sh - s->pt, ih_hi = oh_hi * s->sh - s->pt + (s->kh - 1) * s->dh;
+  ih_lo = ih_lo < 0 ? 0 : ih_lo;
+  ih_hi = ih_hi >= s->h ? s->h - 1 : ih_hi;
+  const int64_t span = ih_hi >= ih_lo ? (ih_hi - ih_lo + 1) * s->w : 0;
+  for (int64_t c = 0; c < icg; c++) {
+    const float *xc = x + (gi * icg + c) * s->h * s->w + ih_lo * s->w;
+    uint8_t *sc = slab + c * span;
+    for (int64_t e = 0; e < span; e++) {
+      float v = xc[e] + add;
+      v = v < 0.0f ? 0.0f : v;
+      v = v > 255.0f ? 255.0f : v;
+      sc[e] = (uint8_t)(int)v;
+    }
+  }
+  for (int64_t r = 0; r < rows; r++) {
+    const int64_t p = p0 + r, oh = p / s->ow, ow = p % s->ow;
+    uint8_t *row = dst + r * K;
+    int64_t k = 0;
+    const int64_t ih0 = oh * s->sh - s->pt, iw0 = ow * s->sw - s->pl;
+    if (ih0 >= 0 && iw0 >= 0 && ih0 + (s->kh - 1) * s->dh < s->h &&
+        iw0 + (s->kw - 1) * s->dw < s->w) {
+      /* the window lies inside the input: no bounds checks */
+      for (int64_t c = 0; c < icg; c++) {
+        const uint8_t *sc = slab + c * span + (ih0 - ih_lo) * s->w + iw0;
+        for (int64_t i = 0; i < s->kh; i++) {
+          const uint8_t *sr = sc + i * s->dh * s->w;
+          for (int64_t j = 0; j < s->kw; j++, k++) row[k] = sr[j * s->dw];
+        }
+      }
+      continue;
+    }
+    for (int64_t c = 0; c < icg; c++) {
+      const uint8_t *sc = slab + c * span;
+      for (int64_t i = 0; i < s->kh; i++) {
+        const int64_t ih = ih0 + i * s->dh;
+        for (int64_t j = 0; j < s->kw; j++, k++) {
+          const int64_t iw = iw0 + j * s->dw;
+          row[k] = (ih < 0 || ih >= s->h || iw < 0 || iw >= s->w)
+                       ? (uint8_t)s->pad_u8
+                       : sc[(ih - ih_lo) * s->w + iw];
+        }
+      }
+    }
+  }
+}
+
+static void qconv_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
+  const q_state *s = ctx->state;
+  const int64_t P = s->oh * s->ow, Ng = s->oc / s->groups;
+  const int64_t K = (s->ic / s->groups) * s->kh * s->kw;
+  uint8_t *cols = (uint8_t *)ws;
+  uint8_t *slab = cols + round64((size_t)(s->chunk * K));
+  void *gws = slab + round64(slab_bytes(s));
+  const size_t pb = s->plan.packed_b_bytes;
+  int64_t lo, hi;
+  hwt_ops_rows(s->n_img * s->groups * s->chunks * s->cparts, tid, nth, &lo, &hi);
+  const int64_t panels = (Ng + s->plan.nr - 1) / s->plan.nr;
+  for (int64_t v = lo; v < hi; v++) {
+    const int64_t cp = v % s->cparts, u = v / s->cparts;
+    const int64_t c = u % s->chunks, gi = (u / s->chunks) % s->groups;
+    const int64_t n = u / (s->chunks * s->groups);
+    const int64_t n0 = panels * cp / s->cparts * s->plan.nr;
+    const int64_t n1e = panels * (cp + 1) / s->cparts * s->plan.nr, n1 = n1e < Ng ? n1e : Ng;
+    if (n0 >= n1) continue;
+    const int64_t p0 = c * s->chunk, rows = P - p0 < s->chunk ? P - p0 : s->chunk;
+    im2col(s, ctx->in[0] + n * s->ic * s->h * s->w, p0, rows, gi, cols, slab);
+    hwt_qgemm_epi e = s->epi;
+    const int64_t o0 = gi * Ng;
+    e.C = ctx->out[0] + (n * s->oc + o0) * P + p0;
+    e.scale = s->scale + o0;
+    e.bias = s->bias ? s->bias + o0 : NULL;
+    e.bias_i = s->bias_i ? s->bias_i + o0 : NULL;
+    e.zb = s->zb ? s->zb + o0 : NULL;
+    hwt_qgemm_compute(&s->plan, cols, (const char *)s->packed + (size_t)gi * pb, s->colsum + o0,
+                      &e, 0, (int)rows, (int)n0, (int)n1, gws);
+  }
+}
+
+/* -- dynamic_quantize ---------------------------------------------------- */
+
+/* ONNX DynamicQuantizeLinear: every thread scans all of x for its range
+ * (the op has no barrier; x is an activation of a few hundred KiB, e.g.
+ * BERT-base's [128, 768], read twice per thread), then quantizes its share;
+ * thread 0 writes scale and zero point. All threads compute the same
+ * float operations, so they agree. */
+static int dq_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
+  if (ctx->n_in != 1 || ctx->n_out != 3)
+    return hwt_ops_fail(err, errlen, ctx, "dynamic_quantize takes x and gives y, scale, zero_point");
+  const int64_t n = hwt_ops_numel(ctx->g, hwt_ops_in(ctx, 0));
+  return hwt_ops_keep(ctx, &n, sizeof n, 0, 3.0 * (double)n);
+}
+
+static void dq_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
+  const int64_t n = *(const int64_t *)ctx->state;
+  const float *x = ctx->in[0];
+  float lo = 0.0f, hi = 0.0f;
+  for (int64_t i = 0; i < n; i++) {
+    lo = x[i] < lo ? x[i] : lo;
+    hi = x[i] > hi ? x[i] : hi;
+  }
+  float scale = (hi - lo) / 255.0f, zp = 0.0f;
+  if (scale == 0.0f) {
+    scale = 1.0f; /* all zeros: any scale gives q = 0 */
+  } else {
+    zp = 0.0f - lo / scale;
+    zp = zp < 0.0f ? 0.0f : zp > 255.0f ? 255.0f : zp;
+    zp = nearbyintf(zp);
+  }
+  int64_t a, b;
+  hwt_ops_range(n, tid, nth, &a, &b);
+  float *y = ctx->out[0];
+  const float vlo = -zp, vhi = 255.0f - zp;
+  for (int64_t i = a; i < b; i++) {
+    float v = x[i] / scale;
+    v = v > vlo ? v : vlo;
+    v = v < vhi ? v : vhi;
+    y[i] = ((v + 12582912.0f) - 12582912.0f) + zp; /* RNE, |v| <= 255 */
+  }
+  if (tid == 0) {
+    ctx->out[1][0] = scale;
+    ctx->out[2][0] = zp;
+  }
+}
+
+static const hwt_op_impl QUANT[] = {
+    {"qmatmul", qmatmul_prepare, qmatmul_run, q_release},
+    {"qconv2d", qconv_prepare, qconv_run, q_release},
+    {"dynamic_quantize", dq_prepare, dq_run, hwt_ops_free_state},
+};
+
+HWT_OPS_FAMILY(hwt_ops_quant, QUANT)

@@ -1,0 +1,155 @@
+/* int8 GEMM packing and epilogue, one body compiled per ISA variant
+ * (kernels.cmake, HWTUNE_KERNEL_BODIES), exporting HWT_VARIANT(hwt_qgemm_*).
+ * Plain C with the layout (k group kg, element size) fixed per variant, so
+ * the compiler vectorises the conversions and the epilogue's float math with
+ * that ISA's width. */
+#include <stddef.h>
+#include <stdint.h>
+#include "../common/vec.h"
+#include "epi.h"
+#include "qgemm_internal.h"
+
+/* One A value as u8 (0..255): s8 inputs move by +128; float inputs hold
+ * integers, clamped so that a stray value cannot wrap. */
+static inline int32_t a_u8(const void *A, hwt_qa_type t, size_t idx) {
+  switch (t) {
+    case HWT_QA_U8: return ((const uint8_t *)A)[idx];
+    case HWT_QA_S8: return ((const int8_t *)A)[idx] + 128;
+    case HWT_QA_F32U8: {
+      float f = ((const float *)A)[idx];
+      f = f < 0.0f ? 0.0f : f > 255.0f ? 255.0f : f;
+      return (int32_t)f;
+    }
+    default: {
+      float f = ((const float *)A)[idx] + 128.0f;
+      f = f < 0.0f ? 0.0f : f > 255.0f ? 255.0f : f;
+      return (int32_t)f;
+    }
+  }
+}
+
+/* The layout this ISA's row of variants.c packs (its k group and element
+ * size), as compile-time constants so that the packing loops below index
+ * with shifts and move whole groups; any other layout takes the general
+ * loop. */
+#if defined(HWT_VEC_AVX512)
+#define KG 4
+#define ESIZE 1
+#else
+#define KG 2
+#define ESIZE 2
+#endif
+
+/* One A micro-panel for a fixed type and this ISA's layout. The k loop of
+ * a row writes one k group (KG values) per step; per element indexing with
+ * the plan's run-time kg (a division per value) took 40% of a small
+ * ResNet-50's int8 time in perf (hwt_qgemm_pack_a 3.9% of samples against
+ * 2.3% in the VNNI micro-kernel). */
+static inline __attribute__((always_inline)) void pack_a_fixed(
+    const hwt_qgemm_plan *p, const void *A, int i0, int mb, void *dst, int32_t *rowsum,
+    const hwt_qa_type t) {
+  const int mr = p->mr, K = p->d.K, Kq = p->Kp / KG;
+  for (int i = 0; i < mr; i++) {
+    int32_t sum = 0;
+    const size_t row = (size_t)(i0 + i) * (size_t)p->d.lda;
+    for (int q = 0; q < Kq; q++) {
+#if ESIZE == 1
+      uint8_t *d = (uint8_t *)dst + ((size_t)q * mr + i) * KG;
+#else
+      int16_t *d = (int16_t *)dst + ((size_t)q * mr + i) * KG;
+#endif
+      for (int u = 0; u < KG; u++) {
+        const int k = q * KG + u;
+        const int32_t v = (i < mb && k < K) ? a_u8(A, t, row + (size_t)k) : 0;
+        d[u] = (__typeof__(d[0]))v;
+        sum += v;
+      }
+    }
+    rowsum[i] = sum;
+  }
+}
+
+static void pack_a_general(const hwt_qgemm_plan *p, const void *A, int i0, int mb, void *dst,
+                           int32_t *rowsum) {
+  const int mr = p->mr, kg = p->kg, K = p->d.K, Kp = p->Kp;
+  for (int i = 0; i < mr; i++) {
+    int32_t sum = 0;
+    for (int k = 0; k < Kp; k++) {
+      const int32_t v = (i < mb && k < K)
+                            ? a_u8(A, p->d.a_type, (size_t)(i0 + i) * (size_t)p->d.lda + (size_t)k)
+                            : 0;
+      const size_t at = ((size_t)(k / kg) * mr + i) * kg + (size_t)(k % kg);
+      if (p->esize == 1) ((uint8_t *)dst)[at] = (uint8_t)v;
+      else ((int16_t *)dst)[at] = (int16_t)v;
+      sum += v;
+    }
+    rowsum[i] = sum;
+  }
+}
+
+void HWT_VARIANT(hwt_qgemm_pack_a)(const hwt_qgemm_plan *p, const void *A, int i0, int mb,
+                                   void *dst, int32_t *rowsum) {
+  if (p->kg != KG || p->esize != ESIZE) {
+    pack_a_general(p, A, i0, mb, dst, rowsum);
+    return;
+  }
+  switch (p->d.a_type) {
+    case HWT_QA_U8: pack_a_fixed(p, A, i0, mb, dst, rowsum, HWT_QA_U8); break;
+    case HWT_QA_S8: pack_a_fixed(p, A, i0, mb, dst, rowsum, HWT_QA_S8); break;
+    case HWT_QA_F32U8: pack_a_fixed(p, A, i0, mb, dst, rowsum, HWT_QA_F32U8); break;
+    default: pack_a_fixed(p, A, i0, mb, dst, rowsum, HWT_QA_F32S8); break;
+  }
+}
+
+void HWT_VARIANT(hwt_qgemm_pack_b)(const hwt_qgemm_plan *p, const int8_t *B, ptrdiff_t rs,
+                                   ptrdiff_t cs, int j0, int nb, void *dst) {
+  const int nr = p->nr, kg = p->kg, K = p->d.K, Kp = p->Kp;
+  for (int k = 0; k < Kp; k++)
+    for (int j = 0; j < nr; j++) {
+      const int v = (j < nb && k < K) ? B[(ptrdiff_t)k * rs + (ptrdiff_t)(j0 + j) * cs] : 0;
+      const size_t at = ((size_t)(k / kg) * nr + j) * kg + (size_t)(k % kg);
+      if (p->esize == 1) ((int8_t *)dst)[at] = (int8_t)v;
+      else ((int16_t *)dst)[at] = (int16_t)v;
+    }
+}
+
+void HWT_VARIANT(hwt_qgemm_epi)(const hwt_qgemm_plan *p, const hwt_qgemm_epi *e, int32_t za,
+                                const int32_t *acc, const int32_t *rowsum,
+                                const int32_t *colsum, int i0, int mb, int j0, int nb) {
+  int32_t qmin, qmax;
+  hwt_q_range(e, &qmin, &qmax);
+  const int requant = e->out >= HWT_QOUT_QF32, nr = p->nr, K = p->d.K;
+  const float lo = (float)(qmin - e->zy), hi = (float)(qmax - e->zy), zy = (float)e->zy;
+  float v[64]; /* one tile row: nr <= 64 */
+  for (int i = 0; i < mb; i++) {
+    const int32_t *a = acc + (size_t)i * nr;
+    const int32_t krow = K * za - rowsum[i];
+    for (int j = 0; j < nb; j++) {
+      int32_t c = a[j] - za * colsum[j0 + j];
+      if (e->zb) c += e->zb[j0 + j] * krow;
+      if (e->bias_i) c += e->bias_i[j0 + j];
+      v[j] = (float)c;
+    }
+    if (e->out != HWT_QOUT_ACC)
+      for (int j = 0; j < nb; j++)
+        v[j] = hwt_q_value(v[j], e->scale[j0 + j], e->bias ? e->bias[j0 + j] : 0.0f, e->relu,
+                           requant, lo, hi, zy);
+    const ptrdiff_t base = (ptrdiff_t)(i0 + i) * e->rs_c + (ptrdiff_t)j0 * e->cs_c;
+    const ptrdiff_t cs = e->cs_c;
+    switch (e->out) {
+      case HWT_QOUT_U8:
+        for (int j = 0; j < nb; j++) ((uint8_t *)e->C)[base + j * cs] = (uint8_t)(int32_t)v[j];
+        break;
+      case HWT_QOUT_S8:
+        for (int j = 0; j < nb; j++) ((int8_t *)e->C)[base + j * cs] = (int8_t)(int32_t)v[j];
+        break;
+      default:
+        if (cs == 1) {
+          float *c = (float *)e->C + base;
+          for (int j = 0; j < nb; j++) c[j] = v[j];
+        } else {
+          for (int j = 0; j < nb; j++) ((float *)e->C)[base + j * cs] = v[j];
+        }
+    }
+  }
+}

@@ -1,0 +1,256 @@
+"""Quantized ONNX models (issue #43) import and match ONNX Runtime's own int8
+outputs: small models from tests/onnx_models.py quantized by
+onnxruntime.quantization (quantize_dynamic: DynamicQuantizeLinear +
+MatMulInteger; quantize_static with a seeded calibration reader, QDQ
+per-channel and QOperator), run op by op on every ISA variant this CPU runs.
+The numpy references of the quantized ops are checked against ONNX Runtime's
+single-node models (the oracle), and unsupported forms give one error naming
+the node."""
+
+import collections
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+ort = pytest.importorskip("onnxruntime")
+quantization = pytest.importorskip("onnxruntime.quantization")
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+import onnx_models as M  # noqa: E402 (tests/ is on sys.path)
+
+from hwtune.engine.ops_harness import run_ops  # noqa: E402
+from hwtune.graph import load_model  # noqa: E402
+from hwtune.graph.reference import run_reference  # noqa: E402
+from hwtune.native.isa import supported_isas  # noqa: E402
+from hwtune.onnx.errors import OnnxImportError  # noqa: E402
+from hwtune.onnx.importer import import_onnx  # noqa: E402
+
+TOL = 1e-4  # of the output's scale, as every ONNX import test
+
+
+class _Reader(quantization.CalibrationDataReader):
+    """Four seeded batches of the example's shape."""
+
+    def __init__(self, shape):
+        rng = np.random.default_rng(0)
+        self._it = iter([{"x": rng.standard_normal(shape).astype(np.float32)}
+                         for _ in range(4)])
+
+    def get_next(self):
+        return next(self._it, None)
+
+
+@pytest.fixture(scope="module")
+def quantized(tmp_path_factory):
+    """(model name, form) -> (quantized onnx path, example input)."""
+    d = tmp_path_factory.mktemp("qonnx")
+    cache = {}
+
+    def get(name, form):
+        if (name, form) not in cache:
+            model, x = getattr(M, name)()
+            src = M.export(model, x, d / f"{name}.onnx")
+            dst = str(d / f"{name}_{form}.onnx")
+            Q = quantization
+            if form == "dynamic":
+                Q.quantize_dynamic(src, dst, weight_type=Q.QuantType.QInt8)
+            else:
+                fmt = Q.QuantFormat.QDQ if form == "qdq" else Q.QuantFormat.QOperator
+                Q.quantize_static(src, dst, _Reader(tuple(x.shape)), quant_format=fmt,
+                                  per_channel=True, activation_type=Q.QuantType.QUInt8,
+                                  weight_type=Q.QuantType.QInt8)
+            cache[(name, form)] = (dst, x.numpy())
+        return cache[(name, form)]
+    return get
+
+
+CASES = [("mlp", "dynamic", "qmatmul"), ("transformer", "dynamic", "qmatmul"),
+         ("resnet_cnn", "qdq", "qconv2d"), ("resnet_cnn", "qoperator", "qconv2d"),
+         ("mlp", "qdq", "qmatmul")]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}-{c[1]}")
+def test_quantized_import_matches_onnxruntime_int8(quantized, case, tmp_path):
+    name, form, qop = case
+    src, x = quantized(name, form)
+    want = M.ort_outputs(src, {"x": x})["y"]
+    summary = import_onnx(src, str(tmp_path / f"{name}.json"))
+    g = load_model(summary.model)
+    ops = collections.Counter(op.op for op in g.ops)
+    assert ops[qop] > 0, ops  # ran in int8, not dequantized to float
+    if form == "qdq":  # every quantized weight op folded: no float conv / matmul left
+        assert not ops["conv2d"] and not ops["matmul"], ops
+    step = _output_step(src)
+    for isa in supported_isas():
+        got = run_ops(g, nth=2, isa=isa, inputs={"x": x})["y"]
+        if step:  # a quantized output: one quantisation step (ORT rounds some ties
+            # of its fused QDQ kernels, e.g. QLinearSoftmax, its own way)
+            # (1e-4: (q - z) * s one step apart differ from s by float
+            # rounding of products up to 255 s, ~3e-5 s)
+            assert np.abs(got - want).max() <= step * (1 + 1e-4), isa
+        else:
+            assert M.rel_err(got, want) <= TOL, isa
+
+
+def _output_step(path):
+    """The scale of the DequantizeLinear producing output y (None: y is not
+    a dequantized integer)."""
+    m = onnx.load(path)
+    inits = {t.name: numpy_helper.to_array(t) for t in m.graph.initializer}
+    for n in m.graph.node:
+        if "y" in n.output and n.op_type == "DequantizeLinear" and n.input[1] in inits:
+            return float(inits[n.input[1]].max())
+    return None
+
+
+def _single(op_type, inputs, inits, out_type, attrs=None, domain="", out_shape=None):
+    """A one-node ONNX model: inputs [(name, elem_type, shape)], inits {name: array}."""
+    node = helper.make_node(op_type, [n for n, _, _ in inputs] + list(inits), ["y"],
+                            domain=domain, **(attrs or {}))
+    graph = helper.make_graph(
+        [node], "one", [helper.make_tensor_value_info(n, t, s) for n, t, s in inputs],
+        [helper.make_tensor_value_info("y", out_type, out_shape)],
+        [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
+    opsets = [helper.make_opsetid("", 19)] + ([helper.make_opsetid(domain, 1)] if domain else [])
+    return helper.make_model(graph, opset_imports=opsets)
+
+
+def _ort(model, feeds):
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return sess.run(None, feeds)[0]
+
+
+def _spec(op, inputs, params, attrs, outputs=("y",)):
+    node = {"name": outputs[0], "op": op, "inputs": list(inputs) + list(params), "attrs": attrs}
+    if len(outputs) > 1:
+        node["outputs"] = list(outputs)
+    return load_model({"format_version": 1, "name": op, "seed": 0,
+                       "inputs": [{"name": n, "shape": list(s)} for n, s in inputs.items()],
+                       "params": [{"name": n, "shape": list(v.shape)} for n, v in params.items()],
+                       "ops": [node], "outputs": list(outputs)})
+
+
+@pytest.mark.parametrize("signed", [False, True])
+def test_quantize_dequantize_references_match_onnxruntime(signed):
+    rng = np.random.default_rng(5)
+    x = rng.normal(0, 30, (4, 50)).astype(np.float32)
+    x[0, :6] = [0.5, 1.5, 2.5, -0.5, -1.5, 1e9]  # ties to even; saturation
+    zdt = np.int8 if signed else np.uint8
+    zp = zdt(-7 if signed else 9)
+    q = _ort(_single("QuantizeLinear", [("x", TensorProto.FLOAT, x.shape)],
+                     {"s": np.float32(0.5), "z": zp}, TensorProto.INT8 if signed
+                     else TensorProto.UINT8), {"x": x})
+    g = _spec("quantize_s8" if signed else "quantize_u8", {"x": x.shape}, {},
+              {"scale": 0.5, "zero_point": float(zp)})
+    np.testing.assert_array_equal(run_reference(g, inputs={"x": x})["y"], q.astype(np.float32))
+    d = _ort(_single("DequantizeLinear", [("x", TensorProto.INT8 if signed else TensorProto.UINT8,
+                                           x.shape)], {"s": np.float32(0.037), "z": zp},
+                     TensorProto.FLOAT), {"x": q})
+    g = _spec("dequantize", {"x": x.shape}, {}, {"scale": 0.037, "zero_point": float(zp)})
+    np.testing.assert_array_equal(run_reference(g, inputs={"x": q.astype(np.float32)})["y"], d)
+
+
+def test_dynamic_quantize_reference_matches_onnxruntime():
+    rng = np.random.default_rng(6)
+    x = rng.normal(0.7, 3, (5, 33)).astype(np.float32)
+    node = helper.make_node("DynamicQuantizeLinear", ["x"], ["y", "s", "z"])
+    graph = helper.make_graph([node], "dq", [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, x.shape)], [helper.make_tensor_value_info(n, t, None) for n, t in
+                                             (("y", TensorProto.UINT8), ("s", TensorProto.FLOAT),
+                                              ("z", TensorProto.UINT8))])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    y, s, z = sess.run(None, {"x": x})
+    g = _spec("dynamic_quantize", {"x": x.shape}, {}, {}, outputs=("y", "s", "z"))
+    got = run_reference(g, inputs={"x": x})
+    assert got["s"][0] == s and got["z"][0] == z
+    np.testing.assert_array_equal(got["y"], y.astype(np.float32))
+
+
+def test_qmatmul_reference_matches_onnxruntime():
+    """acc: MatMulInteger exactly; u8: QLinearMatMul within one step."""
+    rng = np.random.default_rng(7)
+    a = rng.integers(0, 256, (6, 40)).astype(np.uint8)
+    b = rng.integers(-128, 128, (40, 12)).astype(np.int8)
+    acc = _ort(_single("MatMulInteger", [("a", TensorProto.UINT8, a.shape)],
+                       {"b": b, "az": np.uint8(100), "bz": np.int8(3)}, TensorProto.INT32),
+               {"a": a})
+    params = {"b": b.astype(np.float32), "ws": np.ones(1, np.float32),
+              "wz": np.full(1, 3, np.float32)}
+    g = _spec("qmatmul", {"a": a.shape}, params, {"a_zero": 100, "out": "acc"})
+    got = run_reference(g, inputs={"a": a.astype(np.float32)}, params=params)["y"]
+    np.testing.assert_array_equal(got, acc.astype(np.float32))
+    ws = rng.uniform(0.001, 0.01, 12).astype(np.float32)
+    q = _ort(_single("QLinearMatMul", [("a", TensorProto.UINT8, a.shape)],
+                     {"as": np.float32(0.02), "az": np.uint8(100), "b": b, "bs": ws,
+                      "bz": np.zeros(12, np.int8), "ys": np.float32(0.05),
+                      "yz": np.uint8(128)}, TensorProto.UINT8), {"a": a})
+    params = {"b": b.astype(np.float32), "ws": ws, "wz": np.zeros(12, np.float32)}
+    g = _spec("qmatmul", {"a": a.shape}, params,
+              {"a_scale": 0.02, "a_zero": 100, "out": "u8", "y_scale": 0.05, "y_zero": 128})
+    got = run_reference(g, inputs={"a": a.astype(np.float32)}, params=params)["y"]
+    assert np.abs(got - q.astype(np.float32)).max() <= 1
+
+
+def test_qconv2d_reference_matches_onnxruntime():
+    """QLinearConv (per-channel, bias, padding, stride) within one step."""
+    rng = np.random.default_rng(8)
+    x = rng.integers(0, 256, (1, 4, 9, 9)).astype(np.uint8)
+    w = rng.integers(-128, 128, (6, 4, 3, 3)).astype(np.int8)
+    ws = rng.uniform(0.001, 0.01, 6).astype(np.float32)
+    bias = rng.integers(-2000, 2000, 6).astype(np.int32)
+    q = _ort(_single("QLinearConv", [("x", TensorProto.UINT8, x.shape)],
+                     {"xs": np.float32(0.02), "xz": np.uint8(120), "w": w, "ws": ws,
+                      "wz": np.zeros(6, np.int8), "ys": np.float32(0.08),
+                      "yz": np.uint8(100), "b": bias}, TensorProto.UINT8,
+                     {"pads": [1, 1, 1, 1], "strides": [2, 2]}), {"x": x})
+    params = {"w": w.astype(np.float32), "ws": ws, "wz": np.zeros(6, np.float32),
+              "bias": (bias.astype(np.float64) * np.float32(0.02) * ws).astype(np.float32)}
+    g = _spec("qconv2d", {"x": x.shape}, params,
+              {"stride": 2, "padding": 1, "a_scale": 0.02, "a_zero": 120, "out": "u8",
+               "y_scale": 0.08, "y_zero": 100})
+    got = run_reference(g, inputs={"x": x.astype(np.float32)}, params=params)["y"]
+    assert np.abs(got - q.astype(np.float32)).max() <= 1
+
+
+def _chain(nodes, x_shape, inits, out_type, out_shape):
+    """float x -> nodes -> y, saved models need float32 inputs."""
+    graph = helper.make_graph(
+        nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
+        [helper.make_tensor_value_info("y", out_type, out_shape)],
+        [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+
+
+def test_conv_integer_imports_and_matches_onnxruntime(tmp_path):
+    """QuantizeLinear -> ConvInteger (int32 out), exactly."""
+    rng = np.random.default_rng(9)
+    x = rng.normal(0, 2, (1, 3, 7, 7)).astype(np.float32)
+    w = rng.integers(-128, 128, (5, 3, 3, 3)).astype(np.int8)
+    model = _chain([helper.make_node("QuantizeLinear", ["x", "s", "xz"], ["xq"]),
+                    helper.make_node("ConvInteger", ["xq", "w", "xz"], ["y"],
+                                     pads=[1, 1, 1, 1])],
+                   x.shape, {"s": np.float32(0.03), "xz": np.uint8(77), "w": w},
+                   TensorProto.INT32, (1, 5, 7, 7))
+    want = _ort(model, {"x": x})
+    path = tmp_path / "ci.onnx"
+    onnx.save(model, str(path))
+    g = load_model(import_onnx(str(path), str(tmp_path / "ci.json")).model)
+    for isa in supported_isas():
+        got = run_ops(g, nth=2, isa=isa, inputs={"x": x})["y"]
+        np.testing.assert_array_equal(got, want.astype(np.float32))
+
+
+def test_per_channel_dequantize_of_a_runtime_tensor_is_refused(tmp_path):
+    model = _chain([helper.make_node("QuantizeLinear", ["x", "s1", "z1"], ["xq"]),
+                    helper.make_node("DequantizeLinear", ["xq", "s", "z"], ["y"], axis=1,
+                                     name="dq_node")],
+                   (2, 3), {"s1": np.float32(0.1), "z1": np.uint8(0),
+                            "s": np.ones(3, np.float32), "z": np.zeros(3, np.uint8)},
+                   TensorProto.FLOAT, (2, 3))
+    path = tmp_path / "dq.onnx"
+    onnx.save(model, str(path))
+    with pytest.raises(OnnxImportError, match='node "dq_node" .*one value per tensor'):
+        import_onnx(str(path), str(tmp_path / "dq.json"))

@@ -1,0 +1,136 @@
+"""The quantized op family (issue #43) in C (engine/ops/quant.c: qmatmul,
+qconv2d, dynamic_quantize) and the quantize/dequantize element-wise rows
+against their numpy references (src/hwtune/graph/ops/quant.py, eltwise.py),
+on every ISA variant this CPU runs, 1/2/3 thread shares: u8 and s8
+activations, per-tensor and per-channel scales, weight zero points,
+every output form, ReLU, padding, strides, groups."""
+
+import numpy as np
+import pytest
+
+from hwtune.engine.ops_harness import run_ops
+from hwtune.graph import load_model
+from hwtune.graph.reference import run_reference
+from hwtune.native.isa import supported_isas
+
+
+def _model(op, inputs, params, attrs, outputs=("y",)):
+    node = {"name": outputs[0], "op": op, "inputs": [t["name"] for t in inputs + params],
+            "attrs": attrs}
+    if len(outputs) > 1:
+        node["outputs"] = list(outputs)
+    return load_model({"format_version": 1, "name": "one_" + op, "seed": 3,
+                       "inputs": inputs, "params": params, "ops": [node],
+                       "outputs": list(outputs)})
+
+
+def _ints(rng, shape, signed):
+    lo, hi = (-128, 127) if signed else (0, 255)
+    return rng.integers(lo, hi + 1, shape).astype(np.float32)
+
+
+def _check(g, inputs, params, out, isa):
+    want = run_reference(g, inputs=inputs, params=params)
+    for nth in (1, 2, 3):
+        got = run_ops(g, nth=nth, isa=isa, inputs=inputs, params=params)
+        for name in g.outputs:
+            if out in ("u8", "s8", "acc"):
+                # integers: equal (the kernel's float ops are the reference's)
+                np.testing.assert_array_equal(got[name], want[name], err_msg=f"nth={nth}")
+            else:
+                np.testing.assert_allclose(got[name], want[name], rtol=1e-6, atol=1e-6,
+                                           err_msg=f"nth={nth}")
+
+
+MM_CASES = [  # (a shape, N, a_signed, per_channel, zb, out, relu)
+    ((1, 5), 3, False, False, False, "f32", False),
+    ((7, 33), 40, False, True, False, "u8", True),
+    ((2, 9, 64), 70, True, True, True, "s8", False),
+    ((13, 130), 17, False, False, True, "acc", False),
+    ((20, 48), 96, True, False, False, "f32", True),
+]
+
+
+@pytest.mark.parametrize("isa", supported_isas())
+@pytest.mark.parametrize("case", MM_CASES, ids=lambda c: f"{c[0]}x{c[1]}-{c[5]}")
+def test_qmatmul_matches_reference(case, isa):
+    a_shape, n, a_signed, per_channel, zb, out, relu = case
+    k = a_shape[-1]
+    rng = np.random.default_rng(k * n)
+    nc = n if per_channel else 1
+    params = {"b": _ints(rng, (k, n), True),
+              "ws": rng.uniform(0.001, 0.02, nc).astype(np.float32),
+              "wz": (rng.integers(-5, 6, nc) if zb else np.zeros(nc)).astype(np.float32),
+              "bias": rng.uniform(-2, 2, n).astype(np.float32)}
+    specs = [{"name": p, "shape": list(v.shape)} for p, v in params.items()]
+    if out == "acc":  # the MatMulInteger form: no bias
+        specs, params = specs[:3], {p: params[p] for p in ("b", "ws", "wz")}
+    attrs = {"a_scale": 0.05, "a_zero": -3 if a_signed else 131, "a_signed": a_signed,
+             "out": out, "y_scale": 0.25, "y_zero": 7 if out == "s8" else 120, "relu": relu}
+    g = _model("qmatmul", [{"name": "a", "shape": list(a_shape)}], specs, attrs)
+    _check(g, {"a": _ints(rng, a_shape, a_signed)}, params, out, isa)
+
+
+@pytest.mark.parametrize("isa", supported_isas())
+def test_qmatmul_dynamic_zero_point(isa):
+    """a_zero_t: the zero point read at run time (DynamicQuantizeLinear's)."""
+    rng = np.random.default_rng(1)
+    g = load_model({"format_version": 1, "name": "dyn", "seed": 1,
+                    "inputs": [{"name": "x", "shape": [6, 24]}],
+                    "params": [{"name": "b", "shape": [24, 10]}, {"name": "ws", "shape": [1]},
+                               {"name": "wz", "shape": [1]}, {"name": "bias", "shape": [10]}],
+                    "ops": [{"name": "dq", "op": "dynamic_quantize", "inputs": ["x"],
+                             "outputs": ["xq", "xs", "xz"]},
+                            {"name": "mm", "op": "qmatmul",
+                             "inputs": ["xq", "b", "ws", "wz", "bias", "xz"],
+                             "attrs": {"out": "acc"}}],
+                    "outputs": ["mm", "xs", "xz"]})
+    params = {"b": _ints(rng, (24, 10), True), "ws": np.ones(1, np.float32),
+              "wz": np.zeros(1, np.float32), "bias": np.zeros(10, np.float32)}
+    x = rng.normal(0.3, 2.0, (6, 24)).astype(np.float32)
+    _check(g, {"x": x}, params, "acc", isa)
+
+
+CONV_CASES = [  # (x shape, oc, k, stride, pad, groups, a_signed, per_channel, zb, out, relu)
+    ((1, 3, 9, 9), 8, 3, 1, 1, 1, False, True, False, "u8", True),
+    ((2, 4, 7, 6), 6, 3, 2, 1, 2, True, False, True, "f32", False),
+    ((1, 16, 5, 5), 40, 1, 1, 0, 1, False, True, False, "s8", False),
+    ((1, 8, 6, 6), 8, 3, 1, 1, 8, False, True, False, "u8", True),  # depthwise
+    ((2, 12, 7, 9), 20, 1, 2, 0, 1, True, True, True, "u8", False),  # 1x1 strided
+]
+
+
+@pytest.mark.parametrize("isa", supported_isas())
+@pytest.mark.parametrize("case", CONV_CASES, ids=lambda c: f"{c[0]}-oc{c[1]}-g{c[5]}-{c[9]}")
+def test_qconv2d_matches_reference(case, isa):
+    x_shape, oc, k, stride, pad, groups, a_signed, per_channel, zb, out, relu = case
+    ic = x_shape[1]
+    rng = np.random.default_rng(oc * k)
+    nc = oc if per_channel else 1
+    params = {"w": _ints(rng, (oc, ic // groups, k, k), True),
+              "ws": rng.uniform(0.001, 0.02, nc).astype(np.float32),
+              "wz": (rng.integers(-5, 6, nc) if zb else np.zeros(nc)).astype(np.float32),
+              "bias": rng.uniform(-2, 2, oc).astype(np.float32)}
+    specs = [{"name": p, "shape": list(v.shape)} for p, v in params.items()]
+    attrs = {"stride": stride, "padding": pad, "groups": groups, "a_scale": 0.05,
+             "a_zero": -3 if a_signed else 131, "a_signed": a_signed, "out": out,
+             "y_scale": 0.5, "y_zero": 7 if out == "s8" else 120, "relu": relu}
+    g = _model("qconv2d", [{"name": "x", "shape": list(x_shape)}], specs, attrs)
+    _check(g, {"x": _ints(rng, x_shape, a_signed)}, params, out, isa)
+
+
+@pytest.mark.parametrize("isa", supported_isas())
+@pytest.mark.parametrize("op", ["quantize_u8", "quantize_s8", "dequantize"])
+def test_quantize_rows_match_reference(op, isa):
+    rng = np.random.default_rng(2)
+    x = rng.normal(0, 40, (3, 67)).astype(np.float32)
+    x[0, :4] = [0.5, 1.5, -2.5, np.nan]  # ties go to even; NaN to the low end
+    if op == "dequantize":
+        x = np.rint(np.clip(x, 0, 255))
+        x[0, 3] = 0
+    g = _model(op, [{"name": "x", "shape": [3, 67]}], [],
+               {"scale": 0.5 if op != "dequantize" else 0.037, "zero_point": 3.0})
+    want = run_reference(g, inputs={"x": x})["y"]
+    for nth in (1, 2):
+        got = run_ops(g, nth=nth, isa=isa, inputs={"x": x})["y"]
+        np.testing.assert_array_equal(got, want)
