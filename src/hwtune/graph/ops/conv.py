@@ -180,6 +180,15 @@ def conv2d_nchw(x, w, bias, stride, padding, dilation=(1, 1), padding_end=None, 
     padding: [top, left] zeros; padding_end: [bottom, right] (None: the
     same); tap (i, j) reads the padded input at (i * dh, j * dw). group:
     one batched product per channel group (w [OC, C/group, KH, KW])."""
+    out = conv2d_nchw_f64(x, w, stride, padding, dilation, padding_end, group)
+    if bias is not None:
+        out += bias.reshape(1, w.shape[0], 1, 1)
+    return out.astype(np.float32)
+
+
+def conv2d_nchw_f64(x, w, stride, padding, dilation=(1, 1), padding_end=None, group=1):
+    """conv2d_nchw's sums in float64, no bias: exact on the integers of
+    the int8 ops' references (graph/ops/quant.py)."""
     (sh, sw), (pt, pl), (dh, dw) = stride, padding, dilation
     pb, pr = padding_end if padding_end is not None else (pt, pl)
     n, ic, h, wd = x.shape
@@ -197,10 +206,7 @@ def conv2d_nchw(x, w, bias, stride, padding, dilation=(1, 1), padding_end=None, 
     # [group, OC/group, C/group*KH*KW] @ [n, group, C/group*KH*KW, OH*OW]
     wg = w.reshape(group, oc // group, -1).astype(np.float64)
     out = wg @ cols.reshape(n, group, ic // group * kh * kw, oh * ow)
-    out = out.reshape(n, oc, oh, ow)
-    if bias is not None:
-        out += bias.reshape(1, oc, 1, 1)
-    return out.astype(np.float32)
+    return out.reshape(n, oc, oh, ow)
 
 
 def _ref(arrays, attrs, n_out):

@@ -21,7 +21,7 @@ computed in float32 as the kernel does: acc * (a_scale * w_scale / y_scale)
 import numpy as np
 
 from hwtune.graph.ops import Attr, OpError, OpSpec, expect_rank, register, show_shape
-from hwtune.graph.ops.conv import DILATION, STRIDE, conv_pads
+from hwtune.graph.ops.conv import DILATION, STRIDE, conv2d_nchw_f64, conv_pads
 
 RANGES = {"u8": (0, 255), "s8": (-128, 127)}
 
@@ -177,32 +177,9 @@ def _conv_ref(arrays, attrs, n_out):
     g, oc = attrs["groups"], w.shape[0]
     xs = x.astype(np.float64) - attrs["a_zero"]  # padding holds the zero point: 0 here
     ws = w.astype(np.float64) - np.broadcast_to(w_zero.reshape(-1), (oc,)).reshape(-1, 1, 1, 1)
-    icg, ocg = x.shape[1] // g, oc // g
-    geo = (attrs["stride"], attrs["padding"], attrs["dilation"], attrs["padding_end"])
-    acc = np.concatenate([
-        _conv64(xs[:, i * icg:(i + 1) * icg], ws[i * ocg:(i + 1) * ocg], *geo)
-        for i in range(g)], axis=1)
+    acc = conv2d_nchw_f64(xs, ws, attrs["stride"], attrs["padding"], attrs["dilation"],
+                          attrs["padding_end"], g)
     return [epilogue(acc, 1, w_scale.reshape(-1), bias, attrs)]
-
-
-def _conv64(x, w, stride, padding, dilation, padding_end):
-    """Cross-correlation in float64 over gathered patches (exact on these
-    integers); the padding is 0, i.e. the zero point before the shift."""
-    (sh, sw), (pt, pl), (dh, dw) = stride, padding, dilation
-    pb, pr = padding_end if padding_end is not None else (pt, pl)
-    n, ic, h, wd = x.shape
-    oc, _, kh, kw = w.shape
-    oh = (h + pt + pb - (kh - 1) * dh - 1) // sh + 1
-    ow = (wd + pl + pr - (kw - 1) * dw - 1) // sw + 1
-    xp = np.zeros((n, ic, h + pt + pb, wd + pl + pr), np.float64)
-    xp[:, :, pt:pt + h, pl:pl + wd] = x
-    cols = np.empty((n, ic, kh, kw, oh, ow), np.float64)
-    for i in range(kh):
-        for j in range(kw):
-            r0, c0 = i * dh, j * dw
-            cols[:, :, i, j] = xp[:, :, r0:r0 + sh * (oh - 1) + 1:sh, c0:c0 + sw * (ow - 1) + 1:sw]
-    out = w.reshape(oc, -1) @ cols.reshape(n, ic * kh * kw, oh * ow)
-    return out.reshape(n, oc, oh, ow)
 
 
 def _conv_flops(in_shapes, out_shapes, attrs):
