@@ -14,7 +14,7 @@ LSTM / GRU; seeded weights, nothing downloaded):
      torch.onnx.export (TorchScript exporter, opset 17), the example inputs
      saved as .npy beside it;
   2. `hwtune import` (ok, or the error line);
-  3. `hwtune compare MODEL.onnx --with ort,torch --threads T --json` on the
+  3. `hwtune compare MODEL.onnx --with ort,torch --threads T --json` (--with) on the
      example inputs: hwtune against ONNX Runtime and PyTorch (eager, one
      call per op of the same graph), interleaved, outputs checked (max error
      relative to the output's scale; the bound is 1e-4);
@@ -100,8 +100,8 @@ def graph_flops(onnx_path):
     return json.loads(out)["flops"] if rc == 0 else None
 
 
-def compare(path, flags, threads, reps, db):
-    rc, out, err = sh([HWTUNE, "compare", path, "--with", "ort,torch", "--threads",
+def compare(path, flags, threads, reps, db, peers="ort,torch"):
+    rc, out, err = sh([HWTUNE, "compare", path, "--with", peers, "--threads",
                        str(threads), "--reps", str(reps), "--json", "--db", db] + flags)
     if not out.strip().startswith("{"):
         return {"error": err or f"exit {rc}"}
@@ -129,6 +129,8 @@ def main(argv=None):
     ap.add_argument("--tune", type=int, default=0, metavar="SECONDS",
                     help="tune-graph budget per model (0: untuned only)")
     ap.add_argument("--reps", type=int, default=15)
+    ap.add_argument("--with", dest="peers", default="ort,torch",
+                    help="peers of hwtune compare (ort, torch; default both)")
     ap.add_argument("--workdir", default="zoo-work")
     ap.add_argument("--db", default=None, help="results database (default: WORKDIR/zoo.db)")
     ap.add_argument("--json", dest="json_out", default=None)
@@ -160,13 +162,13 @@ def main(argv=None):
         if rc == 0:
             row["gflop"] = (graph_flops(path) or 0) / 1e9
             for t in threads:
-                row[f"untuned_t{t}"] = compare(path, flags, t, a.reps, db)
+                row[f"untuned_t{t}"] = compare(path, flags, t, a.reps, db, a.peers)
             if a.tune:
                 rc, _, err = sh([HWTUNE, "tune-graph", path, "--budget", str(a.tune),
                                  "--db", db], timeout=a.tune * 3 + 600)
                 row["tune"] = "ok" if rc == 0 else err
                 for t in threads:
-                    row[f"tuned_t{t}"] = compare(path, flags, t, a.reps, db)
+                    row[f"tuned_t{t}"] = compare(path, flags, t, a.reps, db, a.peers)
             for key in [k for k in row if k.startswith(("untuned_t", "tuned_t"))]:
                 r, t = row[key], int(key.rsplit("_t", 1)[1])
                 if "hwtune_ms" in r and peaks.get(t) and row.get("gflop"):
