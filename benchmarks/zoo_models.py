@@ -56,6 +56,28 @@ def _seed():
     np.random.seed(0)
 
 
+def _liven(model):
+    """Seeded values for every parameter its library initialises to one
+    constant: torchvision's ViT head is zeros (its output would be all
+    zeros, and any engine "matches" it), ConvNeXt's layer scale is 1e-6
+    (a wrong block would move the output by ~1e-6, under the 1e-4 bound),
+    LayerNorm scales are ones and biases zeros (a dropped scale or bias
+    would go unseen). Each becomes its constant plus N(0, 0.1^2) noise, or
+    U(0.5, 1) for a layer scale, so every op shows in the output."""
+    import torch
+    g = torch.Generator().manual_seed(3)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            flat = p.detach().reshape(-1)
+            if flat.numel() == 0 or not bool((flat == flat[0]).all()):
+                continue
+            if "layer_scale" in name:
+                p.copy_(torch.rand(p.shape, generator=g) * 0.5 + 0.5)
+            else:
+                p.add_(torch.randn(p.shape, generator=g) * 0.1)
+    return model
+
+
 def _randomize_bn(model):
     """Seeded running statistics for every BatchNorm (fresh ones are 0/1,
     which hide a wrong normalisation) and non-trivial affine parameters."""
@@ -83,7 +105,7 @@ def _tv(name, small_kwargs=None, full_kwargs=None, size=224, small_size=64):
         _seed()
         M = torchvision_models()
         kwargs = dict(small_kwargs or {}) if small else dict(full_kwargs or {})
-        model = _randomize_bn(getattr(M, name)(weights=None, **kwargs)).eval()
+        model = _liven(_randomize_bn(getattr(M, name)(weights=None, **kwargs))).eval()
         return Built(model, _image(small, size, small_size), ["y"], "cnn")
     return Entry(name, "torchvision", build)
 
@@ -95,8 +117,8 @@ def _vit(small):
         from torchvision.models.vision_transformer import VisionTransformer
         model = VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=2,
                                   hidden_dim=32, mlp_dim=64, num_classes=10)
-        return Built(model.eval(), _image(True, small_size=32), ["y"], "transformer")
-    return Built(M.vit_b_16(weights=None).eval(), _image(False), ["y"], "transformer")
+        return Built(_liven(model).eval(), _image(True, small_size=32), ["y"], "transformer")
+    return Built(_liven(M.vit_b_16(weights=None)).eval(), _image(False), ["y"], "transformer")
 
 
 def _swin(small):
@@ -106,8 +128,8 @@ def _swin(small):
         from torchvision.models.swin_transformer import SwinTransformer
         model = SwinTransformer(patch_size=[4, 4], embed_dim=16, depths=[2, 2],
                                 num_heads=[2, 4], window_size=[4, 4], num_classes=10)
-        return Built(model.eval(), _image(True, small_size=32), ["y"], "transformer")
-    return Built(M.swin_t(weights=None).eval(), _image(False), ["y"], "transformer")
+        return Built(_liven(model).eval(), _image(True, small_size=32), ["y"], "transformer")
+    return Built(_liven(M.swin_t(weights=None)).eval(), _image(False), ["y"], "transformer")
 
 
 def _tokens(small, vocab, with_type_ids=False):
@@ -151,7 +173,7 @@ def _hf(name, config_cls, model_cls, small_cfg, type_ids=False):
         cfg._attn_implementation = "eager"
         model = getattr(transformers, model_cls)(cfg).eval()
         inputs = _tokens(small, cfg.vocab_size, type_ids)
-        return Built(_HFWrap(model, list(inputs)), inputs, ["y"], "transformer")
+        return Built(_HFWrap(_liven(model), list(inputs)), inputs, ["y"], "transformer")
     return Entry(name, "transformers", build)
 
 
