@@ -69,8 +69,8 @@ int hwt_bgemm_plan_make(const hwt_bgemm_desc *d, hwt_isa isa, hwt_bgemm_plan *ou
  * a missing odd member is 0. */
 static uint32_t pair(const float *x, ptrdiff_t step, int q, int K) {
   const int k = 2 * q;
-  const uint32_t lo = hwt_bf16_from_f32(x[(ptrdiff_t)k * step]);
-  const uint32_t hi = k + 1 < K ? hwt_bf16_from_f32(x[(ptrdiff_t)(k + 1) * step]) : 0;
+  const uint32_t lo = hwt_bf16_rne(x[(ptrdiff_t)k * step]);
+  const uint32_t hi = k + 1 < K ? hwt_bf16_rne(x[(ptrdiff_t)(k + 1) * step]) : 0;
   return lo | hi << 16;
 }
 

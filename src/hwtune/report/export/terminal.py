@@ -115,6 +115,16 @@ def _peaks(console, s):
             t.add_row(r["isa"], str(r["threads"]), _f(r["value"]), _f(r["per_thread"]),
                       _spread(r))
         console.print(t)
+    for kind, title in (("int8", "int8 GEMM peak (u8 x s8)"), ("bf16", "bf16 GEMM peak")):
+        rows = s["peak"].get(kind)
+        if not rows:
+            continue
+        t = _table(title, ("ISA", "kernel", "threads", rows[0]["unit"], "x FMA peak", "spread"),
+                   fixed=True)
+        for r in rows:
+            t.add_row(r["isa"], r["kernel"] or "?", str(r["threads"]), _f(r["value"]),
+                      _f(r["vs_fma"], 2), _spread(r))
+        console.print(t)
     tri = s["peak"]["triad"]
     if tri:
         levels = [w for w in ("dram", "l3", "l2") if any(r["where"] == w for r in tri)]
