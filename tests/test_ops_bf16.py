@@ -86,3 +86,51 @@ def test_bf16_needs_weight_b():
     rng = np.random.default_rng(2)
     with pytest.raises(Exception, match="precision bf16 needs b to be a weight"):
         run_ops(g, inputs=_data(g, rng))
+
+
+def test_with_precision_sets_weight_matmuls_only():
+    from hwtune.graph.passes.precision import with_precision
+    g = load_model({"format_version": 1, "name": "two", "seed": 1,
+                    "inputs": [{"name": "x", "shape": [4, 8]}, {"name": "z", "shape": [8, 8]}],
+                    "params": [{"name": "w", "shape": [8, 8]}],
+                    "ops": [{"name": "h", "op": "matmul", "inputs": ["x", "w"]},
+                            {"name": "y", "op": "matmul", "inputs": ["h", "z"]}],
+                    "outputs": ["y"]})
+    same, n = with_precision(g, "fp32")
+    assert same is g and n == 0
+    got, n = with_precision(g, "bf16")
+    assert n == 1
+    assert [op.attrs.get("precision") for op in got.ops] == ["bf16", None]
+    assert [op.name for op in got.ops] == ["h", "y"] and not g.ops[0].attrs
+    rng = np.random.default_rng(4)
+    data = _data(got, rng)
+    params = {"w": data.pop("w")}
+    want = run_reference(got, inputs=data, params=params)["y"]
+    out = run_ops(got, inputs=data, params=params)["y"]
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5 * np.max(np.abs(want)))
+
+
+def test_run_precision_bf16_cli(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+    model = tmp_path / "mm.json"
+    model.write_text(json.dumps({
+        "format_version": 1, "name": "mm", "seed": 1,
+        "inputs": [{"name": "x", "shape": [16, 96]}],
+        "params": [{"name": "w", "shape": [96, 64]}, {"name": "b", "shape": [64]}],
+        "ops": [{"name": "y", "op": "matmul", "inputs": ["x", "w", "b"]}], "outputs": ["y"]}))
+    env = dict(os.environ)
+    env.pop("HWTUNE_DB", None)
+    res = subprocess.run([sys.executable, "-m", "hwtune.cli.main", "run", str(model),
+                          "--precision", "bf16", "--check", "--reps", "2", "--warmup", "0",
+                          "--db", str(tmp_path / "r.db")],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert "--precision bf16: 1 matmul(s) on weights run in bf16" in res.stderr
+    assert "check:      ok" in res.stdout
+    bad = subprocess.run([sys.executable, "-m", "hwtune.cli.main", "run", str(model),
+                          "--precision", "int4", "--db", str(tmp_path / "r.db")],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
