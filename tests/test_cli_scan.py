@@ -16,6 +16,7 @@ from conftest import rows, sigint_default
 
 from hwtune.cli.main import cli
 from hwtune.native.bench import dot_variant
+from hwtune.native.isa import cpu_features
 from hwtune.native.threads import allowed_cpus
 
 # HWTUNE_SCAN_SCALE shrinks reps and probe durations so the quick scan of the
@@ -56,6 +57,11 @@ def test_quick_scan_stores_and_prints_json(scanned):
         assert g["rows"][0]["speedup"] == 1.0 and g["rows"][0]["efficiency"] == 1.0
     assert {e["op"] for e in s["eltwise"]} == {"mul", "add", "fma", "sigmoid", "tanh", "relu"}
     assert s["peak"]["fma"] and all(r["value"] > 0 for r in s["peak"]["fma"])
+    # AMX: detected and reported only (CPUID, XCR0, Linux's arch_prctl grant)
+    amx = s["facts"]["amx"]
+    assert set(amx) == {"cpuid", "os", "permitted"}
+    assert amx["cpuid"] == cpu_features()["amx_tile"]
+    assert not amx["permitted"] or (amx["cpuid"] and amx["os"])
     # int8 / bf16 GEMM peaks of the selected ISA (the quick scan's only one)
     # where this CPU runs that variant row exactly, left out (not zero) where not
     isa = s["peak"]["fma"][0]["isa"]

@@ -272,7 +272,10 @@ class _Measurer:
 
 
 def _facts(selected: str, allowed: list, opts: ScanOptions, threads: list, l2: int, l3: int):
+    from hwtune.native.isa import amx_status
     return {
+        # detected only: hwtune has no AMX kernel yet (issue #43)
+        "amx": amx_status(request=True),
         "selected_isa": selected,
         "allowed_cpus": allowed,
         "threads": threads,

@@ -100,10 +100,20 @@ def _scan_header(console, s):
         f"[bold]{h.get('cpu_model') or 'unknown CPU'}[/]  "
         f"{cores if cores is not None else '?'} cores, {h.get('usable_cpus', '?')} usable CPUs, "
         f"kernels: {s['facts'].get('selected_isa', h.get('isa_best', '?'))}, "
-        f"BLAS: {s['facts'].get('blas', '?')}", highlight=False)
+        f"BLAS: {s['facts'].get('blas', '?')}{_amx(s['facts'].get('amx'))}", highlight=False)
     rid = run.get("run_id", "?")
     console.print(f"scan run {rid} ({run.get('status', '?')}), {s['measurements']} measurements, "
                   f"host {h.get('host_key', '?')}", style="dim", highlight=False)
+
+
+def _amx(amx) -> str:
+    """AMX as the scan found it (detected only: no AMX kernel yet)."""
+    if not amx or not amx.get("cpuid"):
+        return ""
+    if not amx.get("os"):
+        return ", AMX: in CPUID, state not enabled by the OS"
+    return ", AMX: usable (no kernel yet)" if amx.get("permitted") else \
+        ", AMX: present, Linux refused the tile permission"
 
 
 def _peaks(console, s):
