@@ -77,13 +77,18 @@ def input_files_callback(ctx, param, values):
 @click.option("--untuned", is_flag=True,
               help="dynamic models: ignore the config tune-graph stored for this model, "
                    "policy and batch (run the default, or the flags)")
+@click.option("--precision", type=click.Choice(["fp32", "bf16"]), default="fp32",
+              show_default=True,
+              help="bf16: every matmul on a weight rounds its operands to bfloat16 and "
+                   "sums in fp32 (AVX512_BF16 where the CPU has it, else portable C); "
+                   "other ops stay fp32")
 @click.option("--format", "fmt", type=click.Choice(["terminal", "markdown", "json"]),
               default=None, help="output format (default terminal; --json is --format json)")
 @db_option
 @json_option
 def run(model, executors, threads, scheduler, pin, iterations, warmup, trace_path, overrides,
         shapes, input_files, save_path, check, save, train, loss, optimizer, hyper, batch_norm,
-        inputs_path, batches, policies, chunk, untuned, fmt, db_path, as_json):
+        inputs_path, batches, policies, chunk, untuned, precision, fmt, db_path, as_json):
     """Run MODEL on the engine and report latency (median, MAD spread, min)
     and throughput (runs/s, GFLOP/s). MODEL is a model.json, an ONNX file
     (imported on the fly, cached) or a bundled model's name (`hwtune model
@@ -128,6 +133,8 @@ def run(model, executors, threads, scheduler, pin, iterations, warmup, trace_pat
                             ("--scheduler", scheduler), ("--train", train)):
             if value:
                 raise UsageError(f"{flag} is not supported for dynamic models (--inputs) yet")
+        if precision != "fp32":
+            raise UsageError("--precision is not supported for dynamic models (--inputs) yet")
         return run_dynamic(model, inputs_path, batches, policies, chunk, executors, threads,
                            pin, iterations, overrides, check, untuned, db_path, fmt)
     if find_dynamic(model):
@@ -143,6 +150,12 @@ def run(model, executors, threads, scheduler, pin, iterations, warmup, trace_pat
     graph, model = load_any(model, overrides, shapes)
     if train:
         graph = training_step(graph, loss, optimizer, hyper, batch_norm)
+    if precision != "fp32":
+        from hwtune.graph.passes.precision import with_precision
+        graph, n_set = with_precision(graph, precision)
+        click.echo(f"note: --precision {precision}: {n_set} matmul(s) on weights run in "
+                   f"{precision}" + ("" if n_set else " (none found: the model runs in fp32)"),
+                   err=True)
     inputs = load_inputs(graph, input_files)
     if save_path and not os.path.isdir(os.path.dirname(os.path.abspath(save_path))):
         raise UsageError(f"invalid --save-outputs {save_path}: its directory does not exist")

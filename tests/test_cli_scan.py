@@ -15,6 +15,8 @@ from click.testing import CliRunner
 from conftest import rows, sigint_default
 
 from hwtune.cli.main import cli
+from hwtune.native.bench import dot_variant
+from hwtune.native.isa import cpu_features
 from hwtune.native.threads import allowed_cpus
 
 # HWTUNE_SCAN_SCALE shrinks reps and probe durations so the quick scan of the
@@ -55,6 +57,24 @@ def test_quick_scan_stores_and_prints_json(scanned):
         assert g["rows"][0]["speedup"] == 1.0 and g["rows"][0]["efficiency"] == 1.0
     assert {e["op"] for e in s["eltwise"]} == {"mul", "add", "fma", "sigmoid", "tanh", "relu"}
     assert s["peak"]["fma"] and all(r["value"] > 0 for r in s["peak"]["fma"])
+    # AMX: detected and reported only (CPUID, XCR0, Linux's arch_prctl grant)
+    amx = s["facts"]["amx"]
+    assert set(amx) == {"cpuid", "os", "permitted"}
+    assert amx["cpuid"] == cpu_features()["amx_tile"]
+    assert not amx["permitted"] or (amx["cpuid"] and amx["os"])
+    # int8 / bf16 GEMM peaks of the selected ISA (the quick scan's only one)
+    # where this CPU runs that variant row exactly, left out (not zero) where not
+    isa = s["peak"]["fma"][0]["isa"]
+    for kind in ("int8", "bf16"):
+        variant = dot_variant(kind, isa)
+        if variant is None:
+            assert kind not in s["peak"]
+            continue
+        got = s["peak"][kind]
+        assert sorted(r["threads"] for r in got) == sorted({1, NCPU})
+        for r in got:
+            assert r["kernel"] == variant and r["isa"] == isa and r["value"] > 0
+            assert r["vs_fma"] > 0 and r["unit"] == ("GOPS" if kind == "int8" else "GFLOPS")
     # in L3 only where the fingerprint names an L3 at least 8x a thread's L2
     assert {"dram", "l2"} <= {r["where"] for r in s["peak"]["triad"]} <= {"dram", "l2", "l3"}
     assert set(s["corun"]) == {"gemm", "mul"}
@@ -72,7 +92,9 @@ def test_every_measurement_is_stored_with_its_statistics(scanned):
                    "status FROM measurements WHERE run_id = ?", run_id)
     assert len(got) == s["measurements"] > 0
     benches = {r[0] for r in got}
-    assert benches == {"fma_peak", "triad", "gemm", "eltwise", "corun"}
+    dot = any(dot_variant(k, s["peak"]["fma"][0]["isa"]) for k in ("int8", "bf16"))
+    assert benches == {"fma_peak", "triad", "gemm", "eltwise", "corun"} | (
+        {"dot_peak"} if dot else set())
     assert any(r[1] == "numpy-blas" for r in got if r[0] == "gemm")
     for bench, _, n, med, mad, spread, value, status in got:
         assert n >= 3 and value > 0 and status in ("ok", "noisy")
@@ -91,6 +113,9 @@ def test_show_prints_the_stored_scan_without_measuring(scanned):
     for text in ("FP32 FMA peak", "GEMM [64,512]x[512,512]", "of system BLAS",
                  "Element-wise ops", "Co-running gemm", "best gemm layout", "threads"):
         assert text in shown.stdout
+    stored = json.loads(res.stdout)["peak"]
+    for kind, title in (("int8", "int8 GEMM peak"), ("bf16", "bf16 GEMM peak")):
+        assert (title in shown.stdout) == (kind in stored)
     as_json = hwtune("scan", "--show", "--json", "--db", str(db))
     assert json.loads(as_json.stdout)["run"]["run_id"] == json.loads(res.stdout)["run"]["run_id"]
     assert rows(db, "SELECT count(*) FROM measurements")[0][0] == before

@@ -249,3 +249,29 @@ def test_gemm_interleaving_rounds_cover_every_rep():
         assert sum(r) == reps and min(r) >= 1 and len(r) <= 7
         assert max(r) - min(r) <= 1
     assert _rounds(9) == [3, 3, 3]
+
+
+def test_dot_peaks_only_for_the_variant_rows_the_cpu_runs():
+    # an AVX-512 CPU with VNNI but without AVX512_BF16: no avx512 bf16 step
+    dot = {("int8", "avx512"): "avx512_vnni", ("int8", "avx2"): "avx2",
+           ("int8", "generic"): "generic", ("bf16", "generic"): "generic"}
+    got = steps.make_plan(steps.ScanOptions(scale=1.0), n_allowed=2, dot_variants=dot, **PLAN_KW)
+    peaks = {(s.op, s.isa, s.threads): s.params["kernel"] for s in got if s.bench == "dot_peak"}
+    assert peaks == {(k, i, t): v for (k, i), v in dot.items() for t in (1, 2)}
+    assert all(s.label.startswith(f"{s.op} peak (") for s in got if s.bench == "dot_peak")
+    none = steps.make_plan(steps.ScanOptions(scale=1.0), n_allowed=2, **PLAN_KW)
+    assert not [s for s in none if s.bench == "dot_peak"]
+
+
+def test_dot_peaks_carry_their_ratio_to_the_fma_peak_and_absent_kinds_stay_absent():
+    def row(bench, op, isa, threads, value, **p):
+        return {"bench": bench, "op": op, "kernel_variant": isa, "threads": threads,
+                "value": value, "params": p, "status": "ok", "rel_spread": 0.01,
+                "unit": "GOPS" if op == "int8" else "GFLOPS"}
+    s = summary.summarize([row("fma_peak", "fma", "avx512", 1, 80.0),
+                           row("dot_peak", "int8", "avx512", 1, 160.0, kernel="avx512_vnni"),
+                           row("dot_peak", "int8", "avx2", 1, 70.0, kernel="avx2")])
+    int8 = {r["isa"]: r for r in s["peak"]["int8"]}
+    assert int8["avx512"]["vs_fma"] == 2.0 and int8["avx512"]["kernel"] == "avx512_vnni"
+    assert int8["avx2"]["vs_fma"] is None  # no FMA row of that ISA
+    assert "bf16" not in s["peak"]

@@ -4,6 +4,7 @@
  * kernel's plan. */
 #include <stdio.h>
 #include <stdlib.h>
+#include "hwtune/bgemm.h"
 #include "hwtune/gemm.h"
 #include "ops_util.h"
 
@@ -17,6 +18,10 @@
 typedef struct {
   hwt_gemm_plan plan;
   float *packed_b; /* NULL: B is read (and packed per run) by run_part */
+  /* precision "bf16" (issue #43): the bf16 GEMM on B rounded and packed
+   * once here (bpacked); NULL for fp32, the default. */
+  void *bpacked;
+  hwt_bgemm_plan bplan;
 } matmul_state;
 
 /* A zeroed state of `bytes` whose first member is the GEMM plan for d at
@@ -40,6 +45,32 @@ static void *planned_state(const hwt_op_ctx *ctx, const hwt_gemm_desc *d, size_t
 static int attr_flag(const hwt_graph *g, int op, const char *key) {
   int64_t v = 0;
   return hwt_graph_op_get_ints(g, op, key, &v, 1) >= 1 && v != 0;
+}
+
+/* precision "bf16": the variant the op's ISA gives (AVX512_BF16 where
+ * CPUID has it, else the portable C one: hwtune/bgemm.h), B (a param)
+ * rounded to bf16 and packed once. */
+static int matmul_bf16_prepare(hwt_op_ctx *ctx, matmul_state *s, char *err, size_t errlen) {
+  const hwt_gemm_desc *d = &s->plan.d;
+  if (hwt_graph_tensor_kind(ctx->g, hwt_graph_op_inputs(ctx->g, ctx->op)[1]) != HWT_TENSOR_PARAM) {
+    free(s);
+    return hwt_ops_fail(err, errlen, ctx, "precision bf16 needs b to be a weight (param)");
+  }
+  hwt_bgemm_desc bd = {d->M, d->N, d->K, d->lda, d->trans_a};
+  const int isa = hwt_bgemm_variant_for(ctx->isa);
+  int st = isa < 0 ? isa : hwt_bgemm_plan_make(&bd, (hwt_isa)isa, &s->bplan);
+  if (st < 0) {
+    free(s);
+    return hwt_ops_fail(err, errlen, ctx, "no bf16 GEMM plan");
+  }
+  const size_t bytes = (s->bplan.packed_b_bytes + 63) / 64 * 64;
+  if (!(s->bpacked = aligned_alloc(64, bytes ? bytes : 64))) {
+    free(s);
+    return HWT_ENOMEM;
+  }
+  hwt_bgemm_pack_b(&s->bplan, ctx->in[1], d->ldb, d->trans_b, s->bpacked);
+  return hwt_ops_prepared(ctx, s, (s->bplan.ws_bytes + 63) / 64 * 16,
+                          2.0 * d->M * d->N * d->K);
 }
 
 static int matmul_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
@@ -76,6 +107,11 @@ static int matmul_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   int st;
   matmul_state *s = planned_state(ctx, &d, sizeof *s, &st, err, errlen);
   if (!s) return st;
+  if (hwt_ops_str_is(ctx, "precision", "bf16", 0)) return matmul_bf16_prepare(ctx, s, err, errlen);
+  if (!hwt_ops_str_is(ctx, "precision", "fp32", 1)) {
+    free(s);
+    return hwt_ops_fail(err, errlen, ctx, "precision must be fp32 or bf16");
+  }
   if (hwt_graph_tensor_kind(g, in[1]) == HWT_TENSOR_PARAM && d.M >= PACK_MIN_M) {
     /* The packed layout depends on these only (hwtune/gemm.h): matmuls
      * on the same param with them equal share one packed copy. */
@@ -101,7 +137,10 @@ static int matmul_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
 static void matmul_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
   const matmul_state *s = ctx->state;
   const float *bias = ctx->n_in == 3 ? ctx->in[2] : NULL;
-  if (s->packed_b)
+  if (s->bpacked) {
+    const hwt_bgemm_epi e = {ctx->out[0], s->plan.d.N, bias, 0};
+    hwt_bgemm_run_part(&s->bplan, ctx->in[0], s->bpacked, &e, ws, tid, nth);
+  } else if (s->packed_b)
     hwt_gemm_run_part_packed(&s->plan, ctx->in[0], s->packed_b, ctx->out[0], bias, ws, tid, nth);
   else
     hwt_gemm_run_part(&s->plan, ctx->in[0], ctx->in[1], ctx->out[0], bias, ws, tid, nth);
@@ -109,7 +148,10 @@ static void matmul_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
 
 static void matmul_release(hwt_op_ctx *ctx) {
   matmul_state *s = ctx->state;
-  if (s) hwt_op_shared_release(ctx, s->packed_b);
+  if (s) {
+    hwt_op_shared_release(ctx, s->packed_b);
+    free(s->bpacked);
+  }
   free(s);
   ctx->state = NULL;
 }

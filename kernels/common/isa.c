@@ -6,6 +6,10 @@
 
 #if defined(HWTUNE_HAVE_X86)
 #include <cpuid.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 static unsigned long long xgetbv0(void) {
   unsigned int eax, edx;
@@ -46,6 +50,32 @@ void hwt_cpu_features_get(hwt_cpu_features *f) {
 #elif defined(__aarch64__)
   f->neon = 1; /* Advanced SIMD is mandatory on AArch64 */
 #endif
+}
+
+/* Linux 5.16+ hands out AMX tile data state only to a process that asked:
+ * arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA); ARCH_GET_XCOMP_PERM
+ * reads the granted XSAVE feature mask (asm/prctl.h: 0x1022, 0x1023; the
+ * XTILEDATA feature is bit 18). Spelled out: older headers lack them. */
+#define HWT_ARCH_GET_XCOMP_PERM 0x1022
+#define HWT_ARCH_REQ_XCOMP_PERM 0x1023
+#define HWT_XFEATURE_XTILEDATA 18
+
+int hwt_amx_status(int request) {
+  hwt_cpu_features f;
+  hwt_cpu_features_get(&f);
+  int st = (f.amx_tile ? HWT_AMX_CPUID : 0) | (f.os_amx ? HWT_AMX_OS : 0);
+#if defined(HWTUNE_HAVE_X86) && defined(__linux__) && defined(SYS_arch_prctl)
+  if (st == (HWT_AMX_CPUID | HWT_AMX_OS)) {
+    if (request) syscall(SYS_arch_prctl, HWT_ARCH_REQ_XCOMP_PERM, HWT_XFEATURE_XTILEDATA);
+    unsigned long mask = 0;
+    if (syscall(SYS_arch_prctl, HWT_ARCH_GET_XCOMP_PERM, &mask) == 0 &&
+        (mask >> HWT_XFEATURE_XTILEDATA) & 1)
+      st |= HWT_AMX_PERMITTED;
+  }
+#else
+  (void)request;
+#endif
+  return st;
 }
 
 static int isa_supported_uncached(hwt_isa isa) {

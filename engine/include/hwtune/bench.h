@@ -53,6 +53,12 @@ HWT_API int hwt_bench_corun(hwt_pool *p, int is_gemm, int M, int K, int N, long 
  * with nth threads. Returns GFLOPS (sum of the threads' rates), or negative
  * on error. */
 HWT_API double hwt_probe_fma_peak(hwt_pool *p, int nth, hwt_isa isa, double seconds);
+/* int8 (kind 0: u8 x s8, kernels/qgemm; GOPS) or bf16 (kind 1,
+ * kernels/bgemm; GFLOPS) GEMM peak: every thread of team 0 loops its own
+ * L2-resident 96x256x256 product for `seconds`. isa names the variant row
+ * exactly: HWT_EISA where this CPU lacks it (AVX-512 without VNNI or
+ * AVX512_BF16; AVX2 has no bf16 row), no fallback. */
+HWT_API double hwt_probe_dot_peak(hwt_pool *p, int nth, hwt_isa isa, int kind, double seconds);
 /* STREAM triad a = b + s*c over n floats per array, nth threads;
  * returns GB/s counting 3 arrays x 4 bytes x n per pass (12 bytes/elt, no
  * write-allocate counted), the better of regular and non-temporal stores

@@ -22,6 +22,13 @@ typedef struct {
 } hwt_cpu_features;
 
 HWT_API void hwt_cpu_features_get(hwt_cpu_features *out);
+/* AMX (detection only, issue #43: no AMX kernel yet): a mask of
+ * HWT_AMX_CPUID (amx_tile in CPUID), HWT_AMX_OS (XCR0 enables the tile
+ * state) and HWT_AMX_PERMITTED (Linux granted this process the tile data
+ * state; with request != 0 it is asked for first, which is per process and
+ * cannot be undone). */
+enum { HWT_AMX_CPUID = 1, HWT_AMX_OS = 2, HWT_AMX_PERMITTED = 4 };
+HWT_API int hwt_amx_status(int request);
 HWT_API int hwt_isa_supported(hwt_isa isa);  /* 1 if compiled in and the CPU/OS support it */
 HWT_API hwt_isa hwt_isa_best(void);          /* best supported, ignoring HWTUNE_ISA */
 /* Best supported, or the one HWTUNE_ISA names. Returns HWT_EISA (negative) if

@@ -40,6 +40,12 @@ sig("hwt_bench_forkjoin_omp", _d, _i, _l)
 sig("hwt_bench_xfer", _i, _P, _l, _i, _dp, _dp)
 sig("hwt_bench_wake", _i, _P, ctypes.c_double, _i, _dp)
 sig("hwt_bench_spin_s", ctypes.c_double, _i)
+sig("hwt_qgemm_variant_for", _i, _i)
+sig("hwt_qgemm_variant_name", ctypes.c_char_p, _i)
+sig("hwt_bgemm_variant_for", _i, _i)
+sig("hwt_bgemm_variant_name", ctypes.c_char_p, _i)
+# The int8 / bf16 GEMM peak probes: kind ids of hwt_probe_dot_peak.
+DOT_KINDS = {"int8": 0, "bf16": 1}
 # Element-wise op names as the C library's table spells them (ids are positions).
 EW_OPS = OPS
 
@@ -210,6 +216,34 @@ def fma_peak(pool: Pool, threads: int, *, isa: Optional[str] = None, seconds: fl
     if fn is None:
         raise UsageError("this libhwtune has no FMA probe (kernels/probe is missing)")
     return _best_of_slices(pool, fn, (threads, isa_i), seconds, "FMA peak probe")
+
+
+def dot_variant(kind: str, isa: Optional[str] = None) -> Optional[str]:
+    """The int8 or bf16 GEMM variant ("avx512_vnni", "avx512_bf16", "avx2",
+    "generic") that the ISA row isa runs on this CPU exactly, or None where
+    the CPU lacks it (AVX-512 without VNNI / AVX512_BF16) or there is none
+    (bf16 on AVX2): the kernels then fall back to another row."""
+    isa_i = resolve_isa(isa)
+    fam = {"int8": "qgemm", "bf16": "bgemm"}[kind]
+    if getattr(lib, f"hwt_{fam}_variant_for")(isa_i) != isa_i:
+        return None
+    return getattr(lib, f"hwt_{fam}_variant_name")(isa_i).decode()
+
+
+def dot_peak(pool: Pool, threads: int, kind: str, *, isa: Optional[str] = None,
+             seconds: float = 1.0) -> float:
+    """Peak int8 GOPS (kind "int8") or bf16 GFLOPS (kind "bf16") of the GEMM
+    kernels, `threads` threads of executor 0 each on an L2-resident product."""
+    threads, seconds, isa_i = _threads(pool, threads), _seconds(seconds), resolve_isa(isa)
+    if kind not in DOT_KINDS:
+        raise UsageError(f"unknown peak kind {kind!r}: choose int8 or bf16")
+    fn = getattr(lib, "hwt_probe_dot_peak", None)
+    if fn is None:
+        raise UsageError("this libhwtune has no int8/bf16 peak probe")
+    fn.argtypes = [_P, _i, _i, _i, _d]
+    fn.restype = _d
+    return _best_of_slices(pool, fn, (threads, isa_i, DOT_KINDS[kind]), seconds,
+                           f"{kind} peak probe")
 
 
 def triad(pool: Pool, threads: int, n: int, *, isa: Optional[str] = None,

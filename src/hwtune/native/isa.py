@@ -44,6 +44,17 @@ def cpu_features() -> dict:
     return {name: bool(getattr(f, name)) for name in _FEATURE_FIELDS}
 
 
+sig("hwt_amx_status", ctypes.c_int, ctypes.c_int)
+
+
+def amx_status(request: bool = False) -> dict:
+    """AMX, detected only (no AMX kernel yet): the CPU has it (CPUID
+    amx_tile), the OS saves its state (XCR0), and Linux granted this process
+    the tile data (arch_prctl; with request=True it is asked for first)."""
+    st = int(lib.hwt_amx_status(int(bool(request))))
+    return {"cpuid": bool(st & 1), "os": bool(st & 2), "permitted": bool(st & 4)}
+
+
 def supported_isas() -> list:
     return [name for i, name in enumerate(ISA_NAMES) if lib.hwt_isa_supported(i)]
 

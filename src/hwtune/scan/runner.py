@@ -154,6 +154,20 @@ class _Measurer:
         return [_row(step, s, kind="rate", variant=step.isa, value=v, unit="GFLOPS",
                      pinned=pinned, noise=noise)]
 
+    def dot_peak(self, step: Step, noise: float):
+        """int8 (GOPS) or bf16 (GFLOPS) GEMM peak, sampled as the FMA peak is."""
+        from hwtune.native import bench
+        pool = self.main_pool()
+        pinned = self._check_pinned(pool, True)
+
+        def probe(k):
+            return [bench.dot_peak(pool, step.threads, step.op, isa=step.isa,
+                                   seconds=step.seconds) for _ in range(k)]
+        s = _one_side(SampleSide(probe, warm_fn=lambda n: probe(n) and None), step.reps, 1)
+        return [_row(step, s, kind="rate", variant=step.isa, value=stats.median(s),
+                     unit="GOPS" if step.op == "int8" else "GFLOPS", pinned=pinned,
+                     noise=noise)]
+
     def triad(self, step: Step, noise: float):
         from hwtune.native import bench
         pool = self.main_pool()
@@ -258,7 +272,10 @@ class _Measurer:
 
 
 def _facts(selected: str, allowed: list, opts: ScanOptions, threads: list, l2: int, l3: int):
+    from hwtune.native.isa import amx_status
     return {
+        # detected only: hwtune has no AMX kernel yet (issue #43)
+        "amx": amx_status(request=True),
         "selected_isa": selected,
         "allowed_cpus": allowed,
         "threads": threads,
@@ -299,8 +316,12 @@ def run_scan(db, opts: ScanOptions, *, progress: Optional[ProgressFn] = None,
     selected = native_isa.selected_isa()
     fp = machine.fingerprint()
     l2, l3 = cache_bytes(fp)
+    from hwtune.native import bench as native_bench
+    dot = {(k, i): native_bench.dot_variant(k, i) for k in native_bench.DOT_KINDS
+           for i in supported}
     steps = make_plan(opts, n_allowed=len(allowed), supported=supported, selected=selected,
-                      l2_bytes=l2, l3_bytes=l3, n_default=fp.get("usable_cpus"))
+                      l2_bytes=l2, l3_bytes=l3, n_default=fp.get("usable_cpus"),
+                      dot_variants={key: v for key, v in dot.items() if v})
     threads = sorted({s.threads for s in steps if s.bench in ("gemm", "eltwise")})
 
     with _sigint_deferred():  # a run row exists only together with its try/except

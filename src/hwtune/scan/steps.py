@@ -94,7 +94,7 @@ QUICK = Budget(reps=9, probe_reps=3, sample_s=0.001, fma_s=0.03, triad_dram_s=0.
 class Step:
     """One measurement: what to run, where, and how long."""
 
-    bench: str            # fma_peak | triad | gemm | eltwise | corun
+    bench: str            # fma_peak | dot_peak | triad | gemm | eltwise | corun
     op: str               # fma | triad | gemm | mul | add | ... (corun: gemm | mul)
     params: dict
     threads: int          # threads per executor
@@ -113,6 +113,8 @@ class Step:
         p = self.params
         if self.bench == "fma_peak":
             what = "FMA peak"
+        elif self.bench == "dot_peak":
+            what = f"{self.op} peak ({p['kernel']})"
         elif self.bench == "triad":
             what = f"triad {p['where']}"
         elif self.bench == "eltwise":
@@ -311,8 +313,12 @@ def l3_triad_n(l2_bytes: int, l3_bytes: int, threads: int) -> Optional[int]:
 
 
 def make_plan(opts: ScanOptions, *, n_allowed: int, supported: list, selected: str,
-              l2_bytes: int, l3_bytes: int, n_default: Optional[int] = None) -> list:
-    """The ordered steps of a scan. Raises UsageError for bad options."""
+              l2_bytes: int, l3_bytes: int, n_default: Optional[int] = None,
+              dot_variants: Optional[dict] = None) -> list:
+    """The ordered steps of a scan. Raises UsageError for bad options.
+    dot_variants: {(kind, isa): kernel variant} of the int8 / bf16 GEMM rows
+    this CPU runs exactly (hwtune.native.bench.dot_variant); each gets a
+    peak step beside the FMA peak of its ISA, and a missing one none."""
     threads = validate(opts, n_allowed, supported, n_default)
     b = _scaled(QUICK if opts.quick else FULL, opts.scale)
     reps = opts.reps or b.reps
@@ -325,6 +331,12 @@ def make_plan(opts: ScanOptions, *, n_allowed: int, supported: list, selected: s
     for i in peak_isas:
         for t in sorted({1, nmax}):
             steps.append(Step("fma_peak", "fma", {}, t, i, probe_reps, warmup=1, seconds=b.fma_s))
+        for kind in ("int8", "bf16"):
+            variant = (dot_variants or {}).get((kind, i))
+            if variant:
+                for t in sorted({1, nmax}):
+                    steps.append(Step("dot_peak", kind, {"kernel": variant}, t, i, probe_reps,
+                                      warmup=1, seconds=b.fma_s))
 
     dram_n, l2_n = triad_sizes(l2_bytes, l3_bytes, b.dram_x_l3)
     if opts.scale < 1:  # tests: filling 150 MB per sample dominates a shrunken scan

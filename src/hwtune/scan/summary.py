@@ -74,6 +74,21 @@ def _label(row: dict, p: dict) -> str:
                                 row.get("kernel_variant") or "") if x)
 
 
+def _with_fma_ratio(dot: dict, fma: list) -> dict:
+    """The int8 / bf16 peaks, each with its ratio to the FP32 FMA peak of
+    the same ISA and threads (None without that row). A kind with no row
+    (the CPU lacks every variant of it, or an older scan) is left out."""
+    by = {(r["isa"], r["threads"]): r["value"] for r in fma}
+    out = {}
+    for kind, rows in dot.items():
+        for r in rows:
+            f = by.get((r["isa"], r["threads"]))
+            r["vs_fma"] = round(r["value"] / f, 4) if f else None
+        if rows:
+            out[kind] = rows
+    return out
+
+
 def summarize(rows: list, *, run: Optional[dict] = None, host: Optional[dict] = None,
               facts=None, saturation: Optional[float] = None) -> dict:
     """Build the scan summary from measurement rows (as db.measurements returns)."""
@@ -85,6 +100,7 @@ def summarize(rows: list, *, run: Optional[dict] = None, host: Optional[dict] = 
             saturation = DEFAULT_SATURATION
 
     fma, triad, noisy, errors = [], [], [], []
+    dot = {"int8": [], "bf16": []}
     gemm_groups, elt_groups, corun_groups = {}, {}, {}
     for row in rows:
         p = _params(row)
@@ -98,6 +114,9 @@ def summarize(rows: list, *, run: Optional[dict] = None, host: Optional[dict] = 
         if bench == "fma_peak":
             pt = _point(row)
             fma.append(dict(pt, isa=row["kernel_variant"], per_thread=pt["value"] / row["threads"]))
+        elif bench == "dot_peak" and row["op"] in dot:
+            dot[row["op"]].append(dict(_point(row), isa=row["kernel_variant"],
+                                       kernel=p.get("kernel"), unit=row.get("unit")))
         elif bench == "triad":
             triad.append(dict(_point(row), where=p.get("where"), n=p.get("n")))
         elif bench == "gemm":
@@ -168,7 +187,7 @@ def summarize(rows: list, *, run: Optional[dict] = None, host: Optional[dict] = 
         "host": _host_info(host),
         "facts": {k: v for k, v in facts.items() if k != "warnings"},
         "saturation_threshold": saturation,
-        "peak": {"fma": fma, "triad": triad},
+        "peak": {"fma": fma, "triad": triad, **_with_fma_ratio(dot, fma)},
         "gemm": gemm,
         "eltwise": eltwise,
         "corun": corun,

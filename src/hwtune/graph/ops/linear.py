@@ -24,8 +24,25 @@ def _infer(in_shapes, attrs, n_out):
     return [(m, n)]
 
 
+def bf16_round(x):
+    """float32 values rounded to bfloat16 as kernels/bgemm does (nearest,
+    ties to even; denormals flushed to a signed zero; NaN stays NaN), as
+    float32 arrays."""
+    u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
+    exp0 = (u & 0x7F800000) == 0
+    nan = (u & 0x7FFFFFFF) > 0x7F800000
+    r = ((u.astype(np.uint64) + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint32) << 16
+    r = np.where(exp0, u & 0x80000000, r)
+    r = np.where(nan, (u | 0x00400000) & 0xFFFF0000, r)
+    return r.astype(np.uint32).view(np.float32)
+
+
 def _ref(arrays, attrs, n_out):
     a, b = arrays[0], arrays[1]
+    if attrs.get("precision") == "bf16":
+        # the contract: both operands rounded to bf16, exact products; the
+        # kernel's fp32 sums differ from these float64 ones by its roundings
+        a, b = bf16_round(a), bf16_round(b)
     if attrs["transpose_a"]:
         a = a.T
     if attrs["transpose_b"]:
@@ -44,7 +61,11 @@ def _flops(in_shapes, out_shapes, attrs):
 register(OpSpec(
     "matmul", ("a", "b", "bias"), 2, 3, _infer, _ref, _flops,
     attrs=[Attr("transpose_a", "bool", False, doc="use A^T ([K, M] stored)"),
-           Attr("transpose_b", "bool", False, doc="use B^T ([N, K] stored)")],
+           Attr("transpose_b", "bool", False, doc="use B^T ([N, K] stored)"),
+           Attr("precision", "str", "fp32", choices=("fp32", "bf16"),
+                doc="bf16: a and b rounded to bfloat16, products summed in fp32 "
+                    "(AVX512_BF16 where the CPU has it, else portable C; b must be "
+                    "a weight)")],
     doc="y[M, N] = op(a) @ op(b) (+ bias[N]); 2-D, accumulated in float64 "
         "by the reference"))
 

@@ -100,10 +100,20 @@ def _scan_header(console, s):
         f"[bold]{h.get('cpu_model') or 'unknown CPU'}[/]  "
         f"{cores if cores is not None else '?'} cores, {h.get('usable_cpus', '?')} usable CPUs, "
         f"kernels: {s['facts'].get('selected_isa', h.get('isa_best', '?'))}, "
-        f"BLAS: {s['facts'].get('blas', '?')}", highlight=False)
+        f"BLAS: {s['facts'].get('blas', '?')}{_amx(s['facts'].get('amx'))}", highlight=False)
     rid = run.get("run_id", "?")
     console.print(f"scan run {rid} ({run.get('status', '?')}), {s['measurements']} measurements, "
                   f"host {h.get('host_key', '?')}", style="dim", highlight=False)
+
+
+def _amx(amx) -> str:
+    """AMX as the scan found it (detected only: no AMX kernel yet)."""
+    if not amx or not amx.get("cpuid"):
+        return ""
+    if not amx.get("os"):
+        return ", AMX: in CPUID, state not enabled by the OS"
+    return ", AMX: usable (no kernel yet)" if amx.get("permitted") else \
+        ", AMX: present, Linux refused the tile permission"
 
 
 def _peaks(console, s):
@@ -114,6 +124,16 @@ def _peaks(console, s):
         for r in fma:
             t.add_row(r["isa"], str(r["threads"]), _f(r["value"]), _f(r["per_thread"]),
                       _spread(r))
+        console.print(t)
+    for kind, title in (("int8", "int8 GEMM peak (u8 x s8)"), ("bf16", "bf16 GEMM peak")):
+        rows = s["peak"].get(kind)
+        if not rows:
+            continue
+        t = _table(title, ("ISA", "kernel", "threads", rows[0]["unit"], "x FMA peak", "spread"),
+                   fixed=True)
+        for r in rows:
+            t.add_row(r["isa"], r["kernel"] or "?", str(r["threads"]), _f(r["value"]),
+                      _f(r["vs_fma"], 2), _spread(r))
         console.print(t)
     tri = s["peak"]["triad"]
     if tri:
