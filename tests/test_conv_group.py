@@ -289,13 +289,14 @@ def test_relu6_clamp_in_the_depthwise_epilogue(case, isa):
             np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
 
 
+# A dense conv (group 1) clamps too since its epilogue does
+# (tests/test_conv_relu6.py); other grouped convs do not.
 @pytest.mark.parametrize("attrs, what", [
-    ({"group": 1, "relu": True, "relu_max": 6.0}, "relu_max"),
     ({"group": 2, "relu": True, "relu_max": 6.0}, "relu_max"),
     ({"group": 8, "relu_max": 6.0}, "needs relu"),
     ({"group": 8, "relu": True, "relu_max": 0.0}, "positive"),
 ])
-def test_relu_max_only_on_depthwise_convs(attrs, what):
+def test_relu_max_only_on_dense_or_depthwise_convs(attrs, what):
     w = (8, 8 // attrs["group"], 3, 3)
     with pytest.raises(GraphError, match=what):
         _model((1, 8, 6, 6), w, attrs)
@@ -316,7 +317,7 @@ def _relu6_block(dw_group=32, lo=0.0, hi=6.0):
 
 
 @pytest.mark.parametrize("isa", supported_isas())
-def test_fuse_pass_folds_relu6_into_a_depthwise_conv_only(isa):
+def test_fuse_pass_folds_relu6_into_a_depthwise_conv(isa):
     from hwtune.graph.passes.fuse import fuse_conv, fused_ops
     g = _relu6_block(hi=1.0)
     fused = fuse_conv(g)
@@ -326,7 +327,7 @@ def test_fuse_pass_folds_relu6_into_a_depthwise_conv_only(isa):
     want = run_reference(g)["y"]
     assert (want == 1.0).any() and (want == 0).any()
     np.testing.assert_allclose(_engine(fused, isa)["y"], want, rtol=1e-4, atol=1e-4)
-    # Not ReLU6 (a negative floor), or not depthwise: left alone.
+    # Not ReLU6 (a negative floor), or grouped but not depthwise: left alone.
     assert fuse_conv(_relu6_block(lo=-1.0)).ops[-1].op == "clip"
     assert fuse_conv(_relu6_block(dw_group=8)).ops[-1].op == "clip"
 

@@ -121,6 +121,13 @@ CASES += [
     ("global_pool2d", [(2, 5, 7, 7)], {"mode": "avg"}, 1, ARITH),
     ("global_pool2d", [(2, 5, 7, 7)], {"mode": "max"}, 1, EXACT),
     ("global_pool2d", [(2, 2, 3, 3, 8)], {"mode": "avg", "layout": "NCHWc"}, 1, ARITH),
+    # The accumulator chains: NCHW planes with a tail past the 8 chains
+    # (13x13), NCHWc blocks wider than the 16 lanes done at once (40) and
+    # shares that start and end inside a block (nth 2, 3).
+    ("global_pool2d", [(1, 6, 13, 13)], {"mode": "avg"}, 1, ARITH),
+    ("global_pool2d", [(1, 6, 13, 13)], {"mode": "max"}, 1, EXACT),
+    ("global_pool2d", [(1, 3, 5, 5, 40)], {"mode": "avg", "layout": "NCHWc"}, 1, ARITH),
+    ("global_pool2d", [(1, 3, 5, 5, 40)], {"mode": "max", "layout": "NCHWc"}, 1, EXACT),
     ("batch_norm", [(2, 6, 5, 5), (6,), (6,), (6,), (6,)], {"epsilon": 1e-3}, 1, ARITH),
     ("batch_norm", [(3, 6)] + [(6,)] * 4, "bn_params", 1, ARITH),
     ("batch_norm", [(2, 2, 3, 3, 8)] + [(16,)] * 4, {"layout": "NCHWc"}, 1, ARITH),
@@ -297,6 +304,8 @@ def test_prepare_refuses_bad_shapes():
     ("pool2d", [(1, 2, 6, 6)], {"mode": "max", "kernel": 3, "stride": 2, "padding": 1}),
     ("pool2d", [(1, 1, 6, 6, 8)], {"mode": "max", "kernel": 2, "layout": "NCHWc"}),
     ("global_pool2d", [(1, 3, 4, 4)], {"mode": "max"}),
+    ("global_pool2d", [(1, 3, 13, 13)], {"mode": "max"}),
+    ("global_pool2d", [(1, 2, 3, 3, 40)], {"mode": "max", "layout": "NCHWc"}),
 ])
 def test_nan_propagates_like_numpy(op, shapes, attrs):
     g = model(op, shapes, attrs)

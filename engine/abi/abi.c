@@ -195,6 +195,7 @@ static const layout_row LAYOUT[] = {
     FIELD(hwt_conv_desc, dil_w),
     FIELD(hwt_conv_desc, pad_h_end),
     FIELD(hwt_conv_desc, pad_w_end),
+    FIELD(hwt_conv_desc, relu_max),
 
     SIZE(hwt_conv_params),
     FIELD(hwt_conv_params, ic_bn),

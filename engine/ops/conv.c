@@ -141,9 +141,15 @@ static int conv_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
     d.K = (int)w[0];
     return grouped_prepare(ctx, &d, group, (int)w[1], blocked ? (int)x[4] : 0, err, errlen);
   }
+  /* ReLU6 / clip(0, max) in the epilogue (graph/ops/conv.py checks relu and
+   * max > 0). */
   if (hwt_graph_op_attr_kind(g, op, "relu_max") != HWT_ATTR_NONE) {
-    snprintf(err, errlen, "relu_max needs a depthwise conv2d (group = C)");
-    return HWT_EINVAL;
+    const double hi = hwt_ops_float(ctx, "relu_max", 0.0);
+    if (!d.relu || !(hi > 0.0)) {
+      snprintf(err, errlen, "relu_max needs relu and must be positive");
+      return HWT_EINVAL;
+    }
+    d.relu_max = (float)hi;
   }
   if (blocked) {
     p.ic_bn = (int)x[4];

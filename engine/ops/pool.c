@@ -76,25 +76,72 @@ static int global_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   return hwt_ops_keep(ctx, &st, sizeof st, 0, (double)(st.planes * st.b * st.h * st.w));
 }
 
+/* The max rule: NaN wins (as the reference's np.max), else the larger. */
+static inline float gp_max(float m, float v) { return (v > m || isnan(v)) ? v : m; }
+
+/* Independent accumulator chains. One chain per channel (a dependent
+ * double add per element, NCHWc lanes b floats apart) ran at ~1.5 G
+ * floats/s: EfficientNet-B0's 17 global pools (its squeeze-excitations)
+ * took 6.0 ms of a ~25 ms image, 2 threads, under load (load 7). NCHW
+ * planes are summed in GP_CHAINS interleaved chains; NCHWc lanes are
+ * chains of their own, up to GP_LANES at a time, read contiguously. */
+#define GP_CHAINS 8
+#define GP_LANES 16
+
+/* The pool of one NCHW plane x of n floats. */
+static float gp_plane(const float *x, int64_t n, int is_max) {
+  int64_t i = 0;
+  if (is_max) {
+    float m[GP_CHAINS];
+    for (int c = 0; c < GP_CHAINS; c++) m[c] = -INFINITY;
+    for (; i + GP_CHAINS <= n; i += GP_CHAINS)
+      for (int c = 0; c < GP_CHAINS; c++) m[c] = gp_max(m[c], x[i + c]);
+    for (; i < n; i++) m[0] = gp_max(m[0], x[i]);
+    for (int c = 1; c < GP_CHAINS; c++) m[0] = gp_max(m[0], m[c]);
+    return m[0];
+  }
+  double a[GP_CHAINS] = {0};
+  for (; i + GP_CHAINS <= n; i += GP_CHAINS)
+    for (int c = 0; c < GP_CHAINS; c++) a[c] += x[i + c];
+  for (; i < n; i++) a[0] += x[i];
+  double sum = 0.0;
+  for (int c = 0; c < GP_CHAINS; c++) sum += a[c];
+  return (float)(sum / (double)n);
+}
+
+/* Lanes [0, nl) (nl <= GP_LANES) of an NCHWc plane x of n positions, b
+ * floats apart, into y. */
+static void gp_lanes(const float *x, int64_t n, int64_t b, int nl, int is_max, float *y) {
+  if (is_max) {
+    float m[GP_LANES];
+    for (int l = 0; l < nl; l++) m[l] = -INFINITY;
+    for (int64_t i = 0; i < n; i++)
+      for (int l = 0; l < nl; l++) m[l] = gp_max(m[l], x[i * b + l]);
+    for (int l = 0; l < nl; l++) y[l] = m[l];
+    return;
+  }
+  double a[GP_LANES] = {0};
+  for (int64_t i = 0; i < n; i++)
+    for (int l = 0; l < nl; l++) a[l] += x[i * b + l];
+  for (int l = 0; l < nl; l++) y[l] = (float)(a[l] / (double)n);
+}
+
 static void global_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
   const pool_state *s = ctx->state;
-  const int64_t hw = s->h * s->w;
+  const int64_t hw = s->h * s->w, b = s->b;
   int64_t lo, hi;
-  hwt_ops_rows(s->planes * s->b, tid, nth, &lo, &hi);
-  for (int64_t r = lo; r < hi; r++) {
-    const float *x = ctx->in[0] + (r / s->b) * hw * s->b + r % s->b;
-    if (s->is_max) {
-      float m = -INFINITY;
-      for (int64_t i = 0; i < hw; i++) {
-        float v = x[i * s->b];
-        m = (v > m || isnan(v)) ? v : m;
-      }
-      ctx->out[0][r] = m;
-    } else {
-      double acc = 0.0;
-      for (int64_t i = 0; i < hw; i++) acc += x[i * s->b];
-      ctx->out[0][r] = (float)(acc / (double)hw);
-    }
+  hwt_ops_rows(s->planes * b, tid, nth, &lo, &hi);
+  if (b == 1) {
+    for (int64_t r = lo; r < hi; r++) ctx->out[0][r] = gp_plane(ctx->in[0] + r * hw, hw, s->is_max);
+    return;
+  }
+  /* Output r is lane r % b of block r / b. */
+  for (int64_t r = lo; r < hi;) {
+    const int64_t p = r / b, l = r % b;
+    int64_t nl = b - l < hi - r ? b - l : hi - r;
+    if (nl > GP_LANES) nl = GP_LANES;
+    gp_lanes(ctx->in[0] + p * hw * b + l, hw, b, (int)nl, s->is_max, ctx->out[0] + r);
+    r += nl;
   }
 }
 

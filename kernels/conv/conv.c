@@ -488,6 +488,7 @@ static void nchwc_units(const hwt_conv_plan *p, const float *x, const float *w,
   /* An NCHW residual is added (then the ReLU) to each row after its
    * transpose, while the row is still in L1. */
   a.relu = d->relu && !(nchw && res);
+  a.relu_max = a.relu ? d->relu_max : 0.0f;
   a.res = NULL;
   a.scratch = scratch;
   a.in_ic_stride = ics;
@@ -573,7 +574,8 @@ static void nchwc_units(const hwt_conv_plan *p, const float *x, const float *w,
       for (int ow0 = 0; ow0 < p->OW; ow0 += 16)
         stage(src + (long)ow0 * obn, obn, p->OW - ow0 < 16 ? p->OW - ow0 : 16, obn, yo + ow0,
               ohw);
-      if (res) hwt_conv_residual_rows(yo, res + (yo - y), ohw, obn, p->OW, d->relu);
+      if (res)
+        hwt_conv_residual_rows(yo, res + (yo - y), ohw, obn, p->OW, d->relu, d->relu_max);
     }
   }
 }
@@ -604,7 +606,7 @@ static void gemm_units(const hwt_conv_plan *p, const float *x, const float *w,
       for (int j = sh.j0; j < sh.j1; j++) {
         float v = yr[j] + b;
         if (rr) v += rr[j];
-        yr[j] = d->relu && v < 0.0f ? 0.0f : v;
+        yr[j] = hwt_conv_act(v, d->relu, d->relu_max);
       }
     }
   }

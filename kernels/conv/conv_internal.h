@@ -32,6 +32,7 @@ typedef struct {
   int rows;            /* output rows in this call: 1 or 2 (reg_h) */
   int first, last;     /* this pass starts the reduction / ends it (epilogue) */
   int CB, R, S, ic_bn, oc_bn, OW, reg_n, unroll_ker, relu;
+  float relu_max;      /* with relu, > 0: the clamp's upper bound (ReLU6); 0: none */
   int koff[HWT_CONV_MAX_S]; /* offset of tap kw (column kw * dil_w) for output pixel 0 */
 } hwt_conv_row_args;
 
@@ -72,18 +73,19 @@ const hwt_conv_variant *hwt_conv_variant_for(hwt_isa isa);
  *             stored where v[xi] is NULL: no output of the tile needs it);
  *   out_tile: m element xi of lane l at m[xi][moff + l] -> the 2x2 outputs
  *             (+ bias[l], + res[q][l] when res is not NULL, then ReLU if
- *             relu) of lane l at dst[q][l], q = 2*row + column; a NULL
+ *             relu, clamped to relu_max when > 0) of lane l at dst[q][l],
+ *             q = 2*row + column; a NULL
  *             dst[q] (outside the output) is skipped, and the elements only
  *             skipped outputs need may point at zeros. */
 typedef struct {
   int vec;
   void (*in_tile)(const float *src, long rs, long cs, int lanes, float *const *v, long off);
   void (*out_tile)(const float *const *m, long moff, int lanes, const float *bias, int relu,
-                   float *const dst[4], const float *const *res);
+                   float relu_max, float *const dst[4], const float *const *res);
   /* The same for stride 2: a 5x5 patch, 25 elements (xi = hwt_wino_s2_slot). */
   void (*in_tile_s2)(const float *src, long rs, long cs, int lanes, float *const *v, long off);
   void (*out_tile_s2)(const float *const *m, long moff, int lanes, const float *bias, int relu,
-                      float *const dst[4], const float *const *res);
+                      float relu_max, float *const dst[4], const float *const *res);
 } hwt_wino_variant;
 
 /* Stride 2: the V/M slot of transform element (i, j) of the 5x5 patch.
@@ -127,15 +129,18 @@ void hwt_conv_direct_units(const hwt_conv_plan *p, const float *x, const float *
  * is transposed into place: y[o * stride + i] += res[o * stride + i], then
  * the ReLU when relu, for o < channels, i < n (y and res point at the same
  * element of their tensors). */
+static inline float hwt_conv_act(float v, int relu, float relu_max) {
+  if (relu && v < 0.0f) v = 0.0f;
+  if (relu && relu_max > 0.0f && v > relu_max) v = relu_max;
+  return v;
+}
+
 static inline void hwt_conv_residual_rows(float *y, const float *res, long stride, int channels,
-                                          int n, int relu) {
+                                          int n, int relu, float relu_max) {
   for (int o = 0; o < channels; o++) {
     float *yr = y + (long)o * stride;
     const float *rr = res + (long)o * stride;
-    for (int i = 0; i < n; i++) {
-      float sum = yr[i] + rr[i];
-      yr[i] = relu && sum < 0.0f ? 0.0f : sum;
-    }
+    for (int i = 0; i < n; i++) yr[i] = hwt_conv_act(yr[i] + rr[i], relu, relu_max);
   }
 }
 

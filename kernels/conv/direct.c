@@ -87,7 +87,7 @@ void hwt_conv_direct_units(const hwt_conv_plan *p, const float *x, const float *
       if (res)
         for (int ow = 0; ow < OW; ow++) acc[g][ow] += res[at + ow];
       if (d->relu)
-        for (int ow = 0; ow < OW; ow++) yrow[ow] = acc[g][ow] > 0.0f ? acc[g][ow] : 0.0f;
+        for (int ow = 0; ow < OW; ow++) yrow[ow] = hwt_conv_act(acc[g][ow], 1, d->relu_max);
       else
         memcpy(yrow, acc[g], (size_t)OW * sizeof(float));
     }

@@ -133,7 +133,8 @@ HV_AI void tile(const hwt_conv_row_args *a, const float *in, const float *w, con
     }
   }
   if (a->last) {
-    const hv_f32 zero = hv_zero();
+    const hv_f32 zero = hv_zero(), hi = hv_set1(a->relu_max);
+    const int clamp = a->relu && a->relu_max > 0.0f;
     /* The residual tile sits where this block's output goes. */
     const float *res = a->res ? a->res + (out - a->out) : 0;
 #pragma GCC unroll 32
@@ -142,7 +143,8 @@ HV_AI void tile(const hwt_conv_row_args *a, const float *in, const float *w, con
       for (int v = 0; v < NV; v++) {
         hv_f32 r = acc[q * NV + v];
         if (res) r = hv_add(r, ld(res + (q / RB) * ors + (long)(q % RB) * ocb + v * HV_W, mt, MT));
-        acc[q * NV + v] = a->relu ? hv_max(r, zero) : r;
+        if (a->relu) r = hv_max(r, zero);
+        acc[q * NV + v] = clamp ? hv_min(r, hi) : r;
       }
   }
 #pragma GCC unroll 32

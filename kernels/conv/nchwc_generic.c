@@ -34,7 +34,7 @@ static void block(const hwt_conv_row_args *a, const float *in, float *out, int r
     for (int o = 0; o < ocb; o++) {
       float v = acc[j * ocb + o];
       if (res) v += res[(long)j * ocb + o];
-      if (a->last && a->relu && v < 0.0f) v = 0.0f;
+      if (a->last) v = hwt_conv_act(v, a->relu, a->relu_max);
       out[(long)j * ocb + o] = v;
     }
 }

@@ -38,6 +38,7 @@ int hwt_conv_ref_res(const hwt_conv_desc *d, const float *x, const float *w, con
           const size_t at = (((size_t)n * d->K + k) * OH + oh) * OW + ow;
           if (res) acc += res[at];
           if (d->relu && acc < 0.0) acc = 0.0;
+          if (d->relu && d->relu_max > 0.0f && acc > d->relu_max) acc = d->relu_max;
           y[at] = (float)acc;
         }
   return HWT_OK;

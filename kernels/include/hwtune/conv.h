@@ -51,6 +51,8 @@ typedef struct {
   int dil_h, dil_w;     /* dilation (>= 1): kernel taps dil apart, extent (R-1)*dil_h+1 */
   int pad_h_end, pad_w_end; /* zero padding after the last row / column (bottom, right);
                                equal to pad_h / pad_w unless the padding is asymmetric */
+  float relu_max;       /* with relu, > 0: y = min(max(conv + bias, 0), relu_max) (ReLU6's 6,
+                           clip(0, max) fused); 0: no upper bound */
 } hwt_conv_desc;
 
 /* NCHW[x]c template parameters (NeoCPU Section 3.1.1). */

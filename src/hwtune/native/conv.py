@@ -64,9 +64,10 @@ def _pair(v, name):
     return int(v), int(v)
 
 
-def _desc(x_shape, w_shape, stride, pad, relu=False, dilation=1, pad_end=None):
+def _desc(x_shape, w_shape, stride, pad, relu=False, dilation=1, pad_end=None, relu_max=None):
     """pad: [top, left] zeros (or one int); pad_end: [bottom, right], None
-    for the same as pad (symmetric)."""
+    for the same as pad (symmetric); relu_max: with relu, the clamp's upper
+    bound (ReLU6's 6), None for none."""
     if len(x_shape) != 4 or len(w_shape) != 4:
         raise UsageError(f"conv2d wants x [N,C,H,W] and w [K,C,R,S], got {tuple(x_shape)} "
                          f"and {tuple(w_shape)}")
@@ -78,7 +79,10 @@ def _desc(x_shape, w_shape, stride, pad, relu=False, dilation=1, pad_end=None):
     ph, pw = _pair(pad, "pad")
     eh, ew = (ph, pw) if pad_end is None else _pair(pad_end, "pad_end")
     dh, dw = _pair(dilation, "dilation")
-    d = _Desc(n, c, h, w, k, r, s, sh, sw, ph, pw, int(bool(relu)), dh, dw, eh, ew)
+    if relu_max is not None and not (relu and relu_max > 0):
+        raise UsageError(f"relu_max needs relu and must be positive, got {relu_max!r}")
+    d = _Desc(n, c, h, w, k, r, s, sh, sw, ph, pw, int(bool(relu)), dh, dw, eh, ew,
+              0.0 if relu_max is None else float(relu_max))
     if lib.hwt_conv_out_dims(ctypes.byref(d), None, None) != 0:
         raise UsageError(
             f"invalid conv2d shape: x {tuple(x_shape)}, w {tuple(w_shape)}, stride {stride}, "
@@ -142,8 +146,9 @@ def _params(params, d, isa_i):
 
 
 def conv2d(x, w, bias=None, *, stride=1, pad=0, relu=False, layout="NCHW", params=None,
-           isa=None, nth=1, dilation=1, pad_end=None) -> np.ndarray:
-    """y = conv2d(x, w) + bias (then ReLU if relu), NCHW in and out.
+           isa=None, nth=1, dilation=1, pad_end=None, relu_max=None) -> np.ndarray:
+    """y = conv2d(x, w) + bias (then ReLU if relu, clamped to relu_max if
+    given), NCHW in and out.
 
     layout="NCHW" runs the template on the NCHW tensors; "NCHWc" transforms
     x to NCHW[ic_bn]c first and y back from NCHW[oc_bn]c; "NCHW-direct" runs
@@ -156,7 +161,7 @@ def conv2d(x, w, bias=None, *, stride=1, pad=0, relu=False, layout="NCHW", param
         raise UsageError(f"nth must be >= 1, got {nth}")
     x = _f32(x, "input")
     w = _f32(w, "weights")
-    d = _desc(x.shape, w.shape, stride, pad, relu, dilation, pad_end)
+    d = _desc(x.shape, w.shape, stride, pad, relu, dilation, pad_end, relu_max)
     if bias is not None:
         bias = _f32(bias, "bias")
         if bias.shape != (d.K,):
@@ -255,11 +260,11 @@ class Conv2dPlan:
 
 
 def conv2d_ref(x, w, bias=None, *, stride=1, pad=0, relu=False, dilation=1,
-               pad_end=None) -> np.ndarray:
+               pad_end=None, relu_max=None) -> np.ndarray:
     """The C reference (double accumulation), NCHW/OIHW."""
     x = _f32(x, "input")
     w = _f32(w, "weights")
-    d = _desc(x.shape, w.shape, stride, pad, relu, dilation, pad_end)
+    d = _desc(x.shape, w.shape, stride, pad, relu, dilation, pad_end, relu_max)
     if bias is not None:
         bias = _f32(bias, "bias")
     y = np.empty(out_shape(x.shape, w.shape, stride=stride, pad=pad, dilation=dilation,

@@ -158,10 +158,9 @@ def _infer(in_shapes, attrs, n_out):
                       "elements", "inputs[1]")
     check_bias(in_shapes, 2, oc)
     if attrs.get("relu_max") is not None:
-        if not attrs["relu"] or conv_group(attrs) == 1 or conv_group(attrs) != ic \
-                or attrs["relu_max"] <= 0:
-            raise OpError("relu_max (ReLU6's 6) needs relu and a depthwise conv2d (group = "
-                          f"C = {ic}) and must be positive", "attrs.relu_max")
+        if not attrs["relu"] or conv_group(attrs) not in (1, ic) or attrs["relu_max"] <= 0:
+            raise OpError("relu_max (ReLU6's 6) needs relu and a dense (group 1) or depthwise "
+                          f"(group = C = {ic}) conv2d and must be positive", "attrs.relu_max")
     legal = conv2d_knobs(in_shapes, attrs)
     for key in ("ic_bn", "oc_bn", "reg_n", "reg_h", "winograd"):
         if attrs[key] is not None and attrs[key] not in legal[key]:
@@ -279,8 +278,8 @@ register(OpSpec(
              doc="y = max(conv + bias, 0), applied while the output tile is in "
                  "registers (the fusion pass sets it for a conv2d followed by relu)"),
         Attr("relu_max", "float", None,
-             doc="with relu, on a depthwise conv2d: y = min(max(conv + bias, 0), relu_max) "
-                 "(ReLU6: 6; the fusion pass sets it for a depthwise conv2d followed by "
+             doc="with relu, on a dense or depthwise conv2d: y = min(max(conv + bias, 0), "
+                 "relu_max) (ReLU6: 6; the fusion pass sets it for such a conv2d followed by "
                  "clip(0, max))"),
     ],
     doc="2-D convolution (+ bias[OC]) (+ residual, a tensor of the output's shape) "
