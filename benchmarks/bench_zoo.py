@@ -37,11 +37,11 @@ import json
 import os
 import subprocess
 import sys
-import time
-
 import numpy as np
 
 import zoo_models as Z  # noqa: E402 (benchmarks/ is sys.path[0])
+
+from hwtune.measure.clock import monotonic
 
 HWTUNE = os.path.join(os.path.dirname(sys.executable), "hwtune")
 TOL = 1e-4  # hwtune compare's agreement bound (relative to the output's scale)
@@ -148,7 +148,7 @@ def main(argv=None):
     rows = []
     for name in names:
         entry = Z.BY_NAME[name]
-        t0 = time.time()
+        t0 = monotonic()
         row = {"model": name, "source": entry.source}
         try:
             path, flags = exported(entry, a.small, a.workdir)
@@ -173,7 +173,7 @@ def main(argv=None):
                 r, t = row[key], int(key.rsplit("_t", 1)[1])
                 if "hwtune_ms" in r and peaks.get(t) and row.get("gflop"):
                     r["peak_share"] = row["gflop"] / (r["hwtune_ms"] / 1e3) / peaks[t]
-        row["seconds"] = time.time() - t0
+        row["seconds"] = monotonic() - t0
         rows.append(row)
         print(line(row, threads), flush=True)
     print()

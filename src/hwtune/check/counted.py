@@ -19,14 +19,13 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from typing import Dict, List, Optional, Tuple
 
 from hwtune.check.count import TOGGLES
 from hwtune.check.measure import FigureResult
 from hwtune.check.suite import Figure, Suite
 from hwtune.errors import UsageError
-from hwtune.measure import counting
+from hwtune.measure import clock, counting
 
 CACHES = ["--I1=32768,8,64", "--D1=32768,8,64", "--LL=8388608,16,64"]
 # Functions kept per counted figure for the breakdown (largest first).
@@ -82,7 +81,7 @@ def count_figures(figs: List[Figure], metric: str, suite: Suite, *,
         # burns simulated instructions outside the counted functions, and
         # perf counters would count it, as long as the other thread takes.
         env["HWTUNE_POOL_SPIN_US"] = "0"
-        start = time.monotonic()
+        start = clock.monotonic()
         proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                               env=env)
         if proc.returncode != 0 or not os.path.exists(res_path):
@@ -93,7 +92,7 @@ def count_figures(figs: List[Figure], metric: str, suite: Suite, *,
             got = json.load(f)
         # An older build's counter reports no per-figure time: its share of
         # the whole process (interpreter start-up and valgrind's included).
-        share = (time.monotonic() - start) / max(1, len(figs))
+        share = (clock.monotonic() - start) / max(1, len(figs))
         dumps = {d.label: d for d in counting.read_dumps(cg)} if counter == "callgrind" else {}
         if counter == "callgrind" and got.get("marks") != 2:
             raise UsageError("the build has no counting marks (valgrind's headers were missing "
