@@ -59,9 +59,14 @@ def resolve_model(arg: str) -> str:
     raise UsageError(f"cannot read {arg}: no such file")
 
 
+def bundled_dynamic() -> Dict[str, Path]:
+    """The bundled dynamic models (configs/dynamic/*.json): name -> path."""
+    folder = configs_dir() / "dynamic"
+    return {p.stem: p for p in sorted(folder.glob("*.json"))} if folder.is_dir() else {}
+
+
 def all_model_names() -> List[str]:
     """Every bundled model's name, static and dynamic."""
-    from hwtune.dynamic.sources import bundled_dynamic
     return sorted(set(bundled_models()) | set(bundled_dynamic()))
 
 
@@ -116,7 +121,6 @@ def list_models() -> List[Dict[str, Any]]:
     model, static ones first."""
     import json
 
-    from hwtune.dynamic.sources import bundled_dynamic
     out = []
     for kind, found in (("static", bundled_models()), ("dynamic", bundled_dynamic())):
         for name, path in found.items():

@@ -6,16 +6,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from pathlib import Path
-from typing import Dict, Optional
+from typing import Optional
 
 from hwtune.errors import UsageError
-
-
-def bundled_dynamic() -> Dict[str, Path]:
-    from hwtune.sources import configs_dir
-    folder = configs_dir() / "dynamic"
-    return {p.stem: p for p in sorted(folder.glob("*.json"))} if folder.is_dir() else {}
+from hwtune.sources import bundled_dynamic, did_you_mean
 
 
 def find_dynamic(arg: str) -> Optional[str]:
@@ -49,7 +43,6 @@ def resolve_dynamic(arg: str) -> str:
         if os.path.isfile(arg):
             raise UsageError(f"{arg} is not a dynamic model (it declares no \"vertex\" "
                              "function); --inputs is for dynamic models")
-        from hwtune.sources import did_you_mean
         stem = arg[:-5] if arg.endswith(".json") else arg
         raise UsageError(f"cannot read {arg}: no such file, and no bundled dynamic model of "
                          f"that name{did_you_mean(stem)}")
