@@ -85,7 +85,16 @@ MAX_REPS = 300
 # 1-thread profiles and the engine calibration were taken: a lone run
 # after a settle started on parked workers, and i64_h64's (0.3 ms) 1x2
 # then measured 0.55 ms against 0.28 ms back to back.
-MIN_SAMPLE_S = 0.002
+# It is MIN_TOTAL_S / REPS long, so that REPS samples reach MIN_TOTAL_S of
+# measured runs. Before, a sample was 2 ms and MIN_TOTAL_S was compared
+# with the sum of the per-run figures (a sample is seconds per run), which
+# a multi-run sample under-counts by its run count: a 1 ms model got ~100
+# samples, each past REPS in a chunk of its own (a fresh engine, a settle
+# and the rewarm runs: ~35 ms for a 2 ms sample), and validating
+# deepcpu_lstm_i64_h64 took 2519 chunks and 209,673 runs for 11
+# configurations (146 s in CI's clean-clone run; cProfile of one
+# validation: 421 of 454 s in the chunks; 2-vCPU AMD EPYC Zen 4).
+MIN_SAMPLE_S = MIN_TOTAL_S / REPS
 
 
 def rel_error(predicted: Optional[float], measured: Optional[float]) -> Optional[float]:
@@ -283,7 +292,8 @@ def validate(p: Predictor, rows, cores: int, *, reps: int = REPS,
     runs = max(1, int(np.ceil(MIN_SAMPLE_S / max(fastest, 1e-9))))
     policy = FixedSampling(reps, rounds=rounds_for(fastest),
                            budget_s=VALIDATE_BUDGET_S, min_reps=MIN_REPS,
-                           min_total_s=MIN_TOTAL_S, max_reps=MAX_REPS)
+                           # samples are seconds per run, each over `runs` runs
+                           min_total_s=MIN_TOTAL_S / runs, max_reps=MAX_REPS)
 
     def settle_probing():
         beside.take()
