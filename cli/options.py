@@ -14,7 +14,8 @@ def example(*commands: str) -> str:
 def db_option(f):
     return click.option(
         "--db", "db_path", type=click.Path(dir_okay=False), default=None, metavar="PATH",
-        help="results database (default: $HWTUNE_DB, else ./results.db)")(f)
+        help="results database (default: $HWTUNE_DB, else the nearest results.db from "
+             "here up, else ~/.local/share/hwtune/results.db)")(f)
 
 
 def json_option(f):
