@@ -429,10 +429,10 @@ def confirm_regressions(suite: Suite, outcomes: List[FigureOutcome], base: bl.Ba
     for o in outcomes:
         fig = figs.get(o.name)
         # Against a baseline of several processes, a figure that is slower
-        # by min_effect but not significantly so is measured again too:
-        # the two runs together may decide it.
+        # by min_effect but not significantly so (a pass) is measured again
+        # too: the two runs together may show it.
         suspect = o.status == "regression" or (
-            o.status == "undecidable" and o.verdict is not None and o.verdict.ratio is not None
+            o.verdict is not None and o.verdict.ratio is not None
             and o.baseline is not None and "levels" in o.baseline.params
             and o.verdict.ratio - 1 >= suite.thresholds.min_effect)
         if not suspect or fig is None or o.current is None or \
@@ -462,6 +462,9 @@ def confirm_regressions(suite: Suite, outcomes: List[FigureOutcome], base: bl.Ba
         if status == "regression":
             o = replace(o, status=status, verdict=_verdict(d),
                         reason=f"{first}; again in fresh processes: {reason}")
+        elif status in ("pass", "improvement") and o.status == "pass":
+            o = replace(o, verdict=_verdict(d),
+                        reason=f"{first}; with a second run in fresh processes: {reason}")
         elif status in ("pass", "improvement"):
             o = replace(o, status="pass", verdict=_verdict(d),
                         reason=f"not confirmed: {first} in this process, but {reason} "
