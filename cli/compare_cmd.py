@@ -6,7 +6,8 @@ import os
 
 import click
 
-from hwtune.cli.options import db_option, example, json_option, parse_overrides, shape_option
+from hwtune.cli.options import (db_option, example, json_option, min_time_option,
+                                parse_overrides, shape_option)
 from hwtune.cli.run_cmd import input_files_callback
 from hwtune.report import export
 
@@ -24,6 +25,7 @@ def _peers(ctx, param, value):
                                     "is skipped with a notice")
 @click.option("--reps", type=int, default=10, show_default=True, metavar="N",
               help="interleaved samples per side")
+@min_time_option
 @click.option("--threads", type=int, default=None, metavar="T",
               help="run every side on T threads (hwtune: 1 executor x T) instead of hwtune's "
                    "stored config")
@@ -36,7 +38,7 @@ def _peers(ctx, param, value):
               metavar="FILE", help="append the table as Markdown (e.g. $GITHUB_STEP_SUMMARY)")
 @db_option
 @json_option
-def compare(model, peers, reps, threads, input_files, shapes, overrides, md_path, db_path,
+def compare(model, peers, reps, min_time, threads, input_files, shapes, overrides, md_path, db_path,
             as_json):
     """Run MODEL in hwtune and in ONNX Runtime and PyTorch on the same graph,
     weights and inputs; check that the outputs agree (within 1e-4 of each
@@ -69,6 +71,7 @@ def compare(model, peers, reps, threads, input_files, shapes, overrides, md_path
     try:
         host_key = machine.host_key(machine.fingerprint())
         r = run_compare(graph, path, peers, inputs=inputs, reps=reps, threads=threads, db=db,
+                        min_time=min_time,
                         host_key=host_key, graph_hash=graph_hash(graph.to_json()),
                         required=named, notice=None if as_json else
                         (lambda m: click.echo(f"note: {m}", err=True)))
