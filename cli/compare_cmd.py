@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 import click
 
 from hwtune.cli.options import (db_option, example, json_option, min_time_option,
@@ -54,7 +52,6 @@ def compare(model, peers, reps, min_time, threads, input_files, shapes, override
     from hwtune import machine
     from hwtune.compare.run import OutputsDiffer, compare as run_compare
     from hwtune.db import ResultsDB
-    from hwtune.db.connect import resolve_path
     from hwtune.db.keys import graph_hash
     from hwtune.engine.runner import native_engine
     from hwtune.engine.tensor_files import load_inputs
@@ -65,24 +62,28 @@ def compare(model, peers, reps, min_time, threads, input_files, shapes, override
     graph, path = load_any(model, overrides, shapes)
     inputs = load_inputs(graph, input_files)
     native_engine()
-    db = None
-    if os.path.exists(resolve_path(db_path)):
-        db = ResultsDB.open(db_path)
+    from hwtune.compare.store import store_compare
+    db = ResultsDB.open(db_path)
     try:
-        host_key = machine.host_key(machine.fingerprint())
+        host_key = db.upsert_host(machine.fingerprint())
+        ghash = graph_hash(graph.to_json())
         r = run_compare(graph, path, peers, inputs=inputs, reps=reps, threads=threads, db=db,
                         min_time=min_time,
-                        host_key=host_key, graph_hash=graph_hash(graph.to_json()),
+                        host_key=host_key, graph_hash=ghash,
                         required=named, notice=None if as_json else
                         (lambda m: click.echo(f"note: {m}", err=True)))
+        run_id = store_compare(db, host_key, r, graph_hash=ghash, options={
+            "model": model, "vars": overrides, "peers": list(peers), "reps": reps,
+            "min_time": min_time, "threads": threads})
+        stored = f"compare run {run_id} in {db.path}"
     finally:
-        if db is not None:
-            db.close()
+        db.close()
     if md_path:
         with open(md_path, "a", encoding="utf-8") as fh:
             fh.write(export.render("compare", r, "markdown"))
     export.write("compare", r, "json" if as_json else "terminal")
     if not as_json:
+        click.echo(f"stored:   {stored} (hwtune report shows it over time)")
         from hwtune.cli.options import echo_next, model_args
         args = model_args(model, overrides, shapes)
         if "[default" in r.sides[0].describe:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from hwtune import machine
-from hwtune.db import ResultsDB, locate, resolve_path
+from hwtune.db import ResultsDB, resolve_path
 from hwtune.engine.config import EngineConfig
 
 ROOT = Path(__file__).resolve().parents[1]
