@@ -134,3 +134,18 @@ def test_bad_processes(tmp_path):
     r = CliRunner().invoke(cli, ["check", "--suite", str(suite), "--db",
                                  str(tmp_path / "r.db"), "--update-baseline"])
     assert r.exit_code == 2 and "suite.processes" in r.output
+
+
+def test_ci_gates_with_the_documented_recipe():
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    recipe = ("hwtune check --update-baseline --baseline perf-baseline.json",
+              "hwtune check --baseline perf-baseline.json")
+    help_text = CliRunner().invoke(cli, ["check", "--help"]).output
+    readme = (root / "README.md").read_text()
+    for line in recipe:
+        assert line in help_text and line in readme
+    run = "\n".join(ln for ln in (root / ".ci" / "run").read_text().splitlines()
+                    if not ln.lstrip().startswith("#"))
+    assert "--undecidable-ok" not in run
+    assert '.venv/bin/hwtune check --baseline "$tmp/perf-baseline.json"' in run
