@@ -23,6 +23,19 @@ n x 1.1 elements: a real longer computation, not a scaled number).
 
     python benchmarks/bench_gate.py --pairs 30            # the issue's figures (long)
     python benchmarks/bench_gate.py --pairs 3 --what counts,forkjoin
+
+--noise (issue #42's goals): a background process loads one core on and
+off at random (busy 0.1-2 s, idle 0.1-2 s) for the whole run, and each of
+--trials trials compares A with A (false regressions) and A with B (a 10%
+slowdown: detection) in both modes users gate with: the default, a stored
+baseline recorded as `hwtune check --update-baseline` records it (levels
+over --processes fresh processes), checked as `hwtune check` checks (this
+process, then a suspect re-measured in fresh processes), and `--against`
+(two builds interleaved in two workers). Goals: A/A false regressions
+<= 1/30 and A/B detected >= 27/30 in both.
+
+    python benchmarks/bench_gate.py --noise --trials 5    # reduced (minutes)
+    python benchmarks/bench_gate.py --noise               # 30 trials
 """
 
 from __future__ import annotations
@@ -102,6 +115,94 @@ def paired(suite_a, suite_b, pairs: int) -> dict:
     return out
 
 
+# The background load of --noise: one busy thread, on and off at random.
+LOAD = """
+import random, time
+rng = random.Random({seed})
+while True:
+    end = time.perf_counter() + rng.uniform(0.1, 2.0)
+    while time.perf_counter() < end:
+        pass
+    time.sleep(rng.uniform(0.1, 2.0))
+"""
+
+
+def stored_mode(suite_a, suite_b, trials: int, processes: int) -> dict:
+    """`hwtune check --update-baseline` then `hwtune check` (A/A) and the
+    same check of B (A/B), per trial: a baseline recorded over `processes`
+    processes, decided by the gate's level test, a suspect re-measured in
+    fresh processes (hwtune.check.gate)."""
+    from hwtune.check import gate
+    out = {"aa": [], "ab": [], "seconds": []}
+    for i in range(trials):
+        rec = measure_suite(suite_a, record=True, levels=True)
+        gate.record_levels(suite_a, rec, processes=processes)
+        base = Baseline("h", suite_a.name, rec)
+        for key, suite in (("aa", suite_a), ("ab", suite_b)):
+            watch = clock.Stopwatch()
+            got = measure_suite(suite, inner_hints=base.inner_hints(), baseline=base)
+            outs = gate.confirm_regressions(
+                suite, gate.decide(suite, got, base, mode="gate", relative=False), base,
+                mode="gate", relative=False)
+            out["seconds"].append(watch.elapsed() / len(suite.figures))
+            out[key].append({o.name: (o.status, o.verdict.ratio if o.verdict else None,
+                                      o.current.params.get("rounds") if o.current else None)
+                             for o in outs})
+        said(f"stored-baseline trial {i + 1}/{trials}", out)
+    return out
+
+
+def against_mode(suite_a, suite_b, trials: int) -> dict:
+    """`hwtune check --against`: paired() decided as the gate decides."""
+    from hwtune.check import gate
+    out = {"aa": [], "ab": [], "seconds": []}
+    figs_b = {f.name: f for f in suite_b.figures}
+    for i in range(trials):
+        for key, fb in (("aa", None), ("ab", figs_b)):
+            watch = clock.Stopwatch()
+            olds, got, _ = measure_paired(suite_a, sys.executable, figures_b=fb)
+            outs = [gate.decide_paired(suite_a, f, got.get(f.name), olds.get(f.name),
+                                       mode="gate") for f in suite_a.figures]
+            out["seconds"].append(watch.elapsed() / len(suite_a.figures))
+            out[key].append({o.name: (o.status, o.verdict.ratio if o.verdict else None,
+                                      o.current.params.get("rounds") if o.current else None)
+                             for o in outs})
+        said(f"--against trial {i + 1}/{trials}", out)
+    return out
+
+
+def noise(suite_a, suite_b, trials: int, processes: int, seed: int) -> dict:
+    """Both modes under the on/off load of one core; the per-trial figures."""
+    import subprocess
+    load = subprocess.Popen([sys.executable, "-c", LOAD.format(seed=seed)])
+    results = {}
+    try:
+        for label, run in (("stored baseline (default)",
+                            lambda: stored_mode(suite_a, suite_b, trials, processes)),
+                           ("--against", lambda: against_mode(suite_a, suite_b, trials))):
+            r = run()
+            false = sum(1 for row in r["aa"] if any(st == "regression"
+                                                    for st, _, _ in row.values()))
+            caught = {n: sum(1 for row in r["ab"] if row[n][0] == "regression")
+                      for n in r["ab"][0]}
+            aa_other = {st for row in r["aa"] for st, _, _ in row.values()} - {"pass"}
+            print(f"{label} (load average {load1():.1f}):")
+            print(f"  A/A false regressions: {false}/{trials} trials (goal <= 1/30; "
+                  f"statuses other than pass: {sorted(aa_other) or 'none'})")
+            for n, c in caught.items():
+                print(f"  A/B 10% slower detected, {n}: {c}/{trials} (goal >= 27/30)")
+            summary("A/A", r["aa"], "per figure")
+            summary("A/B", r["ab"], "per figure")
+            print(f"  seconds per figure and comparison: mean "
+                  f"{sum(r['seconds']) / len(r['seconds']):.1f}", flush=True)
+            r["false_regressions"], r["detected"] = false, caught
+            results[label] = r
+    finally:
+        load.kill()
+        load.wait()
+    return results
+
+
 def said(what: str, out: dict) -> None:
     """One line per pair as it ends (status, ratio, rounds per figure), so
     that a run stopped early still shows what it measured."""
@@ -150,6 +251,13 @@ def main(argv=None) -> int:
     ap.add_argument("--max-seconds", type=float, default=None,
                     help="cap per time figure (default: the suite's)")
     ap.add_argument("--json", dest="json_path", default=None, help="write raw results here")
+    ap.add_argument("--noise", action="store_true",
+                    help="issue #42's figures: both modes under a random on/off load of one "
+                         "core (A/A false regressions, A/B detection per trial)")
+    ap.add_argument("--trials", type=int, default=30, help="--noise: trials per mode")
+    ap.add_argument("--processes", type=int, default=None,
+                    help="--noise: processes per recorded baseline (default: hwtune's)")
+    ap.add_argument("--seed", type=int, default=42, help="--noise: the load's on/off pattern")
     args = ap.parse_args(argv)
     what = set(args.what.split(","))
 
@@ -168,6 +276,17 @@ def main(argv=None) -> int:
           f"{full.count_threshold:.1%}; B = A with {SLOWDOWN - 1:.0%} more work", flush=True)
     results = {}
     watch = clock.Stopwatch()
+    if args.noise:
+        from hwtune.check.levels import PROCESSES
+        k = args.processes or PROCESSES
+        print(f"--noise: one core loaded on and off at random; {args.trials} trials per mode; "
+              f"stored baselines over {k} processes", flush=True)
+        results = noise(suite_a, suite_b, args.trials, k, args.seed)
+        print(f"total {watch.elapsed():.0f} s")
+        if args.json_path:
+            with open(args.json_path, "w") as f:
+                json.dump(results, f, default=str)
+        return 0
     time_of = paired if args.procedure == "paired" else timed
     if "time" in what:
         r = time_of(suite_a, suite_b, args.pairs)

@@ -21,7 +21,11 @@ from hwtune.cli.options import db_option, example, json_option
               metavar="FILE", help="compare with (or, with --update-baseline, record to) this "
                                    "JSON baseline instead of results.db")
 @click.option("--update-baseline", is_flag=True,
-              help="measure and record a new baseline for this host; no comparison")
+              help="measure and record a new baseline for this host (each time figure in "
+                   "--processes fresh processes); no comparison")
+@click.option("--processes", type=click.IntRange(1, 50), default=None, metavar="K",
+              help="processes a recorded baseline spans, whose spread a check is judged "
+                   "against (default: the suite's processes, else 6)")
 @click.option("--mode", type=click.Choice(["gate", "record-or-report"]), default="gate",
               show_default=True,
               help="gate: fail on any significant regression beyond min_effect; "
@@ -56,10 +60,22 @@ from hwtune.cli.options import db_option, example, json_option
               metavar="FILE", help="append a Markdown summary (e.g. $GITHUB_STEP_SUMMARY)")
 @db_option
 @json_option
-def check(suite_path, init, baseline_file, update_baseline, mode, relative, figures, against,
-          metric, max_seconds, compare, undecidable_ok, junit_path, md_path, db_path, as_json):
+def check(suite_path, init, baseline_file, update_baseline, processes, mode, relative, figures,
+          against, metric, max_seconds, compare, undecidable_ok, junit_path, md_path, db_path,
+          as_json):
     """Run the performance suite and compare it with this host's baseline
     (or with another build: --against).
+
+    \b
+    The default recipe, which holds on a noisy shared runner:
+      hwtune check --update-baseline --baseline perf-baseline.json   # once per runner
+      hwtune check --baseline perf-baseline.json                     # every build
+    (without --baseline the baseline lives in results.db). The baseline
+    records each time figure in 6 fresh processes (--processes); a check
+    fails a figure only when it is significantly slower, by min_effect or
+    more, than that spread allows, and again when measured in fresh
+    processes interleaved with its reference kernel. With the base build at
+    hand, --against PYTHON compares the two builds interleaved instead.
 
     Time figures are sampled in rounds beside a partner (the reference
     kernel, or the other build) until a group-sequential test decides or
@@ -79,7 +95,8 @@ def check(suite_path, init, baseline_file, update_baseline, mode, relative, figu
             ("--init", init), ("--suite", suite_path is not None),
             ("--baseline", baseline_file is not None), ("--update-baseline", update_baseline),
             ("--against", against is not None), ("--metric", metric is not None),
-            ("--max-seconds", max_seconds is not None)) if given]
+            ("--max-seconds", max_seconds is not None),
+            ("--processes", processes is not None)) if given]
         if measuring:
             raise UsageError(f"--compare decides two saved results and measures nothing: it "
                              f"takes no {measuring[0]}")
@@ -114,7 +131,7 @@ def check(suite_path, init, baseline_file, update_baseline, mode, relative, figu
             report = run_check(suite, db=db, mode=mode, baseline_file=baseline_file,
                                update_baseline=update_baseline, relative=relative,
                                against=against, undecidable_ok=undecidable_ok,
-                               progress=progress, warn=warn)
+                               progress=progress, warn=warn, processes=processes)
     _output(report, junit_path, md_path, as_json)
 
 

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import os
-
 import click
 
-from hwtune.cli.options import db_option, example, json_option, parse_overrides, shape_option
+from hwtune.cli.options import (db_option, example, json_option, min_time_option,
+                                parse_overrides, shape_option)
 from hwtune.cli.run_cmd import input_files_callback
 from hwtune.report import export
 
@@ -24,6 +23,7 @@ def _peers(ctx, param, value):
                                     "is skipped with a notice")
 @click.option("--reps", type=int, default=10, show_default=True, metavar="N",
               help="interleaved samples per side")
+@min_time_option
 @click.option("--threads", type=int, default=None, metavar="T",
               help="run every side on T threads (hwtune: 1 executor x T) instead of hwtune's "
                    "stored config")
@@ -36,7 +36,7 @@ def _peers(ctx, param, value):
               metavar="FILE", help="append the table as Markdown (e.g. $GITHUB_STEP_SUMMARY)")
 @db_option
 @json_option
-def compare(model, peers, reps, threads, input_files, shapes, overrides, md_path, db_path,
+def compare(model, peers, reps, min_time, threads, input_files, shapes, overrides, md_path, db_path,
             as_json):
     """Run MODEL in hwtune and in ONNX Runtime and PyTorch on the same graph,
     weights and inputs; check that the outputs agree (within 1e-4 of each
@@ -52,7 +52,6 @@ def compare(model, peers, reps, threads, input_files, shapes, overrides, md_path
     from hwtune import machine
     from hwtune.compare.run import OutputsDiffer, compare as run_compare
     from hwtune.db import ResultsDB
-    from hwtune.db.connect import resolve_path
     from hwtune.db.keys import graph_hash
     from hwtune.engine.runner import native_engine
     from hwtune.engine.tensor_files import load_inputs
@@ -63,23 +62,28 @@ def compare(model, peers, reps, threads, input_files, shapes, overrides, md_path
     graph, path = load_any(model, overrides, shapes)
     inputs = load_inputs(graph, input_files)
     native_engine()
-    db = None
-    if os.path.exists(resolve_path(db_path)):
-        db = ResultsDB.open(db_path)
+    from hwtune.compare.store import store_compare
+    db = ResultsDB.open(db_path)
     try:
-        host_key = machine.host_key(machine.fingerprint())
+        host_key = db.upsert_host(machine.fingerprint())
+        ghash = graph_hash(graph.to_json())
         r = run_compare(graph, path, peers, inputs=inputs, reps=reps, threads=threads, db=db,
-                        host_key=host_key, graph_hash=graph_hash(graph.to_json()),
+                        min_time=min_time,
+                        host_key=host_key, graph_hash=ghash,
                         required=named, notice=None if as_json else
                         (lambda m: click.echo(f"note: {m}", err=True)))
+        run_id = store_compare(db, host_key, r, graph_hash=ghash, options={
+            "model": model, "vars": overrides, "peers": list(peers), "reps": reps,
+            "min_time": min_time, "threads": threads})
+        stored = f"compare run {run_id} in {db.path}"
     finally:
-        if db is not None:
-            db.close()
+        db.close()
     if md_path:
         with open(md_path, "a", encoding="utf-8") as fh:
             fh.write(export.render("compare", r, "markdown"))
     export.write("compare", r, "json" if as_json else "terminal")
     if not as_json:
+        click.echo(f"stored:   {stored} (hwtune report shows it over time)")
         from hwtune.cli.options import echo_next, model_args
         args = model_args(model, overrides, shapes)
         if "[default" in r.sides[0].describe:

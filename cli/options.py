@@ -14,7 +14,8 @@ def example(*commands: str) -> str:
 def db_option(f):
     return click.option(
         "--db", "db_path", type=click.Path(dir_okay=False), default=None, metavar="PATH",
-        help="results database (default: $HWTUNE_DB, else ./results.db)")(f)
+        help="results database (default: $HWTUNE_DB, else the nearest results.db from "
+             "here up, else ~/.local/share/hwtune/results.db)")(f)
 
 
 def json_option(f):
@@ -182,3 +183,24 @@ def training_step(graph, loss: str, optimizer: str, hyper, batch_norm: str):
     from hwtune.graph.autodiff import TrainSpec, training_graph
     return training_graph(graph, TrainSpec(loss=loss, optimizer=optimizer, hyper=hyper or None,
                                            batch_norm=batch_norm))
+
+
+class AliasedOption(click.Option):
+    """An option whose names after the first are old spellings kept working
+    (hwtune run --iterations): --help shows the first only."""
+
+    def get_help_record(self, ctx):
+        opts = self.opts
+        self.opts = opts[:1]
+        try:
+            return super().get_help_record(ctx)
+        finally:
+            self.opts = opts
+
+
+def min_time_option(f):
+    return click.option(
+        "--min-time", "min_time", type=click.FloatRange(0, 3600, min_open=True), default=None,
+        metavar="S",
+        help="measure for at least S seconds: more samples than --reps when they are short "
+             "(as hyperfine's --min-runs/--runs, for tiny models)")(f)

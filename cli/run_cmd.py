@@ -6,9 +6,9 @@ import os
 
 import click
 
-from hwtune.cli.options import (db_option, example, json_option, scheduler_option,
-                                set_option, shape_option, train_options, train_record,
-                                training_step)
+from hwtune.cli.options import (AliasedOption, db_option, example, json_option,
+                                min_time_option, scheduler_option, set_option, shape_option,
+                                train_options, train_record, training_step)
 from hwtune.errors import UsageError
 
 
@@ -25,7 +25,7 @@ def input_files_callback(ctx, param, values):
 
 @click.command("run", epilog=example(
     "hwtune run configs/models/lstm_small.json --executors 2 --threads 1 "
-    "--scheduler critical-path --iterations 50 --trace lstm.trace.json",
+    "--scheduler critical-path --reps 50 --trace lstm.trace.json",
     "hwtune run tree_lstm_childsum --inputs trees.jsonl --batch 1,64 "
     "--policy batched,serial --check"))
 @click.argument("model")
@@ -40,7 +40,8 @@ def input_files_callback(ctx, param, values):
               help="pin executor teams to disjoint CPUs (default: the scheduler's own: on for "
                    "those that pin by default, never for the unpinned baseline)")
 @click.option("--reps", "--iterations", "iterations", type=int, default=20, show_default=True,
-              metavar="N", help="timed runs of the whole graph (--iterations is the same)")
+              metavar="N", cls=AliasedOption, help="timed runs of the whole graph")
+@min_time_option
 @click.option("--warmup", type=int, default=3, show_default=True, metavar="W",
               help="untimed runs first (caches, page faults, thread wake-up)")
 @click.option("--trace", "trace_path", type=click.Path(dir_okay=False), default=None,
@@ -86,7 +87,8 @@ def input_files_callback(ctx, param, values):
               default=None, help="output format (default terminal; --json is --format json)")
 @db_option
 @json_option
-def run(model, executors, threads, scheduler, pin, iterations, warmup, trace_path, overrides,
+def run(model, executors, threads, scheduler, pin, iterations, min_time, warmup, trace_path,
+        overrides,
         shapes, input_files, save_path, check, save, train, loss, optimizer, hyper, batch_norm,
         inputs_path, batches, policies, chunk, untuned, precision, fmt, db_path, as_json):
     """Run MODEL on the engine and report latency (median, MAD spread, min)
@@ -130,7 +132,8 @@ def run(model, executors, threads, scheduler, pin, iterations, warmup, trace_pat
         from hwtune.cli.run_dynamic import run_dynamic
         for flag, value in (("--trace", trace_path), ("--save-outputs", save_path),
                             ("--input", input_files), ("--shape", shapes), ("--save", save),
-                            ("--scheduler", scheduler), ("--train", train)):
+                            ("--scheduler", scheduler), ("--train", train),
+                            ("--min-time", min_time)):
             if value:
                 raise UsageError(f"{flag} is not supported for dynamic models (--inputs) yet")
         if precision != "fp32":
@@ -200,11 +203,12 @@ def run(model, executors, threads, scheduler, pin, iterations, warmup, trace_pat
                 config_id = db.engine_config(host_key, graph_hash, resolved.source)["id"]
             options = {"model": model, "graph_hash": graph_hash, "vars": overrides,
                        "config": cfg.to_json(), "config_source": resolved.source,
-                       "iterations": iterations, "warmup": warmup, "trace": trace_path,
+                       "iterations": iterations, "min_time": min_time, "warmup": warmup,
+                       "trace": trace_path,
                        "inputs": input_files or None, "conv_knobs": knobs.to_json(),
                        "train": train_record(train, loss, optimizer, hyper, batch_norm)}
             result = run_model(db, host_key, run_graph, graph_hash, cfg, iterations=iterations,
-                               warmup=warmup, trace=trace_path is not None, options=options,
+                               min_time=min_time, warmup=warmup, trace=trace_path is not None, options=options,
                                kernel_variant=selected_isa(), config_id=config_id,
                                check=check, base_graph=graph, inputs=inputs,
                                keep_outputs=bool(save_path))
@@ -220,7 +224,7 @@ def run(model, executors, threads, scheduler, pin, iterations, warmup, trace_pat
                 trace_info = dict(summary(result.events), path=trace_path, events=n)
             doc = {"model": graph.name, "graph_hash": graph_hash, "ops": len(graph.ops),
                    "config": cfg.to_json(), "config_text": cfg.describe(),
-                   "config_source": resolved.source, "iterations": iterations,
+                   "config_source": resolved.source, "iterations": len(result.samples),
                    "warmup": warmup, "db": str(db.path), "trace": trace_info,
                    "notice": resolved.notice, "outputs_file": save_path,
                    "outputs": list(graph.outputs) if save_path else None,

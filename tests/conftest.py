@@ -1,13 +1,20 @@
 """Fixtures shared by the test files: an in-memory results.db and a host in
 it, a database of an older schema, read-only queries of a database file."""
 
+import os
 import signal
 import sqlite3
+import tempfile
 from contextlib import contextmanager
 
 import pytest
 
 from hwtune.db import ResultsDB, migrations
+
+# A command run without --db in a folder with no results.db up the tree uses
+# the per-user database (hwtune.db.locate): the tests' is a scratch one,
+# never the user's own (subprocesses inherit it).
+os.environ["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="hwtune-test-xdg-")
 
 # A made-up machine: tests that store rows need a host; nothing reads its values.
 FINGERPRINT = {

@@ -24,6 +24,7 @@ max_seconds = 5.0
 chunk = 2
 sample_seconds = 0.001
 warmup = 1
+processes = 3
 
 [thresholds]
 min_effect = 2.0
@@ -86,9 +87,15 @@ def entry(doc):
 
 
 def scaled(doc, factor, path):
+    import math
     for f in entry(doc)["figures"]:
         if not f["name"].startswith("ref-"):
             f["samples"] = [x * factor for x in f["samples"]]
+            # The levels over the recorded processes (log seconds, and log
+            # of the ratio to the reference) move with the samples.
+            for lv in f["params"].get("levels") or []:
+                lv["abs"] += math.log(factor)
+                lv["rel"] += math.log(factor)
     path.write_text(json.dumps(doc))
     return path
 
@@ -140,6 +147,7 @@ def test_undecidable_exit_3(env):
     for f in entry(doc)["figures"]:
         f["samples"] = f["samples"][:2]
         f["ref"] = f["ref"][:2]
+        f["params"].pop("levels", None)  # a one-run baseline (of an older hwtune)
     (tmp_path / "few.json").write_text(json.dumps(doc))
     code, out = invoke(args + ["--baseline", str(tmp_path / "few.json")])
     assert code == 3 and "UNDECIDABLE" in out, out

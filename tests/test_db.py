@@ -37,6 +37,7 @@ def dbfile(tmp_path):
 def test_resolve_path_order(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("HWTUNE_DB", raising=False)
+    (tmp_path / "results.db").touch()  # the nearest results.db up the tree
     assert resolve_path() == tmp_path / "results.db"
     monkeypatch.setenv("HWTUNE_DB", str(tmp_path / "env.db"))
     assert resolve_path() == tmp_path / "env.db"

@@ -137,7 +137,8 @@ def test_json_is_complete_and_parseable(fixture_db, doc):
     assert code == 0, out
     got = json.loads(out)
     assert set(got) == {"report_version", "generated_at", "hwtune_version", "db", "host",
-                        "scan", "models", "runs", "training", "checks", "dynamic", "figures",
+                        "scan", "models", "runs", "training", "checks", "compares", "dynamic",
+                        "figures",
                         "history",
                         "compare", "plan_validation"}
     assert got["host"]["cpu_model"] == "Fixture Xeon A"
@@ -236,7 +237,7 @@ def test_html_is_self_contained_with_nonempty_charts(tmp_path, fixture_db):
     (("--host", "nope"), "--host 'nope' is not a stored host: choose one of"),
     (("--host", "intel-fixture"), "--host 'intel-fixture' matches several hosts"),
     (("--compare", "2026-13-45"), "is not a valid date"),
-    (("--compare", "2026-01-01"), "has no scan, tuning, run or check stored on or before 2026-01-01"),
+    (("--compare", "2026-01-01"), "has no scan, tuning, run, check or compare stored on or before 2026-01-01"),
     (("--compare", "a", "--compare", "b", "--compare", "c"), "takes one or two values"),
     (("--compare", "intel-fixture-epyc", "--compare", "2026-11-20"),
      "two hosts or two dates, not one of each"),

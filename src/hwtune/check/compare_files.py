@@ -140,7 +140,10 @@ def _outcome(suite: Suite, name: str, cur: Optional[FigureResult], old: Optional
             return FigureOutcome(name, cur.kind, cur.unit, "error",
                                  "--relative needs the reference kernel's times beside every "
                                  "sample, and one of the files lacks them", cur, old)
-    return decide_one(suite, cur, cur, old, mode=mode)
+    from hwtune.check.levels import has_levels
+    # A recorded over several processes: B's level against their spread.
+    return decide_one(suite, cur, cur, old, mode=mode,
+                      relative=bool(relative) if has_levels(old) else None)
 
 
 def _same_measurement(cur: FigureResult, old: FigureResult) -> bool:

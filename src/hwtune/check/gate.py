@@ -158,10 +158,33 @@ def _mode_rule(suite: Suite, mode: str, status: str, ratio: Optional[float], rea
     return status, reason
 
 
+def level_decision(suite: Suite, cur: FigureResult, old: FigureResult, relative: bool,
+                   again: Optional[FigureResult] = None):
+    """The time verdict of cur (and its re-measure `again`) against a
+    baseline that recorded levels over several processes (levels.py), or
+    None when the baseline has too few (one run: the sequential test's
+    verdict stands). Sets cur.decision and keeps the level in cur.params."""
+    from hwtune.check import levels
+    base = levels.stored(old.params)
+    if len(base) < levels.MIN_LEVELS:
+        return None
+    runs = [r for r in (cur, again) if r is not None]
+    lv = [levels.level_of(r.costs(), r.ref, r.params) for r in runs]
+    if any(x is None for x in lv):
+        return None
+    for r, x in zip(runs, lv):
+        r.params["level"] = x.to_json()
+    th = suite.thresholds
+    cur.decision = levels.decide(base, lv, relative=relative, alpha=th.alpha,
+                                 min_effect=th.min_effect)
+    return cur.decision
+
+
 def decide_one(suite: Suite, f, cur: Optional[FigureResult], old: Optional[FigureResult], *,
-               mode: str = "gate") -> FigureOutcome:
-    """The outcome of one figure: its time decision (taken while sampling),
-    or its counts against the baseline's."""
+               mode: str = "gate", relative: Optional[bool] = None) -> FigureOutcome:
+    """The outcome of one figure: its time decision (against a baseline of
+    several processes: levels.py, when `relative` is given; else the one
+    taken while sampling), or its counts against the baseline's."""
     from hwtune.check.counted import compare_counts
     if cur is None or cur.error or not cur.samples:
         why = cur.error if cur is not None and cur.error else "not measured"
@@ -180,7 +203,8 @@ def decide_one(suite: Suite, f, cur: Optional[FigureResult], old: Optional[Figur
         status, ratio, reason = compare_counts(cur, old, suite.count_threshold)
         return FigureOutcome(f.name, f.kind, cur.unit, status, reason, cur, old,
                              Verdict(status, ratio, None, None, None, reason))
-    d = cur.decision
+    d = level_decision(suite, cur, old, relative) if relative is not None else None
+    d = d or cur.decision
     if d is None:
         return FigureOutcome(f.name, f.kind, f.unit, "undecidable",
                              "the baseline has no usable rounds for this figure: record it "
@@ -190,10 +214,10 @@ def decide_one(suite: Suite, f, cur: Optional[FigureResult], old: Optional[Figur
 
 
 def decide(suite: Suite, current: Dict[str, FigureResult], base: bl.Baseline, *,
-           mode: str = "gate") -> List[FigureOutcome]:
+           mode: str = "gate", relative: Optional[bool] = None) -> List[FigureOutcome]:
     """One outcome per suite figure."""
-    return [decide_one(suite, f, current.get(f.name), base.figures.get(f.name), mode=mode)
-            for f in suite.figures]
+    return [decide_one(suite, f, current.get(f.name), base.figures.get(f.name), mode=mode,
+                       relative=relative) for f in suite.figures]
 
 
 def overall(outcomes: List[FigureOutcome], mode: str) -> str:
@@ -229,7 +253,8 @@ def _store(db, run_id: int, results: Dict[str, FigureResult], variant: str) -> N
 
 
 def measure_all(suite: Suite, *, db=None, host_key=None, baseline=None, record=False,
-                relative=False, progress=None) -> Dict[str, FigureResult]:
+                relative=False, progress=None, levels: bool = False
+                ) -> Dict[str, FigureResult]:
     """This build's results for every figure: time figures sampled (until
     decided against baseline, or precise enough to record), counted figures
     counted, by metric."""
@@ -237,7 +262,7 @@ def measure_all(suite: Suite, *, db=None, host_key=None, baseline=None, record=F
     out = measure_suite(suite, db=db, host_key=host_key,
                         inner_hints=baseline.inner_hints() if baseline else None,
                         progress=progress, baseline=baseline, record=record,
-                        relative=relative)
+                        relative=relative, levels=levels)
     for m, figs in suite.counted().items():
         if progress:
             progress(0, 1, f"counting {len(figs)} figure(s) ({m})")
@@ -248,7 +273,7 @@ def measure_all(suite: Suite, *, db=None, host_key=None, baseline=None, record=F
 def run_check(suite: Suite, *, db, mode: str = "gate", baseline_file: Optional[str] = None,
               update_baseline: bool = False, relative: Optional[bool] = None,
               against: Optional[str] = None, undecidable_ok: bool = False,
-              progress=None, warn=None) -> CheckReport:
+              progress=None, warn=None, processes: Optional[int] = None) -> CheckReport:
     """Measure, compare and store one check run; returns the report (the
     caller prints it and exits with report.exit_code). Raises UsageError
     (bad mode, no baseline in 'gate' mode, unreadable file), HostMismatch."""
@@ -318,12 +343,17 @@ def run_check(suite: Suite, *, db, mode: str = "gate", baseline_file: Optional[s
                                for f in suite.figures]
             report.status = overall(report.outcomes, mode)
         else:
+            from hwtune.check import levels as lv
             results = measure_all(suite, db=db, host_key=host_key, baseline=base,
-                                  record=recording, relative=relative, progress=progress)
+                                  record=recording, relative=relative, progress=progress,
+                                  levels=recording and int(
+                                      processes or suite.processes or lv.PROCESSES)
+                                  >= lv.MIN_LEVELS)
             _store(db, run_id, results, selected_isa())
             report.references = {r.name: results[r.name] for r in suite.references
                                  if r.name in results}
             if recording:
+                record_levels(suite, results, processes=processes, progress=progress)
                 _record(report, suite, results, db, fp, host_key, baseline_file, isa)
                 if entries and not update_baseline:
                     _counts_across_hosts(report, suite, results, entries, host_key)
@@ -332,7 +362,8 @@ def run_check(suite: Suite, *, db, mode: str = "gate", baseline_file: Optional[s
                                         "created_at": base.created_at,
                                         "hwtune_version": base.hwtune_version}
                 report.outcomes = confirm_regressions(
-                    suite, decide(suite, results, base, mode=mode), base, mode=mode,
+                    suite, decide(suite, results, base, mode=mode, relative=relative), base,
+                    mode=mode,
                     relative=relative, progress=progress)
                 report.status = overall(report.outcomes, mode)
         for o in report.outcomes:
@@ -347,6 +378,45 @@ def run_check(suite: Suite, *, db, mode: str = "gate", baseline_file: Optional[s
         return report
 
 
+def record_levels(suite: Suite, results: Dict[str, FigureResult], *,
+                  processes: Optional[int] = None, progress=None) -> None:
+    """A baseline's distribution (levels.py): each time figure's level in
+    this process and in processes - 1 fresh worker processes, kept in its
+    params["levels"]. Model figures keep one run (a worker has no
+    results.db, so it would run another config)."""
+    from hwtune.check import levels
+    from hwtune.check.remeasure import record_level
+    from hwtune.check.suite import reference_for
+    k = int(processes or suite.processes or levels.PROCESSES)
+    if k < 1:
+        raise UsageError(f"invalid processes {k}: must be >= 1")
+    for f in suite.figures:
+        r = results.get(f.name)
+        if r is None or r.error or not r.samples or r.metric != "time" or f.kind == "model" \
+                or len(r.ref) != len(r.samples):
+            continue
+        first = levels.level_of(r.costs(), r.ref, r.params)
+        if first is None or k < levels.MIN_LEVELS:
+            continue
+        got = [first]
+        hints = {f.name: r.params.get("inner")} if isinstance(r.params.get("inner"), int) \
+            else {}
+        ref = reference_for(suite, f)
+        if isinstance(results.get(ref.name) and results[ref.name].params.get("inner"), int):
+            hints[ref.name] = results[ref.name].params["inner"]
+        watch = clock.Stopwatch()
+        for i in range(k - 1):
+            if progress:
+                progress(i, k - 1, f"{f.name} in fresh process {i + 2}/{k}")
+            lv, res = record_level(suite, f, ref, inner_hints=hints)
+            if lv is None:
+                raise UsageError(f"not recording a baseline: {f.name} failed in a fresh "
+                                 f"process ({res.error or 'too few rounds'})")
+            got.append(lv)
+        r.params["levels"] = [x.to_json() for x in got]
+        r.wall_s = (r.wall_s or 0.0) + watch.elapsed()
+
+
 def confirm_regressions(suite: Suite, outcomes: List[FigureOutcome], base: bl.Baseline, *,
                         mode: str, relative: bool, progress=None) -> List[FigureOutcome]:
     """Each time figure that would fail the build as a regression, measured
@@ -358,7 +428,14 @@ def confirm_regressions(suite: Suite, outcomes: List[FigureOutcome], base: bl.Ba
     out = []
     for o in outcomes:
         fig = figs.get(o.name)
-        if o.status != "regression" or fig is None or o.current is None or \
+        # Against a baseline of several processes, a figure that is slower
+        # by min_effect but not significantly so (a pass) is measured again
+        # too: the two runs together may show it.
+        suspect = o.status == "regression" or (
+            o.verdict is not None and o.verdict.ratio is not None
+            and o.baseline is not None and "levels" in o.baseline.params
+            and o.verdict.ratio - 1 >= suite.thresholds.min_effect)
+        if not suspect or fig is None or o.current is None or \
                 not can_remeasure(fig, o.baseline):
             out.append(o)
             continue
@@ -372,13 +449,22 @@ def confirm_regressions(suite: Suite, outcomes: List[FigureOutcome], base: bl.Ba
             o.reason = f"{first}; not re-measured ({again.error})"
             out.append(o)
             continue
+        d = level_decision(suite, o.current, o.baseline, relative, again) or d
+        if isinstance(d, str):  # levels, but the re-measure gave too few rounds
+            o.reason = f"{first}; not re-measured (too few undisturbed rounds)"
+            out.append(o)
+            continue
         o.current.params["remeasure"] = {
             "status": d.status, "ratio": d.ratio if d.ratio == d.ratio else None,
             "ci": list(d.ci) if d.ci[0] == d.ci[0] else None, "reason": d.reason,
             "samples": again.samples, "ref": again.ref, "wall_s": again.wall_s}
         status, reason = _mode_rule(suite, mode, d.status, d.ratio, d.reason)
         if status == "regression":
-            o.reason = f"{first}; again in fresh processes: {reason}"
+            o = replace(o, status=status, verdict=_verdict(d),
+                        reason=f"{first}; again in fresh processes: {reason}")
+        elif status in ("pass", "improvement") and o.status == "pass":
+            o = replace(o, verdict=_verdict(d),
+                        reason=f"{first}; with a second run in fresh processes: {reason}")
         elif status in ("pass", "improvement"):
             o = replace(o, status="pass", verdict=_verdict(d),
                         reason=f"not confirmed: {first} in this process, but {reason} "

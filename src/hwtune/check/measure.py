@@ -233,7 +233,8 @@ def _ref_samples(fig_samples: List[float], ref_samples: List[float],
 def measure_suite(suite: Suite, *, db=None, host_key: Optional[str] = None,
                   inner_hints: Optional[Dict[str, int]] = None,
                   progress: Optional[ProgressFn] = None, baseline=None,
-                  record: bool = False, relative: bool = False) -> Dict[str, FigureResult]:
+                  record: bool = False, relative: bool = False,
+                  levels: bool = False) -> Dict[str, FigureResult]:
     """Measure every time figure of the suite (counted ones: counted.py),
     each in rounds with its reference kernel (suite.reference_for), sampled
     until decided against `baseline` (a Baseline; its values per round are
@@ -241,7 +242,9 @@ def measure_suite(suite: Suite, *, db=None, host_key: Optional[str] = None,
     against the reference's for pairing only), or with record=True until
     precise enough to record. Results by name, references included.
     inner_hints: calls per sample the baseline used, reused so both sides
-    time the same loop. A figure the kernels refuse keeps its error and no
+    time the same loop. levels (recording) or a baseline figure with levels
+    over several processes: kernel figures are sampled as one process's
+    level (hwtune.check.levels.sampling), decided later by the level test. A figure the kernels refuse keeps its error and no
     samples; the others go on."""
     from hwtune.check import timed
     from hwtune.measure.clock import Stopwatch
@@ -298,7 +301,13 @@ def measure_suite(suite: Suite, *, db=None, host_key: Optional[str] = None,
                                    cpus=cpus)
             figure = WindowedSide(runner, single_thread=single, cpus=cpus)
             base = None
-            if baseline is not None and not record:
+            fsuite, frecord = suite, record
+            from hwtune.check import levels as lv
+            if f.kind != "model" and (
+                    (record and levels) or (baseline is not None and not record
+                                            and lv.has_levels(baseline.figures.get(f.name)))):
+                fsuite, frecord = lv.sampling(suite), True
+            elif baseline is not None and not record:
                 old = baseline.figures.get(f.name)
                 if old is None or not old.samples or old.metric != "time" or \
                         len(old.ref) != len(old.samples):
@@ -308,8 +317,8 @@ def measure_suite(suite: Suite, *, db=None, host_key: Optional[str] = None,
                     base = baseline_values(old.costs(), old.ref, old.params,
                                            absolute=not relative)
             # The reference kernels time; a throughput probe samples a rate.
-            got = timed.sample(suite, partner, figure, base=base,
-                               record=record or base is None, absolute=not relative,
+            got = timed.sample(fsuite, partner, figure, base=base,
+                               record=frecord or base is None, absolute=not relative,
                                rates=(False, f.higher_is_better))
             if got.errors[0]:
                 raise UsageError(f"reference kernel {ref.name} failed: {got.errors[0]}")

@@ -38,6 +38,37 @@ def remeasure(suite: Suite, fig: Figure, ref: Figure, old: FigureResult, *, rela
               ) -> Tuple[Optional[object], FigureResult]:
     """(the sequential test's Decision, or None when the workers failed;
     the re-measured FigureResult) of fig against the baseline's `old`."""
+    from hwtune.check import levels
+    if levels.has_levels(old):
+        # Against a distribution of levels: a level sampled as they were
+        # (gate.level_decision decides).
+        _, res = in_workers(levels.sampling(suite), fig, ref, base=None, relative=relative,
+                            inner_hints=inner_hints, python=python, record=True)
+        return (None if res.error else "levels"), res
+    base = timed.baseline_values(old.costs(), old.ref, old.params, absolute=not relative)
+    return in_workers(suite, fig, ref, base=base, relative=relative, inner_hints=inner_hints,
+                      python=python)
+
+
+def record_level(suite: Suite, fig: Figure, ref: Figure, *, inner_hints=None,
+                 python: Optional[str] = None):
+    """One fresh process's level of fig for a baseline (levels.py): the
+    figure and its reference kernel in two new workers, sampled as
+    `--update-baseline` samples; (Level or None, the FigureResult)."""
+    from hwtune.check import levels
+    _, res = in_workers(levels.sampling(suite), fig, ref, base=None, relative=False,
+                        inner_hints=inner_hints, python=python, record=True)
+    if res.error or not res.samples:
+        return None, res
+    return levels.level_of(res.costs(), res.ref, res.params), res
+
+
+def in_workers(suite: Suite, fig: Figure, ref: Figure, *, base, relative: bool,
+               inner_hints=None, python: Optional[str] = None, record: bool = False
+               ) -> Tuple[Optional[object], FigureResult]:
+    """fig sampled in a fresh worker process, rounds alternating with its
+    reference kernel in another: against base (per-round values), or
+    record=True until precise enough to record."""
     from hwtune.check.remote import RemoteSide, Worker
     from hwtune.measure.clock import Stopwatch
 
@@ -45,7 +76,6 @@ def remeasure(suite: Suite, fig: Figure, ref: Figure, old: FigureResult, *, rela
     hints = inner_hints or {}
     res = FigureResult(fig.name, fig.kind, dict(fig.params), fig.unit, fig.higher_is_better)
     watch = Stopwatch()
-    base = timed.baseline_values(old.costs(), old.ref, old.params, absolute=not relative)
     try:
         wr = Worker(python, label="re-measure reference")
         try:
@@ -55,8 +85,9 @@ def remeasure(suite: Suite, fig: Figure, ref: Figure, old: FigureResult, *, rela
                 sf = RemoteSide(wf, fig.to_json(), suite.settings(),
                                 inner=hints.get(fig.name))
                 try:
-                    got = timed.sample(suite, sr, sf, base=base, absolute=not relative,
-                                       settle_each=False, rates=(False, fig.higher_is_better))
+                    got = timed.sample(suite, sr, sf, base=base, record=record,
+                                       absolute=not relative, settle_each=False,
+                                       rates=(False, fig.higher_is_better))
                 finally:
                     sr.close()
                     sf.close()

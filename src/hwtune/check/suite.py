@@ -97,6 +97,9 @@ class Suite:
     # record-or-report mode fails only on a slowdown at least this large.
     large_effect: float = 0.25
     relative: bool = False
+    # Processes a recorded baseline spans (hwtune.check.levels; None: its
+    # PROCESSES; below 3, one run and the single-run test).
+    processes: Optional[int] = None
 
     def select(self, names: List[str]) -> "Suite":
         known = {f.name for f in self.figures}
@@ -133,6 +136,7 @@ class Suite:
                 "sample_seconds": self.sample_seconds,
                 "best_of": self.best_of,
                 "warmup": self.warmup, "isa": self.isa, "relative": self.relative,
+                "processes": self.processes,
                 "thresholds": {"alpha": th.alpha, "min_effect": th.min_effect,
                                "level": th.level, "large_effect": self.large_effect},
                 "references": [r.to_json() for r in self.references],
@@ -300,7 +304,7 @@ def parse_suite(doc: Mapping[str, Any], path: Optional[str] = None) -> Suite:
     suite_keys = {"name": str, "metric": str, "min_rounds": int, "max_rounds": int,
                   "max_seconds": float, "chunk": int, "count_reps": int,
                   "sample_seconds": float, "best_of": int,
-                  "warmup": int, "isa": str, "relative": bool}
+                  "warmup": int, "isa": str, "relative": bool, "processes": int}
     th_keys = {"alpha": float, "min_effect": float, "level": float, "large_effect": float,
                "count_threshold": float}
     for sec, table, keys in (("suite", s, suite_keys), ("thresholds", th, th_keys)):
@@ -355,6 +359,9 @@ def parse_suite(doc: Mapping[str, Any], path: Optional[str] = None) -> Suite:
                   figures=figures, references=references, thresholds=thresholds,
                   **{k: v for k, v in vals.items() if k != "name"}, **extra_th)
     check_sampling(suite, lambda key: _where(path, key))
+    if suite.processes is not None and not 1 <= suite.processes <= 50:
+        raise UsageError(f"{_where(path, 'suite.processes')} must be in 1..50, got "
+                         f"{suite.processes}")
     if not 1 <= suite.best_of <= 100:
         raise UsageError(f"{_where(path, 'suite.best_of')} must be in 1..100, got "
                          f"{suite.best_of}")

@@ -4,6 +4,7 @@ sampled interleaved."""
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence
@@ -18,6 +19,9 @@ from hwtune.errors import HwtuneError, UsageError
 # by ~1e-6 relative; the same bound as `hwtune run --check`.
 TOL = 1e-4
 MAX_REPS = 1000
+# A sample lasts at least 20 ms (several calls of a fast graph): well above
+# the ~1 us timer and the ~10 us Python call overhead of a side.
+SAMPLE_S = 0.02
 
 
 class OutputsDiffer(HwtuneError):
@@ -109,7 +113,8 @@ def _hwtune_side(db, host_key, graph, graph_hash, inputs, threads):
 
 def compare(graph, source_path: str, peers: Sequence[str], *, inputs: Dict[str, np.ndarray],
             reps: int, threads: Optional[int] = None, db=None, host_key: str = "",
-            graph_hash: str = "", notice=None, required: bool = True) -> CompareResult:
+            graph_hash: str = "", notice=None, required: bool = True,
+            min_time: Optional[float] = None) -> CompareResult:
     """Run and time hwtune and each peer in `peers` (keys of PEERS).
 
     required: the peers were named by the user, so a peer whose library is
@@ -127,6 +132,10 @@ def compare(graph, source_path: str, peers: Sequence[str], *, inputs: Dict[str, 
 
     if not 1 <= reps <= MAX_REPS:
         raise UsageError(f"invalid --reps {reps}: expected 1..{MAX_REPS}")
+    if min_time is not None:
+        # Each sample of each side lasts about SAMPLE_S: at least min_time
+        # seconds per side, as hyperfine's minimum run time.
+        reps = max(reps, min(MAX_REPS, math.ceil(min_time / SAMPLE_S)))
     bad = [p for p in peers if p not in PEERS]
     if bad:
         raise UsageError(f"unknown peer {bad[0]!r} in --with: choose from {', '.join(PEERS)}")
@@ -166,9 +175,8 @@ def compare(graph, source_path: str, peers: Sequence[str], *, inputs: Dict[str, 
             s.run()
         ours = hw.outputs()
         checks = {s.key: agreement(ours, s.outputs()) for s in sides[1:]}
-        # A sample lasts at least 20 ms (several calls of a fast graph): well
-        # above the ~1 us timer and the ~10 us Python call overhead of a side.
-        samples = interleaved_calls([s.run for s in sides], reps, sample_s=0.02, max_calls=1000)
+        samples = interleaved_calls([s.run for s in sides], reps, sample_s=SAMPLE_S,
+                                     max_calls=1000)
     finally:
         for s in sides:
             s.close()

@@ -27,9 +27,20 @@ BUSY_TIMEOUT_S = 10.0
 
 
 def resolve_path(path: Union[str, os.PathLike, None] = None) -> Path:
-    """The argument, else $HWTUNE_DB, else ./results.db (absolute)."""
+    """The argument, else $HWTUNE_DB, else the nearest results.db up the
+    tree from the cwd (a checkout's seeded from its results.seed.db), else
+    the per-user database (hwtune.db.locate); absolute."""
     if path is None or str(path) == "":
-        path = os.environ.get(ENV_VAR) or DEFAULT_NAME
+        path = os.environ.get(ENV_VAR)
+        if not path:
+            from hwtune.db import locate
+            found = locate.nearest()
+            try:
+                locate.seed_if_needed(found)
+            except OSError as exc:
+                raise DatabaseError(f"cannot create {found}: {exc.strerror or exc}; "
+                                    "use --db PATH") from None
+            return found
     if str(path) == MEMORY:
         return Path(MEMORY)
     return Path(os.path.abspath(os.path.expanduser(str(path))))

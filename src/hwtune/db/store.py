@@ -28,7 +28,8 @@ from hwtune.db.timestamps import utc_now
 from hwtune.errors import UsageError
 
 # "dynamic": `hwtune run MODEL --inputs FILE` (its figures are dynamic_runs rows)
-RUN_KINDS = ("scan", "tune", "run", "check", "plan", "dynamic")
+# "compare": `hwtune compare` (one measurement per side, the result as a fact)
+RUN_KINDS = ("scan", "tune", "run", "check", "plan", "dynamic", "compare")
 RUN_END_STATUSES = ("complete", "interrupted", "failed")
 MEASUREMENT_STATUSES = ("ok", "noisy", "error", "skipped")
 CONFIG_SOURCES = ("default", "tuned", "user")

@@ -308,13 +308,15 @@ def resolve(db, host_key: str, graph_hash: str, overrides: Optional[Mapping[str,
                 break
     if base is None:
         base = default_config(usable)
+        where = f" in {db.path}" if db is not None and getattr(db, "path", None) else ""
         if not flags:
-            notice = (f"no tuned or user engine config for this graph on this host: using the "
+            notice = (f"no tuned or user engine config for this graph on this host{where}: "
+                      f"using the "
                       f"default {base.describe()} (set --executors/--threads/--scheduler to "
                       f"choose)")
         elif not {"executors", "threads", "scheduler"} <= set(flags):
-            notice = (f"no tuned or user engine config for this graph on this host: flags "
-                      f"apply to the default {base.describe()}")
+            notice = (f"no tuned or user engine config for this graph on this host{where}: "
+                      f"flags apply to the default {base.describe()}")
     cfg, notes = _apply_flags(base, flags, len(cpus), usable)
     if notes:
         notice = "; ".join(([notice] if notice else []) + notes)

@@ -205,8 +205,8 @@ def run_model(db, host_key: str, graph, graph_hash: str, cfg: EngineConfig, *,
               iterations: int, warmup: int, trace: bool, options: Dict[str, Any],
               kernel_variant: str, config_id: Optional[int] = None, check: bool = False,
               progress=None, base_graph=None, op_cost: Optional[Dict[str, float]] = None,
-              inputs: Optional[Dict[str, Any]] = None, keep_outputs: bool = False
-              ) -> RunResult:
+              inputs: Optional[Dict[str, Any]] = None, keep_outputs: bool = False,
+              min_time: Optional[float] = None) -> RunResult:
     """Time the engine on graph; one 'run' row with one 'graph' measurement.
     With trace, PROFILE_RUNS more runs are profiled: their per-op medians go
     to op_profiles (and order the next run of a scheduler that needs op
@@ -215,7 +215,9 @@ def run_model(db, host_key: str, graph, graph_hash: str, cfg: EngineConfig, *,
     applied); base_graph, when given, is the model graph_hash names.
     op_cost: the config's stored per-op costs (else profiled op_profiles).
     inputs: name -> array replacing seeded inputs; keep_outputs: return the
-    outputs of the last timed run in result.outputs."""
+    outputs of the last timed run in result.outputs. min_time: more timed
+    runs than `iterations` while the timed runs add up to less than
+    min_time seconds (at most MAX_ITERATIONS)."""
     from hwtune.engine.lowered import lowered_doc
     from hwtune.graph.info import graph_info
     from hwtune.measure import FixedSampling, interleave
@@ -237,7 +239,11 @@ def run_model(db, host_key: str, graph, graph_hash: str, cfg: EngineConfig, *,
             # Warm-up runs are sampled too (and dropped) so that progress
             # moves during a long model's warm-up.
             total = warmup + iterations
-            got = interleave([EngineSide(engine)], FixedSampling(total), raise_errors=True,
+            # min_time counts the warm-up runs' seconds too (they are
+            # samples of the same side): at most warmup runs more than asked.
+            policy = FixedSampling(total) if min_time is None else FixedSampling(
+                total, min_total_s=float(min_time), max_reps=warmup + MAX_ITERATIONS)
+            got = interleave([EngineSide(engine)], policy, raise_errors=True,
                              on_round=(lambda r, n: progress(n, total)) if progress else None)
             samples = got[0].samples[warmup:]
             checked = None

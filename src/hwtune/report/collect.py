@@ -240,11 +240,13 @@ def _snapshot(db, side: Side) -> dict:
     models = _tuned_models(db, side)
     runs = results.run_results(db, side.host_key, side.until)
     checks = results.check_results(db, side.host_key, side.until)
+    compares = results.compare_results(db, side.host_key, side.until)
     dynamic = dynamic_results(db, side.host_key, side.until)
-    if scan is None and not models and not runs and not checks and not dynamic:
+    if scan is None and not models and not runs and not checks and not dynamic \
+            and not compares:
         when = f" on or before {side.label}" if side.until else ""
-        raise UsageError(f"host {side.host_key} has no scan, tuning, run or check stored{when} "
-                         f"in {db.path}")
+        raise UsageError(f"host {side.host_key} has no scan, tuning, run, check or compare "
+                         f"stored{when} in {db.path}")
     figs = figures.snapshot_figures(scan, models)
     for e in runs:
         figs += results.run_figures(e)
@@ -255,7 +257,7 @@ def _snapshot(db, side: Side) -> dict:
     return {"side": side.to_json(), "host": _host(db, side.host_key), "scan": scan,
             "models": models, "runs": runs,
             "training": {"runs": results.run_pairs(runs), "tuned": results.tuned_pairs(models)},
-            "checks": checks, "dynamic": dynamic, "figures": figs}
+            "checks": checks, "compares": compares, "dynamic": dynamic, "figures": figs}
 
 
 def _run_compare(db, values: Sequence[str]) -> Optional[dict]:
@@ -309,6 +311,7 @@ def build_report(db, *, host: Optional[str] = None, compare: Sequence[str] = (),
         "runs": main["runs"],
         "training": main["training"],
         "checks": main["checks"],
+        "compares": main["compares"],
         "dynamic": main["dynamic"],
         "figures": main["figures"],
         "history": _history(db, host_key, None),

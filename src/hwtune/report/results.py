@@ -1,5 +1,6 @@
-"""`hwtune run` and `hwtune check` results in the report: the latest run of
-every graph and the latest check of every suite, each with its history, and
+"""`hwtune run`, `hwtune check` and `hwtune compare` results in the report:
+the latest run of every graph, check of every suite and comparison of every
+model, each with its history, and
 the key figures of any one stored run (what `--compare run:ID run:ID` puts
 side by side)."""
 
@@ -139,6 +140,32 @@ def check_results(db, host_key: str, until: Optional[str] = None) -> List[dict]:
             {k: e[k] for k in ("run_id", "started_at", "hwtune_version", "status", "counts")}
             for e in entries[-MAX_HISTORY:]]))
     return out
+
+
+def compare_results(db, host_key: str, until: Optional[str] = None) -> List[dict]:
+    """Per model compared with `hwtune compare`: its latest comparison
+    (each side's median and ratio to hwtune's) and the ones before."""
+    by_model: Dict[str, List[dict]] = {}
+    for run in db.runs(host_key, "compare", until=until):
+        fact = db.facts(run["run_id"]).get("compare")
+        if not isinstance(fact, dict) or not isinstance(fact.get("sides"), list):
+            continue
+        sides = [{"key": sd.get("key"), "name": sd.get("name"), "median_s": sd.get("median_s"),
+                  "ratio": sd.get("ratio"), "agree": sd.get("agree")}
+                 for sd in fact["sides"] if isinstance(sd, dict)]
+        if not sides:
+            continue
+        e = {"run_id": run["run_id"], "started_at": run["started_at"],
+             "hwtune_version": run["hwtune_version"], "model": str(fact.get("model")),
+             "graph_hash": run["options"].get("graph_hash"), "threads": fact.get("threads"),
+             "reps": fact.get("reps"), "ok": fact.get("ok"), "sides": sides}
+        by_model.setdefault(e["graph_hash"] or e["model"], []).append(e)
+    out = []
+    for entries in by_model.values():
+        out.append(dict(entries[-1], compares=len(entries), history=[
+            {k: e[k] for k in ("run_id", "started_at", "hwtune_version", "sides")}
+            for e in entries[-MAX_HISTORY:]]))
+    return sorted(out, key=lambda e: (e["model"], e["started_at"]))
 
 
 def run_figures(entry: dict) -> List[Figure]:

@@ -13,7 +13,9 @@ def lines(doc: dict) -> List[Tuple[str, str]]:
     p = percentiles(lat["samples"]) if lat.get("samples") else {}
     out = [("model", f"{doc['model']} ({doc['ops']} ops, {doc['flops'] / 1e9:.3f} GFLOP, "
                      f"graph {doc['graph_hash'][:12]})"),
-           ("config", f"{doc.get('config_text') or doc['config']} ({doc['config_source']})")]
+           ("config", f"{doc.get('config_text') or doc['config']} ({doc['config_source']}"
+                      + (f", read from {doc['db']})" if doc.get("db") and
+                         str(doc["config_source"]).split("+")[0] in ("tuned", "user") else ")"))]
     if doc.get("knobs_text"):
         out.append(("", doc["knobs_text"]))
     out.append(("latency", f"median {seconds(lat['median'])} +- {seconds(lat['mad'])} (MAD, "

@@ -154,7 +154,29 @@ def results_tables(doc: dict) -> List[Tuple[str, List[str], List[list]]]:
                       e["checks"],
                       " ".join((h["status"] or "?")[0].upper() for h in e["history"][-12:])]
                      for e in checks]))
+    compares = doc.get("compares") or []
+    if compares:
+        out.append((f"Latest comparison of {len(compares)} model"
+                    f"{'s' if len(compares) != 1 else ''} (hwtune compare)",
+                    ["model", "run", "date", "hwtune", "peers", "compares", "hwtune trend"],
+                    [[e["model"], e["run_id"], date(e["started_at"]),
+                      seconds(e["sides"][0]["median_s"]),
+                      ", ".join(_peer_text(sd) for sd in e["sides"][1:]) or "-",
+                      e["compares"],
+                      spark([h["sides"][0]["median_s"] for h in e["history"]
+                             if h["sides"] and h["sides"][0]["median_s"]][-12:])]
+                     for e in compares]))
     return out
+
+
+def _peer_text(side: dict) -> str:
+    """'ort 1.20 ms (hwtune 1.5x faster)': the ratio in words."""
+    r = side.get("ratio")
+    if not r or side.get("median_s") is None:
+        return f"{side.get('key')} -"
+    words = (f"hwtune {r:.2f}x faster" if r >= 1 else f"hwtune {1 / r:.2f}x slower")
+    wrong = "" if side.get("agree") is not False else ", outputs differ"
+    return f"{side.get('key')} {seconds(side['median_s'])} ({words}{wrong})"
 
 
 def runs_compared(doc: dict) -> bool:

@@ -408,7 +408,7 @@ def _report_results(console, doc):
         for r in rows:
             t.add_row(*map(str, r))
         console.print(t)
-    if doc.get("runs") or doc.get("checks"):
+    if doc.get("runs") or doc.get("checks") or doc.get("compares"):
         console.print()
 
 

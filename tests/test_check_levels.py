@@ -1,0 +1,151 @@
+"""A stored baseline as a distribution over processes (hwtune.check.levels):
+the level of a run, the test of a check's level(s) against the recorded
+spread, and `hwtune check` recording and judging with it end to end."""
+
+import json
+import math
+
+import pytest
+from click.testing import CliRunner
+
+from hwtune.check import levels
+from hwtune.check.levels import Level
+from hwtune.cli.main import cli
+
+
+def lv(x, se=0.002):
+    return Level(x, x - 1.0, se, se)
+
+
+# Six recorded processes whose levels spread ~1% (log seconds).
+BASE = [lv(math.log(1e-3) + d) for d in (-0.012, -0.004, 0.0, 0.003, 0.008, 0.011)]
+MID = sum(b.abs for b in BASE) / len(BASE)
+
+
+def decide(shift, base=BASE, n=1, **kw):
+    cur = [lv(MID + math.log(shift))] * n
+    return levels.decide(base, cur, relative=kw.get("relative", False), alpha=0.01,
+                         min_effect=0.05)
+
+
+def test_decide_by_the_recorded_spread():
+    assert decide(1.10).status == "regression"
+    assert decide(1.10, relative=True).status == "regression"  # rel levels move alike
+    assert decide(1.003).status == "pass"
+    assert decide(0.85).status == "improvement"
+    d = decide(1.10)
+    assert abs(d.ratio - 1.10) < 1e-9 and d.ci[0] > 1.0
+    assert "vs 6 recorded processes" in d.reason
+
+
+def test_a_wide_spread_does_not_fail_a_small_slowdown():
+    wide = [lv(math.log(1e-3) + d) for d in (-0.15, -0.08, 0.0, 0.05, 0.09, 0.12)]
+    mid = sum(b.abs for b in wide) / len(wide)
+    got = levels.decide(wide, [lv(mid + math.log(1.08))], relative=False, alpha=0.01,
+                        min_effect=0.05)
+    # slower by min_effect, not significantly: a pass that says so
+    assert got.status == "pass" and "not significant" in got.reason, got.reason
+    got = levels.decide(wide, [lv(mid + math.log(1.03))], relative=False, alpha=0.01,
+                        min_effect=0.05)
+    assert got.status == "pass" and "not significant" not in got.reason
+    # a second run (the re-measure) narrows it: two runs at +60% decide
+    got = levels.decide(wide, [lv(mid + math.log(1.6))] * 2, relative=False, alpha=0.01,
+                        min_effect=0.05)
+    assert got.status == "regression"
+
+
+def test_the_check_runs_own_error_counts():
+    # A run whose own standard error is large cannot fail on its estimate alone.
+    noisy = [Level(MID + math.log(1.10), MID, 0.2, 0.2)]
+    got = levels.decide(BASE, noisy, relative=False, alpha=0.01, min_effect=0.05)
+    assert got.status == "pass" and "not significant" in got.reason
+
+
+def test_level_of_a_run():
+    # 4 rounds of 2 samples: figure 2 ms, reference 1 ms; round 3 discarded.
+    costs = [2e-3] * 8
+    ref = [1e-3] * 8
+    params = {"ends": [2, 4, 6, 8], "kept": [1, 1, 0, 1]}
+    got = levels.level_of(costs, ref, params)
+    assert got.abs == pytest.approx(math.log(2e-3)) and got.rel == pytest.approx(math.log(2))
+    assert levels.level_of(costs[:4], ref[:4], {"ends": [2, 4]}) is None  # < 3 rounds
+    assert Level.from_json(got.to_json()) == got
+
+
+TINY = """
+[suite]
+name = "lv"
+min_rounds = 3
+max_rounds = 8
+max_seconds = 5.0
+chunk = 2
+sample_seconds = 0.001
+warmup = 1
+processes = 3
+
+[thresholds]
+min_effect = 2.0
+large_effect = 3.0
+
+[[reference]]
+kind = "blas_gemm"
+M = 16
+K = 16
+N = 16
+
+[[figure]]
+name = "g"
+kind = "gemm"
+M = 16
+K = 64
+N = 64
+"""
+
+
+def test_update_baseline_records_levels_and_check_uses_them(tmp_path):
+    suite = tmp_path / "s.toml"
+    suite.write_text(TINY)
+    base = tmp_path / "b.json"
+    args = ["check", "--suite", str(suite), "--db", str(tmp_path / "r.db")]
+    r = CliRunner().invoke(cli, args + ["--update-baseline", "--baseline", str(base)])
+    assert r.exit_code == 0, r.output
+    fig = next(f for f in json.loads(base.read_text())["hosts"][0]["figures"]
+               if f["name"] == "g")
+    assert len(fig["params"]["levels"]) == 3  # this process and 2 fresh ones
+    assert fig["params"]["rounds"] <= 6  # sampled as a level: 2 x min_rounds
+    r = CliRunner().invoke(cli, args + ["--baseline", str(base), "--json"])
+    doc = json.loads(r.stdout)
+    g = next(f for f in doc["figures"] if f["name"] == "g")
+    assert r.exit_code == 0 and g["status"] == "pass", g["reason"]
+    assert "vs 3 recorded processes" in g["reason"]
+    assert set(g["current"]["params"]["level"]) == {"abs", "rel", "se_abs", "se_rel"}
+    # --processes 1: one run, the single-run test (as baselines of older hwtune)
+    one = tmp_path / "one.json"
+    r = CliRunner().invoke(cli, args + ["--update-baseline", "--baseline", str(one),
+                                        "--processes", "1"])
+    assert r.exit_code == 0, r.output
+    fig = json.loads(one.read_text())["hosts"][0]["figures"]
+    assert all("levels" not in f["params"] for f in fig)
+
+
+def test_bad_processes(tmp_path):
+    suite = tmp_path / "s.toml"
+    suite.write_text(TINY.replace("processes = 3", "processes = 0"))
+    r = CliRunner().invoke(cli, ["check", "--suite", str(suite), "--db",
+                                 str(tmp_path / "r.db"), "--update-baseline"])
+    assert r.exit_code == 2 and "suite.processes" in r.output
+
+
+def test_ci_gates_with_the_documented_recipe():
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    recipe = ("hwtune check --update-baseline --baseline perf-baseline.json",
+              "hwtune check --baseline perf-baseline.json")
+    help_text = CliRunner().invoke(cli, ["check", "--help"]).output
+    readme = (root / "README.md").read_text()
+    for line in recipe:
+        assert line in help_text and line in readme
+    run = "\n".join(ln for ln in (root / ".ci" / "run").read_text().splitlines()
+                    if not ln.lstrip().startswith("#"))
+    assert "--undecidable-ok" not in run
+    assert '.venv/bin/hwtune check --baseline "$tmp/perf-baseline.json"' in run
