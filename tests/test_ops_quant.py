@@ -97,6 +97,9 @@ CONV_CASES = [  # (x shape, oc, k, stride, pad, groups, a_signed, per_channel, z
     ((1, 16, 5, 5), 40, 1, 1, 0, 1, False, True, False, "s8", False),
     ((1, 8, 6, 6), 8, 3, 1, 1, 8, False, True, False, "u8", True),  # depthwise
     ((2, 12, 7, 9), 20, 1, 2, 0, 1, True, True, True, "u8", False),  # 1x1 strided
+    # 1x1, stride 1, no padding: the GEMM reads x's channel planes (no im2col)
+    ((2, 12, 7, 9), 20, 1, 1, 0, 2, True, False, True, "f32", True),
+    ((1, 64, 20, 20), 72, 1, 1, 0, 1, False, True, True, "u8", False),
 ]
 
 
