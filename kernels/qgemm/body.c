@@ -35,9 +35,15 @@ static inline int32_t a_u8(const void *A, hwt_qa_type t, size_t idx) {
 #if defined(HWT_VEC_AVX512)
 #define KG 4
 #define ESIZE 1
+#define MR 8
+#elif defined(HWT_VEC_AVX2)
+#define KG 2
+#define ESIZE 2
+#define MR 6
 #else
 #define KG 2
 #define ESIZE 2
+#define MR 4
 #endif
 
 /* One A micro-panel for a fixed type and this ISA's layout. The k loop of
@@ -78,7 +84,38 @@ static inline __attribute__((always_inline)) void pack_a_kstrided(
   const int mr = p->mr, K = p->d.K, Kp = p->Kp;
   const size_t ks = (size_t)p->d.a_ks, lda = (size_t)p->d.lda;
   int32_t sum[8] = {0}; /* mr <= 8 */
-  for (int k = 0; k < Kp; k++) {
+  int k = 0;
+  if (mb == MR && mr == MR && lda == 1 && (t == HWT_QA_F32U8 || t == HWT_QA_F32S8)) {
+    /* Full tiles of adjacent float rows (the 1x1 conv's case): a k group's
+       KG x MR values converted as vectors along the rows, then interleaved
+       into the panel; the per-value loop below took 4.1% of samples against
+       the micro-kernel's 5.9% on the int8 ResNet-50 (perf, under load). */
+    const float add = t == HWT_QA_F32S8 ? 128.0f : 0.0f;
+    const float *src = (const float *)A + (size_t)i0;
+    for (; k + KG <= K; k += KG) {
+      int32_t v[KG][MR];
+      for (int u = 0; u < KG; u++) {
+        const float *s = src + (size_t)(k + u) * ks;
+        for (int i = 0; i < MR; i++) {
+          float f = s[i] + add;
+          f = f < 0.0f ? 0.0f : f;
+          f = f > 255.0f ? 255.0f : f;
+          v[u][i] = (int32_t)f;
+        }
+      }
+#if ESIZE == 1
+      uint8_t *d = (uint8_t *)dst + (size_t)(k / KG) * MR * KG;
+#else
+      int16_t *d = (int16_t *)dst + (size_t)(k / KG) * MR * KG;
+#endif
+      for (int i = 0; i < MR; i++)
+        for (int u = 0; u < KG; u++) {
+          d[i * KG + u] = (__typeof__(d[0]))v[u][i];
+          sum[i] += v[u][i];
+        }
+    }
+  }
+  for (; k < Kp; k++) {
 #if ESIZE == 1
     uint8_t *d = (uint8_t *)dst + (size_t)(k / KG) * mr * KG + (size_t)(k % KG);
 #else
