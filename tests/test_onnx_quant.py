@@ -82,6 +82,9 @@ def test_quantized_import_matches_onnxruntime_int8(quantized, case, tmp_path):
     assert ops[qop] > 0, ops  # ran in int8, not dequantized to float
     if form == "qdq":  # every quantized weight op folded: no float conv / matmul left
         assert not ops["conv2d"] and not ops["matmul"], ops
+    if form == "dynamic":  # Cast -> Mul(a_scale * w_scale) -> Add(bias) folded into it
+        assert all(len(op.inputs) == 7 and op.attrs["out"] == "f32"
+                   for op in g.ops if op.op == "qmatmul"), ops
     step = _output_step(src)
     for isa in supported_isas():
         got = run_ops(g, nth=2, isa=isa, inputs={"x": x})["y"]

@@ -91,6 +91,48 @@ def test_qmatmul_dynamic_zero_point(isa):
     _check(g, {"x": x}, params, "acc", isa)
 
 
+
+@pytest.mark.parametrize("isa", supported_isas())
+@pytest.mark.parametrize("per_column", [False, True])
+def test_qmatmul_run_time_scale(isa, per_column):
+    """scale_t: the run-time a_scale * w_scale of quantize_dynamic's Mul (here
+    the dynamic scale times per-column weight scales, or one value), a bias,
+    output f32; N spans several column tiles."""
+    rng = np.random.default_rng(2)
+    n = 70
+    ns = n if per_column else 1
+    g = load_model({"format_version": 1, "name": "dyn_scale", "seed": 1,
+                    "inputs": [{"name": "x", "shape": [2, 9, 40]}],
+                    "params": [{"name": "b", "shape": [40, n]}, {"name": "ws", "shape": [1]},
+                               {"name": "wz", "shape": [1]}, {"name": "bias", "shape": [n]},
+                               {"name": "wsc", "shape": [ns]}],
+                    "ops": [{"name": "dq", "op": "dynamic_quantize", "inputs": ["x"],
+                             "outputs": ["xq", "xs", "xz"]},
+                            {"name": "sc", "op": "mul", "inputs": ["xs", "wsc"]},
+                            {"name": "mm", "op": "qmatmul",
+                             "inputs": ["xq", "b", "ws", "wz", "bias", "xz", "sc"],
+                             "attrs": {"out": "f32"}}],
+                    "outputs": ["mm"]})
+    params = {"b": _ints(rng, (40, n), True), "ws": np.ones(1, np.float32),
+              "wz": np.zeros(1, np.float32),
+              "bias": rng.normal(0, 1, n).astype(np.float32),
+              "wsc": rng.uniform(0.001, 0.01, ns).astype(np.float32)}
+    x = rng.normal(0.3, 2.0, (2, 9, 40)).astype(np.float32)
+    _check(g, {"x": x}, params, "f32", isa)
+
+
+def test_qmatmul_run_time_scale_needs_f32_output():
+    with pytest.raises(Exception, match="scale_t"):
+        load_model({"format_version": 1, "name": "bad", "seed": 1,
+                    "inputs": [{"name": "x", "shape": [2, 4]}, {"name": "z", "shape": [1]},
+                               {"name": "s", "shape": [1]}],
+                    "params": [{"name": "b", "shape": [4, 3]}, {"name": "ws", "shape": [1]},
+                               {"name": "wz", "shape": [1]}, {"name": "bias", "shape": [3]}],
+                    "ops": [{"name": "mm", "op": "qmatmul",
+                             "inputs": ["x", "b", "ws", "wz", "bias", "z", "s"],
+                             "attrs": {"out": "u8", "y_scale": 0.1}}],
+                    "outputs": ["mm"]})
+
 CONV_CASES = [  # (x shape, oc, k, stride, pad, groups, a_signed, per_channel, zb, out, relu)
     ((1, 3, 9, 9), 8, 3, 1, 1, 1, False, True, False, "u8", True),
     ((2, 4, 7, 6), 6, 3, 2, 1, 2, True, False, True, "f32", False),

@@ -27,6 +27,7 @@ typedef struct {
   float *bias;       /* [N total] or NULL */
   hwt_qgemm_epi epi; /* everything but C and za (run time) */
   int dyn_za;        /* activation zero point from input 5 at run time */
+  int64_t dyn_scale; /* scale_t (input 6) values: 1 or N; 0 without it */
   /* qconv2d */
   int64_t n_img, ic, h, w, oc, kh, kw, oh, ow, groups;
   int64_t sh, sw, pt, pl, dh, dw, chunk, chunks;
@@ -163,8 +164,9 @@ static int plan_for(hwt_op_ctx *ctx, q_state *s, int64_t M, int64_t N, int64_t K
 
 static int qmatmul_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   const hwt_graph *g = ctx->g;
-  if (ctx->n_in < 4 || ctx->n_in > 6 || ctx->n_out != 1)
-    return hwt_ops_fail(err, errlen, ctx, "qmatmul takes a, b, w_scale, w_zero[, bias[, a_zero_t]]");
+  if (ctx->n_in < 4 || ctx->n_in > 7 || ctx->n_out != 1)
+    return hwt_ops_fail(err, errlen, ctx,
+                        "qmatmul takes a, b, w_scale, w_zero[, bias[, a_zero_t[, scale_t]]]");
   int ra, rb;
   const int64_t *a = hwt_ops_in_shape(ctx, 0, &ra), *b = hwt_ops_in_shape(ctx, 1, &rb);
   if (ra < 2 || rb != 2 || a[ra - 1] != b[0])
@@ -175,14 +177,23 @@ static int qmatmul_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   ctx->state = s;
   int st = q_common(ctx, s, N, err, errlen);
   if (st < 0) return st;
-  s->dyn_za = ctx->n_in == 6;
+  s->dyn_za = ctx->n_in >= 6;
+  if (ctx->n_in == 7) {
+    s->dyn_scale = hwt_ops_numel(g, hwt_ops_in(ctx, 6));
+    if (s->dyn_scale != 1 && s->dyn_scale != N)
+      return hwt_ops_fail(err, errlen, ctx, "scale_t must be [1] or one per column");
+    if (s->epi.out != HWT_QOUT_F32)
+      return hwt_ops_fail(err, errlen, ctx, "scale_t needs out f32");
+  }
   const hwt_qa_type at = hwt_ops_int(ctx, "a_signed", 0) ? HWT_QA_F32S8 : HWT_QA_F32U8;
   if ((st = plan_for(ctx, s, M, N, K, (int)K, 0, at, err, errlen)) < 0) return st;
   if ((st = q_pack(ctx, s, 1, K, N, 0, err, errlen)) < 0) return st;
   s->epi.rs_c = (ptrdiff_t)N;
   s->epi.cs_c = 1;
-  (void)g;
-  return hwt_ops_prepared(ctx, s, round64(s->plan.ws_bytes) / 4, 2.0 * (double)(M * N * K));
+  /* scale_t: each thread's copy of the per-column scales after the GEMM's
+     workspace (run() may not allocate) */
+  const size_t ws = round64(s->plan.ws_bytes) + (s->dyn_scale ? round64((size_t)N * 4) : 0);
+  return hwt_ops_prepared(ctx, s, ws / 4, 2.0 * (double)(M * N * K));
 }
 
 static void qmatmul_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
@@ -190,6 +201,12 @@ static void qmatmul_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
   hwt_qgemm_epi e = s->epi;
   e.C = ctx->out[0];
   if (s->dyn_za) e.za = (int32_t)ctx->in[5][0];
+  if (s->dyn_scale) {
+    float *sc = (float *)((char *)ws + round64(s->plan.ws_bytes));
+    const float *st = ctx->in[6];
+    for (int j = 0; j < s->plan.d.N; j++) sc[j] = st[s->dyn_scale == 1 ? 0 : j];
+    e.scale = sc;
+  }
   hwt_qgemm_run_part(&s->plan, ctx->in[0], s->packed, s->colsum, &e, ws, tid, nth);
 }
 

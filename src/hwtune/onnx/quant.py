@@ -36,6 +36,8 @@ class _State:
         self.bq = {}      # ONNX name of a constant int32 DQ output -> (ints, scale)
         self.signed = {}  # hwtune tensor of integers -> True for s8 values
         self.fusable = {}  # hwtune tensor -> (op, inputs, attrs) of a qop with f32 output
+        self.acc_mm = {}  # hwtune tensor -> (inputs, n) of a MatMulInteger qmatmul (a_zero_t)
+        self.scaled_mm = {}  # hwtune tensor -> (inputs, attrs, n) of a scale_t qmatmul, no bias
 
 
 def _st(cx) -> _State:
@@ -343,6 +345,54 @@ def matmul_integer(cx, attrs):
     if extra:
         ins += [cx.param(f"{cx.node.name or cx.out()}:nobias", np.zeros(n, np.float32))] + extra
     cx.emit("qmatmul", ins, {**at, "out": "acc"}, out=cx.out())
+    if extra:
+        _st(cx).acc_mm[cx.out()] = (ins, dict(at), n)
+
+
+# quantize_dynamic's epilogue, MatMulInteger -> Cast -> Mul(a_scale * w_scale)
+# -> Add(bias), folds into the qmatmul (scale_t, bias): two element-wise
+# passes over each output fewer, and the same float32 operations (the
+# product rounded once, then the bias added).
+
+def scale_aware(fallback):
+    """Mul of a MatMulInteger's accumulator (Cast to float is an alias) by
+    a run-time [1] or [N] scale: the qmatmul with scale_t, output f32."""
+    def convert(cx, attrs):
+        st = _st(cx)
+        for ai, si in ((0, 1), (1, 0)):
+            hit = st.acc_mm.get(cx.tensor(ai)) if not cx.is_const(ai) else None
+            if hit is None or cx.is_const(si):
+                continue
+            ins, at, n = hit
+            if tuple(cx.shape(si)) not in ((), (1,), (n,)):
+                continue
+            ins = list(ins) + [cx.tensor(si)]
+            at = {**at, "out": "f32"}
+            cx.emit("qmatmul", ins, at, out=cx.out())
+            st.scaled_mm[cx.out()] = (ins, at, n)
+            return
+        fallback(cx, attrs)
+    return convert
+
+
+def bias_aware(fallback):
+    """Add of a constant [N] bias to a scale_t qmatmul's output: its bias."""
+    def convert(cx, attrs):
+        st = _st(cx)
+        for ai, bi in ((0, 1), (1, 0)):
+            hit = st.scaled_mm.get(cx.tensor(ai)) if not cx.is_const(ai) else None
+            if hit is None or not cx.is_const(bi):
+                continue
+            ins, at, n = hit
+            b = np.asarray(cx.const(bi))
+            if b.shape != (n,):
+                continue
+            ins = list(ins)
+            ins[4] = cx.param(f"{cx.node.name or cx.out()}:bias", b.astype(np.float32))
+            cx.emit("qmatmul", ins, at, out=cx.out())
+            return
+        fallback(cx, attrs)
+    return convert
 
 
 def conv_integer(cx, attrs):

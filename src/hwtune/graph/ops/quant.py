@@ -111,6 +111,13 @@ def _mm_infer(in_shapes, attrs, n_out):
                       "inputs[4]")
     if len(in_shapes) > 5 and tuple(in_shapes[5]) != (1,):
         raise OpError(f"a_zero_t must be [1], got {show_shape(in_shapes[5])}", "inputs[5]")
+    if len(in_shapes) > 6:
+        if tuple(in_shapes[6]) not in ((), (1,), (n,)):
+            raise OpError(f"scale_t must be [1] or [{n}], got {show_shape(in_shapes[6])}",
+                          "inputs[6]")
+        if attrs["out"] != "f32":
+            raise OpError(f"scale_t scales a dequantized output: out must be f32, not "
+                          f"{attrs['out']}", "attrs.out")
     return [tuple(in_shapes[0][:-1]) + (n,)]
 
 
@@ -121,6 +128,8 @@ def _mm_ref(arrays, attrs, n_out):
     k, n = b.shape
     acc = (a.reshape(-1, k).astype(np.float64) - za) @ \
         (b.astype(np.float64) - w_zero.astype(np.float64).reshape(1, -1))
+    if len(arrays) > 6:  # the run-time product replaces a_scale * w_scale
+        w_scale, attrs = arrays[6].astype(np.float32), {**attrs, "a_scale": 1.0}
     y = epilogue(acc, 1, w_scale.reshape(-1), bias, attrs)
     return [y.reshape(tuple(a.shape[:-1]) + (n,))]
 
@@ -131,12 +140,14 @@ def _mm_flops(in_shapes, out_shapes, attrs):
 
 
 register(OpSpec(
-    "qmatmul", ("a", "b", "w_scale", "w_zero", "bias", "a_zero_t"), 4, 6, _mm_infer, _mm_ref,
+    "qmatmul", ("a", "b", "w_scale", "w_zero", "bias", "a_zero_t", "scale_t"), 4, 7, _mm_infer,
+    _mm_ref,
     _mm_flops, attrs=list(QUANT_ATTRS),
     doc="int8 y[..., N] = a[..., K] x b[K, N] on integer values (u8/s8 activations, s8 "
         "weights, int32 accumulation), dequantized, accumulated or requantised by `out`; "
         "a_zero_t, when given, is the activation zero point computed at run time "
-        "(dynamic_quantize)"))
+        "(dynamic_quantize); scale_t ([1] or [N], run time, out f32 only) replaces a_scale * "
+        "w_scale (ONNX Runtime's quantize_dynamic multiplies MatMulInteger's sum by it)"))
 
 
 # -- qconv2d -----------------------------------------------------------------
