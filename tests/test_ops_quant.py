@@ -179,3 +179,42 @@ def test_quantize_rows_match_reference(op, isa):
     for nth in (1, 2):
         got = run_ops(g, nth=nth, isa=isa, inputs={"x": x})["y"]
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("isa", supported_isas())
+@pytest.mark.parametrize("out", ["u8", "s8"])
+def test_qadd_matches_reference_and_the_three_rows(out, isa):
+    """qadd: the reference, and the same values as dequantize, add, quantize
+    (the element-wise rows it replaces), bit for bit."""
+    rng = np.random.default_rng(4)
+    shape = [2, 5, 7, 9]
+    a, b = _ints(rng, shape, False), _ints(rng, shape, True)
+    a[0, 0, 0, :3] = [0, 255, 128]
+    attrs = {"a_scale": 0.031, "a_zero": 120, "b_scale": 0.05, "b_zero": -4,
+             "y_scale": 0.043 if out == "u8" else 0.061, "y_zero": 7, "out": out}
+    g = _model("qadd", [{"name": "a", "shape": shape}, {"name": "b", "shape": shape}], [],
+               attrs)
+    inputs = {"a": a, "b": b}
+    want = run_reference(g, inputs=inputs)["y"]
+    three = load_model({
+        "format_version": 1, "name": "three", "seed": 3,
+        "inputs": [{"name": "a", "shape": shape}, {"name": "b", "shape": shape}],
+        "params": [],
+        "ops": [{"name": "da", "op": "dequantize", "inputs": ["a"],
+                 "attrs": {"scale": 0.031, "zero_point": 120.0}},
+                {"name": "db", "op": "dequantize", "inputs": ["b"],
+                 "attrs": {"scale": 0.05, "zero_point": -4.0}},
+                {"name": "s", "op": "add", "inputs": ["da", "db"]},
+                {"name": "y", "op": f"quantize_{out}", "inputs": ["s"],
+                 "attrs": {"scale": attrs["y_scale"], "zero_point": 7.0}}],
+        "outputs": ["y"]})
+    np.testing.assert_array_equal(run_reference(three, inputs=inputs)["y"], want)
+    assert want.min() < want.max()  # not one saturated value
+    for nth in (1, 2, 3):
+        got = run_ops(g, nth=nth, isa=isa, inputs=inputs)["y"]
+        np.testing.assert_array_equal(got, want, err_msg=f"nth={nth}")
+
+
+def test_qadd_refuses_different_shapes():
+    with pytest.raises(Exception, match="one shape"):
+        _model("qadd", [{"name": "a", "shape": [2, 3]}, {"name": "b", "shape": [3]}], [], {})

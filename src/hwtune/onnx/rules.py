@@ -936,7 +936,7 @@ RULES.update({
     "Gemm": Rule(Q.qdq_aware("Gemm", RULES["Gemm"].convert), None),
     "Relu": Rule(Q.relu_aware(RULES["Relu"].convert), RULES["Relu"].fold),
     "Mul": Rule(Q.scale_aware(RULES["Mul"].convert), RULES["Mul"].fold),
-    "Add": Rule(Q.bias_aware(RULES["Add"].convert), RULES["Add"].fold),
+    "Add": Rule(Q.add_aware(RULES["Add"].convert), RULES["Add"].fold),
 })
 # Ops imported only when every input is a constant (folded at import).
 for _op, _fn in F.FOLDS.items():

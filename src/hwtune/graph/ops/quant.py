@@ -1,4 +1,4 @@
-"""Quantized ops (issue #43): qmatmul, qconv2d and dynamic_quantize.
+"""Quantized ops (issue #43): qmatmul, qconv2d, qadd and dynamic_quantize.
 
 Quantized activations travel between ops as their integer values held in
 float32 tensors (exact: every u8/s8 value is a float), so the engine's
@@ -212,6 +212,46 @@ register(OpSpec(
     doc="int8 2-D convolution, NCHW, on integer values (u8/s8 activations, s8 weights, int32 "
         "accumulation; im2col into the int8 GEMM), output f32 (dequantized), acc (the "
         "integer sum, ConvInteger) or u8/s8 (requantised) by `out`"))
+
+
+# -- qadd --------------------------------------------------------------------
+
+def _qadd_infer(in_shapes, attrs, n_out):
+    if tuple(in_shapes[0]) != tuple(in_shapes[1]):
+        raise OpError(f"qadd adds tensors of one shape, got {show_shape(in_shapes[0])} and "
+                      f"{show_shape(in_shapes[1])}", "inputs[1]")
+    if not (attrs["a_scale"] > 0 and attrs["b_scale"] > 0 and attrs["y_scale"] > 0):
+        raise OpError("qadd's scales must be > 0", "attrs")
+    return [tuple(in_shapes[0])]
+
+
+def _qadd_ref(arrays, attrs, n_out):
+    f = np.float32
+    a = (arrays[0].astype(f) - f(attrs["a_zero"])) * f(attrs["a_scale"])
+    b = (arrays[1].astype(f) - f(attrs["b_zero"])) * f(attrs["b_scale"])
+    s = (a + b).astype(f)
+    qmin, qmax = RANGES[attrs["out"]]
+    zy = f(attrs["y_zero"])
+    v = s / f(attrs["y_scale"])
+    v = np.where(v > f(qmin) - zy, v, f(qmin) - zy)
+    v = np.where(v < f(qmax) - zy, v, f(qmax) - zy)
+    return [(np.rint(v) + zy).astype(f)]
+
+
+register(OpSpec(
+    "qadd", ("a", "b"), 2, 2, _qadd_infer, _qadd_ref,
+    lambda ins, outs, attrs: 6 * int(np.prod(ins[0], dtype=np.int64)),
+    attrs=[Attr("a_scale", "float", 1.0, doc="a's scale"),
+           Attr("a_zero", "int", 0, doc="a's zero point"),
+           Attr("b_scale", "float", 1.0, doc="b's scale"),
+           Attr("b_zero", "int", 0, doc="b's zero point"),
+           Attr("y_scale", "float", 1.0, doc="output scale"),
+           Attr("y_zero", "int", 0, doc="output zero point"),
+           Attr("out", "str", "u8", choices=("u8", "s8"), doc="output integer type")],
+    doc="quantized add of two tensors of one shape (integer values in float32): "
+        "quantize((a - a_zero) * a_scale + (b - b_zero) * b_scale) to u8/s8 by y_scale and "
+        "y_zero, the float32 operations of dequantize, add, quantize in one pass (QDQ "
+        "residual adds)"))
 
 
 # -- dynamic_quantize --------------------------------------------------------
