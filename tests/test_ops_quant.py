@@ -165,6 +165,21 @@ def test_qconv2d_matches_reference(case, isa):
 
 
 @pytest.mark.parametrize("isa", supported_isas())
+@pytest.mark.parametrize("dilation", [[2, 1], [1, 2]])
+def test_qconv2d_dilated_matches_reference(dilation, isa):
+    """3x3 windows with a row or column dilation (im2col's 3x3 copy takes
+    row dilations, the general loop column ones), padded borders."""
+    rng = np.random.default_rng(8)
+    params = {"w": _ints(rng, (10, 6, 3, 3), True), "ws": np.full(1, 0.01, np.float32),
+              "wz": np.zeros(1, np.float32), "bias": rng.uniform(-2, 2, 10).astype(np.float32)}
+    specs = [{"name": p, "shape": list(v.shape)} for p, v in params.items()]
+    attrs = {"padding": 1, "dilation": dilation, "a_scale": 0.05, "a_zero": 131, "out": "u8",
+             "y_scale": 0.5, "y_zero": 120}
+    g = _model("qconv2d", [{"name": "x", "shape": [1, 6, 11, 12]}], specs, attrs)
+    _check(g, {"x": _ints(rng, (1, 6, 11, 12), False)}, params, "u8", isa)
+
+
+@pytest.mark.parametrize("isa", supported_isas())
 @pytest.mark.parametrize("op", ["quantize_u8", "quantize_s8", "dequantize"])
 def test_quantize_rows_match_reference(op, isa):
     rng = np.random.default_rng(2)
