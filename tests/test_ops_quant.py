@@ -233,3 +233,25 @@ def test_qadd_matches_reference_and_the_three_rows(out, isa):
 def test_qadd_refuses_different_shapes():
     with pytest.raises(Exception, match="one shape"):
         _model("qadd", [{"name": "a", "shape": [2, 3]}, {"name": "b", "shape": [3]}], [], {})
+
+
+@pytest.mark.parametrize("isa", supported_isas())
+@pytest.mark.parametrize("n", [7, 16, 101])
+def test_dynamic_quantize_matches_reference(n, isa):
+    """The range scan's 16 lanes and its tail: the extremes placed in the
+    tail (or a lane), a -0.0 among them; all positive (min 0)."""
+    rng = np.random.default_rng(n)
+    for case in range(3):
+        x = rng.normal(0.5, 2.0, n).astype(np.float32)
+        if case == 0:
+            x[-1], x[0] = -9.5, 7.25  # min in the tail (or a lane when n = 16)
+            x[n // 2] = -0.0
+        elif case == 1:
+            x = np.abs(x) + 0.1  # min(x, 0) = 0
+        g = _model("dynamic_quantize", [{"name": "x", "shape": [n]}], [], {},
+                   outputs=("y", "s", "z"))
+        want = run_reference(g, inputs={"x": x})
+        for nth in (1, 2, 3):
+            got = run_ops(g, nth=nth, isa=isa, inputs={"x": x})
+            for k in ("y", "s", "z"):
+                np.testing.assert_array_equal(got[k], want[k], err_msg=f"{k} case {case}")

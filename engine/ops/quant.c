@@ -9,6 +9,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include "hwtune/qgemm.h"
 #include "ops_util.h"
 
@@ -476,8 +479,45 @@ static int dq_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
 static void dq_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
   const int64_t n = *(const int64_t *)ctx->state;
   const float *x = ctx->in[0];
+  /* DQ_LANES independent minima and maxima: GCC does not vectorise the
+     one-accumulator form (a conditional reduction: "unsupported use in
+     stmt", -fopt-info-vec), and the scan ran at one element per compare
+     chain. Each lane's `x < lo ? x : lo` is minps exactly (NaN skipped, a
+     -0 never replaces 0), and every lane starts at 0, so the result is the
+     single loop's. */
+  enum { DQ_LANES = 16 };
+  float lo8[DQ_LANES], hi8[DQ_LANES];
+  for (int l = 0; l < DQ_LANES; l++) lo8[l] = hi8[l] = 0.0f;
+  int64_t i0 = 0;
+#if defined(__SSE2__)
+  /* GCC unrolled the lanes below into scalar minss / maxss with spills:
+     the baseline x86-64 form by hand (minps(v, lo) is v < lo ? v : lo) */
+  __m128 l4[4], h4[4];
+  for (int l = 0; l < 4; l++) l4[l] = h4[l] = _mm_setzero_ps();
+  for (; i0 + DQ_LANES <= n; i0 += DQ_LANES)
+    for (int l = 0; l < 4; l++) {
+      const __m128 v = _mm_loadu_ps(x + i0 + 4 * l);
+      l4[l] = _mm_min_ps(v, l4[l]);
+      h4[l] = _mm_max_ps(v, h4[l]);
+    }
+  for (int l = 0; l < 4; l++) {
+    _mm_storeu_ps(lo8 + 4 * l, l4[l]);
+    _mm_storeu_ps(hi8 + 4 * l, h4[l]);
+  }
+#else
+  for (; i0 + DQ_LANES <= n; i0 += DQ_LANES)
+    for (int l = 0; l < DQ_LANES; l++) {
+      const float v = x[i0 + l];
+      lo8[l] = v < lo8[l] ? v : lo8[l];
+      hi8[l] = v > hi8[l] ? v : hi8[l];
+    }
+#endif
   float lo = 0.0f, hi = 0.0f;
-  for (int64_t i = 0; i < n; i++) {
+  for (int l = 0; l < DQ_LANES; l++) {
+    lo = lo8[l] < lo ? lo8[l] : lo;
+    hi = hi8[l] > hi ? hi8[l] : hi;
+  }
+  for (int64_t i = i0; i < n; i++) {
     lo = x[i] < lo ? x[i] : lo;
     hi = x[i] > hi ? x[i] : hi;
   }
