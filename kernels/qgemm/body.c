@@ -60,24 +60,34 @@ static inline __attribute__((always_inline)) void pack_a_fixed(
     int32_t sum = 0;
     const size_t row = (size_t)(i0 + i) * (size_t)p->d.lda;
     int q = 0;
-#if ESIZE == 1
     if (t == HWT_QA_U8 && i < mb) {
-      /* u8 rows (qconv2d's im2col): whole k groups moved as 4-byte words and
-         the row sum as its own loop, which vectorises; the per-byte loop
-         below was 23% of qconv2d's samples on the int8 ResNet-50 (perf,
-         under load), most of them on its byte stores and sums */
+      /* u8 rows (qconv2d's im2col): whole k groups moved at once (4-byte
+         words at the VNNI layout, widened int16 pairs at the others) and
+         the row sum as its own loop, which vectorises; the per-value loop
+         below was 23% of qconv2d's samples on the int8 ResNet-50 (VNNI,
+         perf, under load), most of them on its byte stores and sums */
       const uint8_t *src = (const uint8_t *)A + row;
       for (int k = 0; k < K; k++) sum += src[k];
+#if ESIZE == 1
       for (; q < K / KG; q++)
         memcpy((uint8_t *)dst + ((size_t)q * mr + i) * KG, src + (size_t)q * KG, KG);
       for (; q < Kq; q++) {
         uint8_t *d = (uint8_t *)dst + ((size_t)q * mr + i) * KG;
         for (int u = 0; u < KG; u++) d[u] = q * KG + u < K ? src[q * KG + u] : 0;
       }
+#else
+      for (; q < K / KG; q++) {
+        int16_t *d = (int16_t *)dst + ((size_t)q * mr + i) * KG;
+        for (int u = 0; u < KG; u++) d[u] = src[q * KG + u];
+      }
+      for (; q < Kq; q++) {
+        int16_t *d = (int16_t *)dst + ((size_t)q * mr + i) * KG;
+        for (int u = 0; u < KG; u++) d[u] = (int16_t)(q * KG + u < K ? src[q * KG + u] : 0);
+      }
+#endif
       rowsum[i] = sum;
       continue;
     }
-#endif
     for (; q < Kq; q++) {
 #if ESIZE == 1
       uint8_t *d = (uint8_t *)dst + ((size_t)q * mr + i) * KG;
