@@ -1,11 +1,12 @@
-/* The quantized family (issue #43): qmatmul, qconv2d and dynamic_quantize
- * as src/hwtune/graph/ops/quant.py defines them, on the int8 GEMM
- * (hwtune/qgemm.h). Activations arrive as integer values in float32
- * buffers; weights are params holding s8 values, converted to bytes and
- * packed once at prepare with their column sums. qconv2d gathers each
+/* The quantized family (issue #43): qmatmul, qconv2d, qadd and
+ * dynamic_quantize as src/hwtune/graph/ops/quant.py defines them, on the
+ * int8 GEMM (hwtune/qgemm.h). Activations arrive as integer values in
+ * float32 buffers; weights are params holding s8 values, converted to bytes
+ * and packed once at prepare with their column sums. qconv2d gathers each
  * thread's chunk of output pixels (im2col, the zero point in the padding)
  * into its workspace as u8 and runs the GEMM on it, writing NCHW directly
- * (the epilogue's column stride is H*W). */
+ * (the epilogue's column stride is H*W); a 1x1 stride-1 unpadded conv
+ * hands the GEMM x's channel planes instead (k stride H*W, no copy). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -13,10 +13,12 @@
 /* Packed A bytes one thread may hold at once. Below it, when N spans more
  * than one column block, every A tile is packed once up front instead of
  * once per block: BERT-base's [128, 3072] x [3072, 768] has 5 blocks of 160
- * columns at the VNNI layout, and packing from float32 (a conversion per
- * value) five times was 2.7% of samples against the micro-kernel's 4.8% on
- * the int8 ResNet-50 (perf, under load). 1 MiB: BERT-base's largest A
- * (128 x 3072 bytes = 384 KiB) with room for batches of a few sequences. */
+ * columns at the VNNI layout, and its A was packed from float32 (a
+ * conversion per value) five times; packing once took BERT-base's 72
+ * qmatmuls from 336 to 208 ms per inference in the engine's profile (1
+ * thread, under load) and hwtune / ORT int8 from 0.61x to 0.80x
+ * (interleaved, under load). 1 MiB: BERT-base's largest A (128 x 3072
+ * bytes = 384 KiB) with room for batches of a few sequences. */
 #define QGEMM_A_ONCE_BUDGET (1024 * 1024)
 
 static size_t align64(size_t n) { return (n + 63) / 64 * 64; }
