@@ -82,6 +82,11 @@ def test_quantized_import_matches_onnxruntime_int8(quantized, case, tmp_path):
     assert ops[qop] > 0, ops  # ran in int8, not dequantized to float
     if form == "qdq":  # every quantized weight op folded: no float conv / matmul left
         assert not ops["conv2d"] and not ops["matmul"], ops
+    if (name, form) == ("resnet_cnn", "qdq"):  # DQ + DQ -> Add -> Q: one qadd
+        assert ops["qadd"] > 0 and not ops["add"], ops
+    if form == "dynamic":  # Cast -> Mul(a_scale * w_scale) -> Add(bias) folded into it
+        assert all(len(op.inputs) == 7 and op.attrs["out"] == "f32"
+                   for op in g.ops if op.op == "qmatmul"), ops
     step = _output_step(src)
     for isa in supported_isas():
         got = run_ops(g, nth=2, isa=isa, inputs={"x": x})["y"]
@@ -241,6 +246,34 @@ def test_conv_integer_imports_and_matches_onnxruntime(tmp_path):
     for isa in supported_isas():
         got = run_ops(g, nth=2, isa=isa, inputs={"x": x})["y"]
         np.testing.assert_array_equal(got, want.astype(np.float32))
+
+
+def test_qdq_add_imports_as_qadd_and_matches_onnxruntime(tmp_path):
+    """Q(x), Q(x * 0.7) -> DQ, DQ -> Add -> Q -> DQ: one qadd; within one step
+    of ORT (its QLinearAdd rounds with fixed-point multipliers)."""
+    rng = np.random.default_rng(11)
+    x = rng.normal(0, 2, (2, 3, 5, 5)).astype(np.float32)
+    inits = {"s1": np.float32(0.03), "z1": np.uint8(120), "s2": np.float32(0.021),
+             "z2": np.uint8(100), "c": np.float32(0.7), "sy": np.float32(0.045),
+             "zy": np.uint8(128)}
+    model = _chain([helper.make_node("Mul", ["x", "c"], ["xc"]),
+                    helper.make_node("QuantizeLinear", ["x", "s1", "z1"], ["q1"]),
+                    helper.make_node("QuantizeLinear", ["xc", "s2", "z2"], ["q2"]),
+                    helper.make_node("DequantizeLinear", ["q1", "s1", "z1"], ["d1"]),
+                    helper.make_node("DequantizeLinear", ["q2", "s2", "z2"], ["d2"]),
+                    helper.make_node("Add", ["d1", "d2"], ["s"]),
+                    helper.make_node("QuantizeLinear", ["s", "sy", "zy"], ["qy"]),
+                    helper.make_node("DequantizeLinear", ["qy", "sy", "zy"], ["y"])],
+                   x.shape, inits, TensorProto.FLOAT, x.shape)
+    want = _ort(model, {"x": x})
+    path = tmp_path / "qadd.onnx"
+    onnx.save(model, str(path))
+    g = load_model(import_onnx(str(path), str(tmp_path / "qadd.json")).model)
+    ops = collections.Counter(op.op for op in g.ops)
+    assert ops["qadd"] == 1 and not ops["add"], ops
+    for isa in supported_isas():
+        got = run_ops(g, nth=2, isa=isa, inputs={"x": x})["y"]
+        assert np.abs(got - want).max() <= 0.045 * (1 + 1e-4), isa
 
 
 def test_per_channel_dequantize_of_a_runtime_tensor_is_refused(tmp_path):

@@ -91,12 +91,57 @@ def test_qmatmul_dynamic_zero_point(isa):
     _check(g, {"x": x}, params, "acc", isa)
 
 
+
+@pytest.mark.parametrize("isa", supported_isas())
+@pytest.mark.parametrize("per_column", [False, True])
+def test_qmatmul_run_time_scale(isa, per_column):
+    """scale_t: the run-time a_scale * w_scale of quantize_dynamic's Mul (here
+    the dynamic scale times per-column weight scales, or one value), a bias,
+    output f32; N spans several column tiles."""
+    rng = np.random.default_rng(2)
+    n = 70
+    ns = n if per_column else 1
+    g = load_model({"format_version": 1, "name": "dyn_scale", "seed": 1,
+                    "inputs": [{"name": "x", "shape": [2, 9, 40]}],
+                    "params": [{"name": "b", "shape": [40, n]}, {"name": "ws", "shape": [1]},
+                               {"name": "wz", "shape": [1]}, {"name": "bias", "shape": [n]},
+                               {"name": "wsc", "shape": [ns]}],
+                    "ops": [{"name": "dq", "op": "dynamic_quantize", "inputs": ["x"],
+                             "outputs": ["xq", "xs", "xz"]},
+                            {"name": "sc", "op": "mul", "inputs": ["xs", "wsc"]},
+                            {"name": "mm", "op": "qmatmul",
+                             "inputs": ["xq", "b", "ws", "wz", "bias", "xz", "sc"],
+                             "attrs": {"out": "f32"}}],
+                    "outputs": ["mm"]})
+    params = {"b": _ints(rng, (40, n), True), "ws": np.ones(1, np.float32),
+              "wz": np.zeros(1, np.float32),
+              "bias": rng.normal(0, 1, n).astype(np.float32),
+              "wsc": rng.uniform(0.001, 0.01, ns).astype(np.float32)}
+    x = rng.normal(0.3, 2.0, (2, 9, 40)).astype(np.float32)
+    _check(g, {"x": x}, params, "f32", isa)
+
+
+def test_qmatmul_run_time_scale_needs_f32_output():
+    with pytest.raises(Exception, match="scale_t"):
+        load_model({"format_version": 1, "name": "bad", "seed": 1,
+                    "inputs": [{"name": "x", "shape": [2, 4]}, {"name": "z", "shape": [1]},
+                               {"name": "s", "shape": [1]}],
+                    "params": [{"name": "b", "shape": [4, 3]}, {"name": "ws", "shape": [1]},
+                               {"name": "wz", "shape": [1]}, {"name": "bias", "shape": [3]}],
+                    "ops": [{"name": "mm", "op": "qmatmul",
+                             "inputs": ["x", "b", "ws", "wz", "bias", "z", "s"],
+                             "attrs": {"out": "u8", "y_scale": 0.1}}],
+                    "outputs": ["mm"]})
+
 CONV_CASES = [  # (x shape, oc, k, stride, pad, groups, a_signed, per_channel, zb, out, relu)
     ((1, 3, 9, 9), 8, 3, 1, 1, 1, False, True, False, "u8", True),
     ((2, 4, 7, 6), 6, 3, 2, 1, 2, True, False, True, "f32", False),
     ((1, 16, 5, 5), 40, 1, 1, 0, 1, False, True, False, "s8", False),
     ((1, 8, 6, 6), 8, 3, 1, 1, 8, False, True, False, "u8", True),  # depthwise
     ((2, 12, 7, 9), 20, 1, 2, 0, 1, True, True, True, "u8", False),  # 1x1 strided
+    # 1x1, stride 1, no padding: the GEMM reads x's channel planes (no im2col)
+    ((2, 12, 7, 9), 20, 1, 1, 0, 2, True, False, True, "f32", True),
+    ((1, 64, 20, 20), 72, 1, 1, 0, 1, False, True, True, "u8", False),
 ]
 
 
@@ -120,6 +165,21 @@ def test_qconv2d_matches_reference(case, isa):
 
 
 @pytest.mark.parametrize("isa", supported_isas())
+@pytest.mark.parametrize("dilation", [[2, 1], [1, 2]])
+def test_qconv2d_dilated_matches_reference(dilation, isa):
+    """3x3 windows with a row or column dilation (im2col's 3x3 copy takes
+    row dilations, the general loop column ones), padded borders."""
+    rng = np.random.default_rng(8)
+    params = {"w": _ints(rng, (10, 6, 3, 3), True), "ws": np.full(1, 0.01, np.float32),
+              "wz": np.zeros(1, np.float32), "bias": rng.uniform(-2, 2, 10).astype(np.float32)}
+    specs = [{"name": p, "shape": list(v.shape)} for p, v in params.items()]
+    attrs = {"padding": 1, "dilation": dilation, "a_scale": 0.05, "a_zero": 131, "out": "u8",
+             "y_scale": 0.5, "y_zero": 120}
+    g = _model("qconv2d", [{"name": "x", "shape": [1, 6, 11, 12]}], specs, attrs)
+    _check(g, {"x": _ints(rng, (1, 6, 11, 12), False)}, params, "u8", isa)
+
+
+@pytest.mark.parametrize("isa", supported_isas())
 @pytest.mark.parametrize("op", ["quantize_u8", "quantize_s8", "dequantize"])
 def test_quantize_rows_match_reference(op, isa):
     rng = np.random.default_rng(2)
@@ -134,3 +194,64 @@ def test_quantize_rows_match_reference(op, isa):
     for nth in (1, 2):
         got = run_ops(g, nth=nth, isa=isa, inputs={"x": x})["y"]
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("isa", supported_isas())
+@pytest.mark.parametrize("out", ["u8", "s8"])
+def test_qadd_matches_reference_and_the_three_rows(out, isa):
+    """qadd: the reference, and the same values as dequantize, add, quantize
+    (the element-wise rows it replaces), bit for bit."""
+    rng = np.random.default_rng(4)
+    shape = [2, 5, 7, 9]
+    a, b = _ints(rng, shape, False), _ints(rng, shape, True)
+    a[0, 0, 0, :3] = [0, 255, 128]
+    attrs = {"a_scale": 0.031, "a_zero": 120, "b_scale": 0.05, "b_zero": -4,
+             "y_scale": 0.043 if out == "u8" else 0.061, "y_zero": 7, "out": out}
+    g = _model("qadd", [{"name": "a", "shape": shape}, {"name": "b", "shape": shape}], [],
+               attrs)
+    inputs = {"a": a, "b": b}
+    want = run_reference(g, inputs=inputs)["y"]
+    three = load_model({
+        "format_version": 1, "name": "three", "seed": 3,
+        "inputs": [{"name": "a", "shape": shape}, {"name": "b", "shape": shape}],
+        "params": [],
+        "ops": [{"name": "da", "op": "dequantize", "inputs": ["a"],
+                 "attrs": {"scale": 0.031, "zero_point": 120.0}},
+                {"name": "db", "op": "dequantize", "inputs": ["b"],
+                 "attrs": {"scale": 0.05, "zero_point": -4.0}},
+                {"name": "s", "op": "add", "inputs": ["da", "db"]},
+                {"name": "y", "op": f"quantize_{out}", "inputs": ["s"],
+                 "attrs": {"scale": attrs["y_scale"], "zero_point": 7.0}}],
+        "outputs": ["y"]})
+    np.testing.assert_array_equal(run_reference(three, inputs=inputs)["y"], want)
+    assert want.min() < want.max()  # not one saturated value
+    for nth in (1, 2, 3):
+        got = run_ops(g, nth=nth, isa=isa, inputs=inputs)["y"]
+        np.testing.assert_array_equal(got, want, err_msg=f"nth={nth}")
+
+
+def test_qadd_refuses_different_shapes():
+    with pytest.raises(Exception, match="one shape"):
+        _model("qadd", [{"name": "a", "shape": [2, 3]}, {"name": "b", "shape": [3]}], [], {})
+
+
+@pytest.mark.parametrize("isa", supported_isas())
+@pytest.mark.parametrize("n", [7, 16, 101])
+def test_dynamic_quantize_matches_reference(n, isa):
+    """The range scan's 16 lanes and its tail: the extremes placed in the
+    tail (or a lane), a -0.0 among them; all positive (min 0)."""
+    rng = np.random.default_rng(n)
+    for case in range(3):
+        x = rng.normal(0.5, 2.0, n).astype(np.float32)
+        if case == 0:
+            x[-1], x[0] = -9.5, 7.25  # min in the tail (or a lane when n = 16)
+            x[n // 2] = -0.0
+        elif case == 1:
+            x = np.abs(x) + 0.1  # min(x, 0) = 0
+        g = _model("dynamic_quantize", [{"name": "x", "shape": [n]}], [], {},
+                   outputs=("y", "s", "z"))
+        want = run_reference(g, inputs={"x": x})
+        for nth in (1, 2, 3):
+            got = run_ops(g, nth=nth, isa=isa, inputs={"x": x})
+            for k in ("y", "s", "z"):
+                np.testing.assert_array_equal(got[k], want[k], err_msg=f"{k} case {case}")

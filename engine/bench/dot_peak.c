@@ -82,7 +82,7 @@ double hwt_probe_dot_peak(hwt_pool *p, int nth, hwt_isa isa, int kind, double se
   int rc;
   size_t packed_bytes, ws_bytes;
   if (kind == 0) {
-    const hwt_qgemm_desc d = {DOT_M, DOT_N, DOT_K, DOT_K, HWT_QA_U8};
+    const hwt_qgemm_desc d = {DOT_M, DOT_N, DOT_K, DOT_K, HWT_QA_U8, 0};
     if ((rc = hwt_qgemm_plan_make(&d, isa, &j.q)) < 0) return rc;
     packed_bytes = j.q.packed_b_bytes, ws_bytes = j.q.ws_bytes;
   } else {

@@ -1,14 +1,18 @@
-/* The quantized family (issue #43): qmatmul, qconv2d and dynamic_quantize
- * as src/hwtune/graph/ops/quant.py defines them, on the int8 GEMM
- * (hwtune/qgemm.h). Activations arrive as integer values in float32
- * buffers; weights are params holding s8 values, converted to bytes and
- * packed once at prepare with their column sums. qconv2d gathers each
+/* The quantized family (issue #43): qmatmul, qconv2d, qadd and
+ * dynamic_quantize as src/hwtune/graph/ops/quant.py defines them, on the
+ * int8 GEMM (hwtune/qgemm.h). Activations arrive as integer values in
+ * float32 buffers; weights are params holding s8 values, converted to bytes
+ * and packed once at prepare with their column sums. qconv2d gathers each
  * thread's chunk of output pixels (im2col, the zero point in the padding)
  * into its workspace as u8 and runs the GEMM on it, writing NCHW directly
- * (the epilogue's column stride is H*W). */
+ * (the epilogue's column stride is H*W); a 1x1 stride-1 unpadded conv
+ * hands the GEMM x's channel planes instead (k stride H*W, no copy). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include "hwtune/qgemm.h"
 #include "ops_util.h"
 
@@ -27,10 +31,12 @@ typedef struct {
   float *bias;       /* [N total] or NULL */
   hwt_qgemm_epi epi; /* everything but C and za (run time) */
   int dyn_za;        /* activation zero point from input 5 at run time */
+  int64_t dyn_scale; /* scale_t (input 6) values: 1 or N; 0 without it */
   /* qconv2d */
   int64_t n_img, ic, h, w, oc, kh, kw, oh, ow, groups;
   int64_t sh, sw, pt, pl, dh, dw, chunk, chunks;
   int64_t cparts;    /* column (output channel) parts per chunk */
+  int direct;        /* 1x1, stride 1, no padding: the GEMM reads x itself (no im2col) */
   int32_t pad_u8;    /* the padding value: the zero point as u8 */
   float a_shift;     /* 128 for s8 activations (into u8), else 0 */
 } q_state;
@@ -148,9 +154,10 @@ static int q_pack(hwt_op_ctx *ctx, q_state *s, int groups, int64_t K, int64_t Ng
 }
 
 static int plan_for(hwt_op_ctx *ctx, q_state *s, int64_t M, int64_t N, int64_t K, int lda,
-                    hwt_qa_type at, char *err, size_t errlen) {
-  if (M > INT32_MAX || N > INT32_MAX || K > INT32_MAX) return hwt_ops_fail(err, errlen, ctx, "too large");
-  hwt_qgemm_desc d = {(int)M, (int)N, (int)K, lda, at};
+                    int64_t ks, hwt_qa_type at, char *err, size_t errlen) {
+  if (M > INT32_MAX || N > INT32_MAX || K > INT32_MAX || ks > INT32_MAX)
+    return hwt_ops_fail(err, errlen, ctx, "too large");
+  hwt_qgemm_desc d = {(int)M, (int)N, (int)K, lda, at, (int)ks};
   const int isa = hwt_qgemm_variant_for(ctx->isa);
   int st = isa < 0 ? isa : hwt_qgemm_plan_make(&d, (hwt_isa)isa, &s->plan);
   if (st < 0) return hwt_ops_fail(err, errlen, ctx, "no int8 GEMM plan");
@@ -161,8 +168,9 @@ static int plan_for(hwt_op_ctx *ctx, q_state *s, int64_t M, int64_t N, int64_t K
 
 static int qmatmul_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   const hwt_graph *g = ctx->g;
-  if (ctx->n_in < 4 || ctx->n_in > 6 || ctx->n_out != 1)
-    return hwt_ops_fail(err, errlen, ctx, "qmatmul takes a, b, w_scale, w_zero[, bias[, a_zero_t]]");
+  if (ctx->n_in < 4 || ctx->n_in > 7 || ctx->n_out != 1)
+    return hwt_ops_fail(err, errlen, ctx,
+                        "qmatmul takes a, b, w_scale, w_zero[, bias[, a_zero_t[, scale_t]]]");
   int ra, rb;
   const int64_t *a = hwt_ops_in_shape(ctx, 0, &ra), *b = hwt_ops_in_shape(ctx, 1, &rb);
   if (ra < 2 || rb != 2 || a[ra - 1] != b[0])
@@ -173,14 +181,23 @@ static int qmatmul_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   ctx->state = s;
   int st = q_common(ctx, s, N, err, errlen);
   if (st < 0) return st;
-  s->dyn_za = ctx->n_in == 6;
+  s->dyn_za = ctx->n_in >= 6;
+  if (ctx->n_in == 7) {
+    s->dyn_scale = hwt_ops_numel(g, hwt_ops_in(ctx, 6));
+    if (s->dyn_scale != 1 && s->dyn_scale != N)
+      return hwt_ops_fail(err, errlen, ctx, "scale_t must be [1] or one per column");
+    if (s->epi.out != HWT_QOUT_F32)
+      return hwt_ops_fail(err, errlen, ctx, "scale_t needs out f32");
+  }
   const hwt_qa_type at = hwt_ops_int(ctx, "a_signed", 0) ? HWT_QA_F32S8 : HWT_QA_F32U8;
-  if ((st = plan_for(ctx, s, M, N, K, (int)K, at, err, errlen)) < 0) return st;
+  if ((st = plan_for(ctx, s, M, N, K, (int)K, 0, at, err, errlen)) < 0) return st;
   if ((st = q_pack(ctx, s, 1, K, N, 0, err, errlen)) < 0) return st;
   s->epi.rs_c = (ptrdiff_t)N;
   s->epi.cs_c = 1;
-  (void)g;
-  return hwt_ops_prepared(ctx, s, round64(s->plan.ws_bytes) / 4, 2.0 * (double)(M * N * K));
+  /* scale_t: each thread's copy of the per-column scales after the GEMM's
+     workspace (run() may not allocate) */
+  const size_t ws = round64(s->plan.ws_bytes) + (s->dyn_scale ? round64((size_t)N * 4) : 0);
+  return hwt_ops_prepared(ctx, s, ws / 4, 2.0 * (double)(M * N * K));
 }
 
 static void qmatmul_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
@@ -188,6 +205,12 @@ static void qmatmul_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
   hwt_qgemm_epi e = s->epi;
   e.C = ctx->out[0];
   if (s->dyn_za) e.za = (int32_t)ctx->in[5][0];
+  if (s->dyn_scale) {
+    float *sc = (float *)((char *)ws + round64(s->plan.ws_bytes));
+    const float *st = ctx->in[6];
+    for (int j = 0; j < s->plan.d.N; j++) sc[j] = st[s->dyn_scale == 1 ? 0 : j];
+    e.scale = sc;
+  }
   hwt_qgemm_run_part(&s->plan, ctx->in[0], s->packed, s->colsum, &e, ws, tid, nth);
 }
 
@@ -196,7 +219,7 @@ static void qmatmul_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
 /* im2col's u8 copy of the input rows a chunk reads: at most the whole
  * image's channels of one group (none for 1x1 convs without padding). */
 static size_t slab_bytes(const q_state *s) {
-  if (s->kh == 1 && s->kw == 1 && s->pt == 0 && s->pl == 0) return 0;
+  if (s->direct || (s->kh == 1 && s->kw == 1 && s->pt == 0 && s->pl == 0)) return 0;
   return (size_t)((s->ic / s->groups) * s->h * s->w);
 }
 
@@ -245,15 +268,28 @@ static int qconv_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   }
   s->chunk = chunk < P ? chunk : P;
   s->chunks = (P + s->chunk - 1) / s->chunk;
-  if ((st = plan_for(ctx, s, s->chunk, Ng, K, (int)K, HWT_QA_U8, err, errlen)) < 0) return st;
+  /* 1x1, stride 1, no padding (ResNet-50: 33 of 53 convs, 44% of the FLOPs):
+     the pixels of x's channel planes are the GEMM's A rows read with k
+     stride H*W, quantized values converted to bytes where they are packed;
+     im2col's u8 copy cost as much as the micro-kernel there */
+  s->direct = s->kh == 1 && s->kw == 1 && s->sh == 1 && s->sw == 1 && s->pt == 0 &&
+              s->pl == 0 && pend[0] == 0 && pend[1] == 0 && s->h * s->w <= INT32_MAX;
+  if (s->direct) {
+    s->epi.za = s->pad_u8 - (int32_t)s->a_shift; /* the GEMM shifts s8 itself */
+    st = plan_for(ctx, s, s->chunk, Ng, K, 1, s->h * s->w,
+                  a_signed ? HWT_QA_F32S8 : HWT_QA_F32U8, err, errlen);
+  } else {
+    st = plan_for(ctx, s, s->chunk, Ng, K, (int)K, 0, HWT_QA_U8, err, errlen);
+  }
+  if (st < 0) return st;
   const int64_t panels = (Ng + s->plan.nr - 1) / s->plan.nr, units = outer * s->chunks;
   s->cparts = units >= nth ? 1 : (nth + units - 1) / units;
   if (s->cparts > panels) s->cparts = panels;
   if ((st = q_pack(ctx, s, (int)s->groups, K, Ng, 1, err, errlen)) < 0) return st;
   s->epi.rs_c = 1;
   s->epi.cs_c = (ptrdiff_t)P;
-  const size_t ws = round64((size_t)(s->chunk * K)) + round64(slab_bytes(s)) +
-                    round64(s->plan.ws_bytes);
+  const size_t ws = (s->direct ? 0 : round64((size_t)(s->chunk * K))) +
+                    round64(slab_bytes(s)) + round64(s->plan.ws_bytes);
   return hwt_ops_prepared(ctx, s, ws / 4, 2.0 * (double)(s->n_img * s->oc * P * K));
 }
 
@@ -298,32 +334,44 @@ static void im2col(const q_state *s, const float *x, int64_t p0, int64_t rows, i
       sc[e] = (uint8_t)(int)v;
     }
   }
+  /* The geometry in locals: the byte stores below may alias *s as far as
+     the compiler knows, and it reloaded s->kw and s->dw after every byte
+     (28% of qconv_run's samples on one store, perf, int8 ResNet-50) */
+  const int64_t KH = s->kh, KW = s->kw, DH = s->dh, DW = s->dw, W = s->w;
   for (int64_t r = 0; r < rows; r++) {
     const int64_t p = p0 + r, oh = p / s->ow, ow = p % s->ow;
     uint8_t *row = dst + r * K;
     int64_t k = 0;
     const int64_t ih0 = oh * s->sh - s->pt, iw0 = ow * s->sw - s->pl;
-    if (ih0 >= 0 && iw0 >= 0 && ih0 + (s->kh - 1) * s->dh < s->h &&
-        iw0 + (s->kw - 1) * s->dw < s->w) {
+    if (ih0 >= 0 && iw0 >= 0 && ih0 + (KH - 1) * DH < s->h && iw0 + (KW - 1) * DW < W) {
       /* the window lies inside the input: no bounds checks */
-      for (int64_t c = 0; c < icg; c++) {
-        const uint8_t *sc = slab + c * span + (ih0 - ih_lo) * s->w + iw0;
-        for (int64_t i = 0; i < s->kh; i++) {
-          const uint8_t *sr = sc + i * s->dh * s->w;
-          for (int64_t j = 0; j < s->kw; j++, k++) row[k] = sr[j * s->dw];
+      const uint8_t *sc = slab + (ih0 - ih_lo) * W + iw0;
+      if (KH == 3 && KW == 3 && DW == 1) { /* 3x3 (ResNet-50's 16 and most CNNs') */
+        const int64_t r1 = DH * W, r2 = 2 * DH * W;
+        for (int64_t c = 0; c < icg; c++, sc += span, row += 9) {
+          row[0] = sc[0], row[1] = sc[1], row[2] = sc[2];
+          row[3] = sc[r1], row[4] = sc[r1 + 1], row[5] = sc[r1 + 2];
+          row[6] = sc[r2], row[7] = sc[r2 + 1], row[8] = sc[r2 + 2];
+        }
+        continue;
+      }
+      for (int64_t c = 0; c < icg; c++, sc += span) {
+        for (int64_t i = 0; i < KH; i++) {
+          const uint8_t *sr = sc + i * DH * W;
+          for (int64_t j = 0; j < KW; j++, k++) row[k] = sr[j * DW];
         }
       }
       continue;
     }
+    const int64_t H = s->h;
+    const uint8_t pad = (uint8_t)s->pad_u8;
     for (int64_t c = 0; c < icg; c++) {
       const uint8_t *sc = slab + c * span;
-      for (int64_t i = 0; i < s->kh; i++) {
-        const int64_t ih = ih0 + i * s->dh;
-        for (int64_t j = 0; j < s->kw; j++, k++) {
-          const int64_t iw = iw0 + j * s->dw;
-          row[k] = (ih < 0 || ih >= s->h || iw < 0 || iw >= s->w)
-                       ? (uint8_t)s->pad_u8
-                       : sc[(ih - ih_lo) * s->w + iw];
+      for (int64_t i = 0; i < KH; i++) {
+        const int64_t ih = ih0 + i * DH;
+        for (int64_t j = 0; j < KW; j++, k++) {
+          const int64_t iw = iw0 + j * DW;
+          row[k] = (ih < 0 || ih >= H || iw < 0 || iw >= W) ? pad : sc[(ih - ih_lo) * W + iw];
         }
       }
     }
@@ -335,7 +383,7 @@ static void qconv_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
   const int64_t P = s->oh * s->ow, Ng = s->oc / s->groups;
   const int64_t K = (s->ic / s->groups) * s->kh * s->kw;
   uint8_t *cols = (uint8_t *)ws;
-  uint8_t *slab = cols + round64((size_t)(s->chunk * K));
+  uint8_t *slab = cols + (s->direct ? 0 : round64((size_t)(s->chunk * K)));
   void *gws = slab + round64(slab_bytes(s));
   const size_t pb = s->plan.packed_b_bytes;
   int64_t lo, hi;
@@ -349,7 +397,10 @@ static void qconv_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
     const int64_t n1e = panels * (cp + 1) / s->cparts * s->plan.nr, n1 = n1e < Ng ? n1e : Ng;
     if (n0 >= n1) continue;
     const int64_t p0 = c * s->chunk, rows = P - p0 < s->chunk ? P - p0 : s->chunk;
-    im2col(s, ctx->in[0] + n * s->ic * s->h * s->w, p0, rows, gi, cols, slab);
+    const float *xn = ctx->in[0] + n * s->ic * s->h * s->w;
+    const void *A = cols;
+    if (s->direct) A = xn + gi * (s->ic / s->groups) * P + p0;
+    else im2col(s, xn, p0, rows, gi, cols, slab);
     hwt_qgemm_epi e = s->epi;
     const int64_t o0 = gi * Ng;
     e.C = ctx->out[0] + (n * s->oc + o0) * P + p0;
@@ -357,8 +408,58 @@ static void qconv_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
     e.bias = s->bias ? s->bias + o0 : NULL;
     e.bias_i = s->bias_i ? s->bias_i + o0 : NULL;
     e.zb = s->zb ? s->zb + o0 : NULL;
-    hwt_qgemm_compute(&s->plan, cols, (const char *)s->packed + (size_t)gi * pb, s->colsum + o0,
+    hwt_qgemm_compute(&s->plan, A, (const char *)s->packed + (size_t)gi * pb, s->colsum + o0,
                       &e, 0, (int)rows, (int)n0, (int)n1, gws);
+  }
+}
+
+/* -- qadd ---------------------------------------------------------------- */
+
+/* dequantize a and b, add, quantize: the element-wise rows' float32
+ * operations (kernels/eltwise/ops.h) in one pass instead of four, so the
+ * results are the same bit for bit. The four passes were 7% of the int8
+ * ResNet-50's time (16 residual adds: 17.4 ms per inference, 1 thread,
+ * under load); the one pass took 14.6 ms in the next profile, also under
+ * load: it moves 12 bytes per element where the four moved 40, but this
+ * file compiles for baseline x86-64 (SSE2 divides) where the element-wise
+ * rows run their AVX-512 variant. */
+typedef struct {
+  float sa, za, sb, zb, sy, zy, lo, hi;
+  int64_t n;
+} qadd_state;
+
+static int qadd_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
+  if (ctx->n_in != 2 || ctx->n_out != 1)
+    return hwt_ops_fail(err, errlen, ctx, "qadd takes a and b");
+  const int64_t n = hwt_ops_numel(ctx->g, hwt_ops_in(ctx, 0));
+  if (hwt_ops_numel(ctx->g, hwt_ops_in(ctx, 1)) != n)
+    return hwt_ops_fail(err, errlen, ctx, "qadd adds tensors of one shape");
+  const int s8 = hwt_ops_str_is(ctx, "out", "s8", 0);
+  qadd_state s = {(float)hwt_ops_float(ctx, "a_scale", 1.0), (float)hwt_ops_int(ctx, "a_zero", 0),
+                  (float)hwt_ops_float(ctx, "b_scale", 1.0), (float)hwt_ops_int(ctx, "b_zero", 0),
+                  (float)hwt_ops_float(ctx, "y_scale", 1.0), (float)hwt_ops_int(ctx, "y_zero", 0),
+                  0.0f, 0.0f, n};
+  if (!(s.sa > 0.0f && s.sb > 0.0f && s.sy > 0.0f))
+    return hwt_ops_fail(err, errlen, ctx, "qadd's scales must be > 0");
+  s.lo = (s8 ? -128.0f : 0.0f) - s.zy;
+  s.hi = (s8 ? 127.0f : 255.0f) - s.zy;
+  return hwt_ops_keep(ctx, &s, sizeof s, 0, 6.0 * (double)n);
+}
+
+static void qadd_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
+  const qadd_state *s = ctx->state;
+  int64_t a0, a1;
+  hwt_ops_range(s->n, tid, nth, &a0, &a1);
+  const float *a = ctx->in[0], *b = ctx->in[1];
+  float *y = ctx->out[0];
+  const float sa = s->sa, za = s->za, sb = s->sb, zb = s->zb, sy = s->sy, zy = s->zy;
+  const float lo = s->lo, hi = s->hi;
+  for (int64_t i = a0; i < a1; i++) {
+    const float v0 = (a[i] - za) * sa + (b[i] - zb) * sb;
+    float v = v0 / sy;
+    v = v > lo ? v : lo; /* NaN gives the low end, as quantize_u8 / s8 */
+    v = v < hi ? v : hi;
+    y[i] = ((v + 12582912.0f) - 12582912.0f) + zy; /* RNE, |v| <= 255 */
   }
 }
 
@@ -379,8 +480,45 @@ static int dq_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
 static void dq_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
   const int64_t n = *(const int64_t *)ctx->state;
   const float *x = ctx->in[0];
+  /* DQ_LANES independent minima and maxima: GCC does not vectorise the
+     one-accumulator form (a conditional reduction: "unsupported use in
+     stmt", -fopt-info-vec), and the scan ran at one element per compare
+     chain. Each lane's `x < lo ? x : lo` is minps exactly (NaN skipped, a
+     -0 never replaces 0), and every lane starts at 0, so the result is the
+     single loop's. */
+  enum { DQ_LANES = 16 };
+  float lo8[DQ_LANES], hi8[DQ_LANES];
+  for (int l = 0; l < DQ_LANES; l++) lo8[l] = hi8[l] = 0.0f;
+  int64_t i0 = 0;
+#if defined(__SSE2__)
+  /* GCC unrolled the lanes below into scalar minss / maxss with spills:
+     the baseline x86-64 form by hand (minps(v, lo) is v < lo ? v : lo) */
+  __m128 l4[4], h4[4];
+  for (int l = 0; l < 4; l++) l4[l] = h4[l] = _mm_setzero_ps();
+  for (; i0 + DQ_LANES <= n; i0 += DQ_LANES)
+    for (int l = 0; l < 4; l++) {
+      const __m128 v = _mm_loadu_ps(x + i0 + 4 * l);
+      l4[l] = _mm_min_ps(v, l4[l]);
+      h4[l] = _mm_max_ps(v, h4[l]);
+    }
+  for (int l = 0; l < 4; l++) {
+    _mm_storeu_ps(lo8 + 4 * l, l4[l]);
+    _mm_storeu_ps(hi8 + 4 * l, h4[l]);
+  }
+#else
+  for (; i0 + DQ_LANES <= n; i0 += DQ_LANES)
+    for (int l = 0; l < DQ_LANES; l++) {
+      const float v = x[i0 + l];
+      lo8[l] = v < lo8[l] ? v : lo8[l];
+      hi8[l] = v > hi8[l] ? v : hi8[l];
+    }
+#endif
   float lo = 0.0f, hi = 0.0f;
-  for (int64_t i = 0; i < n; i++) {
+  for (int l = 0; l < DQ_LANES; l++) {
+    lo = lo8[l] < lo ? lo8[l] : lo;
+    hi = hi8[l] > hi ? hi8[l] : hi;
+  }
+  for (int64_t i = i0; i < n; i++) {
     lo = x[i] < lo ? x[i] : lo;
     hi = x[i] > hi ? x[i] : hi;
   }
@@ -412,6 +550,7 @@ static const hwt_op_impl QUANT[] = {
     {"qmatmul", qmatmul_prepare, qmatmul_run, q_release},
     {"qconv2d", qconv_prepare, qconv_run, q_release},
     {"dynamic_quantize", dq_prepare, dq_run, hwt_ops_free_state},
+    {"qadd", qadd_prepare, qadd_run, hwt_ops_free_state},
 };
 
 HWT_OPS_FAMILY(hwt_ops_quant, QUANT)

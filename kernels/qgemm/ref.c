@@ -15,8 +15,10 @@ static int32_t a_at(const hwt_qgemm_desc *d, const void *A, size_t idx) {
 
 int hwt_qgemm_ref(const hwt_qgemm_desc *d, const void *A, const int8_t *B,
                   const hwt_qgemm_epi *e) {
-  if (!d || !A || !B || !e || d->M < 0 || d->N < 0 || d->K < 0 || d->lda < d->K)
+  if (!d || !A || !B || !e || d->M < 0 || d->N < 0 || d->K < 0 || d->a_ks < 0 ||
+      (d->a_ks <= 1 && d->lda < d->K))
     return HWT_EINVAL;
+  const size_t ks = d->a_ks > 1 ? (size_t)d->a_ks : 1;
   int32_t qmin, qmax;
   hwt_q_range(e, &qmin, &qmax);
   const int requant = e->out >= HWT_QOUT_QF32;
@@ -25,7 +27,7 @@ int hwt_qgemm_ref(const hwt_qgemm_desc *d, const void *A, const int8_t *B,
       const int32_t zb = e->zb ? e->zb[j] : 0;
       int64_t acc = 0;
       for (int k = 0; k < d->K; k++)
-        acc += (int64_t)(a_at(d, A, (size_t)i * d->lda + k) - e->za) *
+        acc += (int64_t)(a_at(d, A, (size_t)i * d->lda + (size_t)k * ks) - e->za) *
                (int64_t)(B[(size_t)k * d->N + j] - zb);
       if (e->bias_i) acc += e->bias_i[j];
       float v = (float)(int32_t)acc;

@@ -2,7 +2,9 @@
  * this CPU runs (the AVX-512 row only with AVX512-VNNI), edge shapes around
  * each tile and k group, u8 / s8 / float-held activations, per-column weight
  * zero points or none, every output type (dequantized, accumulator,
- * requantised as float, u8, s8), ReLU, strided (NCHW-like) outputs, and 1..3
+ * requantised as float, u8, s8), ReLU, strided (NCHW-like) outputs of every
+ * type, A with k strided (A^T stored, as an NCHW 1x1 conv reads its input),
+ * A packed once across column blocks, and 1..3
  * thread shares run in reverse order. The int32 accumulators are exact in
  * every variant, and the epilogue shares its formula with the reference
  * (kernels/qgemm/epi.h), so outputs must match bit for bit. Small sizes:
@@ -25,9 +27,10 @@ static size_t out_size(hwt_qout_type t) {
 }
 
 static void check_case(hwt_isa isa, int M, int N, int K, hwt_qa_type at, int use_zb,
-                       hwt_qout_type out, int relu, int strided, int nth) {
-  hwt_qgemm_desc d = {M, N, K, K + (K % 3), at};
-  const size_t na = (size_t)M * d.lda + 1;
+                       hwt_qout_type out, int relu, int strided, int kstrided, int nth) {
+  hwt_qgemm_desc d = {M, N, K, K + (K % 3), at, 0};
+  if (kstrided) d.lda = 1, d.a_ks = M + (K % 3); /* A^T stored: an NCHW 1x1 conv's input */
+  const size_t na = kstrided ? (size_t)K * (size_t)d.a_ks + 1 : (size_t)M * d.lda + 1;
   void *A = malloc(na * 4);
   for (size_t i = 0; i < na; i++) {
     const int v = at == HWT_QA_U8 || at == HWT_QA_F32U8 ? rnd(0, 255) : rnd(-128, 127);
@@ -68,6 +71,7 @@ static void check_case(hwt_isa isa, int M, int N, int K, hwt_qa_type at, int use
 
   hwt_qgemm_plan p;
   CHECK(hwt_qgemm_plan_make(&d, isa, &p) == HWT_OK);
+  if (N == 400) CHECK(p.a_once && p.nc < N, "%s: one column block", hwt_qgemm_variant_name(isa));
   void *pb = aligned_alloc(64, p.packed_b_bytes ? p.packed_b_bytes : 64);
   int32_t *colsum = malloc(((size_t)N + 1) * 4);
   void *ws = aligned_alloc(64, p.ws_bytes);
@@ -77,8 +81,8 @@ static void check_case(hwt_isa isa, int M, int N, int K, hwt_qa_type at, int use
   e.C = C;
   for (int t = nth - 1; t >= 0; t--) hwt_qgemm_run_part(&p, A, pb, colsum, &e, ws, t, nth);
   int bad = memcmp(C, R, nc) != 0;
-  CHECK(!bad, "%s M=%d N=%d K=%d a=%d zb=%d out=%d relu=%d strided=%d nth=%d",
-        hwt_qgemm_variant_name(isa), M, N, K, at, use_zb, out, relu, strided, nth);
+  CHECK(!bad, "%s M=%d N=%d K=%d a=%d zb=%d out=%d relu=%d strided=%d kstrided=%d nth=%d",
+        hwt_qgemm_variant_name(isa), M, N, K, at, use_zb, out, relu, strided, kstrided, nth);
 
   /* trans_b packing ([N,K]) gives the same panels */
   int8_t *Bt = malloc((size_t)K * N + 1);
@@ -102,24 +106,29 @@ int main(void) {
     const int runs = hwt_qgemm_variant_for((hwt_isa)isa) == isa;
     if (!runs) {
       /* not runnable here: the plan refuses it rather than falling back */
-      hwt_qgemm_desc d = {4, 4, 4, 4, HWT_QA_U8};
+      hwt_qgemm_desc d = {4, 4, 4, 4, HWT_QA_U8, 0};
       hwt_qgemm_plan p;
       CHECK(hwt_qgemm_plan_make(&d, (hwt_isa)isa, &p) == HWT_EISA, "isa %d", isa);
       continue;
     }
     const int shapes[][3] = {{1, 1, 1},   {3, 5, 7},    {8, 32, 4},   {9, 33, 5},
-                             {13, 17, 64}, {6, 16, 130}, {25, 70, 37}, {2, 100, 300}};
+                             {13, 17, 64}, {6, 16, 130}, {25, 70, 37}, {2, 100, 300},
+                             /* N beyond one column block (nc) in every variant: A
+                                packed once for all blocks (plan.a_once) */
+                             {11, 400, 2100}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
       for (int at = 0; at < 4; at++)
         for (int out = 0; out < 5; out++) {
           const int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
           check_case((hwt_isa)isa, M, N, K, (hwt_qa_type)at, (s + at) % 2, (hwt_qout_type)out,
-                     (s + out) % 3 == 0, out == HWT_QOUT_F32 && s % 2, 1 + (int)(s % 3));
+                     (s + out) % 3 == 0, (int)(s % 2), (int)((s + out) % 2), 1 + (int)(s % 3));
           cases++;
         }
   }
-  hwt_qgemm_desc bad = {4, 4, 3, 2, HWT_QA_U8}; /* lda < K */
+  hwt_qgemm_desc bad = {4, 4, 3, 2, HWT_QA_U8, 0}; /* lda < K */
   hwt_qgemm_plan p;
   CHECK(hwt_qgemm_plan_make(&bad, HWT_ISA_GENERIC, &p) == HWT_EINVAL);
+  hwt_qgemm_desc neg = {4, 4, 3, 4, HWT_QA_U8, -2}; /* negative k stride */
+  CHECK(hwt_qgemm_plan_make(&neg, HWT_ISA_GENERIC, &p) == HWT_EINVAL);
   return check_verdict("qgemm: %d cases match the reference\n", cases);
 }

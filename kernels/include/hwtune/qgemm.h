@@ -42,8 +42,11 @@ typedef enum {
 
 typedef struct {
   int M, N, K;
-  int lda;       /* A row stride in elements (>= K) */
+  int lda;       /* A row stride in elements (>= K when a_ks <= 1) */
   hwt_qa_type a_type;
+  int a_ks;      /* A's stride between consecutive k in elements; 0 or 1: contiguous
+                    rows. An NCHW 1x1 conv's activations are A with lda 1 and a_ks H*W
+                    (pixels are rows, channels the k), packed without an im2col copy */
 } hwt_qgemm_desc;
 
 /* The epilogue of one run. scale and bias are per output column (a
@@ -75,6 +78,8 @@ typedef struct {
   int nc;               /* columns per block (multiple of nr) kept in L2 */
   size_t packed_b_bytes;
   size_t ws_bytes;      /* per-thread workspace */
+  int a_once;           /* 1: a thread packs all its A rows once, before the column blocks
+                           (N > nc and they fit QGEMM_A_ONCE_BUDGET); 0: per tile and block */
 } hwt_qgemm_plan;
 
 /* The int8 variant the ISA row isa would use on this CPU: HWT_ISA_AVX512

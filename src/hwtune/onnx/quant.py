@@ -36,6 +36,9 @@ class _State:
         self.bq = {}      # ONNX name of a constant int32 DQ output -> (ints, scale)
         self.signed = {}  # hwtune tensor of integers -> True for s8 values
         self.fusable = {}  # hwtune tensor -> (op, inputs, attrs) of a qop with f32 output
+        self.acc_mm = {}  # hwtune tensor -> (inputs, n) of a MatMulInteger qmatmul (a_zero_t)
+        self.scaled_mm = {}  # hwtune tensor -> (inputs, attrs, n) of a scale_t qmatmul, no bias
+        self.dq_add = {}  # hwtune tensor -> (deq a, deq b): a float Add of two run-time DQs
 
 
 def _st(cx) -> _State:
@@ -109,7 +112,12 @@ def quantize_linear(cx, attrs):
     x = cx.tensor(0)
     out_type = "s8" if signed else "u8"
     fused = st.fusable.get(x)
-    if fused is not None and fused[2]["out"] == "f32":
+    if x in st.dq_add:  # DQ(a) + DQ(b) -> Q: one qadd (the residual add of QDQ CNNs)
+        (ta, sa, za, _), (tb, sb, zb, _) = st.dq_add[x]
+        cx.emit("qadd", [ta, tb], {"a_scale": sa, "a_zero": za, "b_scale": sb, "b_zero": zb,
+                                   "y_scale": scale, "y_zero": zp, "out": out_type},
+                out=cx.out())
+    elif fused is not None and fused[2]["out"] == "f32":
         op, ins, at = fused
         cx.emit(op, ins, {**at, "out": out_type, "y_scale": scale, "y_zero": zp}, out=cx.out())
     else:
@@ -343,6 +351,61 @@ def matmul_integer(cx, attrs):
     if extra:
         ins += [cx.param(f"{cx.node.name or cx.out()}:nobias", np.zeros(n, np.float32))] + extra
     cx.emit("qmatmul", ins, {**at, "out": "acc"}, out=cx.out())
+    if extra:
+        _st(cx).acc_mm[cx.out()] = (ins, dict(at), n)
+
+
+# quantize_dynamic's epilogue, MatMulInteger -> Cast -> Mul(a_scale * w_scale)
+# -> Add(bias), folds into the qmatmul (scale_t, bias): two element-wise
+# passes over each output fewer, and the same float32 operations (the
+# product rounded once, then the bias added).
+
+def scale_aware(fallback):
+    """Mul of a MatMulInteger's accumulator (Cast to float is an alias) by
+    a run-time [1] or [N] scale: the qmatmul with scale_t, output f32."""
+    def convert(cx, attrs):
+        st = _st(cx)
+        for ai, si in ((0, 1), (1, 0)):
+            hit = st.acc_mm.get(cx.tensor(ai)) if not cx.is_const(ai) else None
+            if hit is None or cx.is_const(si):
+                continue
+            ins, at, n = hit
+            if tuple(cx.shape(si)) not in ((), (1,), (n,)):
+                continue
+            ins = list(ins) + [cx.tensor(si)]
+            at = {**at, "out": "f32"}
+            cx.emit("qmatmul", ins, at, out=cx.out())
+            st.scaled_mm[cx.out()] = (ins, at, n)
+            return
+        fallback(cx, attrs)
+    return convert
+
+
+def add_aware(fallback):
+    """Add of a constant [N] bias to a scale_t qmatmul's output: its bias.
+    Add of two run-time DequantizeLinear outputs of one shape: the float add,
+    remembered so that a QuantizeLinear of it becomes one qadd."""
+    def convert(cx, attrs):
+        st = _st(cx)
+        a, b = cx.node.input[0], cx.node.input[1]
+        if a in st.deq and b in st.deq and tuple(cx.shape(0)) == tuple(cx.shape(1)):
+            fallback(cx, attrs)
+            st.dq_add[cx.out()] = (st.deq[a], st.deq[b])
+            return
+        for ai, bi in ((0, 1), (1, 0)):
+            hit = st.scaled_mm.get(cx.tensor(ai)) if not cx.is_const(ai) else None
+            if hit is None or not cx.is_const(bi):
+                continue
+            ins, at, n = hit
+            b = np.asarray(cx.const(bi))
+            if b.shape != (n,):
+                continue
+            ins = list(ins)
+            ins[4] = cx.param(f"{cx.node.name or cx.out()}:bias", b.astype(np.float32))
+            cx.emit("qmatmul", ins, at, out=cx.out())
+            return
+        fallback(cx, attrs)
+    return convert
 
 
 def conv_integer(cx, attrs):

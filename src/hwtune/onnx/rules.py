@@ -935,6 +935,8 @@ RULES.update({
     "MatMul": Rule(Q.qdq_aware("MatMul", RULES["MatMul"].convert), None),
     "Gemm": Rule(Q.qdq_aware("Gemm", RULES["Gemm"].convert), None),
     "Relu": Rule(Q.relu_aware(RULES["Relu"].convert), RULES["Relu"].fold),
+    "Mul": Rule(Q.scale_aware(RULES["Mul"].convert), RULES["Mul"].fold),
+    "Add": Rule(Q.add_aware(RULES["Add"].convert), RULES["Add"].fold),
 })
 # Ops imported only when every input is a constant (folded at import).
 for _op, _fn in F.FOLDS.items():

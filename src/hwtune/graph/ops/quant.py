@@ -1,4 +1,4 @@
-"""Quantized ops (issue #43): qmatmul, qconv2d and dynamic_quantize.
+"""Quantized ops (issue #43): qmatmul, qconv2d, qadd and dynamic_quantize.
 
 Quantized activations travel between ops as their integer values held in
 float32 tensors (exact: every u8/s8 value is a float), so the engine's
@@ -111,6 +111,13 @@ def _mm_infer(in_shapes, attrs, n_out):
                       "inputs[4]")
     if len(in_shapes) > 5 and tuple(in_shapes[5]) != (1,):
         raise OpError(f"a_zero_t must be [1], got {show_shape(in_shapes[5])}", "inputs[5]")
+    if len(in_shapes) > 6:
+        if tuple(in_shapes[6]) not in ((), (1,), (n,)):
+            raise OpError(f"scale_t must be [1] or [{n}], got {show_shape(in_shapes[6])}",
+                          "inputs[6]")
+        if attrs["out"] != "f32":
+            raise OpError(f"scale_t scales a dequantized output: out must be f32, not "
+                          f"{attrs['out']}", "attrs.out")
     return [tuple(in_shapes[0][:-1]) + (n,)]
 
 
@@ -121,6 +128,8 @@ def _mm_ref(arrays, attrs, n_out):
     k, n = b.shape
     acc = (a.reshape(-1, k).astype(np.float64) - za) @ \
         (b.astype(np.float64) - w_zero.astype(np.float64).reshape(1, -1))
+    if len(arrays) > 6:  # the run-time product replaces a_scale * w_scale
+        w_scale, attrs = arrays[6].astype(np.float32), {**attrs, "a_scale": 1.0}
     y = epilogue(acc, 1, w_scale.reshape(-1), bias, attrs)
     return [y.reshape(tuple(a.shape[:-1]) + (n,))]
 
@@ -131,12 +140,14 @@ def _mm_flops(in_shapes, out_shapes, attrs):
 
 
 register(OpSpec(
-    "qmatmul", ("a", "b", "w_scale", "w_zero", "bias", "a_zero_t"), 4, 6, _mm_infer, _mm_ref,
+    "qmatmul", ("a", "b", "w_scale", "w_zero", "bias", "a_zero_t", "scale_t"), 4, 7, _mm_infer,
+    _mm_ref,
     _mm_flops, attrs=list(QUANT_ATTRS),
     doc="int8 y[..., N] = a[..., K] x b[K, N] on integer values (u8/s8 activations, s8 "
         "weights, int32 accumulation), dequantized, accumulated or requantised by `out`; "
         "a_zero_t, when given, is the activation zero point computed at run time "
-        "(dynamic_quantize)"))
+        "(dynamic_quantize); scale_t ([1] or [N], run time, out f32 only) replaces a_scale * "
+        "w_scale (ONNX Runtime's quantize_dynamic multiplies MatMulInteger's sum by it)"))
 
 
 # -- qconv2d -----------------------------------------------------------------
@@ -201,6 +212,46 @@ register(OpSpec(
     doc="int8 2-D convolution, NCHW, on integer values (u8/s8 activations, s8 weights, int32 "
         "accumulation; im2col into the int8 GEMM), output f32 (dequantized), acc (the "
         "integer sum, ConvInteger) or u8/s8 (requantised) by `out`"))
+
+
+# -- qadd --------------------------------------------------------------------
+
+def _qadd_infer(in_shapes, attrs, n_out):
+    if tuple(in_shapes[0]) != tuple(in_shapes[1]):
+        raise OpError(f"qadd adds tensors of one shape, got {show_shape(in_shapes[0])} and "
+                      f"{show_shape(in_shapes[1])}", "inputs[1]")
+    if not (attrs["a_scale"] > 0 and attrs["b_scale"] > 0 and attrs["y_scale"] > 0):
+        raise OpError("qadd's scales must be > 0", "attrs")
+    return [tuple(in_shapes[0])]
+
+
+def _qadd_ref(arrays, attrs, n_out):
+    f = np.float32
+    a = (arrays[0].astype(f) - f(attrs["a_zero"])) * f(attrs["a_scale"])
+    b = (arrays[1].astype(f) - f(attrs["b_zero"])) * f(attrs["b_scale"])
+    s = (a + b).astype(f)
+    qmin, qmax = RANGES[attrs["out"]]
+    zy = f(attrs["y_zero"])
+    v = s / f(attrs["y_scale"])
+    v = np.where(v > f(qmin) - zy, v, f(qmin) - zy)
+    v = np.where(v < f(qmax) - zy, v, f(qmax) - zy)
+    return [(np.rint(v) + zy).astype(f)]
+
+
+register(OpSpec(
+    "qadd", ("a", "b"), 2, 2, _qadd_infer, _qadd_ref,
+    lambda ins, outs, attrs: 6 * int(np.prod(ins[0], dtype=np.int64)),
+    attrs=[Attr("a_scale", "float", 1.0, doc="a's scale"),
+           Attr("a_zero", "int", 0, doc="a's zero point"),
+           Attr("b_scale", "float", 1.0, doc="b's scale"),
+           Attr("b_zero", "int", 0, doc="b's zero point"),
+           Attr("y_scale", "float", 1.0, doc="output scale"),
+           Attr("y_zero", "int", 0, doc="output zero point"),
+           Attr("out", "str", "u8", choices=("u8", "s8"), doc="output integer type")],
+    doc="quantized add of two tensors of one shape (integer values in float32): "
+        "quantize((a - a_zero) * a_scale + (b - b_zero) * b_scale) to u8/s8 by y_scale and "
+        "y_zero, the float32 operations of dequantize, add, quantize in one pass (QDQ "
+        "residual adds)"))
 
 
 # -- dynamic_quantize --------------------------------------------------------
