@@ -598,7 +598,17 @@ static void nchwc_units(const hwt_conv_plan *p, const float *x, const float *w,
 /* NCHW_GEMM: thread tid's share of each image's GEMM, then the epilogue
  * (bias per output channel, residual, ReLU) on the same share while it is
  * in cache: the GEMM's own bias is per column, and shares never wait for
- * each other, so each thread finishes exactly the tiles it computed. */
+ * each other, so each thread finishes exactly the tiles it computed.
+ * The pass costs 16->96 at 112x112 about a third of its GEMM (~610 vs
+ * ~460 us, 1 thread, benchmarks/bench_pointwise.py, under load ~14), but
+ * two ways of hiding it measured slower there (before / after, same
+ * script against the build without them): the epilogue run by the GEMM on
+ * each finished 12x32 tile through a callback, 0.82-0.87x on 16->96 at
+ * 112x112, 24->144 at 56x56 and 32->192 at 28x28 (the tile's K = 16..32
+ * FMAs per output are fewer than the epilogue's own work); this loop with
+ * branch-free clamps, 0.84-0.95x there (more work without ReLU). A
+ * prefetch of the next prepacked A micro-panel under the A-in-L1 order
+ * was within noise (0.97-1.03x). */
 static void gemm_units(const hwt_conv_plan *p, const float *x, const float *w,
                        const float *bias, const float *res, float *y, float *ws, int tid,
                        int nth) {
