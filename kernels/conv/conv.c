@@ -242,17 +242,29 @@ int hwt_conv_plan_make(const hwt_conv_desc *d, hwt_conv_layout layout,
     if (!gemm_ok(d, OH, OW) || hwt_gemm_plan_make(&g, isa, nth, &gp) != HWT_OK)
       return HWT_EINVAL;
     out->layout = layout;
+    /* The weights are the GEMM's A, packed once into its micro-panels
+     * (hwt_conv_pack_weights): MobileNetV2's 1x1 CONVs repacked them in
+     * every thread on every run, e.g. 960->160 at 7x7 packed 154K floats
+     * for 15 MFLOP, and under AVX-512's A-in-L1 order once more per nc
+     * column block. benchmarks/bench_pointwise.py --baseline-lib (the
+     * build before, same ctypes calls, 1 thread, medians of 31
+     * interleaved thread-time samples, Zen 4 AVX-512, under load ~17):
+     * before / after 1.00-1.32x over 12 MobileNetV2 / EfficientNet-B0
+     * shapes, 160->960 at 7x7 1.22x, 672->192 at 7x7 1.32x, 320->1280 at
+     * 7x7 1.16x, 96->576 at 14x14 1.08x, 16->96 at 112x112 1.00x. */
+    out->w_floats = hwt_gemm_packed_a_floats(&gp);
     /* run_part plans the GEMM for the nth it is called with, which may be
      * below the plan's (a corun scheduler gives an op fewer threads when
      * few are idle), and a share of fewer threads can need a larger
      * packing buffer: size for every count up to nth. (ASan: a 1x1 CONV
      * of MobileNetV2 run by corun at per-op thread counts wrote past its
      * workspace.) */
-    out->ws_floats = gp.ws_floats;
+    out->ws_floats = hwt_gemm_packed_a_ws_floats(&gp);
     for (int t = 1; t < nth; t++) {
       hwt_gemm_plan gt;
-      if (hwt_gemm_plan_make(&g, isa, t, &gt) == HWT_OK && gt.ws_floats > out->ws_floats)
-        out->ws_floats = gt.ws_floats;
+      if (hwt_gemm_plan_make(&g, isa, t, &gt) == HWT_OK &&
+          hwt_gemm_packed_a_ws_floats(&gt) > out->ws_floats)
+        out->ws_floats = hwt_gemm_packed_a_ws_floats(&gt);
     }
     return HWT_OK;
   }
@@ -320,8 +332,11 @@ int hwt_conv_pack_weights(const hwt_conv_plan *p, const float *w_oihw, float *w_
     return HWT_OK;
   }
   if (p->layout == HWT_CONV_NCHW_GEMM) { /* A of the GEMM: OIHW is K x C already */
-    memcpy(w_packed, w_oihw, p->w_floats * sizeof(float));
-    return HWT_OK;
+    hwt_gemm_desc g;
+    hwt_gemm_plan gp;
+    gemm_desc_of(d, p->OH * p->OW, &g);
+    if (hwt_gemm_plan_make(&g, p->isa, 1, &gp) != HWT_OK) return HWT_EINVAL;
+    return hwt_gemm_pack_a(&gp, w_oihw, w_packed);
   }
   if (p->p.winograd) return hwt_conv_wino_pack(p, w_oihw, w_packed);
   return hwt_layout_oihw_to_blocked(d->K, d->C, d->R, d->S, p->p.ic_bn, p->p.oc_bn, w_oihw,
@@ -583,7 +598,17 @@ static void nchwc_units(const hwt_conv_plan *p, const float *x, const float *w,
 /* NCHW_GEMM: thread tid's share of each image's GEMM, then the epilogue
  * (bias per output channel, residual, ReLU) on the same share while it is
  * in cache: the GEMM's own bias is per column, and shares never wait for
- * each other, so each thread finishes exactly the tiles it computed. */
+ * each other, so each thread finishes exactly the tiles it computed.
+ * The pass costs 16->96 at 112x112 about a third of its GEMM (~610 vs
+ * ~460 us, 1 thread, benchmarks/bench_pointwise.py, under load ~14), but
+ * two ways of hiding it measured slower there (before / after, same
+ * script against the build without them): the epilogue run by the GEMM on
+ * each finished 12x32 tile through a callback, 0.82-0.87x on 16->96 at
+ * 112x112, 24->144 at 56x56 and 32->192 at 28x28 (the tile's K = 16..32
+ * FMAs per output are fewer than the epilogue's own work); this loop with
+ * branch-free clamps, 0.84-0.95x there (more work without ReLU). A
+ * prefetch of the next prepacked A micro-panel under the A-in-L1 order
+ * was within noise (0.97-1.03x). */
 static void gemm_units(const hwt_conv_plan *p, const float *x, const float *w,
                        const float *bias, const float *res, float *y, float *ws, int tid,
                        int nth) {
@@ -597,7 +622,7 @@ static void gemm_units(const hwt_conv_plan *p, const float *x, const float *w,
                                               nth);
   for (int n = 0; n < d->N; n++) {
     const size_t xo = (size_t)n * d->C * hw, yo = (size_t)n * d->K * hw;
-    hwt_gemm_run_part(&gp, w, x + xo, y + yo, NULL, ws, tid, nth);
+    hwt_gemm_run_part_packed_a(&gp, w, x + xo, y + yo, NULL, ws, tid, nth);
     if (!bias && !res && !d->relu) continue;
     for (int k = sh.i0; k < sh.i1; k++) {
       float *yr = y + yo + (size_t)k * hw;

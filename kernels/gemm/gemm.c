@@ -160,17 +160,22 @@ static void run_tiles(const hwt_gemm_variant *v, const float *ap, int mb, int kb
   }
 }
 
+static size_t padded_m(const hwt_gemm_plan *p) {
+  return (size_t)((p->d.M + p->mr - 1) / p->mr) * (size_t)p->mr;
+}
+
 /* One thread's share, BLIS loop nest. B comes packed (`packed`: the whole
  * op(B) as laid out by hwt_gemm_pack_b) or is packed here block by block into
- * the workspace after the A block. */
+ * the workspace after the A block; A likewise comes packed (`packed_a`, laid
+ * out by hwt_gemm_pack_a) or is packed here block by block. */
 static void run_blocks(const hwt_gemm_plan *p, const hwt_gemm_variant *v, const float *A,
-                       const float *B, const float *packed, float *C, const float *bias,
-                       float *ws, hwt_gemm_share s) {
+                       const float *packed_a, const float *B, const float *packed, float *C,
+                       const float *bias, float *ws, hwt_gemm_share s) {
   const hwt_gemm_desc *d = &p->d;
   const int mr = v->mr, nr = v->nr, mc = p->mc, kc = p->kc, nc = p->nc;
-  float *ap = ws;
-  float *bp = ws + align16((size_t)mc * (size_t)(kc > 0 ? kc : 1));
-  size_t npad = padded_n(p);
+  float *ap = ws; /* unused with packed_a: the B block then starts ws */
+  float *bp = packed_a ? ws : ws + align16((size_t)mc * (size_t)(kc > 0 ? kc : 1));
+  size_t npad = padded_n(p), mpad = padded_m(p);
   for (int jc = s.j0; jc < s.j1; jc += nc) {
     int nb = s.j1 - jc < nc ? s.j1 - jc : nc;
     /* do-while: K == 0 still runs one pass, which writes beta*C + bias. */
@@ -209,9 +214,12 @@ static void run_blocks(const hwt_gemm_plan *p, const hwt_gemm_variant *v, const 
       const float *bias_blk = pc == 0 && bias ? bias + jc : NULL;
       for (int ic = s.i0; ic < s.i1; ic += mc) {
         int mb = s.i1 - ic < mc ? s.i1 - ic : mc;
-        v->pack_a(d, A, ic, mb, pc, kb, mr, ap);
+        /* Share rows and mc are whole mr panels, so a packed A block
+           starts at panel ic / mr of its depth block. */
+        const float *ablk = packed_a ? packed_a + (size_t)pc * mpad + (size_t)ic * kb : ap;
+        if (!packed_a) v->pack_a(d, A, ic, mb, pc, kb, mr, ap);
         const float *bsrc = fused && ic == s.i0 ? B + (size_t)pc * d->ldb + (size_t)jc : NULL;
-        run_tiles(v, ap, mb, kb, bsrc, (size_t)d->ldb, bp, bblk, nb,
+        run_tiles(v, ablk, mb, kb, bsrc, (size_t)d->ldb, bp, bblk, nb,
                   C + (size_t)ic * d->ldc + jc, (size_t)d->ldc, beta, bias_blk);
       }
       pc += kb;
@@ -228,7 +236,7 @@ void hwt_gemm_run_part(const hwt_gemm_plan *p, const float *A, const float *B, f
     run_gemv(p, v, A, B, C, bias, ws, tid, nth);
     return;
   }
-  run_blocks(p, v, A, B, NULL, C, bias, ws,
+  run_blocks(p, v, A, NULL, B, NULL, C, bias, ws,
              hwt_gemm_share_of(v, d->M, d->N, d->K, tid, nth));
 }
 
@@ -251,6 +259,37 @@ void hwt_gemm_run_part_packed(const hwt_gemm_plan *p, const float *A, const floa
   const hwt_gemm_desc *d = &p->d;
   const hwt_gemm_variant *v = hwt_gemm_variant_get(p->isa);
   if (!v || d->M == 0 || d->N == 0 || tid < 0 || tid >= nth) return;
-  run_blocks(p, v, A, NULL, packed_b, C, bias, ws,
+  run_blocks(p, v, A, NULL, NULL, packed_b, C, bias, ws,
+             hwt_gemm_share_of(v, d->M, d->N, d->K, tid, nth));
+}
+
+size_t hwt_gemm_packed_a_floats(const hwt_gemm_plan *p) {
+  return align16(padded_m(p) * (size_t)p->d.K);
+}
+
+size_t hwt_gemm_packed_a_ws_floats(const hwt_gemm_plan *p) {
+  return align16((size_t)(p->kc > 0 ? p->kc : 1) * (size_t)p->nc);
+}
+
+int hwt_gemm_pack_a(const hwt_gemm_plan *p, const float *A, float *packed) {
+  const hwt_gemm_variant *v = p ? hwt_gemm_variant_get(p->isa) : NULL;
+  if (!v || !packed || (!A && p->d.K > 0 && p->d.M > 0)) return HWT_EINVAL;
+  const hwt_gemm_desc *d = &p->d;
+  const size_t mpad = padded_m(p);
+  /* Block pc holds its kb x mpad floats as ceil(M/mr) micro-panels, so
+     run_blocks finds rows ic.. of it at ic * kb. */
+  for (int pc = 0; pc < d->K; pc += p->kc) {
+    int kb = d->K - pc < p->kc ? d->K - pc : p->kc;
+    if (d->M > 0) v->pack_a(d, A, 0, d->M, pc, kb, p->mr, packed + (size_t)pc * mpad);
+  }
+  return HWT_OK;
+}
+
+void hwt_gemm_run_part_packed_a(const hwt_gemm_plan *p, const float *packed_a, const float *B,
+                                float *C, const float *bias, float *ws, int tid, int nth) {
+  const hwt_gemm_desc *d = &p->d;
+  const hwt_gemm_variant *v = hwt_gemm_variant_get(p->isa);
+  if (!v || d->M == 0 || d->N == 0 || tid < 0 || tid >= nth) return;
+  run_blocks(p, v, NULL, packed_a, B, NULL, C, bias, ws,
              hwt_gemm_share_of(v, d->M, d->N, d->K, tid, nth));
 }

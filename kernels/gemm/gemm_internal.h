@@ -109,4 +109,19 @@ hwt_gemm_share hwt_gemm_share_of(const hwt_gemm_variant *v, int M, int N, int K,
 /* 1-D split of n units among parts: [*lo, *hi) of part `idx`, balanced. */
 void hwt_split(int n, int parts, int idx, int *lo, int *hi);
 
+/* Constant A (a 1x1 CONV's weights, kernels/conv/conv.c): hwt_gemm_pack_a
+ * packs all of op(A) once, depth block by depth block (kc), each block as
+ * ceil(M/mr) micro-panels (hwt_gemm_packed_a_floats floats, 64-byte
+ * aligned); hwt_gemm_run_part_packed_a then never packs A. kc depends on K
+ * and the caches only (blocking.c), not on nth, so A packed with a plan for
+ * one thread count serves the plans of every other one (test_gemm.c checks
+ * it). Always the packed path, also for M <= HWT_GEMV_MAX_M; its workspace
+ * is the B block alone, hwt_gemm_packed_a_ws_floats floats (not
+ * p->ws_floats: a GEMV plan's has no room for a B block). */
+size_t hwt_gemm_packed_a_floats(const hwt_gemm_plan *p);
+size_t hwt_gemm_packed_a_ws_floats(const hwt_gemm_plan *p);
+int hwt_gemm_pack_a(const hwt_gemm_plan *p, const float *A, float *packed);
+void hwt_gemm_run_part_packed_a(const hwt_gemm_plan *p, const float *packed_a, const float *B,
+                                float *C, const float *bias, float *ws, int tid, int nth);
+
 #endif

@@ -1,7 +1,9 @@
 /* GEMM variants vs the plain-C reference (hwt_gemm_ref): every supported ISA,
  * awkward shapes, transposes, beta, bias, padded leading dimensions and
  * several thread counts, each with B packed by the shares and with B
- * prepacked once (hwt_gemm_pack_b + hwt_gemm_run_part_packed); plus the
+ * prepacked once (hwt_gemm_pack_b + hwt_gemm_run_part_packed), and with A
+ * prepacked once by a 1-thread plan (hwt_gemm_pack_a, what a 1x1 CONV does
+ * with its weights) and run by the nth-thread plan; plus the
  * partition contract (disjoint, complete, no idle thread when there are
  * enough tiles) for 1..256 threads.
  * Small sizes: this also runs under ASan/UBSan. */
@@ -11,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "hwtune/gemm.h"
+#include "../../kernels/gemm/gemm_internal.h"
 #include "check.h"
 
 
@@ -20,20 +23,29 @@ static float *rand_buf(size_t n) {
   return p;
 }
 
-/* B packed once (hwt_gemm_pack_b, buffer exactly packed_b_floats long) and
-   every share run from it; otherwise every share packs B itself. */
-static void run_all(const hwt_gemm_plan *p, const float *A, const float *B, float *C,
-                    const float *bias, int nth, int prepacked) {
-  float *ws = alloc_floats(p->ws_floats);
-  float *pb = prepacked ? alloc_floats(p->packed_b_floats) : NULL;
+/* prepacked 1: B packed once (hwt_gemm_pack_b, buffer exactly
+   packed_b_floats long) and every share run from it; 2: A packed once by
+   p1, a plan of the same shape for one thread (buffer exactly
+   hwt_gemm_packed_a_floats long), and every share of p run from it (in a
+   workspace of exactly hwt_gemm_packed_a_ws_floats); 0:
+   every share packs both itself. */
+static void run_all(const hwt_gemm_plan *p, const hwt_gemm_plan *p1, const float *A,
+                    const float *B, float *C, const float *bias, int nth, int prepacked) {
+  float *ws = alloc_floats(prepacked == 2 ? hwt_gemm_packed_a_ws_floats(p) : p->ws_floats);
+  float *pb = prepacked == 1 ? alloc_floats(p->packed_b_floats) : NULL;
+  float *pa = prepacked == 2 ? alloc_floats(hwt_gemm_packed_a_floats(p1)) : NULL;
   if (pb) CHECK(hwt_gemm_pack_b(p, B, pb) == HWT_OK, "pack_b");
+  if (pa) CHECK(hwt_gemm_pack_a(p1, A, pa) == HWT_OK, "pack_a");
   /* Reverse order: shares must not depend on running in tid order. */
   for (int t = nth - 1; t >= 0; t--) {
     if (pb)
       hwt_gemm_run_part_packed(p, A, pb, C, bias, ws, t, nth);
+    else if (pa)
+      hwt_gemm_run_part_packed_a(p, pa, B, C, bias, ws, t, nth);
     else
       hwt_gemm_run_part(p, A, B, C, bias, ws, t, nth);
   }
+  free(pa);
   free(pb);
   free(ws);
 }
@@ -56,17 +68,21 @@ static void check_case_in(hwt_isa isa, int M, int N, int K, int ta, int tb, floa
   float *A = rand_buf(na), *B = rand_buf(nb), *C0 = rand_buf(nc), *bias = rand_buf(N);
   float *C = malloc((nc ? nc : 1) * sizeof(float)), *R = malloc((nc ? nc : 1) * sizeof(float));
   memcpy(R, C0, nc * sizeof(float));
-  hwt_gemm_plan p;
+  hwt_gemm_plan p, p1;
   int st = hwt_gemm_plan_make_for(&d, isa, nth, caches, &p);
   CHECK(st == HWT_OK, "plan_make %d", st);
+  if (st == HWT_OK) st = hwt_gemm_plan_make_for(&d, isa, 1, caches, &p1);
+  /* A packed for one thread serves every nth: the depth blocks agree. */
+  CHECK(st == HWT_OK && p1.kc == p.kc, "%s M=%d N=%d K=%d nth=%d: kc %d, 1 thread %d",
+        hwt_isa_name(isa), M, N, K, nth, p.kc, p1.kc);
   if (st == HWT_OK) {
     hwt_gemm_ref(&d, A, B, R, use_bias ? bias : NULL);
-    for (int prepacked = 0; prepacked < 2; prepacked++) {
+    for (int prepacked = 0; prepacked < 3; prepacked++) {
       memcpy(C, C0, nc * sizeof(float));
       if (beta == 0.0f) /* beta == 0 must never read C: poison it (not the ld padding) */
         for (int i = 0; i < M; i++)
           for (int j = 0; j < N; j++) C[(size_t)i * d.ldc + j] = NAN;
-      run_all(&p, A, B, C, use_bias ? bias : NULL, nth, prepacked);
+      run_all(&p, &p1, A, B, C, use_bias ? bias : NULL, nth, prepacked);
       /* Inputs in [-1, 1): float32 accumulation error grows at most ~K*eps. */
       double tol = 8.0 * 1.2e-7 * (K + 4);
       double worst = 0.0;

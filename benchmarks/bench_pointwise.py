@@ -1,0 +1,133 @@
+"""Pointwise (1x1) CONVs of MobileNetV2 / EfficientNet-B0 at batch 1, one
+thread, interleaved in one process (thread CPU time, medians):
+
+- conv: hwtune's NCHW CONV as the engine runs it (NCHW-gemm: weights packed
+  once as the GEMM's A at plan time, + bias epilogue);
+- gemm/A per run: the same GEMM, y = W . x, through hwt_gemm_run_part on the
+  plain weights, which packs W in every call (what the 1x1 CONV did before
+  its weights were packed once; no bias);
+- ort: ONNX Runtime's Conv with bias, one intra-op thread;
+- with --baseline-lib OTHER/libhwtune.so (another build, e.g. the main
+  checkout's): that build's NCHW CONV through the same ctypes calls as
+  `conv` (plan, pack weights, run_part), so the two builds differ only in
+  their C code.
+
+    python benchmarks/bench_pointwise.py [--reps 31] [--isa avx512]
+        [--baseline-lib /work/main/.venv/lib/python3.11/site-packages/hwtune/_lib/libhwtune.so]
+
+Ratios are ort / hwtune (above 1.0 hwtune is faster). On a shared machine a
+row decides little; the conv vs gemm/A-per-run column is the A/B.
+"""
+
+import argparse
+import ctypes
+import statistics
+import time
+
+import numpy as np
+
+from hwtune.native import gemm as G
+from hwtune.native.conv import Conv2dPlan
+from hwtune.native._lib import lib
+
+# (C, K, H=W): MobileNetV2's expand / project 1x1 CONVs at 56..7, a few of
+# EfficientNet-B0's.
+SHAPES = [(24, 144, 56), (16, 96, 112), (32, 192, 28), (192, 32, 28), (64, 384, 14),
+          (384, 64, 14), (96, 576, 14), (576, 96, 14), (160, 960, 7), (960, 160, 7),
+          (960, 320, 7), (320, 1280, 7), (672, 192, 7), (1152, 320, 7)]
+
+
+def ort_session(w, b, shape):
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+    K, C = w.shape[:2]
+    node = helper.make_node("Conv", ["x", "w", "b"], ["y"])
+    g = helper.make_graph([node], "pw", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                       shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.inter_op_num_threads = 1
+    return ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+
+
+def raw_conv(lib_, x, w, b, isa):
+    """A closure running one NCHW CONV through lib_'s C API, and its output."""
+    from hwtune.native.conv import LAYOUTS, _desc, _Plan
+    from hwtune.native.isa import resolve_isa
+    for name in ("hwt_conv_plan_make", "hwt_conv_pack_weights", "hwt_conv_run_part"):
+        f = getattr(lib_, name)
+        f.argtypes, f.restype = getattr(lib, name).argtypes, getattr(lib, name).restype
+    d = _desc(x.shape, w.shape, 1, 0)
+    plan = _Plan()
+    assert lib_.hwt_conv_plan_make(ctypes.byref(d), LAYOUTS.index("NCHW"), None,
+                                   resolve_isa(isa), 1, ctypes.byref(plan)) == 0
+    wp = G.workspace(plan.w_floats)
+    assert lib_.hwt_conv_pack_weights(ctypes.byref(plan), G._ptr(w), G._ptr(wp)) == 0
+    ws = G.workspace(plan.ws_floats)
+    y = np.empty((1, w.shape[0], x.shape[2], x.shape[3]), np.float32)
+    args = (ctypes.byref(plan), G._ptr(x), G._ptr(wp), G._ptr(b), G._ptr(y), G._ptr(ws), 0, 1)
+    return (lambda: lib_.hwt_conv_run_part(*args)), y
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--reps", type=int, default=31)
+    ap.add_argument("--isa", default=None)
+    ap.add_argument("--baseline-lib", default=None)
+    args = ap.parse_args()
+    base = ctypes.CDLL(args.baseline_lib) if args.baseline_lib else None
+    rng = np.random.default_rng(0)
+    print(f"{'C->K @HxW':>16} {'conv us':>9} {'gemm/A per run us':>18} {'ort us':>8} "
+          f"{'ort/conv':>9} {'ort/gemm':>9}" + (f" {'base us':>8} {'base/conv':>9}"
+                                                 if base else ""))
+    for C, K, H in SHAPES:
+        x = rng.standard_normal((1, C, H, H), dtype=np.float32)
+        w = (rng.standard_normal((K, C, 1, 1)) / np.sqrt(C)).astype(np.float32)
+        b = rng.standard_normal(K, dtype=np.float32)
+        if Conv2dPlan(x.shape, w, b, isa=args.isa).layout != "NCHW-gemm":  # K < 32
+            continue
+        plan = G.make_plan(G.make_desc(K, C, H * H), args.isa, 1)
+        ws = G.workspace(plan.ws_floats)
+        w2 = np.ascontiguousarray(w.reshape(K, C))
+        x2 = x.reshape(C, H * H)
+        yg = np.empty((K, H * H), np.float32)
+        gargs = (ctypes.byref(plan), G._ptr(w2), G._ptr(x2), G._ptr(yg), None, G._ptr(ws), 0, 1)
+        sess = ort_session(w.copy(), b, list(x.shape))
+        feeds = {"x": x}
+        run_new, y = raw_conv(lib, x, w, b, args.isa)
+        sides = {
+            "conv": run_new,
+            "gemm": lambda: lib.hwt_gemm_run_part(*gargs),
+            "ort": lambda: sess.run(None, feeds),
+        }
+        if base is not None:
+            sides["base"], y_base = raw_conv(base, x, w, b, args.isa)
+        ref = sess.run(None, feeds)[0]
+        scale = float(np.abs(ref).max())
+        for k in ("conv", "base"):
+            if k in sides:
+                sides[k]()
+                err = float(np.abs((y if k == "conv" else y_base) - ref).max()) / scale
+                assert err < 1e-4, (k, C, K, H, err)
+        times = {k: [] for k in sides}
+        for f in sides.values():
+            f()
+        for _ in range(args.reps):
+            for k, f in sides.items():
+                t0 = time.thread_time_ns()
+                f()
+                times[k].append((time.thread_time_ns() - t0) / 1e3)
+        med = {k: statistics.median(v) for k, v in times.items()}
+        print(f"{f'{C}->{K} @{H}x{H}':>16} {med['conv']:9.1f} {med['gemm']:18.1f} "
+              f"{med['ort']:8.1f} {med['ort'] / med['conv']:9.2f} "
+              f"{med['ort'] / med['gemm']:9.2f}" +
+              (f" {med['base']:8.1f} {med['base'] / med['conv']:9.2f}" if base else ""),
+              flush=True)
+
+
+if __name__ == "__main__":
+    main()
