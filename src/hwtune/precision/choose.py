@@ -6,7 +6,8 @@
    candidates give their activation ranges (calibrate.py).
 2. Time: the graph with every candidate op in one precision is profiled
    against the fp32 graph, interleaved run by run (per-op events of the
-   engine, as `run --trace` and the hill climber measure them); an op's
+   engine, as `run --trace` and the hill climber measure them; each op's
+   least time over the runs, PROFILE_RUNS); an op's
    time in int8 counts its helper ops (the activation's quantize_u8, shared
    evenly by the int8 ops that read it; a residual add or ReLU6 it can no
    longer fuse). Gain = fp32 time - that time; ops that do not gain stay
@@ -29,9 +30,12 @@ from hwtune.graph.model import Graph
 from hwtune.precision import calibrate as cal
 from hwtune.precision.rewrite import apply_precision, candidates, weight_values
 
-# Profiled runs of each whole-graph variant for the per-op times: medians
-# of 5 interleaved runs ordered ResNet-18's convs the same way as 21 runs
-# did on the shared 2-vCPU dev box (as engine/runner.py's PROFILE_RUNS).
+# Profiled runs of each whole-graph variant for the per-op times (as
+# engine/runner.py's PROFILE_RUNS), and each op's figure is its minimum
+# over them: load only adds time, and on the loaded 2-vCPU dev box a
+# preempted worker put the median of single ResNet-50 convs at ~60 ms
+# against ~1-3 ms for their neighbours (tune-graph r50.onnx --precision
+# fp32,int8, 5 runs), which ranked the ops by the load, not by int8.
 PROFILE_RUNS = 5
 
 
@@ -90,10 +94,10 @@ def _entry(prec: str, act: Optional[tuple]) -> Dict[str, Any]:
 
 
 def _op_times(graphs: Dict[str, Graph], threads: int, runs: int) -> Dict[str, Dict[str, float]]:
-    """precision -> op name -> median seconds, the variants' engines run in
-    turn (one profiled run each per round) so that load hits all alike."""
+    """precision -> op name -> least seconds over the runs (PROFILE_RUNS),
+    the variants' engines run in turn (one profiled run each per round) so
+    that load hits all alike."""
     from hwtune.engine.runner import native_engine
-    from hwtune.measure.stats import median
     engines = {p: native_engine().NativeEngine(g, executors=1, threads=threads)
                for p, g in graphs.items()}
     try:
@@ -106,7 +110,7 @@ def _op_times(graphs: Dict[str, Graph], threads: int, runs: int) -> Dict[str, Di
                 ops = graphs[p].ops
                 for ev in e.events():
                     samples[p].setdefault(ops[ev.op].name, []).append(ev.end_s - ev.start_s)
-        return {p: {k: median(v) for k, v in d.items()} for p, d in samples.items()}
+        return {p: {k: min(v) for k, v in d.items()} for p, d in samples.items()}
     finally:
         for e in engines.values():
             e.close()
