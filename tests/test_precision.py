@@ -218,3 +218,15 @@ def test_compare_reports_the_error_beside_the_speed(tiny, tmp_path):
     assert hw["precision"] == {"int8": 2}
     assert 1e-5 < hw["max_rel_err"] < 5e-2
     assert sides["ort"]["agree"] is True  # checked against hwtune's fp32 outputs
+
+
+def test_bf16_sets_the_matmul_precision_and_stays_near_fp32(tiny):
+    fused = _fused(tiny)
+    assert candidates(fused, "bf16") == ["fc"]
+    q = apply_precision(fused, {"fc": {"precision": "bf16"}})
+    assert [op.resolved["precision"] for op in q.ops if op.name == "fc"] == ["bf16"]
+    samples = cal.seeded_samples(fused, 1)
+    err = cal.output_error(cal.run_samples(q, samples, 1), cal.run_samples(fused, samples, 1),
+                           fused.outputs)
+    # bf16 keeps 8 mantissa bits: ~2^-9 relative per operand.
+    assert 0 < err < 1e-2, err
