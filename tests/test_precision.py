@@ -230,3 +230,17 @@ def test_bf16_sets_the_matmul_precision_and_stays_near_fp32(tiny):
                            fused.outputs)
     # bf16 keeps 8 mantissa bits: ~2^-9 relative per operand.
     assert 0 < err < 1e-2, err
+
+
+def test_an_int8_chain_passes_u8_and_keeps_residuals_f32(tiny):
+    fused = _fused(tiny)
+    q = apply_precision(fused, _int8_table(fused))
+    ops = {op.name: op for op in q.ops}
+    # c2's output only c3 reads, as its activation: requantised in c2.
+    assert ops["c2"].resolved["out"] == "u8" and ops["c3"].inputs[0] == ops["c2"].outputs[0]
+    assert not any(op.op == "quantize_u8" and op.inputs[0] == "r2" for op in q.ops)
+    # c1's output is also c3's residual: f32, quantised once for c2.
+    assert ops["c1"].resolved["out"] == "f32" and ops["c3@res"].inputs[1] == "r1"
+    want = run_reference(fused)["fc"]
+    err = np.abs(run_reference(q)["fc"] - want).max() / np.abs(want).max()
+    assert err < 5e-2, err

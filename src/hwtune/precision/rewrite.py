@@ -15,7 +15,10 @@ int8 (post-training quantisation, onnx/quant.py's representation):
   holds per-channel arrays and a model's new weights get their own scales;
 - conv2d becomes qconv2d (out f32, relu kept); its residual input, which
   qconv2d does not take, is added after it (then the ReLU / ReLU6), matmul
-  on a 2-D weight becomes qmatmul (per output column).
+  on a 2-D weight becomes qmatmul (per output column);
+- an int8 op whose output only int8 ops read requantises it to u8 itself
+  (out=u8, the readers' calibrated scale): ResNet's conv1 -> conv2 in
+  int8 passes u8 values, with no f32 tensor and quantize_u8 between.
 bf16: the op's `precision` attribute (matmul today; conv2d as soon as its
 spec declares the attribute).
 
@@ -135,6 +138,12 @@ class _Rewriter:
         self.quantized: Dict[tuple, str] = {}  # (tensor, scale, zero) -> u8 tensor
         int8 = [op for op in graph.ops if (op_precision.get(op.name) or {}).get("precision")
                 == "int8"]
+        # tensor -> the ops reading it (a requantised output, _requant)
+        self.readers: Dict[str, List[tuple]] = {}
+        for op in graph.ops:
+            for k, t in enumerate(op.inputs):
+                self.readers.setdefault(t, []).append((op.name, k))
+        self.outputs = set(graph.outputs)
         names = [op.inputs[1] for op in int8]
         have = dict(values or {})
         missing = [n for n in names if n not in have]
@@ -160,6 +169,28 @@ class _Rewriter:
                       {"scale": key[1], "zero_point": float(key[2])}, like)
             self.quantized[key] = name
         return self.quantized[key]
+
+    def requant(self, out: str, at: Dict[str, Any]) -> str:
+        """The name the int8 op writes out to: when every reader of out is
+        an int8 op reading it as its activation (they share its calibrated
+        params) and out is no graph
+        output, the op requantises its own output to u8 (out=u8 in its
+        epilogue) under the name act_u8 gives out, and no quantize_u8 pass
+        over an f32 tensor is left between the two; else out (f32)."""
+        reads = self.readers.get(out, [])
+        users = [u for u, _ in reads]
+        # read as the activation (input 0) only: a residual input stays f32
+        if not reads or out in self.outputs or any(
+                k != 0 or (self.want.get(u) or {}).get("precision") != "int8" for u, k in reads):
+            return out
+        params = {(float(self.want[u]["a_scale"]), int(self.want[u]["a_zero"])) for u in users}
+        if len(params) != 1:
+            return out
+        (scale, zero), = params
+        name = f"{out}@u8"
+        at.update(out="u8", y_scale=scale, y_zero=zero)
+        self.quantized[(out, scale, zero)] = name
+        return name
 
     def weights_s8(self, op: Op, w: str, scales: np.ndarray, shape: List[int]) -> str:
         """w / scale (per channel, broadcast by shape) rounded to s8: ops on
@@ -195,7 +226,7 @@ class _Rewriter:
         if fused_relu:
             at["relu"] = True
         tail = residual is not None or (r.get("relu") and not fused_relu)
-        y = f"{out}@q" if tail else out
+        y = f"{out}@q" if tail else self.requant(out, at)
         self.emit(op.name, "qconv2d", ins, [y], at, op)
         if residual is not None:
             z = f"{out}@res" if r.get("relu") else out
@@ -224,9 +255,9 @@ class _Rewriter:
         ins = [self.act_u8(a, p, op), wq, ws, wz]
         if len(op.inputs) == 3:
             ins.append(op.inputs[2])
-        self.emit(op.name, "qmatmul", ins, list(op.outputs),
-                  {"a_scale": float(p["a_scale"]), "a_zero": int(p["a_zero"]), "out": "f32"},
-                  op)
+        at = {"a_scale": float(p["a_scale"]), "a_zero": int(p["a_zero"]), "out": "f32"}
+        y = self.requant(op.outputs[0], at)
+        self.emit(op.name, "qmatmul", ins, [y], at, op)
 
     def run(self) -> List[Op]:
         for i in self.g.order:
