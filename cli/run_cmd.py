@@ -188,6 +188,13 @@ def run(model, executors, threads, scheduler, pin, iterations, min_time, warmup,
                                                        params_threads=resolved.params_threads)
             for line in knobs.notes:
                 click.echo(f"note: {line}", err=True)
+            if cfg.op_precision and fmt != "json":
+                counts = {}
+                for p in cfg.op_precision.values():
+                    counts[p["precision"]] = counts.get(p["precision"], 0) + 1
+                click.echo("note: the config runs " + ", ".join(
+                    f"{n} op(s) in {p}" for p, n in sorted(counts.items())) +
+                    " (tune-graph --precision); the rest in fp32", err=True)
             # Per-op tables name ops of the graph that runs (layout rewrites add some).
             cfg.validate(cpus, [op.name for op in run_graph.ops])
             # The config actually run is stored, so the C engine and the tuner

@@ -8,6 +8,7 @@ import click
 
 from hwtune.cli.options import (db_option, example, json_option, set_option, shape_option,
                                 train_options, train_record, training_step)
+from hwtune.cli.run_cmd import input_files_callback
 from hwtune.errors import UsageError
 
 
@@ -68,6 +69,18 @@ def _thread_list(value):
               help="threads per executor to tune the CONV knobs at besides the chosen "
                    "team's (default: those of the executor x threads configs the sweep "
                    "measures); `hwtune run --threads N` then uses knobs tuned for N")
+@click.option("--precision", "precision", default=None, metavar="P[,P...]",
+              help="precisions each CONV / matmul may run in: fp32,int8[,bf16]; each op "
+                   "keeps the fastest whose end-to-end error stays within --max-error "
+                   "(docs/precision.md); `hwtune run` and hwtune-run apply the choice")
+@click.option("--max-error", "max_error", type=float, default=None, metavar="E",
+              help="with --precision: the largest end-to-end error accepted, max |y - "
+                   "y_fp32| / max |y_fp32| over the outputs and calibration samples "
+                   "(e.g. 1e-2)")
+@click.option("--input", "input_files", multiple=True, callback=input_files_callback,
+              metavar="NAME=FILE.npy",
+              help="with --precision: calibrate and measure the error on this input (a .npy "
+                   "array of the declared shape) instead of 4 seeded samples (repeatable)")
 @set_option
 @shape_option
 @train_options
@@ -85,8 +98,8 @@ def _thread_list(value):
 @db_option
 @json_option
 def tune_graph(model, budget_s, plan_only, trials, only, search, reps, storage, strategy,
-               conv_threads, overrides, shapes, train, loss, optimizer, hyper, batch_norm,
-               inputs_path, batch, policy, fmt, db_path, as_json):
+               conv_threads, precision, max_error, input_files, overrides, shapes, train, loss,
+               optimizer, hyper, batch_norm, inputs_path, batch, policy, fmt, db_path, as_json):
     """Tune MODEL (a model.json, an ONNX file or a bundled model's name) on
     this machine and store the result.
 
@@ -116,7 +129,9 @@ def tune_graph(model, budget_s, plan_only, trials, only, search, reps, storage, 
     if inputs_path is not None:
         for flag, value in (("--plan", plan_only), ("--trials", trials), ("--only", only),
                             ("--storage", storage), ("--conv-threads", conv_threads),
-                            ("--shape", shapes), ("--train", train)):
+                            ("--shape", shapes), ("--train", train),
+                            ("--precision", precision), ("--max-error", max_error),
+                            ("--input", input_files)):
             if value:
                 raise UsageError(f"{flag} is not supported for dynamic models (--inputs)")
         if click.get_current_context().get_parameter_source("search") == \
@@ -137,13 +152,25 @@ def tune_graph(model, budget_s, plan_only, trials, only, search, reps, storage, 
         if value is not None:
             raise UsageError(f"{flag} is for dynamic models tuned with --inputs")
 
+    from hwtune.precision.options import parse_precisions
+    precisions = parse_precisions(precision) if precision is not None else ["fp32"]
+    if input_files and len(precisions) < 2:
+        raise UsageError("--input gives calibration samples for --precision: add --precision "
+                         "fp32,int8 --max-error E")
+    if train and len(precisions) > 1:
+        raise UsageError("--precision tunes inference graphs: drop --train")
     opts = TuneOptions(budget_s=budget_s, trials=trials, only=only, search=search, reps=reps,
                        strategy=strategy, plan_only=plan_only, storage=storage,
-                       conv_threads=_thread_list(conv_threads)).check()
+                       conv_threads=_thread_list(conv_threads), precisions=precisions,
+                       max_error=max_error).check()
     model_arg = model
     graph, model = load_any(model, overrides, shapes)
     if train:
         graph = training_step(graph, loss, optimizer, hyper, batch_norm)
+    if input_files:
+        from dataclasses import replace as _replace
+        from hwtune.engine.tensor_files import load_inputs
+        opts = _replace(opts, calibration=load_inputs(graph, input_files))
     native_engine()
     cpus = allowed_cpus()
 

@@ -71,6 +71,10 @@ class Candidate:
     status: Optional[str] = None        # of its final measurement
     note: Optional[str] = None
     process_s: List[float] = field(default_factory=list)  # per fresh process (confirm.py)
+    # Relative output error allowed against the default's outputs: None is
+    # hwtune run --check's; a config with int8 / bf16 ops gets the bound
+    # tune-graph --max-error chose them within.
+    tolerance: Optional[float] = None
 
 
 def final_reserve(latency: Dict[str, float], candidates: int = 3,
@@ -123,13 +127,16 @@ def same_config(a: EngineConfig, b: EngineConfig) -> bool:
 
 
 def stored_candidate(db, host_key: str, graph, graph_hash: str, cpus,
-                     why: List[str]) -> Tuple[Optional[Candidate], Optional[int]]:
+                     why: List[str], tolerance: Optional[float] = None
+                     ) -> Tuple[Optional[Candidate], Optional[int]]:
     """The tuned config stored for this graph and host, as a candidate of
     the final comparison (a re-tune must beat it, not just the default);
     (None, None) when there is none. One that no longer applies (another
     hwtune's scheduler, CONV parameters for another graph, too many
     threads for this machine) is left out with a line in `why` and will
-    be replaced."""
+    be replaced. tolerance: the output error a stored config with int8 /
+    bf16 ops may have (this run's --max-error; None holds it to fp32's, so
+    a re-tune without --precision keeps an fp32 config)."""
     from hwtune.engine.effective import effective_graph
 
     row = db.engine_config(host_key, graph_hash, "tuned")
@@ -144,7 +151,8 @@ def stored_candidate(db, host_key: str, graph, graph_hash: str, cpus,
         why.append(f"stored: the stored tuned config does not apply here ({exc}); a new one "
                    f"replaces it")
         return None, row["id"]
-    return Candidate("stored", cfg, run_graph, op_cost=dict(row.get("op_cost") or {})), row["id"]
+    return Candidate("stored", cfg, run_graph, op_cost=dict(row.get("op_cost") or {}),
+                     tolerance=tolerance if cfg.op_precision else None), row["id"]
 
 
 def store_verdict(db, host_key: str, graph, graph_hash: str, run_id: int, chosen: Candidate,
@@ -202,7 +210,7 @@ def measure_final(cands: List[Candidate], progress: Progress,
                            for c in cands], policy, warmup=FINAL_WARMUP, reference=FIRST,
                           outputs=cands[0].graph.outputs, on_round=on_round,
                           settle=settle, settle_each=True, rewarm=FINAL_REWARM, fresh=True,
-                          deadline=deadline)
+                          deadline=deadline, tolerances=[c.tolerance for c in cands])
     for c, m in zip(cands, got):
         c.samples, c.status, c.note = list(m.samples), m.status, m.note
         c.median_s, c.mad_s = (m.median, m.mad) if m.status == OK else (None, None)

@@ -79,6 +79,15 @@ class TuneOptions:
     # measures): a run at another count then finds knobs tuned for it
     # (tuners/conv_knobs.py) instead of the team's.
     conv_threads: Optional[Sequence[int]] = None
+    # Precision per op (--precision fp32,int8,bf16 --max-error E): the
+    # precisions an op may run in and the end-to-end error bound;
+    # calibration: --input arrays (None: seeded samples).
+    precisions: Sequence[str] = ("fp32",)
+    max_error: Optional[float] = None
+    calibration: Optional[Dict[str, Any]] = None
+
+    def low_precisions(self) -> List[str]:
+        return [p for p in self.precisions if p != "fp32"]
 
     def check(self) -> "TuneOptions":
         if self.budget_s is not None and not self.budget_s > 0:
@@ -107,6 +116,8 @@ class TuneOptions:
             if isinstance(t, bool) or not isinstance(t, int) or t < 1:
                 raise UsageError(f"invalid --conv-threads {t!r}: thread counts are integers "
                                  ">= 1")
+        from hwtune.precision.options import check_precision
+        check_precision(self.precisions, self.max_error)
         return self
 
     def conv_counts(self, graph, usable: int, team: int) -> List[int]:
@@ -133,7 +144,9 @@ class TuneOptions:
         return {"budget_s": self.budget_s, "trials": self.trials, "only": list(self.only or []),
                 "search": self.search, "reps": self.reps, "strategy": self.strategy,
                 "storage": redact_url(self.storage) if self.storage else None,
-                "conv_threads": list(self.conv_threads) if self.conv_threads else None}
+                "conv_threads": list(self.conv_threads) if self.conv_threads else None,
+                "precisions": list(self.precisions), "max_error": self.max_error,
+                "calibration": sorted(self.calibration) if self.calibration else None}
 
 
 @dataclass
@@ -162,6 +175,7 @@ class TuneResult:
     plan: Optional[Plan] = None
     cuts: List[dict] = field(default_factory=list)  # what the budget left undone
     verdict: Dict[str, Any] = field(default_factory=dict)  # verdict.summary
+    precision: Optional[Dict[str, Any]] = None  # the precision stage's choice, per op
 
     @property
     def resume_s(self) -> float:
@@ -194,7 +208,8 @@ class TuneResult:
                 "config_id": self.config_id, "accuracy": self.accuracy,
                 "speedup_ci": self.speedup_ci.to_json() if self.speedup_ci else None,
                 "kept_stored": self.kept_stored, "cuts": self.cuts, "resume_s": self.resume_s,
-                "plan": self.plan.to_json() if self.plan else None}
+                "plan": self.plan.to_json() if self.plan else None,
+                "precision": self.precision}
 
 
 def _noop(stage: str, message: str) -> None:
@@ -539,6 +554,37 @@ def is_training_graph(graph) -> bool:
                for op in graph.ops)
 
 
+def _stage_precision(ctx: TuneContext, graph, cfg: EngineConfig, opts: TuneOptions,
+                     report: StageReport):
+    """Per-op precision within opts.max_error (hwtune.precision.choose), on
+    the graph cfg runs; (PrecisionChoice, why lines)."""
+    from hwtune.engine.effective import effective_graph
+    from hwtune.precision import calibrate as cal
+    from hwtune.precision.choose import choose_precision
+
+    plain = effective_graph(graph, replace(cfg, op_params={}, op_precision={}))
+    samples = (cal.given_samples(plain, opts.calibration) if opts.calibration
+               else cal.seeded_samples(plain))
+
+    def run_graph(table):
+        return effective_graph(graph, replace(cfg, op_precision=table))
+    choice = choose_precision(plain, run_graph, opts.precisions, opts.max_error, samples,
+                              threads=cfg.threads, progress=ctx.say("precision"))
+    report.trials = choice.evaluations
+    report.measured = len(choice.ops)
+    low = [c for c in choice.ops if c.precision != "fp32"]
+    by = {}
+    for c in low:
+        by[c.precision] = by.get(c.precision, 0) + 1
+    what = ", ".join(f"{n} in {p}" for p, n in by.items()) or "every op stays fp32"
+    report.note = what
+    gain = choice.fp32_s - choice.chosen_s
+    return choice, [f"precision: {what} of {len(choice.ops)} candidate op(s); end-to-end error "
+                    f"{choice.error:.2g} <= {opts.max_error:g} on {choice.samples} sample(s); "
+                    f"their time {choice.fp32_s * 1e3:.2f} -> {choice.chosen_s * 1e3:.2f} ms "
+                    f"(-{gain * 1e3:.2f} ms, per-op profile)"]
+
+
 def _stage_hillclimb(ctx: TuneContext, graph, cfg: EngineConfig, report: StageReport,
                      limits=None):
     from hwtune.tuners import hillclimb
@@ -615,7 +661,8 @@ def tune_graph(db, host_key: str, graph, graph_hash: str, opts: TuneOptions, *,
         # Inside `finishing`: a signal now still marks the run interrupted.
         db.put_lowered(graph_hash, lowered_doc(graph))
         db.add_fact(run_id, "tune_plan", plan.to_json())
-        stored, stored_id = finals.stored_candidate(db, host_key, graph, graph_hash, cpus, why)
+        stored, stored_id = finals.stored_candidate(db, host_key, graph, graph_hash, cpus, why,
+                                                    tolerance=opts.max_error)
         base = default_config(usable)
         default = Candidate("default", base, graph)
         cfg, tuned_graph = base, graph
@@ -680,6 +727,21 @@ def tune_graph(db, host_key: str, graph, graph_hash: str, opts: TuneOptions, *,
                 tuned_graph = effective_graph(graph, cfg)
                 partial.append(Candidate("sweep+conv", cfg, tuned_graph))
 
+        choice = None
+        tol = None  # the output error the tuned graph may have (int8 / bf16 ops)
+        if opts.low_precisions():
+            rep = stages.setdefault("precision", StageReport())
+            took = clock.Stopwatch()
+            choice, lines = _stage_precision(ctx, graph, cfg, opts, rep)
+            rep.seconds = took.elapsed()
+            why += lines
+            if choice.op_precision:
+                cfg = replace(cfg, op_precision=choice.op_precision)
+                tuned_graph = effective_graph(graph, cfg)
+                label = "+".join([s for s in ("sweep", "conv") if s in stages] + ["precision"])
+                tol = opts.max_error
+                partial.append(Candidate(label, cfg, tuned_graph, tolerance=tol))
+
         rep = stage("hillclimb")
         climbed = None
         if rep is not None:
@@ -709,9 +771,12 @@ def tune_graph(db, host_key: str, graph, graph_hash: str, opts: TuneOptions, *,
                 if res.candidates:
                     corun = replace(cfg, scheduler="corun", op_candidates={
                         k: [[int(t), float(s)] for t, s in v] for k, v in res.candidates.items()})
-                    partial += [Candidate(label, c, tuned_graph)
+                    partial += [Candidate(label, c, tuned_graph, tolerance=tol)
                                 for label, c in pin_choices("corun", corun)]
             rep.seconds = took.elapsed()
+            if res_tol := (opts.max_error if cfg.op_precision else None):
+                partial = [replace(c, tolerance=res_tol) if c.graph is tuned_graph else c
+                           for c in partial]
 
         cuts = _cuts(ctx, graph, tuned_graph, graph_hash, opts, usable=usable, team=cfg.threads,
                      latency_s=latency["best"], open_s=plan.open_s, stages=stages,
@@ -723,7 +788,7 @@ def tune_graph(db, host_key: str, graph, graph_hash: str, opts: TuneOptions, *,
         # Named for what it is until the verdict: 'tuned' is only what is
         # stored and `hwtune run` uses (a candidate that wins in one process
         # and not across processes is never shown as tuned).
-        final = Candidate("search result", cfg, tuned_graph)
+        final = Candidate("search result", cfg, tuned_graph, tolerance=tol)
         if cfg.sched.needs_costs:
             from hwtune.tuners.executor_sweep import profile_op_costs
             progress("profile", "per-op costs under the tuned config")
@@ -741,7 +806,8 @@ def tune_graph(db, host_key: str, graph, graph_hash: str, opts: TuneOptions, *,
                             stages=stages, why=why, tuning_s=watch.elapsed(),
                             config_id=fin.config_id, accuracy=accuracy,
                             speedup_ci=fin.speedup, kept_stored=fin.kept_stored, plan=plan,
-                            cuts=cuts, verdict=fin.verdict)
+                            cuts=cuts, verdict=fin.verdict,
+                            precision=choice.to_json() if choice is not None else None)
         db.add_fact(run_id, "tune_summary", {
             "model": graph.name, "graph_hash": graph_hash,
             "default": {"config": default.config.to_json(), "median_s": default.median_s,
@@ -756,6 +822,7 @@ def tune_graph(db, host_key: str, graph, graph_hash: str, opts: TuneOptions, *,
             "speedup_ci": fin.speedup.to_json() if fin.speedup else None,
             "kept_stored": result.kept_stored, "cuts": cuts,
             "resume_s": result.resume_s, "why": why, "tuning_s": result.tuning_s,
-            "stages": {k: vars(v) for k, v in stages.items()}, "accuracy": accuracy})
+            "stages": {k: vars(v) for k, v in stages.items()}, "accuracy": accuracy,
+            "precision": result.precision})
         return result
 

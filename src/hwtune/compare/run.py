@@ -42,6 +42,10 @@ class SideResult:
     agree: Optional[bool] = None      # None for hwtune itself
     max_rel_err: Optional[float] = None
     worst_output: Optional[str] = None
+    # hwtune with int8 / bf16 ops (a tuned config's op_precision): how many
+    # ops run in each, and its error against the same config in fp32 (the
+    # reference the peers are checked against then).
+    precision: Optional[Dict[str, int]] = None
 
     def to_json(self) -> Dict[str, Any]:
         return dict(self.__dict__)
@@ -111,6 +115,22 @@ def _hwtune_side(db, host_key, graph, graph_hash, inputs, threads):
                 eng.close), cfg
 
 
+def _fp32_outputs(graph, cfg, inputs) -> Dict[str, np.ndarray]:
+    """The outputs of cfg with every op in fp32 (its op_precision dropped)."""
+    from dataclasses import replace
+    from hwtune.engine.effective import effective_graph
+    from hwtune.engine.runner import open_engine
+    fp32 = replace(cfg, op_precision={})
+    eng = open_engine(effective_graph(graph, fp32), fp32, op_cost=None)
+    try:
+        for name, value in inputs.items():
+            eng.set_input(name, value)
+        eng.run()
+        return {k: np.array(v, copy=True) for k, v in eng.outputs().items()}
+    finally:
+        eng.close()
+
+
 def compare(graph, source_path: str, peers: Sequence[str], *, inputs: Dict[str, np.ndarray],
             reps: int, threads: Optional[int] = None, db=None, host_key: str = "",
             graph_hash: str = "", notice=None, required: bool = True,
@@ -174,7 +194,12 @@ def compare(graph, source_path: str, peers: Sequence[str], *, inputs: Dict[str, 
         for s in sides:
             s.run()
         ours = hw.outputs()
-        checks = {s.key: agreement(ours, s.outputs()) for s in sides[1:]}
+        # With int8 / bf16 ops, hwtune's error against fp32 is reported
+        # beside its speed, and the peers are checked against fp32.
+        ref = _fp32_outputs(graph, cfg, feeds) if cfg.op_precision else ours
+        checks = {s.key: agreement(ref, s.outputs()) for s in sides[1:]}
+        if cfg.op_precision:
+            checks["hwtune"] = agreement(ours, ref)
         samples = interleaved_calls([s.run for s in sides], reps, sample_s=SAMPLE_S,
                                      max_calls=1000)
     finally:
@@ -188,7 +213,12 @@ def compare(graph, source_path: str, peers: Sequence[str], *, inputs: Dict[str, 
                        med / base if base > 0 else float("inf"))
         if s.key in checks:
             r.max_rel_err, r.worst_output = checks[s.key]
-            r.agree = r.max_rel_err <= TOL
+            r.agree = r.max_rel_err <= TOL if s is not hw else None
+        if s is hw and cfg.op_precision:
+            counts: Dict[str, int] = {}
+            for p in cfg.op_precision.values():
+                counts[p["precision"]] = counts.get(p["precision"], 0) + 1
+            r.precision = counts
         results.append(r)
     fp = fingerprint()
     return CompareResult(

@@ -121,7 +121,8 @@ TABLES: Dict[str, Table] = {
         "op_priority_json": Column(obj, "drop"),
         "op_cost_json": Column(obj, "drop"),
         "op_candidates_json": Column(obj, "drop"),
-        "lowered_json": Column(lowered, "drop", nullable=True)}),
+        "lowered_json": Column(lowered, "drop", nullable=True),
+        "op_precision_json": Column(obj, "drop")}),
     "tuning_trials": Table(("id",), {
         "params_json": Column(obj, "drop"),
         "samples_json": Column(numbers, "drop")}),

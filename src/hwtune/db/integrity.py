@@ -76,7 +76,8 @@ def _config_value_problems(row: Dict[str, Any]) -> List[Tuple[str, str]]:
             "scheduler": row["scheduler"], "pin": row["pin"],
             **{k: columns.parse(row[f"{k}_json"], columns.TABLES["engine_configs"]
                                 .columns[f"{k}_json"]) or {}
-               for k in ("op_threads", "op_params", "op_priority", "op_cost", "op_candidates")}})
+               for k in ("op_threads", "op_params", "op_priority", "op_cost", "op_candidates",
+                         "op_precision")}})
         cfg.validate(None, origin="stored")
     except HwtuneError as exc:
         return [("config", str(exc))]

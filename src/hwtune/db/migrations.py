@@ -492,6 +492,15 @@ def _m008_dynamic(db: sqlite_utils.Database) -> None:
     )
 
 
+def _m009_precision(db: sqlite_utils.Database) -> None:
+    # Per-op precision chosen by tune-graph --precision (issue #43): op name
+    # -> {"precision": "int8" | "bf16", and for int8 the activation's
+    # calibrated "a_scale" and "a_zero"}; {} runs every op in fp32. The C
+    # runner reads the config's lowered graph, which carries the rewrite.
+    db.execute("ALTER TABLE engine_configs ADD COLUMN op_precision_json TEXT NOT NULL "
+               "DEFAULT '{}'")
+
+
 Migration = Tuple[int, str, Callable[[sqlite_utils.Database], None]]
 
 MIGRATIONS: List[Migration] = [
@@ -508,6 +517,8 @@ MIGRATIONS: List[Migration] = [
      _m007_plan),
     (8, "dynamic: dynamic_runs (every measured policy x batch x config), dynamic_configs "
         "(tuned executor configs)", _m008_dynamic),
+    (9, "engine_configs.op_precision_json (tune-graph --precision: int8 / bf16 per op)",
+     _m009_precision),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -405,7 +405,7 @@ class ResultsDB(DynamicStore):
                           op_threads: Optional[dict] = None, op_params: Optional[dict] = None,
                           op_priority: Optional[dict] = None, op_cost: Optional[dict] = None,
                           op_candidates: Optional[dict] = None, lowered: Optional[dict] = None,
-                          source: str = "user") -> int:
+                          op_precision: Optional[dict] = None, source: str = "user") -> int:
         """Store the config of (host, graph, source), replacing the previous
         one of that source; returns its id (stable across replacements).
         scheduler must be a name of the engine's scheduler table (the schema
@@ -426,14 +426,14 @@ class ResultsDB(DynamicStore):
                _dumps(op_priority or {}, "op_priority"), _dumps(op_cost or {}, "op_cost"),
                _dumps(op_candidates or {}, "op_candidates"),
                None if lowered is None else _dumps(lowered, "lowered"),
-               source, __version__, utc_now()]
+               _dumps(op_precision or {}, "op_precision"), source, __version__, utc_now()]
         with self._write("store an engine config in"):
             self._conn.execute(
                 "INSERT INTO engine_configs (host_key, graph_hash, executors, "
                 "threads_per_executor, scheduler, pin, op_threads_json, op_params_json, "
-                "op_priority_json, op_cost_json, op_candidates_json, lowered_json, source, "
-                "hwtune_version, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "op_priority_json, op_cost_json, op_candidates_json, lowered_json, "
+                "op_precision_json, source, hwtune_version, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                 "ON CONFLICT(host_key, graph_hash, source) DO UPDATE SET "
                 "executors = excluded.executors, "
                 "threads_per_executor = excluded.threads_per_executor, "
@@ -444,6 +444,7 @@ class ResultsDB(DynamicStore):
                 "op_cost_json = excluded.op_cost_json, "
                 "op_candidates_json = excluded.op_candidates_json, "
                 "lowered_json = excluded.lowered_json, "
+                "op_precision_json = excluded.op_precision_json, "
                 "hwtune_version = excluded.hwtune_version, created_at = excluded.created_at",
                 row)
             return self._conn.execute(
@@ -467,10 +468,10 @@ class ResultsDB(DynamicStore):
 
     def _config_row(self, row: dict) -> dict:
         for key in ("op_threads", "op_params", "op_priority", "op_cost", "op_candidates",
-                    "lowered"):
+                    "lowered", "op_precision"):
             row[key] = self._json("engine_configs", row, f"{key}_json")
         for key in ("op_threads", "op_params", "op_priority", "op_cost", "op_candidates",
-                    "lowered"):
+                    "lowered", "op_precision"):
             del row[f"{key}_json"]
         if row["pin"] in (0, 1):  # anything else stays, for the config check to refuse
             row["pin"] = bool(row["pin"])

@@ -51,6 +51,10 @@ class EngineConfig:
     # first (Strategy 3's candidates); threads count workers out of
     # executors x threads.
     op_candidates: Dict[str, List[List[float]]] = field(default_factory=dict)
+    # tune-graph --precision (issue #43): op -> {"precision": "int8" | "bf16",
+    # int8: the calibrated activation "a_scale", "a_zero"}; absent ops run
+    # fp32 (hwtune.precision.rewrite applies it).
+    op_precision: Dict[str, Dict[str, Any]] = field(default_factory=dict)
 
     @property
     def sched(self) -> "sched_table.Scheduler":
@@ -104,7 +108,8 @@ class EngineConfig:
         known = set(op_names) if op_names is not None else None
         for what, table in (("op_threads", self.op_threads), ("op_params", self.op_params),
                             ("op_priority", self.op_priority), ("op_cost", self.op_cost),
-                            ("op_candidates", self.op_candidates)):
+                            ("op_candidates", self.op_candidates),
+                            ("op_precision", self.op_precision)):
             if not isinstance(table, Mapping):
                 raise UsageError(f"{_where(origin)}{what} must map op names to values, got "
                                  f"{type(table).__name__}" + _repair(origin))
@@ -145,6 +150,11 @@ class EngineConfig:
         for name, p in self.op_params.items():
             if not isinstance(p, Mapping):
                 refuse("op_params", name, f"must be an object of template parameters, got {p!r}")
+        from hwtune.precision.rewrite import check_entry
+        for name, p in self.op_precision.items():
+            msg = check_entry(p)
+            if msg:
+                refuse("op_precision", name, msg)
         return self
 
     def _scalar_message(self, field: int, msg: str, cpus, origin: Optional[str]) -> str:
@@ -187,7 +197,8 @@ class EngineConfig:
                    # kept as stored where it is not a list of pairs: validate() says why
                    op_candidates={k: [list(p) if isinstance(p, (list, tuple)) else p for p in v]
                                   if isinstance(v, list) else v
-                                  for k, v in (row.get("op_candidates") or {}).items()})
+                                  for k, v in (row.get("op_candidates") or {}).items()},
+                   op_precision=dict(row.get("op_precision") or {}))
 
     def db_fields(self) -> Dict[str, Any]:
         """Keyword arguments of ResultsDB.put_engine_config."""
@@ -195,7 +206,8 @@ class EngineConfig:
                     scheduler=self.scheduler, pin=self.pinned, op_threads=dict(self.op_threads),
                     op_params=dict(self.op_params), op_priority=dict(self.op_priority),
                     op_cost=dict(self.op_cost),
-                    op_candidates={k: [list(p) for p in v] for k, v in self.op_candidates.items()})
+                    op_candidates={k: [list(p) for p in v] for k, v in self.op_candidates.items()},
+                    op_precision={k: dict(v) for k, v in self.op_precision.items()})
 
 
 def _prefix(origin: Optional[str], flag: str, value) -> str:

@@ -28,13 +28,14 @@ def output_mismatch(got, want, tol: Optional[float] = None) -> Optional[str]:
 
 
 def wrong_outputs(outputs: Optional[Mapping[str, object]], reference: Mapping[str, object],
-                  names: Iterable[str]) -> Optional[str]:
-    """The first output of `names` that differs from the reference, as a
-    one-line reason; None when all match."""
+                  names: Iterable[str], tol: Optional[float] = None) -> Optional[str]:
+    """The first output of `names` that differs from the reference (by more
+    than tol, output_mismatch's), as a one-line reason; None when all
+    match."""
     if outputs is None:
         return "the candidate has no outputs to check"
     for name in names:
-        bad = output_mismatch(outputs[name], reference[name])
+        bad = output_mismatch(outputs[name], reference[name], tol)
         if bad:
             return f"output {name!r}: {bad}"
     return None

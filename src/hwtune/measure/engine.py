@@ -133,16 +133,17 @@ def output_check(reference: Optional[Mapping[str, object]], names: Sequence[str]
     return lambda side: checks.wrong_outputs(side.outputs(), reference, names)
 
 
-def _first_as_reference(names: Sequence[str]):
+def _first_as_reference(names: Sequence[str], tolerance=lambda side: None):
     """Check every side against the outputs of the first side checked (a
-    peer: the comparison's baseline engine, which runs anyway)."""
+    peer: the comparison's baseline engine, which runs anyway), within
+    tolerance(side) (None: hwtune run --check's)."""
     ref: dict = {}
 
     def check(side):
         if not ref:
             ref.update(side.outputs())
             return None
-        return checks.wrong_outputs(side.outputs(), ref, names)
+        return checks.wrong_outputs(side.outputs(), ref, names, tolerance(side))
     return check
 
 
@@ -151,7 +152,9 @@ def measure_engines(openers: Sequence[Callable[[], object]], policy: SamplingPol
                     outputs: Sequence[str] = (), deadline: Optional[float] = None,
                     settle: Optional[Callable[[], None]] = None, settle_each: bool = False,
                     rewarm: int = 0, fresh: bool = False, runs: int = 1,
-                    on_round=None, on_chunk=None) -> List[Measurement]:
+                    on_round=None, on_chunk=None,
+                    tolerances: Optional[Sequence[Optional[float]]] = None
+                    ) -> List[Measurement]:
     """One Measurement per opener (a callable returning a prepared engine):
     all engines are open side by side while they are sampled, so their
     samples interleave; every engine is closed at the end. reference: the
@@ -164,7 +167,9 @@ def measure_engines(openers: Sequence[Callable[[], object]], policy: SamplingPol
     closed after it (FreshEngineSide): no two engines exist at once.
     runs: back-to-back runs per sample (seconds per run), as an inference
     loop runs a sub-millisecond model. on_chunk(i, n): engine i (openers'
-    order) took n samples.
+    order) took n samples. tolerances: per opener, the relative error its
+    outputs may have against the reference (None: hwtune run --check's; a
+    precision-rewritten candidate's is tune-graph's --max-error).
     """
     sides: List[Optional[Side]] = []
     failed = {}
@@ -180,8 +185,10 @@ def measure_engines(openers: Sequence[Callable[[], object]], policy: SamplingPol
                 failed[i] = Measurement(ERROR, note=str(exc))
         live = [s for s in sides if s is not None]
         index = [i for i, s in enumerate(sides) if s is not None]
-        check = (_first_as_reference(outputs) if isinstance(reference, str) and
-                 reference == FIRST else output_check(reference, outputs))
+        tol = {id(s): t for s, t in zip(sides, tolerances or ()) if s is not None}
+        check = (_first_as_reference(outputs, lambda side: tol.get(id(side)))
+                 if isinstance(reference, str) and reference == FIRST
+                 else output_check(reference, outputs))
         # fresh sides open their engine for every chunk: lower each graph once
         from hwtune.native.engine import shared_lowering
         with shared_lowering():

@@ -85,7 +85,12 @@ def p_value(o) -> str:
 
 
 def compare_side(s) -> str:
-    """hwtune compare: one side's output check against the reference side."""
+    """hwtune compare: one side's output check against the reference side
+    (hwtune with int8 / bf16 ops: its error against its own fp32 run)."""
+    if getattr(s, "precision", None):
+        ops = ", ".join(f"{n} op(s) {p}" for p, n in sorted(s.precision.items()))
+        return (f"{ops}: error {s.max_rel_err:.1e} vs fp32 (max rel. diff on "
+                f"{s.worst_output}; the others are checked against fp32)")
     if s.agree is None:
         return "reference"
     word = "ok" if s.agree else "WRONG"

@@ -526,6 +526,10 @@ def print_tune(console: Console, doc: dict) -> None:
         line("why:")
     for w in why:
         line(f"  - {w}")
+    if doc.get("precision"):
+        from hwtune.report import precision_views
+        for text in precision_views.lines(doc["precision"]):
+            line(text)
     spent = ", ".join(f"{k} {v['seconds']:.1f} s ({v['trials']} trials, {v['reused']} reused)"
                       for k, v in doc["stages"].items())
     line(f"tuning:    {doc['tuning_s']:.1f} s total{'; ' + spent if spent else ''}")
