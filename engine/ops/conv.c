@@ -106,7 +106,7 @@ static int conv_bf16_prepare(hwt_op_ctx *ctx, const hwt_conv_desc *d, char *err,
     free(s);
     return hwt_ops_fail(err, errlen, ctx, "no bf16 CONV plan");
   }
-  const size_t bytes = (s->bplan.g.packed_b_bytes + 63) / 64 * 64;
+  const size_t bytes = (s->bplan.packed_w_bytes + 63) / 64 * 64;
   if (!(s->bpacked = aligned_alloc(64, bytes ? bytes : 64))) {
     free(s);
     return HWT_ENOMEM;

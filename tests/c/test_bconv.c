@@ -38,7 +38,7 @@ static void check_case(hwt_isa isa, const hwt_conv_desc *d, int use_bias, int us
   for (size_t i = 0; i < ny; i++) r[i] = frand();
   memset(y, 0xA5, (ny + 1) * 4);
   memset(ref, 0xA5, (ny + 1) * 4);
-  void *pw = aligned_alloc(64, p.g.packed_b_bytes ? p.g.packed_b_bytes : 64);
+  void *pw = aligned_alloc(64, p.packed_w_bytes ? p.packed_w_bytes : 64);
   void *ws = aligned_alloc(64, p.ws_bytes);
   CHECK(hwt_bconv_pack_w(&p, w, pw) == HWT_OK);
   const float *bias = use_bias ? b : NULL, *res = use_res ? r : NULL;

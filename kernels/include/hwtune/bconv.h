@@ -1,16 +1,19 @@
 /* bf16 convolution (issue #43): a dense (group 1) NCHW conv2d through the
- * bf16 GEMM's micro-kernels (hwtune/bgemm.h). The output pixels of all
- * images are the GEMM's rows (M = N * OH * OW), the taps (c, r, s) its
- * reduction (K = C * R * S, k = (c * R + r) * S + s) and the output channels
- * its columns; the weights, OIHW, are B^T: rounded to bf16 and packed once
- * (hwt_bconv_pack_w). At run time each thread gathers chunks of im2col rows
- * straight into bf16 pair panels (no fp32 im2col matrix), the micro-kernel
- * sums in fp32, and the epilogue writes NCHW: + bias[k], + residual, ReLU,
- * min(., relu_max), as the fp32 CONV's epilogue (hwtune/conv.h).
+ * bf16 GEMM's micro-kernels (hwtune/bgemm.h), computing Y^T: the output
+ * channels are the GEMM's rows (M = K), the taps (c, r, s) its reduction
+ * (k = (c * R + r) * S + s, C * R * S of them) and the output pixels of all
+ * images its columns (N * OH * OW). The weights, OIHW, are A: rounded to
+ * bf16 and packed once (hwt_bconv_pack_w). At run time each thread gathers
+ * chunks of im2col rows straight into bf16 pair panels of nr pixels (B; no
+ * fp32 im2col matrix), the micro-kernel sums in fp32 into a tile of mr
+ * channels x nr pixels, and the epilogue writes each channel's pixels
+ * contiguously into NCHW: + bias[k], + residual, ReLU, min(., relu_max), as
+ * the fp32 CONV's epilogue (hwtune/conv.h).
  *
  * Numerics: exactly hwt_bgemm_ref's contract on that im2col matrix (x and w
- * rounded to bf16, k in pairs, fp32 sums), then the epilogue in fp32; the
- * portable variant equals hwt_bconv_ref bit for bit. */
+ * rounded to bf16, k in pairs, fp32 sums; a product is the same whichever
+ * operand is A), then the epilogue in fp32; the portable variant equals
+ * hwt_bconv_ref bit for bit. */
 #ifndef HWTUNE_BCONV_H
 #define HWTUNE_BCONV_H
 #include <stddef.h>
@@ -19,16 +22,17 @@
 
 typedef struct {
   hwt_conv_desc d;
-  hwt_bgemm_plan g;    /* M = N*OH*OW, N = K, K = C*R*S; g.isa is the variant row */
+  hwt_bgemm_plan g;    /* M = K, N = N*OH*OW, K = C*R*S; g.isa is the variant row */
   int OH, OW;
-  int mc;              /* output pixels per packed A chunk (a multiple of g.mr) */
+  int nc;              /* output pixels per gathered B chunk (a multiple of g.nr) */
+  size_t packed_w_bytes;
   size_t ws_bytes;     /* per-thread workspace */
 } hwt_bconv_plan;
 
 /* HWT_OK, HWT_EINVAL (bad geometry), HWT_EISA as hwt_bgemm_plan_make: the
  * caller picks the row with hwt_bgemm_variant_for. */
 HWT_API int hwt_bconv_plan_make(const hwt_conv_desc *d, hwt_isa isa, hwt_bconv_plan *out);
-/* OIHW fp32 weights rounded and packed into `packed` (p->g.packed_b_bytes,
+/* OIHW fp32 weights rounded and packed into `packed` (p->packed_w_bytes,
  * 64-byte aligned). */
 HWT_API int hwt_bconv_pack_w(const hwt_bconv_plan *p, const float *w, void *packed);
 /* Thread tid's share of nth (disjoint outputs). bias, residual may be NULL;
