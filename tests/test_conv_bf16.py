@@ -191,3 +191,51 @@ def test_bf16_variant_fallback_and_forced_refusal(monkeypatch):
     with pytest.raises(UsageError, match="no bf16 kernels on this CPU") as e:
         isa_mod.bf16_variant()
     assert "\n" not in str(e.value)
+
+
+def test_run_refuses_forced_avx512_without_bf16(tmp_path, monkeypatch):
+    import json
+    from click.testing import CliRunner
+    import hwtune.native.isa as isa_mod
+    from hwtune.cli.main import cli
+    if "avx512" not in supported_isas():
+        pytest.skip("no AVX-512 here: HWTUNE_ISA=avx512 is refused before bf16 is asked")
+    model = tmp_path / "c.json"
+    model.write_text(json.dumps({
+        "format_version": 1, "name": "c", "seed": 1,
+        "inputs": [{"name": "x", "shape": [1, 4, 6, 6]}],
+        "params": [{"name": "w", "shape": [8, 4, 3, 3]}],
+        "ops": [{"name": "y", "op": "conv2d", "inputs": ["x", "w"]}], "outputs": ["y"]}))
+    no_bf16 = dict(isa_mod.cpu_features(), avx512_bf16=False)
+    monkeypatch.setattr(isa_mod, "cpu_features", lambda: no_bf16)
+    monkeypatch.setenv("HWTUNE_ISA", "avx512")
+    res = CliRunner().invoke(cli, ["run", str(model), "--precision", "bf16", "--reps", "1",
+                                   "--warmup", "0", "--db", str(tmp_path / "r.db")])
+    assert res.exit_code == 2, res.output
+    lines = [ln for ln in res.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "no bf16 kernels on this CPU" in lines[0], res.output
+
+
+def test_run_precision_bf16_converts_convs_cli(tmp_path, monkeypatch):
+    import json
+    from click.testing import CliRunner
+    from hwtune.cli.main import cli
+    from hwtune.native.isa import bf16_variant
+    monkeypatch.delenv("HWTUNE_DB", raising=False)
+    model = tmp_path / "c.json"
+    model.write_text(json.dumps({
+        "format_version": 1, "name": "c", "seed": 1,
+        "inputs": [{"name": "x", "shape": [1, 8, 10, 10]}],
+        "params": [{"name": "w", "shape": [16, 8, 3, 3]}, {"name": "b", "shape": [16]},
+                   {"name": "wd", "shape": [16, 1, 3, 3]}],
+        "ops": [{"name": "c1", "op": "conv2d", "inputs": ["x", "w", "b"],
+                 "attrs": {"padding": 1, "relu": True}},
+                {"name": "y", "op": "conv2d", "inputs": ["c1", "wd"],
+                 "attrs": {"padding": 1, "group": 16}}],
+        "outputs": ["y"]}))
+    res = CliRunner().invoke(cli, ["run", str(model), "--precision", "bf16", "--check",
+                                   "--reps", "2", "--warmup", "0", "--db", str(tmp_path / "r.db")])
+    assert res.exit_code == 0, res.output
+    assert (f"--precision bf16: 0 matmul(s) and 1 conv2d(s) on weights run in bf16 "
+            f"({bf16_variant()} kernels)") in res.output
+    assert "check:      ok" in res.output
