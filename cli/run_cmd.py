@@ -80,9 +80,9 @@ def input_files_callback(ctx, param, values):
                    "policy and batch (run the default, or the flags)")
 @click.option("--precision", type=click.Choice(["fp32", "bf16"]), default="fp32",
               show_default=True,
-              help="bf16: every matmul on a weight rounds its operands to bfloat16 and "
-                   "sums in fp32 (AVX512_BF16 where the CPU has it, else portable C); "
-                   "other ops stay fp32")
+              help="bf16: every matmul and dense NCHW conv2d on a weight rounds its "
+                   "operands to bfloat16 and sums in fp32 (AVX512_BF16 where the CPU has "
+                   "it, else portable C); other ops stay fp32")
 @click.option("--format", "fmt", type=click.Choice(["terminal", "markdown", "json"]),
               default=None, help="output format (default terminal; --json is --format json)")
 @db_option
@@ -154,11 +154,15 @@ def run(model, executors, threads, scheduler, pin, iterations, min_time, warmup,
     if train:
         graph = training_step(graph, loss, optimizer, hyper, batch_norm)
     if precision != "fp32":
-        from hwtune.graph.passes.precision import with_precision
+        from hwtune.graph.passes.precision import precision_counts, with_precision
         graph, n_set = with_precision(graph, precision)
-        click.echo(f"note: --precision {precision}: {n_set} matmul(s) on weights run in "
-                   f"{precision}" + ("" if n_set else " (none found: the model runs in fp32)"),
-                   err=True)
+        from hwtune.native.isa import bf16_variant
+        variant = bf16_variant()  # a forced variant the CPU lacks is refused here
+        counts = precision_counts(graph, precision)
+        click.echo(f"note: --precision {precision}: {counts.get('matmul', 0)} matmul(s) and "
+                   f"{counts.get('conv2d', 0)} conv2d(s) on weights run in {precision}"
+                   + (f" ({variant} kernels)" if n_set else
+                      " (none found: the model runs in fp32)"), err=True)
     inputs = load_inputs(graph, input_files)
     if save_path and not os.path.isdir(os.path.dirname(os.path.abspath(save_path))):
         raise UsageError(f"invalid --save-outputs {save_path}: its directory does not exist")

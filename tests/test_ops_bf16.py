@@ -128,7 +128,7 @@ def test_run_precision_bf16_cli(tmp_path):
                           "--db", str(tmp_path / "r.db")],
                          capture_output=True, text=True, env=env, timeout=120)
     assert res.returncode == 0, res.stderr
-    assert "--precision bf16: 1 matmul(s) on weights run in bf16" in res.stderr
+    assert "--precision bf16: 1 matmul(s) and 0 conv2d(s) on weights run in bf16" in res.stderr
     assert "check:      ok" in res.stdout
     bad = subprocess.run([sys.executable, "-m", "hwtune.cli.main", "run", str(model),
                           "--precision", "int4", "--db", str(tmp_path / "r.db")],

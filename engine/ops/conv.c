@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "hwtune/bconv.h"
 #include "hwtune/conv.h"
 #include "conv_attrs.h"
 #include "conv_group.h"
@@ -44,6 +45,10 @@ typedef struct {
   float *w_packed; /* NCHW: packed at prepare; NULL: read the input as is */
   int pack_per_run; /* NCHW weights that are not a param: packed by each share */
   hwt_conv_group *grp; /* group > 1: everything else unused */
+  /* precision "bf16" (issue #43): the bf16 CONV (hwtune/bconv.h) on the
+   * weights rounded and packed once here; NULL for fp32, the default. */
+  void *bpacked;
+  hwt_bconv_plan bplan;
 } conv_state;
 
 /* The residual (4th input), when there is one, has the output's shape. */
@@ -81,6 +86,34 @@ static int grouped_prepare(hwt_op_ctx *ctx, const hwt_conv_desc *d, int group, i
   hwt_conv_out_dims(d, &OH, &OW);
   return hwt_ops_prepared(ctx, s, ws,
                           2.0 * d->N * d->K * OH * OW * (d->C / group) * d->R * d->S);
+}
+
+/* precision "bf16": the variant the op's ISA gives (AVX512_BF16 where
+ * CPUID has it, else the portable C one: hwtune/bgemm.h), the weights
+ * (constant) rounded to bf16 and packed once. The fp32 template's knob
+ * attributes do not apply. */
+static int conv_bf16_prepare(hwt_op_ctx *ctx, const hwt_conv_desc *d, char *err, size_t errlen) {
+  const int w = hwt_graph_op_inputs(ctx->g, ctx->op)[1];
+  if (!(ctx->const_in >> 1 & 1) && hwt_graph_tensor_kind(ctx->g, w) != HWT_TENSOR_PARAM)
+    return hwt_ops_fail(err, errlen, ctx, "precision bf16 needs w to be a weight (param)");
+  if (!residual_ok(ctx))
+    return hwt_ops_fail(err, errlen, ctx, "conv2d residual must have the output's shape");
+  conv_state *s = calloc(1, sizeof *s);
+  if (!s) return HWT_ENOMEM;
+  const int isa = hwt_bgemm_variant_for(ctx->isa);
+  const int st = isa < 0 ? isa : hwt_bconv_plan_make(d, (hwt_isa)isa, &s->bplan);
+  if (st < 0) {
+    free(s);
+    return hwt_ops_fail(err, errlen, ctx, "no bf16 CONV plan");
+  }
+  const size_t bytes = (s->bplan.packed_w_bytes + 63) / 64 * 64;
+  if (!(s->bpacked = aligned_alloc(64, bytes ? bytes : 64))) {
+    free(s);
+    return HWT_ENOMEM;
+  }
+  hwt_bconv_pack_w(&s->bplan, ctx->in[1], s->bpacked);
+  return hwt_ops_prepared(ctx, s, (s->bplan.ws_bytes + 63) / 64 * 16,
+                          2.0 * d->N * d->K * s->bplan.OH * s->bplan.OW * d->C * d->R * d->S);
 }
 
 static int conv_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
@@ -131,6 +164,11 @@ static int conv_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   d.dil_w = dil[1];
   d.relu = attr_int(g, op, "relu") > 0;
   const int group = attr_int(g, op, "group") > 1 ? attr_int(g, op, "group") : 1;
+  const int bf16 = hwt_ops_str_is(ctx, "precision", "bf16", 0);
+  if (!bf16 && !hwt_ops_str_is(ctx, "precision", "fp32", 1))
+    return hwt_ops_fail(err, errlen, ctx, "precision must be fp32 or bf16");
+  if (bf16 && (blocked || group > 1))
+    return hwt_ops_fail(err, errlen, ctx, "precision bf16 needs a dense (group 1) NCHW conv2d");
   if (group > 1) {
     /* NCHWc: a depthwise conv in its input's block, weights [C][1][R][S]. */
     if (blocked && hwt_graph_tensor_ndim(g, in[1]) != 4) {
@@ -160,6 +198,7 @@ static int conv_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
     d.C = (int)x[1];
     d.K = (int)w[0];
   }
+  if (bf16) return conv_bf16_prepare(ctx, &d, err, errlen);
   conv_state *s = calloc(1, sizeof *s);
   if (!s) return HWT_ENOMEM;
   /* NCHW runs the NCHW[x]c template too (staging and transposing inside
@@ -261,6 +300,11 @@ static void conv_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
     hwt_ops_conv_group_run(ctx, s->grp, ws, tid, nth);
     return;
   }
+  if (s->bpacked) {
+    hwt_bconv_run_part(&s->bplan, ctx->in[0], s->bpacked, ctx->n_in >= 3 ? ctx->in[2] : NULL,
+                       ctx->n_in == 4 ? ctx->in[3] : NULL, ctx->out[0], ws, tid, nth);
+    return;
+  }
   const float *w = s->w_packed ? s->w_packed : ctx->in[1];
   if (s->pack_per_run) {
     hwt_conv_pack_weights(&s->plan, ctx->in[1], ws);
@@ -274,6 +318,7 @@ static void conv_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
 static void conv_release(hwt_op_ctx *ctx) {
   conv_state *s = ctx->state;
   if (s) free(s->w_packed);
+  if (s) free(s->bpacked);
   if (s) hwt_ops_conv_group_free(s->grp);
   free(s);
   ctx->state = NULL;

@@ -9,6 +9,11 @@
  * of it leaves room for the A tile, the output and the next block (the
  * int8 GEMM's budget, kernels/qgemm/qgemm.c). */
 #define BGEMM_L2_BUDGET (512 * 1024)
+/* Packed A bytes of one row chunk, packed once and run against every
+ * column block (the bf16 CONV's budget, bconv.c: both stay in L2). Packing
+ * A per tile and column block instead rounded BERT-base's FFN input
+ * (128 x 768, N 3072: ten column blocks) ten times over. */
+#define BGEMM_A_BUDGET (192 * 1024)
 
 static size_t align64(size_t n) { return (n + 63) / 64 * 64; }
 
@@ -61,7 +66,12 @@ int hwt_bgemm_plan_make(const hwt_bgemm_desc *d, hwt_isa isa, hwt_bgemm_plan *ou
   const int panels = (int)(BGEMM_L2_BUDGET / (panel ? panel : 1));
   out->nc = (panels < 1 ? 1 : panels) * v->nr;
   out->packed_b_bytes = align64((size_t)((d->N + v->nr - 1) / v->nr) * panel);
-  out->ws_bytes = align64((size_t)out->Kq * (size_t)v->mr * 4) + align64((size_t)v->mr * v->nr * 4);
+  int tiles = (int)(BGEMM_A_BUDGET / ((size_t)out->Kq * (size_t)v->mr * 4 + 1));
+  const int mtiles = (d->M + v->mr - 1) / v->mr;
+  if (tiles < 1) tiles = 1;
+  out->mc = (tiles < mtiles ? tiles : mtiles > 0 ? mtiles : 1) * v->mr;
+  out->ws_bytes = align64((size_t)out->Kq * (size_t)out->mc * 4) +
+                  align64((size_t)v->mr * v->nr * 4);
   return HWT_OK;
 }
 
@@ -112,17 +122,22 @@ void hwt_bgemm_compute(const hwt_bgemm_plan *p, const float *A, const void *pack
                        const hwt_bgemm_epi *e, int m0, int m1, int n0, int n1, void *ws) {
   const hwt_bgemm_variant *v = hwt_bgemm_variant_get(p->isa);
   const int mr = p->mr, nr = p->nr;
-  const size_t panel = (size_t)p->Kq * (size_t)nr;
+  const size_t panel = (size_t)p->Kq * (size_t)nr, tile = (size_t)p->Kq * (size_t)mr;
   uint32_t *apanel = ws;
-  float *acc = (float *)((char *)ws + align64((size_t)p->Kq * (size_t)mr * 4));
-  for (int jb = n0; jb < n1; jb += p->nc) {
-    const int je = n1 - jb < p->nc ? n1 : jb + p->nc;
-    for (int i = m0; i < m1; i += mr) {
-      const int mb = m1 - i < mr ? m1 - i : mr;
-      pack_a(p, A, i, mb, apanel);
-      for (int j = jb; j < je; j += nr) {
-        v->ukr(p->Kq, apanel, (const uint32_t *)packed_b + (size_t)(j / nr) * panel, acc);
-        epilogue(e, acc, nr, i, mb, j, je - j < nr ? je - j : nr);
+  float *acc = (float *)((char *)ws + align64((size_t)p->Kq * (size_t)p->mc * 4));
+  for (int mc0 = m0; mc0 < m1; mc0 += p->mc) {
+    const int me = m1 - mc0 < p->mc ? m1 : mc0 + p->mc;
+    for (int i = mc0; i < me; i += mr)
+      pack_a(p, A, i, me - i < mr ? me - i : mr, apanel + (size_t)((i - mc0) / mr) * tile);
+    for (int jb = n0; jb < n1; jb += p->nc) {
+      const int je = n1 - jb < p->nc ? n1 : jb + p->nc;
+      for (int i = mc0; i < me; i += mr) {
+        const uint32_t *a = apanel + (size_t)((i - mc0) / mr) * tile;
+        const int mb = me - i < mr ? me - i : mr;
+        for (int j = jb; j < je; j += nr) {
+          v->ukr(p->Kq, a, (const uint32_t *)packed_b + (size_t)(j / nr) * panel, acc);
+          epilogue(e, acc, nr, i, mb, j, je - j < nr ? je - j : nr);
+        }
       }
     }
   }

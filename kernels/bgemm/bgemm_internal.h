@@ -32,9 +32,16 @@ static inline float hwt_bf16_widen(uint32_t h16) {
 /* acc[mr][nr] (row-major, overwritten) = A micro-panel x B micro-panel. */
 typedef void hwt_bgemm_ukr_fn(int kq, const uint32_t *a, const uint32_t *b, float *acc);
 
+/* The bf16 CONV's B packing (bconv.c): for t < tiles and j < width,
+ *   dst[t * stride + j] = bf16(lo[t * width + j]) | bf16(hi[t * width + j]) << 16
+ * (lo, hi: two im2col rows, zero past their pixels up to tiles * width). */
+typedef void hwt_bgemm_pair_fn(const float *lo, const float *hi, int tiles, int width,
+                               size_t stride, uint32_t *dst);
+
 typedef struct {
   int mr, nr;
   hwt_bgemm_ukr_fn *ukr;
+  hwt_bgemm_pair_fn *pair;
 } hwt_bgemm_variant;
 
 const hwt_bgemm_variant *hwt_bgemm_variant_get(hwt_isa isa);
@@ -52,8 +59,11 @@ static inline float hwt_bf16_pair_step(float acc, uint32_t a, uint32_t b) {
 }
 
 hwt_bgemm_ukr_fn hwt_bgemm_ukr_generic_4x16;
+hwt_bgemm_pair_fn hwt_bgemm_pair_generic;
 #if defined(HWTUNE_HAVE_X86)
 hwt_bgemm_ukr_fn hwt_bgemm_ukr_avx512bf16_8x32;
+/* width a multiple of 16 (nr 32, the panel it packs for). */
+hwt_bgemm_pair_fn hwt_bgemm_pair_avx512bf16;
 /* vcvtne2ps2bf16 of x[0:16] into out[0:16] (needs avx512_bf16). */
 void hwt_bgemm_cvt16_avx512bf16(const float *x, uint16_t *out);
 #endif

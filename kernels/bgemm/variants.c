@@ -3,11 +3,11 @@
 #include "bgemm_internal.h"
 
 static const hwt_bgemm_variant variants[HWT_ISA_COUNT] = {
-    [HWT_ISA_GENERIC] = {4, 16, hwt_bgemm_ukr_generic_4x16},
+    [HWT_ISA_GENERIC] = {4, 16, hwt_bgemm_ukr_generic_4x16, hwt_bgemm_pair_generic},
 #if defined(HWTUNE_HAVE_X86)
     /* No AVX2 row: AVX2 has no bf16 product (hwt_bgemm_variant_for maps it
      * to the portable row). */
-    [HWT_ISA_AVX512] = {8, 32, hwt_bgemm_ukr_avx512bf16_8x32},
+    [HWT_ISA_AVX512] = {8, 32, hwt_bgemm_ukr_avx512bf16_8x32, hwt_bgemm_pair_avx512bf16},
 #endif
 };
 

@@ -37,6 +37,7 @@ typedef struct {
   int mr, nr;           /* register tile */
   int Kq;               /* k pairs: ceil(K / 2) */
   int nc;               /* columns per block (multiple of nr) kept in L2 */
+  int mc;               /* rows whose A tiles are packed at once (multiple of mr) */
   size_t packed_b_bytes;
   size_t ws_bytes;      /* per-thread workspace */
 } hwt_bgemm_plan;

@@ -91,3 +91,26 @@ def selected_isa() -> str:
 
 def library_version() -> str:
     return lib.hwt_version().decode()
+
+
+sig("hwt_bgemm_variant_for", ctypes.c_int, ctypes.c_int)
+sig("hwt_bgemm_variant_name", ctypes.c_char_p, ctypes.c_int)
+
+
+def bf16_variant(isa=None) -> str:
+    """The variant the bf16 kernels (matmul / conv2d precision "bf16") run
+    for ISA row isa (None: HWTUNE_ISA, else the best): "avx512_bf16" where
+    the CPU has AVX512_BF16, else "generic" (portable C; the AVX2 row has no
+    bf16 product, so HWTUNE_ISA=avx2 or generic take it by design). A forced
+    HWTUNE_ISA=avx512 on a CPU without AVX512_BF16 is refused rather than
+    quietly run ~30x slower in portable C."""
+    name = isa if isa is not None else selected_isa()
+    idx = isa_index(name)
+    forced = isa is not None or bool(os.environ.get("HWTUNE_ISA"))
+    if name == "avx512" and not cpu_features()["avx512_bf16"]:
+        if forced:
+            raise UsageError("ISA variant 'avx512' has no bf16 kernels on this CPU (no "
+                             "AVX512_BF16 in CPUID): use HWTUNE_ISA=generic for the portable "
+                             "bf16 path, or --precision fp32")
+        return "generic"
+    return lib.hwt_bgemm_variant_name(lib.hwt_bgemm_variant_for(idx)).decode()

@@ -24,6 +24,7 @@ import numpy as np
 
 from hwtune.graph.ops import Attr, OpError, OpSpec, check_bias, expect_rank, register, show_shape
 from hwtune.graph.ops.layout import from_nchwc, from_oihwio, to_nchwc
+from hwtune.graph.ops.linear import bf16_round
 
 def conv_pads(attrs):
     """(top, left, bottom, right) zeros of a conv2d / pool2d / conv_transpose2d."""
@@ -161,6 +162,9 @@ def _infer(in_shapes, attrs, n_out):
         if not attrs["relu"] or conv_group(attrs) not in (1, ic) or attrs["relu_max"] <= 0:
             raise OpError("relu_max (ReLU6's 6) needs relu and a dense (group 1) or depthwise "
                           f"(group = C = {ic}) conv2d and must be positive", "attrs.relu_max")
+    if attrs.get("precision") == "bf16" and (conv_group(attrs) != 1
+                                             or attrs["layout"] != "NCHW"):
+        raise OpError("precision bf16 needs a dense (group 1) NCHW conv2d", "attrs.precision")
     legal = conv2d_knobs(in_shapes, attrs)
     for key in ("ic_bn", "oc_bn", "reg_n", "reg_h", "winograd"):
         if attrs[key] is not None and attrs[key] not in legal[key]:
@@ -210,6 +214,10 @@ def conv2d_nchw_f64(x, w, stride, padding, dilation=(1, 1), padding_end=None, gr
 
 def _ref(arrays, attrs, n_out):
     x, w = arrays[0], arrays[1]
+    if attrs.get("precision") == "bf16":
+        # the contract: x and w rounded to bf16, exact products; the kernel's
+        # fp32 sums differ from these float64 ones by its roundings
+        x, w = bf16_round(x), bf16_round(w)
     bias = arrays[2] if len(arrays) >= 3 else None
     geo = (attrs["stride"], attrs["padding"], attrs["dilation"], attrs["padding_end"])
     if attrs["layout"] == "NCHW":
@@ -281,6 +289,10 @@ register(OpSpec(
              doc="with relu, on a dense or depthwise conv2d: y = min(max(conv + bias, 0), "
                  "relu_max) (ReLU6: 6; the fusion pass sets it for such a conv2d followed by "
                  "clip(0, max))"),
+        Attr("precision", "str", "fp32", choices=("fp32", "bf16"),
+             doc="bf16 (dense NCHW only): x and w rounded to bfloat16, products summed in "
+                 "fp32 through the bf16 GEMM (AVX512_BF16 where the CPU has it, else "
+                 "portable C; w must be a weight; the template knobs do not apply)"),
     ],
     doc="2-D convolution (+ bias[OC]) (+ residual, a tensor of the output's shape) "
         "(then ReLU when relu); cross-correlation as in every DL framework"))

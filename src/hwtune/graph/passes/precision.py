@@ -1,9 +1,12 @@
 """The model-wide precision switch (issue #43): `hwtune run --precision bf16`
-sets matmul's `precision` attribute on every matmul whose b is a weight
-(param); the bf16 kernel needs its b packed once. Other ops, and matmuls on
-two activations, stay fp32. Op names never change."""
+sets the `precision` attribute on every matmul whose b is a weight (param)
+and on every dense (group 1) NCHW conv2d whose w is a weight; the bf16
+kernels need that operand packed once. Other ops (depthwise and grouped
+convs, NCHWc convs a tuned layout made, matmuls on two activations) stay
+fp32. Op names never change."""
 
-from typing import Tuple
+from collections import Counter
+from typing import Dict, Tuple
 
 from hwtune.graph.model import Graph
 from hwtune.graph.passes.layout import ensure_validated, op_like, with_ops
@@ -11,9 +14,18 @@ from hwtune.graph.passes.layout import ensure_validated, op_like, with_ops
 PRECISIONS = ("fp32", "bf16")
 
 
+def _takes_precision(op, params) -> bool:
+    if len(op.inputs) < 2 or op.inputs[1] not in params:
+        return False
+    if op.op == "matmul":
+        return True
+    return (op.op == "conv2d" and (op.attrs.get("group") or 1) == 1
+            and op.attrs.get("layout", "NCHW") == "NCHW")
+
+
 def with_precision(graph: Graph, precision: str) -> Tuple[Graph, int]:
-    """(graph with `precision` on every weight matmul, how many were set);
-    the graph itself, untouched, for fp32."""
+    """(graph with `precision` on every weight matmul and dense NCHW
+    conv2d, how many were set); the graph itself, untouched, for fp32."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}")
     if precision == "fp32":
@@ -21,7 +33,7 @@ def with_precision(graph: Graph, precision: str) -> Tuple[Graph, int]:
     params = {t.name for t in graph.params}
     ops, n = [], 0
     for op in graph.ops:
-        if op.op == "matmul" and len(op.inputs) >= 2 and op.inputs[1] in params:
+        if _takes_precision(op, params):
             ops.append(op_like(op.name, op.op, op.inputs, op.outputs,
                                dict(op.attrs, precision=precision), op))
             n += 1
@@ -30,3 +42,8 @@ def with_precision(graph: Graph, precision: str) -> Tuple[Graph, int]:
     if not n:
         return graph, 0
     return ensure_validated(with_ops(graph, ops)), n
+
+
+def precision_counts(graph: Graph, precision: str) -> Dict[str, int]:
+    """{op type: how many ops run in `precision`} (for the CLI's note)."""
+    return dict(Counter(op.op for op in graph.ops if op.attrs.get("precision") == precision))
