@@ -98,6 +98,11 @@ def candidates(graph: Graph, precision: str) -> List[str]:
                   and len(graph.shapes[op.inputs[0]]) >= 2):
                 out.append(op.name)
         elif precision == "bf16" and op.op in ("matmul", "conv2d") and bf16_supported(op.op):
+            # the bf16 conv is dense NCHW only (engine/ops/conv.c refuses
+            # grouped, depthwise and NCHWc convs with precision bf16)
+            if op.op == "conv2d" and ((op.attrs.get("group") or 1) != 1
+                                      or r.get("layout", "NCHW") != "NCHW"):
+                continue
             out.append(op.name)
     return out
 
