@@ -25,15 +25,19 @@ fails (test_every_exception_is_used):
   assumes the user already has (a second stored host, two saved results);
 - FILL: placeholders only the user's own database knows (a run id, a host
   key), filled from the session's database;
-- FAST: flags the docs themselves show, added to make a long measurement
-  short (a tune-graph --budget, run --reps);
-- SKIPPED: commands not run, with the reason.
+- FAST: flags the docs themselves show, added or lowered to make a long
+  measurement short (a tune-graph --budget, run --reps, a smaller batch);
+- EXITS: commands that may also end with another documented exit (a gate
+  undecidable on a loaded machine);
+- STRIP, SKIPPED: parts of commands and commands not run, with the reason.
 
 Two environment knobs shrink measurements as the other CLI tests shrink
 them: HWTUNE_SCAN_SCALE (test_cli_scan.py) and HWTUNE_PLAN_PROBE_GAP_S
-(test_plan_cli.py); `hwtune check` runs the scratch directory's
+(test_plan_cli.py); hwtune plan's once-per-host calibration is seeded as
+test_plan_cli.py seeds it; `hwtune check` runs the scratch directory's
 configs/ci.toml (docs/check.md: the current directory's suite comes first),
 which the test replaces by a two-figure suite as test_check_cli.py's.
+Each document prints its wall and CPU seconds (-s shows them).
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, List, Optional
+from typing import Dict, List, Optional
 
 import numpy as np
 import pytest
@@ -96,11 +100,11 @@ def commands(path: Path) -> List[Command]:
         console = lang in CONSOLE or (lang == "" and any(b.startswith("$ ") for b in body))
         if not console and lang not in SH:
             continue
-        k = 0
+        k, seen = 0, len(out)
         while k < len(body):
             line = body[k]
             if console and not line.startswith("$ "):
-                if out and out[-1].doc == path.name and line.strip():
+                if len(out) > seen and line.strip():  # output of this block's last command
                     out[-1].output.append(line)
                 k += 1
                 continue
@@ -156,9 +160,17 @@ FAST = [
      lambda t: re.sub(r" --budget \d+", "", t) + " --budget 6",
      "tuning stops at its --budget (README, tune.md); without one, or with 300 s, it takes "
      "minutes"),
-    ("training.md", r"^hwtune run resnet18 --train --set batch=16$",
-     lambda t: t + " --reps 2 --warmup 1",
-     "a ResNet-18 training step at batch 16 is ~170 GFLOP: 2 timed runs show the line"),
+    ("training.md", r"^hwtune (tune-graph|run) resnet18 --train --set batch=16",
+     lambda t: t.replace("--set batch=16", "--set batch=2") + (" --reps 2 --warmup 1" if
+                                                              " run " in t else ""),
+     "a ResNet-18 training step at batch 16 is ~170 GFLOP (24 s of CPU for the tuning "
+     "alone); batch 2 tunes and runs the same backward CONV workloads' code"),
+    ("training.md", r"^python benchmarks/bench_backward_convs\.py", lambda t: t + " --set batch=2",
+     "the workloads tuned by the lines above, at their batch (the script's default is 16)"),
+    ("compare.md", r"^hwtune compare lstm_medium ",
+     lambda t: t.replace("lstm_medium", "lstm_small"),
+     "LSTM-medium op by op in PyTorch eager took 33 s of CPU at --reps 3; LSTM-small is the "
+     "same graph, smaller, and the example is about --markdown"),
     ("*", r"^hwtune compare ", lambda t: t + " --reps 3",
      "compare's --reps (default 10; compare.md): three runtimes, interleaved"),
     ("*", r"^hwtune model samples .*--count \d+", lambda t: re.sub(r"--count \d+", "--count 32", t),
@@ -281,6 +293,7 @@ n = 8192
 OTHER_HOST = ('hwtune db export -o me.jsonl && sed "s/{key}/{other}/g" me.jsonl > {other}.jsonl'
               " && hwtune db import {other}.jsonl")
 
+
 def _calibration(session) -> None:
     """hwtune plan's calibration of this host's engine overheads (~30 s of
     measuring, once per host), seeded as test_plan_cli.py seeds it."""
@@ -399,8 +412,10 @@ def _session(tmp_path: Path, doc: str) -> Session:
     (tmp_path / "base").mkdir()
     (tmp_path / "base" / ".venv").symlink_to(venv)
     (tmp_path / "home").mkdir()
+    (tmp_path / "tmp").mkdir()  # mktemp -d (check.md's CI job) stays in the scratch
     env = dict(os.environ)
     env.update({
+        "TMPDIR": str(tmp_path / "tmp"),
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
         "HOME": str(tmp_path / "home"),
         "HWTUNE_DB": str(work / "results.db"),
