@@ -171,6 +171,11 @@ FAST = [
      lambda t: t.replace("lstm_medium", "lstm_small"),
      "LSTM-medium op by op in PyTorch eager took 33 s of CPU at --reps 3; LSTM-small is the "
      "same graph, smaller, and the example is about --markdown"),
+    ("*", r"^hwtune plan (lstm|pathnet)_medium ",
+     lambda t: t.replace("_medium ", "_small ", 1),
+     "plan profiles the model's ops and execution orders here: 25 s of CPU for lstm_medium, "
+     "30 s for pathnet_medium's training step, 11 s for its forward pass; the small size is "
+     "the same graph"),
     ("*", r"^hwtune compare ", lambda t: t + " --reps 3",
      "compare's --reps (default 10; compare.md): three runtimes, interleaved"),
     ("*", r"^hwtune model samples .*--count \d+", lambda t: re.sub(r"--count \d+", "--count 32", t),
