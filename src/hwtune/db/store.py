@@ -687,7 +687,7 @@ class ResultsDB(DynamicStore):
                       isa: str) -> Dict[int, dict]:
         """threads -> the tuned row of subject at that thread count (every
         count it was tuned at on this host and ISA): a run at a count never
-        tuned picks the nearest one (hwtune.tuners.conv_knobs)."""
+        tuned picks the nearest one (hwtune.engine.conv_knobs)."""
         rows = self._query(
             "SELECT * FROM tuned_subjects WHERE host_key = ? AND tuner = ? AND subject = ? "
             "AND isa = ? ORDER BY threads", [host_key, tuner, subject, isa])
