@@ -69,9 +69,9 @@
  * batches of 20 runs: its second master, woken at the run's end, sat on
  * the caller's CPU (the caller switched involuntarily 5-10 times a batch)
  * while the other CPU idled, and the caller's join spun out its budget
- * (AMD EPYC Zen 4, 2 vCPUs, /tmp/s31/sq2.py). Yielding after 20 us left
+ * (AMD EPYC Zen 4, 2 vCPUs). Yielding after 20 us left
  * batch medians of 167-181 us, yielding from the first clock read 148 us
- * (120 batches each, alternating builds, /tmp/s30/sq.py): once a run, a
+ * (120 batches each, alternating builds): once a run, a
  * yield with nothing else to run costs a system call. Yielding in every
  * spin of an unpinned pool (team regions too) removed the slow batches
  * but slowed one-team configurations: pathnet_small's sequential 1x2
