@@ -142,7 +142,7 @@ class BesideProbes:
     xfer: Dict[int, List[float]] = field(default_factory=dict)  # bytes -> remote - local s
     triad: Dict[tuple, List[float]] = field(default_factory=dict)  # (where, t, n) -> GB/s
     # The graph whose 1-thread profile is taken again (None: not taken);
-    # profiled: per profiled run, its ops' events (measure.engine.profiled_runs).
+    # profiled: per profiled run, its ops' events (engine.trace.profiled_runs).
     graph: object = None
     profiled: List[list] = field(default_factory=list)
     probes: int = 0

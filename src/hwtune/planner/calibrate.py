@@ -354,7 +354,7 @@ def order_factors(seq: List[list], other: List[list], op_names: List[str],
     `agree` rounds put the order on the same side or the run factor is
     within the rounds' spread (ORDER_Z: the order does not show), and for
     an op a round lacks in either order."""
-    from hwtune.measure.engine import op_medians
+    from hwtune.engine.trace import op_medians
     ones = np.ones(len(op_names))
     pairs = [(s, o) for s, o in zip(seq, other) if s and o]
     totals = [(_run_total(s), _run_total(o)) for s, o in pairs]
@@ -406,7 +406,7 @@ def fresh_engine_profile(graph, *, warm_s: float, warm_runs: int, runs: int, spa
     runs for warm_s (at least warm_runs), then `runs` profiled runs and
     more while they span less than span_s (at most max_runs)."""
     from hwtune.measure import clock
-    from hwtune.measure.engine import profiled_runs
+    from hwtune.engine.trace import profiled_runs
     from hwtune.native.engine import NativeEngine
     engine = NativeEngine(graph, executors=1, threads=1, scheduler=scheduler, pin=True,
                           op_cost=op_cost)
@@ -668,7 +668,8 @@ def engine_overheads(schedulers, progress=None, reps: int = CALIBRATION_REPS,
     master parked on the shared queue's condition: without it, a run's
     own cost would hold the wake-up the predictions charge again)."""
     from hwtune.measure import FixedSampling, interleave
-    from hwtune.measure.engine import EngineSide, op_medians, profiled_runs
+    from hwtune.engine.trace import op_medians, profiled_runs
+    from hwtune.measure.engine import EngineSide
     from hwtune.native.engine import NativeEngine
     from hwtune.native.threads import allowed_cpus
     two = len(allowed_cpus()) >= 2
