@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hwtune.onnx.convert import Unsupported
+from hwtune.onnx.errors import Unsupported
 
 
 class _State:

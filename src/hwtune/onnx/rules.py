@@ -19,7 +19,7 @@ import numpy as np
 from hwtune.onnx import fold as F
 from hwtune.onnx import norms, recurrent
 from hwtune.onnx import quant as Q
-from hwtune.onnx.convert import Unsupported
+from hwtune.onnx.errors import Unsupported
 from hwtune.onnx.lift1d import lift_1d
 
 
