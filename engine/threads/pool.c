@@ -39,6 +39,7 @@
 #include <time.h>
 
 #include "hwtune/pool.h"
+#include "hwtune/clock.h"
 #include "hwtune/errorf.h"
 #include "hwtune/free_all.h"
 #include "park.h"
@@ -142,12 +143,6 @@ struct hwt_pool {
   thread_arg *targs;
 };
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static void *alloc_lines(size_t bytes) {
   size_t sz = (bytes + HWT_CACHELINE - 1) / HWT_CACHELINE * HWT_CACHELINE;
   void *m = aligned_alloc(HWT_CACHELINE, sz ? sz : HWT_CACHELINE);
@@ -203,7 +198,7 @@ static uint64_t chan_wait(channel *c, int idx, uint64_t seen, double spin_s) {
     if (g != seen) return g;
     hwt_cpu_relax();
     if (k % SPINS_PER_CLOCK == SPINS_PER_CLOCK - 1) {
-      double t = now_s();
+      double t = hwt_now();
       if (t0 == 0) t0 = t;
       else if (t - t0 >= spin_s) break;
       spin_tick(c, t - t0);
@@ -241,7 +236,7 @@ static void chan_join(channel *c, int first, int nth, uint64_t seq, double spin_
     if (i == nth) return;
     hwt_cpu_relax();
     if (k % SPINS_PER_CLOCK == SPINS_PER_CLOCK - 1) {
-      double t = now_s();
+      double t = hwt_now();
       if (t0 == 0) t0 = t;
       else if (t - t0 >= spin_s) break;
       spin_tick(c, t - t0);
