@@ -2,7 +2,7 @@
 (issue #15): each stride-1 conv2d_grad_data (the CONV template's knobs), the
 other (im2col) data gradients and each conv2d_grad_weight (their own knobs), as one op on the
 engine's pool and kernels (hwt_bench_op), with the knobs `hwtune run
---train` would apply from --db (tuners/conv_knobs.py) against the same op
+--train` would apply from --db (hwtune.engine.conv_knobs) against the same op
 without knob attributes (the untuned rules). Samples interleaved round-robin,
 each on a fresh instance (fresh buffers), medians; the two outputs must
 agree (else WRONG).
@@ -71,7 +71,7 @@ def main(argv=None):
     from hwtune.measure import FixedSampling, interleave
     from hwtune.native.isa import resolve_isa, selected_isa
     from hwtune.native.threads import Pool
-    from hwtune.tuners import conv_knobs
+    from hwtune.engine import conv_knobs
     from hwtune.tuners.conv_grad import workload as gw_workload
     from hwtune.tuners.conv_local import conv_workload, tuned_op
 

@@ -37,7 +37,8 @@ from bench_engine import interleaved  # noqa: E402 (benchmarks/ is sys.path[0])
 from bench_sections import chosen_sections, print_sections  # noqa: E402
 
 from hwtune.db.keys import graph_hash
-from hwtune.engine.config import EngineConfig, default_config, resolve
+from hwtune.engine.config import EngineConfig, default_config
+from hwtune.engine.prepare import prepare_run
 from hwtune.engine.runner import open_engine
 from hwtune.errors import HwtuneError
 from hwtune.graph import load_model
@@ -80,30 +81,24 @@ class Store:
             from hwtune.db import ResultsDB
             self.db = ResultsDB.open(path)
 
-    def config(self, graph, threads=None):
-        """(config, graph to run, op costs, source) as `hwtune run` resolves
-        them; threads pins executors x threads to 1 x threads. Each CONV
-        gets the knobs tuned for its workload at that thread count, else at
-        the nearest tuned count, else the config's (hwtune.tuners.conv_knobs);
-        the source says which."""
-        from hwtune.tuners import conv_knobs
+    def prepare(self, graph, threads=None):
+        """The run as `hwtune run` configures it (hwtune.engine.prepare):
+        threads pins executors x threads to 1 x threads. Each CONV gets the
+        knobs tuned for its workload at that thread count, else at the
+        nearest tuned count, else the config's; the source says which."""
         flags = {} if threads is None else {"executors": 1, "threads": threads}
-        res = resolve(self.db, self.host_key, graph_hash(graph.to_json()), flags,
-                      op_names=[op.name for op in graph.ops])
-        cfg, run_graph, knobs = conv_knobs.for_run(self.db, self.host_key, graph, res.config,
-                                                   params_threads=res.params_threads)
-        for line in knobs.notes:
+        run = prepare_run(self.db, self.host_key, graph, graph_hash(graph.to_json()), flags)
+        for line in run.knobs.notes:
             print(f"note: {line}", file=sys.stderr)
-        source = res.source + (f"; {knobs.summary()}" if knobs.sources else "")
-        return cfg, run_graph, cfg.op_cost or None, source
+        return run
 
 
 def hwtune_runner(store: Store, graph, threads=None):
     """(run function, outputs function, description) for graph."""
-    cfg, run_graph, cost, source = store.config(graph, threads)
-    eng = open_engine(run_graph, cfg, op_cost=cost)
+    run = store.prepare(graph, threads)
+    eng = run.open()
     eng.run()
-    return eng.run, eng.outputs, f"{cfg.describe()} [{source}]"
+    return eng.run, eng.outputs, f"{run.config.describe()} [{run.describe_source(notes=False)}]"
 
 
 # ---------------------------------------------------------------- ONNX side
@@ -325,7 +320,7 @@ def section_lstm(store, reps, lines, model_path):
     xs = np.stack([np.asarray(inputs[f"h0.{t}"], np.float32) for t in range(1, seq + 1)])
     h_run, h_out, desc = hwtune_runner(store, graph)
     fns, names, oks = [h_run], ["hwtune"], [True]
-    cfg = store.config(graph)[0]
+    cfg = store.prepare(graph).config
     # Context rows: the untuned default config, and the same config on other
     # forms of the graph: the cell as eleven element-wise ops instead of one
     # lstm_cell (what the fused cell gains), and Graphi's form (every step's

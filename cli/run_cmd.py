@@ -110,13 +110,13 @@ def run(model, executors, threads, scheduler, pin, iterations, min_time, warmup,
     from hwtune import machine
     from hwtune.db import ResultsDB
     from hwtune.engine.config import resolve
+    from hwtune.engine.prepare import prepare_run
     from hwtune.engine.runner import check_counts, native_engine, run_model
     from hwtune.engine.trace import summary, write_chrome_trace
     from hwtune.engine.tensor_files import load_inputs, save_outputs
     from hwtune.native.isa import selected_isa
     from hwtune.native.threads import allowed_cpus
     from hwtune.sources import load_any
-    from hwtune.tuners import conv_knobs
 
     from hwtune.dynamic.sources import find_dynamic
     from hwtune.scan.steps import parse_threads
@@ -183,13 +183,13 @@ def run(model, executors, threads, scheduler, pin, iterations, min_time, warmup,
         host_key = db.upsert_host(machine.fingerprint())
         graph_hash = db.put_graph(graph.to_json())
         for flags in all_flags:
-            resolved = resolve(db, host_key, graph_hash, flags, cpus=cpus)
+            # The config (flags, else stored, else default) with each CONV's
+            # knobs for the threads it runs at, on the graph built for them.
+            prepared = prepare_run(db, host_key, graph, graph_hash, flags, cpus=cpus)
+            resolved, cfg, run_graph, knobs = (prepared.resolved, prepared.config,
+                                               prepared.graph, prepared.knobs)
             if resolved.notice:
                 click.echo(f"note: {resolved.notice}", err=True)
-            # Each CONV's knobs for the threads it runs at (tuned there, else
-            # at the nearest tuned count, else the config's, else the default).
-            cfg, run_graph, knobs = conv_knobs.for_run(db, host_key, graph, resolved.config,
-                                                       params_threads=resolved.params_threads)
             for line in knobs.notes:
                 click.echo(f"note: {line}", err=True)
             if cfg.op_precision and fmt != "json":
@@ -199,19 +199,7 @@ def run(model, executors, threads, scheduler, pin, iterations, min_time, warmup,
                 click.echo("note: the config runs " + ", ".join(
                     f"{n} op(s) in {p}" for p, n in sorted(counts.items())) +
                     " (tune-graph --precision); the rest in fp32", err=True)
-            # Per-op tables name ops of the graph that runs (layout rewrites add some).
-            cfg.validate(cpus, [op.name for op in run_graph.ops])
-            # The config actually run is stored, so the C engine and the tuner
-            # find it; flags never overwrite a tuned or user config.
-            config_id = None
-            if save:
-                config_id = db.put_engine_config(host_key, graph_hash, source="user",
-                                                 **cfg.db_fields())
-            elif resolved.source == "default":
-                config_id = db.put_engine_config(host_key, graph_hash, source="default",
-                                                 **cfg.db_fields())
-            elif "+" not in resolved.source:
-                config_id = db.engine_config(host_key, graph_hash, resolved.source)["id"]
+            config_id = prepared.config_id(db, host_key, graph_hash, save=save)
             options = {"model": model, "graph_hash": graph_hash, "vars": overrides,
                        "config": cfg.to_json(), "config_source": resolved.source,
                        "iterations": iterations, "min_time": min_time, "warmup": warmup,

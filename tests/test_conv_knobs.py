@@ -15,13 +15,14 @@ import pytest
 from hwtune import machine
 from hwtune.db import ResultsDB
 from hwtune.engine.config import EngineConfig, resolve
+from hwtune.engine.workloads import nchw_kernel
 from hwtune.engine.runner import open_engine
 from hwtune.graph.generators.builder import Builder
 from hwtune.graph.passes.layout import inserted_transforms
 from hwtune.graph.reference import run_reference
 from hwtune.native.isa import selected_isa
 from hwtune.native.threads import allowed_cpus
-from hwtune.tuners import conv_knobs
+from hwtune.engine import conv_knobs
 from hwtune.tuners import conv_local as cl
 from hwtune.tuners.pipeline import TuneOptions
 
@@ -318,8 +319,8 @@ def test_nchw_candidates_are_measured_checked_stored_and_reused(db, host, monkey
     from hwtune.tuners import conv_nchw
     from hwtune.tuners.context import TuneContext
     g1, g3 = one_by_one(), two_convs()
-    assert conv_nchw.kernel(cl.conv_workload(g1, g1.ops[0])) == "NCHW-gemm"
-    assert conv_nchw.kernel(cl.conv_workload(g3, g3.ops[0])) == "NCHW"
+    assert nchw_kernel(cl.conv_workload(g1, g1.ops[0])) == "NCHW-gemm"
+    assert nchw_kernel(cl.conv_workload(g3, g3.ops[0])) == "NCHW"
     run = db.start_run(host, "tune", {})
     ctx = TuneContext(db, run, host, isa=ISA, search="grid", trials=4, reps=3)
     groups = [(wl, names) for wl, names in cl.workload_groups(g1).values()]

@@ -1,6 +1,9 @@
 """The library never imports the click layer: src/hwtune and tuners/ are
 usable without hwtune.cli (a notebook, a benchmark, another front end), and
 a command's output goes through hwtune.report.export, not through cli/.
+Nor does src/hwtune import the tuners (tuners/ stands on the library: a run
+reads what they stored through hwtune.engine.conv_knobs), save the facade
+hwtune.api, whose tune() runs them as `hwtune tune-graph` does.
 Read from the source tree (AST), so an import inside a function counts."""
 
 import ast
@@ -14,6 +17,9 @@ ROOT = Path(__file__).resolve().parents[1]
 # with the package name of each; cli/ ("hwtune/cli") is the one left out.
 LIBRARY = {ROOT / "src" / "hwtune": "hwtune", ROOT / "tuners": "hwtune.tuners"}
 FORBIDDEN = "hwtune.cli"
+TUNERS = "hwtune.tuners"
+# The front ends over the whole library, tuners included (cli/ is the other).
+ABOVE_TUNERS = {"hwtune.api"}
 
 
 def _module(path: Path, folder: Path, package: str) -> str:
@@ -45,10 +51,11 @@ def _imported(tree: ast.AST, module: str, is_package: bool) -> Iterator[Tuple[in
                 yield node.lineno, node.args[0].value
 
 
-def _violations(source: str, module: str, is_package: bool = False) -> List[Tuple[int, str]]:
+def _violations(source: str, module: str, is_package: bool = False,
+                forbidden: str = FORBIDDEN) -> List[Tuple[int, str]]:
     tree = ast.parse(source)
     return [(line, name) for line, name in _imported(tree, module, is_package)
-            if name == FORBIDDEN or name.startswith(FORBIDDEN + ".")]
+            if name == forbidden or name.startswith(forbidden + ".")]
 
 
 def _library_files():
@@ -70,6 +77,27 @@ def test_no_library_module_imports_the_click_layer():
         for line, name in _violations(path.read_text(encoding="utf-8"), module, is_package):
             bad.append(f"{path.relative_to(ROOT)}:{line} imports {name}")
     assert not bad, "the library imports the click layer:\n" + "\n".join(bad)
+
+
+def test_the_library_does_not_import_the_tuners():
+    bad = []
+    for path, module, is_package in _library_files():
+        if module == TUNERS or module.startswith(TUNERS + ".") or module in ABOVE_TUNERS:
+            continue
+        for line, name in _violations(path.read_text(encoding="utf-8"), module, is_package,
+                                      TUNERS):
+            bad.append(f"{path.relative_to(ROOT)}:{line} imports {name}")
+    assert not bad, "src/hwtune imports the tuners:\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("source", [
+    "from hwtune.tuners import conv_knobs",
+    "def f():\n    from hwtune.tuners.pipeline import tune_graph\n",
+    "from ..tuners.search import Space",  # in hwtune.report: hwtune.tuners
+    "import hwtune.tuners.conv_local as cl",
+])
+def test_each_way_of_importing_the_tuners_is_caught(source):
+    assert _violations(source, "hwtune.report.terminal", forbidden=TUNERS), source
 
 
 @pytest.mark.parametrize("source", [

@@ -670,7 +670,7 @@ def test_the_one_thread_profile_is_taken_warm_and_over_a_span(monkeypatch):
     microseconds reaches PROFILE_MAX_RUNS), split over PROFILE_ENGINES
     engines opened one after another (a model's speed can be drawn once per
     engine)."""
-    from hwtune.measure import engine as measure_engine
+    from hwtune.engine import trace as engine_trace
     from hwtune.native import engine as native_engine
     from hwtune.planner import calibrate
     b = Builder("tiny")
@@ -679,7 +679,7 @@ def test_the_one_thread_profile_is_taken_warm_and_over_a_span(monkeypatch):
     b.output(b.op("r", "relu", [t]))
     g = b.build()
     plain, profiled = [0], [0]
-    real_run, real_profiled = native_engine.NativeEngine.run, measure_engine.profiled_runs
+    real_run, real_profiled = native_engine.NativeEngine.run, engine_trace.profiled_runs
 
     def run(self, *a, **k):
         if not k.get("profile"):
@@ -697,7 +697,7 @@ def test_the_one_thread_profile_is_taken_warm_and_over_a_span(monkeypatch):
         return real_init(self, *a, **k)
     monkeypatch.setattr(native_engine.NativeEngine, "run", run)
     monkeypatch.setattr(native_engine.NativeEngine, "__init__", init)
-    monkeypatch.setattr(measure_engine, "profiled_runs", counted)
+    monkeypatch.setattr(engine_trace, "profiled_runs", counted)
     took = __import__("time").perf_counter()
     out = calibrate.profile_1t(g)
     took = __import__("time").perf_counter() - took

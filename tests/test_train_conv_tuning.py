@@ -20,7 +20,7 @@ from hwtune.graph.generators.builder import Builder
 from hwtune.graph.passes.layout import apply_op_params
 from hwtune.graph.reference import run_reference
 from hwtune.native.isa import selected_isa
-from hwtune.tuners import conv_knobs
+from hwtune.engine import conv_knobs
 from hwtune.tuners import conv_grad as cl_gw
 from hwtune.tuners import conv_local as cl
 

@@ -9,6 +9,7 @@ from typing import List, Optional
 import pytest
 
 from hwtune.engine.config import EngineConfig
+from hwtune.engine.runner import open_engine
 from hwtune.errors import HwtuneError
 from hwtune.measure import clock, processes
 from hwtune.sources import load_any
@@ -36,7 +37,8 @@ def test_worker_processes_measure_the_engine_pair_by_pair():
     one = EngineConfig(executors=1, threads=1, scheduler="sequential")
     two = EngineConfig(executors=1, threads=2, scheduler="sequential", pin=True)
     seen = []
-    got = processes.paired_processes([(graph, one, None), (graph, two, None)], 2, warmup=1,
+    got = processes.paired_processes([(graph, one, None), (graph, two, None)], 2,
+                                     open_engine=open_engine, warmup=1,
                                      samples=3, on_pair=lambda p, n: seen.append((p, n)))
     assert [len(m) for m in got] == [2, 2]
     assert all(0 < x < 1.0 for m in got for x in m)
@@ -48,14 +50,16 @@ def test_a_failing_worker_is_one_line_error():
     # the worker's engine refuses the config (sequential runs one executor)
     bad = EngineConfig(executors=3, threads=2, scheduler="sequential")
     with pytest.raises(HwtuneError, match="a measuring process failed") as e:
-        processes.paired_processes([(graph, bad, None)], 1, warmup=0, samples=1)
+        processes.paired_processes([(graph, bad, None)], 1, open_engine=open_engine,
+                                   warmup=0, samples=1)
     assert "\n" not in str(e.value)
 
 
 def test_deadline_stops_pairs_after_the_minimum():
     graph, _ = load_any("lstm_small", {"seq": 2, "hidden": 16, "batch": 2, "layers": 1})
     cfg = EngineConfig(executors=1, threads=1, scheduler="sequential")
-    got = processes.paired_processes([(graph, cfg, None)], 5, warmup=0, samples=1,
+    got = processes.paired_processes([(graph, cfg, None)], 5, open_engine=open_engine,
+                                     warmup=0, samples=1,
                                      deadline=clock.monotonic(), min_pairs=2)
     assert len(got[0]) == 2
 

@@ -9,10 +9,10 @@ import time
 import numpy as np
 import pytest
 
+from hwtune.engine import runner
 from hwtune.errors import HwtuneError, UsageError
 from hwtune.graph.generators.builder import Builder
 from hwtune.native.threads import allowed_cpus
-from hwtune.measure import check as checks
 from hwtune.measure import clock
 from hwtune.tuners import hillclimb as hc
 from hwtune.tuners import interpolate as ip
@@ -288,8 +288,8 @@ def test_wrong_kernel_output_is_stored_as_wrong_answer(db, host, monkeypatch):
 
 
 def test_peer_check_catches_a_disagreeing_run(db, host, monkeypatch):
-    real = checks.reference_outputs
-    monkeypatch.setattr(checks, "reference_outputs",
+    real = runner.reference_outputs
+    monkeypatch.setattr(runner, "reference_outputs",
                         lambda graph, check: {n: v * 2.0 + 1.0
                                               for n, v in real(graph, check).items()})
     res = tune(db, None, host, lstm_like("peer"), team_threads=team(),

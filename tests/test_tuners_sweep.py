@@ -8,6 +8,7 @@ import pytest
 
 from hwtune.db.keys import graph_hash
 from hwtune.engine.config import EngineConfig
+from hwtune.engine import runner
 from hwtune.errors import HwtuneError, UsageError
 from hwtune.graph.generators.builder import Builder
 from hwtune.native.threads import allowed_cpus
@@ -143,8 +144,8 @@ def test_sweep_resumes_after_interrupt(db, host, monkeypatch):
 def test_wrong_outputs_are_stored_as_wrong_answer(db, host, monkeypatch):
     g = tiny_graph()
     gh = graph_hash(g.to_json())
-    real = checks.reference_outputs
-    monkeypatch.setattr(checks, "reference_outputs",
+    real = runner.reference_outputs
+    monkeypatch.setattr(runner, "reference_outputs",
                         lambda graph, check: {k: v + 1.0 for k, v in real(graph, check).items()})
     with pytest.raises(HwtuneError, match="wrong_answer"):
         sweep(db, None, host, g, gh, cpus=allowed_cpus(), reps=1)
@@ -166,7 +167,7 @@ def test_reference_outputs_agree(check):
     import numpy as np
     from hwtune.graph import run_reference
     g = tiny_graph()
-    got = checks.reference_outputs(g, check)["y"]
+    got = runner.reference_outputs(g, check)["y"]
     np.testing.assert_allclose(got, run_reference(g)["y"], rtol=1e-4, atol=1e-5)
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from typing import List, Optional, Tuple
 
+from hwtune.engine.runner import open_engine
 from hwtune.errors import HwtuneError
 from hwtune.measure import clock, processes
 from hwtune.tuners import verdict as verdicts
@@ -91,7 +92,7 @@ def across_processes(default, incumbent, challenger, *, progress,
     try:
         meds = processes.paired_processes(
             [(c.graph, c.config, c.op_cost or None) for c in sides], CONFIRM_PAIRS,
-            warmup=warmup, samples=samples, deadline=deadline, min_pairs=CONFIRM_MIN_PAIRS,
+            open_engine=open_engine, warmup=warmup, samples=samples, deadline=deadline, min_pairs=CONFIRM_MIN_PAIRS,
             on_pair=lambda p, n: progress("confirm", f"fresh processes, as `hwtune run`: "
                                                      f"pair {p}/{n}"))
     except HwtuneError as exc:

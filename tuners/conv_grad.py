@@ -25,7 +25,11 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
-from hwtune.db.keys import workload_key
+# The workloads and their keys are the library's: a run chooses its knobs
+# from the rows stored under them (hwtune.engine.conv_knobs.choose_grad).
+from hwtune.engine.workloads import (CONFIRM_SEARCH, GRAD_TUNERS, GradConvWorkload,
+                                     has_own_knobs)
+from hwtune.engine.workloads import grad_workload as workload
 from hwtune.measure.stats import median
 from hwtune.tuners.context import TuneContext
 # As conv_local's (same harness, same reasons): the minimum sample length,
@@ -34,80 +38,11 @@ from hwtune.tuners.context import TuneContext
 from hwtune.tuners.conv_local import (CONFIRM_ROUNDS, MIN_SAMPLE_S, MIN_TRIAL_LIMIT_S,
                                       SLOW_FACTOR, TeamPool)
 from hwtune.tuners.loop import run_search
-from hwtune.tuners.search import OK, ListSearch, Outcome, Params, Space, key_of, make_search
+from hwtune.tuners.search import OK, ListSearch, Outcome, Params, key_of, make_search
 
-TUNERS = {"conv2d_grad_weight": "conv-grad-weight", "conv2d_grad_data": "conv-grad-data"}
+TUNERS = GRAD_TUNERS
 TUNER = TUNERS["conv2d_grad_weight"]
 DEFAULT_SEARCH = "default"
-CONFIRM_SEARCH = "confirm"
-# The op attributes that fix a gradient's shape besides its inputs'.
-_GEOMETRY = {"conv2d_grad_weight": ("kernel", "stride", "padding"),
-             "conv2d_grad_data": ("input_size", "stride", "padding")}
-
-
-@dataclass(frozen=True)
-class GradConvWorkload:
-    """A CONV gradient op's cost-defining shape: its type, input shapes and
-    geometry attributes."""
-    op: str
-    in_shapes: Tuple[Tuple[int, ...], ...]
-    geometry: Tuple[Tuple[str, Tuple[int, int]], ...]
-
-    @property
-    def tuner(self) -> str:
-        return TUNERS[self.op]
-
-    @property
-    def key(self) -> str:
-        return workload_key(self.op, self.in_shapes,
-                            {k: list(v) for k, v in self.geometry})
-
-    def conv(self):
-        """(x, w, stride, padding) of the forward conv."""
-        from hwtune.graph.ops.train import grad_data_conv, grad_weight_conv
-        fn = grad_weight_conv if self.op == "conv2d_grad_weight" else grad_data_conv
-        return fn(self.in_shapes, dict(self.geometry))
-
-    @property
-    def out_shape(self) -> Tuple[int, ...]:
-        x, w, _, _ = self.conv()
-        return tuple(w if self.op == "conv2d_grad_weight" else x)
-
-    def _call(self, fn, *args):
-        from hwtune.native import grad_conv
-        x, w, stride, pad = self.conv()
-        return getattr(grad_conv, fn)(*args, x, w, stride=stride, pad=pad, op=self.op)
-
-    def knobs(self) -> Dict[str, list]:
-        return self._call("knobs")
-
-    def default_params(self) -> Params:
-        return self._call("default_params")
-
-    def canonical(self, params: Params) -> Params:
-        return self._call("canonical", params)
-
-    def space(self) -> Space:
-        return Space(self.knobs(), valid=lambda p: self.canonical(p) == dict(p))
-
-
-def has_own_knobs(graph, op) -> bool:
-    """Whether op is a CONV gradient with knobs of its own: every weight
-    gradient, and data gradients that are not forward CONVs."""
-    if op.op == "conv2d_grad_weight":
-        return True
-    if op.op != "conv2d_grad_data":
-        return False
-    from hwtune.tuners.conv_local import tuned_op
-    return not tuned_op(graph, op)
-
-
-def workload(graph, op) -> GradConvWorkload:
-    shapes = tuple(tuple(int(v) for v in graph.shapes[t]) for t in op.inputs[:2])
-    return GradConvWorkload(op.op, shapes,
-                            tuple((k, tuple(int(v) for v in op.resolved[k]))
-                                  for k in _GEOMETRY[op.op]))
-
 
 def workload_groups(graph) -> Dict[str, Tuple[GradConvWorkload, List[str]]]:
     """workload key -> (workload, names of the ops sharing it), for every
@@ -294,48 +229,3 @@ def tune_grad_workloads(ctx: TuneContext, graph, *, threads: int, pin: bool = Fa
                      f"{choice.seconds * 1e3:.3f} ms tuned vs {choice.default_seconds * 1e3:.3f}"
                      f" ms default ({choice.trials} trials{', reused' if choice.reused else ''})")
     return out
-
-
-def choose(db, host_key: str, graph, *, threads: int, isa: str,
-           op_params=None, params_threads: Optional[int] = None
-           ) -> Tuple[Dict[str, dict], Dict[str, str]]:
-    """(op_params, sources) for every CONV gradient with knobs of its own of a run at
-    `threads` threads per executor, by conv_knobs' rules: the config's own
-    knobs chosen at `threads`, else the workload's tuned knobs at `threads`,
-    else at the nearest tuned count, else the config's from another count,
-    else the default (no attributes)."""
-    from hwtune.tuners.conv_knobs import nearest
-    op_params = op_params or {}
-    params: Dict[str, dict] = {}
-    sources: Dict[str, str] = {}
-    rows: Dict[str, Dict[int, dict]] = {}
-    for op in graph.ops:
-        if not has_own_knobs(graph, op):
-            continue
-        wl = workload(graph, op)
-        if wl.key not in rows:
-            got = {} if db is None else db.tuned_threads(host_key, tuner=wl.tuner,
-                                                         subject=wl.key, isa=isa)
-            space = wl.space()
-            rows[wl.key] = {t: r for t, r in got.items()
-                            if space.contains(r["best_params"]) and r["best_s"]}
-        tuned, mine = rows[wl.key], op_params.get(op.name)
-        if mine is not None:
-            from hwtune.errors import UsageError
-            from hwtune.graph.passes.layout import check_op_params
-            try:
-                mine = check_op_params(graph, {op.name: dict(mine)})[op.name]
-            except UsageError:
-                mine = None  # a config from another build of the knobs: ignored
-        if mine is not None and params_threads == threads:
-            params[op.name], sources[op.name] = dict(mine), f"config@{threads}t"
-        elif tuned:
-            t = threads if threads in tuned else nearest(sorted(tuned), threads)
-            params[op.name] = dict(tuned[t]["best_params"])
-            sources[op.name] = f"tuned@{t}t" + ("" if t == threads else "(nearest)")
-        elif mine is not None:
-            params[op.name] = dict(mine)
-            sources[op.name] = f"config@{params_threads}t" if params_threads else "config"
-        else:
-            sources[op.name] = "default"
-    return params, sources

@@ -25,7 +25,11 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from hwtune.db.keys import workload_key
+# The workloads, their keys and layout_candidates are the library's: a run
+# chooses its knobs from the rows stored under them (hwtune.engine.conv_knobs).
+from hwtune.engine.conv_knobs import layout_candidates
+from hwtune.engine.workloads import (CONFIRM_SEARCH, CONV_TUNER, ConvWorkload, conv_workload,
+                                     tuned_op)
 from hwtune.measure import FixedSampling, clock, interleave
 from hwtune.measure.op import OpSide
 from hwtune.measure.stats import median
@@ -36,7 +40,7 @@ from hwtune.tuners.seeded import SeededSearch, peer_seeds
 from hwtune.tuners.search import (OK, ListSearch, Outcome, Params, Space, key_of,
                                   make_search)
 
-TUNER = "conv"
+TUNER = CONV_TUNER
 DEFAULT_SEARCH = "default"  # tuning_trials.search of the untuned-params trial
 
 # A sample is at least this long (runs of a short conv are timed together):
@@ -62,113 +66,11 @@ MIN_TRIAL_LIMIT_S = 0.05
 CONFIRM_ROUNDS = 7
 # Layouts whose best points are confirmed (and offered to the layout DP).
 TOP_K = 4
-CONFIRM_SEARCH = "confirm"  # tuning_trials.search of the re-measured rows
 # Budget of a sampling search when none is given. The issue's goal is the
 # exhaustive best within 3% using at most 30% of the grid's trials; replaying
 # measured grid tables (benchmarks/bench_tuners.py), Optuna found the
 # table's minimum with 10% and missed by 14-16% with 5%: 15% keeps a margin.
 DEFAULT_BUDGET_FRACTION = 0.15
-
-
-@dataclass(frozen=True)
-class ConvWorkload:
-    """A conv2d op's cost-defining shape, in NCHW/OIHW terms."""
-    x_shape: Tuple[int, int, int, int]
-    w_shape: Tuple[int, int, int, int]
-    bias: bool
-    stride: Tuple[int, int]
-    pad: Tuple[int, int]
-    dilation: Tuple[int, int] = (1, 1)
-    pad_end: Optional[Tuple[int, int]] = None  # None: symmetric (= pad)
-    # Weights that change every run (a training step's: graph inputs, and
-    # the turned weights of a stride-1 conv2d_grad_data): each share packs
-    # (or Winograd-transforms) them per run, so trials run the NCHW op with
-    # the weights as an input, as the step runs it, and the knobs chosen
-    # include that cost (the winograd knob then overrides the op's per-run
-    # size rule, engine/ops/ops_util.h).
-    per_run_weights: bool = False
-
-    @property
-    def geometry(self) -> Dict[str, object]:
-        """The native binding's keyword arguments for this workload."""
-        return {"stride": self.stride, "pad": self.pad, "dilation": self.dilation,
-                "pad_end": self.pad_end}
-
-    @property
-    def key(self) -> str:
-        shapes = [self.x_shape, self.w_shape] + ([(self.w_shape[0],)] if self.bias else [])
-        attrs = {"stride": list(self.stride), "padding": list(self.pad)}
-        # Only when not the default, so the keys of workloads tuned before
-        # dilation and asymmetric padding existed stay the same.
-        if tuple(self.dilation) != (1, 1):
-            attrs["dilation"] = list(self.dilation)
-        if self.pad_end is not None and tuple(self.pad_end) != tuple(self.pad):
-            attrs["padding_end"] = list(self.pad_end)
-        if self.per_run_weights:
-            attrs["weights"] = "per_run"
-        return workload_key("conv2d", shapes, attrs)
-
-    @property
-    def flops(self) -> float:
-        n, _, oh, ow = conv.out_shape(self.x_shape, self.w_shape, **self.geometry)
-        k, c, r, s = self.w_shape
-        return 2.0 * n * k * oh * ow * c * r * s
-
-    def knobs(self, isa: str) -> Dict[str, list]:
-        return conv.knobs(self.x_shape, self.w_shape, isa=isa, **self.geometry)
-
-    def default_params(self, isa: str) -> Params:
-        return conv.default_params(self.x_shape, self.w_shape, isa=isa, **self.geometry)
-
-    def space(self, isa: str) -> Space:
-        """The search space: the template's knobs, with the Winograd points
-        (winograd != 0) only at the default's register knobs, which that
-        template does not read (ic_bn / oc_bn still name its NCHW[x]c
-        tensors' blocks, so they stay free)."""
-        fixed = {k: v for k, v in self.default_params(isa).items()
-                 if k in ("reg_n", "unroll_ker", "reg_h")}
-
-        def valid(p: Params) -> bool:
-            return not p.get("winograd") or all(p.get(k) == v for k, v in fixed.items())
-        return Space(self.knobs(isa), valid=valid)
-
-
-def tuned_op(graph, op) -> bool:
-    """Whether the CONV search tunes op: a dense conv2d, or a
-    conv2d_grad_data that runs as a forward CONV (stride 1, padding inside
-    the kernel). A grouped conv2d has no template knobs (graph/ops/conv.py)."""
-    if op.op == "conv2d":
-        return int((op.resolved or op.attrs).get("group") or 1) == 1
-    if op.op != "conv2d_grad_data":
-        return False
-    from hwtune.graph.ops.train import grad_data_forward_conv
-    return grad_data_forward_conv([graph.shapes[t] for t in op.inputs], op.resolved) is not None
-
-
-def conv_workload(graph, op) -> ConvWorkload:
-    """The workload of a validated graph's conv2d op (NCHW or NCHWc), or of
-    a conv2d_grad_data that runs as a forward CONV (tuned_op): that CONV's,
-    so a data gradient shaped like a forward conv of the step shares its
-    tuning."""
-    attrs = op.resolved or {}
-    if op.op == "conv2d_grad_data":
-        from hwtune.graph.ops.train import grad_data_forward_conv
-        x, w, pad = grad_data_forward_conv([graph.shapes[t] for t in op.inputs], attrs)
-        return ConvWorkload(tuple(int(v) for v in x), tuple(int(v) for v in w), False, (1, 1),
-                            tuple(int(v) for v in pad), per_run_weights=True)
-    x, w = (tuple(graph.shapes[name]) for name in op.inputs[:2])
-    inputs = {t.name for t in graph.inputs}
-    if len(x) == 5:  # NCHW[x]c: the same workload as its NCHW original
-        x = (x[0], x[1] * x[4], x[2], x[3])
-        w = (w[0] * w[5], w[1] * w[4], w[2], w[3])
-    stride = tuple(attrs.get("stride", (1, 1)))
-    pad = tuple(attrs.get("padding", (0, 0)))
-    dilation = tuple(attrs.get("dilation") or (1, 1))
-    pad_end = attrs.get("padding_end")
-    pad_end = None if pad_end is None or tuple(pad_end) == pad else tuple(pad_end)
-    return ConvWorkload(tuple(int(v) for v in x), tuple(int(v) for v in w),
-                        len(op.inputs) >= 3, stride, pad, dilation, pad_end,
-                        per_run_weights=op.inputs[1] in inputs)
 
 
 def tolerance(w_shape) -> float:
@@ -371,27 +273,6 @@ class ConvChoice:
     trials: int
     reused: bool
     measured: int = 0  # trials measured in this call (the rest came from results.db)
-
-
-def layout_candidates(rows: List[dict], space: Space, top_k: int) -> List[Tuple[Params, float]]:
-    """Best ok trial of each distinct (ic_bn, oc_bn), best first, top_k of
-    them. When some rows are re-measurements (CONFIRM_SEARCH), only those
-    count, so every candidate time comes from the same interleaved runs; a
-    point counts with its latest figure."""
-    if any(r["search"] == CONFIRM_SEARCH and r["status"] == OK for r in rows):
-        rows = [r for r in rows if r["search"] == CONFIRM_SEARCH]
-    latest: Dict[Tuple, dict] = {}
-    for r in rows:  # oldest first
-        latest[key_of(r["params"])] = r
-    best: Dict[Tuple[int, int], Tuple[Params, float]] = {}
-    for r in latest.values():
-        p, s = r["params"], r["median_s"]
-        if r["status"] != OK or s is None or not space.contains(p):
-            continue
-        lay = (p["ic_bn"], p["oc_bn"])
-        if lay not in best or s < best[lay][1]:
-            best[lay] = (p, s)
-    return sorted(best.values(), key=lambda ps: ps[1])[:max(0, int(top_k))]
 
 
 def _default_trial(store: TrialStore, measure: ConvMeasure, params: Params) -> Outcome:

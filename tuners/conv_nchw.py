@@ -21,19 +21,13 @@ from __future__ import annotations
 
 from typing import Dict, Iterable, Tuple
 
-from hwtune.native import conv
+from hwtune.engine.workloads import NCHW_TUNER
 from hwtune.tuners.context import TuneContext
 from hwtune.tuners.search import OK, Params
 
-TUNER = "conv-nchw"
+TUNER = NCHW_TUNER
 PARAMS: Params = {"layout": "NCHW"}
 SEARCH = "measure"
-
-
-def kernel(wl) -> str:
-    """The kernel the workload's NCHW default plan runs: "NCHW" (the
-    template), "NCHW-gemm" or "NCHW-direct"."""
-    return conv.nchw_kernel(wl.x_shape, wl.w_shape, **wl.geometry)
 
 
 def nchw_candidates(ctx: TuneContext, workloads: Iterable[Tuple[object, Iterable[str]]], *,

@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from hwtune.engine import runner
 from hwtune.engine.config import EngineConfig
 from hwtune.errors import HwtuneError, UsageError
 from hwtune.measure import FixedSampling, Measurement, settle
@@ -144,7 +145,7 @@ def _measure_interleaved(graph, configs: List[EngineConfig], reps: int, deadline
                          op_cost: Callable[[EngineConfig], Optional[Dict[str, float]]],
                          check: str, say) -> List[Measurement]:
     """One Measurement per config, sampled interleaved."""
-    ref = checks.reference_outputs(graph, check) if check != "none" else None
+    ref = runner.reference_outputs(graph, check) if check != "none" else None
 
     def on_round(r, n):
         say(f"sweep: interleaved sample {n}/{reps} of {len(configs)} configs")
@@ -164,7 +165,7 @@ def sweep(ctx: TuneContext, graph, graph_hash: str, *,
     """Measure every candidate's makespan on graph (validated), interleaved,
     and pick the fastest. prune caps executors at graph width + 1; extra
     configs are measured beside the candidates; ctx.check ('peer', 'numpy'
-    or 'none', see hwtune.measure.check.reference_outputs) compares each
+    or 'none', see hwtune.engine.runner.reference_outputs) compares each
     candidate's outputs once (a mismatch is stored as 'wrong_answer').
     ctx.deadline cuts the samples and the remaining candidates; stored
     trials are reused, not re-measured. ctx.reps samples per candidate."""
@@ -232,7 +233,7 @@ def profile_op_costs(graph, cfg: EngineConfig, *, runs: int = PROFILE_RUNS,
     With db and host_key the per-workload medians are also stored as
     op_profiles rows (what hwtune run's critical-path levels look up)."""
     from hwtune.engine.runner import store_op_profiles
-    from hwtune.measure.engine import op_medians, profiled_runs
+    from hwtune.engine.trace import op_medians, profiled_runs
 
     _pos("runs", runs)
     e = _open(graph, cfg, dict(getattr(cfg, "op_cost", None) or {}) or None)

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from hwtune.errors import HwtuneError, UsageError
+from hwtune.engine import runner
 from hwtune.measure import FixedSampling, clock, interleave
 from hwtune.measure import check as checks
 from hwtune.measure.engine import OpEventSide, output_check
@@ -357,7 +358,7 @@ class _OpMeasure:
     def __call__(self, params) -> Outcome:
         t = params["threads"]
         if self.check != "none" and self._ref is None:
-            self._ref = checks.reference_outputs(self.one, self.check)
+            self._ref = runner.reference_outputs(self.one, self.check)
         pin = l2_placements(t, self.cpus)[params.get("l2", "any")]
         return measure_op(self.one, t, cpus=pin, reference=self._ref)
 

@@ -29,6 +29,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from hwtune.db.lifecycle import finishing
 from hwtune.engine.config import EngineConfig, default_config, usable_cpu_count
 from hwtune.errors import HwtuneError, UsageError
+from hwtune.graph.autodiff import is_training_graph
 from hwtune.measure import OK, FixedSampling, clock
 from hwtune.tuners import final as finals
 from hwtune.tuners import verdict as verdicts
@@ -77,7 +78,7 @@ class TuneOptions:
     # Threads per executor to tune the CONV workloads at besides the team's
     # (--conv-threads; None: the thread counts of the configs the sweep
     # measures): a run at another count then finds knobs tuned for it
-    # (tuners/conv_knobs.py) instead of the team's.
+    # (hwtune.engine.conv_knobs) instead of the team's.
     conv_threads: Optional[Sequence[int]] = None
     # Precision per op (--precision fp32,int8,bf16 --max-error E): the
     # precisions an op may run in and the end-to-end error bound;
@@ -545,13 +546,6 @@ def _conv_team(ctx: TuneContext, graph, cfg: EngineConfig, report: StageReport,
     why.append(f"conv: {chosen} of {len(choices)} CONV op(s) keep NCHW with the default "
                "kernel (the layout DP's choice against the template's blocked layouts)")
     return plan.op_params, why
-
-
-def is_training_graph(graph) -> bool:
-    """Whether graph is a training step (hwtune.graph.autodiff): it holds an
-    optimizer update or a fused loss."""
-    return any(op.op in ("sgd_update", "adam_update", "softmax_cross_entropy", "mse_loss")
-               for op in graph.ops)
 
 
 def _stage_precision(ctx: TuneContext, graph, cfg: EngineConfig, opts: TuneOptions,

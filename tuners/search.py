@@ -10,48 +10,18 @@ and never win. Adding a search is one file: subclass `Search`, decorate with
 
 from __future__ import annotations
 
-import itertools
 import random
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from hwtune.engine.knob_space import Params, Space, key_of
 from hwtune.measure.result import ERROR, OK, TIMEOUT, WRONG_ANSWER, Measurement
-
-Params = Dict[str, Any]
 
 # Trial outcomes (tuning_trials.status in results.db): the measurement
 # layer's statuses, plus 'skipped' for a point a search generated but will
 # not measure.
 SKIPPED = "skipped"
 STATUSES = (OK, ERROR, WRONG_ANSWER, TIMEOUT, SKIPPED)
-
-
-@dataclass(frozen=True)
-class Space:
-    """knobs: name -> legal values (order matters: grid order, hill-climb
-    direction). valid: optional filter over whole proposals."""
-    knobs: Mapping[str, Sequence[Any]]
-    valid: Optional[Callable[[Params], bool]] = None
-
-    def __post_init__(self):
-        for name, values in self.knobs.items():
-            if len(values) == 0:
-                raise ValueError(f"knob {name!r} has no legal values")
-
-    def points(self) -> Iterator[Params]:
-        names = list(self.knobs)
-        for combo in itertools.product(*(self.knobs[n] for n in names)):
-            p = dict(zip(names, combo))
-            if self.valid is None or self.valid(p):
-                yield p
-
-    def size(self) -> int:
-        return sum(1 for _ in self.points())
-
-    def contains(self, params: Params) -> bool:
-        return (set(params) == set(self.knobs)
-                and all(params[k] in self.knobs[k] for k in self.knobs)
-                and (self.valid is None or self.valid(params)))
 
 
 @dataclass
@@ -75,10 +45,6 @@ class Outcome:
         if m.status == OK and not m.samples:
             return cls(ERROR, samples=[], note=m.note or "no samples")
         return cls(m.status, m.median if m.status == OK else None, list(m.samples), m.note)
-
-
-def key_of(params: Params) -> Tuple:
-    return tuple(sorted((k, repr(v)) for k, v in params.items()))
 
 
 class Search:

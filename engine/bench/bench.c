@@ -12,12 +12,6 @@
 #include "hwtune/bench.h"
 #include "hwtune/gemm.h"
 
-double hwt_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* Counting mode (hwt_bench_counting_mode): callgrind's simulated caches
  * index their sets by address bits up to bit 18 (LL 8 MiB 16-way: 512 KiB
  * period), so a count depends on where the heap put the operands; glibc's

@@ -16,7 +16,7 @@
  * the order of the pool's own default spin (HWTUNE_POOL_SPIN_US = 200), so
  * back-to-back dispatches within a run never pay a futex wake. A pause is
  * far shorter on other cores (the waiter parked after 20-50 us on an AMD
- * EPYC Zen 4: /tmp/s30/wake.c); the planner times the polls on the host
+ * EPYC Zen 4); the planner times the polls on the host
  * (hwt_bench_spin_s). */
 #define HWT_EXEC_SPIN 2000
 

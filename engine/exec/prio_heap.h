@@ -37,7 +37,7 @@ static inline void hwt_prio_heap_roots(const hwt_engine *e, int *h, int *n) {
  * while CONVs 5 and 6, more critical by a CONV's time, waited for a free
  * executor, and the layer ended one ReLU later; critical-path's 4x16 was
  * predicted 8.3% slower than the shared queue's (forward pass on the Xeon
- * Phi description; /tmp/s37/cp416.py). Over equal chains walked depth-first
+ * Phi description). Over equal chains walked depth-first
  * (what the slack is for) the op waiting at the kept one's depth is more
  * critical by exactly one op's cost: still kept. */
 static inline int hwt_prio_heap_keeps(const hwt_engine *e, const int *h, int n, int s) {

@@ -42,7 +42,7 @@
  * either core against 0.87 in the sequential engine, and the run 1.44x the
  * sequential one's; with the chain kept on worker 0, 0.89-0.90 us and 1.10x
  * (12 rounds of fresh engines in random order, AMD EPYC Zen 3, 2 vCPUs,
- * 2026-12-05, /tmp/s39/bins2.py). Part 0's worker waits only for parts of
+ * 2026-12-05). Part 0's worker waits only for parts of
  * the same length (the kernels split work evenly): it polls, then yields,
  * as a slot's waiter does (slots.h).
  *

@@ -66,8 +66,8 @@ static inline int cp_on_ready(const hwt_engine *e, int s, int have_candidate) {
  * resnet18's critical-path 2x1 switched executors on 63 of its 70 ops (the
  * shared queue's 6), each op's input in the other core's cache, and ran
  * 39.1-40.0 ms (two reps) against 36.3-41.1 ms for the shared queue's 2x1;
- * keeping, 32.2 ms against 34.8 (one rep; 2-vCPU AMD EPYC Zen 3, avx2;
- * /tmp/s35/two1.py). But with no slack only while the master
+ * keeping, 32.2 ms against 34.8 (one rep; 2-vCPU AMD EPYC Zen 3, avx2).
+ * But with no slack only while the master
  * has no tiny ops waiting (n_inline): the kept op runs first and would
  * hold them up, where dispatched it runs beside them. */
 static inline int cp_offers(const hwt_engine *e, int n_inline) {

@@ -39,6 +39,7 @@
 #include <time.h>
 
 #include "hwtune/pool.h"
+#include "hwtune/clock.h"
 #include "hwtune/errorf.h"
 #include "hwtune/free_all.h"
 #include "park.h"
@@ -69,9 +70,9 @@
  * batches of 20 runs: its second master, woken at the run's end, sat on
  * the caller's CPU (the caller switched involuntarily 5-10 times a batch)
  * while the other CPU idled, and the caller's join spun out its budget
- * (AMD EPYC Zen 4, 2 vCPUs, /tmp/s31/sq2.py). Yielding after 20 us left
+ * (AMD EPYC Zen 4, 2 vCPUs). Yielding after 20 us left
  * batch medians of 167-181 us, yielding from the first clock read 148 us
- * (120 batches each, alternating builds, /tmp/s30/sq.py): once a run, a
+ * (120 batches each, alternating builds): once a run, a
  * yield with nothing else to run costs a system call. Yielding in every
  * spin of an unpinned pool (team regions too) removed the slow batches
  * but slowed one-team configurations: pathnet_small's sequential 1x2
@@ -142,12 +143,6 @@ struct hwt_pool {
   thread_arg *targs;
 };
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static void *alloc_lines(size_t bytes) {
   size_t sz = (bytes + HWT_CACHELINE - 1) / HWT_CACHELINE * HWT_CACHELINE;
   void *m = aligned_alloc(HWT_CACHELINE, sz ? sz : HWT_CACHELINE);
@@ -203,7 +198,7 @@ static uint64_t chan_wait(channel *c, int idx, uint64_t seen, double spin_s) {
     if (g != seen) return g;
     hwt_cpu_relax();
     if (k % SPINS_PER_CLOCK == SPINS_PER_CLOCK - 1) {
-      double t = now_s();
+      double t = hwt_now();
       if (t0 == 0) t0 = t;
       else if (t - t0 >= spin_s) break;
       spin_tick(c, t - t0);
@@ -241,7 +236,7 @@ static void chan_join(channel *c, int first, int nth, uint64_t seq, double spin_
     if (i == nth) return;
     hwt_cpu_relax();
     if (k % SPINS_PER_CLOCK == SPINS_PER_CLOCK - 1) {
-      double t = now_s();
+      double t = hwt_now();
       if (t0 == 0) t0 = t;
       else if (t - t0 >= spin_s) break;
       spin_tick(c, t - t0);

@@ -27,7 +27,7 @@ static size_t offset(int C, long HW, int bn, int n, int c, long hw) {
  * min(src_bn, dst_bn) channels. Before, every case was a scalar strided copy:
  * ResNet-18 conv3_1 (64x56x56, NCHW -> NCHW32c, 1 thread) spent 121 us of
  * its 1068 us there, its output back to NCHW 60 us (Zen 4, avx512,
- * 2026-11-28, /tmp/s29/prof_conv.py). */
+ * 2026-11-28). */
 void hwt_layout_run_part(int N, int C, long HW, int src_bn, int dst_bn, const float *src,
                          float *dst, int tid, int nth, hwt_isa isa) {
   int G = dst_bn ? dst_bn : (src_bn ? src_bn : C);

@@ -151,10 +151,10 @@ def run(model: Union[str, Model], *, reps: int = 20, warmup: int = 3,
     the default; the run is stored in db."""
     from hwtune import machine
     from hwtune.engine.config import resolve
+    from hwtune.engine.prepare import prepare_run
     from hwtune.engine.runner import check_counts, native_engine, run_model
     from hwtune.native.isa import selected_isa
     from hwtune.native.threads import allowed_cpus
-    from hwtune.tuners import conv_knobs
 
     m = _model(model, vars, None)
     check_counts(reps, warmup)
@@ -175,16 +175,10 @@ def run(model: Union[str, Model], *, reps: int = 20, warmup: int = 3,
     with _open_db(db) as d:
         host_key = d.upsert_host(machine.fingerprint())
         graph_hash = d.put_graph(m.graph.to_json())
-        res = resolve(d, host_key, graph_hash, flags, cpus=cpus)
-        cfg, run_graph, knobs = conv_knobs.for_run(d, host_key, m.graph, res.config,
-                                                   params_threads=res.params_threads)
-        cfg.validate(cpus, [op.name for op in run_graph.ops])
-        config_id = None
-        if res.source == "default":
-            config_id = d.put_engine_config(host_key, graph_hash, source="default",
-                                            **cfg.db_fields())
-        elif "+" not in res.source:
-            config_id = d.engine_config(host_key, graph_hash, res.source)["id"]
+        prepared = prepare_run(d, host_key, m.graph, graph_hash, flags, cpus=cpus)
+        res, cfg, run_graph, knobs = (prepared.resolved, prepared.config, prepared.graph,
+                                      prepared.knobs)
+        config_id = prepared.config_id(d, host_key, graph_hash)
         options = {"model": m.path, "graph_hash": graph_hash, "vars": m.vars,
                    "config": cfg.to_json(), "config_source": res.source, "iterations": reps,
                    "warmup": warmup, "trace": None, "inputs": sorted(feeds) or None,

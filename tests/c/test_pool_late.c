@@ -35,9 +35,9 @@ static void late_hook(int team, int idx) {
   unsigned bit = 1u << idx;
   if (!(atomic_fetch_and(&hold_mask, ~bit) & bit)) return;
   atomic_fetch_add(&n_held, 1);
-  double t0 = now_s();
+  double t0 = hwt_now();
   while (!atomic_load(&release)) {
-    if (now_s() - t0 > HOLD_TIMEOUT_S) {
+    if (hwt_now() - t0 > HOLD_TIMEOUT_S) {
       atomic_store(&timed_out, 1);
       return;
     }
@@ -61,8 +61,8 @@ static void late_task(void *arg, int tid, int nth) {
   if (pthread_equal(pthread_self(), master)) atomic_fetch_add(&r->by_master[tid], 1);
   if (r->lockstep && tid == 0) {
     /* Share 1 can only be run by another thread while this one waits. */
-    double t0 = now_s();
-    while (!atomic_load(&r->runs[1]) && now_s() - t0 < HOLD_TIMEOUT_S) hwt_cpu_relax();
+    double t0 = hwt_now();
+    while (!atomic_load(&r->runs[1]) && hwt_now() - t0 < HOLD_TIMEOUT_S) hwt_cpu_relax();
   }
 }
 
@@ -81,14 +81,14 @@ static void run_late(const char *what, int tpt, unsigned held) {
   /* Region 0 wakes every worker; the held ones stop in the hook. Wait until
    * they are there, so that the regions below run while they are late. */
   CHECK(hwt_team_parallel(p, 0, late_task, &recs[0], tpt) == HWT_OK, "%s: region 0", what);
-  double t0 = now_s();
-  while (atomic_load(&n_held) < want_held && now_s() - t0 < HOLD_TIMEOUT_S) usleep(100);
+  double t0 = hwt_now();
+  while (atomic_load(&n_held) < want_held && hwt_now() - t0 < HOLD_TIMEOUT_S) usleep(100);
   CHECK(atomic_load(&n_held) == want_held, "%s: %d of %d workers reached the hook", what,
         atomic_load(&n_held), want_held);
-  t0 = now_s();
+  t0 = hwt_now();
   for (int r = 1; r < PHASE1; r++)
     CHECK(hwt_team_parallel(p, 0, late_task, &recs[r], tpt) == HWT_OK, "%s: region %d", what, r);
-  double phase1_s = now_s() - t0;
+  double phase1_s = hwt_now() - t0;
   /* Still held: the master finished without them (had it waited, the hold
    * would have timed out first). */
   CHECK(!atomic_load(&timed_out), "%s: a held worker timed out: the master waited for it", what);

@@ -28,8 +28,8 @@ static void count_yield(void) {
 #define BUSY_S 1e-3
 
 static void busy(double s) {
-  double t0 = now_s();
-  while (now_s() - t0 < s) {
+  double t0 = hwt_now();
+  while (hwt_now() - t0 < s) {
   }
 }
 

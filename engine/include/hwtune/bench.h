@@ -8,12 +8,11 @@
 #ifndef HWTUNE_BENCH_H
 #define HWTUNE_BENCH_H
 #include "hwtune/api.h"
+#include "hwtune/clock.h"
 #include "hwtune/eltwise.h"
 #include "hwtune/isa.h"
 #include "hwtune/op.h"
 #include "hwtune/pool.h"
-
-HWT_API double hwt_now(void); /* monotonic seconds */
 
 /* Counting under callgrind (count_marks.c): 0 when built without valgrind's
  * header (the marks do nothing), 1 with it, 2 with it and running under

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional
 
 from hwtune.check.suite import Figure, Suite, reference_for
+from hwtune.engine.prepare import prepare_run
 from hwtune.errors import HwtuneError, NativeError, UsageError
 from hwtune.measure import stats
 from hwtune.measure.engine import EngineSide
@@ -173,32 +174,21 @@ def _model(fig: Figure, suite: Suite, db, host_key: Optional[str]):
     and the config with its source."""
     from dataclasses import replace
 
-    from hwtune.engine.config import resolve
-    from hwtune.engine.runner import native_engine, op_costs, open_engine
-    from hwtune.tuners import conv_knobs
+    from hwtune.engine.runner import native_engine
     from hwtune.graph import load_model
-    from hwtune.native.threads import allowed_cpus
     native_engine()
     graph = load_model(fig.params["model"], fig.params.get("vars") or None)
-    cpus = allowed_cpus()
-    names = [op.name for op in graph.ops]
     graph_hash = db.put_graph(graph.to_json()) if db is not None else ""
-    res = resolve(db if host_key else None, host_key or "", graph_hash, {}, cpus=cpus,
-                  op_names=names)
-    # The CONVs with their knobs for the config's thread count, on the graph
-    # the layout pass builds for them (as `hwtune run`).
-    cfg, run_graph, _ = conv_knobs.for_run(db if host_key else None, host_key or "", graph,
-                                           res.config, params_threads=res.params_threads)
-    res = replace(res, config=cfg)
-    costs = op_costs(db, host_key, run_graph, cfg)
-    side = EngineSide(open_engine(run_graph, cfg, costs),
+    stored = db if host_key else None
+    run = prepare_run(stored, host_key or "", graph, graph_hash)
+    side = EngineSide(run.open(stored, host_key),
                       runs=int(fig.params.get("iterations_per_sample", 1)))
     try:
         side.warm(max(1, suite.warmup))
     except BaseException:
         side.close()
         raise
-    return _BestOf(side, suite, min, None), res
+    return _BestOf(side, suite, min, None), replace(run.resolved, config=run.config)
 
 
 def runner_for(fig: Figure, pool, suite: Suite, inner: Optional[int], *, db=None,

@@ -12,6 +12,7 @@ from typing import Any, Dict, List, Optional, Sequence
 import numpy as np
 
 from hwtune.compare.peers import PEERS, PeerMissing, Side, Subject
+from hwtune.engine.prepare import prepare_run
 from hwtune.errors import HwtuneError, UsageError
 
 # Outputs agree when max |peer - hwtune| <= TOL x max |peer| on every
@@ -98,21 +99,13 @@ def _hwtune_side(db, host_key, graph, graph_hash, inputs, threads):
     """(Side, config): the engine as `hwtune run` would configure it, the
     stored tuned (or user) config of this graph on this host, else the
     default; threads forces 1 executor x threads."""
-    from hwtune.engine.config import resolve
-    from hwtune.engine.runner import open_engine
-    from hwtune.tuners import conv_knobs
     flags = {} if threads is None else {"executors": 1, "threads": threads}
-    res = resolve(db, host_key, graph_hash, flags, op_names=[op.name for op in graph.ops])
-    # Each CONV's knobs for the threads this side runs at (tuners/conv_knobs.py).
-    cfg, run_graph, knobs = conv_knobs.for_run(db, host_key, graph, res.config,
-                                               params_threads=res.params_threads)
-    source = "; ".join([res.source] + ([knobs.summary()] if knobs.sources else [])
-                       + (["notes: " + " / ".join(knobs.notes)] if knobs.notes else []))
-    eng = open_engine(run_graph, cfg, op_cost=cfg.op_cost or None)
+    run = prepare_run(db, host_key, graph, graph_hash, flags)
+    eng = run.open()
     for name, value in inputs.items():
         eng.set_input(name, value)
-    return Side("hwtune", "hwtune", f"{cfg.describe()} [{source}]", eng.run, eng.outputs,
-                eng.close), cfg
+    return Side("hwtune", "hwtune", f"{run.config.describe()} [{run.describe_source()}]",
+                eng.run, eng.outputs, eng.close), run.config
 
 
 def _fp32_outputs(graph, cfg, inputs) -> Dict[str, np.ndarray]:

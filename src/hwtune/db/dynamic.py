@@ -9,6 +9,8 @@ from typing import Any, Dict, List, Optional
 
 from hwtune import __version__
 from hwtune.db.timestamps import utc_now
+from hwtune.db.values import dumps as _dumps
+from hwtune.db.values import real as _real
 from hwtune.errors import UsageError
 
 DYNAMIC_SOURCES = ("tuned", "user")
@@ -45,7 +47,6 @@ class DynamicStore:
         config_source, op_threads, seconds, median_s, mad_s, samples_per_s,
         groups, rows, check_status (None: not checked), check_rel,
         kernel_variant."""
-        from hwtune.db.store import _dumps, _real
         run = self.run(run_id)
         status = row.get("check_status")
         if status is not None and status not in CHECK_STATUSES:
@@ -102,7 +103,6 @@ class DynamicStore:
                            source: str = "tuned", run_id: Optional[int] = None) -> int:
         """Store the config of (host, model, policy, batch, source),
         replacing the previous one; returns its id."""
-        from hwtune.db.store import _dumps
         if source not in DYNAMIC_SOURCES:
             raise UsageError(f"unknown dynamic config source {source!r}: one of "
                              f"{', '.join(DYNAMIC_SOURCES)}")

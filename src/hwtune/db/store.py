@@ -6,8 +6,6 @@ connections are not shared across threads); any number per process or
 across processes.
 """
 
-import json
-import math
 import os
 import socket
 import sqlite3
@@ -25,6 +23,8 @@ from hwtune.db.dynamic import DynamicStore
 from hwtune.db.liveness import owner_alive
 from hwtune.db.timestamps import parse as parse_time
 from hwtune.db.timestamps import utc_now
+from hwtune.db.values import dumps as _dumps
+from hwtune.db.values import real as _real
 from hwtune.errors import UsageError
 
 # "dynamic": `hwtune run MODEL --inputs FILE` (its figures are dynamic_runs rows)
@@ -35,23 +35,6 @@ MEASUREMENT_STATUSES = ("ok", "noisy", "error", "skipped")
 CONFIG_SOURCES = ("default", "tuned", "user")
 # A trial that did not produce a usable time is kept, with why (schema v4).
 TRIAL_STATUSES = ("ok", "error", "wrong_answer", "timeout", "skipped")
-
-
-def _dumps(value: Any, what: str) -> str:
-    try:
-        return json.dumps(value, sort_keys=True, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise UsageError(f"{what} is not storable as JSON: {exc}") from None
-
-
-def _real(value: Optional[float], what: str) -> Optional[float]:
-    if value is None:
-        return None
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        raise UsageError(f"{what} must be a number, got {value!r}") from None
-    return value if math.isfinite(value) else None
 
 
 class ResultsDB(DynamicStore):
@@ -689,7 +672,7 @@ class ResultsDB(DynamicStore):
                       isa: str) -> Dict[int, dict]:
         """threads -> the tuned row of subject at that thread count (every
         count it was tuned at on this host and ISA): a run at a count never
-        tuned picks the nearest one (hwtune.tuners.conv_knobs)."""
+        tuned picks the nearest one (hwtune.engine.conv_knobs)."""
         rows = self._query(
             "SELECT * FROM tuned_subjects WHERE host_key = ? AND tuner = ? AND subject = ? "
             "AND isa = ? ORDER BY threads", [host_key, tuner, subject, isa])

@@ -243,7 +243,7 @@ class Resolved:
     notice: Optional[str] = None
     # The threads per executor the config's op_params (CONV knobs) were
     # chosen at: the stored config's own count, whatever flags changed
-    # (hwtune.tuners.conv_knobs picks each CONV's knobs for the count run).
+    # (hwtune.engine.conv_knobs picks each CONV's knobs for the count run).
     params_threads: Optional[int] = None
 
 

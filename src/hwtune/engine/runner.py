@@ -7,8 +7,10 @@ from typing import Any, Dict, List, Optional
 
 from hwtune.engine.config import EngineConfig
 from hwtune.db.lifecycle import finishing
-from hwtune.engine.trace import OpEvent
+from hwtune.engine.trace import OpEvent, profiled_runs
 from hwtune.errors import HwtuneError, NativeError, UsageError
+from hwtune.measure.check import CHECK_TOL
+from hwtune.measure.engine import EngineSide
 
 # Above this MAD/median the latency is reported as noisy: ~2x the spread of
 # repeated medians measured on the shared 2-core dev box (as hwtune scan).
@@ -18,12 +20,8 @@ MAX_ITERATIONS = 100_000
 # ~10% of those of 21 on lstm-small on the shared dev box, at a quarter of
 # the time; the trace file shows the last of them.
 PROFILE_RUNS = 5
-# --check passes when max|engine - numpy| <= CHECK_TOL * max|numpy| on every
-# output. Measured worst case 2.1e-6 (pathnet-small; lstm, phased-lstm,
-# resnet18, inception-small all <= 4.4e-7, identical under all three
-# schedulers): 1e-4 leaves ~50x for larger graphs and other ISAs.
-CHECK_TOL = 1e-4
-# ... where the scale of an output is at least this share of the largest
+# --check's tolerance (CHECK_TOL, the measurement layer's output check),
+# where the scale of an output is at least this share of the largest
 # output's: a float32 result carries rounding of ~1.2e-7 (one ulp) of the
 # sums it came from, and a few ulps of the graph's largest values are noise
 # wherever they cancel. The transformer block of benchmarks/unseen_graphs.py
@@ -103,6 +101,24 @@ def open_engine(graph, cfg: EngineConfig, op_cost: Optional[Dict[str, float]] = 
         op_threads=kept(cfg.op_threads), op_cost=kept(op_cost or cfg.op_cost),
         op_priority=kept(cfg.op_priority),
         op_candidates=kept(getattr(cfg, "op_candidates", None)))
+
+
+def reference_outputs(graph, check: str = "peer"):
+    """What every candidate's outputs must match. 'numpy': the numpy
+    reference (hwtune run --check's oracle; 45 s for inception_small and 18 s
+    for lstm_medium on this shared box, too slow for every sweep). 'peer':
+    one sequential 1-thread engine run, so a scheduler that races or skips
+    an op shows as a mismatch while kernel correctness stays the kernels'
+    own tests' job."""
+    if check == "numpy":
+        from hwtune.graph import run_reference  # looked up per call, as check_outputs does
+        return run_reference(graph)
+    e = open_engine(graph, EngineConfig(executors=1, threads=1, scheduler="sequential"))
+    try:
+        e.run()
+        return e.outputs()
+    finally:
+        e.close()
 
 
 def workload_keys(graph) -> List[str]:
@@ -221,7 +237,6 @@ def run_model(db, host_key: str, graph, graph_hash: str, cfg: EngineConfig, *,
     from hwtune.engine.lowered import lowered_doc
     from hwtune.graph.info import graph_info
     from hwtune.measure import FixedSampling, interleave
-    from hwtune.measure.engine import EngineSide, profiled_runs
     from hwtune.measure.stats import mad, median, rel_spread
 
     check_counts(iterations, warmup)

@@ -8,6 +8,7 @@ import os
 from typing import Any, Dict, Iterable, List, Mapping, NamedTuple, Optional, Union
 
 from hwtune.errors import UsageError
+from hwtune.measure.stats import median
 
 PID = 1
 
@@ -102,3 +103,27 @@ def summary(events) -> Dict[str, Any]:
         busy[e.executor] = busy.get(e.executor, 0.0) + (e.end_s - e.start_s)
     return {"ops": len(evs), "makespan_s": span,
             "busy": {ex: (b / span if span > 0 else 0.0) for ex, b in sorted(busy.items())}}
+
+
+def profiled_runs(engine, graph, runs: int, warmup: int = 0) -> list:
+    """`runs` profiled runs of a prepared engine (after `warmup` plain
+    ones): per run, the engine's event of every op that ran, as OpEvents
+    named after graph's ops (the per-op costs Graphi's profiler feeds the
+    critical-path levels, and hwtune run --trace's timeline)."""
+    for _ in range(warmup):
+        engine.run()
+    out = []
+    for _ in range(runs):
+        engine.run(profile=True)
+        out.append([OpEvent(graph.ops[ev.op].name, graph.ops[ev.op].op, ev.executor,
+                            ev.threads, ev.start_s, ev.end_s) for ev in engine.events()])
+    return out
+
+
+def op_medians(runs: list) -> dict:
+    """op name -> median seconds over profiled runs (profiled_runs())."""
+    durations: dict = {}
+    for events in runs:
+        for ev in events:
+            durations.setdefault(ev.op_name, []).append(ev.end_s - ev.start_s)
+    return {name: median(xs) for name, xs in durations.items()}

@@ -201,29 +201,3 @@ def measure_engines(openers: Sequence[Callable[[], object]], policy: SamplingPol
         for s in sides:
             if s is not None:
                 s.close()
-
-
-def profiled_runs(engine, graph, runs: int, warmup: int = 0) -> list:
-    """`runs` profiled runs of a prepared engine (after `warmup` plain
-    ones): per run, the engine's event of every op that ran, as OpEvents
-    named after graph's ops (the per-op costs Graphi's profiler feeds the
-    critical-path levels, and hwtune run --trace's timeline)."""
-    from hwtune.engine.trace import OpEvent
-    for _ in range(warmup):
-        engine.run()
-    out = []
-    for _ in range(runs):
-        engine.run(profile=True)
-        out.append([OpEvent(graph.ops[ev.op].name, graph.ops[ev.op].op, ev.executor,
-                            ev.threads, ev.start_s, ev.end_s) for ev in engine.events()])
-    return out
-
-
-def op_medians(runs: list) -> dict:
-    """op name -> median seconds over profiled runs (profiled_runs())."""
-    from hwtune.measure.stats import median
-    durations: dict = {}
-    for events in runs:
-        for ev in events:
-            durations.setdefault(ev.op_name, []).append(ev.end_s - ev.start_s)
-    return {name: median(xs) for name, xs in durations.items()}

@@ -10,9 +10,11 @@ variance is). `paired_processes` alternates processes of several configs,
 pair by pair, and returns each process' median.
 
 The worker is this module run as a script: it reads a pickled spec (the
-graph as it runs, its engine config and op costs), opens the engine as
-`hwtune run` does, warms it, times `samples` runs and prints their seconds
-as JSON. Nothing else in the worker is timed.
+graph as it runs, its engine config and op costs, and the caller's
+open_engine, pickled by reference: the engine layer's, so that this layer
+below it imports none of it), opens the engine as `hwtune run` does, warms
+it, times `samples` runs and prints their seconds as JSON. Nothing else in
+the worker is timed.
 """
 
 from __future__ import annotations
@@ -39,12 +41,13 @@ def worker_cost(open_s: float, run_s: float, warmup: int, samples: int) -> float
     return START_S + open_s + (warmup + samples) * run_s
 
 
-def _spec_file(graph, config, op_cost, warmup: int, samples: int, tmp: str) -> str:
+def _spec_file(graph, config, op_cost, open_engine, warmup: int, samples: int,
+               tmp: str) -> str:
     path = os.path.join(tmp, f"spec-{id(config)}.pkl")
     try:
         with open(path, "wb") as f:
             pickle.dump({"graph": graph, "config": config, "op_cost": op_cost or None,
-                         "warmup": warmup, "samples": samples}, f)
+                         "open_engine": open_engine, "warmup": warmup, "samples": samples}, f)
     except (pickle.PicklingError, TypeError, AttributeError) as exc:
         raise HwtuneError(f"the graph cannot be handed to a measuring process: {exc}") from None
     return path
@@ -59,13 +62,16 @@ def _run_worker(spec: str) -> List[float]:
     return list(json.loads(proc.stdout)["samples"])
 
 
-def paired_processes(sides: Sequence[tuple], pairs: int, *, warmup: int, samples: int,
+def paired_processes(sides: Sequence[tuple], pairs: int, *, open_engine: Callable,
+                     warmup: int, samples: int,
                      deadline: Optional[float] = None, min_pairs: int = 1,
                      on_pair: Optional[Callable[[int, int], None]] = None
                      ) -> List[List[float]]:
     """Per side, the median seconds of each of its processes.
 
-    sides: (graph, EngineConfig, op_cost) per config. A pair is one process
+    sides: (graph, EngineConfig, op_cost) per config; open_engine(graph,
+    config, op_cost): the engine of one (a module-level function: it is
+    pickled by reference into the worker). A pair is one process
     of every side, their order rotated pair by pair, so a load burst hits
     all sides alike. Stops after `pairs`, or at the deadline once
     `min_pairs` are in (no pair is started that the last one's length says
@@ -73,7 +79,8 @@ def paired_processes(sides: Sequence[tuple], pairs: int, *, warmup: int, samples
     from hwtune.measure.stats import median
     out: List[List[float]] = [[] for _ in sides]
     with tempfile.TemporaryDirectory(prefix="hwtune-proc-") as tmp:
-        specs = [_spec_file(g, c, oc, warmup, samples, tmp) for g, c, oc in sides]
+        specs = [_spec_file(g, c, oc, open_engine, warmup, samples, tmp)
+                 for g, c, oc in sides]
         took = 0.0
         for p in range(pairs):
             if p >= min_pairs and deadline is not None and \
@@ -91,11 +98,9 @@ def paired_processes(sides: Sequence[tuple], pairs: int, *, warmup: int, samples
 
 
 def _worker(spec_path: str) -> Dict[str, Any]:
-    from hwtune.engine.runner import open_engine
-
     with open(spec_path, "rb") as f:
         spec = pickle.load(f)
-    engine = open_engine(spec["graph"], spec["config"], spec["op_cost"])
+    engine = spec["open_engine"](spec["graph"], spec["config"], spec["op_cost"])
     try:
         for _ in range(spec["warmup"]):
             engine.run()

@@ -56,7 +56,7 @@ def aligned_copy(values, align: int = 64) -> np.ndarray:
     only 16-byte aligned, and an LSTM whose 64 KiB recurrent weights sat 16
     or 48 bytes off a line ran 138-148 us against 116 us aligned, every
     AVX-512 load of them split over two lines (deepcpu_lstm_i64_h64, one
-    thread, ten engines; AMD EPYC Zen 4, avx512; /tmp/s30/inst3.py)."""
+    thread, ten engines; AMD EPYC Zen 4, avx512)."""
     arr = np.asarray(values, dtype=np.float32)
     if arr.flags.c_contiguous and arr.ctypes.data % align == 0:
         return arr

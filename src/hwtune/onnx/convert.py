@@ -20,11 +20,7 @@ import numpy as np
 
 from hwtune.graph import ops as oplib
 from hwtune.graph.naming import fresh_name
-from hwtune.onnx.errors import OnnxImportError
-
-
-class Unsupported(Exception):
-    """Raised by a rule: the node uses a case hwtune cannot import yet."""
+from hwtune.onnx.errors import OnnxImportError, Unsupported
 
 
 def attributes(node) -> Dict[str, Any]:

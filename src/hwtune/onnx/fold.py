@@ -14,7 +14,7 @@ import functools
 
 import numpy as np
 
-from hwtune.onnx.convert import Unsupported
+from hwtune.onnx.errors import Unsupported
 
 
 def np_dtype(onnx_type: int):

@@ -20,7 +20,7 @@ from typing import Dict, Optional, Tuple
 
 import numpy as np
 
-from hwtune.onnx.convert import Unsupported
+from hwtune.onnx.errors import Unsupported
 
 EXACT = 2 ** 24          # float32 holds every integer up to this magnitude
 # The range of an int input that indexes no table: masks and flags, 0 or 1.

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hwtune.onnx.convert import Unsupported
+from hwtune.onnx.errors import Unsupported
 
 # attribute -> the value H takes
 _H_VALUE = {"kernel_shape": 1, "strides": 1, "dilations": 1, "output_padding": 0}

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from hwtune.onnx import fold as F
-from hwtune.onnx.convert import Unsupported
+from hwtune.onnx.errors import Unsupported
 
 
 def _affine_channels(cx, y, shape, scale, bias, what):

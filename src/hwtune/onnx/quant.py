@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from hwtune.onnx.convert import Unsupported
+from hwtune.onnx.errors import Unsupported
+from hwtune.onnx.windows import pad_attrs, pads2d, pair_attr
 
 
 class _State:
@@ -206,16 +207,13 @@ def _qdq_bias(cx, i, a_scale, w_scale, n):
 
 
 def _emit_qconv(cx, attrs, x, qi, ws, wz, bias, at, x_shape, w_shape):
-    # Conv's window attributes are read by rules.py's helpers, the same as
-    # for a float Conv. rules.py imports this module for its RULES block, so
-    # the import is deferred to the call (both are loaded by then).
-    from hwtune.onnx import rules as R
-    strides = R._pair_attr(attrs, "strides", [1, 1])
-    dilations = R._pair_attr(attrs, "dilations", [1, 1])
+    # Conv's window attributes, read as for a float Conv (onnx/windows.py).
+    strides = pair_attr(attrs, "strides", [1, 1])
+    dilations = pair_attr(attrs, "dilations", [1, 1])
     if len(x_shape) != 4:
         raise Unsupported(f"{len(x_shape) - 2}-D convolution: qconv2d is 2-D (NCHW)")
-    pads = R._pads2d(attrs, x_shape[2:], w_shape[2:], strides, dilations)
-    at = {**at, "stride": strides, **R._pad_attrs(pads), "groups": int(attrs.get("group", 1))}
+    pads = pads2d(attrs, x_shape[2:], w_shape[2:], strides, dilations)
+    at = {**at, "stride": strides, **pad_attrs(pads), "groups": int(attrs.get("group", 1))}
     if dilations != [1, 1]:
         at["dilation"] = dilations
     ins = [x, cx.param(f"{cx.node.input[1]}:s8", qi.astype(np.float32)), ws, wz]

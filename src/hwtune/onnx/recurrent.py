@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hwtune.onnx.convert import Unsupported
+from hwtune.onnx.errors import Unsupported
 
 # The engine's ops take at most 64 inputs: longer concats go in rounds.
 _MAX_INPUTS = 64

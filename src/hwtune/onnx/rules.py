@@ -19,8 +19,11 @@ import numpy as np
 from hwtune.onnx import fold as F
 from hwtune.onnx import norms, recurrent
 from hwtune.onnx import quant as Q
-from hwtune.onnx.convert import Unsupported
+from hwtune.onnx.errors import Unsupported
 from hwtune.onnx.lift1d import lift_1d
+from hwtune.onnx.windows import pad_attrs as _pad_attrs
+from hwtune.onnx.windows import pads2d as _pads2d
+from hwtune.onnx.windows import pair_attr as _pair_attr
 
 
 class Rule(NamedTuple):
@@ -29,44 +32,6 @@ class Rule(NamedTuple):
 
 
 # -- helpers -----------------------------------------------------------------
-
-def _pads2d(attrs, spatial, kernel, strides, dilations=(1, 1)):
-    """[top, left, bottom, right] of a 2-D window op (ONNX's pads order),
-    auto_pad resolved against the dilated kernel's extent."""
-    auto = attrs.get("auto_pad", "NOTSET")
-    if auto in ("NOTSET", ""):
-        pads = list(attrs.get("pads", [0, 0, 0, 0]))
-    elif auto == "VALID":
-        pads = [0, 0, 0, 0]
-    else:  # SAME_UPPER / SAME_LOWER: output = ceil(input / stride)
-        pads = [0, 0, 0, 0]
-        for i in range(2):
-            out = -(-spatial[i] // strides[i])
-            extent = (kernel[i] - 1) * dilations[i] + 1
-            total = max((out - 1) * strides[i] + extent - spatial[i], 0)
-            small = total // 2
-            pads[i], pads[i + 2] = ((small, total - small) if auto == "SAME_UPPER"
-                                    else (total - small, small))
-    if len(pads) != 4 or any(int(p) < 0 for p in pads):
-        raise Unsupported(f"pads {list(pads)} (2-D ops take 4 non-negative pads)")
-    return [int(p) for p in pads]
-
-
-def _pad_attrs(pads):
-    """model.json padding attributes of ONNX pads [top, left, bottom, right]:
-    padding_end only when the padding is asymmetric."""
-    out = {"padding": pads[:2]}
-    if pads[2:] != pads[:2]:
-        out["padding_end"] = pads[2:]
-    return out
-
-
-def _pair_attr(attrs, key, default):
-    v = [int(d) for d in attrs.get(key, default)]
-    if len(v) != 2:
-        raise Unsupported(f"{key} {v} (2-D ops take two)")
-    return v
-
 
 def _check_2d(cx, what):
     shape = cx.shape(0)

@@ -14,7 +14,7 @@ Why: on this shared 2-vCPU VM the 2-thread speed of the same kernel
 switches between states that last seconds to minutes. A GEMM
 [64,256]x[512] took 226-236 us on 2 threads in one stretch and 352-385 us
 in another against 450-500 us on one (25 probes over ~8 minutes, AMD EPYC
-Zen 1, AVX2, nothing else running; /tmp/s27/drift.py), and lstm_small's
+Zen 1, AVX2, nothing else running), and lstm_small's
 1x2 runs followed it (24-25 ms vs 31-36 ms, 1x1 44 ms). The scan's figures
 are its fastest samples of one moment (machine._least_disturbed), so the
 predictions matched the fast state while the validation's medians mixed
@@ -30,7 +30,7 @@ nearest twelve) only added their noise. deepcpu_lstm_i1024_h1024's four
 1x2 rows, one team's work each, were predicted at 31.0, 44.6, 36.6 and
 34.7 ms and measured 22.9-27.6 ms; from all probes, two validations in
 alternation with it gave worst rows of 39.1% and 28.1% over five models
-against 63.5% and 35.1% (AMD EPYC Zen 4, avx512; /tmp/s31/rp.sh)."""
+against 63.5% and 35.1% (AMD EPYC Zen 4, avx512)."""
 
 from __future__ import annotations
 
@@ -54,15 +54,15 @@ from hwtune.planner.machine import HostFigures
 # core idle before it runs its first milliseconds slow. On a 2-vCPU AMD
 # EPYC Zen 3 (avx2) 2-thread calls of [64,512]x[512,512] after 0.2 s of
 # work on one core took 665, 620, 402, 385, 347 ... 240 us, steady from the
-# 9th (/tmp/s36/ramp.py); one untimed call and one timed gave
+# 9th; one untimed call and one timed gave
 # [64,512]x[512,2048] 1.24-1.60x on two threads where its steady calls ran
-# 1.70-2.04x (/tmp/s36/gprobe2.py), and every 1x2 row of seven models was
+# 1.70-2.04x, and every 1x2 row of seven models was
 # predicted 12-28% slow, where the stored scan's steady figures predicted
-# them within 10% (validation of 2026-12-05, /tmp/s36/full.log). With a 5 ms
+# them within 10% (validation of 2026-12-05). With a 5 ms
 # ramp and 2 ms of warm-up the probes gave 1.65x and 1.81x against 1.91x and
-# 1.85x steady (/tmp/s36/gprobe3.py). A whole probe of a quick scan (its
+# 1.85x steady. A whole probe of a quick scan (its
 # triads, fork-joins and transfers too) then takes ~0.54 s here, against
-# ~0.38 s with one untimed call and one timed (/tmp/s36/ptime2.py).
+# ~0.38 s with one untimed call and one timed.
 PROBE_CALLS = 3
 PROBE_WARMUP = 3
 PROBE_WARM_S = 0.002
@@ -81,7 +81,7 @@ TRIAD_S = 0.02
 # Counted from the last probe's end: counted from its start, a probe that
 # takes longer than the gap (0.54 s, PROBE_CALLS) came before every chunk,
 # and deepcpu_lstm_i64_h64's validation ran 12 minutes without finishing
-# (2026-12-05, /tmp/s36/full2.log).
+# (2026-12-05).
 MIN_GAP_S = 0.5
 
 
@@ -114,7 +114,7 @@ PROFILE_MAX_RUNS = 50
 # of its 16 MiB recurrent-weight stream is drawn once per engine, and its
 # every row was predicted 38-56% slow (AMD EPYC Zen 4, avx512, quiet; the
 # validation of 2026-11-28, 19:04). 20 engines opened one after another ran
-# 25.5-32 ms (/tmp/s30/inst4.py).
+# 25.5-32 ms.
 PROFILE_WARM_S = 0.02
 # ... but once one probe's profile took PROFILE_LONG_S or more, a probe
 # profiles only while the profiles so far took at most PROFILE_SHARE of the
@@ -142,7 +142,7 @@ class BesideProbes:
     xfer: Dict[int, List[float]] = field(default_factory=dict)  # bytes -> remote - local s
     triad: Dict[tuple, List[float]] = field(default_factory=dict)  # (where, t, n) -> GB/s
     # The graph whose 1-thread profile is taken again (None: not taken);
-    # profiled: per profiled run, its ops' events (measure.engine.profiled_runs).
+    # profiled: per profiled run, its ops' events (engine.trace.profiled_runs).
     graph: object = None
     profiled: List[list] = field(default_factory=list)
     probes: int = 0

@@ -49,7 +49,7 @@ PROFILE_RUNS = 5
 # 0.965 ms a run against 0.640-0.656 ms measured in the same validation
 # (+47-51% on every 1x1 row); after 0.2 s of plain runs, 30 profiled runs
 # summed to 0.647-0.652 ms in three rounds, plain runs 0.649-0.656 ms (AMD
-# EPYC Zen 1, AVX2, load ~1; /tmp/s26/prof_over.py).
+# EPYC Zen 1, AVX2, load ~1).
 PROFILE_WARMUP_S = 0.2
 PROFILE_SPAN_S = 0.1
 PROFILE_MAX_RUNS = 100
@@ -59,7 +59,7 @@ PROFILE_MAX_RUNS = 100
 # deepcpu_lstm_i64_h1024, each on one engine, summed to 39.8 and 40.3 ms a
 # run while the validation's 55 engines ran 26-29 ms in 52 of their 55
 # chunks of samples, and 20 engines opened one after another ran 25.5-32 ms
-# (AMD EPYC Zen 4, avx512, quiet; /tmp/s30/inst4.py): a 16 MiB weight
+# (AMD EPYC Zen 4, avx512, quiet): a 16 MiB weight
 # stream from the shared L3, whose share an engine's pages get varies.
 PROFILE_ENGINES = 3
 # Calibration graphs: adds of 64 floats (~40 ns each here), long enough
@@ -110,7 +110,7 @@ XFER_GAP_S = 0.3
 # waiter ran again 13.7-15.5 us after the post for sleeps of 5-200 us
 # (medians of 41; 9.5 us after 1 us, 35 us after 2 ms, the host's idle
 # states deepening), against 0.1 us for one still polling (AMD EPYC Zen 4,
-# 2 vCPUs under KVM; /tmp/s30/wake.c). 100 us is the idle stretch of a
+# 2 vCPUs under KVM). 100 us is the idle stretch of a
 # second executor beside a sub-millisecond chain (deepcpu_lstm_i64_h64).
 WAKE_GAP_S = 100e-6
 WAKE_REPS = 41
@@ -257,8 +257,8 @@ def profile_1t(graph, runs: int = PROFILE_RUNS, progress=None) -> Dict[str, floa
 # order (each module's conv, relu and pool one after another) and to
 # 20.8-21.4 ms in the shared queue's, critical-path's and corun's (each
 # level's convs, then their relus: a relu's input has left the L2 by then),
-# its relus 1.57 ms against 2.80-3.74 (AMD EPYC Zen 4, avx512;
-# /tmp/s32/order2.py), and every such row was predicted 16-27% fast from the
+# its relus 1.57 ms against 2.80-3.74 (AMD EPYC Zen 4, avx512),
+# and every such row was predicted 16-27% fast from the
 # sequential profile. So each scheduler that does not run the plan's order
 # is profiled on one thread too, interleaved with the sequential order on
 # fresh engines, and its ops' times are that order's over the sequential
@@ -272,7 +272,7 @@ def profile_1t(graph, runs: int = PROFILE_RUNS, progress=None) -> Dict[str, floa
 # disturbance only adds time). This VM's speed
 # flips for stretches of seconds: phased_lstm_small's four orders all ran
 # 42-46 ms a run for five rounds, then 28-31 ms for four (2-vCPU AMD EPYC
-# Zen 3, avx2; /tmp/s35/orderpos.py). The rule before this one, each
+# Zen 3, avx2). The rule before this one, each
 # order's least per-engine medians over three engines taken apart, set one
 # order's fast stretch against another's slow one: it gave resnet18's three
 # other orders 0.87-0.90x and phased_lstm_small's critical-path 0.81x, and
@@ -289,7 +289,7 @@ ORDER_AGREE = 4
 # ORDER_Z standard errors of a median of the rounds' log ratios (1.2533 x
 # 1.4826 x their median absolute deviation / sqrt(rounds)). Where a model's
 # speed is drawn per engine, the side test alone let chance through: in 9
-# rotated rounds (2-vCPU AMD EPYC Zen 3, avx2; /tmp/s38/orounds.py)
+# rotated rounds (2-vCPU AMD EPYC Zen 3, avx2)
 # deepcpu_lstm_i64_h1024's shared-queue ratios ran 0.82-1.10, median 0.945,
 # and an earlier validation's profile gave it 1.10 where every 1x1 row
 # measured within 3% of the sequential one (its shared-queue 1x1 was then
@@ -304,7 +304,7 @@ ORDER_Z = 2.0
 # each engine's median run, one of two profiles gave its three orders no
 # factor (rounds that disagreed) where the runs show +10-15%; with 0.1 s and
 # the fastest run, three profiles of three gave shared-queue 1.15-1.42 and
-# critical-path 1.11-1.12 (corun 1.00-1.18; /tmp/s35/oscale.py, same host).
+# critical-path 1.11-1.12 (corun 1.00-1.18, same host).
 ORDER_SPAN_S = 0.1
 
 
@@ -354,7 +354,7 @@ def order_factors(seq: List[list], other: List[list], op_names: List[str],
     `agree` rounds put the order on the same side or the run factor is
     within the rounds' spread (ORDER_Z: the order does not show), and for
     an op a round lacks in either order."""
-    from hwtune.measure.engine import op_medians
+    from hwtune.engine.trace import op_medians
     ones = np.ones(len(op_names))
     pairs = [(s, o) for s, o in zip(seq, other) if s and o]
     totals = [(_run_total(s), _run_total(o)) for s, o in pairs]
@@ -406,7 +406,7 @@ def fresh_engine_profile(graph, *, warm_s: float, warm_runs: int, runs: int, spa
     runs for warm_s (at least warm_runs), then `runs` profiled runs and
     more while they span less than span_s (at most max_runs)."""
     from hwtune.measure import clock
-    from hwtune.measure.engine import profiled_runs
+    from hwtune.engine.trace import profiled_runs
     from hwtune.native.engine import NativeEngine
     engine = NativeEngine(graph, executors=1, threads=1, scheduler=scheduler, pin=True,
                           op_cost=op_cost)
@@ -668,7 +668,8 @@ def engine_overheads(schedulers, progress=None, reps: int = CALIBRATION_REPS,
     master parked on the shared queue's condition: without it, a run's
     own cost would hold the wake-up the predictions charge again)."""
     from hwtune.measure import FixedSampling, interleave
-    from hwtune.measure.engine import EngineSide, op_medians, profiled_runs
+    from hwtune.engine.trace import op_medians, profiled_runs
+    from hwtune.measure.engine import EngineSide
     from hwtune.native.engine import NativeEngine
     from hwtune.native.threads import allowed_cpus
     two = len(allowed_cpus()) >= 2

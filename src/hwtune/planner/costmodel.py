@@ -27,7 +27,7 @@ only, a fit had no part to act on, and a GEMV of 1-2 MiB in the L3 (16-40
 us) came out at its bytes over the 2-thread bandwidth, 1.6-1.9x faster,
 where the scan's [1,256]x[256,1024] ran 1.1x faster and deepcpu_lstm_i256_
 h256's 1x2 1.16x its 1x1: those rows were predicted 29-31% fast (2-vCPU AMD
-EPYC Zen 3, avx2; /tmp/s38). Other ops keep their traffic out of it: on
+EPYC Zen 3, avx2). Other ops keep their traffic out of it: on
 every op type the share would hold, the scan's ReLU of 32768 floats (2.8
 us) fitted 0.175, a fixed per-call cost a fraction cannot describe, and
 Graphi's PathNet, whose ReLUs of megabytes took it to 64 cores, came out
@@ -76,7 +76,7 @@ ELTWISE_FAMILY = "element-wise (pooled)"
 # MiB) ran 0.9-1.1x faster on two threads of one team and [1,1024]x[1024,
 # 4096] (16 MiB) 1.5-2.0x; with one fit from the 1 MiB shape (serial fraction
 # 1.0), the 1x2 runs of deepcpu_lstm_i64_h1024 (1.9x its 1x1) were predicted
-# 36-71% slow (/tmp/s34/v19b.log).
+# 36-71% slow.
 _MIB = float(1 << 20)
 
 
@@ -114,11 +114,11 @@ def gemv_fit_bytes(key: str) -> Optional[float]:
 # (log scale), unless op profiles fitted the GEMM itself: the 2-thread cost
 # of the GEMM kernel is not a fixed share of its work. On a 2-vCPU AMD EPYC
 # Zen 3 (avx2) [64,512]x[512,512] ran 1.47-1.51x faster on two threads and
-# [64,512]x[512,2048] 1.87x, [512,512]x[512,512] 1.94x (/tmp/s36/gshape.py:
-# a near-constant 60-130 us a call that the small shape's 390 us cannot
+# [64,512]x[512,2048] 1.87x, [512,512]x[512,512] 1.94x (a
+# near-constant 60-130 us a call that the small shape's 390 us cannot
 # hide); with the one fit of the small shape, lstm_medium's 1x2 runs (its
 # matmuls [64,512]x[512,2048]) were predicted 27-44% slow and resnet18's and
-# pathnet_large's (CONVs of 0.1-0.5 GFLOP) 3-19% slow (/tmp/s35/full.log).
+# pathnet_large's (CONVs of 0.1-0.5 GFLOP) 3-19% slow.
 _MFLOP = 1e6
 
 
@@ -180,7 +180,7 @@ class Point:
 # than on one (relu_grad, with the pooled element-wise fit, 32x) and were 38%
 # of its training step's S64 time; Graphi's Figure 6 speedup over S64 came
 # out 2.95x, 2.24x with the family's fit (paper: 1.2-2.1x; 2-vCPU AMD EPYC
-# Zen 3, avx2; /tmp/s37/gtype.py, grelu.py). 2% is the run-to-run spread of
+# Zen 3, avx2). 2% is the run-to-run spread of
 # the scan's 2-thread rows here.
 EDGE_MISS = 0.02
 
@@ -217,7 +217,7 @@ def levels(m: Machine, nbytes, t1=None, dram_1t: Optional[float] = None) -> np.n
     of them. deepcpu_lstm_i1024_h1024's recurrent GEMV reads 33.6 MB (32
     MiB L3) in ~450 us on one thread, 75 GB/s against the out-of-cache
     triad's 26-50, and ran 2x faster on two threads where the triad ran
-    1.4-2.2x (AMD EPYC Zen 4; /tmp/s32/l3b.py: the triad falls from 93
+    1.4-2.2x (AMD EPYC Zen 4: the triad falls from 93
     GB/s at 8 MiB to 26-40 from 32 MiB on)."""
     nb = np.asarray(nbytes, dtype=np.float64)
     lvl = np.where(nb <= m.l2_bytes, L2, np.where(nb <= m.llc_bytes, L3, DRAM))

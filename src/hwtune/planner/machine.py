@@ -60,13 +60,12 @@ class Machine:
     # [n]: GB/s of the in-L2 triad with n busy cores (n = 0..), where measured
     # (this host's scan); empty: n times l2_gbs_core. On this 2-vCPU VM the
     # 2-thread in-L2 triad ran 1.74x the 1-thread one in one state and
-    # 1.23-1.40x in another (/tmp/s27/l3.py), not the 2x of private L2s.
+    # 1.23-1.40x in another, not the 2x of private L2s.
     l2_gbs: Tuple[float, ...] = ()
     # [n]: GB/s of the triad over a quarter of the last-level cache with n
     # busy cores (this host's scan, where it measured one); empty: the in-L2
     # rate. On this host (AMD EPYC Zen 4, 1 MiB L2, 32 MiB L3) the L3 triad
-    # ran 93 GB/s on one thread against 109 in L2, and 172-182 on two
-    # (/tmp/s32/l3.py).
+    # ran 93 GB/s on one thread against 109 in L2, and 172-182 on two.
     l3_gbs: Tuple[float, ...] = ()
     # [n]: GB/s of one read stream the last-level cache serves with n busy
     # cores (a GEMV's weights, read once per call, nothing written back):
@@ -77,7 +76,7 @@ class Machine:
     # MiB) 2.0x and deepcpu_lstm_i64_h1024's 1x2 over its 1x1 1.86x in one
     # validation; 1.45x, 1.69x and 1.77x in another; in the stored scan
     # they were 2.0x and 1.30x (2-vCPU AMD EPYC Zen 3, avx2; probes beside
-    # the validations of 2026-12-05, /tmp/s38). Charged at the triad's
+    # the validations of 2026-12-05). Charged at the triad's
     # rate, those 1x2 rows were predicted 24-49% slow.
     l3_read_gbs: Tuple[float, ...] = ()
 

@@ -75,8 +75,8 @@ SCAN_GEMM_TYPES = ("matmul",)
 # checked by a test): up to this many rows of A stream B once, unpacked.
 # Its own fit, because it scales unlike the blocked path: on this 2-vCPU
 # AMD EPYC (Zen 1, avx2) [1,256]x[256,1024] ran 1.11-1.53x faster on 2
-# threads while [64,512]x[512,512] ran 1.76-2.2x (/tmp/s28gemv.py,
-# /tmp/s27/l3.py), and predicting batch-1 LSTM steps with the GEMM's fit
+# threads while [64,512]x[512,512] ran 1.76-2.2x, and
+# predicting batch-1 LSTM steps with the GEMM's fit
 # left deepcpu_lstm_i64_h256's 1x2 28-40% slower than predicted.
 GEMV_MAX_M = 6
 GEMV_FAMILY = "matmul (gemv)"

@@ -42,7 +42,7 @@ ROUNDS = 5
 # one sample each: the state of this VM's second vCPU flips for stretches of
 # ~2 s (lstm_small's 1x2 ran 10.6-14 ms instead of 7.3 for 19 chunks in a
 # row on engines opened one after another, nothing else in the process or
-# on the machine; /tmp/s32/bimodal.py), a short model's chunk of three
+# on the machine), a short model's chunk of three
 # samples lies inside one stretch, and a median over five chunks landed in
 # the slow state when three of them did: lstm_small's critical-path 1x2
 # measured 13.9 ms (samples 12.7-16.1 in three chunks, 7.3-7.6 in two) and
@@ -63,7 +63,7 @@ REWARM = 1
 # pages, an idle core's ramp), while the 1-thread profiles and the probes
 # beside the samples are taken warm. Per-run medians by time since the
 # engine opened (one untimed run first; 2-vCPU AMD EPYC Zen 3, avx2, 8
-# engines per config; /tmp/s37/warmcurve2.py): deepcpu_lstm_i64_h64's
+# engines per config): deepcpu_lstm_i64_h64's
 # sequential 1x1 0.215 ms in the first 1 ms, 0.179 to 2 ms, 0.147 after
 # 5 ms; shared-queue 2x1 0.287, 0.252, 0.205, then 0.177-0.185 after 10
 # ms; deepcpu_lstm_i256_h64's 1x1 0.333 ms in the first 2 ms against
@@ -227,7 +227,7 @@ def paired_ratios(rows: Sequence[Row]) -> None:
     apart, where the 2-vCPU VM's state lasts seconds to minutes, so the
     ratio cancels the state that a median over the whole validation mixes
     in. 40 rounds of 8 fresh engines, deepcpu_lstm_i64_h64 (2-vCPU AMD EPYC
-    Zen 3, avx2, /tmp/s39/pair2.py): the sequential 1x2 ran 0.160-0.256 ms
+    Zen 3, avx2): the sequential 1x2 ran 0.160-0.256 ms
     between its quartiles and the critical-path 1x2 0.164-0.188 ms, while
     their ratios to the 1x1 of the same round stayed within 1.05-1.49 and
     1.04-1.16; the simulated ratios were 1.32 and 0.90. The error the goal

@@ -22,11 +22,11 @@ from hwtune.errors import UsageError
 # 1024-hidden step's [1,1024]x[1024,4096] (16 MiB of weights, DeepCPU's
 # large case), which scales unlike the 1 MiB one: on a 2-vCPU AMD EPYC Zen 3
 # (avx2) the 1 MiB GEMV ran 0.9-1.1x on two threads of one team and the 16
-# MiB one 1.5-2.0x (/tmp/s34/gco.py, /tmp/s34/gsize.py; the 1024-hidden
+# MiB one 1.5-2.0x (the 1024-hidden
 # LSTMs' 1x2 runs 1.9x); and the same LSTM's fused four-gate step
 # [64,512]x[512,2048], four times the first's work, which scales unlike it:
 # 1.87x on two threads where the first ran 1.47-1.51x (2-vCPU AMD EPYC Zen
-# 3, avx2; /tmp/s36/gshape.py), so the plan fits each GEMM shape on its own
+# 3, avx2), so the plan fits each GEMM shape on its own
 # (planner/costmodel.gemm_fit_key). The co-running steps use the first shape.
 DEFAULT_GEMM = ((64, 512, 512), (1, 256, 1024), (1, 1024, 4096), (64, 512, 2048))
 DEFAULT_ELTWISE_SIZE = 32768
@@ -305,7 +305,7 @@ def l3_triad_n(l2_bytes: int, l3_bytes: int, threads: int) -> Optional[int]:
     quarter of the L3 (well inside it, whatever part of it a VM's
     neighbours hold), and only when each thread's share is at least twice
     its L2. On a 32 MiB L3 (AMD EPYC Zen 4) the triad held 93 GB/s on one
-    thread at 8 MiB, 66-80 at 16 and 26-40 from 32 on (/tmp/s32/l3b.py)."""
+    thread at 8 MiB, 66-80 at 16 and 26-40 from 32 on."""
     total = l3_bytes // 4
     if l3_bytes <= 0 or total < 2 * l2_bytes * max(1, threads):
         return None

@@ -1,10 +1,10 @@
 """Reverse-mode differentiation of model.json graphs: training steps."""
 
 from hwtune.graph.autodiff.build import (BATCH_NORM_MODES, DEFAULTS, LOSSES, LOSS_NAME,
-                                         OPTIMIZERS, TrainSpec, trainable_params,
-                                         training_graph)
+                                         OPTIMIZERS, TrainSpec, is_training_graph,
+                                         trainable_params, training_graph)
 from hwtune.graph.autodiff.rules import RULES
 
 __all__ = ["BATCH_NORM_MODES", "DEFAULTS", "LOSSES", "LOSS_NAME", "OPTIMIZERS", "RULES",
-           "TrainSpec",
+           "TrainSpec", "is_training_graph",
            "trainable_params", "training_graph"]

@@ -407,3 +407,10 @@ def training_graph(graph: Graph, spec: Optional[TrainSpec] = None) -> Graph:
     from hwtune.graph.validate import validate_graph
     validate_graph(train)
     return train
+
+
+def is_training_graph(graph) -> bool:
+    """Whether graph is a training step (training_graph's): it holds an
+    optimizer update or a fused loss."""
+    return any(op.op in ("sgd_update", "adam_update", "softmax_cross_entropy", "mse_loss")
+               for op in graph.ops)

@@ -27,31 +27,10 @@ from hwtune.graph.ops.train import grad_data_im2col_knobs, grad_data_knobs, grad
 from hwtune.graph.passes.layout_rules import (conv_blocks, layout_name, op_layout,
                                               weight_layout_name)
 # The template knobs, as the C template declares them (hwt_conv_params).
+from hwtune.graph.passes.rewrite import ensure_validated, op_like, with_ops
 from hwtune.native.conv import KNOBS
 
 _PARAM_KEYS = ("layout",) + KNOBS
-
-
-def ensure_validated(graph: Graph) -> Graph:
-    """The graph, validated in place if it was not yet (shapes and order)."""
-    if graph.ops and not graph.order:
-        from hwtune.graph.validate import validate_graph
-        validate_graph(graph)
-    return graph
-
-
-def op_like(name, kind, inputs, outputs, attrs, like: Optional[Op] = None) -> Op:
-    """A new op, placed in the model file where `like` is (loc, origin)."""
-    return Op(name, kind, list(inputs), list(outputs), dict(attrs),
-              like.loc if like else "", like.origin if like else None)
-
-
-def with_ops(graph: Graph, ops: List[Op]) -> Graph:
-    """graph's inputs, params, outputs and metadata around other ops (not
-    validated)."""
-    return Graph(name=graph.name, inputs=list(graph.inputs), params=list(graph.params),
-                 ops=ops, outputs=list(graph.outputs), seed=graph.seed,
-                 description=graph.description, vars=dict(graph.vars), source=graph.source)
 
 
 def _is_int(v) -> bool:

@@ -26,7 +26,7 @@ from typing import Dict, List, Optional
 
 from hwtune.graph.model import Graph, Op
 from hwtune.graph.naming import fresh_name
-from hwtune.graph.passes.layout import ensure_validated, op_like, with_ops
+from hwtune.graph.passes.rewrite import ensure_validated, op_like, with_ops
 from hwtune.graph.passes.layout_rules import (_layout_class, layout_name, plain_layout_of,
                                               weight_layout_name)
 

@@ -17,7 +17,7 @@ own thread count. A run at T threads per executor takes, for each conv2d op:
 6. else the template's default (the op stays as the model has it).
 
 In cases 2 and 3 at T itself, a 1x1 CONV whose NCHW GEMM kernel
-(tuners/conv_nchw.py) measured faster at T than those knobs runs that
+(hwtune.tuners.conv_nchw) measured faster at T than those knobs runs that
 kernel instead ("gemm@Tt"): the GEMM has no knobs for the search to store.
 So does a training step's CONV (per-run weights) whose untuned plan
 measured faster than its knobs ("untuned@Tt"): its per-run rules (Winograd
@@ -33,12 +33,12 @@ mix of sources gives a valid graph.
 
 A training step's stride-1 conv2d_grad_data ops run as forward CONVs of
 dy (engine/ops/grad_conv.c) and take the same template knobs: their
-workload is that forward CONV's (conv_local.conv_workload), chosen here by
+workload is that forward CONV's (workloads.conv_workload), chosen here by
 the same rules and reported with the same sources.
 
 Weight gradients (conv2d_grad_weight) and the other data gradients (im2col)
 take knobs of their own, tuned per workload and thread count by
-tuners/conv_grad.py, chosen by the same rules (conv_grad.choose).
+hwtune.tuners.conv_grad, chosen by the same rules (choose_grad).
 
 Knob names are never listed here: the space is the template's declaration
 (hwt_conv_knobs through ConvWorkload.knobs) and the layout pass's KNOBS.
@@ -51,7 +51,15 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
+from hwtune.engine.effective import StaleConfig, effective_graph
+from hwtune.engine.knob_space import Params, Space, key_of
+from hwtune.engine.workloads import (CONFIRM_SEARCH, CONV_TUNER, NCHW_TUNER, conv_workload,
+                                     grad_workload, has_own_knobs, nchw_kernel, tuned_op)
 from hwtune.errors import UsageError
+from hwtune.graph.autodiff import is_training_graph
+from hwtune.graph.passes.layout import check_op_params, ensure_validated
+from hwtune.measure.result import OK
+from hwtune.native.isa import selected_isa
 
 
 def nearest(counts: Sequence[int], threads: int) -> int:
@@ -116,11 +124,6 @@ def choose(db, host_key: str, graph, op_params: Mapping[str, dict], *, threads: 
     at `threads` threads per executor. op_params: the config's (chosen at
     params_threads; None: unknown, never taken as chosen at `threads`).
     db None: nothing stored."""
-    from hwtune.graph.passes.layout import check_op_params
-    from hwtune.native.isa import selected_isa
-    from hwtune.tuners.conv_local import TUNER, conv_workload, tuned_op
-    from hwtune.tuners.pipeline import is_training_graph
-
     isa = isa or selected_isa()
     out = ConvKnobs(threads=int(threads))
     # A training graph's backward ops read the forward activations in
@@ -140,7 +143,7 @@ def choose(db, host_key: str, graph, op_params: Mapping[str, dict], *, threads: 
                 mine, refused = None, exc
         wl = conv_workload(graph, op)
         if wl.key not in rows:
-            got = {} if db is None else db.tuned_threads(host_key, tuner=TUNER,
+            got = {} if db is None else db.tuned_threads(host_key, tuner=CONV_TUNER,
                                                          subject=wl.key, isa=isa)
             space = wl.space(isa)
             rows[wl.key] = {t: r for t, r in got.items()
@@ -188,8 +191,7 @@ def choose(db, host_key: str, graph, op_params: Mapping[str, dict], *, threads: 
                              f"({refused}): ignored, running "
                              + ("default CONV parameters" if src == "default"
                                 else f"the knobs {src}"))
-    from hwtune.tuners import conv_grad
-    gw_params, gw_sources = conv_grad.choose(
+    gw_params, gw_sources = choose_grad(
         db, host_key, graph, threads=threads, isa=isa, op_params=op_params,
         params_threads=params_threads)
     out.op_params.update(gw_params)
@@ -203,14 +205,75 @@ def choose(db, host_key: str, graph, op_params: Mapping[str, dict], *, threads: 
     return out
 
 
+def choose_grad(db, host_key: str, graph, *, threads: int, isa: str,
+           op_params=None, params_threads: Optional[int] = None
+           ) -> Tuple[Dict[str, dict], Dict[str, str]]:
+    """(op_params, sources) for every CONV gradient with knobs of its own of a run at
+    `threads` threads per executor, by choose's rules: the config's own
+    knobs chosen at `threads`, else the workload's tuned knobs at `threads`,
+    else at the nearest tuned count, else the config's from another count,
+    else the default (no attributes)."""
+    op_params = op_params or {}
+    params: Dict[str, dict] = {}
+    sources: Dict[str, str] = {}
+    rows: Dict[str, Dict[int, dict]] = {}
+    for op in graph.ops:
+        if not has_own_knobs(graph, op):
+            continue
+        wl = grad_workload(graph, op)
+        if wl.key not in rows:
+            got = {} if db is None else db.tuned_threads(host_key, tuner=wl.tuner,
+                                                         subject=wl.key, isa=isa)
+            space = wl.space()
+            rows[wl.key] = {t: r for t, r in got.items()
+                            if space.contains(r["best_params"]) and r["best_s"]}
+        tuned, mine = rows[wl.key], op_params.get(op.name)
+        if mine is not None:
+            try:
+                mine = check_op_params(graph, {op.name: dict(mine)})[op.name]
+            except UsageError:
+                mine = None  # a config from another build of the knobs: ignored
+        if mine is not None and params_threads == threads:
+            params[op.name], sources[op.name] = dict(mine), f"config@{threads}t"
+        elif tuned:
+            t = threads if threads in tuned else nearest(sorted(tuned), threads)
+            params[op.name] = dict(tuned[t]["best_params"])
+            sources[op.name] = f"tuned@{t}t" + ("" if t == threads else "(nearest)")
+        elif mine is not None:
+            params[op.name] = dict(mine)
+            sources[op.name] = f"config@{params_threads}t" if params_threads else "config"
+        else:
+            sources[op.name] = "default"
+    return params, sources
+
+
+def layout_candidates(rows: List[dict], space: Space, top_k: int) -> List[Tuple[Params, float]]:
+    """Best ok trial of each distinct (ic_bn, oc_bn), best first, top_k of
+    them. When some rows are re-measurements (CONFIRM_SEARCH), only those
+    count, so every candidate time comes from the same interleaved runs; a
+    point counts with its latest figure."""
+    if any(r["search"] == CONFIRM_SEARCH and r["status"] == OK for r in rows):
+        rows = [r for r in rows if r["search"] == CONFIRM_SEARCH]
+    latest: Dict[Tuple, dict] = {}
+    for r in rows:  # oldest first
+        latest[key_of(r["params"])] = r
+    best: Dict[Tuple[int, int], Tuple[Params, float]] = {}
+    for r in latest.values():
+        p, s = r["params"], r["median_s"]
+        if r["status"] != OK or s is None or not space.contains(p):
+            continue
+        lay = (p["ic_bn"], p["oc_bn"])
+        if lay not in best or s < best[lay][1]:
+            best[lay] = (p, s)
+    return sorted(best.values(), key=lambda ps: ps[1])[:max(0, int(top_k))]
+
+
 def _partial_best(db, host_key: str, wl, isa: str, threads: int) -> Optional[dict]:
     """The best point of a search of wl at `threads` that ended without a
     tuned row (cut by the budget), when its confirmation rounds ran (the
     best points re-measured interleaved with the default); None otherwise
     (an interrupted search's figures were never compared like with like)."""
-    from hwtune.tuners.conv_local import CONFIRM_SEARCH, TUNER, layout_candidates
-    from hwtune.tuners.search import OK
-    trials = db.trials(host_key, tuner=TUNER, subject=wl.key, isa=isa, threads=threads)
+    trials = db.trials(host_key, tuner=CONV_TUNER, subject=wl.key, isa=isa, threads=threads)
     if not any(r["search"] == CONFIRM_SEARCH and r["status"] == OK for r in trials):
         return None
     best = layout_candidates(trials, wl.space(isa), 1)
@@ -218,21 +281,18 @@ def _partial_best(db, host_key: str, wl, isa: str, threads: int) -> Optional[dic
 
 
 def _is_gemm(wl) -> bool:
-    from hwtune.tuners import conv_nchw
-    return conv_nchw.kernel(wl) == "NCHW-gemm"
+    return nchw_kernel(wl) == "NCHW-gemm"
 
 
 def _gemm_seconds(db, host_key: str, wl, isa: str, threads: int) -> Optional[float]:
     """The measured time at `threads` of wl's NCHW default kernel when that
-    is the 1x1 GEMM (tuners/conv_nchw.py), or for a workload with per-run
+    is the 1x1 GEMM (hwtune.tuners.conv_nchw measures it), or for a workload with per-run
     weights (a training step's: the untuned plan, which its per-run rules
     shape, is no point of the template's space either); None otherwise (not
     measured, failed, or another kernel)."""
-    from hwtune.tuners import conv_nchw
-    from hwtune.tuners.search import OK
     if not (wl.per_run_weights or _is_gemm(wl)):
         return None
-    rows = db.trials(host_key, tuner=conv_nchw.TUNER, subject=wl.key, isa=isa, threads=threads)
+    rows = db.trials(host_key, tuner=NCHW_TUNER, subject=wl.key, isa=isa, threads=threads)
     ok = [r for r in rows if r["status"] == OK and r["median_s"]]
     return ok[-1]["median_s"] if ok else None
 
@@ -244,9 +304,6 @@ def for_run(db, host_key: str, graph, cfg, *, params_threads: Optional[int],
     (op_cost, op_candidates, ...) that name ops of another rewrite (layout
     transforms the chosen knobs no longer need) lose those entries.
     A graph that is already blocked runs as it is."""
-    from hwtune.engine.effective import StaleConfig, effective_graph
-    from hwtune.graph.passes.layout import ensure_validated
-
     graph = ensure_validated(graph)
     if not _plain(graph):
         return cfg, effective_graph(graph, cfg), ConvKnobs(threads=cfg.threads)
