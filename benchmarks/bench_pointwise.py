@@ -22,10 +22,10 @@ row decides little; the conv vs gemm/A-per-run column is the A/B.
 import argparse
 import ctypes
 import statistics
-import time
 
 import numpy as np
 
+from hwtune.measure import clock
 from hwtune.native import gemm as G
 from hwtune.native.conv import Conv2dPlan
 from hwtune.native._lib import lib
@@ -118,9 +118,7 @@ def main():
             f()
         for _ in range(args.reps):
             for k, f in sides.items():
-                t0 = time.thread_time_ns()
-                f()
-                times[k].append((time.thread_time_ns() - t0) / 1e3)
+                times[k].append(clock.cpu_per_call(f, 1) * 1e6)
         med = {k: statistics.median(v) for k, v in times.items()}
         print(f"{f'{C}->{K} @{H}x{H}':>16} {med['conv']:9.1f} {med['gemm']:18.1f} "
               f"{med['ort']:8.1f} {med['ort'] / med['conv']:9.2f} "

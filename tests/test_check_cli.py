@@ -14,45 +14,9 @@ import pytest
 from click.testing import CliRunner
 
 from hwtune.cli.main import cli
+from check_suites import tiny_suite
 
-TINY = """
-[suite]
-name = "tiny"
-min_rounds = 3
-max_rounds = 8
-max_seconds = 5.0
-chunk = 2
-sample_seconds = 0.001
-warmup = 1
-processes = 3
-
-[thresholds]
-min_effect = 2.0
-large_effect = 3.0
-
-[[reference]]
-kind = "blas_gemm"
-M = 16
-K = 16
-N = 16
-
-[[reference]]
-kind = "numpy_eltwise"
-n = 4096
-
-[[figure]]
-name = "g"
-kind = "gemm"
-M = 16
-K = 64
-N = 64
-
-[[figure]]
-name = "e"
-kind = "eltwise"
-op = "mul"
-n = 8192
-"""
+TINY = tiny_suite("tiny")
 
 
 @pytest.fixture

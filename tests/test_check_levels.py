@@ -9,6 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from hwtune.check import levels
+from check_suites import tiny_suite
 from hwtune.check.levels import Level
 from hwtune.cli.main import cli
 
@@ -72,34 +73,7 @@ def test_level_of_a_run():
     assert Level.from_json(got.to_json()) == got
 
 
-TINY = """
-[suite]
-name = "lv"
-min_rounds = 3
-max_rounds = 8
-max_seconds = 5.0
-chunk = 2
-sample_seconds = 0.001
-warmup = 1
-processes = 3
-
-[thresholds]
-min_effect = 2.0
-large_effect = 3.0
-
-[[reference]]
-kind = "blas_gemm"
-M = 16
-K = 16
-N = 16
-
-[[figure]]
-name = "g"
-kind = "gemm"
-M = 16
-K = 64
-N = 64
-"""
+TINY = tiny_suite("lv", eltwise=False)
 
 
 def test_update_baseline_records_levels_and_check_uses_them(tmp_path):

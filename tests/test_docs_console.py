@@ -55,6 +55,7 @@ from typing import Dict, List, Optional
 
 import numpy as np
 import pytest
+from check_suites import tiny_suite
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -254,44 +255,7 @@ FILL: Dict[tuple, tuple] = {
 }
 
 # A check suite that decides in seconds (test_check_cli.py's TINY, named ci).
-TINY_SUITE = """
-[suite]
-name = "ci"
-min_rounds = 3
-max_rounds = 8
-max_seconds = 5.0
-chunk = 2
-sample_seconds = 0.001
-warmup = 1
-
-[thresholds]
-# 200%: other users' load on a shared test machine never decides either way.
-min_effect = 2.0
-large_effect = 3.0
-
-[[reference]]
-kind = "blas_gemm"
-M = 16
-K = 16
-N = 16
-
-[[reference]]
-kind = "numpy_eltwise"
-n = 4096
-
-[[figure]]
-name = "g"
-kind = "gemm"
-M = 16
-K = 64
-N = 64
-
-[[figure]]
-name = "e"
-kind = "eltwise"
-op = "mul"
-n = 8192
-"""
+TINY_SUITE = tiny_suite("ci", processes=None)
 
 # A host stored under another key: the export of this one, renamed (a user
 # has such rows from `hwtune db import` or `db merge`).
@@ -388,6 +352,7 @@ FIXTURE_DOCS = {
     "onnx.md": ["resnet.onnx"],
     "compare.md": ["resnet.onnx", "image.npy"],
     "plan.md": ["my-server.toml"],
+    "precision.md": ["image.npy"],
 }
 
 

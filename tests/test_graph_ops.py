@@ -700,7 +700,11 @@ TESTED = set(UNARY_ORACLES) | set(BINARY_ORACLES) | {
     # quantized ops (issue #43): references checked against ONNX Runtime's
     # QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger,
     # QLinearMatMul and QLinearConv in tests/test_onnx_quant.py
-    "quantize_u8", "quantize_s8", "dequantize", "dynamic_quantize", "qmatmul", "qconv2d"}
+    "quantize_u8", "quantize_s8", "dequantize", "dynamic_quantize", "qmatmul", "qconv2d",
+    # the QDQ residual add: against ONNX Runtime in tests/test_onnx_quant.py,
+    # the engine against its reference and the three ops it replaces in
+    # tests/test_ops_quant.py
+    "qadd"}
 
 
 def test_every_registered_op_has_an_oracle_test():

@@ -38,9 +38,10 @@ def effective_graph(graph, cfg):
     # in its plain form (graph/passes/plain.py), as the tuner took it.
     from hwtune.graph.passes.plain import to_plain
     fused = _with_precision(fuse_conv(to_plain(graph)), cfg)
-    # A CONV that runs in int8 is a qconv2d now: no layout knobs.
-    kept = {op.name for op in fused.ops if op.op == "conv2d"}
-    op_params = {k: v for k, v in cfg.op_params.items() if k in kept}
+    # A CONV that runs in int8 is a qconv2d now: no layout knobs (the
+    # others keep theirs: conv2d, and a training step's conv2d_grad_data).
+    quantized = {op.name for op in fused.ops if op.op == "qconv2d"}
+    op_params = {k: v for k, v in cfg.op_params.items() if k not in quantized}
     from hwtune.graph.passes.layout import apply_op_params
     try:
         run = apply_op_params(fused, op_params)
