@@ -18,7 +18,7 @@ from hwtune.graph.reference import run_reference
 from hwtune.native._lib import _find
 from hwtune.precision import calibrate as cal
 from hwtune.precision.choose import choose_precision
-from hwtune.precision.rewrite import PrecisionError, apply_precision, candidates
+from hwtune.graph.passes.op_precision import PrecisionError, apply_precision, candidates
 
 
 def _model(c=16, hw=16):

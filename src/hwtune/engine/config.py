@@ -53,7 +53,7 @@ class EngineConfig:
     op_candidates: Dict[str, List[List[float]]] = field(default_factory=dict)
     # tune-graph --precision (issue #43): op -> {"precision": "int8" | "bf16",
     # int8: the calibrated activation "a_scale", "a_zero"}; absent ops run
-    # fp32 (hwtune.precision.rewrite applies it).
+    # fp32 (hwtune.graph.passes.op_precision applies it).
     op_precision: Dict[str, Dict[str, Any]] = field(default_factory=dict)
 
     @property
@@ -150,7 +150,7 @@ class EngineConfig:
         for name, p in self.op_params.items():
             if not isinstance(p, Mapping):
                 refuse("op_params", name, f"must be an object of template parameters, got {p!r}")
-        from hwtune.precision.rewrite import check_entry
+        from hwtune.graph.passes.op_precision import check_entry
         for name, p in self.op_precision.items():
             msg = check_entry(p)
             if msg:

@@ -1,6 +1,6 @@
 """The graph a config actually runs: the model with its CONVs' batch norms
 and ReLUs fused (graph/passes/fuse.py), then the config's per-op precision
-(op_precision: int8 / bf16 ops, hwtune.precision.rewrite), then the config's
+(op_precision: int8 / bf16 ops, hwtune.graph.passes.op_precision), then the config's
 CONV layouts and template knobs (op_params) applied by the layout pass to
 the CONVs still in fp32.
 
@@ -22,7 +22,7 @@ def _with_precision(fused, cfg):
     op_precision = getattr(cfg, "op_precision", None)
     if not op_precision:
         return fused
-    from hwtune.precision.rewrite import PrecisionError, apply_precision
+    from hwtune.graph.passes.op_precision import PrecisionError, apply_precision
     try:
         return apply_precision(fused, op_precision)
     except PrecisionError as exc:

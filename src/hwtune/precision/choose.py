@@ -28,7 +28,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from hwtune.graph.model import Graph
 from hwtune.precision import calibrate as cal
-from hwtune.precision.rewrite import apply_precision, candidates, weight_values
+from hwtune.graph.passes.op_precision import apply_precision, candidates, weight_values
 
 # Profiled runs of each whole-graph variant for the per-op times (as
 # engine/runner.py's PROFILE_RUNS), and each op's figure is its minimum

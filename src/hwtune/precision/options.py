@@ -6,7 +6,7 @@ import math
 from typing import List, Optional, Sequence
 
 from hwtune.errors import UsageError
-from hwtune.precision.rewrite import PRECISIONS
+from hwtune.graph.passes.op_precision import PRECISIONS
 
 
 def parse_precisions(text: str) -> List[str]:

@@ -1,11 +1,12 @@
 """Per-op precision applied to a graph (issue #43): the rewrite a tuned
-config's op_precision asks for, on the graph the engine runs (batch norms
+config's op_precision asks for (a graph pass: hwtune.engine builds the
+graph a config runs with it, hwtune.precision chooses the table), on the graph the engine runs (batch norms
 already folded and ReLUs fused, graph/passes/fuse.py).
 
 int8 (post-training quantisation, onnx/quant.py's representation):
 - the activation is quantised per tensor to u8 by one quantize_u8 op per
   tensor, shared by every int8 reader, with the calibrated scale and zero
-  point stored in the config (calibrate.py);
+  point stored in the config (hwtune.precision.calibrate);
 - the weights are quantised symmetrically per output channel to s8
   (scale = max|w| / 127 over the channel, zero point 0): a reshape, div and
   quantize_s8 on the weight tensor, which derives from params only, so the
@@ -19,8 +20,7 @@ int8 (post-training quantisation, onnx/quant.py's representation):
 - an int8 op whose output only int8 ops read requantises it to u8 itself
   (out=u8, the readers' calibrated scale): ResNet's conv1 -> conv2 in
   int8 passes u8 values, with no f32 tensor and quantize_u8 between.
-bf16: the op's `precision` attribute (matmul today; conv2d as soon as its
-spec declares the attribute).
+bf16: the op's `precision` attribute (matmul, and dense NCHW conv2d).
 
 Op names never change (per-op settings keep applying); added ops and
 tensors are named after the op they serve (`conv@wq`, `x@u8`).
