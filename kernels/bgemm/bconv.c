@@ -4,6 +4,7 @@
  * against them; the epilogue writes each channel's pixels contiguously. */
 #include <stdlib.h>
 #include <string.h>
+#include "../common/share.h"
 #include "bgemm_internal.h"
 #include "hwtune/bconv.h"
 
@@ -162,29 +163,16 @@ static void epilogue(const hwt_bconv_plan *p, const float *acc, int k0, int mb, 
   }
 }
 
-/* [*lo, *hi) of `units` for part idx of parts, balanced. */
-static void split(int units, int parts, int idx, int *lo, int *hi) {
-  *lo = (int)((long)units * idx / parts);
-  *hi = (int)((long)units * (idx + 1) / parts);
-}
-
 void hwt_bconv_run_part(const hwt_bconv_plan *p, const float *x, const void *packed_w,
                         const float *bias, const float *residual, float *y, void *ws, int tid,
                         int nth) {
   const hwt_bgemm_variant *v = hwt_bgemm_variant_get(p->g.isa);
   const int mr = p->g.mr, nr = p->g.nr, Kq = p->g.Kq, K = p->g.d.M, P = p->g.d.N;
-  const int tk = (K + mr - 1) / mr, tp = (P + nr - 1) / nr;
-  /* Pixel panels first (each thread gathers only its own); channel tiles
-   * when there are too few pixel panels to go round twice (7x7 outputs:
-   * two panels), each thread then gathering every pixel. */
-  int gp = nth, gk = 1;
-  if (tp < 2 * nth && tk >= nth) gp = 1, gk = nth;
-  int p0, p1, c0, c1;
-  split(tp, gp, tid / gk, &p0, &p1);
-  split(tk, gk, tid % gk, &c0, &c1);
-  const int m0 = p0 * nr, m1 = p1 * nr < P ? p1 * nr : P;
-  const int k0 = c0 * mr, k1 = c1 * mr < K ? c1 * mr : K;
-  if (m0 >= m1 || k0 >= k1) return;
+  /* Pixel panels are the rows (each thread gathers only its own); channel
+   * tiles when there are too few pixel panels to go round twice (7x7
+   * outputs: two panels), each thread then gathering every pixel. */
+  int m0, m1, k0, k1;
+  if (!hwt_tile_share(P, nr, K, mr, tid, nth, &m0, &m1, &k0, &k1)) return;
   uint32_t *bpanel = ws;
   float *row0 = (float *)((char *)ws + align64((size_t)p->nc * Kq * 4));
   float *row1 = (float *)((char *)row0 + align64((size_t)p->nc * 4));

@@ -3,6 +3,7 @@
  * L2) by mr-row tiles (A rounded and packed per tile), micro-kernel into an
  * fp32 tile, then bias / ReLU into C. */
 #include <string.h>
+#include "../common/share.h"
 #include "bgemm_internal.h"
 
 /* Packed B bytes of one column block: Zen 4 has 1 MiB of L2 per core; half
@@ -143,25 +144,9 @@ void hwt_bgemm_compute(const hwt_bgemm_plan *p, const float *A, const void *pack
   }
 }
 
-/* [*lo, *hi) of `units` for part idx of parts, balanced. */
-static void split(int units, int parts, int idx, int *lo, int *hi) {
-  *lo = (int)((long)units * idx / parts);
-  *hi = (int)((long)units * (idx + 1) / parts);
-}
-
 void hwt_bgemm_run_part(const hwt_bgemm_plan *p, const float *A, const void *packed_b,
                         const hwt_bgemm_epi *e, void *ws, int tid, int nth) {
-  const int tm = (p->d.M + p->mr - 1) / p->mr, tn = (p->d.N + p->nr - 1) / p->nr;
-  /* Rows first (each thread packs only its own A tiles); columns when
-   * there are too few row tiles to go round twice (GEMV-like M), as the
-   * int8 GEMM splits. */
-  int gm = nth, gn = 1;
-  if (tm < 2 * nth && tn >= nth) gm = 1, gn = nth;
-  int r0, r1, c0, c1;
-  split(tm, gm, tid / gn, &r0, &r1);
-  split(tn, gn, tid % gn, &c0, &c1);
-  const int m0 = r0 * p->mr, m1 = r1 * p->mr < p->d.M ? r1 * p->mr : p->d.M;
-  const int n0 = c0 * p->nr, n1 = c1 * p->nr < p->d.N ? c1 * p->nr : p->d.N;
-  if (m0 >= m1 || n0 >= n1) return;
+  int m0, m1, n0, n1;
+  if (!hwt_tile_share(p->d.M, p->mr, p->d.N, p->nr, tid, nth, &m0, &m1, &n0, &n1)) return;
   hwt_bgemm_compute(p, A, packed_b, e, m0, m1, n0, n1, ws);
 }

@@ -3,6 +3,7 @@
  * tiles (A packed per tile, with its row sums), micro-kernel into an int32
  * tile, then the epilogue. */
 #include <string.h>
+#include "../common/share.h"
 #include "hwtune/isa.h"
 #include "qgemm_internal.h"
 
@@ -129,25 +130,10 @@ void hwt_qgemm_compute(const hwt_qgemm_plan *p, const void *A, const void *packe
   }
 }
 
-/* [*lo, *hi) of `units` for part idx of parts, balanced. */
-static void split(int units, int parts, int idx, int *lo, int *hi) {
-  *lo = (int)((long)units * idx / parts);
-  *hi = (int)((long)units * (idx + 1) / parts);
-}
-
 void hwt_qgemm_run_part(const hwt_qgemm_plan *p, const void *A, const void *packed_b,
                         const int32_t *colsum, const hwt_qgemm_epi *e, void *ws, int tid,
                         int nth) {
-  const int tm = (p->d.M + p->mr - 1) / p->mr, tn = (p->d.N + p->nr - 1) / p->nr;
-  /* Rows first (each thread packs only its own A tiles); columns when
-   * there are too few row tiles to go round twice (GEMV-like M). */
-  int gm = nth, gn = 1;
-  if (tm < 2 * nth && tn >= nth) gm = 1, gn = nth;
-  int r0, r1, c0, c1;
-  split(tm, gm, tid / gn, &r0, &r1);
-  split(tn, gn, tid % gn, &c0, &c1);
-  const int m0 = r0 * p->mr, m1 = r1 * p->mr < p->d.M ? r1 * p->mr : p->d.M;
-  const int n0 = c0 * p->nr, n1 = c1 * p->nr < p->d.N ? c1 * p->nr : p->d.N;
-  if (m0 >= m1 || n0 >= n1) return;
+  int m0, m1, n0, n1;
+  if (!hwt_tile_share(p->d.M, p->mr, p->d.N, p->nr, tid, nth, &m0, &m1, &n0, &n1)) return;
   hwt_qgemm_compute(p, A, packed_b, colsum, e, m0, m1, n0, n1, ws);
 }
