@@ -259,3 +259,80 @@ def test_a_from_cores_document_names_what_its_inputs_did_not_measure():
     assert "no core-to-core transfer or wake-up term" in text
     doc.pop("from_cores")
     assert "unmeasured" not in export.render("plan", doc, "markdown")
+
+
+def _one_core(p):
+    """p's inputs as a 1-CPU host would store them: its host with one core
+    (no fork-join), no fits, a calibration with no 2-thread figure; the
+    target unchanged."""
+    from dataclasses import replace
+    from hwtune.planner import costmodel
+    from hwtune.planner.calibrate import Calibration
+    host1 = replace(p.host, cores=1, forkjoin_s=(0.0, 0.0), dram_gbs=p.host.dram_gbs[:2])
+    cal1 = Calibration(overheads={s: dict(o, dispatch_s=0.0)
+                                  for s, o in CALIBRATION.overheads.items()},
+                       run_s={s: {1: r[1]} for s, r in CALIBRATION.run_s.items()},
+                       add_s=CALIBRATION.add_s)
+    return replace(p, model=costmodel.CostModel(host1, p.target, {}), calibration=cal1,
+                   host=host1)
+
+
+def test_attribution_fills_in_one_part_at_a_time_from_the_hosts_own_inputs():
+    """--from-cores's diagnostic: each row predicted again with the
+    inter-core figures, the bandwidth curves or the serial fractions of the
+    host's own all-CPU inputs, one at a time; only the part filled in
+    changes."""
+    from dataclasses import replace
+    from hwtune.planner import attribute
+    from plan_fixture import FITS
+    base = predictor()
+    p = _one_core(base)
+    host_all = replace(base.host, forkjoin_s=(0.0, 0.0, 5e-6),
+                       dram_gbs=tuple(g / 4 for g in base.host.dram_gbs))
+    cal = attribute.inter_core(p.calibration, CALIBRATION)
+    assert cal.forkjoin == CALIBRATION.forkjoin and cal.xfer_s == CALIBRATION.xfer_s
+    assert cal.run_s["corun"] == {1: CALIBRATION.run_s["corun"][1],
+                                  2: CALIBRATION.run_s["corun"][2]}
+    assert cal.overheads["corun"]["dispatch_s"] == CALIBRATION.overheads["corun"]["dispatch_s"]
+    assert cal.overheads["corun"]["section_s"] == p.calibration.overheads["corun"]["section_s"]
+    v = attribute.variants(p, host_all, FITS, CALIBRATION)
+    rows = [{"scheduler": s, "executors": n, "threads": k, "measured_s": 1e-3}
+            for s, n, k in (("sequential", 1, 1), ("sequential", 1, 2),
+                            ("critical-path", 2, 1))]
+    try:
+        assert v["inter-core"].target.forkjoin(2) == 5e-6
+        assert v["inter-core"].target.dram_gbs == p.target.dram_gbs
+        assert v["bandwidth"].target.dram_gbs == host_all.dram_gbs
+        assert v["bandwidth"].target.forkjoin_s == p.target.forkjoin_s
+        assert v["serial"].model.fits == FITS and p.model.fits == {}
+        attribute.predict_rows(v, rows, list(sched.schedulers().values()))
+        one = {r["threads"]: p.simulate(sched.schedulers()["sequential"], 1, r["threads"])[0]
+               for r in rows[:2]}
+    finally:
+        for x in v.values():
+            x.close()
+        p.close()
+        base.close()
+    seq1, seq2 = rows[0]["predicted_with"], rows[1]["predicted_with"]
+    assert seq1["inter-core"] == pytest.approx(one[1])  # one thread: nothing crosses
+    assert seq2["inter-core"] > one[2] + 100 * 4e-6  # 5 us a fork-join, on every op
+    assert seq2["serial"] > one[2]  # fractions of 0.1-0.2 instead of 0
+    s = attribute.summary(rows)
+    assert set(s) == set(attribute.PARTS) and all(x["configs"] == 3 for x in s.values())
+
+
+def test_a_from_cores_document_says_which_part_a_miss_comes_from():
+    from hwtune.report import export
+    from plan_fixture import validation_doc
+    doc = validation_doc()
+    doc["validation"]["attribution"] = {
+        "source": "scan run 7 and the stored plan calibration",
+        "parts": {"inter-core": {"configs": 2, "median_abs_error": 0.05, "max_abs_error": 0.1},
+                  "bandwidth": {"configs": 2, "median_abs_error": 0.4, "max_abs_error": 0.6},
+                  "serial": {"configs": 0, "median_abs_error": None, "max_abs_error": None}}}
+    text = " ".join(export.render("plan", doc, "markdown").split())
+    assert "one part from this host's own inputs on all its CPUs (scan run 7" in text
+    assert "inter-core: median |error| 5.0%, worst 10.0%; bandwidth: median" in text
+    doc["validation"]["attribution"] = {"source": None, "note": "no stored scan"}
+    text = " ".join(export.render("plan", doc, "markdown").split())
+    assert "which part a miss comes from: not shown (no stored scan)" in text

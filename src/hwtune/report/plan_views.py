@@ -296,6 +296,7 @@ def validation_sentences(v: dict) -> List[str]:
                    f"machine's scaling figures probed beside the samples"
                    f"{f' ({n} probes)' if n else ''}: median |error| "
                    f"{pct(beside['median_abs_error'])}, worst {pct(beside['max_abs_error'])}")
+    out += attribution_sentences(v.get("attribution"))
     paired = v.get("summary_paired")
     if paired and paired.get("configs"):
         out.append(f"against the sequential 1x1 measured in the same rounds (the machine's "
@@ -303,3 +304,18 @@ def validation_sentences(v: dict) -> List[str]:
                    f"{pct(paired['median_abs_error'])}, worst {pct(paired['max_abs_error'])} "
                    f"over {paired['configs']} configurations")
     return out
+
+
+def attribution_sentences(att: Optional[dict]) -> List[str]:
+    """--from-cores: which missing input a miss comes from (attribute.py),
+    a diagnostic apart from the figure."""
+    if not att:
+        return []
+    if not att.get("source"):
+        return [f"which part a miss comes from: not shown ({att.get('note')})"]
+    parts = "; ".join(f"{part}: median |error| {pct(s['median_abs_error'])}, worst "
+                      f"{pct(s['max_abs_error'])}"
+                      for part, s in (att.get("parts") or {}).items() if s.get("configs"))
+    return [f"diagnostic, not the figure: each row predicted again with one part from this "
+            f"host's own inputs on all its CPUs ({att['source']}): {parts} (the part whose "
+            f"error falls most is the one the inputs on fewer CPUs miss)"]
