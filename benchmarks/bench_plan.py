@@ -12,12 +12,14 @@ Run with the installed package, after `hwtune scan --quick` on this host:
       critical-path against shared-queue per n x k, beside the paper's
       Figure 6 and Table 2. --train: each model's training step (the
       paper timed training steps), profiled here on one thread first.
-  python benchmarks/bench_plan.py parts      [--db PATH]
+  python benchmarks/bench_plan.py parts      [--db PATH] [--from-cores K]
       each part of the cost model (compute at the per-core peak, memory
       traffic against the bandwidth curve, fork-join, serial fraction per
       op type) predicted vs measured on its own micro-benchmark
       (hwtune.planner.partcheck), a per-part error table: a bad total shows
-      which part is wrong.
+      which part is wrong. --from-cores K: each part predicted from a quick
+      scan and a calibration taken on K CPUs (as `plan --validate
+      --from-cores K` predicts), measured on all.
   python benchmarks/bench_plan.py validate   [--db PATH] [--models a,b] [--fresh] [--save DIR]
                                              [--explain] [--from-cores K]
       `hwtune plan --validate` on every bundled model (or --models): per
@@ -124,7 +126,7 @@ def graphi(db: str, train: bool = False) -> None:
     print("\n".join(table(*g.split_table(results), left=(0,))))
 
 
-def parts(db: str) -> None:
+def parts(db: str, from_cores: Optional[int] = None) -> None:
     from hwtune import machine
     from hwtune.db import ResultsDB
     from hwtune.planner import partcheck
@@ -132,9 +134,12 @@ def parts(db: str) -> None:
     with ResultsDB.open(db) as rdb:
         fp = machine.fingerprint()
         hk = rdb.upsert_host(fp)
-        checks = partcheck.run_all(rdb, hk, fp, progress=lambda m: print(f"[parts] {m}",
-                                                                          file=sys.stderr))
+        checks = partcheck.run_all(rdb, hk, fp, from_cores=from_cores,
+                                   progress=lambda m: print(f"[parts] {m}", file=sys.stderr))
     print(_host_line())
+    if from_cores:
+        print(f"each part predicted from a quick scan and a calibration taken on {from_cores} "
+              f"CPU(s) (this host's CPU scaled to all), measured on all")
     print("\n".join(table(["part", "micro-benchmark", "threads", "predicted", "measured",
                            "error"],
                           [[c.part, c.bench, str(c.threads), f"{c.predicted_s * 1e6:.2f} us",
@@ -246,7 +251,8 @@ def main() -> None:
                          "core-to-core costs drift within minutes, a calibration taken for "
                          "an earlier model describes another machine)")
     ap.add_argument("--from-cores", type=int, default=None, metavar="K",
-                    help="validate: inputs taken on K CPUs, validated on all")
+                    help="validate, parts: inputs taken on K CPUs, validated (parts: "
+                         "checked) on all")
     ap.add_argument("--explain", action="store_true",
                     help="validate: also the diagnostic from probes beside the samples")
     ap.add_argument("--save", default=None, metavar="DIR",
@@ -260,7 +266,7 @@ def main() -> None:
     elif a.what == "graphi":
         graphi(a.db, a.train)
     elif a.what == "parts":
-        parts(a.db)
+        parts(a.db, a.from_cores)
     else:
         validate(a.db, [m for m in (a.models or "").split(",") if m], a.fresh, a.save,
                  a.explain, a.from_cores)

@@ -336,3 +336,51 @@ def test_a_from_cores_document_says_which_part_a_miss_comes_from():
     doc["validation"]["attribution"] = {"source": None, "note": "no stored scan"}
     text = " ".join(export.render("plan", doc, "markdown").split())
     assert "which part a miss comes from: not shown (no stored scan)" in text
+
+
+@pytest.mark.skipif(not TWO, reason="needs two CPUs")
+def test_parts_from_one_core_predict_every_thread_count_from_the_one_cpu_inputs(tmp_path,
+                                                                                 monkeypatch):
+    """bench_plan.py parts --from-cores 1: the scan and the calibration are
+    taken under a 1-CPU mask (seeded here, as a 1-CPU host stores them),
+    and every part is predicted at 2+ threads from them, not from the
+    user's stored all-CPU inputs: the fork-join check charges the scaled
+    host's extrapolated region (inputs.FORKJOIN_LINE_S), not the user's
+    calibration."""
+    import hwtune.planner.inputs as inputs_mod
+    import hwtune.scan.runner as runner
+    from hwtune.planner.calibrate import Calibration
+    monkeypatch.setattr(partcheck, "REPS", 3)
+    monkeypatch.setattr(partcheck, "WARMUP", 1)
+    monkeypatch.setattr(partcheck, "COMPUTE_GEMM", (32, 128, 128))
+    monkeypatch.setattr(partcheck, "MEMORY_N", {"dram": 1 << 20, "l2": 4096})
+    monkeypatch.setattr(partcheck, "SERIAL_GEMMS", ((1, 128, 256), (64, 128, 128)))
+    seen = {}
+
+    def fake_scan(db, opts, **kw):
+        seen["cpus"] = sorted(os.sched_getaffinity(0))
+        _seed_into(db)
+
+    def fake_calibrate(cores, progress=None):
+        seen["cores"] = cores
+        return Calibration(overheads=CALIBRATION.overheads,
+                           run_s={s: {1: r[1]} for s, r in CALIBRATION.run_s.items()})
+    monkeypatch.setattr(runner, "run_scan", fake_scan)
+    monkeypatch.setattr(inputs_mod, "calibrate", fake_calibrate)
+    path = _seed(tmp_path / "p.db")  # the user's: a 2-CPU calibration would be CALIBRATION's
+    with ResultsDB.open(path) as db:
+        fp = machine.fingerprint()
+        checks = partcheck.run_all(db, db.upsert_host(fp), fp, from_cores=1)
+    assert seen == {"cpus": fromcores.pick(1), "cores": 1}
+    n = len(os.sched_getaffinity(0))
+    fj = [c for c in checks if c.part == "forkjoin"]
+    assert [c.threads for c in fj] == list(range(2, n + 1))
+    # the 1-CPU host has no region at all; the scaled host adds one line
+    # transfer per thread past it (not the user's 0.2 us empty region)
+    one = [c for c in checks if c.part == "memory" and c.threads == 1]
+    assert one and all(c.predicted_s > 0 for c in one)
+    for c in fj:
+        assert c.predicted_s < 1e-6 + inputs_mod.FORKJOIN_LINE_S * (c.threads - 1)
+        assert c.predicted_s != pytest.approx(CALIBRATION.forkjoin_pool[2], rel=0.01)
+    serial = [c for c in checks if c.part == "serial"]
+    assert serial and all("s=0.000" in c.bench for c in serial)  # no 2-thread point: s = 0
