@@ -375,12 +375,29 @@ def test_parts_from_one_core_predict_every_thread_count_from_the_one_cpu_inputs(
     n = len(os.sched_getaffinity(0))
     fj = [c for c in checks if c.part == "forkjoin"]
     assert [c.threads for c in fj] == list(range(2, n + 1))
-    # the 1-CPU host has no region at all; the scaled host adds one line
-    # transfer per thread past it (not the user's 0.2 us empty region)
+    # the 1-CPU host has no region at all; the scaled host's starts at two
+    # line transfers and adds one per thread (not the user's 0.2 us region)
     one = [c for c in checks if c.part == "memory" and c.threads == 1]
     assert one and all(c.predicted_s > 0 for c in one)
     for c in fj:
-        assert c.predicted_s < 1e-6 + inputs_mod.FORKJOIN_LINE_S * (c.threads - 1)
+        assert c.predicted_s < 1e-6 + inputs_mod.FORKJOIN_LINE_S * c.threads
         assert c.predicted_s != pytest.approx(CALIBRATION.forkjoin_pool[2], rel=0.01)
     serial = [c for c in checks if c.part == "serial"]
     assert serial and all("s=0.000" in c.bench for c in serial)  # no 2-thread point: s = 0
+
+
+def test_a_one_core_host_scaled_starts_its_region_at_two_line_transfers():
+    """The pool's 2-thread region moves the fork's word to the worker and
+    the worker's done word back; each further thread adds one line. A host
+    measured on 2+ cores extends its own measured region instead."""
+    from dataclasses import replace
+    from hwtune.planner import inputs as inputs_mod
+    from plan_fixture import machine as described
+    line = inputs_mod.FORKJOIN_LINE_S
+    one = replace(described("ryzen-9-5950x"), cores=1, forkjoin_s=(0.0, 0.0))
+    big = inputs_mod.scaled_host(one, 4)
+    assert big.forkjoin(1) == 0.0
+    assert big.forkjoin(2) == pytest.approx(2 * line)
+    assert big.forkjoin(4) == pytest.approx(4 * line)
+    two = replace(one, cores=2, forkjoin_s=(0.0, 0.0, 3e-7))
+    assert inputs_mod.scaled_host(two, 4).forkjoin(3) == pytest.approx(3e-7 + line)

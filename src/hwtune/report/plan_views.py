@@ -71,8 +71,9 @@ def unseen_lines(doc: dict) -> List[str]:
         out.append("no multi-thread point in the inputs: every serial fraction is 0")
     fj = m.get("forkjoin_s") or []
     if fc.get("from_cores", 0) < 2 and len(fj) > 2:
-        out.append(f"fork-join not measured: {fj[2] * 1e6:.2f} us at 2 threads, extrapolated "
-                   f"from 0 by a published core-to-core latency per thread")
+        out.append(f"fork-join not measured: {fj[2] * 1e6:.2f} us at 2 threads, two "
+                   f"published bare-metal core-to-core line transfers (fork and join), one "
+                   f"more per thread")
     if not cal.get("xfer_s") and not cal.get("wake_s"):
         out.append("no core-to-core transfer or wake-up term (one CPU: nothing crossed)")
     return ["unmeasured: " + "; ".join(out)] if out else []
