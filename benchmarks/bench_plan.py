@@ -215,7 +215,9 @@ def validate(db: str, models, fresh: bool = False, save: Optional[str] = None,
                   (f"  (diagnostic, probed beside {stored * 1e3:9.3f} ms)" if stored else "") +
                   (f"  paired vs 1x1 {r['paired_ratio']:.3f}x, error "
                    f"{100 * r['paired_error']:+6.1f}%" if r.get("paired_error") is not None
-                   else ""), flush=True)
+                   else "") +
+                  "".join(f"  with {part}'s {x * 1e3:.3f} ms"
+                          for part, x in (r.get("predicted_with") or {}).items()), flush=True)
     print(_host_line())
     print("\n".join(table(["model", "configs", "median |error|", "worst |error|",
                            "diagnostic, probed beside: median / worst",
@@ -233,6 +235,13 @@ def validate(db: str, models, fresh: bool = False, save: Optional[str] = None,
         print(f"against the sequential 1x1 of the same rounds (paired): median |error| "
               f"{100 * pa['median_abs_error']:.1f}%, worst {100 * pa['max_abs_error']:.1f}% "
               f"over {pa['configs']} configurations (a diagnosis: the goal is about medians)")
+    if any(r.get("predicted_with") for r in every):
+        from hwtune.planner import attribute
+        parts_ = "; ".join(f"{part} {100 * x['median_abs_error']:.1f}% / "
+                           f"{100 * x['max_abs_error']:.1f}%"
+                           for part, x in attribute.summary(every).items() if x["configs"])
+        print(f"diagnostic (--from-cores, not the goal's figure): median / worst |error| with "
+              f"one part from this host's own all-CPU scan and calibration: {parts_}")
     s = summary(every)
     ok = s["median_abs_error"] <= 0.10 and s["max_abs_error"] <= 0.25
     print(f"overall: median |error| {100 * s['median_abs_error']:.1f}%, worst "
