@@ -257,6 +257,7 @@ def test_a_from_cores_document_names_what_its_inputs_did_not_measure():
     assert "unmeasured: no multi-thread point in the inputs" in text
     assert "fork-join not measured: 0.03 us at 2 threads" in text
     assert "no core-to-core transfer or wake-up term" in text
+    assert "a 2-executor run's own cost taken as one executor's" in text
     doc.pop("from_cores")
     assert "unmeasured" not in export.render("plan", doc, "markdown")
 

@@ -75,7 +75,9 @@ def unseen_lines(doc: dict) -> List[str]:
                    f"published bare-metal core-to-core line transfers (fork and join), one "
                    f"more per thread")
     if not cal.get("xfer_s") and not cal.get("wake_s"):
-        out.append("no core-to-core transfer or wake-up term (one CPU: nothing crossed)")
+        out.append("no core-to-core transfer or wake-up term, no dispatch cost between "
+                   "executors, and a 2-executor run's own cost taken as one executor's (one "
+                   "CPU: nothing crossed)")
     return ["unmeasured: " + "; ".join(out)] if out else []
 
 
