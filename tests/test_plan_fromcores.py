@@ -306,6 +306,9 @@ def test_attribution_fills_in_one_part_at_a_time_from_the_hosts_own_inputs():
         assert v["bandwidth"].target.dram_gbs == host_all.dram_gbs
         assert v["bandwidth"].target.forkjoin_s == p.target.forkjoin_s
         assert v["serial"].model.fits == FITS and p.model.fits == {}
+        both = v["all three"]
+        assert both.target.forkjoin(2) == 5e-6 and both.target.dram_gbs == host_all.dram_gbs
+        assert both.model.fits == FITS and both.calibration.xfer_s == CALIBRATION.xfer_s
         attribute.predict_rows(v, rows, list(sched.schedulers().values()))
         one = {r["threads"]: p.simulate(sched.schedulers()["sequential"], 1, r["threads"])[0]
                for r in rows[:2]}
@@ -318,6 +321,7 @@ def test_attribution_fills_in_one_part_at_a_time_from_the_hosts_own_inputs():
     assert seq1["inter-core"] == pytest.approx(one[1])  # one thread: nothing crosses
     assert seq2["inter-core"] > one[2] + 100 * 4e-6  # 5 us a fork-join, on every op
     assert seq2["serial"] > one[2]  # fractions of 0.1-0.2 instead of 0
+    assert seq2["all three"] > seq2["inter-core"]
     s = attribute.summary(rows)
     assert set(s) == set(attribute.PARTS) and all(x["configs"] == 3 for x in s.values())
 
@@ -330,10 +334,12 @@ def test_a_from_cores_document_says_which_part_a_miss_comes_from():
         "source": "scan run 7 and the stored plan calibration",
         "parts": {"inter-core": {"configs": 2, "median_abs_error": 0.05, "max_abs_error": 0.1},
                   "bandwidth": {"configs": 2, "median_abs_error": 0.4, "max_abs_error": 0.6},
-                  "serial": {"configs": 0, "median_abs_error": None, "max_abs_error": None}}}
+                  "serial": {"configs": 0, "median_abs_error": None, "max_abs_error": None},
+                  "all three": {"configs": 2, "median_abs_error": 0.03, "max_abs_error": 0.05}}}
     text = " ".join(export.render("plan", doc, "markdown").split())
     assert "one part from this host's own inputs on all its CPUs (scan run 7" in text
     assert "inter-core: median |error| 5.0%, worst 10.0%; bandwidth: median" in text
+    assert "all three: median |error| 3.0%, worst 5.0%" in text
     doc["validation"]["attribution"] = {"source": None, "note": "no stored scan"}
     text = " ".join(export.render("plan", doc, "markdown").split())
     assert "which part a miss comes from: not shown (no stored scan)" in text

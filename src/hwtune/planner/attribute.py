@@ -11,7 +11,10 @@ part at a time:
   bandwidth    the in-L2, in-L3, read-stream and out-of-cache rates with
                more than one busy core (scan triads, GEMV rows);
   serial       the serial fractions fitted to the scan's multi-thread
-               GEMM and element-wise rows.
+               GEMM and element-wise rows;
+  all three    together: what is left is the model's own error on this
+               host (the 1-thread profiles, the simulator), as a validation
+               from the stored inputs on all CPUs would show it.
 
 A row whose error shrinks when one part is filled in missed by that part
 (the K-CPU inputs' stand-in for it). A diagnostic shown apart: the
@@ -29,7 +32,7 @@ from hwtune.planner.calibrate import Calibration
 from hwtune.planner.machine import Machine
 from hwtune.planner.search import Predictor
 
-PARTS = ("inter-core", "bandwidth", "serial")
+PARTS = ("inter-core", "bandwidth", "serial", "all three")
 
 
 def inter_core(cal_k: Calibration, cal_all: Calibration) -> Calibration:
@@ -75,6 +78,8 @@ def variants(p: Predictor, host_all: Machine, fits_all: Dict[str, costmodel.Seri
                            inter_core(p.calibration, cal_all)),
         "bandwidth": copy(with_bandwidth(model.target, host_all), model.fits, p.calibration),
         "serial": copy(model.target, fits_all, p.calibration),
+        "all three": copy(with_bandwidth(with_forkjoin(model.target, host_all), host_all),
+                          fits_all, inter_core(p.calibration, cal_all)),
     }
 
 
