@@ -20,6 +20,12 @@ Run with the installed package, after `hwtune scan --quick` on this host:
       which part is wrong. --from-cores K: each part predicted from a quick
       scan and a calibration taken on K CPUs (as `plan --validate
       --from-cores K` predicts), measured on all.
+  python benchmarks/bench_plan.py ops        [--db PATH] [--models a,b] [--from-cores K]
+      per op type of each model (default deepcpu_lstm_i64_h64), its ops'
+      time on one team of all the CPUs measured (fresh engines, in turns
+      with one thread) beside the prediction and its parts (split and
+      serial compute, memory, fork-join; hwtune.planner.opcheck): which
+      part of a team row's miss is in which op type.
   python benchmarks/bench_plan.py validate   [--db PATH] [--models a,b] [--fresh] [--save DIR]
                                              [--explain] [--from-cores K]
       `hwtune plan --validate` on every bundled model (or --models): per
@@ -155,6 +161,57 @@ def parts(db: str, from_cores: Optional[int] = None) -> None:
                            for k, v in partcheck.summary(checks).items()], left=(0,))))
 
 
+def ops(db: str, models, from_cores: Optional[int] = None) -> None:
+    """Per op type of each model: 1 and all-CPU team times measured (fresh
+    engines in turns) beside the prediction at all CPUs and its parts, from
+    the stored inputs (--from-cores K: from inputs taken on K CPUs)."""
+    from hwtune import machine
+    from hwtune.db import ResultsDB
+    from hwtune.planner import inputs, opcheck
+    from hwtune.report.export.markdown import table
+    from hwtune.sources import load_any
+
+    def say(m):
+        print(f"[ops] {m}", file=sys.stderr)
+    cores = len(os.sched_getaffinity(0))
+    out = []
+    with ResultsDB.open(db) as rdb:
+        fp = machine.fingerprint()
+        hk = rdb.upsert_host(fp)
+        for name in models:
+            graph, _ = load_any(name, None, None)
+            if from_cores and from_cores < cores:
+                from hwtune.planner.fromcores import scratch_scan
+                with scratch_scan(from_cores, progress=say, host_cores=cores) as (sdb, shk, sfp,
+                                                                                 _):
+                    run = sdb.start_run(shk, "plan", {"model": name, "from_cores": from_cores})
+                    p, _ = inputs.build(sdb, shk, sfp, graph, run_id=run, max_cores=cores,
+                                        fresh=True, progress=say)
+                    sdb.finish_run(run, "complete")
+            else:
+                run = rdb.start_run(hk, "plan", {"model": name, "opcheck": True})
+                p, _ = inputs.build(rdb, hk, fp, graph, run_id=run, progress=say)
+                rdb.finish_run(run, "complete")
+            try:
+                say(f"{name}: profiling on 1 and {cores} threads, fresh engines in turns")
+                rows = opcheck.by_type(p, opcheck.profile(graph, cores), cores)
+            finally:
+                p.close()
+            for r in rows + [opcheck.total(rows)]:
+                out.append([name, r.op_type, str(r.ops), f"{r.measured_1t_s * 1e6:.1f}",
+                            f"{r.parts['parallel'] * 1e6:.1f}", f"{r.parts['serial'] * 1e6:.1f}",
+                            f"{r.parts['memory'] * 1e6:.1f}", f"{r.parts['forkjoin'] * 1e6:.1f}",
+                            f"{r.predicted_s * 1e6:.1f}", f"{r.measured_s * 1e6:.1f}",
+                            f"{100 * r.error:+.1f}%"])
+    print(_host_line())
+    print(f"per op type, summed over a run, on a team of {cores} threads (sequential); "
+          f"predicted from {'inputs on %d CPU(s)' % from_cores if from_cores else 'the stored inputs'}"
+          f"; us")
+    print("\n".join(table(["model", "op type", "ops", "measured 1 thread", "split compute",
+                           "serial compute", "memory", "fork-join", "predicted", "measured",
+                           "error"], out, left=(0, 1))))
+
+
 def _vs_fastest(rows) -> dict:
     """summary() of the predictions against each row's fastest sample
     instead of its median (other processes only add time; a diagnosis, the
@@ -252,9 +309,10 @@ def validate(db: str, models, fresh: bool = False, save: Optional[str] = None,
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=("timing", "graphi", "parts", "validate"))
+    ap.add_argument("what", choices=("timing", "graphi", "parts", "validate", "ops"))
     ap.add_argument("--db", default="results.db")
-    ap.add_argument("--models", default=None, help="validate: comma list of bundled models")
+    ap.add_argument("--models", default=None,
+                    help="validate, ops: comma list of bundled models")
     ap.add_argument("--fresh", action="store_true",
                     help="validate: calibrate again before each model (on a host whose "
                          "core-to-core costs drift within minutes, a calibration taken for "
@@ -276,6 +334,9 @@ def main() -> None:
         graphi(a.db, a.train)
     elif a.what == "parts":
         parts(a.db, a.from_cores)
+    elif a.what == "ops":
+        ops(a.db, [m for m in (a.models or "deepcpu_lstm_i64_h64").split(",") if m],
+            a.from_cores)
     else:
         validate(a.db, [m for m in (a.models or "").split(",") if m], a.fresh, a.save,
                  a.explain, a.from_cores)

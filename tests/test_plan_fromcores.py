@@ -408,3 +408,35 @@ def test_a_one_core_host_scaled_starts_its_region_at_two_line_transfers():
     assert big.forkjoin(4) == pytest.approx(4 * line)
     two = replace(one, cores=2, forkjoin_s=(0.0, 0.0, 3e-7))
     assert inputs_mod.scaled_host(two, 4).forkjoin(3) == pytest.approx(3e-7 + line)
+
+
+def test_per_op_type_check_sums_the_predictions_parts_beside_the_measured_times():
+    """bench_plan.py ops: per op type, the ops' measured times on 1 and t
+    threads summed beside the cost model's parts at t threads (they add up
+    to the prediction, which is the table's column at t)."""
+    from hwtune.planner import opcheck
+    p = predictor()
+    try:
+        measured = {1: {d.name: 2e-6 for d in p.ops}, 2: {d.name: 1e-6 for d in p.ops[1:]}}
+        rows = opcheck.by_type(p, measured, 2)
+        tab = p.table(2)
+    finally:
+        p.close()
+    assert sum(r.ops for r in rows) == len(p.ops) - 1  # the unmeasured op left out
+    all_ = opcheck.total(rows)
+    assert all_.measured_s == pytest.approx(1e-6 * (len(p.ops) - 1))
+    assert all_.predicted_s == pytest.approx(float(tab.seconds[1:, 1].sum()))
+    for r in rows:
+        assert r.predicted_s == pytest.approx(sum(r.parts.values()))
+        assert r.error == pytest.approx(r.predicted_s / r.measured_s - 1)
+    assert [r.measured_s for r in rows] == sorted((r.measured_s for r in rows), reverse=True)
+
+
+@pytest.mark.skipif(not TWO, reason="needs two CPUs")
+def test_per_op_type_check_profiles_every_op_on_one_and_t_threads():
+    from hwtune.planner import opcheck
+    graph, _ = load_any("deepcpu_lstm_i64_h64", None, None)
+    got = opcheck.profile(graph, 2, rounds=1, warm_s=0.0, runs=1)
+    assert set(got) == {1, 2}
+    assert set(got[1]) == set(got[2]) and len(got[1]) > 100
+    assert all(x > 0 for t in got for x in got[t].values())
