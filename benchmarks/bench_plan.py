@@ -12,12 +12,20 @@ Run with the installed package, after `hwtune scan --quick` on this host:
       critical-path against shared-queue per n x k, beside the paper's
       Figure 6 and Table 2. --train: each model's training step (the
       paper timed training steps), profiled here on one thread first.
-  python benchmarks/bench_plan.py parts      [--db PATH]
+  python benchmarks/bench_plan.py parts      [--db PATH] [--from-cores K]
       each part of the cost model (compute at the per-core peak, memory
       traffic against the bandwidth curve, fork-join, serial fraction per
       op type) predicted vs measured on its own micro-benchmark
       (hwtune.planner.partcheck), a per-part error table: a bad total shows
-      which part is wrong.
+      which part is wrong. --from-cores K: each part predicted from a quick
+      scan and a calibration taken on K CPUs (as `plan --validate
+      --from-cores K` predicts), measured on all.
+  python benchmarks/bench_plan.py ops        [--db PATH] [--models a,b] [--from-cores K]
+      per op type of each model (default deepcpu_lstm_i64_h64), its ops'
+      time on one team of all the CPUs measured (fresh engines, in turns
+      with one thread) beside the prediction and its parts (split and
+      serial compute, memory, fork-join; hwtune.planner.opcheck): which
+      part of a team row's miss is in which op type.
   python benchmarks/bench_plan.py validate   [--db PATH] [--models a,b] [--fresh] [--save DIR]
                                              [--explain] [--from-cores K]
       `hwtune plan --validate` on every bundled model (or --models): per
@@ -124,7 +132,7 @@ def graphi(db: str, train: bool = False) -> None:
     print("\n".join(table(*g.split_table(results), left=(0,))))
 
 
-def parts(db: str) -> None:
+def parts(db: str, from_cores: Optional[int] = None) -> None:
     from hwtune import machine
     from hwtune.db import ResultsDB
     from hwtune.planner import partcheck
@@ -132,9 +140,12 @@ def parts(db: str) -> None:
     with ResultsDB.open(db) as rdb:
         fp = machine.fingerprint()
         hk = rdb.upsert_host(fp)
-        checks = partcheck.run_all(rdb, hk, fp, progress=lambda m: print(f"[parts] {m}",
-                                                                          file=sys.stderr))
+        checks = partcheck.run_all(rdb, hk, fp, from_cores=from_cores,
+                                   progress=lambda m: print(f"[parts] {m}", file=sys.stderr))
     print(_host_line())
+    if from_cores:
+        print(f"each part predicted from a quick scan and a calibration taken on {from_cores} "
+              f"CPU(s) (this host's CPU scaled to all), measured on all")
     print("\n".join(table(["part", "micro-benchmark", "threads", "predicted", "measured",
                            "error"],
                           [[c.part, c.bench, str(c.threads), f"{c.predicted_s * 1e6:.2f} us",
@@ -148,6 +159,57 @@ def parts(db: str) -> None:
                             "-" if v["max_abs_error"] is None else
                             f"{100 * v['max_abs_error']:.1f}%"]
                            for k, v in partcheck.summary(checks).items()], left=(0,))))
+
+
+def ops(db: str, models, from_cores: Optional[int] = None) -> None:
+    """Per op type of each model: 1 and all-CPU team times measured (fresh
+    engines in turns) beside the prediction at all CPUs and its parts, from
+    the stored inputs (--from-cores K: from inputs taken on K CPUs)."""
+    from hwtune import machine
+    from hwtune.db import ResultsDB
+    from hwtune.planner import inputs, opcheck
+    from hwtune.report.export.markdown import table
+    from hwtune.sources import load_any
+
+    def say(m):
+        print(f"[ops] {m}", file=sys.stderr)
+    cores = len(os.sched_getaffinity(0))
+    out = []
+    with ResultsDB.open(db) as rdb:
+        fp = machine.fingerprint()
+        hk = rdb.upsert_host(fp)
+        for name in models:
+            graph, _ = load_any(name, None, None)
+            if from_cores and from_cores < cores:
+                from hwtune.planner.fromcores import scratch_scan
+                with scratch_scan(from_cores, progress=say, host_cores=cores) as (sdb, shk, sfp,
+                                                                                 _):
+                    run = sdb.start_run(shk, "plan", {"model": name, "from_cores": from_cores})
+                    p, _ = inputs.build(sdb, shk, sfp, graph, run_id=run, max_cores=cores,
+                                        fresh=True, progress=say)
+                    sdb.finish_run(run, "complete")
+            else:
+                run = rdb.start_run(hk, "plan", {"model": name, "opcheck": True})
+                p, _ = inputs.build(rdb, hk, fp, graph, run_id=run, progress=say)
+                rdb.finish_run(run, "complete")
+            try:
+                say(f"{name}: profiling on 1 and {cores} threads, fresh engines in turns")
+                rows = opcheck.by_type(p, opcheck.profile(graph, cores), cores)
+            finally:
+                p.close()
+            for r in rows + [opcheck.total(rows)]:
+                out.append([name, r.op_type, str(r.ops), f"{r.measured_1t_s * 1e6:.1f}",
+                            f"{r.parts['parallel'] * 1e6:.1f}", f"{r.parts['serial'] * 1e6:.1f}",
+                            f"{r.parts['memory'] * 1e6:.1f}", f"{r.parts['forkjoin'] * 1e6:.1f}",
+                            f"{r.predicted_s * 1e6:.1f}", f"{r.measured_s * 1e6:.1f}",
+                            f"{100 * r.error:+.1f}%"])
+    print(_host_line())
+    print(f"per op type, summed over a run, on a team of {cores} threads (sequential); "
+          f"predicted from {'inputs on %d CPU(s)' % from_cores if from_cores else 'the stored inputs'}"
+          f"; us")
+    print("\n".join(table(["model", "op type", "ops", "measured 1 thread", "split compute",
+                           "serial compute", "memory", "fork-join", "predicted", "measured",
+                           "error"], out, left=(0, 1))))
 
 
 def _vs_fastest(rows) -> dict:
@@ -210,7 +272,9 @@ def validate(db: str, models, fresh: bool = False, save: Optional[str] = None,
                   (f"  (diagnostic, probed beside {stored * 1e3:9.3f} ms)" if stored else "") +
                   (f"  paired vs 1x1 {r['paired_ratio']:.3f}x, error "
                    f"{100 * r['paired_error']:+6.1f}%" if r.get("paired_error") is not None
-                   else ""), flush=True)
+                   else "") +
+                  "".join(f"  with {part}'s {x * 1e3:.3f} ms"
+                          for part, x in (r.get("predicted_with") or {}).items()), flush=True)
     print(_host_line())
     print("\n".join(table(["model", "configs", "median |error|", "worst |error|",
                            "diagnostic, probed beside: median / worst",
@@ -228,6 +292,13 @@ def validate(db: str, models, fresh: bool = False, save: Optional[str] = None,
         print(f"against the sequential 1x1 of the same rounds (paired): median |error| "
               f"{100 * pa['median_abs_error']:.1f}%, worst {100 * pa['max_abs_error']:.1f}% "
               f"over {pa['configs']} configurations (a diagnosis: the goal is about medians)")
+    if any(r.get("predicted_with") for r in every):
+        from hwtune.planner import attribute
+        parts_ = "; ".join(f"{part} {100 * x['median_abs_error']:.1f}% / "
+                           f"{100 * x['max_abs_error']:.1f}%"
+                           for part, x in attribute.summary(every).items() if x["configs"])
+        print(f"diagnostic (--from-cores, not the goal's figure): median / worst |error| with "
+              f"one part from this host's own all-CPU scan and calibration: {parts_}")
     s = summary(every)
     ok = s["median_abs_error"] <= 0.10 and s["max_abs_error"] <= 0.25
     print(f"overall: median |error| {100 * s['median_abs_error']:.1f}%, worst "
@@ -238,15 +309,17 @@ def validate(db: str, models, fresh: bool = False, save: Optional[str] = None,
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=("timing", "graphi", "parts", "validate"))
+    ap.add_argument("what", choices=("timing", "graphi", "parts", "validate", "ops"))
     ap.add_argument("--db", default="results.db")
-    ap.add_argument("--models", default=None, help="validate: comma list of bundled models")
+    ap.add_argument("--models", default=None,
+                    help="validate, ops: comma list of bundled models")
     ap.add_argument("--fresh", action="store_true",
                     help="validate: calibrate again before each model (on a host whose "
                          "core-to-core costs drift within minutes, a calibration taken for "
                          "an earlier model describes another machine)")
     ap.add_argument("--from-cores", type=int, default=None, metavar="K",
-                    help="validate: inputs taken on K CPUs, validated on all")
+                    help="validate, parts: inputs taken on K CPUs, validated (parts: "
+                         "checked) on all")
     ap.add_argument("--explain", action="store_true",
                     help="validate: also the diagnostic from probes beside the samples")
     ap.add_argument("--save", default=None, metavar="DIR",
@@ -260,7 +333,10 @@ def main() -> None:
     elif a.what == "graphi":
         graphi(a.db, a.train)
     elif a.what == "parts":
-        parts(a.db)
+        parts(a.db, a.from_cores)
+    elif a.what == "ops":
+        ops(a.db, [m for m in (a.models or "deepcpu_lstm_i64_h64").split(",") if m],
+            a.from_cores)
     else:
         validate(a.db, [m for m in (a.models or "").split(",") if m], a.fresh, a.save,
                  a.explain, a.from_cores)

@@ -257,5 +257,186 @@ def test_a_from_cores_document_names_what_its_inputs_did_not_measure():
     assert "unmeasured: no multi-thread point in the inputs" in text
     assert "fork-join not measured: 0.03 us at 2 threads" in text
     assert "no core-to-core transfer or wake-up term" in text
+    assert "a 2-executor run's own cost taken as one executor's" in text
     doc.pop("from_cores")
     assert "unmeasured" not in export.render("plan", doc, "markdown")
+
+
+def _one_core(p):
+    """p's inputs as a 1-CPU host would store them: its host with one core
+    (no fork-join), no fits, a calibration with no 2-thread figure; the
+    target unchanged."""
+    from dataclasses import replace
+    from hwtune.planner import costmodel
+    from hwtune.planner.calibrate import Calibration
+    host1 = replace(p.host, cores=1, forkjoin_s=(0.0, 0.0), dram_gbs=p.host.dram_gbs[:2])
+    cal1 = Calibration(overheads={s: dict(o, dispatch_s=0.0)
+                                  for s, o in CALIBRATION.overheads.items()},
+                       run_s={s: {1: r[1]} for s, r in CALIBRATION.run_s.items()},
+                       add_s=CALIBRATION.add_s)
+    return replace(p, model=costmodel.CostModel(host1, p.target, {}), calibration=cal1,
+                   host=host1)
+
+
+def test_attribution_fills_in_one_part_at_a_time_from_the_hosts_own_inputs():
+    """--from-cores's diagnostic: each row predicted again with the
+    inter-core figures, the bandwidth curves or the serial fractions of the
+    host's own all-CPU inputs, one at a time; only the part filled in
+    changes."""
+    from dataclasses import replace
+    from hwtune.planner import attribute
+    from plan_fixture import FITS
+    base = predictor()
+    p = _one_core(base)
+    host_all = replace(base.host, forkjoin_s=(0.0, 0.0, 5e-6),
+                       dram_gbs=tuple(g / 4 for g in base.host.dram_gbs))
+    cal = attribute.inter_core(p.calibration, CALIBRATION)
+    assert cal.forkjoin == CALIBRATION.forkjoin and cal.xfer_s == CALIBRATION.xfer_s
+    assert cal.run_s["corun"] == {1: CALIBRATION.run_s["corun"][1],
+                                  2: CALIBRATION.run_s["corun"][2]}
+    assert cal.overheads["corun"]["dispatch_s"] == CALIBRATION.overheads["corun"]["dispatch_s"]
+    assert cal.overheads["corun"]["section_s"] == p.calibration.overheads["corun"]["section_s"]
+    v = attribute.variants(p, host_all, FITS, CALIBRATION)
+    rows = [{"scheduler": s, "executors": n, "threads": k, "measured_s": 1e-3}
+            for s, n, k in (("sequential", 1, 1), ("sequential", 1, 2),
+                            ("critical-path", 2, 1))]
+    try:
+        assert v["inter-core"].target.forkjoin(2) == 5e-6
+        assert v["inter-core"].target.dram_gbs == p.target.dram_gbs
+        assert v["bandwidth"].target.dram_gbs == host_all.dram_gbs
+        assert v["bandwidth"].target.forkjoin_s == p.target.forkjoin_s
+        assert v["serial"].model.fits == FITS and p.model.fits == {}
+        both = v["all three"]
+        assert both.target.forkjoin(2) == 5e-6 and both.target.dram_gbs == host_all.dram_gbs
+        assert both.model.fits == FITS and both.calibration.xfer_s == CALIBRATION.xfer_s
+        attribute.predict_rows(v, rows, list(sched.schedulers().values()))
+        one = {r["threads"]: p.simulate(sched.schedulers()["sequential"], 1, r["threads"])[0]
+               for r in rows[:2]}
+    finally:
+        for x in v.values():
+            x.close()
+        p.close()
+        base.close()
+    seq1, seq2 = rows[0]["predicted_with"], rows[1]["predicted_with"]
+    assert seq1["inter-core"] == pytest.approx(one[1])  # one thread: nothing crosses
+    assert seq2["inter-core"] > one[2] + 100 * 4e-6  # 5 us a fork-join, on every op
+    assert seq2["serial"] > one[2]  # fractions of 0.1-0.2 instead of 0
+    assert seq2["all three"] > seq2["inter-core"]
+    s = attribute.summary(rows)
+    assert set(s) == set(attribute.PARTS) and all(x["configs"] == 3 for x in s.values())
+
+
+def test_a_from_cores_document_says_which_part_a_miss_comes_from():
+    from hwtune.report import export
+    from plan_fixture import validation_doc
+    doc = validation_doc()
+    doc["validation"]["attribution"] = {
+        "source": "scan run 7 and the stored plan calibration",
+        "parts": {"inter-core": {"configs": 2, "median_abs_error": 0.05, "max_abs_error": 0.1},
+                  "bandwidth": {"configs": 2, "median_abs_error": 0.4, "max_abs_error": 0.6},
+                  "serial": {"configs": 0, "median_abs_error": None, "max_abs_error": None},
+                  "all three": {"configs": 2, "median_abs_error": 0.03, "max_abs_error": 0.05}}}
+    text = " ".join(export.render("plan", doc, "markdown").split())
+    assert "one part from this host's own inputs on all its CPUs (scan run 7" in text
+    assert "inter-core: median |error| 5.0%, worst 10.0%; bandwidth: median" in text
+    assert "all three: median |error| 3.0%, worst 5.0%" in text
+    doc["validation"]["attribution"] = {"source": None, "note": "no stored scan"}
+    text = " ".join(export.render("plan", doc, "markdown").split())
+    assert "which part a miss comes from: not shown (no stored scan)" in text
+
+
+@pytest.mark.skipif(not TWO, reason="needs two CPUs")
+def test_parts_from_one_core_predict_every_thread_count_from_the_one_cpu_inputs(tmp_path,
+                                                                                 monkeypatch):
+    """bench_plan.py parts --from-cores 1: the scan and the calibration are
+    taken under a 1-CPU mask (seeded here, as a 1-CPU host stores them),
+    and every part is predicted at 2+ threads from them, not from the
+    user's stored all-CPU inputs: the fork-join check charges the scaled
+    host's extrapolated region (inputs.FORKJOIN_LINE_S), not the user's
+    calibration."""
+    import hwtune.planner.inputs as inputs_mod
+    import hwtune.scan.runner as runner
+    from hwtune.planner.calibrate import Calibration
+    monkeypatch.setattr(partcheck, "REPS", 3)
+    monkeypatch.setattr(partcheck, "WARMUP", 1)
+    monkeypatch.setattr(partcheck, "COMPUTE_GEMM", (32, 128, 128))
+    monkeypatch.setattr(partcheck, "MEMORY_N", {"dram": 1 << 20, "l2": 4096})
+    monkeypatch.setattr(partcheck, "SERIAL_GEMMS", ((1, 128, 256), (64, 128, 128)))
+    seen = {}
+
+    def fake_scan(db, opts, **kw):
+        seen["cpus"] = sorted(os.sched_getaffinity(0))
+        _seed_into(db)
+
+    def fake_calibrate(cores, progress=None):
+        seen["cores"] = cores
+        return Calibration(overheads=CALIBRATION.overheads,
+                           run_s={s: {1: r[1]} for s, r in CALIBRATION.run_s.items()})
+    monkeypatch.setattr(runner, "run_scan", fake_scan)
+    monkeypatch.setattr(inputs_mod, "calibrate", fake_calibrate)
+    path = _seed(tmp_path / "p.db")  # the user's: a 2-CPU calibration would be CALIBRATION's
+    with ResultsDB.open(path) as db:
+        fp = machine.fingerprint()
+        checks = partcheck.run_all(db, db.upsert_host(fp), fp, from_cores=1)
+    assert seen == {"cpus": fromcores.pick(1), "cores": 1}
+    n = len(os.sched_getaffinity(0))
+    fj = [c for c in checks if c.part == "forkjoin"]
+    assert [c.threads for c in fj] == list(range(2, n + 1))
+    # the 1-CPU host has no region at all; the scaled host's starts at two
+    # line transfers and adds one per thread (not the user's 0.2 us region)
+    one = [c for c in checks if c.part == "memory" and c.threads == 1]
+    assert one and all(c.predicted_s > 0 for c in one)
+    for c in fj:
+        assert c.predicted_s < 1e-6 + inputs_mod.FORKJOIN_LINE_S * c.threads
+        assert c.predicted_s != pytest.approx(CALIBRATION.forkjoin_pool[2], rel=0.01)
+    serial = [c for c in checks if c.part == "serial"]
+    assert serial and all("s=0.000" in c.bench for c in serial)  # no 2-thread point: s = 0
+
+
+def test_a_one_core_host_scaled_starts_its_region_at_two_line_transfers():
+    """The pool's 2-thread region moves the fork's word to the worker and
+    the worker's done word back; each further thread adds one line. A host
+    measured on 2+ cores extends its own measured region instead."""
+    from dataclasses import replace
+    from hwtune.planner import inputs as inputs_mod
+    from plan_fixture import machine as described
+    line = inputs_mod.FORKJOIN_LINE_S
+    one = replace(described("ryzen-9-5950x"), cores=1, forkjoin_s=(0.0, 0.0))
+    big = inputs_mod.scaled_host(one, 4)
+    assert big.forkjoin(1) == 0.0
+    assert big.forkjoin(2) == pytest.approx(2 * line)
+    assert big.forkjoin(4) == pytest.approx(4 * line)
+    two = replace(one, cores=2, forkjoin_s=(0.0, 0.0, 3e-7))
+    assert inputs_mod.scaled_host(two, 4).forkjoin(3) == pytest.approx(3e-7 + line)
+
+
+def test_per_op_type_check_sums_the_predictions_parts_beside_the_measured_times():
+    """bench_plan.py ops: per op type, the ops' measured times on 1 and t
+    threads summed beside the cost model's parts at t threads (they add up
+    to the prediction, which is the table's column at t)."""
+    from hwtune.planner import opcheck
+    p = predictor()
+    try:
+        measured = {1: {d.name: 2e-6 for d in p.ops}, 2: {d.name: 1e-6 for d in p.ops[1:]}}
+        rows = opcheck.by_type(p, measured, 2)
+        tab = p.table(2)
+    finally:
+        p.close()
+    assert sum(r.ops for r in rows) == len(p.ops) - 1  # the unmeasured op left out
+    all_ = opcheck.total(rows)
+    assert all_.measured_s == pytest.approx(1e-6 * (len(p.ops) - 1))
+    assert all_.predicted_s == pytest.approx(float(tab.seconds[1:, 1].sum()))
+    for r in rows:
+        assert r.predicted_s == pytest.approx(sum(r.parts.values()))
+        assert r.error == pytest.approx(r.predicted_s / r.measured_s - 1)
+    assert [r.measured_s for r in rows] == sorted((r.measured_s for r in rows), reverse=True)
+
+
+@pytest.mark.skipif(not TWO, reason="needs two CPUs")
+def test_per_op_type_check_profiles_every_op_on_one_and_t_threads():
+    from hwtune.planner import opcheck
+    graph, _ = load_any("deepcpu_lstm_i64_h64", None, None)
+    got = opcheck.profile(graph, 2, rounds=1, warm_s=0.0, runs=1)
+    assert set(got) == {1, 2}
+    assert set(got[1]) == set(got[2]) and len(got[1]) > 100
+    assert all(x > 0 for t in got for x in got[t].values())

@@ -55,16 +55,15 @@ def restricted(cpus: List[int]) -> Iterator[List[int]]:
         os.sched_setaffinity(0, before)
 
 
-def inputs_on(k: int, graph, graph_hash: str, rows, *, host_cores: int,
-              progress: Optional[Progress] = None, keep: Optional[str] = None
-              ) -> Tuple[object, list, dict]:
-    """(Predictor for this host's CPU with host_cores cores, its fits, what
-    was measured) from a quick scan, a calibration, 1-thread profiles and
-    order factors all taken on K CPUs into a scratch database (at `keep`
-    when given, else a temporary file removed afterwards)."""
+@contextmanager
+def scratch_scan(k: int, *, progress: Optional[Progress] = None, keep: Optional[str] = None,
+                 host_cores: Optional[int] = None) -> Iterator[Tuple[object, str, dict, List[int]]]:
+    """(scratch database, its host key, the K-CPU fingerprint, the mask)
+    with a quick scan taken on K CPUs in it (at `keep` when given, else a
+    temporary file removed afterwards). The body runs under the mask; it is
+    restored on exit."""
     from hwtune import machine as machine_info
     from hwtune.db import ResultsDB
-    from hwtune.planner import inputs
     from hwtune.scan.runner import run_scan
     from hwtune.scan.steps import ScanOptions
     progress = progress or (lambda m: None)
@@ -79,20 +78,35 @@ def inputs_on(k: int, graph, graph_hash: str, rows, *, host_cores: int,
             db = ResultsDB.open(path)
             with db:
                 hk = db.upsert_host(fp)
-                progress(f"inputs on {k} of {host_cores} CPUs (CPU {', '.join(map(str, mask))})"
+                of = f" of {host_cores}" if host_cores else ""
+                progress(f"inputs on {k}{of} CPUs (CPU {', '.join(map(str, mask))})"
                          f": quick scan into a scratch database")
                 run_scan(db, ScanOptions(quick=True))
-                run = db.start_run(hk, "plan", {"model": graph.name, "graph_hash": graph_hash,
-                                                "from_cores": k})
-                p, fits = inputs.build(db, hk, fp, graph, run_id=run, max_cores=host_cores,
-                                       data="scan", fresh=True, progress=progress)
-                try:
-                    p.order = inputs.order_scales(db, hk, run, p, graph_hash, rows,
-                                                  fresh=True, progress=progress)
-                except BaseException:
-                    p.close()
-                    raise
-                db.finish_run(run, "complete")
+                yield db, hk, fp, mask
+
+
+def inputs_on(k: int, graph, graph_hash: str, rows, *, host_cores: int,
+              progress: Optional[Progress] = None, keep: Optional[str] = None
+              ) -> Tuple[object, list, dict]:
+    """(Predictor for this host's CPU with host_cores cores, its fits, what
+    was measured) from a quick scan, a calibration, 1-thread profiles and
+    order factors all taken on K CPUs into a scratch database (at `keep`
+    when given, else a temporary file removed afterwards)."""
+    from hwtune.planner import inputs
+    progress = progress or (lambda m: None)
+    with scratch_scan(k, progress=progress, keep=keep, host_cores=host_cores) as (db, hk, fp,
+                                                                                   mask):
+        run = db.start_run(hk, "plan", {"model": graph.name, "graph_hash": graph_hash,
+                                        "from_cores": k})
+        p, fits = inputs.build(db, hk, fp, graph, run_id=run, max_cores=host_cores,
+                               data="scan", fresh=True, progress=progress)
+        try:
+            p.order = inputs.order_scales(db, hk, run, p, graph_hash, rows,
+                                          fresh=True, progress=progress)
+        except BaseException:
+            p.close()
+            raise
+        db.finish_run(run, "complete")
     info = {"from_cores": k, "cpus": mask, "host_cores": host_cores,
             "inputs_db": keep, "host_key": hk, "isa": p.scan.isa if p.scan else None}
     return p, fits, info

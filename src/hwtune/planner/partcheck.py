@@ -24,7 +24,7 @@ fit_serial charges the scan's points."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, List
+from typing import Callable, List, Optional
 
 import numpy as np
 
@@ -116,12 +116,13 @@ def check_forkjoin(pool, cores: int, pool_fj: dict) -> List[Check]:
     return out
 
 
-def check_serial(pool, host: Machine, cores: int, fits: dict, elt_ops, elt_n: int
-                 ) -> List[Check]:
-    """Held-out shapes predicted from their own 1-thread time by the fits."""
+def check_serial(pool, host: Machine, cores: int, fits: dict, elt_ops, elt_n: int,
+                 target: Optional[Machine] = None) -> List[Check]:
+    """Held-out shapes predicted from their own 1-thread time by the fits,
+    on target (this host scaled, from fewer CPUs' inputs; default host)."""
     from hwtune.native import bench
     from hwtune.planner.opdata import GEMV_FAMILY, GEMV_MAX_M
-    model = costmodel.CostModel(host, host, fits)
+    model = costmodel.CostModel(host, target or host, fits)
     out = []
     cases = []
     for M, K, N in SERIAL_GEMMS:
@@ -145,24 +146,50 @@ def check_serial(pool, host: Machine, cores: int, fits: dict, elt_ops, elt_n: in
     return out
 
 
-def run_all(db, host_key: str, fp: dict, *, progress=None) -> List[Check]:
+def run_all(db, host_key: str, fp: dict, *, progress=None,
+            from_cores: Optional[int] = None) -> List[Check]:
     """Every part's checks on this host, from its stored scan and plan
-    calibration (calibrated now when none is stored)."""
-    from hwtune.native import bench
-    from hwtune.native.isa import selected_isa, supported_isas
-    from hwtune.native.threads import Pool
+    calibration (calibrated now when none is stored). from_cores K: from a
+    quick scan and a calibration taken on K of its CPUs instead (a scratch
+    database, fromcores.scratch_scan), this host's CPU scaled to all of
+    them as `hwtune plan --validate --from-cores K` predicts it
+    (inputs.scaled_host): each part's error on thread counts its inputs
+    never saw."""
+    from hwtune.native.isa import selected_isa
     from hwtune.planner.inputs import host_calibration
-    from hwtune.planner.machine import host_machine, scan_figures
+    from hwtune.planner.machine import scan_figures
     progress = progress or (lambda m: None)
     isa = selected_isa()
-    figs = scan_figures(db, host_key, isa)
     cores = int(fp.get("usable_cpus") or 1)
+    if from_cores is not None and from_cores < cores:
+        from hwtune.planner.fromcores import scratch_scan
+        with scratch_scan(from_cores, progress=progress, host_cores=cores) as (sdb, shk, sfp, _):
+            figs = scan_figures(sdb, shk, isa)
+            run = sdb.start_run(shk, "plan", {"partcheck": True, "from_cores": from_cores})
+            cal = host_calibration(sdb, shk, run, from_cores, fresh=True, progress=progress)
+            sdb.finish_run(run, "complete")
+        return checks_from(figs, cal, sfp, cores, isa, progress)
+    figs = scan_figures(db, host_key, isa)
     run = db.start_run(host_key, "plan", {"partcheck": True})
     cal = host_calibration(db, host_key, run, cores, fresh=False, progress=progress)
     db.finish_run(run, "complete")
+    return checks_from(figs, cal, fp, cores, isa, progress)
+
+
+def checks_from(figs, cal, fp: dict, cores: int, isa: str, progress) -> List[Check]:
+    """The checks on `cores` threads of this host, predicted from scan
+    figures figs and calibration cal taken on fp's CPUs (fewer than cores:
+    this host's CPU scaled, inputs.scaled_host)."""
+    from hwtune.native import bench
+    from hwtune.native.isa import supported_isas
+    from hwtune.native.threads import Pool
+    from hwtune.planner.inputs import scaled_host
+    from hwtune.planner.machine import host_machine
     # the bare benchmark loops pay the pool's empty region (fit_serial)
     host = host_machine(fp, figs, cal.forkjoin_pool)
     fits = costmodel.fit_serial(host, costmodel.scan_points(figs), cal.forkjoin_pool)
+    target = scaled_host(host, cores)
+    pool_fj = {t: target.forkjoin(t) for t in range(2, cores + 1)}
     pool = Pool(executors=1, threads=cores, pin=True)
     peaks = {}
 
@@ -174,13 +201,13 @@ def run_all(db, host_key: str, fp: dict, *, progress=None) -> List[Check]:
         progress("compute: a GEMM under each ISA")
         out = check_compute(pool, host, list(supported_isas()), isa, peak)
         progress("memory: adds out of cache and in L2")
-        out += check_memory(pool, host, cores, cal.forkjoin_pool)
+        out += check_memory(pool, target, cores, pool_fj)
         progress("fork-join: tiny adds")
-        out += check_forkjoin(pool, cores, cal.forkjoin_pool)
+        out += check_forkjoin(pool, cores, pool_fj)
         progress("serial fractions: shapes the scan did not time")
         elt = sorted({r["op"] for r in figs.eltwise})
         n = int(next((r["n"] for r in figs.eltwise), 32768))
-        out += check_serial(pool, host, cores, fits, elt, n)
+        out += check_serial(pool, host, cores, fits, elt, n, target=target)
     finally:
         pool.close()
     return out

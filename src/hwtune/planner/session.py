@@ -163,10 +163,31 @@ def _validate(db, host_key: str, run_id: int, fp: dict, graph, graph_hash: str, 
                      intervals.family_shares(p.ops, p.t1), js, opts.from_cores)
     out = {"rows": js, "summary": validate.summary(js),
            "summary_paired": validate.paired_summary(js), **load}
+    if opts.from_cores is not None and cores != p.host.cores:
+        out["attribution"] = _attribute(db, host_key, fp, isa, p, js)
     if probes is not None:
         out["explain"] = {"beside": probes.summary(),
                           "summary": validate.summary(js, "predicted_beside_s")}
     return out
+
+
+def _attribute(db, host_key: str, fp: dict, isa: str, p, js) -> dict:
+    """--from-cores: each row predicted again with one part from this
+    host's own stored inputs (attribute.py), a diagnostic apart."""
+    from hwtune.planner import attribute
+    got = attribute.from_db(db, host_key, fp, isa)
+    if got is None:
+        return {"source": None, "note": "no stored scan and multi-core plan calibration of "
+                "this host in the database: run `hwtune scan --quick` and `hwtune plan MODEL` "
+                "on all its CPUs to see which part a miss comes from"}
+    host_all, fits_all, cal_all, source = got
+    variants = attribute.variants(p, host_all, fits_all, cal_all)
+    try:
+        attribute.predict_rows(variants, js, _rows())
+    finally:
+        for v in variants.values():
+            v.close()
+    return {"source": source, "parts": attribute.summary(js)}
 
 
 def host_validations(db, host_key: str) -> dict:

@@ -71,10 +71,13 @@ def unseen_lines(doc: dict) -> List[str]:
         out.append("no multi-thread point in the inputs: every serial fraction is 0")
     fj = m.get("forkjoin_s") or []
     if fc.get("from_cores", 0) < 2 and len(fj) > 2:
-        out.append(f"fork-join not measured: {fj[2] * 1e6:.2f} us at 2 threads, extrapolated "
-                   f"from 0 by a published core-to-core latency per thread")
+        out.append(f"fork-join not measured: {fj[2] * 1e6:.2f} us at 2 threads, two "
+                   f"published bare-metal core-to-core line transfers (fork and join), one "
+                   f"more per thread")
     if not cal.get("xfer_s") and not cal.get("wake_s"):
-        out.append("no core-to-core transfer or wake-up term (one CPU: nothing crossed)")
+        out.append("no core-to-core transfer or wake-up term, no dispatch cost between "
+                   "executors, and a 2-executor run's own cost taken as one executor's (one "
+                   "CPU: nothing crossed)")
     return ["unmeasured: " + "; ".join(out)] if out else []
 
 
@@ -296,6 +299,7 @@ def validation_sentences(v: dict) -> List[str]:
                    f"machine's scaling figures probed beside the samples"
                    f"{f' ({n} probes)' if n else ''}: median |error| "
                    f"{pct(beside['median_abs_error'])}, worst {pct(beside['max_abs_error'])}")
+    out += attribution_sentences(v.get("attribution"))
     paired = v.get("summary_paired")
     if paired and paired.get("configs"):
         out.append(f"against the sequential 1x1 measured in the same rounds (the machine's "
@@ -303,3 +307,18 @@ def validation_sentences(v: dict) -> List[str]:
                    f"{pct(paired['median_abs_error'])}, worst {pct(paired['max_abs_error'])} "
                    f"over {paired['configs']} configurations")
     return out
+
+
+def attribution_sentences(att: Optional[dict]) -> List[str]:
+    """--from-cores: which missing input a miss comes from (attribute.py),
+    a diagnostic apart from the figure."""
+    if not att:
+        return []
+    if not att.get("source"):
+        return [f"which part a miss comes from: not shown ({att.get('note')})"]
+    parts = "; ".join(f"{part}: median |error| {pct(s['median_abs_error'])}, worst "
+                      f"{pct(s['max_abs_error'])}"
+                      for part, s in (att.get("parts") or {}).items() if s.get("configs"))
+    return [f"diagnostic, not the figure: each row predicted again with one part from this "
+            f"host's own inputs on all its CPUs ({att['source']}): {parts} (the part whose "
+            f"error falls most is the one the inputs on fewer CPUs miss)"]
