@@ -153,6 +153,23 @@ def test_attention_engine_matches_reference(tmp_path, nth, s, mask):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("nth", [1, 2])
+@pytest.mark.parametrize("s,t,mask", [(5, 37, None), (5, 37, (1, 37)), (197, 197, None),
+                                      (128, 131, (1, 1, 1, 131))])
+def test_attention_engine_long_rows(tmp_path, nth, s, t, mask):
+    """Score rows of T >= 8 (the row max and sum run over 8 lanes and a
+    tail) and the query blocks of ViT's 197 and BERT's 128 tokens."""
+    from hwtune.engine.ops_harness import run_ops
+    ins = {"q": ((1, 2, s, 16), None, None), "kt": ((1, 2, 16, t), None, None),
+           "v": ((1, 2, t, 24), None, None)}
+    if mask:
+        ins["m"] = (mask, -4, 1)
+    g = _one_op_graph(tmp_path, "attention", ins, {"scale": 0.25})
+    want = run_reference(g)["y"]
+    got = run_ops(g, nth=nth)["y"]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
 def test_engine_out_of_range_index_is_nan_not_a_crash(tmp_path):
     from hwtune.native.engine import NativeEngine
     g = _one_op_graph(tmp_path, "take", {"t": ((4, 3), None, None), "i": ((3,), 0, 4)},
