@@ -20,7 +20,11 @@
  * in a Zen 4 core's 1 MB L2 up to T = 4096 between the two products; BERT
  * at seq 128 gives 2 blocks per head, 24 for 12 heads, enough to share
  * among the threads. */
+#ifndef ATT_ROWS
 #define ATT_ROWS 64
+#endif
+/* Block rows are whole micro-panels of every GEMM variant (12, 6, 4 rows). */
+#define ATT_ROW_UNIT 12
 
 typedef struct {
   int64_t lead, s, d, t, e, blocks_per_head;
@@ -88,7 +92,13 @@ static int att_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   st.scale = (float)hwt_ops_float(ctx, "scale", 1.0);
   hwt_eltwise_desc_init(&st.exp, HWT_EW_EXP, ctx->isa, (size_t)st.t);
   if (hwt_eltwise_check(&st.exp) != HWT_OK) st.exp.isa = HWT_ISA_GENERIC;
-  const int full = (int)(st.s < ATT_ROWS ? st.s : ATT_ROWS);
+  /* As few blocks as ATT_ROWS allows, evened out in whole ATT_ROW_UNIT
+     panels: ViT's 197 tokens make 60+60+60+17 rows, not 64+64+64+5 (a
+     5-row last block takes the GEMV path, and a 64-row one ends on a
+     4-row edge panel). */
+  int64_t nb = (st.s + ATT_ROWS - 1) / ATT_ROWS, per = (st.s + nb - 1) / nb;
+  per = (per + ATT_ROW_UNIT - 1) / ATT_ROW_UNIT * ATT_ROW_UNIT;
+  const int full = (int)(st.s < per ? st.s : per);
   const int last = (int)(st.s % full ? st.s % full : full);
   st.blocks_per_head = (st.s + full - 1) / full;
   int rc = plans(&st, ctx->isa, full, 0, err, errlen, ctx);
