@@ -323,7 +323,7 @@ def zoo_files(tmp_path_factory):
     Z = _zoo()
     d = tmp_path_factory.mktemp("zoo")
     out = {}
-    for name in ("bert_base", "distilbert", "gpt2", "roberta", "swin_t"):
+    for name in ("bert_base", "distilbert", "gpt2", "roberta", "swin_t", "vit_b_16"):
         built = Z.BY_NAME[name].build(True)
         path = Z.export(built, d / f"{name}.onnx")
         files = {}
@@ -334,7 +334,8 @@ def zoo_files(tmp_path_factory):
     return out
 
 
-@pytest.mark.parametrize("name", ["bert_base", "distilbert", "gpt2", "roberta", "swin_t"])
+@pytest.mark.parametrize("name", ["bert_base", "distilbert", "gpt2", "roberta", "swin_t",
+                                  "vit_b_16"])
 def test_zoo_small_imports_runs_and_matches_ort(zoo_files, tmp_path, name):
     pytest.importorskip("onnxruntime")
     path, files = zoo_files[name]
@@ -343,6 +344,12 @@ def test_zoo_small_imports_runs_and_matches_ort(zoo_files, tmp_path, name):
     assert res.exit_code == 0, res.output
     if name in ("bert_base", "distilbert", "roberta"):  # eager attention, fused at import
         assert [op.op for op in load_model(str(js)).ops].count("attention") == 2
+    if name == "vit_b_16":  # q and k each scaled first (MHA's math path): into the op's scale
+        ops = load_model(str(js)).ops
+        made = {o.outputs[0]: o.op for o in ops}
+        att = [o for o in ops if o.op == "attention"]
+        assert len(att) == 2 and all(made.get(t) != "affine" for o in att for t in o.inputs[:2])
+        assert all(o.attrs["scale"] != 1.0 for o in att)
     inputs = [a for k, f in files.items() for a in ("--input", f"{k}={f}")]
     res = invoke("run", js, "--check", "--iterations", "2", "--warmup", "0", *inputs)
     assert res.exit_code == 0, res.output
