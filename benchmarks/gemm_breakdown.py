@@ -27,6 +27,10 @@ from hwtune.native import gemm as g
 
 SHAPES = [(64, 512, 512), (256, 1024, 1024), (1, 512, 2048), (128, 768, 768), (64, 512, 2048),
           (320, 512, 2048)]
+# (M, K, N) of the Linear layers of ViT-B/16 (197 tokens), BERT-base and
+# GPT-2 at seq 128: QKV (GPT-2 fused 2304), attention out, MLP up and down.
+TRANSFORMER_SHAPES = [(197, 768, 768), (197, 768, 3072), (197, 3072, 768), (197, 768, 2304),
+                      (128, 768, 768), (128, 768, 2304), (128, 768, 3072), (128, 3072, 768)]
 # Calls per sample: a [64,512]x[512,512] call takes ~0.35 ms, so 8 calls make a
 # ~3 ms sample, far above the thread clock's resolution and the ~1 us ctypes
 # call; the larger shapes take one call per sample.
@@ -69,13 +73,22 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=101)
     ap.add_argument("--cpu", type=int, default=None, help="pin to this CPU")
+    ap.add_argument("--shapes", default=None,
+                    help="MxKxN list, e.g. 197x768x768,128x768x2304 (default: the built-in set)")
+    ap.add_argument("--transformers", action="store_true",
+                    help="the Linear GEMMs of ViT-B/16 (M=197), BERT-base and GPT-2 (M=128)")
     args = ap.parse_args()
     if os.environ.get("OPENBLAS_NUM_THREADS") != "1":
         print("warning: set OPENBLAS_NUM_THREADS=1 for a one-thread comparison")
     if args.cpu is not None:
         os.sched_setaffinity(0, {args.cpu})
     print(f"{'shape':>22} {'numpy':>14} {'hwtune':>22} {'prepacked B':>22} {'pack_b':>9}")
-    for M, K, N in SHAPES:
+    shapes = SHAPES
+    if args.transformers:
+        shapes = TRANSFORMER_SHAPES
+    if args.shapes:
+        shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
+    for M, K, N in shapes:
         r = run_shape(M, K, N, args.reps)
         gf = r["gflop"]
 

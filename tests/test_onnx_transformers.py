@@ -153,6 +153,23 @@ def test_attention_engine_matches_reference(tmp_path, nth, s, mask):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("nth", [1, 2])
+@pytest.mark.parametrize("s,t,mask", [(5, 37, None), (5, 37, (1, 37)), (197, 197, None),
+                                      (128, 131, (1, 1, 1, 131))])
+def test_attention_engine_long_rows(tmp_path, nth, s, t, mask):
+    """Score rows of T >= 8 (the row max and sum run over 8 lanes and a
+    tail) and the query blocks of ViT's 197 and BERT's 128 tokens."""
+    from hwtune.engine.ops_harness import run_ops
+    ins = {"q": ((1, 2, s, 16), None, None), "kt": ((1, 2, 16, t), None, None),
+           "v": ((1, 2, t, 24), None, None)}
+    if mask:
+        ins["m"] = (mask, -4, 1)
+    g = _one_op_graph(tmp_path, "attention", ins, {"scale": 0.25})
+    want = run_reference(g)["y"]
+    got = run_ops(g, nth=nth)["y"]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
 def test_engine_out_of_range_index_is_nan_not_a_crash(tmp_path):
     from hwtune.native.engine import NativeEngine
     g = _one_op_graph(tmp_path, "take", {"t": ((4, 3), None, None), "i": ((3,), 0, 4)},
@@ -306,7 +323,7 @@ def zoo_files(tmp_path_factory):
     Z = _zoo()
     d = tmp_path_factory.mktemp("zoo")
     out = {}
-    for name in ("bert_base", "distilbert", "gpt2", "roberta", "swin_t"):
+    for name in ("bert_base", "distilbert", "gpt2", "roberta", "swin_t", "vit_b_16"):
         built = Z.BY_NAME[name].build(True)
         path = Z.export(built, d / f"{name}.onnx")
         files = {}
@@ -317,7 +334,8 @@ def zoo_files(tmp_path_factory):
     return out
 
 
-@pytest.mark.parametrize("name", ["bert_base", "distilbert", "gpt2", "roberta", "swin_t"])
+@pytest.mark.parametrize("name", ["bert_base", "distilbert", "gpt2", "roberta", "swin_t",
+                                  "vit_b_16"])
 def test_zoo_small_imports_runs_and_matches_ort(zoo_files, tmp_path, name):
     pytest.importorskip("onnxruntime")
     path, files = zoo_files[name]
@@ -326,6 +344,12 @@ def test_zoo_small_imports_runs_and_matches_ort(zoo_files, tmp_path, name):
     assert res.exit_code == 0, res.output
     if name in ("bert_base", "distilbert", "roberta"):  # eager attention, fused at import
         assert [op.op for op in load_model(str(js)).ops].count("attention") == 2
+    if name == "vit_b_16":  # q and k each scaled first (MHA's math path): into the op's scale
+        ops = load_model(str(js)).ops
+        made = {o.outputs[0]: o.op for o in ops}
+        att = [o for o in ops if o.op == "attention"]
+        assert len(att) == 2 and all(made.get(t) != "affine" for o in att for t in o.inputs[:2])
+        assert all(o.attrs["scale"] != 1.0 for o in att)
     inputs = [a for k, f in files.items() for a in ("--input", f"{k}={f}")]
     res = invoke("run", js, "--check", "--iterations", "2", "--warmup", "0", *inputs)
     assert res.exit_code == 0, res.output

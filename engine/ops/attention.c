@@ -20,7 +20,11 @@
  * in a Zen 4 core's 1 MB L2 up to T = 4096 between the two products; BERT
  * at seq 128 gives 2 blocks per head, 24 for 12 heads, enough to share
  * among the threads. */
+#ifndef ATT_ROWS
 #define ATT_ROWS 64
+#endif
+/* Block rows are whole micro-panels of every GEMM variant (12, 6, 4 rows). */
+#define ATT_ROW_UNIT 12
 
 typedef struct {
   int64_t lead, s, d, t, e, blocks_per_head;
@@ -88,7 +92,13 @@ static int att_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   st.scale = (float)hwt_ops_float(ctx, "scale", 1.0);
   hwt_eltwise_desc_init(&st.exp, HWT_EW_EXP, ctx->isa, (size_t)st.t);
   if (hwt_eltwise_check(&st.exp) != HWT_OK) st.exp.isa = HWT_ISA_GENERIC;
-  const int full = (int)(st.s < ATT_ROWS ? st.s : ATT_ROWS);
+  /* As few blocks as ATT_ROWS allows, evened out in whole ATT_ROW_UNIT
+     panels: ViT's 197 tokens make 60+60+60+17 rows, not 64+64+64+5 (a
+     5-row last block takes the GEMV path, and a 64-row one ends on a
+     4-row edge panel). */
+  int64_t nb = (st.s + ATT_ROWS - 1) / ATT_ROWS, per = (st.s + nb - 1) / nb;
+  per = (per + ATT_ROW_UNIT - 1) / ATT_ROW_UNIT * ATT_ROW_UNIT;
+  const int full = (int)(st.s < per ? st.s : per);
   const int last = (int)(st.s % full ? st.s % full : full);
   st.blocks_per_head = (st.s + full - 1) / full;
   int rc = plans(&st, ctx->isa, full, 0, err, errlen, ctx);
@@ -101,18 +111,36 @@ static int att_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
                       rows * (double)st.t * (double)(2 * st.d + 2 * st.e + 4));
 }
 
-/* scale, mask and softmax of one row of scores, in place. */
+/* Independent accumulators for the row reductions: the max and the sum of a
+ * row ran as one serial chain each (a double add's 4-cycle latency per
+ * score; a float max GCC does not vectorise as written), and were a third
+ * of the op. Eight lanes let the baseline build (SSE2) vectorise both. */
+#define LANES 8
+
+/* scale, mask and softmax of one row of scores, in place. The max and the
+ * sum run over LANES partial results (the sum in double, as before). */
 static void softmax_row(const att_state *s, const float *m, int64_t ms, float *sc) {
-  const int64_t T = s->t;
-  for (int64_t t = 0; t < T; t++) sc[t] *= s->scale;
+  const int64_t T = s->t, T8 = T / LANES * LANES;
+  const float scale = s->scale;
   if (m)
-    for (int64_t t = 0; t < T; t++) sc[t] += m[t * ms];
-  float mx = sc[0];
-  for (int64_t t = 1; t < T; t++) mx = sc[t] > mx ? sc[t] : mx;
+    for (int64_t t = 0; t < T; t++) sc[t] = sc[t] * scale + m[t * ms];
+  else
+    for (int64_t t = 0; t < T; t++) sc[t] *= scale;
+  float mxl[LANES];
+  for (int l = 0; l < LANES; l++) mxl[l] = sc[0];
+  for (int64_t t = 0; t < T8; t += LANES)
+    for (int l = 0; l < LANES; l++) mxl[l] = sc[t + l] > mxl[l] ? sc[t + l] : mxl[l];
+  float mx = mxl[0];
+  for (int l = 1; l < LANES; l++) mx = mxl[l] > mx ? mxl[l] : mx;
+  for (int64_t t = T8; t < T; t++) mx = sc[t] > mx ? sc[t] : mx;
   for (int64_t t = 0; t < T; t++) sc[t] -= mx;
   hwt_eltwise_run_part(&s->exp, sc, NULL, NULL, sc, 0, 1);
+  double suml[LANES] = {0};
+  for (int64_t t = 0; t < T8; t += LANES)
+    for (int l = 0; l < LANES; l++) suml[l] += sc[t + l];
   double sum = 0.0;
-  for (int64_t t = 0; t < T; t++) sum += sc[t];
+  for (int l = 0; l < LANES; l++) sum += suml[l];
+  for (int64_t t = T8; t < T; t++) sum += sc[t];
   const float inv = (float)(1.0 / sum);
   for (int64_t t = 0; t < T; t++) sc[t] *= inv;
 }

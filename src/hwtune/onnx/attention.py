@@ -2,6 +2,7 @@
 
 What transformers' eager attention exports to, once imported:
 
+    q = affine(q, scale, shift 0)   # optional, likewise kt
     s = batch_matmul(q, kt)          # [..., S, T]
     s = affine(s, scale, shift 0)    # or mul by a scalar: optional
     s = add(s, mask)                 # optional; either operand order
@@ -10,8 +11,9 @@ What transformers' eager attention exports to, once imported:
 
 becomes y = attention(q, kt, v, [mask], scale) when every intermediate is
 read by the next op only (and is no graph output), q, kt and v share their
-leading dims and the mask broadcasts to the scores. Anything else is left
-as it is.
+leading dims and the mask broadcasts to the scores; the factors of the
+optional affines on q and kt join the scale. Anything else is left as it
+is.
 """
 
 from __future__ import annotations
@@ -81,6 +83,20 @@ def fuse_attention(ops: List[Dict[str, Any]], outputs: Sequence[str],
         if qk is None or not only_reader(cur, chain[-1]):
             continue
         q, kt = ops[qk]["inputs"]
+        # q and kt each scaled on their own (PyTorch's scaled_dot_product_
+        # attention math path, ViT's nn.MultiheadAttention: q and k times
+        # 1/sqrt(sqrt(d))): the factors join the op's scale, two passes
+        # over q and k less per layer.
+        folded = []
+        for i, t in ((0, q), (1, kt)):
+            f = made_by(t, "affine")
+            fa = ops[f].get("attrs", {}) if f is not None else {}
+            if f is not None and only_reader(t, qk) and float(fa.get("shift", 0.0)) == 0.0:
+                folded.append((i, f, float(fa.get("scale", 1.0)), ops[f]["inputs"][0]))
+        for i, f, sc, src in folded:
+            scale *= sc
+            chain.append(f)
+            q, kt = (src, kt) if i == 0 else (q, src)
         v = pv["inputs"][1]
         sq, sk, sv = shapes[q], shapes[kt], shapes[v]
         if not (len(sq) >= 2 and len(sk) == len(sq) == len(sv) and sk[:-2] == sq[:-2]

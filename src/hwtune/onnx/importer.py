@@ -10,7 +10,7 @@ from hwtune.onnx.errors import OnnxImportError
 
 # Bump when the rules change what an import writes: the cache of on-the-fly
 # imports is keyed by it.
-IMPORTER_VERSION = 2
+IMPORTER_VERSION = 3
 
 
 @dataclass
