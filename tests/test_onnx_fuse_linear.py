@@ -168,3 +168,39 @@ def test_torch_linear_gelu_linear_on_rank_3_fuses(tmp_path):
     types = op_types(g)
     assert "gelu" in types and "erf" not in types and "add" not in types
     assert [len(op.inputs) for op in g.ops if op.op == "matmul"] == [3, 3]
+    # the gelu reads the first matmul's rows, the second matmul the gelu's
+    # (no reshape copies of the hidden layer between them)
+    k = types.index("gelu")
+    assert types[k - 1:k + 2] == ["matmul", "gelu", "matmul"]
+    assert g.ops[k].inputs == [g.ops[k - 1].name] and g.ops[k + 1].inputs[0] == g.ops[k].name
+
+
+def _reshape_nodes(back):
+    return [helper.make_node("Reshape", ["x", "s1"], ["r1"], name="r1"),
+            helper.make_node("Relu", ["r1"], ["u"], name="u"),
+            helper.make_node("Sigmoid", ["u"], ["v"], name="v"),
+            helper.make_node("Reshape", ["v", back], ["r2"], name="r2"),
+            helper.make_node("MatMul", ["r2", "w"], ["y"], name="y")]
+
+
+def test_reshapes_around_elementwise_ops_go(tmp_path):
+    x = RNG.standard_normal((12, 8)).astype(np.float32)
+    inits = {"s1": np.array([2, 6, 8], np.int64), "s0": np.array([12, 8], np.int64),
+             "s2": np.array([24, 4], np.int64), "w": RNG.standard_normal((8, 3)).astype(np.float32),
+             "w2": RNG.standard_normal((4, 3)).astype(np.float32)}
+    path = save(_reshape_nodes("s0"), [fin("x", [12, 8])], [fin("y", [12, 3])], inits,
+                tmp_path / "g.onnx")
+    g = import_and_compare(path, tmp_path, {"x": x})
+    assert op_types(g) == ["relu", "sigmoid", "matmul"]
+    assert g.ops[0].inputs == ["x"] and g.ops[2].inputs[0] == g.ops[1].name
+    # reshaped back to another shape: both reshapes stay
+    nodes = _reshape_nodes("s2")
+    nodes[-1] = helper.make_node("MatMul", ["r2", "w2"], ["y"], name="y")
+    path = save(nodes, [fin("x", [12, 8])], [fin("y", [24, 3])], inits, tmp_path / "g2.onnx")
+    g = import_and_compare(path, tmp_path, {"x": x})
+    assert op_types(g).count("reshape") == 2
+    # an intermediate also a graph output: both reshapes stay
+    path = save(_reshape_nodes("s0"), [fin("x", [12, 8])],
+                [fin("y", [12, 3]), fin("u", [2, 6, 8])], inits, tmp_path / "g3.onnx")
+    g = import_and_compare(path, tmp_path, {"x": x})
+    assert op_types(g).count("reshape") == 2

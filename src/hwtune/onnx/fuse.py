@@ -232,11 +232,51 @@ def fuse_matmul_bias(ops: List[Dict[str, Any]], outputs: Sequence[str],
     return [op for k, op in enumerate(ops) if k not in drop]
 
 
+def fold_reshapes_around_elementwise(ops: List[Dict[str, Any]], outputs: Sequence[str],
+                                     shapes: Dict[str, Sequence[int]]) -> List[Dict[str, Any]]:
+    """reshape(a) -> unary element-wise ops -> reshape back to a's shape
+    becomes the element-wise ops on a (the last one under the second
+    reshape's name) where every intermediate has one reader and is not a
+    graph output: an element-wise op does not see the shape, and a reshape
+    is a copy in the engine. ConvNeXt's Linear -> GELU -> Linear over
+    [1, H, W, 4C] is matmul -> reshape -> gelu -> reshape -> matmul after
+    import: two copies of the 4C-wide hidden layer per block go."""
+    from hwtune.graph.ops import get
+
+    _, reader, _ = _matchers(ops, outputs)
+
+    def elementwise(k):
+        spec = get(ops[k]["op"])
+        return spec is not None and spec.layout == "elementwise" and len(ops[k]["inputs"]) == 1
+
+    drop = set()
+    for k1, r1 in enumerate(ops):
+        if r1["op"] != "reshape" or k1 in drop or r1["inputs"][0] not in shapes:
+            continue
+        chain, cur = [], r1["name"]
+        while True:
+            ku = reader(cur, None)
+            if ku is None or not elementwise(ku):
+                break
+            chain.append(ku)
+            cur = ops[ku]["name"]
+        k2 = reader(cur, "reshape")
+        a = r1["inputs"][0]
+        if not chain or k2 is None or k2 in drop or \
+                list(ops[k2]["attrs"]["shape"]) != list(shapes[a]):
+            continue
+        ops[chain[0]]["inputs"] = [a]
+        ops[chain[-1]]["name"] = ops[k2]["name"]
+        drop.update((k1, k2))
+    return [op for k, op in enumerate(ops) if k not in drop]
+
+
 def _matchers(ops, outputs):
     """Three pattern helpers over ops: inner(t, kind), the index of the op
     producing t if of that kind and t has only that reader and is no graph
     output; reader(t, kind), the index of t's only reader if of that kind
-    (t no graph output); affine(k, scale, shift), op k's constants."""
+    (t no graph output; kind None: of any kind); affine(k, scale, shift),
+    op k's constants."""
     producer = {op["name"]: k for k, op in enumerate(ops) if "outputs" not in op}
     readers: Dict[str, List[int]] = {}
     for k, op in enumerate(ops):
@@ -257,7 +297,7 @@ def _matchers(ops, outputs):
 
     def reader(t, kind):
         users = readers.get(t, [])
-        if t in out_set or len(users) != 1 or ops[users[0]]["op"] != kind:
+        if t in out_set or len(users) != 1 or kind not in (None, ops[users[0]]["op"]):
             return None
         return users[0]
 
