@@ -204,3 +204,50 @@ def test_reshapes_around_elementwise_ops_go(tmp_path):
                 [fin("y", [12, 3]), fin("u", [2, 6, 8])], inits, tmp_path / "g3.onnx")
     g = import_and_compare(path, tmp_path, {"x": x})
     assert op_types(g).count("reshape") == 2
+
+
+def test_layer_scale_folds_into_the_linear(tmp_path):
+    """ConvNeXt's block tail as torchvision exports it: Linear on NHWC,
+    Permute back to NCHW, the layer scale gamma[C, 1, 1] times it, the
+    residual add. The scale goes into the Linear's weight and bias."""
+    torch = pytest.importorskip("torch")
+
+    class Tail(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(24, 8)
+            self.gamma = torch.nn.Parameter(torch.rand(8, 1, 1) + 0.5)
+
+        def forward(self, x, h):
+            y = self.lin(h).permute(0, 3, 1, 2)
+            return x + self.gamma * y
+
+    torch.manual_seed(11)
+    m = Tail().eval()
+    x, h = torch.randn(1, 8, 5, 6), torch.randn(1, 5, 6, 24)
+    path = tmp_path / "tail.onnx"
+    with torch.no_grad():
+        torch.onnx.export(m, (x, h), str(path), input_names=["x", "h"], output_names=["y"],
+                          opset_version=17, dynamo=False)
+    g = import_and_compare(path, tmp_path, {"x": x.numpy(), "h": h.numpy()})
+    types = op_types(g)
+    assert "mul" not in types and types.count("add") == 1 and "matmul" in types
+    # the original weight and gamma are not written beside the scaled ones
+    assert not any("gamma" == p.name for p in g.params)
+
+
+def test_a_scale_along_another_axis_stays_a_mul(tmp_path):
+    x = RNG.standard_normal((2, 5, 8)).astype(np.float32)
+    w = RNG.standard_normal((8, 6)).astype(np.float32)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["mm"], name="mm"),
+             helper.make_node("Mul", ["mm", "g"], ["y"], name="y")]
+    # g scales rows (axis 1 of [2, 5, 6]), not the matmul's columns
+    path = save(nodes, [fin("x", [2, 5, 8])], [fin("y", [2, 5, 6])],
+                {"w": w, "g": RNG.standard_normal((5, 1)).astype(np.float32)}, tmp_path / "g.onnx")
+    g = import_and_compare(path, tmp_path, {"x": x})
+    assert "mul" in op_types(g)
+    # a column scale [6] folds
+    path = save(nodes, [fin("x", [2, 5, 8])], [fin("y", [2, 5, 6])],
+                {"w": w, "g": RNG.standard_normal(6).astype(np.float32)}, tmp_path / "g2.onnx")
+    g = import_and_compare(path, tmp_path, {"x": x})
+    assert "mul" not in op_types(g)

@@ -271,6 +271,82 @@ def fold_reshapes_around_elementwise(ops: List[Dict[str, Any]], outputs: Sequenc
     return [op for k, op in enumerate(ops) if k not in drop]
 
 
+def fold_scales_into_matmuls(ops: List[Dict[str, Any]], outputs: Sequence[str],
+                             params: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """A mul by a constant that scales only the matmul's output columns,
+    reached from a matmul on a weight through reshapes and transposes (each
+    output read only by the next op and no graph output): the weight's
+    columns and the bias are scaled instead (new params, added to `params`)
+    and the mul goes, its name kept by the op that now produces its value.
+    ConvNeXt's layer scale, gamma[C, 1, 1] * the second Linear's output
+    transposed back to NCHW: a pass over the block's output per block."""
+    import numpy as np
+
+    producer = {op["name"]: k for k, op in enumerate(ops) if "outputs" not in op}
+    _, reader, _ = _matchers(ops, outputs)
+    drop = set()
+    for kmul, mul in enumerate(ops):
+        if mul["op"] != "mul" or len(mul["inputs"]) != 2 or mul["inputs"][0] == mul["inputs"][1]:
+            continue
+        for gname, t in (mul["inputs"], mul["inputs"][::-1]):
+            gamma = params.get(gname)
+            if gamma is not None and t not in params:
+                break
+        else:
+            continue
+        if str(gamma.dtype) != "float32" or reader(t, "mul") != kmul:
+            continue
+        # walk back to the matmul, through single-reader reshapes and transposes
+        chain, cur = [], t
+        k = producer.get(cur)
+        while k is not None and ops[k]["op"] in ("reshape", "transpose") and \
+                reader(ops[k]["name"], None) is not None:
+            chain.append(k)
+            cur = ops[k]["inputs"][0]
+            k = producer.get(cur)
+        if k is None or ops[k]["op"] != "matmul" or reader(ops[k]["name"], None) is None:
+            continue
+        mm = ops[k]
+        attrs = mm.get("attrs", {})
+        w = params.get(mm["inputs"][1])
+        bias = params.get(mm["inputs"][2]) if len(mm["inputs"]) == 3 else None
+        if w is None or w.ndim != 2 or attrs.get("precision", "fp32") != "fp32" or \
+                (len(mm["inputs"]) == 3 and bias is None):
+            continue
+        n = w.shape[0] if attrs.get("transpose_b") else w.shape[1]
+        # follow the column axis forward: 1 of the matmul's [M, N]
+        axis, rank, ok = 1, 2, True
+        for kc in reversed(chain):
+            op = ops[kc]
+            if op["op"] == "reshape":
+                shape = list(op["attrs"]["shape"])
+                ok = axis == rank - 1 and shape[-1:] == [n]
+                axis, rank = len(shape) - 1, len(shape)
+            else:
+                perm = [p % rank for p in op["attrs"].get("perm", range(rank)[::-1])]
+                axis = perm.index(axis)
+            if not ok:
+                break
+        if not ok or gamma.ndim > rank:
+            continue
+        g = gamma.reshape((1,) * (rank - gamma.ndim) + gamma.shape)
+        if any(d != 1 for i, d in enumerate(g.shape) if i != axis) or g.shape[axis] not in (1, n):
+            continue
+        col = np.broadcast_to(g.reshape(-1), (n,)).astype(np.float64)
+        wname = f"{mm['inputs'][1]}:scaled:{gname}"
+        params[wname] = (w * (col[:, None] if attrs.get("transpose_b") else col[None, :])
+                         ).astype(np.float32)
+        mm["inputs"] = [mm["inputs"][0], wname] + mm["inputs"][2:]
+        if bias is not None:
+            bname = f"{mm['inputs'][2]}:scaled:{gname}"
+            params[bname] = (bias * col).astype(np.float32)
+            mm["inputs"][2] = bname
+        last = chain[0] if chain else k
+        ops[last]["name"] = mul["name"]
+        drop.add(kmul)
+    return [op for k, op in enumerate(ops) if k not in drop]
+
+
 def _matchers(ops, outputs):
     """Three pattern helpers over ops: inner(t, kind), the index of the op
     producing t if of that kind and t has only that reader and is no graph
