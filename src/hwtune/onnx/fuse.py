@@ -267,6 +267,8 @@ def fold_reshapes_around_elementwise(ops: List[Dict[str, Any]], outputs: Sequenc
             continue
         ops[chain[0]]["inputs"] = [a]
         ops[chain[-1]]["name"] = ops[k2]["name"]
+        for k in chain[:-1]:  # the intermediates now have a's shape (later folds read it)
+            shapes[ops[k]["name"]] = tuple(shapes[a])
         drop.update((k1, k2))
     return [op for k, op in enumerate(ops) if k not in drop]
 
