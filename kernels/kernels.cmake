@@ -21,6 +21,7 @@ set(HWTUNE_KERNEL_BODIES
   "kernels/eltwise/body.c generic avx2 avx512"
   "kernels/probe/body.c generic avx2 avx512"
   "kernels/pool/body.c generic avx2 avx512"
+  "kernels/norm/body.c generic avx2 avx512"
   "kernels/conv/nchwc_body.c avx2 avx512"  # generic: nchwc_generic.c (accumulators in memory)
   "kernels/conv/winograd_body.c generic avx2 avx512"
   "kernels/conv/dw_body.c generic avx2 avx512"

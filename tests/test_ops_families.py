@@ -161,6 +161,9 @@ CASES += [
     ("gather", [(5, 3, 4)], {"indices": [4, 1]}, 1, EXACT),
     ("layer_norm", [(2, 5, 16), (16,), (16,)], {}, 1, ARITH),
     ("layer_norm", [(3, 4, 5), (4, 5)], {"axis": 1, "epsilon": 1e-3}, 1, ARITH),
+    # the kernel's vector rows with a masked tail, and ConvNeXt's rows of 96 with bias
+    ("layer_norm", [(5, 33), (33,), (33,)], {"axis": 1, "epsilon": 1e-5}, 1, ARITH),
+    ("layer_norm", [(1, 7, 96), (96,), (96,)], {"axis": 2, "epsilon": 1e-6}, 1, ARITH),
     ("layer_norm", [(7, 1), (1,), (1,)], {}, 1, ARITH),
     ("batch_matmul", [(2, 3, 5, 9), (2, 3, 9, 4)], {}, 1, GEMM),
     ("batch_matmul", [(2, 1, 5, 9), (3, 9, 4)], {}, 1, GEMM),

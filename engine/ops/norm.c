@@ -9,6 +9,7 @@
  * workspace version. */
 #include <math.h>
 #include <stdlib.h>
+#include "hwtune/layernorm.h"
 #include "ops_util.h"
 
 typedef struct {
@@ -107,9 +108,9 @@ static void sm_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
 }
 
 /* layer_norm: rows of the normalised size (the axes from `axis` on are
- * contiguous); mean and variance in double, two passes (the reference's
- * biased variance of x - mean, no cancellation for rows far from zero).
- * Threads share rows. */
+ * contiguous), the layer-norm kernel's (hwtune/layernorm.h: the biased
+ * variance of x - mean, as the reference, no cancellation for rows far
+ * from zero). Threads share rows. */
 typedef struct {
   int64_t rows, len;
   double eps;
@@ -134,20 +135,10 @@ static int ln_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
 
 static void ln_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
   const ln_state *s = ctx->state;
-  const float *scale = ctx->in[1], *bias = ctx->n_in == 3 ? ctx->in[2] : NULL;
   int64_t lo, hi;
   hwt_ops_rows(s->rows, tid, nth, &lo, &hi);
-  for (int64_t r = lo; r < hi; r++) {
-    const float *x = ctx->in[0] + r * s->len;
-    float *y = ctx->out[0] + r * s->len;
-    double sum = 0.0, sq = 0.0;
-    for (int64_t j = 0; j < s->len; j++) sum += x[j];
-    const double mean = sum / (double)s->len;
-    for (int64_t j = 0; j < s->len; j++) sq += (x[j] - mean) * (x[j] - mean);
-    const double inv = 1.0 / sqrt(sq / (double)s->len + s->eps);
-    for (int64_t j = 0; j < s->len; j++)
-      y[j] = (float)((x[j] - mean) * inv * scale[j] + (bias ? bias[j] : 0.0));
-  }
+  hwt_layernorm_rows(ctx->isa, ctx->in[0], ctx->out[0], ctx->in[1],
+                     ctx->n_in == 3 ? ctx->in[2] : NULL, s->len, s->eps, lo, hi);
 }
 
 static const hwt_op_impl k_norm[] = {

@@ -6,6 +6,7 @@
 #include "../conv/conv_internal.h"
 #include "../conv/dw_impl.h"
 #include "../eltwise/eltwise_impl.h"
+#include "../norm/norm_impl.h"
 #include "../pool/pool_impl.h"
 #include "../probe/probe_impl.h"
 #include "../rnn/cell_impl.h"
@@ -18,21 +19,22 @@ typedef struct {
   const hwt_pool2d_variant *pool;
   const hwt_lstm_variant *lstm;
   const hwt_dwconv_variant *dwconv;
+  const hwt_norm_variant *norm;
 } variant_row;
 
 static const variant_row k_rows[HWT_ISA_COUNT] = {
     [HWT_ISA_GENERIC] = {&hwt_ew_variant_generic, &hwt_conv_variant_generic,
                          &hwt_probe_variant_generic, &hwt_wino_variant_generic,
                          &hwt_pool2d_variant_generic, &hwt_lstm_variant_generic,
-                         &hwt_dwconv_variant_generic},
+                         &hwt_dwconv_variant_generic, &hwt_norm_variant_generic},
 #if defined(HWTUNE_HAVE_X86)
     [HWT_ISA_AVX2] = {&hwt_ew_variant_avx2, &hwt_conv_variant_avx2, &hwt_probe_variant_avx2,
                       &hwt_wino_variant_avx2, &hwt_pool2d_variant_avx2, &hwt_lstm_variant_avx2,
-                      &hwt_dwconv_variant_avx2},
+                      &hwt_dwconv_variant_avx2, &hwt_norm_variant_avx2},
     [HWT_ISA_AVX512] = {&hwt_ew_variant_avx512, &hwt_conv_variant_avx512,
                         &hwt_probe_variant_avx512, &hwt_wino_variant_avx512,
                         &hwt_pool2d_variant_avx512, &hwt_lstm_variant_avx512,
-                        &hwt_dwconv_variant_avx512},
+                        &hwt_dwconv_variant_avx512, &hwt_norm_variant_avx512},
 #endif
 };
 
@@ -51,6 +53,7 @@ const hwt_wino_variant *hwt_wino_variant_for(hwt_isa isa) { return row(isa)->win
 const hwt_pool2d_variant *hwt_pool2d_variant_for(hwt_isa isa) { return row(isa)->pool; }
 const hwt_lstm_variant *hwt_lstm_variant_for(hwt_isa isa) { return row(isa)->lstm; }
 const hwt_dwconv_variant *hwt_dwconv_variant_for(hwt_isa isa) { return row(isa)->dwconv; }
+const hwt_norm_variant *hwt_norm_variant_for(hwt_isa isa) { return row(isa)->norm; }
 
 /* Bounds are documented per compiled variant, whatever this CPU runs. */
 const hwt_ew_variant *hwt_ew_variant_compiled(hwt_isa isa) {

@@ -80,7 +80,9 @@ def import_onnx(path: str, out_json: str, shapes=None, dims=None,
     from hwtune.graph.weights import SUFFIX, write_weights
     from hwtune.onnx.convert import convert
     from hwtune.onnx.attention import fuse_attention
-    from hwtune.onnx.fuse import fold_pads_into_convs, fuse_gelu_tanh, fuse_silu
+    from hwtune.onnx.fuse import (fold_pads_into_convs, fold_reshapes_around_elementwise,
+                                  fold_scales_into_matmuls, fuse_gelu, fuse_gelu_tanh,
+                                  fuse_matmul_bias, fuse_silu)
     from hwtune.onnx.reader import input_dtypes, input_shapes, read_model
 
     model, opset = read_model(path)
@@ -97,10 +99,16 @@ def import_onnx(path: str, out_json: str, shapes=None, dims=None,
         if cx.alias.get(o, o) != o:  # an output that is another tensor (Identity, Reshape
             src = cx.alias[o]         # to the same shape): copy it under its own name
             cx.emit("reshape", [src], {"shape": list(cx.shapes[src])}, out=o)
-    ops, needed = _live(cx, outs)
+    ops, _ = _live(cx, outs)
     ops = fuse_gelu_tanh(fuse_silu(fold_pads_into_convs(ops, outs), outs), outs)
+    ops = fuse_gelu(fuse_matmul_bias(ops, outs, cx.params), outs)
+    ops = fold_reshapes_around_elementwise(ops, outs, cx.shapes)
+    ops = fold_scales_into_matmuls(ops, outs, cx.params)
     ops = fuse_attention(ops, outs, cx.shapes)
-    params = [(n, a) for n, a in cx.params.items() if n in needed]
+    # the params the ops read: the folds above add some (a weight scaled
+    # into a new one) and leave others unread
+    read = {t for op in ops for t in op["inputs"]}
+    params = [(n, a) for n, a in cx.params.items() if n in read]
 
     out_json = os.path.abspath(out_json)
     stem = os.path.basename(out_json)
