@@ -142,6 +142,12 @@ CONV_CASES = [  # (x shape, oc, k, stride, pad, groups, a_signed, per_channel, z
     # 1x1, stride 1, no padding: the GEMM reads x's channel planes (no im2col)
     ((2, 12, 7, 9), 20, 1, 1, 0, 2, True, False, True, "f32", True),
     ((1, 64, 20, 20), 72, 1, 1, 0, 1, False, True, True, "u8", False),
+    # ungrouped, symmetric weights: the direct int8 conv (kernels/qconv),
+    # channels-last u8 rows per work unit; the stem's 3 channels pad to 4
+    ((2, 20, 9, 11), 40, 3, 2, 1, 1, True, True, False, "f32", True),
+    ((1, 3, 15, 13), 16, 7, 2, 3, 1, False, True, False, "u8", True),
+    ((1, 64, 20, 20), 72, 1, 1, 0, 1, False, False, False, "u8", False),
+    ((2, 36, 8, 8), 70, 1, 2, 0, 1, False, True, False, "s8", True),
 ]
 
 

@@ -6,13 +6,19 @@
  * thread's chunk of output pixels (im2col, the zero point in the padding)
  * into its workspace as u8 and runs the GEMM on it, writing NCHW directly
  * (the epilogue's column stride is H*W); a 1x1 stride-1 unpadded conv
- * hands the GEMM x's channel planes instead (k stride H*W, no copy). */
+ * hands the GEMM x's channel planes instead (k stride H*W, no copy).
+ * Ungrouped convs with symmetric weights (ORT's quantize_static: every
+ * conv of ResNet-50) run the direct int8 conv (hwtune/qconv.h) instead:
+ * each work unit converts the input rows its pixels read into u8
+ * channels-last once, and the micro-kernel reads the windows there (no
+ * im2col, no A packing). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+#include "hwtune/qconv.h"
 #include "hwtune/qgemm.h"
 #include "ops_util.h"
 
@@ -39,6 +45,9 @@ typedef struct {
   int direct;        /* 1x1, stride 1, no padding: the GEMM reads x itself (no im2col) */
   int32_t pad_u8;    /* the padding value: the zero point as u8 */
   float a_shift;     /* 128 for s8 activations (into u8), else 0 */
+  int ind;           /* the direct int8 conv (cplan) instead of the GEMM */
+  hwt_qconv_plan cplan;
+  size_t ind_slab;   /* bytes of the channels-last u8 rows one work unit reads */
 } q_state;
 
 static void q_release(hwt_op_ctx *ctx) {
@@ -223,6 +232,38 @@ static size_t slab_bytes(const q_state *s) {
   return (size_t)((s->ic / s->groups) * s->h * s->w);
 }
 
+/* The direct conv's half of qconv_prepare: work units (image, pixel chunk,
+ * channel part) as the GEMM path's, the weights packed by the conv's plan,
+ * and the workspace: the channels-last slab of the most input rows a chunk
+ * reads, then the kernel's own. */
+static int qconv_prepare_direct(hwt_op_ctx *ctx, q_state *s, int64_t P, int64_t K, int64_t nth,
+                                char *err, size_t errlen) {
+  const hwt_qconv_plan *cp = &s->cplan;
+  const int64_t panels = (s->oc + cp->g.nr - 1) / cp->g.nr, units = s->n_img * s->chunks;
+  s->cparts = units >= nth ? 1 : (nth + units - 1) / units;
+  if (s->cparts > panels) s->cparts = panels;
+  const size_t n = (size_t)(s->oc * K);
+  int8_t *w8 = malloc(n ? n : 1);
+  if (!w8) return HWT_ENOMEM;
+  if (to_s8(ctx->in[1], n, w8)) {
+    free(w8);
+    return hwt_ops_fail(err, errlen, ctx, "weights must hold s8 integers (-128..127)");
+  }
+  s->packed = aligned_alloc(64, round64(cp->packed_w_bytes + 64));
+  int st = s->packed ? hwt_qconv_pack_w(cp, w8, s->packed, s->colsum) : HWT_ENOMEM;
+  free(w8);
+  if (st < 0) return st;
+  int64_t out_rows = (s->chunk + s->ow - 1) / s->ow + 1;
+  out_rows = out_rows < s->oh ? out_rows : s->oh;
+  int64_t in_rows = (out_rows - 1) * s->sh + (s->kh - 1) * s->dh + 1;
+  in_rows = in_rows < s->h ? in_rows : s->h;
+  s->ind_slab = (size_t)(in_rows * s->w) * (size_t)cp->icp;
+  s->epi.rs_c = 1;
+  s->epi.cs_c = (ptrdiff_t)P;
+  const size_t ws = round64(s->ind_slab) + round64(cp->ws_bytes);
+  return hwt_ops_prepared(ctx, s, ws / 4, 2.0 * (double)(s->n_img * s->oc * P * K));
+}
+
 static int qconv_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   if (ctx->n_in < 4 || ctx->n_in > 5 || ctx->n_out != 1)
     return hwt_ops_fail(err, errlen, ctx, "qconv2d takes x, w, w_scale, w_zero[, bias]");
@@ -268,6 +309,15 @@ static int qconv_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   }
   s->chunk = chunk < P ? chunk : P;
   s->chunks = (P + s->chunk - 1) / s->chunk;
+  if (s->groups == 1 && !s->zb && s->ic <= INT32_MAX / 2 && s->oc <= INT32_MAX / 2 &&
+      s->h <= INT32_MAX / 2 && s->w <= INT32_MAX / 2 && P <= INT32_MAX / 2) {
+    const hwt_qconv_desc cd = {(int)s->ic, (int)s->oc, (int)s->h, (int)s->w, (int)s->oh,
+                               (int)s->ow, (int)s->kh, (int)s->kw, (int)s->sh, (int)s->sw,
+                               (int)s->pt, (int)s->pl, (int)s->dh, (int)s->dw};
+    const int isa = hwt_qgemm_variant_for(ctx->isa);
+    s->ind = isa >= 0 && hwt_qconv_plan_make(&cd, (hwt_isa)isa, &s->cplan) == HWT_OK;
+  }
+  if (s->ind) return qconv_prepare_direct(ctx, s, P, K, nth, err, errlen);
   /* 1x1, stride 1, no padding (ResNet-50: 33 of 53 convs, 44% of the FLOPs):
      the pixels of x's channel planes are the GEMM's A rows read with k
      stride H*W, quantized values converted to bytes where they are packed;
@@ -291,6 +341,14 @@ static int qconv_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   const size_t ws = (s->direct ? 0 : round64((size_t)(s->chunk * K))) +
                     round64(slab_bytes(s)) + round64(s->plan.ws_bytes);
   return hwt_ops_prepared(ctx, s, ws / 4, 2.0 * (double)(s->n_img * s->oc * P * K));
+}
+
+/* The input rows [lo, hi] that output pixels [p0, p0 + rows) read. */
+static void window_rows(const q_state *s, int64_t p0, int64_t rows, int64_t *lo, int64_t *hi) {
+  const int64_t oh_lo = p0 / s->ow, oh_hi = (p0 + rows - 1) / s->ow;
+  const int64_t a = oh_lo * s->sh - s->pt, b = oh_hi * s->sh - s->pt + (s->kh - 1) * s->dh;
+  *lo = a < 0 ? 0 : a;
+  *hi = b >= s->h ? s->h - 1 : b;
 }
 
 /* Rows [p0, p0 + rows) of image n, group gi's channels, as u8 patches. */
@@ -378,8 +436,110 @@ static void im2col(const q_state *s, const float *x, int64_t p0, int64_t rows, i
   }
 }
 
+/* Input rows [lo, hi] of image x (NCHW float holding quantized values) as
+ * u8 channels-last pixels of icp bytes; channels past ic are 0 (they meet
+ * zero weights). */
+static void to_hwc_u8(const q_state *s, const float *x, int64_t lo, int64_t hi, uint8_t *dst) {
+  const int64_t icp = s->cplan.icp, span = hi >= lo ? (hi - lo + 1) * s->w : 0;
+  const int64_t plane = s->h * s->w, ic = s->ic;
+  const float add = s->a_shift;
+  /* QCONV_HWC_BLOCK pixels at a time, channel by channel: the block's
+     destination lines (at most 64 x icp bytes) stay in L1 while every
+     channel writes its byte into each; whole rows at once swept up to
+     ~35 KiB of lines per channel at ResNet-50's 56x56x64 layers */
+  enum { QCONV_HWC_BLOCK = 64 };
+  for (int64_t e0 = 0; e0 < span; e0 += QCONV_HWC_BLOCK) {
+    const int64_t eb = span - e0 < QCONV_HWC_BLOCK ? span - e0 : QCONV_HWC_BLOCK;
+    uint8_t *db = dst + e0 * icp;
+    int64_t c = 0;
+#if defined(__SSE2__)
+    /* 4 channels x 4 pixels per step: clamp, convert (exact: integers),
+       transpose the 4x4 int32 and pack to bytes, one dword store per
+       pixel. The scalar loop below (a byte store per value, not
+       vectorised) was 32% of the int8 ResNet-50's samples in libhwtune,
+       as much as the VNNI micro-kernel (perf, 1 thread, under load). */
+    const __m128 vadd = _mm_set1_ps(add), vlo = _mm_setzero_ps(), vhi = _mm_set1_ps(255.0f);
+    for (; c + 4 <= ic; c += 4) {
+      const float *x0 = x + c * plane + lo * s->w + e0;
+      int64_t e = 0;
+      for (; e + 4 <= eb; e += 4) {
+        __m128i v[4];
+        for (int k = 0; k < 4; k++) {
+          __m128 f = _mm_add_ps(_mm_loadu_ps(x0 + k * plane + e), vadd);
+          f = _mm_min_ps(_mm_max_ps(f, vlo), vhi);
+          v[k] = _mm_cvttps_epi32(f);
+        }
+        const __m128i t0 = _mm_unpacklo_epi32(v[0], v[1]), t1 = _mm_unpackhi_epi32(v[0], v[1]);
+        const __m128i t2 = _mm_unpacklo_epi32(v[2], v[3]), t3 = _mm_unpackhi_epi32(v[2], v[3]);
+        const __m128i p01 = _mm_packs_epi32(_mm_unpacklo_epi64(t0, t2), _mm_unpackhi_epi64(t0, t2));
+        const __m128i p23 = _mm_packs_epi32(_mm_unpacklo_epi64(t1, t3), _mm_unpackhi_epi64(t1, t3));
+        const __m128i q = _mm_packus_epi16(p01, p23); /* pixel k's 4 channels: dword k */
+        uint8_t *d = db + e * icp + c;
+        const int32_t w0 = _mm_cvtsi128_si32(q), w1 = _mm_cvtsi128_si32(_mm_srli_si128(q, 4));
+        const int32_t w2 = _mm_cvtsi128_si32(_mm_srli_si128(q, 8));
+        const int32_t w3 = _mm_cvtsi128_si32(_mm_srli_si128(q, 12));
+        memcpy(d, &w0, 4);
+        memcpy(d + icp, &w1, 4);
+        memcpy(d + 2 * icp, &w2, 4);
+        memcpy(d + 3 * icp, &w3, 4);
+      }
+      for (; e < eb; e++)
+        for (int k = 0; k < 4; k++) {
+          float v = x0[k * plane + e] + add;
+          v = v < 0.0f ? 0.0f : v;
+          v = v > 255.0f ? 255.0f : v;
+          db[e * icp + c + k] = (uint8_t)(int)v;
+        }
+    }
+#endif
+    for (; c < ic; c++) {
+      const float *xc = x + c * plane + lo * s->w + e0;
+      for (int64_t e = 0; e < eb; e++) {
+        float v = xc[e] + add;
+        v = v < 0.0f ? 0.0f : v;
+        v = v > 255.0f ? 255.0f : v;
+        db[e * icp + c] = (uint8_t)(int)v;
+      }
+    }
+    for (int64_t e = 0; e < eb; e++)
+      for (int64_t cz = ic; cz < icp; cz++) db[e * icp + cz] = 0;
+  }
+}
+
+static void qconv_run_direct(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
+  const q_state *s = ctx->state;
+  const int64_t P = s->oh * s->ow;
+  uint8_t *slab = (uint8_t *)ws;
+  void *cws = slab + round64(s->ind_slab);
+  const int nr = s->cplan.g.nr;
+  const int64_t panels = (s->oc + nr - 1) / nr;
+  int64_t lo, hi;
+  hwt_ops_rows(s->n_img * s->chunks * s->cparts, tid, nth, &lo, &hi);
+  int64_t have = -1; /* the unit whose rows the slab holds (channel parts share them) */
+  for (int64_t v = lo; v < hi; v++) {
+    const int64_t cp = v % s->cparts, u = v / s->cparts;
+    const int64_t c = u % s->chunks, n = u / s->chunks;
+    const int64_t n0 = panels * cp / s->cparts * nr;
+    const int64_t n1e = panels * (cp + 1) / s->cparts * nr, n1 = n1e < s->oc ? n1e : s->oc;
+    if (n0 >= n1) continue;
+    const int64_t p0 = c * s->chunk, rows = P - p0 < s->chunk ? P - p0 : s->chunk;
+    int64_t r0, r1;
+    window_rows(s, p0, rows, &r0, &r1);
+    if (have != u) to_hwc_u8(s, ctx->in[0] + n * s->ic * s->h * s->w, r0, r1, slab);
+    have = u;
+    hwt_qgemm_epi e = s->epi;
+    e.C = ctx->out[0] + n * s->oc * P;
+    hwt_qconv_compute(&s->cplan, slab, (int)r0, s->packed, s->colsum, &e, (int)p0,
+                      (int)(p0 + rows), (int)n0, (int)n1, cws);
+  }
+}
+
 static void qconv_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
   const q_state *s = ctx->state;
+  if (s->ind) {
+    qconv_run_direct(ctx, ws, tid, nth);
+    return;
+  }
   const int64_t P = s->oh * s->ow, Ng = s->oc / s->groups;
   const int64_t K = (s->ic / s->groups) * s->kh * s->kw;
   uint8_t *cols = (uint8_t *)ws;

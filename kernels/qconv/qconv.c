@@ -1,0 +1,108 @@
+/* Direct int8 conv driver (hwtune/qconv.h): the plan borrows the int8
+ * GEMM's (tile, k group, weight packing, epilogue) for the K = taps * icp
+ * reduction; a tile of mr output pixels is a table of mr input pixel
+ * addresses per tap, built once per tile and column block, and the
+ * variant's micro-kernel reads the channels at those addresses directly. */
+#include <stdlib.h>
+#include <string.h>
+#include "../qgemm/qgemm_internal.h"
+#include "qconv_internal.h"
+
+static const hwt_qconv_variant variants[HWT_ISA_COUNT] = {
+    [HWT_ISA_GENERIC] = {4, 8, 2, hwt_qconv_ukr_generic_4x8},
+#if defined(HWTUNE_HAVE_X86)
+    [HWT_ISA_AVX2] = {6, 16, 2, hwt_qconv_ukr_avx2_6x16},
+    [HWT_ISA_AVX512] = {8, 32, 4, hwt_qconv_ukr_avx512vnni_8x32},
+#endif
+};
+
+static size_t align64(size_t n) { return (n + 63) / 64 * 64; }
+
+int hwt_qconv_plan_make(const hwt_qconv_desc *d, hwt_isa isa, hwt_qconv_plan *out) {
+  if (!d || !out || d->ic < 1 || d->oc < 1 || d->h < 1 || d->w < 1 || d->oh < 1 || d->ow < 1 ||
+      d->kh < 1 || d->kw < 1 || d->sh < 1 || d->sw < 1 || d->dh < 1 || d->dw < 1 ||
+      d->pt < 0 || d->pl < 0 || (int)isa < 0 || isa >= HWT_ISA_COUNT)
+    return HWT_EINVAL;
+  const int64_t icp = ((int64_t)d->ic + 3) / 4 * 4, taps = (int64_t)d->kh * d->kw;
+  if (taps * icp > INT32_MAX / 2 || (int64_t)d->oh * d->ow > INT32_MAX / 2 ||
+      (int64_t)d->h * d->w * icp > INT32_MAX / 2)
+    return HWT_EINVAL;
+  const hwt_qconv_variant *v = &variants[isa];
+  if (!v->ukr) return HWT_EISA;
+  memset(out, 0, sizeof *out);
+  hwt_qgemm_desc gd = {1, d->oc, (int)(taps * icp), (int)(taps * icp), HWT_QA_U8, 0};
+  const int st = hwt_qgemm_plan_make(&gd, isa, &out->g);
+  if (st != HWT_OK) return st;
+  if (out->g.mr != v->mr || out->g.nr != v->nr || out->g.kg != v->kg || icp % v->kg)
+    return HWT_EISA; /* the tables disagree: a build error, not a CPU's */
+  out->d = *d;
+  out->icp = (int)icp;
+  out->taps = (int)taps;
+  out->packed_w_bytes = out->g.packed_b_bytes;
+  out->ws_bytes = align64((size_t)taps * (size_t)v->mr * sizeof(const uint8_t *)) +
+                  align64((size_t)v->mr * (size_t)v->nr * 4) + align64((size_t)v->mr * 4) +
+                  align64((size_t)icp);
+  return HWT_OK;
+}
+
+int hwt_qconv_pack_w(const hwt_qconv_plan *p, const int8_t *w, void *packed, int32_t *colsum) {
+  if (!p || !w || !packed || !colsum) return HWT_EINVAL;
+  const hwt_qconv_desc *d = &p->d;
+  const size_t K = (size_t)p->taps * (size_t)p->icp;
+  int8_t *bt = calloc((size_t)d->oc * K, 1); /* [oc][tap][icp] */
+  if (!bt) return HWT_ENOMEM;
+  for (int o = 0; o < d->oc; o++)
+    for (int c = 0; c < d->ic; c++)
+      for (int t = 0; t < p->taps; t++)
+        bt[(size_t)o * K + (size_t)t * (size_t)p->icp + (size_t)c] =
+            w[((size_t)o * (size_t)d->ic + (size_t)c) * (size_t)p->taps + (size_t)t];
+  const int st = hwt_qgemm_pack_b(&p->g, bt, (int)K, 1, packed, colsum);
+  free(bt);
+  return st;
+}
+
+void hwt_qconv_compute(const hwt_qconv_plan *p, const uint8_t *x, int ih0, const void *packed,
+                       const int32_t *colsum, const hwt_qgemm_epi *e, int p0, int p1, int n0,
+                       int n1, void *ws) {
+  const hwt_qconv_variant *v = &variants[p->g.isa];
+  const hwt_qgemm_variant *gv = hwt_qgemm_variant_get(p->g.isa);
+  const hwt_qconv_desc *d = &p->d;
+  const int mr = v->mr, nr = v->nr, taps = p->taps, icp = p->icp, kq = icp / v->kg;
+  const size_t panel = (size_t)p->g.Kp * (size_t)nr * (size_t)p->g.esize;
+  const uint8_t **table = ws;
+  int32_t *acc = (int32_t *)((char *)ws + align64((size_t)taps * (size_t)mr * sizeof *table));
+  int32_t *rowsum = acc + align64((size_t)mr * (size_t)nr * 4) / 4;
+  uint8_t *pad = (uint8_t *)(rowsum + align64((size_t)mr * 4) / 4);
+  memset(rowsum, 0, (size_t)mr * 4); /* read by the epilogue only with zb */
+  memset(pad, (uint8_t)e->za, (size_t)icp);
+  for (int jb = n0; jb < n1; jb += p->g.nc) {
+    const int je = n1 - jb < p->g.nc ? n1 : jb + p->g.nc;
+    for (int pp = p0; pp < p1; pp += mr) {
+      const int mb = p1 - pp < mr ? p1 - pp : mr;
+      int oy = pp / d->ow, ox = pp % d->ow;
+      for (int i = 0; i < mr; i++) {
+        if (i < mb) {
+          const int iy0 = oy * d->sh - d->pt, ix0 = ox * d->sw - d->pl;
+          for (int ky = 0, t = 0; ky < d->kh; ky++) {
+            const int iy = iy0 + ky * d->dh;
+            for (int kx = 0; kx < d->kw; kx++, t++) {
+              const int ix = ix0 + kx * d->dw;
+              table[t * mr + i] =
+                  iy < 0 || iy >= d->h || ix < 0 || ix >= d->w
+                      ? pad
+                      : x + ((size_t)(iy - ih0) * (size_t)d->w + (size_t)ix) * (size_t)icp;
+            }
+          }
+          if (++ox == d->ow) ox = 0, oy++;
+        } else {
+          for (int t = 0; t < taps; t++) table[t * mr + i] = pad; /* rows past mb: discarded */
+        }
+      }
+      for (int j = jb; j < je; j += nr) {
+        const int nb = je - j < nr ? je - j : nr;
+        v->ukr(taps, kq, table, (const char *)packed + (size_t)(j / nr) * panel, acc);
+        gv->epi(&p->g, e, e->za, acc, rowsum, colsum, pp, mb, j, nb);
+      }
+    }
+  }
+}

@@ -1,0 +1,26 @@
+/* Internal contracts of the direct int8 conv (hwtune/qconv.h): one
+ * micro-kernel per int8 GEMM variant, with that variant's register tile,
+ * k group and packed weight layout (kernels/qgemm). Only kernels/qconv/
+ * includes it. */
+#ifndef HWTUNE_QCONV_INTERNAL_H
+#define HWTUNE_QCONV_INTERNAL_H
+#include <stdint.h>
+#include "hwtune/qconv.h"
+
+/* acc[mr][nr] (int32, overwritten) = sum over taps t and k groups q of
+ * rows[t * mr + i][q * kg .. q * kg + kg) (u8) times the packed weight
+ * micro-panel b (the GEMM's layout, k = t * kq * kg + q * kg + u). */
+typedef void hwt_qconv_ukr_fn(int taps, int kq, const uint8_t *const *rows, const void *b,
+                              int32_t *acc);
+
+typedef struct {
+  int mr, nr, kg;
+  hwt_qconv_ukr_fn *ukr;
+} hwt_qconv_variant;
+
+hwt_qconv_ukr_fn hwt_qconv_ukr_generic_4x8;
+#if defined(HWTUNE_HAVE_X86)
+hwt_qconv_ukr_fn hwt_qconv_ukr_avx2_6x16, hwt_qconv_ukr_avx512vnni_8x32;
+#endif
+
+#endif
