@@ -2,7 +2,8 @@
 thread, interleaved in one process (thread CPU time, medians):
 
 - conv: hwtune's NCHW CONV as the engine runs it (NCHW-gemm: weights packed
-  once as the GEMM's A at plan time, + bias epilogue);
+  once as the GEMM's A at plan time, + bias epilogue; on AVX-512 small
+  images (7x7, 14x14) the NCHW[x]c template, kernels/conv/nchwc_body.c);
 - gemm/A per run: the same GEMM, y = W . x, through hwt_gemm_run_part on the
   plain weights, which packs W in every call (what the 1x1 CONV did before
   its weights were packed once; no bias);
@@ -31,10 +32,12 @@ from hwtune.native.conv import Conv2dPlan
 from hwtune.native._lib import lib
 
 # (C, K, H=W): MobileNetV2's expand / project 1x1 CONVs at 56..7, a few of
-# EfficientNet-B0's.
+# EfficientNet-B0's (all with K >= 32: hwtune's NCHW 1x1 GEMM path).
 SHAPES = [(24, 144, 56), (16, 96, 112), (32, 192, 28), (192, 32, 28), (64, 384, 14),
           (384, 64, 14), (96, 576, 14), (576, 96, 14), (160, 960, 7), (960, 160, 7),
-          (960, 320, 7), (320, 1280, 7), (672, 192, 7), (1152, 320, 7)]
+          (960, 320, 7), (320, 1280, 7), (672, 192, 7), (1152, 320, 7),
+          # EfficientNet-B0's squeeze-excitation CONVs (1x1 images)
+          (1152, 48, 1), (48, 1152, 1), (672, 32, 1)]
 
 
 def ort_session(w, b, shape):
@@ -88,8 +91,6 @@ def main():
         x = rng.standard_normal((1, C, H, H), dtype=np.float32)
         w = (rng.standard_normal((K, C, 1, 1)) / np.sqrt(C)).astype(np.float32)
         b = rng.standard_normal(K, dtype=np.float32)
-        if Conv2dPlan(x.shape, w, b, isa=args.isa).layout != "NCHW-gemm":  # K < 32
-            continue
         plan = G.make_plan(G.make_desc(K, C, H * H), args.isa, 1)
         ws = G.workspace(plan.ws_floats)
         w2 = np.ascontiguousarray(w.reshape(K, C))

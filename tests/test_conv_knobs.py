@@ -303,9 +303,10 @@ def test_tune_graph_tunes_each_count_and_refuses_too_many(tmp_path):
 
 
 def one_by_one():
-    """x -> P (1x1, 16->48: the NCHW GEMM kernel's shape) -> relu."""
+    """x -> P (1x1, 16->48: the NCHW GEMM kernel's shape; 16x16 pixels,
+    above the 196 up to which AVX-512 keeps the template) -> relu."""
     b = Builder("one-by-one")
-    t = b.input("x", (1, 16, 6, 6))
+    t = b.input("x", (1, 16, 16, 16))
     t = b.op("P", "conv2d", [t, b.param("P.w", (48, 16, 1, 1))])
     b.output(b.op("P.relu", "relu", [t]))
     return b.build()

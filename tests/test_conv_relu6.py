@@ -20,11 +20,15 @@ ISAS = supported_isas()
 HI = 0.75
 
 # (N, C, H, W, K, R, S, stride, pad) and the kernel each is meant to reach
-# with default params: 1x1 with K >= 32 is the GEMM path, 3x3 the template,
-# 3x3 with enough channels Winograd (also forced below through params).
+# with default params: 1x1 with K >= 32 is the GEMM path (but for small
+# images), 3x3 the template, 3x3 with enough channels Winograd (also forced
+# below through params).
 CASES = [
-    (1, 24, 7, 9, 40, 1, 1, 1, 0),    # NCHW-gemm
-    (2, 16, 6, 6, 64, 1, 1, 1, 0),    # NCHW-gemm, batch 2
+    (1, 24, 15, 17, 40, 1, 1, 1, 0),  # NCHW-gemm
+    (2, 16, 15, 15, 64, 1, 1, 1, 0),  # NCHW-gemm, batch 2
+    (1, 24, 7, 9, 40, 1, 1, 1, 0),    # the template on AVX-512 (small image), else NCHW-gemm
+    (2, 16, 6, 6, 64, 1, 1, 1, 0),    # the same, batch 2 (flattened rows on AVX-512)
+    (1, 72, 1, 1, 48, 1, 1, 1, 0),    # a 1x1 image: the template on every ISA
     (1, 8, 9, 10, 20, 3, 3, 1, 1),    # template, an oc tail
     (1, 6, 12, 9, 10, 5, 5, 2, 2),    # template, stride 2
     (1, 16, 10, 10, 24, 3, 3, 1, 1),  # Winograd-eligible
@@ -79,7 +83,10 @@ def test_every_kernel_path_clamps(isa, case):
     ref = conv.conv2d_ref(x, w, b, stride=stride, pad=pad, relu=True, relu_max=HI)
     assert np.abs(ref - want).max() <= 1e-6
     if case[5] == 1:
-        assert paths == {"NCHW-gemm"}
+        # The variants' pw_max_hw (kernels/conv/nchwc_body.c): the pixel
+        # count up to which a 1x1 CONV stays on the template.
+        small = case[2] * case[3] <= (196 if isa == "avx512" else 1)
+        assert paths == {"NCHW" if small else "NCHW-gemm"}
 
 
 def test_relu_max_needs_relu_and_a_positive_bound():

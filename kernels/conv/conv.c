@@ -194,11 +194,70 @@ int hwt_conv_default_params(const hwt_conv_desc *d, hwt_isa isa, hwt_conv_params
  * most HWT_GEMV_MAX_M rows take the matrix-vector path instead. */
 _Static_assert(GEMM_MIN_K > HWT_GEMV_MAX_M, "1x1 GEMMs must take the blocked path");
 
+/* A 1x1 stride-1 unpadded CONV: per image a (K x C) . (C x H*W) product,
+ * whatever the image's shape. */
+static int pointwise(const hwt_conv_desc *d) {
+  return d->R == 1 && d->S == 1 && d->stride_h == 1 && d->stride_w == 1 && d->pad_h == 0 &&
+         d->pad_w == 0 && d->pad_h_end == 0 && d->pad_w_end == 0;
+}
+
 static int gemm_ok(const hwt_conv_desc *d, int OH, int OW) {
   (void)OH;
   (void)OW;
-  return d->R == 1 && d->S == 1 && d->stride_h == 1 && d->stride_w == 1 && d->pad_h == 0 &&
-         d->pad_w == 0 && d->pad_h_end == 0 && d->pad_w_end == 0 && d->K >= GEMM_MIN_K;
+  return pointwise(d) && d->K >= GEMM_MIN_K;
+}
+
+/* Small images stay on the template (the variant's pw_max_hw: its
+ * register block against the GEMM's tile, nchwc_body.c). */
+static int gemm_default(const hwt_conv_desc *d, int OH, int OW, hwt_isa isa) {
+  return gemm_ok(d, OH, OW) && (long)OH * OW > hwt_conv_variant_for(isa)->pw_max_hw;
+}
+
+/* The pointwise CONV's image as one row of H*W pixels: the same tensors
+ * (an NCHW channel plane is contiguous), one output row per image. */
+static hwt_conv_desc flat_desc(const hwt_conv_desc *d) {
+  hwt_conv_desc f = *d;
+  f.W = d->H * d->W;
+  f.H = 1;
+  return f;
+}
+
+/* Whether a pointwise NCHW CONV with default params runs flattened: when
+ * its output row is narrower than the register block (AVX-512 at 7x7: a
+ * 7-pixel row leaves half of the 14 x 2-vector block empty), and the
+ * flattened plan's units (one per image and oc block) split evenly over
+ * nth threads or are many: 2-thread critical path (the longer share's
+ * thread time, medians of 21 alternated runs, Zen 4 AVX-512, under load)
+ * flattened vs by rows 0.87x on 960->320 at 7x7 (10 oc blocks of 32),
+ * 0.93x on 320->1280 and 1152->320, 0.95x on 1152->192 (6 blocks), but
+ * 1.11x on 960->160 (5 blocks: 3 vs 2) and 1.09x on 576->160 at 7x7;
+ * 1 thread flattened vs by rows 0.90-0.97x on the 7x7 shapes of
+ * nchwc_body.c's PW_MAX_HW. */
+static int flat_ok(const hwt_conv_desc *d, int OW, hwt_isa isa, int nth) {
+  const hwt_conv_variant *v = hwt_conv_variant_for(isa);
+  /* Small images only (those pw_max_hw keeps on the template): the NCHW
+   * output row is staged whole in each thread's workspace. */
+  if (!pointwise(d) || d->H == 1 || (long)d->H * d->W > v->pw_max_hw) return 0;
+  hwt_conv_params p;
+  const hwt_conv_desc f = flat_desc(d);
+  if (hwt_conv_default_params(d, isa, &p) != HWT_OK) return 0;
+  const int nv = (p.oc_bn + v->vec - 1) / v->vec;
+  if (OW * p.reg_h >= v->caps[nv < v->nv_max ? nv : v->nv_max]) return 0;
+  if (hwt_conv_default_params(&f, isa, &p) != HWT_OK) return 0;
+  const long units = (long)d->N * (d->K / p.oc_bn);
+  return units % nth == 0 || units >= 8L * nth;
+}
+
+/* The template's view of a flattened plan (run_part): one row per image. */
+static const hwt_conv_plan *flat_view(const hwt_conv_plan *p, hwt_conv_plan *q) {
+  if (!p->flat) return p;
+  *q = *p;
+  q->d = flat_desc(&p->d);
+  q->OW = p->OH * p->OW;
+  q->OH = 1;
+  q->Wp = q->d.W;
+  q->Hp = 1;
+  return q;
 }
 
 static void gemm_desc_of(const hwt_conv_desc *d, int hw, hwt_gemm_desc *g) {
@@ -234,7 +293,20 @@ int hwt_conv_plan_make(const hwt_conv_desc *d, hwt_conv_layout layout,
   out->w_floats = (size_t)d->K * d->C * d->R * d->S;
   out->Hp = d->H;
   out->Wp = d->W;
-  if (layout == HWT_CONV_NCHW && !params && gemm_ok(d, OH, OW)) layout = HWT_CONV_NCHW_GEMM;
+  if (layout == HWT_CONV_NCHW && !params && gemm_default(d, OH, OW, isa))
+    layout = HWT_CONV_NCHW_GEMM;
+  if (layout == HWT_CONV_NCHW && !params && flat_ok(d, OW, isa, nth)) {
+    const hwt_conv_desc f = flat_desc(d);
+    int st = hwt_conv_plan_make(&f, layout, NULL, isa, nth, out);
+    if (st != HWT_OK) return st;
+    out->d = *d;
+    out->OH = OH;
+    out->OW = OW;
+    out->Hp = d->H;
+    out->Wp = d->W;
+    out->flat = 1;
+    return HWT_OK;
+  }
   if (layout == HWT_CONV_NCHW_GEMM) {
     hwt_gemm_desc g;
     hwt_gemm_plan gp;
@@ -645,6 +717,8 @@ void hwt_conv_run_part(const hwt_conv_plan *p, const float *x, const float *w_pa
 void hwt_conv_run_part_res(const hwt_conv_plan *p, const float *x, const float *w_packed,
                            const float *bias, const float *res, float *y, float *ws, int tid,
                            int nth) {
+  hwt_conv_plan view;
+  p = flat_view(p, &view);
   const hwt_conv_desc *d = &p->d;
   long units;
   if (p->layout == HWT_CONV_NCHW_GEMM) {

@@ -49,6 +49,10 @@ typedef struct {
   int nv_max;        /* vectors per pixel a register block holds at most (<= 4) */
   int caps[5];       /* caps[nv]: largest register block, in pixels, of nv vectors per pixel */
   int block_scratch; /* 1: row() keeps its accumulators in a->scratch (reg_n x oc_bn floats) */
+  /* 1x1 CONVs (stride 1, unpadded, NCHW, default params) of at most this
+   * many output pixels per image run on this template rather than as GEMMs
+   * (conv.c, GEMM_MIN_K): measured per variant. */
+  int pw_max_hw;
   void (*row)(const hwt_conv_row_args *a);
   hwt_conv_stage_fn stage;
   /* dst[pos] = src[pos * step] for pos < n (a stride phase of a row). */

@@ -358,7 +358,22 @@ static void deint2(const float *src, int n, float *even, float *odd) {
   }
 }
 
+/* 1x1 CONVs of at most this many output pixels run on this template, not
+ * the GEMM (conv.c). Zen 4, 1 thread, thread-time medians of 21 alternated
+ * runs, template (1x1 image rows flattened, conv.c) vs GEMM, under load:
+ * AVX-512 at 7x7 1.12-1.29x (MobileNetV2 / EfficientNet-B0's 160->960,
+ * 960->160, 960->320, 320->1280, 1152->320, 192->1152, 1152->192), 14x14
+ * 1.06-1.12x (96->576, 576->96, 112->672), but 28x28 0.90x (32->192) and
+ * 112x112 0.69x (16->96): the template's 14-pixel x 2-vector block (28
+ * zmm accumulators) against the GEMM's 12x32 tile, whose 32 columns leave
+ * a 49-pixel image 64 wide. AVX2 (6 x 2 ymm blocks on both sides): the GEMM
+ * led at 7x7 (template 0.86-0.94x) and beyond; both ISAs led at 1x1 images
+ * (squeeze-excitation: 1152->48 2.8x / 1.9x, 48->1152 2.3x / 1.7x, 672->32
+ * 1.7x / 1.4x, ctypes calls included), where the GEMM's columns are 1 of
+ * its tile's. */
+#define PW_MAX_HW HV_BY_ISA(1, 1, 196)
+
 const hwt_conv_variant HWT_VARIANT(hwt_conv_variant) = {
     .vec = HV_W, .nv_max = NV_MAX, .caps = {0, CAP_OF(1), CAP_OF(2), CAP_OF(3), CAP_OF(4)},
-    .block_scratch = 0, .row = row, .stage = stage_tile, .phase = phase_copy,
-    .deint2 = deint2};
+    .block_scratch = 0, .pw_max_hw = PW_MAX_HW, .row = row, .stage = stage_tile,
+    .phase = phase_copy, .deint2 = deint2};

@@ -216,6 +216,33 @@ static void test_gemm_choice(void) {
               HWT_EINVAL,
           "shape %d refuses NCHW_GEMM", i);
   }
+  /* Small images keep the template: 1x1 ones on every ISA; on AVX-512 up
+   * to 196 pixels, a 7-pixel row flattened into one of 49 when its oc
+   * blocks split evenly (K 64: 2 blocks of 32) but not over 3 threads. */
+  hwt_conv_desc one = d, seven = d, fourteen = d, big = d;
+  one.H = one.W = 1;
+  seven.H = seven.W = 7;
+  fourteen.H = fourteen.W = 14;
+  big.H = big.W = 28;
+  CHECK(hwt_conv_plan_make(&one, HWT_CONV_NCHW, NULL, HWT_ISA_GENERIC, 1, &plan) == HWT_OK &&
+            plan.layout == HWT_CONV_NCHW && !plan.flat,
+        "1x1 images run the template");
+  if (hwt_isa_supported(HWT_ISA_AVX512)) {
+    CHECK(hwt_conv_plan_make(&seven, HWT_CONV_NCHW, NULL, HWT_ISA_AVX512, 2, &plan) == HWT_OK &&
+              plan.layout == HWT_CONV_NCHW && plan.flat && plan.OH == 7 && plan.OW == 7 &&
+              plan.d.H == 7 && plan.d.W == 7,
+          "7x7 flattened, the plan's shape kept");
+    CHECK(hwt_conv_plan_make(&seven, HWT_CONV_NCHW, NULL, HWT_ISA_AVX512, 3, &plan) == HWT_OK &&
+              plan.layout == HWT_CONV_NCHW && !plan.flat,
+          "7x7 by rows when 2 oc blocks meet 3 threads");
+    CHECK(hwt_conv_plan_make(&fourteen, HWT_CONV_NCHW, NULL, HWT_ISA_AVX512, 1, &plan) ==
+                  HWT_OK &&
+              plan.layout == HWT_CONV_NCHW && !plan.flat,
+          "14x14 on the template, by rows");
+    CHECK(hwt_conv_plan_make(&big, HWT_CONV_NCHW, NULL, HWT_ISA_AVX512, 1, &plan) == HWT_OK &&
+              plan.layout == HWT_CONV_NCHW_GEMM,
+          "28x28 a GEMM");
+  }
 }
 
 static void test_direct_fallback(void) {
@@ -335,9 +362,17 @@ int main(void) {
   test_shape((hwt_conv_desc){1, 4, 10, 10, 8, 3, 3, 2, 2, 0, 0, 0, 1, 1, 1, 1, 0});
   test_shape((hwt_conv_desc){1, 3, 9, 11, 5, 3, 4, 1, 2, 2, 3, 0, 2, 1, 0, 1, 0});
   /* 1x1 stride 1 unpadded with >= 32 output channels: NCHW with default
-   * params runs as GEMMs (two images; an odd K and pixel count) */
+   * params runs as GEMMs (two images; an odd K and pixel count; AVX-512
+   * keeps these small images on the template, below) */
   test_shape((hwt_conv_desc){2, 20, 5, 9, 37, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0, 0, 0});
   test_shape((hwt_conv_desc){1, 33, 4, 4, 64, 1, 1, 1, 1, 0, 0, 0, 1, 1, 0, 0, 0});
+  /* 1x1 on small images, where the variant keeps the template (AVX-512 up
+   * to 196 pixels, every ISA at 1x1): two 7x7 images, a row narrower than
+   * the register block so flattened to one row of 49 (5 oc blocks of 32:
+   * by rows at 2 threads), 1x1 images with a clamp */
+  test_shape((hwt_conv_desc){2, 40, 7, 7, 64, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0, 0, 0});
+  test_shape((hwt_conv_desc){1, 48, 7, 7, 160, 1, 1, 1, 1, 0, 0, 0, 1, 1, 0, 0, 0});
+  test_shape((hwt_conv_desc){2, 72, 1, 1, 48, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0, 0, 6.0f});
   /* stride-2 staging: rows wide enough for the both-phase vector pass,
    * with 3 and 0 leading padding columns and an odd width; a stride beyond
    * the phase ranges the plan caches (9 > 8) */

@@ -103,6 +103,8 @@ typedef struct {
    * per transform element (pack_tail for the last, narrower block). */
   int wino_th, wino_tw, wino_tb, wino_kb, wino_bs, wino_cpad;
   size_t wino_pack_full, wino_pack_tail;
+  int flat; /* 1: a 1x1 stride-1 unpadded NCHW CONV whose H x W image the template runs
+               as one row of H*W pixels (d, OH, OW stay the real ones; conv.c) */
 } hwt_conv_plan;
 
 /* Output size; HWT_EINVAL if the shape is invalid (empty output, bad stride). */
