@@ -80,7 +80,7 @@ def import_onnx(path: str, out_json: str, shapes=None, dims=None,
     from hwtune.graph.weights import SUFFIX, write_weights
     from hwtune.onnx.convert import convert
     from hwtune.onnx.attention import fuse_attention
-    from hwtune.onnx.fuse import fold_pads_into_convs, fuse_gelu_tanh, fuse_silu
+    from hwtune.onnx.fuse import fold_pads_into_convs, fuse_gelu_erf, fuse_gelu_tanh, fuse_silu
     from hwtune.onnx.reader import input_dtypes, input_shapes, read_model
 
     model, opset = read_model(path)
@@ -99,6 +99,7 @@ def import_onnx(path: str, out_json: str, shapes=None, dims=None,
             cx.emit("reshape", [src], {"shape": list(cx.shapes[src])}, out=o)
     ops, needed = _live(cx, outs)
     ops = fuse_gelu_tanh(fuse_silu(fold_pads_into_convs(ops, outs), outs), outs)
+    ops = fuse_gelu_erf(ops, outs)
     ops = fuse_attention(ops, outs, cx.shapes)
     params = [(n, a) for n, a in cx.params.items() if n in needed]
 
