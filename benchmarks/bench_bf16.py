@@ -38,6 +38,7 @@ import tempfile
 import numpy as np
 
 from bench_engine import SAMPLE_S  # noqa: E402 (benchmarks/ is sys.path[0])
+from bench_load import load1, load_note  # noqa: E402
 import zoo_models as Z  # noqa: E402
 
 from hwtune.graph import load_model
@@ -105,19 +106,20 @@ def bench(name, small, threads, reps, n_inputs, d):
     print(f"  top-1 agreement ({what}): {agree}/{n_inputs} = {100.0 * agree / n_inputs:.1f}%;"
           f" max relative error {worst:.3g}")
     feed = _inputs(built, 1, seed=7)[0]
-    print(f"  ms per inference, median [IQR] of {reps} interleaved samples (under load "
-          "unless the host was quiet)")
+    print(f"  ms per inference, median [IQR] of {reps} interleaved samples")
     for t in threads:
         e32, e16 = _engine(g32, t), _engine(g16, t)
         _run(e32, feed, out), _run(e16, feed, out)
+        before = load1()
         s32, s16 = interleaved_calls([e32.run, e16.run], reps, sample_s=SAMPLE_S)
+        note = load_note(before, load1(), t)
         m32, m16 = statistics.median(s32), statistics.median(s16)
 
         def iqr(s):
             q = statistics.quantiles(s, n=4) if len(s) > 1 else [s[0]] * 3
             return f"[{q[0] * 1e3:.2f}, {q[2] * 1e3:.2f}]"
         print(f"  {t} thr  fp32 {m32 * 1e3:9.2f} ms {iqr(s32)}   bf16 {m16 * 1e3:9.2f} ms "
-              f"{iqr(s16)}   bf16/fp32 speed-up {m32 / m16:.2f}x")
+              f"{iqr(s16)}   bf16/fp32 speed-up {m32 / m16:.2f}x   {note}")
 
 
 def main(argv=None):

@@ -32,6 +32,7 @@ import tempfile
 import numpy as np
 
 from bench_engine import interleaved  # noqa: E402 (benchmarks/ is sys.path[0])
+from bench_load import load1, load_note  # noqa: E402
 import zoo_models as Z  # noqa: E402
 
 from hwtune.errors import HwtuneError
@@ -98,7 +99,7 @@ def bench(name, small, threads, reps, d):
     step = _step(path, out)
     isas = [i for i in ("avx512", "avx2") if i in supported_isas()]
     print(f"\n{name}{' (small)' if small else ''}: ms per inference (median of {reps}, "
-          "interleaved; under load)")
+          "interleaved; the load is measured per thread count)")
     for t in threads:
         fns, labels, ok = [_ort(path, t, feeds)], ["ORT int8"], ["-"]
         want = np.asarray(fns[0]()[0])
@@ -122,7 +123,9 @@ def bench(name, small, threads, reps, d):
             fns.append(eng.run)
             labels.append(f"hwtune {'avx512_vnni' if isa == 'avx512' else isa}")
             ok.append(verdict)
+        before = load1()
         times = interleaved(fns, reps)
+        print(f"  {t} thr  {load_note(before, load1(), t)}")
         for label, s, k in zip(labels, times, ok):
             ratio = times[0] / s
             print(f"  {t} thr  {label:20s} {s * 1e3:9.2f} ms  {ratio:5.2f}x ORT  {k}")

@@ -815,3 +815,30 @@ def test_torch_tanh_gelu_exports_fuse(exporter, tmp_path):
                           dynamo=exporter == "dynamo")
     g = import_and_compare(path, tmp_path, {"x": x.numpy()})
     assert "gelu_tanh" in op_types(g) and "tanh" not in op_types(g)
+
+
+@pytest.mark.parametrize("order", ["x_then_half", "half_of_x", "half_times"])
+def test_erf_gelu_written_out_fuses_into_gelu(order, tmp_path):
+    """PyTorch's opset-17 export of the exact GELU (BERT's activation) is
+    Div(x, sqrt 2) -> Erf -> Add 1 -> the product with x/2 in one of three
+    orders: one gelu op, matching ONNX Runtime; read twice, nothing fuses."""
+    x = RNG.uniform(-5, 5, (4, 16)).astype(np.float32)
+    c = lambda v: np.array(v, np.float32)  # noqa: E731
+    head = [helper.make_node("Div", ["x", "r2"], ["d"], name="d"),
+            helper.make_node("Erf", ["d"], ["e"], name="e"),
+            helper.make_node("Add", ["e", "one"], ["a"], name="a")]
+    tails = {"x_then_half": [helper.make_node("Mul", ["x", "a"], ["m"], name="m"),
+                             helper.make_node("Mul", ["m", "half"], ["y"], name="y")],
+             "half_of_x": [helper.make_node("Mul", ["x", "half"], ["h"], name="h"),
+                           helper.make_node("Mul", ["h", "a"], ["y"], name="y")],
+             "half_times": [helper.make_node("Mul", ["a", "half"], ["h"], name="h"),
+                            helper.make_node("Mul", ["x", "h"], ["y"], name="y")]}
+    inits = {"r2": c(math.sqrt(2.0)), "one": c(1.0), "half": c(0.5)}
+    path = save(head + tails[order], [fin("x", [4, 16])], [fin("y", [4, 16])], inits,
+                tmp_path / "g.onnx")
+    g = import_and_compare(path, tmp_path, {"x": x})
+    assert op_types(g) == ["gelu"]
+    path = save(head + tails[order], [fin("x", [4, 16])], [fin("y", [4, 16]), fin("e", [4, 16])],
+                inits, tmp_path / "g2.onnx")
+    g = import_and_compare(path, tmp_path, {"x": x})
+    assert "gelu" not in op_types(g) and "erf" in op_types(g)
