@@ -86,6 +86,19 @@ def _seg(name):
     return make
 
 
+def _video(name):
+    """A torchvision video classifier on a [1, 3, 4, 32, 32] clip (small) or
+    [1, 3, 16, 112, 112] (full): Conv3d and 3-D pooling."""
+    def build(small):
+        _seed()
+        M = Z.torchvision_models()
+        model = _liven(_randomize_bn(getattr(M.video, name)(weights=None, num_classes=10))).eval()
+        shape = (1, 3, 4, 32, 32) if small else (1, 3, 16, 112, 112)
+        x = np.random.default_rng(7).standard_normal(shape).astype(np.float32)
+        return Built(model, {"x": x}, ["y"], "cnn")
+    return Entry(name, "torchvision", build)
+
+
 def _hf(name, config_cls, model_cls, small_cfg, inputs="tokens", encoder=False):
     """A transformers model built from a tiny config (eager attention, no
     cache), returning its last hidden state."""
@@ -146,6 +159,8 @@ HELDOUT = [
     _tv_module("fcn_resnet50", _seg("fcn_resnet50")),
     _tv_module("deeplabv3_mobilenet_v3_large", _seg("deeplabv3_mobilenet_v3_large")),
     _tv_module("lraspp_mobilenet_v3_large", _seg("lraspp_mobilenet_v3_large")),
+    _video("r3d_18"),
+    _video("r2plus1d_18"),
     _hf("albert", "AlbertConfig", "AlbertModel", dict(_BERT, embedding_size=16)),
     _hf("electra", "ElectraConfig", "ElectraModel", dict(_BERT, embedding_size=16)),
     _hf("xlm_roberta", "XLMRobertaConfig", "XLMRobertaModel", _BERT),
