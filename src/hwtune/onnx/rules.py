@@ -18,6 +18,8 @@ import numpy as np
 
 from hwtune.onnx import fold as F
 from hwtune.onnx import norms, recurrent
+from hwtune.onnx import clip as clip_rules
+from hwtune.onnx import resize_fold, scatter
 from hwtune.onnx import quant as Q
 from hwtune.onnx.errors import Unsupported
 from hwtune.onnx.lift1d import lift_1d
@@ -882,6 +884,12 @@ RULES: Dict[str, Rule] = {
     "Expand": Rule(expand, F.FOLDS["Expand"]),
     "Tile": Rule(tile, F.FOLDS["Tile"]),
 }
+# held-out architectures of issue #41 (benchmarks/heldout_models.py)
+RULES.update({
+    "ScatterND": Rule(scatter.scatter_nd, F.FOLDS["ScatterND"]),
+    "Clip": Rule(clip_rules.one_sided(clip), clip_rules.fold_clip),
+    "Resize": Rule(resize, resize_fold.folder(_resize_targets)),
+})
 # quantized (issue #43): QOperator ops, and the QDQ form folded into int8
 # ops by the float rules' quantization-aware wrappers (onnx/quant.py).
 RULES.update({
