@@ -22,12 +22,14 @@
 
 int hwt_exec_solo(const hwt_engine *e, int op) { return e->solo[op]; }
 
-/* A reshape the planner made a view (plan/views.c): its output is its
- * input's bytes, so running it is a pointer compare. */
+/* A reshape the planner made a view (plan/views.c): its output has its
+ * input's arena offset, so running it is a pointer compare. From the plan,
+ * not the tensor pointers: the simulator's virtual engine has none. */
 static int is_view(const hwt_engine *e, int op) {
   if (hwt_graph_op_n_inputs(e->g, op) != 1 || hwt_graph_op_n_outputs(e->g, op) != 1) return 0;
-  const float *x = e->tensor[hwt_graph_op_inputs(e->g, op)[0]];
-  return x && x == e->tensor[hwt_graph_op_outputs(e->g, op)[0]];
+  const int64_t *off = hwt_plan_offsets(e->plan);
+  int64_t x = off[hwt_graph_op_inputs(e->g, op)[0]];
+  return x >= 0 && x == off[hwt_graph_op_outputs(e->g, op)[0]];
 }
 
 void hwt_exec_levels(hwt_engine *e) {
