@@ -22,6 +22,16 @@
 
 int hwt_exec_solo(const hwt_engine *e, int op) { return e->solo[op]; }
 
+/* A reshape the planner made a view (plan/views.c): its output has its
+ * input's arena offset, so running it is a pointer compare. From the plan,
+ * not the tensor pointers: the simulator's virtual engine has none. */
+static int is_view(const hwt_engine *e, int op) {
+  if (hwt_graph_op_n_inputs(e->g, op) != 1 || hwt_graph_op_n_outputs(e->g, op) != 1) return 0;
+  const int64_t *off = hwt_plan_offsets(e->plan);
+  int64_t x = off[hwt_graph_op_inputs(e->g, op)[0]];
+  return x >= 0 && x == off[hwt_graph_op_outputs(e->g, op)[0]];
+}
+
 void hwt_exec_levels(hwt_engine *e) {
   double *cost = e->cost;
   const double *plan_cost = hwt_plan_cost(e->plan);
@@ -29,8 +39,9 @@ void hwt_exec_levels(hwt_engine *e) {
   const int *off = hwt_plan_succ_offsets(e->plan), *succ = hwt_plan_succ(e->plan);
   for (int i = 0; i < e->n_ops; i++) {
     cost[i] = e->op_cost && e->op_cost[i] >= 0 ? e->op_cost[i] : plan_cost[i];
-    /* Folded ops never run: they add nothing to any path. */
-    if (e->folded[i]) cost[i] = 0;
+    /* Folded ops never run and views copy nothing: they add nothing to any
+     * path, and a view runs inline on one thread. */
+    if (e->folded[i] || is_view(e, i)) cost[i] = 0;
     e->tiny[i] = cost[i] < HWT_EXEC_TINY_S;
     e->solo[i] = cost[i] < HWT_EXEC_SOLO_S;
   }

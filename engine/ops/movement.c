@@ -5,8 +5,8 @@
  * (axis extent x inner) contiguous floats. concat fills each output row
  * from one segment per input; split cuts each input row into one segment
  * per output; slice copies one segment. reshape and flatten are a flat
- * copy (the engine may alias them away later; here they must still write
- * their own output). Threads share the flat range of the side that is
+ * copy, or nothing at all when the planner made the output a view of the
+ * input (plan/views.c: same address). Threads share the flat range of the side that is
  * written contiguously, on cache-line boundaries. */
 #include <stdlib.h>
 #include "ops_util.h"
@@ -112,6 +112,7 @@ static void move_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
   int64_t lo, hi;
   hwt_ops_range(s->total, tid, nth, &lo, &hi);
   if (s->kind == M_COPY) {
+    if (ctx->out[0] == ctx->in[0]) return; /* a view: the bytes are already there */
     if (hi > lo) memcpy(ctx->out[0] + lo, ctx->in[0] + lo, (size_t)(hi - lo) * sizeof(float));
     return;
   }

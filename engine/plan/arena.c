@@ -8,7 +8,11 @@
  * birth (SEQUENTIAL: its last use is behind; PARALLEL_SAFE: every op from
  * some position on descends from all its last readers, or a sync op that
  * every later op depends on follows them), or once a later tensor covering
- * its bytes shadows it. */
+ * its bytes shadows it.
+ *
+ * With reuse (SEQUENTIAL or PARALLEL_SAFE) a view chain (views.c) is one
+ * item: its root is placed with the chain's readers and outputs, and every
+ * member gets the root's offset. NONE keeps one buffer per tensor. */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +29,7 @@
 typedef struct {
   const hwt_graph *g;
   const int *position;
+  int *root;            /* per tensor: its view chain's root (itself when none) */
   int *birth, *death;   /* per tensor; death INT_MAX: never (outputs) */
   int *retire;          /* per tensor: dead for every birth at or after it */
   int *cons_off, *cons; /* per tensor: distinct consumer ops (CSR) */
@@ -43,23 +48,42 @@ static int in_arena(const gr_tensor *t) {
   return t->kind == HWT_TENSOR_ACTIVATION || t->kind == HWT_TENSOR_OUTPUT;
 }
 
-static int build_liveness(arena_ctx *c) {
+/* Op v's next input from *i on, as its view chain's root, each root once
+ * per op (mark as in gr_next_input); -1 when none is left. */
+static int next_root_input(const arena_ctx *c, int v, int *i, int *mark) {
+  const gr_op *op = &c->g->ops[v];
+  while (*i < op->n_in) {
+    int r = c->root[op->io[(*i)++]];
+    if (mark[r] == v) continue;
+    mark[r] = v;
+    return r;
+  }
+  return -1;
+}
+
+static int build_liveness(arena_ctx *c, int views) {
   const hwt_graph *g = c->g;
   int nt = g->n_tensors;
   size_t nt1 = (size_t)nt + 1;
+  c->root = malloc(sizeof(int) * (nt ? (size_t)nt : 1));
   c->birth = malloc(sizeof(int) * (nt ? (size_t)nt : 1));
   c->death = malloc(sizeof(int) * (nt ? (size_t)nt : 1));
   c->cons_off = calloc(nt1 + 1, sizeof(int));
   int *mark = malloc(sizeof(int) * (nt ? (size_t)nt : 1));
-  if (!c->birth || !c->death || !c->cons_off || !mark) {
+  if (!c->root || !c->birth || !c->death || !c->cons_off || !mark) {
     free(mark);
     return HWT_ENOMEM;
   }
-  /* Distinct consumers per tensor: an op reading a tensor twice counts once. */
+  if (views)
+    pl_view_roots(g, c->root);
+  else
+    for (int t = 0; t < nt; t++) c->root[t] = t;
+  /* Distinct consumers per chain root: an op reading a tensor twice, or two
+   * views of one buffer, counts once. */
   for (int t = 0; t < nt; t++) mark[t] = -1;
   int64_t total = 0;
   for (int v = 0; v < g->n_ops; v++)
-    for (int i = 0, t; (t = gr_next_input(g, v, 0, &i, mark)) >= 0;) {
+    for (int i = 0, t; (t = next_root_input(c, v, &i, mark)) >= 0;) {
       c->cons_off[t + 2]++;
       total++;
     }
@@ -75,12 +99,15 @@ static int build_liveness(arena_ctx *c) {
   for (int t = 0; t < nt; t++) c->cons_off[t + 2] += c->cons_off[t + 1];
   for (int t = 0; t < nt; t++) mark[t] = -1;
   for (int v = 0; v < g->n_ops; v++)
-    for (int i = 0, t; (t = gr_next_input(g, v, 0, &i, mark)) >= 0;)
+    for (int i = 0, t; (t = next_root_input(c, v, &i, mark)) >= 0;)
       c->cons[c->cons_off[t + 1]++] = v;
-  free(mark);
+  for (int t = 0; t < nt; t++) mark[t] = 0;
+  /* A chain holding an output must survive the run. */
+  for (int t = 0; t < nt; t++)
+    if (g->tensors[t].kind == HWT_TENSOR_OUTPUT) mark[c->root[t]] = 1;
   for (int t = 0; t < nt; t++) {
     const gr_tensor *x = &g->tensors[t];
-    if (!in_arena(x)) {
+    if (!in_arena(x) || c->root[t] != t) {
       c->birth[t] = c->death[t] = -1;
       continue;
     }
@@ -88,8 +115,9 @@ static int build_liveness(arena_ctx *c) {
     for (int e = c->cons_off[t]; e < c->cons_off[t + 1]; e++)
       if (c->position[c->cons[e]] > dd) dd = c->position[c->cons[e]];
     c->birth[t] = b;
-    c->death[t] = x->kind == HWT_TENSOR_OUTPUT ? INT_MAX : dd;
+    c->death[t] = mark[t] ? INT_MAX : dd;
   }
+  free(mark);
   return HWT_OK;
 }
 
@@ -215,7 +243,7 @@ int pl_arena_assign(const hwt_graph *g, const gr_dag *d, hwt_plan *p, int reach_
   int nt = g->n_tensors, st;
   uint64_t *keys = NULL;
   int *items = NULL, *sync_before = NULL;
-  st = build_liveness(&c);
+  st = build_liveness(&c, p->reuse != HWT_REUSE_NONE);
   if (st != HWT_OK) goto out;
   int n_items = 0;
   keys = malloc(sizeof(uint64_t) * (nt ? (size_t)nt : 1));
@@ -250,7 +278,7 @@ int pl_arena_assign(const hwt_graph *g, const gr_dag *d, hwt_plan *p, int reach_
     }
     p->arena_bytes = cur;
     st = HWT_OK;
-    goto out;
+    goto views;
   }
   if (p->reuse == HWT_REUSE_PARALLEL_SAFE) {
     st = pl_sync_points(d, sync_before);
@@ -269,10 +297,14 @@ int pl_arena_assign(const hwt_graph *g, const gr_dag *d, hwt_plan *p, int reach_
     p->reach_exact = c.exact;
   }
   st = place(&c, p, items, n_items, sync_before);
+views:
+  if (st == HWT_OK)
+    for (int t = 0; t < nt; t++) p->offset[t] = p->offset[c.root[t]];
 out:
   if (st == HWT_ENOMEM) gr_errorf(err, errlen, "out of memory planning the arena");
   else if (st != HWT_OK) gr_errorf(err, errlen, "more than %d tensor reads", INT_MAX);
   pl_reach_free(&c.reach);
+  free(c.root);
   free(c.birth);
   free(c.death);
   free(c.retire);

@@ -1,7 +1,11 @@
 /* hwt_plan_check_aliasing: an independent, brute-force proof that a plan's
  * buffer sharing is safe. It rebuilds dependencies from the graph's tensors
  * (not the plan's CSR) and reachability by a DFS from every op (not the
- * planner's bitset recurrence), so a bug in either shows up here. */
+ * planner's bitset recurrence), so a bug in either shows up here.
+ *
+ * A view chain (views.c) is one buffer: its members may share their root's
+ * offset, and its lifetime as seen by other tensors runs from the root's
+ * producer to the last reader of any member (for ever if one is an output). */
 #include <inttypes.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -14,6 +18,9 @@ typedef struct {
   const hwt_plan *p;
   int *pos;             /* recomputed from order */
   int *cons_off, *cons; /* tensor -> consumer ops (duplicates harmless) */
+  int *root;            /* tensor -> its view chain's root (itself without reuse) */
+  int *ccons_off, *ccons; /* chain root -> consumer ops of any member */
+  unsigned char *chain_out; /* chain root: some member is an output */
   uint64_t *desc;       /* n x n bits: desc[u] has v when a path u ->+ v exists */
   int64_t words;
 } check_ctx;
@@ -39,6 +46,24 @@ static int build_consumers(check_ctx *c) {
   for (int t = 0; t < nt; t++) c->cons_off[t + 2] += c->cons_off[t + 1];
   for (int v = 0; v < g->n_ops; v++)
     for (int i = 0; i < g->ops[v].n_in; i++) c->cons[c->cons_off[g->ops[v].io[i] + 1]++] = v;
+  /* The same lists per view chain. */
+  c->root = malloc(sizeof(int) * (size_t)(nt ? nt : 1));
+  c->chain_out = calloc((size_t)(nt ? nt : 1), 1);
+  c->ccons_off = calloc((size_t)nt + 2, sizeof(int));
+  c->ccons = malloc(sizeof(int) * (size_t)(total ? total : 1));
+  if (!c->root || !c->chain_out || !c->ccons_off || !c->ccons) return HWT_ENOMEM;
+  if (c->p->reuse == HWT_REUSE_NONE)
+    for (int t = 0; t < nt; t++) c->root[t] = t;
+  else
+    pl_view_roots(g, c->root);
+  for (int t = 0; t < nt; t++)
+    if (g->tensors[t].kind == HWT_TENSOR_OUTPUT) c->chain_out[c->root[t]] = 1;
+  for (int v = 0; v < g->n_ops; v++)
+    for (int i = 0; i < g->ops[v].n_in; i++) c->ccons_off[c->root[g->ops[v].io[i]] + 2]++;
+  for (int t = 0; t < nt; t++) c->ccons_off[t + 2] += c->ccons_off[t + 1];
+  for (int v = 0; v < g->n_ops; v++)
+    for (int i = 0; i < g->ops[v].n_in; i++)
+      c->ccons[c->ccons_off[c->root[g->ops[v].io[i]] + 1]++] = v;
   return HWT_OK;
 }
 
@@ -78,31 +103,35 @@ static int build_descendants(check_ctx *c) {
 /* Position after which tensor t is never touched again along the order;
  * INT_MAX for outputs, which must outlive the run. */
 static int last_touch(const check_ctx *c, int t) {
-  const gr_tensor *x = &c->g->tensors[t];
-  if (x->kind == HWT_TENSOR_OUTPUT) return INT_MAX;
-  int last = c->pos[x->producer];
-  for (int e = c->cons_off[t]; e < c->cons_off[t + 1]; e++)
-    if (c->pos[c->cons[e]] > last) last = c->pos[c->cons[e]];
+  t = c->root[t];
+  if (c->chain_out[t]) return INT_MAX;
+  int last = c->pos[c->g->tensors[t].producer];
+  for (int e = c->ccons_off[t]; e < c->ccons_off[t + 1]; e++)
+    if (c->pos[c->ccons[e]] > last) last = c->pos[c->ccons[e]];
   return last;
 }
 
 /* t is finished before u's producer starts in every dependency-respecting
  * schedule: every op touching t last is a strict ancestor of it. */
 static int happens_before(const check_ctx *c, int t, int u) {
-  const gr_tensor *x = &c->g->tensors[t];
-  if (x->kind == HWT_TENSOR_OUTPUT) return 0;
-  int pu = c->g->tensors[u].producer;
-  if (c->cons_off[t] == c->cons_off[t + 1]) return reaches(c, x->producer, pu);
-  for (int e = c->cons_off[t]; e < c->cons_off[t + 1]; e++)
-    if (c->cons[e] == pu || !reaches(c, c->cons[e], pu)) return 0;
+  t = c->root[t];
+  if (c->chain_out[t]) return 0;
+  /* u's bytes are first written by its chain root's producer. */
+  int pu = c->g->tensors[c->root[u]].producer;
+  if (c->ccons_off[t] == c->ccons_off[t + 1])
+    return reaches(c, c->g->tensors[t].producer, pu);
+  for (int e = c->ccons_off[t]; e < c->ccons_off[t + 1]; e++)
+    if (c->ccons[e] == pu || !reaches(c, c->ccons[e], pu)) return 0;
   return 1;
 }
 
 static int may_share(const check_ctx *c, int t, int u) {
+  /* A view and its root: the same bytes by design, at the same offset. */
+  if (c->root[t] == c->root[u]) return c->p->offset[t] == c->p->offset[u];
   switch (c->p->reuse) {
     case HWT_REUSE_SEQUENTIAL:
-      return last_touch(c, t) < c->pos[c->g->tensors[u].producer] ||
-             last_touch(c, u) < c->pos[c->g->tensors[t].producer];
+      return last_touch(c, t) < c->pos[c->g->tensors[c->root[u]].producer] ||
+             last_touch(c, u) < c->pos[c->g->tensors[c->root[t]].producer];
     case HWT_REUSE_PARALLEL_SAFE:
       return happens_before(c, t, u) || happens_before(c, u, t);
     default:
@@ -209,6 +238,10 @@ int hwt_plan_check_aliasing(const hwt_plan *p, const hwt_graph *g, char *err, si
   free(c.pos);
   free(c.cons_off);
   free(c.cons);
+  free(c.root);
+  free(c.chain_out);
+  free(c.ccons_off);
+  free(c.ccons);
   free(c.desc);
   return st;
 }

@@ -49,6 +49,12 @@ int pl_reach_all_desc(const pl_reach *r, int n, int *first_all_desc);
  * as an ancestor and every later op as a descendant; -1 if none. */
 int pl_sync_points(const gr_dag *d, int *sync_before);
 
+/* Views (views.c): the arena tensor whose bytes tensor t reuses as a
+ * reshape/flatten output, or -1. root[t]: the first tensor of t's view
+ * chain (t itself when t views nothing). */
+int pl_view_of(const hwt_graph *g, int t);
+void pl_view_roots(const hwt_graph *g, int *root);
+
 /* Fills p->offset, arena sizes and peak live bytes for p->reuse. */
 int pl_arena_assign(const hwt_graph *g, const gr_dag *d, hwt_plan *p, int reach_max_ops,
                     char *err, size_t errlen);

@@ -712,6 +712,50 @@ static void test_big_dags(int count) {
          "\n", count, sum[0], sum[1], sum[2]);
 }
 
+/* Views (plan/views.c): x -> a=relu -> b=reshape -> c=reshape, f=relu(x),
+ * g=add(c, f). With reuse, a, b and c are one buffer that stays live until g
+ * reads c, so f (born after a's last direct read) must not take it. */
+static void test_views(void) {
+  hwt_graph *g = hwt_graph_create();
+  int x = tensor(g, "x", 1000, HWT_TENSOR_INPUT);
+  int a = tensor(g, "a", 1000, HWT_TENSOR_ACTIVATION);
+  int b = tensor(g, "b", 1000, HWT_TENSOR_ACTIVATION);
+  int c = tensor(g, "c", 1000, HWT_TENSOR_ACTIVATION);
+  int f = tensor(g, "f", 1000, HWT_TENSOR_ACTIVATION);
+  int y = tensor(g, "y", 1000, HWT_TENSOR_OUTPUT);
+  int cf[2] = {c, f};
+  op1(g, "relu_a", 1, &x, a);
+  CHECK(hwt_graph_add_op(g, "view_b", "reshape", 1, &a, 1, &b) >= 0, "%s", hwt_graph_error(g));
+  CHECK(hwt_graph_add_op(g, "view_c", "flatten", 1, &b, 1, &c) >= 0, "%s", hwt_graph_error(g));
+  op1(g, "relu_f", 1, &x, f);
+  CHECK(hwt_graph_add_op(g, "add", "add", 2, cf, 1, &y) >= 0, "%s", hwt_graph_error(g));
+  for (int policy = 0; policy < 3; policy++) {
+    hwt_plan_options o;
+    hwt_plan_options_init(&o);
+    o.reuse = policy;
+    char err[256] = "";
+    hwt_plan *p = hwt_plan_build(g, &o, err, sizeof err);
+    CHECK(p != NULL, "%s", err);
+    if (!p) continue;
+    CHECK(hwt_plan_check_aliasing(p, g, err, sizeof err) == HWT_OK, "views policy %d: %s",
+          policy, err);
+    const int64_t *off = hwt_plan_offsets(p);
+    if (policy == HWT_REUSE_NONE) {
+      CHECK(off[a] != off[b] && off[b] != off[c] && off[a] != off[c], "NONE: own bytes each");
+      CHECK(hwt_plan_arena_bytes(p) == 5 * 4032, "NONE arena %" PRId64, hwt_plan_arena_bytes(p));
+    } else {
+      CHECK(off[a] == off[b] && off[b] == off[c], "policy %d: the chain is one buffer", policy);
+      CHECK(off[f] != off[a] && off[y] != off[a] && off[y] != off[f], "policy %d: f, y apart",
+            policy);
+      /* the chain, f and y: all three live at the add */
+      CHECK(hwt_plan_arena_bytes(p) == 3 * 4032 && hwt_plan_peak_live_bytes(p) == 3 * 4032,
+            "policy %d arena %" PRId64, policy, hwt_plan_arena_bytes(p));
+    }
+    hwt_plan_destroy(p);
+  }
+  hwt_graph_destroy(g);
+}
+
 int main(int argc, char **argv) {
   int count = argc > 1 ? atoi(argv[1]) : 3000; /* ~4 s under ASan+UBSan, ~1 s at -O2 */
   test_builder_errors();
@@ -719,6 +763,7 @@ int main(int argc, char **argv) {
   test_cycles();
   test_attrs_and_costs();
   test_known_reuse();
+  test_views();
   test_random_dags(count);
   test_big_dags(count / 30);
   return check_verdict("test_plan: ok\n");

@@ -23,6 +23,10 @@
  *                 dies before a "sync" op (every earlier op its ancestor,
  *                 every later op its descendant): still safe, less reuse.
  * Output tensors are never reused: they must survive the run.
+ * Views: under SEQUENTIAL and PARALLEL_SAFE a reshape/flatten of an arena
+ * tensor shares its input's offset (plan/views.c), the chain one buffer
+ * live until its last reader; arena_bytes_no_reuse then counts each chain
+ * once. NONE gives every tensor bytes of its own.
  *
  * Cost: order, levels and CSR are O(ops + edges); the arena is first fit,
  * O(tensors x tensors that may still be live). Measured on this machine:
