@@ -10,7 +10,7 @@ from typing import Dict, List, Optional, Tuple
 from hwtune.graph import ops as oplib
 from hwtune.graph.errors import GraphError, Problem
 from hwtune.graph.limits import Limits, how_to_raise, human_bytes  # noqa: F401 (re-exported)
-from hwtune.graph.model import Graph
+from hwtune.graph.ir import Graph
 
 BYTES_PER_ELEMENT = 4  # float32 is the only dtype
 # The C kernels index a tensor's elements (and multiply its dimensions) in
