@@ -69,7 +69,7 @@ def import_and_compare(path, tmp_path, x, feeds_name="x"):
     g = load_model(str(out))
     sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     want = sess.run(None, {feeds_name: x})
-    from hwtune.native.engine import NativeEngine
+    from hwtune.engine.instance import NativeEngine
     with NativeEngine(g, threads=1) as eng:
         eng.set_input(feeds_name, x)
         eng.run()
@@ -200,7 +200,7 @@ def test_dilated_and_transposed_convs_export_and_round_trip(tmp_path):
         scale = np.abs(ref[o]).max()
         assert np.abs(got[o] - ref[o]).max() <= TOL * scale, o
         assert np.abs(again[o] - ref[o]).max() <= TOL * scale, o
-    from hwtune.native.engine import NativeEngine
+    from hwtune.engine.instance import NativeEngine
     with NativeEngine(graph, threads=2) as eng:
         eng.set_input("x", feeds["x"])
         eng.run()

@@ -43,7 +43,7 @@ def save(nodes, inputs, outputs, inits, path, opset=17):
 
 
 def engine_outputs(graph, feeds):
-    from hwtune.native.engine import NativeEngine
+    from hwtune.engine.instance import NativeEngine
     with NativeEngine(graph, threads=2) as eng:
         for k, v in feeds.items():
             eng.set_input(k, v)

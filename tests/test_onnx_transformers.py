@@ -154,7 +154,7 @@ def test_attention_engine_matches_reference(tmp_path, nth, s, mask):
 
 
 def test_engine_out_of_range_index_is_nan_not_a_crash(tmp_path):
-    from hwtune.native.engine import NativeEngine
+    from hwtune.engine.instance import NativeEngine
     g = _one_op_graph(tmp_path, "take", {"t": ((4, 3), None, None), "i": ((3,), 0, 4)},
                       {"axis": 0})
     with NativeEngine(g, threads=2) as eng:
@@ -187,7 +187,7 @@ def _match_ort(path, tmp_path, feeds):
     assert res.exit_code == 0, res.output
     g = load_model(str(out))
     want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, feeds)
-    from hwtune.native.engine import NativeEngine
+    from hwtune.engine.instance import NativeEngine
     fl = {k: np.asarray(v, np.float32) for k, v in feeds.items()}
     with NativeEngine(g, threads=2) as eng:
         for k, v in fl.items():

@@ -13,7 +13,7 @@ from hwtune.graph import load_model, run_reference
 from hwtune.graph.passes.layout import apply_op_params
 from hwtune.graph.passes.plain import is_plain, to_plain
 from hwtune.graph.reference import init_inputs
-from hwtune.native.engine import NativeEngine
+from hwtune.engine.instance import NativeEngine
 
 from test_layout_pass import SHRUNK, _model, _random_params
 

@@ -158,7 +158,7 @@ def measure_op(one_graph, threads: int, *, cpus: Optional[Sequence[int]] = None,
     profiling events: the op's own time, not the run's dispatch), pinned to
     `cpus` when given. reference: the op's expected outputs, checked after
     the warm-up ('wrong_answer' otherwise)."""
-    from hwtune.native.engine import NativeEngine
+    from hwtune.engine.instance import NativeEngine
 
     with _Affinity(cpus):
         try:
