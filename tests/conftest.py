@@ -1,6 +1,7 @@
 """Fixtures shared by the test files: an in-memory results.db and a host in
 it, a database of an older schema, read-only queries of a database file."""
 
+import json
 import os
 import signal
 import sqlite3
@@ -61,3 +62,21 @@ def sigint_default():
     the background by a non-interactive shell (a CI runner) inherits SIGINT
     ignored, and Python then never raises KeyboardInterrupt."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def tiny_matmul(name: str, seed: int) -> dict:
+    """The smallest model a command measures: y = x (4x16) @ w (16x8)."""
+    return {
+        "format_version": 1, "name": name, "seed": seed,
+        "inputs": [{"name": "x", "shape": [4, 16]}],
+        "params": [{"name": "w", "shape": [16, 8]}],
+        "ops": [{"name": "y", "op": "matmul", "inputs": ["x", "w"]}],
+        "outputs": ["y"],
+    }
+
+
+def write_model(folder, doc, name: str = "tiny.json") -> str:
+    """doc written as the model.json folder/name; its path."""
+    path = folder / name
+    path.write_text(json.dumps(doc))
+    return str(path)
