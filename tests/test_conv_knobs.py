@@ -21,6 +21,7 @@ from hwtune.engine import conv_knobs
 from hwtune.tuners import conv_local as cl
 from hwtune.tuners.pipeline import TuneOptions
 
+import knob_checks
 from knob_checks import assert_runs_like_the_reference, hwtune
 
 ISA = selected_isa()
@@ -28,13 +29,7 @@ ISA = selected_isa()
 
 def two_convs():
     """x -> A (16->16) -> relu -> B (16->32): two workloads."""
-    b = Builder("two-convs")
-    t = b.input("x", (1, 16, 8, 8))
-    t = b.op("A", "conv2d", [t, b.param("A.w", (16, 16, 3, 3))], stride=[1, 1], padding=[1, 1])
-    t = b.op("A.relu", "relu", [t])
-    t = b.op("B", "conv2d", [t, b.param("B.w", (32, 16, 3, 3))], stride=[1, 1], padding=[1, 1])
-    b.output(t)
-    return b.build()
+    return knob_checks.two_convs((1, 16, 8, 8), 16, 32)
 
 
 def legal(graph, name, ic_bn, oc_bn):

@@ -71,11 +71,16 @@ def test_the_walk_sees_the_whole_library():
             "hwtune.tuners.pipeline"} <= mods and len(mods) > 50
 
 
+def _offences(check) -> List[str]:
+    """'file:line imports name' for each (line, name) check(source, module,
+    is_package) finds in a library file."""
+    return [f"{path.relative_to(ROOT)}:{line} imports {name}"
+            for path, module, is_package in _library_files()
+            for line, name in check(path.read_text(encoding="utf-8"), module, is_package)]
+
+
 def test_no_library_module_imports_the_click_layer():
-    bad = []
-    for path, module, is_package in _library_files():
-        for line, name in _violations(path.read_text(encoding="utf-8"), module, is_package):
-            bad.append(f"{path.relative_to(ROOT)}:{line} imports {name}")
+    bad = _offences(_violations)
     assert not bad, "the library imports the click layer:\n" + "\n".join(bad)
 
 
@@ -154,10 +159,7 @@ def _climbs(source: str, module: str, is_package: bool = False) -> List[Tuple[in
 
 
 def test_no_lower_floor_imports_a_higher_one():
-    bad = []
-    for path, module, is_package in _library_files():
-        for line, name in _climbs(path.read_text(encoding="utf-8"), module, is_package):
-            bad.append(f"{path.relative_to(ROOT)}:{line} imports {name}")
+    bad = _offences(_climbs)
     assert not bad, "a lower floor imports a higher one:\n" + "\n".join(bad)
 
 

@@ -19,6 +19,7 @@ from hwtune.engine import conv_knobs
 from hwtune.tuners import conv_grad as cl_gw
 from hwtune.tuners import conv_local as cl
 
+import knob_checks
 from knob_checks import assert_runs_like_the_reference, hwtune
 
 ISA = selected_isa()
@@ -28,13 +29,7 @@ GRAD_B = "grad/B/conv2d_grad_data"
 def two_convs():
     """x -> A (8->8, 3x3, no bias) -> relu -> B (8->8): B's data gradient is
     a forward CONV of A's and B's shapes; A needs none (x is an input)."""
-    b = Builder("two-convs")
-    t = b.input("x", (2, 8, 6, 6))
-    t = b.op("A", "conv2d", [t, b.param("A.w", (8, 8, 3, 3))], stride=[1, 1], padding=[1, 1])
-    t = b.op("A.relu", "relu", [t])
-    t = b.op("B", "conv2d", [t, b.param("B.w", (8, 8, 3, 3))], stride=[1, 1], padding=[1, 1])
-    b.output(t)
-    return b.build()
+    return knob_checks.two_convs((2, 8, 6, 6), 8, 8)
 
 
 def step():
