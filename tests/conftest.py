@@ -80,3 +80,32 @@ def write_model(folder, doc, name: str = "tiny.json") -> str:
     path = folder / name
     path.write_text(json.dumps(doc))
     return str(path)
+
+
+def invoke(*args):
+    """`hwtune ARGS` in this process (click's runner; exceptions propagate)."""
+    from click.testing import CliRunner
+    from hwtune.cli.main import cli
+    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+
+
+def one_line_error(res, *needles, code=2):
+    """The one line `error: ...` an invoke() result printed, exiting with
+    code, that holds each of needles."""
+    assert res.exit_code == code, (res.exit_code, res.output)
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), res.stderr
+    for n in needles:
+        assert n in lines[0], lines[0]
+    return lines[0]
+
+
+def run_engine(graph, feeds, **settings):
+    """The C engine's outputs of graph with feeds (input name -> values)
+    set; settings: NativeEngine's (executors, threads, scheduler, ...)."""
+    from hwtune.engine.instance import NativeEngine
+    with NativeEngine(graph, **settings) as eng:
+        for name, value in feeds.items():
+            eng.set_input(name, value)
+        eng.run()
+        return eng.outputs()
