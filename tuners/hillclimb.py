@@ -35,7 +35,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from hwtune.errors import HwtuneError, UsageError
 from hwtune.engine import runner
 from hwtune.measure import FixedSampling, clock, interleave
-from hwtune.measure import check as checks
+from hwtune.measure import output_check as checks
 from hwtune.measure.engine import OpEventSide, output_check
 from hwtune.measure.stats import mad
 from hwtune.tuners.climb import HillClimb

@@ -9,7 +9,7 @@ from hwtune.engine.config import EngineConfig
 from hwtune.db.lifecycle import finishing
 from hwtune.engine.trace import OpEvent, profiled_runs
 from hwtune.errors import HwtuneError, NativeError, UsageError
-from hwtune.measure.check import CHECK_TOL
+from hwtune.measure.output_check import CHECK_TOL
 from hwtune.measure.engine import EngineSide
 
 # Above this MAD/median the latency is reported as noisy: ~2x the spread of
