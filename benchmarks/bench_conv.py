@@ -39,7 +39,7 @@ import sys
 
 import numpy as np
 
-from hwtune.native.engine import NativeEngine
+from hwtune.engine.instance import NativeEngine
 from hwtune.measure import clock
 from hwtune.measure.sampling import interleaved_calls
 from hwtune.graph import load_model

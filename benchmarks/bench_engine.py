@@ -26,7 +26,7 @@ import statistics
 
 import numpy as np
 
-from hwtune.native.engine import NativeEngine
+from hwtune.engine.instance import NativeEngine
 from hwtune.native.sched import schedulers
 from hwtune.errors import HwtuneError
 from hwtune.graph import load_model

@@ -78,41 +78,57 @@ def load1() -> float:
         return float(f.read().split()[0])
 
 
+def alternated(suite_a, suite_b, trials: int, what: str, measure, setup=lambda: None) -> dict:
+    """Per trial, setup() (its value: `state`), then an A/A and an A/B
+    measurement: measure(suite, figures_b, state) -> {figure: (status,
+    ratio, rounds)}, where suite is suite_a, then suite_b, and figures_b
+    None, then suite_b's figures by name (for the paired modes, which run
+    suite_a with B's figures in the second worker). "seconds": each
+    measurement's wall time per figure."""
+    out = {"aa": [], "ab": [], "seconds": []}
+    figs_b = {f.name: f for f in suite_b.figures}
+    for i in range(trials):
+        state = setup()
+        for key, suite, fb in (("aa", suite_a, None), ("ab", suite_b, figs_b)):
+            watch = clock.Stopwatch()
+            got = measure(suite, fb, state)
+            out["seconds"].append(watch.elapsed() / len(suite.figures))
+            out[key].append(got)
+        said(f"{what} {i + 1}/{trials}", out)
+    return out
+
+
+def decided(results) -> dict:
+    """{figure: (status, ratio, rounds)} of measured results (name -> result)."""
+    return {n: (r.decision.status if r.decision else "error",
+                r.decision.ratio if r.decision else None,
+                r.params.get("rounds")) for n, r in results.items()}
+
+
+def outcomes(outs) -> dict:
+    """{figure: (status, ratio, rounds)} of the gate's outcomes."""
+    return {o.name: (o.status, o.verdict.ratio if o.verdict else None,
+                     o.current.params.get("rounds") if o.current else None) for o in outs}
+
+
 def timed(suite_a, suite_b, pairs: int) -> dict:
     """A/A and A/B outcomes per figure through the gate's own sampling."""
-    out = {"aa": [], "ab": [], "seconds": []}
-    for i in range(pairs):
-        rec = measure_suite(suite_a, record=True)
-        base = Baseline("h", suite_a.name, rec)
-        hints = base.inner_hints()
-        for key, suite in (("aa", suite_a), ("ab", suite_b)):
-            watch = clock.Stopwatch()
-            got = measure_suite(suite, inner_hints=hints, baseline=base)
-            out["seconds"].append(watch.elapsed() / len(suite.figures))
-            out[key].append({n: (r.decision.status if r.decision else "error",
-                                 r.decision.ratio if r.decision else None,
-                                 r.params.get("rounds")) for n, r in got.items()
-                             if n in FIGURES or n.startswith("ew-")})
-        said(f"time pair {i + 1}/{pairs}", out)
-    return out
+    def baseline():
+        return Baseline("h", suite_a.name, measure_suite(suite_a, record=True))
+
+    def measure(suite, _, base):
+        got = measure_suite(suite, inner_hints=base.inner_hints(), baseline=base)
+        return decided({n: r for n, r in got.items() if n in FIGURES or n.startswith("ew-")})
+    return alternated(suite_a, suite_b, pairs, "time pair", measure, baseline)
 
 
 def paired(suite_a, suite_b, pairs: int) -> dict:
     """A/A and A/B outcomes per figure through `hwtune check --against`'s
     procedure: two worker processes of this interpreter, one running A, the
     other A or B."""
-    out = {"aa": [], "ab": [], "seconds": []}
-    figs_b = {f.name: f for f in suite_b.figures}
-    for i in range(pairs):
-        for key, fb in (("aa", None), ("ab", figs_b)):
-            watch = clock.Stopwatch()
-            _, got, _ = measure_paired(suite_a, sys.executable, figures_b=fb)
-            out["seconds"].append(watch.elapsed() / len(suite_a.figures))
-            out[key].append({n: (r.decision.status if r.decision else "error",
-                                 r.decision.ratio if r.decision else None,
-                                 r.params.get("rounds")) for n, r in got.items()})
-        said(f"time pair {i + 1}/{pairs}", out)
-    return out
+    def measure(_, figures_b, __):
+        return decided(measure_paired(suite_a, sys.executable, figures_b=figures_b)[1])
+    return alternated(suite_a, suite_b, pairs, "time pair", measure)
 
 
 # The background load of --noise: one busy thread, on and off at random.
@@ -133,42 +149,29 @@ def stored_mode(suite_a, suite_b, trials: int, processes: int) -> dict:
     processes, decided by the gate's level test, a suspect re-measured in
     fresh processes (hwtune.check.gate)."""
     from hwtune.check import gate
-    out = {"aa": [], "ab": [], "seconds": []}
-    for i in range(trials):
+
+    def baseline():
         rec = measure_suite(suite_a, record=True, levels=True)
         gate.record_levels(suite_a, rec, processes=processes)
-        base = Baseline("h", suite_a.name, rec)
-        for key, suite in (("aa", suite_a), ("ab", suite_b)):
-            watch = clock.Stopwatch()
-            got = measure_suite(suite, inner_hints=base.inner_hints(), baseline=base)
-            outs = gate.confirm_regressions(
-                suite, gate.decide(suite, got, base, mode="gate", relative=False), base,
-                mode="gate", relative=False)
-            out["seconds"].append(watch.elapsed() / len(suite.figures))
-            out[key].append({o.name: (o.status, o.verdict.ratio if o.verdict else None,
-                                      o.current.params.get("rounds") if o.current else None)
-                             for o in outs})
-        said(f"stored-baseline trial {i + 1}/{trials}", out)
-    return out
+        return Baseline("h", suite_a.name, rec)
+
+    def measure(suite, _, base):
+        got = measure_suite(suite, inner_hints=base.inner_hints(), baseline=base)
+        return outcomes(gate.confirm_regressions(
+            suite, gate.decide(suite, got, base, mode="gate", relative=False), base,
+            mode="gate", relative=False))
+    return alternated(suite_a, suite_b, trials, "stored-baseline trial", measure, baseline)
 
 
 def against_mode(suite_a, suite_b, trials: int) -> dict:
     """`hwtune check --against`: paired() decided as the gate decides."""
     from hwtune.check import gate
-    out = {"aa": [], "ab": [], "seconds": []}
-    figs_b = {f.name: f for f in suite_b.figures}
-    for i in range(trials):
-        for key, fb in (("aa", None), ("ab", figs_b)):
-            watch = clock.Stopwatch()
-            olds, got, _ = measure_paired(suite_a, sys.executable, figures_b=fb)
-            outs = [gate.decide_paired(suite_a, f, got.get(f.name), olds.get(f.name),
-                                       mode="gate") for f in suite_a.figures]
-            out["seconds"].append(watch.elapsed() / len(suite_a.figures))
-            out[key].append({o.name: (o.status, o.verdict.ratio if o.verdict else None,
-                                      o.current.params.get("rounds") if o.current else None)
-                             for o in outs})
-        said(f"--against trial {i + 1}/{trials}", out)
-    return out
+
+    def measure(_, figures_b, __):
+        olds, got, _ = measure_paired(suite_a, sys.executable, figures_b=figures_b)
+        return outcomes(gate.decide_paired(suite_a, f, got.get(f.name), olds.get(f.name),
+                                           mode="gate") for f in suite_a.figures)
+    return alternated(suite_a, suite_b, trials, "--against trial", measure)
 
 
 def noise(suite_a, suite_b, trials: int, processes: int, seed: int) -> dict:

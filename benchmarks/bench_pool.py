@@ -18,7 +18,7 @@ import numpy as np
 from bench_conv import interleaved, ort_run, _onnx  # noqa: E402 (benchmarks/ is sys.path[0])
 
 from hwtune.graph import load_model
-from hwtune.native.engine import NativeEngine
+from hwtune.engine.instance import NativeEngine
 from hwtune.native.isa import selected_isa
 from hwtune.native.threads import allowed_cpus
 

@@ -33,6 +33,7 @@ def check_cmd(fix, db_path, as_json):
     from hwtune.db import integrity
 
     from hwtune.db.connect import resolve_path
+    from hwtune.engine.config import stored_config_problems
     from hwtune.errors import UsageError
 
     path = resolve_path(db_path)
@@ -42,7 +43,7 @@ def check_cmd(fix, db_path, as_json):
     db_path = path
     opener = ResultsDB.open if fix else ResultsDB.open_for_reading
     with opener(db_path) as handle:
-        report = integrity.find(handle)
+        report = integrity.find(handle, {"engine_configs": stored_config_problems})
         if fix and report.problems:
             integrity.fix(handle, report)
     if as_json:

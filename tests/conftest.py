@@ -1,6 +1,7 @@
 """Fixtures shared by the test files: an in-memory results.db and a host in
 it, a database of an older schema, read-only queries of a database file."""
 
+import json
 import os
 import signal
 import sqlite3
@@ -61,3 +62,50 @@ def sigint_default():
     the background by a non-interactive shell (a CI runner) inherits SIGINT
     ignored, and Python then never raises KeyboardInterrupt."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def tiny_matmul(name: str, seed: int) -> dict:
+    """The smallest model a command measures: y = x (4x16) @ w (16x8)."""
+    return {
+        "format_version": 1, "name": name, "seed": seed,
+        "inputs": [{"name": "x", "shape": [4, 16]}],
+        "params": [{"name": "w", "shape": [16, 8]}],
+        "ops": [{"name": "y", "op": "matmul", "inputs": ["x", "w"]}],
+        "outputs": ["y"],
+    }
+
+
+def write_model(folder, doc, name: str = "tiny.json") -> str:
+    """doc written as the model.json folder/name; its path."""
+    path = folder / name
+    path.write_text(json.dumps(doc))
+    return str(path)
+
+
+def invoke(*args):
+    """`hwtune ARGS` in this process (click's runner; exceptions propagate)."""
+    from click.testing import CliRunner
+    from hwtune.cli.main import cli
+    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+
+
+def one_line_error(res, *needles, code=2):
+    """The one line `error: ...` an invoke() result printed, exiting with
+    code, that holds each of needles."""
+    assert res.exit_code == code, (res.exit_code, res.output)
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), res.stderr
+    for n in needles:
+        assert n in lines[0], lines[0]
+    return lines[0]
+
+
+def run_engine(graph, feeds, **settings):
+    """The C engine's outputs of graph with feeds (input name -> values)
+    set; settings: NativeEngine's (executors, threads, scheduler, ...)."""
+    from hwtune.engine.instance import NativeEngine
+    with NativeEngine(graph, **settings) as eng:
+        for name, value in feeds.items():
+            eng.set_input(name, value)
+        eng.run()
+        return eng.outputs()

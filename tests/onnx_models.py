@@ -1,5 +1,6 @@
 """Small PyTorch models exported to ONNX inside the test suite (no network):
-the kinds of network the importer must take."""
+the kinds of network the importer must take; and ONNX files of graphs built
+with onnx.helper (fin, save)."""
 
 import warnings
 
@@ -305,3 +306,22 @@ def rel_err(got, want):
     want = np.asarray(want, np.float64)
     got = np.asarray(got, np.float64).reshape(want.shape)
     return float(np.abs(got - want).max()) / max(float(np.abs(want).max()), 1e-30)
+
+
+def fin(name, shape):
+    """A float32 graph input or output of that shape (onnx.helper)."""
+    from onnx import TensorProto, helper
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+
+def save(nodes, inputs, outputs, inits, path, opset=17):
+    """An ONNX file of one graph (nodes, value infos, initializers by name)
+    at path, default opset 17; its path as a string."""
+    import onnx
+    from onnx import helper, numpy_helper
+    g = helper.make_graph(nodes, "g", inputs, outputs,
+                          [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    onnx.save(m, str(path))
+    return str(path)

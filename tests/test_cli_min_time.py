@@ -10,20 +10,14 @@ from click.testing import CliRunner
 
 from hwtune.cli.main import cli
 
-TINY = {
-    "format_version": 1, "name": "tiny-min-time", "seed": 3,
-    "inputs": [{"name": "x", "shape": [4, 16]}],
-    "params": [{"name": "w", "shape": [16, 8]}],
-    "ops": [{"name": "y", "op": "matmul", "inputs": ["x", "w"]}],
-    "outputs": ["y"],
-}
+from conftest import tiny_matmul, write_model
+
+TINY = tiny_matmul("tiny-min-time", 3)
 
 
 @pytest.fixture
 def model(tmp_path):
-    path = tmp_path / "tiny.json"
-    path.write_text(json.dumps(TINY))
-    return str(path)
+    return write_model(tmp_path, TINY)
 
 
 def invoke(*args):

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from hwtune.cli.main import cli
 from hwtune.native.threads import allowed_cpus
 
-from conftest import rows
+from conftest import rows, write_model
 
 NCPU = len(allowed_cpus())
 HAVE_ENGINE = importlib.util.find_spec("hwtune.native.engine") is not None
@@ -34,9 +34,7 @@ TINY = {
 
 @pytest.fixture
 def model(tmp_path):
-    path = tmp_path / "tiny.json"
-    path.write_text(json.dumps(TINY))
-    return str(path)
+    return write_model(tmp_path, TINY)
 
 
 def invoke(*args):

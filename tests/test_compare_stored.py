@@ -9,18 +9,12 @@ from click.testing import CliRunner
 
 from hwtune.cli.main import cli
 
-from conftest import rows
+from conftest import rows, tiny_matmul
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("onnxruntime") is None,
                                 reason="onnxruntime not installed")
 
-TINY = {
-    "format_version": 1, "name": "tiny-stored", "seed": 5,
-    "inputs": [{"name": "x", "shape": [4, 16]}],
-    "params": [{"name": "w", "shape": [16, 8]}],
-    "ops": [{"name": "y", "op": "matmul", "inputs": ["x", "w"]}],
-    "outputs": ["y"],
-}
+TINY = tiny_matmul("tiny-stored", 5)
 
 
 def invoke(*args):

@@ -327,7 +327,7 @@ def test_engine_runs_nchw_convs_through_the_template(isa):
     """The engine's NCHW conv2d: default params, every knob given as an
     attribute (reg_h included), and an unpadded conv whose input the
     template reads in place, against the numpy reference on 1-3 threads."""
-    from hwtune.native.engine import NativeEngine
+    from hwtune.engine.instance import NativeEngine
     from hwtune.graph import load_model, run_reference
     from hwtune.native.isa import isa_index
     knobs = {"ic_bn": 4, "oc_bn": 12, "reg_n": 4, "unroll_ker": True, "reg_h": 2}

@@ -183,7 +183,7 @@ def _mobile_block(c=16, hw=9):
 
 
 def _engine(graph, isa, threads=2):
-    from hwtune.native.engine import NativeEngine
+    from hwtune.engine.instance import NativeEngine
     from hwtune.native.isa import isa_index
     with NativeEngine(graph, threads=threads, isa=isa_index(isa)) as eng:
         eng.run()

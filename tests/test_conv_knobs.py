@@ -6,38 +6,30 @@ outputs; tune-graph tunes the workloads at more than one thread count."""
 
 import json
 import os
-import subprocess
-import sys
 
-import numpy as np
 import pytest
 
 from hwtune import machine
 from hwtune.db import ResultsDB
 from hwtune.engine.config import EngineConfig, resolve
 from hwtune.engine.workloads import nchw_kernel
-from hwtune.engine.runner import open_engine
 from hwtune.graph.generators.builder import Builder
 from hwtune.graph.passes.layout import inserted_transforms
-from hwtune.graph.reference import run_reference
 from hwtune.native.isa import selected_isa
 from hwtune.native.threads import allowed_cpus
 from hwtune.engine import conv_knobs
 from hwtune.tuners import conv_local as cl
 from hwtune.tuners.pipeline import TuneOptions
 
+import knob_checks
+from knob_checks import assert_runs_like_the_reference, hwtune
+
 ISA = selected_isa()
 
 
 def two_convs():
     """x -> A (16->16) -> relu -> B (16->32): two workloads."""
-    b = Builder("two-convs")
-    t = b.input("x", (1, 16, 8, 8))
-    t = b.op("A", "conv2d", [t, b.param("A.w", (16, 16, 3, 3))], stride=[1, 1], padding=[1, 1])
-    t = b.op("A.relu", "relu", [t])
-    t = b.op("B", "conv2d", [t, b.param("B.w", (32, 16, 3, 3))], stride=[1, 1], padding=[1, 1])
-    b.output(t)
-    return b.build()
+    return knob_checks.two_convs((1, 16, 8, 8), 16, 32)
 
 
 def legal(graph, name, ic_bn, oc_bn):
@@ -59,21 +51,6 @@ def store(db, host, graph):
                      best_params=p, best_s=1e-4, trials=3)
         got[op, t] = p
     return got
-
-
-def assert_runs_like_the_reference(graph, run_graph, cfg):
-    """run_graph (graph rewritten for some knobs) on the engine computes
-    graph's reference outputs within 1e-4 of their scale."""
-    want = run_reference(graph)
-    eng = open_engine(run_graph, cfg)
-    try:
-        eng.run()
-        got = eng.outputs()
-    finally:
-        eng.close()
-    for name, ref in want.items():
-        scale = float(np.max(np.abs(ref))) or 1.0
-        assert float(np.max(np.abs(got[name] - ref))) <= 1e-4 * scale
 
 
 def blocks(run_graph, name):
@@ -246,11 +223,6 @@ def test_plan_costs_every_count_in_the_budget(db, host):
     p = plans.build(g, latency_s=1e-3, open_s=1e-3, budget_s=0.05, sweep=None, conv=items,
                     hillclimb=[], reserve_s=0.0, sweep_share=0.0)
     assert sum(i.allot_s for i in p.items) <= 0.05 + 1e-9
-
-
-def hwtune(*args, db):
-    return subprocess.run([sys.executable, "-m", "hwtune.cli.main", *args, "--db", str(db)],
-                          capture_output=True, text=True, timeout=600)
 
 
 def test_run_uses_knobs_of_its_thread_count_and_says_so(tmp_path):

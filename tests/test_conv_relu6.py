@@ -139,7 +139,7 @@ def test_engine_dense_conv_clamps_with_and_without_residual(isa, x_shape, w_shap
 @pytest.mark.parametrize("isa", ISAS)
 def test_fuse_pass_folds_clip_into_a_dense_conv(isa):
     from hwtune.graph.passes.fuse import fuse_conv, fused_ops
-    from hwtune.native.engine import NativeEngine
+    from hwtune.engine.instance import NativeEngine
     from hwtune.native.isa import isa_index
     x_shape, w_shape = (1, 24, 7, 7), (48, 24, 1, 1)
     g = _graph(x_shape, w_shape, {}, None, clip=(0.0, HI))

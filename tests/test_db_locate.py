@@ -17,14 +17,10 @@ from hwtune import machine
 from hwtune.db import ResultsDB, resolve_path
 from hwtune.engine.config import EngineConfig
 
+from conftest import tiny_matmul
+
 ROOT = Path(__file__).resolve().parents[1]
-MODEL = {
-    "format_version": 1, "name": "locate-mlp", "seed": 3,
-    "inputs": [{"name": "x", "shape": [4, 16]}],
-    "params": [{"name": "w", "shape": [16, 8]}],
-    "ops": [{"name": "y", "op": "matmul", "inputs": ["x", "w"]}],
-    "outputs": ["y"],
-}
+MODEL = tiny_matmul("locate-mlp", 3)
 
 
 def hwtune(cwd, *args):

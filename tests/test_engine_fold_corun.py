@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from hwtune.engine.config import EngineConfig
-from hwtune.native.engine import NativeEngine
+from hwtune.engine.instance import NativeEngine
 from hwtune.errors import UsageError
 from hwtune.graph.model import load_model
 from hwtune.graph.reference import run_reference

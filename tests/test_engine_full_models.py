@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hwtune.native.engine import NativeEngine
+from hwtune.engine.instance import NativeEngine
 from hwtune.native.sched import schedulers
 from hwtune.graph.model import load_model
 from hwtune.graph.reference import run_reference

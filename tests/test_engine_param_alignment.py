@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from hwtune.graph.generators.builder import Builder
-from hwtune.native.engine import NativeEngine
+from hwtune.engine.instance import NativeEngine
 from hwtune.native.ops import aligned_copy
 
 

@@ -223,7 +223,7 @@ def test_unvalidated_model_is_refused():
 def test_the_engine_reports_the_arena_it_planned(models, scheduler):
     """`run`'s memory fact reads the engine's own plan (in_order rows reuse
     sequentially, the others only where ops cannot overlap)."""
-    from hwtune.native.engine import NativeEngine
+    from hwtune.engine.instance import NativeEngine
     graph = models["lstm_small"]
     policy = "sequential" if scheduler == "sequential" else "parallel_safe"
     want = plan_model(graph, reuse=policy)

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hwtune.native.engine import NativeEngine
+from hwtune.engine.instance import NativeEngine
 from hwtune.native.sched import schedulers
 from hwtune.errors import UsageError
 from hwtune.graph.model import load_model
@@ -162,7 +162,7 @@ def test_a_chain_on_two_executors_stays_on_the_executor_that_made_each_op_ready(
     heavy matmuls on 2x1 runs on one executor, in the engine and in its
     simulation (they share the decision). Before, the two took turns op by
     op, each op's input in the other core's cache."""
-    from hwtune.native.simulate import Simulator
+    from hwtune.engine.simulator import Simulator
     ops, prev = [], "x"
     for i in range(12):
         ops.append({"name": f"m{i}", "op": "matmul", "inputs": [prev, "w"]})
@@ -193,7 +193,7 @@ def test_a_master_does_not_keep_its_successor_while_an_op_more_critical_by_more_
     start then, on two of the four executors, instead of after the light
     ops (the graph's slack, 3.3 ms, would have let every master keep its
     own). The engine's decision, in its simulation."""
-    from hwtune.native.simulate import Simulator
+    from hwtune.engine.simulator import Simulator
     ops, prev = [], "x"
     for layer in range(2):
         outs = []

@@ -6,7 +6,7 @@ a plan --validate opening 11 engines of it was killed for memory)."""
 import numpy as np
 
 from hwtune.graph.generators.builder import Builder
-from hwtune.native.engine import NativeEngine
+from hwtune.engine.instance import NativeEngine
 
 STEPS = 32
 ROWS, K = 8, 512     # W: 1 MiB; a packed copy per step would be 32 MiB

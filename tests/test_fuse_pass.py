@@ -15,7 +15,7 @@ from hwtune.graph import load_model, run_reference
 from hwtune.graph.errors import GraphError
 from hwtune.graph.passes.fuse import fuse_conv, fused_ops
 from hwtune.graph.passes.layout import apply_op_params
-from hwtune.native.engine import NativeEngine
+from hwtune.engine.instance import NativeEngine
 from hwtune.native.isa import isa_index, supported_isas
 
 ISAS = supported_isas()

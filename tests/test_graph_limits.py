@@ -1,8 +1,9 @@
 """What a model may cost (bytes, depth, strings, expansion), what its values
 may be (finite float32 data of the right length, names C can store,
 integers the engine's 32-bit attributes hold), var overrides of the
-declared kind, and the one validation path: validate refuses what the
-engine would, with a located message naming how to raise each limit."""
+declared kind, and the one validation path: a command refuses what the
+engine would (asked after validation), with a located message naming how to
+raise each limit."""
 
 import copy
 import json
@@ -181,20 +182,28 @@ def test_limits_from_env_and_flags(monkeypatch):
 
 
 # -- one validation path ------------------------------------------------------------
-def test_what_the_engine_refuses_validate_refuses_located(monkeypatch):
-    """Validation lowers the graph as `run` does: a refusal of the C graph
-    becomes a located problem (forced here: the two sets of rules agree)."""
+def test_what_the_engine_refuses_validate_refuses_located(monkeypatch, tmp_path):
+    """After validation the commands ask the engine (lowering the graph as
+    `run` does): a refusal of the C graph becomes a located problem (forced
+    here: the two sets of rules agree). Validation alone does not ask."""
     from hwtune.engine import lower
     from hwtune.errors import EngineGraphError
+    from hwtune.sources import load_any
 
     def refuse(graph, costs=None):
         exc = EngineGraphError('op "y": attribute "k" has no values')
         exc.subject = ("op", 0)
         raise exc
 
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps(TINY))
     monkeypatch.setattr(lower, "lower_graph", refuse)
-    probs, _ = refused(TINY)
-    assert probs == ['ops[0]: the engine refuses it: op "y": attribute "k" has no values']
+    assert load_model(TINY).shapes["y"] == (2, 4)
+    with pytest.raises(GraphError) as err:
+        load_any(str(path))
+    assert [str(p) for p in err.value.problems] == [
+        'ops[0]: the engine refuses it: op "y": attribute "k" has no values']
+    assert str(err.value).startswith(f"{path}: ops[0]: the engine refuses it")
 
 
 @pytest.mark.parametrize("op, words", [

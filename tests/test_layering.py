@@ -71,11 +71,16 @@ def test_the_walk_sees_the_whole_library():
             "hwtune.tuners.pipeline"} <= mods and len(mods) > 50
 
 
+def _offences(check) -> List[str]:
+    """'file:line imports name' for each (line, name) check(source, module,
+    is_package) finds in a library file."""
+    return [f"{path.relative_to(ROOT)}:{line} imports {name}"
+            for path, module, is_package in _library_files()
+            for line, name in check(path.read_text(encoding="utf-8"), module, is_package)]
+
+
 def test_no_library_module_imports_the_click_layer():
-    bad = []
-    for path, module, is_package in _library_files():
-        for line, name in _violations(path.read_text(encoding="utf-8"), module, is_package):
-            bad.append(f"{path.relative_to(ROOT)}:{line} imports {name}")
+    bad = _offences(_violations)
     assert not bad, "the library imports the click layer:\n" + "\n".join(bad)
 
 
@@ -123,3 +128,57 @@ def test_each_way_of_importing_the_click_layer_is_caught(source):
 ])
 def test_other_imports_pass(source):
     assert not _violations(source, "hwtune.report.terminal"), source
+
+
+# The lower floors of src/hwtune, each with the only hwtune packages it may
+# import (itself included). native/ is the ctypes bindings: it lowers no
+# model and seeds no values (hwtune.engine.instance and .simulator do).
+# graph/ validates without asking the engine (hwtune.engine.accepts does,
+# after validation). db/ stores configs without the engine's rules (`db
+# check` hands them in). measure/ times whatever it is given. Every floor
+# may import the ground: the typed errors and the package's version.
+GROUND = {"hwtune.errors", "hwtune.__version__"}
+FLOORS = {
+    "hwtune.native": {"hwtune.native"},
+    "hwtune.graph": {"hwtune.graph", "hwtune.native"},
+    "hwtune.db": {"hwtune.db", "hwtune.machine", "hwtune.native"},
+    "hwtune.measure": {"hwtune.measure", "hwtune.native"},
+}
+
+
+def _climbs(source: str, module: str, is_package: bool = False) -> List[Tuple[int, str]]:
+    """(line, name) of each import of an hwtune package that module's floor
+    may not import (an empty list above the floors)."""
+    floor = next((f for f in FLOORS if module == f or module.startswith(f + ".")), None)
+    if floor is None:
+        return []
+    allowed = FLOORS[floor] | GROUND
+    return [(line, name) for line, name in _imported(ast.parse(source), module, is_package)
+            if (name == "hwtune" or name.startswith("hwtune."))
+            and not any(name == a or name.startswith(a + ".") for a in allowed)]
+
+
+def test_no_lower_floor_imports_a_higher_one():
+    bad = _offences(_climbs)
+    assert not bad, "a lower floor imports a higher one:\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("source, module", [
+    ("from hwtune.engine.lower import lower_graph", "hwtune.native.engine"),
+    ("def f():\n    from hwtune.engine.lower import lower_graph\n", "hwtune.graph.validate"),
+    ("from hwtune.graph.reference import init_params", "hwtune.native.engine"),
+    ("from hwtune import engine", "hwtune.db.integrity"),
+    ("from ..engine import runner", "hwtune.measure.engine"),
+])
+def test_each_climb_is_caught(source, module):
+    assert _climbs(source, module), source
+
+
+@pytest.mark.parametrize("source, module", [
+    ("from hwtune.native.graph import NativeGraph", "hwtune.graph.model"),
+    ("from hwtune.errors import UsageError", "hwtune.native.engine"),
+    ("from hwtune.engine.lower import lower_graph", "hwtune.engine.instance"),
+    ("from . import columns", "hwtune.db.integrity"),
+])
+def test_imports_within_the_floors_pass(source, module):
+    assert not _climbs(source, module), source

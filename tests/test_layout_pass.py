@@ -5,7 +5,7 @@ consumer needs another layout, and one-line errors for bad params."""
 import numpy as np
 import pytest
 
-from hwtune.native.engine import NativeEngine
+from hwtune.engine.instance import NativeEngine
 from hwtune.errors import UsageError
 from hwtune.graph import load_model, run_reference
 from hwtune.graph.ops.conv import conv2d_knobs

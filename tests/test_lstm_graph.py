@@ -177,7 +177,7 @@ def test_phased_fused_template_equals_the_generator():
 @pytest.mark.parametrize("scheduler,executors,threads", [("sequential", 1, 2),
                                                          ("critical-path", 2, 1)])
 def test_engine_runs_the_fused_graph_like_the_reference(scheduler, executors, threads):
-    from hwtune.native.engine import NativeEngine
+    from hwtune.engine.instance import NativeEngine
     from hwtune.native.threads import allowed_cpus
     if executors * threads > len(allowed_cpus()):
         pytest.skip("needs 2 CPUs")

@@ -275,7 +275,7 @@ def test_an_owner_closed_first_closes_what_uses_it():
     from hwtune.engine.lower import lower_graph
     from hwtune.graph.generators.builder import Builder
     from hwtune.native import conv
-    from hwtune.native.engine import NativeEngine
+    from hwtune.engine.instance import NativeEngine
     from hwtune.native.plan import Plan
     from hwtune.native.threads import Pool
 

@@ -9,7 +9,7 @@ import pytest
 from hwtune.errors import EngineGraphError, NativeError, PlanError, UsageError
 from hwtune.graph import load_model
 from hwtune.native import _lib
-from hwtune.native.engine import NativeEngine
+from hwtune.engine.instance import NativeEngine
 from hwtune.native.graph import NativeGraph
 from hwtune.native.plan import Plan
 from hwtune.native.threads import Pool

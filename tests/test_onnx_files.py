@@ -9,14 +9,15 @@ import os
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
-from hwtune.cli.main import cli  # noqa: E402
 from hwtune.graph import load_model, run_reference  # noqa: E402
 from hwtune.graph.weights import write_weights  # noqa: E402
+
+from conftest import invoke, one_line_error  # noqa: E402
+from onnx_models import fin, save  # noqa: E402 (tests/ is on sys.path)
 
 TOL = 1e-4
 RNG = np.random.default_rng(0)
@@ -25,32 +26,6 @@ RNG = np.random.default_rng(0)
 @pytest.fixture(autouse=True)
 def _cache(tmp_path, monkeypatch):
     monkeypatch.setenv("HWTUNE_CACHE_DIR", str(tmp_path / "cache"))
-
-
-def invoke(*args):
-    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
-
-
-def one_line_error(res, *needles, code=2):
-    assert res.exit_code == code, (res.exit_code, res.output)
-    lines = res.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), res.stderr
-    for n in needles:
-        assert n in lines[0], lines[0]
-    return lines[0]
-
-
-def save(nodes, inputs, outputs, inits, path, opset=17):
-    g = helper.make_graph(nodes, "g", inputs, outputs,
-                          [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
-    m.ir_version = 8
-    onnx.save(m, str(path))
-    return str(path)
-
-
-def fin(name, shape):
-    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
 
 
 def conv_model(path, pads=(1, 1, 1, 1), opset=17):
@@ -69,7 +44,7 @@ def import_and_compare(path, tmp_path, x, feeds_name="x"):
     g = load_model(str(out))
     sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     want = sess.run(None, {feeds_name: x})
-    from hwtune.native.engine import NativeEngine
+    from hwtune.engine.instance import NativeEngine
     with NativeEngine(g, threads=1) as eng:
         eng.set_input(feeds_name, x)
         eng.run()
@@ -200,7 +175,7 @@ def test_dilated_and_transposed_convs_export_and_round_trip(tmp_path):
         scale = np.abs(ref[o]).max()
         assert np.abs(got[o] - ref[o]).max() <= TOL * scale, o
         assert np.abs(again[o] - ref[o]).max() <= TOL * scale, o
-    from hwtune.native.engine import NativeEngine
+    from hwtune.engine.instance import NativeEngine
     with NativeEngine(graph, threads=2) as eng:
         eng.set_input("x", feeds["x"])
         eng.run()

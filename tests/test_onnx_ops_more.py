@@ -10,13 +10,16 @@ import numpy as np
 import pytest
 
 onnx = pytest.importorskip("onnx")
-from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from onnx import TensorProto, helper  # noqa: E402
 
 from hwtune.graph import load_model, run_reference  # noqa: E402
 from hwtune.graph.ops.eltwise import REFERENCES  # noqa: E402
 from hwtune.native import eltwise as ew  # noqa: E402
 from hwtune.native.isa import supported_isas  # noqa: E402
 from hwtune.onnx.importer import import_onnx  # noqa: E402
+
+from conftest import run_engine  # noqa: E402
+from onnx_models import fin, save  # noqa: E402 (tests/ is on sys.path)
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -29,26 +32,8 @@ def _cache(tmp_path, monkeypatch):
     monkeypatch.setenv("HWTUNE_CACHE_DIR", str(tmp_path / "cache"))
 
 
-def fin(name, shape):
-    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
-
-
-def save(nodes, inputs, outputs, inits, path, opset=17):
-    g = helper.make_graph(nodes, "g", inputs, outputs,
-                          [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
-    m.ir_version = 8
-    onnx.save(m, str(path))
-    return str(path)
-
-
 def engine_outputs(graph, feeds):
-    from hwtune.native.engine import NativeEngine
-    with NativeEngine(graph, threads=2) as eng:
-        for k, v in feeds.items():
-            eng.set_input(k, v)
-        eng.run()
-        return eng.outputs()
+    return run_engine(graph, feeds, threads=2)
 
 
 def import_and_compare(path, tmp_path, feeds, tol=TOL):

@@ -9,14 +9,13 @@ import subprocess
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("onnxruntime")
 
 import onnx_models as M  # noqa: E402 (tests/ is on sys.path)
+from conftest import invoke, one_line_error  # noqa: E402
 
-from hwtune.cli.main import cli  # noqa: E402
 from hwtune.native._lib import _find  # noqa: E402
 
 TOL = 1e-4
@@ -26,19 +25,6 @@ RUNNER = _find().parent / "hwtune-run"
 @pytest.fixture(autouse=True)
 def _cache(tmp_path, monkeypatch):
     monkeypatch.setenv("HWTUNE_CACHE_DIR", str(tmp_path / "cache"))
-
-
-def invoke(*args):
-    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
-
-
-def one_line_error(res, *needles):
-    assert res.exit_code == 2, (res.exit_code, res.output)
-    lines = res.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), res.stderr
-    for n in needles:
-        assert n in lines[0], lines[0]
-    return lines[0]
 
 
 @pytest.fixture(scope="module")

@@ -10,13 +10,13 @@ import sys
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
-from hwtune.cli.main import cli  # noqa: E402
 from hwtune.graph import load_model, ops as oplib, run_reference  # noqa: E402
+
+from conftest import invoke, one_line_error  # noqa: E402
 
 TOL = 1e-4
 RNG = np.random.default_rng(41)
@@ -27,18 +27,6 @@ ZOO_DIR = os.path.join(os.path.dirname(__file__), "..", "benchmarks")
 def _cache(tmp_path, monkeypatch):
     monkeypatch.setenv("HWTUNE_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("HWTUNE_DB", str(tmp_path / "r.db"))
-
-
-def invoke(*args):
-    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
-
-
-def one_line_error(res, *needles):
-    assert res.exit_code == 2, (res.exit_code, res.output)
-    lines = res.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), res.stderr
-    for n in needles:
-        assert n in lines[0], lines[0]
 
 
 def ref(op, arrays, **attrs):
@@ -171,7 +159,7 @@ def test_attention_engine_long_rows(tmp_path, nth, s, t, mask):
 
 
 def test_engine_out_of_range_index_is_nan_not_a_crash(tmp_path):
-    from hwtune.native.engine import NativeEngine
+    from hwtune.engine.instance import NativeEngine
     g = _one_op_graph(tmp_path, "take", {"t": ((4, 3), None, None), "i": ((3,), 0, 4)},
                       {"axis": 0})
     with NativeEngine(g, threads=2) as eng:
@@ -204,7 +192,7 @@ def _match_ort(path, tmp_path, feeds):
     assert res.exit_code == 0, res.output
     g = load_model(str(out))
     want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, feeds)
-    from hwtune.native.engine import NativeEngine
+    from hwtune.engine.instance import NativeEngine
     fl = {k: np.asarray(v, np.float32) for k, v in feeds.items()}
     with NativeEngine(g, threads=2) as eng:
         for k, v in fl.items():

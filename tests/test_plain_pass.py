@@ -13,17 +13,13 @@ from hwtune.graph import load_model, run_reference
 from hwtune.graph.passes.layout import apply_op_params
 from hwtune.graph.passes.plain import is_plain, to_plain
 from hwtune.graph.reference import init_inputs
-from hwtune.native.engine import NativeEngine
 
+from conftest import run_engine
 from test_layout_pass import SHRUNK, _model, _random_params
 
 
 def _engine(graph, values):
-    with NativeEngine(graph, threads=2) as eng:
-        for name, v in values.items():
-            eng.set_input(name, v)
-        eng.run()
-        return eng.outputs()
+    return run_engine(graph, values, threads=2)
 
 
 @pytest.mark.parametrize("model", sorted(SHRUNK))

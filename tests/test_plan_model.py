@@ -12,7 +12,8 @@ import pytest
 from hwtune.errors import UsageError
 from hwtune.graph.generators.builder import Builder
 from hwtune.native import sched
-from hwtune.native.simulate import Overheads, Simulator
+from hwtune.engine.simulator import Simulator
+from hwtune.native.simulate import Overheads
 from hwtune.planner import costmodel, graphi, search
 from hwtune.planner.costmodel import CostModel
 from hwtune.planner.machine import GB, bundled, envelope, from_toml, parse_cores
@@ -307,7 +308,7 @@ def test_the_planner_times_the_graph_the_engine_runs():
     """ResNet-18's batch norms, residual adds and ReLUs are fused into its
     CONVs; the weight-folding ops the fusion adds run once at prepare, and
     the planner marks exactly the ops the engine folds."""
-    from hwtune.native.engine import NativeEngine
+    from hwtune.engine.instance import NativeEngine
     from hwtune.planner.inputs import engine_graph
     from hwtune.planner.opdata import folded_ops, op_data
     from hwtune.sources import load_any
@@ -671,7 +672,7 @@ def test_the_one_thread_profile_is_taken_warm_and_over_a_span(monkeypatch):
     engines opened one after another (a model's speed can be drawn once per
     engine)."""
     from hwtune.engine import trace as engine_trace
-    from hwtune.native import engine as native_engine
+    from hwtune.engine import instance as native_engine
     from hwtune.planner import calibrate
     b = Builder("tiny")
     t = b.input("x", (4, 8))
@@ -784,7 +785,7 @@ def test_order_scales_profile_each_out_of_order_scheduler_against_sequential(mon
     scheduler that does not run it, interleaved on fresh engines; a
     scheduler that orders by levels gets its op costs; every op has a
     finite positive ratio."""
-    from hwtune.native import engine as native_engine
+    from hwtune.engine import instance as native_engine
     from hwtune.planner import calibrate
     from hwtune.planner.opdata import op_data
     monkeypatch.setattr(calibrate, "PROFILE_WARMUP_S", 0.002)
@@ -1231,7 +1232,7 @@ def test_the_models_one_thread_profile_is_taken_beside_too(monkeypatch):
     figs = HostFigures(run_id=1, isa="avx2", peak_gflops_core=40.0)
     monkeypatch.setattr(beside, "MIN_GAP_S", 0.0)
     monkeypatch.setattr(beside, "PROFILE_WARM_S", 0.01)
-    from hwtune.native import engine as native_engine
+    from hwtune.engine import instance as native_engine
     opened, closed = [], []
     real_init, real_close = native_engine.NativeEngine.__init__, native_engine.NativeEngine.close
 

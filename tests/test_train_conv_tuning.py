@@ -5,24 +5,22 @@ tune-graph --train tunes it, and a run applies the tuned knobs to it with the
 forward ops' sources."""
 
 import json
-import subprocess
-import sys
 
-import numpy as np
 import pytest
 
 from hwtune.db import ResultsDB
 from hwtune import machine
 from hwtune.engine.config import EngineConfig
-from hwtune.engine.runner import open_engine
 from hwtune.graph.autodiff import TrainSpec, training_graph
 from hwtune.graph.generators.builder import Builder
 from hwtune.graph.passes.layout import apply_op_params
-from hwtune.graph.reference import run_reference
 from hwtune.native.isa import selected_isa
 from hwtune.engine import conv_knobs
 from hwtune.tuners import conv_grad as cl_gw
 from hwtune.tuners import conv_local as cl
+
+import knob_checks
+from knob_checks import assert_runs_like_the_reference, hwtune
 
 ISA = selected_isa()
 GRAD_B = "grad/B/conv2d_grad_data"
@@ -31,13 +29,7 @@ GRAD_B = "grad/B/conv2d_grad_data"
 def two_convs():
     """x -> A (8->8, 3x3, no bias) -> relu -> B (8->8): B's data gradient is
     a forward CONV of A's and B's shapes; A needs none (x is an input)."""
-    b = Builder("two-convs")
-    t = b.input("x", (2, 8, 6, 6))
-    t = b.op("A", "conv2d", [t, b.param("A.w", (8, 8, 3, 3))], stride=[1, 1], padding=[1, 1])
-    t = b.op("A.relu", "relu", [t])
-    t = b.op("B", "conv2d", [t, b.param("B.w", (8, 8, 3, 3))], stride=[1, 1], padding=[1, 1])
-    b.output(t)
-    return b.build()
+    return knob_checks.two_convs((2, 8, 6, 6), 8, 8)
 
 
 def step():
@@ -118,21 +110,7 @@ def test_tuned_knobs_reach_the_data_gradient_and_keep_the_step_exact(db, host):
         {"ic_bn": 4, "oc_bn": 2, "reg_h": 2, "winograd": 0}
     for name in ("A.w.grad", "B.w.grad"):
         assert {key: op(run_graph, name).attrs[key] for key in gw_tuned} == gw_tuned
-    want = run_reference(g)
-    eng = open_engine(run_graph, new)
-    try:
-        eng.run()
-        got = eng.outputs()
-    finally:
-        eng.close()
-    for name, ref in want.items():
-        scale = float(np.max(np.abs(ref))) or 1.0
-        assert float(np.max(np.abs(got[name] - ref))) <= 1e-4 * scale, name
-
-
-def hwtune(*args, db):
-    return subprocess.run([sys.executable, "-m", "hwtune.cli.main", *args, "--db", str(db)],
-                          capture_output=True, text=True, timeout=600)
+    assert_runs_like_the_reference(g, run_graph, new)
 
 
 def test_tune_graph_train_tunes_the_data_gradient_and_run_uses_it(tmp_path):

@@ -9,7 +9,7 @@ import pytest
 from hwtune.engine.train_loop import step_inputs, train_steps
 from hwtune.graph import load_model
 from hwtune.graph.autodiff import TrainSpec, training_graph
-from hwtune.native.engine import NativeEngine
+from hwtune.engine.instance import NativeEngine
 
 torch = pytest.importorskip("torch")
 from hwtune.compare.torch_train import TorchTrainer  # noqa: E402

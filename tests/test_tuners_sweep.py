@@ -12,7 +12,7 @@ from hwtune.engine import runner
 from hwtune.errors import HwtuneError, UsageError
 from hwtune.graph.generators.builder import Builder
 from hwtune.native.threads import allowed_cpus
-from hwtune.measure import check as checks
+from hwtune.measure import output_check as checks
 from hwtune.tuners import executor_sweep as es
 from hwtune.tuners.context import TuneContext
 

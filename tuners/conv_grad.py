@@ -103,30 +103,14 @@ class GradConvMeasure(TeamPool):
 
     def op(self, params: Params, fresh: bool = False):
         """The trial's op prepared on the pool: (OpBench, {"y": output})."""
-        from hwtune.engine.lower import lower_graph
-        from hwtune.native.isa import resolve_isa
-        from hwtune.native.op_bench import OpBench
         g = self._graph(params)
         y = np.empty(self.wl.out_shape, np.float32)
         y.fill(np.nan)  # a share the kernel skips cannot pass the check
         inputs = [a.copy() for a in self.inputs] if fresh else list(self.inputs)
-        ng = lower_graph(g)
-        try:
-            bench = OpBench(self.pool(), self.threads, ng, 0, inputs, [y],
-                            isa=resolve_isa(self.isa))
-        except BaseException:
-            ng.close()
-            raise
-        return bench, {"y": y}
+        return self._bench(g, 0, inputs, y)
 
     def _check(self, side) -> Optional[str]:
-        y = side.outputs()["y"]
-        if self.check_hook is not None:
-            self.check_hook(y)
-        err = float(np.max(np.abs(y - self.ref)))
-        if not err <= self.tol:  # also catches NaN
-            return f"max abs error {err:.3g} vs reference (tolerance {self.tol:.3g})"
-        return None
+        return self._error(side.outputs()["y"], self.ref)
 
 
 @dataclass

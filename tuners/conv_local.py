@@ -109,6 +109,32 @@ class TeamPool:
         if pool is not None:
             pool.close()
 
+    def _bench(self, g, op_index: int, inputs, y: np.ndarray):
+        """Op op_index of the one-op graph g prepared on the pool over
+        inputs, writing y: (OpBench, {"y": y}), as subclasses' op() returns."""
+        from hwtune.engine.lower import lower_graph
+        from hwtune.native.isa import resolve_isa
+        from hwtune.native.op_bench import OpBench
+        ng = lower_graph(g)
+        try:
+            bench = OpBench(self.pool(), self.threads, ng, op_index, inputs, [y],
+                            isa=resolve_isa(self.isa))
+        except BaseException:
+            ng.close()
+            raise
+        return bench, {"y": y}
+
+    def _error(self, y: np.ndarray, ref: np.ndarray,
+                view: Callable[[np.ndarray], np.ndarray] = lambda y: y) -> Optional[str]:
+        """Why the checked run's output y (after check_hook), as view shows
+        it in ref's layout, misses the reference ref; None when it does not."""
+        if self.check_hook is not None:
+            self.check_hook(y)
+        err = float(np.max(np.abs(view(y) - ref)))
+        if not err <= self.tol:  # also catches NaN
+            return f"max abs error {err:.3g} vs reference (tolerance {self.tol:.3g})"
+        return None
+
     def __call__(self, params: Params) -> Outcome:
         """One trial: the op of `params` (subclasses' op()), checked by
         their _check on its first run, then timed."""
@@ -172,10 +198,7 @@ class ConvMeasure(TeamPool):
     def op(self, params: Params, fresh: bool = False):
         """The trial's conv prepared on the pool: (OpBench, {"y": output}).
         fresh: new weight, output and workspace buffers (see confirm())."""
-        from hwtune.engine.lower import lower_graph
         from hwtune.graph.passes.layout import apply_op_params
-        from hwtune.native.op_bench import OpBench
-        from hwtune.native.isa import resolve_isa
 
         if self.wl.per_run_weights:  # as the training step runs it (see ConvWorkload)
             params = dict(params, layout="NCHW")
@@ -190,23 +213,11 @@ class ConvMeasure(TeamPool):
             inputs = [self._input(ib), self._weights_for(ib, ob, fresh)]
         if self.b is not None:
             inputs.append(self.b)
-        ng = lower_graph(g)
-        try:
-            bench = OpBench(self.pool(), self.threads, ng, i, inputs, [y],
-                            isa=resolve_isa(self.isa))
-        except BaseException:
-            ng.close()
-            raise
-        return bench, {"y": y}
+        return self._bench(g, i, inputs, y)
 
     def _check(self, side) -> Optional[str]:
-        y = side.outputs()["y"]
-        if self.check_hook is not None:
-            self.check_hook(y)
-        err = float(np.max(np.abs((conv.from_nchwc(y) if y.ndim == 5 else y) - self.ref)))
-        if not err <= self.tol:  # also catches NaN
-            return f"max abs error {err:.3g} vs reference (tolerance {self.tol:.3g})"
-        return None
+        return self._error(side.outputs()["y"], self.ref,
+                           lambda y: conv.from_nchwc(y) if y.ndim == 5 else y)
 
 
 def _one_conv_graph(wl: ConvWorkload):

@@ -30,7 +30,7 @@ from hwtune.engine import runner
 from hwtune.engine.config import EngineConfig
 from hwtune.errors import HwtuneError, UsageError
 from hwtune.measure import FixedSampling, Measurement, settle
-from hwtune.measure import check as checks
+from hwtune.measure import output_check as checks
 from hwtune.measure.engine import measure_engines
 from hwtune.tuners.context import TuneContext
 from hwtune.tuners.search import OK, ListSearch, Outcome

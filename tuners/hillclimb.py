@@ -35,7 +35,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from hwtune.errors import HwtuneError, UsageError
 from hwtune.engine import runner
 from hwtune.measure import FixedSampling, clock, interleave
-from hwtune.measure import check as checks
+from hwtune.measure import output_check as checks
 from hwtune.measure.engine import OpEventSide, output_check
 from hwtune.measure.stats import mad
 from hwtune.tuners.climb import HillClimb
@@ -158,7 +158,7 @@ def measure_op(one_graph, threads: int, *, cpus: Optional[Sequence[int]] = None,
     profiling events: the op's own time, not the run's dispatch), pinned to
     `cpus` when given. reference: the op's expected outputs, checked after
     the warm-up ('wrong_answer' otherwise)."""
-    from hwtune.native.engine import NativeEngine
+    from hwtune.engine.instance import NativeEngine
 
     with _Affinity(cpus):
         try:

@@ -304,7 +304,7 @@ def time_transform(shape: Shape, src: int, dst: int, *, threads: int, isa: int,
     """Seconds of each of `reps` runs of the C engine's layout_transform
     op on this shape with `threads` threads (its own profiled op time: no
     Python or scheduling overhead in it)."""
-    from hwtune.native.engine import NativeEngine
+    from hwtune.engine.instance import NativeEngine
     from hwtune.measure import FixedSampling, interleave
     from hwtune.measure.engine import OpEventSide
     with NativeEngine(_transform_graph(shape, src, dst), executors=1, threads=threads,
@@ -399,7 +399,7 @@ def time_op(op, shapes: Sequence[Shape], block: int, *, threads: int, isa: int,
             reps: int = 15, warmup: int = 3) -> List[float]:
     """Seconds of each of `reps` runs of op alone in `block` on the C
     engine with `threads` threads (its profiled op time, as time_transform)."""
-    from hwtune.native.engine import NativeEngine
+    from hwtune.engine.instance import NativeEngine
     from hwtune.measure import FixedSampling, interleave
     from hwtune.measure.engine import OpEventSide
     with NativeEngine(_op_graph(op, shapes, block), executors=1, threads=threads,

@@ -416,11 +416,7 @@ def _conv_grad(ctx: TuneContext, graph, cfg: EngineConfig, report: StageReport,
         got = conv_grad.tune_grad_workloads(
             ctx, graph, threads=t, pin=cfg.pinned, progress=lambda m: ctx.progress("conv", m),
             limits=_limits_at(limits, t, cfg.threads))
-        seen = {c.workload_key: c for c in got.values()}.values()
-        report.trials += sum(c.trials for c in seen)
-        measured = sum(c.measured for c in seen)
-        report.measured += measured
-        report.reused += sum(c.trials for c in seen) - measured
+        seen = _tally(report, got)
         if t == cfg.threads:
             params = {name: dict(c.params) for name, c in got.items()}
             default_s = sum(c.default_seconds for c in seen
@@ -433,6 +429,18 @@ def _conv_grad(ctx: TuneContext, graph, cfg: EngineConfig, report: StageReport,
             why.append(f"conv: {len(seen)} of {n_wl} CONV gradient workload(s) tuned at "
                        f"{t} thread(s) too (stored for runs at {t} thread(s) per executor)")
     return params, why
+
+
+def _tally(report: StageReport, got) -> List:
+    """The distinct workloads' choices of got (op name -> choice; ops of one
+    workload share it), their trials added to report: measured now, or
+    reused from the store."""
+    seen = list({c.workload_key: c for c in got.values()}.values())
+    report.trials += sum(c.trials for c in seen)
+    measured = sum(c.measured for c in seen)
+    report.measured += measured
+    report.reused += sum(c.trials for c in seen) - measured
+    return seen
 
 
 def _limits_at(limits, threads: int, team: int):
@@ -472,11 +480,7 @@ def _conv_other_threads(ctx: TuneContext, graph, cfg: EngineConfig, report: Stag
         got = conv_local.tune_conv_workloads(
             ctx, graph, threads=t, events=_conv_progress(ctx, t), pin=cfg.pinned,
             limits=_limits_at(limits, t, cfg.threads))
-        seen = {c.workload_key: c for c in got.values()}.values()
-        report.trials += sum(c.trials for c in seen)
-        measured = sum(c.measured for c in seen)
-        report.measured += measured
-        report.reused += sum(c.trials for c in seen) - measured
+        seen = _tally(report, got)
         n_wl = len(conv_local.workload_groups(graph))
         why.append(f"conv: {len(seen)} of {n_wl} CONV workload(s) tuned at {t} thread(s) "
                    f"too (stored for runs at {t} thread(s) per executor)")

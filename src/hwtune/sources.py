@@ -89,17 +89,20 @@ def load_any(arg: str, overrides: Optional[Dict[str, Any]] = None,
              shapes: Optional[Dict[str, Tuple[int, ...]]] = None, limits=None):
     """(validated Graph, path it came from) for a MODEL argument. An ONNX
     file is imported (cached by content); its --set values size symbolic
-    dimensions and --shape gives whole input shapes."""
+    dimensions and --shape gives whole input shapes. The C engine is asked
+    after validation whether it takes the model (GraphError, located, when
+    it does not), so no command passes a model `run` would refuse."""
+    from hwtune.engine.accepts import require_accepted
     from hwtune.graph import load_model
     path = resolve_model(arg)
     if is_onnx(path):
         from hwtune.onnx.cache import cached_import
         json_path = cached_import(path, shapes, overrides)
-        return load_model(json_path, None, limits), path
+        return require_accepted(load_model(json_path, None, limits)), path
     if shapes:
         raise UsageError("--shape sizes the inputs of an ONNX model; for a model.json use "
                          "--set NAME=VALUE on its vars")
-    return load_model(path, overrides, limits), path
+    return require_accepted(load_model(path, overrides, limits)), path
 
 
 def parse_shape(item: str) -> Tuple[str, Tuple[int, ...]]:

@@ -8,7 +8,7 @@ machine's CPU count: a config tuned on a larger host is still good data).
 """
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from hwtune.db import columns
 
@@ -65,37 +65,25 @@ def _label(table: str, row: Dict[str, Any]) -> str:
     return ""
 
 
-def _config_value_problems(row: Dict[str, Any]) -> List[Tuple[str, str]]:
-    """Values of a stored engine config that no engine runs (the engine's own
-    config check, without this machine's CPU budget)."""
-    from hwtune.engine.config import EngineConfig
-    from hwtune.errors import HwtuneError
-    try:
-        cfg = EngineConfig.from_db_row({
-            "executors": row["executors"], "threads_per_executor": row["threads_per_executor"],
-            "scheduler": row["scheduler"], "pin": row["pin"],
-            **{k: columns.parse(row[f"{k}_json"], columns.TABLES["engine_configs"]
-                                .columns[f"{k}_json"]) or {}
-               for k in ("op_threads", "op_params", "op_priority", "op_cost", "op_candidates",
-                         "op_precision")}})
-        cfg.validate(None, origin="stored")
-    except HwtuneError as exc:
-        return [("config", str(exc))]
-    except Exception as exc:  # a shape the JSON checks already report
-        return [("config", f"unusable values ({type(exc).__name__})")]
-    return []
+# A check of a table's rows by rules a higher layer holds: (column, why)
+# for each problem of the row. The engine's config rules are one
+# (hwtune.engine.config.stored_config_problems, for engine_configs).
+RowCheck = Callable[[Dict[str, Any]], List[Tuple[str, str]]]
 
 
-def find(db) -> Report:
-    """Every corrupt row of db (a ResultsDB), in table order."""
+def find(db, value_checks: Optional[Mapping[str, RowCheck]] = None) -> Report:
+    """Every corrupt row of db (a ResultsDB), in table order. value_checks:
+    table -> a check of the values of each of its rows whose JSON columns
+    are sound (a reason under the column "config" drops the row)."""
+    value_checks = value_checks or {}
     report = Report(str(db.path))
     for table, spec in columns.TABLES.items():
         cols = ", ".join(dict.fromkeys(spec.key + tuple(spec.columns) + _extra(table)))
         for row in db._query(f"SELECT {cols} FROM {table}"):
             report.rows_checked += 1
             reasons = columns.problems(table, row)
-            if table == "engine_configs" and not reasons:
-                reasons = _config_value_problems(row)
+            if table in value_checks and not reasons:
+                reasons = value_checks[table](row)
             if reasons:
                 names = [c for c, _ in reasons if c in spec.columns] or list(spec.columns)[:1]
                 action = ("drop the row" if any(c == "config" for c, _ in reasons)

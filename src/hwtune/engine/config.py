@@ -13,7 +13,8 @@ worker groups, default pinning) come from the engine's scheduler table
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from hwtune.errors import UsageError
+from hwtune.db import columns
+from hwtune.errors import HwtuneError, UsageError
 from hwtune.native import sched as sched_table
 
 # Flags this module resolves (the CLI passes them as overrides).
@@ -344,3 +345,24 @@ def resolve(db, host_key: str, graph_hash: str, overrides: Optional[Mapping[str,
 
 def _stored(source: str, graph_hash: str) -> str:
     return f"the stored {source} engine config of graph {graph_hash[:12]}"
+
+
+def stored_config_problems(row: Dict[str, Any]) -> List[Tuple[str, str]]:
+    """Values of a stored engine config (an engine_configs row whose JSON
+    columns parse) that no engine runs: the engine's own config check,
+    without this machine's CPU budget (a config tuned on a larger host is
+    still good data). `hwtune db check` hands it to hwtune.db.integrity."""
+    try:
+        cfg = EngineConfig.from_db_row({
+            "executors": row["executors"], "threads_per_executor": row["threads_per_executor"],
+            "scheduler": row["scheduler"], "pin": row["pin"],
+            **{k: columns.parse(row[f"{k}_json"], columns.TABLES["engine_configs"]
+                                .columns[f"{k}_json"]) or {}
+               for k in ("op_threads", "op_params", "op_priority", "op_cost", "op_candidates",
+                         "op_precision")}})
+        cfg.validate(None, origin="stored")
+    except HwtuneError as exc:
+        return [("config", str(exc))]
+    except Exception as exc:  # a shape the JSON checks already report
+        return [("config", f"unusable values ({type(exc).__name__})")]
+    return []

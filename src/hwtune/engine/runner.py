@@ -9,7 +9,7 @@ from hwtune.engine.config import EngineConfig
 from hwtune.db.lifecycle import finishing
 from hwtune.engine.trace import OpEvent, profiled_runs
 from hwtune.errors import HwtuneError, NativeError, UsageError
-from hwtune.measure.check import CHECK_TOL
+from hwtune.measure.output_check import CHECK_TOL
 from hwtune.measure.engine import EngineSide
 
 # Above this MAD/median the latency is reported as noisy: ~2x the spread of
@@ -76,9 +76,10 @@ def check_counts(iterations: int, warmup: int) -> None:
 
 
 def native_engine():
-    """The C engine's binding module; NativeError when this build lacks it."""
+    """The module of the C engine opened for a model (its NativeEngine);
+    NativeError when this build lacks the binding."""
     try:
-        from hwtune.native import engine as mod
+        from hwtune.engine import instance as mod
     except ImportError as exc:
         raise NativeError(f"engine not available: the C engine binding "
                           f"(hwtune.native.engine) is missing in this build ({exc})"

@@ -8,14 +8,16 @@ graph's meaning (names, ops, attributes, shapes, cycles, sizes).
 import json
 import math
 import os
-from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional
 
 from hwtune.graph import template
 from hwtune.graph.errors import GraphError, Problem, fail
+# The graph's own types stand in ir.py, below validation; they are the
+# model format's too, and are imported from here.
+from hwtune.graph.ir import FORMAT_VERSION, WEIGHTS_KEY, Graph, Op, Tensor  # noqa: F401
 from hwtune.graph.limits import Limits, how_to_raise, human_bytes
+from hwtune.graph.validate import validate_graph
 
-FORMAT_VERSION = 1
 # int64 and bool tensors (ONNX ids and masks) are carried as float32 values,
 # exact up to 2^24 (docs/onnx.md); their seeded values are integers in
 # [low, high) (default [0, 2)).
@@ -25,10 +27,6 @@ INT_EXACT = 2 ** 24
 INIT_KINDS = ("uniform", "normal", "zeros", "ones", "constant", "file")
 _TOP_KEYS = {"format_version", "name", "description", "seed", "vars", "extends",
              "inputs", "params", "ops", "outputs", "comment", "weights"}
-# In-memory key of a "file" tensor's init: its opened WeightsFile. Kept in
-# the init dict so that every copy of a tensor's init (layout passes, one-op
-# graphs of the tuners) still finds its values; never written to JSON.
-WEIGHTS_KEY = "_weights"
 _TENSOR_KEYS = {"name", "shape", "dtype", "init", "scale", "low", "high",
                 "value", "data", "comment"}
 _OP_KEYS = {"name", "op", "inputs", "outputs", "attrs", "comment"}
@@ -43,85 +41,6 @@ FLOAT32_MAX = 3.4028234663852886e38
 _BOMS = ((b"\xef\xbb\xbf", "UTF-8 with a byte-order mark"),
          (b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"),
          (b"\xff\xfe", "UTF-16"), (b"\xfe\xff", "UTF-16"))
-
-
-@dataclass
-class Tensor:
-    """A graph input or parameter (float32, row-major)."""
-
-    name: str
-    shape: Tuple[int, ...]
-    dtype: str = "float32"
-    init: Dict[str, Any] = field(default_factory=dict)  # kind + its numbers
-    loc: str = ""
-    origin: Optional[str] = None
-
-    def to_json(self):
-        out = {"name": self.name, "shape": list(self.shape)}
-        if self.dtype != "float32":
-            out["dtype"] = self.dtype
-        out.update({k: v for k, v in self.init.items() if k != WEIGHTS_KEY})
-        return out
-
-
-@dataclass
-class Op:
-    name: str
-    op: str
-    inputs: List[str]
-    outputs: List[str]
-    attrs: Dict[str, Any] = field(default_factory=dict)
-    loc: str = ""
-    origin: Optional[str] = None
-    # Attributes with defaults filled and kinds normalised (set by validate).
-    resolved: Optional[Dict[str, Any]] = field(default=None, repr=False)
-
-    def to_json(self):
-        out = {"name": self.name, "op": self.op, "inputs": list(self.inputs)}
-        if self.outputs != [self.name]:
-            out["outputs"] = list(self.outputs)
-        if self.attrs:
-            out["attrs"] = dict(self.attrs)
-        return out
-
-
-@dataclass
-class Graph:
-    name: str
-    inputs: List[Tensor]
-    params: List[Tensor]
-    ops: List[Op]
-    outputs: List[str]
-    seed: int = 0
-    description: str = ""
-    vars: Dict[str, Any] = field(default_factory=dict)
-    source: Optional[str] = None
-    # Filled by validate(): tensor name -> shape, and a topological op order.
-    shapes: Dict[str, Tuple[int, ...]] = field(default_factory=dict)
-    order: List[int] = field(default_factory=list)
-
-    def to_json(self) -> Dict[str, Any]:
-        """The ordinary (expanded) model.json document."""
-        doc = {"format_version": FORMAT_VERSION, "name": self.name}
-        if self.description:
-            doc["description"] = self.description
-        doc["seed"] = self.seed
-        weights = self.weights
-        if weights is not None:
-            doc["weights"] = weights.to_json()
-        doc["inputs"] = [t.to_json() for t in self.inputs]
-        doc["params"] = [t.to_json() for t in self.params]
-        doc["ops"] = [o.to_json() for o in self.ops]
-        doc["outputs"] = list(self.outputs)
-        return doc
-
-    @property
-    def weights(self):
-        """The WeightsFile the "file" tensors read from, or None."""
-        for t in self.inputs + self.params:
-            if WEIGHTS_KEY in t.init:
-                return t.init[WEIGHTS_KEY]
-        return None
 
 
 def dump_document(doc) -> str:
@@ -360,7 +279,6 @@ def load_model(source, overrides: Optional[Dict[str, Any]] = None,
         raise
     graph.source = label
     if validate:
-        from hwtune.graph.validate import validate_graph
         validate_graph(graph, limits)
     return graph
 

@@ -10,7 +10,7 @@ from typing import Dict, List, Optional, Tuple
 from hwtune.graph import ops as oplib
 from hwtune.graph.errors import GraphError, Problem
 from hwtune.graph.limits import Limits, how_to_raise, human_bytes  # noqa: F401 (re-exported)
-from hwtune.graph.model import Graph
+from hwtune.graph.ir import Graph
 
 BYTES_PER_ELEMENT = 4  # float32 is the only dtype
 # The C kernels index a tensor's elements (and multiply its dimensions) in
@@ -25,8 +25,12 @@ MAX_ELEMENTS = 2 ** 31 - 1
 OP_SUGGEST_CUTOFF = 0.8
 
 
-def _at(loc: str, origin: Optional[str]) -> str:
+def located(loc: str, origin: Optional[str]) -> str:
+    """A problem's location, with the source it came from when known."""
     return f"{loc} (from {origin})" if origin else loc
+
+
+_at = located  # the short name the checks below write
 
 
 def _suggest(name: str, known, cutoff: float = 0.6) -> str:
@@ -122,41 +126,7 @@ def validate_graph(graph: Graph, limits: Optional[Limits] = None) -> Graph:
         raise GraphError(_in_file_order(problems, graph), graph.source)
     graph.shapes = shapes
     graph.order = order
-    problem = engine_refusal(graph)
-    if problem is not None:
-        graph.shapes, graph.order = {}, []
-        raise GraphError([problem], graph.source)
     return graph
-
-
-def engine_refusal(graph: Graph) -> Optional[Problem]:
-    """What the C engine's graph refuses in a graph these rules accept, as a
-    located problem (None when it takes it): the model is lowered exactly as
-    `hwtune run` lowers it, so `model validate` cannot pass a model the
-    engine then refuses, whatever the two sets of rules say."""
-    from hwtune.errors import EngineGraphError, NativeError
-    try:
-        from hwtune.engine.lower import lower_graph
-    except ImportError:  # a build without the C library: nothing to ask
-        return None
-    try:
-        lower_graph(graph).close()
-    except NativeError:
-        return None  # no library, or out of memory: `run` reports it itself
-    except EngineGraphError as exc:
-        kind, key = getattr(exc, "subject", None) or (None, None)
-        loc, origin = "model", None
-        if kind == "op":
-            loc, origin = graph.ops[key].loc, graph.ops[key].origin
-        elif kind == "tensor":
-            for t in graph.inputs + graph.params:
-                if t.name == key:
-                    loc, origin = f"{t.loc}.name", t.origin
-            for op in graph.ops:
-                if key in op.outputs:
-                    loc, origin = f"{op.loc}.outputs[{op.outputs.index(key)}]", op.origin
-        return Problem(_at(loc, origin), f"the engine refuses it: {exc}")
-    return None
 
 
 def _check_signature(op, problems) -> bool:

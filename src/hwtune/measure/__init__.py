@@ -11,7 +11,7 @@
     engine.py      engine runs and one op's profiled time; the interleaved
                    comparison of prepared engines
     op.py          one op on the engine's pool and kernels (hwt_bench_op)
-    check.py       outputs against a reference
+    output_check.py  outputs against a reference
     sampling.py    the one sampling loop: warm-up, check, limit, rotated rounds,
                    deadline
     processes.py   engine samples in fresh worker processes, pair by pair (the

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Callable, List, Mapping, Optional, Sequence
 
 from hwtune.errors import HwtuneError
-from hwtune.measure import check as checks
+from hwtune.measure import output_check as checks
 from hwtune.measure import clock
 from hwtune.measure.sampling import interleave
 from hwtune.measure.policy import SamplingPolicy

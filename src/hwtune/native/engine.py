@@ -1,18 +1,16 @@
-"""Binding for hwtune/engine.h: run a lowered model on the C engine.
+"""Binding for hwtune/engine.h: run a lowered C graph on the C engine.
 
-A NativeEngine lowers a validated Graph, creates the engine (plan, arena,
-pool), binds every param to the values run_reference uses (so outputs are
-comparable), prepares, and then runs as often as asked."""
+An EngineHandle takes a C graph lowered by the caller (hwtune.engine.lower)
+and the param and input values it is to hold, creates the engine (plan,
+arena, pool), binds every param, prepares, and then runs as often as asked.
+hwtune.engine.instance.NativeEngine opens one for a validated model."""
 
 import ctypes
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from hwtune.engine.lower import lower_graph
 from hwtune.errors import UsageError
-from hwtune.graph.model import Graph
-from hwtune.graph.reference import init_inputs, init_params
 from hwtune.native import sched
 from hwtune.native._lib import lib, sig, status_error
 from hwtune.native.abi import mirror
@@ -46,23 +44,23 @@ sig("hwt_engine_arena_bytes_no_reuse", ctypes.c_int64, _vp)
 sig("hwt_engine_op_folded", _ci, _vp, _ci)
 
 
-def _op_names(graph: Graph, given: Mapping, what: str) -> List[str]:
+def _op_names(names: Sequence[str], given: Mapping, what: str) -> List[str]:
     """The graph's op names in op-id order; UsageError when `given` (the
     setting `what`) names an op the graph does not have."""
-    names = [op.name for op in graph.ops]
+    names = list(names)
     unknown = sorted(set(given) - set(names))
     if unknown:
         raise UsageError(f'{what} names unknown op "{unknown[0]}"')
     return names
 
 
-def _per_op(graph: Graph, values, ctype, what: str):
+def _per_op(op_names: Sequence[str], values, ctype, what: str):
     """op name -> value mapping as a C array in op-id order (lowering adds ops
     in graph.ops order), or None. A numpy array is taken as already in op
     order (the simulator's callers pass thousands of configs)."""
     if isinstance(values, np.ndarray):
-        if values.shape != (len(graph.ops),):
-            raise UsageError(f"{what}: {values.shape} values for {len(graph.ops)} ops")
+        if values.shape != (len(op_names),):
+            raise UsageError(f"{what}: {values.shape} values for {len(op_names)} ops")
         dtype = np.int32 if ctype is ctypes.c_int else np.float64
         arr = np.ascontiguousarray(values, dtype=dtype)
         out = (ctype * len(arr)).from_buffer(arr)
@@ -70,17 +68,18 @@ def _per_op(graph: Graph, values, ctype, what: str):
         return out
     if not values:
         return None
-    names = _op_names(graph, values, what)
+    names = _op_names(op_names, values, what)
     default = 0 if ctype is ctypes.c_int else -1.0
     return (ctype * len(names))(*[values.get(n, default) for n in names])
 
 
-def _candidates(graph: Graph, cands: Optional[Mapping[str, Sequence[Sequence[float]]]]):
+def _candidates(op_names: Sequence[str],
+                cands: Optional[Mapping[str, Sequence[Sequence[float]]]]):
     """op -> [[threads, seconds], ...] as the C arrays (threads, seconds, n)
     in op-id order, or None. Ops without candidates get none (count 0)."""
     if not cands:
         return None
-    names = _op_names(graph, cands, "op_candidates")
+    names = _op_names(op_names, cands, "op_candidates")
     width = max(len(v) for v in cands.values())
     threads = (ctypes.c_int * (len(names) * width))()
     seconds = (ctypes.c_double * (len(names) * width))(*([-1.0] * (len(names) * width)))
@@ -94,27 +93,28 @@ def _candidates(graph: Graph, cands: Optional[Mapping[str, Sequence[Sequence[flo
     return threads, seconds, width
 
 
-def make_config(graph: Graph, *, executors: int, threads: int, scheduler: str,
+def make_config(op_names: Sequence[str], *, executors: int, threads: int, scheduler: str,
                 pin: bool = True, isa: int = -1,
                 op_threads: Optional[Mapping[str, int]] = None,
                 op_cost: Optional[Mapping[str, float]] = None,
                 op_priority: Optional[Mapping[str, float]] = None,
                 op_candidates: Optional[Mapping[str, Sequence[Sequence[float]]]] = None):
-    """The hwt_engine_config of graph under these settings (an engine's or a
-    simulation's), and the arrays it points to: keep both alive until the C
-    call that reads them returns (it copies what it keeps)."""
+    """The hwt_engine_config of a graph (its op names in op-id order) under
+    these settings (an engine's or a simulation's), and the arrays it points
+    to: keep both alive until the C call that reads them returns (it copies
+    what it keeps)."""
     cfg = _Config()
     lib.hwt_engine_config_init(ctypes.byref(cfg))
     cfg.executors, cfg.threads_per_executor = int(executors), int(threads)
     name = scheduler.encode()
     cfg.scheduler, cfg.pin, cfg.isa = name, int(bool(pin)), int(isa)
-    arrays = (_per_op(graph, op_threads, ctypes.c_int, "op_threads"),
-              _per_op(graph, op_cost, ctypes.c_double, "op_cost"),
-              _per_op(graph, op_priority, ctypes.c_double, "op_priority"))
+    arrays = (_per_op(op_names, op_threads, ctypes.c_int, "op_threads"),
+              _per_op(op_names, op_cost, ctypes.c_double, "op_cost"),
+              _per_op(op_names, op_priority, ctypes.c_double, "op_priority"))
     for field, arr in zip(("op_threads", "op_cost", "op_priority"), arrays):
         if arr is not None:
             setattr(cfg, field, ctypes.cast(arr, type(getattr(cfg, field))))
-    cands = _candidates(graph, op_candidates)
+    cands = _candidates(op_names, op_candidates)
     if cands is not None:
         cfg.op_cand_threads = ctypes.cast(cands[0], _c_int_p)
         cfg.op_cand_seconds = ctypes.cast(cands[1], _c_dbl_p)
@@ -128,12 +128,12 @@ class _Lowered:
     so its id is not reused while the scope lasts)."""
 
     def __init__(self):
-        self.graphs: Dict[int, Tuple[Graph, object, Dict[str, np.ndarray]]] = {}
+        self.graphs: Dict[int, Tuple[object, object, Dict[str, np.ndarray]]] = {}
 
-    def get(self, graph: Graph):
+    def get(self, graph, lower: Callable[[], Tuple[object, Dict[str, np.ndarray]]]):
         got = self.graphs.get(id(graph))
         if got is None:
-            got = self.graphs[id(graph)] = (graph, lower_graph(graph), init_inputs(graph))
+            got = self.graphs[id(graph)] = (graph, *lower())
         return got[1], got[2]
 
     def close(self) -> None:
@@ -168,13 +168,30 @@ class shared_lowering:
         return False
 
 
-class NativeEngine(Handle):
-    """A prepared engine for one model and one configuration. scheduler is
-    a name of the scheduler table (hwtune.native.sched; None: the default)."""
+def shared(graph, lower: Callable[[], Tuple[object, Dict[str, np.ndarray]]]):
+    """(C graph, inputs) of graph in the open shared_lowering() scope, made
+    by lower() the first time it is asked for; None outside any scope (the
+    caller then lowers, and closes, its own)."""
+    return _SHARED[0].get(graph, lower) if _SHARED else None
+
+
+class EngineHandle(Handle):
+    """A prepared engine for one lowered C graph and one configuration.
+
+    ng: the NativeGraph (closed with the engine when own_graph, else by its
+    owner: a shared_lowering() scope); op_names: the graph's ops in op-id
+    order; shapes: tensor name -> shape; outputs: the output names; params
+    and inputs: called once the engine is created (a refused config seeds
+    nothing), name -> values bound at prepare and set before the first run.
+    scheduler is a name of the scheduler table (hwtune.native.sched;
+    None: the default)."""
 
     _destroy, _error, _what = "hwt_engine_destroy", "hwt_engine_error", "engine"
 
-    def __init__(self, graph: Graph, executors: int = 1, threads: int = 1,
+    def __init__(self, ng, op_names: Sequence[str], shapes: Mapping[str, Sequence[int]],
+                 outputs: Sequence[str], params: Callable[[], Dict[str, np.ndarray]],
+                 inputs: Callable[[], Mapping[str, np.ndarray]], *, own_graph: bool,
+                 executors: int = 1, threads: int = 1,
                  scheduler: Optional[str] = None, pin: bool = True, isa: int = -1,
                  op_threads: Optional[Mapping[str, int]] = None,
                  op_cost: Optional[Mapping[str, float]] = None,
@@ -182,16 +199,11 @@ class NativeEngine(Handle):
                  op_candidates: Optional[Mapping[str, Sequence[Sequence[float]]]] = None):
         self.scheduler = (sched.default() if scheduler is None
                           else sched.lookup(scheduler)).name
-        self.graph = graph
-        inputs = None
-        if _SHARED:
-            self._ng, inputs = _SHARED[0].get(graph)
-        else:
-            self._ng = lower_graph(graph)
-        self._own_ng = inputs is None  # closed with the engine; a shared one by its scope
+        self._ng, self._own_ng = ng, own_graph
+        self._op_names, self._shapes, self._outputs = list(op_names), shapes, list(outputs)
         # The engine reads the name at create and copies the arrays; `keep`
         # holds them until then.
-        cfg, keep = make_config(graph, executors=executors, threads=threads,
+        cfg, keep = make_config(self._op_names, executors=executors, threads=threads,
                                 scheduler=self.scheduler, pin=pin, isa=isa,
                                 op_threads=op_threads, op_cost=op_cost, op_priority=op_priority,
                                 op_candidates=op_candidates)
@@ -208,7 +220,7 @@ class NativeEngine(Handle):
         h = h.value
         self._ids = self._ng.tensor_ids
         self._params = {}
-        params = init_params(graph)
+        params = params()
         for name in list(params):
             # popped: an original a copy replaced is freed before the next
             # one is made, so binding holds at most one param twice
@@ -216,14 +228,14 @@ class NativeEngine(Handle):
             self._params[name] = arr  # the engine reads it in place: keep it alive
             self._check(lib.hwt_engine_bind(h, self._ids[name], arr.ctypes.data_as(_f_p)))
         self._check(lib.hwt_engine_prepare(h))
-        for name, arr in (inputs if inputs is not None else init_inputs(graph)).items():
+        for name, arr in inputs().items():
             self.set_input(name, arr)
 
     def _view(self, name: str) -> np.ndarray:
         h = self.handle
         if name not in self._ids:
             raise UsageError(f'no tensor named "{name}" in the model')
-        shape = tuple(self.graph.shapes[name])
+        shape = tuple(self._shapes[name])
         ptr = lib.hwt_engine_tensor(h, self._ids[name])
         if not ptr:
             raise UsageError(f'tensor "{name}" has no storage (an unbound param?)')
@@ -242,10 +254,10 @@ class NativeEngine(Handle):
         self._check(lib.hwt_engine_run(h))
 
     def output(self, name: str) -> np.ndarray:
-        return self._view(name).copy().reshape(tuple(self.graph.shapes[name]))
+        return self._view(name).copy().reshape(tuple(self._shapes[name]))
 
     def outputs(self) -> Dict[str, np.ndarray]:
-        return {name: self.output(name) for name in self.graph.outputs}
+        return {name: self.output(name) for name in self._outputs}
 
     def arena_bytes(self) -> Tuple[int, int]:
         """(with the scheduler's reuse, without reuse): the activation arena
@@ -255,13 +267,13 @@ class NativeEngine(Handle):
 
     def folded(self) -> List[str]:
         """Names of the ops folded at prepare (constant: they never run)."""
-        return [op.name for i, op in enumerate(self.graph.ops)
+        return [name for i, name in enumerate(self._op_names)
                 if lib.hwt_engine_op_folded(self.handle, i) == 1]
 
     def events(self) -> List[Event]:
         """Per-op events of the last profiled run, in op-id order (folded ops
         have none: match them by .op)."""
-        n = len(self.graph.ops)
+        n = len(self._op_names)
         buf = (Event * max(n, 1))()
         got = lib.hwt_engine_events(self.handle, buf, n)
         return list(buf[:got])

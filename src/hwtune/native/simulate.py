@@ -1,7 +1,9 @@
 """Binding for hwtune/simulate.h: one run of a graph under an engine
 configuration, replayed in virtual time by the engine's own schedulers
 (engine/exec/simulate.c) from given op times. No threads, no tensors: a
-simulation of a 256-core configuration runs on any machine."""
+simulation of a 256-core configuration runs on any machine. The C graph is
+lowered by the caller: hwtune.engine.simulator.Simulator opens one for a
+validated model."""
 
 import ctypes
 from dataclasses import dataclass
@@ -9,8 +11,6 @@ from typing import List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from hwtune.engine.lower import lower_graph
-from hwtune.graph.model import Graph
 from hwtune.native import sched
 from hwtune.native._lib import lib, sig, status_error
 from hwtune.native.abi import mirror
@@ -71,15 +71,15 @@ def _array(a, rows: int, cols: int, what: str):
     return arr
 
 
-class Simulator(Handle):
-    """A virtual engine for one graph (plan and folding once); run() as
-    often as needed, each with its own config and op times."""
+class SimulatorHandle(Handle):
+    """A virtual engine for one lowered C graph (plan and folding once),
+    which it owns and closes; op_names: the graph's ops in op-id order.
+    run() as often as needed, each with its own config and op times."""
 
     _destroy, _error, _what = "hwt_sim_destroy", "hwt_sim_error", "simulator"
 
-    def __init__(self, graph: Graph):
-        self.graph = graph
-        self._ng = lower_graph(graph)
+    def __init__(self, ng, op_names: Sequence[str]):
+        self._ng, self._op_names = ng, list(op_names)
         err = ctypes.create_string_buffer(512)
         h = _vp()
         status = lib.hwt_sim_create(self._ng.handle, ctypes.byref(h), err, len(err))
@@ -100,12 +100,12 @@ class Simulator(Handle):
         or numpy arrays in graph.ops order. seconds, mem_frac, mem_bps:
         [n_ops, max_threads] arrays in graph.ops order (column t-1: the op
         on t threads); bw_cap[c]: bytes/s served with c busy cores."""
-        n = len(self.graph.ops)
+        n = len(self._op_names)
         sec = np.asarray(seconds, dtype=np.float64)
         cols = sec.shape[1] if sec.ndim == 2 else 0
         sec = _array(sec, n, cols, "seconds")
         name = sched.lookup(scheduler).name
-        cfg, keep = make_config(self.graph, executors=executors, threads=threads, scheduler=name,
+        cfg, keep = make_config(self._op_names, executors=executors, threads=threads, scheduler=name,
                                 op_threads=op_threads, op_cost=op_cost,
                                 op_candidates=op_candidates)
         c = SimCosts(max_threads=cols, seconds=sec.ctypes.data_as(_dp),
@@ -127,8 +127,8 @@ class Simulator(Handle):
         del keep, held
         if not events:
             return makespan.value, None
-        ops = self.graph.ops
-        return makespan.value, [SimEvent(ops[e.op].name, e.executor, e.threads, e.start_s,
+        ops = self._op_names
+        return makespan.value, [SimEvent(ops[e.op], e.executor, e.threads, e.start_s,
                                          e.end_s) for e in buf[:got]]
 
     def close(self) -> None:

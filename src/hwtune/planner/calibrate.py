@@ -407,7 +407,7 @@ def fresh_engine_profile(graph, *, warm_s: float, warm_runs: int, runs: int, spa
     more while they span less than span_s (at most max_runs)."""
     from hwtune.measure import clock
     from hwtune.engine.trace import profiled_runs
-    from hwtune.native.engine import NativeEngine
+    from hwtune.engine.instance import NativeEngine
     engine = NativeEngine(graph, executors=1, threads=1, scheduler=scheduler, pin=True,
                           op_cost=op_cost)
     try:
@@ -505,7 +505,7 @@ def forkjoin(cores: int, progress=None) -> Tuple[Dict[int, float], Dict[int, flo
 
 def forked_chain(chain, t: int):
     """A sequential engine that forks every op of chain over t threads."""
-    from hwtune.native.engine import NativeEngine
+    from hwtune.engine.instance import NativeEngine
     return NativeEngine(chain, executors=1, threads=t, scheduler="sequential", pin=True,
                         op_threads={op.name: t for op in chain.ops})
 
@@ -670,7 +670,7 @@ def engine_overheads(schedulers, progress=None, reps: int = CALIBRATION_REPS,
     from hwtune.measure import FixedSampling, interleave
     from hwtune.engine.trace import op_medians, profiled_runs
     from hwtune.measure.engine import EngineSide
-    from hwtune.native.engine import NativeEngine
+    from hwtune.engine.instance import NativeEngine
     from hwtune.native.threads import allowed_cpus
     two = len(allowed_cpus()) >= 2
     chain, single = _chain(CHAIN_OPS), _single()
@@ -714,7 +714,8 @@ def engine_overheads(schedulers, progress=None, reps: int = CALIBRATION_REPS,
 
 
 def _fit_overheads(schedulers, cases, measured, add_s, transfer=None, wakes=None):
-    from hwtune.native.simulate import Simulator, Transfer
+    from hwtune.engine.simulator import Simulator
+    from hwtune.native.simulate import Transfer
     transfer = transfer or Transfer()
     wakes = wakes or Calibration()
     sims = {}

@@ -22,7 +22,8 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from hwtune.native.simulate import Overheads, Simulator
+from hwtune.engine.simulator import Simulator
+from hwtune.native.simulate import Overheads
 from hwtune.planner.calibrate import Calibration
 from hwtune.planner.costmodel import CostModel, OpTable
 from hwtune.planner.machine import Machine

@@ -274,7 +274,7 @@ def validate(p: Predictor, rows, cores: int, *, reps: int = REPS,
     order by levels get the op costs of that prediction."""
     from hwtune.measure import FixedSampling, settle
     from hwtune.measure.engine import FIRST, measure_engines
-    from hwtune.native.engine import NativeEngine
+    from hwtune.engine.instance import NativeEngine
     out: List[Row] = []
     openers = []
     cfgs = configs(rows, cores)
