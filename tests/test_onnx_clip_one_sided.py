@@ -45,7 +45,7 @@ def _model(path, lo, hi, const_input=False):
 
 
 def _engine(graph, feeds):
-    from hwtune.native.engine import NativeEngine
+    from hwtune.engine.instance import NativeEngine
     with NativeEngine(graph, threads=2) as eng:
         for k, v in feeds.items():
             eng.set_input(k, v)

@@ -40,7 +40,7 @@ def save(nodes, inputs, outputs, inits, path):
 
 def import_and_compare(path, tmp_path, feeds):
     ort = pytest.importorskip("onnxruntime")
-    from hwtune.native.engine import NativeEngine
+    from hwtune.engine.instance import NativeEngine
     out = tmp_path / "m.json"
     import_onnx(str(path), str(out))
     g = load_model(str(out))

@@ -57,7 +57,7 @@ def _model(path, out_shape, transform, scales=None, runtime=False):
 def test_cubic_resize_of_a_weight_folds_and_matches_onnxruntime(out_shape, transform, scales,
                                                                 tmp_path):
     ort = pytest.importorskip("onnxruntime")
-    from hwtune.native.engine import NativeEngine
+    from hwtune.engine.instance import NativeEngine
     path = _model(tmp_path / "m.onnx", out_shape, transform, scales)
     feeds = {"x": RNG.standard_normal(out_shape).astype(np.float32)}
     import_onnx(path, str(tmp_path / "m.json"))

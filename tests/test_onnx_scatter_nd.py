@@ -41,7 +41,7 @@ def _model(path, dshape, ushape, indices, dtype=TensorProto.FLOAT, reduction=Non
 
 
 def _engine(graph, feeds):
-    from hwtune.native.engine import NativeEngine
+    from hwtune.engine.instance import NativeEngine
     with NativeEngine(graph, threads=2) as eng:
         for k, v in feeds.items():
             eng.set_input(k, v)

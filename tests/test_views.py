@@ -11,7 +11,7 @@ import pytest
 from hwtune.engine import lower_graph
 from hwtune.graph.model import load_model
 from hwtune.graph.reference import run_reference
-from hwtune.native.engine import NativeEngine
+from hwtune.engine.instance import NativeEngine
 from hwtune.native.isa import resolve_isa, supported_isas
 from hwtune.native.plan import Plan
 

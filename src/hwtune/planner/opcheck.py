@@ -46,7 +46,7 @@ def profile(graph, threads: int, *, rounds: int = ROUNDS, warm_s: float = WARM_S
     sequential engines of one team (pinned), taken in turns."""
     from hwtune.engine.trace import op_medians, profiled_runs
     from hwtune.measure import clock
-    from hwtune.native.engine import NativeEngine
+    from hwtune.engine.instance import NativeEngine
     history: Dict[int, list] = {1: [], threads: []}
     for _ in range(rounds):
         for t in history:
