@@ -325,3 +325,55 @@ def save(nodes, inputs, outputs, inits, path, opset=17):
     m.ir_version = 8
     onnx.save(m, str(path))
     return str(path)
+
+
+def op_types(graph):
+    """The op type of each op of an imported graph, in order."""
+    return [op.op for op in graph.ops]
+
+
+def import_and_compare(path, tmp_path, feeds, tol=1e-4, threads=2):
+    """Import the ONNX file at path; its numpy reference and the C engine
+    match ONNX Runtime within tol of each output's scale. Returns the
+    imported graph."""
+    import pytest
+    ort = pytest.importorskip("onnxruntime")
+    from conftest import run_engine
+    from hwtune.graph import load_model, run_reference
+    from hwtune.onnx.importer import import_onnx
+    out = tmp_path / "m.json"
+    import_onnx(str(path), str(out))
+    g = load_model(str(out))
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    want = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)))
+    ref = run_reference(g, feeds)
+    got = run_engine(g, feeds, threads=threads)
+    for o in g.outputs:
+        scale = max(float(np.abs(want[o]).max()), 1e-30)
+        assert ref[o].shape == want[o].shape, (o, ref[o].shape, want[o].shape)
+        assert np.abs(ref[o] - want[o]).max() <= tol * scale, (o, "reference")
+        assert np.abs(got[o] - want[o]).max() <= tol * scale, (o, "engine")
+    return g
+
+
+def run_matches_ort(built, src, tmp_path, tol=1e-4):
+    """`hwtune run` of the exported file src on built.inputs (one run, its
+    outputs saved) matches ONNX Runtime's outputs within tol of each
+    output's scale; a constant output (a zero-initialised head) would match
+    anything, so it fails."""
+    import onnxruntime as ort
+    from conftest import invoke
+    sess = ort.InferenceSession(src, providers=["CPUExecutionProvider"])
+    want = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, built.inputs)))
+    flags = []
+    for k, v in built.inputs.items():
+        np.save(tmp_path / f"{k}.npy", v)
+        flags += ["--input", f"{k}={tmp_path / f'{k}.npy'}"]
+    out = tmp_path / "out.npz"
+    res = invoke("run", src, *flags, "--save-outputs", out, "--reps", 1, "--warmup", 0,
+                 "--db", tmp_path / "r.db")
+    assert res.exit_code == 0, res.output
+    got = np.load(out)
+    for k, v in want.items():
+        assert float(np.std(v)) > 1e-3 * float(np.abs(v).max()) > 0, (k, "constant output")
+        assert rel_err(got[k], v) <= tol, (k, rel_err(got[k], v))

@@ -10,9 +10,7 @@ Clip (Swin V2), cubic Resize of a weight (DINOv2)."""
 import os
 import sys
 
-import numpy as np
 import pytest
-from click.testing import CliRunner
 
 torch = pytest.importorskip("torch")
 ort = pytest.importorskip("onnxruntime")
@@ -26,7 +24,7 @@ try:  # torchvision imports only through the zoo's stand-in for its detection op
 except ImportError:
     pytest.skip("torchvision is not installed", allow_module_level=True)
 
-from hwtune.cli.main import cli  # noqa: E402
+from onnx_models import run_matches_ort  # noqa: E402 (tests/ is on sys.path)
 
 TOL = 1e-4
 # The op forms the zoo lacks, one model each (the rest of the table is
@@ -45,19 +43,4 @@ def _cache(tmp_path, monkeypatch):
 def test_heldout_model_imports_runs_and_matches_onnxruntime(name, tmp_path):
     built = H.BY_NAME[name].build(True)
     src = H.Z.export(built, tmp_path / f"{name}.onnx")
-    sess = ort.InferenceSession(src, providers=["CPUExecutionProvider"])
-    want = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, built.inputs)))
-    flags = []
-    for k, v in built.inputs.items():
-        np.save(tmp_path / f"{k}.npy", v)
-        flags += ["--input", f"{k}={tmp_path / f'{k}.npy'}"]
-    out = tmp_path / "out.npz"
-    res = CliRunner().invoke(cli, ["run", src, *flags, "--save-outputs", str(out),
-                                   "--iterations", "1", "--warmup", "0",
-                                   "--db", str(tmp_path / "r.db")], catch_exceptions=False)
-    assert res.exit_code == 0, res.output
-    got = np.load(out)
-    for k, v in want.items():
-        # a constant output would match anything
-        assert float(np.std(v)) > 1e-3 * float(np.abs(v).max()) > 0, (k, "constant output")
-        assert H.rel_err(got[k], v) <= TOL, (k, H.rel_err(got[k], v))
+    run_matches_ort(built, src, tmp_path, TOL)

@@ -16,6 +16,8 @@ from hwtune.cli.main import cli  # noqa: E402
 from hwtune.graph import load_model, run_reference  # noqa: E402
 from hwtune.onnx.importer import import_onnx  # noqa: E402
 
+from conftest import run_engine  # noqa: E402 (tests/ is on sys.path)
+
 TOL = 1e-4
 RNG = np.random.default_rng(43)
 
@@ -44,13 +46,6 @@ def _model(path, lo, hi, const_input=False):
     return str(path)
 
 
-def _engine(graph, feeds):
-    from hwtune.engine.instance import NativeEngine
-    with NativeEngine(graph, threads=2) as eng:
-        for k, v in feeds.items():
-            eng.set_input(k, v)
-        eng.run()
-        return eng.outputs()
 
 
 @pytest.mark.parametrize("lo,hi,op", [(None, 0.5, "minimum"), (-0.25, None, "maximum"),
@@ -65,7 +60,7 @@ def test_clip_bounds_match_reference_engine_and_onnxruntime(lo, hi, op, tmp_path
     want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
     scale = float(np.abs(want).max())
     assert np.abs(run_reference(g, feeds)["y"] - want).max() <= TOL * scale
-    assert np.abs(_engine(g, feeds)["y"] - want).max() <= TOL * scale
+    assert np.abs(run_engine(g, feeds, threads=2)["y"] - want).max() <= TOL * scale
 
 
 def test_clip_of_a_weight_folds_at_import(tmp_path):
@@ -76,7 +71,7 @@ def test_clip_of_a_weight_folds_at_import(tmp_path):
     g = load_model(str(tmp_path / "m.json"))
     assert [o.op for o in g.ops] == ["mul"]
     want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
-    assert np.abs(_engine(g, feeds)["y"] - want).max() <= TOL * float(np.abs(want).max())
+    assert np.abs(run_engine(g, feeds, threads=2)["y"] - want).max() <= TOL * float(np.abs(want).max())
 
 
 def test_one_sided_clip_runs_from_the_cli(tmp_path):

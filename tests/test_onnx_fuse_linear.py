@@ -9,10 +9,9 @@ import numpy as np
 import pytest
 
 onnx = pytest.importorskip("onnx")
-from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from onnx import helper  # noqa: E402
 
-from hwtune.graph import load_model, run_reference  # noqa: E402
-from hwtune.onnx.importer import import_onnx  # noqa: E402
+from onnx_models import fin, import_and_compare, op_types, save  # noqa: E402 (tests/ is on sys.path)
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -23,45 +22,6 @@ RNG = np.random.default_rng(43)
 @pytest.fixture(autouse=True)
 def _cache(tmp_path, monkeypatch):
     monkeypatch.setenv("HWTUNE_CACHE_DIR", str(tmp_path / "cache"))
-
-
-def fin(name, shape):
-    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
-
-
-def save(nodes, inputs, outputs, inits, path):
-    g = helper.make_graph(nodes, "g", inputs, outputs,
-                          [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 8
-    onnx.save(m, str(path))
-    return str(path)
-
-
-def import_and_compare(path, tmp_path, feeds):
-    ort = pytest.importorskip("onnxruntime")
-    from hwtune.engine.instance import NativeEngine
-    out = tmp_path / "m.json"
-    import_onnx(str(path), str(out))
-    g = load_model(str(out))
-    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    want = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)))
-    ref = run_reference(g, feeds)
-    with NativeEngine(g, threads=2) as eng:
-        for k, v in feeds.items():
-            eng.set_input(k, v)
-        eng.run()
-        got = eng.outputs()
-    for o in g.outputs:
-        scale = max(float(np.abs(want[o]).max()), 1e-30)
-        assert ref[o].shape == want[o].shape, (o, ref[o].shape, want[o].shape)
-        assert np.abs(ref[o] - want[o]).max() <= TOL * scale, (o, "reference")
-        assert np.abs(got[o] - want[o]).max() <= TOL * scale, (o, "engine")
-    return g
-
-
-def op_types(graph):
-    return [op.op for op in graph.ops]
 
 
 def c(v):

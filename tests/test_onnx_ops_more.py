@@ -19,7 +19,7 @@ from hwtune.native.isa import supported_isas  # noqa: E402
 from hwtune.onnx.importer import import_onnx  # noqa: E402
 
 from conftest import run_engine  # noqa: E402
-from onnx_models import fin, save  # noqa: E402 (tests/ is on sys.path)
+from onnx_models import fin, import_and_compare, op_types, save  # noqa: E402 (tests/ is on sys.path)
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -34,29 +34,6 @@ def _cache(tmp_path, monkeypatch):
 
 def engine_outputs(graph, feeds):
     return run_engine(graph, feeds, threads=2)
-
-
-def import_and_compare(path, tmp_path, feeds, tol=TOL):
-    """Import path; the numpy reference and the engine match ONNX Runtime
-    within tol of each output's scale. Returns the imported graph."""
-    ort = pytest.importorskip("onnxruntime")
-    out = tmp_path / "m.json"
-    import_onnx(str(path), str(out))
-    g = load_model(str(out))
-    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    want = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)))
-    ref = run_reference(g, feeds)
-    got = engine_outputs(g, feeds)
-    for o in g.outputs:
-        scale = max(float(np.abs(want[o]).max()), 1e-30)
-        assert ref[o].shape == want[o].shape, (o, ref[o].shape, want[o].shape)
-        assert np.abs(ref[o] - want[o]).max() <= tol * scale, (o, "reference")
-        assert np.abs(got[o] - want[o]).max() <= tol * scale, (o, "engine")
-    return g
-
-
-def op_types(graph):
-    return [op.op for op in graph.ops]
 
 
 # -- the activations: numpy references against scalar math --------------------

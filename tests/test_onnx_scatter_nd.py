@@ -16,6 +16,8 @@ from hwtune.graph import load_model, run_reference  # noqa: E402
 from hwtune.onnx import fold as F  # noqa: E402
 from hwtune.onnx.importer import import_onnx  # noqa: E402
 
+from conftest import run_engine  # noqa: E402 (tests/ is on sys.path)
+
 TOL = 1e-4
 RNG = np.random.default_rng(41)
 
@@ -40,13 +42,6 @@ def _model(path, dshape, ushape, indices, dtype=TensorProto.FLOAT, reduction=Non
     return str(path)
 
 
-def _engine(graph, feeds):
-    from hwtune.engine.instance import NativeEngine
-    with NativeEngine(graph, threads=2) as eng:
-        for k, v in feeds.items():
-            eng.set_input(k, v)
-        eng.run()
-        return eng.outputs()
 
 
 CASES = {
@@ -73,7 +68,7 @@ def test_scatter_nd_matches_fold_reference_engine_and_onnxruntime(case, tmp_path
     ort_y = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
     np.testing.assert_array_equal(ort_y, want)  # the fold's loop is ONNX's semantics
     ref = run_reference(g, feeds)["y"]
-    got = _engine(g, feeds)["y"]
+    got = run_engine(g, feeds, threads=2)["y"]
     scale = float(np.abs(want).max())
     assert ref.shape == want.shape and np.abs(ref - want).max() <= TOL * scale
     assert got.shape == want.shape and np.abs(got - want).max() <= TOL * scale
@@ -90,7 +85,7 @@ def test_scatter_nd_shifts_int64_ids_like_bart(tmp_path):
     want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
     import_onnx(path, str(tmp_path / "m.json"))
     g = load_model(str(tmp_path / "m.json"))
-    got = _engine(g, {k: v.astype(np.float32) for k, v in feeds.items()})["y"]
+    got = run_engine(g, {k: v.astype(np.float32) for k, v in feeds.items()}, threads=2)["y"]
     np.testing.assert_array_equal(got, want.astype(np.float32))
 
 

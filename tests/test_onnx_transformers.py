@@ -12,11 +12,12 @@ import numpy as np
 import pytest
 
 onnx = pytest.importorskip("onnx")
-from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from onnx import TensorProto, helper  # noqa: E402
 
 from hwtune.graph import load_model, ops as oplib, run_reference  # noqa: E402
 
 from conftest import invoke, one_line_error  # noqa: E402
+from onnx_models import save  # noqa: E402 (tests/ is on sys.path)
 
 TOL = 1e-4
 RNG = np.random.default_rng(41)
@@ -171,15 +172,6 @@ def test_engine_out_of_range_index_is_nan_not_a_crash(tmp_path):
 
 # -- ONNX rows against ONNX Runtime ----------------------------------------------
 
-def _save(nodes, inputs, outputs, inits, path):
-    g = helper.make_graph(nodes, "g", inputs, outputs,
-                          [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 8
-    onnx.save(m, str(path))
-    return str(path)
-
-
 def _vi(name, kind, shape):
     return helper.make_tensor_value_info(name, kind, shape)
 
@@ -237,7 +229,7 @@ def test_comparisons_logic_where_cast_import_and_match_ort(tmp_path):
              mk("Cast", ["xi"], ["xif"], to=TensorProto.FLOAT),
              mk("Add", ["xf", "gf"], ["s"]), mk("Add", ["s", "w"], ["s2"]),
              mk("Add", ["s2", "xif"], ["y"])]
-    path = _save(nodes, [_vi("ids", TensorProto.INT64, [2, 6]),
+    path = save(nodes, [_vi("ids", TensorProto.INT64, [2, 6]),
                          _vi("m", TensorProto.INT64, [2, 6]),
                          _vi("x", TensorProto.FLOAT, [2, 6])],
                  [_vi("y", TensorProto.FLOAT, [2, 6])],
@@ -269,7 +261,7 @@ def test_gather_gather_elements_cumsum_expand_tile_import_and_match_ort(tmp_path
              mk("Unsqueeze", ["mt", "ax2"], ["mt3"]),
              mk("Slice", ["mt3", "s0", "s1", "axs"], ["mt5"]),          # [2, 5, 1]
              mk("Mul", ["e2", "mt5"], ["y"])]
-    path = _save(nodes, [_vi("ids", TensorProto.INT64, [2, 5]),
+    path = save(nodes, [_vi("ids", TensorProto.INT64, [2, 5]),
                          _vi("m", TensorProto.INT64, [2, 5])],
                  [_vi("y", TensorProto.FLOAT, [2, 5, 4])],
                  {"table": table, "buf2": np.concatenate([buf, buf]),
@@ -289,7 +281,7 @@ def test_gather_gather_elements_cumsum_expand_tile_import_and_match_ort(tmp_path
 def test_integer_past_2_24_is_refused(tmp_path):
     mk = helper.make_node
     nodes = [mk("Mul", ["ids", "k"], ["big"]), mk("Gather", ["table", "big"], ["y"])]
-    path = _save(nodes, [_vi("ids", TensorProto.INT64, [3])], [_vi("y", TensorProto.FLOAT, [3])],
+    path = save(nodes, [_vi("ids", TensorProto.INT64, [3])], [_vi("y", TensorProto.FLOAT, [3])],
                  {"k": np.array((1 << 24) + 3, np.int64),  # ids in [0, 2): up to 2^24 + 3
                   "table": np.zeros((100, 2), np.float32)}, tmp_path / "big.onnx")
     one_line_error(invoke("import", path, "-o", tmp_path / "b.json"), "2^24")
@@ -399,7 +391,7 @@ def test_fold_rules_on_constants_match_ort(tmp_path):
              mk("LessOrEqual", ["c", "z"], ["le"]), mk("GreaterOrEqual", ["c", "z"], ["ge2"]),
              mk("Xor", ["le", "ge2"], ["xo"]), mk("Cast", ["xo"], ["xf"], to=TensorProto.FLOAT),
              mk("Sum", ["x", "cs", "ge", "sn", "tc", "tr", "xf"], ["y"])]
-    path = _save(nodes, [_vi("x", TensorProto.FLOAT, [3, 4])],
+    path = save(nodes, [_vi("x", TensorProto.FLOAT, [3, 4])],
                  [_vi("y", TensorProto.FLOAT, [3, 4])],
                  {"c": c, "ax": np.array(1, np.int64), "ax1": np.array([1], np.int64),
                   "gi": np.array([[3, 0, -1, 2]] * 3, np.int64),
