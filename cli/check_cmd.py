@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 
 import click
@@ -132,10 +133,10 @@ def check(suite_path, init, baseline_file, update_baseline, processes, mode, rel
                                update_baseline=update_baseline, relative=relative,
                                against=against, undecidable_ok=undecidable_ok,
                                progress=progress, warn=warn, processes=processes)
-    _output(report, junit_path, md_path, as_json)
+    _output(report, junit_path, md_path, as_json, baseline_file)
 
 
-def _output(report, junit_path, md_path, as_json):
+def _output(report, junit_path, md_path, as_json, baseline_file=None):
     """Every output the options ask for, then the report's exit code."""
     from hwtune.report import export
     from hwtune.report.files import write_file
@@ -147,20 +148,23 @@ def _output(report, junit_path, md_path, as_json):
     export.write("check", report, "json" if as_json else "terminal")
     if not as_json:
         from hwtune.cli.options import echo_next
-        echo_next(_next(report))
+        echo_next(_next(report, baseline_file))
     sys.exit(report.exit_code)
 
 
-def _next(report) -> str:
-    """What to do after this check, by its outcome."""
+def _next(report, baseline_file=None) -> str:
+    """What to do after this check, by its outcome: a command that checks
+    against the same baseline (the file when one was given)."""
     bad = [o.name for o in report.outcomes if o.status in ("regression", "error")]
+    check = f"hwtune check --baseline {shlex.quote(baseline_file)}" if baseline_file \
+        else "hwtune check"
     if report.status == "recorded":
-        return "hwtune check (compares the next build with this baseline)"
+        return f"{check} (compares the next build with this baseline)"
     if report.status == "regression":
-        return (f"hwtune check --figure {bad[0]} to measure it again, or hwtune check --against "
+        return (f"{check} --figure {bad[0]} to measure it again, or hwtune check --against "
                 "PYTHON to compare two builds interleaved (docs/check.md)")
     if report.status == "error":
-        return f"fix what {bad[0] if bad else 'the figure'} reports above, then hwtune check"
+        return f"fix what {bad[0] if bad else 'the figure'} reports above, then {check}"
     if report.status == "undecidable":
         return ("hwtune check --max-seconds N (more rounds for the undecided figures), or "
                 "--against PYTHON (two builds interleaved, which decides on a noisy machine)")

@@ -41,6 +41,9 @@ def recorded(tmp_path, args):
     code, out = invoke(args + ["--update-baseline", "--baseline", str(base)])
     assert code == 0, out
     assert "BASELINE RECORDED" in out
+    # the next step checks against the file just written, not results.db
+    assert "next: hwtune check --baseline " in flat(out) and flat(out).replace(" ", "").endswith(
+        f"--baseline{base}(comparesthenextbuildwiththisbaseline)"), out
     return base, json.loads(base.read_text())
 
 
@@ -73,7 +76,7 @@ def test_regression_exit_1_and_outputs(env):
                                "--markdown", str(md)])
     assert code == 1, out
     assert "REGRESSION" in out
-    assert out.strip().splitlines()[-1].startswith("next: hwtune check --figure ")
+    assert f"next: hwtune check --baseline {fast} --figure " in flat(out)
     assert junit.read_text().count("<failure") == 2
     # JUnit time: the wall seconds each figure took to measure, within the run's
     import xml.etree.ElementTree as ET
