@@ -100,12 +100,19 @@ except HwtuneError as _exc:
     _REGISTER_ERROR = _exc
 
 
-def main():
+def main(args=None, standalone_mode=True):
+    """The `hwtune` console command. main(["run", "lstm_small"],
+    standalone_mode=False) runs one command inside this process and returns
+    its exit code instead of exiting, with the process's signal handlers
+    and streams left as they are (the Python API, hwtune.api, returns
+    results as objects instead)."""
+    if not standalone_mode:
+        return _in_process(args)
     try:
         streams.setup()
         if _REGISTER_ERROR is not None:
             raise SystemExit(_report(str(_REGISTER_ERROR), _REGISTER_ERROR.exit_code))
-        cli.main(prog_name="hwtune")
+        cli.main(args=args, prog_name="hwtune")
         code = 0
     except SystemExit as exc:
         code = exc.code
@@ -118,6 +125,22 @@ def main():
     # Output still buffered (stdout redirected to a file) is written here, so
     # a full disk is reported like any other output error.
     streams.finish(code)
+
+
+def _in_process(args) -> int:
+    if _REGISTER_ERROR is not None:
+        return _report(str(_REGISTER_ERROR), _REGISTER_ERROR.exit_code)
+    try:
+        cli.main(args=list(args) if args is not None else None, prog_name="hwtune")
+    except SystemExit as exc:
+        code = exc.code
+        if code is None:
+            return 0
+        if isinstance(code, int):
+            return code
+        click.echo(str(code), err=True)
+        return 1
+    return 0
 
 
 def _report(message: str, code: int) -> int:

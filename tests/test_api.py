@@ -54,3 +54,16 @@ def test_bad_arguments_raise_typed_errors(tmp_path):
         hwtune.run(m, vars={"seq": 3}, db=tmp_path / "r.db")
     with pytest.raises(UsageError):
         hwtune.load("no_such_model_anywhere")
+
+
+def test_console_main_in_process_returns_the_exit_code(tmp_path, capsys):
+    """hwtune.cli.main.main(ARGS, standalone_mode=False) runs one command in
+    this process and returns its exit code (issue #42 point 5: it raised
+    TypeError): 0 for a command that works, 2 with one error line for a
+    model name that does not exist."""
+    from hwtune.cli.main import main
+    assert main(["model", "list"], standalone_mode=False) == 0
+    assert "lstm_small" in capsys.readouterr().out
+    assert main(["run", "lstm_smal", "--db", str(tmp_path / "r.db")], standalone_mode=False) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and "lstm_small" in err[0], err
