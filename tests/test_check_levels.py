@@ -76,11 +76,16 @@ def test_level_of_a_run():
 TINY = tiny_suite("lv", eltwise=False)
 
 
-def test_update_baseline_records_levels_and_check_uses_them(tmp_path):
+def _tiny_args(tmp_path):
+    """`hwtune check` arguments for the tiny suite with a scratch database,
+    and the path of a baseline file to record."""
     suite = tmp_path / "s.toml"
     suite.write_text(TINY)
-    base = tmp_path / "b.json"
-    args = ["check", "--suite", str(suite), "--db", str(tmp_path / "r.db")]
+    return ["check", "--suite", str(suite), "--db", str(tmp_path / "r.db")], tmp_path / "b.json"
+
+
+def test_update_baseline_records_levels_and_check_uses_them(tmp_path):
+    args, base = _tiny_args(tmp_path)
     r = CliRunner().invoke(cli, args + ["--update-baseline", "--baseline", str(base)])
     assert r.exit_code == 0, r.output
     fig = next(f for f in json.loads(base.read_text())["hosts"][0]["figures"]
@@ -141,10 +146,7 @@ def test_a_fresh_process_with_too_few_rounds_is_tried_again(tmp_path, monkeypatc
             return None, res
         return real(*a, **kw)
     monkeypatch.setattr(remeasure, "record_level", flaky)
-    suite = tmp_path / "s.toml"
-    suite.write_text(TINY)
-    base = tmp_path / "b.json"
-    args = ["check", "--suite", str(suite), "--db", str(tmp_path / "r.db")]
+    args, base = _tiny_args(tmp_path)
     r = CliRunner().invoke(cli, args + ["--update-baseline", "--baseline", str(base)])
     assert r.exit_code == 0, r.output
     figs = json.loads(base.read_text())["hosts"][0]["figures"]

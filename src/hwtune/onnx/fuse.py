@@ -148,15 +148,20 @@ def fuse_gelu_tanh(ops: List[Dict[str, Any]], outputs: Sequence[str]) -> List[Di
         tail = _half_product(ops, ka, x, inner, reader, affine)
         if tail is None:
             continue
-        parts = chain + [ks, ku, kt] + tail[0]
-        if taken & set(parts + [tail[1]]):
-            continue
-        taken.update(parts + [tail[1]])
-        drop.update(parts)
-        last = ops[tail[1]]
-        last["op"], last["inputs"] = "gelu_tanh", [x]
-        last.pop("attrs", None)
+        _commit(ops, chain + [ks, ku, kt] + tail[0], tail[1], "gelu_tanh", x, taken, drop)
     return [op for k, op in enumerate(ops) if k not in drop]
+
+
+def _commit(ops, parts, last_k, op_type, x, taken, drop) -> None:
+    """One matched GELU chain becomes op_type(x) under the last op's name:
+    the ops of parts are dropped, unless a chain already taken shares one."""
+    if taken & set(parts + [last_k]):
+        return
+    taken.update(parts + [last_k])
+    drop.update(parts)
+    last = ops[last_k]
+    last["op"], last["inputs"] = op_type, [x]
+    last.pop("attrs", None)
 
 
 def fuse_gelu(ops: List[Dict[str, Any]], outputs: Sequence[str]) -> List[Dict[str, Any]]:
@@ -183,14 +188,7 @@ def fuse_gelu(ops: List[Dict[str, Any]], outputs: Sequence[str]) -> List[Dict[st
         tail = _half_product(ops, ka, x, inner, reader, affine)
         if tail is None:
             continue
-        parts = [ku, ke] + tail[0]
-        if taken & set(parts + [tail[1]]):
-            continue
-        taken.update(parts + [tail[1]])
-        drop.update(parts)
-        last = ops[tail[1]]
-        last["op"], last["inputs"] = "gelu", [x]
-        last.pop("attrs", None)
+        _commit(ops, [ku, ke] + tail[0], tail[1], "gelu", x, taken, drop)
     return [op for k, op in enumerate(ops) if k not in drop]
 
 
