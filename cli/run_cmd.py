@@ -182,16 +182,17 @@ def run(model, executors, threads, scheduler, pin, iterations, min_time, warmup,
     with db:
         host_key = db.upsert_host(machine.fingerprint())
         graph_hash = db.put_graph(graph.to_json())
+        said = set()  # a note said for one count of --threads 1,2 is not repeated
         for flags in all_flags:
             # The config (flags, else stored, else default) with each CONV's
             # knobs for the threads it runs at, on the graph built for them.
             prepared = prepare_run(db, host_key, graph, graph_hash, flags, cpus=cpus)
             resolved, cfg, run_graph, knobs = (prepared.resolved, prepared.config,
                                                prepared.graph, prepared.knobs)
-            if resolved.notice:
-                click.echo(f"note: {resolved.notice}", err=True)
-            for line in knobs.notes:
-                click.echo(f"note: {line}", err=True)
+            for line in ([resolved.notice] if resolved.notice else []) + knobs.notes:
+                if line not in said:
+                    said.add(line)
+                    click.echo(f"note: {line}", err=True)
             if cfg.op_precision and fmt != "json":
                 counts = {}
                 for p in cfg.op_precision.values():

@@ -278,5 +278,8 @@ def test_reps_markdown_and_a_list_of_thread_counts(model, tmp_path):
     doc = json.loads(res.stdout)
     runs = doc["runs"] if len(counts) > 1 else [doc]
     assert [r["config"]["threads"] for r in runs] == counts
+    # the "no tuned config" note is said once, not once per count
+    notes = [ln for ln in res.stderr.splitlines() if ln.startswith("note: no tuned")]
+    assert len(notes) == 1, res.stderr
     one_line_error(invoke(model, "--db", db, "--threads", "1,2", "--trace", tmp_path / "t.json"),
                    "--threads")

@@ -53,6 +53,17 @@ def store(db, host, graph):
     return got
 
 
+def knobbed(graph, threads, chosen_at=4):
+    """A tuned config at `threads` whose knobs the layout DP chose at
+    `chosen_at` threads (a count these tests never run at), so a run takes
+    the workload rows of its own count: stored workload knobs reach only a
+    run of a config that carries knobs (a config without any runs the
+    template defaults: tests/test_prepare_run.py)."""
+    _, p = legal(graph, "A", 4, 4)
+    return (EngineConfig(executors=1, threads=threads, scheduler="sequential",
+                         op_params={"A": dict(p, layout="NCHWc")}), chosen_at)
+
+
 def blocks(run_graph, name):
     op = next(o for o in run_graph.ops if o.name == name)
     return op.attrs.get("ic_bn"), op.attrs.get("oc_bn")
@@ -175,8 +186,8 @@ def test_the_rebuilt_graph_is_valid_and_computes_the_reference(db, host, threads
         pytest.skip("needs 2 CPUs")
     g = two_convs()
     tuned = store(db, host, g)
-    cfg = EngineConfig(executors=1, threads=threads, scheduler="sequential")
-    new, run_graph, k = conv_knobs.for_run(db, host, g, cfg, params_threads=None, isa=ISA)
+    cfg, at = knobbed(g, threads)
+    new, run_graph, k = conv_knobs.for_run(db, host, g, cfg, params_threads=at, isa=ISA)
     a = tuned["A", 1 if threads == 1 else 2]
     assert blocks(run_graph, "A") == (a["ic_bn"], a["oc_bn"])
     assert blocks(run_graph, "B") == (16, 8)
@@ -233,7 +244,12 @@ def test_run_uses_knobs_of_its_thread_count_and_says_so(tmp_path):
     model.write_text(json.dumps(g.to_json()))
     path = tmp_path / "results.db"
     with ResultsDB.open(str(path)) as d:
-        store(d, d.upsert_host(machine.fingerprint()), g)
+        host = d.upsert_host(machine.fingerprint())
+        store(d, host, g)
+        cfg, at = knobbed(g, 2, chosen_at=4)
+        d.put_engine_config(host, d.put_graph(g.to_json()), source="tuned",
+                            **EngineConfig(executors=1, threads=at, scheduler="sequential",
+                                           op_params=cfg.op_params).db_fields())
     for threads, a_src in ((1, "tuned@1t"), (2, "tuned@2t")):
         proc = hwtune("run", str(model), "--threads", str(threads), "--iterations", "1",
                       "--check", "--json", db=path)

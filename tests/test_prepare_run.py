@@ -46,20 +46,51 @@ def test_nothing_stored_runs_the_default_and_computes_the_reference():
         assert float(np.max(np.abs(got[name] - ref))) <= 1e-4 * scale
 
 
-def test_tuned_knobs_at_the_run_threads_rewrite_the_graph(db, host):
-    g = conv_relu()
-    gh = db.put_graph(g.to_json())
+def _tuned_row(db, host, g, threads, **knobs):
     wl = workloads.conv_workload(g, g.ops[0])
     p = {k: v[0] for k, v in wl.knobs(ISA).items()}
-    p.update(ic_bn=8, oc_bn=8)
-    db.put_tuned(host, tuner=workloads.CONV_TUNER, subject=wl.key, isa=ISA, threads=1,
+    p.update(knobs)
+    db.put_tuned(host, tuner=workloads.CONV_TUNER, subject=wl.key, isa=ISA, threads=threads,
                  search="grid", best_params=p, best_s=1e-4, trials=3)
+    return p
+
+
+def test_tuned_knobs_at_the_run_threads_rewrite_the_graph_of_a_config_with_knobs(db, host):
+    g = conv_relu()
+    gh = db.put_graph(g.to_json())
+    _tuned_row(db, host, g, 1, ic_bn=8, oc_bn=8)
+    # a tuned config whose knobs the layout DP chose at 2 threads, run at 1
+    at2 = _tuned_row(db, host, g, 2, ic_bn=16, oc_bn=16)
+    db.put_engine_config(host, gh, source="tuned",
+                         **EngineConfig(executors=1, threads=2, scheduler="sequential",
+                                        op_params={"A": dict(at2, layout="NCHWc")}
+                                        ).db_fields())
     run = prepare_run(db, host, g, gh, {"threads": 1, "executors": 1})
     assert run.knobs.sources == {"A": "tuned@1t"}
     assert run.config.op_params["A"]["ic_bn"] == 8
     # the graph that runs is the layout pass's rewrite, with transforms
     assert any(op.op == "layout_transform" for op in run.graph.ops)
     assert "conv knobs: tuned@1t for 1 op" in run.describe_source()
+    # at the config's own count, its own knobs
+    assert prepare_run(db, host, g, gh).knobs.sources == {"A": "config@2t"}
+
+
+def test_a_config_without_knobs_runs_the_template_defaults_whatever_is_stored(db, host):
+    # Workload knobs stored by a tuning whose final comparison kept the
+    # default never reach a run of the default (they were 2.5-41% slower
+    # inside whole models: engine/conv_knobs.py)
+    g = conv_relu()
+    gh = db.put_graph(g.to_json())
+    _tuned_row(db, host, g, 1, ic_bn=8, oc_bn=8)
+    run = prepare_run(db, host, g, gh, {"threads": 1, "executors": 1})
+    assert run.source == "default+flags"
+    assert run.knobs.sources == {"A": "default"} and not run.config.op_params
+    assert not any(op.op == "layout_transform" for op in run.graph.ops)
+    # a user config saved from flags has no knobs either
+    db.put_engine_config(host, gh, source="user",
+                         **EngineConfig(executors=1, threads=1, scheduler="sequential"
+                                        ).db_fields())
+    assert prepare_run(db, host, g, gh).knobs.sources == {"A": "default"}
 
 
 def test_the_config_row_is_stored_as_hwtune_run_stores_it(db, host):

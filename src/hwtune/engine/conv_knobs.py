@@ -3,7 +3,21 @@
 tune-graph stores the best knobs of each CONV workload per thread count
 (tuned_subjects: host, tuner "conv", workload key, ISA, threads), and the
 tuned engine config carries the knobs the layout DP chose at the config's
-own thread count. A run at T threads per executor takes, for each conv2d op:
+own thread count.
+
+A config without CONV knobs (the default, a user config saved from flags)
+runs every CONV with the template's default: stored workload knobs reach a
+model only through a config that carries knobs, one the final comparison of
+tune-graph kept against the default. Knobs that won per workload in
+isolation lost inside whole models (transforms between ops whose blocks
+differ, which only the layout DP prices): on a 2-vCPU Zen 4 (avx512), after
+`tune-graph --budget 300` kept the default of MobileNetV2, ResNeXt-50 and
+ConvNeXt-T, runs that applied the stored workload knobs to the default were
+2.5-41% slower than before the tuning (MobileNetV2 8.98 -> 10.87 ms at
+1 thread, 5.02 -> 7.10 ms at 2; bench_zoo.py --tune 300).
+
+A run at T threads per executor of a config with knobs takes, for each
+conv2d op:
 
 1. the config's own op_params when they were chosen at T (the layout DP
    picked them among the workload's best layouts with the transforms between
@@ -300,13 +314,16 @@ def _gemm_seconds(db, host_key: str, wl, isa: str, threads: int) -> Optional[flo
 def for_run(db, host_key: str, graph, cfg, *, params_threads: Optional[int],
             isa: Optional[str] = None) -> Tuple[object, object, ConvKnobs]:
     """(config, graph to run, knobs): cfg with each CONV's knobs for its
-    thread count (choose) and the model rewritten for them. Per-op tables
+    thread count (choose; none from db for a config without knobs) and the
+    model rewritten for them. Per-op tables
     (op_cost, op_candidates, ...) that name ops of another rewrite (layout
     transforms the chosen knobs no longer need) lose those entries.
     A graph that is already blocked runs as it is."""
     graph = ensure_validated(graph)
     if not _plain(graph):
         return cfg, effective_graph(graph, cfg), ConvKnobs(threads=cfg.threads)
+    if not cfg.op_params:
+        db = None  # no config knobs: the template's defaults (module docstring)
     knobs = choose(db, host_key, graph, cfg.op_params, threads=cfg.threads,
                    params_threads=params_threads, isa=isa)
     new = replace(cfg, op_params=knobs.op_params)
