@@ -147,6 +147,18 @@ CASES += [
     ("transpose", [(3, 1, 7)], {}, 1, EXACT),
     ("transpose", [(5, 17)], {"perm": [1, 0]}, 1, EXACT),
     ("transpose", [(2, 3, 4, 5)], {"perm": [3, 0, -2, 1]}, 1, EXACT),
+    # The tiled form (movement.c): a batch of matrix transposes once size-1
+    # axes drop and neighbouring axes merge. NCHW <-> NHWC with tile edges
+    # (17 x 35 = 595 pixels, 19 channels), size-1 axes inside, a batch of
+    # 3, plain 2-D, a rotation (two merged axes against one), and a perm
+    # that only looks alike (no two axes merge: it stays a row gather).
+    ("transpose", [(2, 19, 17, 35)], {"perm": [0, 2, 3, 1]}, 1, EXACT),
+    ("transpose", [(2, 17, 35, 19)], {"perm": [0, 3, 1, 2]}, 1, EXACT),
+    ("transpose", [(1, 33, 1, 40)], {"perm": [0, 3, 2, 1]}, 1, EXACT),
+    ("transpose", [(3, 1, 24, 9, 1)], {"perm": [1, 0, 4, 3, 2]}, 1, EXACT),
+    ("transpose", [(48, 16)], {"perm": [1, 0]}, 1, EXACT),
+    ("transpose", [(9, 40, 20)], {"perm": [2, 0, 1]}, 1, EXACT),
+    ("transpose", [(4, 20, 3, 24)], {"perm": [0, 3, 2, 1]}, 1, EXACT),
     # pad: every axis, only outer axes (whole rows of value), only the last,
     # a 1-D tensor, rows fewer than threads.
     ("pad", [(2, 3, 5, 7)], {"pads": [0, 1, 2, 1, 1, 0, 3, 2], "value": -1.5}, 1, EXACT),

@@ -67,6 +67,29 @@ void hwt_layout_run_part(int N, int C, long HW, int src_bn, int dst_bn, const fl
   }
 }
 
+/* Output rows per strip (a thread's unit) and input rows per tile: the
+ * tile's strided side, 32 x 32 floats (4 KiB), stays in L1 while the
+ * transposes read it. */
+#define TRANSPOSE_TILE 32
+
+void hwt_transpose_run_part(long batch, long rows, long cols, const float *x, float *y,
+                            int tid, int nth, hwt_isa isa) {
+  const hwt_conv_variant *v = hwt_conv_variant_for(isa);
+  const long strips = (cols + TRANSPOSE_TILE - 1) / TRANSPOSE_TILE, units = batch * strips;
+  const long lo = units * tid / nth, hi = units * (tid + 1) / nth;
+  for (long u = lo; u < hi; u++) {
+    const long b = u / strips, c0 = (u % strips) * TRANSPOSE_TILE;
+    const int bn = (int)(cols - c0 < TRANSPOSE_TILE ? cols - c0 : TRANSPOSE_TILE);
+    const float *xb = x + (size_t)b * rows * cols + c0;
+    float *yb = y + (size_t)b * rows * cols + (size_t)c0 * rows;
+    /* dst[i * rows + r] = src[r * cols + i]: positions are input rows. */
+    for (long r0 = 0; r0 < rows; r0 += TRANSPOSE_TILE) {
+      const int n = (int)(rows - r0 < TRANSPOSE_TILE ? rows - r0 : TRANSPOSE_TILE);
+      v->stage(xb + (size_t)r0 * cols, cols, n, bn, yb + r0, rows);
+    }
+  }
+}
+
 static int weights_check(int K, int C, int R, int S, int ic_bn, int oc_bn, const void *src,
                          const void *dst) {
   if (!src || !dst || K < 1 || C < 1 || R < 1 || S < 1 || ic_bn < 1 || oc_bn < 1) return 0;

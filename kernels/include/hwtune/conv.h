@@ -155,6 +155,12 @@ HWT_API int hwt_conv_transpose_ref(const hwt_conv_desc *d, const float *x, const
 HWT_API int hwt_layout_check(int N, int C, long HW, int src_bn, int dst_bn);
 HWT_API void hwt_layout_run_part(int N, int C, long HW, int src_bn, int dst_bn,
                                  const float *src, float *dst, int tid, int nth, hwt_isa isa);
+/* A batch of matrix transposes, y[b][c][r] = x[b][r][c] for matrices of
+ * rows x cols floats (NCHW <-> NHWC is one: (N, C, HW) <-> (N, HW, C)),
+ * through the same per-ISA transposes in square tiles; thread tid of nth
+ * writes its share of strips of output rows. */
+HWT_API void hwt_transpose_run_part(long batch, long rows, long cols, const float *x, float *y,
+                                    int tid, int nth, hwt_isa isa);
 /* OIHW [K][C][R][S] <-> OIHW[ic_bn]i[oc_bn]o; HWT_EINVAL if blocks don't divide. */
 HWT_API int hwt_layout_oihw_to_blocked(int K, int C, int R, int S, int ic_bn, int oc_bn,
                                        const float *src, float *dst);
