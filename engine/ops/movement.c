@@ -249,7 +249,10 @@ static void transpose_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
     }
     const float *x = ctx->in[0] + off;
     float *y = ctx->out[0] + row * len;
-    for (int64_t j = 0; j < len; j++) y[j] = x[j * st];
+    if (st == 1) /* the last axis stays: a contiguous row (attention's head split) */
+      memcpy(y, x, (size_t)len * sizeof(float));
+    else
+      for (int64_t j = 0; j < len; j++) y[j] = x[j * st];
   }
 }
 
