@@ -230,6 +230,61 @@ HV_AI void bblock(const hwt_dwconv_plan *p, const float *st, const float *wp,
     hv_store(orow + (long)(ow + i) * HV_W, activate(acc[i], relu, clamp, hi));
 }
 
+/* Depthwise (CG 1) at stride_w SW (1 or 2) and dil_w 1, the same block as
+ * bblock with each staged input vector loaded once per kernel row: pixel i
+ * reads column SW * i + s at tap s, so the NP x S products of a kernel row
+ * need only SW * (NP - 1) + S loads (the row's S weight vectors stay in
+ * registers) instead of NP * S. At AVX-512, 12 pixels of a 7x7 row:
+ * 18 + 7 loads per 84 FMAs instead of 84 + 7, so the FMAs, not the loads,
+ * bound the block. */
+HV_AI void bblock_slide(const hwt_dwconv_plan *p, const float *st, const float *wp,
+                        hv_f32 bv, float *orow, int ow, const int R, const int S, const int NP,
+                        const int SW, int relu) {
+  const long cols = hwt_dwconv_cols(p) * HV_W;
+  hv_f32 acc[12];
+  for (int i = 0; i < NP; i++) acc[i] = bv;
+  for (int r = 0; r < R; r++) {
+    const float *in = st + r * (long)p->d.dil_h * cols + (long)ow * SW * HV_W;
+    hv_f32 wv[7];
+    for (int s = 0; s < S; s++) wv[s] = hv_load(wp + (long)(r * S + s) * HV_W);
+    /* Unrolled whole, so acc[] and wv[] stay registers (GCC's own limits
+     * left the 7x7 rows rolled, with acc[] on the stack: 1.8x slower). */
+#pragma GCC unroll 32
+    for (int j = 0; j < SW * (NP - 1) + S; j++) {
+      const hv_f32 xv = hv_load(in + (long)j * HV_W);
+#pragma GCC unroll 8
+      for (int s = 0; s < S; s++) {
+        const int i = (j - s) / SW;
+        if (j >= s && (j - s) % SW == 0 && i < NP) acc[i] = hv_fmadd(xv, wv[s], acc[i]);
+      }
+    }
+  }
+  const hv_f32 hi = hv_set1(p->relu_max);
+  const int clamp = relu && p->relu_max < INFINITY;
+  for (int i = 0; i < NP; i++)
+    hv_store(orow + (long)(ow + i) * HV_W, activate(acc[i], relu, clamp, hi));
+}
+
+HV_AI void brow_slide(const hwt_dwconv_plan *p, const float *st, const float *wp, hv_f32 bv,
+                      float *orow, int relu, const int R, const int S, const int SW,
+                      const int NB) {
+  int ow = 0;
+  for (; ow + NB <= p->OW; ow += NB) bblock_slide(p, st, wp, bv, orow, ow, R, S, NB, SW, relu);
+  switch (p->OW - ow) {
+    case 0: break;
+    case 1: bblock_slide(p, st, wp, bv, orow, ow, R, S, 1, SW, relu); break;
+    case 2: bblock_slide(p, st, wp, bv, orow, ow, R, S, 2, SW, relu); break;
+    case 3: bblock_slide(p, st, wp, bv, orow, ow, R, S, 3, SW, relu); break;
+    case 4: bblock_slide(p, st, wp, bv, orow, ow, R, S, 4, SW, relu); break;
+    case 5: bblock_slide(p, st, wp, bv, orow, ow, R, S, 5, SW, relu); break;
+    case 6: bblock_slide(p, st, wp, bv, orow, ow, R, S, 6, SW, relu); break;
+    case 7: bblock_slide(p, st, wp, bv, orow, ow, R, S, 7, SW, relu); break;
+    default:
+      for (; ow + 4 <= p->OW; ow += 4) bblock_slide(p, st, wp, bv, orow, ow, R, S, 4, SW, relu);
+      for (; ow < p->OW; ow++) bblock_slide(p, st, wp, bv, orow, ow, R, S, 1, SW, relu);
+  }
+}
+
 /* Register block of pixels, depthwise: 8 accumulators, a weight and a load
  * fit AVX2's 16 registers; AVX-512's 32 take 12. Grouped: the CG weight
  * vectors stay in registers too, so 4 and 8. */
@@ -264,7 +319,19 @@ static void brow_any(const hwt_dwconv_plan *p, const float *st, const float *wp,
   const int R = p->d.R, S = p->d.S, k3 = R == 3 && S == 3;
   switch (p->cg) {
     case 1:
-      if (k3)
+      if (HV_W > 1 && p->d.dil_w == 1 && (p->d.stride_w == 1 || p->d.stride_w == 2) &&
+          R == S && (R == 3 || R == 5 || R == 7)) {
+        const int sw2 = p->d.stride_w == 2;
+        if (R == 3)
+          sw2 ? brow_slide(p, st, wp, bv, orow, relu, 3, 3, 2, NPB)
+              : brow_slide(p, st, wp, bv, orow, relu, 3, 3, 1, NPB);
+        else if (R == 5)
+          sw2 ? brow_slide(p, st, wp, bv, orow, relu, 5, 5, 2, NPB)
+              : brow_slide(p, st, wp, bv, orow, relu, 5, 5, 1, NPB);
+        else
+          sw2 ? brow_slide(p, st, wp, bv, orow, relu, 7, 7, 2, NPB)
+              : brow_slide(p, st, wp, bv, orow, relu, 7, 7, 1, NPB);
+      } else if (k3)
         brow(p, st, wp, idx, bv, orow, relu, 3, 3, 1, NPB);
       else if (R == 5 && S == 5)
         brow(p, st, wp, idx, bv, orow, relu, 5, 5, 1, NPB);
