@@ -141,6 +141,9 @@ def test_config_knobs_win_at_their_own_count_and_fill_in_elsewhere(db, host):
     # Chosen at 2 threads by the layout DP: at 2 they beat the workload's best.
     k = conv_knobs.choose(db, host, g, cfg_params, threads=2, params_threads=2, isa=ISA)
     assert k.sources["A"] == "config@2t" and k.op_params["A"]["ic_bn"] == 4
+    # B, which the config does not name, runs as the config was measured
+    # (default), not with its workload's 2-thread row beside A's choice.
+    assert k.sources["B"] == "default" and "B" not in k.op_params
     # At 1 thread the workload's 1-thread knobs come first.
     k = conv_knobs.choose(db, host, g, cfg_params, threads=1, params_threads=2, isa=ISA)
     assert k.sources["A"] == "tuned@1t" and k.op_params["A"]["ic_bn"] == 8

@@ -21,7 +21,9 @@ conv2d op:
 
 1. the config's own op_params when they were chosen at T (the layout DP
    picked them among the workload's best layouts with the transforms between
-   ops priced: better than each workload's best alone);
+   ops priced: better than each workload's best alone); a CONV such a
+   config does not name runs the template default, as the config was
+   measured;
 2. else the workload's tuned knobs at T;
 3. else the best point of a search at T that the budget cut ("partial@Tt":
    not stored as tuned, but its best so far was re-measured interleaved with
@@ -144,6 +146,10 @@ def choose(db, host_key: str, graph, op_params: Mapping[str, dict], *, threads: 
     # NCHW: its CONVs keep NCHW with tuned knobs (as tune-graph stores them).
     layout = "NCHW" if is_training_graph(graph) else "NCHWc"
     rows: Dict[str, Dict[int, dict]] = {}
+    # A config whose knobs were chosen at this count was measured (tune-graph's
+    # final comparison) with every CONV it does not name at the default:
+    # run so, not with workload knobs nobody measured beside its own.
+    own_count = bool(op_params) and params_threads == threads
     partial: Dict[Tuple[str, int], Optional[dict]] = {}
     stale: Dict[str, List[int]] = {}
     for op in graph.ops:
@@ -176,6 +182,8 @@ def choose(db, host_key: str, graph, op_params: Mapping[str, dict], *, threads: 
             cut = partial[wl.key, threads]
         if mine is not None and params_threads == threads:
             out.op_params[op.name], src = mine, f"config@{threads}t"
+        elif own_count and op.name not in op_params:
+            src = "default"  # the config, chosen at this count, left it default
         elif threads in tuned or (tuned and cut is None):
             t = threads if threads in tuned else nearest(sorted(tuned), threads)
             out.op_params[op.name] = dict(tuned[t]["best_params"], layout=keep)
@@ -249,6 +257,8 @@ def choose_grad(db, host_key: str, graph, *, threads: int, isa: str,
                 mine = None  # a config from another build of the knobs: ignored
         if mine is not None and params_threads == threads:
             params[op.name], sources[op.name] = dict(mine), f"config@{threads}t"
+        elif op_params and params_threads == threads and op.name not in op_params:
+            sources[op.name] = "default"  # as choose(): the config left it default
         elif tuned:
             t = threads if threads in tuned else nearest(sorted(tuned), threads)
             params[op.name] = dict(tuned[t]["best_params"])
