@@ -132,6 +132,10 @@ CASES += [
     ("batch_norm", [(3, 6)] + [(6,)] * 4, "bn_params", 1, ARITH),
     ("batch_norm", [(2, 2, 3, 3, 8)] + [(16,)] * 4, {"layout": "NCHWc"}, 1, ARITH),
     ("softmax", [(4, 37)], {}, 1, ARITH),
+    # attention (q, kt, v): 12 heads of ViT's 197 tokens (4 row blocks a
+    # head, the last one shorter) and 5 heads of 70, shared at nth 1, 2, 3.
+    ("attention", [(12, 197, 16), (12, 16, 197), (12, 197, 8)], {"scale": 0.25}, 1, GEMM),
+    ("attention", [(5, 70, 8), (5, 8, 70), (5, 70, 12)], {"scale": 0.5}, 1, GEMM),
     ("softmax", [(3, 5, 7)], {"axis": 1}, 1, ARITH),
     ("softmax", [(3, 5, 7)], {"axis": 0}, 1, ARITH),
     ("concat", [(2, 3, 4), (2, 5, 4), (2, 1, 4)], {"axis": 1}, 1, EXACT),
