@@ -6,7 +6,8 @@
  * tap. The output is computed in register blocks of 4 accumulators (1 row
  * x 4 vectors of columns, 2 x 2, or 4 rows x 1 vector for narrow rows)
  * over the R x S taps (one broadcast weight per 4 FMAs), the bias as the
- * starting value, with the epilogue (+ residual, ReLU) before one store;
+ * starting value, with the epilogue (+ residual, ReLU) before one store
+ * (SiLU / HardSwish after it, over the rows just written: conv_internal.h);
  * a row's last vector masks its store (the staged rows have a vector of
  * slack, so loads never need a mask). 3x3, 5x5 and 7x7 filters run with
  * the tap loops unrolled at compile time. */
@@ -171,6 +172,8 @@ static void rows(const hwt_dwconv_plan *p, const float *x, const float *w, float
       chunk_rows(p, ws, o0, o1, w, bias, res, y, 7, 7);
     else
       chunk_rows(p, ws, o0, o1, w, bias, res, y, d->R, d->S);
+    /* SiLU / HardSwish over the chunk's rows just written (conv_internal.h). */
+    hwt_conv_act_rows(HV_ISA, d->act, y + (long)o0 * p->OW, 0, 1, (long)(o1 - o0) * p->OW);
   }
 }
 
@@ -389,16 +392,26 @@ static void blocked_rows(const hwt_dwconv_plan *p, const float *x, const float *
     for (int oh = o0; oh < o1; oh++) {
       const float *sr = st + (long)(oh - o0) * d->stride_h * row;
       brow_any(p, sr, wp, idx, bv, orow, relu_now);
+      /* SiLU / HardSwish (conv_internal.h) on the row in L1: before it
+       * leaves, or after the residual added on the way out. */
+      if (!res) hwt_conv_act_rows(HV_ISA, d->act, orow, 0, 1, (long)p->OW * HV_W);
       if (p->bn) {
-        blocked_out(p, orow, y + (long)oh * p->OW * p->bn,
-                    res ? res + (long)oh * p->OW * p->bn : NULL, cbn);
+        float *yb = y + (long)oh * p->OW * p->bn;
+        blocked_out(p, orow, yb, res ? res + (long)oh * p->OW * p->bn : NULL, cbn);
+        if (res && cbn == p->bn)
+          hwt_conv_act_rows(HV_ISA, d->act, yb, 0, 1, (long)p->OW * p->bn);
+        else if (res)
+          hwt_conv_act_rows(HV_ISA, d->act, yb, p->bn, p->OW, cbn);
         continue;
       }
       float *yr = y + (long)oh * p->OW;
       for (int ow0 = 0; ow0 < p->OW; ow0 += 16)
         cv->stage(orow + (long)ow0 * HV_W, HV_W, p->OW - ow0 < 16 ? p->OW - ow0 : 16, cbn,
                   yr + ow0, ohw);
-      if (res) residual_rows(p, yr, res + (long)oh * p->OW, ohw, cbn);
+      if (res) {
+        residual_rows(p, yr, res + (long)oh * p->OW, ohw, cbn);
+        hwt_conv_act_rows(HV_ISA, d->act, yr, ohw, cbn, p->OW);
+      }
     }
   }
 }
