@@ -334,3 +334,29 @@ def test_torch_peer_graph_applies_the_activation():
         tg.run()
         want = run_reference(fused)["y"]
         np.testing.assert_allclose(tg.outputs()["y"], want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("act", ACTS)
+def test_int8_rewrite_keeps_the_activation_as_its_own_op(act):
+    """qconv2d's epilogue has no SiLU / HardSwish: an int8 conv with act is
+    followed by the op (after its residual add)."""
+    from hwtune.graph.passes.op_precision import apply_precision
+    from hwtune.precision import calibrate as cal
+    fused = fuse_conv(_mobile_block(act))
+    names = ["c1", "c2"]  # act, and residual without act
+    xs = {op.name: op.inputs[0] for op in fused.ops}
+    ref = cal.run_samples(fused, cal.seeded_samples(fused, 2), 1, extra={xs[n] for n in names})
+    acts = cal.activation_params(ref, {xs[n] for n in names})
+    q = apply_precision(fused, {n: {"precision": "int8", "a_scale": acts[xs[n]][0],
+                                    "a_zero": acts[xs[n]][1]} for n in names})
+    kinds = {op.name: op for op in q.ops}
+    assert kinds["c1"].op == "qconv2d" and kinds[f"c1@{act}"].op == act
+    assert kinds[f"c1@{act}"].outputs == ["a1"]
+    assert kinds["c2@res"].op == "add" and f"c2@{act}" not in kinds
+    want = run_reference(fused)["y"]
+    got = run_reference(q)["y"]
+    err = np.abs(got - want).max() / np.abs(want).max()
+    assert 1e-5 < err < 5e-2, err
+    sample = cal.seeded_samples(q, 1)
+    np.testing.assert_allclose(cal.run_samples(q, sample, 2)[0]["y"],
+                               run_reference(q, inputs=sample[0])["y"], rtol=1e-4, atol=1e-4)
