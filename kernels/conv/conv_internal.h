@@ -60,6 +60,12 @@ typedef struct {
   /* Both phases of a stride-2 row in one pass: even[pos] = src[2 * pos],
    * odd[pos] = src[2 * pos + 1] for pos < n. */
   void (*deint2)(const float *src, int n, float *even, float *odd);
+  /* The NCHW GEMM path's epilogue on n floats of one output channel, in
+   * place: y + bias (+ res[i] when res), then the ReLU (clamped to
+   * relu_max when > 0) when relu, or the activation act (hwtune/conv.h),
+   * in one pass (conv.c's gemm_units). */
+  void (*epilogue)(float *y, const float *res, long n, float bias, int relu, float relu_max,
+                   int act);
 } hwt_conv_variant;
 
 extern const hwt_conv_variant hwt_conv_variant_generic;

@@ -208,13 +208,13 @@ class Conv2dPlan:
     """
 
     def __init__(self, x_shape, w, bias=None, *, stride=1, pad=0, relu=False, layout="NCHW",
-                 params=None, isa=None, nth=1, dilation=1, pad_end=None):
+                 params=None, isa=None, nth=1, dilation=1, pad_end=None, act=None):
         if layout not in LAYOUTS:
             raise UsageError(f"unknown layout {layout!r}: choose one of {', '.join(LAYOUTS)}")
         if int(nth) < 1:
             raise UsageError(f"nth must be >= 1, got {nth}")
         w = _f32(w, "weights")
-        self._d = _desc(x_shape, w.shape, stride, pad, relu, dilation, pad_end)
+        self._d = _desc(x_shape, w.shape, stride, pad, relu, dilation, pad_end, act=act)
         isa_i = resolve_isa(isa)
         p = _params(params, self._d, isa_i)
         self.layout, self.nth = layout, int(nth)
