@@ -79,7 +79,7 @@ HV_AI hv_f32 epilogue(const hwt_dwconv_plan *p, hv_f32 acc, const float *res, hv
                       int full) {
   if (res) acc = hv_add(acc, full ? hv_load(res) : hv_load_mask(res, m));
   return activate(acc, p->d.relu, p->d.relu && p->relu_max < INFINITY, hv_set1(p->relu_max),
-                  p->d.act);
+                  0);
 }
 
 /* A register block of NR output rows x NV vectors of columns starting at
@@ -105,17 +105,22 @@ HV_AI void block(const hwt_dwconv_plan *p, const float *st, long ostep, const lo
         for (int v = 0; v < NV; v++) acc[i][v] = hv_fmadd(hv_load(q + v * HV_W), wv, acc[i][v]);
       }
     }
+  hv_f32 out[4]; /* NR x NV <= 4: the activation's 4 chains side by side */
   for (int i = 0; i < NR; i++)
     for (int v = 0; v < NV; v++) {
-      const long left = n - (long)v * HV_W;
-      const int full = left >= HV_W;
-      const hv_mask m = hv_first(left);
-      const long at = i * OW + (long)v * HV_W;
-      const hv_f32 out = epilogue(p, acc[i][v], res ? res + at : NULL, m, full);
-      if (full)
-        hv_store(y + at, out);
+      const long left = n - (long)v * HV_W, at = i * OW + (long)v * HV_W;
+      out[i * NV + v] = epilogue(p, acc[i][v], res ? res + at : NULL, hv_first(left),
+                                 left >= HV_W);
+    }
+  for (int q = NR * NV; q < 4; q++) out[q] = hv_zero();
+  if (p->d.act) hwt_conv_act_vec4(out, p->d.act);
+  for (int i = 0; i < NR; i++)
+    for (int v = 0; v < NV; v++) {
+      const long left = n - (long)v * HV_W, at = i * OW + (long)v * HV_W;
+      if (left >= HV_W)
+        hv_store(y + at, out[i * NV + v]);
       else
-        hv_store_mask(y + at, m, out);
+        hv_store_mask(y + at, hv_first(left), out[i * NV + v]);
     }
 }
 
@@ -208,7 +213,7 @@ HV_AI void bblock(const hwt_dwconv_plan *p, const float *st, const float *wp,
                   const hv_idx *idx, hv_f32 bv, float *orow, int ow, const int R, const int S,
                   const int CG, const int NP, int now) {
   const long cols = hwt_dwconv_cols(p) * HV_W, sw = (long)p->d.stride_w * HV_W;
-  hv_f32 acc[12];
+  hv_f32 acc[12]; /* NP <= 12, the activation's 4-vector groups included */
   for (int i = 0; i < NP; i++) acc[i] = bv;
   for (int r = 0; r < R; r++) {
     const float *in = st + r * (long)p->d.dil_h * cols + (long)ow * sw;
@@ -232,8 +237,12 @@ HV_AI void bblock(const hwt_dwconv_plan *p, const float *st, const float *wp,
   const hv_f32 hi = hv_set1(p->relu_max);
   const int relu = now && p->d.relu, clamp = relu && p->relu_max < INFINITY;
   const int act = now ? p->d.act : 0;
-  for (int i = 0; i < NP; i++)
-    hv_store(orow + (long)(ow + i) * HV_W, activate(acc[i], relu, clamp, hi, act));
+  for (int i = 0; i < NP; i++) acc[i] = activate(acc[i], relu, clamp, hi, 0);
+  if (act) {
+    for (int i = NP; i < (NP + 3) / 4 * 4; i++) acc[i] = hv_zero();
+    for (int i = 0; i < NP; i += 4) hwt_conv_act_vec4(acc + i, act);
+  }
+  for (int i = 0; i < NP; i++) hv_store(orow + (long)(ow + i) * HV_W, acc[i]);
 }
 
 /* Register block of pixels, depthwise: 8 accumulators, a weight and a load
