@@ -6,11 +6,12 @@
  * (kernels/eltwise/body.c): the very code the separate silu / hard_swish
  * op runs, so a fused conv gives the floats of the conv followed by the
  * op, and SiLU keeps that kernel's interleaved exp chains (one vector at a
- * time ran at about half their rate: body.c). The kernels call it per
- * register-block row or output row while the span is in L1, instead of a
- * separate pass over the whole tensor from L2/L3; Winograd's tile
- * epilogue applies it in registers instead (act_vec.h), its outputs being
- * scattered over four rows. */
+ * time ran at about half their rate: body.c). The template calls it on
+ * each register block's rows, the direct kernel on each output row, bf16
+ * on each run of pixels, and every kernel after a residual it adds on the
+ * way out: while the span is in L1, instead of a separate pass over the
+ * whole tensor. The depthwise kernel, Winograd's tile epilogue and the
+ * 1x1 GEMM path's epilogue apply it in registers instead (act_vec.h). */
 #include "conv_internal.h"
 #include "../eltwise/eltwise_impl.h"
 #include "../eltwise/ops.h"

@@ -1,7 +1,8 @@
-/* hwt_conv_activation on one vector in registers, for the per-ISA conv
- * bodies whose epilogue writes scattered outputs (Winograd's 2x2 tiles):
- * the element-wise kernel's own vector bodies (kernels/eltwise/ops.h), so
- * the result is the separate op's. Include after kernels/common/vec.h. */
+/* hwt_conv_activation in registers, for the per-ISA conv bodies that
+ * apply it in their epilogue (depthwise blocks, Winograd's 2x2 tiles, the
+ * 1x1 GEMM path's pass): the element-wise kernel's own vector bodies
+ * (kernels/eltwise/ops.h), so the result is the separate op's. Include
+ * after kernels/common/vec.h. */
 #ifndef HWTUNE_CONV_ACT_VEC_H
 #define HWTUNE_CONV_ACT_VEC_H
 #include "../eltwise/ops.h"

@@ -21,10 +21,15 @@ intermediate):
   conv2d with relu=true and relu_max=max (MobileNetV2: all 35 clips, 17
   of them after dense 1x1 convs).
 - activation epilogue: conv2d [-> add] -> silu / hard_swish becomes conv2d
-  with act="silu" / "hard_swish", applied by the kernel to each block of
-  output it has just written (EfficientNet-B0: the 49 silu ops after its
-  stem, expand and depthwise convs; MobileNetV3's hard_swish ops after
-  convs). Every conv path applies it (graph/ops/conv.py's act).
+  with act="silu" / "hard_swish", applied by the kernel in its epilogue
+  (EfficientNet-B0: all 49 silu ops, after its stem, expand, depthwise and
+  squeeze-excitation convs; MobileNetV3-Large: 20 of its 21 hard_swish
+  ops, the other follows a matmul). Every conv path applies it
+  (graph/ops/conv.py's act). SiLU costs its arithmetic fused or not
+  (EfficientNet-B0, 1 thread, op_breakdown.py: the fused convs 12.20 ms
+  against 10.13 ms of convs + 2.09 ms of silu, Zen 4 under load);
+  HardSwish's pass was the cost (MobileNetV3-Large: 0.15 ms of hard_swish
+  ops gone, total 7.05 -> 6.85 ms with the GEMM epilogue's vector pass).
 
 ResNet-18: 20 batch_norm, 17 relu and 8 add ops (each a pass over an
 activation) disappear into their CONVs. Op names are kept for the CONVs (tuned
