@@ -196,6 +196,7 @@ static const layout_row LAYOUT[] = {
     FIELD(hwt_conv_desc, pad_h_end),
     FIELD(hwt_conv_desc, pad_w_end),
     FIELD(hwt_conv_desc, relu_max),
+    FIELD(hwt_conv_desc, act),
 
     SIZE(hwt_conv_params),
     FIELD(hwt_conv_params, ic_bn),
@@ -328,6 +329,10 @@ static const name_row NAMES[] = {
     {"hwt_conv_layout", HWT_CONV_NCHWC, "NCHWc"},
     {"hwt_conv_layout", HWT_CONV_NCHW_DIRECT, "NCHW-direct"},
     {"hwt_conv_layout", HWT_CONV_NCHW_GEMM, "NCHW-gemm"},
+
+    {"hwt_conv_activation", HWT_CONV_ACT_NONE, "none"},
+    {"hwt_conv_activation", HWT_CONV_ACT_SILU, "silu"},
+    {"hwt_conv_activation", HWT_CONV_ACT_HARD_SWISH, "hard_swish"},
 
     {"hwt_dyn_input", HWT_DYN_INPUT_NONE, "none"},
     {"hwt_dyn_input", HWT_DYN_INPUT_TOKENS, "tokens"},

@@ -163,6 +163,14 @@ static int conv_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   d.dil_h = dil[0];
   d.dil_w = dil[1];
   d.relu = attr_int(g, op, "relu") > 0;
+  /* SiLU / HardSwish after bias and residual (graph/ops/conv.py's act). */
+  if (hwt_graph_op_attr_kind(g, op, "act") != HWT_ATTR_NONE) {
+    d.act = hwt_ops_str_is(ctx, "act", "silu", 0)         ? HWT_CONV_ACT_SILU
+            : hwt_ops_str_is(ctx, "act", "hard_swish", 0) ? HWT_CONV_ACT_HARD_SWISH
+                                                          : -1;
+    if (d.act < 0 || d.relu)
+      return hwt_ops_fail(err, errlen, ctx, "act must be silu or hard_swish, without relu");
+  }
   const int group = attr_int(g, op, "group") > 1 ? attr_int(g, op, "group") : 1;
   const int bf16 = hwt_ops_str_is(ctx, "precision", "bf16", 0);
   if (!bf16 && !hwt_ops_str_is(ctx, "precision", "fp32", 1))

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "../common/share.h"
+#include "../conv/conv_internal.h"
 #include "bgemm_internal.h"
 #include "hwtune/bconv.h"
 
@@ -158,6 +159,7 @@ static void epilogue(const hwt_bconv_plan *p, const float *acc, int k0, int mb, 
         if (hi > 0.0f) v = v > hi ? hi : v;
         o[j] = v;
       }
+      hwt_conv_act_rows((hwt_isa)p->g.isa, d->act, o + j0, 0, 1, j1 - j0);
     }
     j0 = j1;
   }
@@ -230,7 +232,7 @@ int hwt_bconv_ref(const hwt_conv_desc *d, const float *x, const float *w, const 
       if (residual) v += residual[at];
       if (d->relu) v = v < 0.0f ? 0.0f : v;
       if (hi > 0.0f) v = v > hi ? hi : v;
-      y[at] = v;
+      y[at] = hwt_conv_act_ref(v, d->act);
     }
   free(row), free(col), free(bt), free(c);
   return st;

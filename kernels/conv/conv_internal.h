@@ -60,6 +60,12 @@ typedef struct {
   /* Both phases of a stride-2 row in one pass: even[pos] = src[2 * pos],
    * odd[pos] = src[2 * pos + 1] for pos < n. */
   void (*deint2)(const float *src, int n, float *even, float *odd);
+  /* The NCHW GEMM path's epilogue on n floats of one output channel, in
+   * place: y + bias (+ res[i] when res), then the ReLU (clamped to
+   * relu_max when > 0) when relu, or the activation act (hwtune/conv.h),
+   * in one pass (conv.c's gemm_units). */
+  void (*epilogue)(float *y, const float *res, long n, float bias, int relu, float relu_max,
+                   int act);
 } hwt_conv_variant;
 
 extern const hwt_conv_variant hwt_conv_variant_generic;
@@ -77,7 +83,8 @@ const hwt_conv_variant *hwt_conv_variant_for(hwt_isa isa);
  *             stored where v[xi] is NULL: no output of the tile needs it);
  *   out_tile: m element xi of lane l at m[xi][moff + l] -> the 2x2 outputs
  *             (+ bias[l], + res[q][l] when res is not NULL, then ReLU if
- *             relu, clamped to relu_max when > 0) of lane l at dst[q][l],
+ *             relu, clamped to relu_max when > 0, then the activation act:
+ *             hwtune/conv.h's hwt_conv_activation) of lane l at dst[q][l],
  *             q = 2*row + column; a NULL
  *             dst[q] (outside the output) is skipped, and the elements only
  *             skipped outputs need may point at zeros. */
@@ -85,11 +92,11 @@ typedef struct {
   int vec;
   void (*in_tile)(const float *src, long rs, long cs, int lanes, float *const *v, long off);
   void (*out_tile)(const float *const *m, long moff, int lanes, const float *bias, int relu,
-                   float relu_max, float *const dst[4], const float *const *res);
+                   float relu_max, int act, float *const dst[4], const float *const *res);
   /* The same for stride 2: a 5x5 patch, 25 elements (xi = hwt_wino_s2_slot). */
   void (*in_tile_s2)(const float *src, long rs, long cs, int lanes, float *const *v, long off);
   void (*out_tile_s2)(const float *const *m, long moff, int lanes, const float *bias, int relu,
-                      float relu_max, float *const dst[4], const float *const *res);
+                      float relu_max, int act, float *const dst[4], const float *const *res);
 } hwt_wino_variant;
 
 /* Stride 2: the V/M slot of transform element (i, j) of the 5x5 patch.
@@ -147,6 +154,13 @@ static inline void hwt_conv_residual_rows(float *y, const float *res, long strid
     for (int i = 0; i < n; i++) yr[i] = hwt_conv_act(yr[i] + rr[i], relu, relu_max);
   }
 }
+
+/* The activation d.act (act.c) over `rows` spans of n floats, stride floats
+ * apart, in place: the element-wise kernel of isa (the separate op's own
+ * code), called on spans a kernel has just written. act 0: nothing. */
+void hwt_conv_act_rows(hwt_isa isa, int act, float *y, long stride, int rows, long n);
+/* The scalar reference of d.act on one float (the element-wise references). */
+float hwt_conv_act_ref(float v, int act);
 
 /* Split `n` pixels into ceil(n / cap) nearly equal pieces; returns the size
  * of piece `i` of `pieces`. Equal pieces keep every piece near the cap. */

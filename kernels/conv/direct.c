@@ -90,6 +90,7 @@ void hwt_conv_direct_units(const hwt_conv_plan *p, const float *x, const float *
         for (int ow = 0; ow < OW; ow++) yrow[ow] = hwt_conv_act(acc[g][ow], 1, d->relu_max);
       else
         memcpy(yrow, acc[g], (size_t)OW * sizeof(float));
+      hwt_conv_act_rows(p->isa, d->act, yrow, 0, 1, OW);
     }
   }
 }

@@ -6,7 +6,8 @@
  * tap. The output is computed in register blocks of 4 accumulators (1 row
  * x 4 vectors of columns, 2 x 2, or 4 rows x 1 vector for narrow rows)
  * over the R x S taps (one broadcast weight per 4 FMAs), the bias as the
- * starting value, with the epilogue (+ residual, ReLU) before one store;
+ * starting value, with the epilogue (+ residual, ReLU or SiLU / HardSwish:
+ * act_vec.h) in registers before one store;
  * a row's last vector masks its store (the staged rows have a vector of
  * slack, so loads never need a mask). 3x3, 5x5 and 7x7 filters run with
  * the tap loops unrolled at compile time. */
@@ -15,6 +16,7 @@
 #include <string.h>
 #include "../common/vec.h"
 #include "conv_internal.h"
+#include "act_vec.h"
 #include "dw_impl.h"
 
 /* One staged row (p->phases x p->wq floats) of input row xr, NULL: a row
@@ -66,16 +68,18 @@ static void stage_row(const hwt_dwconv_plan *p, const float *xr, float *dst) {
 
 /* ReLU, then the clamp at hi (ReLU6) when hi is finite: max(0, acc) and
  * min(hi, acc) keep a NaN, as the numpy reference does (np.maximum, and
- * clip's select). */
-HV_AI hv_f32 activate(hv_f32 acc, int relu, int clamp, hv_f32 hi) {
+ * clip's select); or SiLU / HardSwish (act, act_vec.h). */
+HV_AI hv_f32 activate(hv_f32 acc, int relu, int clamp, hv_f32 hi, int act) {
   if (relu) acc = hv_max(hv_zero(), acc);
-  return clamp ? hv_min(hi, acc) : acc;
+  if (clamp) acc = hv_min(hi, acc);
+  return act ? hwt_conv_act_vec(acc, act) : acc;
 }
 
 HV_AI hv_f32 epilogue(const hwt_dwconv_plan *p, hv_f32 acc, const float *res, hv_mask m,
                       int full) {
   if (res) acc = hv_add(acc, full ? hv_load(res) : hv_load_mask(res, m));
-  return activate(acc, p->d.relu, p->d.relu && p->relu_max < INFINITY, hv_set1(p->relu_max));
+  return activate(acc, p->d.relu, p->d.relu && p->relu_max < INFINITY, hv_set1(p->relu_max),
+                  0);
 }
 
 /* A register block of NR output rows x NV vectors of columns starting at
@@ -101,17 +105,22 @@ HV_AI void block(const hwt_dwconv_plan *p, const float *st, long ostep, const lo
         for (int v = 0; v < NV; v++) acc[i][v] = hv_fmadd(hv_load(q + v * HV_W), wv, acc[i][v]);
       }
     }
+  hv_f32 out[4]; /* NR x NV <= 4: the activation's 4 chains side by side */
   for (int i = 0; i < NR; i++)
     for (int v = 0; v < NV; v++) {
-      const long left = n - (long)v * HV_W;
-      const int full = left >= HV_W;
-      const hv_mask m = hv_first(left);
-      const long at = i * OW + (long)v * HV_W;
-      const hv_f32 out = epilogue(p, acc[i][v], res ? res + at : NULL, m, full);
-      if (full)
-        hv_store(y + at, out);
+      const long left = n - (long)v * HV_W, at = i * OW + (long)v * HV_W;
+      out[i * NV + v] = epilogue(p, acc[i][v], res ? res + at : NULL, hv_first(left),
+                                 left >= HV_W);
+    }
+  for (int q = NR * NV; q < 4; q++) out[q] = hv_zero();
+  if (p->d.act) hwt_conv_act_vec4(out, p->d.act);
+  for (int i = 0; i < NR; i++)
+    for (int v = 0; v < NV; v++) {
+      const long left = n - (long)v * HV_W, at = i * OW + (long)v * HV_W;
+      if (left >= HV_W)
+        hv_store(y + at, out[i * NV + v]);
       else
-        hv_store_mask(y + at, m, out);
+        hv_store_mask(y + at, hv_first(left), out[i * NV + v]);
     }
 }
 
@@ -202,9 +211,9 @@ HV_AI hv_idx idx_load(const int32_t *p) { return _mm256_loadu_si256((const __m25
  * weight vector per (tap, input of the group). */
 HV_AI void bblock(const hwt_dwconv_plan *p, const float *st, const float *wp,
                   const hv_idx *idx, hv_f32 bv, float *orow, int ow, const int R, const int S,
-                  const int CG, const int NP, int relu) {
+                  const int CG, const int NP, int now) {
   const long cols = hwt_dwconv_cols(p) * HV_W, sw = (long)p->d.stride_w * HV_W;
-  hv_f32 acc[12];
+  hv_f32 acc[12]; /* NP <= 12, the activation's 4-vector groups included */
   for (int i = 0; i < NP; i++) acc[i] = bv;
   for (int r = 0; r < R; r++) {
     const float *in = st + r * (long)p->d.dil_h * cols + (long)ow * sw;
@@ -224,10 +233,16 @@ HV_AI void bblock(const hwt_dwconv_plan *p, const float *st, const float *wp,
       }
     }
   }
+  /* The epilogue in registers unless a residual comes on the way out. */
   const hv_f32 hi = hv_set1(p->relu_max);
-  const int clamp = relu && p->relu_max < INFINITY;
-  for (int i = 0; i < NP; i++)
-    hv_store(orow + (long)(ow + i) * HV_W, activate(acc[i], relu, clamp, hi));
+  const int relu = now && p->d.relu, clamp = relu && p->relu_max < INFINITY;
+  const int act = now ? p->d.act : 0;
+  for (int i = 0; i < NP; i++) acc[i] = activate(acc[i], relu, clamp, hi, 0);
+  if (act) {
+    for (int i = NP; i < (NP + 3) / 4 * 4; i++) acc[i] = hv_zero();
+    for (int i = 0; i < NP; i += 4) hwt_conv_act_vec4(acc + i, act);
+  }
+  for (int i = 0; i < NP; i++) hv_store(orow + (long)(ow + i) * HV_W, acc[i]);
 }
 
 /* Depthwise (CG 1) at stride_w SW (1 or 2) and dil_w 1, the same block as
@@ -239,7 +254,7 @@ HV_AI void bblock(const hwt_dwconv_plan *p, const float *st, const float *wp,
  * bound the block. */
 HV_AI void bblock_slide(const hwt_dwconv_plan *p, const float *st, const float *wp,
                         hv_f32 bv, float *orow, int ow, const int R, const int S, const int NP,
-                        const int SW, int relu) {
+                        const int SW, int now) {
   const long cols = hwt_dwconv_cols(p) * HV_W;
   hv_f32 acc[12];
   for (int i = 0; i < NP; i++) acc[i] = bv;
@@ -259,29 +274,35 @@ HV_AI void bblock_slide(const hwt_dwconv_plan *p, const float *st, const float *
       }
     }
   }
+  /* bblock's epilogue: in registers unless a residual comes on the way out */
   const hv_f32 hi = hv_set1(p->relu_max);
-  const int clamp = relu && p->relu_max < INFINITY;
-  for (int i = 0; i < NP; i++)
-    hv_store(orow + (long)(ow + i) * HV_W, activate(acc[i], relu, clamp, hi));
+  const int relu = now && p->d.relu, clamp = relu && p->relu_max < INFINITY;
+  const int act = now ? p->d.act : 0;
+  for (int i = 0; i < NP; i++) acc[i] = activate(acc[i], relu, clamp, hi, 0);
+  if (act) {
+    for (int i = NP; i < (NP + 3) / 4 * 4; i++) acc[i] = hv_zero();
+    for (int i = 0; i < NP; i += 4) hwt_conv_act_vec4(acc + i, act);
+  }
+  for (int i = 0; i < NP; i++) hv_store(orow + (long)(ow + i) * HV_W, acc[i]);
 }
 
 HV_AI void brow_slide(const hwt_dwconv_plan *p, const float *st, const float *wp, hv_f32 bv,
-                      float *orow, int relu, const int R, const int S, const int SW,
+                      float *orow, int now, const int R, const int S, const int SW,
                       const int NB) {
   int ow = 0;
-  for (; ow + NB <= p->OW; ow += NB) bblock_slide(p, st, wp, bv, orow, ow, R, S, NB, SW, relu);
+  for (; ow + NB <= p->OW; ow += NB) bblock_slide(p, st, wp, bv, orow, ow, R, S, NB, SW, now);
   switch (p->OW - ow) {
     case 0: break;
-    case 1: bblock_slide(p, st, wp, bv, orow, ow, R, S, 1, SW, relu); break;
-    case 2: bblock_slide(p, st, wp, bv, orow, ow, R, S, 2, SW, relu); break;
-    case 3: bblock_slide(p, st, wp, bv, orow, ow, R, S, 3, SW, relu); break;
-    case 4: bblock_slide(p, st, wp, bv, orow, ow, R, S, 4, SW, relu); break;
-    case 5: bblock_slide(p, st, wp, bv, orow, ow, R, S, 5, SW, relu); break;
-    case 6: bblock_slide(p, st, wp, bv, orow, ow, R, S, 6, SW, relu); break;
-    case 7: bblock_slide(p, st, wp, bv, orow, ow, R, S, 7, SW, relu); break;
+    case 1: bblock_slide(p, st, wp, bv, orow, ow, R, S, 1, SW, now); break;
+    case 2: bblock_slide(p, st, wp, bv, orow, ow, R, S, 2, SW, now); break;
+    case 3: bblock_slide(p, st, wp, bv, orow, ow, R, S, 3, SW, now); break;
+    case 4: bblock_slide(p, st, wp, bv, orow, ow, R, S, 4, SW, now); break;
+    case 5: bblock_slide(p, st, wp, bv, orow, ow, R, S, 5, SW, now); break;
+    case 6: bblock_slide(p, st, wp, bv, orow, ow, R, S, 6, SW, now); break;
+    case 7: bblock_slide(p, st, wp, bv, orow, ow, R, S, 7, SW, now); break;
     default:
-      for (; ow + 4 <= p->OW; ow += 4) bblock_slide(p, st, wp, bv, orow, ow, R, S, 4, SW, relu);
-      for (; ow < p->OW; ow++) bblock_slide(p, st, wp, bv, orow, ow, R, S, 1, SW, relu);
+      for (; ow + 4 <= p->OW; ow += 4) bblock_slide(p, st, wp, bv, orow, ow, R, S, 4, SW, now);
+      for (; ow < p->OW; ow++) bblock_slide(p, st, wp, bv, orow, ow, R, S, 1, SW, now);
   }
 }
 
@@ -292,30 +313,30 @@ HV_AI void brow_slide(const hwt_dwconv_plan *p, const float *st, const float *wp
 #define NPB_G HV_BY_ISA(1, 4, 8)
 
 HV_AI void brow(const hwt_dwconv_plan *p, const float *st, const float *wp, const hv_idx *idx,
-                hv_f32 bv, float *orow, int relu, const int R, const int S, const int CG,
+                hv_f32 bv, float *orow, int now, const int R, const int S, const int CG,
                 const int NB) {
   int ow = 0;
-  for (; ow + NB <= p->OW; ow += NB) bblock(p, st, wp, idx, bv, orow, ow, R, S, CG, NB, relu);
+  for (; ow + NB <= p->OW; ow += NB) bblock(p, st, wp, idx, bv, orow, ow, R, S, CG, NB, now);
   /* The rest in one block: single pixels chain their R x S FMAs (7x7
    * rows at AVX-512 left 3 of them per row). */
   switch (p->OW - ow) {
     case 0: break;
-    case 1: bblock(p, st, wp, idx, bv, orow, ow, R, S, CG, 1, relu); break;
-    case 2: bblock(p, st, wp, idx, bv, orow, ow, R, S, CG, 2, relu); break;
-    case 3: bblock(p, st, wp, idx, bv, orow, ow, R, S, CG, 3, relu); break;
-    case 4: bblock(p, st, wp, idx, bv, orow, ow, R, S, CG, 4, relu); break;
-    case 5: bblock(p, st, wp, idx, bv, orow, ow, R, S, CG, 5, relu); break;
-    case 6: bblock(p, st, wp, idx, bv, orow, ow, R, S, CG, 6, relu); break;
-    case 7: bblock(p, st, wp, idx, bv, orow, ow, R, S, CG, 7, relu); break;
+    case 1: bblock(p, st, wp, idx, bv, orow, ow, R, S, CG, 1, now); break;
+    case 2: bblock(p, st, wp, idx, bv, orow, ow, R, S, CG, 2, now); break;
+    case 3: bblock(p, st, wp, idx, bv, orow, ow, R, S, CG, 3, now); break;
+    case 4: bblock(p, st, wp, idx, bv, orow, ow, R, S, CG, 4, now); break;
+    case 5: bblock(p, st, wp, idx, bv, orow, ow, R, S, CG, 5, now); break;
+    case 6: bblock(p, st, wp, idx, bv, orow, ow, R, S, CG, 6, now); break;
+    case 7: bblock(p, st, wp, idx, bv, orow, ow, R, S, CG, 7, now); break;
     default:
-      for (; ow + 4 <= p->OW; ow += 4) bblock(p, st, wp, idx, bv, orow, ow, R, S, CG, 4, relu);
-      for (; ow < p->OW; ow++) bblock(p, st, wp, idx, bv, orow, ow, R, S, CG, 1, relu);
+      for (; ow + 4 <= p->OW; ow += 4) bblock(p, st, wp, idx, bv, orow, ow, R, S, CG, 4, now);
+      for (; ow < p->OW; ow++) bblock(p, st, wp, idx, bv, orow, ow, R, S, CG, 1, now);
   }
 }
 
 /* One output row: depthwise 3x3 / 5x5 / 7x7 and grouped 3x3 unrolled. */
 static void brow_any(const hwt_dwconv_plan *p, const float *st, const float *wp,
-                     const hv_idx *idx, hv_f32 bv, float *orow, int relu) {
+                     const hv_idx *idx, hv_f32 bv, float *orow, int now) {
   const int R = p->d.R, S = p->d.S, k3 = R == 3 && S == 3;
   switch (p->cg) {
     case 1:
@@ -323,40 +344,40 @@ static void brow_any(const hwt_dwconv_plan *p, const float *st, const float *wp,
           R == S && (R == 3 || R == 5 || R == 7)) {
         const int sw2 = p->d.stride_w == 2;
         if (R == 3)
-          sw2 ? brow_slide(p, st, wp, bv, orow, relu, 3, 3, 2, NPB)
-              : brow_slide(p, st, wp, bv, orow, relu, 3, 3, 1, NPB);
+          sw2 ? brow_slide(p, st, wp, bv, orow, now, 3, 3, 2, NPB)
+              : brow_slide(p, st, wp, bv, orow, now, 3, 3, 1, NPB);
         else if (R == 5)
-          sw2 ? brow_slide(p, st, wp, bv, orow, relu, 5, 5, 2, NPB)
-              : brow_slide(p, st, wp, bv, orow, relu, 5, 5, 1, NPB);
+          sw2 ? brow_slide(p, st, wp, bv, orow, now, 5, 5, 2, NPB)
+              : brow_slide(p, st, wp, bv, orow, now, 5, 5, 1, NPB);
         else
-          sw2 ? brow_slide(p, st, wp, bv, orow, relu, 7, 7, 2, NPB)
-              : brow_slide(p, st, wp, bv, orow, relu, 7, 7, 1, NPB);
+          sw2 ? brow_slide(p, st, wp, bv, orow, now, 7, 7, 2, NPB)
+              : brow_slide(p, st, wp, bv, orow, now, 7, 7, 1, NPB);
       } else if (k3)
-        brow(p, st, wp, idx, bv, orow, relu, 3, 3, 1, NPB);
+        brow(p, st, wp, idx, bv, orow, now, 3, 3, 1, NPB);
       else if (R == 5 && S == 5)
-        brow(p, st, wp, idx, bv, orow, relu, 5, 5, 1, NPB);
+        brow(p, st, wp, idx, bv, orow, now, 5, 5, 1, NPB);
       else if (R == 7 && S == 7)
-        brow(p, st, wp, idx, bv, orow, relu, 7, 7, 1, NPB);
+        brow(p, st, wp, idx, bv, orow, now, 7, 7, 1, NPB);
       else
-        brow(p, st, wp, idx, bv, orow, relu, R, S, 1, NPB);
+        brow(p, st, wp, idx, bv, orow, now, R, S, 1, NPB);
       break;
     case 2:
       if (k3)
-        brow(p, st, wp, idx, bv, orow, relu, 3, 3, 2, NPB_G);
+        brow(p, st, wp, idx, bv, orow, now, 3, 3, 2, NPB_G);
       else
-        brow(p, st, wp, idx, bv, orow, relu, R, S, 2, NPB_G);
+        brow(p, st, wp, idx, bv, orow, now, R, S, 2, NPB_G);
       break;
     case 4:
       if (k3)
-        brow(p, st, wp, idx, bv, orow, relu, 3, 3, 4, NPB_G);
+        brow(p, st, wp, idx, bv, orow, now, 3, 3, 4, NPB_G);
       else
-        brow(p, st, wp, idx, bv, orow, relu, R, S, 4, NPB_G);
+        brow(p, st, wp, idx, bv, orow, now, R, S, 4, NPB_G);
       break;
     default: /* 8: hwt_gconv_plan_make admits divisors of the vector up to 8 */
       if (k3)
-        brow(p, st, wp, idx, bv, orow, relu, 3, 3, 8, NPB_G);
+        brow(p, st, wp, idx, bv, orow, now, 3, 3, 8, NPB_G);
       else
-        brow(p, st, wp, idx, bv, orow, relu, R, S, 8, NPB_G);
+        brow(p, st, wp, idx, bv, orow, now, R, S, 8, NPB_G);
   }
 }
 
@@ -373,7 +394,7 @@ static void residual_rows(const hwt_dwconv_plan *p, float *y, const float *res, 
     for (long i = 0; i < p->OW; i += HV_W) {
       const hv_mask m = hv_first(p->OW - i);
       const hv_f32 v = hv_add(hv_load_mask(yr + i, m), hv_load_mask(rr + i, m));
-      hv_store_mask(yr + i, m, activate(v, relu, clamp, hi));
+      hv_store_mask(yr + i, m, activate(v, relu, clamp, hi, 0));
     }
   }
 }
@@ -389,7 +410,7 @@ static void blocked_out(const hwt_dwconv_plan *p, const float *orow, float *y,
     const hv_f32 hi = hv_set1(p->relu_max);
     for (long i = 0; i < p->OW; i++) {
       hv_f32 v = hv_load(orow + i * HV_W);
-      if (res) v = activate(hv_add(v, hv_load(res + i * bn)), relu, clamp, hi);
+      if (res) v = activate(hv_add(v, hv_load(res + i * bn)), relu, clamp, hi, 0);
       hv_store(y + i * bn, v);
     }
     return;
@@ -432,7 +453,7 @@ static void blocked_rows(const hwt_dwconv_plan *p, const float *x, const float *
   long iw1 = cols - d->pad_w < d->W ? cols - d->pad_w : d->W;
   if (iw1 < 0) iw1 = 0;
   const long lead = d->pad_w < cols ? d->pad_w : cols;
-  const int relu_now = d->relu && !res;
+  const int now = !res; /* the epilogue in registers (bblock) */
   for (int o0 = oa; o0 < ob; o0 += p->chunk) {
     const int o1 = ob < o0 + p->chunk ? ob : o0 + p->chunk;
     const long span = hwt_dwconv_span(p, o1 - o0), ih0 = (long)o0 * d->stride_h - d->pad_h;
@@ -455,17 +476,26 @@ static void blocked_rows(const hwt_dwconv_plan *p, const float *x, const float *
     }
     for (int oh = o0; oh < o1; oh++) {
       const float *sr = st + (long)(oh - o0) * d->stride_h * row;
-      brow_any(p, sr, wp, idx, bv, orow, relu_now);
+      brow_any(p, sr, wp, idx, bv, orow, now);
+      /* With a residual, SiLU / HardSwish (conv_internal.h) follow it on
+       * the row just written, in L1. */
       if (p->bn) {
-        blocked_out(p, orow, y + (long)oh * p->OW * p->bn,
-                    res ? res + (long)oh * p->OW * p->bn : NULL, cbn);
+        float *yb = y + (long)oh * p->OW * p->bn;
+        blocked_out(p, orow, yb, res ? res + (long)oh * p->OW * p->bn : NULL, cbn);
+        if (res && cbn == p->bn)
+          hwt_conv_act_rows(HV_ISA, d->act, yb, 0, 1, (long)p->OW * p->bn);
+        else if (res)
+          hwt_conv_act_rows(HV_ISA, d->act, yb, p->bn, p->OW, cbn);
         continue;
       }
       float *yr = y + (long)oh * p->OW;
       for (int ow0 = 0; ow0 < p->OW; ow0 += 16)
         cv->stage(orow + (long)ow0 * HV_W, HV_W, p->OW - ow0 < 16 ? p->OW - ow0 : 16, cbn,
                   yr + ow0, ohw);
-      if (res) residual_rows(p, yr, res + (long)oh * p->OW, ohw, cbn);
+      if (res) {
+        residual_rows(p, yr, res + (long)oh * p->OW, ohw, cbn);
+        hwt_conv_act_rows(HV_ISA, d->act, yr, ohw, cbn, p->OW);
+      }
     }
   }
 }

@@ -3,6 +3,7 @@
  * once per group). NCHW input, [K][C/group][R][S] weights, double
  * accumulation. */
 #include "hwtune/dwconv.h"
+#include "conv_internal.h"
 
 int hwt_conv_group_ref(const hwt_conv_desc *d, int group, const float *x, const float *w,
                        const float *bias, const float *res, float *y) {
@@ -31,7 +32,7 @@ int hwt_conv_group_ref(const hwt_conv_desc *d, int group, const float *x, const 
           if (res) acc += res[at];
           if (d->relu && acc < 0.0) acc = 0.0;
           if (d->relu && d->relu_max > 0.0f && acc > d->relu_max) acc = d->relu_max;
-          y[at] = (float)acc;
+          y[at] = hwt_conv_act_ref((float)acc, d->act);
         }
   return HWT_OK;
 }

@@ -66,6 +66,13 @@ static void deint2(const float *src, int n, float *even, float *odd) {
   }
 }
 
+static void epilogue(float *y, const float *res, long n, float bias, int relu, float relu_max,
+                     int act) {
+  for (long i = 0; i < n; i++) y[i] = hwt_conv_act(y[i] + bias + (res ? res[i] : 0.0f), relu,
+                                                   relu_max);
+  hwt_conv_act_rows(HWT_ISA_GENERIC, act, y, 0, 1, n);
+}
+
 /* SSE2 auto-vectorised over oc_bn with the accumulators in an L1 scratch,
  * so longer oc runs pay off beyond the 4 lanes: oc_bn 16 / reg_n 8 measured
  * 4.3 GFLOPS vs 2.3 (8) and 1.2 (4), reg_n 4: 2.7 (64x56x56 3x3). Hence a
@@ -76,4 +83,5 @@ const hwt_conv_variant hwt_conv_variant_generic = {
     /* 1x1 images only: the template 1.26-1.40x the GEMM there (1152->48,
      * 48->1152, 672->32), 0.34-0.37x at 7x7 and 14x14 (Zen 4, 1 thread,
      * medians of 21 alternated runs, under load). */
-    .pw_max_hw = 1, .row = row, .stage = stage_tile, .phase = phase_copy, .deint2 = deint2};
+    .pw_max_hw = 1, .row = row, .stage = stage_tile, .phase = phase_copy, .deint2 = deint2,
+    .epilogue = epilogue};

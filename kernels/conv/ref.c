@@ -3,6 +3,7 @@
  * variant. */
 #include <stdlib.h>
 #include "hwtune/conv.h"
+#include "conv_internal.h"
 
 /* The input pixel (*ih, *iw) that output pixel (oh, ow) meets at window tap
  * (r, s); 0 where it falls in the padding. The window geometry both
@@ -39,7 +40,7 @@ int hwt_conv_ref_res(const hwt_conv_desc *d, const float *x, const float *w, con
           if (res) acc += res[at];
           if (d->relu && acc < 0.0) acc = 0.0;
           if (d->relu && d->relu_max > 0.0f && acc > d->relu_max) acc = d->relu_max;
-          y[at] = (float)acc;
+          y[at] = hwt_conv_act_ref((float)acc, d->act);
         }
   return HWT_OK;
 }

@@ -313,7 +313,7 @@ void hwt_conv_wino_run_part(const hwt_conv_plan *p, const float *x, const float 
   const int xin = n_xi(p), sp = step(p);
   void (*const in_tile)(const float *, long, long, int, float *const *, long) =
       is_s2(p) ? v->in_tile_s2 : v->in_tile;
-  void (*const out_tile)(const float *const *, long, int, const float *, int, float,
+  void (*const out_tile)(const float *const *, long, int, const float *, int, float, int,
                          float *const[4], const float *const *) = is_s2(p) ? v->out_tile_s2 : v->out_tile;
   const long units = (long)d->N * ntb * nkb;
   const long lo = units * tid / nth, hi = units * (tid + 1) / nth;
@@ -398,15 +398,18 @@ void hwt_conv_wino_run_part(const hwt_conv_plan *p, const float *x, const float 
         const long owp = 2L * tw;
         float *dst[4];
         for (int q = 0; q < 4; q++) dst[q] = orow + ((q / 2) * owp + ow + q % 2) * kn;
-        out_tile(mp, 0, kn, bias ? bias + k0 : NULL, res ? 0 : d->relu, d->relu_max, dst, NULL);
+        out_tile(mp, 0, kn, bias ? bias + k0 : NULL, res ? 0 : d->relu, d->relu_max,
+                 res ? 0 : d->act, dst, NULL);
         if (t % tw != tw - 1 && t != t1 - 1) continue;
         const int c0 = t / tw == t0 / tw ? 2 * (t0 % tw) : 0, c1 = ow + 2 < OW ? ow + 2 : OW;
         for (int a = 0; a < 2 && oh + a < OH; a++) {
           const size_t at = (((size_t)n * d->K + k0) * OH + oh + a) * OW + c0;
           transpose(orow + (a * owp + c0) * kn, kn, c1 - c0, kn, y + at, (long)OH * OW);
-          if (res)
+          if (res) {
             hwt_conv_residual_rows(y + at, res + at, (long)OH * OW, kn, c1 - c0, d->relu,
                                    d->relu_max);
+            hwt_conv_act_rows(p->isa, d->act, y + at, (long)OH * OW, kn, c1 - c0);
+          }
         }
         continue;
       }
@@ -421,7 +424,7 @@ void hwt_conv_wino_run_part(const hwt_conv_plan *p, const float *x, const float 
           dst[q] = h < OH && c < OW ? y + off : NULL;
           rq[q] = res && h < OH && c < OW ? res + off : NULL;
         }
-        out_tile(mp, k - k0, run, bias ? bias + k : NULL, d->relu, d->relu_max, dst,
+        out_tile(mp, k - k0, run, bias ? bias + k : NULL, d->relu, d->relu_max, d->act, dst,
                  res ? rq : NULL);
         k += run;
       }

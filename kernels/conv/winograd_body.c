@@ -12,6 +12,7 @@
  * they replace. */
 #include "../common/vec.h"
 #include "conv_internal.h"
+#include "act_vec.h"
 
 /* One vector of the input transform: patch element (i, j) at
  * src + i * rs + j * cs; element xi of V at v[xi] + off (none where v[xi]
@@ -53,9 +54,10 @@ static void in_tile(const float *src, long rs, long cs, int lanes, float *const 
   if (l < lanes) in_vec(src + l, rs, cs, v, off + l, hv_first(lanes - l), 1);
 }
 
-/* A tile's 2x2 outputs y (+ bias, + res[q] when res), ReLU if relu, into
- * dst[q] (q = row * 2 + column; NULL: outside the output, skipped). */
-HV_AI void store_tile(hv_f32 y[2][2], const float *bias, int relu, float relu_max,
+/* A tile's 2x2 outputs y (+ bias, + res[q] when res), ReLU if relu, then
+ * the activation act in registers (act_vec.h), into dst[q] (q = row * 2 +
+ * column; NULL: outside the output, skipped). */
+HV_AI void store_tile(hv_f32 y[2][2], const float *bias, int relu, float relu_max, int act,
                       float *const dst[4], const float *const *res, long off, hv_mask mk,
                       const int MT) {
   const hv_f32 b = bias ? (MT ? hv_load_mask(bias, mk) : hv_load(bias)) : hv_zero();
@@ -69,6 +71,7 @@ HV_AI void store_tile(hv_f32 y[2][2], const float *bias, int relu, float relu_ma
     if (res) r = hv_add(r, MT ? hv_load_mask(res[q] + off, mk) : hv_load(res[q] + off));
     if (relu) r = hv_max(r, zero);
     if (clamp) r = hv_min(r, hi);
+    r = hwt_conv_act_vec(r, act);
     if (MT)
       hv_store_mask(p + off, mk, r);
     else
@@ -77,11 +80,11 @@ HV_AI void store_tile(hv_f32 y[2][2], const float *bias, int relu, float relu_ma
 }
 
 /* One vector of the output transform: m[xi] at mp[xi] + moff; Y (2x2) +
- * bias (+ res[q], when res), ReLU if relu, into dst[q] (q = row * 2 +
- * column; NULL: outside the output, skipped). */
+ * bias (+ res[q], when res), ReLU if relu, the activation act, into dst[q]
+ * (q = row * 2 + column; NULL: outside the output, skipped). */
 HV_AI void out_vec(const float *const *mp, long moff, const float *bias, int relu,
-                   float relu_max, float *const dst[4], const float *const *res, long off, hv_mask mk,
-                   const int MT) {
+                   float relu_max, int act, float *const dst[4], const float *const *res,
+                   long off, hv_mask mk, const int MT) {
   hv_f32 x[4][4], s[2][4];
 #pragma GCC unroll 16
   for (int q = 0; q < 16; q++)
@@ -97,16 +100,17 @@ HV_AI void out_vec(const float *const *mp, long moff, const float *bias, int rel
     y[i][0] = hv_add(hv_add(s[i][0], s[i][1]), s[i][2]);
     y[i][1] = hv_sub(hv_sub(s[i][1], s[i][2]), s[i][3]);
   }
-  store_tile(y, bias, relu, relu_max, dst, res, off, mk, MT);
+  store_tile(y, bias, relu, relu_max, act, dst, res, off, mk, MT);
 }
 
 static void out_tile(const float *const *mp, long moff, int lanes, const float *bias, int relu,
-                     float relu_max, float *const dst[4], const float *const *res) {
+                     float relu_max, int act, float *const dst[4], const float *const *res) {
   int l = 0;
   for (; l + HV_W <= lanes; l += HV_W)
-    out_vec(mp, moff + l, bias ? bias + l : 0, relu, relu_max, dst, res, l, hv_first(HV_W), 0);
+    out_vec(mp, moff + l, bias ? bias + l : 0, relu, relu_max, act, dst, res, l, hv_first(HV_W), 0);
   if (l < lanes)
-    out_vec(mp, moff + l, bias ? bias + l : 0, relu, relu_max, dst, res, l, hv_first(lanes - l), 1);
+    out_vec(mp, moff + l, bias ? bias + l : 0, relu, relu_max, act, dst, res, l,
+            hv_first(lanes - l), 1);
 }
 
 /* Stride 2 (winograd.c: F(2x2, 3x3) at stride 2): a 5x5 input patch per
@@ -156,8 +160,8 @@ static void in_tile_s2(const float *src, long rs, long cs, int lanes, float *con
 }
 
 HV_AI void out_vec5(const float *const *mp, long moff, const float *bias, int relu,
-                    float relu_max, float *const dst[4], const float *const *res, long off, hv_mask mk,
-                    const int MT) {
+                    float relu_max, int act, float *const dst[4], const float *const *res,
+                    long off, hv_mask mk, const int MT) {
   hv_f32 s[2][5];
 #pragma GCC unroll 5
   for (int j = 0; j < 5; j++) {  /* A^T m: two rows */
@@ -175,17 +179,19 @@ HV_AI void out_vec5(const float *const *mp, long moff, const float *bias, int re
     y[i][0] = hv_add(hv_add(s[i][0], s[i][1]), s[i][3]);
     y[i][1] = hv_add(hv_add(s[i][1], s[i][2]), s[i][4]);
   }
-  store_tile(y, bias, relu, relu_max, dst, res, off, mk, MT);
+  store_tile(y, bias, relu, relu_max, act, dst, res, off, mk, MT);
 }
 
 static void out_tile_s2(const float *const *mp, long moff, int lanes, const float *bias,
-                        int relu, float relu_max, float *const dst[4],
+                        int relu, float relu_max, int act, float *const dst[4],
                         const float *const *res) {
   int l = 0;
   for (; l + HV_W <= lanes; l += HV_W)
-    out_vec5(mp, moff + l, bias ? bias + l : 0, relu, relu_max, dst, res, l, hv_first(HV_W), 0);
+    out_vec5(mp, moff + l, bias ? bias + l : 0, relu, relu_max, act, dst, res, l,
+             hv_first(HV_W), 0);
   if (l < lanes)
-    out_vec5(mp, moff + l, bias ? bias + l : 0, relu, relu_max, dst, res, l, hv_first(lanes - l), 1);
+    out_vec5(mp, moff + l, bias ? bias + l : 0, relu, relu_max, act, dst, res, l,
+             hv_first(lanes - l), 1);
 }
 
 const hwt_wino_variant HWT_VARIANT(hwt_wino_variant) = {

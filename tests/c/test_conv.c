@@ -133,7 +133,7 @@ static void test_shape(hwt_conv_desc d) {
 }
 
 static void test_illegal(void) {
-  hwt_conv_desc d = {1, 64, 14, 14, 32, 3, 3, 1, 1, 1, 1, 0, 1, 1, 1, 1, 0};
+  hwt_conv_desc d = {1, 64, 14, 14, 32, 3, 3, 1, 1, 1, 1, 0, 1, 1, 1, 1, 0, 0};
   hwt_conv_plan plan;
   hwt_conv_params bad[] = {{3, 16, 7, 0, 1, 0},   {16, 0, 7, 0, 1, 0},  {16, 20, 7, 0, 1, 0},
                            {16, 16, 33, 0, 1, 0},  {16, 16, 13, 0, 1, 0}, {16, 16, 0, 0, 1, 0},
@@ -190,7 +190,7 @@ static void test_illegal(void) {
  * shape rule (stride 1, no padding, enough output channels), and an
  * explicit NCHW_GEMM request on another shape is refused. */
 static void test_gemm_choice(void) {
-  hwt_conv_desc d = {1, 16, 6, 6, 64, 1, 1, 1, 1, 0, 0, 0, 1, 1, 0, 0, 0};
+  hwt_conv_desc d = {1, 16, 6, 6, 64, 1, 1, 1, 1, 0, 0, 0, 1, 1, 0, 0, 0, 0};
   hwt_conv_plan plan;
   CHECK(hwt_conv_plan_make(&d, HWT_CONV_NCHW, NULL, HWT_ISA_GENERIC, 2, &plan) == HWT_OK &&
             plan.layout == HWT_CONV_NCHW_GEMM && plan.w_floats == 64 * 16,
@@ -246,7 +246,7 @@ static void test_gemm_choice(void) {
 }
 
 static void test_direct_fallback(void) {
-  hwt_conv_desc d = {1, 2, 3, 70, 3, 1, 65, 1, 1, 0, 1, 0, 1, 1, 0, 1, 0};
+  hwt_conv_desc d = {1, 2, 3, 70, 3, 1, 65, 1, 1, 0, 1, 0, 1, 1, 0, 1, 0, 0};
   hwt_conv_plan plan;
   CHECK(hwt_conv_plan_make(&d, HWT_CONV_NCHW, NULL, HWT_ISA_GENERIC, 2, &plan) == HWT_OK &&
              plan.layout == HWT_CONV_NCHW_DIRECT, "S=65 falls back to direct");
@@ -344,49 +344,57 @@ static void test_transpose_adjoint(hwt_conv_desc d) {
 
 int main(void) {
   /* N, C, H, W, K, R, S, sh, sw, ph, pw, relu, dil_h, dil_w, pad_h_end, pad_w_end,
-   * relu_max */
-  test_shape((hwt_conv_desc){1, 3, 9, 9, 8, 1, 1, 1, 1, 0, 0, 0, 1, 1, 0, 0, 0});
-  test_shape((hwt_conv_desc){2, 5, 7, 10, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0});
-  test_shape((hwt_conv_desc){1, 20, 11, 13, 24, 3, 3, 2, 2, 1, 1, 0, 1, 1, 1, 1, 0});
-  test_shape((hwt_conv_desc){1, 6, 12, 9, 10, 5, 5, 1, 1, 2, 2, 1, 1, 1, 2, 2, 0});
-  test_shape((hwt_conv_desc){1, 9, 4, 37, 34, 3, 3, 1, 1, 1, 1, 0, 1, 1, 1, 1, 0});
-  test_shape((hwt_conv_desc){1, 4, 6, 7, 40, 3, 1, 2, 1, 1, 0, 0, 1, 1, 1, 0, 0});
+   * relu_max, act */
+  test_shape((hwt_conv_desc){1, 3, 9, 9, 8, 1, 1, 1, 1, 0, 0, 0, 1, 1, 0, 0, 0, 0});
+  test_shape((hwt_conv_desc){2, 5, 7, 10, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0});
+  test_shape((hwt_conv_desc){1, 20, 11, 13, 24, 3, 3, 2, 2, 1, 1, 0, 1, 1, 1, 1, 0, 0});
+  test_shape((hwt_conv_desc){1, 6, 12, 9, 10, 5, 5, 1, 1, 2, 2, 1, 1, 1, 2, 2, 0, 0});
+  test_shape((hwt_conv_desc){1, 9, 4, 37, 34, 3, 3, 1, 1, 1, 1, 0, 1, 1, 1, 1, 0, 0});
+  test_shape((hwt_conv_desc){1, 4, 6, 7, 40, 3, 1, 2, 1, 1, 0, 0, 1, 1, 1, 0, 0, 0});
   /* dilated: "same" padding, strided with unequal dilations, unpadded (the
    * NCHW input read in place) */
-  test_shape((hwt_conv_desc){1, 6, 13, 12, 10, 3, 3, 1, 1, 2, 2, 0, 2, 2, 2, 2, 0});
-  test_shape((hwt_conv_desc){2, 5, 15, 17, 12, 3, 3, 2, 2, 1, 1, 1, 2, 3, 1, 1, 0});
-  test_shape((hwt_conv_desc){1, 8, 10, 11, 16, 3, 3, 1, 1, 0, 0, 0, 2, 2, 0, 0, 0});
+  test_shape((hwt_conv_desc){1, 6, 13, 12, 10, 3, 3, 1, 1, 2, 2, 0, 2, 2, 2, 2, 0, 0});
+  test_shape((hwt_conv_desc){2, 5, 15, 17, 12, 3, 3, 2, 2, 1, 1, 1, 2, 3, 1, 1, 0, 0});
+  test_shape((hwt_conv_desc){1, 8, 10, 11, 16, 3, 3, 1, 1, 0, 0, 0, 2, 2, 0, 0, 0, 0});
   /* asymmetric: TF "same" with an even kernel, strided "same" on an even
    * input, more before than after with dilation */
-  test_shape((hwt_conv_desc){1, 7, 8, 9, 9, 2, 2, 1, 1, 0, 0, 0, 1, 1, 1, 1, 0});
-  test_shape((hwt_conv_desc){1, 4, 10, 10, 8, 3, 3, 2, 2, 0, 0, 0, 1, 1, 1, 1, 0});
-  test_shape((hwt_conv_desc){1, 3, 9, 11, 5, 3, 4, 1, 2, 2, 3, 0, 2, 1, 0, 1, 0});
+  test_shape((hwt_conv_desc){1, 7, 8, 9, 9, 2, 2, 1, 1, 0, 0, 0, 1, 1, 1, 1, 0, 0});
+  test_shape((hwt_conv_desc){1, 4, 10, 10, 8, 3, 3, 2, 2, 0, 0, 0, 1, 1, 1, 1, 0, 0});
+  test_shape((hwt_conv_desc){1, 3, 9, 11, 5, 3, 4, 1, 2, 2, 3, 0, 2, 1, 0, 1, 0, 0});
   /* 1x1 stride 1 unpadded with >= 32 output channels: NCHW with default
    * params runs as GEMMs (two images; an odd K and pixel count; AVX-512
    * keeps these small images on the template, below) */
-  test_shape((hwt_conv_desc){2, 20, 5, 9, 37, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0, 0, 0});
-  test_shape((hwt_conv_desc){1, 33, 4, 4, 64, 1, 1, 1, 1, 0, 0, 0, 1, 1, 0, 0, 0});
+  test_shape((hwt_conv_desc){2, 20, 5, 9, 37, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0, 0, 0, 0});
+  test_shape((hwt_conv_desc){1, 33, 4, 4, 64, 1, 1, 1, 1, 0, 0, 0, 1, 1, 0, 0, 0, 0});
   /* 1x1 on small images, where the variant keeps the template (AVX-512 up
    * to 196 pixels, every ISA at 1x1): two 7x7 images, a row narrower than
    * the register block so flattened to one row of 49 (5 oc blocks of 32:
    * by rows at 2 threads), 1x1 images with a clamp */
-  test_shape((hwt_conv_desc){2, 40, 7, 7, 64, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0, 0, 0});
-  test_shape((hwt_conv_desc){1, 48, 7, 7, 160, 1, 1, 1, 1, 0, 0, 0, 1, 1, 0, 0, 0});
-  test_shape((hwt_conv_desc){2, 72, 1, 1, 48, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0, 0, 6.0f});
+  test_shape((hwt_conv_desc){2, 40, 7, 7, 64, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0, 0, 0, 0});
+  test_shape((hwt_conv_desc){1, 48, 7, 7, 160, 1, 1, 1, 1, 0, 0, 0, 1, 1, 0, 0, 0, 0});
+  test_shape((hwt_conv_desc){2, 72, 1, 1, 48, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0, 0, 6.0f, 0});
+  /* SiLU / HardSwish epilogues (act): every layout above, and the GEMM
+   * path and Winograd (a 3x3 of 32 channels) with them. */
+  test_shape((hwt_conv_desc){1, 3, 17, 19, 16, 3, 3, 2, 2, 1, 1, 0, 1, 1, 1, 1, 0,
+                             HWT_CONV_ACT_SILU});
+  test_shape((hwt_conv_desc){2, 20, 5, 9, 37, 1, 1, 1, 1, 0, 0, 0, 1, 1, 0, 0, 0,
+                             HWT_CONV_ACT_HARD_SWISH});
+  test_shape((hwt_conv_desc){1, 32, 6, 7, 32, 3, 3, 1, 1, 1, 1, 0, 1, 1, 1, 1, 0,
+                             HWT_CONV_ACT_SILU});
   /* stride-2 staging: rows wide enough for the both-phase vector pass,
    * with 3 and 0 leading padding columns and an odd width; a stride beyond
    * the phase ranges the plan caches (9 > 8) */
-  test_shape((hwt_conv_desc){1, 5, 6, 41, 8, 3, 3, 2, 2, 3, 3, 0, 1, 1, 1, 2, 0});
-  test_shape((hwt_conv_desc){2, 4, 7, 37, 6, 3, 5, 2, 2, 0, 0, 1, 1, 1, 0, 1, 0});
-  test_shape((hwt_conv_desc){1, 3, 5, 60, 4, 1, 10, 1, 9, 0, 4, 0, 1, 1, 0, 4, 0});
+  test_shape((hwt_conv_desc){1, 5, 6, 41, 8, 3, 3, 2, 2, 3, 3, 0, 1, 1, 1, 2, 0, 0});
+  test_shape((hwt_conv_desc){2, 4, 7, 37, 6, 3, 5, 2, 2, 0, 0, 1, 1, 1, 0, 1, 0, 0});
+  test_shape((hwt_conv_desc){1, 3, 5, 60, 4, 1, 10, 1, 9, 0, 4, 0, 1, 1, 0, 4, 0, 0});
   /* Winograd at stride 2 (5x5 patches; the default from 32 channels, with
    * the residual): odd sizes, no padding on an even width (the last input
    * column read by no tile), asymmetric padding with few channels */
-  test_shape((hwt_conv_desc){1, 32, 13, 15, 40, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 0});
-  test_shape((hwt_conv_desc){2, 33, 8, 10, 32, 3, 3, 2, 2, 0, 0, 0, 1, 1, 0, 0, 0});
-  test_shape((hwt_conv_desc){1, 7, 9, 9, 5, 3, 3, 2, 2, 2, 1, 0, 1, 1, 0, 3, 0});
-  test_transpose_adjoint((hwt_conv_desc){2, 3, 7, 8, 4, 3, 3, 2, 2, 1, 1, 0, 1, 1, 1, 1, 0});
-  test_transpose_adjoint((hwt_conv_desc){1, 5, 9, 6, 3, 3, 2, 2, 1, 2, 0, 0, 2, 1, 0, 1, 0});
+  test_shape((hwt_conv_desc){1, 32, 13, 15, 40, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 0, 0});
+  test_shape((hwt_conv_desc){2, 33, 8, 10, 32, 3, 3, 2, 2, 0, 0, 0, 1, 1, 0, 0, 0, 0});
+  test_shape((hwt_conv_desc){1, 7, 9, 9, 5, 3, 3, 2, 2, 2, 1, 0, 1, 1, 0, 3, 0, 0});
+  test_transpose_adjoint((hwt_conv_desc){2, 3, 7, 8, 4, 3, 3, 2, 2, 1, 1, 0, 1, 1, 1, 1, 0, 0});
+  test_transpose_adjoint((hwt_conv_desc){1, 5, 9, 6, 3, 3, 2, 2, 1, 2, 0, 0, 2, 1, 0, 1, 0, 0});
   test_illegal();
   test_direct_fallback();
   test_gemm_choice();

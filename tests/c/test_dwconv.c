@@ -173,6 +173,17 @@ int main(void) {
   c6.K = 40;
   check(c6, 1, 1, "ReLU6 rows (multiplier 2), residual");
   g_relu_max = INFINITY;
+  /* SiLU / HardSwish (act) on both paths and NCHW[bn]c, with and without
+   * residual (the reference applies the element-wise references). */
+  hwt_conv_desc ca = desc(1, 20, 9, 10, 1, 3, 3, 1, 1, 1);
+  ca.act = HWT_CONV_ACT_SILU;
+  check(ca, 1, 0, "SiLU blocked");
+  check(ca, 1, 1, "SiLU blocked, residual");
+  check_nchwc(ca, 4, 1, "SiLU NCHW4c, residual");
+  ca.act = HWT_CONV_ACT_HARD_SWISH;
+  check_nchwc(ca, 20, 0, "HardSwish NCHW20c");
+  ca.K = 40;
+  check(ca, 1, 1, "HardSwish rows (multiplier 2), residual");
 
   /* The grouped reference at group 1 is the dense reference. */
   hwt_conv_desc g = desc(1, 6, 7, 8, 1, 3, 3, 1, 1, 1);

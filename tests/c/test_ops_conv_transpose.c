@@ -37,7 +37,7 @@ static int64_t run_case(const ct_case *k) {
    * its end padding is whatever makes the windows count h (>= 0). */
   hwt_conv_desc d = {(int)k->n, (int)k->oc, (int)oh, (int)ow, (int)k->c, (int)k->kh,
                      (int)k->kw, (int)k->sh, (int)k->sw, (int)k->ph, (int)k->pw, 0,
-                     (int)k->dh, (int)k->dw, 0, 0, 0};
+                     (int)k->dh, (int)k->dw, 0, 0, 0, 0};
   int64_t need_h = (k->h - 1) * k->sh + (k->kh - 1) * k->dh + 1 - oh - k->ph;
   int64_t need_w = (k->w - 1) * k->sw + (k->kw - 1) * k->dw + 1 - ow - k->pw;
   d.pad_h_end = need_h > 0 ? (int)need_h : 0;

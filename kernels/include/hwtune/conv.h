@@ -54,7 +54,19 @@ typedef struct {
                                equal to pad_h / pad_w unless the padding is asymmetric */
   float relu_max;       /* with relu, > 0: y = min(max(conv + bias, 0), relu_max) (ReLU6's 6,
                            clip(0, max) fused); 0: no upper bound */
+  int act;              /* hwt_conv_activation applied after bias and residual (not with relu):
+                           the element-wise kernel's own silu / hard_swish */
 } hwt_conv_desc;
+
+/* The activation of a conv's epilogue besides ReLU (EfficientNet's SiLU,
+ * MobileNetV3's HardSwish), computed as the element-wise ops of the same
+ * name compute it (kernels/eltwise/ops.h), so a fused conv matches the
+ * conv followed by the op. */
+typedef enum {
+  HWT_CONV_ACT_NONE = 0,
+  HWT_CONV_ACT_SILU = 1,       /* x * sigmoid(x) */
+  HWT_CONV_ACT_HARD_SWISH = 2  /* x * clamp(x / 6 + 1/2, 0, 1) */
+} hwt_conv_activation;
 
 /* NCHW[x]c template parameters (NeoCPU Section 3.1.1). */
 typedef struct {

@@ -43,10 +43,12 @@ def _ops(torch):
         else:
             # As PyTorch's own padding="same" does for even kernels: pad, then convolve.
             y = F.conv2d(F.pad(x[0], pads), x[1], b, a["stride"], 0, a["dilation"], groups)
-        # The fused epilogue: residual, ReLU, ReLU6's clamp.
+        # The fused epilogue: residual, ReLU, ReLU6's clamp, SiLU / HardSwish.
         y = y + x[3] if len(x) == 4 else y
         y = torch.relu(y) if a.get("relu") else y
-        return torch.clamp(y, max=a["relu_max"]) if a.get("relu_max") is not None else y
+        y = torch.clamp(y, max=a["relu_max"]) if a.get("relu_max") is not None else y
+        act = {"silu": F.silu, "hard_swish": F.hardswish}.get(a.get("act"))
+        return act(y) if act is not None else y
 
     def conv_transpose(g, op, a, x):
         b = x[2] if len(x) == 3 else None

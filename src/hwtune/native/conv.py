@@ -17,6 +17,7 @@ from hwtune.native.abi import mirror
 from hwtune.native.isa import resolve_isa
 
 LAYOUTS = tuple(enum_names("hwt_conv_layout"))  # "NCHW", "NCHWc", "NCHW-direct", "NCHW-gemm"; index = value
+ACTS = enum_names("hwt_conv_activation")  # "none", "silu", "hard_swish" -> value
 KNOBS = ("ic_bn", "oc_bn", "reg_n", "unroll_ker", "reg_h", "winograd")  # hwt_conv_params order
 _KNOB_MAX = 128
 
@@ -64,10 +65,12 @@ def _pair(v, name):
     return int(v), int(v)
 
 
-def _desc(x_shape, w_shape, stride, pad, relu=False, dilation=1, pad_end=None, relu_max=None):
+def _desc(x_shape, w_shape, stride, pad, relu=False, dilation=1, pad_end=None, relu_max=None,
+          act=None):
     """pad: [top, left] zeros (or one int); pad_end: [bottom, right], None
     for the same as pad (symmetric); relu_max: with relu, the clamp's upper
-    bound (ReLU6's 6), None for none."""
+    bound (ReLU6's 6), None for none; act: "silu" / "hard_swish" after the
+    bias (not with relu), None for none."""
     if len(x_shape) != 4 or len(w_shape) != 4:
         raise UsageError(f"conv2d wants x [N,C,H,W] and w [K,C,R,S], got {tuple(x_shape)} "
                          f"and {tuple(w_shape)}")
@@ -81,8 +84,11 @@ def _desc(x_shape, w_shape, stride, pad, relu=False, dilation=1, pad_end=None, r
     dh, dw = _pair(dilation, "dilation")
     if relu_max is not None and not (relu and relu_max > 0):
         raise UsageError(f"relu_max needs relu and must be positive, got {relu_max!r}")
+    if act is not None and (act not in ACTS or act == "none" or relu):
+        raise UsageError(f"act must be one of {', '.join(a for a in ACTS if a != 'none')} "
+                         f"and is not given with relu, got {act!r}")
     d = _Desc(n, c, h, w, k, r, s, sh, sw, ph, pw, int(bool(relu)), dh, dw, eh, ew,
-              0.0 if relu_max is None else float(relu_max))
+              0.0 if relu_max is None else float(relu_max), ACTS[act] if act else 0)
     if lib.hwt_conv_out_dims(ctypes.byref(d), None, None) != 0:
         raise UsageError(
             f"invalid conv2d shape: x {tuple(x_shape)}, w {tuple(w_shape)}, stride {stride}, "
@@ -146,9 +152,9 @@ def _params(params, d, isa_i):
 
 
 def conv2d(x, w, bias=None, *, stride=1, pad=0, relu=False, layout="NCHW", params=None,
-           isa=None, nth=1, dilation=1, pad_end=None, relu_max=None) -> np.ndarray:
+           isa=None, nth=1, dilation=1, pad_end=None, relu_max=None, act=None) -> np.ndarray:
     """y = conv2d(x, w) + bias (then ReLU if relu, clamped to relu_max if
-    given), NCHW in and out.
+    given; or the activation act, "silu" / "hard_swish"), NCHW in and out.
 
     layout="NCHW" runs the template on the NCHW tensors; "NCHWc" transforms
     x to NCHW[ic_bn]c first and y back from NCHW[oc_bn]c; "NCHW-direct" runs
@@ -161,7 +167,7 @@ def conv2d(x, w, bias=None, *, stride=1, pad=0, relu=False, layout="NCHW", param
         raise UsageError(f"nth must be >= 1, got {nth}")
     x = _f32(x, "input")
     w = _f32(w, "weights")
-    d = _desc(x.shape, w.shape, stride, pad, relu, dilation, pad_end, relu_max)
+    d = _desc(x.shape, w.shape, stride, pad, relu, dilation, pad_end, relu_max, act)
     if bias is not None:
         bias = _f32(bias, "bias")
         if bias.shape != (d.K,):
@@ -202,13 +208,13 @@ class Conv2dPlan:
     """
 
     def __init__(self, x_shape, w, bias=None, *, stride=1, pad=0, relu=False, layout="NCHW",
-                 params=None, isa=None, nth=1, dilation=1, pad_end=None):
+                 params=None, isa=None, nth=1, dilation=1, pad_end=None, act=None):
         if layout not in LAYOUTS:
             raise UsageError(f"unknown layout {layout!r}: choose one of {', '.join(LAYOUTS)}")
         if int(nth) < 1:
             raise UsageError(f"nth must be >= 1, got {nth}")
         w = _f32(w, "weights")
-        self._d = _desc(x_shape, w.shape, stride, pad, relu, dilation, pad_end)
+        self._d = _desc(x_shape, w.shape, stride, pad, relu, dilation, pad_end, act=act)
         isa_i = resolve_isa(isa)
         p = _params(params, self._d, isa_i)
         self.layout, self.nth = layout, int(nth)
@@ -260,11 +266,11 @@ class Conv2dPlan:
 
 
 def conv2d_ref(x, w, bias=None, *, stride=1, pad=0, relu=False, dilation=1,
-               pad_end=None, relu_max=None) -> np.ndarray:
+               pad_end=None, relu_max=None, act=None) -> np.ndarray:
     """The C reference (double accumulation), NCHW/OIHW."""
     x = _f32(x, "input")
     w = _f32(w, "weights")
-    d = _desc(x.shape, w.shape, stride, pad, relu, dilation, pad_end, relu_max)
+    d = _desc(x.shape, w.shape, stride, pad, relu, dilation, pad_end, relu_max, act)
     if bias is not None:
         bias = _f32(bias, "bias")
     y = np.empty(out_shape(x.shape, w.shape, stride=stride, pad=pad, dilation=dilation,

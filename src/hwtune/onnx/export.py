@@ -94,10 +94,12 @@ def _pads(a):
 def _conv(e, op, a):
     _plain(op)
     kh, kw = e.graph.shapes[op.inputs[1]][2:]
-    # A fused epilogue (residual add, ReLU) is ONNX's Add and Relu after the Conv.
+    # A fused epilogue (residual add, ReLU, SiLU, HardSwish) is ONNX's Add and
+    # Relu / Clip / Sigmoid -> Mul / HardSwish after the Conv.
     clip = a.get("relu") and a.get("relu_max") is not None
+    act = {"silu": ["Silu"], "hard_swish": ["HardSwish"]}.get(a.get("act"), [])
     steps = (["Add"] if len(op.inputs) == 4 else []) + (
-        ["Clip"] if clip else ["Relu"] if a.get("relu") else [])
+        ["Clip"] if clip else ["Relu"] if a.get("relu") else []) + act
     out = [f"{op.outputs[0]}@conv"] if steps else op.outputs
     e.node("Conv", op.inputs[:3], out, op.name, kernel_shape=[kh, kw],
            strides=list(a["stride"]), pads=_pads(a), dilations=list(a["dilation"]),
@@ -109,7 +111,12 @@ def _conv(e, op, a):
         if kind == "Clip":  # ReLU6: clip(0, relu_max)
             ins += [e.const(f"{op.name}@min", 0.0, np.float32),
                     e.const(f"{op.name}@max", a["relu_max"], np.float32)]
-        e.node(kind, ins, dst, f"{op.name}@{kind.lower()}")
+        if kind == "Silu":  # x * sigmoid(x), as the silu op exports
+            s = e.tmp(f"{op.name}@silu")
+            e.node("Sigmoid", ins, [s], f"{op.name}@silu/sigmoid")
+            e.node("Mul", ins + [s], dst, f"{op.name}@silu")
+        else:
+            e.node(kind, ins, dst, f"{op.name}@{kind.lower()}")
         out = dst
 
 

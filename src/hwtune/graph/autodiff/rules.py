@@ -179,9 +179,9 @@ def _conv2d(e, op, dys, wants):
     _nchw_only(op)
     if int(op.resolved.get("group") or 1) > 1:
         raise NoRule(f"grouped conv2d (group={op.resolved['group']})")
-    if len(op.inputs) == 4 or op.resolved.get("relu"):
-        raise NoRule("conv2d with a fused epilogue (relu / residual): train the unfused "
-                     "model (conv2d, add, relu)")
+    if len(op.inputs) == 4 or op.resolved.get("relu") or op.resolved.get("act"):
+        raise NoRule("conv2d with a fused epilogue (relu / act / residual): train the unfused "
+                     "model (conv2d, add, relu / silu / hard_swish)")
     _symmetric_only(op, dilated=True)
     x, w = op.inputs[0], op.inputs[1]
     st, pad = list(op.resolved["stride"]), list(op.resolved["padding"])

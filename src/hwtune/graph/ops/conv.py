@@ -1,8 +1,10 @@
 """conv2d in NCHW or the blocked NCHW[x]c layout, with the CONV template's
 tunable knobs (ic_bn, oc_bn, reg_n, unroll_ker, reg_h, winograd) as optional
 attributes, and an optional epilogue: a residual input (4th, the output's shape, added
-after the bias) and a ReLU (`relu`), which the fusion pass
-(graph/passes/fuse.py) sets for ResNet's conv -> [add] -> relu.
+after the bias) and a ReLU (`relu`, clamped by `relu_max`) or another activation
+(`act`: "silu" or "hard_swish", the element-wise ops of those names), which the
+fusion pass (graph/passes/fuse.py) sets for ResNet's conv -> [add] -> relu,
+MobileNetV2's clip(0, 6), EfficientNet's silu and MobileNetV3's hard_swish.
 Any stride, dilation and zero padding (asymmetric through `padding_end`, as
 TF-style "same" padding with an even kernel needs) runs on the template.
 
@@ -23,8 +25,10 @@ the engine and the tuner agree.
 import numpy as np
 
 from hwtune.graph.ops import Attr, OpError, OpSpec, check_bias, expect_rank, register, show_shape
+from hwtune.graph.ops.eltwise import REFERENCES as ELTWISE_REFERENCES
 from hwtune.graph.ops.layout import from_nchwc, from_oihwio, to_nchwc
 from hwtune.graph.ops.linear import bf16_round
+from hwtune.native.eltwise import TABLE
 
 def conv_pads(attrs):
     """(top, left, bottom, right) zeros of a conv2d / pool2d / conv_transpose2d."""
@@ -162,6 +166,9 @@ def _infer(in_shapes, attrs, n_out):
         if not attrs["relu"] or conv_group(attrs) not in (1, ic) or attrs["relu_max"] <= 0:
             raise OpError("relu_max (ReLU6's 6) needs relu and a dense (group 1) or depthwise "
                           f"(group = C = {ic}) conv2d and must be positive", "attrs.relu_max")
+    if attrs.get("act") is not None and attrs["relu"]:
+        raise OpError(f"act {attrs['act']} replaces the ReLU: give one of act and relu",
+                      "attrs.act")
     if attrs.get("precision") == "bf16" and (conv_group(attrs) != 1
                                              or attrs["layout"] != "NCHW"):
         raise OpError("precision bf16 needs a dense (group 1) NCHW conv2d", "attrs.precision")
@@ -234,6 +241,8 @@ def _ref(arrays, attrs, n_out):
     if attrs.get("relu_max") is not None:  # NaN kept, as clip's reference
         hi = np.float32(attrs["relu_max"])
         y = np.where(y > hi, hi, y)
+    if attrs.get("act") is not None:  # the element-wise op's own reference
+        y = ELTWISE_REFERENCES[attrs["act"]].fn(y).astype(np.float32)
     return [y]
 
 
@@ -242,10 +251,16 @@ def _flops(in_shapes, out_shapes, attrs):
     # One per output element for the bias, the residual and the fused ReLU,
     # as the unfused add / relu ops count them.
     out = n * oc * oh * ow
+    act = ACT_FLOPS[attrs["act"]] if attrs.get("act") is not None else 0
     epilogue = out * (min(len(in_shapes) - 2, 2) + bool(attrs["relu"])
-                      + (attrs.get("relu_max") is not None))
+                      + (attrs.get("relu_max") is not None) + act)
     return 2 * out * (ic // conv_group(attrs)) * kh * kw + epilogue
 
+
+# The activations `act` names: the element-wise ops of the same name, each
+# counted as that op counts its FLOPs per element.
+ACTS = ("silu", "hard_swish")
+ACT_FLOPS = {name: TABLE[name].flops for name in ACTS}
 
 # Shared with conv_transpose2d (conv_transpose.py).
 STRIDE = Attr("stride", "pair", (1, 1), minimum=1, doc="int or [sh, sw]")
@@ -289,10 +304,16 @@ register(OpSpec(
              doc="with relu, on a dense or depthwise conv2d: y = min(max(conv + bias, 0), "
                  "relu_max) (ReLU6: 6; the fusion pass sets it for such a conv2d followed by "
                  "clip(0, max))"),
+        Attr("act", "str", None, choices=ACTS,
+             doc="silu (x * sigmoid(x)) or hard_swish (x * clamp(x / 6 + 1/2, 0, 1)) after "
+                 "the bias and the residual, as the element-wise op of that name computes "
+                 "it; not with relu (the fusion pass sets it for a conv2d followed by that "
+                 "op)"),
         Attr("precision", "str", "fp32", choices=("fp32", "bf16"),
              doc="bf16 (dense NCHW only): x and w rounded to bfloat16, products summed in "
                  "fp32 through the bf16 GEMM (AVX512_BF16 where the CPU has it, else "
                  "portable C; w must be a weight; the template knobs do not apply)"),
     ],
     doc="2-D convolution (+ bias[OC]) (+ residual, a tensor of the output's shape) "
-        "(then ReLU when relu); cross-correlation as in every DL framework"))
+        "(then ReLU when relu, or the activation act); cross-correlation as in every DL "
+        "framework"))

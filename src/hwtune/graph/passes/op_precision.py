@@ -230,11 +230,12 @@ class _Rewriter:
         fused_relu = bool(r.get("relu")) and residual is None and clip_max is None
         if fused_relu:
             at["relu"] = True
-        tail = residual is not None or (r.get("relu") and not fused_relu)
+        act = r.get("act")  # SiLU / HardSwish: their own op after qconv2d
+        tail = residual is not None or (r.get("relu") and not fused_relu) or act is not None
         y = f"{out}@q" if tail else self.requant(out, at)
         self.emit(op.name, "qconv2d", ins, [y], at, op)
         if residual is not None:
-            z = f"{out}@res" if r.get("relu") else out
+            z = f"{out}@res" if r.get("relu") or act is not None else out
             self.emit(f"{op.name}@res", "add", [y, residual], [z], {}, op)
             y = z
         if r.get("relu") and not fused_relu:
@@ -243,6 +244,8 @@ class _Rewriter:
             else:
                 self.emit(f"{op.name}@relu", "clip", [y], [out],
                           {"min": 0.0, "max": float(clip_max)}, op)
+        if act is not None:
+            self.emit(f"{op.name}@{act}", act, [y], [out], {}, op)
 
     def matmul(self, op: Op, p: Mapping[str, Any]) -> None:
         r = op.resolved
