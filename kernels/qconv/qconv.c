@@ -9,10 +9,10 @@
 #include "qconv_internal.h"
 
 static const hwt_qconv_variant variants[HWT_ISA_COUNT] = {
-    [HWT_ISA_GENERIC] = {4, 8, 2, hwt_qconv_ukr_generic_4x8},
+    [HWT_ISA_GENERIC] = {4, 8, 2, hwt_qconv_ukr_generic_4x8, NULL},
 #if defined(HWTUNE_HAVE_X86)
-    [HWT_ISA_AVX2] = {6, 16, 2, hwt_qconv_ukr_avx2_6x16},
-    [HWT_ISA_AVX512] = {8, 32, 4, hwt_qconv_ukr_avx512vnni_8x32},
+    [HWT_ISA_AVX2] = {6, 16, 2, hwt_qconv_ukr_avx2_6x16, hwt_qconv_epi_avx2},
+    [HWT_ISA_AVX512] = {8, 32, 4, hwt_qconv_ukr_avx512vnni_8x32, hwt_qconv_epi_avx512},
 #endif
 };
 
@@ -75,6 +75,13 @@ void hwt_qconv_compute(const hwt_qconv_plan *p, const uint8_t *x, int ih0, const
   uint8_t *pad = (uint8_t *)(rowsum + align64((size_t)mr * 4) / 4);
   memset(rowsum, 0, (size_t)mr * 4); /* read by the epilogue only with zb */
   memset(pad, (uint8_t)e->za, (size_t)icp);
+  /* the variant's transposing epilogue where the output is float NCHW
+     (every qconv2d of the engine), else the GEMM's */
+  hwt_qconv_epi_fn *fe = v->epi && e->rs_c == 1 && !e->zb &&
+                                 (e->out == HWT_QOUT_F32 || e->out == HWT_QOUT_ACC ||
+                                  e->out == HWT_QOUT_QF32)
+                             ? v->epi
+                             : NULL;
   for (int jb = n0; jb < n1; jb += p->g.nc) {
     const int je = n1 - jb < p->g.nc ? n1 : jb + p->g.nc;
     for (int pp = p0; pp < p1; pp += mr) {
@@ -101,7 +108,8 @@ void hwt_qconv_compute(const hwt_qconv_plan *p, const uint8_t *x, int ih0, const
       for (int j = jb; j < je; j += nr) {
         const int nb = je - j < nr ? je - j : nr;
         v->ukr(taps, kq, table, (const char *)packed + (size_t)(j / nr) * panel, acc);
-        gv->epi(&p->g, e, e->za, acc, rowsum, colsum, pp, mb, j, nb);
+        if (fe) fe(e, acc, colsum, pp, mb, j, nb);
+        else gv->epi(&p->g, e, e->za, acc, rowsum, colsum, pp, mb, j, nb);
       }
     }
   }

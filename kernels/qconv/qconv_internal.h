@@ -13,14 +13,23 @@
 typedef void hwt_qconv_ukr_fn(int taps, int kq, const uint8_t *const *rows, const void *b,
                               int32_t *acc);
 
+/* The tile's epilogue into a float NCHW output (e->out F32, ACC or QF32,
+ * e->rs_c 1, e->zb NULL): output pixels [i0, i0 + mb), channels
+ * [j0, j0 + nb) from acc (row stride nr), the same values as the GEMM's
+ * epilogue bit for bit, written a channel's adjacent pixels at a time. */
+typedef void hwt_qconv_epi_fn(const hwt_qgemm_epi *e, const int32_t *acc,
+                              const int32_t *colsum, int i0, int mb, int j0, int nb);
+
 typedef struct {
   int mr, nr, kg;
   hwt_qconv_ukr_fn *ukr;
+  hwt_qconv_epi_fn *epi; /* NULL: the GEMM variant's epilogue for every output */
 } hwt_qconv_variant;
 
 hwt_qconv_ukr_fn hwt_qconv_ukr_generic_4x8;
 #if defined(HWTUNE_HAVE_X86)
 hwt_qconv_ukr_fn hwt_qconv_ukr_avx2_6x16, hwt_qconv_ukr_avx512vnni_8x32;
+hwt_qconv_epi_fn hwt_qconv_epi_avx2, hwt_qconv_epi_avx512;
 #endif
 
 #endif

@@ -116,6 +116,17 @@ int main(void) {
       {6, 9, 12, 5, 2, 1, 0, 1, 1},   {130, 64, 4, 4, 1, 1, 0, 0, 1},
   };
   const int nshapes = (int)(sizeof shapes / sizeof shapes[0]);
+  /* The float NCHW outputs every engine qconv2d writes take the variants'
+     transposing epilogues (kernels/qconv/epi_*.c): whole tiles (P and oc
+     multiples of 8 x 32 and 6 x 16), partial ones in pixels or channels,
+     odd widths, stride 2, 1x1 / 3x3 / 7x7, each with and without ReLU */
+  const shape nchw_shapes[] = {
+      {8, 64, 8, 8, 1, 1, 0, 0, 1},   {12, 48, 7, 12, 3, 1, 1, 1, 1},
+      {4, 96, 11, 11, 7, 2, 3, 3, 1}, {24, 32, 9, 15, 3, 2, 1, 1, 1},
+      {7, 19, 5, 7, 1, 1, 0, 0, 1},   {16, 40, 13, 13, 3, 1, 1, 1, 1},
+  };
+  const int nnchw = (int)(sizeof nchw_shapes / sizeof nchw_shapes[0]);
+  const hwt_qout_type float_outs[] = {HWT_QOUT_F32, HWT_QOUT_ACC, HWT_QOUT_QF32};
   for (int isa = 0; isa < HWT_ISA_COUNT; isa++) {
     if (hwt_qgemm_variant_for((hwt_isa)isa) != isa) {
       hwt_qconv_desc d = {4, 4, 4, 4, 4, 4, 1, 1, 1, 1, 0, 0, 1, 1};
@@ -129,6 +140,13 @@ int main(void) {
                    (s + out) % 2, 1 + (s + out) % 3, 1 + s % 2);
         cases++;
       }
+    for (int s = 0; s < nnchw; s++)
+      for (int out = 0; out < 3; out++)
+        for (int relu = 0; relu < 2; relu++) {
+          check_case((hwt_isa)isa, nchw_shapes[s], float_outs[out], relu, 1, 1 + (s + out) % 3,
+                     1 + s % 2);
+          cases++;
+        }
   }
   hwt_qconv_desc bad = {0, 4, 4, 4, 4, 4, 1, 1, 1, 1, 0, 0, 1, 1}; /* no input channels */
   hwt_qconv_plan p;
