@@ -9,10 +9,11 @@
 #include "qconv_internal.h"
 
 static const hwt_qconv_variant variants[HWT_ISA_COUNT] = {
-    [HWT_ISA_GENERIC] = {4, 8, 2, hwt_qconv_ukr_generic_4x8, NULL},
+    [HWT_ISA_GENERIC] = {4, 8, 2, hwt_qconv_ukr_generic_4x8, NULL, hwt_qconv_hwc_generic},
 #if defined(HWTUNE_HAVE_X86)
-    [HWT_ISA_AVX2] = {6, 16, 2, hwt_qconv_ukr_avx2_6x16, hwt_qconv_epi_avx2},
-    [HWT_ISA_AVX512] = {8, 32, 4, hwt_qconv_ukr_avx512vnni_8x32, hwt_qconv_epi_avx512},
+    [HWT_ISA_AVX2] = {6, 16, 2, hwt_qconv_ukr_avx2_6x16, hwt_qconv_epi_avx2, hwt_qconv_hwc_avx2},
+    [HWT_ISA_AVX512] = {8, 32, 4, hwt_qconv_ukr_avx512vnni_8x32, hwt_qconv_epi_avx512,
+                        hwt_qconv_hwc_avx512},
 #endif
 };
 
@@ -59,6 +60,11 @@ int hwt_qconv_pack_w(const hwt_qconv_plan *p, const int8_t *w, void *packed, int
   const int st = hwt_qgemm_pack_b(&p->g, bt, (int)K, 1, packed, colsum);
   free(bt);
   return st;
+}
+
+void hwt_qconv_to_hwc(const hwt_qconv_plan *p, const float *x, ptrdiff_t plane, int n,
+                      float shift, uint8_t *dst) {
+  variants[p->g.isa].hwc(p->d.ic, p->icp, x, plane, n, shift, dst);
 }
 
 void hwt_qconv_compute(const hwt_qconv_plan *p, const uint8_t *x, int ih0, const void *packed,

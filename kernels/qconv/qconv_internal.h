@@ -20,16 +20,23 @@ typedef void hwt_qconv_ukr_fn(int taps, int kq, const uint8_t *const *rows, cons
 typedef void hwt_qconv_epi_fn(const hwt_qgemm_epi *e, const int32_t *acc,
                               const int32_t *colsum, int i0, int mb, int j0, int nb);
 
+/* hwt_qconv_to_hwc's work with the plan's ic and icp (hwtune/qconv.h). */
+typedef void hwt_qconv_hwc_fn(int ic, int icp, const float *x, ptrdiff_t plane, int n,
+                              float shift, uint8_t *dst);
+
 typedef struct {
   int mr, nr, kg;
   hwt_qconv_ukr_fn *ukr;
   hwt_qconv_epi_fn *epi; /* NULL: the GEMM variant's epilogue for every output */
+  hwt_qconv_hwc_fn *hwc;
 } hwt_qconv_variant;
 
 hwt_qconv_ukr_fn hwt_qconv_ukr_generic_4x8;
+hwt_qconv_hwc_fn hwt_qconv_hwc_generic;
 #if defined(HWTUNE_HAVE_X86)
 hwt_qconv_ukr_fn hwt_qconv_ukr_avx2_6x16, hwt_qconv_ukr_avx512vnni_8x32;
 hwt_qconv_epi_fn hwt_qconv_epi_avx2, hwt_qconv_epi_avx512;
+hwt_qconv_hwc_fn hwt_qconv_hwc_avx2, hwt_qconv_hwc_avx512;
 #endif
 
 #endif

@@ -106,6 +106,50 @@ static void check_case(hwt_isa isa, shape sh, hwt_qout_type out, int relu, int n
       free(colsum), free(ws);
 }
 
+/* hwt_qconv_to_hwc against its definition (hwtune/qconv.h), per variant:
+ * channel counts around the 8 / 16 channel blocks and the 4-byte pixel
+ * padding, pixel counts around the 8 / 16 pixel steps and the 64-pixel
+ * pass, values out of range and between integers, s8 (shift 128) and u8;
+ * nothing written past the n pixels. */
+static int check_hwc(hwt_isa isa) {
+  const int ics[] = {1, 3, 4, 5, 8, 12, 15, 16, 17, 20, 33, 64};
+  const int ns[] = {1, 7, 8, 9, 15, 16, 17, 63, 64, 65, 130};
+  int cases = 0;
+  for (int a = 0; a < (int)(sizeof ics / sizeof ics[0]); a++)
+    for (int b = 0; b < (int)(sizeof ns / sizeof ns[0]); b++) {
+      const int ic = ics[a], n = ns[b], icp = (ic + 3) / 4 * 4, plane = n + 3;
+      const float shift = (a + b) % 2 ? 128.0f : 0.0f;
+      hwt_qconv_desc d = {ic, 4, 1, n, 1, n, 1, 1, 1, 1, 0, 0, 1, 1};
+      hwt_qconv_plan p;
+      CHECK(hwt_qconv_plan_make(&d, isa, &p) == HWT_OK);
+      float *x = malloc((size_t)ic * plane * sizeof(float));
+      for (int i = 0; i < ic * plane; i++) {
+        const int r = rnd(0, 9);
+        x[i] = r == 0   ? (float)rnd(-400, -1) - 0.25f
+               : r == 1 ? (float)rnd(256, 500) + 0.5f
+               : r == 2 ? (float)rnd(0, 254) + 0.75f
+                        : (float)rnd(-128, 255);
+      }
+      const size_t nd = (size_t)n * icp;
+      uint8_t *got = malloc(nd + 64), *want = malloc(nd + 64);
+      memset(got, 0xA5, nd + 64);
+      memset(want, 0xA5, nd + 64);
+      for (int i = 0; i < n; i++)
+        for (int c = 0; c < icp; c++) {
+          float v = c < ic ? x[c * plane + i] + shift : 0.0f;
+          v = v < 0.0f ? 0.0f : v;
+          v = v > 255.0f ? 255.0f : v;
+          want[(size_t)i * icp + c] = (uint8_t)(int)v;
+        }
+      hwt_qconv_to_hwc(&p, x, plane, n, shift, got);
+      CHECK(memcmp(got, want, nd + 64) == 0, "to_hwc %s ic=%d n=%d shift=%g",
+            hwt_qgemm_variant_name(isa), ic, n, shift);
+      free(x), free(got), free(want);
+      cases++;
+    }
+  return cases;
+}
+
 int main(void) {
   int cases = 0;
   const shape shapes[] = {
@@ -140,6 +184,7 @@ int main(void) {
                    (s + out) % 2, 1 + (s + out) % 3, 1 + s % 2);
         cases++;
       }
+    cases += check_hwc((hwt_isa)isa);
     for (int s = 0; s < nnchw; s++)
       for (int out = 0; out < 3; out++)
         for (int relu = 0; relu < 2; relu++) {
