@@ -18,6 +18,7 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+#include "hwtune/qadd.h"
 #include "hwtune/qconv.h"
 #include "hwtune/qgemm.h"
 #include "ops_util.h"
@@ -516,14 +517,14 @@ static void qconv_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
 
 /* dequantize a and b, add, quantize: the element-wise rows' float32
  * operations (kernels/eltwise/ops.h) in one pass instead of four, so the
- * results are the same bit for bit. The four passes were 7% of the int8
- * ResNet-50's time (16 residual adds: 17.4 ms per inference, 1 thread,
- * under load); the one pass took 14.6 ms in the next profile, also under
- * load: it moves 12 bytes per element where the four moved 40, but this
- * file compiles for baseline x86-64 (SSE2 divides) where the element-wise
- * rows run their AVX-512 variant. */
+ * results are the same bit for bit (hwtune/qadd.h, vectorised per ISA).
+ * The four passes were 7% of the int8 ResNet-50's time (16 residual adds:
+ * 17.4 ms per inference, 1 thread, under load); the one pass took 14.6 ms
+ * in the next profile, also under load: it moves 12 bytes per element
+ * where the four moved 40. */
 typedef struct {
-  float sa, za, sb, zb, sy, zy, lo, hi;
+  hwt_qadd_params p;
+  hwt_isa isa;
   int64_t n;
 } qadd_state;
 
@@ -534,14 +535,15 @@ static int qadd_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   if (hwt_ops_numel(ctx->g, hwt_ops_in(ctx, 1)) != n)
     return hwt_ops_fail(err, errlen, ctx, "qadd adds tensors of one shape");
   const int s8 = hwt_ops_str_is(ctx, "out", "s8", 0);
-  qadd_state s = {(float)hwt_ops_float(ctx, "a_scale", 1.0), (float)hwt_ops_int(ctx, "a_zero", 0),
-                  (float)hwt_ops_float(ctx, "b_scale", 1.0), (float)hwt_ops_int(ctx, "b_zero", 0),
-                  (float)hwt_ops_float(ctx, "y_scale", 1.0), (float)hwt_ops_int(ctx, "y_zero", 0),
-                  0.0f, 0.0f, n};
-  if (!(s.sa > 0.0f && s.sb > 0.0f && s.sy > 0.0f))
+  qadd_state s = {{(float)hwt_ops_float(ctx, "a_scale", 1.0), (float)hwt_ops_int(ctx, "a_zero", 0),
+                   (float)hwt_ops_float(ctx, "b_scale", 1.0), (float)hwt_ops_int(ctx, "b_zero", 0),
+                   (float)hwt_ops_float(ctx, "y_scale", 1.0), (float)hwt_ops_int(ctx, "y_zero", 0),
+                   0.0f, 0.0f},
+                  ctx->isa, n};
+  if (!(s.p.sa > 0.0f && s.p.sb > 0.0f && s.p.sy > 0.0f))
     return hwt_ops_fail(err, errlen, ctx, "qadd's scales must be > 0");
-  s.lo = (s8 ? -128.0f : 0.0f) - s.zy;
-  s.hi = (s8 ? 127.0f : 255.0f) - s.zy;
+  s.p.lo = (s8 ? -128.0f : 0.0f) - s.p.zy;
+  s.p.hi = (s8 ? 127.0f : 255.0f) - s.p.zy;
   return hwt_ops_keep(ctx, &s, sizeof s, 0, 6.0 * (double)n);
 }
 
@@ -549,17 +551,7 @@ static void qadd_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
   const qadd_state *s = ctx->state;
   int64_t a0, a1;
   hwt_ops_range(s->n, tid, nth, &a0, &a1);
-  const float *a = ctx->in[0], *b = ctx->in[1];
-  float *y = ctx->out[0];
-  const float sa = s->sa, za = s->za, sb = s->sb, zb = s->zb, sy = s->sy, zy = s->zy;
-  const float lo = s->lo, hi = s->hi;
-  for (int64_t i = a0; i < a1; i++) {
-    const float v0 = (a[i] - za) * sa + (b[i] - zb) * sb;
-    float v = v0 / sy;
-    v = v > lo ? v : lo; /* NaN gives the low end, as quantize_u8 / s8 */
-    v = v < hi ? v : hi;
-    y[i] = ((v + 12582912.0f) - 12582912.0f) + zy; /* RNE, |v| <= 255 */
-  }
+  if (a1 > a0) hwt_qadd(s->isa, &s->p, ctx->in[0] + a0, ctx->in[1] + a0, ctx->out[0] + a0, a1 - a0);
 }
 
 /* -- dynamic_quantize ---------------------------------------------------- */
