@@ -42,7 +42,7 @@ int hwt_qconv_plan_make(const hwt_qconv_desc *d, hwt_isa isa, hwt_qconv_plan *ou
   out->packed_w_bytes = out->g.packed_b_bytes;
   out->ws_bytes = align64((size_t)taps * (size_t)v->mr * sizeof(const uint8_t *)) +
                   align64((size_t)v->mr * (size_t)v->nr * 4) + align64((size_t)v->mr * 4) +
-                  align64((size_t)icp);
+                  align64((size_t)icp) + align64((size_t)taps * sizeof(ptrdiff_t));
   return HWT_OK;
 }
 
@@ -79,8 +79,17 @@ void hwt_qconv_compute(const hwt_qconv_plan *p, const uint8_t *x, int ih0, const
   int32_t *acc = (int32_t *)((char *)ws + align64((size_t)taps * (size_t)mr * sizeof *table));
   int32_t *rowsum = acc + align64((size_t)mr * (size_t)nr * 4) / 4;
   uint8_t *pad = (uint8_t *)(rowsum + align64((size_t)mr * 4) / 4);
+  ptrdiff_t *tap = (ptrdiff_t *)(pad + align64((size_t)icp));
   memset(rowsum, 0, (size_t)mr * 4); /* read by the epilogue only with zb */
   memset(pad, (uint8_t)e->za, (size_t)icp);
+  /* each tap's byte offset from its window's first pixel: a window inside
+     the image takes its pixel addresses as base + tap[t]. Bounds-checked
+     tap by tap, the table took 6% of the int8 ResNet-50's samples (3.2%
+     against 36.9% in the VNNI micro-kernel, perf, 1 thread, under load) */
+  for (int ky = 0, t = 0; ky < d->kh; ky++)
+    for (int kx = 0; kx < d->kw; kx++, t++)
+      tap[t] = ((ptrdiff_t)ky * d->dh * d->w + (ptrdiff_t)kx * d->dw) * icp;
+  const int span_y = (d->kh - 1) * d->dh, span_x = (d->kw - 1) * d->dw;
   /* the variant's transposing epilogue where the output is float NCHW
      (every qconv2d of the engine), else the GEMM's */
   hwt_qconv_epi_fn *fe = v->epi && e->rs_c == 1 && !e->zb &&
@@ -96,6 +105,13 @@ void hwt_qconv_compute(const hwt_qconv_plan *p, const uint8_t *x, int ih0, const
       for (int i = 0; i < mr; i++) {
         if (i < mb) {
           const int iy0 = oy * d->sh - d->pt, ix0 = ox * d->sw - d->pl;
+          if (iy0 >= 0 && ix0 >= 0 && iy0 + span_y < d->h && ix0 + span_x < d->w) {
+            const uint8_t *base =
+                x + ((size_t)(iy0 - ih0) * (size_t)d->w + (size_t)ix0) * (size_t)icp;
+            for (int t = 0; t < taps; t++) table[t * mr + i] = base + tap[t];
+            if (++ox == d->ow) ox = 0, oy++;
+            continue;
+          }
           for (int ky = 0, t = 0; ky < d->kh; ky++) {
             const int iy = iy0 + ky * d->dh;
             for (int kx = 0; kx < d->kw; kx++, t++) {
