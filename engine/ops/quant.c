@@ -49,6 +49,10 @@ typedef struct {
   int ind;           /* the direct int8 conv (cplan) instead of the GEMM */
   hwt_qconv_plan cplan;
   size_t ind_slab;   /* bytes of the channels-last u8 rows one work unit reads */
+  /* qconv2d links that carry bytes (hwtune.engine.qlayout): x_hwc, image n
+     of x is u8 channels-last (ic bytes per pixel) at the start of its float
+     slot x + n * ic * h * w; y_hwc, this op writes its output so */
+  int x_hwc, y_hwc;
 } q_state;
 
 static void q_release(hwt_op_ctx *ctx) {
@@ -233,6 +237,26 @@ static size_t slab_bytes(const q_state *s) {
   return (size_t)((s->ic / s->groups) * s->h * s->w);
 }
 
+/* The epilogue's output form: float32 NCHW (a channel's pixels adjacent),
+ * or with y_hwc u8 pixels of oc channels (hwtune.engine.qlayout). */
+static void qconv_out_form(q_state *s, int64_t P) {
+  if (s->y_hwc) {
+    s->epi.out = HWT_QOUT_U8;
+    s->epi.rs_c = (ptrdiff_t)s->oc;
+    s->epi.cs_c = 1;
+  } else {
+    s->epi.rs_c = 1;
+    s->epi.cs_c = (ptrdiff_t)P;
+  }
+}
+
+/* Where image n's output starts: its float32 slot, or the same address as
+ * bytes (y_hwc). */
+static void *qconv_out_image(const hwt_op_ctx *ctx, const q_state *s, int64_t n) {
+  float *slot = ctx->out[0] + n * s->oc * s->oh * s->ow;
+  return slot;
+}
+
 /* The direct conv's half of qconv_prepare: work units (image, pixel chunk,
  * channel part) as the GEMM path's, the weights packed by the conv's plan,
  * and the workspace: the channels-last slab of the most input rows a chunk
@@ -258,9 +282,8 @@ static int qconv_prepare_direct(hwt_op_ctx *ctx, q_state *s, int64_t P, int64_t 
   out_rows = out_rows < s->oh ? out_rows : s->oh;
   int64_t in_rows = (out_rows - 1) * s->sh + (s->kh - 1) * s->dh + 1;
   in_rows = in_rows < s->h ? in_rows : s->h;
-  s->ind_slab = (size_t)(in_rows * s->w) * (size_t)cp->icp;
-  s->epi.rs_c = 1;
-  s->epi.cs_c = (ptrdiff_t)P;
+  s->ind_slab = s->x_hwc ? 0 : (size_t)(in_rows * s->w) * (size_t)cp->icp;
+  qconv_out_form(s, P);
   const size_t ws = round64(s->ind_slab) + round64(cp->ws_bytes);
   return hwt_ops_prepared(ctx, s, ws / 4, 2.0 * (double)(s->n_img * s->oc * P * K));
 }
@@ -292,6 +315,15 @@ static int qconv_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   int st = q_common(ctx, s, s->oc, err, errlen);
   if (st < 0) return st;
   const int a_signed = hwt_ops_int(ctx, "a_signed", 0) != 0;
+  s->x_hwc = hwt_ops_int(ctx, "x_hwc", 0) != 0;
+  s->y_hwc = hwt_ops_int(ctx, "y_hwc", 0) != 0;
+  if (s->x_hwc && (a_signed || s->groups != 1 || s->ic % 4))
+    return hwt_ops_fail(err, errlen, ctx, "x_hwc needs u8 activations, one group and whole "
+                                          "4-channel groups");
+  if (s->y_hwc && (s->epi.out != HWT_QOUT_QF32 || s->epi.qmin != 0 || s->epi.qmax != 255 ||
+                   s->groups != 1 || s->oc % 4))
+    return hwt_ops_fail(err, errlen, ctx, "y_hwc needs out u8, one group and whole 4-channel "
+                                          "groups");
   /* im2col holds u8: s8 activations move by +128, and their zero point */
   s->a_shift = a_signed ? 128.0f : 0.0f;
   s->pad_u8 = s->epi.za + (a_signed ? 128 : 0);
@@ -337,10 +369,12 @@ static int qconv_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   s->cparts = units >= nth ? 1 : (nth + units - 1) / units;
   if (s->cparts > panels) s->cparts = panels;
   if ((st = q_pack(ctx, s, (int)s->groups, K, Ng, 1, err, errlen)) < 0) return st;
-  s->epi.rs_c = 1;
-  s->epi.cs_c = (ptrdiff_t)P;
+  qconv_out_form(s, P);
+  /* x_hwc on this path (asymmetric weights: the direct conv takes none):
+     each thread expands the image's bytes back into float32 NCHW first */
   const size_t ws = (s->direct ? 0 : round64((size_t)(s->chunk * K))) +
-                    round64(slab_bytes(s)) + round64(s->plan.ws_bytes);
+                    round64(slab_bytes(s)) + round64(s->plan.ws_bytes) +
+                    (s->x_hwc ? round64((size_t)(s->ic * s->h * s->w) * sizeof(float)) : 0);
   return hwt_ops_prepared(ctx, s, ws / 4, 2.0 * (double)(s->n_img * s->oc * P * K));
 }
 
@@ -465,11 +499,18 @@ static void qconv_run_direct(const hwt_op_ctx *ctx, float *ws, int tid, int nth)
     const int64_t p0 = c * s->chunk, rows = P - p0 < s->chunk ? P - p0 : s->chunk;
     int64_t r0, r1;
     window_rows(s, p0, rows, &r0, &r1);
-    if (have != u) to_hwc_u8(s, ctx->in[0] + n * s->ic * s->h * s->w, r0, r1, slab);
+    const float *xn = ctx->in[0] + n * s->ic * s->h * s->w;
+    const uint8_t *x8 = slab;
+    if (s->x_hwc) {
+      x8 = (const uint8_t *)xn; /* the producer's bytes, all rows */
+      r0 = 0;
+    } else if (have != u) {
+      to_hwc_u8(s, xn, r0, r1, slab);
+    }
     have = u;
     hwt_qgemm_epi e = s->epi;
-    e.C = ctx->out[0] + n * s->oc * P;
-    hwt_qconv_compute(&s->cplan, slab, (int)r0, s->packed, s->colsum, &e, (int)p0,
+    e.C = qconv_out_image(ctx, s, n);
+    hwt_qconv_compute(&s->cplan, x8, (int)r0, s->packed, s->colsum, &e, (int)p0,
                       (int)(p0 + rows), (int)n0, (int)n1, cws);
   }
 }
@@ -485,6 +526,8 @@ static void qconv_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
   uint8_t *cols = (uint8_t *)ws;
   uint8_t *slab = cols + (s->direct ? 0 : round64((size_t)(s->chunk * K)));
   void *gws = slab + round64(slab_bytes(s));
+  float *xf = (float *)((char *)gws + round64(s->plan.ws_bytes)); /* x_hwc's expansion */
+  int64_t have = -1;
   const size_t pb = s->plan.packed_b_bytes;
   int64_t lo, hi;
   hwt_ops_rows(s->n_img * s->groups * s->chunks * s->cparts, tid, nth, &lo, &hi);
@@ -498,12 +541,23 @@ static void qconv_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
     if (n0 >= n1) continue;
     const int64_t p0 = c * s->chunk, rows = P - p0 < s->chunk ? P - p0 : s->chunk;
     const float *xn = ctx->in[0] + n * s->ic * s->h * s->w;
+    if (s->x_hwc) {
+      if (have != n) {
+        const uint8_t *b = (const uint8_t *)xn;
+        const int64_t hw = s->h * s->w, ic = s->ic;
+        for (int64_t q = 0; q < hw; q++)
+          for (int64_t ch = 0; ch < ic; ch++) xf[ch * hw + q] = (float)b[q * ic + ch];
+      }
+      have = n;
+      xn = xf;
+    }
     const void *A = cols;
     if (s->direct) A = xn + gi * (s->ic / s->groups) * P + p0;
     else im2col(s, xn, p0, rows, gi, cols, slab);
     hwt_qgemm_epi e = s->epi;
     const int64_t o0 = gi * Ng;
-    e.C = ctx->out[0] + (n * s->oc + o0) * P + p0;
+    e.C = s->y_hwc ? (void *)((uint8_t *)qconv_out_image(ctx, s, n) + (p0 * s->oc + o0))
+                   : (void *)(ctx->out[0] + (n * s->oc + o0) * P + p0);
     e.scale = s->scale + o0;
     e.bias = s->bias ? s->bias + o0 : NULL;
     e.bias_i = s->bias_i ? s->bias_i + o0 : NULL;
