@@ -2,7 +2,8 @@
  * output (rs_c 1): the arithmetic of kernels/qconv/epi_avx512.c (the same
  * bit-for-bit argument) on rows of 8 channels, then each 6 x 8 block
  * transposed in registers: a channel's 6 pixels leave as one 128-bit and
- * one 64-bit store instead of 6 scalar ones. */
+ * one 64-bit store instead of 6 scalar ones. u8 channels-last rows (cs_c
+ * 1): the same values packed to 16 bytes per pixel, one store. */
 #include <immintrin.h>
 #include <string.h>
 #include "../qgemm/epi.h"
@@ -50,13 +51,13 @@ void hwt_qconv_epi_avx2(const hwt_qgemm_epi *e, const int32_t *acc, const int32_
                         int i0, int mb, int j0, int nb) {
   int32_t qmin, qmax;
   hwt_q_range(e, &qmin, &qmax);
-  const int requant = e->out == HWT_QOUT_QF32, scaled = e->out != HWT_QOUT_ACC;
+  const int requant = e->out >= HWT_QOUT_QF32, scaled = e->out != HWT_QOUT_ACC;
   const float lo_f = (float)(qmin - e->zy);
   /* ReLU folded into the low clamp: see kernels/qconv/epi_avx512.c */
   const __m256 lo = _mm256_set1_ps(requant && e->relu && lo_f < 0.0f ? 0.0f : lo_f);
   const __m256 hi = _mm256_set1_ps((float)(qmax - e->zy)), zy = _mm256_set1_ps((float)e->zy);
   const __m256 zero = _mm256_setzero_ps();
-  const __m256i za = _mm256_set1_epi32(e->za);
+  const __m256i za = _mm256_set1_epi32(e->za), zyi = _mm256_set1_epi32(e->zy);
   /* a partial column block's per-channel values, zero-padded to the tile
      (the arrays end at the last channel) */
   int32_t cs_p[NR] = {0}, bi_p[NR] = {0};
@@ -71,6 +72,9 @@ void hwt_qconv_epi_avx2(const hwt_qgemm_epi *e, const int32_t *acc, const int32_
     if (bias) bias = memcpy(b_p, bias, (size_t)nb * 4);
   }
   float *c = (float *)e->C + i0;
+  __m256i rows[2][MR]; /* u8 outputs: both halves' int32 values */
+  rows[1][0] = rows[1][1] = rows[1][2] = rows[1][3] = rows[1][4] = rows[1][5] =
+      _mm256_setzero_si256();
   for (int h = 0; h < NR / 8 && 8 * h < nb; h++) {
     const int n = nb - 8 * h < 8 ? nb - 8 * h : 8;
     __m256i off = _mm256_mullo_epi32(za, _mm256_loadu_si256((const __m256i *)(cs + 8 * h)));
@@ -84,7 +88,15 @@ void hwt_qconv_epi_avx2(const hwt_qgemm_epi *e, const int32_t *acc, const int32_
       __m256 v = _mm256_cvtepi32_ps(_mm256_add_epi32(
           _mm256_loadu_si256((const __m256i *)(acc + i * NR + 8 * h)), off));
       if (scaled) {
-        v = _mm256_add_ps(_mm256_mul_ps(v, sc), bi);
+        v = _mm256_mul_ps(v, sc);
+        /* without a bias, + 0 only turns -0 into +0, which requantising drops */
+        if (e->bias || !requant) v = _mm256_add_ps(v, bi);
+        if (e->out == HWT_QOUT_U8) { /* rne(v) + zy as integers (kernels/qconv/epi_avx512.c) */
+          rows[h][i] = _mm256_add_epi32(_mm256_cvtps_epi32(_mm256_min_ps(hi, _mm256_max_ps(lo, v))),
+                                        zyi);
+          r[i] = v; /* unused: keeps every path's r[] initialised for -Wmaybe-uninitialized */
+          continue;
+        }
         if (requant) {
           v = _mm256_min_ps(hi, _mm256_max_ps(lo, v));
           v = _mm256_add_ps(_mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC),
@@ -95,6 +107,25 @@ void hwt_qconv_epi_avx2(const hwt_qgemm_epi *e, const int32_t *acc, const int32_
       }
       r[i] = v;
     }
+    if (e->out == HWT_QOUT_U8) continue;
     store_6x8(r, c + (ptrdiff_t)(j0 + 8 * h) * e->cs_c, e->cs_c, n, mb);
+  }
+  if (e->out == HWT_QOUT_U8) { /* channels-last bytes: a pixel's 16 channels adjacent */
+    uint8_t *px = (uint8_t *)e->C + (ptrdiff_t)i0 * e->rs_c + j0;
+    for (int i = 0; i < mb; i++) {
+      /* u16 [0..3 | 8..11 | 4..7 | 12..15] by lanes, reordered, then bytes */
+      const __m256i w = _mm256_permute4x64_epi64(_mm256_packus_epi32(rows[0][i], rows[1][i]),
+                                                 0xD8);
+      const __m128i b = _mm_packus_epi16(_mm256_castsi256_si128(w),
+                                         _mm256_extracti128_si256(w, 1));
+      uint8_t *d = px + (ptrdiff_t)i * e->rs_c;
+      if (nb == NR) {
+        _mm_storeu_si128((__m128i *)(void *)d, b);
+      } else {
+        uint8_t tmp[16];
+        _mm_storeu_si128((__m128i *)(void *)tmp, b);
+        memcpy(d, tmp, (size_t)nb);
+      }
+    }
   }
 }

@@ -12,8 +12,14 @@
  * ISO C: no contraction, and the intrinsics are separate), clamps and ReLU
  * as max/min whose operand order gives the reference's `a < b ? ...`
  * choices, and rne(v) + zy as vroundscaleps (ties to even) then + zy: the
- * two differ only in the sign of a zero, which + zy removes. Only called
- * after the plan saw avx512_vnni in CPUID. */
+ * two differ only in the sign of a zero, which + zy removes. u8 outputs
+ * in channels-last rows (cs_c 1, the byte links of hwtune.engine.qlayout)
+ * take the same values, narrowed, one 16-byte store per row and half tile:
+ * through the GEMM's epilogue they cost what the transposing float stores
+ * had saved (hwt_qgemm_epi_avx512 2.4% of the int8 ResNet-50's samples for
+ * the 32 byte-linked convs' outputs against 3.9% for the other 21 convs'
+ * float ones, perf, 1 thread, under load). Only called after the plan saw
+ * avx512_vnni in CPUID. */
 #include <immintrin.h>
 #include "../qgemm/epi.h"
 #include "qconv_internal.h"
@@ -56,14 +62,14 @@ void hwt_qconv_epi_avx512(const hwt_qgemm_epi *e, const int32_t *acc, const int3
                           int i0, int mb, int j0, int nb) {
   int32_t qmin, qmax;
   hwt_q_range(e, &qmin, &qmax);
-  const int requant = e->out == HWT_QOUT_QF32, scaled = e->out != HWT_QOUT_ACC;
+  const int requant = e->out >= HWT_QOUT_QF32, scaled = e->out != HWT_QOUT_ACC;
   const float lo_f = (float)(qmin - e->zy);
   /* ReLU then the low clamp is the clamp at max(lo, 0) (the results differ
      at most in a zero's sign, which rne(v) + zy drops) */
   const __m512 lo = _mm512_set1_ps(requant && e->relu && lo_f < 0.0f ? 0.0f : lo_f);
   const __m512 hi = _mm512_set1_ps((float)(qmax - e->zy)), zy = _mm512_set1_ps((float)e->zy);
   const __m512 zero = _mm512_setzero_ps();
-  const __m512i za = _mm512_set1_epi32(e->za);
+  const __m512i za = _mm512_set1_epi32(e->za), zyi = _mm512_set1_epi32(e->zy);
   const __mmask8 pm = (__mmask8)((1u << mb) - 1u);
   float *c = (float *)e->C + i0;
   for (int h = 0; h < NR / 16 && 16 * h < nb; h++) {
@@ -75,12 +81,29 @@ void hwt_qconv_epi_avx512(const hwt_qgemm_epi *e, const int32_t *acc, const int3
                            off);
     const __m512 sc = scaled ? _mm512_maskz_loadu_ps(m, e->scale + j) : zero;
     const __m512 bi = e->bias ? _mm512_maskz_loadu_ps(m, e->bias + j) : zero;
+    if (e->out == HWT_QOUT_U8) { /* channels-last bytes: a pixel's channels adjacent */
+      uint8_t *px = (uint8_t *)e->C + (ptrdiff_t)i0 * e->rs_c + j;
+      for (int i = 0; i < mb; i++) {
+        __m512 v = _mm512_cvtepi32_ps(
+            _mm512_add_epi32(_mm512_loadu_si512(acc + i * NR + 16 * h), off));
+        v = _mm512_mul_ps(v, sc);
+        if (e->bias) v = _mm512_add_ps(v, bi);
+        v = _mm512_min_ps(hi, _mm512_max_ps(lo, v));
+        /* vcvtps2dq rounds to nearest even (the default MXCSR mode, which
+           hwt_q_rne assumes too): rne(v) + zy as integers, exactly */
+        const __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(v), zyi);
+        _mm_mask_storeu_epi8(px + (ptrdiff_t)i * e->rs_c, m, _mm512_cvtepi32_epi8(q));
+      }
+      continue;
+    }
     __m512 r[MR];
     for (int i = 0; i < MR; i++) {
       __m512 v = _mm512_cvtepi32_ps(
           _mm512_add_epi32(_mm512_loadu_si512(acc + i * NR + 16 * h), off));
       if (scaled) {
-        v = _mm512_add_ps(_mm512_mul_ps(v, sc), bi);
+        v = _mm512_mul_ps(v, sc);
+        /* without a bias, + 0 only turns -0 into +0, which requantising drops */
+        if (e->bias || !requant) v = _mm512_add_ps(v, bi);
         if (requant) {
           v = _mm512_min_ps(hi, _mm512_max_ps(lo, v));
           v = _mm512_add_ps(

@@ -90,11 +90,12 @@ void hwt_qconv_compute(const hwt_qconv_plan *p, const uint8_t *x, int ih0, const
     for (int kx = 0; kx < d->kw; kx++, t++)
       tap[t] = ((ptrdiff_t)ky * d->dh * d->w + (ptrdiff_t)kx * d->dw) * icp;
   const int span_y = (d->kh - 1) * d->dh, span_x = (d->kw - 1) * d->dw;
-  /* the variant's transposing epilogue where the output is float NCHW
-     (every qconv2d of the engine), else the GEMM's */
-  hwt_qconv_epi_fn *fe = v->epi && e->rs_c == 1 && !e->zb &&
-                                 (e->out == HWT_QOUT_F32 || e->out == HWT_QOUT_ACC ||
-                                  e->out == HWT_QOUT_QF32)
+  /* the variant's epilogue where the output is float NCHW or u8
+     channels-last (every direct qconv2d of the engine), else the GEMM's */
+  hwt_qconv_epi_fn *fe = v->epi && !e->zb &&
+                                 (((e->out == HWT_QOUT_F32 || e->out == HWT_QOUT_ACC ||
+                                    e->out == HWT_QOUT_QF32) && e->rs_c == 1) ||
+                                  (e->out == HWT_QOUT_U8 && e->cs_c == 1))
                              ? v->epi
                              : NULL;
   for (int jb = n0; jb < n1; jb += p->g.nc) {

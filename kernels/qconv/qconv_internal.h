@@ -14,7 +14,8 @@ typedef void hwt_qconv_ukr_fn(int taps, int kq, const uint8_t *const *rows, cons
                               int32_t *acc);
 
 /* The tile's epilogue into a float NCHW output (e->out F32, ACC or QF32,
- * e->rs_c 1, e->zb NULL): output pixels [i0, i0 + mb), channels
+ * e->rs_c 1, e->zb NULL) or u8 channels-last rows (e->out U8, e->cs_c 1,
+ * e->zb NULL): output pixels [i0, i0 + mb), channels
  * [j0, j0 + nb) from acc (row stride nr), the same values as the GEMM's
  * epilogue bit for bit, written a channel's adjacent pixels at a time. */
 typedef void hwt_qconv_epi_fn(const hwt_qgemm_epi *e, const int32_t *acc,

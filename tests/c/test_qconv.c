@@ -161,7 +161,8 @@ int main(void) {
   };
   const int nshapes = (int)(sizeof shapes / sizeof shapes[0]);
   /* The float NCHW outputs every engine qconv2d writes take the variants'
-     transposing epilogues (kernels/qconv/epi_*.c): whole tiles (P and oc
+     transposing epilogues (kernels/qconv/epi_*.c), u8 channels-last ones
+     their byte rows: whole tiles (P and oc
      multiples of 8 x 32 and 6 x 16), partial ones in pixels or channels,
      odd widths, stride 2, 1x1 / 3x3 / 7x7, each with and without ReLU */
   const shape nchw_shapes[] = {
@@ -192,6 +193,12 @@ int main(void) {
                      1 + s % 2);
           cases++;
         }
+    /* u8 channels-last rows (the byte links between the engine's convs) */
+    for (int s = 0; s < nnchw; s++)
+      for (int relu = 0; relu < 2; relu++) {
+        check_case((hwt_isa)isa, nchw_shapes[s], HWT_QOUT_U8, relu, 0, 1 + s % 3, 1 + relu);
+        cases++;
+      }
   }
   hwt_qconv_desc bad = {0, 4, 4, 4, 4, 4, 1, 1, 1, 1, 0, 0, 1, 1}; /* no input channels */
   hwt_qconv_plan p;
