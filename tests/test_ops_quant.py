@@ -263,17 +263,24 @@ def test_dynamic_quantize_matches_reference(n, isa):
                 np.testing.assert_array_equal(got[k], want[k], err_msg=f"{k} case {case}")
 
 
-def _chain(wz_b):
+def _chain(wz_b, residual=False):
     """x -> qconv a (3x3, pad 1, u8) -> qconv b (1x1, u8) -> qconv c (3x3,
     stride 2, f32): a's and b's outputs are read by int8 convs alone, so the
     lowered graph carries them as u8 channels-last bytes
     (hwtune.engine.qlayout). wz_b: b's weight zero point (nonzero: b runs
-    the GEMM path, which expands its byte input back to float32)."""
+    the GEMM path, which expands its byte input back to float32).
+    residual: c reads qadd(b, a) instead of b (a bottleneck's shape)."""
     rng = np.random.default_rng(11)
     params, ops = {}, []
-    chans = {"a": (6, 8, 3, 1, 1), "b": (8, 12, 1, 1, 0), "c": (12, 5, 3, 2, 1)}
+    chans = {"a": (6, 8, 3, 1, 1), "b": (8, 8 if residual else 12, 1, 1, 0),
+             "c": (8 if residual else 12, 5, 3, 2, 1)}
     src = "x"
     for name, (ic, oc, k, stride, pad) in chans.items():
+        if name == "c" and residual:
+            ops.append({"name": "r", "op": "qadd", "inputs": ["b", "a"],
+                        "attrs": {"a_scale": 0.5, "a_zero": 120, "b_scale": 0.5,
+                                  "b_zero": 120, "y_scale": 0.7, "y_zero": 100}})
+            src = "r"
         params[f"{name}_w"] = _ints(rng, (oc, ic, k, k), True)
         params[f"{name}_ws"] = rng.uniform(0.001, 0.02, oc).astype(np.float32)
         params[f"{name}_wz"] = np.full(oc, wz_b if name == "b" else 0, np.float32)
@@ -301,12 +308,19 @@ def test_qconv_links_carry_bytes_only_between_int8_convs():
     # another kind of op reads
     g.outputs.append("b")
     assert hwc_links(g) == {"a": {"y_hwc": 1}, "b": {"x_hwc": 1}}
+    both = {"x_hwc": 1, "y_hwc": 1}
+    g, _, _ = _chain(0, residual=True)
+    assert hwc_links(g) == {"a": {"y_hwc": 1}, "b": both, "r": both, "c": {"x_hwc": 1}}
+    # a qadd's inputs and output are bytes together or not at all: its
+    # output as a graph output takes a's and b's outputs back to float32
+    g.outputs.append("r")
+    assert hwc_links(g) == {}
 
 
 @pytest.mark.parametrize("isa", supported_isas())
-@pytest.mark.parametrize("wz_b", [0, 3])
-def test_qconv_chain_through_bytes_matches_reference(wz_b, isa):
-    g, params, inputs = _chain(wz_b)
+@pytest.mark.parametrize("wz_b,residual", [(0, False), (3, False), (0, True), (3, True)])
+def test_qconv_chain_through_bytes_matches_reference(wz_b, residual, isa):
+    g, params, inputs = _chain(wz_b, residual)
     want = run_reference(g, inputs=inputs, params=params)["c"]
     for nth in (1, 2, 3):
         got = run_ops(g, nth=nth, isa=isa, inputs=inputs, params=params)["c"]

@@ -580,6 +580,9 @@ typedef struct {
   hwt_qadd_params p;
   hwt_isa isa;
   int64_t n;
+  int64_t image; /* elements per image: with bytes (hwtune.engine.qlayout), image i's
+                    are at the start of its float32 slot */
+  int bytes;
 } qadd_state;
 
 static int qadd_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
@@ -593,9 +596,19 @@ static int qadd_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
                    (float)hwt_ops_float(ctx, "b_scale", 1.0), (float)hwt_ops_int(ctx, "b_zero", 0),
                    (float)hwt_ops_float(ctx, "y_scale", 1.0), (float)hwt_ops_int(ctx, "y_zero", 0),
                    0.0f, 0.0f},
-                  ctx->isa, n};
+                  ctx->isa, n, n, 0};
   if (!(s.p.sa > 0.0f && s.p.sb > 0.0f && s.p.sy > 0.0f))
     return hwt_ops_fail(err, errlen, ctx, "qadd's scales must be > 0");
+  s.bytes = hwt_ops_int(ctx, "x_hwc", 0) != 0;
+  if (s.bytes != (hwt_ops_int(ctx, "y_hwc", 0) != 0) || (s.bytes && s8))
+    return hwt_ops_fail(err, errlen, ctx, "qadd takes bytes (x_hwc) only with a u8 output of "
+                                          "bytes (y_hwc)");
+  if (s.bytes) {
+    int r;
+    const int64_t *shape = hwt_ops_in_shape(ctx, 0, &r);
+    if (r < 1 || shape[0] < 1) return hwt_ops_fail(err, errlen, ctx, "qadd of bytes needs NCHW");
+    s.image = n / shape[0];
+  }
   s.p.lo = (s8 ? -128.0f : 0.0f) - s.p.zy;
   s.p.hi = (s8 ? 127.0f : 255.0f) - s.p.zy;
   return hwt_ops_keep(ctx, &s, sizeof s, 0, 6.0 * (double)n);
@@ -605,7 +618,20 @@ static void qadd_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
   const qadd_state *s = ctx->state;
   int64_t a0, a1;
   hwt_ops_range(s->n, tid, nth, &a0, &a1);
-  if (a1 > a0) hwt_qadd(s->isa, &s->p, ctx->in[0] + a0, ctx->in[1] + a0, ctx->out[0] + a0, a1 - a0);
+  if (!s->bytes) {
+    if (a1 > a0)
+      hwt_qadd(s->isa, &s->p, ctx->in[0] + a0, ctx->in[1] + a0, ctx->out[0] + a0, a1 - a0);
+    return;
+  }
+  /* element e of image i: byte e - i * image of that image's float32 slot */
+  for (int64_t e = a0; e < a1;) {
+    const int64_t i = e / s->image, off = e - i * s->image, slot = i * s->image;
+    const int64_t m = (a1 - e < s->image - off ? a1 - e : s->image - off);
+    hwt_qadd_u8(s->isa, &s->p, (const uint8_t *)(ctx->in[0] + slot) + off,
+                (const uint8_t *)(ctx->in[1] + slot) + off, (uint8_t *)(ctx->out[0] + slot) + off,
+                m);
+    e += m;
+  }
 }
 
 /* -- dynamic_quantize ---------------------------------------------------- */

@@ -31,3 +31,20 @@ void HWT_VARIANT(hwt_qadd_run)(const hwt_qadd_params *p, const float *a, const f
                                      zb, sb, sy, lo, hi, zy));
   }
 }
+
+/* Bytes: QADD_U8_CHUNK values at a time widened into float buffers, the
+   loop above, narrowed back (integers 0..255: exact); three plain loops
+   the compiler vectorises with this variant's width. */
+enum { QADD_U8_CHUNK = 256 };
+
+void HWT_VARIANT(hwt_qadd_u8_run)(const hwt_qadd_params *p, const uint8_t *a, const uint8_t *b,
+                                  uint8_t *y, int64_t n) {
+  float fa[QADD_U8_CHUNK], fb[QADD_U8_CHUNK], fy[QADD_U8_CHUNK];
+  for (int64_t i0 = 0; i0 < n; i0 += QADD_U8_CHUNK) {
+    const int m = n - i0 < QADD_U8_CHUNK ? (int)(n - i0) : QADD_U8_CHUNK;
+    for (int k = 0; k < m; k++) fa[k] = (float)a[i0 + k];
+    for (int k = 0; k < m; k++) fb[k] = (float)b[i0 + k];
+    HWT_VARIANT(hwt_qadd_run)(p, fa, fb, fy, m);
+    for (int k = 0; k < m; k++) y[i0 + k] = (uint8_t)(int32_t)fy[k];
+  }
+}

@@ -2,8 +2,8 @@
  * definition written out here, one float operation at a time: every
  * length 0..70 (the 8 / 16-lane steps and their masked tails), u8 and s8
  * ranges, values that saturate either end, a NaN (gives the low end) and
- * ties of the rounding. Bit for bit; nothing written past n. Runs under
- * ASan/UBSan. */
+ * ties of the rounding; and hwt_qadd_u8 on bytes. Bit for bit; nothing
+ * written past n. Runs under ASan/UBSan. */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -53,6 +53,25 @@ int main(void) {
           cases++;
         }
       }
+    }
+  }
+  /* bytes (hwt_qadd_u8): lengths around the vector steps and the 256-value
+     chunk, u8 output; nothing written past n */
+  enum { NB = 530 };
+  static uint8_t a8[NB], b8[NB], got8[NB + 8], want8[NB + 8];
+  const int lens[] = {0, 1, 15, 16, 17, 255, 256, 257, 511, 512, 513, 530};
+  for (int isa = 0; isa < HWT_ISA_COUNT; isa++) {
+    if (!hwt_isa_supported((hwt_isa)isa)) continue;
+    hwt_qadd_params p = {0.031f, 120.0f, 0.05f, 4.0f, 0.043f, 7.0f, -7.0f, 248.0f};
+    for (int l = 0; l < (int)(sizeof lens / sizeof lens[0]); l++) {
+      const int n = lens[l];
+      for (int i = 0; i < NB; i++) a8[i] = (uint8_t)rnd(0, 255), b8[i] = (uint8_t)rnd(0, 255);
+      memset(got8, 0xA5, sizeof got8);
+      memset(want8, 0xA5, sizeof want8);
+      for (int i = 0; i < n; i++) want8[i] = (uint8_t)(int)want_one(&p, a8[i], b8[i]);
+      hwt_qadd_u8((hwt_isa)isa, &p, a8, b8, got8, n);
+      CHECK(memcmp(got8, want8, sizeof got8) == 0, "u8 isa %d n %d", isa, n);
+      cases++;
     }
   }
   return check_verdict("qadd: %d cases match the definition\n", cases);

@@ -23,5 +23,10 @@ typedef struct {
  * portable one when this CPU or build lacks it). */
 HWT_API void hwt_qadd(hwt_isa isa, const hwt_qadd_params *p, const float *a, const float *b,
                       float *y, int64_t n);
+/* The same on u8 values held as bytes (a u8 output: lo = -zy, hi = 255 -
+ * zy), each through the float operations above: the bytes of
+ * hwtune.engine.qlayout's links. */
+HWT_API void hwt_qadd_u8(hwt_isa isa, const hwt_qadd_params *p, const uint8_t *a,
+                         const uint8_t *b, uint8_t *y, int64_t n);
 
 #endif
