@@ -32,13 +32,43 @@ void HWT_VARIANT(hwt_qadd_run)(const hwt_qadd_params *p, const float *a, const f
   }
 }
 
-/* Bytes: QADD_U8_CHUNK values at a time widened into float buffers, the
-   loop above, narrowed back (integers 0..255: exact); three plain loops
-   the compiler vectorises with this variant's width. */
+/* One vector of bytes widened to floats and back (values 0..255: exact). */
+#if defined(HWT_VEC_AVX512)
+HV_AI hv_f32 u8_load(const uint8_t *p) {
+  return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)p)));
+}
+HV_AI void u8_store(uint8_t *p, hv_f32 v) {
+  _mm_storeu_si128((__m128i *)(void *)p, _mm512_cvtepi32_epi8(_mm512_cvttps_epi32(v)));
+}
+#elif defined(HWT_VEC_AVX2)
+HV_AI hv_f32 u8_load(const uint8_t *p) {
+  return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p)));
+}
+HV_AI void u8_store(uint8_t *p, hv_f32 v) {
+  const __m256i q = _mm256_cvttps_epi32(v);
+  const __m128i w = _mm_packus_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+  _mm_storel_epi64((__m128i *)(void *)p, _mm_packus_epi16(w, w));
+}
+#endif
+
+/* Bytes: whole vectors widened in registers (the vector variants), the
+   rest QADD_U8_CHUNK values at a time widened into float buffers, the loop
+   above, narrowed back. Through the buffers alone, the int8 ResNet-50's
+   byte adds took 3.6% of samples against 40.3% in the VNNI micro-kernel
+   (perf, 1 thread, under load). */
 enum { QADD_U8_CHUNK = 256 };
 
 void HWT_VARIANT(hwt_qadd_u8_run)(const hwt_qadd_params *p, const uint8_t *a, const uint8_t *b,
                                   uint8_t *y, int64_t n) {
+#if defined(HWT_VEC_AVX512) || defined(HWT_VEC_AVX2)
+  const hv_f32 za = hv_set1(p->za), sa = hv_set1(p->sa), zb = hv_set1(p->zb);
+  const hv_f32 sb = hv_set1(p->sb), sy = hv_set1(p->sy), lo = hv_set1(p->lo);
+  const hv_f32 hi = hv_set1(p->hi), zy = hv_set1(p->zy);
+  int64_t v0 = 0;
+  for (; v0 + HV_W <= n; v0 += HV_W)
+    u8_store(y + v0, qadd_one(u8_load(a + v0), u8_load(b + v0), za, sa, zb, sb, sy, lo, hi, zy));
+  a += v0, b += v0, y += v0, n -= v0;
+#endif
   float fa[QADD_U8_CHUNK], fb[QADD_U8_CHUNK], fy[QADD_U8_CHUNK];
   for (int64_t i0 = 0; i0 < n; i0 += QADD_U8_CHUNK) {
     const int m = n - i0 < QADD_U8_CHUNK ? (int)(n - i0) : QADD_U8_CHUNK;
