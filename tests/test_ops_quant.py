@@ -325,3 +325,17 @@ def test_qconv_chain_through_bytes_matches_reference(wz_b, residual, isa):
     for nth in (1, 2, 3):
         got = run_ops(g, nth=nth, isa=isa, inputs=inputs, params=params)["c"]
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6, err_msg=f"nth={nth}")
+
+
+def test_byte_links_reach_the_stand_alone_runners_document():
+    """lowered_doc (what hwtune-run rebuilds its C graph from) carries the
+    same engine-only attributes as lower_graph: writer and readers agree."""
+    from hwtune.engine.lower import lower_graph
+    from hwtune.engine.lowered import lowered_doc
+    g, _, _ = _chain(0, residual=True)
+    doc = lowered_doc(g)
+    with lower_graph(g) as ng:
+        for i, (op, d) in enumerate(zip(g.ops, doc["ops"])):
+            for key in ("x_hwc", "y_hwc"):
+                assert d["ints"].get(key) == ng.get_attr(i, key), (op.name, key)
+    assert doc["ops"][0]["ints"]["y_hwc"] == [1]
