@@ -11,7 +11,10 @@
  * conv of ResNet-50) run the direct int8 conv (hwtune/qconv.h) instead:
  * each work unit converts the input rows its pixels read into u8
  * channels-last once, and the micro-kernel reads the windows there (no
- * im2col, no A packing). */
+ * im2col, no A packing). Where lowering linked int8 ops by bytes
+ * (attributes x_hwc / y_hwc, hwtune.engine.qlayout), qconv2d and qadd read
+ * and write u8 channels-last pixels at the start of each image's float32
+ * slot instead, and the conversion disappears. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
