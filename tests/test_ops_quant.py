@@ -263,17 +263,19 @@ def test_dynamic_quantize_matches_reference(n, isa):
                 np.testing.assert_array_equal(got[k], want[k], err_msg=f"{k} case {case}")
 
 
-def _chain(wz_b, residual=False):
+def _chain(wz_b, residual=False, width=8, batch=2):
     """x -> qconv a (3x3, pad 1, u8) -> qconv b (1x1, u8) -> qconv c (3x3,
     stride 2, f32): a's and b's outputs are read by int8 convs alone, so the
     lowered graph carries them as u8 channels-last bytes
     (hwtune.engine.qlayout). wz_b: b's weight zero point (nonzero: b runs
     the GEMM path, which expands its byte input back to float32).
-    residual: c reads qadd(b, a) instead of b (a bottleneck's shape)."""
+    residual: c reads qadd(b, a) instead of b (a bottleneck's shape).
+    width 40, batch 1: several column panels of one image, which the convs
+    reading bytes split by channels across threads."""
     rng = np.random.default_rng(11)
     params, ops = {}, []
-    chans = {"a": (6, 8, 3, 1, 1), "b": (8, 8 if residual else 12, 1, 1, 0),
-             "c": (8 if residual else 12, 5, 3, 2, 1)}
+    wb = width if residual else width + 4
+    chans = {"a": (6, width, 3, 1, 1), "b": (width, wb, 1, 1, 0), "c": (wb, 5, 3, 2, 1)}
     src = "x"
     for name, (ic, oc, k, stride, pad) in chans.items():
         if name == "c" and residual:
@@ -293,10 +295,10 @@ def _chain(wz_b, residual=False):
                               "y_scale": 0.5, "y_zero": 120, "relu": name == "b"}})
         src = name
     g = load_model({"format_version": 1, "name": "qchain", "seed": 3,
-                    "inputs": [{"name": "x", "shape": [2, 6, 9, 11]}],
+                    "inputs": [{"name": "x", "shape": [batch, 6, 9, 11]}],
                     "params": [{"name": p, "shape": list(v.shape)} for p, v in params.items()],
                     "ops": ops, "outputs": ["c"]})
-    return g, params, {"x": _ints(rng, (2, 6, 9, 11), False)}
+    return g, params, {"x": _ints(rng, (batch, 6, 9, 11), False)}
 
 
 def test_qconv_links_carry_bytes_only_between_int8_convs():
@@ -318,9 +320,10 @@ def test_qconv_links_carry_bytes_only_between_int8_convs():
 
 
 @pytest.mark.parametrize("isa", supported_isas())
-@pytest.mark.parametrize("wz_b,residual", [(0, False), (3, False), (0, True), (3, True)])
-def test_qconv_chain_through_bytes_matches_reference(wz_b, residual, isa):
-    g, params, inputs = _chain(wz_b, residual)
+@pytest.mark.parametrize("wz_b,residual,width,batch", [
+    (0, False, 8, 2), (3, False, 8, 2), (0, True, 8, 2), (3, True, 8, 2), (0, True, 40, 1)])
+def test_qconv_chain_through_bytes_matches_reference(wz_b, residual, width, batch, isa):
+    g, params, inputs = _chain(wz_b, residual, width, batch)
     want = run_reference(g, inputs=inputs, params=params)["c"]
     for nth in (1, 2, 3):
         got = run_ops(g, nth=nth, isa=isa, inputs=inputs, params=params)["c"]
