@@ -9,11 +9,12 @@
 #include "qconv_internal.h"
 
 static const hwt_qconv_variant variants[HWT_ISA_COUNT] = {
-    [HWT_ISA_GENERIC] = {4, 8, 2, hwt_qconv_ukr_generic_4x8, NULL, hwt_qconv_hwc_generic},
+    [HWT_ISA_GENERIC] = {4, 8, 2, hwt_qconv_ukr_generic_4x8, NULL, NULL, hwt_qconv_hwc_generic},
 #if defined(HWTUNE_HAVE_X86)
-    [HWT_ISA_AVX2] = {6, 16, 2, hwt_qconv_ukr_avx2_6x16, hwt_qconv_epi_avx2, hwt_qconv_hwc_avx2},
-    [HWT_ISA_AVX512] = {8, 32, 4, hwt_qconv_ukr_avx512vnni_8x32, hwt_qconv_epi_avx512,
-                        hwt_qconv_hwc_avx512},
+    [HWT_ISA_AVX2] = {6, 16, 2, hwt_qconv_ukr_avx2_6x16, NULL, hwt_qconv_epi_avx2,
+                      hwt_qconv_hwc_avx2},
+    [HWT_ISA_AVX512] = {8, 32, 4, hwt_qconv_ukr_avx512vnni_8x32, hwt_qconv_ukr_avx512vnni_4x32,
+                        hwt_qconv_epi_avx512, hwt_qconv_hwc_avx512},
 #endif
 };
 
@@ -81,6 +82,9 @@ void hwt_qconv_compute(const hwt_qconv_plan *p, const uint8_t *x, int ih0, const
   uint8_t *pad = (uint8_t *)(rowsum + align64((size_t)mr * 4) / 4);
   ptrdiff_t *tap = (ptrdiff_t *)(pad + align64((size_t)icp));
   memset(rowsum, 0, (size_t)mr * 4); /* read by the epilogue only with zb */
+  /* rows a half-tile kernel leaves alone are converted (then discarded)
+     by the vector epilogues: defined values */
+  memset(acc, 0, (size_t)mr * (size_t)nr * 4);
   memset(pad, (uint8_t)e->za, (size_t)icp);
   /* each tap's byte offset from its window's first pixel: a window inside
      the image takes its pixel addresses as base + tap[t]. Bounds-checked
@@ -130,7 +134,8 @@ void hwt_qconv_compute(const hwt_qconv_plan *p, const uint8_t *x, int ih0, const
       }
       for (int j = jb; j < je; j += nr) {
         const int nb = je - j < nr ? je - j : nr;
-        v->ukr(taps, kq, table, (const char *)packed + (size_t)(j / nr) * panel, acc);
+        hwt_qconv_ukr_fn *k = v->ukr_half && 2 * mb <= mr ? v->ukr_half : v->ukr;
+        k(taps, kq, table, (const char *)packed + (size_t)(j / nr) * panel, acc);
         if (fe) fe(e, acc, colsum, pp, mb, j, nb);
         else gv->epi(&p->g, e, e->za, acc, rowsum, colsum, pp, mb, j, nb);
       }

@@ -28,6 +28,8 @@ typedef void hwt_qconv_hwc_fn(int ic, int icp, const float *x, ptrdiff_t plane, 
 typedef struct {
   int mr, nr, kg;
   hwt_qconv_ukr_fn *ukr;
+  hwt_qconv_ukr_fn *ukr_half; /* tiles of at most mr / 2 pixels (same table and acc
+                                 layout, rows mr / 2 .. mr - 1 untouched); NULL: ukr */
   hwt_qconv_epi_fn *epi; /* NULL: the GEMM variant's epilogue for every output */
   hwt_qconv_hwc_fn *hwc;
 } hwt_qconv_variant;
@@ -35,7 +37,8 @@ typedef struct {
 hwt_qconv_ukr_fn hwt_qconv_ukr_generic_4x8;
 hwt_qconv_hwc_fn hwt_qconv_hwc_generic;
 #if defined(HWTUNE_HAVE_X86)
-hwt_qconv_ukr_fn hwt_qconv_ukr_avx2_6x16, hwt_qconv_ukr_avx512vnni_8x32;
+hwt_qconv_ukr_fn hwt_qconv_ukr_avx2_6x16, hwt_qconv_ukr_avx512vnni_8x32,
+    hwt_qconv_ukr_avx512vnni_4x32;
 hwt_qconv_epi_fn hwt_qconv_epi_avx2, hwt_qconv_epi_avx512;
 hwt_qconv_hwc_fn hwt_qconv_hwc_avx2, hwt_qconv_hwc_avx512;
 #endif
