@@ -29,6 +29,7 @@ set(HWTUNE_KERNEL_BODIES
   "kernels/gemm/gemv_body.c generic avx2 avx512"
   "kernels/rnn/cell_body.c generic avx2 avx512"
   "kernels/qgemm/body.c generic avx2 avx512"  # int8 GEMM (issue #43)
+  "kernels/qadd/body.c generic avx2 avx512"  # quantized residual add (issue #43)
 )
 
 if(HWTUNE_X86)

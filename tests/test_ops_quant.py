@@ -261,3 +261,84 @@ def test_dynamic_quantize_matches_reference(n, isa):
             got = run_ops(g, nth=nth, isa=isa, inputs={"x": x})
             for k in ("y", "s", "z"):
                 np.testing.assert_array_equal(got[k], want[k], err_msg=f"{k} case {case}")
+
+
+def _chain(wz_b, residual=False, width=8, batch=2):
+    """x -> qconv a (3x3, pad 1, u8) -> qconv b (1x1, u8) -> qconv c (3x3,
+    stride 2, f32): a's and b's outputs are read by int8 convs alone, so the
+    lowered graph carries them as u8 channels-last bytes
+    (hwtune.engine.qlayout). wz_b: b's weight zero point (nonzero: b runs
+    the GEMM path, which expands its byte input back to float32).
+    residual: c reads qadd(b, a) instead of b (a bottleneck's shape).
+    width 40, batch 1: several column panels of one image, which the convs
+    reading bytes split by channels across threads."""
+    rng = np.random.default_rng(11)
+    params, ops = {}, []
+    wb = width if residual else width + 4
+    chans = {"a": (6, width, 3, 1, 1), "b": (width, wb, 1, 1, 0), "c": (wb, 5, 3, 2, 1)}
+    src = "x"
+    for name, (ic, oc, k, stride, pad) in chans.items():
+        if name == "c" and residual:
+            ops.append({"name": "r", "op": "qadd", "inputs": ["b", "a"],
+                        "attrs": {"a_scale": 0.5, "a_zero": 120, "b_scale": 0.5,
+                                  "b_zero": 120, "y_scale": 0.7, "y_zero": 100}})
+            src = "r"
+        params[f"{name}_w"] = _ints(rng, (oc, ic, k, k), True)
+        params[f"{name}_ws"] = rng.uniform(0.001, 0.02, oc).astype(np.float32)
+        params[f"{name}_wz"] = np.full(oc, wz_b if name == "b" else 0, np.float32)
+        params[f"{name}_bias"] = rng.uniform(-2, 2, oc).astype(np.float32)
+        out = "f32" if name == "c" else "u8"
+        ops.append({"name": name, "op": "qconv2d",
+                    "inputs": [src] + [f"{name}_{p}" for p in ("w", "ws", "wz", "bias")],
+                    "attrs": {"stride": stride, "padding": pad, "a_scale": 0.05,
+                              "a_zero": 131 if name == "a" else 120, "out": out,
+                              "y_scale": 0.5, "y_zero": 120, "relu": name == "b"}})
+        src = name
+    g = load_model({"format_version": 1, "name": "qchain", "seed": 3,
+                    "inputs": [{"name": "x", "shape": [batch, 6, 9, 11]}],
+                    "params": [{"name": p, "shape": list(v.shape)} for p, v in params.items()],
+                    "ops": ops, "outputs": ["c"]})
+    return g, params, {"x": _ints(rng, (batch, 6, 9, 11), False)}
+
+
+def test_qconv_links_carry_bytes_only_between_int8_convs():
+    from hwtune.engine.qlayout import hwc_links
+    g, _, _ = _chain(0)
+    assert hwc_links(g) == {"a": {"y_hwc": 1}, "b": {"x_hwc": 1, "y_hwc": 1},
+                            "c": {"x_hwc": 1}}
+    # c's float output and a graph output are never bytes; nor is a tensor
+    # another kind of op reads
+    g.outputs.append("b")
+    assert hwc_links(g) == {"a": {"y_hwc": 1}, "b": {"x_hwc": 1}}
+    both = {"x_hwc": 1, "y_hwc": 1}
+    g, _, _ = _chain(0, residual=True)
+    assert hwc_links(g) == {"a": {"y_hwc": 1}, "b": both, "r": both, "c": {"x_hwc": 1}}
+    # a qadd's inputs and output are bytes together or not at all: its
+    # output as a graph output takes a's and b's outputs back to float32
+    g.outputs.append("r")
+    assert hwc_links(g) == {}
+
+
+@pytest.mark.parametrize("isa", supported_isas())
+@pytest.mark.parametrize("wz_b,residual,width,batch", [
+    (0, False, 8, 2), (3, False, 8, 2), (0, True, 8, 2), (3, True, 8, 2), (0, True, 40, 1)])
+def test_qconv_chain_through_bytes_matches_reference(wz_b, residual, width, batch, isa):
+    g, params, inputs = _chain(wz_b, residual, width, batch)
+    want = run_reference(g, inputs=inputs, params=params)["c"]
+    for nth in (1, 2, 3):
+        got = run_ops(g, nth=nth, isa=isa, inputs=inputs, params=params)["c"]
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6, err_msg=f"nth={nth}")
+
+
+def test_byte_links_reach_the_stand_alone_runners_document():
+    """lowered_doc (what hwtune-run rebuilds its C graph from) carries the
+    same engine-only attributes as lower_graph: writer and readers agree."""
+    from hwtune.engine.lower import lower_graph
+    from hwtune.engine.lowered import lowered_doc
+    g, _, _ = _chain(0, residual=True)
+    doc = lowered_doc(g)
+    with lower_graph(g) as ng:
+        for i, (op, d) in enumerate(zip(g.ops, doc["ops"])):
+            for key in ("x_hwc", "y_hwc"):
+                assert d["ints"].get(key) == ng.get_attr(i, key), (op.name, key)
+    assert doc["ops"][0]["ints"]["y_hwc"] == [1]

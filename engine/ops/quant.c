@@ -11,13 +11,17 @@
  * conv of ResNet-50) run the direct int8 conv (hwtune/qconv.h) instead:
  * each work unit converts the input rows its pixels read into u8
  * channels-last once, and the micro-kernel reads the windows there (no
- * im2col, no A packing). */
+ * im2col, no A packing). Where lowering linked int8 ops by bytes
+ * (attributes x_hwc / y_hwc, hwtune.engine.qlayout), qconv2d and qadd read
+ * and write u8 channels-last pixels at the start of each image's float32
+ * slot instead, and the conversion disappears. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+#include "hwtune/qadd.h"
 #include "hwtune/qconv.h"
 #include "hwtune/qgemm.h"
 #include "ops_util.h"
@@ -48,6 +52,10 @@ typedef struct {
   int ind;           /* the direct int8 conv (cplan) instead of the GEMM */
   hwt_qconv_plan cplan;
   size_t ind_slab;   /* bytes of the channels-last u8 rows one work unit reads */
+  /* qconv2d links that carry bytes (hwtune.engine.qlayout): x_hwc, image n
+     of x is u8 channels-last (ic bytes per pixel) at the start of its float
+     slot x + n * ic * h * w; y_hwc, this op writes its output so */
+  int x_hwc, y_hwc;
 } q_state;
 
 static void q_release(hwt_op_ctx *ctx) {
@@ -232,6 +240,46 @@ static size_t slab_bytes(const q_state *s) {
   return (size_t)((s->ic / s->groups) * s->h * s->w);
 }
 
+/* The epilogue's output form: float32 NCHW (a channel's pixels adjacent),
+ * or with y_hwc u8 pixels of oc channels (hwtune.engine.qlayout). */
+static void qconv_out_form(q_state *s, int64_t P) {
+  if (s->y_hwc) {
+    s->epi.out = HWT_QOUT_U8;
+    s->epi.rs_c = (ptrdiff_t)s->oc;
+    s->epi.cs_c = 1;
+  } else {
+    s->epi.rs_c = 1;
+    s->epi.cs_c = (ptrdiff_t)P;
+  }
+}
+
+/* Where image n's output starts: its float32 slot, or the same address as
+ * bytes (y_hwc). */
+static void *qconv_out_image(const hwt_op_ctx *ctx, const q_state *s, int64_t n) {
+  float *slot = ctx->out[0] + n * s->oc * s->oh * s->ow;
+  return slot;
+}
+
+/* The most work any of nth threads gets (in micro-kernel tiles x column
+ * panels) when the direct conv's units (image, pixel chunk of `chunk`,
+ * channel part of `cparts`) are handed out as qconv_run_direct does. */
+static int64_t direct_split_cost(const q_state *s, int64_t P, int64_t chunk, int64_t cparts,
+                                 int64_t panels, int64_t mr, int64_t nth) {
+  const int64_t chunks = (P + chunk - 1) / chunk, units = s->n_img * chunks * cparts;
+  int64_t worst = 0;
+  for (int64_t t = 0; t < nth; t++) {
+    int64_t lo, hi, w = 0;
+    hwt_ops_rows(units, (int)t, (int)nth, &lo, &hi);
+    for (int64_t v = lo; v < hi; v++) {
+      const int64_t cp = v % cparts, c = (v / cparts) % chunks;
+      const int64_t rows = P - c * chunk < chunk ? P - c * chunk : chunk;
+      w += (rows + mr - 1) / mr * (panels * (cp + 1) / cparts - panels * cp / cparts);
+    }
+    worst = w > worst ? w : worst;
+  }
+  return worst;
+}
+
 /* The direct conv's half of qconv_prepare: work units (image, pixel chunk,
  * channel part) as the GEMM path's, the weights packed by the conv's plan,
  * and the workspace: the channels-last slab of the most input rows a chunk
@@ -242,6 +290,23 @@ static int qconv_prepare_direct(hwt_op_ctx *ctx, q_state *s, int64_t P, int64_t 
   const int64_t panels = (s->oc + cp->g.nr - 1) / cp->g.nr, units = s->n_img * s->chunks;
   s->cparts = units >= nth ? 1 : (nth + units - 1) / units;
   if (s->cparts > panels) s->cparts = panels;
+  if (s->x_hwc && s->n_img < nth) {
+    /* Small images on several threads: whole images split by output
+       channels where that balances better than pixel chunks of 32. With
+       bytes for input no thread converts anything, so channel parts cost
+       nothing extra. The int8 ResNet-50's 14x14 layers split 128 + 68
+       pixels (16 and 9 tiles of 8) at 2 threads, its 7x7 ones 32 + 17 (4
+       and 3); by channels each thread takes half the panels of all tiles. */
+    const int64_t cparts = (nth + s->n_img - 1) / s->n_img < panels
+                               ? (nth + s->n_img - 1) / s->n_img
+                               : panels;
+    if (direct_split_cost(s, P, P, cparts, panels, cp->g.mr, nth) <
+        direct_split_cost(s, P, s->chunk, s->cparts, panels, cp->g.mr, nth)) {
+      s->chunk = P;
+      s->chunks = 1;
+      s->cparts = cparts;
+    }
+  }
   const size_t n = (size_t)(s->oc * K);
   int8_t *w8 = malloc(n ? n : 1);
   if (!w8) return HWT_ENOMEM;
@@ -257,9 +322,8 @@ static int qconv_prepare_direct(hwt_op_ctx *ctx, q_state *s, int64_t P, int64_t 
   out_rows = out_rows < s->oh ? out_rows : s->oh;
   int64_t in_rows = (out_rows - 1) * s->sh + (s->kh - 1) * s->dh + 1;
   in_rows = in_rows < s->h ? in_rows : s->h;
-  s->ind_slab = (size_t)(in_rows * s->w) * (size_t)cp->icp;
-  s->epi.rs_c = 1;
-  s->epi.cs_c = (ptrdiff_t)P;
+  s->ind_slab = s->x_hwc ? 0 : (size_t)(in_rows * s->w) * (size_t)cp->icp;
+  qconv_out_form(s, P);
   const size_t ws = round64(s->ind_slab) + round64(cp->ws_bytes);
   return hwt_ops_prepared(ctx, s, ws / 4, 2.0 * (double)(s->n_img * s->oc * P * K));
 }
@@ -291,6 +355,15 @@ static int qconv_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   int st = q_common(ctx, s, s->oc, err, errlen);
   if (st < 0) return st;
   const int a_signed = hwt_ops_int(ctx, "a_signed", 0) != 0;
+  s->x_hwc = hwt_ops_int(ctx, "x_hwc", 0) != 0;
+  s->y_hwc = hwt_ops_int(ctx, "y_hwc", 0) != 0;
+  if (s->x_hwc && (a_signed || s->groups != 1 || s->ic % 4))
+    return hwt_ops_fail(err, errlen, ctx, "x_hwc needs u8 activations, one group and whole "
+                                          "4-channel groups");
+  if (s->y_hwc && (s->epi.out != HWT_QOUT_QF32 || s->epi.qmin != 0 || s->epi.qmax != 255 ||
+                   s->groups != 1 || s->oc % 4))
+    return hwt_ops_fail(err, errlen, ctx, "y_hwc needs out u8, one group and whole 4-channel "
+                                          "groups");
   /* im2col holds u8: s8 activations move by +128, and their zero point */
   s->a_shift = a_signed ? 128.0f : 0.0f;
   s->pad_u8 = s->epi.za + (a_signed ? 128 : 0);
@@ -336,10 +409,12 @@ static int qconv_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   s->cparts = units >= nth ? 1 : (nth + units - 1) / units;
   if (s->cparts > panels) s->cparts = panels;
   if ((st = q_pack(ctx, s, (int)s->groups, K, Ng, 1, err, errlen)) < 0) return st;
-  s->epi.rs_c = 1;
-  s->epi.cs_c = (ptrdiff_t)P;
+  qconv_out_form(s, P);
+  /* x_hwc on this path (asymmetric weights: the direct conv takes none):
+     each thread expands the image's bytes back into float32 NCHW first */
   const size_t ws = (s->direct ? 0 : round64((size_t)(s->chunk * K))) +
-                    round64(slab_bytes(s)) + round64(s->plan.ws_bytes);
+                    round64(slab_bytes(s)) + round64(s->plan.ws_bytes) +
+                    (s->x_hwc ? round64((size_t)(s->ic * s->h * s->w) * sizeof(float)) : 0);
   return hwt_ops_prepared(ctx, s, ws / 4, 2.0 * (double)(s->n_img * s->oc * P * K));
 }
 
@@ -440,70 +515,9 @@ static void im2col(const q_state *s, const float *x, int64_t p0, int64_t rows, i
  * u8 channels-last pixels of icp bytes; channels past ic are 0 (they meet
  * zero weights). */
 static void to_hwc_u8(const q_state *s, const float *x, int64_t lo, int64_t hi, uint8_t *dst) {
-  const int64_t icp = s->cplan.icp, span = hi >= lo ? (hi - lo + 1) * s->w : 0;
-  const int64_t plane = s->h * s->w, ic = s->ic;
-  const float add = s->a_shift;
-  /* QCONV_HWC_BLOCK pixels at a time, channel by channel: the block's
-     destination lines (at most 64 x icp bytes) stay in L1 while every
-     channel writes its byte into each; whole rows at once swept up to
-     ~35 KiB of lines per channel at ResNet-50's 56x56x64 layers */
-  enum { QCONV_HWC_BLOCK = 64 };
-  for (int64_t e0 = 0; e0 < span; e0 += QCONV_HWC_BLOCK) {
-    const int64_t eb = span - e0 < QCONV_HWC_BLOCK ? span - e0 : QCONV_HWC_BLOCK;
-    uint8_t *db = dst + e0 * icp;
-    int64_t c = 0;
-#if defined(__SSE2__)
-    /* 4 channels x 4 pixels per step: clamp, convert (exact: integers),
-       transpose the 4x4 int32 and pack to bytes, one dword store per
-       pixel. The scalar loop below (a byte store per value, not
-       vectorised) was 32% of the int8 ResNet-50's samples in libhwtune,
-       as much as the VNNI micro-kernel (perf, 1 thread, under load). */
-    const __m128 vadd = _mm_set1_ps(add), vlo = _mm_setzero_ps(), vhi = _mm_set1_ps(255.0f);
-    for (; c + 4 <= ic; c += 4) {
-      const float *x0 = x + c * plane + lo * s->w + e0;
-      int64_t e = 0;
-      for (; e + 4 <= eb; e += 4) {
-        __m128i v[4];
-        for (int k = 0; k < 4; k++) {
-          __m128 f = _mm_add_ps(_mm_loadu_ps(x0 + k * plane + e), vadd);
-          f = _mm_min_ps(_mm_max_ps(f, vlo), vhi);
-          v[k] = _mm_cvttps_epi32(f);
-        }
-        const __m128i t0 = _mm_unpacklo_epi32(v[0], v[1]), t1 = _mm_unpackhi_epi32(v[0], v[1]);
-        const __m128i t2 = _mm_unpacklo_epi32(v[2], v[3]), t3 = _mm_unpackhi_epi32(v[2], v[3]);
-        const __m128i p01 = _mm_packs_epi32(_mm_unpacklo_epi64(t0, t2), _mm_unpackhi_epi64(t0, t2));
-        const __m128i p23 = _mm_packs_epi32(_mm_unpacklo_epi64(t1, t3), _mm_unpackhi_epi64(t1, t3));
-        const __m128i q = _mm_packus_epi16(p01, p23); /* pixel k's 4 channels: dword k */
-        uint8_t *d = db + e * icp + c;
-        const int32_t w0 = _mm_cvtsi128_si32(q), w1 = _mm_cvtsi128_si32(_mm_srli_si128(q, 4));
-        const int32_t w2 = _mm_cvtsi128_si32(_mm_srli_si128(q, 8));
-        const int32_t w3 = _mm_cvtsi128_si32(_mm_srli_si128(q, 12));
-        memcpy(d, &w0, 4);
-        memcpy(d + icp, &w1, 4);
-        memcpy(d + 2 * icp, &w2, 4);
-        memcpy(d + 3 * icp, &w3, 4);
-      }
-      for (; e < eb; e++)
-        for (int k = 0; k < 4; k++) {
-          float v = x0[k * plane + e] + add;
-          v = v < 0.0f ? 0.0f : v;
-          v = v > 255.0f ? 255.0f : v;
-          db[e * icp + c + k] = (uint8_t)(int)v;
-        }
-    }
-#endif
-    for (; c < ic; c++) {
-      const float *xc = x + c * plane + lo * s->w + e0;
-      for (int64_t e = 0; e < eb; e++) {
-        float v = xc[e] + add;
-        v = v < 0.0f ? 0.0f : v;
-        v = v > 255.0f ? 255.0f : v;
-        db[e * icp + c] = (uint8_t)(int)v;
-      }
-    }
-    for (int64_t e = 0; e < eb; e++)
-      for (int64_t cz = ic; cz < icp; cz++) db[e * icp + cz] = 0;
-  }
+  const int64_t span = hi >= lo ? (hi - lo + 1) * s->w : 0;
+  hwt_qconv_to_hwc(&s->cplan, x + lo * s->w, (ptrdiff_t)(s->h * s->w), (int)span, s->a_shift,
+                   dst);
 }
 
 static void qconv_run_direct(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
@@ -525,11 +539,18 @@ static void qconv_run_direct(const hwt_op_ctx *ctx, float *ws, int tid, int nth)
     const int64_t p0 = c * s->chunk, rows = P - p0 < s->chunk ? P - p0 : s->chunk;
     int64_t r0, r1;
     window_rows(s, p0, rows, &r0, &r1);
-    if (have != u) to_hwc_u8(s, ctx->in[0] + n * s->ic * s->h * s->w, r0, r1, slab);
+    const float *xn = ctx->in[0] + n * s->ic * s->h * s->w;
+    const uint8_t *x8 = slab;
+    if (s->x_hwc) {
+      x8 = (const uint8_t *)xn; /* the producer's bytes, all rows */
+      r0 = 0;
+    } else if (have != u) {
+      to_hwc_u8(s, xn, r0, r1, slab);
+    }
     have = u;
     hwt_qgemm_epi e = s->epi;
-    e.C = ctx->out[0] + n * s->oc * P;
-    hwt_qconv_compute(&s->cplan, slab, (int)r0, s->packed, s->colsum, &e, (int)p0,
+    e.C = qconv_out_image(ctx, s, n);
+    hwt_qconv_compute(&s->cplan, x8, (int)r0, s->packed, s->colsum, &e, (int)p0,
                       (int)(p0 + rows), (int)n0, (int)n1, cws);
   }
 }
@@ -545,6 +566,8 @@ static void qconv_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
   uint8_t *cols = (uint8_t *)ws;
   uint8_t *slab = cols + (s->direct ? 0 : round64((size_t)(s->chunk * K)));
   void *gws = slab + round64(slab_bytes(s));
+  float *xf = (float *)((char *)gws + round64(s->plan.ws_bytes)); /* x_hwc's expansion */
+  int64_t have = -1;
   const size_t pb = s->plan.packed_b_bytes;
   int64_t lo, hi;
   hwt_ops_rows(s->n_img * s->groups * s->chunks * s->cparts, tid, nth, &lo, &hi);
@@ -558,12 +581,23 @@ static void qconv_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
     if (n0 >= n1) continue;
     const int64_t p0 = c * s->chunk, rows = P - p0 < s->chunk ? P - p0 : s->chunk;
     const float *xn = ctx->in[0] + n * s->ic * s->h * s->w;
+    if (s->x_hwc) {
+      if (have != n) {
+        const uint8_t *b = (const uint8_t *)xn;
+        const int64_t hw = s->h * s->w, ic = s->ic;
+        for (int64_t q = 0; q < hw; q++)
+          for (int64_t ch = 0; ch < ic; ch++) xf[ch * hw + q] = (float)b[q * ic + ch];
+      }
+      have = n;
+      xn = xf;
+    }
     const void *A = cols;
     if (s->direct) A = xn + gi * (s->ic / s->groups) * P + p0;
     else im2col(s, xn, p0, rows, gi, cols, slab);
     hwt_qgemm_epi e = s->epi;
     const int64_t o0 = gi * Ng;
-    e.C = ctx->out[0] + (n * s->oc + o0) * P + p0;
+    e.C = s->y_hwc ? (void *)((uint8_t *)qconv_out_image(ctx, s, n) + (p0 * s->oc + o0))
+                   : (void *)(ctx->out[0] + (n * s->oc + o0) * P + p0);
     e.scale = s->scale + o0;
     e.bias = s->bias ? s->bias + o0 : NULL;
     e.bias_i = s->bias_i ? s->bias_i + o0 : NULL;
@@ -577,15 +611,18 @@ static void qconv_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
 
 /* dequantize a and b, add, quantize: the element-wise rows' float32
  * operations (kernels/eltwise/ops.h) in one pass instead of four, so the
- * results are the same bit for bit. The four passes were 7% of the int8
- * ResNet-50's time (16 residual adds: 17.4 ms per inference, 1 thread,
- * under load); the one pass took 14.6 ms in the next profile, also under
- * load: it moves 12 bytes per element where the four moved 40, but this
- * file compiles for baseline x86-64 (SSE2 divides) where the element-wise
- * rows run their AVX-512 variant. */
+ * results are the same bit for bit (hwtune/qadd.h, vectorised per ISA).
+ * The four passes were 7% of the int8 ResNet-50's time (16 residual adds:
+ * 17.4 ms per inference, 1 thread, under load); the one pass took 14.6 ms
+ * in the next profile, also under load: it moves 12 bytes per element
+ * where the four moved 40. */
 typedef struct {
-  float sa, za, sb, zb, sy, zy, lo, hi;
+  hwt_qadd_params p;
+  hwt_isa isa;
   int64_t n;
+  int64_t image; /* elements per image: with bytes (hwtune.engine.qlayout), image i's
+                    are at the start of its float32 slot */
+  int bytes;
 } qadd_state;
 
 static int qadd_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
@@ -595,14 +632,25 @@ static int qadd_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   if (hwt_ops_numel(ctx->g, hwt_ops_in(ctx, 1)) != n)
     return hwt_ops_fail(err, errlen, ctx, "qadd adds tensors of one shape");
   const int s8 = hwt_ops_str_is(ctx, "out", "s8", 0);
-  qadd_state s = {(float)hwt_ops_float(ctx, "a_scale", 1.0), (float)hwt_ops_int(ctx, "a_zero", 0),
-                  (float)hwt_ops_float(ctx, "b_scale", 1.0), (float)hwt_ops_int(ctx, "b_zero", 0),
-                  (float)hwt_ops_float(ctx, "y_scale", 1.0), (float)hwt_ops_int(ctx, "y_zero", 0),
-                  0.0f, 0.0f, n};
-  if (!(s.sa > 0.0f && s.sb > 0.0f && s.sy > 0.0f))
+  qadd_state s = {{(float)hwt_ops_float(ctx, "a_scale", 1.0), (float)hwt_ops_int(ctx, "a_zero", 0),
+                   (float)hwt_ops_float(ctx, "b_scale", 1.0), (float)hwt_ops_int(ctx, "b_zero", 0),
+                   (float)hwt_ops_float(ctx, "y_scale", 1.0), (float)hwt_ops_int(ctx, "y_zero", 0),
+                   0.0f, 0.0f},
+                  ctx->isa, n, n, 0};
+  if (!(s.p.sa > 0.0f && s.p.sb > 0.0f && s.p.sy > 0.0f))
     return hwt_ops_fail(err, errlen, ctx, "qadd's scales must be > 0");
-  s.lo = (s8 ? -128.0f : 0.0f) - s.zy;
-  s.hi = (s8 ? 127.0f : 255.0f) - s.zy;
+  s.bytes = hwt_ops_int(ctx, "x_hwc", 0) != 0;
+  if (s.bytes != (hwt_ops_int(ctx, "y_hwc", 0) != 0) || (s.bytes && s8))
+    return hwt_ops_fail(err, errlen, ctx, "qadd takes bytes (x_hwc) only with a u8 output of "
+                                          "bytes (y_hwc)");
+  if (s.bytes) {
+    int r;
+    const int64_t *shape = hwt_ops_in_shape(ctx, 0, &r);
+    if (r < 1 || shape[0] < 1) return hwt_ops_fail(err, errlen, ctx, "qadd of bytes needs NCHW");
+    s.image = n / shape[0];
+  }
+  s.p.lo = (s8 ? -128.0f : 0.0f) - s.p.zy;
+  s.p.hi = (s8 ? 127.0f : 255.0f) - s.p.zy;
   return hwt_ops_keep(ctx, &s, sizeof s, 0, 6.0 * (double)n);
 }
 
@@ -610,16 +658,19 @@ static void qadd_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
   const qadd_state *s = ctx->state;
   int64_t a0, a1;
   hwt_ops_range(s->n, tid, nth, &a0, &a1);
-  const float *a = ctx->in[0], *b = ctx->in[1];
-  float *y = ctx->out[0];
-  const float sa = s->sa, za = s->za, sb = s->sb, zb = s->zb, sy = s->sy, zy = s->zy;
-  const float lo = s->lo, hi = s->hi;
-  for (int64_t i = a0; i < a1; i++) {
-    const float v0 = (a[i] - za) * sa + (b[i] - zb) * sb;
-    float v = v0 / sy;
-    v = v > lo ? v : lo; /* NaN gives the low end, as quantize_u8 / s8 */
-    v = v < hi ? v : hi;
-    y[i] = ((v + 12582912.0f) - 12582912.0f) + zy; /* RNE, |v| <= 255 */
+  if (!s->bytes) {
+    if (a1 > a0)
+      hwt_qadd(s->isa, &s->p, ctx->in[0] + a0, ctx->in[1] + a0, ctx->out[0] + a0, a1 - a0);
+    return;
+  }
+  /* element e of image i: byte e - i * image of that image's float32 slot */
+  for (int64_t e = a0; e < a1;) {
+    const int64_t i = e / s->image, off = e - i * s->image, slot = i * s->image;
+    const int64_t m = (a1 - e < s->image - off ? a1 - e : s->image - off);
+    hwt_qadd_u8(s->isa, &s->p, (const uint8_t *)(ctx->in[0] + slot) + off,
+                (const uint8_t *)(ctx->in[1] + slot) + off, (uint8_t *)(ctx->out[0] + slot) + off,
+                m);
+    e += m;
   }
 }
 

@@ -260,6 +260,9 @@ void HWT_VARIANT(hwt_qgemm_pack_b)(const hwt_qgemm_plan *p, const int8_t *B, ptr
     if (rs == 1 && cs != 1) {                                                    \
       for (int j = 0; j < nb; j++)                                               \
         for (int i = 0; i < mb; i++) c[(ptrdiff_t)j * cs + i] = conv(v[i * nr + j]); \
+    } else if (cs == 1) { /* channels-last rows: contiguous, vectorised */       \
+      for (int i = 0; i < mb; i++)                                               \
+        for (int j = 0; j < nb; j++) c[(ptrdiff_t)i * rs + j] = conv(v[i * nr + j]); \
     } else {                                                                     \
       for (int i = 0; i < mb; i++)                                               \
         for (int j = 0; j < nb; j++)                                             \

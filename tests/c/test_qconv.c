@@ -106,6 +106,50 @@ static void check_case(hwt_isa isa, shape sh, hwt_qout_type out, int relu, int n
       free(colsum), free(ws);
 }
 
+/* hwt_qconv_to_hwc against its definition (hwtune/qconv.h), per variant:
+ * channel counts around the 8 / 16 channel blocks and the 4-byte pixel
+ * padding, pixel counts around the 8 / 16 pixel steps and the 64-pixel
+ * pass, values out of range and between integers, s8 (shift 128) and u8;
+ * nothing written past the n pixels. */
+static int check_hwc(hwt_isa isa) {
+  const int ics[] = {1, 3, 4, 5, 8, 12, 15, 16, 17, 20, 33, 64};
+  const int ns[] = {1, 7, 8, 9, 15, 16, 17, 63, 64, 65, 130};
+  int cases = 0;
+  for (int a = 0; a < (int)(sizeof ics / sizeof ics[0]); a++)
+    for (int b = 0; b < (int)(sizeof ns / sizeof ns[0]); b++) {
+      const int ic = ics[a], n = ns[b], icp = (ic + 3) / 4 * 4, plane = n + 3;
+      const float shift = (a + b) % 2 ? 128.0f : 0.0f;
+      hwt_qconv_desc d = {ic, 4, 1, n, 1, n, 1, 1, 1, 1, 0, 0, 1, 1};
+      hwt_qconv_plan p;
+      CHECK(hwt_qconv_plan_make(&d, isa, &p) == HWT_OK);
+      float *x = malloc((size_t)ic * plane * sizeof(float));
+      for (int i = 0; i < ic * plane; i++) {
+        const int r = rnd(0, 9);
+        x[i] = r == 0   ? (float)rnd(-400, -1) - 0.25f
+               : r == 1 ? (float)rnd(256, 500) + 0.5f
+               : r == 2 ? (float)rnd(0, 254) + 0.75f
+                        : (float)rnd(-128, 255);
+      }
+      const size_t nd = (size_t)n * icp;
+      uint8_t *got = malloc(nd + 64), *want = malloc(nd + 64);
+      memset(got, 0xA5, nd + 64);
+      memset(want, 0xA5, nd + 64);
+      for (int i = 0; i < n; i++)
+        for (int c = 0; c < icp; c++) {
+          float v = c < ic ? x[c * plane + i] + shift : 0.0f;
+          v = v < 0.0f ? 0.0f : v;
+          v = v > 255.0f ? 255.0f : v;
+          want[(size_t)i * icp + c] = (uint8_t)(int)v;
+        }
+      hwt_qconv_to_hwc(&p, x, plane, n, shift, got);
+      CHECK(memcmp(got, want, nd + 64) == 0, "to_hwc %s ic=%d n=%d shift=%g",
+            hwt_qgemm_variant_name(isa), ic, n, shift);
+      free(x), free(got), free(want);
+      cases++;
+    }
+  return cases;
+}
+
 int main(void) {
   int cases = 0;
   const shape shapes[] = {
@@ -116,6 +160,18 @@ int main(void) {
       {6, 9, 12, 5, 2, 1, 0, 1, 1},   {130, 64, 4, 4, 1, 1, 0, 0, 1},
   };
   const int nshapes = (int)(sizeof shapes / sizeof shapes[0]);
+  /* The float NCHW outputs every engine qconv2d writes take the variants'
+     transposing epilogues (kernels/qconv/epi_*.c), u8 channels-last ones
+     their byte rows: whole tiles (P and oc
+     multiples of 8 x 32 and 6 x 16), partial ones in pixels or channels,
+     odd widths, stride 2, 1x1 / 3x3 / 7x7, each with and without ReLU */
+  const shape nchw_shapes[] = {
+      {8, 64, 8, 8, 1, 1, 0, 0, 1},   {12, 48, 7, 12, 3, 1, 1, 1, 1},
+      {4, 96, 11, 11, 7, 2, 3, 3, 1}, {24, 32, 9, 15, 3, 2, 1, 1, 1},
+      {7, 19, 5, 7, 1, 1, 0, 0, 1},   {16, 40, 13, 13, 3, 1, 1, 1, 1},
+  };
+  const int nnchw = (int)(sizeof nchw_shapes / sizeof nchw_shapes[0]);
+  const hwt_qout_type float_outs[] = {HWT_QOUT_F32, HWT_QOUT_ACC, HWT_QOUT_QF32};
   for (int isa = 0; isa < HWT_ISA_COUNT; isa++) {
     if (hwt_qgemm_variant_for((hwt_isa)isa) != isa) {
       hwt_qconv_desc d = {4, 4, 4, 4, 4, 4, 1, 1, 1, 1, 0, 0, 1, 1};
@@ -127,6 +183,20 @@ int main(void) {
       for (int out = 0; out < 5; out++) {
         check_case((hwt_isa)isa, shapes[s], (hwt_qout_type)out, (s + out) % 3 == 0,
                    (s + out) % 2, 1 + (s + out) % 3, 1 + s % 2);
+        cases++;
+      }
+    cases += check_hwc((hwt_isa)isa);
+    for (int s = 0; s < nnchw; s++)
+      for (int out = 0; out < 3; out++)
+        for (int relu = 0; relu < 2; relu++) {
+          check_case((hwt_isa)isa, nchw_shapes[s], float_outs[out], relu, 1, 1 + (s + out) % 3,
+                     1 + s % 2);
+          cases++;
+        }
+    /* u8 channels-last rows (the byte links between the engine's convs) */
+    for (int s = 0; s < nnchw; s++)
+      for (int relu = 0; relu < 2; relu++) {
+        check_case((hwt_isa)isa, nchw_shapes[s], HWT_QOUT_U8, relu, 0, 1 + s % 3, 1 + relu);
         cases++;
       }
   }

@@ -58,6 +58,14 @@ HWT_API void hwt_qconv_compute(const hwt_qconv_plan *p, const uint8_t *x, int ih
                                const void *packed, const int32_t *colsum,
                                const hwt_qgemm_epi *e, int p0, int p1, int n0, int n1,
                                void *ws);
+/* n pixels of float NCHW activations (channel c's at x + c * plane,
+ * holding integers) as the u8 channels-last pixels hwt_qconv_compute
+ * reads: dst[i * icp + c] = (int)min(max(x[c * plane + i] + shift, 0), 255)
+ * (the clamps as `v < 0 ? 0 : v`, then `v > 255 ? 255 : v`; shift 128
+ * moves s8 values into u8), channels ic .. icp - 1 zero. Vectorised by the
+ * plan's variant; one thread. */
+HWT_API void hwt_qconv_to_hwc(const hwt_qconv_plan *p, const float *x, ptrdiff_t plane, int n,
+                              float shift, uint8_t *dst);
 /* Plain-C reference (the oracle): x the whole image [h][w][icp], w OIHW. */
 HWT_API int hwt_qconv_ref(const hwt_qconv_desc *d, int icp, const uint8_t *x, const int8_t *w,
                           const hwt_qgemm_epi *e);

@@ -6,7 +6,8 @@ keep their names; the C graph stores integers and floats only, so
   int, bool (0/1), pair ([h, w]), ints  -> ints,
   float                                 -> floats,
   str, layout ("NCHW16c")               -> ints: the characters' code points,
-and attributes left unset (null defaults) are omitted. Each op's work (its
+and attributes left unset (null defaults) are omitted. qconv2d links whose
+activations travel as bytes get engine-only attributes (hwtune.engine.qlayout). Each op's work (its
 FLOPs from the op registry, and the bytes of its inputs and outputs) seeds
 the planner's cost estimate; measured costs replace it through `costs`.
 """
@@ -14,6 +15,7 @@ the planner's cost estimate; measured costs replace it through `costs`.
 from dataclasses import asdict, dataclass
 from typing import Any, Dict, List, Mapping, Optional
 
+from hwtune.engine.qlayout import hwc_links
 from hwtune.errors import EngineGraphError
 from hwtune.native.graph import MAX_DIMS, NativeGraph
 from hwtune.native.plan import Plan
@@ -84,6 +86,7 @@ def lower_graph(graph: Graph, costs: Optional[Mapping[str, float]] = None) -> Na
         raise EngineGraphError(f'costs name unknown op "{unknown[0]}"'
                                + (f" (+{len(unknown) - 1} more)" if len(unknown) > 1 else ""))
     outputs = set(graph.outputs)
+    hwc = hwc_links(graph)
     ng = NativeGraph()
     subject = None  # what was being lowered when the C graph refused it
     try:
@@ -100,6 +103,8 @@ def lower_graph(graph: Graph, costs: Optional[Mapping[str, float]] = None) -> Na
             oid = ng.add_op(op.name, op.op, [ng.tensor_ids[n] for n in op.inputs],
                             [ng.tensor_ids[n] for n in op.outputs])
             for key, value in sorted(op.resolved.items()):
+                _encode_attr(ng, oid, key, value)
+            for key, value in sorted(hwc.get(op.name, {}).items()):
                 _encode_attr(ng, oid, key, value)
             nbytes = sum(oplib.numel(graph.shapes[n]) for n in op.inputs + op.outputs)
             ng.set_work(oid, op_flops(graph, op), nbytes * BYTES_PER_ELEMENT)

@@ -17,6 +17,7 @@ reads the same numbers as the Python engine).
 from typing import Any, Dict, List
 
 from hwtune.engine.lower import _add_tensor, _encode_attr, _require_validated
+from hwtune.engine.qlayout import hwc_links
 from hwtune.graph.model import Graph
 
 
@@ -57,6 +58,7 @@ def lowered_doc(graph: Graph) -> Dict[str, Any]:
     _require_validated(graph)
     rec = _Recorder()
     outputs = set(graph.outputs)
+    hwc = hwc_links(graph)  # the engine-only attributes lower_graph() adds
     for kind, tensors in (("input", graph.inputs), ("param", graph.params)):
         for t in tensors:
             _add_tensor(rec, graph, t.name, kind)
@@ -72,6 +74,8 @@ def lowered_doc(graph: Graph) -> Dict[str, Any]:
                         "outputs": [rec.tensor_ids[n] for n in op.outputs],
                         "ints": {}, "floats": {}})
         for key, value in sorted(op.resolved.items()):
+            _encode_attr(rec, len(rec.ops) - 1, key, value)
+        for key, value in sorted(hwc.get(op.name, {}).items()):
             _encode_attr(rec, len(rec.ops) - 1, key, value)
     doc = {"tensors": rec.tensors, "ops": rec.ops}
     weights = graph.weights
