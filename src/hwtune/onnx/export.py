@@ -113,6 +113,16 @@ def _conv(e, op, a):
         out = dst
 
 
+def _conv3d(e, op, a):
+    out = [f"{op.outputs[0]}@conv"] if a["relu"] else op.outputs
+    pad_end = a["padding_end"] if a["padding_end"] is not None else a["padding"]
+    e.node("Conv", op.inputs, out, op.name,
+           kernel_shape=list(e.graph.shapes[op.inputs[1]][2:]), strides=list(a["stride"]),
+           pads=list(a["padding"]) + list(pad_end), dilations=list(a["dilation"]), group=1)
+    if a["relu"]:
+        e.node("Relu", out, op.outputs, f"{op.name}@relu")
+
+
 def _conv_transpose(e, op, a):
     kh, kw = e.graph.shapes[op.inputs[1]][2:]
     e.node("ConvTranspose", op.inputs, op.outputs, op.name, kernel_shape=[kh, kw],
@@ -400,6 +410,7 @@ EXPORTERS: Dict[str, Callable] = {
                                          perm=list(a["perm"]) if a["perm"] is not None else
                                          list(range(len(e.graph.shapes[op.inputs[0]])))[::-1]),
     "conv2d": _conv, "pool2d": _pool, "global_pool2d": _global_pool,
+    "conv3d": _conv3d,
     "conv_transpose2d": _conv_transpose, "batch_norm": _batch_norm,
     "softmax": lambda e, op, a: e.node("Softmax", op.inputs, op.outputs, op.name,
                                        axis=a["axis"]),

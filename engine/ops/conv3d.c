@@ -1,0 +1,180 @@
+/* conv3d on NCDHW tensors (torchvision's video classifiers) through the
+ * 2-D CONV template (hwtune/conv.h):
+ *
+ *   y[n, :, t] = conv2d(xs(n, t), W2),  xs(n, t) = the KD input frames
+ *   t*sd + a*dd - pd (a < KD) stacked along the channels, a frame outside
+ *   the input all zeros; W2[k][a*C + c] = W[k][c][a].
+ *
+ * One 2-D plan of N = 1, KD*C input channels and K/ksplit output channels
+ * serves every (image, output frame, slice of ksplit output channels) unit;
+ * W2 is packed once per slice at prepare. A thread stages its unit's
+ * stacked frames in its workspace (an NCDHW frame's channels are D*H*W
+ * apart, the plan reads them H*W apart), runs the plan on one thread into
+ * its workspace and copies the K/ksplit planes to their frame of y. Units
+ * are shared out as contiguous ranges, with no barrier: the output slices
+ * exist so that a clip of fewer frames than threads (r3d_18's last stages
+ * have OD = 1) still keeps every thread busy. A thread whose next unit is
+ * the same frame's next slice reuses the staged frames.
+ *
+ * Frames wholly in the padding still go through the plan as zeros: a 3-tap
+ * time kernel with padding 1 over 16 frames spends 2 of 48 frame products
+ * on them. */
+#include <string.h>
+#include "conv3d.h"
+#include "hwtune/conv.h"
+
+#define ALIGN16(n) (((n) + 15) & ~(size_t)15)
+
+typedef struct {
+  hwt_conv_plan plan;   /* one slice of one output frame */
+  float *w_packed;      /* ksplit x w_slice */
+  size_t w_slice;       /* packed floats per slice (plan.w_floats, aligned) */
+  int N, C, D, H, W, K, KD, OD, OH, OW;
+  int sd, pd, dd;       /* stride, front padding, dilation in time */
+  int ksplit, kslice;   /* output-channel slices and their width */
+  size_t stage_floats, y_floats; /* workspace pieces (aligned) */
+} conv3d_state;
+
+/* A 3-int attribute ([depth, height, width]), def when unset; 1 if malformed. */
+static int attr3(const hwt_op_ctx *c, const char *key, int def, int v[3]) {
+  v[0] = v[1] = v[2] = def;
+  if (hwt_graph_op_attr_kind(c->g, c->op, key) == HWT_ATTR_NONE) return 0;
+  int64_t b[4];
+  if (hwt_graph_op_get_ints(c->g, c->op, key, b, 4) != 3) return 1;
+  for (int i = 0; i < 3; i++) {
+    if (b[i] < 0 || b[i] > (1 << 30)) return 1;
+    v[i] = (int)b[i];
+  }
+  return 0;
+}
+
+/* The slice count: units (N x OD x ksplit) a multiple of the threads when a
+ * divisor of K that keeps slices of at least 16 channels (an AVX-512
+ * output block) gets there, else at least one unit per thread. */
+static int pick_ksplit(int frames, int K, int nth) {
+  if (nth <= 1 || frames % nth == 0) return 1;
+  int enough = 0;
+  for (int ks = 2; ks <= K / 16; ks++) {
+    if (K % ks) continue;
+    if ((long)frames * ks % nth == 0) return ks;
+    if (!enough && (long)frames * ks >= nth) enough = ks;
+  }
+  return frames >= nth || !enough ? 1 : enough;
+}
+
+int hwt_ops_conv3d_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
+  const hwt_graph *g = ctx->g;
+  const int *in = hwt_graph_op_inputs(g, ctx->op), *outs = hwt_graph_op_outputs(g, ctx->op);
+  if (ctx->n_in < 2 || ctx->n_in > 3 || ctx->n_out != 1 || hwt_graph_tensor_ndim(g, in[0]) != 5 ||
+      hwt_graph_tensor_ndim(g, in[1]) != 5 || hwt_graph_tensor_ndim(g, outs[0]) != 5)
+    return hwt_ops_fail(err, errlen, ctx, "conv3d takes x [N,C,D,H,W], w [K,C,KD,KH,KW][, bias]");
+  int stride[3], pad[3], pad_end[3], dil[3];
+  if (attr3(ctx, "stride", 1, stride) || attr3(ctx, "padding", 0, pad) ||
+      attr3(ctx, "dilation", 1, dil))
+    return hwt_ops_fail(err, errlen, ctx, "stride, padding and dilation take 3 values");
+  memcpy(pad_end, pad, sizeof pad);
+  if (attr3(ctx, "padding_end", 0, pad_end) ||
+      hwt_graph_op_attr_kind(g, ctx->op, "padding_end") == HWT_ATTR_NONE)
+    memcpy(pad_end, pad, sizeof pad);
+  if (!(ctx->const_in >> 1 & 1) && hwt_graph_tensor_kind(g, in[1]) != HWT_TENSOR_PARAM)
+    return hwt_ops_fail(err, errlen, ctx, "conv3d weights must be a constant (param)");
+  const int64_t *x = hwt_graph_tensor_shape(g, in[0]), *w = hwt_graph_tensor_shape(g, in[1]);
+  const int64_t *y = hwt_graph_tensor_shape(g, outs[0]);
+  conv3d_state st = {0};
+  st.N = (int)x[0], st.C = (int)x[1], st.D = (int)x[2], st.H = (int)x[3], st.W = (int)x[4];
+  st.K = (int)w[0], st.KD = (int)w[2];
+  st.sd = stride[0], st.pd = pad[0], st.dd = dil[0];
+  st.OD = (int)y[2], st.OH = (int)y[3], st.OW = (int)y[4];
+  if (w[1] != x[1] || y[0] != x[0] || y[1] != w[0] || st.sd < 1 || st.dd < 1 || st.OD < 1 ||
+      (st.D + pad[0] + pad_end[0] - (st.KD - 1) * st.dd - 1) / st.sd + 1 != st.OD)
+    return hwt_ops_fail(err, errlen, ctx, "conv3d shapes do not agree");
+  st.ksplit = pick_ksplit(st.N * st.OD, st.K, ctx->max_threads);
+  st.kslice = st.K / st.ksplit;
+  hwt_conv_desc d = {0};
+  d.N = 1, d.C = st.KD * st.C, d.H = st.H, d.W = st.W;
+  d.K = st.kslice, d.R = (int)w[3], d.S = (int)w[4];
+  d.stride_h = stride[1], d.stride_w = stride[2];
+  d.pad_h = pad[1], d.pad_w = pad[2], d.pad_h_end = pad_end[1], d.pad_w_end = pad_end[2];
+  d.dil_h = dil[1], d.dil_w = dil[2];
+  d.relu = hwt_ops_int(ctx, "relu", 0) != 0;
+  conv3d_state *s = malloc(sizeof *s);
+  if (!s) return HWT_ENOMEM;
+  *s = st;
+  int rc = hwt_conv_plan_make(&d, HWT_CONV_NCHW, NULL, ctx->isa, 1, &s->plan);
+  if (rc < 0 || s->plan.OH != st.OH || s->plan.OW != st.OW) {
+    free(s);
+    snprintf(err, errlen, "op \"%s\": the CONV kernel refuses a frame of C=%d %dx%d K=%d %dx%d "
+             "stride %d,%d pad %d,%d end %d,%d dilation %d,%d (%d)",
+             hwt_graph_op_name(g, ctx->op), d.C, d.H, d.W, d.K, d.R, d.S, d.stride_h,
+             d.stride_w, d.pad_h, d.pad_w, d.pad_h_end, d.pad_w_end, d.dil_h, d.dil_w, rc);
+    return rc < 0 ? rc : HWT_EINVAL;
+  }
+  s->w_slice = ALIGN16(s->plan.w_floats);
+  const size_t taps = (size_t)d.C * d.R * d.S; /* one output channel's W2 */
+  float *w2 = malloc(sizeof(float) * taps * st.K);
+  s->w_packed = aligned_alloc(64, sizeof(float) * s->w_slice * st.ksplit);
+  if (!w2 || !s->w_packed) {
+    free(w2);
+    free(s->w_packed);
+    free(s);
+    return HWT_ENOMEM;
+  }
+  const size_t rs = (size_t)d.R * d.S;
+  for (int k = 0; k < st.K; k++)
+    for (int c = 0; c < st.C; c++)
+      for (int a = 0; a < st.KD; a++)
+        memcpy(w2 + k * taps + ((size_t)a * st.C + c) * rs,
+               ctx->in[1] + (((size_t)k * st.C + c) * st.KD + a) * rs, rs * sizeof(float));
+  for (int ks = 0; ks < st.ksplit && rc >= 0; ks++)
+    rc = hwt_conv_pack_weights(&s->plan, w2 + ks * st.kslice * taps, s->w_packed + ks * s->w_slice);
+  free(w2);
+  if (rc < 0) {
+    free(s->w_packed);
+    free(s);
+    return hwt_ops_fail(err, errlen, ctx, "packing the conv3d weights failed");
+  }
+  s->stage_floats = ALIGN16((size_t)d.C * st.H * st.W);
+  s->y_floats = ALIGN16((size_t)st.kslice * st.OH * st.OW);
+  const double flops = 2.0 * st.N * st.K * st.OD * st.OH * st.OW * (double)taps;
+  return hwt_ops_prepared(ctx, s, s->stage_floats + s->y_floats + s->plan.ws_floats, flops);
+}
+
+void hwt_ops_conv3d_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
+  const conv3d_state *s = ctx->state;
+  float *stage = ws, *ys = ws + s->stage_floats, *pws = ys + s->y_floats;
+  const size_t hw = (size_t)s->H * s->W, ohw = (size_t)s->OH * s->OW;
+  const float *x = ctx->in[0], *bias = ctx->n_in >= 3 ? ctx->in[2] : NULL;
+  float *y = ctx->out[0];
+  int64_t lo, hi;
+  hwt_ops_rows((int64_t)s->N * s->OD * s->ksplit, tid, nth, &lo, &hi);
+  int64_t staged = -1; /* n * OD + t of the frames in stage */
+  for (int64_t u = lo; u < hi; u++) {
+    const int64_t frame = u / s->ksplit;
+    const int ks = (int)(u % s->ksplit), n = (int)(frame / s->OD), t = (int)(frame % s->OD);
+    if (frame != staged) {
+      for (int a = 0; a < s->KD; a++) {
+        const int dz = t * s->sd + a * s->dd - s->pd;
+        float *dst = stage + (size_t)a * s->C * hw;
+        if (dz < 0 || dz >= s->D) {
+          memset(dst, 0, sizeof(float) * s->C * hw);
+          continue;
+        }
+        for (int c = 0; c < s->C; c++)
+          memcpy(dst + c * hw, x + (((size_t)n * s->C + c) * s->D + dz) * hw, sizeof(float) * hw);
+      }
+      staged = frame;
+    }
+    hwt_conv_run_part(&s->plan, stage, s->w_packed + ks * s->w_slice,
+                      bias ? bias + ks * s->kslice : NULL, ys, pws, 0, 1);
+    for (int k = 0; k < s->kslice; k++)
+      memcpy(y + (((size_t)n * s->K + ks * s->kslice + k) * s->OD + t) * ohw, ys + k * ohw,
+             sizeof(float) * ohw);
+  }
+}
+
+void hwt_ops_conv3d_release(hwt_op_ctx *ctx) {
+  conv3d_state *s = ctx->state;
+  if (s) free(s->w_packed);
+  free(s);
+  ctx->state = NULL;
+}

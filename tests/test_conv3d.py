@@ -1,0 +1,123 @@
+"""conv3d (NCDHW, the video classifiers' Conv3d): the numpy reference
+against a float64 loop over the definition, and the engine (each output
+frame as one 2-D CONV of its stacked input frames, engine/ops/conv3d.c)
+against the reference on every ISA variant this CPU supports at 1, 2 and 3
+threads: odd sizes, stride 2 in time and space, padding in time that puts
+whole frames in the zeros, asymmetric padding, dilation, a bias-free conv
+and the fused ReLU, output-channel slices (fewer frames than threads)."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from hwtune.engine.ops_harness import run_ops
+from hwtune.graph import load_model
+from hwtune.graph.errors import GraphError
+from hwtune.graph.reference import run_reference
+from hwtune.native.isa import supported_isas
+
+
+def _model(x, w, attrs, bias=True):
+    tensors = [("x", x, False), ("w", w, True)] + ([("b", (w[0],), True)] if bias else [])
+    return load_model({
+        "format_version": 1, "name": "c3d", "seed": 5,
+        "inputs": [{"name": n, "shape": list(s)} for n, s, p in tensors if not p],
+        "params": [{"name": n, "shape": list(s)} for n, s, p in tensors if p],
+        "ops": [{"name": "conv", "op": "conv3d", "inputs": [n for n, _, _ in tensors],
+                 "outputs": ["y"], "attrs": attrs}],
+        "outputs": ["y"]})
+
+
+# (x, w, attrs): r3d_18's stem (3x7x7, spatial stride 2), its 3x3x3 blocks
+# and the stride-2 downsampling ones, r2plus1d's 1x3x3 / 3x1x1 factors,
+# a 1x1x1 stride-2 shortcut, odd sizes, asymmetric padding, dilation.
+CASES = [
+    ((1, 3, 4, 13, 11), (8, 3, 3, 7, 7), {"stride": [1, 2, 2], "padding": [1, 3, 3]}),
+    ((1, 5, 5, 9, 7), (6, 5, 3, 3, 3), {"padding": [1, 1, 1]}),
+    ((2, 4, 5, 9, 10), (32, 4, 3, 3, 3), {"stride": [2, 2, 2], "padding": [1, 1, 1]}),
+    ((1, 6, 3, 8, 8), (7, 6, 1, 3, 3), {"padding": [0, 1, 1], "stride": [1, 2, 2]}),
+    ((1, 6, 5, 6, 5), (4, 6, 3, 1, 1), {"padding": [1, 0, 0], "stride": [2, 1, 1]}),
+    ((1, 8, 3, 7, 9), (16, 8, 1, 1, 1), {"stride": [2, 2, 2]}),
+    ((1, 3, 7, 8, 9), (5, 3, 2, 3, 2), {"padding": [1, 0, 1], "padding_end": [0, 2, 0],
+                                        "dilation": [2, 1, 2]}),
+    ((1, 2, 6, 5, 5), (3, 2, 3, 3, 3), {"dilation": [2, 2, 1], "padding": [2, 2, 1],
+                                        "stride": [3, 1, 1]}),
+    ((1, 4, 2, 4, 4), (32, 4, 3, 3, 3), {"padding": [1, 1, 1], "stride": [2, 1, 1]}),  # OD 1
+]
+
+
+def _id(case):
+    x, w, a = case
+    return f"{'x'.join(map(str, x))}-w{'x'.join(map(str, w))}"
+
+
+def _triple(attrs, key, default):
+    return tuple(attrs.get(key, [default] * 3))
+
+
+def _loop_reference(x, w, b, attrs):
+    """The definition, one output element at a time in float64."""
+    s, d = _triple(attrs, "stride", 1), _triple(attrs, "dilation", 1)
+    p = _triple(attrs, "padding", 0)
+    pe = tuple(attrs.get("padding_end", p))
+    n, c, size = x.shape[0], x.shape[1], x.shape[2:]
+    k = w.shape[2:]
+    out = [(size[a] + p[a] + pe[a] - (k[a] - 1) * d[a] - 1) // s[a] + 1 for a in range(3)]
+    y = np.zeros((n, w.shape[0], *out))
+    x64, w64 = x.astype(np.float64), w.astype(np.float64)
+    for o in itertools.product(*(range(v) for v in out)):
+        acc = np.zeros((n, w.shape[0]))
+        for t in itertools.product(*(range(v) for v in k)):
+            pos = [o[a] * s[a] + t[a] * d[a] - p[a] for a in range(3)]
+            if all(0 <= pos[a] < size[a] for a in range(3)):
+                acc += x64[:, :, pos[0], pos[1], pos[2]] @ w64[:, :, t[0], t[1], t[2]].T
+        y[:, :, o[0], o[1], o[2]] = acc + (0 if b is None else b)
+    return y
+
+
+@pytest.mark.parametrize("case", CASES, ids=_id)
+def test_reference_is_the_definition(case):
+    x_shape, w_shape, attrs = case
+    g = _model(x_shape, w_shape, attrs)
+    rng = np.random.default_rng(1)
+    x = rng.uniform(-2, 2, x_shape).astype(np.float32)
+    w = rng.uniform(-1, 1, w_shape).astype(np.float32)
+    b = rng.uniform(-1, 1, (w_shape[0],)).astype(np.float32)
+    got = run_reference(g, inputs={"x": x}, params={"w": w, "b": b})["y"]
+    want = _loop_reference(x, w, b, attrs)
+    assert got.shape == want.shape == tuple(g.shapes["y"])
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+# Float accumulation of up to C*KD*KH*KW = 147 products of |x| <= 2 against
+# the float64 reference, as tests/test_conv_group.py's.
+RTOL, ATOL = 1e-5, 1e-4
+
+
+@pytest.mark.parametrize("isa", supported_isas())
+@pytest.mark.parametrize("case", CASES, ids=_id)
+def test_engine_matches_reference(case, isa):
+    x_shape, w_shape, attrs = case
+    for bias, relu in ((True, False), (False, True)):
+        g = _model(x_shape, w_shape, dict(attrs, relu=relu), bias=bias)
+        inputs = {"x": np.random.default_rng(3).uniform(-2, 2, x_shape).astype(np.float32)}
+        want = run_reference(g, inputs=inputs)["y"]
+        if relu:
+            assert (want == 0).any() and (want > 0).any()
+        for nth in (1, 2, 3):
+            got = run_ops(g, nth=nth, isa=isa, inputs=inputs)["y"]
+            np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL,
+                                       err_msg=f"nth={nth} bias={bias} relu={relu}")
+
+
+@pytest.mark.parametrize("x, w, attrs, what", [
+    ((1, 3, 4, 8, 8), (4, 2, 3, 3, 3), {}, "input channels"),
+    ((1, 3, 4, 8, 8), (4, 3, 3, 3), {}, "weights must be"),
+    ((1, 3, 2, 8, 8), (4, 3, 3, 3, 3), {}, "does not fit"),
+    ((1, 3, 4, 8, 8), (4, 3, 3, 3, 3), {"stride": [1, 2]}, "3 values"),
+    ((1, 3, 4, 8, 8), (4, 3, 3, 3, 3), {"padding": [3, 1, 1]}, "smaller than"),
+])
+def test_bad_shapes_are_one_clear_error(x, w, attrs, what):
+    with pytest.raises(GraphError, match=what):
+        _model(x, w, attrs)
