@@ -138,3 +138,57 @@ def test_video_classifiers_match_onnxruntime(name, tmp_path):
     built = H.BY_NAME[name].build(True)
     src = H.Z.export(built, tmp_path / f"{name}.onnx")
     run_matches_ort(built, src, tmp_path, TOL)
+
+
+# (op, attributes): S3D's stem pools (1x3x3 stride 1,2,2; 3x3x3 stride 2),
+# a time-only pool, averages with and without the padding counted, ceil
+# mode's partial windows, asymmetric pads.
+POOLS = [
+    ("MaxPool", dict(kernel_shape=[1, 3, 3], strides=[1, 2, 2], pads=[0, 1, 1, 0, 1, 1])),
+    ("MaxPool", dict(kernel_shape=[3, 3, 3], strides=[2, 2, 2], pads=[1, 1, 1, 1, 1, 1])),
+    ("MaxPool", dict(kernel_shape=[2, 3, 2], strides=[2, 2, 1], ceil_mode=1)),
+    ("MaxPool", dict(kernel_shape=[3, 1, 1], strides=[2, 1, 1], pads=[1, 0, 0, 0, 0, 0])),
+    ("AveragePool", dict(kernel_shape=[2, 2, 2], strides=[2, 2, 2])),
+    ("AveragePool", dict(kernel_shape=[3, 3, 3], strides=[2, 2, 2], pads=[1, 1, 1, 1, 1, 1])),
+    ("AveragePool", dict(kernel_shape=[3, 3, 3], strides=[2, 2, 2], pads=[1, 1, 1, 1, 1, 1],
+                         count_include_pad=1)),
+    ("AveragePool", dict(kernel_shape=[2, 3, 3], strides=[2, 2, 2], pads=[0, 1, 0, 1, 0, 1],
+                         ceil_mode=1)),
+    ("AveragePool", dict(kernel_shape=[3, 2, 3], strides=[1, 2, 2], pads=[1, 0, 1, 1, 1, 1],
+                         count_include_pad=1, ceil_mode=1)),
+]
+
+
+@pytest.mark.parametrize("op, attrs", POOLS, ids=lambda v: v if isinstance(v, str) else
+                         "-".join(f"{k}{''.join(map(str, x)) if isinstance(x, list) else x}"
+                                  for k, x in v.items()))
+def test_3d_pooling_matches_onnxruntime(op, attrs, tmp_path):
+    shape = [2, 3, 7, 9, 8]
+    x = np.random.default_rng(5).standard_normal(shape).astype(np.float32)
+    probe = save([helper.make_node(op, ["x"], ["y"], name="pool", **attrs)], [fin("x", shape)],
+                 [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)], {},
+                 str(tmp_path / "p.onnx"))
+    want = ort.InferenceSession(probe, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    path = save([helper.make_node(op, ["x"], ["y"], name="pool", **attrs)], [fin("x", shape)],
+                [fin("y", list(want.shape))], {}, str(tmp_path / "pool.onnx"))
+    res = invoke("import", path, "-o", tmp_path / "m.json")
+    assert res.exit_code == 0, res.output
+    g = load_model(str(tmp_path / "m.json"))
+    assert tuple(g.shapes["y"]) == want.shape
+    ref = run_reference(g, {"x": x})["y"]
+    from hwtune.engine.instance import NativeEngine
+    with NativeEngine(g, threads=2) as eng:
+        eng.set_input("x", x)
+        eng.run()
+        got = eng.outputs()["y"]
+    scale = float(np.abs(want).max())
+    assert np.abs(ref - want).max() <= TOL * scale
+    assert np.abs(got - want).max() <= TOL * scale
+
+
+def test_dilated_3d_pooling_is_one_error_line(tmp_path):
+    path = save([helper.make_node("MaxPool", ["x"], ["y"], name="dpool", kernel_shape=[2, 2, 2],
+                                  dilations=[1, 2, 2])],
+                [fin("x", [1, 2, 4, 6, 6])], [fin("y", [1, 2, 3, 4, 4])], {},
+                str(tmp_path / "d.onnx"))
+    one_line_error(invoke("import", path), 'node "dpool"', "dilated pooling")

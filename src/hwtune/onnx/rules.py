@@ -23,6 +23,7 @@ from hwtune.onnx import resize_fold, scatter
 from hwtune.onnx import quant as Q
 from hwtune.onnx.errors import Unsupported
 from hwtune.onnx.lift1d import lift_1d
+from hwtune.onnx import ncdhw as N3
 from hwtune.onnx.windows import pad_attrs as _pad_attrs
 from hwtune.onnx.windows import pads2d as _pads2d
 from hwtune.onnx.windows import pair_attr as _pair_attr
@@ -404,61 +405,10 @@ def gemm(cx, attrs):
 def conv(cx, attrs):
     x = cx.shape(0)
     if len(x) == 5:
-        return conv3d(cx, attrs)
+        return N3.conv3d(cx, attrs)
     if len(x) != 4:
         raise Unsupported(f"{len(x) - 2}-D convolution: hwtune's conv2d is 2-D (NCHW)")
     _emit_conv(cx, attrs, "conv2d", _conv_attrs(cx, attrs))
-
-
-def conv3d(cx, attrs):
-    """Conv on NCDHW (torchvision's video classifiers): conv3d, group 1,
-    constant weights (the engine packs them once per frame plan)."""
-    group = int(attrs.get("group", 1))
-    if group != 1:
-        raise Unsupported(f"group={group} (grouped 3-D convolution) is not supported yet")
-    if not cx.is_const(1):
-        raise Unsupported("3-D convolution with run-time weights is not supported yet")
-    w = cx.shape(1)
-    strides = [int(v) for v in attrs.get("strides", [1, 1, 1])]
-    dilations = [int(v) for v in attrs.get("dilations", [1, 1, 1])]
-    if len(strides) != 3 or len(dilations) != 3:
-        raise Unsupported(f"strides {strides} / dilations {dilations} of a 3-D convolution "
-                          "(three each expected)")
-    pads = _pads_nd(attrs, cx.shape(0)[2:], w[2:], strides, dilations)
-    # A stride past the padded extent takes one window, as a stride of the
-    # extent does (r3d_18's 1x1x1 stride-2 shortcut on its last single
-    # frame); conv3d asks for at most that.
-    strides = [min(s, x + pads[i] + pads[i + 3])
-               for i, (s, x) in enumerate(zip(strides, cx.shape(0)[2:]))]
-    out = {"stride": strides, "padding": pads[:3]}
-    if pads[3:] != pads[:3]:
-        out["padding_end"] = pads[3:]
-    if dilations != [1, 1, 1]:
-        out["dilation"] = dilations
-    ins = [cx.tensor(0), cx.tensor(1)] + ([cx.tensor(2)] if cx.has(2) else [])
-    cx.emit("conv3d", ins, out, out=cx.out())
-
-
-def _pads_nd(attrs, spatial, kernel, strides, dilations):
-    """ONNX pads [begin..., end...] of an N-D window op, auto_pad resolved
-    against the dilated kernel's extent as ONNX says."""
-    nd = len(spatial)
-    auto = attrs.get("auto_pad", "NOTSET")
-    if auto in ("NOTSET", ""):
-        pads = [int(p) for p in attrs.get("pads", [0] * (2 * nd))]
-    elif auto == "VALID":
-        pads = [0] * (2 * nd)
-    else:  # SAME_UPPER / SAME_LOWER: output = ceil(input / stride)
-        pads = [0] * (2 * nd)
-        for i in range(nd):
-            total = max((-(-spatial[i] // strides[i]) - 1) * strides[i]
-                        + (kernel[i] - 1) * dilations[i] + 1 - spatial[i], 0)
-            small = total // 2
-            pads[i], pads[i + nd] = ((small, total - small) if auto == "SAME_UPPER"
-                                     else (total - small, small))
-    if len(pads) != 2 * nd or any(p < 0 for p in pads):
-        raise Unsupported(f"pads {pads} ({nd}-D ops take {2 * nd} non-negative pads)")
-    return pads
 
 
 def _conv_attrs(cx, attrs):
@@ -539,6 +489,8 @@ def conv_transpose(cx, attrs):
 
 def pool(mode):
     def convert(cx, attrs):
+        if len(cx.shape(0)) == 5:
+            return N3.pool3d(cx, attrs, mode)
         x = _check_2d(cx, f"{mode} pooling")
         if len(cx.node.output) > 1 and cx.node.output[1]:
             raise Unsupported("the Indices output of MaxPool is not supported")
@@ -556,14 +508,8 @@ def pool(mode):
 
 def global_pool(mode):
     def convert(cx, attrs):
-        x = cx.shape(0)
-        if len(x) == 5:
-            # NCDHW (video classifiers): the pool over D*H x W, then the
-            # [N, C, 1, 1, 1] ONNX gives.
-            flat = cx.emit("reshape", [cx.tensor(0)], {"shape": [x[0], x[1], x[2] * x[3], x[4]]})
-            y = cx.emit("global_pool2d", [flat], {"mode": mode})
-            cx.emit("reshape", [y], {"shape": [x[0], x[1], 1, 1, 1]}, out=cx.out())
-            return
+        if len(cx.shape(0)) == 5:
+            return N3.global_pool3d(cx, mode)
         _check_2d(cx, f"global {mode} pooling")
         cx.emit("global_pool2d", [cx.tensor(0)], {"mode": mode}, out=cx.out())
     return convert
