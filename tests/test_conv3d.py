@@ -14,12 +14,14 @@ import pytest
 from hwtune.engine.ops_harness import run_ops
 from hwtune.graph import load_model
 from hwtune.graph.errors import GraphError
-from hwtune.graph.reference import run_reference
+from hwtune.graph.reference import init_params, run_reference
 from hwtune.native.isa import supported_isas
 
 
-def _model(x, w, attrs, bias=True):
+def _model(x, w, attrs, bias=True, residual=None):
     tensors = [("x", x, False), ("w", w, True)] + ([("b", (w[0],), True)] if bias else [])
+    if residual is not None:
+        tensors.append(("r", residual, False))
     return load_model({
         "format_version": 1, "name": "c3d", "seed": 5,
         "inputs": [{"name": n, "shape": list(s)} for n, s, p in tensors if not p],
@@ -109,6 +111,60 @@ def test_engine_matches_reference(case, isa):
             got = run_ops(g, nth=nth, isa=isa, inputs=inputs)["y"]
             np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL,
                                        err_msg=f"nth={nth} bias={bias} relu={relu}")
+
+
+@pytest.mark.parametrize("isa", supported_isas())
+@pytest.mark.parametrize("case", [CASES[1], CASES[2], CASES[8]], ids=_id)
+def test_engine_residual_epilogue(case, isa):
+    """The residual added in the copy to the output, then the ReLU (what the
+    fusion pass makes of conv3d -> add -> relu; it gives a bias-free conv a
+    zero bias, the residual being the 4th input)."""
+    x_shape, w_shape, attrs = case
+    y_shape = tuple(_model(x_shape, w_shape, attrs).shapes["y"])
+    for relu in (True, False):
+        g = _model(x_shape, w_shape, dict(attrs, relu=relu), residual=y_shape)
+        rng = np.random.default_rng(3)
+        inputs = {"x": rng.uniform(-2, 2, x_shape).astype(np.float32),
+                  "r": rng.uniform(-4, 4, y_shape).astype(np.float32)}
+        want = run_reference(g, inputs=inputs)["y"]
+        plain = run_reference(_model(x_shape, w_shape, attrs),
+                              inputs={"x": inputs["x"]},
+                              params=init_params(g))["y"]
+        expect = plain.astype(np.float64) + inputs["r"]
+        np.testing.assert_allclose(want, np.maximum(expect, 0) if relu else expect,
+                                   rtol=1e-6, atol=1e-6)
+        for nth in (1, 2, 3):
+            got = run_ops(g, nth=nth, isa=isa, inputs=inputs)["y"]
+            np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL,
+                                       err_msg=f"nth={nth} relu={relu}")
+
+
+def test_fusion_pass_takes_the_residual_and_relu():
+    """conv3d -> add -> relu (r3d_18's block end) becomes one conv3d whose
+    engine output is the unfused graph's."""
+    from hwtune.engine.instance import NativeEngine
+    from hwtune.graph.passes.fuse import fuse_conv, fused_ops
+    x, w = (1, 4, 3, 6, 5), (4, 4, 3, 3, 3)
+    g = load_model({
+        "format_version": 1, "name": "block", "seed": 5,
+        "inputs": [{"name": "x", "shape": list(x)}],
+        "params": [{"name": "w", "shape": list(w)}],
+        "ops": [{"name": "conv", "op": "conv3d", "inputs": ["x", "w"], "outputs": ["c"],
+                 "attrs": {"padding": [1, 1, 1]}},
+                {"name": "add", "op": "add", "inputs": ["c", "x"], "outputs": ["a"]},
+                {"name": "relu", "op": "relu", "inputs": ["a"], "outputs": ["y"]}],
+        "outputs": ["y"]})
+    fused = fuse_conv(g)
+    assert [op.op for op in fused.ops] == ["conv3d"]
+    assert fused_ops(fused) == {"add": "conv", "relu": "conv"}
+    inputs = {"x": np.random.default_rng(2).standard_normal(x).astype(np.float32)}
+    want = run_reference(g, inputs)["y"]
+    assert (want == 0).any() and (want > 0).any()
+    with NativeEngine(g, threads=2) as eng:
+        eng.set_input("x", inputs["x"])
+        eng.run()
+        got = eng.outputs()["y"]
+    np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
 
 
 @pytest.mark.parametrize("x, w, attrs, what", [

@@ -92,9 +92,10 @@ def test_conv3d_forms_match_onnxruntime(tmp_path):
 
 def test_conv3d_exports_back_as_a_conv(tmp_path):
     doc = {"format_version": 1, "name": "c3", "seed": 3,
-           "inputs": [{"name": "x", "shape": [1, 3, 4, 7, 6]}],
+           "inputs": [{"name": "x", "shape": [1, 3, 4, 7, 6]},
+                      {"name": "r", "shape": [1, 5, 2, 7, 3]}],
            "params": [{"name": "w", "shape": [5, 3, 2, 3, 3]}, {"name": "b", "shape": [5]}],
-           "ops": [{"name": "conv", "op": "conv3d", "inputs": ["x", "w", "b"],
+           "ops": [{"name": "conv", "op": "conv3d", "inputs": ["x", "w", "b", "r"],
                     "outputs": ["y"], "attrs": {"stride": [2, 1, 2], "padding": [1, 0, 1],
                                                 "padding_end": [0, 2, 1], "relu": True}}],
            "outputs": ["y"]}
@@ -112,7 +113,7 @@ def test_conv3d_exports_back_as_a_conv(tmp_path):
     assert (ref == 0).any() and (ref > 0).any()
     assert np.abs(got - ref).max() <= TOL * np.abs(ref).max()
     again = load_any(str(out))[0]
-    assert [op.op for op in again.ops] == ["conv3d", "relu"]
+    assert [op.op for op in again.ops] == ["conv3d", "add", "relu"]
     np.testing.assert_allclose(run_reference(again, feeds)["y"], ref, rtol=1e-6, atol=1e-6)
 
 

@@ -14,7 +14,9 @@
  * are shared out as contiguous ranges, with no barrier: the output slices
  * exist so that a clip of fewer frames than threads (r3d_18's last stages
  * have OD = 1) still keeps every thread busy. A thread whose next unit is
- * the same frame's next slice reuses the staged frames.
+ * the same frame's next slice reuses the staged frames. A residual input
+ * (the output's shape) is added, and the ReLU taken, in that copy (the
+ * plan's own ReLU when there is none).
  *
  * Frames wholly in the padding still go through the plan as zeros: a 3-tap
  * time kernel with padding 1 over 16 frames spends 2 of 48 frame products
@@ -32,6 +34,7 @@ typedef struct {
   int N, C, D, H, W, K, KD, OD, OH, OW;
   int sd, pd, dd;       /* stride, front padding, dilation in time */
   int ksplit, kslice;   /* output-channel slices and their width */
+  int relu_copy;        /* 1: ReLU after the residual, in the copy to y */
   size_t stage_floats, y_floats; /* workspace pieces (aligned) */
 } conv3d_state;
 
@@ -65,9 +68,9 @@ static int pick_ksplit(int frames, int K, int nth) {
 int hwt_ops_conv3d_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   const hwt_graph *g = ctx->g;
   const int *in = hwt_graph_op_inputs(g, ctx->op), *outs = hwt_graph_op_outputs(g, ctx->op);
-  if (ctx->n_in < 2 || ctx->n_in > 3 || ctx->n_out != 1 || hwt_graph_tensor_ndim(g, in[0]) != 5 ||
+  if (ctx->n_in < 2 || ctx->n_in > 4 || ctx->n_out != 1 || hwt_graph_tensor_ndim(g, in[0]) != 5 ||
       hwt_graph_tensor_ndim(g, in[1]) != 5 || hwt_graph_tensor_ndim(g, outs[0]) != 5)
-    return hwt_ops_fail(err, errlen, ctx, "conv3d takes x [N,C,D,H,W], w [K,C,KD,KH,KW][, bias]");
+    return hwt_ops_fail(err, errlen, ctx, "conv3d takes x [N,C,D,H,W], w [K,C,KD,KH,KW][, bias[, residual]]");
   int stride[3], pad[3], pad_end[3], dil[3];
   if (attr3(ctx, "stride", 1, stride) || attr3(ctx, "padding", 0, pad) ||
       attr3(ctx, "dilation", 1, dil))
@@ -80,6 +83,12 @@ int hwt_ops_conv3d_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
     return hwt_ops_fail(err, errlen, ctx, "conv3d weights must be a constant (param)");
   const int64_t *x = hwt_graph_tensor_shape(g, in[0]), *w = hwt_graph_tensor_shape(g, in[1]);
   const int64_t *y = hwt_graph_tensor_shape(g, outs[0]);
+  if (ctx->n_in == 4) {
+    const int64_t *r = hwt_graph_tensor_shape(g, in[3]);
+    if (hwt_graph_tensor_ndim(g, in[3]) != 5 || memcmp(r, hwt_graph_tensor_shape(g, outs[0]),
+                                                       5 * sizeof *r))
+      return hwt_ops_fail(err, errlen, ctx, "the conv3d residual must have the output's shape");
+  }
   conv3d_state st = {0};
   st.N = (int)x[0], st.C = (int)x[1], st.D = (int)x[2], st.H = (int)x[3], st.W = (int)x[4];
   st.K = (int)w[0], st.KD = (int)w[2];
@@ -96,7 +105,9 @@ int hwt_ops_conv3d_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   d.stride_h = stride[1], d.stride_w = stride[2];
   d.pad_h = pad[1], d.pad_w = pad[2], d.pad_h_end = pad_end[1], d.pad_w_end = pad_end[2];
   d.dil_h = dil[1], d.dil_w = dil[2];
-  d.relu = hwt_ops_int(ctx, "relu", 0) != 0;
+  const int relu = hwt_ops_int(ctx, "relu", 0) != 0;
+  st.relu_copy = relu && ctx->n_in == 4;
+  d.relu = relu && !st.relu_copy;
   conv3d_state *s = malloc(sizeof *s);
   if (!s) return HWT_ENOMEM;
   *s = st;
@@ -144,6 +155,7 @@ void hwt_ops_conv3d_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
   float *stage = ws, *ys = ws + s->stage_floats, *pws = ys + s->y_floats;
   const size_t hw = (size_t)s->H * s->W, ohw = (size_t)s->OH * s->OW;
   const float *x = ctx->in[0], *bias = ctx->n_in >= 3 ? ctx->in[2] : NULL;
+  const float *res = ctx->n_in == 4 ? ctx->in[3] : NULL;
   float *y = ctx->out[0];
   int64_t lo, hi;
   hwt_ops_rows((int64_t)s->N * s->OD * s->ksplit, tid, nth, &lo, &hi);
@@ -166,9 +178,21 @@ void hwt_ops_conv3d_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
     }
     hwt_conv_run_part(&s->plan, stage, s->w_packed + ks * s->w_slice,
                       bias ? bias + ks * s->kslice : NULL, ys, pws, 0, 1);
-    for (int k = 0; k < s->kslice; k++)
-      memcpy(y + (((size_t)n * s->K + ks * s->kslice + k) * s->OD + t) * ohw, ys + k * ohw,
-             sizeof(float) * ohw);
+    for (int k = 0; k < s->kslice; k++) {
+      const size_t at = (((size_t)n * s->K + ks * s->kslice + k) * s->OD + t) * ohw;
+      const float *src = ys + k * ohw;
+      float *dst = y + at;
+      if (!res) {
+        memcpy(dst, src, sizeof(float) * ohw);
+      } else if (s->relu_copy) {
+        for (size_t i = 0; i < ohw; i++) {
+          const float v = src[i] + res[at + i];
+          dst[i] = v > 0.0f ? v : 0.0f;
+        }
+      } else {
+        for (size_t i = 0; i < ohw; i++) dst[i] = src[i] + res[at + i];
+      }
+    }
   }
 }
 

@@ -57,6 +57,7 @@ def _ops(torch):
         else:  # F.pad lists the last axis first: (left, right, top, bottom, front, back)
             pads = (begin[2], end[2], begin[1], end[1], begin[0], end[0])
             y = F.conv3d(F.pad(x[0], pads), x[1], b, a["stride"], 0, a["dilation"])
+        y = y + x[3] if len(x) == 4 else y  # the fused residual
         return torch.relu(y) if a["relu"] else y
 
     def conv_transpose(g, op, a, x):

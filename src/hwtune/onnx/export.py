@@ -114,13 +114,18 @@ def _conv(e, op, a):
 
 
 def _conv3d(e, op, a):
-    out = [f"{op.outputs[0]}@conv"] if a["relu"] else op.outputs
+    # A fused epilogue (residual add, ReLU) is ONNX's Add and Relu after the Conv.
+    steps = (["Add"] if len(op.inputs) == 4 else []) + (["Relu"] if a["relu"] else [])
+    out = [f"{op.outputs[0]}@conv"] if steps else op.outputs
     pad_end = a["padding_end"] if a["padding_end"] is not None else a["padding"]
-    e.node("Conv", op.inputs, out, op.name,
+    e.node("Conv", op.inputs[:3], out, op.name,
            kernel_shape=list(e.graph.shapes[op.inputs[1]][2:]), strides=list(a["stride"]),
            pads=list(a["padding"]) + list(pad_end), dilations=list(a["dilation"]), group=1)
-    if a["relu"]:
-        e.node("Relu", out, op.outputs, f"{op.name}@relu")
+    for i, kind in enumerate(steps):
+        dst = op.outputs if i == len(steps) - 1 else [f"{op.outputs[0]}@{kind.lower()}"]
+        ins = out + ([op.inputs[3]] if kind == "Add" else [])
+        e.node(kind, ins, dst, f"{op.name}@{kind.lower()}")
+        out = dst
 
 
 def _conv_transpose(e, op, a):

@@ -2,7 +2,10 @@
 classifiers r3d_18, mc3_18, r2plus1d_18: Conv3d with [kt, kh, kw] kernels
 such as 3x7x7, 3x3x3, 1x3x3 and 3x1x1).
 
-x [N, C, D, H, W], w [OC, C, KD, KH, KW], bias [OC] (optional); stride,
+x [N, C, D, H, W], w [OC, C, KD, KH, KW], bias [OC] (optional), residual
+(optional, the output's shape: added after the bias, before the ReLU, as
+the fusion pass (graph/passes/fuse.py) sets for r3d_18's conv -> add ->
+relu); stride,
 padding (front, top, left; `padding_end` the back, bottom, right when they
 differ) and dilation per axis; y [N, OC, OD, OH, OW]. Dense only (group 1).
 Cross-correlation as in every DL framework:
@@ -72,6 +75,9 @@ def _infer(in_shapes, attrs, n_out):
     n, c, (d, h, wd), oc, (kd, kh, kw), (od, oh, ow) = _geometry(in_shapes, attrs)
     check_bias(in_shapes, 2, oc)
     y = (n, oc, od, oh, ow)
+    if len(in_shapes) == 4 and tuple(in_shapes[3]) != y:
+        raise OpError(f"the residual must have the output's shape {show_shape(y)}, got "
+                      f"{show_shape(in_shapes[3])}", "inputs[3]")
     # The engine's staged input: the KD frames one output frame reads.
     if n * oc * od * oh * ow > _MAX_ELEMENTS or c * kd * h * wd > _MAX_ELEMENTS:
         raise OpError(f"the output {show_shape(y)} or one frame's staged input is larger "
@@ -106,6 +112,8 @@ def _ref(arrays, attrs, n_out):
     bias = arrays[2] if len(arrays) >= 3 else None
     begin, end = conv3d_pads(attrs)
     y = conv3d_ncdhw(x, w, bias, attrs["stride"], begin, attrs["dilation"], end)
+    if len(arrays) == 4:
+        y = (y.astype(np.float64) + arrays[3]).astype(np.float32)
     if attrs["relu"]:
         y = np.maximum(y, np.float32(0))
     return [y]
@@ -114,11 +122,11 @@ def _ref(arrays, attrs, n_out):
 def _flops(in_shapes, out_shapes, attrs):
     n, c, _, oc, (kd, kh, kw), (od, oh, ow) = _geometry(in_shapes, attrs)
     out = n * oc * od * oh * ow
-    return 2 * out * c * kd * kh * kw + out * ((len(in_shapes) >= 3) + bool(attrs["relu"]))
+    return 2 * out * c * kd * kh * kw + out * (min(len(in_shapes) - 2, 2) + bool(attrs["relu"]))
 
 
 register(OpSpec(
-    "conv3d", ("x", "w", "bias"), 2, 3, _infer, _ref, _flops,
+    "conv3d", ("x", "w", "bias", "residual"), 2, 4, _infer, _ref, _flops,
     attrs=[
         Attr("stride", "ints", (1, 1, 1), minimum=1, doc="[sd, sh, sw]"),
         Attr("padding", "ints", (0, 0, 0), minimum=0,
@@ -127,7 +135,8 @@ register(OpSpec(
              doc="[back, bottom, right] zeros, when they differ from padding"),
         Attr("dilation", "ints", (1, 1, 1), minimum=1,
              doc="[dd, dh, dw]: kernel taps dd frames, dh rows and dw columns apart"),
-        Attr("relu", "bool", False, doc="y = max(conv + bias, 0)"),
+        Attr("relu", "bool", False, doc="y = max(conv + bias (+ residual), 0)"),
     ],
-    doc="3-D convolution on NCDHW (+ bias[OC]) (then ReLU when relu), group 1; "
+    doc="3-D convolution on NCDHW (+ bias[OC]) (+ residual, a tensor of the output's "
+        "shape) (then ReLU when relu), group 1; "
         "cross-correlation as in every DL framework"))
