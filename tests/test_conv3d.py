@@ -3,8 +3,10 @@ against a float64 loop over the definition, and the engine (each output
 frame as one 2-D CONV of its stacked input frames, engine/ops/conv3d.c)
 against the reference on every ISA variant this CPU supports at 1, 2 and 3
 threads: odd sizes, stride 2 in time and space, padding in time that puts
-whole frames in the zeros, asymmetric padding, dilation, a bias-free conv
-and the fused ReLU, output-channel slices (fewer frames than threads)."""
+whole frames in the zeros (left out: each range of taps inside the input
+its own plan), an output frame with no tap inside the input, asymmetric
+padding, dilation, a bias-free conv and the fused ReLU, the residual
+epilogue, output-channel slices (fewer frames than threads)."""
 
 import itertools
 
@@ -46,6 +48,9 @@ CASES = [
     ((1, 2, 6, 5, 5), (3, 2, 3, 3, 3), {"dilation": [2, 2, 1], "padding": [2, 2, 1],
                                         "stride": [3, 1, 1]}),
     ((1, 4, 2, 4, 4), (32, 4, 3, 3, 3), {"padding": [1, 1, 1], "stride": [2, 1, 1]}),  # OD 1
+    # the second output frame's taps both fall in the padding: the bias alone
+    ((1, 3, 2, 5, 5), (4, 3, 2, 3, 3), {"dilation": [3, 1, 1], "padding": [2, 1, 1],
+                                        "padding_end": [1, 1, 1]}),
 ]
 
 
@@ -114,7 +119,7 @@ def test_engine_matches_reference(case, isa):
 
 
 @pytest.mark.parametrize("isa", supported_isas())
-@pytest.mark.parametrize("case", [CASES[1], CASES[2], CASES[8]], ids=_id)
+@pytest.mark.parametrize("case", [CASES[1], CASES[2], CASES[8], CASES[9]], ids=_id)
 def test_engine_residual_epilogue(case, isa):
     """The residual added in the copy to the output, then the ReLU (what the
     fusion pass makes of conv3d -> add -> relu; it gives a bias-free conv a
