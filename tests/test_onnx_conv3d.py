@@ -141,7 +141,7 @@ def test_video_classifiers_match_onnxruntime(name, tmp_path):
     run_matches_ort(built, src, tmp_path, TOL)
 
 
-# (op, attributes): S3D's stem pools (1x3x3 stride 1,2,2; 3x3x3 stride 2),
+# (op, attributes): the global pools on 5-D; S3D's stem pools (1x3x3 stride 1,2,2; 3x3x3 stride 2),
 # a time-only pool, averages with and without the padding counted, ceil
 # mode's partial windows, asymmetric pads.
 POOLS = [
@@ -157,6 +157,8 @@ POOLS = [
                          ceil_mode=1)),
     ("AveragePool", dict(kernel_shape=[3, 2, 3], strides=[1, 2, 2], pads=[1, 0, 1, 1, 1, 1],
                          count_include_pad=1, ceil_mode=1)),
+    ("GlobalMaxPool", {}),
+    ("GlobalAveragePool", {}),
 ]
 
 
