@@ -41,7 +41,10 @@ CASES = [
     ((1, 5, 5, 9, 7), (6, 5, 3, 3, 3), {"padding": [1, 1, 1]}),
     ((2, 4, 5, 9, 10), (32, 4, 3, 3, 3), {"stride": [2, 2, 2], "padding": [1, 1, 1]}),
     ((1, 6, 3, 8, 8), (7, 6, 1, 3, 3), {"padding": [0, 1, 1], "stride": [1, 2, 2]}),
+    # time-only kernels (R(2+1)D's 3x1x1): per frame a 1x1 conv over 3C channels
     ((1, 6, 5, 6, 5), (4, 6, 3, 1, 1), {"padding": [1, 0, 0], "stride": [2, 1, 1]}),
+    ((2, 5, 6, 3, 4), (7, 5, 3, 1, 1), {"padding": [2, 0, 0], "padding_end": [0, 0, 0],
+                                        "dilation": [2, 1, 1]}),
     ((1, 8, 3, 7, 9), (16, 8, 1, 1, 1), {"stride": [2, 2, 2]}),
     ((1, 3, 7, 8, 9), (5, 3, 2, 3, 2), {"padding": [1, 0, 1], "padding_end": [0, 2, 0],
                                         "dilation": [2, 1, 2]}),
@@ -119,7 +122,8 @@ def test_engine_matches_reference(case, isa):
 
 
 @pytest.mark.parametrize("isa", supported_isas())
-@pytest.mark.parametrize("case", [CASES[1], CASES[2], CASES[8], CASES[9]], ids=_id)
+@pytest.mark.parametrize("case", [CASES[1], CASES[2], CASES[4], CASES[5], CASES[9],
+                                  CASES[10]], ids=_id)
 def test_engine_residual_epilogue(case, isa):
     """The residual added in the copy to the output, then the ReLU (what the
     fusion pass makes of conv3d -> add -> relu; it gives a bias-free conv a
