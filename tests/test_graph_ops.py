@@ -704,7 +704,11 @@ TESTED = set(UNARY_ORACLES) | set(BINARY_ORACLES) | {
     # the QDQ residual add: against ONNX Runtime in tests/test_onnx_quant.py,
     # the engine against its reference and the three ops it replaces in
     # tests/test_ops_quant.py
-    "qadd"}
+    "qadd"} | {
+    # 3-D convolution: reference against a float64 loop over the definition,
+    # the engine against it, in tests/test_conv3d.py; ONNX Runtime in
+    # tests/test_onnx_conv3d.py
+    "conv3d"}
 
 
 def test_every_registered_op_has_an_oracle_test():

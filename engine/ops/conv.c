@@ -10,6 +10,7 @@
 #include "hwtune/conv.h"
 #include "conv_attrs.h"
 #include "conv_group.h"
+#include "conv3d.h"
 
 /* ---- attributes ---- */
 
@@ -435,6 +436,7 @@ static void layout_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
 static const hwt_op_impl CONV[] = {
     {"conv2d", conv_prepare, conv_run, conv_release},
     {"layout_transform", layout_prepare, layout_run, hwt_ops_free_state},
+    {"conv3d", hwt_ops_conv3d_prepare, hwt_ops_conv3d_run, hwt_ops_conv3d_release},
 };
 
 HWT_OPS_FAMILY(hwt_ops_conv, CONV)

@@ -50,6 +50,18 @@ def _ops(torch):
         act = {"silu": F.silu, "hard_swish": F.hardswish}.get(a.get("act"))
         return act(y) if act is not None else y
 
+    def conv3d(g, op, a, x):
+        b = x[2] if len(x) >= 3 else None
+        begin = tuple(a["padding"])
+        end = tuple(a["padding_end"]) if a["padding_end"] is not None else begin
+        if begin == end:
+            y = F.conv3d(x[0], x[1], b, a["stride"], begin, a["dilation"])
+        else:  # F.pad lists the last axis first: (left, right, top, bottom, front, back)
+            pads = (begin[2], end[2], begin[1], end[1], begin[0], end[0])
+            y = F.conv3d(F.pad(x[0], pads), x[1], b, a["stride"], 0, a["dilation"])
+        y = y + x[3] if len(x) == 4 else y  # the fused residual
+        return torch.relu(y) if a["relu"] else y
+
     def conv_transpose(g, op, a, x):
         b = x[2] if len(x) == 3 else None
         pt, pl, pb, pr = conv_pads(a)
@@ -244,6 +256,7 @@ def _ops(torch):
         "batch_matmul": lambda g, op, a, x: torch.matmul(x[0], x[1]),
         "layer_norm": layer_norm, "transpose": transpose,
         "conv2d": conv, "pool2d": pool, "global_pool2d": global_pool,
+        "conv3d": conv3d,
         "conv_transpose2d": conv_transpose,
         "batch_norm": lambda g, op, a, x: F.batch_norm(x[0], x[3], x[4], x[1], x[2],
                                                        training=False, eps=a["epsilon"]),

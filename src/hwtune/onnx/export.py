@@ -120,6 +120,21 @@ def _conv(e, op, a):
         out = dst
 
 
+def _conv3d(e, op, a):
+    # A fused epilogue (residual add, ReLU) is ONNX's Add and Relu after the Conv.
+    steps = (["Add"] if len(op.inputs) == 4 else []) + (["Relu"] if a["relu"] else [])
+    out = [f"{op.outputs[0]}@conv"] if steps else op.outputs
+    pad_end = a["padding_end"] if a["padding_end"] is not None else a["padding"]
+    e.node("Conv", op.inputs[:3], out, op.name,
+           kernel_shape=list(e.graph.shapes[op.inputs[1]][2:]), strides=list(a["stride"]),
+           pads=list(a["padding"]) + list(pad_end), dilations=list(a["dilation"]), group=1)
+    for i, kind in enumerate(steps):
+        dst = op.outputs if i == len(steps) - 1 else [f"{op.outputs[0]}@{kind.lower()}"]
+        ins = out + ([op.inputs[3]] if kind == "Add" else [])
+        e.node(kind, ins, dst, f"{op.name}@{kind.lower()}")
+        out = dst
+
+
 def _conv_transpose(e, op, a):
     kh, kw = e.graph.shapes[op.inputs[1]][2:]
     e.node("ConvTranspose", op.inputs, op.outputs, op.name, kernel_shape=[kh, kw],
@@ -407,6 +422,7 @@ EXPORTERS: Dict[str, Callable] = {
                                          perm=list(a["perm"]) if a["perm"] is not None else
                                          list(range(len(e.graph.shapes[op.inputs[0]])))[::-1]),
     "conv2d": _conv, "pool2d": _pool, "global_pool2d": _global_pool,
+    "conv3d": _conv3d,
     "conv_transpose2d": _conv_transpose, "batch_norm": _batch_norm,
     "softmax": lambda e, op, a: e.node("Softmax", op.inputs, op.outputs, op.name,
                                        axis=a["axis"]),

@@ -23,6 +23,7 @@ from hwtune.onnx import resize_fold, scatter
 from hwtune.onnx import quant as Q
 from hwtune.onnx.errors import Unsupported
 from hwtune.onnx.lift1d import lift_1d
+from hwtune.onnx import ncdhw as N3
 from hwtune.onnx.windows import pad_attrs as _pad_attrs
 from hwtune.onnx.windows import pads2d as _pads2d
 from hwtune.onnx.windows import pair_attr as _pair_attr
@@ -403,6 +404,8 @@ def gemm(cx, attrs):
 
 def conv(cx, attrs):
     x = cx.shape(0)
+    if len(x) == 5:
+        return N3.conv3d(cx, attrs)
     if len(x) != 4:
         raise Unsupported(f"{len(x) - 2}-D convolution: hwtune's conv2d is 2-D (NCHW)")
     _emit_conv(cx, attrs, "conv2d", _conv_attrs(cx, attrs))
@@ -486,6 +489,8 @@ def conv_transpose(cx, attrs):
 
 def pool(mode):
     def convert(cx, attrs):
+        if len(cx.shape(0)) == 5:
+            return N3.pool3d(cx, attrs, mode)
         x = _check_2d(cx, f"{mode} pooling")
         if len(cx.node.output) > 1 and cx.node.output[1]:
             raise Unsupported("the Indices output of MaxPool is not supported")
@@ -503,6 +508,8 @@ def pool(mode):
 
 def global_pool(mode):
     def convert(cx, attrs):
+        if len(cx.shape(0)) == 5:
+            return N3.global_pool3d(cx, mode)
         _check_2d(cx, f"global {mode} pooling")
         cx.emit("global_pool2d", [cx.tensor(0)], {"mode": mode}, out=cx.out())
     return convert

@@ -201,6 +201,7 @@ def normalize_axis(axis: int, rank: int, where="attrs.axis") -> int:
 # Load every family (each registers its ops on import).
 from hwtune.graph.ops import eltwise, linear, conv, pool, norm, movement, layout, rnn  # noqa: E402,F401,E501
 from hwtune.graph.ops import conv_transpose  # noqa: E402,F401
+from hwtune.graph.ops import conv3d  # noqa: E402,F401  (video classifiers, NCDHW)
 from hwtune.graph.ops import indexing  # noqa: E402,F401  (run-time indices and masks)
 from hwtune.graph.ops import attention  # noqa: E402,F401  (fused at ONNX import)
 from hwtune.graph.ops import resize, argmax  # noqa: E402,F401

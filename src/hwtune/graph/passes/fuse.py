@@ -31,6 +31,10 @@ intermediate):
   HardSwish's pass was the cost (MobileNetV3-Large: 0.15 ms of hard_swish
   ops gone, total 7.05 -> 6.85 ms with the GEMM epilogue's vector pass).
 
+conv3d (NCDHW, the video classifiers) takes the residual and ReLU epilogues,
+added while its frame is copied to the output (engine/ops/conv3d.c):
+r3d_18's 8 add and 17 relu ops.
+
 ResNet-18: 20 batch_norm, 17 relu and 8 add ops (each a pass over an
 activation) disappear into their CONVs. Op names are kept for the CONVs (tuned
 op_params and per-op settings name them); `fused_ops(graph)` maps each
@@ -134,7 +138,9 @@ class _Fuser:
 
     def conv(self, op: Op) -> None:
         inputs, attrs, out = list(op.inputs), dict(op.attrs), op.outputs[0]
-        j = self.sole_consumer(out, "batch_norm")
+        # conv3d (NCDHW) takes the residual and the ReLU, not the rest.
+        plain = op.op == "conv2d"
+        j = self.sole_consumer(out, "batch_norm") if plain else None
         if j is not None and self.bn_foldable(op, self.g.ops[j]):
             bn = self.g.ops[j]
             inputs = self.fold_bn(op, bn, inputs)
@@ -145,7 +151,7 @@ class _Fuser:
         if j is not None:
             add = self.g.ops[j]
             if len(inputs) == 2:
-                oc = self.g.shapes[out][1] * (self.g.shapes[out][4] if len(
+                oc = self.g.shapes[out][1] * (self.g.shapes[out][4] if plain and len(
                     self.g.shapes[out]) == 5 else 1)
                 inputs.append(self.zeros(f"{op.name}@zero_bias", oc))
             inputs.append(add.inputs[1] if add.inputs[0] == out else add.inputs[0])
@@ -156,7 +162,7 @@ class _Fuser:
             attrs["relu"] = True
             out = self.g.ops[j].outputs[0]
             self.absorbed[j] = op.name
-        j = self.sole_consumer(out, "clip") if self.clamps(op) else None
+        j = self.sole_consumer(out, "clip") if plain and self.clamps(op) else None
         if j is not None and not done and "relu" not in attrs:
             lo, hi = self.g.ops[j].resolved["min"], self.g.ops[j].resolved["max"]
             if lo == 0.0 and hi > 0.0:
@@ -165,7 +171,7 @@ class _Fuser:
                     attrs["relu_max"] = hi
                 out = self.g.ops[j].outputs[0]
                 self.absorbed[j] = op.name
-        for act in ACTS:
+        for act in ACTS if plain else ():  # conv3d has no act epilogue
             j = self.sole_consumer(out, act)
             if j is not None and not done and "relu" not in attrs and "act" not in attrs:
                 attrs["act"] = act
@@ -186,7 +192,7 @@ class _Fuser:
             if i in self.absorbed:
                 continue
             op = self.g.ops[i]
-            if op.op == "conv2d":
+            if op.op in ("conv2d", "conv3d"):
                 self.conv(op)
             else:
                 self.emit(op.name, op.op, op.inputs, op.outputs, op.attrs, op)
