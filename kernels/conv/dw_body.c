@@ -205,6 +205,22 @@ HV_AI hv_f32 perm(hv_f32 v, hv_idx i) { return _mm256_permutevar8x32_ps(v, i); }
 HV_AI hv_idx idx_load(const int32_t *p) { return _mm256_loadu_si256((const __m256i *)p); }
 #endif
 
+/* A block's epilogue, in registers unless a residual comes on the way out
+ * (now 0): ReLU / ReLU6, the activation in 4-vector groups, one store per
+ * pixel into the output row. acc holds NP rounded up to 4 vectors. */
+HV_AI void block_out(const hwt_dwconv_plan *p, hv_f32 *acc, float *orow, int ow, const int NP,
+                     int now) {
+  const hv_f32 hi = hv_set1(p->relu_max);
+  const int relu = now && p->d.relu, clamp = relu && p->relu_max < INFINITY;
+  const int act = now ? p->d.act : 0;
+  for (int i = 0; i < NP; i++) acc[i] = activate(acc[i], relu, clamp, hi, 0);
+  if (act) {
+    for (int i = NP; i < (NP + 3) / 4 * 4; i++) acc[i] = hv_zero();
+    for (int i = 0; i < NP; i += 4) hwt_conv_act_vec4(acc + i, act);
+  }
+  for (int i = 0; i < NP; i++) hv_store(orow + (long)(ow + i) * HV_W, acc[i]);
+}
+
 /* Blocked path. NP output pixels x one vector of channels per register
  * block: NP accumulators sharing each tap's weight vector(s). CG 1:
  * depthwise; CG > 1: each staged input vector permuted CG ways, one
@@ -233,16 +249,7 @@ HV_AI void bblock(const hwt_dwconv_plan *p, const float *st, const float *wp,
       }
     }
   }
-  /* The epilogue in registers unless a residual comes on the way out. */
-  const hv_f32 hi = hv_set1(p->relu_max);
-  const int relu = now && p->d.relu, clamp = relu && p->relu_max < INFINITY;
-  const int act = now ? p->d.act : 0;
-  for (int i = 0; i < NP; i++) acc[i] = activate(acc[i], relu, clamp, hi, 0);
-  if (act) {
-    for (int i = NP; i < (NP + 3) / 4 * 4; i++) acc[i] = hv_zero();
-    for (int i = 0; i < NP; i += 4) hwt_conv_act_vec4(acc + i, act);
-  }
-  for (int i = 0; i < NP; i++) hv_store(orow + (long)(ow + i) * HV_W, acc[i]);
+  block_out(p, acc, orow, ow, NP, now);
 }
 
 /* Depthwise (CG 1) at stride_w SW (1 or 2) and dil_w 1, the same block as
@@ -274,16 +281,7 @@ HV_AI void bblock_slide(const hwt_dwconv_plan *p, const float *st, const float *
       }
     }
   }
-  /* bblock's epilogue: in registers unless a residual comes on the way out */
-  const hv_f32 hi = hv_set1(p->relu_max);
-  const int relu = now && p->d.relu, clamp = relu && p->relu_max < INFINITY;
-  const int act = now ? p->d.act : 0;
-  for (int i = 0; i < NP; i++) acc[i] = activate(acc[i], relu, clamp, hi, 0);
-  if (act) {
-    for (int i = NP; i < (NP + 3) / 4 * 4; i++) acc[i] = hv_zero();
-    for (int i = 0; i < NP; i += 4) hwt_conv_act_vec4(acc + i, act);
-  }
-  for (int i = 0; i < NP; i++) hv_store(orow + (long)(ow + i) * HV_W, acc[i]);
+  block_out(p, acc, orow, ow, NP, now);
 }
 
 HV_AI void brow_slide(const hwt_dwconv_plan *p, const float *st, const float *wp, hv_f32 bv,
