@@ -209,7 +209,8 @@ def test_what_the_engine_refuses_validate_refuses_located(monkeypatch, tmp_path)
 @pytest.mark.parametrize("op, words", [
     ("rellu", 'unknown op "rellu" (did you mean "relu"?)'),
     ("Relu", 'unknown op "Relu" (did you mean "relu"?)'),
-    ("conv", 'unknown op "conv" (did you mean "conv2d"?)'),
+    # two ops as close: both named (conv3d joined the registry)
+    ("conv", 'unknown op "conv" (did you mean "conv2d" or "conv3d"?)'),
     ("swish", 'unsupported op "swish" (supported: abs, '),
     ("group_norm", 'unsupported op "group_norm" (supported: '),
     ("einsum", 'unsupported op "einsum" (supported: '),

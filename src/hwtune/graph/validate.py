@@ -34,8 +34,14 @@ _at = located  # the short name the checks below write
 
 
 def _suggest(name: str, known, cutoff: float = 0.6) -> str:
-    close = difflib.get_close_matches(name, list(known), n=1, cutoff=cutoff)
-    return f' (did you mean "{close[0]}"?)' if close else ""
+    """' (did you mean "x"?)', naming every known name as close as the
+    closest ("conv": conv2d and conv3d), in order; '' for none."""
+    close = difflib.get_close_matches(name, sorted(known), n=3, cutoff=cutoff)
+    if not close:
+        return ""
+    ratio = lambda k: difflib.SequenceMatcher(None, name, k).ratio()  # noqa: E731
+    best = [k for k in close if ratio(k) == ratio(close[0])]
+    return " (did you mean " + " or ".join(f'"{k}"' for k in sorted(best)) + "?)"
 
 
 def unknown_op_message(name: str) -> str:
