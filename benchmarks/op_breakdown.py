@@ -1,7 +1,7 @@
 """Where a model's time goes, per op class, in hwtune and in ONNX Runtime.
 
     python benchmarks/op_breakdown.py MODEL.onnx [--threads 1] [--runs 5]
-        [--db /tmp/x.db] [--shape x=1x3x224x224]
+        [--db scratch.db] [--shape x=1x3x224x224]
 
 hwtune: `hwtune run MODEL --trace` (per-op engine events of one profiled
 run after 5 untimed ones), repeated --runs times in fresh processes, each
