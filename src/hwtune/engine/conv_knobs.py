@@ -134,6 +134,15 @@ def _plain(graph) -> bool:
                    for op in graph.ops)
 
 
+def _chosen_here(op_params: Mapping[str, dict], params_threads: Optional[int],
+                 threads: int) -> bool:
+    """Whether the config's knobs were chosen at this count. Such a config
+    was measured (tune-graph's final comparison) with every CONV it does
+    not name at the default: it runs so, not with workload knobs nobody
+    measured beside its own."""
+    return bool(op_params) and params_threads == threads
+
+
 def choose(db, host_key: str, graph, op_params: Mapping[str, dict], *, threads: int,
            params_threads: Optional[int], isa: Optional[str] = None) -> ConvKnobs:
     """The knobs of every conv2d op of the validated plain `graph` for a run
@@ -146,10 +155,7 @@ def choose(db, host_key: str, graph, op_params: Mapping[str, dict], *, threads: 
     # NCHW: its CONVs keep NCHW with tuned knobs (as tune-graph stores them).
     layout = "NCHW" if is_training_graph(graph) else "NCHWc"
     rows: Dict[str, Dict[int, dict]] = {}
-    # A config whose knobs were chosen at this count was measured (tune-graph's
-    # final comparison) with every CONV it does not name at the default:
-    # run so, not with workload knobs nobody measured beside its own.
-    own_count = bool(op_params) and params_threads == threads
+    own_count = _chosen_here(op_params, params_threads, threads)
     partial: Dict[Tuple[str, int], Optional[dict]] = {}
     stale: Dict[str, List[int]] = {}
     for op in graph.ops:
@@ -257,8 +263,8 @@ def choose_grad(db, host_key: str, graph, *, threads: int, isa: str,
                 mine = None  # a config from another build of the knobs: ignored
         if mine is not None and params_threads == threads:
             params[op.name], sources[op.name] = dict(mine), f"config@{threads}t"
-        elif op_params and params_threads == threads and op.name not in op_params:
-            sources[op.name] = "default"  # as choose(): the config left it default
+        elif _chosen_here(op_params, params_threads, threads) and op.name not in op_params:
+            sources[op.name] = "default"  # the config, chosen at this count, left it default
         elif tuned:
             t = threads if threads in tuned else nearest(sorted(tuned), threads)
             params[op.name] = dict(tuned[t]["best_params"])
