@@ -284,24 +284,16 @@ HV_AI void bblock_slide(const hwt_dwconv_plan *p, const float *st, const float *
   block_out(p, acc, orow, ow, NP, now);
 }
 
-HV_AI void brow_slide(const hwt_dwconv_plan *p, const float *st, const float *wp, hv_f32 bv,
-                      float *orow, int now, const int R, const int S, const int SW,
-                      const int NB) {
-  int ow = 0;
-  for (; ow + NB <= p->OW; ow += NB) bblock_slide(p, st, wp, bv, orow, ow, R, S, NB, SW, now);
-  switch (p->OW - ow) {
-    case 0: break;
-    case 1: bblock_slide(p, st, wp, bv, orow, ow, R, S, 1, SW, now); break;
-    case 2: bblock_slide(p, st, wp, bv, orow, ow, R, S, 2, SW, now); break;
-    case 3: bblock_slide(p, st, wp, bv, orow, ow, R, S, 3, SW, now); break;
-    case 4: bblock_slide(p, st, wp, bv, orow, ow, R, S, 4, SW, now); break;
-    case 5: bblock_slide(p, st, wp, bv, orow, ow, R, S, 5, SW, now); break;
-    case 6: bblock_slide(p, st, wp, bv, orow, ow, R, S, 6, SW, now); break;
-    case 7: bblock_slide(p, st, wp, bv, orow, ow, R, S, 7, SW, now); break;
-    default:
-      for (; ow + 4 <= p->OW; ow += 4) bblock_slide(p, st, wp, bv, orow, ow, R, S, 4, SW, now);
-      for (; ow < p->OW; ow++) bblock_slide(p, st, wp, bv, orow, ow, R, S, 1, SW, now);
-  }
+/* One register block at ow: the sliding block at stride_w SW (1 or 2,
+ * depthwise only), else bblock (SW 0). SW is a constant at every call, so
+ * the choice is made at compile time. */
+HV_AI void any_block(const hwt_dwconv_plan *p, const float *st, const float *wp,
+                     const hv_idx *idx, hv_f32 bv, float *orow, int ow, const int R,
+                     const int S, const int CG, const int NP, const int SW, int now) {
+  if (SW)
+    bblock_slide(p, st, wp, bv, orow, ow, R, S, NP, SW, now);
+  else
+    bblock(p, st, wp, idx, bv, orow, ow, R, S, CG, NP, now);
 }
 
 /* Register block of pixels, depthwise: 8 accumulators, a weight and a load
@@ -310,25 +302,28 @@ HV_AI void brow_slide(const hwt_dwconv_plan *p, const float *st, const float *wp
 #define NPB HV_BY_ISA(1, 8, 12)
 #define NPB_G HV_BY_ISA(1, 4, 8)
 
+/* One output row in blocks of NB pixels (any_block: SW 0 for bblock). */
 HV_AI void brow(const hwt_dwconv_plan *p, const float *st, const float *wp, const hv_idx *idx,
                 hv_f32 bv, float *orow, int now, const int R, const int S, const int CG,
-                const int NB) {
+                const int NB, const int SW) {
   int ow = 0;
-  for (; ow + NB <= p->OW; ow += NB) bblock(p, st, wp, idx, bv, orow, ow, R, S, CG, NB, now);
+  for (; ow + NB <= p->OW; ow += NB)
+    any_block(p, st, wp, idx, bv, orow, ow, R, S, CG, NB, SW, now);
   /* The rest in one block: single pixels chain their R x S FMAs (7x7
    * rows at AVX-512 left 3 of them per row). */
   switch (p->OW - ow) {
     case 0: break;
-    case 1: bblock(p, st, wp, idx, bv, orow, ow, R, S, CG, 1, now); break;
-    case 2: bblock(p, st, wp, idx, bv, orow, ow, R, S, CG, 2, now); break;
-    case 3: bblock(p, st, wp, idx, bv, orow, ow, R, S, CG, 3, now); break;
-    case 4: bblock(p, st, wp, idx, bv, orow, ow, R, S, CG, 4, now); break;
-    case 5: bblock(p, st, wp, idx, bv, orow, ow, R, S, CG, 5, now); break;
-    case 6: bblock(p, st, wp, idx, bv, orow, ow, R, S, CG, 6, now); break;
-    case 7: bblock(p, st, wp, idx, bv, orow, ow, R, S, CG, 7, now); break;
+    case 1: any_block(p, st, wp, idx, bv, orow, ow, R, S, CG, 1, SW, now); break;
+    case 2: any_block(p, st, wp, idx, bv, orow, ow, R, S, CG, 2, SW, now); break;
+    case 3: any_block(p, st, wp, idx, bv, orow, ow, R, S, CG, 3, SW, now); break;
+    case 4: any_block(p, st, wp, idx, bv, orow, ow, R, S, CG, 4, SW, now); break;
+    case 5: any_block(p, st, wp, idx, bv, orow, ow, R, S, CG, 5, SW, now); break;
+    case 6: any_block(p, st, wp, idx, bv, orow, ow, R, S, CG, 6, SW, now); break;
+    case 7: any_block(p, st, wp, idx, bv, orow, ow, R, S, CG, 7, SW, now); break;
     default:
-      for (; ow + 4 <= p->OW; ow += 4) bblock(p, st, wp, idx, bv, orow, ow, R, S, CG, 4, now);
-      for (; ow < p->OW; ow++) bblock(p, st, wp, idx, bv, orow, ow, R, S, CG, 1, now);
+      for (; ow + 4 <= p->OW; ow += 4)
+        any_block(p, st, wp, idx, bv, orow, ow, R, S, CG, 4, SW, now);
+      for (; ow < p->OW; ow++) any_block(p, st, wp, idx, bv, orow, ow, R, S, CG, 1, SW, now);
   }
 }
 
@@ -342,40 +337,40 @@ static void brow_any(const hwt_dwconv_plan *p, const float *st, const float *wp,
           R == S && (R == 3 || R == 5 || R == 7)) {
         const int sw2 = p->d.stride_w == 2;
         if (R == 3)
-          sw2 ? brow_slide(p, st, wp, bv, orow, now, 3, 3, 2, NPB)
-              : brow_slide(p, st, wp, bv, orow, now, 3, 3, 1, NPB);
+          sw2 ? brow(p, st, wp, idx, bv, orow, now, 3, 3, 1, NPB, 2)
+              : brow(p, st, wp, idx, bv, orow, now, 3, 3, 1, NPB, 1);
         else if (R == 5)
-          sw2 ? brow_slide(p, st, wp, bv, orow, now, 5, 5, 2, NPB)
-              : brow_slide(p, st, wp, bv, orow, now, 5, 5, 1, NPB);
+          sw2 ? brow(p, st, wp, idx, bv, orow, now, 5, 5, 1, NPB, 2)
+              : brow(p, st, wp, idx, bv, orow, now, 5, 5, 1, NPB, 1);
         else
-          sw2 ? brow_slide(p, st, wp, bv, orow, now, 7, 7, 2, NPB)
-              : brow_slide(p, st, wp, bv, orow, now, 7, 7, 1, NPB);
+          sw2 ? brow(p, st, wp, idx, bv, orow, now, 7, 7, 1, NPB, 2)
+              : brow(p, st, wp, idx, bv, orow, now, 7, 7, 1, NPB, 1);
       } else if (k3)
-        brow(p, st, wp, idx, bv, orow, now, 3, 3, 1, NPB);
+        brow(p, st, wp, idx, bv, orow, now, 3, 3, 1, NPB, 0);
       else if (R == 5 && S == 5)
-        brow(p, st, wp, idx, bv, orow, now, 5, 5, 1, NPB);
+        brow(p, st, wp, idx, bv, orow, now, 5, 5, 1, NPB, 0);
       else if (R == 7 && S == 7)
-        brow(p, st, wp, idx, bv, orow, now, 7, 7, 1, NPB);
+        brow(p, st, wp, idx, bv, orow, now, 7, 7, 1, NPB, 0);
       else
-        brow(p, st, wp, idx, bv, orow, now, R, S, 1, NPB);
+        brow(p, st, wp, idx, bv, orow, now, R, S, 1, NPB, 0);
       break;
     case 2:
       if (k3)
-        brow(p, st, wp, idx, bv, orow, now, 3, 3, 2, NPB_G);
+        brow(p, st, wp, idx, bv, orow, now, 3, 3, 2, NPB_G, 0);
       else
-        brow(p, st, wp, idx, bv, orow, now, R, S, 2, NPB_G);
+        brow(p, st, wp, idx, bv, orow, now, R, S, 2, NPB_G, 0);
       break;
     case 4:
       if (k3)
-        brow(p, st, wp, idx, bv, orow, now, 3, 3, 4, NPB_G);
+        brow(p, st, wp, idx, bv, orow, now, 3, 3, 4, NPB_G, 0);
       else
-        brow(p, st, wp, idx, bv, orow, now, R, S, 4, NPB_G);
+        brow(p, st, wp, idx, bv, orow, now, R, S, 4, NPB_G, 0);
       break;
     default: /* 8: hwt_gconv_plan_make admits divisors of the vector up to 8 */
       if (k3)
-        brow(p, st, wp, idx, bv, orow, now, 3, 3, 8, NPB_G);
+        brow(p, st, wp, idx, bv, orow, now, 3, 3, 8, NPB_G, 0);
       else
-        brow(p, st, wp, idx, bv, orow, now, R, S, 8, NPB_G);
+        brow(p, st, wp, idx, bv, orow, now, R, S, 8, NPB_G, 0);
   }
 }
 
