@@ -20,6 +20,18 @@ static size_t offset(int C, long HW, int bn, int n, int c, long hw) {
  * 16 KiB at a block of 64) stays in L1 while it is transposed. */
 #define LAYOUT_TILE 64
 
+/* Columns [c0, c0 + bn) of x (rows x cols, row-major) into rows c0.. of
+ * its transpose y (cols x rows): y[c * rows + r] = x[r * cols + c], by the
+ * variant's staging transpose over tiles of row_tile rows. The layout
+ * transforms and hwt_transpose_run_part both run on it. */
+static void transpose_strip(const hwt_conv_variant *v, const float *x, long rows, long cols,
+                            long c0, int bn, float *y, long row_tile) {
+  for (long r0 = 0; r0 < rows; r0 += row_tile) {
+    const int n = (int)(rows - r0 < row_tile ? rows - r0 : row_tile);
+    v->stage(x + (size_t)r0 * cols + c0, cols, n, bn, y + (size_t)c0 * rows + r0, rows);
+  }
+}
+
 /* Work unit: (n, group of channels), the group being the destination block so
  * each thread writes whole blocks (the source block when the destination is
  * plain). Plain <-> blocked runs through the CONV variant's staging transpose
@@ -46,13 +58,13 @@ void hwt_layout_run_part(int N, int C, long HW, int src_bn, int dst_bn, const fl
       /* One side plain: [G][HW] rows <-> [HW][G] block, tile by tile. */
       const float *s = src + offset(C, HW, src_bn, n, c0, 0);
       float *o = dst + offset(C, HW, dst_bn, n, c0, 0);
-      for (long t0 = 0; t0 < HW; t0 += LAYOUT_TILE) {
-        int tn = (int)(HW - t0 < LAYOUT_TILE ? HW - t0 : LAYOUT_TILE);
-        if (!src_bn) /* dst[hw][c] = src[c][hw]: positions are channels */
-          v->stage(s + t0, HW, G, tn, o + t0 * G, G);
-        else /* dst[c][hw] = src[hw][c]: positions are pixels */
-          v->stage(s + t0 * G, G, tn, G, o + t0, HW);
-      }
+      if (!src_bn) /* dst[hw][c] = src[c][hw]: strips of pixels, all G channels */
+        for (long t0 = 0; t0 < HW; t0 += LAYOUT_TILE) {
+          const int tn = (int)(HW - t0 < LAYOUT_TILE ? HW - t0 : LAYOUT_TILE);
+          transpose_strip(v, s, G, HW, t0, tn, o, G);
+        }
+      else /* dst[c][hw] = src[hw][c]: the G channels, pixels in tiles */
+        transpose_strip(v, s, HW, G, 0, G, o, LAYOUT_TILE);
       continue;
     }
     /* Both blocked: per pixel, runs of channels inside one block of each. */
@@ -80,13 +92,8 @@ void hwt_transpose_run_part(long batch, long rows, long cols, const float *x, fl
   for (long u = lo; u < hi; u++) {
     const long b = u / strips, c0 = (u % strips) * TRANSPOSE_TILE;
     const int bn = (int)(cols - c0 < TRANSPOSE_TILE ? cols - c0 : TRANSPOSE_TILE);
-    const float *xb = x + (size_t)b * rows * cols + c0;
-    float *yb = y + (size_t)b * rows * cols + (size_t)c0 * rows;
-    /* dst[i * rows + r] = src[r * cols + i]: positions are input rows. */
-    for (long r0 = 0; r0 < rows; r0 += TRANSPOSE_TILE) {
-      const int n = (int)(rows - r0 < TRANSPOSE_TILE ? rows - r0 : TRANSPOSE_TILE);
-      v->stage(xb + (size_t)r0 * cols, cols, n, bn, yb + r0, rows);
-    }
+    const size_t m = (size_t)b * rows * cols;
+    transpose_strip(v, x + m, rows, cols, c0, bn, y + m, TRANSPOSE_TILE);
   }
 }
 
