@@ -1,8 +1,10 @@
 """Fixtures shared by the test files: an in-memory results.db and a host in
 it, a database of an older schema, read-only queries of a database file."""
 
+import atexit
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import tempfile
@@ -15,7 +17,10 @@ from hwtune.db import ResultsDB, migrations
 # A command run without --db in a folder with no results.db up the tree uses
 # the per-user database (hwtune.db.locate): the tests' is a scratch one,
 # never the user's own (subprocesses inherit it).
+# Removed when this process exits (each xdist worker makes its own): 602 of
+# them had piled up in /tmp from earlier runs.
 os.environ["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="hwtune-test-xdg-")
+atexit.register(shutil.rmtree, os.environ["XDG_DATA_HOME"], True)
 
 # A made-up machine: tests that store rows need a host; nothing reads its values.
 FINGERPRINT = {
@@ -80,6 +85,14 @@ def write_model(folder, doc, name: str = "tiny.json") -> str:
     path = folder / name
     path.write_text(json.dumps(doc))
     return str(path)
+
+
+@pytest.fixture
+def scratch_cache(tmp_path, monkeypatch):
+    """HWTUNE_CACHE_DIR in the test's own folder: what one test's import
+    caches, the next does not read (test files that import models use it
+    for every test: `pytestmark = pytest.mark.usefixtures("scratch_cache")`)."""
+    monkeypatch.setenv("HWTUNE_CACHE_DIR", str(tmp_path / "cache"))
 
 
 def invoke(*args):

@@ -60,13 +60,31 @@ def tolerance(c, r, s):
     return 1e-6 + 2 * np.finfo(np.float32).eps * c * r * s
 
 
-def make(case, seed=0):
+def make(case, seed=0, x_range=1.0, b_range=1.0):
+    """A case's seeded input, weight and bias (inputs in [-x_range, x_range],
+    weights in [-1, 1], bias in [-b_range, b_range]), stride and pad."""
     n, c, h, w, k, r, s, stride, pad = case
     rng = np.random.default_rng(seed)
-    x = rng.uniform(-1, 1, (n, c, h, w)).astype(np.float32)
+    x = rng.uniform(-x_range, x_range, (n, c, h, w)).astype(np.float32)
     wt = rng.uniform(-1, 1, (k, c, r, s)).astype(np.float32)
-    b = rng.uniform(-1, 1, k).astype(np.float32)
+    b = rng.uniform(-b_range, b_range, k).astype(np.float32)
     return x, wt, b, stride, pad
+
+
+def kernel_paths(case, isa):
+    """(layout, params) of every kernel path the case runs on isa: direct,
+    the GEMM path, the template at its defaults and at other legal knobs,
+    and Winograd F(2,3) in both layouts where the case is eligible."""
+    x, w, _, stride, pad = make(case)
+    kn = conv.knobs(x.shape, w.shape, stride=stride, pad=pad, isa=isa)
+    runs = [("NCHW-direct", None), ("NCHW", None), ("NCHWc", None),
+            ("NCHWc", dict(ic_bn=kn["ic_bn"][0], oc_bn=kn["oc_bn"][-1], reg_n=kn["reg_n"][-1],
+                           unroll_ker=1, reg_h=kn["reg_h"][-1]))]
+    if 2 in kn["winograd"]:
+        runs += [(lay, dict(conv.default_params(x.shape, w.shape, stride=stride, pad=pad,
+                                                isa=isa), winograd=2))
+                 for lay in ("NCHW", "NCHWc")]
+    return runs
 
 
 def param_sets(case, isa):

@@ -19,6 +19,8 @@ from hwtune.graph.errors import GraphError
 from hwtune.graph.reference import init_params, run_reference
 from hwtune.native.isa import supported_isas
 
+from test_conv_group import reference_matches_loops  # tests/ is on sys.path
+
 
 def _model(x, w, attrs, bias=True, residual=None):
     tensors = [("x", x, False), ("w", w, True)] + ([("b", (w[0],), True)] if bias else [])
@@ -89,15 +91,7 @@ def _loop_reference(x, w, b, attrs):
 @pytest.mark.parametrize("case", CASES, ids=_id)
 def test_reference_is_the_definition(case):
     x_shape, w_shape, attrs = case
-    g = _model(x_shape, w_shape, attrs)
-    rng = np.random.default_rng(1)
-    x = rng.uniform(-2, 2, x_shape).astype(np.float32)
-    w = rng.uniform(-1, 1, w_shape).astype(np.float32)
-    b = rng.uniform(-1, 1, (w_shape[0],)).astype(np.float32)
-    got = run_reference(g, inputs={"x": x}, params={"w": w, "b": b})["y"]
-    want = _loop_reference(x, w, b, attrs)
-    assert got.shape == want.shape == tuple(g.shapes["y"])
-    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+    reference_matches_loops(_model(x_shape, w_shape, attrs), _loop_reference, attrs)
 
 
 # Float accumulation of up to C*KD*KH*KW = 147 products of |x| <= 2 against

@@ -23,7 +23,7 @@ from hwtune.native import conv
 from hwtune.native.eltwise import eltwise
 from hwtune.native.isa import supported_isas
 
-from test_conv import ref_conv, tolerance
+from test_conv import kernel_paths, make, ref_conv, tolerance
 
 ISAS = supported_isas()
 ACTS = ("silu", "hard_swish")
@@ -50,28 +50,10 @@ def _act(y, act):
     return REFERENCES[act].fn(np.asarray(y, np.float64))
 
 
-def _make(case, seed=0):
-    n, c, h, w, k, r, s, stride, pad = case
-    rng = np.random.default_rng(seed)
-    # Scaled so that the outputs cover sigmoid's curve and both of
-    # HardSwish's bends (-3, 3).
-    x = rng.uniform(-2, 2, (n, c, h, w)).astype(np.float32)
-    wt = rng.uniform(-1, 1, (k, c, r, s)).astype(np.float32)
-    b = rng.uniform(-0.5, 0.5, k).astype(np.float32)
-    return x, wt, b, stride, pad
-
-
-def _runs(case, isa):
-    x, w, _, stride, pad = _make(case)
-    kn = conv.knobs(x.shape, w.shape, stride=stride, pad=pad, isa=isa)
-    runs = [("NCHW-direct", None), ("NCHW", None), ("NCHWc", None),
-            ("NCHWc", dict(ic_bn=kn["ic_bn"][0], oc_bn=kn["oc_bn"][-1], reg_n=kn["reg_n"][-1],
-                           unroll_ker=1, reg_h=kn["reg_h"][-1]))]
-    if 2 in kn["winograd"]:
-        runs += [(lay, dict(conv.default_params(x.shape, w.shape, stride=stride, pad=pad,
-                                                isa=isa), winograd=2))
-                 for lay in ("NCHW", "NCHWc")]
-    return runs
+def _make(case):
+    # Inputs in [-2, 2] so that the outputs cover sigmoid's curve and both
+    # of HardSwish's bends (-3, 3).
+    return make(case, x_range=2.0, b_range=0.5)
 
 
 @pytest.mark.parametrize("act", ACTS)
@@ -87,7 +69,7 @@ def test_every_kernel_path_applies_the_activation(act, isa, case):
     # magnitude, plus the element-wise kernel's own error (<= 1.6e-7 of
     # max(1, |y|)).
     tol = 1.5 * tolerance(case[1], case[5], case[6]) + 2e-7 * max(1.0, np.abs(want).max())
-    for (layout, params), nth in itertools.product(_runs(case, isa), (1, 2, 3)):
+    for (layout, params), nth in itertools.product(kernel_paths(case, isa), (1, 2, 3)):
         got = conv.conv2d(x, w, b, stride=stride, pad=pad, act=act, layout=layout,
                           params=params, isa=isa, nth=nth)
         err = np.abs(got - want).max()

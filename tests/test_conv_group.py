@@ -88,18 +88,25 @@ def _pair(v):
     return (v, v) if isinstance(v, int) else tuple(v)
 
 
-@pytest.mark.parametrize("case", CASES, ids=_id)
-def test_reference_is_one_conv_per_group(case):
-    x_shape, w_shape, attrs = case
-    g = _model(x_shape, w_shape, attrs)
+def reference_matches_loops(g, loop_reference, attrs):
+    """The numpy reference of the one-conv graph g (x, w, b -> y) against
+    loop_reference(x, w, b, attrs), float64 loops that spell the
+    definition out, on seeded inputs."""
+    x_shape, w_shape = g.shapes["x"], g.shapes["w"]
     rng = np.random.default_rng(1)
     x = rng.uniform(-2, 2, x_shape).astype(np.float32)
     w = rng.uniform(-1, 1, w_shape).astype(np.float32)
     b = rng.uniform(-1, 1, (w_shape[0],)).astype(np.float32)
     got = run_reference(g, inputs={"x": x}, params={"w": w, "b": b})["y"]
-    want = _loop_reference(x, w, b, attrs)
+    want = loop_reference(x, w, b, attrs)
     assert got.shape == want.shape == tuple(g.shapes["y"])
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("case", CASES, ids=_id)
+def test_reference_is_one_conv_per_group(case):
+    x_shape, w_shape, attrs = case
+    reference_matches_loops(_model(x_shape, w_shape, attrs), _loop_reference, attrs)
 
 
 # Float accumulation of C/group*KH*KW (<= 49 here) products of |x| <= 2

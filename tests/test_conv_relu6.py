@@ -14,7 +14,7 @@ from hwtune.graph.reference import run_reference
 from hwtune.native import conv
 from hwtune.native.isa import supported_isas
 
-from test_conv import ref_conv, tolerance
+from test_conv import kernel_paths, make, ref_conv, tolerance
 
 ISAS = supported_isas()
 HI = 0.75
@@ -35,13 +35,8 @@ CASES = [
 ]
 
 
-def _make(case, seed=0):
-    n, c, h, w, k, r, s, stride, pad = case
-    rng = np.random.default_rng(seed)
-    x = rng.uniform(-1, 1, (n, c, h, w)).astype(np.float32)
-    wt = rng.uniform(-1, 1, (k, c, r, s)).astype(np.float32)
-    b = rng.uniform(-0.5, 0.5, k).astype(np.float32)
-    return x, wt, b, stride, pad
+def _make(case):
+    return make(case, b_range=0.5)
 
 
 def _clamped(x, w, b, stride, pad, res=None):
@@ -49,19 +44,6 @@ def _clamped(x, w, b, stride, pad, res=None):
     if res is not None:
         y = y + res
     return np.clip(y, 0.0, HI)
-
-
-def _runs(case, isa):
-    x, w, _, stride, pad = _make(case)
-    kn = conv.knobs(x.shape, w.shape, stride=stride, pad=pad, isa=isa)
-    runs = [("NCHW-direct", None), ("NCHW", None), ("NCHWc", None),
-            ("NCHWc", dict(ic_bn=kn["ic_bn"][0], oc_bn=kn["oc_bn"][-1], reg_n=kn["reg_n"][-1],
-                           unroll_ker=1, reg_h=kn["reg_h"][-1]))]
-    if 2 in kn["winograd"]:
-        runs += [(lay, dict(conv.default_params(x.shape, w.shape, stride=stride, pad=pad,
-                                                isa=isa), winograd=2))
-                 for lay in ("NCHW", "NCHWc")]
-    return runs
 
 
 @pytest.mark.parametrize("isa", ISAS)
@@ -73,7 +55,7 @@ def test_every_kernel_path_clamps(isa, case):
     assert (want == 0).any() and (want == HI).any() and ((want > 0) & (want < HI)).any()
     tol = tolerance(case[1], case[5], case[6])
     paths = set()
-    for (layout, params), nth in itertools.product(_runs(case, isa), (1, 2, 3)):
+    for (layout, params), nth in itertools.product(kernel_paths(case, isa), (1, 2, 3)):
         got = conv.conv2d(x, w, b, stride=stride, pad=pad, relu=True, relu_max=HI,
                           layout=layout, params=params, isa=isa, nth=nth)
         err = np.abs(got - want).max()

@@ -34,9 +34,7 @@ NAMES = ["bart", "swin_v2_t", "dinov2", "lraspp_mobilenet_v3_large", "t5_encoder
          "mobilebert", "beit", "maxvit_t"]
 
 
-@pytest.fixture(autouse=True)
-def _cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("HWTUNE_CACHE_DIR", str(tmp_path / "cache"))
+pytestmark = pytest.mark.usefixtures("scratch_cache")
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -9,9 +9,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-import numpy as np
 import pytest
-from click.testing import CliRunner
 
 pytest.importorskip("torch")
 pytest.importorskip("onnxruntime")
@@ -19,23 +17,17 @@ if importlib.util.find_spec("torchvision") is None:
     pytest.skip("torchvision is not installed (pip install .[test])", allow_module_level=True)
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
-import onnx_models as M  # noqa: E402 (tests/ is on sys.path)
+from conftest import invoke  # noqa: E402 (tests/ is on sys.path)
+from onnx_models import run_matches_ort  # noqa: E402
 import zoo_models as Z  # noqa: E402
 
-from hwtune.cli.main import cli  # noqa: E402
 from hwtune.graph import load_model  # noqa: E402
 from hwtune.graph.passes.fuse import fuse_conv, fused_ops  # noqa: E402
 
 TOL = 1e-4
 
 
-@pytest.fixture(autouse=True)
-def _cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("HWTUNE_CACHE_DIR", str(tmp_path / "cache"))
-
-
-def invoke(*args):
-    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+pytestmark = pytest.mark.usefixtures("scratch_cache")
 
 
 # model -> (activation, how many of its activations follow a conv): all of
@@ -62,13 +54,4 @@ def test_activation_fused_into_convs_matches_onnxruntime(name, tmp_path):
     assert sum(1 for op in graph.ops if op.op == act and op.name in absorbed) == n_fused
     assert Counter(op.op for op in fused.ops)[act] == Counter(
         op.op for op in graph.ops)[act] - n_fused
-    args = []
-    for k, v in built.inputs.items():
-        np.save(tmp_path / f"{k}.npy", v)
-        args += ["--input", f"{k}={tmp_path / f'{k}.npy'}"]
-    out = tmp_path / "y.npz"
-    res = invoke("run", out_json, *args, "--save-outputs", out, "--iterations", 1,
-                 "--warmup", 0, "--db", tmp_path / "r.db")
-    assert res.exit_code == 0, res.output
-    want = M.ort_outputs(src, built.inputs)["y"]
-    assert M.rel_err(np.load(out)["y"], want) <= TOL
+    run_matches_ort(built, src, tmp_path, TOL)

@@ -24,9 +24,7 @@ from onnx_models import fin, save  # noqa: E402 (tests/ is on sys.path)
 TOL = 1e-4
 
 
-@pytest.fixture(autouse=True)
-def _cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("HWTUNE_CACHE_DIR", str(tmp_path / "cache"))
+pytestmark = pytest.mark.usefixtures("scratch_cache")
 
 
 def _forms(path):

@@ -23,9 +23,7 @@ TOL = 1e-4
 RNG = np.random.default_rng(0)
 
 
-@pytest.fixture(autouse=True)
-def _cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("HWTUNE_CACHE_DIR", str(tmp_path / "cache"))
+pytestmark = pytest.mark.usefixtures("scratch_cache")
 
 
 def conv_model(path, pads=(1, 1, 1, 1), opset=17):

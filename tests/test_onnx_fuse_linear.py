@@ -13,15 +13,11 @@ from onnx import helper  # noqa: E402
 
 from onnx_models import fin, import_and_compare, op_types, save  # noqa: E402 (tests/ is on sys.path)
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+pytestmark = [pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+              pytest.mark.usefixtures("scratch_cache")]
 
 TOL = 1e-4
 RNG = np.random.default_rng(43)
-
-
-@pytest.fixture(autouse=True)
-def _cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("HWTUNE_CACHE_DIR", str(tmp_path / "cache"))
 
 
 def c(v):

@@ -9,10 +9,8 @@ import json
 import sys
 from pathlib import Path
 
-import numpy as np
 import onnx
 import pytest
-from click.testing import CliRunner
 
 pytest.importorskip("torch")
 pytest.importorskip("onnxruntime")
@@ -22,21 +20,15 @@ if importlib.util.find_spec("torchvision") is None:
     pytest.skip("torchvision is not installed (pip install .[test])", allow_module_level=True)
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
-import onnx_models as M  # noqa: E402 (tests/ is on sys.path)
+from conftest import invoke  # noqa: E402 (tests/ is on sys.path)
+from onnx_models import run_matches_ort  # noqa: E402
 import zoo_models as Z  # noqa: E402
 
-from hwtune.cli.main import cli  # noqa: E402
 
 TOL = 1e-4
 
 
-@pytest.fixture(autouse=True)
-def _cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("HWTUNE_CACHE_DIR", str(tmp_path / "cache"))
-
-
-def invoke(*args):
-    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+pytestmark = pytest.mark.usefixtures("scratch_cache")
 
 
 @pytest.mark.parametrize("name", ["mobilenet_v2", "efficientnet_b0", "mnasnet1_0",
@@ -54,13 +46,4 @@ def test_grouped_zoo_model_matches_onnxruntime(name, tmp_path):
     ops = json.loads(out_json.read_text())["ops"]
     assert sum(1 for o in ops if o["op"] == "conv2d"
                and o.get("attrs", {}).get("group", 1) > 1) == grouped
-    args = []
-    for k, v in built.inputs.items():
-        np.save(tmp_path / f"{k}.npy", v)
-        args += ["--input", f"{k}={tmp_path / f'{k}.npy'}"]
-    out = tmp_path / "y.npz"
-    res = invoke("run", out_json, *args, "--save-outputs", out, "--iterations", 1,
-                 "--warmup", 0, "--db", tmp_path / "r.db")
-    assert res.exit_code == 0, res.output
-    want = M.ort_outputs(src, built.inputs)["y"]
-    assert M.rel_err(np.load(out)["y"], want) <= TOL
+    run_matches_ort(built, src, tmp_path, TOL)

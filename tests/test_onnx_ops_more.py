@@ -21,15 +21,11 @@ from hwtune.onnx.importer import import_onnx  # noqa: E402
 from conftest import run_engine  # noqa: E402
 from onnx_models import fin, import_and_compare, op_types, save  # noqa: E402 (tests/ is on sys.path)
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+pytestmark = [pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+              pytest.mark.usefixtures("scratch_cache")]
 
 TOL = 1e-4
 RNG = np.random.default_rng(41)
-
-
-@pytest.fixture(autouse=True)
-def _cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("HWTUNE_CACHE_DIR", str(tmp_path / "cache"))
 
 
 def engine_outputs(graph, feeds):

@@ -20,9 +20,7 @@ RNG = np.random.default_rng(47)
 W = RNG.standard_normal((1, 2, 5, 4)).astype(np.float32)
 
 
-@pytest.fixture(autouse=True)
-def _cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("HWTUNE_CACHE_DIR", str(tmp_path / "cache"))
+pytestmark = pytest.mark.usefixtures("scratch_cache")
 
 
 def _model(path, out_shape, transform, scales=None, runtime=False):

@@ -22,9 +22,7 @@ TOL = 1e-4
 RNG = np.random.default_rng(41)
 
 
-@pytest.fixture(autouse=True)
-def _cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("HWTUNE_CACHE_DIR", str(tmp_path / "cache"))
+pytestmark = pytest.mark.usefixtures("scratch_cache")
 
 
 def _model(path, dshape, ushape, indices, dtype=TensorProto.FLOAT, reduction=None):

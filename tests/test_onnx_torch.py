@@ -22,9 +22,7 @@ TOL = 1e-4
 RUNNER = _find().parent / "hwtune-run"
 
 
-@pytest.fixture(autouse=True)
-def _cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("HWTUNE_CACHE_DIR", str(tmp_path / "cache"))
+pytestmark = pytest.mark.usefixtures("scratch_cache")
 
 
 @pytest.fixture(scope="module")

@@ -32,9 +32,7 @@ SKIP = {"alexnet", "vgg11_bn", "wide_resnet50_2"}
 NAMES = [e.name for e in Z.ZOO if e.name not in SKIP]
 
 
-@pytest.fixture(autouse=True)
-def _cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("HWTUNE_CACHE_DIR", str(tmp_path / "cache"))
+pytestmark = pytest.mark.usefixtures("scratch_cache")
 
 
 @pytest.mark.parametrize("name", NAMES)

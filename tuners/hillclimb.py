@@ -38,6 +38,7 @@ from hwtune.measure import FixedSampling, clock, interleave
 from hwtune.measure import output_check as checks
 from hwtune.measure.engine import OpEventSide, output_check
 from hwtune.measure.stats import mad
+from hwtune.planner.opdata import folded_ops  # folded at prepare: never measured
 from hwtune.tuners.climb import HillClimb
 from hwtune.tuners.context import TuneContext
 from hwtune.tuners.interpolate import aggregate, predict_all, prediction_accuracy
@@ -257,19 +258,6 @@ class HillClimbResult:
     notes: List[str] = field(default_factory=list)
     measured: int = 0            # counts measured in this call
     reused: int = 0              # groups answered from results.db
-
-
-def folded_ops(graph) -> set:
-    """Ops the engine folds at prepare (engine/exec/fold.c: every input a
-    param or the output of a folded op): they cost nothing per run."""
-    params = {t.name for t in graph.params}
-    constant, folded = set(params), set()
-    for i in graph.order:
-        op = graph.ops[i]
-        if op.inputs and all(n in constant for n in op.inputs):
-            folded.add(op.name)
-            constant.update(op.outputs)
-    return folded
 
 
 def group_ops(graph) -> List[GroupResult]:
