@@ -5,7 +5,8 @@ torch.onnx.export (opset 17): each imports, runs on the engine and matches
 ONNX Runtime within 1e-4 of the output's scale. One per op form the zoo
 lacks: Resize heads, relative position buckets, GroupNorm and grouped
 Conv1d, rotary embeddings and RMSNorm, ALiBi, ScatterND (BART), one-sided
-Clip (Swin V2), cubic Resize of a weight (DINOv2)."""
+Clip (Swin V2), cubic Resize of a weight (DINOv2), EyeLike and a one-operand
+Einsum (XLNet), an empty Slice (Phi-3)."""
 
 import os
 import sys
@@ -31,7 +32,7 @@ TOL = 1e-4
 # benchmarks/heldout_models.py --table: same forms, more time).
 NAMES = ["bart", "swin_v2_t", "dinov2", "lraspp_mobilenet_v3_large", "t5_encoder",
          "deberta_v2", "wav2vec2", "whisper_encoder", "llama", "phi", "bloom", "gptj",
-         "mobilebert", "beit", "maxvit_t"]
+         "mobilebert", "beit", "maxvit_t", "xlnet", "phi3"]
 
 
 pytestmark = pytest.mark.usefixtures("scratch_cache")

@@ -108,6 +108,9 @@ class Context:
     def param(self, hint: str, value) -> str:
         """A new param holding value (float32; a 0-d value becomes [1])."""
         arr = np.asarray(value)
+        if arr.size == 0:
+            raise Unsupported(f'the empty tensor "{hint}" (shape {list(arr.shape)}) is read at '
+                              "run time: hwtune's tensors hold at least one element")
         if not (np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_):
             raise Unsupported(f'constant "{hint}" of type {arr.dtype} cannot be a float32 '
                               "tensor")

@@ -33,7 +33,8 @@ _LOGIC = {"equal", "not_equal", "less", "less_equal", "greater", "greater_equal"
 _SAME = {"reshape", "flatten", "transpose", "slice", "gather", "concat", "split", "expand",
          "maximum", "minimum", "trunc", "floor", "ceil"}
 # Ops through which an index keeps pointing at its table (index_ranges).
-_VIEWS = {"Cast", "Reshape", "Unsqueeze", "Squeeze", "Flatten", "Identity", "Expand"}
+_VIEWS = {"Cast", "Reshape", "Unsqueeze", "Squeeze", "Flatten", "Identity", "Expand",
+          "Transpose", "Slice"}  # XLNet transposes its ids before the lookup
 
 
 def const_bounds(value) -> Optional[Bounds]:
@@ -93,6 +94,12 @@ def note(cx, op: str, inputs, attrs, outputs) -> None:
     if b is None:
         return
     if max(abs(b[0]), abs(b[1])) > EXACT:
+        scale = float(attrs.get("scale", 1.0))
+        if op == "affine" and float(attrs.get("shift", 0.0)) == 0.0 and \
+                float(np.float32(scale)) == scale and -1.0 <= ins[0][0] and ins[0][1] <= 1.0:
+            # A -1 / 0 / 1 mask times a huge float32 constant (XLNet's
+            # `1e30 * mask`): -c, 0 and c, all exact in float32.
+            return
         raise Unsupported(f"its integer result can reach {max(abs(b[0]), abs(b[1])):.0f}, "
                           f"beyond 2^24 = {EXACT}: hwtune carries integer tensors as float32, "
                           "exact only up to 2^24")

@@ -175,8 +175,11 @@ def einsum(cx, attrs):
         raise Unsupported(f'Einsum "{eq}" (only explicit "->" forms without ellipsis)')
     lhs, out = eq.split("->")
     terms = lhs.split(",")
+    if len(terms) == 1 == len(cx.node.input):
+        _einsum_one(cx, eq, terms[0], out)
+        return
     if len(terms) != 2 or len(cx.node.input) != 2:
-        raise Unsupported(f'Einsum "{eq}" (only two operands)')
+        raise Unsupported(f'Einsum "{eq}" (one or two operands only)')
     a, b = terms
     if any(len(set(t)) != len(t) for t in (a, b, out)):
         raise Unsupported(f'Einsum "{eq}" with a repeated index (a diagonal)')
@@ -211,6 +214,24 @@ def einsum(cx, attrs):
         cx.emit("transpose", [y], {"perm": perm}, out=cx.out())
     else:
         cx.emit("reshape", [y], {"shape": [dim[i] for i in out] or [1]}, out=cx.out())
+
+
+def _einsum_one(cx, eq, a, out):
+    """One operand (XLNet's "ijbn->bnij"): the indices missing from the
+    output summed (reduce_sum), then the rest put in the output's order."""
+    if len(set(a)) != len(a) or len(set(out)) != len(out) or not set(out) <= set(a):
+        raise Unsupported(f'Einsum "{eq}" (a diagonal, or an output index the input lacks)')
+    x, kept = cx.tensor(0), [i for i in a if i in out]
+    if len(kept) < len(a):
+        x = cx.emit("reduce_sum", [x], {"axes": [a.index(i) for i in a if i not in out],
+                                        "keepdims": False}, out=None if out else cx.out())
+        if not out:
+            return
+    perm = [kept.index(i) for i in out]
+    if perm != list(range(len(out))):
+        cx.emit("transpose", [x], {"perm": perm}, out=cx.out())
+    else:
+        cx.bind(cx.out(), x)
 
 
 def argmax(cx, attrs):

@@ -19,7 +19,7 @@ import numpy as np
 from hwtune.onnx import fold as F
 from hwtune.onnx import norms, recurrent
 from hwtune.onnx import clip as clip_rules
-from hwtune.onnx import resize_fold, scatter
+from hwtune.onnx import indicator, resize_fold, scatter
 from hwtune.onnx import quant as Q
 from hwtune.onnx.errors import Unsupported
 from hwtune.onnx.lift1d import lift_1d
@@ -246,7 +246,9 @@ def transpose(cx, attrs):
 
 
 def concat(cx, attrs):
-    names = [cx.tensor(i) for i in range(len(cx.node.input)) if cx.has(i)]
+    """Concat; an empty input (an empty Slice's constant) adds nothing."""
+    names = [cx.tensor(i) for i in range(len(cx.node.input)) if cx.has(i)
+             and not (cx.is_const(i) and cx.const(i).size == 0)]
     if len(names) == 1:
         cx.bind(cx.out(), names[0])
         return
@@ -275,8 +277,11 @@ def slice_(cx, attrs):
         if step == 0:
             raise Unsupported("Slice with step 0")
         picked = range(*slice(b, e, step).indices(shp[axis]))
-        if not picked:
-            raise Unsupported(f"empty Slice [{b}:{e}:{step}] of axis {axis} (size {shp[axis]})")
+        if not picked:  # Phi-3's rotary "pass" part q[..., rotary_dim:] at factor 1.0
+            empty = list(shp)
+            empty[axis] = 0
+            cx.define(cx.out(), np.zeros(empty, np.float32))
+            return
         if step != 1:
             cuts.append(("gather", {"axis": axis, "indices": list(picked)}))
         elif (picked.start, picked.stop) != (0, shp[axis]):
@@ -893,6 +898,8 @@ RULES: Dict[str, Rule] = {
 }
 # held-out architectures of issue #41 (benchmarks/heldout_models.py)
 RULES.update({
+    "OneHot": Rule(indicator.one_hot, indicator.fold_one_hot),
+    "EyeLike": Rule(indicator.eye_like, None),
     "ScatterND": Rule(scatter.scatter_nd, F.FOLDS["ScatterND"]),
     "Clip": Rule(clip_rules.one_sided(clip), clip_rules.fold_clip),
     "Resize": Rule(resize, resize_fold.folder(_resize_targets)),
