@@ -248,6 +248,28 @@ def test_conv_integer_imports_and_matches_onnxruntime(tmp_path):
         np.testing.assert_array_equal(got, want.astype(np.float32))
 
 
+@pytest.mark.parametrize("wz", [np.int8(0), np.int8(-3)])
+def test_conv_integer_with_a_run_time_zero_point_matches_onnxruntime(tmp_path, wz):
+    """DynamicQuantizeLinear -> ConvInteger (quantize_dynamic of ViT's patch
+    embedding, 16x16 stride 16: 768 products a sum, up to 255 * 128 * 768
+    > 2^24): the float conv2d path, within float32 rounding of ORT's int32."""
+    rng = np.random.default_rng(10)
+    x = rng.normal(0.5, 2, (1, 3, 32, 32)).astype(np.float32)
+    w = rng.integers(-128, 128, (6, 3, 16, 16)).astype(np.int8)
+    model = _chain([helper.make_node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"]),
+                    helper.make_node("ConvInteger", ["xq", "w", "xz", "wz"], ["y"],
+                                     strides=[16, 16])],
+                   x.shape, {"w": w, "wz": wz}, TensorProto.INT32, (1, 6, 2, 2))
+    want = _ort(model, {"x": x}).astype(np.float64)
+    path = tmp_path / "ci.onnx"
+    onnx.save(model, str(path))
+    g = load_model(import_onnx(str(path), str(tmp_path / "ci.json")).model)
+    assert [op.op for op in g.ops][-2:] == ["sub", "conv2d"]
+    for isa in supported_isas():
+        got = run_ops(g, nth=2, isa=isa, inputs={"x": x})["y"]
+        assert np.abs(got - want).max() <= 1e-6 * np.abs(want).max()
+
+
 def test_qdq_add_imports_as_qadd_and_matches_onnxruntime(tmp_path):
     """Q(x), Q(x * 0.7) -> DQ, DQ -> Add -> Q -> DQ: one qadd; within one step
     of ORT (its QLinearAdd rounds with fixed-point multipliers)."""

@@ -414,8 +414,34 @@ def conv_integer(cx, attrs):
                                 q.shape[0], True)
     at, extra = _runtime_zp(cx, 2, x)
     if extra:
-        raise Unsupported("ConvInteger with a run-time x_zero_point is not supported yet")
+        _conv_integer_float(cx, attrs, x, q, zp, extra[0])
+        return
     _emit_qconv(cx, attrs, x, qi, ws, wz, None, {**at, "out": "acc"}, cx.shape(0), q.shape)
+
+
+def _conv_integer_float(cx, attrs, x, q, zp, x_zero):
+    """ConvInteger whose x_zero_point is computed at run time
+    (quantize_dynamic's DynamicQuantizeLinear before ViT's patch-embedding
+    conv): qconv2d takes a constant activation zero point, so this one is a
+    float conv2d of x - x_zero by the weight's integers minus their zero
+    point. Each product is an integer float32 holds exactly (255 * 255 <
+    2^24); a sum past 2^24 rounds by about 1e-7 of itself, where ORT's int32
+    is exact."""
+    if len(cx.shape(0)) != 4:
+        raise Unsupported(f"{len(cx.shape(0)) - 2}-D ConvInteger: 2-D (NCHW) only")
+    zpw = np.asarray(zp, np.float32).reshape(-1)
+    zpw = zpw.reshape((-1,) + (1,) * (q.ndim - 1)) if zpw.size > 1 else zpw.reshape(())
+    strides = pair_attr(attrs, "strides", [1, 1])
+    dilations = pair_attr(attrs, "dilations", [1, 1])
+    at = {"stride": strides, **pad_attrs(pads2d(attrs, cx.shape(0)[2:], q.shape[2:], strides,
+                                                 dilations))}
+    if dilations != [1, 1]:
+        at["dilation"] = dilations
+    if int(attrs.get("group", 1)) != 1:
+        at["group"] = int(attrs["group"])
+    centred = cx.emit("sub", [x, x_zero])
+    w = cx.param(f"{cx.node.input[1]}:centred", q.astype(np.float32) - zpw)
+    cx.emit("conv2d", [centred, w], at, out=cx.out())
 
 
 def dynamic_quantize_linear(cx, attrs):
