@@ -14,7 +14,8 @@ from hwtune.onnx.errors import OnnxImportError
 # branches each moved 2 -> 3 on their own; 4 rebuilds caches either wrote.
 # 5: int inputs read through Transpose / Slice get their table's range
 # (XLNet), empty Slices and one-operand Einsums import.
-IMPORTER_VERSION = 5
+# 6: a QDQ depthwise Conv is the float depthwise conv (onnx/quant.py).
+IMPORTER_VERSION = 6
 
 
 @dataclass

@@ -170,11 +170,23 @@ def qdq_aware(op_type, fallback):
     def convert(cx, attrs):
         st = _st(cx)
         a, w = cx.node.input[0], cx.node.input[1]
-        if a in st.deq and w in st.wq:
+        if a in st.deq and w in st.wq and not (op_type == "Conv" and _depthwise(cx, attrs)):
             _QDQ[op_type](cx, attrs, st.deq[a], st.wq[w])
         else:
             fallback(cx, attrs)
     return convert
+
+
+def _depthwise(cx, attrs):
+    """A depthwise Conv (one input channel per group, MobileNet's and
+    EfficientNet's 3x3 / 5x5): its QDQ form runs as the float depthwise conv
+    on the dequantized input and weights, then the QuantizeLinear after it.
+    qconv2d would run each channel as its own GEMM with K = kh * kw and one
+    output column: int8 MobileNetV2 took 54.3 ms in qconv2d at 1 thread
+    where ORT's QLinearConvs took 3.2 (benchmarks/op_breakdown.py on
+    bench_quant's model, under load)."""
+    g = int(attrs.get("group", 1))
+    return g > 1 and len(cx.shape(1)) == 4 and cx.shape(1)[1] == 1
 
 
 def _conv_qdq(cx, attrs, act, wq):
