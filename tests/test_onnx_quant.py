@@ -68,7 +68,8 @@ def quantized(tmp_path_factory):
 
 CASES = [("mlp", "dynamic", "qmatmul"), ("transformer", "dynamic", "qmatmul"),
          ("resnet_cnn", "qdq", "qconv2d"), ("resnet_cnn", "qoperator", "qconv2d"),
-         ("mlp", "qdq", "qmatmul"), ("mobilenet_block", "qdq", "qconv2d")]
+         ("mlp", "qdq", "qmatmul"), ("mobilenet_block", "qdq", "qconv2d"),
+         ("mobilenet_block", "qoperator", "qconv2d")]
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}-{c[1]}")

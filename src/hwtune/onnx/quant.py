@@ -218,16 +218,35 @@ def _qdq_bias(cx, i, a_scale, w_scale, n):
     return np.asarray(cx.const(i, "bias"), np.float32).reshape(-1), False
 
 
-def _emit_qconv(cx, attrs, x, qi, ws, wz, bias, at, x_shape, w_shape):
-    # Conv's window attributes, read as for a float Conv (onnx/windows.py).
-    strides = pair_attr(attrs, "strides", [1, 1])
-    dilations = pair_attr(attrs, "dilations", [1, 1])
+def _window(attrs, x_shape, w_shape):
+    """Conv's window attributes (stride, padding, dilation when not 1), read
+    as for a float Conv (onnx/windows.py)."""
     if len(x_shape) != 4:
         raise Unsupported(f"{len(x_shape) - 2}-D convolution: qconv2d is 2-D (NCHW)")
-    pads = pads2d(attrs, x_shape[2:], w_shape[2:], strides, dilations)
-    at = {**at, "stride": strides, **pad_attrs(pads), "groups": int(attrs.get("group", 1))}
+    strides = pair_attr(attrs, "strides", [1, 1])
+    dilations = pair_attr(attrs, "dilations", [1, 1])
+    at = {"stride": strides,
+          **pad_attrs(pads2d(attrs, x_shape[2:], w_shape[2:], strides, dilations))}
     if dilations != [1, 1]:
         at["dilation"] = dilations
+    return at
+
+
+def _float_conv(cx, attrs, x, w, bias, out=None):
+    """A float conv2d of x by the weights w (and bias), Conv's window and
+    group: the quantized forms qconv2d does not run well (below)."""
+    at = _window(attrs, cx.shape(0), w.shape)
+    if int(attrs.get("group", 1)) != 1:
+        at["group"] = int(attrs["group"])
+    ins = [x, cx.param(f"{cx.node.input[1 if cx.node.op_type == 'ConvInteger' else 3]}:float",
+                       w.astype(np.float32))]
+    if bias is not None:
+        ins.append(cx.param(f"{cx.node.name or cx.out()}:bias", bias.astype(np.float32)))
+    return cx.emit("conv2d", ins, at, out=out)
+
+
+def _emit_qconv(cx, attrs, x, qi, ws, wz, bias, at, x_shape, w_shape):
+    at = {**at, **_window(attrs, x_shape, w_shape), "groups": int(attrs.get("group", 1))}
     ins = [x, cx.param(f"{cx.node.input[1]}:s8", qi.astype(np.float32)), ws, wz]
     if bias is not None:
         ins.append(cx.param(f"{cx.node.name or cx.out()}:bias",
@@ -308,6 +327,9 @@ def _requant(cx, i_scale, i_zp):
 def qlinear_conv(cx, attrs):
     x, a_scale, a_zp, a_signed = _act(cx, 1, 2)
     q = np.asarray(cx.const(3, "w"))
+    if int(attrs.get("group", 1)) > 1 and q.ndim == 4 and q.shape[1] == 1:
+        _qlinear_depthwise(cx, attrs, x, a_scale, a_zp, q)
+        return
     qi, ws, wz = _weight_params(cx, cx.node.input[3], q, cx.const(4, "w_scale"),
                                 cx.const(5, "w_zero_point"), q.shape[0], True)
     out, signed = _requant(cx, 6, 7)
@@ -319,6 +341,24 @@ def qlinear_conv(cx, attrs):
         else:
             bias = bias * np.float32(a_scale) * np.asarray(cx.const(4), np.float64).reshape(-1)
     _emit_qconv(cx, attrs, x, qi, ws, wz, bias, at, cx.shape(0), q.shape)
+    _st(cx).signed[cx.out()] = signed
+
+
+def _qlinear_depthwise(cx, attrs, x, a_scale, a_zp, q):
+    """A depthwise QLinearConv (QOperator MobileNet / EfficientNet) as the QDQ
+    form's (_depthwise): dequantize, the float depthwise conv2d with the
+    dequantized weights and bias, quantize."""
+    ws = _per_channel(cx.const(4, "w_scale"), q.ndim)
+    w = (q.astype(np.float32) - _per_channel(cx.const(5, "w_zero_point"), q.ndim)) * ws
+    bias = None
+    if cx.has(8):  # int32, scale a_scale * w_scale
+        bias = (np.asarray(cx.const(8, "B"), np.float64).reshape(-1) * np.float32(a_scale)
+                * np.asarray(ws, np.float64).reshape(-1))
+    xf = cx.emit("dequantize", [x], {"scale": a_scale, "zero_point": float(a_zp)})
+    y = _float_conv(cx, attrs, xf, w, bias)
+    out, signed = _requant(cx, 6, 7)
+    cx.emit(f"quantize_{out['out']}", [y], {"scale": out["y_scale"],
+                                            "zero_point": float(out["y_zero"])}, out=cx.out())
     _st(cx).signed[cx.out()] = signed
 
 
@@ -439,21 +479,16 @@ def _conv_integer_float(cx, attrs, x, q, zp, x_zero):
     point. Each product is an integer float32 holds exactly (255 * 255 <
     2^24); a sum past 2^24 rounds by about 1e-7 of itself, where ORT's int32
     is exact."""
-    if len(cx.shape(0)) != 4:
-        raise Unsupported(f"{len(cx.shape(0)) - 2}-D ConvInteger: 2-D (NCHW) only")
-    zpw = np.asarray(zp, np.float32).reshape(-1)
-    zpw = zpw.reshape((-1,) + (1,) * (q.ndim - 1)) if zpw.size > 1 else zpw.reshape(())
-    strides = pair_attr(attrs, "strides", [1, 1])
-    dilations = pair_attr(attrs, "dilations", [1, 1])
-    at = {"stride": strides, **pad_attrs(pads2d(attrs, cx.shape(0)[2:], q.shape[2:], strides,
-                                                 dilations))}
-    if dilations != [1, 1]:
-        at["dilation"] = dilations
-    if int(attrs.get("group", 1)) != 1:
-        at["group"] = int(attrs["group"])
     centred = cx.emit("sub", [x, x_zero])
-    w = cx.param(f"{cx.node.input[1]}:centred", q.astype(np.float32) - zpw)
-    cx.emit("conv2d", [centred, w], at, out=cx.out())
+    _float_conv(cx, attrs, centred, q.astype(np.float32) - _per_channel(zp, q.ndim), None,
+                out=cx.out())
+
+
+def _per_channel(v, ndim):
+    """A per-tensor or per-output-channel value, shaped to broadcast over
+    [OC, C/g, KH, KW] weights."""
+    v = np.asarray(v, np.float32).reshape(-1)
+    return v.reshape((-1,) + (1,) * (ndim - 1)) if v.size > 1 else v.reshape(())
 
 
 def dynamic_quantize_linear(cx, attrs):
