@@ -556,4 +556,6 @@ def qgemm(cx, attrs):
 
 
 # Ops of the com.microsoft domain these rules import (ORT's QOperator form).
-MS_OPS = ("QLinearAdd", "QLinearGlobalAveragePool", "QGemm")
+MS_OPS = ("QLinearAdd", "QLinearGlobalAveragePool", "QGemm", "QLinearMul", "QLinearSigmoid",
+          "QLinearLeakyRelu", "QLinearSoftmax", "QLinearAveragePool", "QLinearConcat",
+          "QLinearWhere")  # the last seven: onnx/qlinear_ms.py

@@ -19,7 +19,7 @@ import numpy as np
 from hwtune.onnx import fold as F
 from hwtune.onnx import norms, recurrent
 from hwtune.onnx import clip as clip_rules
-from hwtune.onnx import indicator, resize_fold, scatter
+from hwtune.onnx import indicator, qlinear_ms, resize_fold, scatter
 from hwtune.onnx import quant as Q
 from hwtune.onnx.errors import Unsupported
 from hwtune.onnx.lift1d import lift_1d
@@ -925,6 +925,8 @@ RULES.update({
     "Mul": Rule(Q.scale_aware(RULES["Mul"].convert), RULES["Mul"].fold),
     "Add": Rule(Q.add_aware(RULES["Add"].convert), RULES["Add"].fold),
 })
+RULES.update({k: Rule(fn, None) for k, fn in qlinear_ms.table(RULES).items()})
+RULES["QLinearMatMul"] = Rule(qlinear_ms.matmul(Q.qlinear_matmul, RULES["MatMul"].convert), None)
 # Ops imported only when every input is a constant (folded at import).
 for _op, _fn in F.FOLDS.items():
     RULES.setdefault(_op, Rule(None, _fn))
