@@ -143,3 +143,39 @@ def test_ids_read_through_a_transpose_take_their_tables_range(tmp_path):
     g = import_and_compare(path, tmp_path, {"ids": np.array([[0, 9, 4], [7, 1, 3]], np.int64)})
     ids = next(t for t in g.inputs if t.name == "ids")
     assert (ids.init["low"], ids.init["high"]) == (0, 10)
+
+
+@pytest.mark.parametrize("dshape,idx,b", [
+    ((2, 3, 4), [[[0, 1]], [[1, -1]]], 0),          # two index tuples, rows of 4
+    ((1, 16), [[[[0, 3]], [[0, 15]]]], 0),          # the HF mask's attention_mask[b, kv] form
+    ((2, 3, 4), [[1], [2]], 1),                     # batch_dims 1
+    ((2, 3, 4), [[0, 1, 2], [1, 2, 3]], 0),         # full tuples: single elements
+])
+def test_gather_nd_of_run_time_data_matches_onnxruntime(dshape, idx, b, tmp_path):
+    # torch's dynamo exporter writes every Hugging Face attention mask as a
+    # GatherND of the run-time mask at constant indices.
+    idx = np.asarray(idx, np.int64)
+    k = idx.shape[-1]
+    out = list(idx.shape[:-1]) + list(dshape[b + k:])
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
+             helper.make_node("GatherND", ["r", "idx"], ["y"], name="gnd", batch_dims=b)]
+    path = _save(tmp_path / "m.onnx", nodes, [_vi("x", list(dshape))], [_vi("y", out)],
+                 [numpy_helper.from_array(idx, "idx")])
+    g = import_and_compare(path, tmp_path, {"x": RNG.standard_normal(dshape).astype(np.float32)})
+    assert "take" in [op.op for op in g.ops]
+
+
+def test_gather_nd_of_constants_folds_and_bad_indices_are_one_error(tmp_path):
+    data = RNG.standard_normal((3, 4)).astype(np.float32)
+    nodes = [helper.make_node("GatherND", ["d", "idx"], ["g"], name="gnd"),
+             helper.make_node("Add", ["g", "x"], ["y"], name="add")]
+    inits = [numpy_helper.from_array(data, "d"),
+             numpy_helper.from_array(np.array([[2], [0]], np.int64), "idx")]
+    path = _save(tmp_path / "m.onnx", nodes, [_vi("x", [2, 4])], [_vi("y", [2, 4])], inits)
+    g = import_and_compare(path, tmp_path, {"x": RNG.standard_normal((2, 4)).astype(np.float32)})
+    assert [op.op for op in g.ops] == ["add"]
+    nodes = [helper.make_node("GatherND", ["x", "idx"], ["y"], name="gnd")]
+    path = _save(tmp_path / "bad.onnx", nodes, [_vi("x", [3, 4])], [_vi("y", [1, 4])],
+                 [numpy_helper.from_array(np.array([[3]], np.int64), "idx")])
+    with pytest.raises(OnnxImportError, match="out of range"):
+        import_onnx(str(path), str(tmp_path / "bad.json"))

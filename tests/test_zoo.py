@@ -40,3 +40,13 @@ def test_zoo_model_imports_runs_and_matches_onnxruntime(name, tmp_path):
     built = Z.BY_NAME[name].build(True)
     src = Z.export(built, tmp_path / f"{name}.onnx")
     run_matches_ort(built, src, tmp_path, TOL)
+
+
+# torch's default exporter (dynamo, opset 18) writes what the TorchScript one
+# does not: every Hugging Face attention mask as a GatherND (onnx/gather_nd.py)
+@pytest.mark.parametrize("name", ["bert_base", "gpt2"])
+def test_dynamo_export_imports_runs_and_matches_onnxruntime(name, tmp_path):
+    pytest.importorskip("onnxscript")
+    built = Z.BY_NAME[name].build(True)
+    src = Z.export(built, tmp_path / f"{name}.onnx", exporter="dynamo", opset=18)
+    run_matches_ort(built, src, tmp_path, TOL)

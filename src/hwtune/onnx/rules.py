@@ -19,7 +19,7 @@ import numpy as np
 from hwtune.onnx import fold as F
 from hwtune.onnx import norms, recurrent
 from hwtune.onnx import clip as clip_rules
-from hwtune.onnx import indicator, qlinear_ms, resize_fold, scatter
+from hwtune.onnx import gather_nd, indicator, qlinear_ms, resize_fold, scatter
 from hwtune.onnx import quant as Q
 from hwtune.onnx.errors import Unsupported
 from hwtune.onnx.lift1d import lift_1d
@@ -899,6 +899,7 @@ RULES: Dict[str, Rule] = {
 # held-out architectures of issue #41 (benchmarks/heldout_models.py)
 RULES.update({
     "OneHot": Rule(indicator.one_hot, indicator.fold_one_hot),
+    "GatherND": Rule(gather_nd.gather_nd, gather_nd.fold_gather_nd),
     "EyeLike": Rule(indicator.eye_like, None),
     "ScatterND": Rule(scatter.scatter_nd, F.FOLDS["ScatterND"]),
     "Clip": Rule(clip_rules.one_sided(clip), clip_rules.fold_clip),
