@@ -7,6 +7,7 @@ relative position buckets (T5, DeBERTa), GroupNorm and grouped Conv1d
 (Wav2Vec2), rotary embeddings and RMSNorm (LLaMA family), ALiBi (BLOOM).
 
     python benchmarks/heldout_models.py --table [--only a,b] [--workdir DIR]
+        [--exporter legacy|dynamo] [--zoo]
 
 prints one row per model: exported?, `hwtune import` ok or its error line,
 and the engine's max error against ONNX Runtime relative to the output's
@@ -303,18 +304,21 @@ def _first_error(text):
     return (errs[0] if errs else (lines[-1] if lines else "?"))[:200]
 
 
-def check(name, workdir):
+def check(name, workdir, exporter="legacy"):
     """(exported, import result, max relative error vs ORT or None) of one
-    model at its small size: export, `hwtune import`, `hwtune run` on the
-    example inputs beside ONNX Runtime."""
+    model at its small size (a held-out or a zoo model): export (torch's
+    TorchScript exporter at opset 17, or its default dynamo one at 18),
+    `hwtune import`, `hwtune run` on the example inputs beside ONNX
+    Runtime."""
     import onnxruntime as ort
     from click.testing import CliRunner
     from hwtune.cli.main import cli
 
     os.makedirs(workdir, exist_ok=True)
     try:
-        built = BY_NAME[name].build(True)
-        src = Z.export(built, os.path.join(workdir, f"{name}.onnx"))
+        built = (BY_NAME.get(name) or Z.BY_NAME[name]).build(True)
+        src = Z.export(built, os.path.join(workdir, f"{name}.onnx"), exporter=exporter,
+                       opset=17 if exporter == "legacy" else 18)
     except Exception as e:  # torch's own failure: not hwtune's
         return f"no: {type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''}", "-", None
     runner = CliRunner()
@@ -343,16 +347,21 @@ def main(argv=None):
     ap.add_argument("--table", action="store_true", help="check every model, print the table")
     ap.add_argument("--only", default="", help="comma-separated names")
     ap.add_argument("--workdir", default=None)
+    ap.add_argument("--exporter", choices=["legacy", "dynamo"], default="legacy",
+                    help="torch.onnx.export's TorchScript exporter (opset 17) or its default "
+                         "dynamo one (opset 18)")
+    ap.add_argument("--zoo", action="store_true", help="the zoo's models too")
     a = ap.parse_args(argv)
     if not a.table:
         print("\n".join(e.name for e in HELDOUT))
         return 0
-    names = [n for n in a.only.split(",") if n] or [e.name for e in HELDOUT]
+    names = [n for n in a.only.split(",") if n] or (
+        [e.name for e in Z.ZOO] if a.zoo else []) + [e.name for e in HELDOUT]
     workdir = a.workdir or tempfile.mkdtemp(prefix="heldout-")
     os.environ.setdefault("HWTUNE_CACHE_DIR", os.path.join(workdir, "cache"))
     print(f"{'model':30s} {'exported':10s} {'max err vs ORT':>15s}  import")
     for n in names:
-        exp, imp, err = check(n, workdir)
+        exp, imp, err = check(n, workdir, a.exporter)
         e = "-" if err is None else f"{err:.2e}{'' if err <= TOL else ' WRONG'}"
         print(f"{n:30s} {exp[:10]:10s} {e:>15s}  {imp if exp == 'yes' else exp}", flush=True)
     return 0

@@ -3,8 +3,10 @@
 EyeLike (XLNet's relative-attention mask), a one-operand Einsum (XLNet's
 "ijbn->bnij"), an empty Slice concatenated away (Phi-3's rotary "pass"
 half at partial_rotary_factor 1.0), a 0/1 mask times 1e30 (XLNet) and ids
-read through a Transpose before their embedding lookup (XLNet): each
-imports, and the numpy reference and the engine match ONNX Runtime."""
+read through a Transpose before their embedding lookup (XLNet), GatherND
+and ScatterElements at constant indices (torch's dynamo exporter: every
+Hugging Face attention mask, BART's shift_tokens_right): each imports, and
+the numpy reference and the engine match ONNX Runtime."""
 
 import numpy as np
 import pytest
@@ -179,3 +181,30 @@ def test_gather_nd_of_constants_folds_and_bad_indices_are_one_error(tmp_path):
                  [numpy_helper.from_array(np.array([[3]], np.int64), "idx")])
     with pytest.raises(OnnxImportError, match="out of range"):
         import_onnx(str(path), str(tmp_path / "bad.json"))
+
+
+@pytest.mark.parametrize("axis,idx", [(1, [[1, 0, 3]]), (0, [[1, 0, 1, 0]]), (-1, [[-1, 0]])])
+def test_scatter_elements_of_run_time_data_matches_onnxruntime(axis, idx, tmp_path):
+    # BART's shift_tokens_right through the dynamo exporter (select_scatter)
+    idx = np.asarray(idx, np.int64)
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
+             helper.make_node("Neg", ["u"], ["nu"], name="neg"),
+             helper.make_node("ScatterElements", ["r", "idx", "nu"], ["y"], name="sc",
+                              axis=axis)]
+    path = _save(tmp_path / "m.onnx", nodes, [_vi("x", [2, 4]), _vi("u", list(idx.shape))],
+                 [_vi("y", [2, 4])], [numpy_helper.from_array(idx, "idx")])
+    feeds = {"x": RNG.standard_normal((2, 4)).astype(np.float32),
+             "u": RNG.standard_normal(idx.shape).astype(np.float32)}
+    g = import_and_compare(path, tmp_path, feeds)
+    assert "take" in [op.op for op in g.ops]
+
+
+def test_scatter_elements_of_constants_folds(tmp_path):
+    nodes = [helper.make_node("ScatterElements", ["d", "idx", "u"], ["s"], name="sc", axis=1),
+             helper.make_node("Add", ["s", "x"], ["y"], name="add")]
+    inits = [numpy_helper.from_array(np.zeros((2, 3), np.float32), "d"),
+             numpy_helper.from_array(np.array([[2], [0]], np.int64), "idx"),
+             numpy_helper.from_array(np.array([[5.0], [7.0]], np.float32), "u")]
+    path = _save(tmp_path / "m.onnx", nodes, [_vi("x", [2, 3])], [_vi("y", [2, 3])], inits)
+    g = import_and_compare(path, tmp_path, {"x": RNG.standard_normal((2, 3)).astype(np.float32)})
+    assert [op.op for op in g.ops] == ["add"]

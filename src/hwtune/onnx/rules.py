@@ -900,6 +900,7 @@ RULES: Dict[str, Rule] = {
 RULES.update({
     "OneHot": Rule(indicator.one_hot, indicator.fold_one_hot),
     "GatherND": Rule(gather_nd.gather_nd, gather_nd.fold_gather_nd),
+    "ScatterElements": Rule(scatter.scatter_elements, scatter.fold_scatter_elements),
     "EyeLike": Rule(indicator.eye_like, None),
     "ScatterND": Rule(scatter.scatter_nd, F.FOLDS["ScatterND"]),
     "Clip": Rule(clip_rules.one_sided(clip), clip_rules.fold_clip),

@@ -45,3 +45,53 @@ def scatter_nd(cx, attrs):
     both = cx.emit("concat", [data, upd], {"axis": 0})
     picked = cx.emit("take", [both, cx.param(f"{cx.out()}:rows", rowmap)], {"axis": 0})
     cx.emit("reshape", [picked], {"shape": list(dshape)}, out=cx.out())
+
+
+def _element_map(dshape, idx, axis):
+    """Flat position in the data of each update (ONNX's ScatterElements:
+    along axis the index, elsewhere the update's own coordinate)."""
+    dim = dshape[axis]
+    if ((idx < -dim) | (idx >= dim)).any():
+        raise Unsupported(f"an index is out of range for data {list(dshape)} on axis {axis}")
+    coords = list(np.indices(idx.shape))
+    coords[axis] = np.where(idx < 0, idx + dim, idx)
+    return np.ravel_multi_index(tuple(c.reshape(-1) for c in coords), tuple(dshape))
+
+
+def fold_scatter_elements(values, attrs, cx):
+    if attrs.get("reduction", "none") != "none":
+        raise Unsupported(f'ScatterElements reduction "{attrs["reduction"]}"')
+    out = np.array(values[0], copy=True)
+    idx = np.asarray(values[1]).astype(np.int64)
+    axis = int(attrs.get("axis", 0)) % out.ndim
+    flat = out.reshape(-1)
+    for j, p in enumerate(_element_map(out.shape, idx, axis).tolist()):
+        flat[p] = np.asarray(values[2]).reshape(-1)[j]
+    return [out]
+
+
+def scatter_elements(cx, attrs):
+    """ScatterElements on run-time data at constant indices (BART's
+    shift_tokens_right as torch's dynamo exporter writes it, select_scatter):
+    the data and the updates flattened and concatenated, then a take of the
+    element map (the last write wins), reshaped back."""
+    if attrs.get("reduction", "none") != "none":
+        raise Unsupported(f'ScatterElements reduction "{attrs["reduction"]}" of run-time data')
+    idx = np.asarray(cx.const(1, "indices")).astype(np.int64)
+    dshape, ushape = tuple(cx.shape(0)), tuple(cx.shape(2))
+    if ushape != tuple(idx.shape) or len(dshape) != idx.ndim:
+        raise Unsupported(f"indices {list(idx.shape)} and updates {list(ushape)} do not fit "
+                          f"data {list(dshape)}")
+    axis = int(attrs.get("axis", 0)) % len(dshape)
+    n, m = int(np.prod(dshape, dtype=np.int64)), int(idx.size)
+    if n + m - 1 > EXACT:
+        raise Unsupported(f"{n + m} elements: indices are exact in float32 only up to "
+                          f"2^24 = {EXACT}")
+    emap = np.arange(n, dtype=np.int64)
+    for j, p in enumerate(_element_map(dshape, idx, axis).tolist()):
+        emap[p] = n + j
+    data = cx.emit("reshape", [cx.tensor(0)], {"shape": [n]})
+    upd = cx.emit("reshape", [cx.tensor(2)], {"shape": [m]})
+    both = cx.emit("concat", [data, upd], {"axis": 0})
+    picked = cx.emit("take", [both, cx.param(f"{cx.out()}:elements", emap)], {"axis": 0})
+    cx.emit("reshape", [picked], {"shape": list(dshape)}, out=cx.out())
