@@ -2,11 +2,15 @@
 sizes) import with one conv2d per grouped Conv, whatever the group count
 (MobileNetV2 / EfficientNet-B0 / MnasNet / ShuffleNetV2 / ConvNeXt-T up to
 960 groups), run on the engine and match ONNX Runtime within 1e-4 of the
-output's scale."""
+output's scale. EfficientNet-B0 and MobileNetV3: every SiLU / HardSwish
+that follows a conv is fused into that conv's epilogue (graph/passes/fuse.py's
+act), and the model still matches (under whatever HWTUNE_ISA the suite runs
+with)."""
 
 import importlib.util
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 
 import onnx
@@ -23,6 +27,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from conftest import invoke  # noqa: E402 (tests/ is on sys.path)
 from onnx_models import run_matches_ort  # noqa: E402
 import zoo_models as Z  # noqa: E402
+
+from hwtune.graph import load_model  # noqa: E402
+from hwtune.graph.passes.fuse import fuse_conv, fused_ops  # noqa: E402
 
 
 TOL = 1e-4
@@ -46,4 +53,31 @@ def test_grouped_zoo_model_matches_onnxruntime(name, tmp_path):
     ops = json.loads(out_json.read_text())["ops"]
     assert sum(1 for o in ops if o["op"] == "conv2d"
                and o.get("attrs", {}).get("group", 1) > 1) == grouped
+    run_matches_ort(built, src, tmp_path, TOL)
+
+
+# model -> (activation, how many of its activations follow a conv): all of
+# EfficientNet-B0's 49 SiLUs (stem, expand, depthwise and the
+# squeeze-excitation's first conv); MobileNetV3's HardSwishes but the one
+# after the classifier's first Linear.
+CASES = {"efficientnet_b0": ("silu", 49), "mobilenet_v3_small": ("hard_swish", 18),
+         "mobilenet_v3_large": ("hard_swish", 20)}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_activation_fused_into_convs_matches_onnxruntime(name, tmp_path):
+    act, n_fused = CASES[name]
+    built = Z.BY_NAME[name].build(True)
+    src = Z.export(built, tmp_path / f"{name}.onnx")
+    out_json = tmp_path / f"{name}.json"
+    res = invoke("import", src, "-o", out_json)
+    assert res.exit_code == 0, res.output
+    graph = load_model(str(out_json))
+    fused = fuse_conv(graph)
+    acts = Counter(op.resolved.get("act") for op in fused.ops if op.op == "conv2d")
+    assert acts[act] == n_fused
+    absorbed = fused_ops(fused)
+    assert sum(1 for op in graph.ops if op.op == act and op.name in absorbed) == n_fused
+    assert Counter(op.op for op in fused.ops)[act] == Counter(
+        op.op for op in graph.ops)[act] - n_fused
     run_matches_ort(built, src, tmp_path, TOL)
