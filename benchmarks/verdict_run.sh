@@ -11,7 +11,9 @@
 #    reads the peak from its database's last stored scan);
 # 2. the zoo table untuned, avx512 (the host's best variant), then
 #    HWTUNE_ISA=avx2 (ORT keeps its own ISA: the hard case);
-# 3. bench_quant (int8 vs ORT int8) and bench_bf16 (bf16 vs fp32).
+# 3. bench_quant (int8 vs ORT int8: ResNet-50 and BERT-base, the issue's
+#    rows; then the mobile CNNs and ViT quantized the same ways) and
+#    bench_bf16 (bf16 vs fp32).
 set -u
 out=${1:?usage: verdict_run.sh OUTDIR [MODELS]}
 models=${2:-resnet50,resnext50_32x4d,mobilenet_v2,efficientnet_b0,convnext_tiny,vit_b_16,bert_base,gpt2}
@@ -37,4 +39,6 @@ step zoo_avx2 env HWTUNE_ISA=avx2 "$py" "$here/bench_zoo.py" --models "$models" 
     --reps 10 --with ort --workdir "$work" --json "$out/zoo_avx2.json"
 step quant "$py" "$here/bench_quant.py" --threads 1,2 --reps 10
 step quant_avx2 env HWTUNE_ISA=avx2 "$py" "$here/bench_quant.py" --threads 1,2 --reps 10
+step quant_more "$py" "$here/bench_quant.py" --models mobilenet_v2,efficientnet_b0,vit_b_16 \
+    --threads 1,2 --reps 10
 step bf16 "$py" "$here/bench_bf16.py" --reps 9
