@@ -83,30 +83,22 @@ static inline float gp_max(float m, float v) { return (v > m || isnan(v)) ? v : 
  * double add per element, NCHWc lanes b floats apart) ran at ~1.5 G
  * floats/s: EfficientNet-B0's 17 global pools (its squeeze-excitations)
  * took 6.0 ms of a ~25 ms image, 2 threads, under load (load 7). NCHW
- * planes are summed in GP_CHAINS interleaved chains; NCHWc lanes are
- * chains of their own, up to GP_LANES at a time, read contiguously. */
+ * means run the kernel library's vector sums (hwt_global_avg_planes); NCHW
+ * maxes take GP_CHAINS interleaved chains; NCHWc lanes are chains of their
+ * own, up to GP_LANES at a time, read contiguously. */
 #define GP_CHAINS 8
 #define GP_LANES 16
 
-/* The pool of one NCHW plane x of n floats. */
-static float gp_plane(const float *x, int64_t n, int is_max) {
+/* The max of one NCHW plane x of n floats. */
+static float gp_plane_max(const float *x, int64_t n) {
   int64_t i = 0;
-  if (is_max) {
-    float m[GP_CHAINS];
-    for (int c = 0; c < GP_CHAINS; c++) m[c] = -INFINITY;
-    for (; i + GP_CHAINS <= n; i += GP_CHAINS)
-      for (int c = 0; c < GP_CHAINS; c++) m[c] = gp_max(m[c], x[i + c]);
-    for (; i < n; i++) m[0] = gp_max(m[0], x[i]);
-    for (int c = 1; c < GP_CHAINS; c++) m[0] = gp_max(m[0], m[c]);
-    return m[0];
-  }
-  double a[GP_CHAINS] = {0};
+  float m[GP_CHAINS];
+  for (int c = 0; c < GP_CHAINS; c++) m[c] = -INFINITY;
   for (; i + GP_CHAINS <= n; i += GP_CHAINS)
-    for (int c = 0; c < GP_CHAINS; c++) a[c] += x[i + c];
-  for (; i < n; i++) a[0] += x[i];
-  double sum = 0.0;
-  for (int c = 0; c < GP_CHAINS; c++) sum += a[c];
-  return (float)(sum / (double)n);
+    for (int c = 0; c < GP_CHAINS; c++) m[c] = gp_max(m[c], x[i + c]);
+  for (; i < n; i++) m[0] = gp_max(m[0], x[i]);
+  for (int c = 1; c < GP_CHAINS; c++) m[0] = gp_max(m[0], m[c]);
+  return m[0];
 }
 
 /* Lanes [0, nl) (nl <= GP_LANES) of an NCHWc plane x of n positions, b
@@ -131,8 +123,13 @@ static void global_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
   const int64_t hw = s->h * s->w, b = s->b;
   int64_t lo, hi;
   hwt_ops_rows(s->planes * b, tid, nth, &lo, &hi);
+  if (b == 1 && !s->is_max) {
+    if (hi > lo)
+      hwt_global_avg_planes(ctx->in[0] + lo * hw, hw, hi - lo, ctx->isa, ctx->out[0] + lo);
+    return;
+  }
   if (b == 1) {
-    for (int64_t r = lo; r < hi; r++) ctx->out[0][r] = gp_plane(ctx->in[0] + r * hw, hw, s->is_max);
+    for (int64_t r = lo; r < hi; r++) ctx->out[0][r] = gp_plane_max(ctx->in[0] + r * hw, hw);
     return;
   }
   /* Output r is lane r % b of block r / b. */

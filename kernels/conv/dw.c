@@ -71,9 +71,11 @@ static int plan_make(const hwt_conv_desc *d, int cg, int bn, hwt_isa isa,
     while (chunk < OH && hwt_dwconv_span(&p, (int)chunk + 1) * row <= DW_BLOCKED_STAGE_FLOATS)
       chunk++;
     p.chunk = (int)chunk;
+    const long span = hwt_dwconv_span(&p, p.chunk);
     p.ws_floats = ALIGN_FLOATS((size_t)d->R * d->S * cg * p.vec) +
-                  ALIGN_FLOATS((size_t)OW * p.vec) +
-                  ALIGN_FLOATS((size_t)(hwt_dwconv_span(&p, p.chunk) * row));
+                  ALIGN_FLOATS((size_t)hwt_dwconv_out_rows(&p) * OW * p.vec) +
+                  ALIGN_FLOATS((size_t)(span * row)) +
+                  (hwt_dwconv_narrow(&p) ? ALIGN_FLOATS((size_t)span * d->W * p.vec) : 0);
     *out = p;
     return HWT_OK;
   }

@@ -374,18 +374,18 @@ static void brow_any(const hwt_dwconv_plan *p, const float *st, const float *wp,
   }
 }
 
-/* The epilogue after an output row is transposed into place, with a
+/* The epilogue after output rows are transposed into place, with a
  * residual: y += res, then ReLU and the clamp, for cbn channels ohw
- * floats apart. */
+ * floats apart, n floats each (a group of whole rows). */
 static void residual_rows(const hwt_dwconv_plan *p, float *y, const float *res, long ohw,
-                          int cbn) {
+                          int cbn, long n) {
   const int relu = p->d.relu, clamp = relu && p->relu_max < INFINITY;
   const hv_f32 hi = hv_set1(p->relu_max);
   for (int c = 0; c < cbn; c++) {
     float *yr = y + c * ohw;
     const float *rr = res + c * ohw;
-    for (long i = 0; i < p->OW; i += HV_W) {
-      const hv_mask m = hv_first(p->OW - i);
+    for (long i = 0; i < n; i += HV_W) {
+      const hv_mask m = hv_first(n - i);
       const hv_f32 v = hv_add(hv_load_mask(yr + i, m), hv_load_mask(rr + i, m));
       hv_store_mask(yr + i, m, activate(v, relu, clamp, hi, 0));
     }
@@ -420,17 +420,57 @@ static void blocked_out(const hwt_dwconv_plan *p, const float *orow, float *y,
     }
 }
 
+/* Input rows [ia, ib) (inside the image) of a chunk whose staged rows
+ * start at st for input row ih0: cbn channels of x, iw1 columns each from
+ * column `lead` of a staged row on. NCHW[bn]c copies a pixel's channels
+ * (a whole row at once when they fill the block); NCHW narrow rows go
+ * through one transpose of the rows into tmp (hwt_dwconv_narrow), wider
+ * ones are transposed a row at a time. */
+static void stage_rows(const hwt_dwconv_plan *p, const hwt_conv_variant *cv, const float *x,
+                       int cbn, long ia, long ib, long ih0, long iw1, long lead, float *st,
+                       float *tmp) {
+  const hwt_conv_desc *d = &p->d;
+  const long row = hwt_dwconv_cols(p) * HV_W, hw = (long)d->H * d->W;
+  if (ib <= ia || iw1 <= 0) return;
+  if (p->bn && cbn == p->bn && p->bn == HV_W) {
+    for (long ih = ia; ih < ib; ih++)
+      memcpy(st + (ih - ih0) * row + lead * HV_W, x + ih * d->W * p->bn,
+             sizeof(float) * (size_t)(iw1 * HV_W));
+    return;
+  }
+  if (p->bn) {
+    for (long ih = ia; ih < ib; ih++)
+      for (long iw = 0; iw < iw1; iw++)
+        memcpy(st + (ih - ih0) * row + (lead + iw) * HV_W, x + (ih * d->W + iw) * p->bn,
+               sizeof(float) * (size_t)cbn);
+    return;
+  }
+  if (tmp && cbn == HV_W) {
+    cv->stage(x + ia * d->W, hw, cbn, (int)((ib - ia) * d->W), tmp, HV_W);
+    for (long ih = ia; ih < ib; ih++)
+      memcpy(st + (ih - ih0) * row + lead * HV_W, tmp + (ih - ia) * d->W * HV_W,
+             sizeof(float) * (size_t)(iw1 * HV_W));
+    return;
+  }
+  for (long ih = ia; ih < ib; ih++)
+    cv->stage(x + ih * d->W, hw, cbn, (int)iw1, st + (ih - ih0) * row + lead * HV_W, HV_W);
+}
+
 static void blocked_rows(const hwt_dwconv_plan *p, const float *x, const float *w,
                          const float *bias, const float *res, float *y, int cbn, int oa, int ob,
                          float *ws) {
   const hwt_conv_desc *d = &p->d;
   const hwt_conv_variant *cv = hwt_conv_variant_for(HV_ISA);
-  const long cols = hwt_dwconv_cols(p), row = cols * HV_W, hw = (long)d->H * d->W;
+  const long cols = hwt_dwconv_cols(p), row = cols * HV_W;
   const long ohw = (long)p->OH * p->OW, rs = (long)d->R * d->S;
-  const int cg = p->cg;
-  /* ws: the weights [R*S][cg][vec], an output row [OW][vec], the staged rows */
-  float *wp = ws, *orow = ws + ALIGN_FLOATS((size_t)(rs * cg * HV_W));
-  float *st = orow + ALIGN_FLOATS((size_t)p->OW * HV_W);
+  const int cg = p->cg, orows = hwt_dwconv_out_rows(p);
+  /* ws: the weights [R*S][cg][vec], output rows [orows][OW][vec], the
+   * staged rows, the narrow rows' transpose (hwt_dwconv_narrow) */
+  float *wp = ws, *obuf = ws + ALIGN_FLOATS((size_t)(rs * cg * HV_W));
+  float *st = obuf + ALIGN_FLOATS((size_t)orows * p->OW * HV_W);
+  float *tmp = hwt_dwconv_narrow(p)
+                   ? st + ALIGN_FLOATS((size_t)(hwt_dwconv_span(p, p->chunk) * row))
+                   : NULL;
   for (long t = 0; t < rs; t++)
     for (int j = 0; j < cg; j++)
       for (int c = 0; c < HV_W; c++)
@@ -455,39 +495,39 @@ static void blocked_rows(const hwt_dwconv_plan *p, const float *x, const float *
       float *sr = st + i * row;
       if (ih < 0 || ih >= d->H || iw1 == 0 || cbn < HV_W) {
         memset(sr, 0, sizeof(float) * (size_t)row);
-        if (ih < 0 || ih >= d->H) continue;
       } else {
         memset(sr, 0, sizeof(float) * (size_t)(lead * HV_W));
         memset(sr + (lead + iw1) * HV_W, 0, sizeof(float) * (size_t)(row - (lead + iw1) * HV_W));
       }
-      if (iw1 > 0 && p->bn)
-        for (long iw = 0; iw < iw1; iw++)
-          memcpy(sr + (lead + iw) * HV_W, x + (ih * d->W + iw) * p->bn,
-                 sizeof(float) * (size_t)cbn);
-      else if (iw1 > 0)
-        cv->stage(x + ih * d->W, hw, cbn, (int)iw1, sr + lead * HV_W, HV_W);
     }
-    for (int oh = o0; oh < o1; oh++) {
-      const float *sr = st + (long)(oh - o0) * d->stride_h * row;
-      brow_any(p, sr, wp, idx, bv, orow, now);
-      /* With a residual, SiLU / HardSwish (conv_internal.h) follow it on
-       * the row just written, in L1. */
+    const long ia = ih0 > 0 ? ih0 : 0, ib = ih0 + span < d->H ? ih0 + span : d->H;
+    stage_rows(p, cv, x, cbn, ia, ib, ih0, iw1, lead, st, tmp);
+    for (int g0 = o0; g0 < o1; g0 += orows) {
+      const int g1 = o1 < g0 + orows ? o1 : g0 + orows;
+      for (int oh = g0; oh < g1; oh++)
+        brow_any(p, st + (long)(oh - o0) * d->stride_h * row, wp, idx, bv,
+                 obuf + (long)(oh - g0) * p->OW * HV_W, now);
       if (p->bn) {
-        float *yb = y + (long)oh * p->OW * p->bn;
-        blocked_out(p, orow, yb, res ? res + (long)oh * p->OW * p->bn : NULL, cbn);
-        if (res && cbn == p->bn)
-          hwt_conv_act_rows(HV_ISA, d->act, yb, 0, 1, (long)p->OW * p->bn);
-        else if (res)
-          hwt_conv_act_rows(HV_ISA, d->act, yb, p->bn, p->OW, cbn);
+        /* With a residual, SiLU / HardSwish (conv_internal.h) follow it on
+         * the row just written, in L1. */
+        for (int oh = g0; oh < g1; oh++) {
+          const float *orow = obuf + (long)(oh - g0) * p->OW * HV_W;
+          float *yb = y + (long)oh * p->OW * p->bn;
+          blocked_out(p, orow, yb, res ? res + (long)oh * p->OW * p->bn : NULL, cbn);
+          if (res && cbn == p->bn)
+            hwt_conv_act_rows(HV_ISA, d->act, yb, 0, 1, (long)p->OW * p->bn);
+          else if (res)
+            hwt_conv_act_rows(HV_ISA, d->act, yb, p->bn, p->OW, cbn);
+        }
         continue;
       }
-      float *yr = y + (long)oh * p->OW;
-      for (int ow0 = 0; ow0 < p->OW; ow0 += 16)
-        cv->stage(orow + (long)ow0 * HV_W, HV_W, p->OW - ow0 < 16 ? p->OW - ow0 : 16, cbn,
-                  yr + ow0, ohw);
+      /* The group's rows are contiguous in each NCHW plane: one transpose. */
+      const long n = (long)(g1 - g0) * p->OW;
+      float *yr = y + (long)g0 * p->OW;
+      cv->stage(obuf, HV_W, (int)n, cbn, yr, ohw);
       if (res) {
-        residual_rows(p, yr, res + (long)oh * p->OW, ohw, cbn);
-        hwt_conv_act_rows(HV_ISA, d->act, yr, ohw, cbn, p->OW);
+        residual_rows(p, yr, res + (long)g0 * p->OW, ohw, cbn, n);
+        hwt_conv_act_rows(HV_ISA, d->act, yr, ohw, cbn, n);
       }
     }
   }

@@ -39,4 +39,25 @@ static inline long hwt_dwconv_span(const hwt_dwconv_plan *p, int rows) {
   return (long)(rows - 1) * p->d.stride_h + (long)(p->d.R - 1) * p->d.dil_h + 1;
 }
 
+/* The blocked path's output rows per NCHW transpose: rows of one plane
+ * are contiguous in NCHW, so a group of them leaves in one transpose of
+ * rows x OW pixels, up to 256 pixels ([256][16] floats, 16 KiB, in L1):
+ * a 7x7 plane in one, where a row at a time left 7 pixels a transpose,
+ * masked stores on every one of them. */
+#define HWT_DW_OUT_PIXELS 256
+static inline int hwt_dwconv_out_rows(const hwt_dwconv_plan *p) {
+  const int r = HWT_DW_OUT_PIXELS / p->OW;
+  return r < 1 ? 1 : r > p->chunk ? p->chunk : r;
+}
+
+/* Input rows narrower than this are staged, on the NCHW blocked path, by
+ * one transpose of the chunk's rows (contiguous in NCHW) into a scratch
+ * [rows * W][vec], then copied row by row into the padded staged rows: a
+ * row at a time, a 7-column row was 7 gathers of 16 lanes (fewer than 8
+ * columns have no shuffle transpose). */
+#define HWT_DW_NARROW_W 16
+static inline int hwt_dwconv_narrow(const hwt_dwconv_plan *p) {
+  return !p->bn && p->d.W < HWT_DW_NARROW_W;
+}
+
 #endif

@@ -308,4 +308,49 @@ static void rows(const hwt_pool2d_desc *d, const float *x, float *y, int64_t oa,
   }
 }
 
-const hwt_pool2d_variant HWT_VARIANT(hwt_pool2d_variant) = {rows};
+/* The mean of each of `planes` planes of n floats, summed in double: the
+ * floats converted a vector at a time into 4 (AVX-512, AVX2) or 8
+ * (portable) independent sums. The engine's scalar loop of 8 double
+ * chains ran EfficientNet-B0's 16 squeeze-excitation pools (2.3 M floats)
+ * in 0.357 ms at 1 thread, ONNX Runtime's 0.175 (Zen 4, sums of per-op
+ * least times of 3 runs, under load). */
+static void global_avg(const float *x, int64_t n, int64_t planes, float *y) {
+  for (int64_t p = 0; p < planes; p++) {
+    const float *s = x + p * n;
+    int64_t i = 0;
+    double sum = 0.0;
+#if HV_W == 16
+    __m512d a[4] = {_mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd(),
+                    _mm512_setzero_pd()};
+    for (; i + 32 <= n; i += 32)
+      for (int k = 0; k < 4; k++)
+        a[k] = _mm512_add_pd(a[k], _mm512_cvtps_pd(_mm256_loadu_ps(s + i + 8 * k)));
+    for (; i + 8 <= n; i += 8) a[0] = _mm512_add_pd(a[0], _mm512_cvtps_pd(_mm256_loadu_ps(s + i)));
+    if (i < n)
+      a[1] = _mm512_add_pd(a[1], _mm512_cvtps_pd(_mm256_maskz_loadu_ps(
+                                     (__mmask8)((1u << (n - i)) - 1u), s + i)));
+    sum = _mm512_reduce_add_pd(
+        _mm512_add_pd(_mm512_add_pd(a[0], a[1]), _mm512_add_pd(a[2], a[3])));
+#elif HV_W == 8
+    __m256d a[4] = {_mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd(),
+                    _mm256_setzero_pd()};
+    for (; i + 16 <= n; i += 16)
+      for (int k = 0; k < 4; k++)
+        a[k] = _mm256_add_pd(a[k], _mm256_cvtps_pd(_mm_loadu_ps(s + i + 4 * k)));
+    __m256d t = _mm256_add_pd(_mm256_add_pd(a[0], a[1]), _mm256_add_pd(a[2], a[3]));
+    double lanes[4];
+    _mm256_storeu_pd(lanes, t);
+    sum = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+    for (; i < n; i++) sum += s[i];
+#else
+    double a[8] = {0};
+    for (; i + 8 <= n; i += 8)
+      for (int k = 0; k < 8; k++) a[k] += s[i + k];
+    for (; i < n; i++) a[0] += s[i];
+    for (int k = 0; k < 8; k++) sum += a[k];
+#endif
+    y[p] = (float)(sum / (double)n);
+  }
+}
+
+const hwt_pool2d_variant HWT_VARIANT(hwt_pool2d_variant) = {rows, global_avg};

@@ -53,3 +53,8 @@ void hwt_pool2d_run_part(const hwt_pool2d_desc *d, const float *x, float *y, flo
     r += ob - oa;
   }
 }
+
+void hwt_global_avg_planes(const float *x, int64_t n, int64_t planes, hwt_isa isa, float *y) {
+  if (!x || !y || n < 1 || planes < 1) return;
+  hwt_pool2d_variant_for(isa)->global_avg(x, n, planes, y);
+}

@@ -12,6 +12,8 @@ typedef struct {
    * hwt_pool2d_ws_floats(d) floats. */
   void (*rows)(const hwt_pool2d_desc *d, const float *x, float *y, int64_t oa, int64_t ob,
                float *ws);
+  /* hwt_global_avg_planes: y[p] = the mean of plane p's n floats. */
+  void (*global_avg)(const float *x, int64_t n, int64_t planes, float *y);
 } hwt_pool2d_variant;
 
 extern const hwt_pool2d_variant hwt_pool2d_variant_generic;

@@ -180,6 +180,17 @@ int main(void) {
   check(ca, 1, 0, "SiLU blocked");
   check(ca, 1, 1, "SiLU blocked, residual");
   check_nchwc(ca, 4, 1, "SiLU NCHW4c, residual");
+  /* Rows narrower than HWT_DW_NARROW_W staged by one transpose of a
+   * chunk's rows, here in several chunks and output groups (7 columns:
+   * 36 rows a group), and EfficientNet's 14x14 5x5 stride 2 form. */
+  hwt_conv_desc nr = desc(1, 32, 300, 7, 1, 3, 3, 1, 1, 1);
+  nr.act = HWT_CONV_ACT_SILU;
+  check(nr, 1, 0, "SiLU, 7-column rows in several chunks");
+  check(nr, 1, 1, "SiLU, 7-column rows in several chunks, residual");
+  hwt_conv_desc n14 = desc(2, 48, 14, 14, 1, 5, 5, 2, 2, 1);
+  n14.act = HWT_CONV_ACT_SILU;
+  check(n14, 1, 0, "SiLU, 14x14 5x5 stride 2");
+  check_nchwc(n14, 16, 0, "SiLU NCHW16c, 14x14 5x5 stride 2");
   ca.act = HWT_CONV_ACT_HARD_SWISH;
   check_nchwc(ca, 20, 0, "HardSwish NCHW20c");
   ca.K = 40;

@@ -150,6 +150,31 @@ int main(void) {
     if (d.kh > d.h + d.ph + d.eh || d.kw > d.w + d.pw + d.ew) continue;
     check(d, rnd_int(0, 1), d.is_max && rep % 4 == 0 ? rnd_int(5, 60) : 0, "random");
   }
+  /* Global averages of NCHW planes (hwt_global_avg_planes): every vector
+   * loop and tail length, EfficientNet's 7x7 .. 56x56 planes, against
+   * double sums; the output sized exactly. */
+  const int64_t lens[] = {1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 49, 196, 3136 + 5};
+  for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+    const int64_t n = lens[li], planes = 3;
+    float *x = malloc(sizeof(float) * (size_t)(n * planes)), *want = malloc(sizeof(float) * 3);
+    for (int64_t i = 0; i < n * planes; i++) x[i] = rnd_val() + (i % 5 == 0 ? 1e3f : 0.0f);
+    for (int64_t p = 0; p < planes; p++) {
+      double acc = 0.0;
+      for (int64_t i = 0; i < n; i++) acc += x[p * n + i];
+      want[p] = (float)(acc / (double)n);
+    }
+    for (int isa = 0; isa < HWT_ISA_COUNT; isa++) {
+      if (!hwt_isa_supported((hwt_isa)isa)) continue;
+      float *y = malloc(sizeof(float) * (size_t)planes);
+      hwt_global_avg_planes(x, n, planes, (hwt_isa)isa, y);
+      for (int64_t p = 0; p < planes; p++)
+        CHECK(fabsf(y[p] - want[p]) <= 1e-6f * (1.0f + fabsf(want[p])),
+              "global avg isa=%d n=%lld plane %lld: %g want %g", isa, (long long)n,
+              (long long)p, y[p], want[p]);
+      free(y);
+    }
+    free(x), free(want);
+  }
   /* refusals */
   hwt_pool2d_desc bad = geometry(1, 8, 4, 4, 3, 1, 2); /* padding over half the window */
   bad.oh = bad.ow = 6;

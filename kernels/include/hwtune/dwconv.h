@@ -18,9 +18,11 @@
  *   a vector of output columns per FMA. Wide rows.
  * - blocked (multiplier 1, vector ISAs): shares of the N x C/vec x OH
  *   (image, channel block, output row) units; a chunk's input rows are
- *   transposed to [W][vec] (NCHW[vec]c) in the workspace, a vector of
- *   channels per FMA, and each output row transposed back. Narrow rows
- *   (7x7 .. 28x28), where a row of columns fills few vectors.
+ *   transposed to [W][vec] (NCHW[vec]c) in the workspace (rows under 16
+ *   columns by one transpose of the chunk's rows, contiguous in NCHW), a
+ *   vector of channels per FMA, and groups of output rows (up to 256
+ *   pixels) transposed back at once. Narrow rows (7x7 .. 28x28), where a
+ *   row of columns fills few vectors.
  *
  * Roofline (3x3, stride 1): 18 FLOPs per output float against one input
  * and one output float streamed, 2.25 FLOP/byte, so a depthwise layer

@@ -40,6 +40,11 @@ HWT_API size_t hwt_pool2d_ws_floats(const hwt_pool2d_desc *d);
  * hwt_pool2d_ws_floats floats of this thread's own. */
 HWT_API void hwt_pool2d_run_part(const hwt_pool2d_desc *d, const float *x, float *y, float *ws,
                                int tid, int nth);
+/* Global average pooling of NCHW planes (global_pool2d's mean): y[p] =
+ * the mean of x[p * n .. p * n + n), for p < planes, summed in double (as
+ * the reference is) with isa's vectors converting floats to doubles. */
+HWT_API void hwt_global_avg_planes(const float *x, int64_t n, int64_t planes, hwt_isa isa,
+                                   float *y);
 /* Plain-C reference (the test oracle): every window summed in double. */
 HWT_API int hwt_pool2d_ref(const hwt_pool2d_desc *d, const float *x, float *y);
 
