@@ -40,6 +40,13 @@ HWT_API size_t hwt_pool2d_ws_floats(const hwt_pool2d_desc *d);
  * hwt_pool2d_ws_floats floats of this thread's own. */
 HWT_API void hwt_pool2d_run_part(const hwt_pool2d_desc *d, const float *x, float *y, float *ws,
                                int tid, int nth);
+/* Max pooling of u8 channels-last images (the int8 byte links, issue #43):
+ * d->planes images of h x w pixels of d->b channel bytes (is_max, the
+ * geometry as above), image i at x + i * x_image and y + i * y_image bytes;
+ * thread tid's share of nth: whole (image, output row) pairs. */
+HWT_API void hwt_pool2d_u8_hwc_max_part(const hwt_pool2d_desc *d, const uint8_t *x,
+                                        int64_t x_image, uint8_t *y, int64_t y_image, int tid,
+                                        int nth);
 /* Plain-C reference (the test oracle): every window summed in double. */
 HWT_API int hwt_pool2d_ref(const hwt_pool2d_desc *d, const float *x, float *y);
 

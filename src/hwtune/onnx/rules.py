@@ -917,6 +917,7 @@ RULES.update({
     "Relu": Rule(Q.relu_aware(RULES["Relu"].convert), RULES["Relu"].fold),
     "Mul": Rule(Q.scale_aware(RULES["Mul"].convert), RULES["Mul"].fold),
     "Add": Rule(Q.add_aware(RULES["Add"].convert), RULES["Add"].fold),
+    "MaxPool": Rule(Q.max_pool_aware(RULES["MaxPool"].convert), None),
 })
 # Ops imported only when every input is a constant (folded at import).
 for _op, _fn in F.FOLDS.items():
