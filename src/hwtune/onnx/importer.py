@@ -12,9 +12,9 @@ from hwtune.onnx.errors import OnnxImportError
 # imports is keyed by it.
 # 4: the gemm85 (q/kt scale fold) and convnext (GELU/bias/layer-scale folds)
 # branches each moved 2 -> 3 on their own; 4 rebuilds caches either wrote.
-# 5: QDQ DequantizeLinear -> MaxPool -> QuantizeLinear is one pool2d on the
-# integers (int8b, issue #43).
-IMPORTER_VERSION = 5
+# 7: QDQ DequantizeLinear -> MaxPool -> QuantizeLinear is one pool2d on the
+# integers (int8b, issue #43; 5 and 6 are main's: keep their lines on merge).
+IMPORTER_VERSION = 7
 
 
 @dataclass
