@@ -3,6 +3,7 @@
  * compiled for baseline x86-64, the loop ran 4 lanes wide with SSE2
  * divisions: qadd_run was 1.8% of the int8 ResNet-50's samples against
  * 16.1% in the VNNI micro-kernel (perf, 1 thread, under load). */
+#include <math.h>
 #include "../common/vec.h"
 #include "qadd_internal.h"
 
@@ -92,9 +93,12 @@ void HWT_VARIANT(hwt_qadd_u8_run)(const hwt_qadd_params *p, const uint8_t *a, co
   const hv_f32 hi = hv_set1(p->hi), zy = hv_set1(p->zy);
   int64_t v0 = 0;
   /* the integer rounding (u8_store_q) when every quotient stays below
-     2^30: |v0| <= 255 * (sa + sb) (bytes are finite, so no NaN either) */
+     2^30: |v0| <= max|q - za| * sa + max|q - zb| * sb over bytes q (finite,
+     so no NaN either) */
   const int zyi = (int)p->zy;
-  if (255.0 * ((double)p->sa + (double)p->sb) / (double)p->sy < 1073741824.0 &&
+  const double ma = fmax(fabs((double)p->za), fabs(255.0 - (double)p->za));
+  const double mb = fmax(fabs((double)p->zb), fabs(255.0 - (double)p->zb));
+  if ((ma * (double)p->sa + mb * (double)p->sb) / (double)p->sy < 1073741824.0 &&
       (float)zyi == p->zy && p->lo == -p->zy && p->hi == 255.0f - p->zy) {
 #if defined(HWT_VEC_AVX512)
     const __m512i zq = _mm512_set1_epi32(zyi);
