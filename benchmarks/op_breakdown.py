@@ -47,11 +47,12 @@ def hwtune_classes(path: str, threads: int, runs: int, db: str, shapes) -> dict:
     # The engine's op names are the imported graph's, plus the rewrites'
     # (layout transforms, fused ops keep the name of the op they absorb).
     meta = {}
-    first = next((op.name for op in graph.ops if op.op == "conv2d"), None)
+    convs = ("conv2d", "qconv2d")  # int8 (QDQ) convs by the same forms
+    first = next((op.name for op in graph.ops if op.op in convs), None)
     for op in graph.ops:
-        if op.op == "conv2d":
+        if op.op in convs:
             w = graph.shapes[op.inputs[1]]
-            g = int(op.attrs.get("group") or 1)
+            g = int(op.attrs.get("group") or op.attrs.get("groups") or 1)
             meta[op.name] = conv_class(g, w[1] * g, tuple(w[2:]), op.name == first)
     best: dict = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -84,6 +85,10 @@ def ort_classes(path: str, threads: int, runs: int) -> dict:
     # the output of the chain it fused ("<output>_nchwc" for the blocked
     # convs): both are keys here; an activation's output takes its conv's.
     meta, first, by_out = {}, None, {}
+    # a QDQ conv's weight is a DequantizeLinear of the constant
+    for n in model.graph.node:
+        if n.op_type == "DequantizeLinear" and n.input[0] in inits:
+            inits[n.output[0]] = inits[n.input[0]]
     for n in model.graph.node:
         cls = None
         if n.op_type == "Conv" and n.input[1] in inits:

@@ -90,6 +90,13 @@ def test_quantized_import_matches_onnxruntime_int8(quantized, case, tmp_path):
                                      if op.op == "qconv2d"), ops
     if (name, form) == ("resnet_cnn", "qdq"):  # DQ + DQ -> Add -> Q: one qadd
         assert ops["qadd"] > 0 and not ops["add"], ops
+        # DQ -> MaxPool -> Q: the stem's max pool on the integers, between
+        # two byte links (hwtune.engine.qlayout)
+        from hwtune.engine.qlayout import hwc_links
+        writer = {op.outputs[0]: op.op for op in g.ops}
+        pool = next(op for op in g.ops if op.op == "pool2d")
+        assert writer[pool.inputs[0]] == "qconv2d", writer[pool.inputs[0]]
+        assert hwc_links(g)[pool.name] == {"x_hwc": 1, "y_hwc": 1}
     if form == "dynamic":  # Cast -> Mul(a_scale * w_scale) -> Add(bias) folded into it
         assert all(len(op.inputs) == 7 and op.attrs["out"] == "f32"
                    for op in g.ops if op.op == "qmatmul"), ops

@@ -263,7 +263,7 @@ def test_dynamic_quantize_matches_reference(n, isa):
                 np.testing.assert_array_equal(got[k], want[k], err_msg=f"{k} case {case}")
 
 
-def _chain(wz_b, residual=False, width=8, batch=2):
+def _chain(wz_b, residual=False, width=8, batch=2, pool=False):
     """x -> qconv a (3x3, pad 1, u8) -> qconv b (1x1, u8) -> qconv c (3x3,
     stride 2, f32): a's and b's outputs are read by int8 convs alone, so the
     lowered graph carries them as u8 channels-last bytes
@@ -271,7 +271,8 @@ def _chain(wz_b, residual=False, width=8, batch=2):
     the GEMM path, which expands its byte input back to float32).
     residual: c reads qadd(b, a) instead of b (a bottleneck's shape).
     width 40, batch 1: several column panels of one image, which the convs
-    reading bytes split by channels across threads."""
+    reading bytes split by channels across threads.
+    pool: b reads a 3x3 stride-2 max pool2d "p" of a (ResNet's stem pool)."""
     rng = np.random.default_rng(11)
     params, ops = {}, []
     wb = width if residual else width + 4
@@ -283,6 +284,10 @@ def _chain(wz_b, residual=False, width=8, batch=2):
                         "attrs": {"a_scale": 0.5, "a_zero": 120, "b_scale": 0.5,
                                   "b_zero": 120, "y_scale": 0.7, "y_zero": 100}})
             src = "r"
+        if name == "b" and pool:
+            ops.append({"name": "p", "op": "pool2d", "inputs": ["a"],
+                        "attrs": {"mode": "max", "kernel": 3, "stride": 2, "padding": 1}})
+            src = "p"
         params[f"{name}_w"] = _ints(rng, (oc, ic, k, k), True)
         params[f"{name}_ws"] = rng.uniform(0.001, 0.02, oc).astype(np.float32)
         params[f"{name}_wz"] = np.full(oc, wz_b if name == "b" else 0, np.float32)
@@ -319,11 +324,28 @@ def test_qconv_links_carry_bytes_only_between_int8_convs():
     assert hwc_links(g) == {}
 
 
+def test_max_pool_carries_bytes_only_between_byte_links():
+    from hwtune.engine.qlayout import hwc_links
+    both = {"x_hwc": 1, "y_hwc": 1}
+    g, _, _ = _chain(0, pool=True)
+    assert hwc_links(g) == {"a": {"y_hwc": 1}, "p": both, "b": both, "c": {"x_hwc": 1}}
+    # the pool's input and output are bytes together: its output as a
+    # graph output takes a's output back to float32 too
+    g.outputs.append("p")
+    assert hwc_links(g) == {"b": {"y_hwc": 1}, "c": {"x_hwc": 1}}
+    # a pool of a float tensor (the graph input) writes floats
+    g, _, _ = _chain(0, pool=True)
+    g.ops[1].inputs[0] = "x"
+    assert hwc_links(g) == {"b": {"y_hwc": 1}, "c": {"x_hwc": 1}}
+
+
 @pytest.mark.parametrize("isa", supported_isas())
-@pytest.mark.parametrize("wz_b,residual,width,batch", [
-    (0, False, 8, 2), (3, False, 8, 2), (0, True, 8, 2), (3, True, 8, 2), (0, True, 40, 1)])
-def test_qconv_chain_through_bytes_matches_reference(wz_b, residual, width, batch, isa):
-    g, params, inputs = _chain(wz_b, residual, width, batch)
+@pytest.mark.parametrize("wz_b,residual,width,batch,pool", [
+    (0, False, 8, 2, False), (3, False, 8, 2, False), (0, True, 8, 2, False),
+    (3, True, 8, 2, False), (0, True, 40, 1, False), (0, False, 8, 2, True),
+    (0, False, 40, 3, True)])
+def test_qconv_chain_through_bytes_matches_reference(wz_b, residual, width, batch, pool, isa):
+    g, params, inputs = _chain(wz_b, residual, width, batch, pool)
     want = run_reference(g, inputs=inputs, params=params)["c"]
     for nth in (1, 2, 3):
         got = run_ops(g, nth=nth, isa=isa, inputs=inputs, params=params)["c"]

@@ -34,11 +34,26 @@ static int read_geometry(hwt_op_ctx *ctx, pool_state *s, char *err, size_t errle
   return HWT_OK;
 }
 
+/* pool2d's state: the kernel's geometry; with bytes (x_hwc and y_hwc, set
+ * by lowering where a max pool lies on an int8 byte link,
+ * hwtune.engine.qlayout) d.planes counts images and d.b their channels,
+ * each image's u8 channels-last pixels at the start of its float32 slot. */
+typedef struct {
+  hwt_pool2d_desc d;
+  int bytes;
+  int64_t x_image, y_image; /* bytes: one image's float32 slot, in bytes */
+} pool2d_state;
+
 /* pool2d: the windowed kernel (kernels/pool/) with the op's geometry. */
 static int pool_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   pool_state g = {0};
   int rc = read_geometry(ctx, &g, err, errlen);
   if (rc != HWT_OK) return rc;
+  const int bytes = hwt_ops_int(ctx, "x_hwc", 0) != 0;
+  if (bytes != (hwt_ops_int(ctx, "y_hwc", 0) != 0) || (bytes && (!g.is_max || g.b != 1)))
+    return hwt_ops_fail(err, errlen, ctx, "pool2d takes bytes (x_hwc) only as an NCHW max "
+                                          "pool with bytes out (y_hwc)");
+  const int64_t *xs = hwt_graph_tensor_shape(ctx->g, hwt_ops_in(ctx, 0));
   hwt_pool2d_desc d = {0};
   int64_t k[2], s[2], p[2] = {0, 0};
   if (hwt_ops_pair(ctx, "kernel", k)) return hwt_ops_fail(err, errlen, ctx, "kernel is missing");
@@ -61,12 +76,23 @@ static int pool_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   if (d.oh != hwt_pool2d_out_len(d.h, d.kh, d.sh, d.ph, d.eh, ceil_mode) ||
       d.ow != hwt_pool2d_out_len(d.w, d.kw, d.sw, d.pw, d.ew, ceil_mode))
     return hwt_ops_fail(err, errlen, ctx, "output shape does not match the window");
-  return hwt_ops_keep(ctx, &d, sizeof d, hwt_pool2d_ws_floats(&d),
+  pool2d_state st = {d, bytes, 0, 0};
+  if (bytes) {
+    st.d.planes = xs[0], st.d.b = xs[1];
+    st.x_image = xs[1] * d.h * d.w * (int64_t)sizeof(float);
+    st.y_image = xs[1] * d.oh * d.ow * (int64_t)sizeof(float);
+  }
+  return hwt_ops_keep(ctx, &st, sizeof st, bytes ? 0 : hwt_pool2d_ws_floats(&d),
                       (double)(d.planes * d.b * d.oh * d.ow * d.kh * d.kw));
 }
 
 static void pool_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
-  hwt_pool2d_run_part(ctx->state, ctx->in[0], ctx->out[0], ws, tid, nth);
+  const pool2d_state *s = ctx->state;
+  if (s->bytes)
+    hwt_pool2d_u8_hwc_max_part(&s->d, (const uint8_t *)ctx->in[0], s->x_image,
+                               (uint8_t *)ctx->out[0], s->y_image, tid, nth);
+  else
+    hwt_pool2d_run_part(&s->d, ctx->in[0], ctx->out[0], ws, tid, nth);
 }
 
 static int global_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {

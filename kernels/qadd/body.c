@@ -3,6 +3,7 @@
  * compiled for baseline x86-64, the loop ran 4 lanes wide with SSE2
  * divisions: qadd_run was 1.8% of the int8 ResNet-50's samples against
  * 16.1% in the VNNI micro-kernel (perf, 1 thread, under load). */
+#include <math.h>
 #include "../common/vec.h"
 #include "qadd_internal.h"
 
@@ -51,6 +52,32 @@ HV_AI void u8_store(uint8_t *p, hv_f32 v) {
 }
 #endif
 
+/* One vector of bytes from v0 / sy (the quotient): rounded by vcvtps2dq
+   (to nearest even: the default MXCSR mode, which hwt_q_rne assumes too),
+   + zy and clamped to 0..255 as integers. For |quotient| < 2^30 this is
+   the float path exactly: lo = -zy and hi = 255 - zy are integers, so
+   rounding then clamping equals clamping then rounding, and rne(v) + zy
+   is an exact small integer either way; qadd_u8's caller checks the
+   bound. Four integer steps instead of the float clamp, two adds, a
+   subtract and a truncation: in a standalone loop over 802816 bytes (the
+   int8 ResNet-50's layer1 adds) 0.209 -> 0.160 ns per element, the same
+   bytes (AVX-512, min of 200, under load). */
+#if defined(HWT_VEC_AVX512)
+HV_AI void u8_store_q(uint8_t *p, hv_f32 q, __m512i zy) {
+  const __m512i t = _mm512_max_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(q), zy),
+                                     _mm512_setzero_si512());
+  _mm_storeu_si128((__m128i *)(void *)p, _mm512_cvtusepi32_epi8(t)); /* t >= 0: min(t, 255) */
+}
+#elif defined(HWT_VEC_AVX2)
+HV_AI void u8_store_q(uint8_t *p, hv_f32 q, __m256i zy) {
+  /* min(t, 255), then packs saturate negatives to 0 */
+  const __m256i t = _mm256_min_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(q), zy),
+                                     _mm256_set1_epi32(255));
+  const __m128i w = _mm_packus_epi32(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1));
+  _mm_storel_epi64((__m128i *)(void *)p, _mm_packus_epi16(w, w));
+}
+#endif
+
 /* Bytes: whole vectors widened in registers (the vector variants), the
    rest QADD_U8_CHUNK values at a time widened into float buffers, the loop
    above, narrowed back. Through the buffers alone, the int8 ResNet-50's
@@ -65,6 +92,25 @@ void HWT_VARIANT(hwt_qadd_u8_run)(const hwt_qadd_params *p, const uint8_t *a, co
   const hv_f32 sb = hv_set1(p->sb), sy = hv_set1(p->sy), lo = hv_set1(p->lo);
   const hv_f32 hi = hv_set1(p->hi), zy = hv_set1(p->zy);
   int64_t v0 = 0;
+  /* the integer rounding (u8_store_q) when every quotient stays below
+     2^30: |v0| <= max|q - za| * sa + max|q - zb| * sb over bytes q (finite,
+     so no NaN either) */
+  const int zyi = (int)p->zy;
+  const double ma = fmax(fabs((double)p->za), fabs(255.0 - (double)p->za));
+  const double mb = fmax(fabs((double)p->zb), fabs(255.0 - (double)p->zb));
+  if ((ma * (double)p->sa + mb * (double)p->sb) / (double)p->sy < 1073741824.0 &&
+      (float)zyi == p->zy && p->lo == -p->zy && p->hi == 255.0f - p->zy) {
+#if defined(HWT_VEC_AVX512)
+    const __m512i zq = _mm512_set1_epi32(zyi);
+#else
+    const __m256i zq = _mm256_set1_epi32(zyi);
+#endif
+    for (; v0 + HV_W <= n; v0 += HV_W) {
+      const hv_f32 va = u8_load(a + v0), vb = u8_load(b + v0);
+      const hv_f32 q = hv_div(hv_add(hv_mul(hv_sub(va, za), sa), hv_mul(hv_sub(vb, zb), sb)), sy);
+      u8_store_q(y + v0, q, zq);
+    }
+  }
   for (; v0 + HV_W <= n; v0 += HV_W)
     u8_store(y + v0, qadd_one(u8_load(a + v0), u8_load(b + v0), za, sa, zb, sb, sy, lo, hi, zy));
   a += v0, b += v0, y += v0, n -= v0;

@@ -4,7 +4,9 @@
  * shapes (W = 1, H below the window with padding, ceil mode,
  * count_include_pad both ways, channel blocks of 1, 3, 8, 16 and 24 floats,
  * the same-size stride-1 path and the strided ones), thread shares run in
- * a scrambled order, outputs sized exactly (ASan sees a write past them). */
+ * a scrambled order, outputs sized exactly (ASan sees a write past them).
+ * And the u8 channels-last max pool of the int8 byte links against the
+ * same reference. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -75,6 +77,44 @@ static void check(hwt_pool2d_desc d, int ceil_mode, int nan_every, const char *w
   free(want);
 }
 
+/* hwt_pool2d_u8_hwc_max_part (images of channels-last u8 pixels, d.b
+ * channels) against the float reference of the same layout (planes x h x
+ * w x b) on the bytes' values; images spaced by `gap` bytes beyond their
+ * pixels, as the engine's float32 slots space them; the buffers end at the
+ * last image's last byte. */
+static void check_u8(hwt_pool2d_desc d, int ceil_mode, int64_t gap, const char *what) {
+  d.is_max = 1;
+  d.oh = hwt_pool2d_out_len(d.h, d.kh, d.sh, d.ph, d.eh, ceil_mode);
+  d.ow = hwt_pool2d_out_len(d.w, d.kw, d.sw, d.pw, d.ew, ceil_mode);
+  const int64_t xi = d.h * d.w * d.b, yi = d.oh * d.ow * d.b;
+  const size_t nx = (size_t)((d.planes - 1) * (xi + gap) + xi);
+  const size_t ny = (size_t)((d.planes - 1) * (yi + gap) + yi);
+  uint8_t *x = malloc(nx), *y = malloc(ny);
+  float *xf = malloc((size_t)(d.planes * xi) * sizeof *xf + 1);
+  float *want = malloc((size_t)(d.planes * yi) * sizeof *want + 1);
+  for (size_t i = 0; i < nx; i++) x[i] = (uint8_t)rnd();
+  for (int64_t n = 0; n < d.planes; n++)
+    for (int64_t i = 0; i < xi; i++) xf[n * xi + i] = (float)x[n * (xi + gap) + i];
+  d.isa = HWT_ISA_GENERIC;
+  CHECK(hwt_pool2d_ref(&d, xf, want) == HWT_OK, "%s: ref", what);
+  for (int nth = 1; nth <= 3; nth++) {
+    memset(y, 0xA5, ny);
+    for (int k = 0; k < nth; k++)
+      hwt_pool2d_u8_hwc_max_part(&d, x, xi + gap, y, yi + gap, (k * 5 + 3) % nth, nth);
+    int bad = 0;
+    for (int64_t n = 0; n < d.planes; n++)
+      for (int64_t i = 0; i < yi; i++)
+        bad += (float)y[n * (yi + gap) + i] != want[n * yi + i];
+    CHECK(bad == 0, "%s u8 nth=%d b=%lld h=%lld w=%lld k=%lldx%lld s=%lldx%lld ceil=%d: %d wrong",
+          what, nth, (long long)d.b, (long long)d.h, (long long)d.w, (long long)d.kh,
+          (long long)d.kw, (long long)d.sh, (long long)d.sw, ceil_mode, bad);
+  }
+  free(x);
+  free(y);
+  free(xf);
+  free(want);
+}
+
 static hwt_pool2d_desc geometry(int is_max, int64_t b, int64_t h, int64_t w, int64_t k, int64_t s,
                               int64_t p) {
   hwt_pool2d_desc d;
@@ -98,6 +138,7 @@ int main(void) {
         d = geometry(m, b, 13, 17, 3, 2, 1); /* ResNet's stem window */
         d.include_pad = incl;
         check(d, 0, 0, "3x3/2 pad 1");
+        if (m == 1 && incl == 0) check_u8(d, 0, 3 * d.h * d.w * d.b, "3x3/2 pad 1");
         check(d, 1, 0, "3x3/2 pad 1 ceil");
         d = geometry(m, b, 7, 1, 3, 1, 1); /* W = 1 */
         d.include_pad = incl;
@@ -148,7 +189,9 @@ int main(void) {
                       d.eh = d.kh - 1 - d.ph, d.ew = d.kw - 1 - d.pw; /* same size */
     if (2 * d.eh > d.kh || 2 * d.ew > d.kw) d.eh = d.ph, d.ew = d.pw;
     if (d.kh > d.h + d.ph + d.eh || d.kw > d.w + d.pw + d.ew) continue;
-    check(d, rnd_int(0, 1), d.is_max && rep % 4 == 0 ? rnd_int(5, 60) : 0, "random");
+    const int ceil_mode = rnd_int(0, 1);
+    check(d, ceil_mode, d.is_max && rep % 4 == 0 ? rnd_int(5, 60) : 0, "random");
+    if (d.is_max) check_u8(d, ceil_mode, rnd_int(0, 1) * rnd_int(1, 40), "random");
   }
   /* Global averages of NCHW planes (hwt_global_avg_planes): every vector
    * loop and tail length, EfficientNet's 7x7 .. 56x56 planes, against

@@ -74,5 +74,28 @@ int main(void) {
       cases++;
     }
   }
+  /* bytes, every (a, b) pair at once, per params: rounding ties (halves),
+     both ends saturating, a zero point of 130, and quotients past 2^30
+     (sa / sy ~ 1e9, or a zero point far outside the bytes: the float path;
+     below 2^30 the integer rounding) */
+  enum { NP = 65536 };
+  static uint8_t pa[NP], pb[NP], pg[NP], pw[NP];
+  for (int i = 0; i < NP; i++) pa[i] = (uint8_t)(i >> 8), pb[i] = (uint8_t)i;
+  const hwt_qadd_params pp[5] = {{0.5f, 0.0f, 0.5f, 0.0f, 1.0f, 3.0f, -3.0f, 252.0f},
+                                 {0.031f, 120.0f, 0.05f, 4.0f, 0.0043f, 0.0f, 0.0f, 255.0f},
+                                 {0.02f, 141.0f, 0.013f, 120.0f, 0.0088f, 130.0f, -130.0f,
+                                  125.0f},
+                                 {1e6f, 128.0f, 1.0f, 0.0f, 1e-3f, 9.0f, -9.0f, 246.0f},
+                                 {1.0f, -3e6f, 1.0f, 0.0f, 1e-3f, 0.0f, 0.0f, 255.0f}};
+  for (int isa = 0; isa < HWT_ISA_COUNT; isa++) {
+    if (!hwt_isa_supported((hwt_isa)isa)) continue;
+    for (int k = 0; k < 5; k++) {
+      for (int i = 0; i < NP; i++) pw[i] = (uint8_t)(int)want_one(&pp[k], pa[i], pb[i]);
+      memset(pg, 0xA5, sizeof pg);
+      hwt_qadd_u8((hwt_isa)isa, &pp[k], pa, pb, pg, NP);
+      CHECK(memcmp(pg, pw, sizeof pg) == 0, "u8 pairs isa %d params %d", isa, k);
+      cases++;
+    }
+  }
   return check_verdict("qadd: %d cases match the definition\n", cases);
 }

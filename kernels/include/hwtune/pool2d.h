@@ -45,6 +45,13 @@ HWT_API void hwt_pool2d_run_part(const hwt_pool2d_desc *d, const float *x, float
  * the reference is) with isa's vectors converting floats to doubles. */
 HWT_API void hwt_global_avg_planes(const float *x, int64_t n, int64_t planes, hwt_isa isa,
                                    float *y);
+/* Max pooling of u8 channels-last images (the int8 byte links, issue #43):
+ * d->planes images of h x w pixels of d->b channel bytes (is_max, the
+ * geometry as above), image i at x + i * x_image and y + i * y_image bytes;
+ * thread tid's share of nth: whole (image, output row) pairs. */
+HWT_API void hwt_pool2d_u8_hwc_max_part(const hwt_pool2d_desc *d, const uint8_t *x,
+                                        int64_t x_image, uint8_t *y, int64_t y_image, int tid,
+                                        int nth);
 /* Plain-C reference (the test oracle): every window summed in double. */
 HWT_API int hwt_pool2d_ref(const hwt_pool2d_desc *d, const float *x, float *y);
 

@@ -15,7 +15,11 @@ from hwtune.onnx.errors import OnnxImportError
 # 5: int inputs read through Transpose / Slice get their table's range
 # (XLNet), empty Slices and one-operand Einsums import.
 # 6: a QDQ depthwise Conv is the float depthwise conv (onnx/quant.py).
-IMPORTER_VERSION = 6
+# 7: QDQ DequantizeLinear -> MaxPool -> QuantizeLinear is one pool2d on the
+# integers (issue #43).
+# 8: GatherND, ScatterElements, the QOperator com.microsoft element-wise ops
+# and a depthwise QLinearConv as float (merged beside 7).
+IMPORTER_VERSION = 8
 
 
 @dataclass

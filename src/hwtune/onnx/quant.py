@@ -40,6 +40,7 @@ class _State:
         self.acc_mm = {}  # hwtune tensor -> (inputs, n) of a MatMulInteger qmatmul (a_zero_t)
         self.scaled_mm = {}  # hwtune tensor -> (inputs, attrs, n) of a scale_t qmatmul, no bias
         self.dq_add = {}  # hwtune tensor -> (deq a, deq b): a float Add of two run-time DQs
+        self.dq_pool = {}  # hwtune tensor -> (deq x, pool2d item): a MaxPool of a run-time DQ
 
 
 def _st(cx) -> _State:
@@ -118,6 +119,13 @@ def quantize_linear(cx, attrs):
         cx.emit("qadd", [ta, tb], {"a_scale": sa, "a_zero": za, "b_scale": sb, "b_zero": zb,
                                    "y_scale": scale, "y_zero": zp, "out": out_type},
                 out=cx.out())
+    elif x in st.dq_pool and st.dq_pool[x][0][1:] == (scale, zp, signed):
+        # DQ -> MaxPool -> Q at one scale and zero point: the pool on the
+        # integers. The max commutes with the increasing (q - z) * s, and
+        # quantizing (q - z) * s back at s returns q exactly (the float
+        # error, under 255 * 2^-23, is far from a rounding boundary).
+        (tq, _, _, _), item = st.dq_pool[x]
+        cx.emit("pool2d", [tq], item.get("attrs", {}), out=cx.out())
     elif fused is not None and fused[2]["out"] == "f32":
         op, ins, at = fused
         cx.emit(op, ins, {**at, "out": out_type, "y_scale": scale, "y_zero": zp}, out=cx.out())
@@ -428,6 +436,21 @@ def scale_aware(fallback):
             st.scaled_mm[cx.out()] = (ins, at, n)
             return
         fallback(cx, attrs)
+    return convert
+
+
+def max_pool_aware(fallback):
+    """MaxPool of a run-time DequantizeLinear output: the float pool,
+    remembered so that a QuantizeLinear of it at the same scale and zero
+    point becomes the pool on the quantized tensor (the DQ -> MaxPool -> Q
+    of QDQ CNNs, ResNet's stem; ORT runs it on u8 too)."""
+    def convert(cx, attrs):
+        st = _st(cx)
+        n = len(cx.ops)
+        fallback(cx, attrs)
+        a = cx.node.input[0]
+        if a in st.deq and len(cx.ops) == n + 1 and cx.ops[-1]["op"] == "pool2d":
+            st.dq_pool[cx.out()] = (st.deq[a], cx.ops[-1])
     return convert
 
 

@@ -926,6 +926,7 @@ RULES.update({
     "Relu": Rule(Q.relu_aware(RULES["Relu"].convert), RULES["Relu"].fold),
     "Mul": Rule(Q.scale_aware(RULES["Mul"].convert), RULES["Mul"].fold),
     "Add": Rule(Q.add_aware(RULES["Add"].convert), RULES["Add"].fold),
+    "MaxPool": Rule(Q.max_pool_aware(RULES["MaxPool"].convert), None),
 })
 RULES.update({k: Rule(fn, None) for k, fn in qlinear_ms.table(RULES).items()})
 RULES["QLinearMatMul"] = Rule(qlinear_ms.matmul(Q.qlinear_matmul, RULES["MatMul"].convert), None)
