@@ -14,7 +14,8 @@ alternate with this build's in every rep. ORT: the model in one session with
 profiling (default optimisations, so its NCHWc transformer's fused
 convolutions), each node's least time over --ort-runs runs, the median over
 the nodes of a row. `kernel`: the plan's path (NCHW-gemm, NCHW template,
-flat = the template over the flattened image). GFLOPS count 2*C*K*OH*OW;
+flat = the template over the flattened image, sub = over the subsampled
+input of a strided 1x1: kernels/conv/pw_stride.c). GFLOPS count 2*C*K*OH*OW;
 % peak against --peak GFLOPS (the FMA peak of the host at one thread).
 """
 
@@ -109,7 +110,7 @@ def conv_closure(lib_, shape, isa, rng):
     plan = _Plan()
     assert lib_.hwt_conv_plan_make(ctypes.byref(d), LAYOUTS.index("NCHW"), None,
                                    resolve_isa(isa), 1, ctypes.byref(plan)) == 0
-    kernel = LAYOUTS[plan.layout] + (" flat" if plan.flat else "")
+    kernel = LAYOUTS[plan.layout] + (" flat" if plan.flat else "") + (" sub" if plan.sub else "")
     wp = G.workspace(plan.w_floats)
     assert lib_.hwt_conv_pack_weights(ctypes.byref(plan), G._ptr(w), G._ptr(wp)) == 0
     ws = G.workspace(max(plan.ws_floats, 1))

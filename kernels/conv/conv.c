@@ -282,6 +282,11 @@ int hwt_conv_plan_make(const hwt_conv_desc *d, hwt_conv_layout layout,
   if (!hwt_isa_supported(isa)) return HWT_EISA;
   /* NCHW with default params stays runnable whatever the kernel width. */
   if (layout == HWT_CONV_NCHW && !params && d->S > HWT_CONV_MAX_S) layout = HWT_CONV_NCHW_DIRECT;
+  /* Strided 1x1: the stride-1 CONV of the subsampled input where that
+   * one runs as the GEMM or the flattened template (pw_stride.c). */
+  if (layout == HWT_CONV_NCHW && !params && hwt_conv_pw_strided(d) &&
+      hwt_conv_pw_plan(d, isa, nth, out) == HWT_OK)
+    return HWT_OK;
   memset(out, 0, sizeof(*out));
   out->d = *d;
   out->layout = layout;
@@ -728,6 +733,10 @@ void hwt_conv_run_part(const hwt_conv_plan *p, const float *x, const float *w_pa
 void hwt_conv_run_part_res(const hwt_conv_plan *p, const float *x, const float *w_packed,
                            const float *bias, const float *res, float *y, float *ws, int tid,
                            int nth) {
+  if (p->sub) {
+    hwt_conv_pw_run_part(p, x, w_packed, bias, res, y, ws, tid, nth);
+    return;
+  }
   hwt_conv_plan view;
   p = flat_view(p, &view);
   const hwt_conv_desc *d = &p->d;

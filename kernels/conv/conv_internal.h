@@ -133,6 +133,15 @@ void hwt_conv_direct_pack(const hwt_conv_desc *d, const float *w_oihw, float *w_
 void hwt_conv_direct_units(const hwt_conv_plan *p, const float *x, const float *w,
                            const float *bias, const float *res, float *y, float *ws, long lo,
                            long hi);
+/* Strided 1x1 unpadded CONVs (pw_stride.c): whether d is one; its
+ * stride-1 CONV of one subsampled image; the plan (HWT_OK with out->sub
+ * set, or an error), and thread tid's share of a run. */
+int hwt_conv_pw_strided(const hwt_conv_desc *d);
+hwt_conv_desc hwt_conv_pw_sub_desc(const hwt_conv_desc *d);
+int hwt_conv_pw_plan(const hwt_conv_desc *d, hwt_isa isa, int nth, hwt_conv_plan *out);
+void hwt_conv_pw_run_part(const hwt_conv_plan *p, const float *x, const float *w,
+                          const float *bias, const float *res, float *y, float *ws, int tid,
+                          int nth);
 /* Workspace pieces start on 64-byte lines: floats rounded up to 16. */
 #define ALIGN_FLOATS(n) (((n) + 15) & ~(size_t)15)
 

@@ -117,6 +117,9 @@ typedef struct {
   size_t wino_pack_full, wino_pack_tail;
   int flat; /* 1: a 1x1 stride-1 unpadded NCHW CONV whose H x W image the template runs
                as one row of H*W pixels (d, OH, OW stay the real ones; conv.c) */
+  int sub;  /* 1: a strided 1x1 unpadded NCHW CONV run as the stride-1 plan above (GEMM or
+               flat template) over each thread's copy of the subsampled input (d, OH, OW
+               stay the real ones; pw_stride.c) */
 } hwt_conv_plan;
 
 /* Output size; HWT_EINVAL if the shape is invalid (empty output, bad stride). */
