@@ -139,6 +139,8 @@ def main():
     ap.add_argument("--baseline-lib", default=None)
     ap.add_argument("--ort-runs", type=int, default=5)
     ap.add_argument("--no-ort", action="store_true")
+    ap.add_argument("--stat", default="median", choices=("median", "min"),
+                    help="per row: the median (default) or the least of the samples")
     ap.add_argument("--only", default=None, help="rows whose label contains this ('/2')")
     a = ap.parse_args()
     from hwtune.measure import clock
@@ -151,7 +153,7 @@ def main():
     base = ctypes.CDLL(a.baseline_lib) if a.baseline_lib else None
     rng = np.random.default_rng(0)
     print(f"{os.path.basename(a.model)}: {len(nodes)} 1x1 CONVs, {len(groups)} shapes, "
-          f"isa {a.isa or 'host'}, 1 thread, thread-time medians of {a.reps}")
+          f"isa {a.isa or 'host'}, 1 thread, thread-time {a.stat} of {a.reps}")
     print(f"{'C->K @HxW /s epi':>26} {'n':>2} {'kernel':>14} {'us':>8} {'GFLOPS':>7} {'%pk':>4}"
           f" {'ort us':>8} {'ort/hw':>6}" + (f" {'base us':>8} {'base/new':>8}" if base else ""))
     tot = defaultdict(float)
@@ -178,7 +180,8 @@ def main():
         for _ in range(a.reps):
             for k, f in sides.items():
                 times[k].append(clock.cpu_per_call(f, 1) * 1e6)
-        med = {k: statistics.median(v) for k, v in times.items()}
+        stat = statistics.median if a.stat == "median" else min
+        med = {k: stat(v) for k, v in times.items()}
         ort_us = [t for t in (ort_time(best, n) for n in names) if t is not None]
         o = statistics.median(ort_us) if ort_us else float("nan")
         n = len(names)

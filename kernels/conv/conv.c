@@ -700,7 +700,15 @@ static void nchwc_units(const hwt_conv_plan *p, const float *x, const float *w,
  * min of 40 ctypes runs, two alternated process pairs): the epilogue of
  * 16->96 at 112x112 154-165 -> 62-70 us, 24->144 at 56x56 65 -> 22 us,
  * 40->240 at 28x28 28 -> 14 us; with SiLU the whole conv 994-1011 -> 839-843
- * us, 440 -> 381 us, 250 -> 219 us. */
+ * us, 440 -> 381 us, 250 -> 219 us. The epilogue applied by the micro-kernels
+ * in registers as they store each finished tile (row bias, residual, ReLU;
+ * pointwise_layers.py --baseline-lib, ResNet-50's 1x1 CONVs, 1 thread, Zen
+ * 4 under load ~7, 11-15 alternated samples): with the residual 0.81-0.86x
+ * on AVX2 (its rows, one line per row of the tile and a row of C apart,
+ * missed in the B-panel order's column strips even when prefetched two
+ * tiles ahead) and 0.93-1.03x on AVX-512; bias and ReLU alone 0.98-1.05x
+ * (AVX2) and 0.98-1.03x (AVX-512, two rows 1.12-1.23x in one run only):
+ * within noise, so not kept. */
 static void gemm_units(const hwt_conv_plan *p, const float *x, const float *w,
                        const float *bias, const float *res, float *y, float *ws, int tid,
                        int nth) {
