@@ -6,7 +6,7 @@ peak against ONNX Runtime's per-node time in the whole model.
 
 Each distinct 1x1 CONV of the model (C, K, H, W, stride, and its epilogue:
 bias, then + residual when an Add of the block follows, then ReLU when a
-Relu follows, as hwtune's fusion passes merge them) runs through the CONV C
+Relu follows, or SiLU / HardSwish, as hwtune's fusion passes merge them) runs through the CONV C
 API the engine calls (NCHW plan with default params, weights packed once,
 hwt_conv_run_part_res with bias and residual), one thread, thread-time
 medians of --reps samples; with --baseline-lib the other build's same calls
@@ -34,7 +34,7 @@ import numpy as np
 
 
 def pointwise_nodes(path: str):
-    """[(ORT names, (C, K, H, W, stride, residual, relu))] of the 1x1 CONVs
+    """[(ORT names, (C, K, H, W, stride, residual, relu, act))] of the 1x1 CONVs
     of the model as hwtune runs it (its CONV fusions applied)."""
     from hwtune.graph.passes.fuse import fuse_conv
     from hwtune.sources import load_any
@@ -51,7 +51,8 @@ def pointwise_nodes(path: str):
         stride = int((op.attrs.get("stride") or [1, 1])[0])
         res, relu = len(op.inputs) >= 4, bool(op.attrs.get("relu"))
         # ORT names a node by its original output or its fused chain's.
-        out.append(((op.name, op.outputs[0]), (C, w[0], H, W, stride, res, relu)))
+        act = op.attrs.get("act") or None
+        out.append(((op.name, op.outputs[0]), (C, w[0], H, W, stride, res, relu, act)))
     return out
 
 
@@ -100,13 +101,13 @@ def conv_closure(lib_, shape, isa, rng):
     for name in ("hwt_conv_plan_make", "hwt_conv_pack_weights", "hwt_conv_run_part_res"):
         f = getattr(lib_, name)
         f.argtypes, f.restype = getattr(lib, name).argtypes, getattr(lib, name).restype
-    C, K, H, W, s, res, relu = shape
+    C, K, H, W, s, res, relu, act = shape
     x = rng.standard_normal((1, C, H, W), dtype=np.float32)
     w = (rng.standard_normal((K, C, 1, 1)) / np.sqrt(C)).astype(np.float32)
     b = rng.standard_normal(K, dtype=np.float32)
     OH, OW = (H - 1) // s + 1, (W - 1) // s + 1
     r = rng.standard_normal((1, K, OH, OW), dtype=np.float32) if res else None
-    d = _desc(x.shape, w.shape, s, 0, relu)
+    d = _desc(x.shape, w.shape, s, 0, relu, act=act)
     plan = _Plan()
     assert lib_.hwt_conv_plan_make(ctypes.byref(d), LAYOUTS.index("NCHW"), None,
                                    resolve_isa(isa), 1, ctypes.byref(plan)) == 0
@@ -121,11 +122,15 @@ def conv_closure(lib_, shape, isa, rng):
     return (lambda: (keep, lib_.hwt_conv_run_part_res(*args))), y, kernel, (x, w, b, r)
 
 
-def reference(x, w, b, r, stride, relu):
+def reference(x, w, b, r, stride, relu, act=None):
     y = np.einsum("kc,nchw->nkhw", w[:, :, 0, 0].astype(np.float64),
                   x[:, :, ::stride, ::stride].astype(np.float64)) + b[None, :, None, None]
     if r is not None:
         y = y + r
+    if act == "silu":
+        return y / (1.0 + np.exp(-y))
+    if act == "hard_swish":
+        return y * np.clip(y / 6.0 + 0.5, 0.0, 1.0)
     return np.maximum(y, 0) if relu else y
 
 
@@ -158,8 +163,8 @@ def main():
           f" {'ort us':>8} {'ort/hw':>6}" + (f" {'base us':>8} {'base/new':>8}" if base else ""))
     tot = defaultdict(float)
     for shape, names in sorted(groups.items(), key=lambda kv: (-kv[0][2], kv[0][0])):
-        C, K, H, W, s, res, relu = shape
-        epi = ("+res" if res else "") + ("+relu" if relu else "")
+        C, K, H, W, s, res, relu, act = shape
+        epi = ("+res" if res else "") + ("+relu" if relu else "") + (f"+{act}" if act else "")
         label = f"{C}->{K} @{H}x{W} /{s} {epi}"
         if a.only and a.only not in label:
             continue
@@ -171,7 +176,7 @@ def main():
             sides["base"], y_base, _, _ = conv_closure(base, shape, a.isa,
                                                        np.random.default_rng(1))
         run()
-        ref = reference(*ins, s, relu)
+        ref = reference(*ins, s, relu, act)
         err = float(np.abs(y - ref).max() / np.abs(ref).max())
         assert err < 1e-4, (shape, err)
         times = {k: [] for k in sides}

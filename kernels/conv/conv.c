@@ -187,13 +187,12 @@ int hwt_conv_default_params(const hwt_conv_desc *d, hwt_isa isa, hwt_conv_params
  * 480->192 at 14x14 78.2 vs 56.7, 832->384 at 7x7 59.3 vs 53.2, 64->256 at
  * 56x56 84.9 vs 56.4, 1024->256 at 14x14 82.1 vs 58.1; but 192->16 49.5 vs
  * 53.7: too few output channels (rows of A) to amortise packing x[n],
- * hence GEMM_MIN_K; at K = 32 the GEMM still led, 1.03-1.26x (192->32 at
+ * hence a least K, the variant's pw_min_k (measured per variant on Zen 4:
+ * nchwc_body.c); at K = 32 the GEMM still led, 1.03-1.26x (192->32 at
  * 28x28, 480->32 at 14x14, 256->32 at 56x56, 64->32, 832->32 at 7x7).
+ * (The packed-A GEMM runs the blocked path whatever K, also at most
+ * HWT_GEMV_MAX_M rows, so the epilogue's share is always that path's.)
  * Explicit params always mean the template: they are its knobs. */
-#define GEMM_MIN_K 32
-/* The epilogue runs on the share of the blocked GEMM path; matrices of at
- * most HWT_GEMV_MAX_M rows take the matrix-vector path instead. */
-_Static_assert(GEMM_MIN_K > HWT_GEMV_MAX_M, "1x1 GEMMs must take the blocked path");
 
 /* A 1x1 stride-1 unpadded CONV: per image a (K x C) . (C x H*W) product,
  * whatever the image's shape. */
@@ -202,16 +201,14 @@ static int pointwise(const hwt_conv_desc *d) {
          d->pad_w == 0 && d->pad_h_end == 0 && d->pad_w_end == 0;
 }
 
-static int gemm_ok(const hwt_conv_desc *d, int OH, int OW) {
-  (void)OH;
-  (void)OW;
-  return pointwise(d) && d->K >= GEMM_MIN_K;
+static int gemm_ok(const hwt_conv_desc *d, hwt_isa isa) {
+  return pointwise(d) && d->K >= hwt_conv_variant_for(isa)->pw_min_k;
 }
 
 /* Small images stay on the template (the variant's pw_max_hw: its
  * register block against the GEMM's tile, nchwc_body.c). */
 static int gemm_default(const hwt_conv_desc *d, int OH, int OW, hwt_isa isa) {
-  return gemm_ok(d, OH, OW) && (long)OH * OW > hwt_conv_variant_for(isa)->pw_max_hw;
+  return gemm_ok(d, isa) && (long)OH * OW > hwt_conv_variant_for(isa)->pw_max_hw;
 }
 
 /* The pointwise CONV's image as one row of H*W pixels: the same tensors
@@ -317,7 +314,7 @@ int hwt_conv_plan_make(const hwt_conv_desc *d, hwt_conv_layout layout,
     hwt_gemm_desc g;
     hwt_gemm_plan gp;
     gemm_desc_of(d, OH * OW, &g);
-    if (!gemm_ok(d, OH, OW) || hwt_gemm_plan_make(&g, isa, nth, &gp) != HWT_OK)
+    if (!gemm_ok(d, isa) || hwt_gemm_plan_make(&g, isa, nth, &gp) != HWT_OK)
       return HWT_EINVAL;
     out->layout = layout;
     /* The weights are the GEMM's A, packed once into its micro-panels

@@ -50,9 +50,11 @@ typedef struct {
   int caps[5];       /* caps[nv]: largest register block, in pixels, of nv vectors per pixel */
   int block_scratch; /* 1: row() keeps its accumulators in a->scratch (reg_n x oc_bn floats) */
   /* 1x1 CONVs (stride 1, unpadded, NCHW, default params) of at most this
-   * many output pixels per image run on this template rather than as GEMMs
-   * (conv.c, GEMM_MIN_K): measured per variant. */
+   * many output pixels per image, or of fewer than pw_min_k output
+   * channels, run on this template rather than as GEMMs (conv.c): measured
+   * per variant. */
   int pw_max_hw;
+  int pw_min_k;
   void (*row)(const hwt_conv_row_args *a);
   hwt_conv_stage_fn stage;
   /* dst[pos] = src[pos * step] for pos < n (a stride phase of a row). */
