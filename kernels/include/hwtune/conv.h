@@ -22,7 +22,10 @@
  *                   one GEMM per image (y[n] = W x[n], K x C times C x
  *                   OH*OW): what NCHW with default params becomes for
  *                   such shapes (conv.c says which); weights packed once
- *                   as the GEMM's A micro-panels (hwt_gemm_pack_a)
+ *                   as the GEMM's A micro-panels (hwt_gemm_pack_a). A
+ *                   strided 1x1 unpadded CONV with default params runs the
+ *                   plan of its stride-1 CONV over each thread's copy of
+ *                   the subsampled input (plan.sub; pw_stride.c)
  *   HWT_CONV_NCHWC  x NCHW[ic_bn]c  [N][C/ic_bn][H][W][ic_bn]
  *                   y NCHW[oc_bn]c  [N][K/oc_bn][OH][OW][oc_bn]
  *                   weights OIHW[ic_bn]i[oc_bn]o [K/oc_bn][C/ic_bn][R][S][ic_bn][oc_bn]
