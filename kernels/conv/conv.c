@@ -187,13 +187,12 @@ int hwt_conv_default_params(const hwt_conv_desc *d, hwt_isa isa, hwt_conv_params
  * 480->192 at 14x14 78.2 vs 56.7, 832->384 at 7x7 59.3 vs 53.2, 64->256 at
  * 56x56 84.9 vs 56.4, 1024->256 at 14x14 82.1 vs 58.1; but 192->16 49.5 vs
  * 53.7: too few output channels (rows of A) to amortise packing x[n],
- * hence GEMM_MIN_K; at K = 32 the GEMM still led, 1.03-1.26x (192->32 at
+ * hence a least K, the variant's pw_min_k (measured per variant on Zen 4:
+ * nchwc_body.c); at K = 32 the GEMM still led, 1.03-1.26x (192->32 at
  * 28x28, 480->32 at 14x14, 256->32 at 56x56, 64->32, 832->32 at 7x7).
+ * (The packed-A GEMM runs the blocked path whatever K, also at most
+ * HWT_GEMV_MAX_M rows, so the epilogue's share is always that path's.)
  * Explicit params always mean the template: they are its knobs. */
-#define GEMM_MIN_K 32
-/* The epilogue runs on the share of the blocked GEMM path; matrices of at
- * most HWT_GEMV_MAX_M rows take the matrix-vector path instead. */
-_Static_assert(GEMM_MIN_K > HWT_GEMV_MAX_M, "1x1 GEMMs must take the blocked path");
 
 /* A 1x1 stride-1 unpadded CONV: per image a (K x C) . (C x H*W) product,
  * whatever the image's shape. */
@@ -202,16 +201,14 @@ static int pointwise(const hwt_conv_desc *d) {
          d->pad_w == 0 && d->pad_h_end == 0 && d->pad_w_end == 0;
 }
 
-static int gemm_ok(const hwt_conv_desc *d, int OH, int OW) {
-  (void)OH;
-  (void)OW;
-  return pointwise(d) && d->K >= GEMM_MIN_K;
+static int gemm_ok(const hwt_conv_desc *d, hwt_isa isa) {
+  return pointwise(d) && d->K >= hwt_conv_variant_for(isa)->pw_min_k;
 }
 
 /* Small images stay on the template (the variant's pw_max_hw: its
  * register block against the GEMM's tile, nchwc_body.c). */
 static int gemm_default(const hwt_conv_desc *d, int OH, int OW, hwt_isa isa) {
-  return gemm_ok(d, OH, OW) && (long)OH * OW > hwt_conv_variant_for(isa)->pw_max_hw;
+  return gemm_ok(d, isa) && (long)OH * OW > hwt_conv_variant_for(isa)->pw_max_hw;
 }
 
 /* The pointwise CONV's image as one row of H*W pixels: the same tensors
@@ -282,6 +279,11 @@ int hwt_conv_plan_make(const hwt_conv_desc *d, hwt_conv_layout layout,
   if (!hwt_isa_supported(isa)) return HWT_EISA;
   /* NCHW with default params stays runnable whatever the kernel width. */
   if (layout == HWT_CONV_NCHW && !params && d->S > HWT_CONV_MAX_S) layout = HWT_CONV_NCHW_DIRECT;
+  /* Strided 1x1: the stride-1 CONV of the subsampled input where that
+   * one runs as the GEMM or the flattened template (pw_stride.c). */
+  if (layout == HWT_CONV_NCHW && !params && hwt_conv_pw_strided(d) &&
+      hwt_conv_pw_plan(d, isa, nth, out) == HWT_OK)
+    return HWT_OK;
   memset(out, 0, sizeof(*out));
   out->d = *d;
   out->layout = layout;
@@ -312,7 +314,7 @@ int hwt_conv_plan_make(const hwt_conv_desc *d, hwt_conv_layout layout,
     hwt_gemm_desc g;
     hwt_gemm_plan gp;
     gemm_desc_of(d, OH * OW, &g);
-    if (!gemm_ok(d, OH, OW) || hwt_gemm_plan_make(&g, isa, nth, &gp) != HWT_OK)
+    if (!gemm_ok(d, isa) || hwt_gemm_plan_make(&g, isa, nth, &gp) != HWT_OK)
       return HWT_EINVAL;
     out->layout = layout;
     /* The weights are the GEMM's A, packed once into its micro-panels
@@ -695,7 +697,15 @@ static void nchwc_units(const hwt_conv_plan *p, const float *x, const float *w,
  * min of 40 ctypes runs, two alternated process pairs): the epilogue of
  * 16->96 at 112x112 154-165 -> 62-70 us, 24->144 at 56x56 65 -> 22 us,
  * 40->240 at 28x28 28 -> 14 us; with SiLU the whole conv 994-1011 -> 839-843
- * us, 440 -> 381 us, 250 -> 219 us. */
+ * us, 440 -> 381 us, 250 -> 219 us. The epilogue applied by the micro-kernels
+ * in registers as they store each finished tile (row bias, residual, ReLU;
+ * pointwise_layers.py --baseline-lib, ResNet-50's 1x1 CONVs, 1 thread, Zen
+ * 4 under load ~7, 11-15 alternated samples): with the residual 0.81-0.86x
+ * on AVX2 (its rows, one line per row of the tile and a row of C apart,
+ * missed in the B-panel order's column strips even when prefetched two
+ * tiles ahead) and 0.93-1.03x on AVX-512; bias and ReLU alone 0.98-1.05x
+ * (AVX2) and 0.98-1.03x (AVX-512, two rows 1.12-1.23x in one run only):
+ * within noise, so not kept. */
 static void gemm_units(const hwt_conv_plan *p, const float *x, const float *w,
                        const float *bias, const float *res, float *y, float *ws, int tid,
                        int nth) {
@@ -728,6 +738,10 @@ void hwt_conv_run_part(const hwt_conv_plan *p, const float *x, const float *w_pa
 void hwt_conv_run_part_res(const hwt_conv_plan *p, const float *x, const float *w_packed,
                            const float *bias, const float *res, float *y, float *ws, int tid,
                            int nth) {
+  if (p->sub) {
+    hwt_conv_pw_run_part(p, x, w_packed, bias, res, y, ws, tid, nth);
+    return;
+  }
   hwt_conv_plan view;
   p = flat_view(p, &view);
   const hwt_conv_desc *d = &p->d;

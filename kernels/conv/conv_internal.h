@@ -50,9 +50,11 @@ typedef struct {
   int caps[5];       /* caps[nv]: largest register block, in pixels, of nv vectors per pixel */
   int block_scratch; /* 1: row() keeps its accumulators in a->scratch (reg_n x oc_bn floats) */
   /* 1x1 CONVs (stride 1, unpadded, NCHW, default params) of at most this
-   * many output pixels per image run on this template rather than as GEMMs
-   * (conv.c, GEMM_MIN_K): measured per variant. */
+   * many output pixels per image, or of fewer than pw_min_k output
+   * channels, run on this template rather than as GEMMs (conv.c): measured
+   * per variant. */
   int pw_max_hw;
+  int pw_min_k;
   void (*row)(const hwt_conv_row_args *a);
   hwt_conv_stage_fn stage;
   /* dst[pos] = src[pos * step] for pos < n (a stride phase of a row). */
@@ -133,6 +135,15 @@ void hwt_conv_direct_pack(const hwt_conv_desc *d, const float *w_oihw, float *w_
 void hwt_conv_direct_units(const hwt_conv_plan *p, const float *x, const float *w,
                            const float *bias, const float *res, float *y, float *ws, long lo,
                            long hi);
+/* Strided 1x1 unpadded CONVs (pw_stride.c): whether d is one; its
+ * stride-1 CONV of one subsampled image; the plan (HWT_OK with out->sub
+ * set, or an error), and thread tid's share of a run. */
+int hwt_conv_pw_strided(const hwt_conv_desc *d);
+hwt_conv_desc hwt_conv_pw_sub_desc(const hwt_conv_desc *d);
+int hwt_conv_pw_plan(const hwt_conv_desc *d, hwt_isa isa, int nth, hwt_conv_plan *out);
+void hwt_conv_pw_run_part(const hwt_conv_plan *p, const float *x, const float *w,
+                          const float *bias, const float *res, float *y, float *ws, int tid,
+                          int nth);
 /* Workspace pieces start on 64-byte lines: floats rounded up to 16. */
 #define ALIGN_FLOATS(n) (((n) + 15) & ~(size_t)15)
 

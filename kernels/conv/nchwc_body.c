@@ -410,7 +410,18 @@ static void epilogue(float *y, const float *res, long n, float bias, int relu, f
  * its tile's. */
 #define PW_MAX_HW HV_BY_ISA(1, 1, 196)
 
+/* 1x1 CONVs of fewer output channels than this run on this template, not
+ * the GEMM (conv.c). Zen 4, 1 thread, least of 15 alternated thread-time
+ * samples, GEMM vs template (benchmarks/pointwise_layers.py, EfficientNet-B0
+ * and MobileNetV2's projections, under load ~9): K = 24 (96->24 and
+ * 144->24 at 56x56) 1.62-1.73x on AVX2, 1.13-1.18x on AVX-512; K = 16
+ * (32->16 at 112x112) 1.06-1.07x on AVX2 but 0.83-0.88x on AVX-512, whose
+ * 12x32 tile spends a 12-row and a 4-row panel on 16 rows. (Zen 3, AVX2:
+ * the template led at 192->16, conv.c.) */
+#define PW_MIN_K HV_BY_ISA(32, 16, 24)
+
 const hwt_conv_variant HWT_VARIANT(hwt_conv_variant) = {
     .vec = HV_W, .nv_max = NV_MAX, .caps = {0, CAP_OF(1), CAP_OF(2), CAP_OF(3), CAP_OF(4)},
-    .block_scratch = 0, .pw_max_hw = PW_MAX_HW, .row = row, .stage = stage_tile,
+    .block_scratch = 0, .pw_max_hw = PW_MAX_HW,
+    .pw_min_k = PW_MIN_K, .row = row, .stage = stage_tile,
     .phase = phase_copy, .deint2 = deint2, .epilogue = epilogue};

@@ -82,6 +82,7 @@ const hwt_conv_variant hwt_conv_variant_generic = {
     .vec = 8, .nv_max = 2, .caps = {0, 8, 8, 8, 8}, .block_scratch = 1,
     /* 1x1 images only: the template 1.26-1.40x the GEMM there (1152->48,
      * 48->1152, 672->32), 0.34-0.37x at 7x7 and 14x14 (Zen 4, 1 thread,
-     * medians of 21 alternated runs, under load). */
-    .pw_max_hw = 1, .row = row, .stage = stage_tile, .phase = phase_copy, .deint2 = deint2,
+     * medians of 21 alternated runs, under load). Least K: conv.c's
+     * measurement (Zen 3, AVX2), not repeated for this variant. */
+    .pw_max_hw = 1, .pw_min_k = 32, .row = row, .stage = stage_tile, .phase = phase_copy, .deint2 = deint2,
     .epilogue = epilogue};

@@ -42,7 +42,7 @@ static inline __attribute__((always_inline)) void body(int kc, const float *a, c
                                                        size_t ldb, float *bcopy, float *c,
                                                        size_t ldc, int n, float beta,
                                                        const float *bias, const int ROWS,
-                                                       const int COPY) {
+                                                       const int NV, const int COPY) {
   __m256 acc[MR][2];
 #pragma GCC unroll 6
   for (int i = 0; i < ROWS; i++) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
@@ -67,13 +67,13 @@ static inline __attribute__((always_inline)) void body(int kc, const float *a, c
     } else {
       _mm_prefetch((const char *)((uintptr_t)b + B_PF * ldb * sizeof(float)), _MM_HINT_T0);
       b0 = _mm256_loadu_ps(b);
-      b1 = _mm256_loadu_ps(b + 8);
+      b1 = NV == 2 ? _mm256_loadu_ps(b + 8) : _mm256_setzero_ps();
     }
 #pragma GCC unroll 6
     for (int i = 0; i < ROWS; i++) {
       __m256 ai = _mm256_broadcast_ss(a + i);
       acc[i][0] = _mm256_fmadd_ps(ai, b0, acc[i][0]);
-      acc[i][1] = _mm256_fmadd_ps(ai, b1, acc[i][1]);
+      if (NV == 2) acc[i][1] = _mm256_fmadd_ps(ai, b1, acc[i][1]);
     }
     a += MR;
     b += ldb;
@@ -110,21 +110,25 @@ static inline __attribute__((always_inline)) void body(int kc, const float *a, c
   }
 }
 
-/* One body per row count, so every accumulator loop is fully unrolled. */
-#define HWT_ROWS_SWITCH(COPY)                                                     \
-  switch (m) {                                                                    \
-    case 6: body(kc, a, b, ldb, bcopy, c, ldc, n, beta, bias, 6, COPY); return;   \
-    case 5: body(kc, a, b, ldb, bcopy, c, ldc, n, beta, bias, 5, COPY); return;   \
-    case 4: body(kc, a, b, ldb, bcopy, c, ldc, n, beta, bias, 4, COPY); return;   \
-    case 3: body(kc, a, b, ldb, bcopy, c, ldc, n, beta, bias, 3, COPY); return;   \
-    case 2: body(kc, a, b, ldb, bcopy, c, ldc, n, beta, bias, 2, COPY); return;   \
-    default: body(kc, a, b, ldb, bcopy, c, ldc, n, beta, bias, 1, COPY); return;  \
+/* One body per row count (and vector count), so every accumulator loop is
+ * fully unrolled. */
+#define HWT_ROWS_SWITCH(NV, COPY)                                                     \
+  switch (m) {                                                                        \
+    case 6: body(kc, a, b, ldb, bcopy, c, ldc, n, beta, bias, 6, NV, COPY); return;   \
+    case 5: body(kc, a, b, ldb, bcopy, c, ldc, n, beta, bias, 5, NV, COPY); return;   \
+    case 4: body(kc, a, b, ldb, bcopy, c, ldc, n, beta, bias, 4, NV, COPY); return;   \
+    case 3: body(kc, a, b, ldb, bcopy, c, ldc, n, beta, bias, 3, NV, COPY); return;   \
+    case 2: body(kc, a, b, ldb, bcopy, c, ldc, n, beta, bias, 2, NV, COPY); return;   \
+    default: body(kc, a, b, ldb, bcopy, c, ldc, n, beta, bias, 1, NV, COPY); return;  \
   }
 
 void hwt_gemm_ukr_avx2_6x16(int kc, const float *a, const float *b, size_t ldb, float *c,
                             size_t ldc, int m, int n, float beta, const float *bias) {
   float *bcopy = NULL;
-  HWT_ROWS_SWITCH(0)
+  /* A right edge of at most 8 columns (a 7x7 CONV's 49 = 3 x 16 + 1
+   * pixels) spends one vector of FMAs per row, not two. */
+  if (n <= 8) HWT_ROWS_SWITCH(1, 0)
+  HWT_ROWS_SWITCH(2, 0)
 }
 
 /* Right edge (n < 16), once per depth block: pack the panel with masked
@@ -147,6 +151,6 @@ void hwt_gemm_ukr_pack_avx2_6x16(int kc, const float *a, const float *b, size_t 
     hwt_gemm_ukr_avx2_6x16(kc, a, bcopy, NR, c, ldc, m, n, beta, bias);
     return;
   }
-  HWT_ROWS_SWITCH(1)
+  HWT_ROWS_SWITCH(2, 1)
 }
 #undef HWT_ROWS_SWITCH

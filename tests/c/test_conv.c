@@ -207,11 +207,21 @@ static void test_gemm_choice(void) {
   small.K = 16;
   padded.pad_h = padded.pad_h_end = 1;
   strided.stride_w = 2;
+  /* A strided 1x1 runs the stride-1 plan of its subsampled input (here
+   * 6x3 pixels: the GEMM), the plan keeping the real shape; asked for
+   * NCHW_GEMM itself it is refused like the other shapes. */
+  CHECK(hwt_conv_plan_make(&strided, HWT_CONV_NCHW, NULL, HWT_ISA_GENERIC, 2, &plan) ==
+                HWT_OK &&
+            plan.sub && plan.layout == HWT_CONV_NCHW_GEMM && plan.OH == 6 && plan.OW == 3 &&
+            plan.d.W == 6 && plan.d.stride_w == 2 && plan.x_floats == 16 * 36,
+        "strided 1x1: the GEMM over the subsampled input");
   const hwt_conv_desc *no[3] = {&small, &padded, &strided};
   for (int i = 0; i < 3; i++) {
-    CHECK(hwt_conv_plan_make(no[i], HWT_CONV_NCHW, NULL, HWT_ISA_GENERIC, 1, &plan) == HWT_OK &&
-              plan.layout == HWT_CONV_NCHW,
-          "shape %d keeps the template", i);
+    if (no[i] != &strided)
+      CHECK(hwt_conv_plan_make(no[i], HWT_CONV_NCHW, NULL, HWT_ISA_GENERIC, 1, &plan) ==
+                    HWT_OK &&
+                plan.layout == HWT_CONV_NCHW,
+            "shape %d keeps the template", i);
     CHECK(hwt_conv_plan_make(no[i], HWT_CONV_NCHW_GEMM, NULL, HWT_ISA_GENERIC, 1, &plan) ==
               HWT_EINVAL,
           "shape %d refuses NCHW_GEMM", i);
@@ -387,6 +397,16 @@ int main(void) {
   test_shape((hwt_conv_desc){1, 5, 6, 41, 8, 3, 3, 2, 2, 3, 3, 0, 1, 1, 1, 2, 0, 0});
   test_shape((hwt_conv_desc){2, 4, 7, 37, 6, 3, 5, 2, 2, 0, 0, 1, 1, 1, 0, 1, 0, 0});
   test_shape((hwt_conv_desc){1, 3, 5, 60, 4, 1, 10, 1, 9, 0, 4, 0, 1, 1, 0, 4, 0, 0});
+  /* strided 1x1 (ResNet's downsample projections): the stride-1 plan over
+   * each thread's subsampled copy -- the GEMM (240 output pixels, so on
+   * AVX-512 too), the template flattened (7x7) or by rows (K < 32), an odd
+   * width (the pair-at-a-time phase copy's last column), unequal strides,
+   * an activation */
+  test_shape((hwt_conv_desc){2, 12, 31, 29, 40, 1, 1, 2, 2, 0, 0, 1, 1, 1, 0, 0, 0, 0});
+  test_shape((hwt_conv_desc){1, 24, 13, 13, 64, 1, 1, 2, 2, 0, 0, 0, 1, 1, 0, 0, 0, 0});
+  test_shape((hwt_conv_desc){1, 7, 9, 20, 12, 1, 1, 3, 1, 0, 0, 1, 1, 1, 0, 0, 0, 0});
+  test_shape((hwt_conv_desc){1, 9, 10, 11, 33, 1, 1, 1, 2, 0, 0, 0, 1, 1, 0, 0, 0,
+                             HWT_CONV_ACT_SILU});
   /* Winograd at stride 2 (5x5 patches; the default from 32 channels, with
    * the residual): odd sizes, no padding on an even width (the last input
    * column read by no tile), asymmetric padding with few channels */

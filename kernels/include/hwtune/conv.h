@@ -22,7 +22,10 @@
  *                   one GEMM per image (y[n] = W x[n], K x C times C x
  *                   OH*OW): what NCHW with default params becomes for
  *                   such shapes (conv.c says which); weights packed once
- *                   as the GEMM's A micro-panels (hwt_gemm_pack_a)
+ *                   as the GEMM's A micro-panels (hwt_gemm_pack_a). A
+ *                   strided 1x1 unpadded CONV with default params runs the
+ *                   plan of its stride-1 CONV over each thread's copy of
+ *                   the subsampled input (plan.sub; pw_stride.c)
  *   HWT_CONV_NCHWC  x NCHW[ic_bn]c  [N][C/ic_bn][H][W][ic_bn]
  *                   y NCHW[oc_bn]c  [N][K/oc_bn][OH][OW][oc_bn]
  *                   weights OIHW[ic_bn]i[oc_bn]o [K/oc_bn][C/ic_bn][R][S][ic_bn][oc_bn]
@@ -117,6 +120,9 @@ typedef struct {
   size_t wino_pack_full, wino_pack_tail;
   int flat; /* 1: a 1x1 stride-1 unpadded NCHW CONV whose H x W image the template runs
                as one row of H*W pixels (d, OH, OW stay the real ones; conv.c) */
+  int sub;  /* 1: a strided 1x1 unpadded NCHW CONV run as the stride-1 plan above (GEMM or
+               flat template) over each thread's copy of the subsampled input (d, OH, OW
+               stay the real ones; pw_stride.c) */
 } hwt_conv_plan;
 
 /* Output size; HWT_EINVAL if the shape is invalid (empty output, bad stride). */
