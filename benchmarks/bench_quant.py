@@ -85,6 +85,22 @@ def _step(path, output):
     return None
 
 
+def _fp32_outputs(name, d, feeds):
+    """The fp32 model's output on the same feeds (ORT on the exported file
+    the quantized one was made from)."""
+    return np.asarray(_ort(os.path.join(d, f"{name}.onnx"), 1, feeds)()[0])
+
+
+def _vs_fp32(got, want, ref):
+    """How far hwtune's and ORT's int8 outputs each are from the fp32
+    model's (ref), relative to its scale: two int8 results that part by
+    about the quantisation error itself are equally good approximations."""
+    scale = max(float(np.abs(ref).max()), 1e-30)
+    return (f"from fp32: hwtune {float(np.abs(got - ref).max()) / scale:.4f}, ORT int8 "
+            f"{float(np.abs(want - ref).max()) / scale:.4f} of its scale)")
+
+
+
 def bench(name, small, threads, reps, d):
     from hwtune.engine.runner import native_engine
     from hwtune.native.isa import ISA_NAMES
@@ -97,6 +113,7 @@ def bench(name, small, threads, reps, d):
     feeds = {k: np.asarray(v) for k, v in built.inputs.items()}
     out = built.output_names[0]
     step = _step(path, out)
+    fp32 = _fp32_outputs(name, d, feeds).reshape(-1)
     isas = [i for i in ("avx512", "avx2") if i in supported_isas()]
     print(f"\n{name}{' (small)' if small else ''}: ms per inference (median of {reps}, "
           "interleaved; the load is measured per thread count)")
@@ -119,7 +136,8 @@ def bench(name, small, threads, reps, d):
                            "docs/onnx.md)")
             else:
                 good = err <= TOL * float(np.abs(want).max())
-                verdict = "ok" if good else f"WRONG (max diff {err:.3g})"
+                verdict = "ok" if good else f"WRONG (max diff {err:.3g}; " + \
+                    _vs_fp32(got.reshape(-1), want.reshape(-1), fp32)
             fns.append(eng.run)
             labels.append(f"hwtune {'avx512_vnni' if isa == 'avx512' else isa}")
             ok.append(verdict)
