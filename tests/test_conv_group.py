@@ -88,11 +88,12 @@ def _pair(v):
     return (v, v) if isinstance(v, int) else tuple(v)
 
 
-def reference_matches_loops(g, loop_reference, attrs):
-    """The numpy reference of the one-conv graph g (x, w, b -> y) against
-    loop_reference(x, w, b, attrs), float64 loops that spell the
-    definition out, on seeded inputs."""
-    x_shape, w_shape = g.shapes["x"], g.shapes["w"]
+def reference_matches_loops(model, loop_reference, case):
+    """The numpy reference of the one-conv graph model(x_shape, w_shape,
+    attrs) (x, w, b -> y) against loop_reference(x, w, b, attrs), float64
+    loops that spell the definition out, on seeded inputs."""
+    x_shape, w_shape, attrs = case
+    g = model(x_shape, w_shape, attrs)
     rng = np.random.default_rng(1)
     x = rng.uniform(-2, 2, x_shape).astype(np.float32)
     w = rng.uniform(-1, 1, w_shape).astype(np.float32)
@@ -105,8 +106,7 @@ def reference_matches_loops(g, loop_reference, attrs):
 
 @pytest.mark.parametrize("case", CASES, ids=_id)
 def test_reference_is_one_conv_per_group(case):
-    x_shape, w_shape, attrs = case
-    reference_matches_loops(_model(x_shape, w_shape, attrs), _loop_reference, attrs)
+    reference_matches_loops(_model, _loop_reference, case)
 
 
 # Float accumulation of C/group*KH*KW (<= 49 here) products of |x| <= 2

@@ -81,8 +81,10 @@ static void link_families(void) {
   hwt_ops_movement(&n);
 }
 
-/* HWT_OK after running every share, or prepare's status (err filled). */
-static int one_op_run(one_op *t, hwt_isa isa, int nth, char *err, size_t errlen) {
+/* HWT_OK after running every share, or prepare's status (err filled);
+ * const_in: the bit mask of inputs prepare may take as constants (op.h). */
+static int one_op_run_const(one_op *t, hwt_isa isa, int nth, unsigned const_in, char *err,
+                            size_t errlen) {
   link_families();
   const hwt_op_impl *impl = hwt_ops_find(hwt_graph_op_type(t->g, t->op));
   if (!impl) {
@@ -102,6 +104,7 @@ static int one_op_run(one_op *t, hwt_isa isa, int nth, char *err, size_t errlen)
   }
   ctx.isa = isa;
   ctx.max_threads = nth;
+  ctx.const_in = const_in;
   int rc = impl->prepare(&ctx, err, errlen);
   if (rc != HWT_OK) return rc;
   float *ws = alloc_floats((int64_t)(ctx.ws_floats ? ctx.ws_floats : 1));
@@ -109,6 +112,11 @@ static int one_op_run(one_op *t, hwt_isa isa, int nth, char *err, size_t errlen)
   free(ws);
   if (impl->release) impl->release(&ctx);
   return HWT_OK;
+}
+
+/* one_op_run_const with every input run-time. */
+static int one_op_run(one_op *t, hwt_isa isa, int nth, char *err, size_t errlen) {
+  return one_op_run_const(t, isa, nth, 0u, err, errlen);
 }
 
 /* Count of elements outside |got - want| <= atol + rtol |want| (NaN in got

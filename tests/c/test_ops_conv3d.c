@@ -56,31 +56,7 @@ static void set3(one_op *t, const char *key, const int64_t v[3]) {
 
 /* one_op_run with the weights (input 1) constant, as prepare needs. */
 static int run_const_w(one_op *t, hwt_isa isa, int nth, char *err, size_t errlen, int w_const) {
-  link_families();
-  const hwt_op_impl *impl = hwt_ops_find("conv3d");
-  if (!impl) {
-    snprintf(err, errlen, "no implementation");
-    return HWT_EINVAL;
-  }
-  hwt_op_ctx ctx;
-  memset(&ctx, 0, sizeof ctx);
-  ctx.g = t->g;
-  ctx.op = t->op;
-  ctx.n_in = t->n_in;
-  ctx.n_out = 1;
-  for (int i = 0; i < t->n_in; i++) ctx.in[i] = t->in[i];
-  ctx.out[0] = t->out[0];
-  for (int64_t k = 0; k < t->out_n[0]; k++) t->out[0][k] = NAN;
-  ctx.isa = isa;
-  ctx.max_threads = nth;
-  ctx.const_in = w_const ? 2u : 0u;
-  int rc = impl->prepare(&ctx, err, errlen);
-  if (rc != HWT_OK) return rc;
-  float *ws = alloc_floats((size_t)(ctx.ws_floats ? ctx.ws_floats : 1));
-  for (int tid = nth - 1; tid >= 0; tid--) impl->run(&ctx, ws, tid, nth);
-  free(ws);
-  impl->release(&ctx);
-  return HWT_OK;
+  return one_op_run_const(t, isa, nth, w_const ? 2u : 0u, err, errlen);
 }
 
 static void build(one_op *t, const c3_case *q, int64_t o[3]) {
