@@ -240,14 +240,14 @@ def _window(attrs, x_shape, w_shape):
     return at
 
 
-def _float_conv(cx, attrs, x, w, bias, out=None):
-    """A float conv2d of x by the weights w (and bias), Conv's window and
-    group: the quantized forms qconv2d does not run well (below)."""
+def _float_conv(cx, attrs, x, w, w_input, bias, out=None):
+    """A float conv2d of x by the weights w (the node's input w_input, as
+    floats) and bias, Conv's window and group: the quantized forms qconv2d
+    does not run well (below)."""
     at = _window(attrs, cx.shape(0), w.shape)
     if int(attrs.get("group", 1)) != 1:
         at["group"] = int(attrs["group"])
-    ins = [x, cx.param(f"{cx.node.input[1 if cx.node.op_type == 'ConvInteger' else 3]}:float",
-                       w.astype(np.float32))]
+    ins = [x, cx.param(f"{cx.node.input[w_input]}:float", w.astype(np.float32))]
     if bias is not None:
         ins.append(cx.param(f"{cx.node.name or cx.out()}:bias", bias.astype(np.float32)))
     return cx.emit("conv2d", ins, at, out=out)
@@ -363,7 +363,7 @@ def _qlinear_depthwise(cx, attrs, x, a_scale, a_zp, q):
         bias = (np.asarray(cx.const(8, "B"), np.float64).reshape(-1) * np.float32(a_scale)
                 * np.asarray(ws, np.float64).reshape(-1))
     xf = cx.emit("dequantize", [x], {"scale": a_scale, "zero_point": float(a_zp)})
-    y = _float_conv(cx, attrs, xf, w, bias)
+    y = _float_conv(cx, attrs, xf, w, 3, bias)
     out, signed = _requant(cx, 6, 7)
     cx.emit(f"quantize_{out['out']}", [y], {"scale": out["y_scale"],
                                             "zero_point": float(out["y_zero"])}, out=cx.out())
@@ -503,7 +503,7 @@ def _conv_integer_float(cx, attrs, x, q, zp, x_zero):
     2^24); a sum past 2^24 rounds by about 1e-7 of itself, where ORT's int32
     is exact."""
     centred = cx.emit("sub", [x, x_zero])
-    _float_conv(cx, attrs, centred, q.astype(np.float32) - _per_channel(zp, q.ndim), None,
+    _float_conv(cx, attrs, centred, q.astype(np.float32) - _per_channel(zp, q.ndim), 1, None,
                 out=cx.out())
 
 
