@@ -291,10 +291,15 @@ def test_tune_graph_tunes_each_count_and_refuses_too_many(tmp_path):
                               "1,2", "--search", "grid", "--trials", "2", "--reps", "1",
                               "--json", db=path).stdout)
     assert again["stages"]["conv"]["measured"] == 0
-    # `run` at the tuned team runs what the final comparison measured: the
-    # stored config's knobs, or the default when the default was kept.
-    uses = json.loads(ok.stdout)["verdict"]["uses"]
-    team = json.loads(ok.stdout)["tuned"]["config"]["threads"] if uses != "default" else 2
+    # `run` at the tuned team runs what the last final comparison chose: the
+    # stored config's knobs, or the default when the default was kept. The
+    # rerun's comparison measures again and may decide otherwise than the
+    # first (a 6x6 CONV's candidates are within noise of each other), so its
+    # verdict is the one `run` follows: the CI of 734bcb7 read the first
+    # run's 'default' while the rerun had stored a config.
+    uses = again["verdict"]["uses"]
+    assert uses in ("default", "tuned", "stored")
+    team = again["tuned"]["config"]["threads"] if uses != "default" else 2
     ran = hwtune("run", str(model), "--threads", str(team), "--iterations", "1", "--json",
                  db=path)
     assert ran.returncode == 0, ran.stderr
