@@ -30,6 +30,7 @@ set(HWTUNE_KERNEL_BODIES
   "kernels/rnn/cell_body.c generic avx2 avx512"
   "kernels/qgemm/body.c generic avx2 avx512"  # int8 GEMM (issue #43)
   "kernels/qadd/body.c generic avx2 avx512"  # quantized residual add (issue #43)
+  "kernels/qdw/body.c generic avx2 avx512"  # depthwise int8 conv on u8 channels-last (issue #43)
 )
 
 if(HWTUNE_X86)

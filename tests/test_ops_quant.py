@@ -148,6 +148,16 @@ CONV_CASES = [  # (x shape, oc, k, stride, pad, groups, a_signed, per_channel, z
     ((1, 3, 15, 13), 16, 7, 2, 3, 1, False, True, False, "u8", True),
     ((1, 64, 20, 20), 72, 1, 1, 0, 1, False, False, False, "u8", False),
     ((2, 36, 8, 8), 70, 1, 2, 0, 1, False, True, False, "s8", True),
+    # depthwise with u8 activations and a u8 / float output: the depthwise
+    # int8 kernel (kernels/qdw): 3x3 and 5x5, stride 1 and 2, channel counts
+    # that fill AVX-512's 16 lanes, AVX2's 8 only, or neither (the portable
+    # row), weight zero points, images narrower than a register block
+    ((1, 32, 9, 11), 32, 3, 1, 1, 32, False, True, False, "u8", True),
+    ((2, 48, 12, 12), 48, 3, 2, 1, 48, False, True, True, "u8", False),
+    ((1, 24, 14, 13), 24, 5, 2, 2, 24, False, True, False, "f32", True),
+    ((1, 20, 7, 7), 20, 5, 1, 2, 20, False, False, True, "u8", True),
+    ((3, 16, 3, 4), 16, 3, 1, 1, 16, False, True, False, "f32", False),
+    ((1, 64, 28, 30), 64, 3, 1, 1, 64, False, True, False, "u8", False),
 ]
 
 

@@ -40,15 +40,29 @@ def _producer_ok(graph: Graph, op) -> bool:
         return True
     if a.get("out") != "u8":
         return False
-    return op.op == "qadd" or (op.op == "qconv2d" and a.get("groups", 1) == 1)
+    return op.op == "qadd" or (op.op == "qconv2d" and (a.get("groups", 1) == 1 or
+                                                      _depthwise(graph, op)))
 
 
-def _reader_ok(op, index: int) -> bool:
+def _depthwise(graph: Graph, op) -> bool:
+    """A depthwise qconv2d with u8 activations (one channel per group,
+    multiplier 1): the depthwise int8 kernel (engine/ops/quant.c, kernels/
+    qdw) reads and writes channels-last bytes like an ungrouped conv."""
+    a = op.resolved or {}
+    x = graph.shapes.get(op.inputs[0], ())
+    w = graph.shapes.get(op.inputs[1], ()) if len(op.inputs) > 1 else ()
+    g = a.get("groups", 1)
+    return (len(x) == 4 and len(w) == 4 and g > 1 and g == x[1] == w[0] and w[1] == 1
+            and not a.get("a_signed", False) and (w[2] or 1) * (w[3] or 1) <= 64
+            and a.get("out", "f32") in ("u8", "f32"))
+
+
+def _reader_ok(graph: Graph, op, index: int) -> bool:
     a = op.resolved or {}
     if op.op == "qadd" or _max_pool(op):
         return True  # any layout, as long as its inputs and output agree (below)
-    return (op.op == "qconv2d" and index == 0 and a.get("groups", 1) == 1
-            and not a.get("a_signed", False))
+    return (op.op == "qconv2d" and index == 0 and not a.get("a_signed", False)
+            and (a.get("groups", 1) == 1 or _depthwise(graph, op)))
 
 
 def byte_tensors(graph: Graph) -> Set[str]:
@@ -70,7 +84,7 @@ def byte_tensors(graph: Graph) -> Set[str]:
             continue
         t = op.outputs[0]
         users = readers.get(t, [])
-        if t not in outputs and users and all(_reader_ok(r, k) for r, k in users):
+        if t not in outputs and users and all(_reader_ok(graph, r, k) for r, k in users):
             out.add(t)
     adds = [op for op in graph.ops if op.op == "qadd" or _max_pool(op)]
     changed = True

@@ -19,7 +19,9 @@ from hwtune.onnx.errors import OnnxImportError
 # integers (issue #43).
 # 8: GatherND, ScatterElements, the QOperator com.microsoft element-wise ops
 # and a depthwise QLinearConv as float (merged beside 7).
-IMPORTER_VERSION = 8
+# 9: a QDQ depthwise Conv with u8 activations and one filter per channel is
+# a qconv2d again: the int8 depthwise kernel (kernels/qdw) runs it.
+IMPORTER_VERSION = 9
 
 
 @dataclass

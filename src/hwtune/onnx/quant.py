@@ -178,11 +178,25 @@ def qdq_aware(op_type, fallback):
     def convert(cx, attrs):
         st = _st(cx)
         a, w = cx.node.input[0], cx.node.input[1]
-        if a in st.deq and w in st.wq and not (op_type == "Conv" and _depthwise(cx, attrs)):
+        if a in st.deq and w in st.wq and not (op_type == "Conv" and
+                                               _float_depthwise(cx, attrs, st.deq[a])):
             _QDQ[op_type](cx, attrs, st.deq[a], st.wq[w])
         else:
             fallback(cx, attrs)
     return convert
+
+
+def _float_depthwise(cx, attrs, act):
+    """A depthwise Conv the int8 depthwise kernel does not take (s8
+    activations, or several filters per channel): the float form below.
+    With u8 activations and one filter per channel (ORT's quantize_static
+    MobileNetV2 / EfficientNet) it is a qconv2d that runs the depthwise int8
+    kernel on channels-last bytes (kernels/qdw), linked by bytes to the int8
+    1x1 convs around it (hwtune.engine.qlayout)."""
+    if not _depthwise(cx, attrs):
+        return False
+    g, a_signed = int(attrs.get("group", 1)), act[3]
+    return bool(a_signed) or cx.shape(1)[0] != g
 
 
 def _depthwise(cx, attrs):
