@@ -86,15 +86,12 @@ def test_quantized_import_matches_onnxruntime_int8(quantized, case, tmp_path):
         assert not ops["conv2d"] and not ops["matmul"], ops
     if name == "mobilenet_block":
         dw_q = [op for op in g.ops if op.op == "qconv2d" and op.attrs.get("groups", 1) > 1]
-        if form == "qdq":
-            # u8 activations, one filter per channel: the int8 depthwise
-            # kernel (kernels/qdw), on bytes from and to the 1x1 convs
-            from hwtune.engine.qlayout import hwc_links
-            links = hwc_links(g)
-            assert dw_q and not depthwise, ops
-            assert all(links.get(op.name) == {"x_hwc": 1, "y_hwc": 1} for op in dw_q), links
-        else:  # QLinearConv's depthwise form stays float (onnx/quant.py _qlinear_depthwise)
-            assert depthwise and not dw_q, ops
+        # u8 activations, one filter per channel, in both forms: the int8
+        # depthwise kernel (kernels/qdw), on bytes from and to the 1x1 convs
+        from hwtune.engine.qlayout import hwc_links
+        links = hwc_links(g)
+        assert dw_q and not depthwise, ops
+        assert all(links.get(op.name) == {"x_hwc": 1, "y_hwc": 1} for op in dw_q), links
     if (name, form) == ("resnet_cnn", "qdq"):  # DQ + DQ -> Add -> Q: one qadd
         assert ops["qadd"] > 0 and not ops["add"], ops
         # DQ -> MaxPool -> Q: the stem's max pool on the integers, between

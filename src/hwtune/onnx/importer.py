@@ -20,7 +20,8 @@ from hwtune.onnx.errors import OnnxImportError
 # 8: GatherND, ScatterElements, the QOperator com.microsoft element-wise ops
 # and a depthwise QLinearConv as float (merged beside 7).
 # 9: a QDQ depthwise Conv with u8 activations and one filter per channel is
-# a qconv2d again: the int8 depthwise kernel (kernels/qdw) runs it.
+# a qconv2d again (so is such a depthwise QLinearConv): the int8 depthwise
+# kernel (kernels/qdw) runs it.
 IMPORTER_VERSION = 9
 
 

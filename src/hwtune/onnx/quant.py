@@ -349,7 +349,10 @@ def _requant(cx, i_scale, i_zp):
 def qlinear_conv(cx, attrs):
     x, a_scale, a_zp, a_signed = _act(cx, 1, 2)
     q = np.asarray(cx.const(3, "w"))
-    if int(attrs.get("group", 1)) > 1 and q.ndim == 4 and q.shape[1] == 1:
+    g = int(attrs.get("group", 1))
+    if g > 1 and q.ndim == 4 and q.shape[1] == 1 and (
+            a_signed or q.shape[0] != g or _requant(cx, 6, 7)[1]):
+        # the int8 depthwise kernel takes u8 in and out, one filter a channel
         _qlinear_depthwise(cx, attrs, x, a_scale, a_zp, q)
         return
     qi, ws, wz = _weight_params(cx, cx.node.input[3], q, cx.const(4, "w_scale"),
@@ -367,8 +370,9 @@ def qlinear_conv(cx, attrs):
 
 
 def _qlinear_depthwise(cx, attrs, x, a_scale, a_zp, q):
-    """A depthwise QLinearConv (QOperator MobileNet / EfficientNet) as the QDQ
-    form's (_depthwise): dequantize, the float depthwise conv2d with the
+    """A depthwise QLinearConv the int8 depthwise kernel does not take (s8
+    activations or output, several filters per channel) as the QDQ form's
+    (_float_depthwise): dequantize, the float depthwise conv2d with the
     dequantized weights and bias, quantize."""
     ws = _per_channel(cx.const(4, "w_scale"), q.ndim)
     w = (q.astype(np.float32) - _per_channel(cx.const(5, "w_zero_point"), q.ndim)) * ws
