@@ -41,15 +41,11 @@ HV_AI void q_store(uint8_t *p, hv_f32 v, int zy) {
 #define NPB HV_BY_ISA(4, 8, 12)
 
 /* The epilogue of one vector of channels c of output pixel p. */
-HV_AI void finish(const hwt_qdw_desc *d, hv_f32 acc, int c, uint8_t *yb, float *yf,
-                  hv_f32 lo, hv_f32 hi) {
-  if (d->bias_i) {
-    /* both exact integers: the float sum rounds their exact sum once,
-       as the int32 sum converted to float does */
-    float b[HV_W];
-    for (int k = 0; k < HV_W; k++) b[k] = (float)d->bias_i[c + k];
-    acc = hv_add(acc, hv_load(b));
-  }
+HV_AI void finish(const hwt_qdw_desc *d, const float *bif, hv_f32 acc, int c, uint8_t *yb,
+                  float *yf, hv_f32 lo, hv_f32 hi) {
+  /* both exact integers: the float sum rounds their exact sum once, as the
+     int32 sum converted to float does */
+  if (bif) acc = hv_add(acc, hv_load(bif + c));
   hv_f32 v = hv_mul(acc, hv_load(d->scale + c));
   if (d->bias) v = hv_add(v, hv_load(d->bias + c));
   if (d->relu) v = hv_max(v, hv_zero());
@@ -62,8 +58,8 @@ HV_AI void finish(const hwt_qdw_desc *d, hv_f32 acc, int c, uint8_t *yb, float *
 
 /* NP output pixels from column ow0 of row oh, every channel: all taps of
  * the window inside the image's columns (inner) or checked per pixel. */
-HV_AI void block(const hwt_qdw_desc *d, const uint8_t *x, int x_row0, int oh, int ow0,
-                 uint8_t *yb, float *yf, const int NP, const int inner) {
+HV_AI void block(const hwt_qdw_desc *d, const float *bif, const uint8_t *x, int x_row0, int oh,
+                 int ow0, uint8_t *yb, float *yf, const int NP, const int inner) {
   const int C = d->C, cp = hwt_qdw_cp(C);
   const hv_f32 za = hv_set1((float)d->za);
   const hv_f32 lo = hv_set1((float)(0 - d->zy)), hi = hv_set1((float)(255 - d->zy));
@@ -85,7 +81,7 @@ HV_AI void block(const hwt_qdw_desc *d, const uint8_t *x, int x_row0, int oh, in
       }
     }
     for (int i = 0; i < NP; i++)
-      finish(d, acc[i], c, yb ? yb + (size_t)(ow0 + i) * C : NULL,
+      finish(d, bif, acc[i], c, yb ? yb + (size_t)(ow0 + i) * C : NULL,
              yf ? yf + (size_t)(ow0 + i) * cp : NULL, lo, hi);
   }
 }
@@ -99,15 +95,21 @@ void HWT_VARIANT(hwt_qdw_run)(const hwt_qdw_desc *d, const uint8_t *x, int x_row
                 ? 0 : (d->W - 1 + d->PL - (d->KW - 1) * d->DW) / d->SW + 1;
   if (in1 > d->OW) in1 = d->OW;
   if (in0 > in1) in0 = in1;
+  /* bias_i as floats (exact: the engine takes integers below 2^24), once */
+  float *bif = NULL;
+  if (d->bias_i) {
+    bif = ws + (d->out_u8 ? 0 : (size_t)d->OW * cp);
+    for (int c = 0; c < C; c++) bif[c] = (float)d->bias_i[c];
+  }
   for (int oh = oh0; oh < oh1; oh++) {
     uint8_t *yb = d->out_u8 ? (uint8_t *)y + (size_t)oh * d->OW * C : NULL;
     float *yf = d->out_u8 ? NULL : ws;
     int ow = 0;
-    for (; ow < in0; ow++) block(d, x, x_row0, oh, ow, yb, yf, 1, 0);
-    for (; ow + NPB <= in1; ow += NPB) block(d, x, x_row0, oh, ow, yb, yf, NPB, 1);
-    for (; ow + 4 <= in1; ow += 4) block(d, x, x_row0, oh, ow, yb, yf, 4, 1);
-    for (; ow < in1; ow++) block(d, x, x_row0, oh, ow, yb, yf, 1, 1);
-    for (; ow < d->OW; ow++) block(d, x, x_row0, oh, ow, yb, yf, 1, 0);
+    for (; ow < in0; ow++) block(d, bif, x, x_row0, oh, ow, yb, yf, 1, 0);
+    for (; ow + NPB <= in1; ow += NPB) block(d, bif, x, x_row0, oh, ow, yb, yf, NPB, 1);
+    for (; ow + 4 <= in1; ow += 4) block(d, bif, x, x_row0, oh, ow, yb, yf, 4, 1);
+    for (; ow < in1; ow++) block(d, bif, x, x_row0, oh, ow, yb, yf, 1, 1);
+    for (; ow < d->OW; ow++) block(d, bif, x, x_row0, oh, ow, yb, yf, 1, 0);
     if (!d->out_u8) {
       /* the row's pixels [OW][cp] into the channel planes */
       float *out = (float *)y + (size_t)oh * d->OW;

@@ -19,7 +19,7 @@ static const int lanes[HWT_ISA_COUNT] = {[HWT_ISA_GENERIC] = 1,
 int hwt_qdw_cp(int C) { return (C + 15) / 16 * 16; }
 
 int64_t hwt_qdw_ws_floats(const hwt_qdw_desc *d) {
-  return d->out_u8 ? 16 : (int64_t)d->OW * hwt_qdw_cp(d->C) + 16;
+  return (d->out_u8 ? 0 : (int64_t)d->OW * hwt_qdw_cp(d->C)) + hwt_qdw_cp(d->C);
 }
 
 void hwt_qdw_rows(const hwt_qdw_desc *d, hwt_isa isa, const uint8_t *x, int x_row0, void *y,

@@ -20,7 +20,7 @@ typedef struct {
   int C, H, W, OH, OW, KH, KW, SH, SW, PT, PL, DH, DW;
   int za;                /* the activation zero point (u8) */
   const float *w;        /* [KH * KW][cp] weights minus their zero points, cp = hwt_qdw_cp(C) */
-  const int32_t *bias_i; /* [C] or NULL: integers added to the sum */
+  const int32_t *bias_i; /* [C] or NULL: integers below 2^24 added to the sum */
   const float *scale;    /* [C] */
   const float *bias;     /* [C] or NULL */
   int relu, requant;     /* requant: u8 values (qmin 0, qmax 255 around zy) */
@@ -35,7 +35,7 @@ typedef struct {
 HWT_API int hwt_qdw_cp(int C);
 
 /* Floats of workspace hwt_qdw_rows needs (a row of float outputs when
- * !out_u8). */
+ * !out_u8, then bias_i as floats). */
 HWT_API int64_t hwt_qdw_ws_floats(const hwt_qdw_desc *d);
 
 /* Output rows [oh0, oh1) of one image: x is that image's u8 channels-last
