@@ -354,7 +354,8 @@ def validate(p: Predictor, rows, cores: int, *, reps: int = REPS,
                               runs=runs, on_chunk=lambda i, n: chunks[i].append(n))
         rows_ = []
         for i, m, c in zip(which, got, chunks):
-            r = replace(out[i])
+            r = replace(out[i], measured_s=None, mad_s=None, remeasured=False,
+                        disturbed=False)
             r.status, r.note, r.samples = m.status, m.note, list(m.samples)
             r.chunks = list(c) if sum(c) == len(r.samples) else []
             if m.ok:
