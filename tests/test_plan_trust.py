@@ -163,3 +163,45 @@ def test_the_whole_run_is_stored_with_the_profiles_and_read_back(tmp_path):
         db.finish_run(run, "complete")
         assert inputs.stored_whole_run(db, hk, ops) == got
         assert inputs.stored_whole_run(db, hk, ops[:1]) is None   # another graph's
+
+
+def test_the_validation_table_gives_each_model_its_verdict_and_goes_on_past_a_failure(
+        monkeypatch, capsys):
+    """bench_plan.py validate: per model PASS or MISS against the goal (and
+    'loaded' when other processes took the CPUs meanwhile), its disturbed
+    rows, a model whose command failed listed with its error line."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    import bench_plan
+
+    def rows(errors, disturbed=()):
+        return [{"scheduler": "sequential", "executors": 1, "threads": k, "predicted_s": 1 + e,
+                 "measured_s": 1.0, "mad_s": 0.01, "rel_error": e, "samples": [1.0],
+                 "status": "ok", "disturbed": i in disturbed}
+                for i, (k, e) in enumerate(zip((1, 2, 2), errors))]
+
+    def doc(rs, others):
+        return {"host": {"load_1min": 0.5},
+                "validation": {"rows": rs, "summary": validate.summary(rs),
+                               "others_cpu_share": others}}
+    docs = {"good": doc(rows((0.02, -0.05, 0.08)), 0.01),
+            "bad": doc(rows((0.02, -0.3, 0.08), disturbed=(1,)), 0.5)}
+
+    def run(cmd, **kw):
+        name = cmd[cmd.index("plan") + 1]
+        if name == "broken":
+            return subprocess.CompletedProcess(cmd, 2, "", "Error: no scan of this host\n")
+        return subprocess.CompletedProcess(cmd, 0, json.dumps(docs[name]), "")
+    monkeypatch.setattr(bench_plan.subprocess, "run", run)
+    bench_plan.validate("x.db", ["good", "broken", "bad"], from_cores=1)
+    out = capsys.readouterr().out
+    table = {ln.split("|")[1].strip(): [c.strip() for c in ln.split("|")[2:]]
+             for ln in out.splitlines() if ln.startswith("| ") and "---" not in ln}
+    assert table["good"][:5] == ["3", "5.0%", "8.0%", "PASS", "0"]
+    assert table["bad"][:5] == ["3", "8.0%", "30.0%", "MISS, loaded", "1"]
+    assert table["broken"][3] == "error: Error: no scan of this host"
+    assert "models meeting it: 1 of 3; failed: broken" in out
+    assert "(their verdicts say 'loaded': rerun on an idle machine): bad" in out
