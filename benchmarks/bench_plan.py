@@ -26,9 +26,10 @@ Run with the installed package, after `hwtune scan --quick` on this host:
       with one thread) beside the prediction and its parts (split and
       serial compute, memory, fork-join; hwtune.planner.opcheck): which
       part of a team row's miss is in which op type.
-  python benchmarks/bench_plan.py validate   [--db PATH] [--models a,b] [--fresh] [--save DIR]
-                                             [--explain] [--from-cores K]
-      `hwtune plan --validate` on every bundled model (or --models): per
+  python benchmarks/bench_plan.py validate   [--db PATH] [--models a,b|all] [--fresh]
+                                             [--save DIR] [--explain] [--from-cores K]
+      `hwtune plan --validate` on every bundled model but inception_large
+      (--models all: every one; or the list): per
       model and configuration predicted (from the stored inputs, as `hwtune
       plan` predicts) vs measured, median and worst absolute error overall,
       and each against the sequential 1x1 of the same rounds (paired).
@@ -38,7 +39,10 @@ Run with the installed package, after `hwtune scan --quick` on this host:
       --from-cores K: each model's inputs taken on K CPUs, every
       configuration of all the host's CPUs predicted from them and
       measured (issue #44's figure: the error on cores the inputs never
-      saw; with HWTUNE_ISA=avx2 too).
+      saw; with HWTUNE_ISA=avx2 too). The table gives each model's
+      median and worst, whether it meets the goal, and how many of its
+      rows stayed disturbed after a second pass; a model whose command
+      fails gets its error line and the table goes on.
 
 Every figure names the CPU and ISA it ran on, and the load average seen.
 """
@@ -53,6 +57,8 @@ from typing import Optional
 
 from hwtune.measure import FixedSampling, interleave
 from hwtune.measure.sides import CallSide
+from hwtune.planner.validate import BUSY_WARN
+from hwtune.report.plan_views import GOAL_MEDIAN, GOAL_WORST
 
 GOAL_PLAN_S = 10.0
 TIMING_MODEL = "phased_lstm_large"
@@ -231,7 +237,8 @@ def validate(db: str, models, fresh: bool = False, save: Optional[str] = None,
     from hwtune.planner.validate import paired_summary, summary
     from hwtune.report.export.markdown import table
     from hwtune.sources import bundled_models
-    names = models or [m for m in bundled_models() if m not in SLOW]
+    names = (list(bundled_models()) if models == ["all"] else
+             models or [m for m in bundled_models() if m not in SLOW])
     every, lines = [], []
     whole = Stopwatch()
     for name in names:
@@ -241,8 +248,13 @@ def validate(db: str, models, fresh: bool = False, save: Optional[str] = None,
                                      *(["--explain"] if explain else []),
                                      *(["--from-cores", str(from_cores)] if from_cores else []),
                                      db=db),
-                             check=True, capture_output=True, text=True)
+                             capture_output=True, text=True)
         took = one.elapsed()
+        if out.returncode != 0:
+            why = (out.stderr.strip().splitlines() or [f"exit {out.returncode}"])[-1]
+            print(f"{name}: failed: {why}", file=sys.stderr, flush=True)
+            lines.append([name, "-", "-", "-", f"error: {why}"] + ["-"] * 6 + [f"{took:.0f} s"])
+            continue
         doc = json.loads(out.stdout)
         if save:
             os.makedirs(save, exist_ok=True)
@@ -254,11 +266,12 @@ def validate(db: str, models, fresh: bool = False, save: Optional[str] = None,
         st = summary(rows, "predicted_beside_s")
         others = doc["validation"].get("others_cpu_share")
         pa = paired_summary(rows)
-        lines.append([name, str(s["configs"]), f"{100 * s['median_abs_error']:.1f}%",
-                      f"{100 * s['max_abs_error']:.1f}%",
+        lines.append([name, str(s["configs"]), _pct(s["median_abs_error"]),
+                      _pct(s["max_abs_error"]), _verdict(s, others),
+                      str(s.get("disturbed") or 0),
                       "-" if not st["configs"] else
                       f"{100 * st['median_abs_error']:.1f}% / {100 * st['max_abs_error']:.1f}%",
-                      f"{100 * f['median_abs_error']:.1f}% / {100 * f['max_abs_error']:.1f}%",
+                      f"{_pct(f['median_abs_error'])} / {_pct(f['max_abs_error'])}",
                       "-" if not pa["configs"] else
                       f"{100 * pa['median_abs_error']:.1f}% / {100 * pa['max_abs_error']:.1f}%",
                       f"{doc['host']['load_1min']:.1f}",
@@ -269,6 +282,8 @@ def validate(db: str, models, fresh: bool = False, save: Optional[str] = None,
                   f"predicted {r['predicted_s'] * 1e3:9.3f} ms  measured "
                   f"{(r['measured_s'] or float('nan')) * 1e3:9.3f} ms  error "
                   f"{100 * (r['rel_error'] or float('nan')):+6.1f}%" +
+                  ("  (disturbed in two passes)" if r.get("disturbed") else
+                   "  (measured again)" if r.get("remeasured") else "") +
                   (f"  (diagnostic, probed beside {stored * 1e3:9.3f} ms)" if stored else "") +
                   (f"  paired vs 1x1 {r['paired_ratio']:.3f}x, error "
                    f"{100 * r['paired_error']:+6.1f}%" if r.get("paired_error") is not None
@@ -276,8 +291,8 @@ def validate(db: str, models, fresh: bool = False, save: Optional[str] = None,
                   "".join(f"  with {part}'s {x * 1e3:.3f} ms"
                           for part, x in (r.get("predicted_with") or {}).items()), flush=True)
     print(_host_line())
-    print("\n".join(table(["model", "configs", "median |error|", "worst |error|",
-                           "diagnostic, probed beside: median / worst",
+    print("\n".join(table(["model", "configs", "median |error|", "worst |error|", "goal",
+                           "disturbed", "diagnostic, probed beside: median / worst",
                            "vs fastest sample: median / worst",
                            "vs 1x1 paired: median / worst", "load", "others' CPU share",
                            "time"], lines, left=(0,))))
@@ -300,10 +315,33 @@ def validate(db: str, models, fresh: bool = False, save: Optional[str] = None,
         print(f"diagnostic (--from-cores, not the goal's figure): median / worst |error| with "
               f"one part from this host's own all-CPU scan and calibration: {parts_}")
     s = summary(every)
-    ok = s["median_abs_error"] <= 0.10 and s["max_abs_error"] <= 0.25
+    if not s["configs"]:
+        print("overall: nothing measured")
+        return
+    failed = [ln[0] for ln in lines if ln[4].startswith("error")]
+    loaded = [ln[0] for ln in lines if "loaded" in ln[4]]
     print(f"overall: median |error| {100 * s['median_abs_error']:.1f}%, worst "
-          f"{100 * s['max_abs_error']:.1f}% over {s['configs']} configurations: "
-          f"{'PASS' if ok else 'MISS'} (goal: median <= 10%, worst <= 25%)")
+          f"{100 * s['max_abs_error']:.1f}% over {s['configs']} configurations "
+          f"({s['disturbed']} disturbed in two passes): {_verdict(s)} (goal: median <= "
+          f"{100 * GOAL_MEDIAN:.0f}%, worst <= {100 * GOAL_WORST:.0f}%); models meeting it: "
+          f"{sum(ln[4].startswith('PASS') for ln in lines)} of {len(lines)}" +
+          (f"; failed: {', '.join(failed)}" if failed else "") +
+          (f"; measured while other processes used more than {100 * BUSY_WARN:.0f}% of the "
+           f"CPUs (their verdicts say 'loaded': rerun on an idle machine): "
+           f"{', '.join(loaded)}" if loaded else ""))
+
+
+def _pct(x: Optional[float]) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+def _verdict(s: dict, others: Optional[float] = None) -> str:
+    """PASS when a summary meets issue #44's goal, else MISS; ', loaded'
+    when other processes took more than BUSY_WARN of the CPUs meanwhile
+    (the measured side is theirs as much as the engine's)."""
+    ok = (s["configs"] and s["median_abs_error"] <= GOAL_MEDIAN
+          and s["max_abs_error"] <= GOAL_WORST)
+    return ("PASS" if ok else "MISS") + (", loaded" if others and others > BUSY_WARN else "")
 
 
 def main() -> None:
@@ -312,7 +350,8 @@ def main() -> None:
     ap.add_argument("what", choices=("timing", "graphi", "parts", "validate", "ops"))
     ap.add_argument("--db", default="results.db")
     ap.add_argument("--models", default=None,
-                    help="validate, ops: comma list of bundled models")
+                    help="validate, ops: comma list of bundled models (validate: all for "
+                         "every one, inception_large too: ~30 min more)")
     ap.add_argument("--fresh", action="store_true",
                     help="validate: calibrate again before each model (on a host whose "
                          "core-to-core costs drift within minutes, a calibration taken for "

@@ -231,10 +231,13 @@ class Calibration:
 
 # -- 1-thread profiles ---------------------------------------------------------
 
-def profile_1t(graph, runs: int = PROFILE_RUNS, progress=None) -> Dict[str, float]:
+def profile_1t(graph, runs: int = PROFILE_RUNS, progress=None,
+               plain: Optional[List[float]] = None) -> Dict[str, float]:
     """workload -> median 1-thread seconds of every op of graph (profiled
     sequential runs on one pinned thread, on PROFILE_ENGINES engines one
-    after another)."""
+    after another). plain, when given, gets the seconds of the warm-up's
+    plain (unprofiled) runs past the first half of each engine's warm-up
+    (whole_run_s)."""
     from hwtune.engine.runner import workload_keys
     from hwtune.native.engine import shared_lowering
     keys = dict(zip((op.name for op in graph.ops), workload_keys(graph)))
@@ -248,8 +251,15 @@ def profile_1t(graph, runs: int = PROFILE_RUNS, progress=None) -> Dict[str, floa
             history += fresh_engine_profile(
                 graph, warm_s=PROFILE_WARMUP_S, warm_runs=2 if i == 0 else 1,
                 runs=per_engine, span_s=PROFILE_SPAN_S / PROFILE_ENGINES,
-                max_runs=PROFILE_MAX_RUNS // PROFILE_ENGINES)
+                max_runs=PROFILE_MAX_RUNS // PROFILE_ENGINES, plain=plain)
     return profile_times(history, keys)
+
+
+def whole_run_s(plain: List[float]) -> Optional[float]:
+    """A model's whole 1-thread run, plain (no profiling events): the median
+    of the warm-up runs profile_1t kept; None without any."""
+    xs = [x for x in plain if x > 0]
+    return float(np.median(xs)) if xs else None
 
 
 # The order a scheduler runs the ops in changes their 1-thread times: on one
@@ -400,11 +410,14 @@ def _run_total(runs: list) -> float:
 
 def fresh_engine_profile(graph, *, warm_s: float, warm_runs: int, runs: int, span_s: float,
                          max_runs: int, scheduler: str = "sequential",
-                         op_cost: Optional[np.ndarray] = None) -> list:
+                         op_cost: Optional[np.ndarray] = None,
+                         plain: Optional[List[float]] = None) -> list:
     """Profiled runs of graph on an engine opened for them (one pinned
     thread, the sequential scheduler unless told) and closed after: plain
     runs for warm_s (at least warm_runs), then `runs` profiled runs and
-    more while they span less than span_s (at most max_runs)."""
+    more while they span less than span_s (at most max_runs). plain, when
+    given, gets the seconds of each plain run that started past half of
+    warm_s (an engine's first milliseconds run slow: validate.REWARM_S)."""
     from hwtune.measure import clock
     from hwtune.engine.trace import profiled_runs
     from hwtune.engine.instance import NativeEngine
@@ -413,7 +426,10 @@ def fresh_engine_profile(graph, *, warm_s: float, warm_runs: int, runs: int, spa
     try:
         warm, n = clock.Stopwatch(), 0
         while n < warm_runs or warm.elapsed() < warm_s:
+            started = warm.elapsed()
             engine.run()
+            if plain is not None and started >= warm_s / 2:
+                plain.append(warm.elapsed() - started)
             n += 1
         span, out = clock.Stopwatch(), profiled_runs(engine, graph, runs)
         while span.elapsed() < span_s and len(out) < max_runs:

@@ -368,6 +368,15 @@ class OpTable:
         """Per op, the fastest count up to limit (Strategy 1)."""
         return np.argmin(self.seconds[:, :limit], axis=1) + 1
 
+    def plus(self, extra: np.ndarray) -> "OpTable":
+        """This table with extra[i] seconds more on op i at every thread
+        count (never below 0): time that does not split over a team; the
+        out-of-cache share and rate keep their seconds."""
+        seconds = np.maximum(self.seconds + np.asarray(extra, dtype=np.float64)[:, None], 0.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            keep = np.where(seconds > 0, self.seconds / seconds, 0.0)
+        return OpTable(seconds, self.mem_frac * keep, self.mem_bps * keep)
+
     def candidates(self, limit: int, k: int = 3) -> List[List[Tuple[int, float]]]:
         """Per op, its k fastest counts up to limit with their seconds, best
         first (Strategy 3's candidates)."""

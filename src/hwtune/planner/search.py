@@ -84,6 +84,11 @@ class Predictor:
     # scheduler name -> per op, its 1-thread time in that scheduler's order
     # over the sequential order's (calibrate.order_scales); t1 is the latter
     order: Dict[str, np.ndarray] = field(default_factory=dict)
+    # seconds charged to every op that runs, at every thread count: the
+    # model's whole 1-thread run measured plain against the simulated one,
+    # per op (inputs.run_gap)
+    run_gap_s: float = 0.0
+    whole_run: Optional[dict] = None   # how run_gap_s was found (inputs.run_gap)
     _sim: Optional[Simulator] = None
     _tables: Dict[tuple, OpTable] = field(default_factory=dict)
 
@@ -109,9 +114,13 @@ class Predictor:
     def table(self, max_threads: int, scheduler: Optional[str] = None) -> OpTable:
         key = (max_threads, scheduler if scheduler in self.order else None)
         if key not in self._tables:
-            self._tables[key] = self.model.table(
+            tab = self.model.table(
                 self.t1_for(key[1]), [d.bytes for d in self.ops], [d.fit_type for d in self.ops],
                 max_threads, flops=[d.flops for d in self.ops])
+            if self.run_gap_s:
+                tab = tab.plus(np.array([0.0 if d.folded else self.run_gap_s
+                                         for d in self.ops]))
+            self._tables[key] = tab
         return self._tables[key]
 
     def overheads(self, scheduler: str, executors: int) -> Overheads:

@@ -102,6 +102,7 @@ def _describe(doc: dict, p, data: str, fits) -> None:
     # per scheduler: its order's 1-thread op total over the sequential one's
     doc["order_vs_sequential"] = {
         k: float(p.t1_for(k).sum() / p.t1.sum()) for k in p.order if p.t1.sum() > 0}
+    doc["whole_run"] = p.whole_run
     doc.update(machine=p.target.to_json(), fit_data=data,
                fits=[f.to_json() for f in fits], calibration=p.calibration.to_json())
 
@@ -149,9 +150,9 @@ def _validate(db, host_key: str, run_id: int, fp: dict, graph, graph_hash: str, 
     try:
         rows = validate.validate(
             p, _rows(), cores, progress=progress, load=load, beside=probes,
-            repredict=lambda figs, cal, t1w: inputs.assemble(
+            repredict=lambda figs, cal, t1w: _with_gap(inputs.assemble(
                 fp, figs, cal, p.graph, p.ops, inputs.t1_array(p.ops, t1w, p.t1),
-                order=p.order)[0])
+                order=p.order)[0], p.run_gap_s))
     finally:
         if probes is not None:
             probes.close()
@@ -162,6 +163,7 @@ def _validate(db, host_key: str, run_id: int, fp: dict, graph, graph_hash: str, 
     intervals.record(db, run_id, graph.name, graph_hash, isa,
                      intervals.family_shares(p.ops, p.t1), js, opts.from_cores)
     out = {"rows": js, "summary": validate.summary(js),
+           "summary_undisturbed": validate.undisturbed_summary(js),
            "summary_paired": validate.paired_summary(js), **load}
     if opts.from_cores is not None and cores != p.host.cores:
         out["attribution"] = _attribute(db, host_key, fp, isa, p, js)
@@ -169,6 +171,12 @@ def _validate(db, host_key: str, run_id: int, fp: dict, graph, graph_hash: str, 
         out["explain"] = {"beside": probes.summary(),
                           "summary": validate.summary(js, "predicted_beside_s")}
     return out
+
+
+def _with_gap(p, gap_s: float):
+    """p charging the stored inputs' per-op run gap (inputs.run_gap) too."""
+    p.run_gap_s = gap_s
+    return p
 
 
 def _attribute(db, host_key: str, fp: dict, isa: str, p, js) -> dict:

@@ -57,8 +57,26 @@ def machine_lines(doc: dict) -> List[str]:
                      f"measured on all {fc['host_cores']}: the error on cores the inputs "
                      f"never saw")
         lines += unseen_lines(doc)
-    return (lines + order_lines(doc) + calibration_lines(doc) + interval_lines(doc)
+    return (lines + whole_run_lines(doc) + order_lines(doc) + calibration_lines(doc)
+            + interval_lines(doc)
             + [f"note: {n}" for n in m.get("notes") or []])
+
+
+def whole_run_lines(doc: dict) -> List[str]:
+    """The model's plain whole 1-thread run against the simulated one, and
+    the per-op time it charges (inputs.run_gap)."""
+    w = doc.get("whole_run")
+    if not w:
+        return []
+    if not w.get("measured_s"):
+        return ["whole run: no plain 1-thread run of the model stored with its profiles "
+                "(profile again with --fresh): nothing charged between ops beyond the "
+                "calibrated dispatch"]
+    gap = w.get("gap_per_op_s") or 0.0
+    what = (f"{gap * 1e6:+.3f} us charged to each of its {w['ops']} ops at every thread count"
+            if gap else "within the 1x1 rows' spread: nothing charged")
+    return [f"whole run: a plain 1-thread run took {ms(w['measured_s'])} where the profiles "
+            f"and calibration simulate {ms(w['simulated_s'])}: {what}"]
 
 
 def unseen_lines(doc: dict) -> List[str]:
@@ -74,6 +92,11 @@ def unseen_lines(doc: dict) -> List[str]:
         out.append(f"fork-join not measured: {fj[2] * 1e6:.2f} us at 2 threads, two "
                    f"published bare-metal core-to-core line transfers (fork and join), one "
                    f"more per thread")
+    if fc.get("from_cores", 0) < 2:
+        out.append("what a second core adds to a team's op inside a run (the lines of its "
+                   "inputs the other core wrote, its start after the fork) is not measured: "
+                   "a team's op is its split compute, its traffic on the bandwidth curve and "
+                   "the fork-join")
     if not cal.get("xfer_s") and not cal.get("wake_s"):
         out.append("no core-to-core transfer or wake-up term, no dispatch cost between "
                    "executors, and a 2-executor run's own cost taken as one executor's (one "
@@ -254,8 +277,18 @@ def validation_table(rows: Sequence[dict], with_model: bool = False) -> Table:
             ms(r.get("mad_s")), pct(r.get("rel_error"), signed=True), ms(fastest_sample(r)),
             pct(vs_fastest(r), signed=True)] + stored + (
             [ratio(r.get("paired_ratio")), pct(r.get("paired_error"), signed=True)]
-            if paired else []) + [r.get("status", "ok")])
+            if paired else []) + [status(r)])
     return header, out
+
+
+def status(r: dict) -> str:
+    """A row's status, and whether its samples were disturbed (their MAD
+    above validate.DISTURBED_MAD of the median after a second pass) or
+    measured again."""
+    s = r.get("status", "ok")
+    if r.get("disturbed"):
+        return f"{s}, disturbed"
+    return f"{s}, measured again" if r.get("remeasured") else s
 
 
 def beside_error(r: dict) -> Optional[float]:
@@ -291,6 +324,7 @@ def validation_sentences(v: dict) -> List[str]:
     """The goal sentence (predictions from the stored inputs, as `hwtune
     plan` makes them), and with --explain, the diagnostic's apart."""
     out = [validation_sentence(v["summary"])]
+    out += disturbed_sentences(v)
     ex = v.get("explain") or {}
     beside = ex.get("summary")
     if beside and beside.get("configs"):
@@ -307,6 +341,22 @@ def validation_sentences(v: dict) -> List[str]:
                    f"{pct(paired['median_abs_error'])}, worst {pct(paired['max_abs_error'])} "
                    f"over {paired['configs']} configurations")
     return out
+
+
+def disturbed_sentences(v: dict) -> List[str]:
+    """The rows whose samples stayed disturbed after a second pass: counted
+    in the figure, and the figure without them beside it."""
+    from hwtune.planner.validate import DISTURBED_MAD
+    n = (v.get("summary") or {}).get("disturbed") or 0
+    if not n:
+        return []
+    rest = v.get("summary_undisturbed") or {}
+    without = (f"; without them: median |error| {pct(rest['median_abs_error'])}, worst "
+               f"{pct(rest['max_abs_error'])} over {rest['configs']}"
+               if rest.get("configs") else "")
+    return [f"warning: {n} configuration(s) disturbed while measured (MAD above "
+            f"{DISTURBED_MAD:.0%} of the median in two passes), counted in the figure above"
+            f"{without}; rerun on an idle machine"]
 
 
 def attribution_sentences(att: Optional[dict]) -> List[str]:
