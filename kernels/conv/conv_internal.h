@@ -42,6 +42,49 @@ typedef struct {
 typedef void (*hwt_conv_stage_fn)(const float *src, long src_stride, int n, int bn, float *dst,
                                   long dst_stride);
 
+/* The stem kernel of one variant (stem_body.c): NCHW CONVs of few input
+ * channels (a CNN's first, on the image's 3), vectorised along the output
+ * row rather than over output channels, so its blocks store NCHW rows
+ * directly. rows() computes output rows [lo, hi) of the N x OH rows of
+ * the plan (every output channel), ws holding hwt_conv_stem_ws_floats(). */
+typedef struct {
+  int vec; /* floats per vector (the staged rows' geometry: hwt_conv_stem_pl) */
+  int oc;  /* output channels per register block: the packed weights' block */
+  int pv;  /* vectors of output pixels per register block, at most */
+  void (*rows)(const hwt_conv_plan *p, const float *x, const float *w, const float *bias,
+               const float *res, float *y, float *ws, long lo, long hi);
+} hwt_conv_stem_variant;
+
+extern const hwt_conv_stem_variant hwt_conv_stem_variant_generic;
+#if defined(HWTUNE_HAVE_X86)
+extern const hwt_conv_stem_variant hwt_conv_stem_variant_avx2, hwt_conv_stem_variant_avx512;
+#endif
+
+/* The stem kernel's reach: input channels, and input rows a window spans
+ * ((R - 1) * dil_h + 1: the ring of staged rows), columns likewise. */
+#define HWT_CONV_STEM_MAX_C 4
+#define HWT_CONV_STEM_MAX_SPAN 16
+
+/* Floats of one stride phase of a staged input row: the output row rounded
+ * up to whole vectors, plus the taps' reach past it (loads never need a
+ * mask), rounded to 16 floats (64-byte rows). */
+static inline long hwt_conv_stem_pl(const hwt_conv_plan *p, int vec) {
+  const long ow = ((long)p->OW + vec - 1) / vec * vec;
+  return (ow + (long)(p->d.S - 1) * p->d.dil_w / p->d.stride_w + 15) / 16 * 16;
+}
+
+/* Staged input rows the ring holds: one window's span. */
+static inline int hwt_conv_stem_slots(const hwt_conv_desc *d) {
+  return (d->R - 1) * d->dil_h + 1;
+}
+
+/* Workspace of one thread: the ring of staged rows plus one zero row (the
+ * padding rows' stand-in), each C channels x stride_w phases x pl floats. */
+static inline size_t hwt_conv_stem_ws_floats(const hwt_conv_plan *p, int vec) {
+  return (size_t)(hwt_conv_stem_slots(&p->d) + 1) * p->d.C * p->d.stride_w *
+         hwt_conv_stem_pl(p, vec);
+}
+
 /* One variant of the NCHW[x]c template: its kernels and the register-file
  * facts the knob defaults are derived from. */
 typedef struct {
@@ -68,6 +111,7 @@ typedef struct {
    * in one pass (conv.c's gemm_units). */
   void (*epilogue)(float *y, const float *res, long n, float bias, int relu, float relu_max,
                    int act);
+  const hwt_conv_stem_variant *stem; /* the same ISA's stem kernel */
 } hwt_conv_variant;
 
 extern const hwt_conv_variant hwt_conv_variant_generic;
@@ -135,6 +179,16 @@ void hwt_conv_direct_pack(const hwt_conv_desc *d, const float *w_oihw, float *w_
 void hwt_conv_direct_units(const hwt_conv_plan *p, const float *x, const float *w,
                            const float *bias, const float *res, float *y, float *ws, long lo,
                            long hi);
+/* The stem kernel's driver (stem.c): whether it runs d, whether the
+ * default NCHW plan takes it (measured: stem.c), the plan, the weights
+ * packed [ceil(K/oc)][C][R][S][oc] (zero past K), thread tid's share. */
+int hwt_conv_stem_ok(const hwt_conv_desc *d);
+int hwt_conv_stem_default(const hwt_conv_desc *d, hwt_isa isa);
+int hwt_conv_stem_plan(hwt_conv_plan *p);
+void hwt_conv_stem_pack(const hwt_conv_plan *p, const float *w_oihw, float *w_packed);
+void hwt_conv_stem_run_part(const hwt_conv_plan *p, const float *x, const float *w,
+                            const float *bias, const float *res, float *y, float *ws, int tid,
+                            int nth);
 /* Strided 1x1 unpadded CONVs (pw_stride.c): whether d is one; its
  * stride-1 CONV of one subsampled image; the plan (HWT_OK with out->sub
  * set, or an error), and thread tid's share of a run. */
