@@ -5,8 +5,9 @@
 #include "conv_internal.h"
 
 int hwt_conv_stem_ok(const hwt_conv_desc *d) {
-  return d->C <= HWT_CONV_STEM_MAX_C && (d->R - 1) * d->dil_h + 1 <= HWT_CONV_STEM_MAX_SPAN &&
-         d->S <= HWT_CONV_STEM_MAX_SPAN;
+  return d->C <= HWT_CONV_STEM_MAX_C &&
+         (long)(d->R - 1) * d->dil_h + 1 <= HWT_CONV_STEM_MAX_SPAN &&
+         d->S <= HWT_CONV_STEM_MAX_SPAN && hwt_conv_stem_slots(d) <= HWT_CONV_STEM_MAX_SLOTS;
 }
 
 /* The default NCHW plan of a stride-2, undilated CONV of at most

@@ -190,36 +190,43 @@ HV_AI void block(const row_args *a, const float *w, const float *bias, const flo
   }
 }
 
-/* One output row, every output channel: y / res point at the row in
- * channel 0's plane. The row splits into pieces of at most PV vectors,
- * as equal as whole vectors allow. */
-HV_AI void out_row(const row_args *a, const float *w, const float *bias, const float *res,
-                   float *y, int Rr, int Sr, const int R0, const int S0, const int SW2) {
+/* A band of nb output rows (row b's staged rows in a[b], its output and
+ * residual rows at y / res + b * OW in channel 0's plane), every output
+ * channel: oc blocks outer, so a block's weights serve the whole band and
+ * its OC planes are written nb rows (contiguous) at a time. Each row
+ * splits into pieces of at most PV vectors, as equal as whole vectors
+ * allow. */
+HV_AI void out_band(const row_args *a, int nb, const float *w, const float *bias,
+                    const float *res, float *y, int Rr, int Sr, const int R0, const int S0,
+                    const int SW2) {
   const int vecs = (a->OW + HV_W - 1) / HV_W, pieces = (vecs + PV - 1) / PV;
   const long wblk = (long)a->C * (R0 ? R0 : Rr) * (S0 ? S0 : Sr) * OC;
   for (int k0 = 0, kb = 0; k0 < a->K; k0 += OC, kb++) {
     const int nk = a->K - k0 < OC ? a->K - k0 : OC;
     const float *wk = w + kb * wblk, *bk = bias ? bias + k0 : NULL;
-    const float *rk = res ? res + k0 * a->ohw : NULL;
-    float *yk = y + k0 * a->ohw;
-    for (int i = 0, v0 = 0; i < pieces; i++) {
-      const int nv = hwt_conv_piece(vecs, pieces, i), ow = v0 * HV_W;
-      const float *ro = rk ? rk + ow : NULL;
-#define HWT_STEM_NV(n)                                                       \
-  case n:                                                                    \
-    if ((n) <= PV) block(a, wk, bk, ro, yk + ow, ow, nk, Rr, Sr, R0, S0, SW2, n); \
+    for (int b = 0; b < nb; b++) {
+      const long at = k0 * a->ohw + (long)b * a->OW;
+      const float *rk = res ? res + at : NULL;
+      float *yk = y + at;
+      for (int i = 0, v0 = 0; i < pieces; i++) {
+        const int nv = hwt_conv_piece(vecs, pieces, i), ow = v0 * HV_W;
+        const float *ro = rk ? rk + ow : NULL;
+#define HWT_STEM_NV(n)                                                              \
+  case n:                                                                           \
+    if ((n) <= PV) block(a + b, wk, bk, ro, yk + ow, ow, nk, Rr, Sr, R0, S0, SW2, n); \
     break;
-      switch (nv) {
-        HWT_STEM_NV(1) HWT_STEM_NV(2) HWT_STEM_NV(3) HWT_STEM_NV(4) HWT_STEM_NV(5)
-        HWT_STEM_NV(6) HWT_STEM_NV(7)
-        default: break;
-      }
+        switch (nv) {
+          HWT_STEM_NV(1) HWT_STEM_NV(2) HWT_STEM_NV(3) HWT_STEM_NV(4) HWT_STEM_NV(5)
+          HWT_STEM_NV(6) HWT_STEM_NV(7)
+          default: break;
+        }
 #undef HWT_STEM_NV
-      v0 += nv;
+        v0 += nv;
+      }
     }
   }
 }
-_Static_assert(PV <= 7, "out_row lists blocks of up to 7 vectors");
+_Static_assert(PV <= 7, "out_band lists blocks of up to 7 vectors");
 
 static void rows(const hwt_conv_plan *p, const float *x, const float *w, const float *bias,
                  const float *res, float *y, float *ws, long lo, long hi) {
@@ -227,61 +234,64 @@ static void rows(const hwt_conv_plan *p, const float *x, const float *w, const f
   const hwt_conv_variant *cv = hwt_conv_variant_for(HV_ISA);
   const int slots = hwt_conv_stem_slots(d), sw = d->stride_w, OH = p->OH;
   const long pl = hwt_conv_stem_pl(p, HV_W), slot_floats = (long)d->C * sw * pl;
-  if (d->C > HWT_CONV_STEM_MAX_C || slots > HWT_CONV_STEM_MAX_SPAN ||
-      d->S > HWT_CONV_STEM_MAX_SPAN)
-    return; /* the plan never makes one (hwt_conv_stem_ok) */
+  if (!hwt_conv_stem_ok(d)) return; /* the plan never makes one */
   float *zero = ws, *ring = ws + slot_floats;
   memset(zero, 0, sizeof(float) * (size_t)slot_floats);
-  row_args a;
-  a.cs = sw * pl;
-  a.ohw = (long)OH * p->OW;
-  a.C = d->C;
-  a.OW = p->OW;
-  a.K = d->K;
-  a.relu = d->relu;
-  a.relu_max = d->relu_max;
-  a.act = d->act;
+  row_args a[HWT_CONV_STEM_BAND];
+  a[0].cs = sw * pl;
+  a[0].ohw = (long)OH * p->OW;
+  a[0].C = d->C;
+  a[0].OW = p->OW;
+  a[0].K = d->K;
+  a[0].relu = d->relu;
+  a[0].relu_max = d->relu_max;
+  a[0].act = d->act;
   for (int kw = 0; kw < d->S; kw++) {
     const int col = kw * d->dil_w;
-    a.koff[kw] = (long)(col % sw) * pl + col / sw;
+    a[0].koff[kw] = (long)(col % sw) * pl + col / sw;
   }
-  long tag[HWT_CONV_STEM_MAX_SPAN]; /* the padded input row each slot holds */
-  const float *rp[HWT_CONV_STEM_MAX_SPAN]; /* kernel row kh's staged row (channel 0) */
+  for (int b = 1; b < HWT_CONV_STEM_BAND; b++) a[b] = a[0];
+  long tag[HWT_CONV_STEM_MAX_SLOTS]; /* the padded input row each slot holds */
   int image = -1;
-  for (long u = lo; u < hi; u++) {
-    const int n = (int)(u / OH), oh = (int)(u % OH);
+  const int sw2 = sw == 2 && d->dil_w == 1;
+  for (long u = lo; u < hi;) {
+    const int n = (int)(u / OH), oh0 = (int)(u % OH);
     if (n != image) {
       for (int i = 0; i < slots; i++) tag[i] = -1;
       image = n;
     }
-    for (int kh = 0; kh < d->R; kh++) {
-      const long r = (long)oh * d->stride_h + (long)kh * d->dil_h, ih = r - d->pad_h;
-      if (ih < 0 || ih >= d->H) {
-        rp[kh] = zero;
-        continue;
+    /* The band: up to HWT_CONV_STEM_BAND rows of this image and share.
+     * The ring holds every input row it reads (hwt_conv_stem_slots). */
+    long nb = hi - u < HWT_CONV_STEM_BAND ? hi - u : HWT_CONV_STEM_BAND;
+    if (nb > OH - oh0) nb = OH - oh0;
+    for (int b = 0; b < nb; b++)
+      for (int kh = 0; kh < d->R; kh++) {
+        const long r = (long)(oh0 + b) * d->stride_h + (long)kh * d->dil_h, ih = r - d->pad_h;
+        const float *rp = zero;
+        if (ih >= 0 && ih < d->H) {
+          float *slot = ring + (r % slots) * slot_floats;
+          if (tag[r % slots] != r) {
+            for (int c = 0; c < d->C; c++)
+              stage_row(d, cv, pl, x + (((size_t)n * d->C + c) * d->H + ih) * d->W,
+                        slot + c * a[0].cs);
+            tag[r % slots] = r;
+          }
+          rp = slot;
+        }
+        for (int c = 0; c < d->C; c++) a[b].rows[c * d->R + kh] = rp + c * a[0].cs;
       }
-      float *slot = ring + (r % slots) * slot_floats;
-      if (tag[r % slots] != r) {
-        for (int c = 0; c < d->C; c++)
-          stage_row(d, cv, pl, x + (((size_t)n * d->C + c) * d->H + ih) * d->W,
-                    slot + c * a.cs);
-        tag[r % slots] = r;
-      }
-      rp[kh] = slot;
-    }
-    for (int c = 0; c < d->C; c++)
-      for (int kh = 0; kh < d->R; kh++) a.rows[c * d->R + kh] = rp[kh] + c * a.cs;
-    const size_t at = (size_t)n * d->K * a.ohw + (size_t)oh * p->OW;
+    const size_t at = (size_t)n * d->K * a[0].ohw + (size_t)oh0 * p->OW;
     const float *ro = res ? res + at : NULL;
-    const int sw2 = sw == 2 && d->dil_w == 1;
+    const int k = (int)nb;
     if (sw2 && d->R == 3 && d->S == 3)
-      out_row(&a, w, bias, ro, y + at, 3, 3, 3, 3, 1);
+      out_band(a, k, w, bias, ro, y + at, 3, 3, 3, 3, 1);
     else if (sw2 && d->R == 7 && d->S == 7)
-      out_row(&a, w, bias, ro, y + at, 7, 7, 7, 7, 1);
+      out_band(a, k, w, bias, ro, y + at, 7, 7, 7, 7, 1);
     else if (sw2 && d->R == 5 && d->S == 5)
-      out_row(&a, w, bias, ro, y + at, 5, 5, 5, 5, 1);
+      out_band(a, k, w, bias, ro, y + at, 5, 5, 5, 5, 1);
     else
-      out_row(&a, w, bias, ro, y + at, d->R, d->S, 0, 0, 0);
+      out_band(a, k, w, bias, ro, y + at, d->R, d->S, 0, 0, 0);
+    u += nb;
   }
 }
 
