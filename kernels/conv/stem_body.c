@@ -11,12 +11,13 @@
  * vector holds output pixels of one output row instead: each thread
  * stages the input rows its output rows read (zero-padded, split into
  * stride phases: padded column c at phase c % sw, position c / sw, so the
- * pixels of a vector read consecutive floats at every tap) into a ring of
- * one window's rows, and a register block of OC output channels x PV
- * vectors of pixels reduces over C x R x S taps with one broadcast weight
- * per PV FMAs; the epilogue (bias as the start, residual, ReLU / ReLU6,
- * SiLU / HardSwish: act_vec.h) runs in registers and the vectors are
- * stored straight into the NCHW output rows, the last one masked. */
+ * pixels of a vector read consecutive floats at every tap) into a ring
+ * holding a band of output rows' input rows, and per band a register block
+ * of OC output channels x PV vectors of pixels reduces over C x R x S taps
+ * with one broadcast weight per PV FMAs; the epilogue (bias as the start,
+ * residual, ReLU / ReLU6, SiLU / HardSwish: act_vec.h) runs in registers
+ * and the vectors are stored straight into the NCHW output rows, the last
+ * one masked. */
 #include <string.h>
 #include "../common/vec.h"
 #include "conv_internal.h"
@@ -27,13 +28,13 @@
  * vectors and broadcasts OC weights. Measured on Zen 4 (1 thread, least of
  * 11-21 interleaved thread-time samples, ctypes plans, under load 2-7),
  * 3 -> 32 3x3 and 3 -> 64 7x7 stride 2 at 224x224, against the template's
- * default: AVX-512 4 x 6 (a 112-pixel row in blocks of 4 and 3 vectors)
- * 1.27-1.54x and 1.00-1.10x; 4 x 7 (pixel-outer: 28 accumulators, 4
- * weights and an input overflow the 32 registers) 1.10-1.18x and
- * 0.96-0.97x; 8 x 3 1.34-1.44x and 1.00-1.04x, 5 x 5 0.88x / 0.94x of 4 x 6,
- * 3 x 7 0.73x / 0.67x of it. AVX2 4 x 2: 1.83x and 1.13x; 4 x 3 (16
- * registers, no spare) 1.66x and 1.06x, 2 x 6 1.28x and 0.81x, 3 x 4
- * 1.32x and 0.91x. */
+ * default (rows one at a time then): AVX-512 4 x 6 (a 112-pixel row in
+ * blocks of 4 and 3 vectors) 1.27-1.54x and 1.00-1.10x; 4 x 7 (pixel-outer:
+ * 28 accumulators, 4 weights and an input overflow the 32 registers)
+ * 1.10-1.18x and 0.96-0.97x; 8 x 3 1.34-1.44x and 1.00-1.04x; 5 x 5 0.88x /
+ * 0.94x of 4 x 6, 3 x 7 0.73x / 0.67x of it. AVX2 4 x 2: 1.83x and 1.13x;
+ * 4 x 3 (16 registers, no spare) 1.66x and 1.06x, 2 x 6 1.28x and 0.81x,
+ * 3 x 4 1.32x and 0.91x. */
 #define OC HV_BY_ISA(4, 4, 4)
 #define PV HV_BY_ISA(4, 2, 6)
 _Static_assert(OC * PV <= 28, "block() keeps at most 28 accumulators");
@@ -87,7 +88,7 @@ typedef struct {
   const float *rows[HWT_CONV_STEM_MAX_C * HWT_CONV_STEM_MAX_SPAN];
   long cs;                           /* floats between channels of a staged row */
   long koff[HWT_CONV_STEM_MAX_SPAN]; /* tap kw's offset in a staged row */
-  long ohw;                                /* floats between output channel planes */
+  long ohw;                          /* floats between output channel planes */
   int C, OW, K, relu, act;
   float relu_max;
 } row_args;
