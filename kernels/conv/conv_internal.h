@@ -69,9 +69,10 @@ extern const hwt_conv_stem_variant hwt_conv_stem_variant_avx2, hwt_conv_stem_var
  * load: with the input and output out of cache (rotating over 53 MB, as a
  * model's first conv finds them) 3 -> 32 3x3 at 224x224 437 vs 562 us
  * (AVX-512), 486 vs 582 (AVX2), 3 -> 64 7x7 2484 vs 2724 (AVX-512); in
- * cache 370 vs 378, 2447 vs 2569 (AVX-512). A row at a time wrote all K
- * output planes a row each; a band writes OC planes 8 rows (contiguous)
- * each at a time. */
+ * cache 370 vs 378, 2447 vs 2569 (AVX-512); bands of 16 measured the
+ * same as 8 (out of cache 510 vs 514 us, 2760 vs 2720). A row at a time
+ * wrote all K output planes a row each; a band writes OC planes 8 rows
+ * (contiguous) each at a time. */
 #define HWT_CONV_STEM_MAX_C 4
 #define HWT_CONV_STEM_MAX_SPAN 16
 #define HWT_CONV_STEM_BAND 8
