@@ -25,6 +25,7 @@ set(HWTUNE_KERNEL_BODIES
   "kernels/conv/nchwc_body.c avx2 avx512"  # generic: nchwc_generic.c (accumulators in memory)
   "kernels/conv/winograd_body.c generic avx2 avx512"
   "kernels/conv/dw_body.c generic avx2 avx512"
+  "kernels/conv/stem_body.c generic avx2 avx512"
   "kernels/gemm/pack_body.c generic avx2 avx512"
   "kernels/gemm/gemv_body.c generic avx2 avx512"
   "kernels/rnn/cell_body.c generic avx2 avx512"

@@ -14,6 +14,8 @@ from hwtune.native import conv
 from hwtune.native.isa import supported_isas
 
 ISAS = supported_isas()
+# Input channels the stem kernel takes (HWT_CONV_STEM_MAX_C, conv_internal.h).
+STEM_MAX_C = 4
 
 # (N, C, H, W, K, R, S, stride, pad): 1x1/3x3/5x5, stride 1/2, pad 0/1/2, odd
 # sizes, channel counts that are not multiples of 16, batch 1 and 2, and an
@@ -74,7 +76,8 @@ def make(case, seed=0, x_range=1.0, b_range=1.0):
 def kernel_paths(case, isa):
     """(layout, params) of every kernel path the case runs on isa: direct,
     the GEMM path, the template at its defaults and at other legal knobs,
-    and Winograd F(2,3) in both layouts where the case is eligible."""
+    Winograd F(2,3) in both layouts where the case is eligible, and the
+    stem kernel where the input has few channels."""
     x, w, _, stride, pad = make(case)
     kn = conv.knobs(x.shape, w.shape, stride=stride, pad=pad, isa=isa)
     runs = [("NCHW-direct", None), ("NCHW", None), ("NCHWc", None),
@@ -84,6 +87,8 @@ def kernel_paths(case, isa):
         runs += [(lay, dict(conv.default_params(x.shape, w.shape, stride=stride, pad=pad,
                                                 isa=isa), winograd=2))
                  for lay in ("NCHW", "NCHWc")]
+    if x.shape[1] <= STEM_MAX_C:
+        runs.append(("NCHW-stem", None))
     return runs
 
 

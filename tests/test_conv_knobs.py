@@ -348,6 +348,45 @@ def test_nchw_candidates_are_measured_checked_stored_and_reused(db, host, monkey
     assert again == got and len(db.trials(host, tuner=conv_nchw.TUNER)) == 3
 
 
+def stem_conv():
+    """x -> S (3->16, 3x3, stride 2: the stem kernel's shape on AVX2 and
+    AVX-512) -> relu."""
+    b = Builder("stem")
+    t = b.input("x", (1, 3, 32, 32))
+    t = b.op("S", "conv2d", [t, b.param("S.w", (16, 3, 3, 3))], stride=2, padding=1)
+    b.output(b.op("S.relu", "relu", [t]))
+    return b.build()
+
+
+@pytest.mark.skipif(ISA == "generic", reason="the portable variant keeps the stem on the "
+                    "template (kernels/conv/stem.c)")
+@pytest.mark.parametrize("stem_s, source", [(0.5e-4, "stem@2t"), (2e-4, "tuned@2t")])
+def test_a_faster_stem_trial_replaces_tuned_template_knobs(db, host, stem_s, source):
+    """The stem kernel, like the GEMM, has no knobs: its conv-nchw trial
+    decides against the tuned template knobs."""
+    from hwtune.tuners import conv_nchw
+    g = stem_conv()
+    assert nchw_kernel(cl.conv_workload(g, g.ops[0])) == "NCHW-stem"
+    key, p = legal(g, "S", 3, 16)
+    db.put_tuned(host, tuner=cl.TUNER, subject=key, isa=ISA, threads=2, search="grid",
+                 best_params=p, best_s=1e-4, trials=3)
+    run = db.start_run(host, "tune", {})
+    db.add_trial(run, host, tuner=conv_nchw.TUNER, search="measure", subject=key, isa=ISA,
+                 threads=2, params=conv_nchw.PARAMS, status="ok", median_s=stem_s,
+                 samples=[stem_s])
+    k = conv_knobs.choose(db, host, g, {}, threads=2, params_threads=None, isa=ISA)
+    assert k.sources["S"] == source
+    if source.startswith("stem"):
+        assert k.op_params["S"] == {"layout": "NCHW"}
+        cfg = EngineConfig(executors=1, threads=2, scheduler="sequential")
+        cfg, run_graph, _ = conv_knobs.for_run(db, host, g, cfg, params_threads=None, isa=ISA)
+        conv = next(op for op in run_graph.ops if op.name == "S")
+        assert "ic_bn" not in conv.attrs and len(run_graph.shapes[conv.inputs[0]]) == 4
+        assert_runs_like_the_reference(g, run_graph, cfg)
+    else:
+        assert k.op_params["S"]["ic_bn"] == 3
+
+
 @pytest.mark.parametrize("gemm_s, source", [(0.5e-4, "gemm@2t"), (2e-4, "tuned@2t")])
 def test_a_faster_gemm_trial_replaces_tuned_template_knobs(db, host, gemm_s, source):
     from hwtune.tuners import conv_nchw

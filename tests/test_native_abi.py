@@ -84,7 +84,7 @@ def test_enum_names_are_the_ones_hwtune_spells():
     from hwtune.native import conv, graph, isa, plan, sched
     assert graph.TENSOR_KINDS == {"input": 0, "param": 1, "activation": 2, "output": 3}
     assert plan.REUSE_POLICIES == {"none": 0, "sequential": 1, "parallel_safe": 2}
-    assert conv.LAYOUTS == ("NCHW", "NCHWc", "NCHW-direct", "NCHW-gemm")
+    assert conv.LAYOUTS == ("NCHW", "NCHWc", "NCHW-direct", "NCHW-gemm", "NCHW-stem")
     assert isa.ISA_NAMES == ("generic", "avx2", "avx512")
     assert sched.PINNING == {"never": 0, "on_request": 1, "by_default": 2}
     assert _lib.STATUS == {"ok": 0, "invalid argument": -1, "out of memory": -2,

@@ -330,6 +330,7 @@ static const name_row NAMES[] = {
     {"hwt_conv_layout", HWT_CONV_NCHWC, "NCHWc"},
     {"hwt_conv_layout", HWT_CONV_NCHW_DIRECT, "NCHW-direct"},
     {"hwt_conv_layout", HWT_CONV_NCHW_GEMM, "NCHW-gemm"},
+    {"hwt_conv_layout", HWT_CONV_NCHW_STEM, "NCHW-stem"},
 
     {"hwt_conv_activation", HWT_CONV_ACT_NONE, "none"},
     {"hwt_conv_activation", HWT_CONV_ACT_SILU, "silu"},

@@ -274,7 +274,7 @@ int hwt_conv_plan_make(const hwt_conv_desc *d, hwt_conv_layout layout,
   int OH, OW;
   if (!out || nth < 1 || hwt_conv_out_dims(d, &OH, &OW) != HWT_OK) return HWT_EINVAL;
   if (layout != HWT_CONV_NCHW && layout != HWT_CONV_NCHWC && layout != HWT_CONV_NCHW_DIRECT &&
-      layout != HWT_CONV_NCHW_GEMM)
+      layout != HWT_CONV_NCHW_GEMM && layout != HWT_CONV_NCHW_STEM)
     return HWT_EINVAL;
   if (!hwt_isa_supported(isa)) return HWT_EISA;
   /* NCHW with default params stays runnable whatever the kernel width. */
@@ -298,6 +298,10 @@ int hwt_conv_plan_make(const hwt_conv_desc *d, hwt_conv_layout layout,
   out->Wp = d->W;
   if (layout == HWT_CONV_NCHW && !params && gemm_default(d, OH, OW, isa))
     layout = HWT_CONV_NCHW_GEMM;
+  /* Few input channels (the image's): the stem kernel (stem.c says where). */
+  if (layout == HWT_CONV_NCHW && !params && hwt_conv_stem_default(d, isa))
+    layout = HWT_CONV_NCHW_STEM;
+  if (layout == HWT_CONV_NCHW_STEM) return hwt_conv_stem_plan(out);
   if (layout == HWT_CONV_NCHW && !params && flat_ok(d, OW, isa, nth)) {
     const hwt_conv_desc f = flat_desc(d);
     int st = hwt_conv_plan_make(&f, layout, NULL, isa, nth, out);
@@ -404,6 +408,10 @@ int hwt_conv_pack_weights(const hwt_conv_plan *p, const float *w_oihw, float *w_
   const hwt_conv_desc *d = &p->d;
   if (p->layout == HWT_CONV_NCHW_DIRECT) {
     hwt_conv_direct_pack(d, w_oihw, w_packed);
+    return HWT_OK;
+  }
+  if (p->layout == HWT_CONV_NCHW_STEM) {
+    hwt_conv_stem_pack(p, w_oihw, w_packed);
     return HWT_OK;
   }
   if (p->layout == HWT_CONV_NCHW_GEMM) { /* A of the GEMM: OIHW is K x C already */
@@ -748,6 +756,10 @@ void hwt_conv_run_part_res(const hwt_conv_plan *p, const float *x, const float *
   long units;
   if (p->layout == HWT_CONV_NCHW_GEMM) {
     gemm_units(p, x, w_packed, bias, res, y, ws, tid, nth);
+    return;
+  }
+  if (p->layout == HWT_CONV_NCHW_STEM) {
+    hwt_conv_stem_run_part(p, x, w_packed, bias, res, y, ws, tid, nth);
     return;
   }
   if (p->layout != HWT_CONV_NCHW_DIRECT && p->p.winograd) {

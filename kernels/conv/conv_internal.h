@@ -42,6 +42,62 @@ typedef struct {
 typedef void (*hwt_conv_stage_fn)(const float *src, long src_stride, int n, int bn, float *dst,
                                   long dst_stride);
 
+/* The stem kernel of one variant (stem_body.c): NCHW CONVs of few input
+ * channels (a CNN's first, on the image's 3), vectorised along the output
+ * row rather than over output channels, so its blocks store NCHW rows
+ * directly. rows() computes output rows [lo, hi) of the N x OH rows of
+ * the plan (every output channel), ws holding hwt_conv_stem_ws_floats(). */
+typedef struct {
+  int vec; /* floats per vector (the staged rows' geometry: hwt_conv_stem_pl) */
+  int oc;  /* output channels per register block: the packed weights' block */
+  int pv;  /* vectors of output pixels per register block, at most */
+  void (*rows)(const hwt_conv_plan *p, const float *x, const float *w, const float *bias,
+               const float *res, float *y, float *ws, long lo, long hi);
+} hwt_conv_stem_variant;
+
+extern const hwt_conv_stem_variant hwt_conv_stem_variant_generic;
+#if defined(HWTUNE_HAVE_X86)
+extern const hwt_conv_stem_variant hwt_conv_stem_variant_avx2, hwt_conv_stem_variant_avx512;
+#endif
+
+/* The stem kernel's reach: input channels, and input rows a window spans
+ * ((R - 1) * dil_h + 1), columns likewise. Output rows go in bands of
+ * HWT_CONV_STEM_BAND, oc blocks outer (stem_body.c), the ring holding the
+ * band's input rows, at most HWT_CONV_STEM_MAX_SLOTS of them. Bands of 8
+ * against one row at a time (every oc block of a row before the next),
+ * Zen 4, 1 thread, medians of 15 interleaved thread-time samples, under
+ * load: with the input and output out of cache (rotating over 53 MB, as a
+ * model's first conv finds them) 3 -> 32 3x3 at 224x224 437 vs 562 us
+ * (AVX-512), 486 vs 582 (AVX2), 3 -> 64 7x7 2484 vs 2724 (AVX-512); in
+ * cache 370 vs 378, 2447 vs 2569 (AVX-512); bands of 16 measured the
+ * same as 8 (out of cache 510 vs 514 us, 2760 vs 2720). A row at a time
+ * wrote all K output planes a row each; a band writes OC planes 8 rows
+ * (contiguous) each at a time. */
+#define HWT_CONV_STEM_MAX_C 4
+#define HWT_CONV_STEM_MAX_SPAN 16
+#define HWT_CONV_STEM_BAND 8
+#define HWT_CONV_STEM_MAX_SLOTS 64
+
+/* Floats of one stride phase of a staged input row: the output row rounded
+ * up to whole vectors, plus the taps' reach past it (loads never need a
+ * mask), rounded to 16 floats (64-byte rows). */
+static inline long hwt_conv_stem_pl(const hwt_conv_plan *p, int vec) {
+  const long ow = ((long)p->OW + vec - 1) / vec * vec;
+  return (ow + (long)(p->d.S - 1) * p->d.dil_w / p->d.stride_w + 15) / 16 * 16;
+}
+
+/* Staged input rows the ring holds: a band's span. */
+static inline long hwt_conv_stem_slots(const hwt_conv_desc *d) {
+  return (long)(HWT_CONV_STEM_BAND - 1) * d->stride_h + (long)(d->R - 1) * d->dil_h + 1;
+}
+
+/* Workspace of one thread: the ring of staged rows plus one zero row (the
+ * padding rows' stand-in), each C channels x stride_w phases x pl floats. */
+static inline size_t hwt_conv_stem_ws_floats(const hwt_conv_plan *p, int vec) {
+  return (size_t)(hwt_conv_stem_slots(&p->d) + 1) * p->d.C * p->d.stride_w *
+         hwt_conv_stem_pl(p, vec);
+}
+
 /* One variant of the NCHW[x]c template: its kernels and the register-file
  * facts the knob defaults are derived from. */
 typedef struct {
@@ -68,6 +124,7 @@ typedef struct {
    * in one pass (conv.c's gemm_units). */
   void (*epilogue)(float *y, const float *res, long n, float bias, int relu, float relu_max,
                    int act);
+  const hwt_conv_stem_variant *stem; /* the same ISA's stem kernel */
 } hwt_conv_variant;
 
 extern const hwt_conv_variant hwt_conv_variant_generic;
@@ -135,6 +192,16 @@ void hwt_conv_direct_pack(const hwt_conv_desc *d, const float *w_oihw, float *w_
 void hwt_conv_direct_units(const hwt_conv_plan *p, const float *x, const float *w,
                            const float *bias, const float *res, float *y, float *ws, long lo,
                            long hi);
+/* The stem kernel's driver (stem.c): whether it runs d (its reach above), whether the
+ * default NCHW plan takes it (measured: stem.c), the plan, the weights
+ * packed [ceil(K/oc)][C][R][S][oc] (zero past K), thread tid's share. */
+int hwt_conv_stem_ok(const hwt_conv_desc *d);
+int hwt_conv_stem_default(const hwt_conv_desc *d, hwt_isa isa);
+int hwt_conv_stem_plan(hwt_conv_plan *p);
+void hwt_conv_stem_pack(const hwt_conv_plan *p, const float *w_oihw, float *w_packed);
+void hwt_conv_stem_run_part(const hwt_conv_plan *p, const float *x, const float *w,
+                            const float *bias, const float *res, float *y, float *ws, int tid,
+                            int nth);
 /* Strided 1x1 unpadded CONVs (pw_stride.c): whether d is one; its
  * stride-1 CONV of one subsampled image; the plan (HWT_OK with out->sub
  * set, or an error), and thread tid's share of a run. */

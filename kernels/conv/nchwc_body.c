@@ -424,4 +424,5 @@ const hwt_conv_variant HWT_VARIANT(hwt_conv_variant) = {
     .vec = HV_W, .nv_max = NV_MAX, .caps = {0, CAP_OF(1), CAP_OF(2), CAP_OF(3), CAP_OF(4)},
     .block_scratch = 0, .pw_max_hw = PW_MAX_HW,
     .pw_min_k = PW_MIN_K, .row = row, .stage = stage_tile,
-    .phase = phase_copy, .deint2 = deint2, .epilogue = epilogue};
+    .phase = phase_copy, .deint2 = deint2, .epilogue = epilogue,
+    .stem = &HWT_VARIANT(hwt_conv_stem_variant)};

@@ -85,4 +85,4 @@ const hwt_conv_variant hwt_conv_variant_generic = {
      * medians of 21 alternated runs, under load). Least K: conv.c's
      * measurement (Zen 3, AVX2), not repeated for this variant. */
     .pw_max_hw = 1, .pw_min_k = 32, .row = row, .stage = stage_tile, .phase = phase_copy, .deint2 = deint2,
-    .epilogue = epilogue};
+    .epilogue = epilogue, .stem = &hwt_conv_stem_variant_generic};

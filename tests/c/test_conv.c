@@ -61,7 +61,7 @@ static void run_case_res(const hwt_conv_desc *d, hwt_conv_layout layout,
     double e = fabs((double)yout[i] - (double)want[i]);
     if (!(e <= err)) err = e;  /* NaN-propagating max */
   }
-  static const char *names[] = {"NCHW", "NCHWc", "NCHW_DIRECT", "NCHW_GEMM"};
+  static const char *names[] = {"NCHW", "NCHWc", "NCHW_DIRECT", "NCHW_GEMM", "NCHW_STEM"};
   CHECK(err <= tol,
          "%s%s isa=%s nth=%d ic_bn=%d oc_bn=%d reg_n=%d unroll=%d reg_h=%d: err %g > %g",
          names[plan.layout], res ? " +residual" : "", hwt_isa_name(isa), nth, plan.p.ic_bn, plan.p.oc_bn, plan.p.reg_n,

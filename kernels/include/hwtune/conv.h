@@ -26,6 +26,13 @@
  *                   strided 1x1 unpadded CONV with default params runs the
  *                   plan of its stride-1 CONV over each thread's copy of
  *                   the subsampled input (plan.sub; pw_stride.c)
+ *   HWT_CONV_NCHW_STEM  the same tensors, a CONV of few input channels (a
+ *                   CNN's first: the image's 3) by the stem kernel
+ *                   (stem.c, stem_body.c): vectorised along each output
+ *                   row, written straight into NCHW; what NCHW with
+ *                   default params becomes for such shapes (conv.c says
+ *                   which); weights packed [ceil(K/b)][C][R][S][b], b the
+ *                   variant's block of output channels
  *   HWT_CONV_NCHWC  x NCHW[ic_bn]c  [N][C/ic_bn][H][W][ic_bn]
  *                   y NCHW[oc_bn]c  [N][K/oc_bn][OH][OW][oc_bn]
  *                   weights OIHW[ic_bn]i[oc_bn]o [K/oc_bn][C/ic_bn][R][S][ic_bn][oc_bn]
@@ -43,7 +50,8 @@ typedef enum {
   HWT_CONV_NCHW = 0,
   HWT_CONV_NCHWC = 1,
   HWT_CONV_NCHW_DIRECT = 2,
-  HWT_CONV_NCHW_GEMM = 3
+  HWT_CONV_NCHW_GEMM = 3,
+  HWT_CONV_NCHW_STEM = 4
 } hwt_conv_layout;
 
 typedef struct {
@@ -102,7 +110,7 @@ typedef struct {
 typedef struct {
   hwt_conv_desc d;
   hwt_conv_layout layout;
-  hwt_conv_params p;  /* template parameters (zeroed for NCHW_DIRECT and NCHW_GEMM) */
+  hwt_conv_params p;  /* template parameters (zeroed for NCHW_DIRECT, _GEMM and _STEM) */
   hwt_isa isa;
   int nth;            /* thread count the plan was made for */
   int OH, OW;

@@ -34,7 +34,8 @@ conv2d op:
 
 In cases 2 and 3 at T itself, a 1x1 CONV whose NCHW GEMM kernel
 (hwtune.tuners.conv_nchw) measured faster at T than those knobs runs that
-kernel instead ("gemm@Tt"): the GEMM has no knobs for the search to store.
+kernel instead ("gemm@Tt"): the GEMM has no knobs for the search to store;
+so does a few-input-channel CONV whose stem kernel did ("stem@Tt").
 So does a training step's CONV (per-run weights) whose untuned plan
 measured faster than its knobs ("untuned@Tt"): its per-run rules (Winograd
 only above a pixel count) are no point of the search's space.
@@ -206,13 +207,14 @@ def choose(db, host_key: str, graph, op_params: Mapping[str, dict], *, threads: 
         else:
             src = "default"
         if src.startswith(("tuned@", "partial@")) and db is not None and template_s:
-            # The 1x1 GEMM kernel has no knobs, so the template's search
-            # never weighs it; its own trial at this thread count does
-            # (the same harness). Without knobs the NCHW plan is the GEMM.
+            # The 1x1 GEMM and the stem kernel have no knobs, so the
+            # template's search never weighs them; their own trial at this
+            # thread count does (the same harness). Without knobs the NCHW
+            # plan is that kernel.
             gemm_s = _gemm_seconds(db, host_key, wl, isa, threads)
             if gemm_s is not None and gemm_s < template_s:
                 out.op_params[op.name] = {"layout": "NCHW"}
-                src = f"{'gemm' if _is_gemm(wl) else 'untuned'}@{threads}t"
+                src = f"{_knobless(wl) or 'untuned'}@{threads}t"
         out.sources[op.name] = src
         if refused is not None:
             out.notes.append(f"the config's CONV parameters of {op.name} do not apply "
@@ -310,17 +312,24 @@ def _partial_best(db, host_key: str, wl, isa: str, threads: int) -> Optional[dic
     return dict(best[0][0], _seconds=best[0][1]) if best else None
 
 
-def _is_gemm(wl) -> bool:
-    return nchw_kernel(wl) == "NCHW-gemm"
+# The NCHW default kernels that have no knobs (so the template's search
+# never weighs them) -> the source they are reported as: the 1x1 GEMM, and
+# the stem kernel of few-input-channel CONVs (kernels/conv/stem.c).
+KNOBLESS = {"NCHW-gemm": "gemm", "NCHW-stem": "stem"}
+
+
+def _knobless(wl) -> Optional[str]:
+    return KNOBLESS.get(nchw_kernel(wl))
 
 
 def _gemm_seconds(db, host_key: str, wl, isa: str, threads: int) -> Optional[float]:
     """The measured time at `threads` of wl's NCHW default kernel when that
-    is the 1x1 GEMM (hwtune.tuners.conv_nchw measures it), or for a workload with per-run
+    has no knobs (the 1x1 GEMM, the stem kernel: hwtune.tuners.conv_nchw
+    measures it), or for a workload with per-run
     weights (a training step's: the untuned plan, which its per-run rules
     shape, is no point of the template's space either); None otherwise (not
     measured, failed, or another kernel)."""
-    if not (wl.per_run_weights or _is_gemm(wl)):
+    if not (wl.per_run_weights or _knobless(wl)):
         return None
     rows = db.trials(host_key, tuner=NCHW_TUNER, subject=wl.key, isa=isa, threads=threads)
     ok = [r for r in rows if r["status"] == OK and r["median_s"]]

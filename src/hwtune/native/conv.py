@@ -16,7 +16,8 @@ from hwtune.native._lib import check, enum_names, lib, sig
 from hwtune.native.abi import mirror
 from hwtune.native.isa import resolve_isa
 
-LAYOUTS = tuple(enum_names("hwt_conv_layout"))  # "NCHW", "NCHWc", "NCHW-direct", "NCHW-gemm"; index = value
+# "NCHW", "NCHWc", "NCHW-direct", "NCHW-gemm", "NCHW-stem"; index = value
+LAYOUTS = tuple(enum_names("hwt_conv_layout"))
 ACTS = enum_names("hwt_conv_activation")  # "none", "silu", "hard_swish" -> value
 KNOBS = ("ic_bn", "oc_bn", "reg_n", "unroll_ker", "reg_h", "winograd")  # hwt_conv_params order
 _KNOB_MAX = 128
@@ -120,7 +121,7 @@ def knobs(x_shape, w_shape, *, stride=1, pad=0, isa=None, dilation=1, pad_end=No
 def nchw_kernel(x_shape, w_shape, *, stride=1, pad=0, isa=None, dilation=1,
                 pad_end=None) -> str:
     """The kernel an NCHW conv with default params runs (the plan's layout:
-    "NCHW" for the template, "NCHW-direct", "NCHW-gemm"), planned only."""
+    "NCHW" for the template, "NCHW-direct", "NCHW-gemm", "NCHW-stem"), planned only."""
     d = _desc(x_shape, w_shape, stride, pad, False, dilation, pad_end)
     plan = _Plan()
     check(lib.hwt_conv_plan_make(ctypes.byref(d), LAYOUTS.index("NCHW"), None,
@@ -239,7 +240,7 @@ class Conv2dPlan:
         # NCHW-direct for shapes the template refuses.
         self.layout = LAYOUTS[self._plan.layout]
         self.params = ({name: getattr(self._plan.p, name) for name in KNOBS}
-                       if self.layout not in ("NCHW-direct", "NCHW-gemm") else None)
+                       if self.layout not in ("NCHW-direct", "NCHW-gemm", "NCHW-stem") else None)
         oh, ow = self._plan.OH, self._plan.OW
         if layout == "NCHWc":
             ib, ob = self._plan.p.ic_bn, self._plan.p.oc_bn
