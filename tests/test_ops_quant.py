@@ -158,6 +158,9 @@ CONV_CASES = [  # (x shape, oc, k, stride, pad, groups, a_signed, per_channel, z
     ((1, 20, 7, 7), 20, 5, 1, 2, 20, False, False, True, "u8", True),
     ((3, 16, 3, 4), 16, 3, 1, 1, 16, False, True, False, "f32", False),
     ((1, 64, 28, 30), 64, 3, 1, 1, 64, False, True, False, "u8", False),
+    # channels that are not whole 4-byte groups: float rows to bytes by the
+    # scalar loop instead of the int8 conv's converter
+    ((1, 6, 8, 9), 6, 3, 2, 1, 6, False, True, True, "u8", True),
 ]
 
 

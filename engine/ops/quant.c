@@ -63,6 +63,7 @@ typedef struct {
   hwt_qdw_desc qd;
   float *qw;         /* [taps][cp] weights minus their zero points */
   size_t qdw_slab;   /* bytes of the channels-last rows a thread converts (0 with x_hwc) */
+  int qdw_hwc;       /* those rows converted by cplan's (a 1x1 conv's) converter */
 } q_state;
 
 static void q_release(hwt_op_ctx *ctx) {
@@ -365,10 +366,23 @@ static int qdw_prepare(hwt_op_ctx *ctx, q_state *s, int a_signed, const int64_t 
                       e->zy, s->y_hwc};
   (void)pend;
   s->qdw = 1;
+  /* float input rows become bytes through the direct int8 conv's
+     converter (per ISA, a transpose) when its pixels are exactly C bytes:
+     a plan of a 1x1 conv over the same image, for that only */
+  if (!s->x_hwc && s->ic % 4 == 0) {
+    const hwt_qconv_desc cd = {(int)s->ic, (int)s->ic, (int)s->h, (int)s->w, (int)s->h,
+                               (int)s->w, 1, 1, 1, 1, 0, 0, 1, 1};
+    const int isa = hwt_qgemm_variant_for(ctx->isa);
+    s->ind = 0;
+    s->qdw_hwc = isa >= 0 && hwt_qconv_plan_make(&cd, (hwt_isa)isa, &s->cplan) == HWT_OK &&
+                 s->cplan.icp == s->ic;
+  }
   /* a thread converts at most a whole image's rows */
   s->qdw_slab = s->x_hwc ? 0 : (size_t)(s->h * s->w * s->ic);
   return HWT_OK;
 }
+
+static void to_hwc_u8(const q_state *s, const float *x, int64_t lo, int64_t hi, uint8_t *dst);
 
 /* Output rows [oa, ob) of image n by the depthwise int8 kernel. */
 static void qdw_part(const hwt_op_ctx *ctx, const q_state *s, int64_t n, int64_t oa, int64_t ob,
@@ -386,7 +400,7 @@ static void qdw_part(const hwt_op_ctx *ctx, const q_state *s, int64_t n, int64_t
     r0 = r0 < 0 ? 0 : r0;
     r1 = r1 >= s->h ? s->h - 1 : r1;
     const int64_t hw = s->h * s->w, C = s->ic;
-    for (int64_t c = 0; c < C; c++) {
+    for (int64_t c = 0; c < C && !s->qdw_hwc; c++) {
       const float *xc = xn + c * hw;
       for (int64_t q = r0 * s->w; q <= r1 * s->w + s->w - 1; q++) {
         float v = xc[q];
@@ -394,6 +408,7 @@ static void qdw_part(const hwt_op_ctx *ctx, const q_state *s, int64_t n, int64_t
         slab[(q - r0 * s->w) * C + c] = (uint8_t)(int)v;
       }
     }
+    if (s->qdw_hwc) to_hwc_u8(s, xn, r0, r1, slab);
     x8 = slab;
   }
   void *y = s->y_hwc ? qconv_out_image(ctx, s, n)

@@ -111,10 +111,16 @@ void HWT_VARIANT(hwt_qdw_run)(const hwt_qdw_desc *d, const uint8_t *x, int x_row
     for (; ow < in1; ow++) block(d, bif, x, x_row0, oh, ow, yb, yf, 1, 1);
     for (; ow < d->OW; ow++) block(d, bif, x, x_row0, oh, ow, yb, yf, 1, 0);
     if (!d->out_u8) {
-      /* the row's pixels [OW][cp] into the channel planes */
+      /* the row's pixels [OW][cp] into the channel planes, 16 channels at
+         a time: each pixel's 16 values are one cache line of ws, and the
+         16 planes are written in order (a channel at a time read a line
+         per value, cp floats apart) */
       float *out = (float *)y + (size_t)oh * d->OW;
-      for (int c = 0; c < C; c++)
-        for (int o = 0; o < d->OW; o++) out[(size_t)c * P + o] = ws[(size_t)o * cp + c];
+      for (int c0 = 0; c0 < C; c0 += 16) {
+        const int c1 = c0 + 16 < C ? c0 + 16 : C;
+        for (int o = 0; o < d->OW; o++)
+          for (int c = c0; c < c1; c++) out[(size_t)c * P + o] = ws[(size_t)o * cp + c];
+      }
     }
   }
 }

@@ -57,6 +57,7 @@ class Context:
         # hold integers (ONNX int and bool tensors, carried as float32)
         self.int_bounds: Dict[str, Tuple[float, float]] = {}
         self.node = None                                      # the node being converted
+        self.readers: Dict[str, List[Any]] = {}               # ONNX tensor -> nodes reading it
 
     # -- names --------------------------------------------------------------
     def fresh(self, hint: str) -> str:
@@ -175,6 +176,8 @@ def convert(model, opset: int, input_shapes: Dict[str, Tuple[int, ...]],
     ranges = index_ranges(model, dtypes)
     for node in g.node:
         cx.reserve(node.output)
+        for name in node.input:
+            cx.readers.setdefault(name, []).append(node)
     for name, shape in input_shapes.items():
         item = {"name": name, "shape": list(shape)}
         if dtypes.get(name, "float32") != "float32":

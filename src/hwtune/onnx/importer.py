@@ -22,7 +22,8 @@ from hwtune.onnx.errors import OnnxImportError
 # 9: a QDQ depthwise Conv with u8 activations and one filter per channel is
 # a qconv2d again (so is such a depthwise QLinearConv): the int8 depthwise
 # kernel (kernels/qdw) runs it.
-IMPORTER_VERSION = 9
+# 10: ... only when its output goes to int8 convs (onnx/quant.py _feeds_int8_convs).
+IMPORTER_VERSION = 10
 
 
 @dataclass

@@ -188,7 +188,8 @@ def qdq_aware(op_type, fallback):
 
 def _float_depthwise(cx, attrs, act):
     """A depthwise Conv the int8 depthwise kernel does not take (s8
-    activations, or several filters per channel): the float form below.
+    activations, several filters per channel) or should not (an output read
+    by other ops than convs, _feeds_int8_convs): the float form below.
     With u8 activations and one filter per channel (ORT's quantize_static
     MobileNetV2 / EfficientNet) it is a qconv2d that runs the depthwise int8
     kernel on channels-last bytes (kernels/qdw), linked by bytes to the int8
@@ -196,7 +197,32 @@ def _float_depthwise(cx, attrs, act):
     if not _depthwise(cx, attrs):
         return False
     g, a_signed = int(attrs.get("group", 1)), act[3]
-    return bool(a_signed) or cx.shape(1)[0] != g
+    return bool(a_signed) or cx.shape(1)[0] != g or not _feeds_int8_convs(cx, cx.node.output[0])
+
+
+def _feeds_int8_convs(cx, name, depth=0):
+    """Whether every reader of ONNX tensor `name`, through Relu / Clip and a
+    QuantizeLinear -> DequantizeLinear pair, is a Conv: the depthwise conv's
+    output then travels as bytes to int8 convs (hwtune.engine.qlayout),
+    where the int8 depthwise kernel runs without a conversion on either side.
+    Read by anything else (EfficientNet's SiLU), its float planes out of the
+    int8 kernel cost more than the float form (int8 EfficientNet-B0 at 1
+    thread: 13.2-13.5 ms with every depthwise conv in float, 15.4-18.2 with
+    the int8 kernel; MobileNetV2, whose depthwise convs sit between int8
+    1x1 convs: 5.96-6.57 ms in float, 3.92-3.98 with it; `hwtune run`,
+    alternated builds, 20:45 UTC, load 0.4-0.9)."""
+    users = cx.readers.get(name, [])
+    if not users or depth > 4:
+        return False
+    for node in users:
+        if node.op_type in ("Conv", "QLinearConv"):
+            continue
+        if node.op_type in ("Relu", "Clip", "QuantizeLinear", "DequantizeLinear"):
+            if not _feeds_int8_convs(cx, node.output[0], depth + 1):
+                return False
+            continue
+        return False
+    return True
 
 
 def _depthwise(cx, attrs):
@@ -351,7 +377,8 @@ def qlinear_conv(cx, attrs):
     q = np.asarray(cx.const(3, "w"))
     g = int(attrs.get("group", 1))
     if g > 1 and q.ndim == 4 and q.shape[1] == 1 and (
-            a_signed or q.shape[0] != g or _requant(cx, 6, 7)[1]):
+            a_signed or q.shape[0] != g or _requant(cx, 6, 7)[1] or
+            not _feeds_int8_convs(cx, cx.node.output[0])):
         # the int8 depthwise kernel takes u8 in and out, one filter a channel
         _qlinear_depthwise(cx, attrs, x, a_scale, a_zp, q)
         return
