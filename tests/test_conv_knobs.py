@@ -358,55 +358,53 @@ def stem_conv():
     return b.build()
 
 
+def _tuned_beside_nchw_trial(db, host, g, name, ic_bn, trial_s):
+    """The knobs choose() gives op `name` at 2 threads when its workload has
+    tuned template knobs (1e-4 s) and an NCHW kernel trial of trial_s."""
+    from hwtune.tuners import conv_nchw
+    key, p = legal(g, name, ic_bn, 16)
+    db.put_tuned(host, tuner=cl.TUNER, subject=key, isa=ISA, threads=2, search="grid",
+                 best_params=p, best_s=1e-4, trials=3)
+    run = db.start_run(host, "tune", {})
+    db.add_trial(run, host, tuner=conv_nchw.TUNER, search="measure", subject=key, isa=ISA,
+                 threads=2, params=conv_nchw.PARAMS, status="ok", median_s=trial_s,
+                 samples=[trial_s])
+    return conv_knobs.choose(db, host, g, {}, threads=2, params_threads=None, isa=ISA)
+
+
+def _runs_the_nchw_kernel(db, host, g, name, k):
+    """Op `name` runs plain NCHW (no template knobs), as the reference does."""
+    assert k.op_params[name] == {"layout": "NCHW"}
+    cfg = EngineConfig(executors=1, threads=2, scheduler="sequential")
+    cfg, run_graph, _ = conv_knobs.for_run(db, host, g, cfg, params_threads=None, isa=ISA)
+    conv = next(op for op in run_graph.ops if op.name == name)
+    assert "ic_bn" not in conv.attrs and len(run_graph.shapes[conv.inputs[0]]) == 4
+    assert_runs_like_the_reference(g, run_graph, cfg)
+
+
 @pytest.mark.skipif(ISA == "generic", reason="the portable variant keeps the stem on the "
                     "template (kernels/conv/stem.c)")
 @pytest.mark.parametrize("stem_s, source", [(0.5e-4, "stem@2t"), (2e-4, "tuned@2t")])
 def test_a_faster_stem_trial_replaces_tuned_template_knobs(db, host, stem_s, source):
     """The stem kernel, like the GEMM, has no knobs: its conv-nchw trial
     decides against the tuned template knobs."""
-    from hwtune.tuners import conv_nchw
     g = stem_conv()
     assert nchw_kernel(cl.conv_workload(g, g.ops[0])) == "NCHW-stem"
-    key, p = legal(g, "S", 3, 16)
-    db.put_tuned(host, tuner=cl.TUNER, subject=key, isa=ISA, threads=2, search="grid",
-                 best_params=p, best_s=1e-4, trials=3)
-    run = db.start_run(host, "tune", {})
-    db.add_trial(run, host, tuner=conv_nchw.TUNER, search="measure", subject=key, isa=ISA,
-                 threads=2, params=conv_nchw.PARAMS, status="ok", median_s=stem_s,
-                 samples=[stem_s])
-    k = conv_knobs.choose(db, host, g, {}, threads=2, params_threads=None, isa=ISA)
+    k = _tuned_beside_nchw_trial(db, host, g, "S", 3, stem_s)
     assert k.sources["S"] == source
     if source.startswith("stem"):
-        assert k.op_params["S"] == {"layout": "NCHW"}
-        cfg = EngineConfig(executors=1, threads=2, scheduler="sequential")
-        cfg, run_graph, _ = conv_knobs.for_run(db, host, g, cfg, params_threads=None, isa=ISA)
-        conv = next(op for op in run_graph.ops if op.name == "S")
-        assert "ic_bn" not in conv.attrs and len(run_graph.shapes[conv.inputs[0]]) == 4
-        assert_runs_like_the_reference(g, run_graph, cfg)
+        _runs_the_nchw_kernel(db, host, g, "S", k)
     else:
         assert k.op_params["S"]["ic_bn"] == 3
 
 
 @pytest.mark.parametrize("gemm_s, source", [(0.5e-4, "gemm@2t"), (2e-4, "tuned@2t")])
 def test_a_faster_gemm_trial_replaces_tuned_template_knobs(db, host, gemm_s, source):
-    from hwtune.tuners import conv_nchw
     g = one_by_one()
-    key, p = legal(g, "P", 16, 16)
-    db.put_tuned(host, tuner=cl.TUNER, subject=key, isa=ISA, threads=2, search="grid",
-                 best_params=p, best_s=1e-4, trials=3)
-    run = db.start_run(host, "tune", {})
-    db.add_trial(run, host, tuner=conv_nchw.TUNER, search="measure", subject=key, isa=ISA,
-                 threads=2, params=conv_nchw.PARAMS, status="ok", median_s=gemm_s,
-                 samples=[gemm_s])
-    k = conv_knobs.choose(db, host, g, {}, threads=2, params_threads=None, isa=ISA)
+    k = _tuned_beside_nchw_trial(db, host, g, "P", 16, gemm_s)
     assert k.sources["P"] == source
     if source.startswith("gemm"):
-        assert k.op_params["P"] == {"layout": "NCHW"}
-        cfg = EngineConfig(executors=1, threads=2, scheduler="sequential")
-        cfg, run_graph, _ = conv_knobs.for_run(db, host, g, cfg, params_threads=None, isa=ISA)
-        conv = next(op for op in run_graph.ops if op.name == "P")
-        assert "ic_bn" not in conv.attrs and len(run_graph.shapes[conv.inputs[0]]) == 4
-        assert_runs_like_the_reference(g, run_graph, cfg)
+        _runs_the_nchw_kernel(db, host, g, "P", k)
     else:
         assert k.op_params["P"]["ic_bn"] == 16
     # At another thread count the GEMM trial at 2 says nothing.
