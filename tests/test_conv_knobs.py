@@ -382,6 +382,17 @@ def _runs_the_nchw_kernel(db, host, g, name, k):
     assert_runs_like_the_reference(g, run_graph, cfg)
 
 
+def _trial_decides(db, host, g, name, ic_bn, trial_s, source):
+    """choose() takes the source expected (the kernel's "stem@2t" /
+    "gemm@2t", or "tuned@2t"), and the op runs accordingly."""
+    k = _tuned_beside_nchw_trial(db, host, g, name, ic_bn, trial_s)
+    assert k.sources[name] == source
+    if source.startswith("tuned"):
+        assert k.op_params[name]["ic_bn"] == ic_bn
+    else:
+        _runs_the_nchw_kernel(db, host, g, name, k)
+
+
 @pytest.mark.skipif(ISA == "generic", reason="the portable variant keeps the stem on the "
                     "template (kernels/conv/stem.c)")
 @pytest.mark.parametrize("stem_s, source", [(0.5e-4, "stem@2t"), (2e-4, "tuned@2t")])
@@ -390,23 +401,13 @@ def test_a_faster_stem_trial_replaces_tuned_template_knobs(db, host, stem_s, sou
     decides against the tuned template knobs."""
     g = stem_conv()
     assert nchw_kernel(cl.conv_workload(g, g.ops[0])) == "NCHW-stem"
-    k = _tuned_beside_nchw_trial(db, host, g, "S", 3, stem_s)
-    assert k.sources["S"] == source
-    if source.startswith("stem"):
-        _runs_the_nchw_kernel(db, host, g, "S", k)
-    else:
-        assert k.op_params["S"]["ic_bn"] == 3
+    _trial_decides(db, host, g, "S", 3, stem_s, source)
 
 
 @pytest.mark.parametrize("gemm_s, source", [(0.5e-4, "gemm@2t"), (2e-4, "tuned@2t")])
 def test_a_faster_gemm_trial_replaces_tuned_template_knobs(db, host, gemm_s, source):
     g = one_by_one()
-    k = _tuned_beside_nchw_trial(db, host, g, "P", 16, gemm_s)
-    assert k.sources["P"] == source
-    if source.startswith("gemm"):
-        _runs_the_nchw_kernel(db, host, g, "P", k)
-    else:
-        assert k.op_params["P"]["ic_bn"] == 16
+    _trial_decides(db, host, g, "P", 16, gemm_s, source)
     # At another thread count the GEMM trial at 2 says nothing.
     assert conv_knobs.choose(db, host, g, {}, threads=1, params_threads=None,
                              isa=ISA).sources["P"] == "tuned@2t(nearest)"
