@@ -142,3 +142,18 @@ def test_screenshot_for_a_person_to_look_at(report_html, tmp_path):
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     # A blank page compresses to a few KiB; text, tables and charts do not.
     assert len(data) > 60_000, len(data)
+
+
+def test_ticks_of_a_range_below_float_resolution_end():
+    """A convergence curve of 100 * x / x can read 100.0 and
+    99.99999999999997: the ticks of that range are a handful, and the chart
+    draws (nice_ticks looped forever on it: the CI's README report hung)."""
+    from hwtune.report import svg
+    for lo, hi in ((99.99999999999997, 100.0), (1000.0, 1000.0000000001), (5.0, 5.0),
+                   (0.0, 0.0), (-3.0, -3.0 + 1e-15)):
+        ticks = svg.nice_ticks(lo, hi)
+        assert 2 <= len(ticks) <= 12 and ticks[0] <= lo and ticks[-1] >= hi, (lo, hi, ticks)
+    chart = svg.line_chart("c", "flat", [{"name": "a", "xs": [1, 2, 3],
+                                          "ys": [100.0, 100.0, 99.99999999999997]}],
+                           x_label="trial", y_label="%", y_zero=False)
+    assert chart.startswith("<svg") and chart.endswith("</svg>")

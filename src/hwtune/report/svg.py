@@ -30,7 +30,11 @@ def _num(v: float) -> str:
 
 def nice_ticks(lo: float, hi: float, n: int = 5) -> List[float]:
     """Round tick values covering [lo, hi] (1, 2, 5 x 10^k steps)."""
-    if hi <= lo:
+    # A flat range, or one narrower than a billionth of its values (a series
+    # of 100 * x / x that rounds to 100 and 99.99999999999997): a step that
+    # small no longer moves t past lo in floats, and the loop below never
+    # ended (the CI's README report of a convergence curve so, 3.7 GB of ticks).
+    if hi - lo <= max(abs(lo), abs(hi)) * 1e-9:
         hi = lo + (abs(lo) or 1.0)
     raw = (hi - lo) / max(1, n)
     mag = 10 ** math.floor(math.log10(raw))
