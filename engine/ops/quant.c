@@ -344,7 +344,7 @@ static int qconv_prepare_direct(hwt_op_ctx *ctx, q_state *s, int64_t P, int64_t 
  * of one output column per group took int8 MobileNetV2 54.3 ms where ORT's
  * QLinearConvs took 3.2 (onnx/quant.py then ran such convs in float between
  * a dequantize and a quantize). HWT_EINVAL: not such a conv. */
-static int qdw_prepare(hwt_op_ctx *ctx, q_state *s, int a_signed, const int64_t *pend) {
+static int qdw_prepare(hwt_op_ctx *ctx, q_state *s, int a_signed) {
   const hwt_qgemm_epi *e = &s->epi;
   const int u8_out = e->out == HWT_QOUT_QF32 && e->qmin == 0 && e->qmax == 255;
   if (s->groups < 2 || s->groups != s->ic || s->oc != s->ic || a_signed ||
@@ -352,7 +352,7 @@ static int qdw_prepare(hwt_op_ctx *ctx, q_state *s, int a_signed, const int64_t 
       s->h > INT32_MAX / 2 || s->w > INT32_MAX / 2 || (s->y_hwc && !u8_out))
     return HWT_EINVAL;
   const int64_t taps = s->kh * s->kw, cp = hwt_qdw_cp((int)s->ic);
-  if (!(s->qw = calloc((size_t)(taps * cp), sizeof(float)))) return HWT_EINVAL;
+  if (!(s->qw = calloc((size_t)(taps * cp), sizeof(float)))) return HWT_ENOMEM;
   const float *w = ctx->in[1];
   for (int64_t c = 0; c < s->ic; c++)
     for (int64_t t = 0; t < taps; t++) {
@@ -364,7 +364,6 @@ static int qdw_prepare(hwt_op_ctx *ctx, q_state *s, int a_signed, const int64_t 
                       (int)s->kw, (int)s->sh, (int)s->sw, (int)s->pt, (int)s->pl, (int)s->dh,
                       (int)s->dw, e->za, s->qw, s->bias_i, s->scale, s->bias, e->relu, u8_out,
                       e->zy, s->y_hwc};
-  (void)pend;
   s->qdw = 1;
   /* float input rows become bytes through the direct int8 conv's
      converter (per ISA, a transpose) when its pixels are exactly C bytes:
@@ -373,7 +372,6 @@ static int qdw_prepare(hwt_op_ctx *ctx, q_state *s, int a_signed, const int64_t 
     const hwt_qconv_desc cd = {(int)s->ic, (int)s->ic, (int)s->h, (int)s->w, (int)s->h,
                                (int)s->w, 1, 1, 1, 1, 0, 0, 1, 1};
     const int isa = hwt_qgemm_variant_for(ctx->isa);
-    s->ind = 0;
     s->qdw_hwc = isa >= 0 && hwt_qconv_plan_make(&cd, (hwt_isa)isa, &s->cplan) == HWT_OK &&
                  s->cplan.icp == s->ic;
   }
@@ -400,15 +398,18 @@ static void qdw_part(const hwt_op_ctx *ctx, const q_state *s, int64_t n, int64_t
     r0 = r0 < 0 ? 0 : r0;
     r1 = r1 >= s->h ? s->h - 1 : r1;
     const int64_t hw = s->h * s->w, C = s->ic;
-    for (int64_t c = 0; c < C && !s->qdw_hwc; c++) {
-      const float *xc = xn + c * hw;
-      for (int64_t q = r0 * s->w; q <= r1 * s->w + s->w - 1; q++) {
-        float v = xc[q];
-        v = v < 0.0f ? 0.0f : v > 255.0f ? 255.0f : v;
-        slab[(q - r0 * s->w) * C + c] = (uint8_t)(int)v;
+    if (s->qdw_hwc) {
+      to_hwc_u8(s, xn, r0, r1, slab);
+    } else {
+      for (int64_t c = 0; c < C; c++) {
+        const float *xc = xn + c * hw;
+        for (int64_t q = r0 * s->w; q <= r1 * s->w + s->w - 1; q++) {
+          float v = xc[q];
+          v = v < 0.0f ? 0.0f : v > 255.0f ? 255.0f : v;
+          slab[(q - r0 * s->w) * C + c] = (uint8_t)(int)v;
+        }
       }
     }
-    if (s->qdw_hwc) to_hwc_u8(s, xn, r0, r1, slab);
     x8 = slab;
   }
   void *y = s->y_hwc ? qconv_out_image(ctx, s, n)
@@ -457,11 +458,12 @@ static int qconv_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
   const int a_signed = hwt_ops_int(ctx, "a_signed", 0) != 0;
   s->x_hwc = hwt_ops_int(ctx, "x_hwc", 0) != 0;
   s->y_hwc = hwt_ops_int(ctx, "y_hwc", 0) != 0;
-  if (qdw_prepare(ctx, s, a_signed, pend) == HWT_OK) {
+  if ((st = qdw_prepare(ctx, s, a_signed)) == HWT_OK) {
     const size_t ws = round64(s->qdw_slab) + round64((size_t)hwt_qdw_ws_floats(&s->qd) * 4);
     return hwt_ops_prepared(ctx, s, ws / 4,
                             2.0 * (double)(s->n_img * s->oc * s->oh * s->ow * s->kh * s->kw));
   }
+  if (st != HWT_EINVAL) return st; /* out of memory */
   if (s->x_hwc && (a_signed || s->groups != 1 || s->ic % 4))
     return hwt_ops_fail(err, errlen, ctx, "x_hwc needs u8 activations, one group and whole "
                                           "4-channel groups");
