@@ -133,6 +133,13 @@ def test_qmatmul_run_time_scale_needs_f32_output():
                              "attrs": {"out": "u8", "y_scale": 0.1}}],
                     "outputs": ["mm"]})
 
+def _dw(x_shape, k, stride, out, relu, zb=False, per_channel=True):
+    """A CONV_CASES row of a depthwise conv with u8 activations: one filter
+    per channel, "same" padding."""
+    c = x_shape[1]
+    return (x_shape, c, k, stride, k // 2, c, False, per_channel, zb, out, relu)
+
+
 CONV_CASES = [  # (x shape, oc, k, stride, pad, groups, a_signed, per_channel, zb, out, relu)
     ((1, 3, 9, 9), 8, 3, 1, 1, 1, False, True, False, "u8", True),
     ((2, 4, 7, 6), 6, 3, 2, 1, 2, True, False, True, "f32", False),
@@ -152,15 +159,15 @@ CONV_CASES = [  # (x shape, oc, k, stride, pad, groups, a_signed, per_channel, z
     # int8 kernel (kernels/qdw): 3x3 and 5x5, stride 1 and 2, channel counts
     # that fill AVX-512's 16 lanes, AVX2's 8 only, or neither (the portable
     # row), weight zero points, images narrower than a register block
-    ((1, 32, 9, 11), 32, 3, 1, 1, 32, False, True, False, "u8", True),
-    ((2, 48, 12, 12), 48, 3, 2, 1, 48, False, True, True, "u8", False),
-    ((1, 24, 14, 13), 24, 5, 2, 2, 24, False, True, False, "f32", True),
-    ((1, 20, 7, 7), 20, 5, 1, 2, 20, False, False, True, "u8", True),
-    ((3, 16, 3, 4), 16, 3, 1, 1, 16, False, True, False, "f32", False),
-    ((1, 64, 28, 30), 64, 3, 1, 1, 64, False, True, False, "u8", False),
+    _dw((1, 32, 9, 11), 3, 1, "u8", True),
+    _dw((2, 48, 12, 12), 3, 2, "u8", False, zb=True),
+    _dw((1, 24, 14, 13), 5, 2, "f32", True),
+    _dw((1, 20, 7, 7), 5, 1, "u8", True, zb=True, per_channel=False),
+    _dw((3, 16, 3, 4), 3, 1, "f32", False),
+    _dw((1, 64, 28, 30), 3, 1, "u8", False),
     # channels that are not whole 4-byte groups: float rows to bytes by the
     # scalar loop instead of the int8 conv's converter
-    ((1, 6, 8, 9), 6, 3, 2, 1, 6, False, True, True, "u8", True),
+    _dw((1, 6, 8, 9), 3, 2, "u8", True, zb=True),
 ]
 
 

@@ -70,7 +70,10 @@ static int build_consumers(check_ctx *c) {
 /* Iterative DFS from every op over op -> output tensor -> consumer op. */
 static int build_descendants(check_ctx *c) {
   const hwt_graph *g = c->g;
-  int n = g->n_ops;
+  const int n = g->n_ops;
+  /* Without the test, GCC 12 at -O3 reads a negative n into the sizes and
+   * stops a -Werror build (alloc-size-larger-than). */
+  if (n < 0) return HWT_EINVAL;
   c->words = (n + 63) / 64;
   c->desc = calloc((size_t)(n ? n : 1) * (size_t)(c->words ? c->words : 1), sizeof(uint64_t));
   int *stack = malloc(sizeof(int) * (size_t)(n ? n : 1));

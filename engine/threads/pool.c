@@ -119,8 +119,18 @@ typedef struct {
   int yields;    /* spinners yield after YIELD_AFTER_S (unpinned pool_ch) */
 } channel;
 
-static inline void spin_tick(const channel *c, double spun_s) {
-  if (c->yields && spun_s >= YIELD_AFTER_S) HWT_POOL_YIELD();
+/* One pause of a spin loop's k-th turn; every SPINS_PER_CLOCK turns a clock
+ * read, the first of which starts *t0. 1 once spin_s has passed since then
+ * (the caller parks); on the way, spinners of a yielding channel yield
+ * after YIELD_AFTER_S. The one spin phase of both waits below. */
+static inline int spin_spent(const channel *c, long k, double *t0, double spin_s) {
+  hwt_cpu_relax();
+  if (k % SPINS_PER_CLOCK != SPINS_PER_CLOCK - 1) return 0;
+  const double t = hwt_now();
+  if (*t0 == 0) *t0 = t;
+  else if (t - *t0 >= spin_s) return 1;
+  if (c->yields && t - *t0 >= YIELD_AFTER_S) HWT_POOL_YIELD();
+  return 0;
 }
 
 typedef struct {
@@ -196,13 +206,7 @@ static uint64_t chan_wait(channel *c, int idx, uint64_t seen, double spin_s) {
   for (long k = 0;; k++) {
     g = atomic_load_explicit(&c->gen, memory_order_acquire);
     if (g != seen) return g;
-    hwt_cpu_relax();
-    if (k % SPINS_PER_CLOCK == SPINS_PER_CLOCK - 1) {
-      double t = hwt_now();
-      if (t0 == 0) t0 = t;
-      else if (t - t0 >= spin_s) break;
-      spin_tick(c, t - t0);
-    }
+    if (spin_spent(c, k, &t0, spin_s)) break;
   }
   slot_t *s = &c->slots[idx];
   for (;;) {
@@ -234,13 +238,7 @@ static void chan_join(channel *c, int first, int nth, uint64_t seq, double spin_
   for (long k = 0;; k++) {
     while (i < nth && atomic_load_explicit(&c->slots[i].done_seq, memory_order_acquire) == seq) i++;
     if (i == nth) return;
-    hwt_cpu_relax();
-    if (k % SPINS_PER_CLOCK == SPINS_PER_CLOCK - 1) {
-      double t = hwt_now();
-      if (t0 == 0) t0 = t;
-      else if (t - t0 >= spin_s) break;
-      spin_tick(c, t - t0);
-    }
+    if (spin_spent(c, k, &t0, spin_s)) break;
   }
   for (;;) {
     uint32_t w = atomic_load(&c->join_word);

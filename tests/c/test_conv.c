@@ -10,6 +10,7 @@
 #include <string.h>
 #include "hwtune/conv.h"
 #include "check.h"
+#include "conv_case.h"
 
 
 
@@ -82,19 +83,10 @@ static void run_case(const hwt_conv_desc *d, hwt_conv_layout layout, const hwt_c
 }
 
 static void test_shape(hwt_conv_desc d) {
-  int OH, OW;
-  CHECK(hwt_conv_out_dims(&d, &OH, &OW) == HWT_OK, "out_dims");
-  size_t xn = (size_t)d.N * d.C * d.H * d.W, wn = (size_t)d.K * d.C * d.R * d.S;
-  size_t yn = (size_t)d.N * d.K * OH * OW;
-  float *x = alloc_floats(xn), *w = alloc_floats(wn), *b = alloc_floats((size_t)d.K);
-  float *want = alloc_floats(yn), *res = alloc_floats(yn), *want_res = alloc_floats(yn);
-  for (size_t i = 0; i < xn; i++) x[i] = frand();
-  for (size_t i = 0; i < wn; i++) w[i] = frand();
-  for (int i = 0; i < d.K; i++) b[i] = frand();
-  for (size_t i = 0; i < yn; i++) res[i] = frand();
-  CHECK(hwt_conv_ref(&d, x, w, b, want) == HWT_OK, "ref");
-  /* The residual epilogue (added before the ReLU), 2 threads. */
-  CHECK(hwt_conv_ref_res(&d, x, w, b, res, want_res) == HWT_OK, "ref_res");
+  conv_case c = conv_case_make(&d);
+  if (!c.x) return;
+  const float *x = c.x, *w = c.w, *b = c.b, *res = c.res, *want = c.want, *want_res = c.want_res;
+  /* The residual epilogue runs at 2 threads. */
   for (int isa = 0; isa < HWT_ISA_COUNT; isa++) {
     if (!hwt_isa_supported((hwt_isa)isa)) continue;
     hwt_conv_knobs_t k;
@@ -124,12 +116,7 @@ static void test_shape(hwt_conv_desc d) {
         run_case_res(&d, all[l], &sets[s], (hwt_isa)isa, 2, x, w, b, res, want_res);
     }
   }
-  free(res);
-  free(want_res);
-  free(x);
-  free(w);
-  free(b);
-  free(want);
+  conv_case_free(&c);
 }
 
 static void test_illegal(void) {

@@ -11,6 +11,7 @@
 #include <string.h>
 #include "hwtune/conv.h"
 #include "check.h"
+#include "conv_case.h"
 
 /* Runs d as the stem kernel on isa with nth shares (in reverse order: no
  * share may depend on another having run), with the residual res when not
@@ -46,29 +47,15 @@ static void run_stem(const hwt_conv_desc *d, hwt_isa isa, int nth, const float *
 }
 
 static void test_shape(hwt_conv_desc d) {
-  int OH, OW;
-  CHECK(hwt_conv_out_dims(&d, &OH, &OW) == HWT_OK, "out_dims");
-  const size_t xn = (size_t)d.N * d.C * d.H * d.W, wn = (size_t)d.K * d.C * d.R * d.S;
-  const size_t yn = (size_t)d.N * d.K * OH * OW;
-  float *x = alloc_floats(xn), *w = alloc_floats(wn), *b = alloc_floats((size_t)d.K);
-  float *want = alloc_floats(yn), *res = alloc_floats(yn), *want_res = alloc_floats(yn);
-  for (size_t i = 0; i < xn; i++) x[i] = frand();
-  for (size_t i = 0; i < wn; i++) w[i] = frand();
-  for (int i = 0; i < d.K; i++) b[i] = frand();
-  for (size_t i = 0; i < yn; i++) res[i] = frand();
-  CHECK(hwt_conv_ref(&d, x, w, b, want) == HWT_OK, "ref");
-  CHECK(hwt_conv_ref_res(&d, x, w, b, res, want_res) == HWT_OK, "ref_res");
+  conv_case c = conv_case_make(&d);
+  if (!c.x) return;
   for (int isa = 0; isa < HWT_ISA_COUNT; isa++) {
     if (!hwt_isa_supported((hwt_isa)isa)) continue;
-    for (int nth = 1; nth <= 4; nth++) run_stem(&d, (hwt_isa)isa, nth, x, w, b, NULL, want);
-    run_stem(&d, (hwt_isa)isa, 2, x, w, b, res, want_res);
+    for (int nth = 1; nth <= 4; nth++)
+      run_stem(&d, (hwt_isa)isa, nth, c.x, c.w, c.b, NULL, c.want);
+    run_stem(&d, (hwt_isa)isa, 2, c.x, c.w, c.b, c.res, c.want_res);
   }
-  free(x);
-  free(w);
-  free(b);
-  free(want);
-  free(res);
-  free(want_res);
+  conv_case_free(&c);
 }
 
 /* The default NCHW plan takes the stem kernel for stride-2 undilated CONVs
@@ -107,27 +94,30 @@ static void test_choice(void) {
   }
 }
 
-int main(void) {
+/* The shapes test_shape checks every variant on. */
+static const hwt_conv_desc shapes[] = {
   /* N, C, H, W, K, R, S, sh, sw, ph, pw, relu, dil_h, dil_w, pad_h_end, pad_w_end,
    * relu_max, act */
   /* MobileNetV2's stem at a small size (+ ReLU6), ResNet's 7x7 (+ ReLU) */
-  test_shape((hwt_conv_desc){1, 3, 40, 40, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 6.0f, 0});
-  test_shape((hwt_conv_desc){1, 3, 38, 38, 64, 7, 7, 2, 2, 3, 3, 1, 1, 1, 3, 3, 0, 0});
+  {1, 3, 40, 40, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 6.0f, 0},
+  {1, 3, 38, 38, 64, 7, 7, 2, 2, 3, 3, 1, 1, 1, 3, 3, 0, 0},
   /* rows wider than one register block (AVX2: 16 pixels, AVX-512: 96),
    * K leaving a partial block, SiLU / HardSwish; two images of 5x5 */
-  test_shape((hwt_conv_desc){1, 3, 9, 250, 10, 3, 3, 2, 2, 1, 1, 0, 1, 1, 1, 1, 0,
-                             HWT_CONV_ACT_SILU});
-  test_shape((hwt_conv_desc){2, 2, 5, 5, 7, 5, 5, 2, 2, 2, 2, 0, 1, 1, 2, 2, 0,
-                             HWT_CONV_ACT_HARD_SWISH});
+  {1, 3, 9, 250, 10, 3, 3, 2, 2, 1, 1, 0, 1, 1, 1, 1, 0, HWT_CONV_ACT_SILU},
+  {2, 2, 5, 5, 7, 5, 5, 2, 2, 2, 2, 0, 1, 1, 2, 2, 0, HWT_CONV_ACT_HARD_SWISH},
   /* one channel and four, asymmetric padding (TF "same" at stride 2),
    * unpadded odd widths */
-  test_shape((hwt_conv_desc){1, 1, 11, 33, 5, 3, 3, 2, 2, 0, 0, 1, 1, 1, 1, 1, 0, 0});
-  test_shape((hwt_conv_desc){1, 4, 12, 35, 9, 3, 3, 2, 2, 0, 0, 0, 1, 1, 0, 0, 0, 0});
+  {1, 1, 11, 33, 5, 3, 3, 2, 2, 0, 0, 1, 1, 1, 1, 1, 0, 0},
+  {1, 4, 12, 35, 9, 3, 3, 2, 2, 0, 0, 0, 1, 1, 0, 0, 0, 0},
   /* stride 1 and 3, unequal strides, dilation, a kernel wider than tall */
-  test_shape((hwt_conv_desc){1, 3, 10, 21, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0});
-  test_shape((hwt_conv_desc){1, 3, 13, 40, 4, 3, 3, 3, 3, 1, 2, 0, 1, 1, 0, 1, 0, 0});
-  test_shape((hwt_conv_desc){2, 2, 14, 19, 8, 3, 5, 1, 2, 2, 3, 1, 2, 2, 2, 1, 0, 0});
-  test_shape((hwt_conv_desc){1, 3, 9, 30, 12, 2, 7, 2, 2, 0, 3, 0, 1, 1, 1, 3, 0, 0});
+  {1, 3, 10, 21, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0},
+  {1, 3, 13, 40, 4, 3, 3, 3, 3, 1, 2, 0, 1, 1, 0, 1, 0, 0},
+  {2, 2, 14, 19, 8, 3, 5, 1, 2, 2, 3, 1, 2, 2, 2, 1, 0, 0},
+  {1, 3, 9, 30, 12, 2, 7, 2, 2, 0, 3, 0, 1, 1, 1, 3, 0, 0},
+};
+
+int main(void) {
+  for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) test_shape(shapes[i]);
   test_choice();
   return check_verdict("conv stem: ok\n");
 }
