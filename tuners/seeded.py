@@ -73,17 +73,18 @@ class SeededSearch(Search):
     the seeds and never proposes them again. Seeds count against the inner
     search's trial budget."""
 
-    def __init__(self, inner: Search, seeds: List[Params]):
+    def __init__(self, inner: Search, seeds: List[Params], seed_name: str = PEER_SEARCH):
         super().__init__(inner.space, seed=inner.seed, max_trials=inner.max_trials)
         self.inner = inner
         self._seeds = [dict(s) for s in seeds]
+        self._seed_name = seed_name  # tuning_trials.search of a seed's trial
         self.name = inner.name
 
     def propose(self) -> Optional[Params]:
         while self._seeds and not self.done():
             p = self._seeds.pop(0)
             if not self.seen(p):
-                self.name = PEER_SEARCH
+                self.name = self._seed_name
                 return p
         self.name = self.inner.name
         return self.inner.propose()

@@ -268,7 +268,24 @@ static int conv_prepare(hwt_op_ctx *ctx, char *err, size_t errlen) {
       return st;
     }
   }
-  if (!blocked && !w_const) {
+  if (s->plan.nhwc_gemm) {
+    /* A 1x1 NCHWc CONV in one block of channels runs as a GEMM whose B is
+     * the blocked weights: packed once when constant, else by each share
+     * per run, as NCHW weights below. */
+    if (!w_const) {
+      pack_ws = (s->plan.w_floats + 15) / 16 * 16;
+    } else {
+      s->w_packed = aligned_alloc(64, (s->plan.w_floats * sizeof(float) + 63) / 64 * 64);
+      st = s->w_packed ? hwt_conv_pack_blocked_weights(&s->plan, ctx->in[1], s->w_packed)
+                       : HWT_ENOMEM;
+      if (st < 0) {
+        free(s->w_packed);
+        free(s);
+        snprintf(err, errlen, "packing the CONV weights failed (%d)", st);
+        return st;
+      }
+    }
+  } else if (!blocked && !w_const) {
     /* Weights that change between runs (a training step's): each share
      * packs its own copy into its workspace before computing, since no
      * share may wait for another's packing. That repeats the packing nth
@@ -315,7 +332,11 @@ static void conv_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
     return;
   }
   const float *w = s->w_packed ? s->w_packed : ctx->in[1];
-  if (s->pack_per_run) {
+  if (s->pack_per_run && s->plan.nhwc_gemm) {
+    hwt_conv_pack_blocked_weights(&s->plan, ctx->in[1], ws);
+    w = ws;
+    ws += (s->plan.w_floats + 15) / 16 * 16;
+  } else if (s->pack_per_run) {
     hwt_conv_pack_weights(&s->plan, ctx->in[1], ws);
     w = ws;
     ws += (s->plan.w_floats + 15) / 16 * 16;

@@ -1,6 +1,7 @@
 /* CONV plan, knob declaration and dispatch. The NCHW[x]c template's search
  * space is declared here, next to the template that uses it (as TVM's x86
  * conv2d does), and the default is derived from the SIMD width. */
+#include <stdlib.h>
 #include <string.h>
 #include "conv_internal.h"
 #include "hwtune/gemm.h"
@@ -367,6 +368,7 @@ int hwt_conv_plan_make(const hwt_conv_desc *d, hwt_conv_layout layout,
   }
   out->p = p;
   if (p.winograd) return hwt_conv_wino_plan(out);
+  if (layout == HWT_CONV_NCHWC && hwt_conv_nhwc_gemm_ok(d, &p)) return hwt_conv_nhwc_gemm_plan(out);
   if (d->S > HWT_CONV_MAX_S) return HWT_EINVAL;
   /* The row kernels always read a staged copy: zero padding makes every
    * register block run the same unclipped loop (border blocks would fall to
@@ -422,8 +424,25 @@ int hwt_conv_pack_weights(const hwt_conv_plan *p, const float *w_oihw, float *w_
     return hwt_gemm_pack_a(&gp, w_oihw, w_packed);
   }
   if (p->p.winograd) return hwt_conv_wino_pack(p, w_oihw, w_packed);
+  if (p->nhwc_gemm) {
+    /* OIHW (K x C) to the blocked [C][K] the GEMM packs as its B. */
+    const size_t n = (size_t)d->K * d->C;
+    float *b = malloc(n * sizeof(float));
+    if (!b) return HWT_ENOMEM;
+    for (int k = 0; k < d->K; k++)
+      for (int c = 0; c < d->C; c++) b[(size_t)c * d->K + k] = w_oihw[(size_t)k * d->C + c];
+    const int st = hwt_conv_nhwc_gemm_pack(p, b, w_packed);
+    free(b);
+    return st;
+  }
   return hwt_layout_oihw_to_blocked(d->K, d->C, d->R, d->S, p->p.ic_bn, p->p.oc_bn, w_oihw,
                                     w_packed);
+}
+
+int hwt_conv_pack_blocked_weights(const hwt_conv_plan *p, const float *w_blocked,
+                                  float *w_packed) {
+  if (!p || !w_blocked || !w_packed || !p->nhwc_gemm) return HWT_EINVAL;
+  return hwt_conv_nhwc_gemm_pack(p, w_blocked, w_packed);
 }
 
 /* Positions [*lo, *hi) of phase ph (of pl) whose padded column ph + pos*sw
@@ -760,6 +779,10 @@ void hwt_conv_run_part_res(const hwt_conv_plan *p, const float *x, const float *
   }
   if (p->layout == HWT_CONV_NCHW_STEM) {
     hwt_conv_stem_run_part(p, x, w_packed, bias, res, y, ws, tid, nth);
+    return;
+  }
+  if (p->nhwc_gemm) {
+    hwt_conv_nhwc_gemm_run_part(p, x, w_packed, bias, res, y, ws, tid, nth);
     return;
   }
   if (p->layout != HWT_CONV_NCHW_DIRECT && p->p.winograd) {

@@ -211,6 +211,15 @@ int hwt_conv_pw_plan(const hwt_conv_desc *d, hwt_isa isa, int nth, hwt_conv_plan
 void hwt_conv_pw_run_part(const hwt_conv_plan *p, const float *x, const float *w,
                           const float *bias, const float *res, float *y, float *ws, int tid,
                           int nth);
+/* NCHWc 1x1 CONVs held in one block of channels (nhwc_gemm.c): whether
+ * params make d one, the plan (out's d, isa, nth, OH, OW set), the weights
+ * packed from the blocked ones, thread tid's share of a run. */
+int hwt_conv_nhwc_gemm_ok(const hwt_conv_desc *d, const hwt_conv_params *p);
+int hwt_conv_nhwc_gemm_plan(hwt_conv_plan *out);
+int hwt_conv_nhwc_gemm_pack(const hwt_conv_plan *p, const float *w_blocked, float *w_packed);
+void hwt_conv_nhwc_gemm_run_part(const hwt_conv_plan *p, const float *x, const float *w,
+                                 const float *bias, const float *res, float *y, float *ws,
+                                 int tid, int nth);
 /* Workspace pieces start on 64-byte lines: floats rounded up to 16. */
 #define ALIGN_FLOATS(n) (((n) + 15) & ~(size_t)15)
 

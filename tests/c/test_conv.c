@@ -109,6 +109,32 @@ static void test_shape(hwt_conv_desc d) {
         run_case(&d, HWT_CONV_NCHW, &sets[s], (hwt_isa)isa, nth, x, w, b, want);
       }
     }
+    /* A 1x1 CONV in one block of channels (ic_bn = C, oc_bn = K): the
+     * channels-last GEMM (nhwc_gemm.c), whose weights also pack from the
+     * blocked ones ([C][K]) to the same floats. */
+    const hwt_conv_params one = {d.C, d.K, k.reg_n.v[0], 0, 1, 0};
+    hwt_conv_plan np;
+    if (hwt_conv_plan_make(&d, HWT_CONV_NCHWC, &one, (hwt_isa)isa, 3, &np) == HWT_OK &&
+        np.nhwc_gemm) {
+      for (int nth = 1; nth <= 3; nth++)
+        run_case(&d, HWT_CONV_NCHWC, &one, (hwt_isa)isa, nth, x, w, b, want);
+      run_case_res(&d, HWT_CONV_NCHWC, &one, (hwt_isa)isa, 2, x, w, b, res, want_res);
+      float *wb = alloc_floats((size_t)d.K * d.C), *p1 = alloc_floats(np.w_floats),
+            *p2 = alloc_floats(np.w_floats);
+      memset(p1, 0, np.w_floats * sizeof(float));
+      memset(p2, 0, np.w_floats * sizeof(float));
+      CHECK(hwt_layout_oihw_to_blocked(d.K, d.C, 1, 1, d.C, d.K, w, wb) == HWT_OK, "blocked");
+      CHECK(hwt_conv_pack_weights(&np, w, p1) == HWT_OK &&
+                hwt_conv_pack_blocked_weights(&np, wb, p2) == HWT_OK &&
+                memcmp(p1, p2, np.w_floats * sizeof(float)) == 0,
+            "nhwc_gemm: packed from OIHW and from blocked weights differ");
+      free(wb), free(p1), free(p2);
+    }
+    CHECK((d.R == 1 && d.S == 1 && d.stride_h == 1 && d.stride_w == 1 && d.pad_h == 0 &&
+           d.pad_w == 0 && d.pad_h_end == 0 && d.pad_w_end == 0) ==
+              (hwt_conv_plan_make(&d, HWT_CONV_NCHWC, &one, (hwt_isa)isa, 3, &np) == HWT_OK &&
+               np.nhwc_gemm),
+          "nhwc_gemm exactly for unpadded stride-1 1x1 CONVs with ic_bn = C, oc_bn = K");
     const hwt_conv_layout all[3] = {HWT_CONV_NCHW_DIRECT, HWT_CONV_NCHW, HWT_CONV_NCHWC};
     for (int l = 0; l < 3; l++) {
       run_case_res(&d, all[l], NULL, (hwt_isa)isa, 2, x, w, b, res, want_res);

@@ -131,6 +131,9 @@ typedef struct {
   int sub;  /* 1: a strided 1x1 unpadded NCHW CONV run as the stride-1 plan above (GEMM or
                flat template) over each thread's copy of the subsampled input (d, OH, OW
                stay the real ones; pw_stride.c) */
+  int nhwc_gemm; /* 1: a 1x1 stride-1 unpadded NCHWc CONV with ic_bn = C and oc_bn = K
+                    (channels-last tensors) run as one GEMM per image; its packed weights
+                    come from the blocked ones (OIHW[C]i[K]o), see nhwc_gemm.c */
 } hwt_conv_plan;
 
 /* Output size; HWT_EINVAL if the shape is invalid (empty output, bad stride). */
@@ -146,6 +149,12 @@ HWT_API int hwt_conv_plan_make(const hwt_conv_desc *d, hwt_conv_layout layout,
                                hwt_conv_plan *out);
 /* OIHW [K][C][R][S] weights -> the plan's layout (p->w_floats floats). Done once. */
 HWT_API int hwt_conv_pack_weights(const hwt_conv_plan *p, const float *w_oihw, float *w_packed);
+/* NCHWc plans: the blocked weights [K/oc_bn][C/ic_bn][R][S][ic_bn][oc_bn]
+ * -> what run_part reads (p->w_floats floats): the GEMM's packed B for an
+ * nhwc_gemm plan; the template and Winograd read the blocked weights in
+ * place or pack from OIHW, so any other plan is HWT_EINVAL. */
+HWT_API int hwt_conv_pack_blocked_weights(const hwt_conv_plan *p, const float *w_blocked,
+                                          float *w_packed);
 /* bias: K floats or NULL. ws: this thread's workspace (p->ws_floats floats,
  * 64-byte aligned; may be NULL if ws_floats is 0). */
 HWT_API void hwt_conv_run_part(const hwt_conv_plan *p, const float *x, const float *w_packed,
