@@ -162,6 +162,12 @@ int main(void) {
   check_nchwc(desc(1, 24, 11, 11, 1, 5, 5, 2, 2, 1), 8, 1, "NCHW8c 5x5 s2, residual");
   check_nchwc(desc(1, 64, 7, 7, 1, 3, 3, 1, 1, 2), 32, 1, "NCHW32c dilated, residual");
   check_nchwc(desc(1, 12, 6, 9, 1, 3, 3, 1, 1, 1), 4, 0, "NCHW4c");
+  /* Channels-last (bn = C): a chunk of rows through every vector of the
+   * block, in groups of vectors when the rows are few (7 rows of 96
+   * channels), a last vector part-filled (40 = 16 + 16 + 8). */
+  check_nchwc(desc(1, 96, 7, 7, 1, 3, 3, 1, 1, 1), 96, 1, "NHWC 96, 7 rows, residual");
+  check_nchwc(desc(2, 40, 20, 18, 1, 3, 3, 2, 1, 1), 40, 0, "NHWC 40 s2");
+  check_nchwc(desc(1, 48, 15, 13, 1, 5, 5, 1, 2, 1), 48, 1, "NHWC 48 5x5, residual");
   hwt_dwconv_plan np;
   CHECK(hwt_dwconv_plan_nchwc(&gr, 16, HWT_ISA_GENERIC, &np) == HWT_EINVAL, "16 of 40");
   /* ReLU6's clamp after the ReLU, both paths, with and without residual. */
