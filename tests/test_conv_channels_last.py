@@ -105,3 +105,77 @@ def test_the_tuner_measures_the_channels_last_point_first():
                ConvWorkload((1, 24, 14, 14), (144, 24, 1, 1), True, (2, 2), (0, 0)),
                ConvWorkload((1, 24, 14, 14), (144, 24, 1, 1), True, (1, 1), (1, 1))):
         assert channels_last_point(wl, wl.default_params(isa), Space(wl.knobs(isa))) is None
+
+
+def _se_block(tmp_path, c=16, e=64, s=8, hw=(10, 9)):
+    """x -> 1x1 (c -> e) + SiLU -> depthwise 3x3 + SiLU -> squeeze-excitation
+    (global average pool, 1x1 e -> s + SiLU, 1x1 s -> e, sigmoid, scale)
+    -> 1x1 (e -> c): EfficientNet's MBConv."""
+    rng = np.random.default_rng(11)
+    inits = {"w1": rng.standard_normal((e, c, 1, 1), np.float32) * 0.3,
+             "w2": rng.standard_normal((e, 1, 3, 3), np.float32) * 0.3,
+             "f1": rng.standard_normal((s, e, 1, 1), np.float32) * 0.3,
+             "g1": rng.standard_normal(s).astype(np.float32),
+             "f2": rng.standard_normal((e, s, 1, 1), np.float32) * 0.3,
+             "g2": rng.standard_normal(e).astype(np.float32),
+             "w3": rng.standard_normal((c, e, 1, 1), np.float32) * 0.2}
+    silu = lambda a, b: [helper.make_node("Sigmoid", [a], [a + "_s"]),  # noqa: E731
+                         helper.make_node("Mul", [a, a + "_s"], [b])]
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c1"]), *silu("c1", "a1"),
+             helper.make_node("Conv", ["a1", "w2"], ["c2"], group=e, pads=[1] * 4),
+             *silu("c2", "a2"),
+             helper.make_node("GlobalAveragePool", ["a2"], ["p"]),
+             helper.make_node("Conv", ["p", "f1", "g1"], ["q1"]), *silu("q1", "r1"),
+             helper.make_node("Conv", ["r1", "f2", "g2"], ["q2"]),
+             helper.make_node("Sigmoid", ["q2"], ["sc"]),
+             helper.make_node("Mul", ["a2", "sc"], ["se"]),
+             helper.make_node("Conv", ["se", "w3"], ["y"])]
+    path = save(nodes, [fin("x", [1, c, *hw])], [fin("y", [1, c, *hw])], inits,
+                tmp_path / "se.onnx")
+    import_onnx(path, str(tmp_path / "se.json"))
+    return load_model(str(tmp_path / "se.json"))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_squeeze_excitation_stays_channels_last(tmp_path, threads):
+    """The scale [N, C, 1, 1] joins [N, C, H, W] in its block (layout_rules):
+    the whole block runs channels-last with layout ops only at its ends."""
+    g = _se_block(tmp_path)
+    params = _channels_last(g)
+    assert len(params) == 4  # expand, the two squeeze-excitation FCs, project
+    blocked = effective_graph(g, EngineConfig(executors=1, threads=threads,
+                                              scheduler="sequential", op_params=params))
+    moves = [op.name for op in blocked.ops
+             if op.op == "layout_transform" and op.attrs["src"].startswith("NCHW")]
+    assert len(moves) == 2, moves
+    pool = next(op for op in blocked.ops if op.op == "global_pool2d")
+    assert blocked.shapes[pool.outputs[0]] == (1, 1, 1, 1, 64)
+    x = np.random.default_rng(2).standard_normal(g.shapes["x"], np.float32)
+    want = run_reference(g, {"x": x})["y"]
+    got = run_engine(blocked, {"x": x}, threads=threads)["y"]
+    assert np.abs(got - want).max() <= 1e-5 * max(float(np.abs(want).max()), 1e-30)
+
+
+def test_only_a_per_channel_operand_joins_blocked():
+    from hwtune.graph.passes.layout_rules import op_layout
+    full, scale = (1, 32, 7, 7), (1, 32, 1, 1)
+    assert op_layout("mul", {}, (16, 16), (full, scale)).out == 16
+    # The block most elements hold wins: the scale is copied into it.
+    assert op_layout("mul", {}, (0, 16), (scale, full)).need == (16, 16)
+    assert op_layout("mul", {}, (16, 0), (scale, full)).out == 0
+    # A bias of another rank, a per-row or per-image operand: NCHW.
+    for other in ((32, 1, 1), (1, 32, 7, 1), (1, 1, 1, 1), (2, 32, 1, 1)):
+        assert op_layout("mul", {}, (16, 0), (full, other)).out == 0, other
+
+
+def test_a_channels_last_squeeze_excitation_turns_plain_again(tmp_path):
+    """to_plain (a blocked model brought back to NCHW, as effective_graph
+    does before applying other knobs) leaves no layout op."""
+    from hwtune.graph.passes.plain import to_plain
+    g = _se_block(tmp_path)
+    blocked = effective_graph(g, EngineConfig(executors=1, threads=1, scheduler="sequential",
+                                              op_params=_channels_last(g)))
+    plain = to_plain(blocked)
+    assert not [op.name for op in plain.ops if op.op == "layout_transform"]
+    x = np.random.default_rng(3).standard_normal(g.shapes["x"], np.float32)
+    assert np.array_equal(run_reference(plain, {"x": x})["y"], run_reference(g, {"x": x})["y"])

@@ -28,8 +28,8 @@ import numpy as np
 # The workloads, their keys and layout_candidates are the library's: a run
 # chooses its knobs from the rows stored under them (hwtune.engine.conv_knobs).
 from hwtune.engine.conv_knobs import layout_candidates
-from hwtune.engine.workloads import (CONFIRM_SEARCH, CONV_TUNER, ConvWorkload, conv_workload,
-                                     tuned_op)
+from hwtune.engine.workloads import (CONFIRM_SEARCH, CONV_TUNER, ConvWorkload,
+                                     channels_last_point, conv_workload, tuned_op)
 from hwtune.measure import FixedSampling, clock, interleave
 from hwtune.measure.op import OpSide
 from hwtune.measure.stats import median
@@ -338,27 +338,6 @@ def planned_trials(ctx: TuneContext, space: Space) -> int:
 
 # tuning_trials.search of the channels-last point's trial.
 CHANNELS_LAST_SEARCH = "channels-last"
-
-
-def channels_last_point(wl: ConvWorkload, default: Params, space: Space) -> Optional[Params]:
-    """The point that holds a 1x1 stride-1 unpadded CONV's tensors in one
-    block of channels (ic_bn = C, oc_bn = K: channels-last), which the
-    kernel runs as one GEMM per image (kernels/conv/nhwc_gemm.c); None for
-    any other workload. A random search over the divisors of C and K
-    rarely draws it, so it is measured first: the layout DP then prices
-    chains of such CONVs with the depthwise ones between them, which run in
-    their input's block without transposes. MobileNetV2 with its 1x1 CONVs
-    of at most 196 pixels channels-last, 1 thread, AVX-512, Zen 4 (a user
-    config, `hwtune run --reps 60`, alternated twice, load ~1.1): 7.63-7.71
-    against 7.95-8.04 ms (least of each run); all of them channels-last,
-    8.01-8.09 against 7.99-8.05 ms (the 112x112 and 56x56 ones slower)."""
-    k, c, r, s = wl.w_shape
-    pad_end = wl.pad_end if wl.pad_end is not None else wl.pad
-    if ((r, s) != (1, 1) or tuple(wl.stride) != (1, 1) or any(wl.pad) or any(pad_end)
-            or tuple(wl.dilation) != (1, 1)):
-        return None
-    point = dict(default, ic_bn=c, oc_bn=k, winograd=0)
-    return point if space.contains(point) else None
 
 
 def _search_workload(ctx: TuneContext, wl, store, m, space, default, *, threads, on_trial,

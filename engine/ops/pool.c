@@ -139,8 +139,18 @@ static void gp_lanes(const float *x, int64_t n, int64_t b, int nl, int is_max, f
     return;
   }
   double a[GP_LANES] = {0};
-  for (int64_t i = 0; i < n; i++)
-    for (int l = 0; l < nl; l++) a[l] += x[i * b + l];
+  if (nl == GP_LANES) {
+    /* A constant trip count, so the compiler keeps the 16 sums in vector
+     * registers (the variable count left them a scalar add each):
+     * EfficientNet-B0's squeeze-excitation pools held channels-last (one
+     * block of up to 1152 channels) took 275.8 against 188.3 us NCHW, 1
+     * thread (per-op least of 3 traced runs, Zen 4), before this. */
+    for (int64_t i = 0; i < n; i++)
+      for (int l = 0; l < GP_LANES; l++) a[l] += x[i * b + l];
+  } else {
+    for (int64_t i = 0; i < n; i++)
+      for (int l = 0; l < nl; l++) a[l] += x[i * b + l];
+  }
   for (int l = 0; l < nl; l++) y[l] = (float)(a[l] / (double)n);
 }
 

@@ -123,10 +123,34 @@ def conv_workload(graph, op) -> ConvWorkload:
                         per_run_weights=op.inputs[1] in inputs)
 
 
-def nchw_kernel(wl: ConvWorkload) -> str:
-    """The kernel the workload's NCHW default plan runs: "NCHW" (the
-    template), "NCHW-gemm" or "NCHW-direct"."""
-    return conv.nchw_kernel(wl.x_shape, wl.w_shape, **wl.geometry)
+def channels_last_point(wl: ConvWorkload, default: Params, space: Space) -> Optional[Params]:
+    """The point that holds a 1x1 stride-1 unpadded CONV's tensors in one
+    block of channels (ic_bn = C, oc_bn = K: channels-last), which the
+    kernel runs as one GEMM per image (kernels/conv/nhwc_gemm.c); None for
+    any other workload. The depthwise CONVs between such CONVs run in their
+    input's block, without the transposes of their NCHW path. A random
+    search over the divisors of C and K rarely draws it: the tuner measures
+    it first (hwtune.tuners.conv_local) and the layout DP weighs it with the
+    transforms it saves or costs. It is no default: held for MobileNetV2's
+    and EfficientNet-B0's small images, or all, the whole models moved
+    within the host's noise at 1 thread on AVX-512 (Zen 4), and the 1x1
+    CONVs of 112x112 and 56x56 images ran slower as GEMMs over
+    channels-last pixels (16->96 at 112x112: 573 against 496 us):
+    benchmarks/channels_last.py."""
+    k, c, r, s = wl.w_shape
+    pad_end = wl.pad_end if wl.pad_end is not None else wl.pad
+    if ((r, s) != (1, 1) or tuple(wl.stride) != (1, 1) or any(wl.pad) or any(pad_end)
+            or tuple(wl.dilation) != (1, 1)):
+        return None
+    point = dict(default, ic_bn=c, oc_bn=k, winograd=0)
+    return point if space.contains(point) else None
+
+
+def nchw_kernel(wl: ConvWorkload, isa: Optional[str] = None) -> str:
+    """The kernel the workload's NCHW default plan runs on isa (default:
+    the selected one): "NCHW" (the template), "NCHW-gemm", "NCHW-direct"
+    or "NCHW-stem"."""
+    return conv.nchw_kernel(wl.x_shape, wl.w_shape, isa=isa, **wl.geometry)
 
 
 # The op attributes that fix a gradient's shape besides its inputs'.

@@ -66,6 +66,12 @@ def _numel(shape) -> int:
     return n
 
 
+def _per_channel(shape: Sequence[int], full: Sequence[int]) -> bool:
+    """shape is [N, C, 1, 1] of full's N and C (full [N, C, H, W])."""
+    return (len(shape) == 4 and len(full) == 4 and tuple(shape[:2]) == tuple(full[:2])
+            and tuple(shape[2:]) == (1, 1))
+
+
 def op_layout(op_type: str, attrs: Dict[str, object], in_blocks: Sequence[int],
               in_shapes: Sequence[Tuple[int, ...]]) -> OpLayout:
     """The layout a non-CONV op runs in, given the blocks its inputs are
@@ -94,11 +100,15 @@ def op_layout(op_type: str, attrs: Dict[str, object], in_blocks: Sequence[int],
         need = (b,) + (None,) * (n - 1)  # batch_norm's gamma/beta/mean/var: [C]
         return OpLayout(need, b, {"layout": "NCHWc"} if b else {})
     if cls == "join":
-        # Broadcasting operands (a bias [C,1,1], a scalar) would need their
-        # own blocking rules; joins of equal shapes are what CNNs contain.
-        if any(tuple(s) != tuple(in_shapes[0]) for s in in_shapes):
+        # Equal shapes, or a per-channel scale [N, C, 1, 1] beside [N, C, H,
+        # W] (squeeze-excitation's x * sigmoid(fc(pool(x)))): blocked, the
+        # scale is [N, C/x, 1, 1, x] and broadcasts against [N, C/x, H, W, x]
+        # as numpy's rules say, so the op runs as it is. Other broadcasting
+        # operands (a bias [C,1,1], a scalar) would need their own rules.
+        full = max(in_shapes, key=_numel)
+        if not all(tuple(s) == tuple(full) or _per_channel(s, full) for s in in_shapes):
             return plain
-        b = join_block(in_blocks, [_numel(s) for s in in_shapes], [in_shapes[0][1]])
+        b = join_block(in_blocks, [_numel(s) for s in in_shapes], [full[1]])
         return OpLayout((b,) * n, b, {})
     if op_type == "concat":
         axis = attrs.get("axis", 0)

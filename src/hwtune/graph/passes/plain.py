@@ -132,6 +132,13 @@ class _Unblock:
         shapes = {tuple(self.g.shapes[t]) for t in op.inputs}
         if cls == "join" and len(shapes) == 1:
             return layouts.pop()
+        if cls == "join" and all(t in self.layout for t in op.inputs):
+            # A per-channel scale [N, C/x, 1, 1, x] beside [N, C/x, H, W, x]
+            # (layout_rules.op_layout): plain, [N, C, 1, 1] beside [N, C, H, W].
+            full = max(shapes, key=lambda sh: sh[2] * sh[3] if len(sh) == 5 else 0)
+            if len(full) == 5 and all(sh == full or sh == (full[0], full[1], 1, 1, full[4])
+                                      for sh in shapes):
+                return layouts.pop()
         if op.op == "concat" and all(t in self.layout for t in op.inputs):
             axis = op.resolved["axis"] % 5
             if axis < 4:
