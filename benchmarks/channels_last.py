@@ -54,6 +54,7 @@ def _prepare(model: str, mode: str, threads: int, db: str) -> None:
     from hwtune.api import _open_db
     from hwtune.native.isa import selected_isa
     m = hwtune.load(model)
+    os.makedirs(os.path.dirname(db) or ".", exist_ok=True)
     with _open_db(db) as d:
         host = d.upsert_host(machine.fingerprint())
         gh = d.put_graph(m.graph.to_json())
@@ -83,7 +84,6 @@ def main() -> int:
     ap.add_argument("--workdir", default=None)
     a = ap.parse_args()
     work = a.workdir or tempfile.mkdtemp(prefix="channels-last-")
-    os.makedirs(work, exist_ok=True)
     modes = ("nchw", "small", "all")
     print(f"load at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     for model in a.models:

@@ -21,10 +21,32 @@ static float *filled(size_t n) {
   return p;
 }
 
-/* group 0: depthwise (hwt_dwconv_plan_make); else hwt_gconv_plan_make's
- * small groups, on the ISAs that take them. */
 static float g_relu_max = INFINITY; /* the plans' clamp (ReLU6), INFINITY: none */
 
+/* Runs plan p at 1 to 3 threads, each run's shares in a scrambled order
+ * (no share may depend on another having run), and checks y against want
+ * within tol of each value's magnitude (the first 3 misses reported). */
+static void run_compare(const hwt_dwconv_plan *p, const float *x, const float *w,
+                        const float *b, const float *res, float *y, const float *want, size_t ny,
+                        double tol, int isa, const char *what) {
+  float *ws = malloc(p->ws_floats * sizeof *ws + 1);
+  for (int nth = 1; nth <= 3; nth++) {
+    for (size_t i = 0; i < ny; i++) y[i] = NAN;
+    for (int k = 0; k < nth; k++)
+      hwt_dwconv_run_part(p, x, w, b, res, y, ws, (k * 5 + 3) % nth, nth);
+    int bad = 0;
+    for (size_t i = 0; i < ny && bad < 3; i++)
+      if (!(fabs((double)y[i] - want[i]) <= tol * (1.0 + fabs(want[i])))) {
+        CHECK(0, "%s isa=%d blocked=%d bn=%d nth=%d y[%zu]=%g want %g", what, isa, p->blocked,
+              p->bn, nth, i, y[i], want[i]);
+        bad++;
+      }
+  }
+  free(ws);
+}
+
+/* group 0: depthwise (hwt_dwconv_plan_make); else hwt_gconv_plan_make's
+ * small groups, on the ISAs that take them. */
 static void check_group(hwt_conv_desc d, int group, int with_bias, int with_res,
                         const char *what) {
   int OH, OW;
@@ -53,20 +75,7 @@ static void check_group(hwt_conv_desc d, int group, int with_bias, int with_res,
     }
     CHECK(p.OH == OH && p.OW == OW, "%s", what);
     p.relu_max = g_relu_max;
-    float *ws = malloc(p.ws_floats * sizeof *ws + 1);
-    for (int nth = 1; nth <= 3; nth++) {
-      for (size_t i = 0; i < ny; i++) y[i] = NAN;
-      for (int k = 0; k < nth; k++)
-        hwt_dwconv_run_part(&p, x, w, b, res, y, ws, (k * 5 + 3) % nth, nth);
-      int bad = 0;
-      for (size_t i = 0; i < ny && bad < 3; i++)
-        if (!(fabs((double)y[i] - want[i]) <= tol * (1.0 + fabs(want[i])))) {
-          CHECK(0, "%s isa=%d blocked=%d nth=%d y[%zu]=%g want %g", what, isa, p.blocked, nth,
-                i, y[i], want[i]);
-          bad++;
-        }
-    }
-    free(ws);
+    run_compare(&p, x, w, b, res, y, want, ny, tol, isa, what);
   }
   free(x), free(w), free(b), free(res), free(want), free(y);
 }
@@ -104,19 +113,7 @@ static void check_nchwc(hwt_conv_desc d, int bn, int with_res, const char *what)
     if (!hwt_isa_supported((hwt_isa)isa)) continue;
     hwt_dwconv_plan p;
     CHECK(hwt_dwconv_plan_nchwc(&d, bn, (hwt_isa)isa, &p) == HWT_OK, "%s: plan", what);
-    float *ws = malloc(p.ws_floats * sizeof *ws + 1);
-    for (int nth = 1; nth <= 3; nth++) {
-      for (size_t i = 0; i < ny; i++) y[i] = NAN;
-      for (int k = 0; k < nth; k++)
-        hwt_dwconv_run_part(&p, xb, w, b, rb, y, ws, (k * 5 + 3) % nth, nth);
-      int bad = 0;
-      for (size_t i = 0; i < ny && bad < 3; i++)
-        if (!(fabs((double)y[i] - wantb[i]) <= tol * (1.0 + fabs(wantb[i])))) {
-          CHECK(0, "%s isa=%d nth=%d y[%zu]=%g want %g", what, isa, nth, i, y[i], wantb[i]);
-          bad++;
-        }
-    }
-    free(ws);
+    run_compare(&p, xb, w, b, rb, y, wantb, ny, tol, isa, what);
   }
   free(x), free(w), free(b), free(res), free(want), free(xb), free(rb), free(wantb), free(y);
 }
@@ -157,17 +154,25 @@ int main(void) {
   check_group(gr, 10, 1, 1, "40 ch in groups of 4, dilated, residual + ReLU");
   hwt_dwconv_plan gp;
   CHECK(hwt_gconv_plan_make(&gr, 2, HWT_ISA_GENERIC, &gp) == HWT_EINVAL, "groups of 20");
-  /* NCHW[bn]c activations: blocks below, at and above the vector width. */
-  check_nchwc(desc(2, 32, 9, 10, 1, 3, 3, 1, 1, 1), 16, 0, "NCHW16c");
-  check_nchwc(desc(1, 24, 11, 11, 1, 5, 5, 2, 2, 1), 8, 1, "NCHW8c 5x5 s2, residual");
-  check_nchwc(desc(1, 64, 7, 7, 1, 3, 3, 1, 1, 2), 32, 1, "NCHW32c dilated, residual");
-  check_nchwc(desc(1, 12, 6, 9, 1, 3, 3, 1, 1, 1), 4, 0, "NCHW4c");
-  /* Channels-last (bn = C): a chunk of rows through every vector of the
+  /* NCHW[bn]c activations: blocks below, at and above the vector width;
+   * channels-last (bn = C): a chunk of rows through every vector of the
    * block, in groups of vectors when the rows are few (7 rows of 96
    * channels), a last vector part-filled (40 = 16 + 16 + 8). */
-  check_nchwc(desc(1, 96, 7, 7, 1, 3, 3, 1, 1, 1), 96, 1, "NHWC 96, 7 rows, residual");
-  check_nchwc(desc(2, 40, 20, 18, 1, 3, 3, 2, 1, 1), 40, 0, "NHWC 40 s2");
-  check_nchwc(desc(1, 48, 15, 13, 1, 5, 5, 1, 2, 1), 48, 1, "NHWC 48 5x5, residual");
+  const struct {
+    hwt_conv_desc d;
+    int bn, with_res;
+    const char *what;
+  } blocked[] = {
+      {desc(2, 32, 9, 10, 1, 3, 3, 1, 1, 1), 16, 0, "NCHW16c"},
+      {desc(1, 24, 11, 11, 1, 5, 5, 2, 2, 1), 8, 1, "NCHW8c 5x5 s2, residual"},
+      {desc(1, 64, 7, 7, 1, 3, 3, 1, 1, 2), 32, 1, "NCHW32c dilated, residual"},
+      {desc(1, 12, 6, 9, 1, 3, 3, 1, 1, 1), 4, 0, "NCHW4c"},
+      {desc(1, 96, 7, 7, 1, 3, 3, 1, 1, 1), 96, 1, "NHWC 96, 7 rows, residual"},
+      {desc(2, 40, 20, 18, 1, 3, 3, 2, 1, 1), 40, 0, "NHWC 40 s2"},
+      {desc(1, 48, 15, 13, 1, 5, 5, 1, 2, 1), 48, 1, "NHWC 48 5x5, residual"},
+  };
+  for (size_t i = 0; i < sizeof blocked / sizeof *blocked; i++)
+    check_nchwc(blocked[i].d, blocked[i].bn, blocked[i].with_res, blocked[i].what);
   hwt_dwconv_plan np;
   CHECK(hwt_dwconv_plan_nchwc(&gr, 16, HWT_ISA_GENERIC, &np) == HWT_EINVAL, "16 of 40");
   /* ReLU6's clamp after the ReLU, both paths, with and without residual. */
