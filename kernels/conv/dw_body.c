@@ -379,9 +379,9 @@ HV_AI void brow_sel(const hwt_dwconv_plan *p, const float *st, const float *wp,
 /* brow_sel compiled twice: with the activation's code and without. One
  * body whose epilogue tested the activation at run time kept the block's
  * accumulators in memory around it: a ReLU6 depthwise CONV without an
- * activation ran 1.15-1.18x slower (32 x 112x112 3x3: 191 against 162 us;
- * 144 x 56x56: 204 against 174 us; best of 200 single-thread runs, warm
- * caches, AVX-512, Zen 4). */
+ * activation ran 1.15-1.3x slower (32 x 112x112 3x3: 191 against 141-167
+ * us; 144 x 56x56: 204 against 155 us; best of 200 single-thread runs,
+ * warm caches, AVX-512, Zen 4: benchmarks/dw_shapes.c). */
 static void brow_any(const hwt_dwconv_plan *p, const float *st, const float *wp,
                      const hv_idx *idx, hv_f32 bv, float *orow, int now) {
   if (now && p->d.act)

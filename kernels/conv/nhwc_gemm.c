@@ -6,13 +6,14 @@
  * the bias per column (output channel), and each thread then runs the
  * epilogue (residual, ReLU, SiLU / HardSwish) on the tiles it computed.
  *
- * Why: MobileNetV2 / EfficientNet blocks (1x1 expand, depthwise, 1x1
- * project) held in one block of channels need no transposes around the
- * depthwise CONV, which on NCHW stages every channel plane into vectors
- * and back (35-55% of its time, 1 thread, Zen 4); the template's NCHWc
- * 1x1 CONVs around it were slower than these GEMMs at 56x56 and 112x112.
- * The layout pass and the tuners ask for it through the knobs, so a
- * chain of such blocks runs channels-last end to end. */
+ * Why: a chain of 1x1 CONVs held so, with the depthwise CONVs between
+ * them in the same block, runs a mobile CNN without layout transforms.
+ * What it buys was measured, not assumed: the depthwise kernel alone runs
+ * within 3-15% across NCHW, NCHW16c and channels-last input
+ * (benchmarks/dw_shapes.c), and held so by default in whole models it did
+ * not pay (benchmarks/channels_last.py; engine/workloads.py's
+ * channels_last_point says by how much), so the tuner measures it per
+ * workload and the layout DP chooses it where it wins. */
 #include <string.h>
 #include "conv_internal.h"
 #include "../gemm/gemm_internal.h"

@@ -131,12 +131,13 @@ def channels_last_point(wl: ConvWorkload, default: Params, space: Space) -> Opti
     input's block, without the transposes of their NCHW path. A random
     search over the divisors of C and K rarely draws it: the tuner measures
     it first (hwtune.tuners.conv_local) and the layout DP weighs it with the
-    transforms it saves or costs. It is no default: held for MobileNetV2's
-    and EfficientNet-B0's small images, or all, the whole models moved
-    within the host's noise at 1 thread on AVX-512 (Zen 4), and the 1x1
-    CONVs of 112x112 and 56x56 images ran slower as GEMMs over
-    channels-last pixels (16->96 at 112x112: 573 against 496 us):
-    benchmarks/channels_last.py."""
+    transforms it saves or costs. It is no default: held for the 1x1
+    CONVs of 196 pixels or fewer, MobileNetV2 and EfficientNet-B0 ran
+    0.996x and 0.984x the NCHW default at 1 thread and 0.93x and 0.94x at
+    2 (all of them: 0.97x, 0.95x; 0.80x, 0.93x), AVX-512, Zen 4, medians of
+    6 and 4 alternated rounds (benchmarks/channels_last.py); the 1x1 CONVs
+    of 112x112 and 56x56 images run slower as GEMMs over channels-last
+    pixels (16->96 at 112x112: 573 against 496 us)."""
     k, c, r, s = wl.w_shape
     pad_end = wl.pad_end if wl.pad_end is not None else wl.pad
     if ((r, s) != (1, 1) or tuple(wl.stride) != (1, 1) or any(wl.pad) or any(pad_end)
