@@ -244,6 +244,7 @@ static const layout_row LAYOUT[] = {
     FIELD(hwt_conv_plan, wino_pack_tail),
     FIELD(hwt_conv_plan, flat),
     FIELD(hwt_conv_plan, sub),
+    FIELD(hwt_conv_plan, nhwc_gemm),
 
     SIZE(hwt_samples_options),
     FIELD(hwt_samples_options, input),
