@@ -425,13 +425,11 @@ int hwt_conv_pack_weights(const hwt_conv_plan *p, const float *w_oihw, float *w_
   }
   if (p->p.winograd) return hwt_conv_wino_pack(p, w_oihw, w_packed);
   if (p->nhwc_gemm) {
-    /* OIHW (K x C) to the blocked [C][K] the GEMM packs as its B. */
-    const size_t n = (size_t)d->K * d->C;
-    float *b = malloc(n * sizeof(float));
+    /* OIHW (K x C) to the blocked OIHW[C]i[K]o, [C][K]: the GEMM's B. */
+    float *b = malloc((size_t)d->K * d->C * sizeof(float));
     if (!b) return HWT_ENOMEM;
-    for (int k = 0; k < d->K; k++)
-      for (int c = 0; c < d->C; c++) b[(size_t)c * d->K + k] = w_oihw[(size_t)k * d->C + c];
-    const int st = hwt_conv_nhwc_gemm_pack(p, b, w_packed);
+    int st = hwt_layout_oihw_to_blocked(d->K, d->C, 1, 1, d->C, d->K, w_oihw, b);
+    if (st == HWT_OK) st = hwt_conv_nhwc_gemm_pack(p, b, w_packed);
     free(b);
     return st;
   }
