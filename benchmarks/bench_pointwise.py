@@ -13,7 +13,7 @@ thread, interleaved in one process (thread CPU time, medians):
   `conv` (plan, pack weights, run_part), so the two builds differ only in
   their C code.
 
-    python benchmarks/bench_pointwise.py [--reps 31] [--isa avx512]
+    python benchmarks/bench_pointwise.py [--reps 31] [--isa avx512] [--set resnet]
         [--baseline-lib /work/main/.venv/lib/python3.11/site-packages/hwtune/_lib/libhwtune.so]
 
 Ratios are ort / hwtune (above 1.0 hwtune is faster). On a shared machine a
@@ -38,6 +38,11 @@ SHAPES = [(24, 144, 56), (16, 96, 112), (32, 192, 28), (192, 32, 28), (64, 384, 
           (960, 320, 7), (320, 1280, 7), (672, 192, 7), (1152, 320, 7),
           # EfficientNet-B0's squeeze-excitation CONVs (1x1 images)
           (1152, 48, 1), (48, 1152, 1), (672, 32, 1)]
+# --set resnet: the 1x1 CONVs of ResNet-50 / ResNeXt-50 (32x4d), each stage.
+RESNET = [(64, 128, 56), (64, 256, 56), (128, 256, 56), (256, 128, 56), (256, 64, 56),
+          (256, 256, 56), (256, 512, 28), (512, 256, 28), (128, 512, 28), (512, 512, 28),
+          (512, 1024, 14), (1024, 512, 14), (256, 1024, 14), (1024, 256, 14),
+          (1024, 2048, 7), (2048, 1024, 7), (512, 2048, 7), (2048, 512, 7)]
 
 
 def ort_session(w, b, shape):
@@ -81,13 +86,16 @@ def main():
     ap.add_argument("--reps", type=int, default=31)
     ap.add_argument("--isa", default=None)
     ap.add_argument("--baseline-lib", default=None)
+    ap.add_argument("--set", choices=("mobile", "resnet"), default="mobile",
+                    help="mobile: MobileNetV2 / EfficientNet-B0 shapes; resnet: ResNet-50 / "
+                         "ResNeXt-50's")
     args = ap.parse_args()
     base = ctypes.CDLL(args.baseline_lib) if args.baseline_lib else None
     rng = np.random.default_rng(0)
     print(f"{'C->K @HxW':>16} {'conv us':>9} {'gemm/A per run us':>18} {'ort us':>8} "
           f"{'ort/conv':>9} {'ort/gemm':>9}" + (f" {'base us':>8} {'base/conv':>9}"
                                                  if base else ""))
-    for C, K, H in SHAPES:
+    for C, K, H in (SHAPES if args.set == "mobile" else RESNET):
         x = rng.standard_normal((1, C, H, H), dtype=np.float32)
         w = (rng.standard_normal((K, C, 1, 1)) / np.sqrt(C)).astype(np.float32)
         b = rng.standard_normal(K, dtype=np.float32)

@@ -1,7 +1,7 @@
 """Where a model's time goes, per op class, in hwtune and in ONNX Runtime.
 
     python benchmarks/op_breakdown.py MODEL.onnx [--threads 1] [--runs 5]
-        [--db scratch.db] [--shape x=1x3x224x224]
+        [--db scratch.db] [--shape x=1x3x224x224] [--nodes 'conv 1x1']
 
 hwtune: `hwtune run MODEL --trace` (per-op engine events of one profiled
 run after 5 untimed ones), repeated --runs times in fresh processes, each
@@ -71,9 +71,12 @@ def hwtune_classes(path: str, threads: int, runs: int, db: str, shapes) -> dict:
                     best[key] = min(best.get(key, 1e30), e["dur"])
                     meta.setdefault(key, e["args"].get("op_type", e.get("cat", "?")))
     out = defaultdict(float)
+    nodes = {}
     for name, us in best.items():
         out[meta.get(name, "?")] += us / 1e3
-    return dict(out)
+        nodes[name] = (meta.get(name, "?"), us)
+    return dict(out), nodes, {op.name: graph.shapes[op.inputs[1]] for op in graph.ops
+                              if op.op in convs}
 
 
 def ort_classes(path: str, threads: int, runs: int) -> dict:
@@ -84,7 +87,7 @@ def ort_classes(path: str, threads: int, runs: int) -> dict:
     # ORT names a node of its optimised graph by the original node, or by
     # the output of the chain it fused ("<output>_nchwc" for the blocked
     # convs): both are keys here; an activation's output takes its conv's.
-    meta, first, by_out = {}, None, {}
+    meta, first, by_out, alias = {}, None, {}, {}
     # a QDQ conv's weight is a DequantizeLinear of the constant
     for n in model.graph.node:
         if n.op_type == "DequantizeLinear" and n.input[0] in inits:
@@ -103,6 +106,12 @@ def ort_classes(path: str, threads: int, runs: int) -> dict:
             meta[n.name] = cls
             for o in n.output:
                 by_out[o] = meta[o] = cls
+        # --nodes joins by hwtune's op name, the conv's output: ORT names a
+        # node by itself, or by the output of the chain it fused
+        if n.op_type == "Conv":
+            alias[n.name] = alias[n.output[0]] = n.output[0]
+        elif n.op_type in ("Clip", "Relu", "Sigmoid", "HardSigmoid") and n.input[0] in alias:
+            alias[n.output[0]] = alias[n.input[0]]
     so = ort.SessionOptions()
     so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1
@@ -132,15 +141,18 @@ def ort_classes(path: str, threads: int, runs: int) -> dict:
             best[node] = min(best.get(node, 1e30), e["dur"])
             kinds[node] = e["args"].get("op_name", "?")
     out = defaultdict(float)
+    nodes = {}
     for node, us in best.items():
         cls = meta.get(node)
         if cls is None:  # a fused node keeps the first node's name, or prefixes it
             hit = [m for m in meta if node.startswith(m) or m.startswith(node)]
             cls = meta[hit[0]] if hit else kinds[node]
         out[cls] += us / 1e3
+        key = alias.get(node, node)
+        nodes[key] = (cls, nodes.get(key, (cls, 0))[1] + us)
     for f in glob.glob(os.path.join(tmp, "*")):
         os.remove(f)
-    return dict(out)
+    return dict(out), nodes
 
 
 def main() -> None:
@@ -150,9 +162,12 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--db", default=os.path.join(tempfile.gettempdir(), "op_breakdown.db"))
     ap.add_argument("--shape", action="append", default=[])
+    ap.add_argument("--nodes", metavar="CLASS",
+                    help="also list the ops of one class (e.g. 'conv 1x1') node by node, "
+                         "hwtune's op against ORT's node of the same name, with the weight shape")
     a = ap.parse_args()
-    h = hwtune_classes(a.model, a.threads, a.runs, a.db, a.shape)
-    o = ort_classes(a.model, a.threads, a.runs)
+    h, hn, wshapes = hwtune_classes(a.model, a.threads, a.runs, a.db, a.shape)
+    o, on = ort_classes(a.model, a.threads, a.runs)
     th, to = sum(h.values()), sum(o.values())
     print(f"{os.path.basename(a.model)} at {a.threads} thread(s); per-op least of {a.runs} runs"
           f" (sums of op times, not end-to-end latency)")
@@ -161,6 +176,15 @@ def main() -> None:
         hv, ov = h.get(k, 0.0), o.get(k, 0.0)
         print(f"{k:28s} {hv:10.3f} {hv / th:6.1%} {ov:9.3f} {ov / to:6.1%}")
     print(f"{'total':28s} {th:10.3f} {'':6s} {to:9.3f}")
+    if a.nodes:
+        print(f"\n{a.nodes}, node by node (us; weight shape; ORT / hwtune)")
+        for name, (cls, us) in hn.items():
+            if cls != a.nodes:
+                continue
+            ort_us = on.get(name, (None, None))[1]
+            ratio = f"{ort_us / us:6.2f}" if ort_us else "     -"
+            ort_txt = f"{ort_us:9.1f}" if ort_us else "        -"
+            print(f"{name[:48]:48s} {str(tuple(wshapes.get(name, ()))):22s} {us:9.1f} {ort_txt} {ratio}")
 
 
 if __name__ == "__main__":

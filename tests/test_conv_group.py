@@ -50,9 +50,10 @@ CASES = [
     ((1, 24, 7, 7), (48, 3, 1, 1), {"group": 8}),                        # 1x1 grouped
     ((1, 130, 6, 6), (130, 2, 3, 3), {"group": 65, "padding": 1}),       # 65 groups of 2
     # Groups of 2, 4 and 8 channels in and out run blocked with lane
-    # permutes on vector ISAs (hwt_gconv_plan_make): stride 2, dilation,
-    # asymmetric padding, a channel tail, 5x5; 16-channel groups run the
-    # dense template per group.
+    # permutes on vector ISAs (hwt_gconv_plan_make; groups of 8 on AVX2 only
+    # at stride 2, "8 groups of 8" above takes the template there): stride
+    # 2, dilation, asymmetric padding, a channel tail, 5x5; 16-channel
+    # groups run the dense template per group.
     ((1, 32, 11, 13), (32, 4, 3, 3), {"group": 8, "padding": 1, "stride": 2}),
     ((2, 24, 9, 10), (24, 4, 3, 3), {"group": 6, "dilation": 2, "padding": [2, 1],
                                      "padding_end": [1, 2]}),

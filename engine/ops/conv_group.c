@@ -1,7 +1,8 @@
 /* Grouped conv2d (group > 1, NCHW), two ways:
  *
  * - depthwise (group == C, K = C * multiplier), and groups of 2, 4 or 8
- *   channels in and out on vector ISAs: the depthwise kernel family
+ *   channels in and out on vector ISAs (but not a group as wide as the
+ *   vector at stride 1: hwt_gconv_plan_make): the depthwise kernel family
  *   (hwtune/dwconv.h), which reads the weights as given;
  * - any other group count (ResNeXt's 32 groups of 4..32 channels, RegNet's
  *   groups of 8, ShuffleNet): the dense CONV template once per (image,

@@ -46,6 +46,16 @@ int hwt_gconv_plan_make(const hwt_conv_desc *d, int group, hwt_isa isa, hwt_dwco
   if (!d || group < 1 || d->C % group || d->K != d->C) return HWT_EINVAL;
   const int cg = d->C / group, vec = hwt_dwconv_variant_for(isa)->vec;
   if (cg > 8 || vec % cg || vec == 1) return HWT_EINVAL;
+  /* A group as wide as the vector (8 channels on AVX2) at stride 1 runs
+   * faster on the dense template per group (conv_group.c), which holds
+   * several pixels' accumulators where these lane permutes hold one vector:
+   * ORT / hwtune went from 0.70-0.80 to 0.96-1.32 on ResNeXt-50's 256 ch
+   * 28x28 and RegNetY-400MF's 104 ch 28x28 and 208 ch 14x14 (32, 13, 26
+   * groups of 8), but from 0.77-0.80 to 0.67-0.70 on the stride-2 256 ch
+   * 56x56 (Zen 3, AVX2, 1 thread, benchmarks/bench_grouped.py, two
+   * alternated rounds, each against ORT interleaved). On AVX-512 (16
+   * lanes: two groups of 8 a vector) these permutes stay. */
+  if (cg == vec && d->stride_h == 1 && d->stride_w == 1) return HWT_EINVAL;
   return plan_make(d, cg, 0, isa, out);
 }
 

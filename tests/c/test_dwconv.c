@@ -148,6 +148,18 @@ int main(void) {
    * a channel tail past the last full vector, stride 2, 5x5, epilogue. */
   check_group(desc(1, 32, 14, 15, 1, 3, 3, 1, 1, 1), 8, 1, 0, "32 ch in groups of 4");
   check_group(desc(2, 24, 9, 11, 1, 3, 3, 2, 1, 1), 3, 1, 1, "24 ch in groups of 8, s2");
+  /* Groups as wide as the vector at stride 1 go to the dense template
+   * (AVX2's 8); on AVX-512 two such groups share a vector and stay. */
+  {
+    hwt_conv_desc g8 = desc(1, 32, 10, 10, 1, 3, 3, 1, 1, 1);
+    for (int isa = 0; isa < HWT_ISA_COUNT; isa++) {
+      if (!hwt_isa_supported((hwt_isa)isa)) continue;
+      hwt_dwconv_plan p8;
+      const int st = hwt_gconv_plan_make(&g8, 4, (hwt_isa)isa, &p8);
+      CHECK(st == (isa == HWT_ISA_AVX512 ? HWT_OK : HWT_EINVAL),
+            "groups of 8 at stride 1, isa %d: %d", isa, st);
+    }
+  }
   check_group(desc(1, 18, 8, 7, 1, 5, 5, 1, 2, 1), 9, 0, 0, "18 ch in groups of 2, 5x5");
   hwt_conv_desc gr = desc(1, 40, 6, 9, 1, 3, 3, 1, 1, 2);
   gr.relu = 1;
