@@ -53,8 +53,9 @@ int hwt_gconv_plan_make(const hwt_conv_desc *d, int group, hwt_isa isa, hwt_dwco
    * 28x28 and RegNetY-400MF's 104 ch 28x28 and 208 ch 14x14 (32, 13, 26
    * groups of 8), but from 0.77-0.80 to 0.67-0.70 on the stride-2 256 ch
    * 56x56 (Zen 3, AVX2, 1 thread, benchmarks/bench_grouped.py, two
-   * alternated rounds, each against ORT interleaved). On AVX-512 (16
-   * lanes: two groups of 8 a vector) these permutes stay. */
+   * alternated rounds, each against ORT interleaved); at 2 threads 0.83-0.89
+   * -> 1.08-1.16 on ResNeXt's, 0.97-1.54 -> 1.19-2.03 on RegNetY's. On
+   * AVX-512 (16 lanes: two groups of 8 a vector) these permutes stay. */
   if (cg == vec && d->stride_h == 1 && d->stride_w == 1) return HWT_EINVAL;
   return plan_make(d, cg, 0, isa, out);
 }
