@@ -389,6 +389,10 @@ int main(void) {
    * keeps these small images on the template, below) */
   test_shape((hwt_conv_desc){2, 20, 5, 9, 37, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0, 0, 0, 0});
   test_shape((hwt_conv_desc){1, 33, 4, 4, 64, 1, 1, 1, 1, 0, 0, 0, 1, 1, 0, 0, 0, 0});
+  /* An output past twice any host's L2 (64 x 16512 floats, 4.2 MB) under
+   * an epilogue: the GEMM runs in column blocks (conv.c's pw_chunk), the
+   * last one narrower than the others */
+  test_shape((hwt_conv_desc){1, 24, 128, 129, 64, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0, 0, 0, 0});
   /* 1x1 on small images, where the variant keeps the template (AVX-512 up
    * to 196 pixels, every ISA at 1x1): two 7x7 images, a row narrower than
    * the register block so flattened to one row of 49 (5 oc blocks of 32:
