@@ -31,13 +31,18 @@ SHAPES = [("resnext s1 4/group", 128, 56, 32, 1), ("resnext s2 8/group", 256, 28
           ("regnety 8/group", 104, 28, 13, 1), ("regnety 8/group 14", 208, 14, 26, 1)]
 
 
+def out_hw(H, stride):
+    """The output side of a 3x3 conv padded by 1."""
+    return (H + 2 - 3) // stride + 1
+
+
 def model(path, C, H, group, stride):
     import onnx
     from onnx import TensorProto, helper, numpy_helper
     rng = np.random.default_rng(0)
     w = (rng.standard_normal((C, C // group, 3, 3)) / np.sqrt(9 * C // group)).astype(np.float32)
     b = rng.standard_normal(C).astype(np.float32)
-    oh = (H + 2 - 3) // stride + 1
+    oh = out_hw(H, stride)
     node = helper.make_node("Conv", ["x", "w", "b"], ["y"], group=group, pads=[1, 1, 1, 1],
                             strides=[stride, stride])
     g = helper.make_graph([node], "g", [helper.make_tensor_value_info(
@@ -66,8 +71,7 @@ def main():
             continue
         sides = {s["key"]: s for s in json.loads(out.stdout)["sides"]}
         hw, ort = sides["hwtune"]["median_s"], sides["ort"]["median_s"]
-        oh = (H + 2 - 3) // stride + 1
-        flops = 2.0 * C * (C // group) * 9 * oh * oh
+        flops = 2.0 * C * (C // group) * 9 * out_hw(H, stride) ** 2
         print(f"{name:28s} {hw * 1e6:10.1f} {ort * 1e6:8.1f} {ort / hw:6.2f} "
               f"{flops / hw / 1e9:7.1f}", flush=True)
 

@@ -703,6 +703,32 @@ static void nchwc_units(const hwt_conv_plan *p, const float *x, const float *w,
   }
 }
 
+/* Columns per GEMM call when an epilogue follows (bias, residual,
+ * activation): the output in blocks of about half of L2, evened out in
+ * whole 16-column tiles, so the epilogue reads each block from L2 while it
+ * is there, not from memory; hw (one call) when the output is within twice
+ * L2, nothing follows, or the weights (the GEMM's A, read again by every
+ * block) do not fit in the other half of L2. Measured with
+ * benchmarks/bench_pointwise.py --baseline-lib (the build without blocks;
+ * Zen 3, AVX2, 512 KiB L2, 1 thread, thread-time medians of 15 alternated
+ * samples, bias epilogue, two rounds): ResNet's 1x1 CONVs at 56x56
+ * 1.00-1.21x (64->128 1.13, 64->256 1.11-1.21, 256->64 1.07-1.11, 256->256
+ * 1.00-1.03), MobileNetV2's 16->96 at 112x112 1.23-1.44x and 24->144 at
+ * 56x56 1.03-1.14x; 32->192 at 28x28 (602 KB of output, two blocks) read
+ * 0.93-1.08x, hence twice L2; weights past half of L2 (512->512 at 28x28,
+ * 1 MB) were no gain (0.93-0.99x). */
+static int pw_chunk(const hwt_conv_desc *d, int hw, int epi) {
+  if (!epi) return hw;
+  hwt_cache_sizes cs;
+  hwt_cache_sizes_host(&cs);
+  const long l2 = cs.l2 > 0 ? cs.l2 : 256L << 10;
+  const long out_bytes = (long)sizeof(float) * d->K * hw;
+  if (out_bytes <= 2 * l2 || (long)sizeof(float) * d->K * d->C > l2 / 2) return hw;
+  const long blocks = (out_bytes + l2 / 2 - 1) / (l2 / 2);
+  const long c = ((hw + blocks - 1) / blocks + 15) / 16 * 16;
+  return c < hw ? (int)c : hw;
+}
+
 /* NCHW_GEMM: thread tid's share of each image's GEMM, then the epilogue
  * (bias per output channel, residual, ReLU) on the same share while it is
  * in cache: the GEMM's own bias is per column, and shares never wait for
@@ -731,32 +757,6 @@ static void nchwc_units(const hwt_conv_plan *p, const float *x, const float *w,
  * tiles ahead) and 0.93-1.03x on AVX-512; bias and ReLU alone 0.98-1.05x
  * (AVX2) and 0.98-1.03x (AVX-512, two rows 1.12-1.23x in one run only):
  * within noise, so not kept. */
-/* Columns per GEMM call when an epilogue follows (bias, residual,
- * activation): the output in blocks of about half of L2, evened out in
- * whole 16-column tiles, so the epilogue reads each block from L2 while it
- * is there, not from memory; hw (one call) when the output is within twice
- * L2, nothing follows, or the weights (the GEMM's A, read again by every
- * block) do not fit in the other half of L2. Measured with
- * benchmarks/bench_pointwise.py --baseline-lib (the build without blocks;
- * Zen 3, AVX2, 512 KiB L2, 1 thread, thread-time medians of 15 alternated
- * samples, bias epilogue, two rounds): ResNet's 1x1 CONVs at 56x56
- * 1.00-1.21x (64->128 1.13, 64->256 1.11-1.21, 256->64 1.07-1.11, 256->256
- * 1.00-1.03), MobileNetV2's 16->96 at 112x112 1.23-1.44x and 24->144 at
- * 56x56 1.03-1.14x; 32->192 at 28x28 (602 KB of output, two blocks) read
- * 0.93-1.08x, hence twice L2; weights past half of L2 (512->512 at 28x28,
- * 1 MB) were no gain (0.93-0.99x). */
-static int pw_chunk(const hwt_conv_desc *d, int hw, int epi) {
-  if (!epi) return hw;
-  hwt_cache_sizes cs;
-  hwt_cache_sizes_host(&cs);
-  const long l2 = cs.l2 > 0 ? cs.l2 : 256L << 10;
-  const long out_bytes = (long)sizeof(float) * d->K * hw;
-  if (out_bytes <= 2 * l2 || (long)sizeof(float) * d->K * d->C > l2 / 2) return hw;
-  const long blocks = (out_bytes + l2 / 2 - 1) / (l2 / 2);
-  const long c = ((hw + blocks - 1) / blocks + 15) / 16 * 16;
-  return c < hw ? (int)c : hw;
-}
-
 static void gemm_units(const hwt_conv_plan *p, const float *x, const float *w,
                        const float *bias, const float *res, float *y, float *ws, int tid,
                        int nth) {
@@ -764,25 +764,27 @@ static void gemm_units(const hwt_conv_plan *p, const float *x, const float *w,
   const int hw = p->OH * p->OW;
   const int epi = bias || res || d->relu || d->act;
   hwt_gemm_desc g;
-  hwt_gemm_plan whole;
+  hwt_gemm_plan whole, part[2]; /* the blocks of `chunk` columns, the last one */
   gemm_desc_of(d, hw, &g);
   if (hwt_gemm_plan_make(&g, p->isa, nth, &whole) != HWT_OK) return;
+  int chunk = pw_chunk(d, hw, epi);
+  for (int i = 0; i < 2 && chunk < hw; i++) {
+    hwt_gemm_desc gc = g;
+    gc.N = i ? hw - (hw - 1) / chunk * chunk : chunk; /* ldb = ldc = hw: columns in place */
+    /* The workspace was sized for one call over hw columns: blocks that
+     * would need more run as that one call. */
+    if (hwt_gemm_plan_make(&gc, p->isa, nth, &part[i]) != HWT_OK ||
+        part[i].ws_floats > whole.ws_floats)
+      chunk = hw;
+  }
   const hwt_gemm_variant *gv = hwt_gemm_variant_get(p->isa);
   const hwt_conv_variant *v = hwt_conv_variant_for(p->isa);
-  const int chunk = pw_chunk(d, hw, epi);
   for (int n = 0; n < d->N; n++) {
     const size_t xo = (size_t)n * d->C * hw, yo = (size_t)n * d->K * hw;
     for (int j = 0; j < hw; j += chunk) {
-      const int cw = hw - j < chunk ? hw - j : chunk;
-      hwt_gemm_plan gp = whole;
-      if (cw != hw) {
-        hwt_gemm_desc gc = g;
-        gc.N = cw; /* ldb = ldc = hw: the chunk's columns of x and y in place */
-        if (hwt_gemm_plan_make(&gc, p->isa, nth, &gp) != HWT_OK ||
-            gp.ws_floats > whole.ws_floats)
-          return;
-      }
-      hwt_gemm_run_part_packed_a(&gp, w, x + xo + j, y + yo + j, NULL, ws, tid, nth);
+      const hwt_gemm_plan *gp = chunk == hw ? &whole : &part[j + chunk >= hw];
+      const int cw = gp->d.N;
+      hwt_gemm_run_part_packed_a(gp, w, x + xo + j, y + yo + j, NULL, ws, tid, nth);
       if (!epi) continue;
       const hwt_gemm_share sh = hwt_gemm_share_of(gv, g.M, cw, g.K, tid, nth);
       for (int k = sh.i0; k < sh.i1; k++) {

@@ -78,8 +78,9 @@ HWT_API int hwt_dwconv_plan_nchwc(const hwt_conv_desc *d, int bn, hwt_isa isa,
  * divides C, and the group width cg = C / group divides the vector width
  * of isa and is at most 8 (ResNeXt-50's first stages: 32 groups of 4 and
  * 8; RegNet's groups of 8), but not as wide as the vector at stride 1
- * (AVX2's groups of 8: the dense template per group is faster there). Output lane k of a channel block sums its
- * group's cg input lanes, each broadcast to the group by a lane permute of
+ * (AVX2's groups of 8: the dense template per group is faster there).
+ * Output lane k of a channel block sums its group's cg input lanes, each
+ * broadcast to the group by a lane permute of
  * the staged input vector (one permute per FMA, no lane wasted).
  * HWT_EINVAL when not eligible (then the engine runs the dense template
  * once per group), HWT_EISA when isa is not supported. */
