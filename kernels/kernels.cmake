@@ -33,6 +33,11 @@ set(HWTUNE_KERNEL_BODIES
   "kernels/qadd/body.c generic avx2 avx512"  # quantized residual add (issue #43)
   "kernels/qdw/body.c generic avx2 avx512"  # depthwise int8 conv on u8 channels-last (issue #43)
 )
+# The bodies whose one consumer is the variant table of
+# kernels/common/variants.c (one row per ISA). A sanitizer build leaves out
+# the rows of the variants the test host cannot run (below).
+set(HWTUNE_ROW_BODIES eltwise_body probe_body pool_body norm_body conv_nchwc_body
+    conv_winograd_body conv_dw_body conv_stem_body rnn_cell_body)
 
 if(HWTUNE_X86)
   add_compile_definitions(HWTUNE_HAVE_X86=1)
@@ -51,19 +56,44 @@ foreach(entry ${HWTUNE_KERNEL_BODIES})
       continue()
     endif()
     string(TOUPPER ${isa} ISA)
+    # Sanitizer builds instrument only the variants the test host can run
+    # (HWTUNE_SANITIZE_ISAS, set by tests/c_suite_build.py from the host's
+    # CPU); the others never execute there. Their variant-table rows are not
+    # built at all (HWTUNE_NO_ROW_<ISA>: variants.c leaves the row empty,
+    # which it reports as not compiled): they were a third of the ASan/UBSan
+    # build (the avx512 bodies: 604 of 1637 compile-seconds in .ninja_log on
+    # a 2-vCPU Zen 1 without AVX-512), and compiled uninstrumented at -O1
+    # they still cost 440 of the ThreadSanitizer build's 1252
+    # compile-seconds on a 2-vCPU Zen 3 (2026-12-07; NCHWc 179 s, depthwise
+    # 142 s, element-wise 115 s). The Release build has every row.
+    if(HWTUNE_SANITIZE AND HWTUNE_SANITIZE_ISAS AND NOT isa IN_LIST HWTUNE_SANITIZE_ISAS)
+      add_compile_definitions(HWTUNE_NO_ROW_${ISA}=1)
+      if(tag IN_LIST HWTUNE_ROW_BODIES)
+        continue()
+      endif()
+    endif()
     set(target hwtune_k_${tag}_${isa})
     add_library(${target} OBJECT ${CMAKE_CURRENT_SOURCE_DIR}/${body})
     target_include_directories(${target} PRIVATE kernels/include engine/include)
     target_compile_options(${target} PRIVATE ${HWTUNE_WARN} ${HWTUNE_ISA_FLAGS_${isa}})
-    # Sanitizer builds instrument only the variants the test host can run
-    # (HWTUNE_SANITIZE_ISAS, set by tests/test_c_suite.py from the host's
-    # CPU). The others still compile, with warnings as errors, but never
-    # execute there: unoptimised and without debug info, as they were a
-    # third of the ASan/UBSan build (the avx512 bodies: 604 of 1637
-    # compile-seconds in .ninja_log on a 2-vCPU Zen 1 without AVX-512; the
-    # avx512 CONV body alone took 94 s at -O1 -g, 31 s at -O0 -g0).
+    # The other bodies of variants a sanitizer build does not instrument
+    # (GEMM packing, int8) compile uninstrumented, without debug info.
+    # -O1, not -O0: at -O0 nothing folds the op switch the element-wise
+    # body's always-inline helpers inline into every loop of every op, and
+    # that one file took over 250 s and 7 GB (55 ops; 2-vCPU Zen 3,
+    # 2026-12-07). All avx512 bodies, compile-seconds one at a time on that
+    # host: -O1 -g0 111 s, -O0 -g0 over 400 s.
     if(HWTUNE_SANITIZE AND HWTUNE_SANITIZE_ISAS AND NOT isa IN_LIST HWTUNE_SANITIZE_ISAS)
-      target_compile_options(${target} PRIVATE -fno-sanitize=all -O0 -g0)
+      target_compile_options(${target} PRIVATE -fno-sanitize=all -O1 -g0)
+    elseif(HWTUNE_SANITIZE MATCHES "undefined" AND NOT isa STREQUAL "generic")
+      # The SIMD bodies keep AddressSanitizer on every load and store and
+      # every UBSan check but pointer-overflow (a check on each address
+      # computed, in bodies unrolled into hundreds of them). The generic
+      # body, the same template at one float a vector, keeps it. Compile
+      # seconds, -O1 -g1, 2-vCPU Zen 3 under load (2026-12-07): the avx2
+      # depthwise body over 600 s (stopped) with it, 318 s without; the
+      # avx2 NCHWc body 50 -> 30 s, the pooling body 33 -> 26 s.
+      target_compile_options(${target} PRIVATE -fno-sanitize=pointer-overflow)
     endif()
     target_compile_definitions(${target} PRIVATE _GNU_SOURCE HWTUNE_BUILDING
                                HWT_VEC_${ISA}=1)

@@ -27,10 +27,14 @@ static const variant_row k_rows[HWT_ISA_COUNT] = {
                          &hwt_probe_variant_generic, &hwt_wino_variant_generic,
                          &hwt_pool2d_variant_generic, &hwt_lstm_variant_generic,
                          &hwt_dwconv_variant_generic, &hwt_norm_variant_generic},
-#if defined(HWTUNE_HAVE_X86)
+#if defined(HWTUNE_HAVE_X86) && !defined(HWTUNE_NO_ROW_AVX2)
     [HWT_ISA_AVX2] = {&hwt_ew_variant_avx2, &hwt_conv_variant_avx2, &hwt_probe_variant_avx2,
                       &hwt_wino_variant_avx2, &hwt_pool2d_variant_avx2, &hwt_lstm_variant_avx2,
                       &hwt_dwconv_variant_avx2, &hwt_norm_variant_avx2},
+#endif
+/* A sanitizer build leaves out the rows of variants its host cannot run
+   (kernels/kernels.cmake); row() then falls back to the portable one. */
+#if defined(HWTUNE_HAVE_X86) && !defined(HWTUNE_NO_ROW_AVX512)
     [HWT_ISA_AVX512] = {&hwt_ew_variant_avx512, &hwt_conv_variant_avx512,
                         &hwt_probe_variant_avx512, &hwt_wino_variant_avx512,
                         &hwt_pool2d_variant_avx512, &hwt_lstm_variant_avx512,
