@@ -43,6 +43,27 @@ if(HWTUNE_X86)
   add_compile_definitions(HWTUNE_HAVE_X86=1)
 endif()
 
+# Sanitizer builds instrument only the variants the test host can run
+# (HWTUNE_SANITIZE_ISAS, set by tests/c_suite_build.py from the host's CPU);
+# the others never execute there. Their variant-table rows are not built at
+# all (HWTUNE_NO_ROW_<ISA>: variants.c leaves the row empty, which it
+# reports as not compiled): they were a third of the ASan/UBSan build (the
+# avx512 bodies: 604 of 1637 compile-seconds in .ninja_log on a 2-vCPU Zen 1
+# without AVX-512), and compiled uninstrumented at -O1 they still cost 440
+# of the ThreadSanitizer build's 1252 compile-seconds on a 2-vCPU Zen 3
+# (2026-12-07; NCHWc 179 s, depthwise 142 s, element-wise 115 s). The
+# Release build has every row.
+set(HWTUNE_UNRUN_ISAS "")
+if(HWTUNE_SANITIZE AND HWTUNE_SANITIZE_ISAS)
+  foreach(isa avx2 avx512)
+    if(NOT isa IN_LIST HWTUNE_SANITIZE_ISAS)
+      list(APPEND HWTUNE_UNRUN_ISAS ${isa})
+      string(TOUPPER ${isa} ISA)
+      add_compile_definitions(HWTUNE_NO_ROW_${ISA}=1)
+    endif()
+  endforeach()
+endif()
+
 set(HWTUNE_KERNEL_SOURCES "")
 set(HWTUNE_KERNEL_BODY_FILES "")
 foreach(entry ${HWTUNE_KERNEL_BODIES})
@@ -55,23 +76,10 @@ foreach(entry ${HWTUNE_KERNEL_BODIES})
     if(NOT isa STREQUAL "generic" AND NOT HWTUNE_X86)
       continue()
     endif()
-    string(TOUPPER ${isa} ISA)
-    # Sanitizer builds instrument only the variants the test host can run
-    # (HWTUNE_SANITIZE_ISAS, set by tests/c_suite_build.py from the host's
-    # CPU); the others never execute there. Their variant-table rows are not
-    # built at all (HWTUNE_NO_ROW_<ISA>: variants.c leaves the row empty,
-    # which it reports as not compiled): they were a third of the ASan/UBSan
-    # build (the avx512 bodies: 604 of 1637 compile-seconds in .ninja_log on
-    # a 2-vCPU Zen 1 without AVX-512), and compiled uninstrumented at -O1
-    # they still cost 440 of the ThreadSanitizer build's 1252
-    # compile-seconds on a 2-vCPU Zen 3 (2026-12-07; NCHWc 179 s, depthwise
-    # 142 s, element-wise 115 s). The Release build has every row.
-    if(HWTUNE_SANITIZE AND HWTUNE_SANITIZE_ISAS AND NOT isa IN_LIST HWTUNE_SANITIZE_ISAS)
-      add_compile_definitions(HWTUNE_NO_ROW_${ISA}=1)
-      if(tag IN_LIST HWTUNE_ROW_BODIES)
-        continue()
-      endif()
+    if(isa IN_LIST HWTUNE_UNRUN_ISAS AND tag IN_LIST HWTUNE_ROW_BODIES)
+      continue()
     endif()
+    string(TOUPPER ${isa} ISA)
     set(target hwtune_k_${tag}_${isa})
     add_library(${target} OBJECT ${CMAKE_CURRENT_SOURCE_DIR}/${body})
     target_include_directories(${target} PRIVATE kernels/include engine/include)
@@ -83,7 +91,7 @@ foreach(entry ${HWTUNE_KERNEL_BODIES})
     # that one file took over 250 s and 7 GB (55 ops; 2-vCPU Zen 3,
     # 2026-12-07). All avx512 bodies, compile-seconds one at a time on that
     # host: -O1 -g0 111 s, -O0 -g0 over 400 s.
-    if(HWTUNE_SANITIZE AND HWTUNE_SANITIZE_ISAS AND NOT isa IN_LIST HWTUNE_SANITIZE_ISAS)
+    if(isa IN_LIST HWTUNE_UNRUN_ISAS)
       target_compile_options(${target} PRIVATE -fno-sanitize=all -O1 -g0)
     elseif(HWTUNE_SANITIZE MATCHES "undefined" AND NOT isa STREQUAL "generic")
       # The SIMD bodies keep AddressSanitizer on every load and store and

@@ -262,7 +262,7 @@ FILL: Dict[tuple, tuple] = {
 # 3 processes per recorded figure as there): at the default 6, the
 # documents' eight `--update-baseline` runs were 15-18 s of CPU each,
 # about 100 s of check.md's 150 (2-vCPU Zen 3, 2026-12-07).
-TINY_SUITE = tiny_suite("ci", processes=3)
+TINY_SUITE = tiny_suite("ci")
 
 # A host stored under another key: the export of this one, renamed (a user
 # has such rows from `hwtune db import` or `db merge`).
