@@ -168,7 +168,11 @@ def _validate(db, host_key: str, run_id: int, fp: dict, graph, graph_hash: str, 
     if opts.from_cores is not None and cores != p.host.cores:
         out["attribution"] = _attribute(db, host_key, fp, isa, p, js)
     if probes is not None:
+        # the stored profiles' 1-thread op total, beside the probed one
+        # ("model run, 1 thread (op total)"): what the two predictions'
+        # 1-thread rows differ by
         out["explain"] = {"beside": probes.summary(),
+                          "op_total_stored_s": float(p.t1.sum()),
                           "summary": validate.summary(js, "predicted_beside_s")}
     return out
 

@@ -333,6 +333,10 @@ def validation_sentences(v: dict) -> List[str]:
                    f"machine's scaling figures probed beside the samples"
                    f"{f' ({n} probes)' if n else ''}: median |error| "
                    f"{pct(beside['median_abs_error'])}, worst {pct(beside['max_abs_error'])}")
+        probed = (ex.get("beside") or {}).get("model run, 1 thread (op total)")
+        if probed and ex.get("op_total_stored_s"):
+            out.append(f"the model's 1-thread op total: {ms(probed[1])} probed beside "
+                       f"(median), {ms(ex['op_total_stored_s'])} stored")
     out += attribution_sentences(v.get("attribution"))
     paired = v.get("summary_paired")
     if paired and paired.get("configs"):
