@@ -245,6 +245,7 @@ static const layout_row LAYOUT[] = {
     FIELD(hwt_conv_plan, flat),
     FIELD(hwt_conv_plan, sub),
     FIELD(hwt_conv_plan, nhwc_gemm),
+    FIELD(hwt_conv_plan, gemm_t),
 
     SIZE(hwt_samples_options),
     FIELD(hwt_samples_options, input),

@@ -322,6 +322,7 @@ int hwt_conv_plan_make(const hwt_conv_desc *d, hwt_conv_layout layout,
     if (!gemm_ok(d, isa) || hwt_gemm_plan_make(&g, isa, nth, &gp) != HWT_OK)
       return HWT_EINVAL;
     out->layout = layout;
+    if (hwt_conv_pw_t_ok(d, OH * OW, isa)) return hwt_conv_pw_t_plan(out);
     /* The weights are the GEMM's A, packed once into its micro-panels
      * (hwt_conv_pack_weights): MobileNetV2's 1x1 CONVs repacked them in
      * every thread on every run, e.g. 960->160 at 7x7 packed 154K floats
@@ -416,6 +417,7 @@ int hwt_conv_pack_weights(const hwt_conv_plan *p, const float *w_oihw, float *w_
     hwt_conv_stem_pack(p, w_oihw, w_packed);
     return HWT_OK;
   }
+  if (p->layout == HWT_CONV_NCHW_GEMM && p->gemm_t) return hwt_conv_pw_t_pack(p, w_oihw, w_packed);
   if (p->layout == HWT_CONV_NCHW_GEMM) { /* A of the GEMM: OIHW is K x C already */
     hwt_gemm_desc g;
     hwt_gemm_plan gp;
@@ -812,6 +814,10 @@ void hwt_conv_run_part_res(const hwt_conv_plan *p, const float *x, const float *
   p = flat_view(p, &view);
   const hwt_conv_desc *d = &p->d;
   long units;
+  if (p->layout == HWT_CONV_NCHW_GEMM && p->gemm_t) {
+    hwt_conv_pw_t_run_part(p, x, w_packed, bias, res, y, ws, tid, nth);
+    return;
+  }
   if (p->layout == HWT_CONV_NCHW_GEMM) {
     gemm_units(p, x, w_packed, bias, res, y, ws, tid, nth);
     return;

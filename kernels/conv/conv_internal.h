@@ -124,6 +124,15 @@ typedef struct {
    * in one pass (conv.c's gemm_units). */
   void (*epilogue)(float *y, const float *res, long n, float bias, int relu, float relu_max,
                    int act);
+  /* 1x1 CONVs the NCHW GEMM path runs (above) of at most this many output
+   * pixels per image run as the transposed product instead (pw_t.c). */
+  int pw_t_max_hw;
+  /* pw_t.c's epilogue: c (pixels x channels, rows ldc apart, bias added)
+   * written transposed into the NCHW y (channels x pixels, rows ldy apart),
+   * + res (laid out as y) when res, then the ReLU (clamped to relu_max
+   * when > 0) when relu, or the activation act. */
+  void (*epilogue_t)(float *y, long ldy, const float *c, long ldc, const float *res,
+                     int pixels, int channels, int relu, float relu_max, int act);
   const hwt_conv_stem_variant *stem; /* the same ISA's stem kernel */
 } hwt_conv_variant;
 
@@ -220,6 +229,16 @@ int hwt_conv_nhwc_gemm_pack(const hwt_conv_plan *p, const float *w_blocked, floa
 void hwt_conv_nhwc_gemm_run_part(const hwt_conv_plan *p, const float *x, const float *w,
                                  const float *bias, const float *res, float *y, float *ws,
                                  int tid, int nth);
+/* 1x1 stride-1 unpadded NCHW CONVs of small images as the transposed GEMM
+ * (pw_t.c): whether the NCHW GEMM plan of d (OH*OW = hw) runs so on isa,
+ * the plan (out's NCHW_GEMM fields set), the weights packed, thread tid's
+ * share of a run. */
+int hwt_conv_pw_t_ok(const hwt_conv_desc *d, int hw, hwt_isa isa);
+int hwt_conv_pw_t_plan(hwt_conv_plan *out);
+int hwt_conv_pw_t_pack(const hwt_conv_plan *p, const float *w_oihw, float *w_packed);
+void hwt_conv_pw_t_run_part(const hwt_conv_plan *p, const float *x, const float *w,
+                            const float *bias, const float *res, float *y, float *ws, int tid,
+                            int nth);
 /* Workspace pieces start on 64-byte lines: floats rounded up to 16. */
 #define ALIGN_FLOATS(n) (((n) + 15) & ~(size_t)15)
 

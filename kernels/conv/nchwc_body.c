@@ -395,6 +395,32 @@ static void epilogue(float *y, const float *res, long n, float bias, int relu, f
   }
 }
 
+/* hwt_conv_variant.epilogue_t: per output channel, its pixels gathered
+ * from the column of c (ldc floats apart; one cache line per pixel, which
+ * the next channels read again from L1), then the residual and activation,
+ * stored as a contiguous NCHW row. */
+static void epilogue_t(float *y, long ldy, const float *c, long ldc, const float *res,
+                       int pixels, int channels, int relu, float relu_max, int act) {
+  const hv_f32 zero = hv_zero(), hi = hv_set1(relu_max);
+  const int clamp = relu && relu_max > 0.0f;
+  for (int k = 0; k < channels; k++) {
+    float *yk = y + (long)k * ldy;
+    const float *rk = res ? res + (long)k * ldy : NULL;
+    for (int i = 0; i < pixels; i += HV_W) {
+      const hv_mask m = hv_first(pixels - i);
+      hv_f32 v = hv_gather_mask(c + (long)i * ldc + k, ldc, m);
+      if (rk) v = hv_add(v, hv_load_mask(rk + i, m));
+      if (relu) v = hv_max(zero, v); /* NaN kept, as hwt_conv_act */
+      if (clamp) v = hv_min(hi, v);
+      v = hwt_conv_act_vec(v, act);
+      if (i + HV_W <= pixels)
+        hv_store(yk + i, v);
+      else
+        hv_store_mask(yk + i, m, v);
+    }
+  }
+}
+
 /* 1x1 CONVs of at most this many output pixels run on this template, not
  * the GEMM (conv.c). Zen 4, 1 thread, thread-time medians of 21 alternated
  * runs, template (1x1 image rows flattened, conv.c) vs GEMM, under load:
@@ -420,9 +446,16 @@ static void epilogue(float *y, const float *res, long n, float bias, int relu, f
  * the template led at 192->16, conv.c.) */
 #define PW_MIN_K HV_BY_ISA(32, 16, 24)
 
+/* 1x1 CONVs the GEMM path runs (above) of at most this many output pixels
+ * run as the transposed GEMM (pw_t.c): set from benchmarks/bench_pointwise.py
+ * (pw_t.c says what). AVX-512 keeps images up to PW_MAX_HW on the template
+ * and was not measured on this path: 0. */
+#define PW_T_MAX_HW HV_BY_ISA(0, 49, 0)
+
 const hwt_conv_variant HWT_VARIANT(hwt_conv_variant) = {
     .vec = HV_W, .nv_max = NV_MAX, .caps = {0, CAP_OF(1), CAP_OF(2), CAP_OF(3), CAP_OF(4)},
     .block_scratch = 0, .pw_max_hw = PW_MAX_HW,
     .pw_min_k = PW_MIN_K, .row = row, .stage = stage_tile,
-    .phase = phase_copy, .deint2 = deint2, .epilogue = epilogue,
+    .phase = phase_copy, .deint2 = deint2, .epilogue = epilogue, .pw_t_max_hw = PW_T_MAX_HW,
+    .epilogue_t = epilogue_t,
     .stem = &HWT_VARIANT(hwt_conv_stem_variant)};

@@ -73,6 +73,17 @@ static void epilogue(float *y, const float *res, long n, float bias, int relu, f
   hwt_conv_act_rows(HWT_ISA_GENERIC, act, y, 0, 1, n);
 }
 
+static void epilogue_t(float *y, long ldy, const float *c, long ldc, const float *res,
+                       int pixels, int channels, int relu, float relu_max, int act) {
+  for (int k = 0; k < channels; k++) {
+    float *yk = y + (long)k * ldy;
+    for (int i = 0; i < pixels; i++)
+      yk[i] = hwt_conv_act(c[(long)i * ldc + k] + (res ? res[(long)k * ldy + i] : 0.0f), relu,
+                           relu_max);
+    hwt_conv_act_rows(HWT_ISA_GENERIC, act, yk, 0, 1, pixels);
+  }
+}
+
 /* SSE2 auto-vectorised over oc_bn with the accumulators in an L1 scratch,
  * so longer oc runs pay off beyond the 4 lanes: oc_bn 16 / reg_n 8 measured
  * 4.3 GFLOPS vs 2.3 (8) and 1.2 (4), reg_n 4: 2.7 (64x56x56 3x3). Hence a
@@ -85,4 +96,5 @@ const hwt_conv_variant hwt_conv_variant_generic = {
      * medians of 21 alternated runs, under load). Least K: conv.c's
      * measurement (Zen 3, AVX2), not repeated for this variant. */
     .pw_max_hw = 1, .pw_min_k = 32, .row = row, .stage = stage_tile, .phase = phase_copy, .deint2 = deint2,
-    .epilogue = epilogue, .stem = &hwt_conv_stem_variant_generic};
+    .epilogue = epilogue, .pw_t_max_hw = 0, .epilogue_t = epilogue_t,
+    .stem = &hwt_conv_stem_variant_generic};

@@ -83,14 +83,17 @@ void hwt_conv_pw_run_part(const hwt_conv_plan *p, const float *x, const float *w
   const long ohw = (long)p->OH * p->OW;
   float *xs = ws, *qws = ws + ALIGN_FLOATS((size_t)d->C * ohw);
   q.ws_floats = p->ws_floats - ALIGN_FLOATS((size_t)d->C * ohw);
-  /* The GEMM reads only the columns (pixels) of its share; the template's
-   * units may read any pixel of the image. */
+  /* The GEMM reads only the pixels of its share (its columns; its rows
+   * when transposed, pw_t.c); the template's units may read any pixel of
+   * the image. */
   long j0 = 0, j1 = ohw;
   if (q.layout == HWT_CONV_NCHW_GEMM) {
-    const hwt_gemm_share sh =
-        hwt_gemm_share_of(hwt_gemm_variant_get(p->isa), d->K, (int)ohw, d->C, tid, nth);
+    const hwt_gemm_variant *gv = hwt_gemm_variant_get(p->isa);
+    const hwt_gemm_share sh = q.gemm_t ? hwt_gemm_share_of(gv, (int)ohw, d->K, d->C, tid, nth)
+                                       : hwt_gemm_share_of(gv, d->K, (int)ohw, d->C, tid, nth);
     if (sh.i0 >= sh.i1 || sh.j0 >= sh.j1) return;
-    j0 = sh.j0, j1 = sh.j1;
+    j0 = q.gemm_t ? sh.i0 : sh.j0;
+    j1 = q.gemm_t ? sh.i1 : sh.j1;
   }
   for (int n = 0; n < d->N; n++) {
     const size_t yo = (size_t)n * d->K * ohw;

@@ -134,6 +134,9 @@ typedef struct {
   int nhwc_gemm; /* 1: a 1x1 stride-1 unpadded NCHWc CONV with ic_bn = C and oc_bn = K
                     (channels-last tensors) run as one GEMM per image; its packed weights
                     come from the blocked ones (OIHW[C]i[K]o), see nhwc_gemm.c */
+  int gemm_t;    /* 1 (NCHW_GEMM): a small image's 1x1 CONV run as the transposed product
+                    x^T . W^T into each thread's workspace, the weights packed as the GEMM's
+                    B, written back as NCHW by the epilogue (pw_t.c) */
 } hwt_conv_plan;
 
 /* Output size; HWT_EINVAL if the shape is invalid (empty output, bad stride). */
