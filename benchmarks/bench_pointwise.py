@@ -14,6 +14,7 @@ thread, interleaved in one process (thread CPU time, medians):
   their C code.
 
     python benchmarks/bench_pointwise.py [--reps 31] [--isa avx512] [--set resnet]
+        [--shapes 256,1024,7 2048,512,7]
         [--baseline-lib /work/main/.venv/lib/python3.11/site-packages/hwtune/_lib/libhwtune.so]
 
 Ratios are ort / hwtune (above 1.0 hwtune is faster). On a shared machine a
@@ -31,9 +32,9 @@ from hwtune.native import gemm as G
 from hwtune.native.conv import Conv2dPlan
 from hwtune.native._lib import lib
 
-# (C, K, H=W): MobileNetV2's expand / project 1x1 CONVs at 56..7, a few of
-# EfficientNet-B0's (all with K >= 32: hwtune's NCHW 1x1 GEMM path).
-SHAPES = [(24, 144, 56), (16, 96, 112), (32, 192, 28), (192, 32, 28), (64, 384, 14),
+# (C, K, H=W): MobileNetV2's expand / project 1x1 CONVs at 112..7, a few of
+# EfficientNet-B0's (K >= 16, AVX2's least K for hwtune's NCHW 1x1 GEMM path).
+SHAPES = [(24, 144, 56), (16, 96, 112), (32, 16, 112), (96, 24, 56), (144, 24, 56), (32, 192, 28), (192, 32, 28), (64, 384, 14),
           (384, 64, 14), (96, 576, 14), (576, 96, 14), (160, 960, 7), (960, 160, 7),
           (960, 320, 7), (320, 1280, 7), (672, 192, 7), (1152, 320, 7),
           # EfficientNet-B0's squeeze-excitation CONVs (1x1 images)
@@ -89,13 +90,18 @@ def main():
     ap.add_argument("--set", choices=("mobile", "resnet"), default="mobile",
                     help="mobile: MobileNetV2 / EfficientNet-B0 shapes; resnet: ResNet-50 / "
                          "ResNeXt-50's")
+    ap.add_argument("--shapes", nargs="+", metavar="C,K,H", default=None,
+                    help="these CONVs (C input channels, K output channels, H x H image) "
+                         "instead of a --set")
     args = ap.parse_args()
+    shapes = ([tuple(int(v) for v in s.split(",")) for s in args.shapes] if args.shapes else
+              SHAPES if args.set == "mobile" else RESNET)
     base = ctypes.CDLL(args.baseline_lib) if args.baseline_lib else None
     rng = np.random.default_rng(0)
     print(f"{'C->K @HxW':>16} {'conv us':>9} {'gemm/A per run us':>18} {'ort us':>8} "
           f"{'ort/conv':>9} {'ort/gemm':>9}" + (f" {'base us':>8} {'base/conv':>9}"
                                                  if base else ""))
-    for C, K, H in (SHAPES if args.set == "mobile" else RESNET):
+    for C, K, H in shapes:
         x = rng.standard_normal((1, C, H, H), dtype=np.float32)
         w = (rng.standard_normal((K, C, 1, 1)) / np.sqrt(C)).astype(np.float32)
         b = rng.standard_normal(K, dtype=np.float32)

@@ -2,12 +2,14 @@
 
     python benchmarks/op_breakdown.py MODEL.onnx [--threads 1] [--runs 5]
         [--db scratch.db] [--shape x=1x3x224x224] [--nodes 'conv 1x1']
+        [--stat least|median]
 
 hwtune: `hwtune run MODEL --trace` (per-op engine events of one profiled
 run after 5 untimed ones), repeated --runs times in fresh processes, each
-op's least time (load only adds time). ORT: the same model in one session
-with `enable_profiling`, --runs runs after 3 warm-ups, each node's least
-time. Ops are grouped into classes a kernel owner can act on: conv by form
+op's least time (load only adds time; --stat median: its median, what a
+run sees with the caches the ops before it left). ORT: the same model in
+one session with `enable_profiling`, --runs runs after 3 warm-ups, each
+node's least (or median) time. Ops are grouped into classes a kernel owner can act on: conv by form
 (depthwise, grouped, 1x1, KxK, the stem's first conv), matmul, element-wise
 by op, and the rest by op type. hwtune's fused ops (a conv with its
 activation) count in the conv's class; ORT's fused nodes (FusedConv) too.
@@ -41,7 +43,15 @@ def conv_class(group: int, cin: int, k: tuple, first: bool) -> str:
     return "conv 1x1" if k == (1, 1) else f"conv {k[0]}x{k[1]}"
 
 
-def hwtune_classes(path: str, threads: int, runs: int, db: str, shapes) -> dict:
+def reduce_times(samples: dict, stat: str) -> dict:
+    """name -> its samples' least ("least": load only adds time) or median
+    ("median": what a typical run sees, cache misses included)."""
+    f = min if stat == "least" else (lambda xs: float(np.median(xs)))
+    return {k: f(v) for k, v in samples.items()}
+
+
+def hwtune_classes(path: str, threads: int, runs: int, db: str, shapes,
+                   stat: str = "least") -> dict:
     from hwtune.sources import load_any
     graph, _ = load_any(path, {}, shapes)
     # The engine's op names are the imported graph's, plus the rewrites'
@@ -54,7 +64,7 @@ def hwtune_classes(path: str, threads: int, runs: int, db: str, shapes) -> dict:
             w = graph.shapes[op.inputs[1]]
             g = int(op.attrs.get("group") or op.attrs.get("groups") or 1)
             meta[op.name] = conv_class(g, w[1] * g, tuple(w[2:]), op.name == first)
-    best: dict = {}
+    samples: dict = defaultdict(list)
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(runs):
             trace = os.path.join(tmp, f"t{i}.json")
@@ -68,18 +78,18 @@ def hwtune_classes(path: str, threads: int, runs: int, db: str, shapes) -> dict:
             for e in ev:
                 if e.get("ph") == "X":
                     key = e["name"]
-                    best[key] = min(best.get(key, 1e30), e["dur"])
+                    samples[key].append(e["dur"])
                     meta.setdefault(key, e["args"].get("op_type", e.get("cat", "?")))
     out = defaultdict(float)
     nodes = {}
-    for name, us in best.items():
+    for name, us in reduce_times(samples, stat).items():
         out[meta.get(name, "?")] += us / 1e3
         nodes[name] = (meta.get(name, "?"), us)
     return dict(out), nodes, {op.name: graph.shapes[op.inputs[1]] for op in graph.ops
                               if op.op in convs}
 
 
-def ort_classes(path: str, threads: int, runs: int) -> dict:
+def ort_classes(path: str, threads: int, runs: int, stat: str = "least") -> dict:
     import onnx
     import onnxruntime as ort
     model = onnx.load(path, load_external_data=False)
@@ -131,18 +141,18 @@ def ort_classes(path: str, threads: int, runs: int) -> dict:
         sess.run(None, feeds)
     prof = sess.end_profiling()
     ev = json.load(open(prof))
-    best: dict = {}
+    samples: dict = defaultdict(list)
     kinds: dict = {}
     for e in ev:
         if e.get("cat") == "Node" and e["name"].endswith("_kernel_time"):
             node = e["args"].get("node_name") or e["name"][:-len("_kernel_time")]
             if node.endswith("_nchwc"):
                 node = node[:-len("_nchwc")]
-            best[node] = min(best.get(node, 1e30), e["dur"])
+            samples[node].append(e["dur"])
             kinds[node] = e["args"].get("op_name", "?")
     out = defaultdict(float)
     nodes = {}
-    for node, us in best.items():
+    for node, us in reduce_times(samples, stat).items():
         cls = meta.get(node)
         if cls is None:  # a fused node keeps the first node's name, or prefixes it
             hit = [m for m in meta if node.startswith(m) or m.startswith(node)]
@@ -165,11 +175,14 @@ def main() -> None:
     ap.add_argument("--nodes", metavar="CLASS",
                     help="also list the ops of one class (e.g. 'conv 1x1') node by node, "
                          "hwtune's op against ORT's node of the same name, with the weight shape")
+    ap.add_argument("--stat", choices=("least", "median"), default="least",
+                    help="each op's least time over the runs (its speed alone) or its median "
+                         "(what a run sees, with the caches the ops before it left)")
     a = ap.parse_args()
-    h, hn, wshapes = hwtune_classes(a.model, a.threads, a.runs, a.db, a.shape)
-    o, on = ort_classes(a.model, a.threads, a.runs)
+    h, hn, wshapes = hwtune_classes(a.model, a.threads, a.runs, a.db, a.shape, a.stat)
+    o, on = ort_classes(a.model, a.threads, a.runs, a.stat)
     th, to = sum(h.values()), sum(o.values())
-    print(f"{os.path.basename(a.model)} at {a.threads} thread(s); per-op least of {a.runs} runs"
+    print(f"{os.path.basename(a.model)} at {a.threads} thread(s); per-op {a.stat} of {a.runs} runs"
           f" (sums of op times, not end-to-end latency)")
     print(f"{'class':28s} {'hwtune ms':>10s} {'share':>6s} {'ORT ms':>9s} {'share':>6s}")
     for k in sorted(set(h) | set(o), key=lambda k: -(h.get(k, 0) + o.get(k, 0))):
