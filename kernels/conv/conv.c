@@ -322,7 +322,7 @@ int hwt_conv_plan_make(const hwt_conv_desc *d, hwt_conv_layout layout,
     if (!gemm_ok(d, isa) || hwt_gemm_plan_make(&g, isa, nth, &gp) != HWT_OK)
       return HWT_EINVAL;
     out->layout = layout;
-    if (hwt_conv_pw_t_ok(d, OH * OW, isa)) return hwt_conv_pw_t_plan(out);
+    if (hwt_conv_pw_t_ok(OH * OW, isa)) return hwt_conv_pw_t_plan(out);
     /* The weights are the GEMM's A, packed once into its micro-panels
      * (hwt_conv_pack_weights): MobileNetV2's 1x1 CONVs repacked them in
      * every thread on every run, e.g. 960->160 at 7x7 packed 154K floats

@@ -230,10 +230,10 @@ void hwt_conv_nhwc_gemm_run_part(const hwt_conv_plan *p, const float *x, const f
                                  const float *bias, const float *res, float *y, float *ws,
                                  int tid, int nth);
 /* 1x1 stride-1 unpadded NCHW CONVs of small images as the transposed GEMM
- * (pw_t.c): whether the NCHW GEMM plan of d (OH*OW = hw) runs so on isa,
+ * (pw_t.c): whether an NCHW GEMM plan of OH*OW = hw pixels runs so on isa,
  * the plan (out's NCHW_GEMM fields set), the weights packed, thread tid's
  * share of a run. */
-int hwt_conv_pw_t_ok(const hwt_conv_desc *d, int hw, hwt_isa isa);
+int hwt_conv_pw_t_ok(int hw, hwt_isa isa);
 int hwt_conv_pw_t_plan(hwt_conv_plan *out);
 int hwt_conv_pw_t_pack(const hwt_conv_plan *p, const float *w_oihw, float *w_packed);
 void hwt_conv_pw_t_run_part(const hwt_conv_plan *p, const float *x, const float *w,

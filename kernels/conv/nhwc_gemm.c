@@ -46,10 +46,7 @@ int hwt_conv_nhwc_gemm_plan(hwt_conv_plan *out) {
   /* run_part plans the GEMM for the nth it is given, which may be below
    * the plan's (conv.c's NCHW GEMM path says why): the largest workspace
    * of any count up to nth. */
-  out->ws_floats = 0;
-  for (int t = 1; t <= out->nth; t++)
-    if (hwt_gemm_plan_make(&g, out->isa, t, &gp) == HWT_OK && gp.ws_floats > out->ws_floats)
-      out->ws_floats = gp.ws_floats;
+  out->ws_floats = hwt_gemm_ws_floats_upto(&g, out->isa, out->nth);
   return HWT_OK;
 }
 

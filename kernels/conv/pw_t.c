@@ -44,8 +44,7 @@ static void desc_of(const hwt_conv_desc *d, int hw, hwt_gemm_desc *g) {
   g->ldc = prod_ld(d->K);
 }
 
-int hwt_conv_pw_t_ok(const hwt_conv_desc *d, int hw, hwt_isa isa) {
-  (void)d;
+int hwt_conv_pw_t_ok(int hw, hwt_isa isa) {
   return hw <= hwt_conv_variant_for(isa)->pw_t_max_hw;
 }
 
@@ -60,13 +59,8 @@ int hwt_conv_pw_t_plan(hwt_conv_plan *out) {
   /* run_part plans the GEMM for the nth it is given, which may be below the
    * plan's (conv.c's NCHW GEMM path says why): the largest packing buffer of
    * any count up to nth, after the product's pixels x channels. */
-  size_t gws = gp.ws_floats;
-  for (int t = 1; t < out->nth; t++) {
-    hwt_gemm_plan gt;
-    if (hwt_gemm_plan_make(&g, out->isa, t, &gt) == HWT_OK && gt.ws_floats > gws)
-      gws = gt.ws_floats;
-  }
-  out->ws_floats = ALIGN_FLOATS((size_t)hw * prod_ld(out->d.K)) + gws;
+  out->ws_floats = ALIGN_FLOATS((size_t)hw * prod_ld(out->d.K)) +
+                   hwt_gemm_ws_floats_upto(&g, out->isa, out->nth);
   return HWT_OK;
 }
 

@@ -267,6 +267,15 @@ size_t hwt_gemm_packed_a_floats(const hwt_gemm_plan *p) {
   return align16(padded_m(p) * (size_t)p->d.K);
 }
 
+size_t hwt_gemm_ws_floats_upto(const hwt_gemm_desc *d, hwt_isa isa, int nth) {
+  size_t most = 0;
+  for (int t = 1; t <= nth; t++) {
+    hwt_gemm_plan p;
+    if (hwt_gemm_plan_make(d, isa, t, &p) == HWT_OK && p.ws_floats > most) most = p.ws_floats;
+  }
+  return most;
+}
+
 size_t hwt_gemm_packed_a_ws_floats(const hwt_gemm_plan *p) {
   return align16((size_t)(p->kc > 0 ? p->kc : 1) * (size_t)p->nc);
 }

@@ -119,6 +119,11 @@ void hwt_split(int n, int parts, int idx, int *lo, int *hi);
  * is the B block alone, hwt_gemm_packed_a_ws_floats floats (not
  * p->ws_floats: a GEMV plan's has no room for a B block). */
 size_t hwt_gemm_packed_a_floats(const hwt_gemm_plan *p);
+/* The largest ws_floats of d's plans for 1..nth threads: what a caller that
+ * runs the plan of whatever thread count it is given at run time (a corun
+ * scheduler gives an op fewer threads when few are idle) sizes each
+ * thread's workspace for; 0 when no count plans. */
+size_t hwt_gemm_ws_floats_upto(const hwt_gemm_desc *d, hwt_isa isa, int nth);
 size_t hwt_gemm_packed_a_ws_floats(const hwt_gemm_plan *p);
 int hwt_gemm_pack_a(const hwt_gemm_plan *p, const float *A, float *packed);
 void hwt_gemm_run_part_packed_a(const hwt_gemm_plan *p, const float *packed_a, const float *B,
