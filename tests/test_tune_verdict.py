@@ -149,3 +149,33 @@ def test_report_formats_say_the_same_verdict(setup, monkeypatch):
         assert "not confirmed" in text and "1.16x in one process" in text.replace(
             f"{fin.verdict['not_confirmed']['in_process']['median']:.2f}", "1.16"), fmt
         assert "none: `hwtune run` uses the default" in text.replace("&#x60;", "`"), fmt
+
+
+def test_the_interleaved_comparison_leaves_the_confirmation_its_time(setup, monkeypatch):
+    """With a deadline, the final comparison samples until confirm_s before
+    it, so the fresh processes still fit: sampled up to the deadline itself,
+    tune-graph kept the default of every zoo model with 'no time left' for
+    a 1.08x gain. Fails when measure_final gets the deadline unchanged (the
+    scripted comparison then spends the confirmation's time)."""
+    from hwtune.measure import clock
+    db, host, graph, gh, run = setup
+    default, found = _cands(graph)
+    _script(monkeypatch, {"default": 0.3, "search result": 0.15},
+            {default.config.describe(): [1.0] * 6,
+             found.config.describe(): [0.5, 0.51, 0.5, 0.49, 0.5, 0.5]})
+    scripted = finals.measure_final
+    now = [1000.0]
+    monkeypatch.setattr(clock, "monotonic", lambda: now[0])
+    got = []
+
+    def until_deadline(cands, progress, deadline=None):
+        got.append(deadline)
+        scripted(cands, progress, deadline)
+        now[0] = deadline  # as measure_final does: rounds until the deadline
+    monkeypatch.setattr(finals, "measure_final", until_deadline)
+    fin = finals.decide_and_store(db, host, graph, gh, run, default=default, partial=[],
+                                  tuned=found, stored=None, stored_id=None,
+                                  progress=lambda *a: None, deadline=1100.0, confirm_s=30.0)
+    assert got == [1070.0]
+    assert fin.chosen is found and fin.verdict["uses"] == "tuned"
+    assert db.engine_config(host, gh, "tuned")["id"] == fin.config_id

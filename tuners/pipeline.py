@@ -31,6 +31,7 @@ from hwtune.engine.config import EngineConfig, default_config, usable_cpu_count
 from hwtune.errors import HwtuneError, UsageError
 from hwtune.graph.autodiff import is_training_graph
 from hwtune.measure import OK, FixedSampling, clock
+from hwtune.tuners import confirm as confirms
 from hwtune.tuners import final as finals
 from hwtune.tuners import verdict as verdicts
 from hwtune.tuners.context import Progress, TuneContext
@@ -797,7 +798,11 @@ def tune_graph(db, host_key: str, graph, graph_hash: str, opts: TuneOptions, *,
         fin = finals.decide_and_store(db, host_key, graph, graph_hash, run_id, default=default,
                                       partial=partial, tuned=final, stored=stored,
                                       stored_id=stored_id, progress=progress,
-                                      deadline=deadline)
+                                      deadline=deadline, confirm_s=(
+                                          0.0 if deadline is None else confirms.reserve(
+                                              max(latency["best"], latency["default"]),
+                                              plan.open_s, 2 + (stored is not None),
+                                              budget_s=opts.budget_s)))
         why += fin.why
         chosen, cands = fin.chosen, fin.candidates
         result = TuneResult(run_id=run_id, default=default, chosen=chosen, candidates=cands,
