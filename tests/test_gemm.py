@@ -19,6 +19,9 @@ SHAPES = [
     (1, 1, 1), (1, 7, 13), (1, 512, 97), (2, 13, 31), (4, 97, 7), (5, 1, 1), (6, 33, 65),
     (7, 13, 31), (13, 97, 33), (31, 1, 97), (97, 31, 13), (37, 515, 200), (20, 300, 1030),
     (300, 1100, 700),
+    # a few rows over B wider than a page: the kernels read B where it lies
+    # (gemm.c: run_tiles_direct), the partial last strip packed
+    (16, 32, 1100),
 ]
 NTHS = [1, 2, 3, 7]
 EPS32 = float(np.finfo(np.float32).eps)

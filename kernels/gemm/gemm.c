@@ -23,6 +23,18 @@ static int use_gemv(const hwt_gemm_desc *d) { return d->M <= HWT_GEMV_MAX_M; }
 
 /* A 4 KiB page: see run_blocks. */
 #define HWT_FUSED_PACK_MAX_ROW_BYTES 4096
+/* At most this many rows of C, B wider than a page and not transposed: the
+ * kernels read B where it lies (run_tiles_direct), no packing pass.
+ * benchmarks/bench_pointwise.py --baseline-lib (the 1x1 CONV's NCHW GEMM,
+ * 1 thread, Zen 3 AVX2, medians of 21 alternated samples, load ~2 of
+ * another benchmark), direct / packed first: 32->16 @112x112 1.19x,
+ * 96->24 @56x56 1.07x, 144->24 @56x56 1.32x; with the bound at 128:
+ * 96->32 @56 0.98x, 64->48 @112 0.79x, 128->96 @56 0.70x, 64->128 @56
+ * 0.80x (more row panels re-read a strip that no longer stays in L1
+ * between them). Overridable at build time to repeat the sweep (0: never). */
+#ifndef HWT_GEMM_DIRECT_MAX_M
+#define HWT_GEMM_DIRECT_MAX_M 24
+#endif
 
 static size_t padded_n(const hwt_gemm_plan *p) {
   return (size_t)((p->d.N + p->nr - 1) / p->nr) * (size_t)p->nr;
@@ -160,6 +172,31 @@ static void run_tiles(const hwt_gemm_variant *v, const float *ap, int mb, int kb
   }
 }
 
+/* run_tiles for a few rows of C over B as it lies (row stride ldb): each
+ * full nr-column strip of B is read from memory by the first row panel's
+ * kernel and from L1 by the others (kb x nr floats: 9 KiB for kb = 144 on
+ * AVX2), so B is read once and never written. The last, partial strip is
+ * packed into bp first (the kernels read nr columns, its padding zeros). */
+static void run_tiles_direct(const hwt_gemm_variant *v, const hwt_gemm_desc *d, const float *B,
+                             int pc, int jc, const float *ap, int mb, int kb, float *bp, int nb,
+                             float *c, size_t ldc, float beta, const float *bias) {
+  const int mr = v->mr, nr = v->nr, full = nb / nr * nr;
+  const float *b = B + (size_t)pc * d->ldb + (size_t)jc;
+  for (int jr = 0; jr < nb; jr += nr) {
+    int n = nb - jr < nr ? nb - jr : nr;
+    const float *bpanel = b + jr;
+    size_t lb = (size_t)d->ldb;
+    if (jr >= full) {
+      v->pack_b(d, B, pc, kb, jc + jr, n, nr, bp);
+      bpanel = bp;
+      lb = (size_t)nr;
+    }
+    for (int ir = 0; ir < mb; ir += mr)
+      v->ukr(kb, ap + (size_t)ir * kb, bpanel, lb, c + (size_t)ir * ldc + jr, ldc,
+             mb - ir < mr ? mb - ir : mr, n, beta, bias ? bias + jr : NULL);
+  }
+}
+
 static size_t padded_m(const hwt_gemm_plan *p) {
   return (size_t)((p->d.M + p->mr - 1) / p->mr) * (size_t)p->mr;
 }
@@ -205,9 +242,14 @@ static void run_blocks(const hwt_gemm_plan *p, const hwt_gemm_variant *v, const 
          fused. */
       int fused = !packed && !d->trans_b && v->ukr_pack &&
                   (size_t)d->ldb * sizeof(float) < HWT_FUSED_PACK_MAX_ROW_BYTES;
+      /* A few rows of C (MobileNetV2's projections to 16-24 channels: M =
+         16-24, K = 32-144, N = 3136-12544) read each B element once or
+         twice more from L1 after the first; packing B first cost a pass that
+         reads and writes all of it. */
+      int direct = !packed && !d->trans_b && !fused && d->M <= HWT_GEMM_DIRECT_MAX_M;
       if (packed)
         bblk = packed + (size_t)pc * npad + (size_t)jc * (size_t)kb;
-      else if (!fused)
+      else if (!fused && !direct)
         v->pack_b(d, B, pc, kb, jc, nb, nr, bp);
       /* The first depth block applies beta and bias; later ones accumulate. */
       float beta = pc == 0 ? d->beta : 1.0f;
@@ -218,6 +260,11 @@ static void run_blocks(const hwt_gemm_plan *p, const hwt_gemm_variant *v, const 
            starts at panel ic / mr of its depth block. */
         const float *ablk = packed_a ? packed_a + (size_t)pc * mpad + (size_t)ic * kb : ap;
         if (!packed_a) v->pack_a(d, A, ic, mb, pc, kb, mr, ap);
+        if (direct) {
+          run_tiles_direct(v, d, B, pc, jc, ablk, mb, kb, bp, nb, C + (size_t)ic * d->ldc + jc,
+                           (size_t)d->ldc, beta, bias_blk);
+          continue;
+        }
         const float *bsrc = fused && ic == s.i0 ? B + (size_t)pc * d->ldb + (size_t)jc : NULL;
         run_tiles(v, ablk, mb, kb, bsrc, (size_t)d->ldb, bp, bblk, nb,
                   C + (size_t)ic * d->ldc + jc, (size_t)d->ldc, beta, bias_blk);
