@@ -42,12 +42,15 @@ static double best_us(const hwt_dwconv_plan *p, const float *x, const float *w, 
 }
 
 int main(int argc, char **argv) {
-  /* C, H = W, kernel, stride: MobileNetV2's depthwise layers and two of
-   * EfficientNet-B0's 5x5 ones. */
+  /* C, H = W, kernel, stride: MobileNetV2's depthwise layers and some of
+   * EfficientNet-B0's. */
   static const int shapes[][4] = {{32, 112, 3, 1}, {96, 112, 3, 2}, {144, 56, 3, 1},
                                   {144, 56, 3, 2}, {192, 28, 3, 1}, {384, 14, 3, 1},
                                   {576, 14, 3, 1}, {960, 7, 3, 1},  {240, 28, 5, 1},
-                                  {672, 14, 5, 1}};
+                                  {672, 14, 5, 1},
+                                  /* the stride-2 layers of both models */
+                                  {576, 14, 3, 2},  {144, 56, 5, 2}, {240, 28, 3, 2},
+                                  {672, 14, 5, 2}};
   const int n_shapes = (int)(sizeof shapes / sizeof *shapes);
   const int first = argc > 1 ? atoi(argv[1]) : 0, last = argc > 1 ? first + 1 : n_shapes;
   const int runs = argc > 2 ? atoi(argv[2]) : 200, silu = argc > 3;
