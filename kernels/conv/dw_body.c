@@ -206,18 +206,13 @@ HV_AI hv_idx idx_load(const int32_t *p) { return _mm256_loadu_si256((const __m25
 #endif
 
 /* A block's epilogue, in registers unless a residual comes on the way out
- * (now 0): ReLU / ReLU6, the activation in 4-vector groups, one store per
- * pixel into the output row. acc holds NP rounded up to 4 vectors. */
+ * (now 0): ReLU / ReLU6, one store per pixel into the output row (SiLU /
+ * HardSwish follow on the rows in L1: blocked_rows). */
 HV_AI void block_out(const hwt_dwconv_plan *p, hv_f32 *acc, float *orow, int ow, const int NP,
-                     int now, const int ACT) {
+                     int now) {
   const hv_f32 hi = hv_set1(p->relu_max);
   const int relu = now && p->d.relu, clamp = relu && p->relu_max < INFINITY;
-  const int act = ACT && now ? p->d.act : 0;
   for (int i = 0; i < NP; i++) acc[i] = activate(acc[i], relu, clamp, hi, 0);
-  if (act) {
-    for (int i = NP; i < (NP + 3) / 4 * 4; i++) acc[i] = hv_zero();
-    for (int i = 0; i < NP; i += 4) hwt_conv_act_vec4(acc + i, act);
-  }
   for (int i = 0; i < NP; i++) hv_store(orow + (long)(ow + i) * HV_W, acc[i]);
 }
 
@@ -227,9 +222,9 @@ HV_AI void block_out(const hwt_dwconv_plan *p, hv_f32 *acc, float *orow, int ow,
  * weight vector per (tap, input of the group). */
 HV_AI void bblock(const hwt_dwconv_plan *p, const float *st, const float *wp,
                   const hv_idx *idx, hv_f32 bv, float *orow, int ow, const int R, const int S,
-                  const int CG, const int NP, int now, const int ACT) {
+                  const int CG, const int NP, int now) {
   const long cols = hwt_dwconv_cols(p) * HV_W, sw = (long)p->d.stride_w * HV_W;
-  hv_f32 acc[12]; /* NP <= 12, the activation's 4-vector groups included */
+  hv_f32 acc[12]; /* NP <= 12 */
   for (int i = 0; i < NP; i++) acc[i] = bv;
   for (int r = 0; r < R; r++) {
     const float *in = st + r * (long)p->d.dil_h * cols + (long)ow * sw;
@@ -249,7 +244,7 @@ HV_AI void bblock(const hwt_dwconv_plan *p, const float *st, const float *wp,
       }
     }
   }
-  block_out(p, acc, orow, ow, NP, now, ACT);
+  block_out(p, acc, orow, ow, NP, now);
 }
 
 /* Depthwise (CG 1) at stride_w SW (1 or 2) and dil_w 1, the same block as
@@ -261,7 +256,7 @@ HV_AI void bblock(const hwt_dwconv_plan *p, const float *st, const float *wp,
  * bound the block. */
 HV_AI void bblock_slide(const hwt_dwconv_plan *p, const float *st, const float *wp,
                         hv_f32 bv, float *orow, int ow, const int R, const int S, const int NP,
-                        const int SW, int now, const int ACT) {
+                        const int SW, int now) {
   const long cols = hwt_dwconv_cols(p) * HV_W;
   hv_f32 acc[12];
   for (int i = 0; i < NP; i++) acc[i] = bv;
@@ -281,7 +276,7 @@ HV_AI void bblock_slide(const hwt_dwconv_plan *p, const float *st, const float *
       }
     }
   }
-  block_out(p, acc, orow, ow, NP, now, ACT);
+  block_out(p, acc, orow, ow, NP, now);
 }
 
 /* One register block at ow: the sliding block at stride_w SW (1 or 2,
@@ -289,12 +284,11 @@ HV_AI void bblock_slide(const hwt_dwconv_plan *p, const float *st, const float *
  * the choice is made at compile time. */
 HV_AI void any_block(const hwt_dwconv_plan *p, const float *st, const float *wp,
                      const hv_idx *idx, hv_f32 bv, float *orow, int ow, const int R,
-                     const int S, const int CG, const int NP, const int SW, int now,
-                     const int ACT) {
+                     const int S, const int CG, const int NP, const int SW, int now) {
   if (SW)
-    bblock_slide(p, st, wp, bv, orow, ow, R, S, NP, SW, now, ACT);
+    bblock_slide(p, st, wp, bv, orow, ow, R, S, NP, SW, now);
   else
-    bblock(p, st, wp, idx, bv, orow, ow, R, S, CG, NP, now, ACT);
+    bblock(p, st, wp, idx, bv, orow, ow, R, S, CG, NP, now);
 }
 
 /* Register block of pixels, depthwise: 8 accumulators, a weight and a load
@@ -306,32 +300,31 @@ HV_AI void any_block(const hwt_dwconv_plan *p, const float *st, const float *wp,
 /* One output row in blocks of NB pixels (any_block: SW 0 for bblock). */
 HV_AI void brow(const hwt_dwconv_plan *p, const float *st, const float *wp, const hv_idx *idx,
                 hv_f32 bv, float *orow, int now, const int R, const int S, const int CG,
-                const int NB, const int SW, const int ACT) {
+                const int NB, const int SW) {
   int ow = 0;
   for (; ow + NB <= p->OW; ow += NB)
-    any_block(p, st, wp, idx, bv, orow, ow, R, S, CG, NB, SW, now, ACT);
+    any_block(p, st, wp, idx, bv, orow, ow, R, S, CG, NB, SW, now);
   /* The rest in one block: single pixels chain their R x S FMAs (7x7
    * rows at AVX-512 left 3 of them per row). */
   switch (p->OW - ow) {
     case 0: break;
-    case 1: any_block(p, st, wp, idx, bv, orow, ow, R, S, CG, 1, SW, now, ACT); break;
-    case 2: any_block(p, st, wp, idx, bv, orow, ow, R, S, CG, 2, SW, now, ACT); break;
-    case 3: any_block(p, st, wp, idx, bv, orow, ow, R, S, CG, 3, SW, now, ACT); break;
-    case 4: any_block(p, st, wp, idx, bv, orow, ow, R, S, CG, 4, SW, now, ACT); break;
-    case 5: any_block(p, st, wp, idx, bv, orow, ow, R, S, CG, 5, SW, now, ACT); break;
-    case 6: any_block(p, st, wp, idx, bv, orow, ow, R, S, CG, 6, SW, now, ACT); break;
-    case 7: any_block(p, st, wp, idx, bv, orow, ow, R, S, CG, 7, SW, now, ACT); break;
+    case 1: any_block(p, st, wp, idx, bv, orow, ow, R, S, CG, 1, SW, now); break;
+    case 2: any_block(p, st, wp, idx, bv, orow, ow, R, S, CG, 2, SW, now); break;
+    case 3: any_block(p, st, wp, idx, bv, orow, ow, R, S, CG, 3, SW, now); break;
+    case 4: any_block(p, st, wp, idx, bv, orow, ow, R, S, CG, 4, SW, now); break;
+    case 5: any_block(p, st, wp, idx, bv, orow, ow, R, S, CG, 5, SW, now); break;
+    case 6: any_block(p, st, wp, idx, bv, orow, ow, R, S, CG, 6, SW, now); break;
+    case 7: any_block(p, st, wp, idx, bv, orow, ow, R, S, CG, 7, SW, now); break;
     default:
       for (; ow + 4 <= p->OW; ow += 4)
-        any_block(p, st, wp, idx, bv, orow, ow, R, S, CG, 4, SW, now, ACT);
-      for (; ow < p->OW; ow++) any_block(p, st, wp, idx, bv, orow, ow, R, S, CG, 1, SW, now, ACT);
+        any_block(p, st, wp, idx, bv, orow, ow, R, S, CG, 4, SW, now);
+      for (; ow < p->OW; ow++) any_block(p, st, wp, idx, bv, orow, ow, R, S, CG, 1, SW, now);
   }
 }
 
-/* One output row: depthwise 3x3 / 5x5 / 7x7 and grouped 3x3 unrolled;
- * ACT 1 with the activation (SiLU / HardSwish) in the epilogue. */
+/* One output row: depthwise 3x3 / 5x5 / 7x7 and grouped 3x3 unrolled. */
 HV_AI void brow_sel(const hwt_dwconv_plan *p, const float *st, const float *wp,
-                    const hv_idx *idx, hv_f32 bv, float *orow, int now, const int ACT) {
+                    const hv_idx *idx, hv_f32 bv, float *orow, int now) {
   const int R = p->d.R, S = p->d.S, k3 = R == 3 && S == 3;
   switch (p->cg) {
     case 1:
@@ -339,55 +332,58 @@ HV_AI void brow_sel(const hwt_dwconv_plan *p, const float *st, const float *wp,
           R == S && (R == 3 || R == 5 || R == 7)) {
         const int sw2 = p->d.stride_w == 2;
         if (R == 3)
-          sw2 ? brow(p, st, wp, idx, bv, orow, now, 3, 3, 1, NPB, 2, ACT)
-              : brow(p, st, wp, idx, bv, orow, now, 3, 3, 1, NPB, 1, ACT);
+          sw2 ? brow(p, st, wp, idx, bv, orow, now, 3, 3, 1, NPB, 2)
+              : brow(p, st, wp, idx, bv, orow, now, 3, 3, 1, NPB, 1);
         else if (R == 5)
-          sw2 ? brow(p, st, wp, idx, bv, orow, now, 5, 5, 1, NPB, 2, ACT)
-              : brow(p, st, wp, idx, bv, orow, now, 5, 5, 1, NPB, 1, ACT);
+          sw2 ? brow(p, st, wp, idx, bv, orow, now, 5, 5, 1, NPB, 2)
+              : brow(p, st, wp, idx, bv, orow, now, 5, 5, 1, NPB, 1);
         else
-          sw2 ? brow(p, st, wp, idx, bv, orow, now, 7, 7, 1, NPB, 2, ACT)
-              : brow(p, st, wp, idx, bv, orow, now, 7, 7, 1, NPB, 1, ACT);
+          sw2 ? brow(p, st, wp, idx, bv, orow, now, 7, 7, 1, NPB, 2)
+              : brow(p, st, wp, idx, bv, orow, now, 7, 7, 1, NPB, 1);
       } else if (k3)
-        brow(p, st, wp, idx, bv, orow, now, 3, 3, 1, NPB, 0, ACT);
+        brow(p, st, wp, idx, bv, orow, now, 3, 3, 1, NPB, 0);
       else if (R == 5 && S == 5)
-        brow(p, st, wp, idx, bv, orow, now, 5, 5, 1, NPB, 0, ACT);
+        brow(p, st, wp, idx, bv, orow, now, 5, 5, 1, NPB, 0);
       else if (R == 7 && S == 7)
-        brow(p, st, wp, idx, bv, orow, now, 7, 7, 1, NPB, 0, ACT);
+        brow(p, st, wp, idx, bv, orow, now, 7, 7, 1, NPB, 0);
       else
-        brow(p, st, wp, idx, bv, orow, now, R, S, 1, NPB, 0, ACT);
+        brow(p, st, wp, idx, bv, orow, now, R, S, 1, NPB, 0);
       break;
     case 2:
       if (k3)
-        brow(p, st, wp, idx, bv, orow, now, 3, 3, 2, NPB_G, 0, ACT);
+        brow(p, st, wp, idx, bv, orow, now, 3, 3, 2, NPB_G, 0);
       else
-        brow(p, st, wp, idx, bv, orow, now, R, S, 2, NPB_G, 0, ACT);
+        brow(p, st, wp, idx, bv, orow, now, R, S, 2, NPB_G, 0);
       break;
     case 4:
       if (k3)
-        brow(p, st, wp, idx, bv, orow, now, 3, 3, 4, NPB_G, 0, ACT);
+        brow(p, st, wp, idx, bv, orow, now, 3, 3, 4, NPB_G, 0);
       else
-        brow(p, st, wp, idx, bv, orow, now, R, S, 4, NPB_G, 0, ACT);
+        brow(p, st, wp, idx, bv, orow, now, R, S, 4, NPB_G, 0);
       break;
     default: /* 8: hwt_gconv_plan_make admits divisors of the vector up to 8 */
       if (k3)
-        brow(p, st, wp, idx, bv, orow, now, 3, 3, 8, NPB_G, 0, ACT);
+        brow(p, st, wp, idx, bv, orow, now, 3, 3, 8, NPB_G, 0);
       else
-        brow(p, st, wp, idx, bv, orow, now, R, S, 8, NPB_G, 0, ACT);
+        brow(p, st, wp, idx, bv, orow, now, R, S, 8, NPB_G, 0);
   }
 }
 
-/* brow_sel compiled twice: with the activation's code and without. One
- * body whose epilogue tested the activation at run time kept the block's
- * accumulators in memory around it: a ReLU6 depthwise CONV without an
- * activation ran 1.15-1.3x slower (32 x 112x112 3x3: 191 against 141-167
- * us; 144 x 56x56: 204 against 155 us; best of 200 single-thread runs,
- * warm caches, AVX-512, Zen 4: benchmarks/dw_shapes.c). */
+/* The rows' kernels carry no activation: one body whose epilogue tested it
+ * at run time kept the block's accumulators in memory around it (a ReLU6
+ * depthwise CONV ran 1.15-1.3x slower: 32 x 112x112 3x3, 191 against
+ * 141-167 us; AVX-512, Zen 4, benchmarks/dw_shapes.c), and a second body
+ * with SiLU in registers beside the unrolled taps cost ~1 ns an element,
+ * twice the element-wise kernel's own rate in L1 (benchmarks/act_cost.c).
+ * So SiLU / HardSwish run on each group of output rows in the L1 buffer
+ * (blocked_rows). EfficientNet-B0, benchmarks/ab_zoo.py against the build
+ * before (8 and 6 rounds, Zen 3 AVX2, load 0.7-1.0): 0.972 -> 0.991 and
+ * 0.975 -> 1.004 x ORT at 1 thread, 1.080 -> 1.156 at 2; dw_shapes.c with
+ * SiLU: 240 x 28x28 5x5 320 -> 283 us, 672 x 14x14 5x5 287 -> 242 us,
+ * 144 x 56x56 3x3 512 -> 555 us (best of 100, three alternations). */
 static void brow_any(const hwt_dwconv_plan *p, const float *st, const float *wp,
                      const hv_idx *idx, hv_f32 bv, float *orow, int now) {
-  if (now && p->d.act)
-    brow_sel(p, st, wp, idx, bv, orow, now, 1);
-  else
-    brow_sel(p, st, wp, idx, bv, orow, now, 0);
+  brow_sel(p, st, wp, idx, bv, orow, now);
 }
 
 /* The epilogue after output rows are transposed into place, with a
@@ -534,6 +530,8 @@ static void blocked_rows(const hwt_dwconv_plan *p, const float *x, const float *
       for (int oh = g0; oh < g1; oh++)
         brow_any(p, st + (long)(oh - o0) * d->stride_h * row, wp, idx, bv,
                  obuf + (long)(oh - g0) * p->OW * HV_W, now);
+      if (now)
+        hwt_conv_act_rows(HV_ISA, d->act, obuf, 0, 1, (long)(g1 - g0) * p->OW * HV_W);
       if (p->bn) {
         /* With a residual, SiLU / HardSwish (conv_internal.h) follow it on
          * the row just written, in L1. */
