@@ -78,8 +78,9 @@ HV_AI hv_f32 hv_ldexp(hv_f32 p, hv_f32 n) { return _mm512_scalef_ps(p, n); }
 HV_AI hv_f32 hv_exp2_of_magic(hv_f32 t) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_castps_si512(t), 23));
 }
-/* 1/d for d >= 1 (sigmoid's 1 + e^-x, tanh's 1 + e in [1, 2]): the 2^-14 estimate plus one Newton step (error 2^-28
- * before rounding) is far cheaper than vdivps (one per 10 cycles). */
+/* 1/d for d >= 1 (sigmoid's 1 + e^-x, tanh's 1 + e in [1, 2]): the 2^-14
+ * estimate plus one Newton step (error 2^-28 before rounding) is far
+ * cheaper than vdivps (one per 10 cycles). */
 HV_AI hv_f32 hv_recip12(hv_f32 d) {
   __m512 r = _mm512_rcp14_ps(d);
   return _mm512_fmadd_ps(r, _mm512_fnmadd_ps(d, r, _mm512_set1_ps(1.0f)), r);

@@ -322,9 +322,21 @@ HV_AI void brow(const hwt_dwconv_plan *p, const float *st, const float *wp, cons
   }
 }
 
-/* One output row: depthwise 3x3 / 5x5 / 7x7 and grouped 3x3 unrolled. */
-HV_AI void brow_sel(const hwt_dwconv_plan *p, const float *st, const float *wp,
-                    const hv_idx *idx, hv_f32 bv, float *orow, int now) {
+/* One output row: depthwise 3x3 / 5x5 / 7x7 and grouped 3x3 unrolled.
+ * The rows' kernels carry no activation: one body whose epilogue tested it
+ * at run time kept the block's accumulators in memory around it (a ReLU6
+ * depthwise CONV ran 1.15-1.3x slower: 32 x 112x112 3x3, 191 against
+ * 141-167 us; AVX-512, Zen 4, benchmarks/dw_shapes.c), and a second body
+ * with SiLU in registers beside the unrolled taps cost ~1 ns an element,
+ * twice the element-wise kernel's own rate in L1 (benchmarks/act_cost.c).
+ * So SiLU / HardSwish run on each group of output rows in the L1 buffer
+ * (blocked_rows). EfficientNet-B0, benchmarks/ab_zoo.py against the build
+ * before (8 and 6 rounds, Zen 3 AVX2, load 0.7-1.0): 0.972 -> 0.991 and
+ * 0.975 -> 1.004 x ORT at 1 thread, 1.080 -> 1.156 at 2; dw_shapes.c with
+ * SiLU: 240 x 28x28 5x5 320 -> 283 us, 672 x 14x14 5x5 287 -> 242 us,
+ * 144 x 56x56 3x3 512 -> 555 us (best of 100, three alternations). */
+static void brow_sel(const hwt_dwconv_plan *p, const float *st, const float *wp,
+                     const hv_idx *idx, hv_f32 bv, float *orow, int now) {
   const int R = p->d.R, S = p->d.S, k3 = R == 3 && S == 3;
   switch (p->cg) {
     case 1:
@@ -369,22 +381,6 @@ HV_AI void brow_sel(const hwt_dwconv_plan *p, const float *st, const float *wp,
   }
 }
 
-/* The rows' kernels carry no activation: one body whose epilogue tested it
- * at run time kept the block's accumulators in memory around it (a ReLU6
- * depthwise CONV ran 1.15-1.3x slower: 32 x 112x112 3x3, 191 against
- * 141-167 us; AVX-512, Zen 4, benchmarks/dw_shapes.c), and a second body
- * with SiLU in registers beside the unrolled taps cost ~1 ns an element,
- * twice the element-wise kernel's own rate in L1 (benchmarks/act_cost.c).
- * So SiLU / HardSwish run on each group of output rows in the L1 buffer
- * (blocked_rows). EfficientNet-B0, benchmarks/ab_zoo.py against the build
- * before (8 and 6 rounds, Zen 3 AVX2, load 0.7-1.0): 0.972 -> 0.991 and
- * 0.975 -> 1.004 x ORT at 1 thread, 1.080 -> 1.156 at 2; dw_shapes.c with
- * SiLU: 240 x 28x28 5x5 320 -> 283 us, 672 x 14x14 5x5 287 -> 242 us,
- * 144 x 56x56 3x3 512 -> 555 us (best of 100, three alternations). */
-static void brow_any(const hwt_dwconv_plan *p, const float *st, const float *wp,
-                     const hv_idx *idx, hv_f32 bv, float *orow, int now) {
-  brow_sel(p, st, wp, idx, bv, orow, now);
-}
 
 /* The epilogue after output rows are transposed into place, with a
  * residual: y += res, then ReLU and the clamp, for cbn channels ohw
@@ -528,7 +524,7 @@ static void blocked_rows(const hwt_dwconv_plan *p, const float *x, const float *
     for (int g0 = o0; g0 < o1; g0 += orows) {
       const int g1 = o1 < g0 + orows ? o1 : g0 + orows;
       for (int oh = g0; oh < g1; oh++)
-        brow_any(p, st + (long)(oh - o0) * d->stride_h * row, wp, idx, bv,
+        brow_sel(p, st + (long)(oh - o0) * d->stride_h * row, wp, idx, bv,
                  obuf + (long)(oh - g0) * p->OW * HV_W, now);
       if (now)
         hwt_conv_act_rows(HV_ISA, d->act, obuf, 0, 1, (long)(g1 - g0) * p->OW * HV_W);

@@ -126,18 +126,23 @@ HV_AI hv_f32 horner(hv_f32 x, const float *c, int n) {
   return p;
 }
 
-/* e^y = 2^n * p: n = round(y log2 e), p = e^r on the reduced argument
- * r = y - n ln2 (Cody-Waite split, degree-7 polynomial). The callers scale
- * p by 2^n as their range needs. */
-HV_AI hv_f32 exp_reduced(hv_f32 y, hv_f32 *n_out) {
+/* e^r on the reduced argument r = y - n ln2 of an integral n (Cody-Waite
+ * split, degree-7 polynomial): e^y = 2^n times this. */
+HV_AI hv_f32 exp_of_reduced(hv_f32 y, hv_f32 n) {
   static const float P[] = {HWT_EXP_P0, HWT_EXP_P1, HWT_EXP_P2,
                             HWT_EXP_P3, HWT_EXP_P4, HWT_EXP_P5};
-  hv_f32 n = hv_round(hv_mul(y, hv_set1(HWT_LOG2E)));
   hv_f32 r = hv_fnmadd(n, hv_set1(HWT_LN2_HI), y);
   r = hv_fnmadd(n, hv_set1(HWT_LN2_LO), r);
   hv_f32 p = horner(r, P, 6);
-  *n_out = n;
   return hv_add(hv_fmadd(p, hv_mul(r, r), r), hv_set1(1.0f));
+}
+
+/* e^y = 2^n * p: n = round(y log2 e), p = exp_of_reduced. The callers
+ * scale p by 2^n as their range needs. */
+HV_AI hv_f32 exp_reduced(hv_f32 y, hv_f32 *n_out) {
+  hv_f32 n = hv_round(hv_mul(y, hv_set1(HWT_LOG2E)));
+  *n_out = n;
+  return exp_of_reduced(y, n);
 }
 
 /* e^y for |y| <= HWT_EXP_MIN_ARG, as exp_reduced but with n rounded by
@@ -145,15 +150,9 @@ HV_AI hv_f32 exp_reduced(hv_f32 y, hv_f32 *n_out) {
  * AVX2 that drops the rounding, the conversion to integers and the
  * exponent's add for one subtraction. */
 HV_AI hv_f32 exp_small(hv_f32 y) {
-  static const float P[] = {HWT_EXP_P0, HWT_EXP_P1, HWT_EXP_P2,
-                            HWT_EXP_P3, HWT_EXP_P4, HWT_EXP_P5};
   hv_f32 t = hv_fmadd(y, hv_set1(HWT_LOG2E), hv_set1(HV_EXP2_MAGIC));
   hv_f32 n = hv_sub(t, hv_set1(HV_EXP2_MAGIC));
-  hv_f32 r = hv_fnmadd(n, hv_set1(HWT_LN2_HI), y);
-  r = hv_fnmadd(n, hv_set1(HWT_LN2_LO), r);
-  hv_f32 p = horner(r, P, 6);
-  p = hv_add(hv_fmadd(p, hv_mul(r, r), r), hv_set1(1.0f));
-  return hv_mul(p, hv_exp2_of_magic(t));
+  return hv_mul(exp_of_reduced(y, n), hv_exp2_of_magic(t));
 }
 
 /* Written without branches (selects only): random input signs cost no
