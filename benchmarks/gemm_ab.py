@@ -1,0 +1,80 @@
+"""The same GEMMs through two builds of libhwtune, interleaved in one process.
+
+    python benchmarks/gemm_ab.py --a OTHER/libhwtune.so --b THIS/libhwtune.so \
+        [--shapes 128x768x768,197x768x3072] [--reps 41]
+
+Per shape (M x K x N, B untransposed, packed by the call as a CONV's
+activations or a Linear layer's input are), hwt_gemm_run_part of each build
+on the same operands, one thread, thread CPU time, A and B alternating in
+every repetition (the order flipped every other one). Prints each build's
+median in us and a/b (above 1.0 the --b build is faster). The two builds
+are separate ctypes handles (RTLD_LOCAL), so each call runs its own code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import statistics
+import time
+
+import numpy as np
+
+from hwtune.native import gemm as g
+
+DEFAULT = ("128x768x768,128x768x3072,128x3072x768,197x768x2304,64x512x512,"
+           "256x1024x1024,128x64x3136,256x256x3136")
+
+
+def bind(path: str):
+    lib = ctypes.CDLL(path)
+    mk = lib.hwt_gemm_plan_make
+    mk.argtypes = [ctypes.POINTER(g.GemmDesc), ctypes.c_int, ctypes.c_int,
+                   ctypes.POINTER(g.GemmPlan)]
+    run = lib.hwt_gemm_run_part
+    run.argtypes = [ctypes.POINTER(g.GemmPlan)] + [ctypes.c_void_p] * 5 + [ctypes.c_int] * 2
+    return mk, run
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--a", required=True)
+    ap.add_argument("--b", required=True)
+    ap.add_argument("--shapes", default=DEFAULT)
+    ap.add_argument("--reps", type=int, default=41)
+    ap.add_argument("--isa", default="avx2")
+    args = ap.parse_args()
+    isa = {"generic": 0, "avx2": 1, "avx512": 2}[args.isa]
+    sides = [bind(args.a), bind(args.b)]
+    print(f"{'shape':>18} {'a us':>9} {'b us':>9} {'a/b':>6}")
+    for s in args.shapes.split(","):
+        M, K, N = (int(x) for x in s.split("x"))
+        rng = np.random.default_rng(0)
+        a = rng.standard_normal((M, K)).astype(np.float32)
+        b = rng.standard_normal((K, N)).astype(np.float32)
+        cs = [np.empty((M, N), np.float32) for _ in sides]
+        desc = g.make_desc(M, K, N)
+        calls = []
+        for (mk, run), c in zip(sides, cs):
+            p = g.GemmPlan()
+            if mk(ctypes.byref(desc), isa, 1, ctypes.byref(p)) != 0:
+                raise SystemExit(f"plan failed for {s}")
+            ws = g.workspace(p.ws_floats)
+            args_ = (ctypes.byref(p), a.ctypes.data, b.ctypes.data, c.ctypes.data, None,
+                     ws.ctypes.data, 0, 1)
+            calls.append((run, args_, p, ws))
+        t = [[], []]
+        for r in range(args.reps):
+            for i in ((0, 1) if r % 2 == 0 else (1, 0)):
+                run, a_, _, _ = calls[i]
+                t0 = time.thread_time()
+                run(*a_)
+                t[i].append(time.thread_time() - t0)
+        if not np.allclose(cs[0], cs[1], rtol=1e-4, atol=1e-3 * np.abs(cs[0]).max()):
+            raise SystemExit(f"{s}: the two builds disagree")
+        ma, mb = statistics.median(t[0]) * 1e6, statistics.median(t[1]) * 1e6
+        print(f"{s:>18} {ma:9.1f} {mb:9.1f} {ma / mb:6.3f}")
+
+
+if __name__ == "__main__":
+    main()
