@@ -342,6 +342,18 @@ HELDOUT = [
              conv_dim=(16, 16), conv_stride=(5, 2), conv_kernel=(10, 3),
              num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4, squeeze_factor=2),
         inputs="audio"),
+    # session of 2026-12-07 (14:30): YOSO's LSH attention (Acos), and four
+    # families that imported as they were
+    _hf("yoso", "YosoConfig", "YosoModel", dict(_BERT, use_expectation=True)),
+    _hf("nystromformer", "NystromformerConfig", "NystromformerModel",
+        dict(_BERT, num_landmarks=8, segment_means_seq_len=8)),
+    _hf("luke", "LukeConfig", "LukeModel", dict(_BERT, entity_vocab_size=10, entity_emb_size=16)),
+    _hf("layoutlm", "LayoutLMConfig", "LayoutLMModel", _BERT),
+    _hf("xglm", "XGLMConfig", "XGLMModel",
+        dict(d_model=32, num_layers=2, attention_heads=2, ffn_dim=64, vocab_size=100,
+             max_position_embeddings=64)),
+    _hf("gemma3_text", "Gemma3TextConfig", "Gemma3TextModel",
+        dict(_DECODER, head_dim=16, sliding_window=8)),
 ]
 BY_NAME = {e.name: e for e in HELDOUT}
 

@@ -6,7 +6,7 @@ ONNX Runtime within 1e-4 of the output's scale. One per op form the zoo
 lacks: Resize heads, relative position buckets, GroupNorm and grouped
 Conv1d, rotary embeddings and RMSNorm, ALiBi, ScatterND (BART), one-sided
 Clip (Swin V2), cubic Resize of a weight (DINOv2), EyeLike and a one-operand
-Einsum (XLNet), an empty Slice (Phi-3)."""
+Einsum (XLNet), an empty Slice (Phi-3), Acos (YOSO)."""
 
 import os
 import sys
@@ -32,7 +32,7 @@ TOL = 1e-4
 # benchmarks/heldout_models.py --table: same forms, more time).
 NAMES = ["bart", "swin_v2_t", "dinov2", "lraspp_mobilenet_v3_large", "t5_encoder",
          "deberta_v2", "wav2vec2", "whisper_encoder", "llama", "phi", "bloom", "gptj",
-         "mobilebert", "beit", "maxvit_t", "xlnet", "phi3"]
+         "mobilebert", "beit", "maxvit_t", "xlnet", "phi3", "yoso"]
 
 
 pytestmark = pytest.mark.usefixtures("scratch_cache")

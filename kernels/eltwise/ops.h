@@ -654,6 +654,34 @@ OP_VEC sin_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) { return hv_map2(
 OP_REF cos_ref(float a, float b, float c, const float *at) { return cos_scalar(a, 0); }
 OP_VEC cos_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) { return hv_map2(cos_scalar, a, a); }
 
+/* The rest of ONNX's unary math (YOSO's Acos, rotary and positional code,
+ * Round in quantisation-aware graphs): libm in double, each result rounded
+ * once to float, lane by lane. Rare ops, read once per element: a
+ * polynomial per op would buy nothing a model shows. Round is ONNX's: half
+ * to even (nearbyint in the default rounding mode). */
+#define HWT_LIBM_UNARY(NAME, EXPR)                                                   \
+  static inline float NAME##_scalar(float a, float unused) {                       \
+    const double x = a;                                                              \
+    return (float)(EXPR);                                                            \
+  }                                                                                  \
+  OP_REF NAME##_ref(float a, float b, float c, const float *at) {                   \
+    return NAME##_scalar(a, 0);                                                      \
+  }                                                                                  \
+  OP_VEC NAME##_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) {               \
+    return hv_map2(NAME##_scalar, a, a);                                             \
+  }
+HWT_LIBM_UNARY(acos, acos(x))
+HWT_LIBM_UNARY(asin, asin(x))
+HWT_LIBM_UNARY(atan, atan(x))
+HWT_LIBM_UNARY(tan, tan(x))
+HWT_LIBM_UNARY(sinh, sinh(x))
+HWT_LIBM_UNARY(cosh, cosh(x))
+HWT_LIBM_UNARY(asinh, asinh(x))
+HWT_LIBM_UNARY(acosh, acosh(x))
+HWT_LIBM_UNARY(atanh, atanh(x))
+HWT_LIBM_UNARY(round_even, nearbyint(x))
+#undef HWT_LIBM_UNARY
+
 /* Quantization (issue #43), ONNX QuantizeLinear / DequantizeLinear per
  * tensor on integer values carried in float32: quantize is
  * clamp(rne(x / scale) + zero_point) to the type's range (clamped before the

@@ -58,6 +58,7 @@ class Context:
         self.int_bounds: Dict[str, Tuple[float, float]] = {}
         self.node = None                                      # the node being converted
         self.readers: Dict[str, List[Any]] = {}               # ONNX tensor -> nodes reading it
+        self.sequences: Dict[str, Any] = {}                   # ONNX sequence -> composed.Sequence
 
     # -- names --------------------------------------------------------------
     def fresh(self, hint: str) -> str:

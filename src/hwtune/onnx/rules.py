@@ -17,7 +17,7 @@ from typing import Callable, Dict, NamedTuple, Optional
 import numpy as np
 
 from hwtune.onnx import fold as F
-from hwtune.onnx import norms, recurrent
+from hwtune.onnx import composed, norms, recurrent
 from hwtune.onnx import clip as clip_rules
 from hwtune.onnx import gather_nd, indicator, qlinear_ms, resize_fold, scatter
 from hwtune.onnx import quant as Q
@@ -831,6 +831,16 @@ RULES: Dict[str, Rule] = {
     "Log": Rule(unary("log"), F.FOLDS.get("Log")),
     "Sin": Rule(unary("sin"), F.FOLDS.get("Sin")),
     "Cos": Rule(unary("cos"), F.FOLDS.get("Cos")),
+    "Acos": Rule(unary("acos"), F.FOLDS["Acos"]),
+    "Asin": Rule(unary("asin"), F.FOLDS["Asin"]),
+    "Atan": Rule(unary("atan"), F.FOLDS["Atan"]),
+    "Tan": Rule(unary("tan"), F.FOLDS["Tan"]),
+    "Sinh": Rule(unary("sinh"), F.FOLDS["Sinh"]),
+    "Cosh": Rule(unary("cosh"), F.FOLDS["Cosh"]),
+    "Asinh": Rule(unary("asinh"), F.FOLDS["Asinh"]),
+    "Acosh": Rule(unary("acosh"), F.FOLDS["Acosh"]),
+    "Atanh": Rule(unary("atanh"), F.FOLDS["Atanh"]),
+    "Round": Rule(unary("round"), F.FOLDS["Round"]),
     # resampling (issue #41)
     "Resize": Rule(resize, None),
     "Upsample": Rule(resize, None),
@@ -930,6 +940,8 @@ RULES.update({
 })
 RULES.update({k: Rule(fn, None) for k, fn in qlinear_ms.table(RULES).items()})
 RULES["QLinearMatMul"] = Rule(qlinear_ms.matmul(Q.qlinear_matmul, RULES["MatMul"].convert), None)
+# ops imported as a few engine ops each (onnx/composed.py)
+RULES.update({k: Rule(c, f) for k, (c, f) in composed.RULES.items()})
 # Ops imported only when every input is a constant (folded at import).
 for _op, _fn in F.FOLDS.items():
     RULES.setdefault(_op, Rule(None, _fn))

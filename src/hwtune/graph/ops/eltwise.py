@@ -161,6 +161,19 @@ def _trig_scalar(fn):
     return lambda v: fn(v) if math.isfinite(v) else math.nan
 
 
+def _domain(fn, inf=None):
+    """fn(v) where math defines it; NaN outside its domain (and for NaN),
+    inf(v) where C's libm returns an infinity that Python's math refuses
+    (sinh / cosh overflow, atanh(+-1))."""
+    def f(v):
+        try:
+            return fn(v)
+        except (ValueError, OverflowError):
+            r = inf(v) if inf is not None else None
+            return math.nan if r is None else r
+    return f
+
+
 def _libm_f32(fn):
     """fn in double, each result rounded once to float32 (what the kernels'
     lane-by-lane ops compute)."""
@@ -244,6 +257,19 @@ REFERENCES = {
     "log": Reference(_libm_f32(_log_scalar), "ln(x)"),
     "sin": Reference(_libm_f32(_trig_scalar(math.sin)), "sin(x)"),
     "cos": Reference(_libm_f32(_trig_scalar(math.cos)), "cos(x)"),
+    "acos": Reference(_libm_f32(_domain(math.acos)), "arccos(x) (NaN outside [-1, 1])"),
+    "asin": Reference(_libm_f32(_domain(math.asin)), "arcsin(x) (NaN outside [-1, 1])"),
+    "atan": Reference(_libm_f32(_domain(math.atan)), "arctan(x)"),
+    "tan": Reference(_libm_f32(_trig_scalar(math.tan)), "tan(x)"),
+    "sinh": Reference(_libm_f32(_domain(math.sinh, lambda v: math.copysign(math.inf, v))),
+                      "sinh(x)"),
+    "cosh": Reference(_libm_f32(_domain(math.cosh, lambda v: math.inf)), "cosh(x)"),
+    "asinh": Reference(_libm_f32(_domain(math.asinh)), "arsinh(x)"),
+    "acosh": Reference(_libm_f32(_domain(math.acosh)), "arcosh(x) (NaN below 1)"),
+    "atanh": Reference(_libm_f32(_domain(math.atanh, lambda v: math.copysign(math.inf, v)
+                                         if abs(v) == 1 else None)),
+                       "artanh(x) (+-inf at +-1, NaN beyond)"),
+    "round": Reference(np.round, "x rounded to the nearest integer, halves to even (ONNX Round)"),
     "floor": Reference(np.floor, "floor(x)"),
     "ceil": Reference(np.ceil, "ceil(x)"),
     "pow": Reference(_pow, "a ^ b (libm pow in double, rounded to float)"),

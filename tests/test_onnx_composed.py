@@ -1,0 +1,234 @@
+"""The rest of ONNX's unary math (Acos ... Atanh, Round: kernels of the
+element-wise table) and the ops imported as a few engine ops each
+(onnx/composed.py: IsNaN, IsInf, LogSoftmax, ReduceLogSumExp,
+DepthToSpace, SpaceToDepth, ArgMin, Mean, LRN, SplitToSequence /
+SequenceAt): references against independent oracles, kernels against
+references bit for bit on every ISA, imports against ONNX Runtime."""
+
+import math
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+pytest.importorskip("onnxruntime")
+from onnx import TensorProto, helper  # noqa: E402
+
+from hwtune.graph.ops.eltwise import REFERENCES  # noqa: E402
+from hwtune.native import eltwise as ew  # noqa: E402
+from hwtune.native.isa import supported_isas  # noqa: E402
+from hwtune.onnx.errors import OnnxImportError  # noqa: E402
+from hwtune.onnx.importer import import_onnx  # noqa: E402
+
+from onnx_models import fin, import_and_compare, op_types, save  # noqa: E402
+
+pytestmark = [pytest.mark.filterwarnings("ignore::RuntimeWarning"),
+              pytest.mark.usefixtures("scratch_cache")]
+
+RNG = np.random.default_rng(44)
+
+# op: (numpy float64 oracle, ONNX op, in-domain input range for ONNX Runtime)
+MATH = {
+    "acos": (np.arccos, "Acos", (-1.0, 1.0)),
+    "asin": (np.arcsin, "Asin", (-1.0, 1.0)),
+    "atan": (np.arctan, "Atan", (-20.0, 20.0)),
+    "tan": (np.tan, "Tan", (-1.5, 1.5)),
+    "sinh": (np.sinh, "Sinh", (-80.0, 80.0)),
+    "cosh": (np.cosh, "Cosh", (-80.0, 80.0)),
+    "asinh": (np.arcsinh, "Asinh", (-1e3, 1e3)),
+    "acosh": (np.arccosh, "Acosh", (1.0, 1e3)),
+    "atanh": (np.arctanh, "Atanh", (-0.999, 0.999)),
+    "round": (np.round, "Round", (-9.0, 9.0)),
+}
+SPECIAL = np.array([0.0, -0.0, 0.5, -0.5, 1.0, -1.0, 1.5, 2.5, -2.5, 1e-30, 100.0, -100.0,
+                    1e30, np.inf, -np.inf, np.nan, 3.0e38], np.float32)
+
+
+def _values():
+    return np.concatenate([SPECIAL, RNG.uniform(-3, 3, 500).astype(np.float32),
+                           RNG.uniform(-200, 200, 200).astype(np.float32)])
+
+
+@pytest.mark.parametrize("op", sorted(MATH))
+def test_references_match_numpy_in_and_out_of_the_domain(op):
+    """NaN outside the domain (acos(1.5), acosh(0.5), atanh(2)), +-inf
+    where the value overflows or is a pole (sinh(100), atanh(1)), the
+    float32 rounding of the double value elsewhere."""
+    x = _values()
+    want = MATH[op][0](x.astype(np.float64)).astype(np.float32)
+    got = REFERENCES[op].fn(x)
+    assert got.dtype == np.float32
+    assert np.array_equal(np.isnan(got), np.isnan(want)), x[np.isnan(got) != np.isnan(want)]
+    ok = ~np.isnan(want)
+    np.testing.assert_allclose(got[ok], want[ok], rtol=1.2e-7, atol=0)
+
+
+def test_round_takes_halves_to_even_and_keeps_the_sign_of_zero():
+    x = np.array([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 2.4999998, -0.2], np.float32)
+    y = REFERENCES["round"].fn(x)
+    assert y.tolist() == [0.0, 2.0, 2.0, -0.0, -2.0, -2.0, 2.0, -0.0]
+    assert math.copysign(1.0, float(y[-1])) == -1.0
+
+
+@pytest.mark.parametrize("isa", supported_isas())
+@pytest.mark.parametrize("op", sorted(MATH))
+def test_kernels_match_the_reference_bit_for_bit(op, isa):
+    x = _values()
+    got = ew.eltwise(op, x, isa=isa)
+    want = REFERENCES[op].fn(x)
+    assert ew.max_abs_error(op, isa) == 0
+    same = (got.view(np.uint32) == want.view(np.uint32)) | (np.isnan(got) & np.isnan(want))
+    assert same.all(), (op, isa, x[~same][:5], got[~same][:5], want[~same][:5])
+
+
+@pytest.mark.parametrize("op", sorted(MATH))
+def test_unary_math_imports_and_matches_onnxruntime(op, tmp_path):
+    lo, hi = MATH[op][2]
+    x = RNG.uniform(lo, hi, (2, 3, 5, 7)).astype(np.float32)
+    if op == "round":
+        x.reshape(-1)[:4] = [0.5, 1.5, -2.5, 3.5]
+    path = save([helper.make_node(MATH[op][1], ["x"], ["y"], name="f")],
+                [fin("x", list(x.shape))], [fin("y", list(x.shape))], {}, tmp_path / "u.onnx")
+    g = import_and_compare(path, tmp_path, {"x": x})
+    assert op_types(g) == [op]
+
+
+def _graph(nodes, x, out_shape, tmp_path, inits=None, opset=17, name="m.onnx"):
+    return save(nodes, [fin("x", list(x.shape))], [fin("y", list(out_shape))], inits or {},
+                tmp_path / name, opset)
+
+
+def _int64(v):
+    return np.asarray(v, np.int64)
+
+
+@pytest.mark.parametrize("which", ["nan", "inf", "posinf", "neginf"])
+def test_isnan_and_isinf_masks_match_onnxruntime(which, tmp_path):
+    """As models use them: x with its NaN or infinite entries replaced."""
+    x = RNG.standard_normal((3, 8)).astype(np.float32)
+    x[0, 1], x[1, 2], x[2, 3] = np.nan, np.inf, -np.inf
+    flag = {"nan": helper.make_node("IsNaN", ["x"], ["m"]),
+            "inf": helper.make_node("IsInf", ["x"], ["m"]),
+            "posinf": helper.make_node("IsInf", ["x"], ["m"], detect_negative=0),
+            "neginf": helper.make_node("IsInf", ["x"], ["m"], detect_positive=0)}[which]
+    # Where(m, 7, x), then where anything non-finite is left: 0
+    nodes = [flag, helper.make_node("Where", ["m", "seven", "x"], ["w"]),
+             helper.make_node("IsNaN", ["w"], ["n"]), helper.make_node("IsInf", ["w"], ["i"]),
+             helper.make_node("Or", ["n", "i"], ["bad"]),
+             helper.make_node("Where", ["bad", "zero", "w"], ["y"])]
+    path = _graph(nodes, x, x.shape, tmp_path,
+                  {"seven": np.float32(7.0), "zero": np.float32(0.0)})
+    import_and_compare(path, tmp_path, {"x": x})
+
+
+@pytest.mark.parametrize("axis, opset", [(-1, 17), (1, 17), (1, 11)])
+def test_log_softmax_is_finite_where_log_of_softmax_is_not(axis, opset, tmp_path):
+    """Logits 200 apart: softmax underflows to 0 for the low ones, and
+    log(0) = -inf; the max-shifted form keeps ONNX Runtime's finite values."""
+    x = (RNG.standard_normal((2, 5, 40)) * 60).astype(np.float32)
+    x[0, 0, 0] = 150.0
+    path = _graph([helper.make_node("LogSoftmax", ["x"], ["y"], axis=axis)], x, x.shape,
+                  tmp_path, opset=opset)
+    g = import_and_compare(path, tmp_path, {"x": x})
+    assert "log" in op_types(g) and "softmax" not in op_types(g)
+
+
+@pytest.mark.parametrize("axes, keep", [([2], 1), ([1, 2], 0), (None, 1)])
+def test_reduce_log_sum_exp_matches_onnxruntime(axes, keep, tmp_path):
+    x = (RNG.standard_normal((2, 5, 30)) * 40).astype(np.float32)
+    want = np.log(np.exp(x.astype(np.float64)).sum(axis=tuple(axes) if axes else None,
+                                                    keepdims=bool(keep)))
+    attrs = {"keepdims": keep, **({"axes": axes} if axes else {})}
+    path = _graph([helper.make_node("ReduceLogSumExp", ["x"], ["y"], **attrs)], x,
+                  want.shape, tmp_path)
+    import_and_compare(path, tmp_path, {"x": x})
+
+
+@pytest.mark.parametrize("mode", ["DCR", "CRD"])
+def test_depth_to_space_and_back_match_onnxruntime(mode, tmp_path):
+    x = RNG.standard_normal((2, 18, 3, 4)).astype(np.float32)
+    path = _graph([helper.make_node("DepthToSpace", ["x"], ["y"], blocksize=3, mode=mode)], x,
+                  (2, 2, 9, 12), tmp_path)
+    import_and_compare(path, tmp_path, {"x": x})
+    z = RNG.standard_normal((1, 3, 6, 8)).astype(np.float32)
+    path = _graph([helper.make_node("SpaceToDepth", ["x"], ["y"], blocksize=2)], z,
+                  (1, 12, 3, 4), tmp_path, name="s.onnx")
+    import_and_compare(path, tmp_path, {"x": z})
+
+
+def test_pixel_shuffle_from_pytorch_imports(tmp_path):
+    torch = pytest.importorskip("torch")
+    from onnx_models import export
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 12, 3, padding=1), torch.nn.PixelShuffle(2),
+                              torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.PixelUnshuffle(2))
+    x = torch.randn(1, 3, 10, 12)
+    path = export(net.eval(), x, str(tmp_path / "ps.onnx"))
+    import_and_compare(path, tmp_path, {"x": x.numpy()})
+
+
+@pytest.mark.parametrize("axis, keep, last", [(1, 1, 0), (2, 0, 0), (0, 1, 1)])
+def test_argmin_takes_the_first_or_last_of_equal_minima(axis, keep, last, tmp_path):
+    x = RNG.integers(-2, 2, (4, 6, 5)).astype(np.float32)  # many ties
+    want = np.argmin(np.flip(x, axis), axis) if last else np.argmin(x, axis)
+    if last:
+        want = x.shape[axis] - 1 - want
+    if keep:
+        want = np.expand_dims(want, axis)
+    nodes = [helper.make_node("ArgMin", ["x"], ["i"], axis=axis, keepdims=keep,
+                              select_last_index=last),
+             helper.make_node("Cast", ["i"], ["y"], to=TensorProto.FLOAT)]
+    path = _graph(nodes, x, want.shape, tmp_path)
+    import_and_compare(path, tmp_path, {"x": x})
+
+
+def test_mean_of_broadcasting_inputs_matches_onnxruntime(tmp_path):
+    x = RNG.standard_normal((3, 4)).astype(np.float32)
+    nodes = [helper.make_node("Mean", ["x", "b", "c"], ["y"])]
+    path = _graph(nodes, x, x.shape, tmp_path,
+                  {"b": RNG.standard_normal(4).astype(np.float32),
+                   "c": RNG.standard_normal((1, 4)).astype(np.float32)})
+    import_and_compare(path, tmp_path, {"x": x})
+
+
+@pytest.mark.parametrize("size, beta", [(5, 0.75), (3, 1.0), (1, 0.5)])
+def test_lrn_matches_onnxruntime(size, beta, tmp_path):
+    """AlexNet's and GoogLeNet's Caffe-era LRN (size 5, alpha 1e-4, beta
+    0.75), here with a larger alpha so the window sum matters."""
+    x = (RNG.standard_normal((2, 16, 7, 9)) * 3).astype(np.float32)
+    path = _graph([helper.make_node("LRN", ["x"], ["y"], size=size, alpha=1e-2, beta=beta,
+                                    bias=2.0)], x, x.shape, tmp_path)
+    g = import_and_compare(path, tmp_path, {"x": x})
+    assert "pool2d" in op_types(g)
+
+
+@pytest.mark.parametrize("split, axis, keep, pos, out", [
+    ([1, 2, 3], 1, 1, 2, (2, 3, 5)),
+    ([1, 2, 3], 1, 1, -3, (2, 1, 5)),
+    (4, 1, 1, 1, (2, 2, 5)),          # a scalar: pieces of 4, the last shorter
+    (None, 2, 0, 3, (2, 6)),          # one element each, the axis dropped
+    (None, 2, 1, 4, (2, 6, 1)),
+])
+def test_split_to_sequence_at_a_position_is_a_slice(split, axis, keep, pos, out, tmp_path):
+    x = RNG.standard_normal((2, 6, 5)).astype(np.float32)
+    inits = {"pos": _int64(pos)}
+    ins = ["x"]
+    if split is not None:
+        inits["split"] = _int64(split)
+        ins.append("split")
+    nodes = [helper.make_node("SplitToSequence", ins, ["s"], axis=axis, keepdims=keep),
+             helper.make_node("SequenceAt", ["s", "pos"], ["y"])]
+    path = _graph(nodes, x, out, tmp_path, inits)
+    g = import_and_compare(path, tmp_path, {"x": x})
+    assert set(op_types(g)) <= {"slice", "reshape"}
+
+
+def test_sequence_at_a_run_time_position_is_one_error_line(tmp_path):
+    x = RNG.standard_normal((2, 6)).astype(np.float32)
+    nodes = [helper.make_node("SplitToSequence", ["x"], ["s"], axis=1),
+             helper.make_node("ReduceMax", ["x"], ["m"], keepdims=0),
+             helper.make_node("Cast", ["m"], ["p"], to=TensorProto.INT64),
+             helper.make_node("SequenceAt", ["s", "p"], ["y"])]
+    path = _graph(nodes, x, (2, 1), tmp_path)
+    with pytest.raises(OnnxImportError, match=r"SequenceAt.*position.*must be a constant"):
+        import_onnx(str(path), str(tmp_path / "m.json"))
