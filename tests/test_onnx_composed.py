@@ -232,3 +232,26 @@ def test_sequence_at_a_run_time_position_is_one_error_line(tmp_path):
     path = _graph(nodes, x, (2, 1), tmp_path)
     with pytest.raises(OnnxImportError, match=r"SequenceAt.*position.*must be a constant"):
         import_onnx(str(path), str(tmp_path / "m.json"))
+
+
+def test_isinf_detecting_nothing_is_all_false_even_on_nan(tmp_path):
+    x = np.array([[np.nan, np.inf, -np.inf, 1.0]], np.float32)
+    nodes = [helper.make_node("IsInf", ["x"], ["m"], detect_negative=0, detect_positive=0),
+             helper.make_node("Cast", ["m"], ["y"], to=TensorProto.FLOAT)]
+    path = _graph(nodes, x, x.shape, tmp_path)
+    from conftest import run_engine
+    from hwtune.graph import load_model
+    import_onnx(str(path), str(tmp_path / "m.json"))
+    got = run_engine(load_model(str(tmp_path / "m.json")), {"x": x}, threads=1)
+    assert got["y"].tolist() == [[0.0, 0.0, 0.0, 0.0]]
+
+
+def test_a_sequence_as_the_model_output_is_one_error_line(tmp_path):
+    g = helper.make_graph([helper.make_node("SplitToSequence", ["x"], ["s"], axis=1)], "g",
+                          [fin("x", [2, 6])],
+                          [helper.make_tensor_sequence_value_info("s", TensorProto.FLOAT, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, str(tmp_path / "s.onnx"))
+    with pytest.raises(OnnxImportError, match=r'output "s" is a sequence'):
+        import_onnx(str(tmp_path / "s.onnx"), str(tmp_path / "m.json"))

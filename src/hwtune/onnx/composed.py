@@ -39,8 +39,9 @@ def is_nan(cx, attrs):
 def is_inf(cx, attrs):
     neg, pos = bool(attrs.get("detect_negative", 1)), bool(attrs.get("detect_positive", 1))
     x = cx.tensor(0)
-    if not neg and not pos:
-        cx.emit("affine", [x], {"scale": 0.0, "shift": 0.0}, out=cx.out())
+    if not neg and not pos:  # all false: nothing equals NaN (0 * x would keep x's NaNs)
+        nan = cx.param(f"{cx.node.name}:nan", np.array([np.nan], np.float32))
+        cx.emit("equal", [x, nan], out=cx.out())
         return
     if neg and pos:
         x = cx.emit("abs", [x])

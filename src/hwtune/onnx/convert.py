@@ -223,4 +223,8 @@ def convert(model, opset: int, input_shapes: Dict[str, Tuple[int, ...]],
             rule.convert(cx, attrs)
         except Unsupported as exc:
             raise OnnxImportError(f'node "{node.name}" ({node.op_type}): {exc}') from None
+    for out in g.output:
+        if out.name in cx.sequences:
+            raise OnnxImportError(f'output "{out.name}" is a sequence (SplitToSequence): '
+                                  "hwtune's model outputs are tensors")
     return cx
