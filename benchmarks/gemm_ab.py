@@ -6,7 +6,7 @@
 Per shape (M x K x N, B untransposed, packed by the call as a CONV's
 activations or a Linear layer's input are), hwt_gemm_run_part of each build
 on the same operands, one thread, thread CPU time, A and B alternating in
-every repetition (the order flipped every other one). Prints each build's
+every round (the order rotating). Prints each build's
 median in us and a/b (above 1.0 the --b build is faster). The two builds
 are separate ctypes handles (RTLD_LOCAL), so each call runs its own code.
 """
@@ -16,10 +16,11 @@ from __future__ import annotations
 import argparse
 import ctypes
 import statistics
-import time
 
 import numpy as np
 
+from hwtune.measure import FixedSampling, interleave
+from hwtune.measure.sides import CallSide
 from hwtune.native import gemm as g
 
 DEFAULT = ("128x768x768,128x768x3072,128x3072x768,197x768x2304,64x512x512,"
@@ -63,13 +64,11 @@ def main() -> None:
             args_ = (ctypes.byref(p), a.ctypes.data, b.ctypes.data, c.ctypes.data, None,
                      ws.ctypes.data, 0, 1)
             calls.append((run, args_, p, ws))
-        t = [[], []]
-        for r in range(args.reps):
-            for i in ((0, 1) if r % 2 == 0 else (1, 0)):
-                run, a_, _, _ = calls[i]
-                t0 = time.thread_time()
-                run(*a_)
-                t[i].append(time.thread_time() - t0)
+        # One sample of each build per round, the order rotating every
+        # round; thread CPU time, so time descheduled does not count.
+        timed = [CallSide(lambda c=c: c[0](*c[1]), calls=1, cpu_time=True) for c in calls]
+        t = [m.samples for m in interleave(timed, FixedSampling(args.reps),
+                                           raise_errors=True)]
         if not np.allclose(cs[0], cs[1], rtol=1e-4, atol=1e-3 * np.abs(cs[0]).max()):
             raise SystemExit(f"{s}: the two builds disagree")
         ma, mb = statistics.median(t[0]) * 1e6, statistics.median(t[1]) * 1e6
