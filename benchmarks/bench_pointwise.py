@@ -68,8 +68,8 @@ def raw_conv(lib_, x, w, b, isa, shared=None):
 
     shared: a dict of the output and workspace both builds write (filled by
     the first call, reused by the next): with buffers of their own, the same
-    build on both sides (--baseline-lib naming this build) read 0.87-1.23x
-    on single shapes (Zen 3, 1 thread, 25-31 alternated samples), where the
+    build on both sides (--baseline-lib naming this build) read 0.98-1.23x
+    on single shapes (Zen 3, 1 thread, 31 alternated samples), where the
     two copies of a 1-5 MB output compete for the caches in turn."""
     from hwtune.native.conv import LAYOUTS, _desc, _Plan
     from hwtune.native.isa import resolve_isa

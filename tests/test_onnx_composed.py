@@ -133,7 +133,7 @@ def test_log_softmax_is_finite_where_log_of_softmax_is_not(axis, opset, tmp_path
     assert "log" in op_types(g) and "softmax" not in op_types(g)
 
 
-@pytest.mark.parametrize("axes, keep", [([2], 1), ([1, 2], 0), (None, 1)])
+@pytest.mark.parametrize("axes, keep", [([2], 1), ([1, 2], 0), (None, 1), (None, 0)])
 def test_reduce_log_sum_exp_matches_onnxruntime(axes, keep, tmp_path):
     x = (RNG.standard_normal((2, 5, 30)) * 40).astype(np.float32)
     want = np.log(np.exp(x.astype(np.float64)).sum(axis=tuple(axes) if axes else None,
@@ -255,3 +255,4 @@ def test_a_sequence_as_the_model_output_is_one_error_line(tmp_path):
     onnx.save(m, str(tmp_path / "s.onnx"))
     with pytest.raises(OnnxImportError, match=r'output "s" is a sequence'):
         import_onnx(str(tmp_path / "s.onnx"), str(tmp_path / "m.json"))
+

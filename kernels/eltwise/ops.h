@@ -633,32 +633,13 @@ OP_VEC sign_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) {
   return hv_select(hv_lt(a, hv_zero()), hv_set1(-1.0f), r);
 }
 
-/* softplus log(1 + e^x) = max(x, 0) + log1p(e^-|x|), log, sin, cos: libm
- * in double, rounded once; lane by lane (hv_map2, the second operand
- * unused). */
-static inline float softplus_scalar(float a, float unused) {
-  double x = a, m = x > 0.0 ? x : 0.0;
-  return (float)(m + log1p(exp(-fabs(x))));
-}
-static inline float log_scalar(float a, float unused) { return (float)log((double)a); }
-static inline float sin_scalar(float a, float unused) { return (float)sin((double)a); }
-static inline float cos_scalar(float a, float unused) { return (float)cos((double)a); }
-OP_REF softplus_ref(float a, float b, float c, const float *at) { return softplus_scalar(a, 0); }
-OP_VEC softplus_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) {
-  return hv_map2(softplus_scalar, a, a);
-}
-OP_REF log_ref(float a, float b, float c, const float *at) { return log_scalar(a, 0); }
-OP_VEC log_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) { return hv_map2(log_scalar, a, a); }
-OP_REF sin_ref(float a, float b, float c, const float *at) { return sin_scalar(a, 0); }
-OP_VEC sin_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) { return hv_map2(sin_scalar, a, a); }
-OP_REF cos_ref(float a, float b, float c, const float *at) { return cos_scalar(a, 0); }
-OP_VEC cos_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) { return hv_map2(cos_scalar, a, a); }
-
-/* The rest of ONNX's unary math (YOSO's Acos, rotary and positional code,
- * Round in quantisation-aware graphs): libm in double, each result rounded
- * once to float, lane by lane. Rare ops, read once per element: a
- * polynomial per op would buy nothing a model shows. Round is ONNX's: half
- * to even (nearbyint in the default rounding mode). */
+/* Unary math as libm in double, each result rounded once to float, lane by
+ * lane (hv_map2, the second operand unused): softplus log(1 + e^x) =
+ * max(x, 0) + log1p(e^-|x|), log, sin, cos, and the rest of ONNX's unary
+ * math (YOSO's Acos, rotary and positional code, Round in
+ * quantisation-aware graphs). Rare ops, read once per element: a polynomial
+ * per op would buy nothing a model shows. Round is ONNX's: half to even
+ * (nearbyint in the default rounding mode). */
 #define HWT_LIBM_UNARY(NAME, EXPR)                                                   \
   static inline float NAME##_scalar(float a, float unused) {                       \
     const double x = a;                                                              \
@@ -670,6 +651,10 @@ OP_VEC cos_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) { return hv_map2(
   OP_VEC NAME##_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) {               \
     return hv_map2(NAME##_scalar, a, a);                                             \
   }
+HWT_LIBM_UNARY(softplus, (x > 0.0 ? x : 0.0) + log1p(exp(-fabs(x))))
+HWT_LIBM_UNARY(log, log(x))
+HWT_LIBM_UNARY(sin, sin(x))
+HWT_LIBM_UNARY(cos, cos(x))
 HWT_LIBM_UNARY(acos, acos(x))
 HWT_LIBM_UNARY(asin, asin(x))
 HWT_LIBM_UNARY(atan, atan(x))

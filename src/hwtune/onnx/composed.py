@@ -25,7 +25,7 @@ from typing import List
 
 import numpy as np
 
-from hwtune.onnx import fold as F
+from hwtune.onnx import norms
 from hwtune.onnx.errors import Unsupported
 
 
@@ -63,52 +63,35 @@ def fold_is_inf(values, attrs, cx):
 
 # -- max-shifted logs ---------------------------------------------------------
 
-def _max_keep(cx, x: str, shp: List[int], axes: List[int]) -> str:
-    """max of x over axes, keeping them as size 1 (a global max pool over a
-    [1, rows, 1, k] view, after moving the axes last)."""
-    kept = [i for i in range(len(shp)) if i not in axes]
-    if kept + axes != list(range(len(shp))):
-        x = cx.emit("transpose", [x], {"perm": kept + axes})
-    r = int(np.prod([shp[i] for i in kept], dtype=np.int64))
-    k = int(np.prod([shp[i] for i in axes], dtype=np.int64))
-    y = cx.emit("global_pool2d", [cx.emit("reshape", [x], {"shape": [1, r, 1, k]})],
-                {"mode": "max"})
-    return cx.emit("reshape", [y], {"shape": [1 if i in axes else d
-                                              for i, d in enumerate(shp)]})
-
-
 def _shifted_log_sum(cx, x: str, shp: List[int], axes: List[int]):
-    """(x - m, log(sum(exp(x - m)))) with m the max over axes, kept."""
-    d = cx.emit("sub", [x, _max_keep(cx, x, shp, axes)])
+    """(m, x - m, log(sum(exp(x - m)))): m the max over axes, which stay as
+    size 1."""
+    m = norms.max_over(cx, x, shp, axes, norms.kept_shape(shp, axes, True))
+    d = cx.emit("sub", [x, m])
     s = cx.emit("reduce_sum", [cx.emit("exp", [d])], {"axes": axes, "keepdims": True})
-    return d, cx.emit("log", [s])
+    return m, d, cx.emit("log", [s])
 
 
 def log_softmax(cx, attrs):
     shp = list(cx.shape(0))
     rank = len(shp)
-    x = cx.tensor(0)
     if cx.opset >= 13:
         axes = [int(attrs.get("axis", -1)) % rank]
     else:  # before opset 13: over every dim from axis on
         axes = list(range(int(attrs.get("axis", 1)) % rank, rank))
-    d, l = _shifted_log_sum(cx, x, shp, axes)
+    _, d, l = _shifted_log_sum(cx, cx.tensor(0), shp, axes)
     cx.emit("sub", [d, l], out=cx.out())
 
 
 def reduce_log_sum_exp(cx, attrs):
     shp = list(cx.shape(0))
-    axes = F.axes_of([None, cx.const(1, "axes") if cx.opset >= 18 else None], attrs, cx, 18)
-    if not axes and attrs.get("noop_with_empty_axes", 0):
+    axes = norms.reduce_axes(cx, attrs, 18)
+    if axes is None:
         cx.bind(cx.out(), cx.tensor(0))
         return
-    axes = sorted({int(a) % len(shp) for a in axes}) if axes else list(range(len(shp)))
-    x = cx.tensor(0)
-    m = _max_keep(cx, x, shp, axes)
-    s = cx.emit("reduce_sum", [cx.emit("exp", [cx.emit("sub", [x, m])])],
-                {"axes": axes, "keepdims": True})
+    m, _, l = _shifted_log_sum(cx, cx.tensor(0), shp, axes)
     keep = bool(attrs.get("keepdims", 1))
-    y = cx.emit("add", [cx.emit("log", [s]), m], out=cx.out() if keep else None)
+    y = cx.emit("add", [l, m], out=cx.out() if keep else None)
     if not keep:
         cx.emit("reshape", [y], {"shape": [d for i, d in enumerate(shp) if i not in axes]},
                 out=cx.out())

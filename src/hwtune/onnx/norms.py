@@ -89,7 +89,9 @@ def group_norm(cx, attrs):
     cx.emit("reshape", [last], {"shape": list(shape)}, out=cx.out())
 
 
-def _axes(cx, attrs, since):
+def reduce_axes(cx, attrs, since):
+    """A Reduce* node's sorted non-negative axes (every axis when none are
+    given), None for a no-op (empty axes with noop_with_empty_axes)."""
     shp = cx.shape(0)
     axes = F.axes_of([None, cx.const(1, "axes") if cx.opset >= since and cx.has(1) else None],
                      attrs, cx, since)
@@ -100,7 +102,8 @@ def _axes(cx, attrs, since):
     return sorted({int(a) % len(shp) for a in axes})
 
 
-def _kept_shape(shp, axes, keep):
+def kept_shape(shp, axes, keep):
+    """A reduction's output shape; every axis dropped gives [1]."""
     out = [1 if i in axes else d for i, d in enumerate(shp)] if keep else \
         [d for i, d in enumerate(shp) if i not in axes]
     return out or [1]
@@ -109,7 +112,7 @@ def _kept_shape(shp, axes, keep):
 def reduce_norm(kind):
     """ReduceL1, ReduceL2, ReduceSumSquare (axes an input from opset 18)."""
     def convert(cx, attrs):
-        axes = _axes(cx, attrs, 18)
+        axes = reduce_axes(cx, attrs, 18)
         x = cx.tensor(0)
         if axes is None:
             axes = []
@@ -145,28 +148,30 @@ def reduce_extreme(mode):
     """ReduceMax / ReduceMin over any axes (axes an input from opset 18)."""
     def convert(cx, attrs):
         shp = list(cx.shape(0))
-        axes = _axes(cx, attrs, 18)
+        axes = reduce_axes(cx, attrs, 18)
         if axes is None:
             cx.bind(cx.out(), cx.tensor(0))
             return
-        keep = bool(attrs.get("keepdims", 1))
-        x = cx.tensor(0)
+        target = kept_shape(shp, axes, bool(attrs.get("keepdims", 1)))
         if mode == "min":
-            x = cx.emit("neg", [x])
-        kept = [i for i in range(len(shp)) if i not in axes]
-        if kept + axes != list(range(len(shp))):
-            x = cx.emit("transpose", [x], {"perm": kept + axes})
-        r = int(np.prod([shp[i] for i in kept], dtype=np.int64))
-        k = int(np.prod([shp[i] for i in axes], dtype=np.int64))
-        x = cx.emit("reshape", [x], {"shape": [1, r, 1, k]})
-        y = cx.emit("global_pool2d", [x], {"mode": "max"})
-        target = _kept_shape(shp, axes, keep)
-        if mode == "min":
-            y = cx.emit("reshape", [y], {"shape": target})
+            y = max_over(cx, cx.emit("neg", [cx.tensor(0)]), shp, axes, target)
             cx.emit("neg", [y], out=cx.out())
         else:
-            cx.emit("reshape", [y], {"shape": target}, out=cx.out())
+            max_over(cx, cx.tensor(0), shp, axes, target, out=cx.out())
     return convert
+
+
+def max_over(cx, x, shp, axes, target, out=None):
+    """The max of x (of shape shp) over axes, reshaped to target: a global
+    max pool over a [1, rows, 1, k] view, after moving the axes last."""
+    kept = [i for i in range(len(shp)) if i not in axes]
+    if kept + axes != list(range(len(shp))):
+        x = cx.emit("transpose", [x], {"perm": kept + axes})
+    r = int(np.prod([shp[i] for i in kept], dtype=np.int64))
+    k = int(np.prod([shp[i] for i in axes], dtype=np.int64))
+    x = cx.emit("reshape", [x], {"shape": [1, r, 1, k]})
+    y = cx.emit("global_pool2d", [x], {"mode": "max"})
+    return cx.emit("reshape", [y], {"shape": list(target)}, out=out)
 
 
 def einsum(cx, attrs):

@@ -157,14 +157,10 @@ def _log_scalar(v):
     return v if v == math.inf or v != v else (-math.inf if v == 0 else math.nan)
 
 
-def _trig_scalar(fn):
-    return lambda v: fn(v) if math.isfinite(v) else math.nan
-
-
 def _domain(fn, inf=None):
-    """fn(v) where math defines it; NaN outside its domain (and for NaN),
-    inf(v) where C's libm returns an infinity that Python's math refuses
-    (sinh / cosh overflow, atanh(+-1))."""
+    """fn(v) where math defines it; NaN outside its domain (sin(inf),
+    acos(2)) and for NaN; inf(v) where C's libm returns an infinity that
+    Python's math refuses (sinh / cosh overflow, atanh(+-1))."""
     def f(v):
         try:
             return fn(v)
@@ -255,12 +251,12 @@ REFERENCES = {
                                          np.where(x < 0, x.dtype.type(-1), x)),
                       "1 for x > 0, -1 for x < 0, x itself for +-0 and NaN"),
     "log": Reference(_libm_f32(_log_scalar), "ln(x)"),
-    "sin": Reference(_libm_f32(_trig_scalar(math.sin)), "sin(x)"),
-    "cos": Reference(_libm_f32(_trig_scalar(math.cos)), "cos(x)"),
+    "sin": Reference(_libm_f32(_domain(math.sin)), "sin(x)"),
+    "cos": Reference(_libm_f32(_domain(math.cos)), "cos(x)"),
     "acos": Reference(_libm_f32(_domain(math.acos)), "arccos(x) (NaN outside [-1, 1])"),
     "asin": Reference(_libm_f32(_domain(math.asin)), "arcsin(x) (NaN outside [-1, 1])"),
     "atan": Reference(_libm_f32(_domain(math.atan)), "arctan(x)"),
-    "tan": Reference(_libm_f32(_trig_scalar(math.tan)), "tan(x)"),
+    "tan": Reference(_libm_f32(_domain(math.tan)), "tan(x)"),
     "sinh": Reference(_libm_f32(_domain(math.sinh, lambda v: math.copysign(math.inf, v))),
                       "sinh(x)"),
     "cosh": Reference(_libm_f32(_domain(math.cosh, lambda v: math.inf)), "cosh(x)"),
