@@ -22,6 +22,9 @@ SHAPES = [
     # a few rows over B wider than a page: the kernels read B where it lies
     # (gemm.c: run_tiles_direct), the partial last strip packed
     (16, 32, 1100),
+    # shallow and wide (blocking.c: two micro-panels of rows at a time), M
+    # not a multiple of any tile
+    (50, 20, 8200),
 ]
 NTHS = [1, 2, 3, 7]
 EPS32 = float(np.finfo(np.float32).eps)
@@ -184,6 +187,20 @@ def test_blocking_follows_the_caches(isa):
         g.plan(8, 8, 8, isa=isa, caches={"l4": 1})
     with pytest.raises(UsageError, match="integers >= 0"):
         g.plan(8, 8, 8, isa=isa, caches={"l2": -1})
+
+
+@pytest.mark.parametrize("isa", ISAS)
+def test_shallow_wide_gemms_take_two_panels_of_rows(isa):
+    """K <= 32 over C rows of 32 KiB or more: the A block is two
+    micro-panels of rows on the B-panel order (AVX2's 6x16); outside
+    either bound, or on the A-panel order (AVX-512's 12x32, the portable
+    4x8: one panel's rows at a time already), it is sized by the caches."""
+    caches = {"l1d": 32 << 10, "l2": 512 << 10, "l3": 32 << 20, "l3_cpus": 8}
+    shallow = g.plan(96, 16, 12544, isa=isa, caches=caches)
+    deep = g.plan(96, 64, 12544, isa=isa, caches=caches)
+    short = g.plan(96, 16, 4096, isa=isa, caches=caches)
+    assert deep["mc"] == short["mc"] == 96
+    assert shallow["mc"] == (2 * shallow["mr"] if isa == "avx2" else 96)
 
 
 def test_default_isa_honours_env(monkeypatch):

@@ -50,6 +50,11 @@ static void a_in_l1(const hwt_gemm_variant *v, const hwt_gemm_desc *d, long l1, 
 #define MC_L2_PERCENT 30
 #endif
 
+/* Bounds of the shallow, wide GEMMs whose A block b_in_l1 cuts to two
+   micro-panels of rows (measurements there). */
+#define SHALLOW_MAX_K 32
+#define SHALLOW_MIN_ROW_BYTES (32L << 10)
+
 static void b_in_l1(const hwt_gemm_variant *v, const hwt_gemm_desc *d, long l1, long l2,
                     long l3, int *mc, int *kc, int *nc) {
   /* The B micro-panel takes half of L1; the A micro-panels stream through
@@ -61,6 +66,23 @@ static void b_in_l1(const hwt_gemm_variant *v, const hwt_gemm_desc *d, long l1, 
   *mc = balanced(d->M, fit(l2 * MC_L2_PERCENT / 100, *kc, v->mr), v->mr);
   /* B block: half of this thread's L3 share. */
   *nc = balanced(d->N, fit(l3 / 2, *kc, v->nr), v->nr);
+  /* Shallow and wide (a LoRA up-projection, K = rank, N = 8192-14336; the
+     1x1 CONVs' GEMMs at 112x112 before their column blocks, conv.c
+     pw_chunk): each B panel step stores one line into every row of the A
+     block, rows a C row (>= 32 KiB) apart, with only K FMAs a stored
+     element to hide those misses. Two micro-panels of rows at a time
+     instead of the whole M: hwt_gemm_run_part, 1 thread, B packed by the
+     call, Zen 3 AVX2, load 1.6-2 (other jobs), medians of 31 interleaved
+     thread-time samples, two runs (benchmarks/gemm_ab.py, whole M / two
+     panels): 96x16x12544 1.82x, 2.11x; 144x24x12544 1.50x, 1.42x;
+     512x32x8192 1.41x, 1.50x; 128x16x11008 1.24x, 1.05x faster, while the
+     shapes it leaves alone read 0.87-1.29x in the same runs (the noise).
+     Deeper K lost with two panels (128x128x12544 0.85x, 256x256x3136
+     0.86x; 64x64x12544 0.92-1.07x), as did shorter rows (192x32x784
+     0.86-0.95x, 96x16x3136 0.95x): hence both bounds. */
+  if (d->K <= SHALLOW_MAX_K && (long)d->ldc * (long)sizeof(float) >= SHALLOW_MIN_ROW_BYTES &&
+      *mc > 2 * v->mr)
+    *mc = 2 * v->mr;
 }
 
 void hwt_gemm_blocking(const hwt_gemm_variant *v, const hwt_gemm_desc *d,
