@@ -68,15 +68,17 @@ def check(suite_path, init, baseline_file, update_baseline, processes, mode, rel
     (or with another build: --against).
 
     \b
-    The default recipe, which holds on a noisy shared runner:
+    The default recipe:
       hwtune check --update-baseline --baseline perf-baseline.json   # once per runner
       hwtune check --baseline perf-baseline.json                     # every build
     (without --baseline the baseline lives in results.db). The baseline
     records each time figure in 6 fresh processes (--processes); a check
     fails a figure only when it is significantly slower, by min_effect or
     more, than that spread allows, and again when measured in fresh
-    processes interleaved with its reference kernel. With the base build at
-    hand, --against PYTHON compares the two builds interleaved instead.
+    processes interleaved with its reference kernel. A runner whose speed
+    drifts between runs moves the figures with no change of code: there,
+    --against PYTHON (the base build) compares the two builds interleaved,
+    and counted figures (--metric estimated-cycles) do not drift.
 
     Time figures are sampled in rounds beside a partner (the reference
     kernel, or the other build) until a group-sequential test decides or
