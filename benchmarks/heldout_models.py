@@ -100,6 +100,28 @@ def _video(name):
     return Entry(name, "torchvision", build)
 
 
+def _raft_small(small):
+    """torchvision's RAFT-small optical flow on two 128x128 (small) or
+    224x224 frames, two flow updates (small): the last flow estimate."""
+    import torch
+    _seed()
+    M = Z.torchvision_models()
+    inner = _liven(_randomize_bn(M.optical_flow.raft_small(weights=None))).eval()
+    steps = 2 if small else 12
+
+    class Flow(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.m = inner
+
+        def forward(self, a, b):
+            return self.m(a, b, num_flow_updates=steps)[-1]
+    s = 128 if small else 224  # RAFT's correlation pyramid needs 16x16 feature maps
+    rng = np.random.default_rng(7)
+    feeds = {k: rng.standard_normal((1, 3, s, s)).astype(np.float32) for k in ("a", "b")}
+    return Built(Flow().eval(), feeds, ["y"], "cnn")
+
+
 def _hf(name, config_cls, model_cls, small_cfg, inputs="tokens", encoder=False):
     """A transformers model built from a tiny config (eager attention, no
     cache), returning its last hidden state."""
@@ -115,7 +137,9 @@ def _hf(name, config_cls, model_cls, small_cfg, inputs="tokens", encoder=False):
         if encoder:
             model = model.get_encoder()
         rng = np.random.default_rng(13)
-        if inputs == "tokens":
+        if callable(inputs):  # feeds(cfg, rng): a model's own input form
+            feeds = inputs(cfg, rng)
+        elif inputs == "tokens":
             feeds = Z._tokens(True, getattr(cfg, "vocab_size", 100))
         elif inputs == "seq2seq":  # no shift_tokens_right in the model: decoder ids given
             feeds = dict(Z._tokens(True, cfg.vocab_size))
@@ -144,6 +168,39 @@ _DECODER = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                 max_position_embeddings=64)
 _VISION = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1,
                num_attention_heads=2, image_size=32, patch_size=8)
+
+
+def _randn(name, *shape):
+    """feeds(cfg, rng) of one float input of a fixed shape, named by the
+    model's forward argument."""
+    def feeds(cfg, rng):
+        return {name: rng.standard_normal(shape).astype(np.float32)}
+    return feeds
+
+
+def _video_pixels(cfg, rng):
+    """[1, frames, 3, H, W] clips (VideoMAE, TimeSformer, ViViT)."""
+    return {"pixel_values": rng.standard_normal(
+        (1, cfg.num_frames, 3, cfg.image_size, cfg.image_size)).astype(np.float32)}
+
+
+def _ast_input(cfg, rng):
+    return {"input_values": rng.standard_normal(
+        (1, cfg.max_length, cfg.num_mel_bins)).astype(np.float32)}
+
+
+def _s2t_input(cfg, rng):
+    return {"input_features": rng.standard_normal(
+        (1, 32, cfg.input_feat_per_channel)).astype(np.float32)}
+
+
+def _mae_input(cfg, rng):
+    """ViTMAE's pixels and its masking noise (given, not drawn inside the
+    model: RandomUniformLike would differ from ONNX Runtime's draw)."""
+    s, p = cfg.image_size, cfg.patch_size
+    return {"pixel_values": rng.standard_normal((1, 3, s, s)).astype(np.float32),
+            "noise": rng.random((1, (s // p) ** 2)).astype(np.float32)}
+
 
 HELDOUT = [
     _tv("resnet18", {"num_classes": 10}),
@@ -354,6 +411,100 @@ HELDOUT = [
              max_position_embeddings=64)),
     _hf("gemma3_text", "Gemma3TextConfig", "Gemma3TextModel",
         dict(_DECODER, head_dim=16, sliding_window=8)),
+    # A fifth round (session of 2026-12-07 18:06): RAFT-small needed
+    # GridSample, ViTMAE TopK (argsort of its masking noise, given as an
+    # input), SwiftFormer a Tile of more than 64 copies, BiT a training-mode
+    # BatchNormalization of its weights (weight standardisation: folded);
+    # the rest matched as they were. SAM's default initializer_range (1e-10)
+    # gives an output that ignores the input: 0.02 here. Tried and left out:
+    # with torch's TorchScript exporter, PatchTST (its unfold exported with
+    # the wrong axes: ONNX Runtime rejects the file), GLM and Helium (the
+    # exporter fails) -- all three match with the dynamo one (--exporter
+    # dynamo); MViT-V2 (Loop / If; the dynamo export has a depthwise Conv on
+    # NCDHW, group > 1, not supported yet); MobileViT-V2 (aten::col2im: no
+    # opset 17 export; the dynamo one has Col2Im), Reformer and FNet
+    # (aten::fft_fftn) do not export; DiNAT needs the natten package.
+    Entry("raft_small", "torchvision", _raft_small),
+    _hf("cvt", "CvtConfig", "CvtModel",
+        dict(embed_dim=[16, 32, 48], num_heads=[1, 2, 3], depth=[1, 2, 3]),
+        inputs=_randn("pixel_values", 1, 3, 64, 64)),
+    _hf("pvt", "PvtConfig", "PvtModel",
+        dict(image_size=64, hidden_sizes=[16, 32, 32, 32], depths=[1, 1, 1, 1],
+             num_attention_heads=[1, 1, 2, 2]), inputs="pixels"),
+    _hf("pvt_v2", "PvtV2Config", "PvtV2Model",
+        dict(image_size=64, hidden_sizes=[16, 32, 32, 32], depths=[1, 1, 1, 1],
+             num_attention_heads=[1, 1, 2, 2]), inputs=_randn("pixel_values", 1, 3, 64, 64)),
+    _hf("bit", "BitConfig", "BitModel",
+        dict(embedding_size=16, hidden_sizes=[16, 32, 32, 32], depths=[1, 1, 1, 1], num_groups=8),
+        inputs=_randn("pixel_values", 1, 3, 64, 64)),
+    _hf("glpn", "GLPNConfig", "GLPNModel",
+        dict(num_encoder_blocks=2, depths=[1, 1], sr_ratios=[2, 1], hidden_sizes=[16, 32],
+             patch_sizes=[7, 3], strides=[4, 2], num_attention_heads=[1, 2],
+             mlp_ratios=[2, 2]), inputs=_randn("pixel_values", 1, 3, 32, 32)),
+    _hf("ast", "ASTConfig", "ASTModel",
+        dict(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64,
+             patch_size=16, frequency_stride=10, time_stride=10, max_length=64,
+             num_mel_bins=32), inputs=_ast_input),
+    _hf("videomae", "VideoMAEConfig", "VideoMAEModel",
+        dict(_VISION, num_frames=4, tubelet_size=2), inputs=_video_pixels),
+    _hf("timesformer", "TimesformerConfig", "TimesformerModel",
+        dict(_VISION, num_frames=4), inputs=_video_pixels),
+    _hf("vivit", "VivitConfig", "VivitModel",
+        dict(_VISION, num_frames=4, tubelet_size=[2, 8, 8]), inputs=_video_pixels),
+    _hf("siglip_vision", "SiglipVisionConfig", "SiglipVisionModel", _VISION, inputs="pixels"),
+    _hf("siglip_text", "SiglipTextConfig", "SiglipTextModel",
+        dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
+             vocab_size=100, max_position_embeddings=64)),
+    _hf("clap_text", "ClapTextConfig", "ClapTextModel", dict(_BERT, pad_token_id=1)),
+    _hf("speech2text_encoder", "Speech2TextConfig", "Speech2TextModel",
+        dict(_SEQ2SEQ, input_feat_per_channel=16, num_conv_layers=2, conv_channels=32,
+             conv_kernel_sizes=(5, 5), max_source_positions=64), inputs=_s2t_input,
+        encoder=True),
+    _hf("convnext_hf", "ConvNextConfig", "ConvNextModel",
+        dict(num_stages=2, hidden_sizes=[16, 32], depths=[1, 1], image_size=32),
+        inputs="pixels"),
+    _hf("regnet_hf", "RegNetConfig", "RegNetModel",
+        dict(embedding_size=16, hidden_sizes=[16, 32, 32, 32], depths=[1, 1, 1, 1],
+             groups_width=8), inputs=_randn("pixel_values", 1, 3, 64, 64)),
+    _hf("data2vec_vision", "Data2VecVisionConfig", "Data2VecVisionModel",
+        dict(_VISION, use_relative_position_bias=True), inputs="pixels"),
+    _hf("owlvit_vision", "OwlViTVisionConfig", "OwlViTVisionModel", _VISION, inputs="pixels"),
+    _hf("owlvit_text", "OwlViTTextConfig", "OwlViTTextModel",
+        dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
+             vocab_size=100, max_position_embeddings=64)),
+    _hf("blip_vision", "BlipVisionConfig", "BlipVisionModel", _VISION, inputs="pixels"),
+    _hf("blip_text", "BlipTextConfig", "BlipTextModel",
+        dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
+             vocab_size=100, max_position_embeddings=64, encoder_hidden_size=32)),
+    _hf("sam_vision", "SamVisionConfig", "SamVisionModel",
+        dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, image_size=64,
+             patch_size=8, output_channels=16, window_size=4, global_attn_indexes=[1],
+             mlp_dim=64, initializer_range=0.02), inputs="pixels"),
+    _hf("hiera", "HieraConfig", "HieraModel",
+        dict(embed_dim=16, image_size=[64, 64], patch_stride=[4, 4], depths=[1, 1],
+             num_heads=[1, 2], query_stride=[2, 2], masked_unit_size=[4, 4], num_query_pool=1),
+        inputs=_randn("pixel_values", 1, 3, 64, 64)),
+    _hf("yolos", "YolosConfig", "YolosModel",
+        dict(_VISION, image_size=[32, 32], num_detection_tokens=4), inputs=_randn(
+            "pixel_values", 1, 3, 32, 32)),
+    _hf("vit_mae", "ViTMAEConfig", "ViTMAEModel", dict(_VISION, mask_ratio=0.5),
+        inputs=_mae_input),
+    _hf("efficientnet_hf", "EfficientNetConfig", "EfficientNetModel",
+        dict(image_size=64, width_coefficient=0.25, depth_coefficient=0.25, hidden_dim=320),
+        inputs="pixels"),
+    _hf("swiftformer", "SwiftFormerConfig", "SwiftFormerModel",
+        dict(depths=[1, 1, 1, 1], embed_dims=[16, 16, 32, 32]),
+        inputs=_randn("pixel_values", 1, 3, 64, 64)),
+    _hf("modernbert", "ModernBertConfig", "ModernBertModel",
+        dict(_BERT, global_attn_every_n_layers=2, local_attention=8, pad_token_id=0,
+             bos_token_id=1, eos_token_id=2, cls_token_id=1, sep_token_id=2)),
+    _hf("mra", "MraConfig", "MraModel", dict(_BERT, max_position_embeddings=64)),
+    _hf("wav2vec2_conformer", "Wav2Vec2ConformerConfig", "Wav2Vec2ConformerModel",
+        dict(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64,
+             conv_dim=(16, 16), conv_stride=(5, 2), conv_kernel=(10, 3),
+             num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4,
+             conv_depthwise_kernel_size=7, position_embeddings_type="rotary"), inputs="audio"),
+    _hf("olmo2", "Olmo2Config", "Olmo2Model", _DECODER),
 ]
 BY_NAME = {e.name: e for e in HELDOUT}
 
@@ -392,9 +543,11 @@ def check(name, workdir, exporter="legacy"):
     if res.exit_code != 0:
         return "yes", f"exit {res.exit_code}: {_first_error(res.output)}", None
     sess = ort.InferenceSession(src, providers=["CPUExecutionProvider"])
-    want = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, built.inputs)))
+    # an input the model never reads (MRA's attention mask) is not in the export
+    feeds = {i.name: built.inputs[i.name] for i in sess.get_inputs()}
+    want = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)))
     flags = []
-    for k, v in built.inputs.items():
+    for k, v in feeds.items():
         np.save(os.path.join(workdir, f"{name}.{k}.npy"), v)
         flags += ["--input", f"{k}={os.path.join(workdir, f'{name}.{k}.npy')}"]
     out = os.path.join(workdir, f"{name}.out.npz")

@@ -6,7 +6,9 @@ ONNX Runtime within 1e-4 of the output's scale. One per op form the zoo
 lacks: Resize heads, relative position buckets, GroupNorm and grouped
 Conv1d, rotary embeddings and RMSNorm, ALiBi, ScatterND (BART), one-sided
 Clip (Swin V2), cubic Resize of a weight (DINOv2), EyeLike and a one-operand
-Einsum (XLNet), an empty Slice (Phi-3), Acos (YOSO)."""
+Einsum (XLNet), an empty Slice (Phi-3), Acos (YOSO), GridSample (RAFT),
+TopK (ViTMAE), a Tile of more than 64 copies (SwiftFormer), a training-mode
+BatchNormalization of a weight (BiT)."""
 
 import os
 import sys
@@ -32,7 +34,8 @@ TOL = 1e-4
 # benchmarks/heldout_models.py --table: same forms, more time).
 NAMES = ["bart", "swin_v2_t", "dinov2", "lraspp_mobilenet_v3_large", "t5_encoder",
          "deberta_v2", "wav2vec2", "whisper_encoder", "llama", "phi", "bloom", "gptj",
-         "mobilebert", "beit", "maxvit_t", "xlnet", "phi3", "yoso"]
+         "mobilebert", "beit", "maxvit_t", "xlnet", "phi3", "yoso", "raft_small", "vit_mae",
+         "swiftformer", "bit"]
 
 
 pytestmark = pytest.mark.usefixtures("scratch_cache")

@@ -2,7 +2,8 @@
 element-wise table) and the ops imported as a few engine ops each
 (onnx/composed.py: IsNaN, IsInf, LogSoftmax, ReduceLogSumExp,
 DepthToSpace, SpaceToDepth, ArgMin, Mean, LRN, SplitToSequence /
-SequenceAt): references against independent oracles, kernels against
+SequenceAt, TopK, GridSample, Tile of any count as expand,
+BatchNormalization folded on a constant): references against independent oracles, kernels against
 references bit for bit on every ISA, imports against ONNX Runtime."""
 
 import math
@@ -256,3 +257,109 @@ def test_a_sequence_as_the_model_output_is_one_error_line(tmp_path):
     with pytest.raises(OnnxImportError, match=r'output "s" is a sequence'):
         import_onnx(str(tmp_path / "s.onnx"), str(tmp_path / "m.json"))
 
+
+
+@pytest.mark.parametrize("shape, reps", [((2, 1, 3), (1, 100, 2)), ((2, 3), (3, 70)),
+                                         ((1, 4, 2), (2, 1, 1)), ((3, 2), (1, 1))])
+def test_tile_of_a_run_time_tensor_any_count_matches_onnxruntime(shape, reps, tmp_path):
+    """Tile as an expand of a [before, 1, d, after] view per repeated axis:
+    more than 64 copies too (SwiftFormer tiles its query vector 256 times),
+    axes of size 1 and larger, several axes at once."""
+    x = RNG.standard_normal(shape).astype(np.float32)
+    out = [d * r for d, r in zip(shape, reps)]
+    nodes = [helper.make_node("Tile", ["x", "reps"], ["t"]),
+             helper.make_node("Mul", ["t", "two"], ["y"])]
+    path = _graph(nodes, x, out, tmp_path, {"reps": _int64(reps), "two": np.float32(2.0)})
+    g = import_and_compare(path, tmp_path, {"x": x})
+    assert "concat" not in op_types(g)
+    assert op_types(g).count("expand") == sum(r > 1 for r in reps)
+
+
+@pytest.mark.parametrize("training", [1, 0])
+def test_batch_norm_of_a_constant_weight_folds_at_import(training, tmp_path):
+    """BiT's weight-standardised Conv: the weight, seen as [1, O, I*k*k],
+    normalised by a training-mode BatchNormalization (its own statistics per
+    output channel; the running mean / var outputs unused), reshaped back
+    and convolved. Folded at import in both modes: one conv2d."""
+    x = RNG.standard_normal((1, 3, 8, 8)).astype(np.float32)
+    w = (RNG.standard_normal((4, 3, 3, 3)) * 0.3 + 0.2).astype(np.float32)
+    nodes = [helper.make_node("Reshape", ["w", "flat"], ["wf"]),
+             helper.make_node("BatchNormalization", ["wf", "ones", "zeros", "mean", "var"],
+                              ["wn", "rm", "rv"] if training else ["wn"], epsilon=1e-8,
+                              momentum=1.0, training_mode=training),
+             helper.make_node("Reshape", ["wn", "wshape"], ["ws"]),
+             helper.make_node("Conv", ["x", "ws"], ["y"], pads=[1, 1, 1, 1])]
+    inits = {"w": w, "flat": _int64([1, 4, 27]), "wshape": _int64([4, 3, 3, 3]),
+             "ones": np.ones(4, np.float32), "zeros": np.zeros(4, np.float32),
+             "mean": (RNG.standard_normal(4) * 0.1).astype(np.float32),
+             "var": RNG.uniform(0.5, 1.5, 4).astype(np.float32)}
+    path = _graph(nodes, x, (1, 4, 8, 8), tmp_path, inits, opset=15)
+    g = import_and_compare(path, tmp_path, {"x": x})
+    assert op_types(g) == ["conv2d"]
+
+
+def test_training_mode_batch_norm_of_a_run_time_tensor_is_one_error_line(tmp_path):
+    x = RNG.standard_normal((2, 4, 3)).astype(np.float32)
+    nodes = [helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"],
+                              training_mode=1)]
+    inits = {k: np.ones(4, np.float32) for k in "sbmv"}
+    path = _graph(nodes, x, x.shape, tmp_path, inits, opset=15)
+    with pytest.raises(OnnxImportError, match=r"training-mode BatchNormalization of a run-time"):
+        import_onnx(str(path), str(tmp_path / "m.json"))
+
+
+@pytest.mark.parametrize("shape, axis, k, largest", [((2, 7), -1, 7, 0), ((2, 7), 1, 3, 1),
+                                                     ((5, 3, 4), 0, 2, 1), ((3, 6, 2), 1, 6, 0)])
+def test_top_k_matches_onnxruntime_ties_to_the_lower_index(shape, axis, k, largest, tmp_path):
+    """Values and indices (as ViTMAE uses argsort's: a GatherElements at
+    them), equal values in the input: the lower index first, as ONNX says."""
+    x = RNG.integers(-3, 4, shape).astype(np.float32)  # many ties
+    out = list(shape)
+    out[axis] = k
+    nodes = [helper.make_node("TopK", ["x", "k"], ["v", "i"], axis=axis, largest=largest),
+             helper.make_node("GatherElements", ["x", "i"], ["g"], axis=axis),
+             helper.make_node("Cast", ["i"], ["fi"], to=TensorProto.FLOAT),
+             helper.make_node("Mul", ["fi", "ten"], ["f10"]),
+             helper.make_node("Add", ["v", "f10"], ["vi"]),
+             helper.make_node("Add", ["vi", "g"], ["y"])]
+    path = _graph(nodes, x, out, tmp_path, {"k": _int64([k]), "ten": np.float32(10.0)})
+    g = import_and_compare(path, tmp_path, {"x": x}, tol=0)
+    assert "gather_elements" in op_types(g)
+
+
+def test_top_k_of_a_constant_folds_and_a_long_axis_is_one_error_line(tmp_path):
+    c = RNG.standard_normal((3, 5)).astype(np.float32)
+    x = RNG.standard_normal((3, 2)).astype(np.float32)
+    nodes = [helper.make_node("TopK", ["c", "k"], ["v", "i"], largest=1),
+             helper.make_node("Add", ["x", "v"], ["y"])]
+    path = _graph(nodes, x, x.shape, tmp_path, {"c": c, "k": _int64([2])})
+    assert op_types(import_and_compare(path, tmp_path, {"x": x})) == ["add"]
+    x = RNG.standard_normal((2, 4096)).astype(np.float32)
+    nodes = [helper.make_node("TopK", ["x", "k"], ["y", "i"])]
+    path = _graph(nodes, x, (2, 4), tmp_path, {"k": _int64([4])}, name="long.onnx")
+    with pytest.raises(OnnxImportError, match=r"TopK over 4096 elements in 2 rows"):
+        import_onnx(str(path), str(tmp_path / "l.json"))
+
+
+@pytest.mark.parametrize("mode, pad, corners", [("bilinear", "zeros", 1), ("bilinear", "zeros", 0),
+                                                ("bilinear", "border", 0),
+                                                ("nearest", "zeros", 1)])
+def test_grid_sample_matches_onnxruntime(mode, pad, corners, tmp_path):
+    """RAFT's correlation lookup (bilinear, zeros, align_corners) and the
+    other supported forms; the grid reaches past the image on every side."""
+    x = RNG.standard_normal((2, 3, 5, 6)).astype(np.float32)
+    grid = RNG.uniform(-1.3, 1.3, (2, 4, 7, 2)).astype(np.float32)
+    grid[0, 0, :3] = [[-1, -1], [1, 1], [0.2, 1.0]]  # corners and an edge exactly
+    nodes = [helper.make_node("GridSample", ["x", "g"], ["y"], mode=mode, padding_mode=pad,
+                              align_corners=corners)]
+    path = save(nodes, [fin("x", [2, 3, 5, 6]), fin("g", [2, 4, 7, 2])], [fin("y", [2, 3, 4, 7])],
+                {}, tmp_path / "gs.onnx", 16)
+    import_and_compare(path, tmp_path, {"x": x, "g": grid})
+
+
+def test_grid_sample_reflection_is_one_error_line(tmp_path):
+    nodes = [helper.make_node("GridSample", ["x", "g"], ["y"], padding_mode="reflection")]
+    path = save(nodes, [fin("x", [1, 1, 4, 4]), fin("g", [1, 2, 2, 2])], [fin("y", [1, 1, 2, 2])],
+                {}, tmp_path / "gs.onnx", 16)
+    with pytest.raises(OnnxImportError, match=r'padding_mode "reflection"'):
+        import_onnx(str(path), str(tmp_path / "m.json"))

@@ -16,6 +16,15 @@ parts already run at the engine's speed.
 - SplitToSequence, SequenceAt, SequenceLength (Mamba's selective scan
   exports them): a sequence is kept at import as its tensor and cut
   points; SequenceAt at a constant position is a slice of the tensor.
+- TopK (torch.topk, and torch.argsort as ViTMAE's random masking shuffles
+  its patches): pairwise comparisons along the axis give each element its
+  place in the order, one-hot places give the indices, gather_elements the
+  values; rows * n^2 comparisons, so only for short axes.
+- GridSample (RAFT's correlation lookups and warps; 2-D, bilinear or
+  nearest, zeros or border padding): the grid unnormalised to pixel
+  coordinates, per corner a gather_elements of the [N, C, H*W] input at the
+  clamped flat index, weighted by its bilinear weight times whether the
+  corner is inside the image.
 """
 
 from __future__ import annotations
@@ -253,6 +262,140 @@ def sequence_length(cx, attrs):
     cx.define(cx.out(), np.array(len(seq.bounds) - 1, np.int64))
 
 
+# -- TopK -----------------------------------------------------------------------
+
+TOPK_PAIRS = 1 << 22  # at most this many pairwise comparisons (rows * n * n)
+
+
+def top_k(cx, attrs):
+    """TopK along an axis of n elements: element i's place in the order is
+    the count of elements j ahead of it (greater, or less for largest=0, or
+    equal at a lower index: ONNX puts the lower index first), from [.., n, 1]
+    against [.., 1, n] comparisons summed over j; the k-th index is
+    sum_i i * [place_i == k]; the values gather_elements at those indices.
+    Always sorted (sorted=0 allows any order). NaN has no place."""
+    shp = [int(d) for d in cx.shape(0)]
+    rank = len(shp)
+    axis = int(attrs.get("axis", -1)) % rank
+    k = int(np.asarray(cx.const(1, "K")).reshape(-1)[0])
+    n = shp[axis]
+    if not 1 <= k <= n:
+        raise Unsupported(f"K = {k} outside [1, {n}] (the axis' length)")
+    rows = int(np.prod(shp, dtype=np.int64)) // n
+    if rows * n * n > TOPK_PAIRS:
+        raise Unsupported(f"TopK over {n} elements in {rows} rows: {rows * n * n} pairwise "
+                          f"comparisons, more than the {TOPK_PAIRS} hwtune composes it of")
+    perm = [a for a in range(rank) if a != axis] + [axis]
+    x = cx.tensor(0)
+    if axis != rank - 1:
+        x = cx.emit("transpose", [x], {"perm": perm})
+    lead = [shp[a] for a in perm[:-1]]
+    last = len(lead)  # the axis, now the last of lead + [n]
+    xi = cx.emit("reshape", [x], {"shape": lead + [n, 1]})
+    xj = cx.emit("reshape", [x], {"shape": lead + [1, n]})
+    name = cx.node.name or cx.out()
+    ahead = cx.emit("greater" if attrs.get("largest", 1) else "less", [xj, xi])
+    lower = cx.param(f"{name}:lower", np.tril(np.ones((n, n), np.float32), -1))  # j < i
+    ahead = cx.emit("add", [ahead, cx.emit("mul", [cx.emit("equal", [xj, xi]), lower])])
+    place = cx.emit("reduce_sum", [ahead], {"axes": [last + 1], "keepdims": False})
+    place = cx.emit("reshape", [place], {"shape": lead + [1, n]})
+    ks = cx.param(f"{name}:k", np.arange(k, dtype=np.float32).reshape(k, 1))
+    hot = cx.emit("equal", [place, ks])  # lead + [k, n]
+    iota = cx.param(f"{name}:iota", np.arange(n, dtype=np.float32))
+    outs = list(cx.node.output) + ["", ""]
+    want_v, want_i = bool(outs[0]), bool(outs[1])
+    inv = [int(a) for a in np.argsort(perm)]
+    idx = cx.emit("reduce_sum", [cx.emit("mul", [hot, iota])],
+                  {"axes": [last + 1], "keepdims": False},
+                  out=cx.out(1) if want_i and axis == rank - 1 else None)
+    cx.int_bounds[idx] = (0.0, float(n - 1))
+    if want_i and axis != rank - 1:
+        cx.emit("transpose", [idx], {"perm": inv}, out=cx.out(1))
+        cx.int_bounds[cx.out(1)] = (0.0, float(n - 1))
+    if want_v:
+        v = cx.emit("gather_elements", [x, idx], {"axis": last},
+                    out=cx.out(0) if axis == rank - 1 else None)
+        if axis != rank - 1:
+            cx.emit("transpose", [v], {"perm": inv}, out=cx.out(0))
+
+
+def fold_top_k(values, attrs, cx):
+    x = np.asarray(values[0])
+    axis = int(attrs.get("axis", -1)) % x.ndim
+    k = int(np.asarray(values[1]).reshape(-1)[0])
+    key = -x if attrs.get("largest", 1) else x  # stable: lower index first among equals
+    idx = np.take(np.argsort(key, axis=axis, kind="stable"), np.arange(k), axis=axis)
+    return [np.take_along_axis(x, idx, axis), idx.astype(np.int64)]
+
+
+# -- GridSample -------------------------------------------------------------------
+
+def grid_sample(cx, attrs):
+    """GridSample on [N, C, H, W] at a [N, Ho, Wo, 2] grid of (x, y) in
+    [-1, 1]: each coordinate unnormalised (align_corners: -1 and 1 are the
+    corner pixels' centres, else their outer edges), clamped to the image
+    for border padding; bilinear: the four neighbours floor(x) + {0, 1},
+    floor(y) + {0, 1}, each read at its flat index clamped into the image
+    (gather_elements over H*W) and weighted by its bilinear weight times
+    [the neighbour is inside]: zeros outside. Nearest: one neighbour at
+    round(x), round(y) (halves to even, as ONNX Runtime)."""
+    shp = [int(d) for d in cx.shape(0)]
+    gshp = [int(d) for d in cx.shape(1)]
+    mode = str(attrs.get("mode", "bilinear"))
+    pad = str(attrs.get("padding_mode", "zeros"))
+    if len(shp) != 4 or gshp != [shp[0], *gshp[1:3], 2]:
+        raise Unsupported(f"GridSample of {shp} at a grid {gshp} (2-D only: [N, C, H, W] "
+                          "and [N, Ho, Wo, 2])")
+    if mode not in ("bilinear", "linear", "nearest"):
+        raise Unsupported(f'GridSample mode "{mode}" (bilinear and nearest only)')
+    if pad not in ("zeros", "border"):
+        raise Unsupported(f'GridSample padding_mode "{pad}" (zeros and border only)')
+    n, c, h, w = shp
+    p = gshp[1] * gshp[2]
+    corners = bool(attrs.get("align_corners", 0))
+    x = cx.emit("reshape", [cx.tensor(0)], {"shape": [n, c, h * w]})
+
+    def coord(i, size):  # pixel coordinate along one axis, [N, 1, P]
+        g = cx.emit("slice", [cx.tensor(1)], {"axis": 3, "begin": i, "end": i + 1})
+        g = cx.emit("reshape", [g], {"shape": [n, 1, p]})
+        scale = (size - 1) / 2 if corners else size / 2
+        g = cx.emit("affine", [g], {"scale": scale, "shift": (size - 1) / 2})
+        if pad == "border":
+            g = cx.emit("clip", [g], {"min": 0.0, "max": float(size - 1)})
+        return g
+
+    def inside(v, size):  # (v clamped into [0, size - 1], 1 where it was inside)
+        cl = cx.emit("clip", [v], {"min": 0.0, "max": float(size - 1)})
+        return cl, cx.emit("equal", [cl, v])
+
+    ix, iy = coord(0, w), coord(1, h)
+    if mode == "nearest":
+        xs = [(cx.emit("round", [ix]), None)]
+        ys = [(cx.emit("round", [iy]), None)]
+    else:
+        x0, y0 = cx.emit("floor", [ix]), cx.emit("floor", [iy])
+        wx1, wy1 = cx.emit("sub", [ix, x0]), cx.emit("sub", [iy, y0])
+        xs = [(x0, cx.emit("affine", [wx1], {"scale": -1.0, "shift": 1.0})),
+              (cx.emit("affine", [x0], {"shift": 1.0}), wx1)]
+        ys = [(y0, cx.emit("affine", [wy1], {"scale": -1.0, "shift": 1.0})),
+              (cx.emit("affine", [y0], {"shift": 1.0}), wy1)]
+    terms = []
+    for yv, wy in ys:
+        yc, yin = inside(yv, h)
+        for xv, wx in xs:
+            xc, xin = inside(xv, w)
+            idx = cx.emit("add", [cx.emit("affine", [yc], {"scale": float(w)}), xc])
+            idx = cx.emit("expand", [idx], {"shape": [n, c, p]})
+            v = cx.emit("gather_elements", [x, idx], {"axis": 2})
+            wt = cx.emit("mul", [yin, xin])
+            for f in (wx, wy):
+                if f is not None:
+                    wt = cx.emit("mul", [wt, f])
+            terms.append(cx.emit("mul", [v, wt]))
+    y = terms[0] if len(terms) == 1 else cx.emit("sum", terms)
+    cx.emit("reshape", [y], {"shape": [n, c, gshp[1], gshp[2]]}, out=cx.out())
+
+
 RULES = {
     "IsNaN": (is_nan, fold_is_nan),
     "IsInf": (is_inf, fold_is_inf),
@@ -266,4 +409,6 @@ RULES = {
     "SplitToSequence": (split_to_sequence, None),
     "SequenceAt": (sequence_at, None),
     "SequenceLength": (sequence_length, None),
+    "TopK": (top_k, fold_top_k),
+    "GridSample": (grid_sample, None),
 }

@@ -236,6 +236,27 @@ def _trilu(values, attrs, cx):
     return [fn(values[0], k)]
 
 
+def _batch_norm(values, attrs, cx):
+    """BatchNormalization of a constant: BiT's weight-standardised Conv
+    exports its standardisation as a training-mode BatchNormalization of the
+    weight (statistics of the input itself, per axis-1 channel, biased
+    variance; the running mean / var outputs per ONNX's momentum)."""
+    x = np.asarray(values[0], np.float64)
+    scale, bias, mean, var = (np.asarray(v, np.float64).reshape(-1) for v in values[1:5])
+    eps = float(attrs.get("epsilon", 1e-5))
+    bshape = [-1] + [1] * (x.ndim - 2)
+    if attrs.get("training_mode", 0):
+        axes = (0,) + tuple(range(2, x.ndim))
+        cur_mean, cur_var = x.mean(axis=axes), x.var(axis=axes)
+        m = float(attrs.get("momentum", 0.9))
+        extra = [mean * m + cur_mean * (1 - m), var * m + cur_var * (1 - m)]
+    else:
+        cur_mean, cur_var, extra = mean, var, []
+    y = (x - cur_mean.reshape(bshape)) / np.sqrt(cur_var.reshape(bshape) + eps) \
+        * scale.reshape(bshape) + bias.reshape(bshape)
+    return [np.asarray(v, np.float32) for v in [y] + extra]
+
+
 FOLDS = {
     "Constant": constant,
     "Identity": lambda v, a, cx: [v[0]],
@@ -266,7 +287,7 @@ FOLDS = {
     "And": _binary(np.logical_and), "Or": _binary(np.logical_or),
     "LessOrEqual": _binary(np.less_equal), "GreaterOrEqual": _binary(np.greater_equal),
     "Xor": _binary(np.logical_xor), "CumSum": _cumsum, "GatherElements": _gather_elements,
-    "ScatterND": _scatter_nd, "Trilu": _trilu,
+    "ScatterND": _scatter_nd, "Trilu": _trilu, "BatchNormalization": _batch_norm,
     "Tile": lambda v, a, cx: [np.tile(v[0], [int(r) for r in np.asarray(v[1]).reshape(-1)])],
     "Not": _unary(np.logical_not), "Neg": _unary(np.negative), "Abs": _unary(np.abs),
     "Floor": _unary(np.floor), "Ceil": _unary(np.ceil), "Sqrt": _unary(np.sqrt),

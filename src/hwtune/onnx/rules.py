@@ -567,7 +567,8 @@ def reduce_(mode):
 
 def batch_norm(cx, attrs):
     if attrs.get("training_mode", 0) or any(o for o in cx.node.output[1:]):
-        raise Unsupported("training-mode BatchNormalization (export the model in eval mode)")
+        raise Unsupported("training-mode BatchNormalization of a run-time tensor (export the "
+                          "model in eval mode)")
     cx.emit("batch_norm", [cx.tensor(i) for i in range(5)],
             {"epsilon": float(attrs.get("epsilon", 1e-5))}, out=cx.out())
 
@@ -685,19 +686,24 @@ def expand(cx, attrs):
 
 
 def tile(cx, attrs):
-    """Tile: per repeated axis, a concat of that many copies."""
+    """Tile: per repeated axis a, the tensor viewed as [before, 1, d, after]
+    broadcast to [before, r, d, after] (expand) and read as [.., r * d, ..]:
+    any number of copies (SwiftFormer tiles a query vector 256 times)."""
     reps = [int(r) for r in np.asarray(cx.const(1, "repeats")).reshape(-1)]
-    if len(reps) != len(cx.shape(0)) or any(r < 1 for r in reps):
-        raise Unsupported(f"repeats {reps} for a rank-{len(cx.shape(0))} tensor")
-    if any(r > 64 for r in reps):  # the engine's ops take at most 64 inputs
-        raise Unsupported(f"repeats {reps}: more than 64 copies of an axis")
+    shp = [int(d) for d in cx.shape(0)]
+    if len(reps) != len(shp) or any(r < 1 for r in reps):
+        raise Unsupported(f"repeats {reps} for a rank-{len(shp)} tensor")
     axes = [a for a, r in enumerate(reps) if r > 1]
     cur = cx.tensor(0)
     if not axes:
         cx.bind(cx.out(), cur)
     for k, a in enumerate(axes):
-        cur = cx.emit("concat", [cur] * reps[a], {"axis": a},
-                      out=cx.out() if k == len(axes) - 1 else None)
+        last = k == len(axes) - 1
+        before, after = int(np.prod(shp[:a])), int(np.prod(shp[a + 1:]))
+        cur = cx.emit("reshape", [cur], {"shape": [before, 1, shp[a], after]})
+        cur = cx.emit("expand", [cur], {"shape": [before, reps[a], shp[a], after]})
+        shp[a] *= reps[a]
+        cur = cx.emit("reshape", [cur], {"shape": list(shp)}, out=cx.out() if last else None)
 
 
 # -- resize (issue #41) ----------------------------------------------------------
@@ -866,7 +872,7 @@ RULES: Dict[str, Rule] = {
     "ReduceMean": Rule(reduce_("avg"), F.FOLDS["ReduceMean"]),
     "ReduceMax": Rule(reduce_("max"), F.FOLDS["ReduceMax"]),
     "ReduceSum": Rule(reduce_("sum"), F.FOLDS["ReduceSum"]),
-    "BatchNormalization": Rule(batch_norm, None),
+    "BatchNormalization": Rule(batch_norm, F.FOLDS["BatchNormalization"]),
     "Softmax": Rule(softmax, None),
     "LayerNormalization": Rule(layer_norm, None),
     # recurrent cells, unrolled over the sequence
