@@ -163,6 +163,52 @@ def test_check_flags_a_wrong_output(model):
     assert not check_outputs(outs, graph)["ok"]
 
 
+def test_check_matches_nan_and_infinities_the_reference_has_too(model, monkeypatch):
+    """A NaN or infinity the model itself computes (an overflowing weight,
+    found by benchmarks/fuzz_onnx.py) is in the reference too: the check
+    compares the finite rest (it refused such a run: the fact was not
+    storable as JSON). One on one side only is a mismatch, and its run
+    fails the check with the one line that says so."""
+    import numpy as np
+    import hwtune.graph
+    from hwtune.engine.runner import check_outputs
+    from hwtune.graph import load_model, run_reference
+    graph = load_model(model)
+    ref = run_reference(graph)
+    ref["y2"][0, :3] = [np.inf, -np.inf, np.nan]
+    monkeypatch.setattr(hwtune.graph, "run_reference", lambda *a, **k: ref)
+    outs = {k: v.copy() for k, v in ref.items()}
+    c = check_outputs(outs, graph)
+    assert c["ok"] and np.isfinite(c["max_ref"]), c
+    outs["y2"][0, 0] = -np.inf
+    assert not check_outputs(outs, graph)["ok"]
+    outs["y2"][0, 0] = np.inf
+    outs["y1"][1, 1] = np.nan
+    c = check_outputs(outs, graph)
+    assert not c["ok"] and c["output"] == "y1" and c["max_abs"] == np.inf
+
+
+@needs_engine
+def test_a_failed_check_with_an_infinite_error_is_stored_and_reported(model, tmp_path,
+                                                                      monkeypatch):
+    import hwtune.engine.runner as runner
+    real = runner.check_outputs
+
+    def nan_out(outputs, graph, inputs=None):
+        outputs = {k: v.copy() for k, v in outputs.items()}
+        outputs["y1"].reshape(-1)[0] = float("nan")
+        return real(outputs, graph, inputs)
+    monkeypatch.setattr(runner, "check_outputs", nan_out)
+    db = tmp_path / "r.db"
+    res = invoke(model, "--db", db, "--iterations", 1, "--check")
+    assert res.exit_code == 1, res.output + res.stderr
+    assert res.stderr.strip().splitlines()[-1].startswith(
+        "error: outputs differ from the numpy reference: max |engine - numpy| inf on y1"), \
+        res.stderr
+    stored = json.loads(rows(db, "SELECT value_json FROM run_facts WHERE key = 'check'")[0][0])
+    assert stored["max_abs"] is None and stored["rel"] is None and not stored["ok"]
+
+
 def test_check_measures_rounding_residue_against_the_largest_output(model, monkeypatch):
     """An output that is zero in exact arithmetic holds rounding residue
     (the key bias's gradient of a transformer block: numpy 7e-14, the engine

@@ -26,14 +26,17 @@ from hwtune.onnx.errors import OnnxImportError, Unsupported
 def attributes(node) -> Dict[str, Any]:
     """A node's attributes as Python values (strings decoded, tensors as
     numpy arrays)."""
-    from onnx import helper, numpy_helper
+    from onnx import helper
+
+    from hwtune.onnx.reader import tensor_value
     out = {}
     for a in node.attribute:
         value = helper.get_attribute_value(a)
         if isinstance(value, bytes):
             value = value.decode("utf-8", "replace")
         elif hasattr(value, "dims") and hasattr(value, "data_type"):
-            value = numpy_helper.to_array(value)
+            value = tensor_value(value, f'node "{node.name}" ({node.op_type}): attribute '
+                                        f'"{a.name}"')
         elif isinstance(value, list) and value and isinstance(value[0], bytes):
             value = [v.decode("utf-8", "replace") for v in value]
         out[a.name] = value

@@ -98,12 +98,23 @@ def slice_params(values, attrs, cx, rank):
         starts, ends = values[1], values[2]
         axes = values[3] if len(values) > 3 else None
         steps = values[4] if len(values) > 4 else None
-    starts = [int(v) for v in np.asarray(starts).reshape(-1)]
-    ends = [int(v) for v in np.asarray(ends).reshape(-1)]
-    axes = list(range(len(starts))) if axes is None else \
-        [int(a) % rank for a in np.asarray(axes).reshape(-1)]
-    steps = [1] * len(starts) if steps is None else [int(s) for s in np.asarray(steps).reshape(-1)]
+    starts, ends = _index_values(starts, "starts"), _index_values(ends, "ends")
+    axes = list(range(len(starts))) if axes is None else _index_values(axes, "axes")
+    if any(not -rank <= a < rank for a in axes):
+        raise Unsupported(f"Slice axes {axes} out of range for a rank-{rank} input")
+    axes = [a % rank for a in axes]
+    steps = [1] * len(starts) if steps is None else _index_values(steps, "steps")
     return list(zip(axes, starts, ends, steps))
+
+
+def _index_values(v, what):
+    """The ints of an index tensor (Slice's starts, ends, axes, steps);
+    ONNX types them int32 / int64: a float one (NaN, 2.5) is refused, not
+    truncated."""
+    a = np.asarray(v)
+    if a.size and a.dtype.kind not in "iu":
+        raise Unsupported(f"Slice {what} of type {a.dtype} (ONNX's are int32 or int64)")
+    return [int(x) for x in a.reshape(-1)]
 
 
 def _slice(values, attrs, cx):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import asdict, dataclass
 from typing import Dict, Optional, Tuple
@@ -86,8 +87,6 @@ def import_onnx(path: str, out_json: str, shapes=None, dims=None,
                 name: Optional[str] = None) -> ImportSummary:
     """Convert the ONNX model at path; writes out_json and its weights file
     (<stem>.weights.safetensors beside it) and checks the result loads."""
-    from onnx import numpy_helper
-
     from hwtune.graph import load_model
     from hwtune.graph.model import dump_document
     from hwtune.graph.weights import SUFFIX, write_weights
@@ -96,12 +95,14 @@ def import_onnx(path: str, out_json: str, shapes=None, dims=None,
     from hwtune.onnx.fuse import (fold_pads_into_convs, fold_reshapes_around_elementwise,
                                   fold_scales_into_matmuls, fuse_gelu, fuse_gelu_tanh,
                                   fuse_matmul_bias, fuse_silu)
-    from hwtune.onnx.reader import input_dtypes, input_shapes, read_model
+    from hwtune.onnx.reader import input_dtypes, input_shapes, read_model, tensor_value
 
     model, opset = read_model(path)
     _check_op_types(model, path)
     ins = input_shapes(model, shapes, dims)
-    consts = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    _check_input_sizes(ins)
+    consts = {t.name: tensor_value(t, f'{path}: initializer "{t.name}"')
+              for t in model.graph.initializer}
     cx = convert(model, opset, ins, consts, input_dtypes(model))
     outs = [o.name for o in model.graph.output]
     cx.node = None
@@ -160,6 +161,19 @@ def import_onnx(path: str, out_json: str, shapes=None, dims=None,
         param_bytes=int(sum(a.nbytes for _, a in params)),
         inputs={n: tuple(s) for n, s in ins.items()},
         outputs={o: tuple(graph.shapes[o]) for o in outs})
+
+
+def _check_input_sizes(ins) -> None:
+    """An input above the tensor size limit is refused before the rules
+    size anything by it (an LSTM's [batch, hidden] state zeros, say)."""
+    from hwtune.graph.limits import Limits, how_to_raise, human_bytes
+    limit = Limits.from_env().max_tensor_bytes
+    for name, shape in ins.items():
+        nbytes = 4 * math.prod(shape)
+        if nbytes > limit:
+            raise OnnxImportError(f'input "{name}" of shape {list(shape)} needs '
+                                  f"{human_bytes(nbytes)}, more than the {human_bytes(limit)} "
+                                  f"limit ({how_to_raise('max_tensor_bytes')})")
 
 
 def _converted(model, cx) -> int:

@@ -111,14 +111,13 @@ def index_ranges(model, dtypes: Dict[str, str]) -> Dict[str, Tuple[int, int]]:
     """int input -> [low, high) of the values it may take: the extent of
     the constant tables it indexes (the smallest when several), else
     DEFAULT_RANGE."""
-    from onnx import numpy_helper
     g = model.graph
     consts = {t.name: tuple(t.dims) for t in g.initializer}
     for n in g.node:
         if n.op_type == "Constant":
             for a in n.attribute:
-                if a.name == "value":
-                    consts[n.output[0]] = tuple(numpy_helper.to_array(a.t).shape)
+                if a.name == "value":  # its values are read (and checked) by convert
+                    consts[n.output[0]] = tuple(a.t.dims)
     source = {}  # tensor -> the int input it is a view of
     ints = {name for name, dt in dtypes.items() if dt != "float32"}
     out: Dict[str, Tuple[int, int]] = {}

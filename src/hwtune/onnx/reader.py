@@ -39,6 +39,16 @@ def external_files(model):
             yield t.name, info.get("location", "")
 
 
+def _names(model):
+    """The model's strings that become names in the imported model.json."""
+    g = model.graph
+    yield from (model.producer_name, model.producer_version, g.name)
+    for n in g.node:
+        yield from (n.name, n.op_type, n.domain, *n.input, *n.output)
+    for v in (*g.input, *g.output, *g.initializer, *g.value_info):
+        yield v.name
+
+
 def read_model(path: str):
     """(ModelProto with external data loaded and local functions inlined,
     default-domain opset)."""
@@ -53,6 +63,9 @@ def read_model(path: str):
                               f"{_first_line(exc)})") from None
     except OSError as exc:
         raise OnnxImportError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    bad = next((s for s in _names(model) if isinstance(s, bytes)), None)
+    if bad is not None:  # protobuf hands a string field that is not UTF-8 back as bytes
+        raise OnnxImportError(f"{path}: not a valid ONNX file (a name is not UTF-8: {bad!r})")
     if model.ir_version <= 0 or not model.HasField("graph") or not model.graph.output:
         raise OnnxImportError(f"{path}: not an ONNX model (no graph or no outputs; truncated?)")
     opset = opset_of(model)
@@ -85,6 +98,24 @@ def read_model(path: str):
     except ValueError:
         pass  # above protobuf's 2 GB limit: the checker needs a path; the import checks
     return model, opset
+
+
+def tensor_value(t, where: str):
+    """A TensorProto's values as a numpy array; OnnxImportError when they
+    are not what its dims and type say (a data length that does not match
+    the dims, bytes of another type, a negative dim). where: what to name
+    it by, e.g. 'initializer "w"'."""
+    from onnx import TensorProto, numpy_helper
+    dims = list(t.dims)
+    try:
+        if any(d < 0 for d in dims):
+            raise ValueError("negative dimension")
+        return numpy_helper.to_array(t)
+    except (ValueError, TypeError, KeyError) as exc:
+        kind = TensorProto.DataType.Name(t.data_type) \
+            if t.data_type in TensorProto.DataType.values() else f"type {t.data_type}"
+        raise OnnxImportError(f"{where} ({kind}, dims {dims}) does not hold the data its type "
+                              f"and dims say: {_first_line(exc)}") from None
 
 
 def _show(dims) -> str:

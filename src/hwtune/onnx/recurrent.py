@@ -30,6 +30,33 @@ _MAX_INPUTS = 64
 _DIRECTIONS = {"forward": (False,), "reverse": (True,), "bidirectional": (False, True)}
 
 
+def _check_shapes(cx, attrs, what, ndir):
+    """X is [seq, batch, input]; W, R and B are the shapes ONNX gives them
+    for ndir directions and R's hidden size, which hidden_size (if given)
+    must equal: the weights are sliced per gate by these sizes."""
+    x = list(cx.shape(0))
+    if len(x) != 3:
+        raise Unsupported(f"{what} input X of shape {x} (ONNX's is [seq, batch, input])")
+    gates = 3 if what == "GRU" else 4
+    r = list(cx.shape(2))
+    if len(r) != 3 or r[2] < 1:
+        raise Unsupported(f"{what} R of shape {r} (ONNX's is [directions, {gates} x hidden, "
+                          "hidden])")
+    hidden = r[2]
+    wants = [("R", 2, [ndir, gates * hidden, hidden]), ("W", 1, [ndir, gates * hidden, x[2]])]
+    if cx.has(3):
+        wants.append(("B", 3, [ndir, 2 * gates * hidden]))
+    for name, i, want in wants:
+        got = list(cx.shape(i))
+        if got != want:
+            raise Unsupported(f"{what} {name} of shape {got}: expected {want} for {ndir} "
+                              f"direction(s), hidden size {hidden} (R's last dim) and input "
+                              f"size {x[2]}")
+    size = attrs.get("hidden_size", hidden)
+    if size != hidden:
+        raise Unsupported(f"{what} hidden_size={size} but R {r} is for hidden size {hidden}")
+
+
 def _check(cx, attrs, what):
     """(seq, batch, reverse flag per direction, sequence lengths or None)."""
     direction = attrs.get("direction", "forward")
@@ -49,6 +76,7 @@ def _check(cx, attrs, what):
     for i, name in ((1, "W"), (2, "R")):
         if not cx.is_const(i):
             raise Unsupported(f"{what} weights {name} computed at run time are not supported")
+    _check_shapes(cx, attrs, what, len(dirs))
     seq, batch, _ = cx.shape(0)
     lens = None
     if cx.has(4):
@@ -69,6 +97,9 @@ def _state(cx, i, d, ndir, batch, hidden, hint):
     tensor (zeros when omitted)."""
     if not cx.has(i):
         return cx.param(hint, np.zeros((batch, hidden), np.float32))
+    if tuple(cx.shape(i)) != (ndir, batch, hidden):
+        raise Unsupported(f"initial state (input {i}) of shape {list(cx.shape(i))} (expected "
+                          f"{[ndir, batch, hidden]})")
     if cx.is_const(i):
         v = np.asarray(cx.const(i), np.float32).reshape(ndir, batch, hidden)[d]
         return cx.param(hint, v.copy())

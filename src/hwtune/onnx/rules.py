@@ -236,7 +236,11 @@ def flatten(cx, attrs):
 
 def transpose(cx, attrs):
     rank = len(cx.shape(0))
-    perm = [int(p) % rank for p in attrs.get("perm", range(rank - 1, -1, -1))]
+    perm = [int(p) for p in attrs.get("perm", range(rank - 1, -1, -1))]
+    if sorted(p % rank if rank else p for p in perm) != list(range(rank)):
+        raise Unsupported(f"perm {perm} is not a permutation of the {rank} axes of its input "
+                          f"{list(cx.shape(0))}")
+    perm = [p % rank for p in perm]
     moved = [d for i, d in enumerate(cx.shape(0)) if perm[i] != i]
     if perm == list(range(rank)) or all(d == 1 for d in moved):
         # Only size-1 axes move: the same elements in the same order.
@@ -257,7 +261,7 @@ def concat(cx, attrs):
 
 def split(cx, attrs):
     shp = cx.shape(0)
-    axis = attrs.get("axis", 0) % len(shp)
+    axis = _axis(attrs.get("axis", 0), len(shp))
     sizes = F.split_sizes([None, cx.const(1, "split") if cx.opset >= 13 else None], attrs,
                           cx, shp[axis], len(cx.node.output))
     outs = [o or cx.fresh(f"{cx.node.name}:part{k}") for k, o in enumerate(cx.node.output)]
@@ -301,7 +305,7 @@ def gather(cx, attrs):
         take(cx, attrs)
         return
     shp = cx.shape(0)
-    axis = attrs.get("axis", 0) % len(shp)
+    axis = _axis(attrs.get("axis", 0), len(shp))
     idx = np.asarray(cx.const(1, "indices")).astype(np.int64)
     bad = [int(i) for i in idx.reshape(-1) if not -shp[axis] <= i < shp[axis]]
     if bad:
@@ -334,7 +338,7 @@ def pad(cx, attrs):
     else:
         pads, value, axes = [int(p) for p in attrs["pads"]], float(attrs.get("value", 0.0)), None
     if axes is not None:  # pads for the listed axes only
-        axes = [int(a) % rank for a in np.asarray(axes).reshape(-1)]
+        axes = [_axis(a, rank, "axes") for a in np.asarray(axes).reshape(-1)]
         if len(pads) != 2 * len(axes):
             raise Unsupported(f"{len(pads)} pads for {len(axes)} axes")
         full = [0] * (2 * rank)
@@ -407,7 +411,17 @@ def gemm(cx, attrs):
         cx.emit("add", [y, c_name], out=cx.out())
 
 
+def _check_kernel(cx, attrs):
+    """kernel_shape is optional (the weights' spatial dims); one given must
+    be those dims (ONNX Runtime refuses a model where it is not)."""
+    kernel = attrs.get("kernel_shape")
+    if kernel is not None and [int(k) for k in kernel] != list(cx.shape(1)[2:]):
+        raise Unsupported(f"kernel_shape {list(kernel)} does not match the weights' spatial "
+                          f"dims {list(cx.shape(1)[2:])}")
+
+
 def conv(cx, attrs):
+    _check_kernel(cx, attrs)
     x = cx.shape(0)
     if len(x) == 5:
         return N3.conv3d(cx, attrs)
@@ -475,6 +489,7 @@ def _grouped_conv(cx, group, conv_attrs, op="conv_transpose2d"):
 
 
 def conv_transpose(cx, attrs):
+    _check_kernel(cx, attrs)
     x = cx.shape(0)
     if len(x) != 4:
         raise Unsupported(f"{len(x) - 2}-D transposed convolution: hwtune's "
@@ -530,7 +545,7 @@ def _reduce_axes(cx, attrs, since):
         return None, True
     if not axes:
         return list(range(len(shp))), False
-    return sorted({int(a) % len(shp) for a in axes}), False
+    return sorted({_axis(a, len(shp), "axes") for a in axes}), False
 
 
 def reduce_(mode):
@@ -573,11 +588,27 @@ def batch_norm(cx, attrs):
             {"epsilon": float(attrs.get("epsilon", 1e-5))}, out=cx.out())
 
 
+def _axis(value, rank: int, what: str = "axis") -> int:
+    """An ONNX axis (negative counts from the end) as 0..rank-1; one out of
+    -rank..rank-1 is refused, not wrapped (ONNX Runtime refuses it too)."""
+    a = int(value)
+    if not -rank <= a < rank:
+        raise Unsupported(f"{what} {a} is out of range for a rank-{rank} input "
+                          f"({-rank}..{rank - 1})")
+    return a % rank
+
+
+def _broadcasts(shape, to) -> bool:
+    """numpy's rule: shape broadcasts to `to` without changing it."""
+    return len(shape) <= len(to) and all(
+        s in (1, t) for s, t in zip(reversed(list(shape)), reversed(list(to))))
+
+
 def layer_norm(cx, attrs):
     if any(o for o in cx.node.output[1:]):
         raise Unsupported("the Mean / InvStdDev outputs of LayerNormalization (training)")
     rank = len(cx.shape(0))
-    axis = int(attrs.get("axis", -1)) % rank
+    axis = _axis(attrs.get("axis", -1), rank)
     norm = list(cx.shape(0)[axis:])
     ins = [cx.tensor(0)]
     for i, what in ((1, "scale"), (2, "bias")):
@@ -585,7 +616,8 @@ def layer_norm(cx, attrs):
             continue
         if list(cx.shape(i)) == norm:
             ins.append(cx.tensor(i))
-        elif cx.is_const(i):  # broadcast to the normalised shape at import
+        elif cx.is_const(i) and _broadcasts(cx.shape(i), norm):
+            # broadcast to the normalised shape at import
             ins.append(cx.param(f"{cx.node.input[i]}:{what}", np.broadcast_to(
                 cx.const(i), norm).astype(np.float32)))
         else:
@@ -599,11 +631,11 @@ def softmax(cx, attrs):
     shp = cx.shape(0)
     rank = len(shp)
     if cx.opset >= 13:
-        cx.emit("softmax", [cx.tensor(0)], {"axis": attrs.get("axis", -1) % rank},
+        cx.emit("softmax", [cx.tensor(0)], {"axis": _axis(attrs.get("axis", -1), rank)},
                 out=cx.out())
         return
     # Before opset 13, Softmax normalises over all dims from `axis` on.
-    axis = attrs.get("axis", 1) % rank
+    axis = _axis(attrs.get("axis", 1), rank)
     if axis == rank - 1:
         cx.emit("softmax", [cx.tensor(0)], {"axis": axis}, out=cx.out())
         return
@@ -657,17 +689,17 @@ def where(cx, attrs):
 
 def take(cx, attrs):
     """Gather at run-time indices (an embedding lookup)."""
-    axis = int(attrs.get("axis", 0)) % len(cx.shape(0))
+    axis = _axis(attrs.get("axis", 0), len(cx.shape(0)))
     cx.emit("take", [cx.tensor(0), cx.tensor(1)], {"axis": axis}, out=cx.out())
 
 
 def gather_elements(cx, attrs):
-    axis = int(attrs.get("axis", 0)) % len(cx.shape(0))
+    axis = _axis(attrs.get("axis", 0), len(cx.shape(0)))
     cx.emit("gather_elements", [cx.tensor(0), cx.tensor(1)], {"axis": axis}, out=cx.out())
 
 
 def cumsum(cx, attrs):
-    axis = int(np.asarray(cx.const(1, "axis")).reshape(-1)[0]) % len(cx.shape(0))
+    axis = _axis(np.asarray(cx.const(1, "axis")).reshape(-1)[0], len(cx.shape(0)))
     cx.emit("cumsum", [cx.tensor(0)], {"axis": axis,
                                        "exclusive": bool(attrs.get("exclusive", 0)),
                                        "reverse": bool(attrs.get("reverse", 0))}, out=cx.out())
@@ -727,7 +759,7 @@ def _resize_targets(cx, attrs, shp):
         if sizes is not None and np.asarray(sizes).size == 0:
             sizes = None
     axes = attrs.get("axes")
-    axes = list(range(rank)) if axes is None else [int(a) % rank for a in axes]
+    axes = list(range(rank)) if axes is None else [_axis(a, rank, "axes") for a in axes]
     if sizes is not None:
         if attrs.get("keep_aspect_ratio_policy", "stretch") != "stretch":
             raise Unsupported(f'Resize keep_aspect_ratio_policy="'
@@ -741,6 +773,8 @@ def _resize_targets(cx, attrs, shp):
     sc = [1.0] * rank
     for a, v in zip(axes, np.asarray(scales, np.float32).reshape(-1)):
         sc[a] = float(v)
+    if not all(np.isfinite(s) and s > 0 for s in sc):
+        raise Unsupported(f"Resize scales {sc} (each must be a positive finite number)")
     # floor(in * scale), the product in float32 as ONNX Runtime computes it
     out = [int(np.floor(np.float32(d) * np.float32(s))) for d, s in zip(shp, sc)]
     return out, sc
