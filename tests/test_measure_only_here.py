@@ -29,6 +29,9 @@ ALLOWED = {
         "the binding of the C loops' clock itself (bench.now(), for their tests)",
     ("benchmarks/fuzz_models.py", "time.monotonic"):
         "the fuzzer's elapsed wall time in its summary; it times no model",
+    ("benchmarks/fuzz_onnx.py", "time.monotonic"):
+        "the ONNX fuzzer's hang deadlines per mutant and its summary's wall time; it times "
+        "no model",
 }
 
 

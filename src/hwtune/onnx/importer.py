@@ -166,14 +166,14 @@ def import_onnx(path: str, out_json: str, shapes=None, dims=None,
 def _check_input_sizes(ins) -> None:
     """An input above the tensor size limit is refused before the rules
     size anything by it (an LSTM's [batch, hidden] state zeros, say)."""
-    from hwtune.graph.limits import Limits, how_to_raise, human_bytes
+    from hwtune.graph.limits import ENV, Limits, human_bytes
     limit = Limits.from_env().max_tensor_bytes
     for name, shape in ins.items():
         nbytes = 4 * math.prod(shape)
         if nbytes > limit:
             raise OnnxImportError(f'input "{name}" of shape {list(shape)} needs '
                                   f"{human_bytes(nbytes)}, more than the {human_bytes(limit)} "
-                                  f"limit ({how_to_raise('max_tensor_bytes')})")
+                                  f"limit (raise it with {ENV['max_tensor_bytes']}=SIZE)")
 
 
 def _converted(model, cx) -> int:
