@@ -47,6 +47,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
+import fuzz_pool
+from fuzz_pool import WorkerProcess
+
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "configs" / "models"
 FAILURES = ("INTERNAL", "ACCEPTED", "CRASH", "HANG")
@@ -214,14 +217,9 @@ def _mutate_tensor(t: Dict[str, Any], kind: str, rng: random.Random) -> None:
 def mutate_text(text: str, rng: random.Random) -> Tuple[bytes, str]:
     data = text.encode("utf-8")
     kind = rng.choice(["flip", "insert", "truncate", "utf16", "nan", "deep", "bom"])
-    if kind == "flip" and data:
-        i = rng.randrange(len(data))
-        data = data[:i] + bytes([data[i] ^ (1 << rng.randrange(8))]) + data[i + 1:]
-    elif kind == "insert":
-        i = rng.randrange(len(data) + 1)
-        data = data[:i] + bytes([rng.randrange(256)]) + data[i:]
-    elif kind == "truncate":
-        data = data[:rng.randrange(len(data) + 1)]
+    edited = fuzz_pool.edit_bytes(data, kind, rng)
+    if edited is not None:
+        data = edited
     elif kind == "utf16":
         data = text.encode("utf-16")
     elif kind == "nan":
@@ -346,21 +344,16 @@ def _worker_loop(seed: int) -> None:
         out.flush()
 
 
-class _Worker:
+class _Worker(WorkerProcess):
     def __init__(self, seed: int):
-        import subprocess
-        self.proc = subprocess.Popen(
-            [sys.executable, os.path.abspath(__file__), "--worker", "--seed", str(seed)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            env={**os.environ, **WORKER_ENV})
+        super().__init__([sys.executable, os.path.abspath(__file__), "--worker", "--seed",
+                          str(seed)], {**os.environ, **WORKER_ENV})
 
     def ask(self, index: int, timeout: float) -> Tuple[str, str]:
         import select
-        try:
-            self.proc.stdin.write(f"{index}\n".encode())
-            self.proc.stdin.flush()
-        except OSError:
-            return "CRASH", f"worker gone (exit {self.proc.poll()})"
+        gone = self.send(index)
+        if gone:
+            return gone
         ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
         if not ready:
             self.kill()
@@ -372,65 +365,16 @@ class _Worker:
         doc = json.loads(line)
         return doc["v"], doc["d"]
 
-    @property
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
-
-    def close(self) -> None:
-        try:
-            self.proc.stdin.close()
-        except OSError:
-            pass
-        try:
-            self.proc.wait(timeout=10)
-        except Exception:
-            self.kill()
-
 
 def run_fuzz(count: int, seed: int = 0, workers: Optional[int] = None,
              timeout: float = 60.0, progress=None) -> Dict[str, Any]:
     """Run `count` mutants; returns {verdict: n} counts, the failures (each
     with its mutant's description) and the time taken. A worker that
     crashes or hangs is replaced and the rest of its mutants go on."""
-    import queue
-    import threading
-
     workers = workers or max(1, len(os.sched_getaffinity(0)))
-    todo: "queue.Queue[int]" = queue.Queue()
-    for i in range(count):
-        todo.put(i)
-    verdicts: Dict[int, Tuple[str, str]] = {}
-    lock = threading.Lock()
     t0 = time.monotonic()
-
-    def drive():
-        w = _Worker(seed)
-        try:
-            while True:
-                try:
-                    index = todo.get_nowait()
-                except queue.Empty:
-                    return
-                if not w.alive:
-                    w = _Worker(seed)
-                verdict, detail = w.ask(index, timeout)
-                with lock:
-                    verdicts[index] = (verdict, detail)
-                    if progress:
-                        progress(len(verdicts), count)
-        finally:
-            w.close()
-
-    threads = [threading.Thread(target=drive) for _ in range(workers)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    verdicts = fuzz_pool.drive(list(range(count)), lambda: _Worker(seed), timeout, workers,
+                               progress)
     counts = Counter(v for v, _ in verdicts.values())
     failures = []
     if any(v in FAILURES for v, _ in verdicts.values()):
@@ -465,12 +409,7 @@ def main(argv=None) -> int:
     if args.json:
         print(json.dumps(out, indent=2))
     else:
-        print(f"\n{out['count']} mutants of {out['seeds']} seeds (seed {out['seed']}, "
-              f"{out['workers']} workers) in {out['seconds']} s")
-        for verdict, n in sorted(out["verdicts"].items(), key=lambda kv: -kv[1]):
-            print(f"  {verdict:<9} {n}")
-        for f in out["failures"][:50]:
-            print(f"  #{f['index']} {f['verdict']}: {f['mutant']}: {f['detail']}")
+        fuzz_pool.print_summary(out, out["failures"][:50], 9)
     return 1 if out["failures"] else 0
 
 

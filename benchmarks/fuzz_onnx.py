@@ -58,6 +58,9 @@ import time
 from collections import Counter
 from typing import Any, Dict, List, Optional, Tuple
 
+import fuzz_pool
+from fuzz_pool import WorkerProcess
+
 FAILURES = ("INTERNAL", "CRASH", "HANG", "WRONG")
 REVIEW = ("ACCEPTED-BAD",)
 # A mutant may legally ask for a 1 GiB tensor, which is not what a fuzzer on
@@ -399,14 +402,8 @@ MUTATORS = [(_mutate_attr, 4), (_mutate_init, 4), (_mutate_io, 2), (_mutate_grap
 
 def mutate_bytes(data: bytes, rng: random.Random) -> Tuple[bytes, str]:
     kind = rng.choice(["flip", "flip", "insert", "truncate"])
-    if kind == "flip" and data:
-        i = rng.randrange(len(data))
-        data = data[:i] + bytes([data[i] ^ (1 << rng.randrange(8))]) + data[i + 1:]
-    elif kind == "insert":
-        i = rng.randrange(len(data) + 1)
-        data = data[:i] + bytes([rng.randrange(256)]) + data[i:]
-    else:
-        data = data[:rng.randrange(len(data) + 1)]
+    edited = fuzz_pool.edit_bytes(data, kind, rng)
+    data = edited if edited is not None else data[:rng.randrange(len(data) + 1)]
     return data, f"bytes {kind}"
 
 
@@ -685,14 +682,10 @@ def _worker_loop(seed: int, timeout: float) -> None:
         say({"i": index, "v": verdict, "d": detail})
 
 
-class _Worker:
+class _Worker(WorkerProcess):
     def __init__(self, seed: int, timeout: float):
-        import subprocess
-        self.proc = subprocess.Popen(
-            [sys.executable, os.path.abspath(__file__), "--worker", "--seed", str(seed),
-             "--timeout", str(timeout)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            env={**os.environ, **WORKER_ENV})
+        super().__init__([sys.executable, os.path.abspath(__file__), "--worker", "--seed",
+                          str(seed), "--timeout", str(timeout)], {**os.environ, **WORKER_ENV})
         self.buf = b""
 
     def _line(self, timeout: float) -> Optional[bytes]:
@@ -714,11 +707,9 @@ class _Worker:
         return line
 
     def ask(self, index: int, timeout: float) -> Tuple[str, str]:
-        try:
-            self.proc.stdin.write(f"{index}\n".encode())
-            self.proc.stdin.flush()
-        except OSError:
-            return "CRASH", f"worker gone (exit {self.proc.poll()})"
+        gone = self.send(index)
+        if gone:
+            return gone
         hw = None
         while True:
             # each of the two commands has its own timeout in the worker
@@ -741,25 +732,6 @@ class _Worker:
                 continue
             return doc["v"], doc["d"]
 
-    @property
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
-
-    def close(self) -> None:
-        try:
-            self.proc.stdin.close()
-        except OSError:
-            pass
-        try:
-            self.proc.wait(timeout=10)
-        except Exception:
-            self.kill()
-
 
 def run_fuzz(count: int, seed: int = 0, workers: Optional[int] = None,
              timeout: float = 60.0, progress=None, only: Optional[List[int]] = None
@@ -767,41 +739,11 @@ def run_fuzz(count: int, seed: int = 0, workers: Optional[int] = None,
     """Run `count` mutants (or the indices `only`); returns {verdict: n}
     counts, the failures and the cases for review (each with its mutant's
     description) and the time taken."""
-    import queue
-    import threading
-
     workers = workers or max(1, len(os.sched_getaffinity(0)))
     indices = list(only) if only else list(range(count))
-    todo: "queue.Queue[int]" = queue.Queue()
-    for i in indices:
-        todo.put(i)
-    verdicts: Dict[int, Tuple[str, str]] = {}
-    lock = threading.Lock()
     t0 = time.monotonic()
-
-    def drive():
-        w = _Worker(seed, timeout)
-        try:
-            while True:
-                try:
-                    index = todo.get_nowait()
-                except queue.Empty:
-                    return
-                if not w.alive:
-                    w = _Worker(seed, timeout)
-                verdict, detail = w.ask(index, timeout)
-                with lock:
-                    verdicts[index] = (verdict, detail)
-                    if progress:
-                        progress(len(verdicts), len(indices))
-        finally:
-            w.close()
-
-    threads = [threading.Thread(target=drive) for _ in range(workers)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    verdicts = fuzz_pool.drive(indices, lambda: _Worker(seed, timeout), timeout, workers,
+                               progress)
     counts = Counter(v for v, _ in verdicts.values())
     failures, review = [], []
     if any(v in FAILURES + REVIEW for v, _ in verdicts.values()):
@@ -848,12 +790,7 @@ def main(argv=None) -> int:
     if args.json:
         print(json.dumps(out, indent=2))
     else:
-        print(f"\n{out['count']} mutants of {out['seeds']} seeds (seed {out['seed']}, "
-              f"{out['workers']} workers) in {out['seconds']} s")
-        for verdict, n in sorted(out["verdicts"].items(), key=lambda kv: -kv[1]):
-            print(f"  {verdict:<13} {n}")
-        for f in out["failures"][:60] + out["review"][:40]:
-            print(f"  #{f['index']} {f['verdict']}: {f['mutant']}: {f['detail']}")
+        fuzz_pool.print_summary(out, out["failures"][:60] + out["review"][:40], 13)
     return 1 if out["failures"] else 0
 
 
