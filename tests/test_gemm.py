@@ -193,13 +193,16 @@ def test_blocking_follows_the_caches(isa):
 def test_shallow_wide_gemms_take_two_panels_of_rows(isa):
     """K <= 32 over C rows of 32 KiB or more: the A block is two
     micro-panels of rows on the B-panel order (AVX2's 6x16); outside
-    either bound, or on the A-panel order (AVX-512's 12x32, the portable
-    4x8: one panel's rows at a time already), it is sized by the caches."""
+    either bound, for the few rows of the direct path, or on the A-panel
+    order (AVX-512's 12x32, the portable 4x8: one panel's rows at a time
+    already), it is sized by the caches."""
     caches = {"l1d": 32 << 10, "l2": 512 << 10, "l3": 32 << 20, "l3_cpus": 8}
     shallow = g.plan(96, 16, 12544, isa=isa, caches=caches)
     deep = g.plan(96, 64, 12544, isa=isa, caches=caches)
     short = g.plan(96, 16, 4096, isa=isa, caches=caches)
-    assert deep["mc"] == short["mc"] == 96
+    # a few rows read B where it lies (gemm.c's direct path): one A block
+    few = g.plan(16, 32, 12544, isa=isa, caches=caches)
+    assert deep["mc"] == short["mc"] == 96 and few["mc"] >= 16
     assert shallow["mc"] == (2 * shallow["mr"] if isa == "avx2" else 96)
 
 

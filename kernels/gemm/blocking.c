@@ -79,9 +79,11 @@ static void b_in_l1(const hwt_gemm_variant *v, const hwt_gemm_desc *d, long l1, 
      shapes it leaves alone read 0.87-1.29x in the same runs (the noise).
      Deeper K lost with two panels (128x128x12544 0.85x, 256x256x3136
      0.86x; 64x64x12544 0.92-1.07x), as did shorter rows (192x32x784
-     0.86-0.95x, 96x16x3136 0.95x): hence both bounds. */
+     0.86-0.95x, 96x16x3136 0.95x): hence both bounds. Not for the few
+     rows that read B where it lies (gemm.c run_tiles_direct), where a
+     second A block reads all of B again: 16x32x12544 0.93x, 0.95x. */
   if (d->K <= SHALLOW_MAX_K && (long)d->ldc * (long)sizeof(float) >= SHALLOW_MIN_ROW_BYTES &&
-      *mc > 2 * v->mr)
+      d->M > HWT_GEMM_DIRECT_MAX_M && *mc > 2 * v->mr)
     *mc = 2 * v->mr;
 }
 

@@ -23,20 +23,6 @@ static int use_gemv(const hwt_gemm_desc *d) { return d->M <= HWT_GEMV_MAX_M; }
 
 /* A 4 KiB page: see run_blocks. */
 #define HWT_FUSED_PACK_MAX_ROW_BYTES 4096
-/* At most this many rows of C, B wider than a page and not transposed: the
- * kernels read B where it lies (run_tiles_direct), no packing pass.
- * benchmarks/bench_pointwise.py --baseline-lib (the 1x1 CONV's NCHW GEMM,
- * 1 thread, Zen 3 AVX2, medians of 21 alternated samples, load ~2 of
- * another benchmark), direct / packed first: 32->16 @112x112 1.19x,
- * 96->24 @56x56 1.07x, 144->24 @56x56 1.32x; with the bound at 128:
- * 96->32 @56 0.98x, 64->48 @112 0.79x, 128->96 @56 0.70x, 64->128 @56
- * 0.80x (more row panels re-read a strip that no longer stays in L1
- * between them). Prefetching each row's line 2, 4 or 8 strips ahead before
- * a strip's kernels: 0.95-1.04x (same harness), not kept. Overridable at
- * build time to repeat the sweep (0: never). */
-#ifndef HWT_GEMM_DIRECT_MAX_M
-#define HWT_GEMM_DIRECT_MAX_M 24
-#endif
 
 static size_t padded_n(const hwt_gemm_plan *p) {
   return (size_t)((p->d.N + p->nr - 1) / p->nr) * (size_t)p->nr;

@@ -48,6 +48,21 @@ typedef void hwt_gemv_fn(int m, int n, int k, const float *a, size_t lda, const 
  * -DHWT_GEMV_MAX_M=16 and =0). */
 #ifndef HWT_GEMV_MAX_M /* overridable at build time to repeat the sweep */
 #define HWT_GEMV_MAX_M 6
+
+/* At most this many rows of C, B wider than a page and not transposed: the
+ * kernels read B where it lies (run_tiles_direct), no packing pass.
+ * benchmarks/bench_pointwise.py --baseline-lib (the 1x1 CONV's NCHW GEMM,
+ * 1 thread, Zen 3 AVX2, medians of 21 alternated samples, load ~2 of
+ * another benchmark), direct / packed first: 32->16 @112x112 1.19x,
+ * 96->24 @56x56 1.07x, 144->24 @56x56 1.32x; with the bound at 128:
+ * 96->32 @56 0.98x, 64->48 @112 0.79x, 128->96 @56 0.70x, 64->128 @56
+ * 0.80x (more row panels re-read a strip that no longer stays in L1
+ * between them). Prefetching each row's line 2, 4 or 8 strips ahead before
+ * a strip's kernels: 0.95-1.04x (same harness), not kept. Overridable at
+ * build time to repeat the sweep (0: never). */
+#ifndef HWT_GEMM_DIRECT_MAX_M
+#define HWT_GEMM_DIRECT_MAX_M 24
+#endif
 #endif
 
 /* Loop order around the micro-kernel, i.e. which packed micro-panel stays
