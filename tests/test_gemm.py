@@ -22,6 +22,9 @@ SHAPES = [
     # a few rows over B wider than a page: the kernels read B where it lies
     # (gemm.c: run_tiles_direct), the partial last strip packed
     (16, 32, 1100),
+    # ... with full row panels after the first, which read the copy of each
+    # strip the first panel's kernel wrote (ukr_pack), K odd
+    (23, 37, 2050),
     # shallow and wide (blocking.c: two micro-panels of rows at a time), M
     # not a multiple of any tile
     (50, 20, 8200),

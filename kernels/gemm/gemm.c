@@ -161,10 +161,19 @@ static void run_tiles(const hwt_gemm_variant *v, const float *ap, int mb, int kb
 }
 
 /* run_tiles for a few rows of C over B as it lies (row stride ldb): each
- * full nr-column strip of B is read from memory by the first row panel's
- * kernel and from L1 by the others (kb x nr floats: 9 KiB for kb = 144 on
- * AVX2), so B is read once and never written. The last, partial strip is
- * packed into bp first (the kernels read nr columns, its padding zeros). */
+ * full nr-column strip of B is read from memory once, by the first row
+ * panel's kernel, which also copies it into bp (ukr_pack), and the other
+ * panels read that copy from L1 (kb x nr floats: 9 KiB for kb = 144 on
+ * AVX2). Reading the strip where it lies from every panel left it to L1's
+ * sets: kb lines ldb floats apart share few of them (ldb = 12544, 50176 B,
+ * 1 KiB past a multiple of 4 KiB: a 32-deep strip in 4 of the 64 sets of
+ * a 32 KiB 8-way L1, all 8 ways, so the C and A lines of each kernel
+ * evicted it). Copying: 16x32x12544 (MobileNetV2's 32->16 projection at
+ * 112x112) 1.20x, 24x32x12544 1.16x, 24x96x3136 1.12x, 24x144x3136 1.08x,
+ * 12x32x12544 (two panels) 0.99x (benchmarks/gemm_ab.py, 31-61
+ * interleaved samples, Zen 3 AVX2, load ~1 of a compile beside it). The
+ * last, partial strip is packed into bp first (the kernels read nr
+ * columns, its padding zeros). */
 static void run_tiles_direct(const hwt_gemm_variant *v, const hwt_gemm_desc *d, const float *B,
                              int pc, int jc, const float *ap, int mb, int kb, float *bp, int nb,
                              float *c, size_t ldc, float beta, const float *bias) {
@@ -179,7 +188,14 @@ static void run_tiles_direct(const hwt_gemm_variant *v, const hwt_gemm_desc *d, 
       bpanel = bp;
       lb = (size_t)nr;
     }
-    for (int ir = 0; ir < mb; ir += mr)
+    int ir = 0;
+    if (jr < full && mb > mr && v->ukr_pack) {
+      v->ukr_pack(kb, ap, bpanel, lb, bp, c + jr, ldc, mr, n, beta, bias ? bias + jr : NULL);
+      bpanel = bp;
+      lb = (size_t)nr;
+      ir = mr;
+    }
+    for (; ir < mb; ir += mr)
       v->ukr(kb, ap + (size_t)ir * kb, bpanel, lb, c + (size_t)ir * ldc + jr, ldc,
              mb - ir < mr ? mb - ir : mr, n, beta, bias ? bias + jr : NULL);
   }
