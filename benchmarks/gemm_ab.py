@@ -9,6 +9,10 @@ on the same operands, one thread, thread CPU time, A and B alternating in
 every round (the order rotating). Prints each build's
 median in us and a/b (above 1.0 the --b build is faster). The two builds
 are separate ctypes handles (RTLD_LOCAL), so each call runs its own code.
+With --numpy, numpy's matmul (the system BLAS numpy was built with; run
+with OPENBLAS_NUM_THREADS=1 for one thread) is a third side in the same
+rounds, and b/numpy shows the --b build against it (above 1.0 numpy is
+faster).
 """
 
 from __future__ import annotations
@@ -44,10 +48,13 @@ def main() -> None:
     ap.add_argument("--shapes", default=DEFAULT)
     ap.add_argument("--reps", type=int, default=41)
     ap.add_argument("--isa", default="avx2")
+    ap.add_argument("--numpy", action="store_true",
+                    help="numpy.matmul as a third side (the system BLAS)")
     args = ap.parse_args()
     isa = {"generic": 0, "avx2": 1, "avx512": 2}[args.isa]
     sides = [bind(args.a), bind(args.b)]
-    print(f"{'shape':>18} {'a us':>9} {'b us':>9} {'a/b':>6}")
+    print(f"{'shape':>18} {'a us':>9} {'b us':>9} {'a/b':>6}"
+          + (f" {'numpy us':>9} {'b/numpy':>7}" if args.numpy else ""))
     for s in args.shapes.split(","):
         M, K, N = (int(x) for x in s.split("x"))
         rng = np.random.default_rng(0)
@@ -67,12 +74,19 @@ def main() -> None:
         # One sample of each build per round, the order rotating every
         # round; thread CPU time, so time descheduled does not count.
         timed = [CallSide(lambda c=c: c[0](*c[1]), calls=1, cpu_time=True) for c in calls]
+        cn = np.empty((M, N), np.float32)
+        if args.numpy:
+            timed.append(CallSide(lambda: np.matmul(a, b, out=cn), calls=1, cpu_time=True))
         t = [m.samples for m in interleave(timed, FixedSampling(args.reps),
                                            raise_errors=True)]
         if not np.allclose(cs[0], cs[1], rtol=1e-4, atol=1e-3 * np.abs(cs[0]).max()):
             raise SystemExit(f"{s}: the two builds disagree")
         ma, mb = statistics.median(t[0]) * 1e6, statistics.median(t[1]) * 1e6
-        print(f"{s:>18} {ma:9.1f} {mb:9.1f} {ma / mb:6.3f}")
+        line = f"{s:>18} {ma:9.1f} {mb:9.1f} {ma / mb:6.3f}"
+        if args.numpy:
+            mn = statistics.median(t[2]) * 1e6
+            line += f" {mn:9.1f} {mb / mn:7.3f}"
+        print(line)
 
 
 if __name__ == "__main__":
