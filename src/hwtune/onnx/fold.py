@@ -167,6 +167,13 @@ def _unary(fn):
     return lambda v, a, cx: [np.asarray(fn(v[0]))]
 
 
+def _relu(x):
+    """x < 0 ? 0 : x: NaN and -0 kept, as ONNX Runtime's Relu (np.maximum
+    would turn -0 into +0)."""
+    x = np.asarray(x)
+    return np.where(x < 0, np.zeros((), x.dtype), x)
+
+
 def _expand(values, attrs, cx):
     shape = np.broadcast_shapes(values[0].shape, tuple(int(d) for d in values[1]))
     return [np.broadcast_to(values[0], shape).copy()]
@@ -307,7 +314,7 @@ FOLDS = {
     "Tan": _unary(np.tan), "Sinh": _unary(np.sinh), "Cosh": _unary(np.cosh),
     "Asinh": _unary(np.arcsinh), "Acosh": _unary(np.arccosh), "Atanh": _unary(np.arctanh),
     "Round": _unary(np.round),
-    "Relu": _unary(lambda x: np.maximum(x, 0)),
+    "Relu": _unary(_relu),
     "Sigmoid": _unary(lambda x: 1 / (1 + np.exp(-x))), "Tanh": _unary(np.tanh),
     "Max": lambda v, a, cx: [functools.reduce(np.maximum, v)],
     "Min": lambda v, a, cx: [functools.reduce(np.minimum, v)],
