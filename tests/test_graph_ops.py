@@ -111,9 +111,10 @@ def pool_loops(x, mode, k, s, p, ceil_mode=False, include_pad=False, end=None):
 UNARY_ORACLES = {
     "sigmoid": (lambda v: 1.0 / (1.0 + math.exp(-v)), None),
     "tanh": (math.tanh, None),
-    "relu": (lambda v: v if v > 0 else 0.0, None),
+    # NaN and -0 kept, as ONNX Runtime's Relu and LeakyRelu
+    "relu": (lambda v: 0.0 if v < 0 else v, None),
     "abs": (abs, None),
-    "leaky_relu": (lambda v, alpha=0.01: v if v > 0 else alpha * v if v < 0 else 0.0,
+    "leaky_relu": (lambda v, alpha=0.01: alpha * v if v < 0 else v,
                    {"alpha": 0.2}),
     "clip": (lambda v, min=-math.inf, max=math.inf: v if v != v else  # noqa: A002
              (min if v < min else max if v > max else v), {"min": -0.5, "max": 2.0}),

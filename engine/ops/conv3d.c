@@ -264,7 +264,7 @@ void hwt_ops_conv3d_run(const hwt_op_ctx *ctx, float *ws, int tid, int nth) {
       } else if (s->relu_copy) {
         for (size_t i = 0; i < ohw; i++) {
           const float val = src[i] + res[at + i];
-          dst[i] = val > 0.0f ? val : 0.0f;
+          dst[i] = val < 0.0f ? 0.0f : val; /* NaN kept, as ONNX Runtime's Relu */
         }
       } else {
         for (size_t i = 0; i < ohw; i++) dst[i] = src[i] + res[at + i];

@@ -144,8 +144,10 @@ HV_AI void tile(const hwt_conv_row_args *a, const float *in, const float *w, con
       for (int v = 0; v < NV; v++) {
         hv_f32 r = acc[q * NV + v];
         if (res) r = hv_add(r, ld(res + (q / RB) * ors + (long)(q % RB) * ocb + v * HV_W, mt, MT));
-        if (a->relu) r = hv_max(r, zero);
-        acc[q * NV + v] = clamp ? hv_min(r, hi) : r;
+        /* NaN kept (max and min return their second operand for it), as
+           ONNX Runtime's Relu and Clip and hwt_conv_act */
+        if (a->relu) r = hv_max(zero, r);
+        acc[q * NV + v] = clamp ? hv_min(hi, r) : r;
       }
   }
 #pragma GCC unroll 32

@@ -69,8 +69,10 @@ HV_AI void store_tile(hv_f32 y[2][2], const float *bias, int relu, float relu_ma
     if (!p) continue;
     hv_f32 r = hv_add(y[q / 2][q % 2], b);
     if (res) r = hv_add(r, MT ? hv_load_mask(res[q] + off, mk) : hv_load(res[q] + off));
-    if (relu) r = hv_max(r, zero);
-    if (clamp) r = hv_min(r, hi);
+    /* max(0, r) and min(hi, r) keep a NaN (their second operand wins), as
+       ONNX Runtime's Relu and Clip and the other conv epilogues do */
+    if (relu) r = hv_max(zero, r);
+    if (clamp) r = hv_min(hi, r);
     r = hwt_conv_act_vec(r, act);
     if (MT)
       hv_store_mask(p + off, mk, r);

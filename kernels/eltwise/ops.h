@@ -76,21 +76,25 @@ OP_VEC affine_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) {
 OP_REF abs_ref(float a, float b, float c, const float *at) { return fabsf(a); }
 OP_VEC abs_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) { return hv_abs(a); }
 
-/* relu: a > 0 ? a : 0, so NaN and -0 give +0 (max returns its second
- * operand for both). */
-OP_REF relu_ref(float a, float b, float c, const float *at) { return a > 0.0f ? a : 0.0f; }
-OP_VEC relu_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) { return hv_max(a, hv_zero()); }
+/* relu: a < 0 ? 0 : a, so NaN stays NaN and -0 stays -0, as ONNX Runtime's
+ * and PyTorch's Relu return them (a NaN that a model's weights or inputs
+ * produce must reach its output, not become 0). hv_max(0, a) is that
+ * expression in every variant: max returns its second operand when either
+ * is NaN and for (+0, -0). */
+OP_REF relu_ref(float a, float b, float c, const float *at) { return a < 0.0f ? 0.0f : a; }
+OP_VEC relu_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) { return hv_max(hv_zero(), a); }
 
 /* leaky_relu (ONNX LeakyRelu, alpha 0.01 by default): x for x > 0, alpha * x
- * for x < 0, spelled max(x, 0) + alpha * min(x, 0) with relu's rule for
- * both halves, so NaN and -0 give +0 as relu does, and alpha = 0 is relu bit
- * for bit. Two roundings (the add is exact but for the sign of a zero, which
- * a fused multiply-add would keep negative where alpha * x underflows). */
+ * for x < 0, spelled max(0, x) + alpha * min(0, x) with relu's rule for
+ * both halves (x itself where it is NaN or a zero), so NaN stays NaN, as
+ * ONNX Runtime and PyTorch return it, and -0 stays -0 for alpha >= 0.
+ * Two roundings (the add is exact but for the sign of a zero, which a
+ * fused multiply-add would keep negative where alpha * x underflows). */
 OP_REF leaky_relu_ref(float a, float b, float c, const float *at) {
-  return (a > 0.0f ? a : 0.0f) + at[0] * (a < 0.0f ? a : 0.0f);
+  return (a < 0.0f ? 0.0f : a) + at[0] * (a > 0.0f ? 0.0f : a);
 }
 OP_VEC leaky_relu_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) {
-  return hv_add(hv_max(a, hv_zero()), hv_mul(at[0], hv_min(a, hv_zero())));
+  return hv_add(hv_max(hv_zero(), a), hv_mul(at[0], hv_min(hv_zero(), a)));
 }
 
 /* sigmoid and tanh: the fast approximation of approx.h.
@@ -597,8 +601,9 @@ OP_VEC celu_vec(hv_f32 x, hv_f32 b, hv_f32 c, const hv_f32 *at) {
 }
 
 /* thresholded_relu (ONNX ThresholdedRelu, alpha 1): x > alpha ? x : 0 (NaN
- * gives 0). prelu (ONNX PRelu; b the slope, broadcast per channel): relu's
- * and leaky_relu's rule with a tensor slope, max(x, 0) + b min(x, 0). */
+ * gives 0, as ONNX Runtime's). prelu (ONNX PRelu; b the slope, broadcast
+ * per channel): relu's and leaky_relu's rule with a tensor slope, max(0, x)
+ * + b min(0, x), NaN kept. */
 OP_REF thresholded_relu_ref(float a, float b, float c, const float *at) {
   return a > at[0] ? a : 0.0f;
 }
@@ -606,10 +611,10 @@ OP_VEC thresholded_relu_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) {
   return hv_keep(hv_gt(a, at[0]), a);
 }
 OP_REF prelu_ref(float a, float b, float c, const float *at) {
-  return (a > 0.0f ? a : 0.0f) + b * (a < 0.0f ? a : 0.0f);
+  return (a < 0.0f ? 0.0f : a) + b * (a > 0.0f ? 0.0f : a);
 }
 OP_VEC prelu_vec(hv_f32 a, hv_f32 b, hv_f32 c, const hv_f32 *at) {
-  return hv_add(hv_max(a, hv_zero()), hv_mul(b, hv_min(a, hv_zero())));
+  return hv_add(hv_max(hv_zero(), a), hv_mul(b, hv_min(hv_zero(), a)));
 }
 
 /* softsign x / (1 + |x|) (infinities give NaN, as the formula), reciprocal

@@ -102,7 +102,7 @@ void hwt_qconv_epi_avx2(const hwt_qgemm_epi *e, const int32_t *acc, const int32_
           v = _mm256_add_ps(_mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC),
                             zy);
         } else if (e->relu) {
-          v = _mm256_max_ps(v, zero);
+          v = _mm256_max_ps(zero, v); /* NaN kept, as hwt_q_value's float output */
         }
       }
       r[i] = v;

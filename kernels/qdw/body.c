@@ -48,7 +48,9 @@ HV_AI void finish(const hwt_qdw_desc *d, const float *bif, hv_f32 acc, int c, ui
   if (bif) acc = hv_add(acc, hv_load(bif + c));
   hv_f32 v = hv_mul(acc, hv_load(d->scale + c));
   if (d->bias) v = hv_add(v, hv_load(d->bias + c));
-  if (d->relu) v = hv_max(v, hv_zero());
+  /* ReLU: a float output keeps a NaN (max's second operand wins), as
+     ONNX Runtime's Relu; a requantised one takes 0 for it (hwt_q_value) */
+  if (d->relu) v = d->requant ? hv_max(v, hv_zero()) : hv_max(hv_zero(), v);
   if (d->requant) v = hv_min(hi, hv_max(lo, v));
   if (yb)
     q_store(yb + c, v, d->zy);

@@ -16,7 +16,9 @@ static inline float hwt_q_rne(float v) { return (v + 12582912.0f) - 12582912.0f;
 static inline float hwt_q_value(float c, float scale, float bias, int relu, int requant,
                                 float lo, float hi, float zy) {
   float v = c * scale + bias;
-  if (relu) v = v > 0.0f ? v : 0.0f;
+  /* A float output keeps a NaN through the ReLU, as ONNX Runtime's Relu; a
+     requantised one, which has no NaN, takes 0 (then zy) for it. */
+  if (relu) v = requant ? (v > 0.0f ? v : 0.0f) : (v < 0.0f ? 0.0f : v);
   if (!requant) return v;
   v = v < lo ? lo : v;
   v = v > hi ? hi : v;

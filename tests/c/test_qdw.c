@@ -35,7 +35,7 @@ static float want_one(const hwt_qdw_desc *d, const uint8_t *x, int oh, int ow, i
   if (d->bias_i) acc += d->bias_i[c];
   float v = (float)acc * d->scale[c];
   if (d->bias) v = v + d->bias[c];
-  if (d->relu) v = v > 0.0f ? v : 0.0f;
+  if (d->relu) v = d->requant ? (v > 0.0f ? v : 0.0f) : (v < 0.0f ? 0.0f : v); /* hwt_q_value */
   if (!d->requant) return v;
   const float lo = (float)(0 - d->zy), hi = (float)(255 - d->zy);
   v = v < lo ? lo : v;

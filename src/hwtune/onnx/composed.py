@@ -35,6 +35,7 @@ from typing import List
 import numpy as np
 
 from hwtune.onnx import norms
+from hwtune.onnx.axes import normalize_axis
 from hwtune.onnx.errors import Unsupported
 
 
@@ -85,9 +86,9 @@ def log_softmax(cx, attrs):
     shp = list(cx.shape(0))
     rank = len(shp)
     if cx.opset >= 13:
-        axes = [int(attrs.get("axis", -1)) % rank]
+        axes = [normalize_axis(attrs.get("axis", -1), rank)]
     else:  # before opset 13: over every dim from axis on
-        axes = list(range(int(attrs.get("axis", 1)) % rank, rank))
+        axes = list(range(normalize_axis(attrs.get("axis", 1), rank), rank))
     _, d, l = _shifted_log_sum(cx, cx.tensor(0), shp, axes)
     cx.emit("sub", [d, l], out=cx.out())
 
@@ -142,14 +143,15 @@ def space_to_depth(cx, attrs):
 # -- reductions and the rest ----------------------------------------------------
 
 def arg_min(cx, attrs):
+    axis = normalize_axis(attrs.get("axis", 0), len(cx.shape(0)))
     cx.emit("argmax", [cx.emit("neg", [cx.tensor(0)])],
-            {"axis": int(attrs.get("axis", 0)), "keepdims": bool(attrs.get("keepdims", 1)),
+            {"axis": axis, "keepdims": bool(attrs.get("keepdims", 1)),
              "select_last_index": bool(attrs.get("select_last_index", 0))}, out=cx.out())
 
 
 def fold_arg_min(values, attrs, cx):
     x = np.asarray(values[0])
-    axis = int(attrs.get("axis", 0)) % max(x.ndim, 1)
+    axis = normalize_axis(attrs.get("axis", 0), x.ndim)
     if attrs.get("select_last_index", 0):
         i = x.shape[axis] - 1 - np.argmin(np.flip(x, axis), axis=axis)
     else:
@@ -208,7 +210,7 @@ class Sequence:
 
 def split_to_sequence(cx, attrs):
     shp = cx.shape(0)
-    axis = int(attrs.get("axis", 0)) % len(shp)
+    axis = normalize_axis(attrs.get("axis", 0), len(shp))
     dim = shp[axis]
     split = cx.const(1, "split") if cx.has(1) else None
     squeeze = False
@@ -276,7 +278,7 @@ def top_k(cx, attrs):
     Always sorted (sorted=0 allows any order). NaN has no place."""
     shp = [int(d) for d in cx.shape(0)]
     rank = len(shp)
-    axis = int(attrs.get("axis", -1)) % rank
+    axis = normalize_axis(attrs.get("axis", -1), rank)
     k = int(np.asarray(cx.const(1, "K")).reshape(-1)[0])
     n = shp[axis]
     if not 1 <= k <= n:
@@ -321,7 +323,7 @@ def top_k(cx, attrs):
 
 def fold_top_k(values, attrs, cx):
     x = np.asarray(values[0])
-    axis = int(attrs.get("axis", -1)) % x.ndim
+    axis = normalize_axis(attrs.get("axis", -1), x.ndim)
     k = int(np.asarray(values[1]).reshape(-1)[0])
     key = -x if attrs.get("largest", 1) else x  # stable: lower index first among equals
     idx = np.take(np.argsort(key, axis=axis, kind="stable"), np.arange(k), axis=axis)

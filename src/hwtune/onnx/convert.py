@@ -20,7 +20,7 @@ import numpy as np
 
 from hwtune.graph import ops as oplib
 from hwtune.graph.naming import fresh_name
-from hwtune.onnx.errors import OnnxImportError, Unsupported
+from hwtune.onnx.errors import InvalidAxis, OnnxImportError, Unsupported
 
 
 def attributes(node) -> Dict[str, Any]:
@@ -204,6 +204,8 @@ def convert(model, opset: int, input_shapes: Dict[str, Tuple[int, ...]],
             try:
                 values = [cx.consts[n] if n else None for n in node.input]
                 outs = rule.fold(values, attrs, cx)
+            except InvalidAxis as exc:  # invalid on every path: the converter would refuse it too
+                raise OnnxImportError(f'node "{node.name}" ({node.op_type}): {exc}') from None
             except Unsupported:
                 outs = None  # not foldable this way: let the converter try
             except (ValueError, IndexError, TypeError) as exc:

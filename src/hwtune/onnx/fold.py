@@ -14,6 +14,7 @@ import functools
 
 import numpy as np
 
+from hwtune.onnx.axes import check_perm, normalize_axes, normalize_axis
 from hwtune.onnx.errors import Unsupported
 
 
@@ -49,8 +50,8 @@ def shape_of(shape, attrs):
 
 
 def unsqueeze_shape(shape, axes):
-    rank = len(shape) + len(axes)
-    axes = sorted(a % rank for a in axes)
+    rank = len(shape) + len(axes)  # the axes index the output
+    axes = sorted(normalize_axes(axes, rank))
     out = list(shape)
     for a in axes:
         out.insert(a, 1)
@@ -60,7 +61,7 @@ def unsqueeze_shape(shape, axes):
 def squeeze_shape(shape, axes):
     if axes is None:
         return tuple(d for d in shape if d != 1)
-    drop = {a % len(shape) for a in axes}
+    drop = set(normalize_axes(axes, len(shape)))
     if any(shape[a] != 1 for a in drop):
         raise Unsupported(f"Squeeze of axes {sorted(drop)} of shape {list(shape)}: not size 1")
     return tuple(d for i, d in enumerate(shape) if i not in drop)
@@ -100,9 +101,7 @@ def slice_params(values, attrs, cx, rank):
         steps = values[4] if len(values) > 4 else None
     starts, ends = _index_values(starts, "starts"), _index_values(ends, "ends")
     axes = list(range(len(starts))) if axes is None else _index_values(axes, "axes")
-    if any(not -rank <= a < rank for a in axes):
-        raise Unsupported(f"Slice axes {axes} out of range for a rank-{rank} input")
-    axes = [a % rank for a in axes]
+    axes = normalize_axes(axes, rank)
     steps = [1] * len(starts) if steps is None else _index_values(steps, "steps")
     return list(zip(axes, starts, ends, steps))
 
@@ -127,7 +126,7 @@ def _slice(values, attrs, cx):
 
 def _split(values, attrs, cx, n_out):
     x = values[0]
-    axis = attrs.get("axis", 0) % x.ndim
+    axis = normalize_axis(attrs.get("axis", 0), x.ndim)
     sizes = split_sizes(values, attrs, cx, x.shape[axis], n_out)
     return np.split(x, np.cumsum(sizes)[:-1], axis=axis)
 
@@ -154,7 +153,7 @@ def _reduce(fn):
         if not axes and attrs.get("noop_with_empty_axes", 0):
             return [values[0]]
         keep = bool(attrs.get("keepdims", 1))
-        ax = None if not axes else tuple(axes)
+        ax = None if not axes else tuple(normalize_axes(axes, np.ndim(values[0])))
         return [np.asarray(fn(values[0], axis=ax, keepdims=keep))]
     return run
 
@@ -165,6 +164,13 @@ def _binary(fn):
 
 def _unary(fn):
     return lambda v, a, cx: [np.asarray(fn(v[0]))]
+
+
+def _relu(x):
+    """x < 0 ? 0 : x: NaN and -0 kept, as ONNX Runtime's Relu (np.maximum
+    would turn -0 into +0)."""
+    x = np.asarray(x)
+    return np.where(x < 0, np.zeros((), x.dtype), x)
 
 
 def _expand(values, attrs, cx):
@@ -187,11 +193,13 @@ def _cast(values, attrs, cx):
 
 
 def _gather(values, attrs, cx):
-    return [np.take(values[0], values[1].astype(np.int64), axis=attrs.get("axis", 0))]
+    axis = normalize_axis(attrs.get("axis", 0), np.ndim(values[0]))
+    return [np.take(values[0], values[1].astype(np.int64), axis=axis)]
 
 
 def _concat(values, attrs, cx):
-    return [np.concatenate([np.atleast_1d(v) for v in values], axis=attrs["axis"])]
+    parts = [np.atleast_1d(v) for v in values]
+    return [np.concatenate(parts, axis=normalize_axis(attrs["axis"], parts[0].ndim))]
 
 
 def _range(values, attrs, cx):
@@ -207,13 +215,19 @@ def _reshape(values, attrs, cx):
 
 def _flatten(values, attrs, cx):
     x = values[0]
-    axis = attrs.get("axis", 1) % (x.ndim + 1) if x.ndim else 0
+    axis = normalize_axis(attrs.get("axis", 1), x.ndim, inclusive=True) if x.ndim else 0
     return [x.reshape(int(np.prod(x.shape[:axis], dtype=np.int64)), -1)]
+
+
+def _transpose(values, attrs, cx):
+    x = values[0]
+    perm = attrs.get("perm")
+    return [np.transpose(x, None if perm is None else check_perm(perm, np.ndim(x)))]
 
 
 def _cumsum(values, attrs, cx):
     x = values[0]
-    axis = int(np.asarray(values[1]).reshape(-1)[0]) % x.ndim
+    axis = normalize_axis(np.asarray(values[1]).reshape(-1)[0], x.ndim)
     y = np.flip(x, axis) if attrs.get("reverse", 0) else x
     s = np.cumsum(y, axis=axis, dtype=x.dtype)
     if attrs.get("exclusive", 0):
@@ -224,7 +238,7 @@ def _cumsum(values, attrs, cx):
 
 def _gather_elements(values, attrs, cx):
     x, idx = values[0], values[1].astype(np.int64)
-    axis = attrs.get("axis", 0) % x.ndim
+    axis = normalize_axis(attrs.get("axis", 0), x.ndim)
     idx = np.where(idx < 0, idx + x.shape[axis], idx)
     sub = x[tuple(slice(0, n) if d != axis else slice(None) for d, n in enumerate(idx.shape))]
     return [np.take_along_axis(sub, idx, axis=axis)]
@@ -286,7 +300,7 @@ FOLDS = {
     "Split": lambda v, a, cx: _split(v, a, cx, len(cx.node.output)),
     "Reshape": _reshape,
     "Flatten": _flatten,
-    "Transpose": lambda v, a, cx: [np.transpose(v[0], a.get("perm"))],
+    "Transpose": _transpose,
     "Expand": _expand,
     "Range": _range,
     "Where": _where,
@@ -307,7 +321,7 @@ FOLDS = {
     "Tan": _unary(np.tan), "Sinh": _unary(np.sinh), "Cosh": _unary(np.cosh),
     "Asinh": _unary(np.arcsinh), "Acosh": _unary(np.arccosh), "Atanh": _unary(np.arctanh),
     "Round": _unary(np.round),
-    "Relu": _unary(lambda x: np.maximum(x, 0)),
+    "Relu": _unary(_relu),
     "Sigmoid": _unary(lambda x: 1 / (1 + np.exp(-x))), "Tanh": _unary(np.tanh),
     "Max": lambda v, a, cx: [functools.reduce(np.maximum, v)],
     "Min": lambda v, a, cx: [functools.reduce(np.minimum, v)],

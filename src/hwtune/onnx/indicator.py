@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from hwtune.onnx.axes import normalize_axis
 from hwtune.onnx.errors import Unsupported
 
 # ONNX TensorProto data types -> numpy, for EyeLike's dtype attribute (the
@@ -36,7 +37,7 @@ def _one_hot_value(indices, depth, values, axis):
     """The ONNX definition, for constant indices (the numpy reference of
     the emitted ops too)."""
     idx = np.asarray(indices).astype(np.int64)
-    axis = axis % (idx.ndim + 1)
+    axis = normalize_axis(axis, idx.ndim + 1)  # an axis of the output, one rank up
     pos = np.arange(depth).reshape((depth,) + (1,) * (idx.ndim - axis))
     hit = np.expand_dims(idx, axis)
     hit = (hit == pos) | (hit == pos - depth)
@@ -59,7 +60,7 @@ def fold_one_hot(values, attrs, cx):
 def one_hot(cx, attrs):
     depth, vals = _depth_values(cx.const(1, "depth"), cx.const(2, "values"))
     shp = tuple(cx.shape(0))
-    axis = int(attrs.get("axis", -1)) % (len(shp) + 1)
+    axis = normalize_axis(attrs.get("axis", -1), len(shp) + 1)  # of the output
     pos = np.arange(depth, dtype=np.float32).reshape((depth,) + (1,) * (len(shp) - axis))
     idx = cx.emit("reshape", [cx.tensor(0)],
                   {"shape": list(shp[:axis]) + [1] + list(shp[axis:])})

@@ -136,7 +136,9 @@ def index_ranges(model, dtypes: Dict[str, str]) -> Dict[str, Tuple[int, int]]:
             for a in n.attribute:
                 if a.name == "axis":
                     axis = a.i
-            extent = int(shape[axis % len(shape)])
+            if not -len(shape) <= axis < len(shape):
+                continue  # no bound from it: the Gather's rule refuses the axis, naming the node
+            extent = int(shape[axis])
             lo, hi = out.get(root, (0, extent))
             out[root] = (lo, min(hi, extent))
     for name in ints:

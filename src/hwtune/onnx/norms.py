@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from hwtune.onnx import fold as F
+from hwtune.onnx.axes import normalize_axes, normalize_axis
 from hwtune.onnx.errors import Unsupported
 
 
@@ -99,7 +100,7 @@ def reduce_axes(cx, attrs, since):
         if attrs.get("noop_with_empty_axes", 0):
             return None
         return list(range(len(shp)))
-    return sorted({int(a) % len(shp) for a in axes})
+    return sorted(set(normalize_axes(axes, len(shp))))
 
 
 def kept_shape(shp, axes, keep):
@@ -135,7 +136,7 @@ def lp_normalization(cx, attrs):
     if p not in (1, 2):
         raise Unsupported(f"LpNormalization p={p} (ONNX allows 1 and 2)")
     rank = len(cx.shape(0))
-    axis = int(attrs.get("axis", -1)) % rank
+    axis = normalize_axis(attrs.get("axis", -1), rank)
     x = cx.tensor(0)
     v = cx.emit("abs", [x]) if p == 1 else cx.emit("mul", [x, x])
     s = cx.emit("reduce_sum", [v], {"axes": [axis], "keepdims": True})
@@ -240,7 +241,7 @@ def _einsum_one(cx, eq, a, out):
 
 
 def argmax(cx, attrs):
-    cx.emit("argmax", [cx.tensor(0)], {"axis": int(attrs.get("axis", 0)),
-                                       "keepdims": bool(attrs.get("keepdims", 1)),
+    axis = normalize_axis(attrs.get("axis", 0), len(cx.shape(0)))
+    cx.emit("argmax", [cx.tensor(0)], {"axis": axis, "keepdims": bool(attrs.get("keepdims", 1)),
                                        "select_last_index": bool(attrs.get(
                                            "select_last_index", 0))}, out=cx.out())

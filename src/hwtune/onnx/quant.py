@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from hwtune.onnx.axes import normalize_axis
 from hwtune.onnx.errors import Unsupported
 from hwtune.onnx.windows import pad_attrs, pads2d, pair_attr
 
@@ -70,11 +71,14 @@ def _zp_info(cx, i, default_signed=False):
 # -- folding constants --------------------------------------------------------
 
 def _axis_shape(x, scale, axis):
+    """scale (or a zero point) shaped to broadcast along x's axis. The axis
+    is checked only for a per-axis scale: a per-tensor one ignores it (ONNX's
+    default 1 is no axis of a 1-D bias)."""
     s = np.asarray(scale)
     if s.size == 1:
         return s.reshape(())
     shape = [1] * x.ndim
-    shape[axis % x.ndim] = -1
+    shape[normalize_axis(axis, x.ndim)] = -1
     return s.reshape(shape)
 
 
@@ -85,11 +89,13 @@ def fold_dequantize(values, attrs, cx):
     x, scale = values[0], values[1]
     zp = values[2] if len(values) > 2 and values[2] is not None else np.zeros((), x.dtype)
     axis = int(attrs.get("axis", 1))
+    if np.size(scale) > 1:  # per axis: the axis indexes x (else it is ignored)
+        axis = normalize_axis(axis, x.ndim)
     if x.dtype == np.int32 and cx is not None and cx.node is not None:
         _st(cx).bq[cx.node.output[0]] = (x, np.asarray(scale, np.float32))
     if x.dtype in (np.int8, np.uint8) and cx is not None and cx.node is not None:
         _st(cx).wq[cx.node.output[0]] = (x, np.asarray(scale, np.float32), np.asarray(zp),
-                                         axis % max(x.ndim, 1))
+                                         axis)
     xs = x.astype(np.float64) - _axis_shape(x, zp, axis).astype(np.float64)
     return [(xs.astype(np.float32) * _axis_shape(x, scale, axis).astype(np.float32))
             .astype(np.float32)]

@@ -17,6 +17,7 @@ from typing import Callable, Dict, NamedTuple, Optional
 import numpy as np
 
 from hwtune.onnx import fold as F
+from hwtune.onnx.axes import check_perm, normalize_axes, normalize_axis
 from hwtune.onnx import composed, norms, recurrent
 from hwtune.onnx import clip as clip_rules
 from hwtune.onnx import gather_nd, indicator, qlinear_ms, resize_fold, scatter
@@ -228,19 +229,14 @@ def unsqueeze(cx, attrs):
 
 
 def flatten(cx, attrs):
-    rank = len(cx.shape(0))
-    axis = attrs.get("axis", 1)
-    cx.emit("flatten", [cx.tensor(0)], {"axis": axis + rank if axis < 0 else axis},
-            out=cx.out())
+    # ONNX's Flatten takes rank itself too: every dim in the first
+    axis = normalize_axis(attrs.get("axis", 1), len(cx.shape(0)), inclusive=True)
+    cx.emit("flatten", [cx.tensor(0)], {"axis": axis}, out=cx.out())
 
 
 def transpose(cx, attrs):
     rank = len(cx.shape(0))
-    perm = [int(p) for p in attrs.get("perm", range(rank - 1, -1, -1))]
-    if sorted(p % rank if rank else p for p in perm) != list(range(rank)):
-        raise Unsupported(f"perm {perm} is not a permutation of the {rank} axes of its input "
-                          f"{list(cx.shape(0))}")
-    perm = [p % rank for p in perm]
+    perm = check_perm(attrs.get("perm", range(rank - 1, -1, -1)), rank)
     moved = [d for i, d in enumerate(cx.shape(0)) if perm[i] != i]
     if perm == list(range(rank)) or all(d == 1 for d in moved):
         # Only size-1 axes move: the same elements in the same order.
@@ -256,12 +252,13 @@ def concat(cx, attrs):
     if len(names) == 1:
         cx.bind(cx.out(), names[0])
         return
-    cx.emit("concat", names, {"axis": attrs["axis"]}, out=cx.out())
+    axis = normalize_axis(attrs["axis"], len(cx.shape(0)))
+    cx.emit("concat", names, {"axis": axis}, out=cx.out())
 
 
 def split(cx, attrs):
     shp = cx.shape(0)
-    axis = _axis(attrs.get("axis", 0), len(shp))
+    axis = normalize_axis(attrs.get("axis", 0), len(shp))
     sizes = F.split_sizes([None, cx.const(1, "split") if cx.opset >= 13 else None], attrs,
                           cx, shp[axis], len(cx.node.output))
     outs = [o or cx.fresh(f"{cx.node.name}:part{k}") for k, o in enumerate(cx.node.output)]
@@ -305,7 +302,7 @@ def gather(cx, attrs):
         take(cx, attrs)
         return
     shp = cx.shape(0)
-    axis = _axis(attrs.get("axis", 0), len(shp))
+    axis = normalize_axis(attrs.get("axis", 0), len(shp))
     idx = np.asarray(cx.const(1, "indices")).astype(np.int64)
     bad = [int(i) for i in idx.reshape(-1) if not -shp[axis] <= i < shp[axis]]
     if bad:
@@ -338,7 +335,7 @@ def pad(cx, attrs):
     else:
         pads, value, axes = [int(p) for p in attrs["pads"]], float(attrs.get("value", 0.0)), None
     if axes is not None:  # pads for the listed axes only
-        axes = [_axis(a, rank, "axes") for a in np.asarray(axes).reshape(-1)]
+        axes = normalize_axes(np.asarray(axes).reshape(-1), rank)
         if len(pads) != 2 * len(axes):
             raise Unsupported(f"{len(pads)} pads for {len(axes)} axes")
         full = [0] * (2 * rank)
@@ -545,7 +542,7 @@ def _reduce_axes(cx, attrs, since):
         return None, True
     if not axes:
         return list(range(len(shp))), False
-    return sorted({_axis(a, len(shp), "axes") for a in axes}), False
+    return sorted(set(normalize_axes(axes, len(shp)))), False
 
 
 def reduce_(mode):
@@ -588,16 +585,6 @@ def batch_norm(cx, attrs):
             {"epsilon": float(attrs.get("epsilon", 1e-5))}, out=cx.out())
 
 
-def _axis(value, rank: int, what: str = "axis") -> int:
-    """An ONNX axis (negative counts from the end) as 0..rank-1; one out of
-    -rank..rank-1 is refused, not wrapped (ONNX Runtime refuses it too)."""
-    a = int(value)
-    if not -rank <= a < rank:
-        raise Unsupported(f"{what} {a} is out of range for a rank-{rank} input "
-                          f"({-rank}..{rank - 1})")
-    return a % rank
-
-
 def _broadcasts(shape, to) -> bool:
     """numpy's rule: shape broadcasts to `to` without changing it."""
     return len(shape) <= len(to) and all(
@@ -608,7 +595,7 @@ def layer_norm(cx, attrs):
     if any(o for o in cx.node.output[1:]):
         raise Unsupported("the Mean / InvStdDev outputs of LayerNormalization (training)")
     rank = len(cx.shape(0))
-    axis = _axis(attrs.get("axis", -1), rank)
+    axis = normalize_axis(attrs.get("axis", -1), rank)
     norm = list(cx.shape(0)[axis:])
     ins = [cx.tensor(0)]
     for i, what in ((1, "scale"), (2, "bias")):
@@ -631,11 +618,11 @@ def softmax(cx, attrs):
     shp = cx.shape(0)
     rank = len(shp)
     if cx.opset >= 13:
-        cx.emit("softmax", [cx.tensor(0)], {"axis": _axis(attrs.get("axis", -1), rank)},
-                out=cx.out())
+        axis = normalize_axis(attrs.get("axis", -1), rank)
+        cx.emit("softmax", [cx.tensor(0)], {"axis": axis}, out=cx.out())
         return
     # Before opset 13, Softmax normalises over all dims from `axis` on.
-    axis = _axis(attrs.get("axis", 1), rank)
+    axis = normalize_axis(attrs.get("axis", 1), rank)
     if axis == rank - 1:
         cx.emit("softmax", [cx.tensor(0)], {"axis": axis}, out=cx.out())
         return
@@ -689,17 +676,17 @@ def where(cx, attrs):
 
 def take(cx, attrs):
     """Gather at run-time indices (an embedding lookup)."""
-    axis = _axis(attrs.get("axis", 0), len(cx.shape(0)))
+    axis = normalize_axis(attrs.get("axis", 0), len(cx.shape(0)))
     cx.emit("take", [cx.tensor(0), cx.tensor(1)], {"axis": axis}, out=cx.out())
 
 
 def gather_elements(cx, attrs):
-    axis = _axis(attrs.get("axis", 0), len(cx.shape(0)))
+    axis = normalize_axis(attrs.get("axis", 0), len(cx.shape(0)))
     cx.emit("gather_elements", [cx.tensor(0), cx.tensor(1)], {"axis": axis}, out=cx.out())
 
 
 def cumsum(cx, attrs):
-    axis = _axis(np.asarray(cx.const(1, "axis")).reshape(-1)[0], len(cx.shape(0)))
+    axis = normalize_axis(np.asarray(cx.const(1, "axis")).reshape(-1)[0], len(cx.shape(0)))
     cx.emit("cumsum", [cx.tensor(0)], {"axis": axis,
                                        "exclusive": bool(attrs.get("exclusive", 0)),
                                        "reverse": bool(attrs.get("reverse", 0))}, out=cx.out())
@@ -759,7 +746,7 @@ def _resize_targets(cx, attrs, shp):
         if sizes is not None and np.asarray(sizes).size == 0:
             sizes = None
     axes = attrs.get("axes")
-    axes = list(range(rank)) if axes is None else [_axis(a, rank, "axes") for a in axes]
+    axes = list(range(rank)) if axes is None else normalize_axes(axes, rank)
     if sizes is not None:
         if attrs.get("keep_aspect_ratio_policy", "stretch") != "stretch":
             raise Unsupported(f'Resize keep_aspect_ratio_policy="'

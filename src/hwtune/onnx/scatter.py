@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from hwtune.onnx.axes import normalize_axis
 from hwtune.onnx.errors import Unsupported
 from hwtune.onnx.intvalues import EXACT
 
@@ -63,7 +64,7 @@ def fold_scatter_elements(values, attrs, cx):
         raise Unsupported(f'ScatterElements reduction "{attrs["reduction"]}"')
     out = np.array(values[0], copy=True)
     idx = np.asarray(values[1]).astype(np.int64)
-    axis = int(attrs.get("axis", 0)) % out.ndim
+    axis = normalize_axis(attrs.get("axis", 0), out.ndim)
     flat = out.reshape(-1)
     for j, p in enumerate(_element_map(out.shape, idx, axis).tolist()):
         flat[p] = np.asarray(values[2]).reshape(-1)[j]
@@ -82,7 +83,7 @@ def scatter_elements(cx, attrs):
     if ushape != tuple(idx.shape) or len(dshape) != idx.ndim:
         raise Unsupported(f"indices {list(idx.shape)} and updates {list(ushape)} do not fit "
                           f"data {list(dshape)}")
-    axis = int(attrs.get("axis", 0)) % len(dshape)
+    axis = normalize_axis(attrs.get("axis", 0), len(dshape))
     n, m = int(np.prod(dshape, dtype=np.int64)), int(idx.size)
     if n + m - 1 > EXACT:
         raise Unsupported(f"{n + m} elements: indices are exact in float32 only up to "

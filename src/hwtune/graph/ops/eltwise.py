@@ -144,7 +144,7 @@ def _celu(x, alpha):
 
 def _prelu(a, b):
     zero = np.result_type(a, b).type(0)
-    return np.where(a > 0, a, zero) + b * np.where(a < 0, a, zero)
+    return np.where(a < 0, zero, a) + b * np.where(a > 0, zero, a)
 
 
 def _softplus_scalar(v):
@@ -206,13 +206,14 @@ REFERENCES = {
         {"scale": "multiplier", "shift": "added after scaling"}),
     "sigmoid": Reference(_sigmoid, "1 / (1 + exp(-x))"),
     "tanh": Reference(np.tanh, "tanh(x)"),
-    "relu": Reference(lambda x: np.where(x > 0, x, x.dtype.type(0)),
-                      "x > 0 ? x : 0 (NaN and -0 give +0, as the kernels)"),
+    # NaN and -0 kept, as ONNX Runtime's and PyTorch's Relu (and the kernels)
+    "relu": Reference(lambda x: np.where(x < 0, x.dtype.type(0), x),
+                      "x < 0 ? 0 : x (NaN and -0 kept, as ONNX Runtime's Relu)"),
     "abs": Reference(np.abs, "|x|"),
     "leaky_relu": Reference(
-        lambda x, alpha: (np.where(x > 0, x, x.dtype.type(0))
-                          + x.dtype.type(alpha) * np.where(x < 0, x, x.dtype.type(0))),
-        "x > 0 ? x : alpha * x (ONNX LeakyRelu; NaN and -0 give +0, as relu)",
+        lambda x, alpha: (np.where(x < 0, x.dtype.type(0), x)
+                          + x.dtype.type(alpha) * np.where(x > 0, x.dtype.type(0), x)),
+        "x > 0 ? x : alpha * x (ONNX LeakyRelu; NaN kept, as relu)",
         {"alpha": "slope for x < 0"}),
     "clip": Reference(_clip, "min(max(x, min), max), NaN kept (ONNX Clip; ReLU6 is clip(0, 6))",
                       {"min": "lower bound (default -inf: none)",
@@ -243,8 +244,8 @@ REFERENCES = {
                                                             x.dtype.type(0)),
                                   "x > alpha ? x : 0 (ONNX ThresholdedRelu)",
                                   {"alpha": "threshold"}),
-    "prelu": Reference(_prelu, "a > 0 ? a : b * a, b the slope (ONNX PRelu; NaN and -0 give "
-                       "+0, as leaky_relu)"),
+    "prelu": Reference(_prelu, "a > 0 ? a : b * a, b the slope (ONNX PRelu; NaN kept, as "
+                       "leaky_relu)"),
     "reciprocal": Reference(lambda x: x.dtype.type(1) / x, "1 / x"),
     "neg": Reference(lambda x: x * x.dtype.type(-1), "-x"),
     "sign": Reference(lambda x: np.where(x > 0, x.dtype.type(1),

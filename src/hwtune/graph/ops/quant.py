@@ -67,7 +67,9 @@ def epilogue(acc, n_axis, w_scale, bias, attrs):
         b = b / f(attrs["y_scale"])
     v = acc.astype(f) * scale.reshape(shape) + b.reshape(shape)
     if attrs["relu"]:
-        v = np.where(v > 0, v, f(0))
+        # a float output keeps NaN, as ONNX Runtime's Relu; a requantised
+        # one has no NaN and takes 0 for it (kernels/qgemm/epi.h)
+        v = np.where(v > 0, v, f(0)) if requant else np.where(v < 0, f(0), v)
     if requant:
         qmin, qmax = RANGES[attrs["out"]]
         zy = attrs["y_zero"]
