@@ -2,7 +2,7 @@
 element-wise table) and the ops imported as a few engine ops each
 (onnx/composed.py: IsNaN, IsInf, LogSoftmax, ReduceLogSumExp,
 DepthToSpace, SpaceToDepth, ArgMin, Mean, LRN, SplitToSequence /
-SequenceAt, TopK, GridSample, Tile of any count as expand,
+SequenceAt, TopK, GridSample, Col2Im, Tile of any count as expand,
 BatchNormalization folded on a constant): references against independent oracles, kernels against
 references bit for bit on every ISA, imports against ONNX Runtime."""
 
@@ -363,3 +363,85 @@ def test_grid_sample_reflection_is_one_error_line(tmp_path):
                 {}, tmp_path / "gs.onnx", 16)
     with pytest.raises(OnnxImportError, match=r'padding_mode "reflection"'):
         import_onnx(str(path), str(tmp_path / "m.json"))
+
+
+def _col2im_blocks(image, block, strides, pads, dil):
+    nd = len(image)
+    return int(np.prod([(image[i] + pads[i] + pads[i + nd] - dil[i] * (block[i] - 1) - 1)
+                        // strides[i] + 1 for i in range(nd)]))
+
+
+# (image_shape, block_shape, strides, pads, dilations, side by side: no conv_transpose2d)
+COL2IM = [
+    ([8, 6], [2, 2], [2, 2], [0, 0, 0, 0], [1, 1], True),    # MobileViT-V2's fold
+    ([7, 5], [2, 2], [2, 2], [0, 0, 0, 0], [1, 1], True),    # blocks short of the image
+    ([6, 6], [2, 3], [2, 3], [1, 0, 1, 3], [1, 1], True),    # pads cropped, then zeros
+    ([7, 8], [3, 3], [1, 2], [1, 1, 1, 1], [1, 1], False),   # overlapping: sums
+    ([9, 9], [2, 3], [1, 1], [0, 1, 0, 0], [2, 1], False),   # dilated
+    ([7, 7], [2, 2], [3, 3], [0, 0, 0, 0], [1, 1], False),   # gaps between blocks
+    ([10], [3], [2], [1, 1], [1], False),                    # 1-D
+    ([12], [4], [4], [0, 0], [1], True),
+]
+
+
+@pytest.mark.parametrize("image, block, strides, pads, dil, side", COL2IM)
+def test_col2im_matches_onnxruntime(image, block, strides, pads, dil, side, tmp_path):
+    n, c = 2, 3
+    k = int(np.prod(block))
+    shape = [n, c * k, _col2im_blocks(image, block, strides, pads, dil)]
+    x = RNG.standard_normal(shape).astype(np.float32)
+    nodes = [helper.make_node("Col2Im", ["x", "img", "blk"], ["y"], strides=strides, pads=pads,
+                              dilations=dil)]
+    path = save(nodes, [fin("x", shape)], [fin("y", [n, c] + image)],
+                {"img": _int64(image), "blk": _int64(block)}, tmp_path / "c2i.onnx", 18)
+    g = import_and_compare(path, tmp_path, {"x": x})
+    assert ("conv_transpose2d" in op_types(g)) != side, op_types(g)
+
+
+def test_col2im_of_a_constant_folds_and_a_mismatched_block_count_is_one_error_line(tmp_path):
+    c = RNG.standard_normal((1, 12, 9)).astype(np.float32)  # 3 channels, 3x3 blocks of 2x2
+    x = RNG.standard_normal((1, 3, 5, 6)).astype(np.float32)
+    nodes = [helper.make_node("Col2Im", ["c", "img", "blk"], ["f"], strides=[2, 2],
+                              pads=[0, 0, 1, 0]),
+             helper.make_node("Add", ["x", "f"], ["y"])]
+    inits = {"c": c, "img": _int64([5, 6]), "blk": _int64([2, 2])}
+    path = _graph(nodes, x, x.shape, tmp_path, inits, opset=18)
+    assert op_types(import_and_compare(path, tmp_path, {"x": x})) == ["add"]
+    nodes = [helper.make_node("Col2Im", ["x", "img", "blk"], ["y"], name="fold")]
+    path = save(nodes, [fin("x", [1, 12, 5])], [fin("y", [1, 3, 4, 4])],
+                {"img": _int64([4, 4]), "blk": _int64([2, 2])}, tmp_path / "bad.onnx", 18)
+    with pytest.raises(OnnxImportError, match=r'"fold".*input of 5 blocks, but image_shape '
+                                              r"\[4, 4\].* holds \[3, 3\]"):
+        import_onnx(str(path), str(tmp_path / "b.json"))
+
+
+def test_col2im_of_a_3d_image_is_one_error_line(tmp_path):
+    nodes = [helper.make_node("Col2Im", ["x", "img", "blk"], ["y"], name="fold3")]
+    path = save(nodes, [fin("x", [1, 8, 8])], [fin("y", [1, 1, 3, 3, 3])],
+                {"img": _int64([3, 3, 3]), "blk": _int64([2, 2, 2])}, tmp_path / "c3.onnx", 18)
+    with pytest.raises(OnnxImportError, match=r"only \[N, C\*prod\(block\), L\] into 1-D or "
+                                              r"2-D images"):
+        import_onnx(str(path), str(tmp_path / "c.json"))
+
+
+@pytest.mark.parametrize("stride", [4, 2])
+def test_torch_fold_exported_at_opset_18_imports(stride, tmp_path):
+    """torch.nn.Unfold -> a 1x1 conv on the patches -> torch.nn.Fold, as
+    MobileViT-V2 unfolds and folds its feature map (stride 4: side by side;
+    2: overlapping 4x4 windows summed)."""
+    torch = pytest.importorskip("torch")
+    from onnx_models import export
+
+    class Patches(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.mix = torch.nn.Conv1d(3 * 16, 3 * 16, 1)
+
+        def forward(self, x):
+            p = torch.nn.functional.unfold(x, 4, stride=stride)
+            return torch.nn.functional.fold(self.mix(p), (12, 16), 4, stride=stride)
+
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 12, 16)
+    path = export(Patches().eval(), x, str(tmp_path / "fold.onnx"), opset=18)
+    import_and_compare(path, tmp_path, {"x": x.numpy()})

@@ -25,6 +25,12 @@ parts already run at the engine's speed.
   coordinates, per corner a gather_elements of the [N, C, H*W] input at the
   clamped flat index, weighted by its bilinear weight times whether the
   corner is inside the image.
+- Col2Im (torch.nn.Fold at opset 18; MobileViT-V2 folds its patches back
+  into a feature map): blocks side by side (stride = block, no dilation,
+  MobileViT's form) are a reshape, transpose, reshape, then a slice and a
+  pad for the pads and an image the blocks do not cover; any other stride,
+  dilation or padding sums overlapping blocks as a conv_transpose2d with
+  identity weights over [N * C, block, L_h, L_w]. 1-D and 2-D images.
 """
 
 from __future__ import annotations
@@ -398,6 +404,97 @@ def grid_sample(cx, attrs):
     cx.emit("reshape", [y], {"shape": [n, c, gshp[1], gshp[2]]}, out=cx.out())
 
 
+# -- Col2Im ------------------------------------------------------------------------
+
+def _col2im_geometry(shp, image, block, attrs):
+    """(C, image, block, dilations, pads [begin..., end...], strides, blocks
+    per axis) of a Col2Im, a 1-D image lifted to 2-D with height 1."""
+    nd = len(image)
+    if len(shp) != 3 or nd not in (1, 2) or len(block) != nd:
+        raise Unsupported(f"Col2Im of a {list(shp)} input into image_shape {image} with "
+                          f"block_shape {block}: only [N, C*prod(block), L] into 1-D or 2-D "
+                          "images")
+    dil = [int(v) for v in attrs.get("dilations", [1] * nd)]
+    strides = [int(v) for v in attrs.get("strides", [1] * nd)]
+    pads = [int(v) for v in attrs.get("pads", [0] * 2 * nd)]
+    if len(dil) != nd or len(strides) != nd or len(pads) != 2 * nd or min(dil + strides) < 1 \
+            or min(pads) < 0 or min(image + block) < 1:
+        raise Unsupported(f"Col2Im dilations {dil}, strides {strides}, pads {pads}, "
+                          f"image_shape {image}, block_shape {block}: {nd} positive "
+                          f"dilations, strides, sizes and {2 * nd} non-negative pads expected")
+    if nd == 1:
+        image, block, dil, strides = [1] + image, [1] + block, [1] + dil, [1] + strides
+        pads = [0, pads[0], 0, pads[1]]
+    k = block[0] * block[1]
+    if shp[1] % k:
+        raise Unsupported(f"Col2Im input channels {shp[1]} are not a multiple of the block's "
+                          f"{k} elements")
+    nb = [(image[i] + pads[i] + pads[i + 2] - dil[i] * (block[i] - 1) - 1) // strides[i] + 1
+          for i in range(2)]
+    if min(nb) < 1 or nb[0] * nb[1] != shp[2]:
+        raise Unsupported(f"Col2Im input of {shp[2]} blocks, but image_shape {image[-nd:]} "
+                          f"with these pads, strides and dilations holds {nb[-nd:]}")
+    return shp[1] // k, image, block, dil, pads, strides, nb
+
+
+def col2im(cx, attrs):
+    shp = [int(d) for d in cx.shape(0)]
+    image = [int(v) for v in np.asarray(cx.const(1, "image_shape")).reshape(-1)]
+    block = [int(v) for v in np.asarray(cx.const(2, "block_shape")).reshape(-1)]
+    nd = len(image)
+    c, image, block, dil, pads, strides, nb = _col2im_geometry(shp, image, block, attrs)
+    n = shp[0]
+    out = [n, c] + image[-nd:]
+    # Side by side: block row r of block i is padded image row i*k + r.
+    if strides == block and dil == [1, 1] and all(
+            pads[i] < nb[i] * block[i] for i in range(2)):
+        x = cx.emit("reshape", [cx.tensor(0)], {"shape": [n, c] + block + nb})
+        x = cx.emit("transpose", [x], {"perm": [0, 1, 4, 2, 5, 3]})
+        x = cx.emit("reshape", [x], {"shape": [n, c, nb[0] * block[0], nb[1] * block[1]]})
+        grow = [0, 0, 0, 0]
+        for i in range(2):  # the image is padded rows pads[i] .. pads[i] + image[i]
+            covered, end = nb[i] * block[i], pads[i] + image[i]
+            if (pads[i], min(covered, end)) != (0, covered):
+                x = cx.emit("slice", [x], {"axis": 2 + i, "begin": pads[i],
+                                           "end": min(covered, end)})
+            grow[2 + i] = max(end - covered, 0)
+        if any(grow):
+            x = cx.emit("pad", [x], {"pads": [0, 0, 0, 0] + grow})
+        cx.emit("reshape", [x], {"shape": out}, out=cx.out())
+        return
+    k = block[0] * block[1]
+    x = cx.emit("reshape", [cx.tensor(0)], {"shape": [n * c, k] + nb})
+    eye = cx.param(f"{cx.node.name or cx.out()}:blocks",
+                   np.eye(k, dtype=np.float32).reshape(k, 1, block[0], block[1]))
+    full = [(nb[i] - 1) * strides[i] + dil[i] * (block[i] - 1) + 1 - pads[i] - pads[i + 2]
+            for i in range(2)]
+    ct = {"stride": strides, "padding": pads[:2], "dilation": dil,
+          "output_padding": [image[i] - full[i] for i in range(2)]}
+    if pads[2:] != pads[:2]:
+        ct["padding_end"] = pads[2:]
+    y = cx.emit("conv_transpose2d", [x, eye], ct)
+    cx.emit("reshape", [y], {"shape": out}, out=cx.out())
+
+
+def fold_col2im(values, attrs, cx):
+    x = np.asarray(values[0], np.float64)
+    image = [int(v) for v in np.asarray(values[1]).reshape(-1)]
+    block = [int(v) for v in np.asarray(values[2]).reshape(-1)]
+    nd = len(image)
+    c, image, block, dil, pads, strides, nb = _col2im_geometry(list(x.shape), image, block,
+                                                               attrs)
+    n = x.shape[0]
+    xs = x.reshape(n, c, block[0], block[1], nb[0], nb[1])
+    full = np.zeros((n, c, image[0] + pads[0] + pads[2], image[1] + pads[1] + pads[3]))
+    for i in range(block[0]):
+        for j in range(block[1]):
+            r, q = i * dil[0], j * dil[1]
+            full[:, :, r:r + strides[0] * (nb[0] - 1) + 1:strides[0],
+                 q:q + strides[1] * (nb[1] - 1) + 1:strides[1]] += xs[:, :, i, j]
+    y = full[:, :, pads[0]:pads[0] + image[0], pads[1]:pads[1] + image[1]]
+    return [y.reshape([n, c] + image[-nd:]).astype(values[0].dtype)]
+
+
 RULES = {
     "IsNaN": (is_nan, fold_is_nan),
     "IsInf": (is_inf, fold_is_inf),
@@ -413,4 +510,5 @@ RULES = {
     "SequenceLength": (sequence_length, None),
     "TopK": (top_k, fold_top_k),
     "GridSample": (grid_sample, None),
+    "Col2Im": (col2im, fold_col2im),
 }
