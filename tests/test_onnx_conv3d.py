@@ -2,7 +2,9 @@
 NCDHW and GlobalAveragePool on 5-D import as conv3d / a 2-D global pool;
 the imported graph's reference, the engine and the PyTorch peer match ONNX
 Runtime within 1e-4 of the output's scale, `model export` writes conv3d
-back as a Conv ORT runs, and a form conv3d lacks is one error line.
+back as a Conv ORT runs, a grouped Conv on NCDHW (MViT-V2's depthwise
+pooling convs) imports as a grouped conv2d over stacked frames, and a
+group count that does not fit the channels is one error line.
 r3d_18 and r2plus1d_18 (benchmarks/heldout_models.py, [1, 3, 4, 32, 32]
 clips, seeded weights) import and match end to end."""
 
@@ -115,13 +117,62 @@ def test_conv3d_exports_back_as_a_conv(tmp_path):
     np.testing.assert_allclose(run_reference(again, feeds)["y"], ref, rtol=1e-6, atol=1e-6)
 
 
-def test_grouped_conv3d_is_one_error_line(tmp_path):
+# (C, OC, group, kernel, strides, pads, dilations, bias, input D x H x W)
+GROUPED = [
+    (8, 8, 8, [3, 3, 3], [1, 2, 2], [1, 1, 1, 1, 1, 1], [1, 1, 1], False, (4, 9, 10)),  # MViT-V2
+    (8, 8, 8, [3, 3, 3], [1, 4, 4], [1, 1, 1, 1, 1, 1], [1, 1, 1], False, (4, 9, 9)),
+    (4, 6, 2, [3, 3, 2], [2, 1, 1], [1, 0, 1, 2, 1, 0], [2, 1, 1], True, (6, 5, 7)),
+    (3, 6, 3, [1, 3, 3], [1, 1, 1], [0, 1, 1, 0, 1, 1], [1, 1, 1], True, (3, 6, 6)),  # KD 1
+    (6, 4, 2, [3, 2, 2], [1, 1, 1], [0, 0, 0, 0, 0, 0], [1, 1, 1], True, (3, 5, 5)),  # OD 1
+]
+
+
+@pytest.mark.parametrize("c, oc, group, kernel, strides, pads, dil, bias, dhw", GROUPED)
+def test_grouped_conv3d_matches_onnxruntime(c, oc, group, kernel, strides, pads, dil, bias, dhw,
+                                            tmp_path):
+    """Depthwise (MViT-V2's pooling convs: 3x3x3, stride 1x2x2 or 1x4x4,
+    no bias), grouped with dilation in time, asymmetric pads and a stride
+    in time, a channel multiplier with a 1-frame kernel, one output frame:
+    a grouped conv2d over stacked frames, matching ONNX Runtime."""
+    from onnx_models import import_and_compare, op_types
+    rng = np.random.default_rng(7)
+    inits = {"w": rng.standard_normal([oc, c // group] + kernel).astype(np.float32)}
+    ins = ["x", "w"]
+    if bias:
+        inits["b"] = rng.standard_normal(oc).astype(np.float32)
+        ins.append("b")
+    x = rng.standard_normal((2, c) + dhw).astype(np.float32)
+    out = [(dhw[i] + pads[i] + pads[i + 3] - dil[i] * (kernel[i] - 1) - 1) // strides[i] + 1
+           for i in range(3)]
+    node = helper.make_node("Conv", ins, ["y"], name="gconv", group=group, kernel_shape=kernel,
+                            strides=strides, pads=pads, dilations=dil)
+    path = save([node], [fin("x", list(x.shape))], [fin("y", [2, oc] + out)], inits,
+                str(tmp_path / "g.onnx"))
+    g = import_and_compare(path, tmp_path, {"x": x})
+    assert "conv2d" in op_types(g) and "conv3d" not in op_types(g)
+
+
+def test_grouped_conv3d_from_pytorch_matches_onnxruntime(tmp_path):
+    torch = pytest.importorskip("torch")
+    from onnx_models import export, import_and_compare
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Conv3d(4, 8, 3, padding=1, groups=4),
+                              torch.nn.ReLU(),
+                              torch.nn.Conv3d(8, 8, (3, 3, 3), stride=(1, 2, 2), padding=1,
+                                              groups=8, bias=False),
+                              torch.nn.Conv3d(8, 4, (1, 3, 3), groups=2))
+    x = torch.randn(1, 4, 5, 12, 10)
+    path = export(net.eval(), x, str(tmp_path / "g3.onnx"))
+    import_and_compare(path, tmp_path, {"x": x.numpy()})
+
+
+def test_grouped_conv3d_that_does_not_fit_the_channels_is_one_error_line(tmp_path):
     w = np.zeros((4, 2, 3, 3, 3), np.float32)
-    path = save([helper.make_node("Conv", ["x", "w"], ["y"], name="gconv", group=2,
+    path = save([helper.make_node("Conv", ["x", "w"], ["y"], name="gconv", group=3,
                                   pads=[1] * 6)],
                 [fin("x", [1, 4, 4, 6, 6])], [fin("y", [1, 4, 4, 6, 6])], {"w": w},
                 str(tmp_path / "g.onnx"))
-    one_line_error(invoke("import", path), 'node "gconv"', "group=2")
+    one_line_error(invoke("import", path), 'node "gconv"', "group=3 does not fit")
 
 
 @pytest.mark.parametrize("name", ["r3d_18", "r2plus1d_18"])

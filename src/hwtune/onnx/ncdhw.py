@@ -1,5 +1,6 @@
 """ONNX window ops on NCDHW tensors (torchvision's video classifiers:
-r3d_18, mc3_18, r2plus1d_18, S3D): Conv as conv3d; MaxPool / AveragePool
+r3d_18, mc3_18, r2plus1d_18, S3D): Conv as conv3d (grouped: one grouped
+conv2d over stacked frames, see grouped_conv3d); MaxPool / AveragePool
 as two pool2d ops, one over each frame's H x W and one over time (a box
 window is a product of intervals, so its max is the max over time of the
 per-frame maxima, and its average, with the divisor ONNX gives a window --
@@ -9,18 +10,23 @@ as global_pool2d over [N, C, D*H, W]."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from hwtune.onnx.errors import Unsupported
 
 
 def conv3d(cx, attrs):
-    """Conv on NCDHW (torchvision's video classifiers): conv3d, group 1,
-    constant weights (the engine packs them once per frame plan)."""
+    """Conv on NCDHW (torchvision's video classifiers): conv3d, constant
+    weights (the engine packs them once per frame plan); group > 1 (MViT-V2's
+    depthwise pooling convs) as grouped_conv3d."""
     group = int(attrs.get("group", 1))
-    if group != 1:
-        raise Unsupported(f"group={group} (grouped 3-D convolution) is not supported yet")
     if not cx.is_const(1):
         raise Unsupported("3-D convolution with run-time weights is not supported yet")
     w = cx.shape(1)
+    c, oc = cx.shape(0)[1], w[0]
+    if group < 1 or c % group or oc % group or w[1] * group != c:
+        raise Unsupported(f"group={group} does not fit {c} input / {oc} output channels with "
+                          f"weights {list(w)}")
     strides = [int(v) for v in attrs.get("strides", [1, 1, 1])]
     dilations = [int(v) for v in attrs.get("dilations", [1, 1, 1])]
     if len(strides) != 3 or len(dilations) != 3:
@@ -37,8 +43,60 @@ def conv3d(cx, attrs):
         out["padding_end"] = pads[3:]
     if dilations != [1, 1, 1]:
         out["dilation"] = dilations
+    if group != 1:
+        grouped_conv3d(cx, group, strides, dilations, pads)
+        return
     ins = [cx.tensor(0), cx.tensor(1)] + ([cx.tensor(2)] if cx.has(2) else [])
     cx.emit("conv3d", ins, out, out=cx.out())
+
+
+def grouped_conv3d(cx, group, strides, dilations, pads):
+    """A grouped Conv on NCDHW as one grouped conv2d over every output
+    frame's taps stacked along the channels, channel-major:
+
+      xs[n * OD + t, c * KD + a] = xpad[n, c, t*sd + a*dd]   (an H x W frame)
+      y[n, :, t] = conv2d(xs[n * OD + t], w.reshape(OC, C/g * KD, KH, KW), group)
+
+    Group g's channels c in [g C/g, (g+1) C/g) stay contiguous as c * KD + a,
+    and w[k, c, a] is w2[k, c * KD + a] by a plain reshape, so the engine's
+    grouped conv2d (any count) runs it: a pad of D (when the time padding is
+    not 0), one gather of the OD x KD frames the taps read (KD copies of
+    the input), transposes to and from [N * OD, C * KD, H, W], no new
+    kernel. Slower than a kernel of its own would be; exact as conv2d is."""
+    n, c, d, h, wd = cx.shape(0)
+    oc, _, kd, kh, kw = cx.shape(1)
+    x = cx.tensor(0)
+    front, back = pads[0], pads[3]
+    if front or back:
+        x = cx.emit("pad", [x], {"pads": [0, 0, front, 0, 0, 0, 0, back, 0, 0]})
+    dp = d + front + back
+    od = (dp - (kd - 1) * dilations[0] - 1) // strides[0] + 1
+    if od < 1:
+        raise Unsupported(f"kernel depth {kd} (dilation {dilations[0]}) does not fit the "
+                          f"{d} frames padded by {front}, {back}")
+    frames = [t * strides[0] + a * dilations[0] for t in range(od) for a in range(kd)]
+    if frames != list(range(dp)):
+        x = cx.emit("gather", [x], {"axis": 2, "indices": frames})
+    # [N, C, OD, KD*H*W] -> [N, OD, C, KD*H*W] (a reshape alone when a
+    # size-1 axis is all that moves)
+    x = cx.emit("reshape", [x], {"shape": [n, c, od, kd * h * wd]})
+    if od != 1 and c != 1:
+        x = cx.emit("transpose", [x], {"perm": [0, 2, 1, 3]})
+    x = cx.emit("reshape", [x], {"shape": [n * od, c * kd, h, wd]})
+    w2 = cx.param(f"{cx.node.input[1]}:2d",
+                  np.asarray(cx.const(1), np.float32).reshape(oc, -1, kh, kw))
+    attrs2 = {"stride": strides[1:], "padding": [pads[1], pads[2]], "group": group}
+    if [pads[4], pads[5]] != [pads[1], pads[2]]:
+        attrs2["padding_end"] = [pads[4], pads[5]]
+    if dilations[1:] != [1, 1]:
+        attrs2["dilation"] = dilations[1:]
+    ins = [x, w2] + ([cx.tensor(2)] if cx.has(2) else [])
+    y = cx.emit("conv2d", ins, attrs2)
+    oh, ow = cx.shapes[y][2:]
+    y = cx.emit("reshape", [y], {"shape": [n, od, oc, oh * ow]})
+    if od != 1 and oc != 1:
+        y = cx.emit("transpose", [y], {"perm": [0, 2, 1, 3]})
+    cx.emit("reshape", [y], {"shape": [n, oc, od, oh, ow]}, out=cx.out())
 
 
 def _pads_nd(attrs, spatial, kernel, strides, dilations):
