@@ -420,10 +420,11 @@ HELDOUT = [
     # with torch's TorchScript exporter, PatchTST (its unfold exported with
     # the wrong axes: ONNX Runtime rejects the file), GLM and Helium (the
     # exporter fails) -- all three match with the dynamo one (--exporter
-    # dynamo); MViT-V2 (Loop / If; the dynamo export has a depthwise Conv on
-    # NCDHW, group > 1, not supported yet); MobileViT-V2 (aten::col2im: no
-    # opset 17 export; the dynamo one has Col2Im), Reformer and FNet
-    # (aten::fft_fftn) do not export; DiNAT needs the natten package.
+    # dynamo); MViT-V2 (SequenceEmpty / Loop / If) and MobileViT-V2
+    # (aten::col2im: no opset 17 export) -- their dynamo exports (opset 18:
+    # depthwise Conv on NCDHW, Col2Im) import and match since 2026-12-07
+    # (docs/onnx.md); Reformer and FNet (aten::fft_fftn) do not export; DiNAT
+    # needs the natten package.
     Entry("raft_small", "torchvision", _raft_small),
     _hf("cvt", "CvtConfig", "CvtModel",
         dict(embed_dim=[16, 32, 48], num_heads=[1, 2, 3], depth=[1, 2, 3]),

@@ -445,3 +445,39 @@ def test_torch_fold_exported_at_opset_18_imports(stride, tmp_path):
     x = torch.randn(2, 3, 12, 16)
     path = export(Patches().eval(), x, str(tmp_path / "fold.onnx"), opset=18)
     import_and_compare(path, tmp_path, {"x": x.numpy()})
+
+
+def test_a_small_mobilevit_v2_from_transformers_matches_onnxruntime(tmp_path):
+    """transformers' MobileViT-V2 (width 0.25, 64x64 pixels), whose three
+    torch.nn.functional.fold calls export as Col2Im with the dynamo
+    exporter (the TorchScript one fails on aten::col2im)."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    import os
+    import sys
+    from onnx_models import export, exporters
+    if "dynamo" not in exporters():
+        pytest.skip("onnxscript (torch's dynamo exporter) is not installed")
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
+    import zoo_models as Z
+    try:
+        Z.torchvision_models()  # transformers imports torchvision through the zoo's stand-in
+    except ImportError:
+        pytest.skip("torchvision is not installed")
+    import transformers
+    torch.manual_seed(0)
+    cfg = transformers.MobileViTV2Config(image_size=64, width_multiplier=0.25)
+    inner = Z._liven(transformers.MobileViTV2Model(cfg)).eval()
+
+    class Hidden(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.m = inner
+
+        def forward(self, x):
+            return self.m(pixel_values=x).last_hidden_state
+
+    x = torch.randn(1, 3, 64, 64)
+    path = export(Hidden().eval(), x, str(tmp_path / "mvit2.onnx"), exporter="dynamo")
+    assert [n.op_type for n in onnx.load(path).graph.node].count("Col2Im") == 3
+    import_and_compare(path, tmp_path, {"x": x.numpy()})

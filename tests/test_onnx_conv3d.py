@@ -6,7 +6,8 @@ back as a Conv ORT runs, a grouped Conv on NCDHW (MViT-V2's depthwise
 pooling convs) imports as a grouped conv2d over stacked frames, and a
 group count that does not fit the channels is one error line.
 r3d_18 and r2plus1d_18 (benchmarks/heldout_models.py, [1, 3, 4, 32, 32]
-clips, seeded weights) import and match end to end."""
+clips, seeded weights) and a two-block MViT-V2 (dynamo export) import and
+match end to end."""
 
 import os
 import sys
@@ -163,6 +164,37 @@ def test_grouped_conv3d_from_pytorch_matches_onnxruntime(tmp_path):
                               torch.nn.Conv3d(8, 4, (1, 3, 3), groups=2))
     x = torch.randn(1, 4, 5, 12, 10)
     path = export(net.eval(), x, str(tmp_path / "g3.onnx"))
+    import_and_compare(path, tmp_path, {"x": x.numpy()})
+
+
+def test_a_small_mvit_v2_from_torchvision_matches_onnxruntime(tmp_path):
+    """torchvision's MViT-V2 code (relative positions, residual pooling,
+    depthwise 3x3x3 pooling convs with strides 1x2x2) at two blocks of 16
+    and 32 channels on a 4x32x32 clip, exported by the dynamo exporter (the
+    TorchScript one writes its pooling as Loop / If)."""
+    torch = pytest.importorskip("torch")
+    from onnx_models import export, exporters, import_and_compare
+    if "dynamo" not in exporters():
+        pytest.skip("onnxscript (torch's dynamo exporter) is not installed")
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
+    import zoo_models as Z
+    try:
+        Z.torchvision_models()
+    except ImportError:
+        pytest.skip("torchvision is not installed")
+    from torchvision.models.video.mvit import MSBlockConfig, MViT
+    torch.manual_seed(0)
+    blocks = [MSBlockConfig(num_heads=1, input_channels=16, output_channels=16,
+                            kernel_q=[3, 3, 3], kernel_kv=[3, 3, 3], stride_q=[1, 1, 1],
+                            stride_kv=[1, 2, 2]),
+              MSBlockConfig(num_heads=2, input_channels=16, output_channels=32,
+                            kernel_q=[3, 3, 3], kernel_kv=[3, 3, 3], stride_q=[1, 2, 2],
+                            stride_kv=[1, 1, 1])]
+    net = MViT(spatial_size=(32, 32), temporal_size=4, block_setting=blocks, residual_pool=True,
+               residual_with_cls_embed=False, rel_pos_embed=True, proj_after_attn=True,
+               num_classes=10, stochastic_depth_prob=0.0)
+    x = torch.randn(1, 3, 4, 32, 32)
+    path = export(Z._liven(net).eval(), x, str(tmp_path / "mvit.onnx"), exporter="dynamo")
     import_and_compare(path, tmp_path, {"x": x.numpy()})
 
 
