@@ -74,8 +74,8 @@ def main() -> None:
         # One sample of each build per round, the order rotating every
         # round; thread CPU time, so time descheduled does not count.
         timed = [CallSide(lambda c=c: c[0](*c[1]), calls=1, cpu_time=True) for c in calls]
-        cn = np.empty((M, N), np.float32)
         if args.numpy:
+            cn = np.empty((M, N), np.float32)
             timed.append(CallSide(lambda: np.matmul(a, b, out=cn), calls=1, cpu_time=True))
         t = [m.samples for m in interleave(timed, FixedSampling(args.reps),
                                            raise_errors=True)]
